@@ -1,0 +1,370 @@
+//! The node-local deadline table (not replicated), pure.
+//!
+//! The replicated [`LockTable`] holds durations only. Each node turns them into
+//! instants on its own monotonic clock (SEMANTICS "Time, without comparing
+//! clocks"): times here are [`Duration`]s since the node's clock origin, passed
+//! in by the caller; this module reads no clock.
+//!
+//! * `stamp`: when the entry reached this node's log (stamped at append);
+//! * `now`: when the entry is applied, or when the leader looks for due work.
+//!
+//! Rules, per [`Effect`]:
+//! * `LeaseSet` → deadline = stamp + ttl (never earlier than the client's send
+//!   + TTL, S4);
+//! * `LeaseCapped` → min(deadline, stamp + remaining): a checkpoint only
+//!   shortens (L2, etcd issue 9395);
+//! * `LeaseGraced` → max(deadline, now + grace) (L4);
+//! * `LeaseEnded` → removed; the same for waits (`Queued`, `WaitCapped`,
+//!   `WaiterRemoved`) and lock-delays (`LockDelayStarted`, `LockDelayCapped`,
+//!   `LockDelayEnded`).
+//!
+//! All arithmetic saturates: an overflowing deadline becomes `Duration::MAX`,
+//! i.e. never due (late, never early). A missing deadline is never due.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::effect::Effect;
+use crate::table::LockTable;
+use crate::types::{
+    Checkpoint, CheckpointLease, CheckpointLockDelay, CheckpointWaiter, DueLease, DueList,
+    DueWaiter, LeaderId, LeaseId, LogIndex,
+};
+
+/// Node-local deadlines of leases, waits and lock-delays.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Deadlines {
+    leases: BTreeMap<LeaseId, Duration>,
+    /// (resource, lease, enqueue index) → end of the wait.
+    waits: BTreeMap<(String, LeaseId, LogIndex), Duration>,
+    /// (resource, start index) → end of the delay.
+    lock_delays: BTreeMap<(String, LogIndex), Duration>,
+}
+
+fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+fn add(at: Duration, v: u64) -> Duration {
+    at.saturating_add(ms(v))
+}
+
+/// Whole milliseconds from `now` until `deadline` (0 if passed), rounded up so
+/// a remaining time is never reported shorter than it is.
+fn until_ms(deadline: Duration, now: Duration) -> u64 {
+    let left = deadline.saturating_sub(now);
+    let whole = left.as_millis();
+    let up = if left > Duration::from_millis(u64::try_from(whole).unwrap_or(u64::MAX)) {
+        whole.saturating_add(1)
+    } else {
+        whole
+    };
+    u64::try_from(up).unwrap_or(u64::MAX)
+}
+
+fn set_min<K: Ord>(map: &mut BTreeMap<K, Duration>, key: K, cap: Duration) {
+    map.entry(key)
+        .and_modify(|d| *d = (*d).min(cap))
+        .or_insert(cap);
+}
+
+impl Deadlines {
+    /// An empty table.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Applies one effect of an applied entry. `stamp`: when that entry reached
+    /// this node's log; `now`: apply time (used by `LeaseGraced` only).
+    pub fn on_effect(&mut self, effect: &Effect, stamp: Duration, now: Duration) {
+        match effect {
+            Effect::LeaseSet { lease_id, ttl_ms } => {
+                self.leases.insert(*lease_id, add(stamp, *ttl_ms));
+            }
+            Effect::LeaseCapped {
+                lease_id,
+                remaining_ms,
+            } => {
+                set_min(&mut self.leases, *lease_id, add(stamp, *remaining_ms));
+            }
+            Effect::LeaseGraced { lease_id, grace_ms } => {
+                let floor = add(now, *grace_ms);
+                self.leases
+                    .entry(*lease_id)
+                    .and_modify(|d| *d = (*d).max(floor))
+                    .or_insert(floor);
+            }
+            Effect::LeaseEnded { lease_id, .. } => {
+                self.leases.remove(lease_id);
+            }
+            Effect::Queued {
+                resource,
+                lease_id,
+                enqueue_index,
+                wait_timeout_ms,
+                ..
+            } => {
+                self.waits.insert(
+                    (resource.clone(), *lease_id, *enqueue_index),
+                    add(stamp, *wait_timeout_ms),
+                );
+            }
+            Effect::WaitCapped {
+                resource,
+                lease_id,
+                enqueue_index,
+                remaining_ms,
+            } => {
+                set_min(
+                    &mut self.waits,
+                    (resource.clone(), *lease_id, *enqueue_index),
+                    add(stamp, *remaining_ms),
+                );
+            }
+            Effect::WaiterRemoved {
+                resource,
+                lease_id,
+                enqueue_index,
+                ..
+            } => {
+                self.waits
+                    .remove(&(resource.clone(), *lease_id, *enqueue_index));
+            }
+            Effect::LockDelayStarted {
+                resource,
+                start_index,
+                lock_delay_ms,
+            } => {
+                self.lock_delays
+                    .insert((resource.clone(), *start_index), add(stamp, *lock_delay_ms));
+            }
+            Effect::LockDelayCapped {
+                resource,
+                start_index,
+                remaining_ms,
+            } => {
+                set_min(
+                    &mut self.lock_delays,
+                    (resource.clone(), *start_index),
+                    add(stamp, *remaining_ms),
+                );
+            }
+            Effect::LockDelayEnded {
+                resource,
+                start_index,
+            } => {
+                self.lock_delays.remove(&(resource.clone(), *start_index));
+            }
+            Effect::Granted { .. } | Effect::Freed { .. } => {}
+        }
+    }
+
+    /// Applies every effect of one entry.
+    pub fn on_effects<'a>(
+        &mut self,
+        effects: impl IntoIterator<Item = &'a Effect>,
+        stamp: Duration,
+        now: Duration,
+    ) {
+        for e in effects {
+            self.on_effect(e, stamp, now);
+        }
+    }
+
+    /// Deadlines for a table that reached this node without being applied
+    /// (snapshot install, restart): each lease at now + `remaining_ms`, each
+    /// waiter at now + `remaining_wait_ms`, each lock-delay at now + `remaining_ms`.
+    pub fn load(table: &LockTable, now: Duration) -> Self {
+        let mut d = Self::new();
+        for l in table.leases() {
+            d.leases.insert(l.lease_id, add(now, l.remaining_ms));
+        }
+        for (resource, w, remaining) in table.all_waiters() {
+            d.waits
+                .insert((resource, w.lease_id, w.enqueue_index), add(now, remaining));
+        }
+        for ld in table.lock_delays() {
+            d.lock_delays
+                .insert((ld.resource, ld.start_index), add(now, ld.remaining_ms));
+        }
+        d
+    }
+
+    /// The local deadline of lease `id`, if known.
+    pub fn lease_deadline(&self, id: LeaseId) -> Option<Duration> {
+        self.leases.get(&id).copied()
+    }
+
+    /// Milliseconds left on lease `id` at `now` (0 once passed; rounded up).
+    pub fn remaining_ms(&self, id: LeaseId, now: Duration) -> Option<u64> {
+        self.leases.get(&id).map(|d| until_ms(*d, now))
+    }
+
+    /// The local end of a wait, if known.
+    pub fn wait_deadline(
+        &self,
+        resource: &str,
+        lease_id: LeaseId,
+        enqueue_index: LogIndex,
+    ) -> Option<Duration> {
+        self.waits
+            .get(&(resource.to_owned(), lease_id, enqueue_index))
+            .copied()
+    }
+
+    /// The local end of a lock-delay, if known.
+    pub fn lock_delay_deadline(&self, resource: &str, start_index: LogIndex) -> Option<Duration> {
+        self.lock_delays
+            .get(&(resource.to_owned(), start_index))
+            .copied()
+    }
+
+    /// The earliest deadline of any kind, for the leader's timer.
+    pub fn next_deadline(&self) -> Option<Duration> {
+        self.leases
+            .values()
+            .chain(self.waits.values())
+            .chain(self.lock_delays.values())
+            .min()
+            .copied()
+    }
+
+    /// What the leader should end at `now`: leases whose deadline <= now, with
+    /// the `last_index` the table holds, and waits whose end <= now, both in
+    /// sorted order. Only entries still in `table` are listed.
+    pub fn due(&self, table: &LockTable, leader: LeaderId, now: Duration) -> DueList {
+        let leases = self
+            .leases
+            .iter()
+            .filter(|(_, d)| **d <= now)
+            .filter_map(|(id, _)| {
+                table.lease(*id).map(|l| DueLease {
+                    lease_id: *id,
+                    last_index: l.last_index,
+                })
+            })
+            .collect();
+        let waiters = self
+            .waits
+            .iter()
+            .filter(|(_, d)| **d <= now)
+            .filter(|((r, lease, enq), _)| table.has_waiter(r, *lease, *enq))
+            .map(|((r, lease, enq), _)| DueWaiter {
+                resource: r.clone(),
+                lease_id: *lease,
+                enqueue_index: *enq,
+            })
+            .collect();
+        DueList {
+            leader,
+            leases,
+            waiters,
+        }
+    }
+
+    /// Lock-delays whose end <= now and that still run in `table`: (resource,
+    /// start index) for `EndLockDelay` entries, sorted.
+    pub fn due_lock_delays(&self, table: &LockTable, now: Duration) -> Vec<(String, LogIndex)> {
+        let running = table.lock_delays();
+        self.lock_delays
+            .iter()
+            .filter(|(_, d)| **d <= now)
+            .filter(|((r, s), _)| {
+                running
+                    .iter()
+                    .any(|v| v.resource == *r && v.start_index == *s)
+            })
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// A checkpoint of remaining durations at `now`: leases not renewed within
+    /// the last `interval` (remaining < ttl − interval), and running waits and
+    /// lock-delays that have run for at least `interval`; remaining = deadline
+    /// − now, saturating at 0 and rounded up. Entries without a local deadline
+    /// are left out.
+    pub fn checkpoint(
+        &self,
+        table: &LockTable,
+        leader: LeaderId,
+        now: Duration,
+        interval: Duration,
+    ) -> Checkpoint {
+        let interval_ms = u64::try_from(interval.as_millis()).unwrap_or(u64::MAX);
+        let leases = table
+            .leases()
+            .filter_map(|l| {
+                let remaining = until_ms(self.lease_deadline(l.lease_id)?, now);
+                (remaining < l.ttl_ms.saturating_sub(interval_ms)).then_some(CheckpointLease {
+                    lease_id: l.lease_id,
+                    last_index: l.last_index,
+                    remaining_ms: remaining,
+                })
+            })
+            .collect();
+        let lock_delays = table
+            .lock_delays()
+            .into_iter()
+            .filter_map(|v| {
+                let remaining =
+                    until_ms(self.lock_delay_deadline(&v.resource, v.start_index)?, now);
+                (remaining < v.lock_delay_ms.saturating_sub(interval_ms)).then_some(
+                    CheckpointLockDelay {
+                        resource: v.resource,
+                        start_index: v.start_index,
+                        remaining_ms: remaining,
+                    },
+                )
+            })
+            .collect();
+        let waiters = table
+            .resources
+            .iter()
+            .flat_map(|(resource, state)| state.waiters.iter().map(move |w| (resource, w)))
+            .filter_map(|(resource, w)| {
+                let remaining = until_ms(
+                    self.wait_deadline(resource, w.lease_id, w.enqueue_index)?,
+                    now,
+                );
+                (remaining < w.wait_timeout_ms.saturating_sub(interval_ms)).then(|| {
+                    CheckpointWaiter {
+                        resource: resource.clone(),
+                        lease_id: w.lease_id,
+                        enqueue_index: w.enqueue_index,
+                        remaining_ms: remaining,
+                    }
+                })
+            })
+            .collect();
+        Checkpoint {
+            leader,
+            leases,
+            lock_delays,
+            waiters,
+        }
+    }
+
+    /// Forgets lease `id` (e.g. when its end was observed some other way).
+    pub fn forget_lease(&mut self, id: LeaseId) {
+        self.leases.remove(&id);
+    }
+
+    /// Drops every deadline whose lease, wait or lock-delay is no longer in
+    /// `table` (after a snapshot install or any doubt).
+    pub fn prune(&mut self, table: &LockTable) {
+        self.leases.retain(|id, _| table.lease(*id).is_some());
+        self.waits
+            .retain(|(r, lease, enq), _| table.has_waiter(r, *lease, *enq));
+        self.lock_delays.retain(|(r, start), _| {
+            table
+                .resource(r)
+                .and_then(|s| s.lock_delay.as_ref())
+                .is_some_and(|d| d.start_index == *start)
+        });
+    }
+
+    /// Number of lease deadlines held.
+    pub fn lease_count(&self) -> usize {
+        self.leases.len()
+    }
+}

@@ -1,0 +1,167 @@
+//! What one applied entry changed, as a list of [`Effect`]s.
+//!
+//! The replicated table stores durations only; the node-local
+//! [`crate::deadline::Deadlines`] turns these effects into instants (SEMANTICS
+//! "Time"), and the server forwards grants and removals to waiting clients and
+//! watchers. Effects are deterministic (same entry, same table → same list),
+//! but they are not replicated state: they are derived again on every replica.
+
+use serde::{Deserialize, Serialize};
+
+use crate::types::{FencingToken, LeaseId, LogIndex};
+
+/// Why a lease ended.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LeaseEndReason {
+    /// Its deadline passed and an `Expire` entry (or a due list) ended it.
+    Expired,
+    /// A `Revoke` ended it.
+    Revoked,
+    /// An acquire-created (`auto`) lease lost its last lock and its last wait.
+    Released,
+    /// An acquire-created lease whose acquire was not granted. Apply never
+    /// creates such a lease in the first place, so this reason is not emitted
+    /// today; it is kept so consumers can match on it.
+    NotGranted,
+}
+
+/// Why a holder lost a resource.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FreeReason {
+    /// A `Release` by the holder (clean: no lock-delay).
+    Released,
+    /// The holder's lease expired (involuntary: lock-delay applies).
+    Expired,
+    /// The holder's lease was revoked (clean: no lock-delay).
+    Revoked,
+    /// A `ForceRelease` (involuntary: lock-delay applies).
+    Forced,
+}
+
+/// Why a waiter left the queue.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum WaiterRemovedReason {
+    /// It became the holder (a [`Effect::Granted`] follows).
+    Granted,
+    /// Its wait timed out (a due waiter in a committed due list, S8).
+    TimedOut,
+    /// Its lease ended (expiry, revoke), S8.
+    LeaseEnded,
+}
+
+/// One change made by an applied entry. Millisecond durations; `stamp` and
+/// `now` below are the node-local times passed to
+/// [`crate::deadline::Deadlines::on_effect`].
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// A lease was created or renewed: deadline = stamp + `ttl_ms`.
+    LeaseSet {
+        /// The lease.
+        lease_id: LeaseId,
+        /// Its TTL in milliseconds.
+        ttl_ms: u64,
+    },
+    /// A checkpoint: deadline = min(deadline, stamp + `remaining_ms`); only shortens.
+    LeaseCapped {
+        /// The lease.
+        lease_id: LeaseId,
+        /// Remaining TTL at the proposer, in milliseconds.
+        remaining_ms: u64,
+    },
+    /// A promote (L4): deadline = max(deadline, now + `grace_ms`).
+    LeaseGraced {
+        /// The lease.
+        lease_id: LeaseId,
+        /// The grace in milliseconds.
+        grace_ms: u64,
+    },
+    /// The lease is gone; forget its deadline.
+    LeaseEnded {
+        /// The lease.
+        lease_id: LeaseId,
+        /// Why.
+        reason: LeaseEndReason,
+    },
+    /// A grant (S2: `fencing_token` is above every token issued before).
+    Granted {
+        /// The resource.
+        resource: String,
+        /// The new holder.
+        lease_id: LeaseId,
+        /// The grant's token.
+        fencing_token: FencingToken,
+        /// Index of the entry that made the grant.
+        grant_index: LogIndex,
+    },
+    /// A holder lost a resource.
+    Freed {
+        /// The resource.
+        resource: String,
+        /// The former holder.
+        lease_id: LeaseId,
+        /// The grant that ended.
+        fencing_token: FencingToken,
+        /// Why.
+        reason: FreeReason,
+    },
+    /// A waiter was enqueued: wait deadline = stamp + `wait_timeout_ms`.
+    Queued {
+        /// The resource.
+        resource: String,
+        /// The waiting lease.
+        lease_id: LeaseId,
+        /// Index of the enqueue entry (identifies this wait).
+        enqueue_index: LogIndex,
+        /// 1 = next in line.
+        position: u64,
+        /// The wait timeout in milliseconds.
+        wait_timeout_ms: u64,
+    },
+    /// A waiter left the queue; forget its wait deadline.
+    WaiterRemoved {
+        /// The resource.
+        resource: String,
+        /// The lease.
+        lease_id: LeaseId,
+        /// Its enqueue index.
+        enqueue_index: LogIndex,
+        /// Why.
+        reason: WaiterRemovedReason,
+    },
+    /// A checkpointed wait: deadline = min(deadline, stamp + `remaining_ms`).
+    WaitCapped {
+        /// The resource.
+        resource: String,
+        /// The lease.
+        lease_id: LeaseId,
+        /// Its enqueue index.
+        enqueue_index: LogIndex,
+        /// Remaining wait in milliseconds.
+        remaining_ms: u64,
+    },
+    /// A lock-delay started (involuntary loss): its end = stamp + `lock_delay_ms`.
+    LockDelayStarted {
+        /// The resource.
+        resource: String,
+        /// Index of the entry that started it (identifies this delay).
+        start_index: LogIndex,
+        /// The delay in milliseconds.
+        lock_delay_ms: u64,
+    },
+    /// A checkpointed lock-delay: end = min(end, stamp + `remaining_ms`).
+    LockDelayCapped {
+        /// The resource.
+        resource: String,
+        /// Index of the entry that started it.
+        start_index: LogIndex,
+        /// Remaining delay in milliseconds.
+        remaining_ms: u64,
+    },
+    /// A lock-delay ended; forget its end.
+    LockDelayEnded {
+        /// The resource.
+        resource: String,
+        /// Index of the entry that started it.
+        start_index: LogIndex,
+    },
+}

@@ -1,0 +1,76 @@
+//! Warden's lock table: the pure, deterministic core of a replicated lock
+//! service.
+//!
+//! The contract is `SEMANTICS.md` (properties S1–S8, L1–L4 and the "Time"
+//! section); doc comments here cite those numbers.
+//!
+//! # Modules
+//!
+//! * [`types`]: ids, the versioned [`types::LogEntry`], every
+//!   [`types::Command`] and [`types::Response`]. This is the log and snapshot
+//!   format: append-only enums, postcard-encoded.
+//! * [`limits`]: the documented bound on every name, duration and table that
+//!   input can grow.
+//! * [`validate`]: checks a command against [`limits`] and returns a typed
+//!   error naming the field. The server calls it before proposing; apply calls
+//!   it again.
+//! * [`table`]: the replicated [`LockTable`] (leases, grants, FIFO waiters,
+//!   lock-delays, the fencing-token and lease-id counters) and
+//!   [`LockTable::apply`], the state machine.
+//! * [`query`]: read-only views of the table (holders, waiters, lock-delays,
+//!   counters) and [`LockTable::check_invariants`].
+//! * [`outcome`]: the replicated, bounded outcome table that gives client
+//!   commands exactly-once effect (S7).
+//! * [`effect`]: the [`Effect`]s an applied entry reports (grants, frees,
+//!   lease and wait changes) for the deadline table and for watchers.
+//! * [`snapshot`]: [`LockTable::to_snapshot`] / [`LockTable::from_snapshot`],
+//!   a version byte then postcard; byte-identical for equal tables.
+//! * [`deadline`]: the node-local, non-replicated [`Deadlines`] that turns
+//!   durations into instants on the node's own clock (passed in, never read)
+//!   and tells the leader what is due and what to checkpoint.
+//!
+//! # The path of a command
+//!
+//! 1. The server builds a [`types::Command`] from a client request and checks
+//!    it with [`validate::command`]. As leader it attaches the due list from
+//!    [`Deadlines::due`] to commands that can hand a resource off.
+//! 2. openraft commits a [`types::LogEntry::V1`]; every node stamps the entry
+//!    when it reaches its local log.
+//! 3. Every node calls [`LockTable::apply`] with the entry's index and the
+//!    leader id from its log id. Apply removes due leases and waiters (when the
+//!    leader ids match), validates again, consults the outcome table, executes,
+//!    and returns an [`Applied`]: the [`types::Response`] for the client and
+//!    the [`Effect`]s.
+//! 4. Every node feeds the effects to its [`Deadlines`] with the entry's stamp
+//!    and the apply time. The leader (after its own `Promote` has applied) asks
+//!    [`Deadlines::due`], [`Deadlines::due_lock_delays`] and
+//!    [`Deadlines::checkpoint`] what to propose next.
+//!
+//! # What this crate does not do
+//!
+//! No IO, no networking, no Raft (it knows nothing of openraft), no clock (all
+//! times are passed in as `Duration`s since a node-local origin), no
+//! randomness, no threads, no `HashMap` (iteration order must be the same on
+//! every replica). Apply never panics on any input: bad input gets a
+//! [`types::CommandError`] and changes nothing.
+
+#![warn(missing_docs)]
+
+pub mod deadline;
+pub mod effect;
+pub mod limits;
+pub mod outcome;
+pub mod query;
+pub mod snapshot;
+pub mod table;
+pub mod types;
+pub mod validate;
+
+pub use deadline::Deadlines;
+pub use effect::{Effect, FreeReason, LeaseEndReason, WaiterRemovedReason};
+pub use query::{HolderView, LockDelayView, OutcomeStats, WaiterView};
+pub use snapshot::{SnapshotError, SNAPSHOT_VERSION};
+pub use table::{Applied, Grant, LeaseRecord, LockDelay, LockTable, ResourceState, Waiter};
+
+#[cfg(test)]
+mod tests;

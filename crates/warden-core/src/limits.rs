@@ -1,0 +1,25 @@
+//! Documented bounds on every duration, name and table that input can grow
+//! (SEMANTICS "What bad input gets"). Each bound is enforced in
+//! [`crate::validate`] before a command is proposed and again at apply.
+
+/// Longest resource name, in bytes of UTF-8.
+pub const MAX_RESOURCE_BYTES: usize = 512;
+/// Shortest lease TTL: 1 s.
+pub const MIN_TTL_MS: u64 = 1_000;
+/// Longest lease TTL: 1 h.
+pub const MAX_TTL_MS: u64 = 3_600_000;
+/// Longest wait in the queue: 1 h.
+pub const MAX_WAIT_TIMEOUT_MS: u64 = 3_600_000;
+/// Longest lock-delay: 1 min.
+pub const MAX_LOCK_DELAY_MS: u64 = 60_000;
+/// Ids and tokens stay below 2^53 (safe in JSON and JavaScript).
+pub const MAX_ID: u64 = (1 << 53) - 1;
+/// Outcome records kept per client above its acknowledged watermark (S7).
+pub const MAX_OUTCOMES_PER_CLIENT: usize = 64;
+/// Client records kept in the outcome table (S7); the least recently used is
+/// dropped when a new client would exceed it.
+pub const MAX_CLIENTS: usize = 16_384;
+/// Waiters per resource.
+pub const MAX_WAITERS_PER_RESOURCE: usize = 10_000;
+/// Locks and waits attached to one lease.
+pub const MAX_LOCKS_PER_LEASE: usize = 10_000;

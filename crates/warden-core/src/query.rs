@@ -1,0 +1,287 @@
+//! Read-only views of the [`LockTable`]: holders, leases, waiters,
+//! lock-delays, counters, the outcome table's size, and
+//! [`LockTable::check_invariants`]. The server's status endpoints, the
+//! deadline table and the simulator's checkers read the table only through
+//! these.
+
+use std::collections::BTreeSet;
+
+use crate::outcome::OutcomeTable;
+use crate::table::{LeaseRecord, LockTable, ResourceState};
+use crate::types::{ClientId, FencingToken, LeaderId, LeaseId, LogIndex};
+
+/// The holder of a resource, as [`LockTable::holder`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HolderView {
+    /// The holding lease.
+    pub lease_id: LeaseId,
+    /// The grant's token.
+    pub fencing_token: FencingToken,
+    /// The lease's TTL in milliseconds at grant time.
+    pub ttl_ms: u64,
+    /// Index of the entry that made the grant.
+    pub grant_index: LogIndex,
+}
+
+/// A waiter, as [`LockTable::waiters`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WaiterView {
+    /// The waiting lease.
+    pub lease_id: LeaseId,
+    /// Index of its enqueue entry.
+    pub enqueue_index: LogIndex,
+    /// 1 = next in line.
+    pub position: u64,
+}
+
+/// A running lock-delay, as [`LockTable::lock_delays`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockDelayView {
+    /// The resource.
+    pub resource: String,
+    /// Index of the entry that started it.
+    pub start_index: LogIndex,
+    /// The full delay in milliseconds.
+    pub lock_delay_ms: u64,
+    /// Remaining delay in milliseconds as of the last checkpoint (or start).
+    pub remaining_ms: u64,
+}
+
+/// Size of the outcome table (S7 bounds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutcomeStats {
+    /// Client records kept (<= [`crate::limits::MAX_CLIENTS`]).
+    pub clients: usize,
+    /// Outcomes stored over all clients.
+    pub outcomes: usize,
+}
+
+impl LockTable {
+    /// The holder of `resource`, if any.
+    pub fn holder(&self, resource: &str) -> Option<HolderView> {
+        self.resources
+            .get(resource)
+            .and_then(|s| s.holder.as_ref())
+            .map(|g| HolderView {
+                lease_id: g.lease_id,
+                fencing_token: g.fencing_token,
+                ttl_ms: g.ttl_ms,
+                grant_index: g.grant_index,
+            })
+    }
+
+    /// The lease `id`, if live.
+    pub fn lease(&self, id: LeaseId) -> Option<&LeaseRecord> {
+        self.leases.get(&id)
+    }
+
+    /// Every live lease, by id.
+    pub fn leases(&self) -> impl Iterator<Item = &LeaseRecord> {
+        self.leases.values()
+    }
+
+    /// The waiters on `resource`, in FIFO order (position 1 first).
+    pub fn waiters(&self, resource: &str) -> Vec<WaiterView> {
+        self.resources.get(resource).map_or_else(Vec::new, |s| {
+            s.waiters
+                .iter()
+                .zip(1u64..)
+                .map(|(w, position)| WaiterView {
+                    lease_id: w.lease_id,
+                    enqueue_index: w.enqueue_index,
+                    position,
+                })
+                .collect()
+        })
+    }
+
+    /// The 1-based queue position of `lease_id` on `resource`, if it waits there.
+    pub fn waiter_position(&self, resource: &str, lease_id: LeaseId) -> Option<u64> {
+        self.resources
+            .get(resource)
+            .and_then(|s| s.waiters.iter().position(|w| w.lease_id == lease_id))
+            .map(|p| p as u64 + 1)
+    }
+
+    /// Every running lock-delay, by resource.
+    pub fn lock_delays(&self) -> Vec<LockDelayView> {
+        self.resources
+            .iter()
+            .filter_map(|(name, s)| {
+                s.lock_delay.as_ref().map(|d| LockDelayView {
+                    resource: name.clone(),
+                    start_index: d.start_index,
+                    lock_delay_ms: d.lock_delay_ms,
+                    remaining_ms: d.remaining_ms,
+                })
+            })
+            .collect()
+    }
+
+    /// Every waiter: (resource, view, remaining wait in ms as of the last
+    /// checkpoint or enqueue), by resource then position.
+    pub fn all_waiters(&self) -> Vec<(String, WaiterView, u64)> {
+        self.resources
+            .iter()
+            .flat_map(|(name, s)| {
+                s.waiters.iter().zip(1u64..).map(move |(w, position)| {
+                    (
+                        name.clone(),
+                        WaiterView {
+                            lease_id: w.lease_id,
+                            enqueue_index: w.enqueue_index,
+                            position,
+                        },
+                        w.remaining_wait_ms,
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// The full state of one resource (holder, waiters with their headers,
+    /// lock-delay), if anything is on it.
+    pub fn resource(&self, resource: &str) -> Option<&ResourceState> {
+        self.resources.get(resource)
+    }
+
+    /// True if `lease_id` waits on `resource` with this enqueue index.
+    pub fn has_waiter(&self, resource: &str, lease_id: LeaseId, enqueue_index: LogIndex) -> bool {
+        self.resources.get(resource).is_some_and(|s| {
+            s.waiters
+                .iter()
+                .any(|w| w.lease_id == lease_id && w.enqueue_index == enqueue_index)
+        })
+    }
+
+    /// The token the next grant gets (S2); every token issued so far is below it.
+    pub fn next_token(&self) -> u64 {
+        self.next_token
+    }
+
+    /// The id the next lease gets.
+    pub fn next_lease_id(&self) -> u64 {
+        self.next_lease_id
+    }
+
+    /// Size of the outcome table (S7).
+    pub fn outcome_stats(&self) -> OutcomeStats {
+        let (clients, outcomes) = self.outcomes.stats();
+        OutcomeStats { clients, outcomes }
+    }
+
+    /// Every client record: (client id, `last_index`), by client id. The leader
+    /// proposes `DropClients` for those idle too long.
+    pub fn clients(&self) -> impl Iterator<Item = (ClientId, LogIndex)> + '_ {
+        self.outcomes.clients().map(|(id, r)| (*id, r.last_index))
+    }
+
+    /// The outcome table itself (read-only).
+    pub fn outcome_table(&self) -> &OutcomeTable {
+        &self.outcomes
+    }
+
+    /// The leader id and index of the last applied matching `Promote`: a new
+    /// leader performs no leader duty until this names itself.
+    pub fn last_promote(&self) -> Option<(LeaderId, LogIndex)> {
+        self.last_promote
+    }
+
+    /// Number of resources with a holder.
+    pub fn resources_held(&self) -> usize {
+        self.resources
+            .values()
+            .filter(|s| s.holder.is_some())
+            .count()
+    }
+
+    /// Checks the table's internal consistency: S1 (at most one holder, never
+    /// together with a lock-delay), every holder and waiter on a live lease and
+    /// listed in it, waiters in strictly increasing enqueue order, counters
+    /// above every id and token in use. Used on snapshot load and by tests.
+    ///
+    /// # Errors
+    /// A description of the first inconsistency found.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        if self.next_token == 0 || self.next_lease_id == 0 {
+            return Err("counters must start at 1".into());
+        }
+        for (id, l) in &self.leases {
+            if *id != l.lease_id || *id >= self.next_lease_id {
+                return Err(format!("lease {id}: bad id"));
+            }
+            for r in &l.locks {
+                if self
+                    .resources
+                    .get(r)
+                    .and_then(|s| s.holder.as_ref())
+                    .is_none_or(|g| g.lease_id != *id)
+                {
+                    return Err(format!("lease {id} lists lock {r:?} it does not hold"));
+                }
+            }
+            for r in &l.waits {
+                if self
+                    .resources
+                    .get(r)
+                    .is_none_or(|s| !s.waiters.iter().any(|w| w.lease_id == *id))
+                {
+                    return Err(format!("lease {id} lists wait {r:?} that is not queued"));
+                }
+            }
+        }
+        for (name, s) in &self.resources {
+            if s.is_empty() {
+                return Err(format!("resource {name:?} kept empty"));
+            }
+            if let Some(g) = &s.holder {
+                if s.lock_delay.is_some() {
+                    return Err(format!("resource {name:?} held during lock-delay"));
+                }
+                if g.fencing_token == 0 || g.fencing_token >= self.next_token {
+                    return Err(format!(
+                        "resource {name:?}: token {} not below next_token",
+                        g.fencing_token
+                    ));
+                }
+                if self
+                    .leases
+                    .get(&g.lease_id)
+                    .is_none_or(|l| !l.locks.contains(name))
+                {
+                    return Err(format!(
+                        "resource {name:?} held by lease {} that does not list it",
+                        g.lease_id
+                    ));
+                }
+            }
+            let mut prev = None;
+            let mut seen = BTreeSet::new();
+            for w in &s.waiters {
+                if prev.is_some_and(|p| p >= w.enqueue_index) {
+                    return Err(format!("resource {name:?}: waiters out of FIFO order"));
+                }
+                prev = Some(w.enqueue_index);
+                if !seen.insert(w.lease_id)
+                    || s.holder.as_ref().is_some_and(|g| g.lease_id == w.lease_id)
+                {
+                    return Err(format!(
+                        "resource {name:?}: lease {} queued twice or holder queued",
+                        w.lease_id
+                    ));
+                }
+                if self
+                    .leases
+                    .get(&w.lease_id)
+                    .is_none_or(|l| !l.waits.contains(name))
+                {
+                    return Err(format!(
+                        "resource {name:?}: waiter lease {} dead or not listing it",
+                        w.lease_id
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,1028 @@
+//! The replicated lock table and its deterministic `apply`.
+//!
+//! [`LockTable::apply`] is the state machine: given the entry's log index, the
+//! leader id in the entry's own Raft log id and the command, it changes the
+//! table and returns the [`Response`] plus the [`Effect`]s. Same inputs → same
+//! state, response and effects on every replica: only ordered maps, no clock,
+//! no randomness, no hashing with random seeds. Apply never panics: bad input
+//! is refused with [`Response::Error`] and changes nothing (due lists, which
+//! are the leader's duty and not part of the request, are still applied).
+//!
+//! Order of work for one entry:
+//! 1. the entry's due list (if its leader id matches the entry's): due leases
+//!    whose `last_index` still matches end (their locks go to the next live
+//!    waiter, or into lock-delay), then due waiters are removed (S8);
+//! 2. [`crate::validate::command`]; a refusal records nothing;
+//! 3. the outcome table (S7): replay a stored outcome, refuse an expired or
+//!    reused request id, or execute;
+//! 4. the command itself, all checks before any change;
+//! 5. the outcome is stored.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::effect::{Effect, FreeReason, LeaseEndReason, WaiterRemovedReason};
+use crate::limits::{MAX_ID, MAX_LOCKS_PER_LEASE, MAX_WAITERS_PER_RESOURCE};
+use crate::outcome::{fingerprint, Check, OutcomeTable};
+use crate::types::{
+    Acquire, AcquireOutcome, AcquireReply, Checkpoint, Command, DueList, EndLockDelay, ErrorCode,
+    FencingToken, ForceRelease, LeaderId, LeaseGrant, LeaseId, LeaseSpec, LogIndex,
+    NotGrantedReason, Promote, Release, RenewBatch, RequestHeader, Response, Revoke,
+};
+use crate::validate::{self, error};
+
+/// A lease: a TTL that locks and waits hang on (SEMANTICS "Words").
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct LeaseRecord {
+    /// The id, from `next_lease_id`; never reused.
+    pub lease_id: LeaseId,
+    /// TTL in milliseconds.
+    pub ttl_ms: u64,
+    /// Index of its last renew, checkpoint or promote. Due lists and
+    /// checkpoints name it; apply skips the lease when it has moved (S4).
+    pub last_index: LogIndex,
+    /// True once a `Promote` has graced it since its last renew (L2/L4: one
+    /// grace per lease between two renews).
+    pub graced: bool,
+    /// Remaining TTL in milliseconds as of `last_index` (the full TTL after a
+    /// renew, the proposer's value after a checkpoint, at least the grace after
+    /// a promote). Used only where no local deadline exists (snapshot load).
+    pub remaining_ms: u64,
+    /// Created by an acquire: it dies when its last lock and last wait are gone.
+    pub auto: bool,
+    /// Resources it holds.
+    pub locks: BTreeSet<String>,
+    /// Resources it waits on.
+    pub waits: BTreeSet<String>,
+}
+
+/// The holder of a resource: one grant.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Grant {
+    /// The holding lease.
+    pub lease_id: LeaseId,
+    /// The grant's fencing token (S2).
+    pub fencing_token: FencingToken,
+    /// The lease's TTL in milliseconds at grant time.
+    pub ttl_ms: u64,
+    /// Index of the entry that made the grant.
+    pub grant_index: LogIndex,
+    /// Lock-delay (ms) to apply if this grant is lost involuntarily.
+    pub lock_delay_ms: u64,
+}
+
+/// A queued acquire (S8).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Waiter {
+    /// The waiting lease.
+    pub lease_id: LeaseId,
+    /// Index of the enqueue entry: FIFO order and identity of this wait.
+    pub enqueue_index: LogIndex,
+    /// The wait timeout in milliseconds.
+    pub wait_timeout_ms: u64,
+    /// Remaining wait in milliseconds as of the last checkpoint (or enqueue).
+    pub remaining_wait_ms: u64,
+    /// Lock-delay (ms) of the grant this waiter will get.
+    pub lock_delay_ms: u64,
+    /// The acquire's header, so the server can answer the waiting request.
+    pub header: RequestHeader,
+}
+
+/// A running lock-delay (after an involuntary loss).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct LockDelay {
+    /// Index of the entry that started it; `EndLockDelay` must name it.
+    pub start_index: LogIndex,
+    /// The full delay in milliseconds.
+    pub lock_delay_ms: u64,
+    /// Remaining delay in milliseconds as of the last checkpoint (or start).
+    pub remaining_ms: u64,
+}
+
+/// The state of one resource. Only resources with a holder, a waiter or a
+/// lock-delay are kept.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct ResourceState {
+    /// The holder (S1: at most one).
+    pub holder: Option<Grant>,
+    /// Waiters in FIFO order of `enqueue_index`.
+    pub waiters: Vec<Waiter>,
+    /// A running lock-delay; never together with a holder.
+    pub lock_delay: Option<LockDelay>,
+}
+
+impl ResourceState {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.holder.is_none() && self.waiters.is_empty() && self.lock_delay.is_none()
+    }
+}
+
+/// What applying one entry produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Applied {
+    /// The answer to the proposer's client.
+    pub response: Response,
+    /// Every change, in order, for the deadline table and watchers.
+    pub effects: Vec<Effect>,
+}
+
+/// The replicated lock table: leases, grants, waiters, lock-delays, the token
+/// and lease-id counters and the outcome table. Saved whole in snapshots.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct LockTable {
+    /// The next fencing token (S2); bumped by every grant.
+    pub(crate) next_token: u64,
+    /// The next lease id; never reused.
+    pub(crate) next_lease_id: u64,
+    pub(crate) leases: BTreeMap<LeaseId, LeaseRecord>,
+    pub(crate) resources: BTreeMap<String, ResourceState>,
+    pub(crate) outcomes: OutcomeTable,
+    pub(crate) last_promote: Option<(LeaderId, LogIndex)>,
+}
+
+impl Default for LockTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn exhausted(field: Option<&str>, message: impl Into<String>) -> CommandError {
+    error(ErrorCode::ResourceExhausted, field, message)
+}
+
+use crate::types::CommandError;
+
+impl LockTable {
+    /// An empty table: first token 1, first lease id 1.
+    pub fn new() -> Self {
+        Self {
+            next_token: 1,
+            next_lease_id: 1,
+            leases: BTreeMap::new(),
+            resources: BTreeMap::new(),
+            outcomes: OutcomeTable::default(),
+            last_promote: None,
+        }
+    }
+
+    /// Applies one committed entry (see the module docs for the order of work).
+    ///
+    /// `index` is the entry's log index; `log_leader` the leader id in the
+    /// entry's own log id, compared with the leader id inside leader-duty
+    /// commands and due lists (a mismatch ignores them: etcd issue 15247).
+    pub fn apply(&mut self, index: LogIndex, log_leader: LeaderId, cmd: &Command) -> Applied {
+        let mut fx = Vec::new();
+        let response = match cmd {
+            Command::Acquire(a) => {
+                self.apply_due(index, log_leader, a.due.as_ref(), &mut fx);
+                self.client_command(index, &a.header, cmd, &mut fx, |t, fx| {
+                    t.acquire(index, a, fx)
+                })
+            }
+            Command::Release(r) => {
+                self.apply_due(index, log_leader, r.due.as_ref(), &mut fx);
+                self.client_command(index, &r.header, cmd, &mut fx, |t, fx| {
+                    t.release(index, r, fx)
+                })
+            }
+            Command::Revoke(r) => {
+                self.apply_due(index, log_leader, r.due.as_ref(), &mut fx);
+                self.client_command(index, &r.header, cmd, &mut fx, |t, fx| {
+                    t.revoke(index, r, fx)
+                })
+            }
+            Command::ForceRelease(f) => {
+                self.apply_due(index, log_leader, f.due.as_ref(), &mut fx);
+                self.client_command(index, &f.header, cmd, &mut fx, |t, fx| {
+                    t.force_release(index, f, fx)
+                })
+            }
+            Command::LeaseGrant(g) => {
+                self.client_command(index, &g.header, cmd, &mut fx, |t, fx| {
+                    t.lease_grant(index, g, fx)
+                })
+            }
+            Command::RenewBatch(b) => self.renew(index, b, &mut fx),
+            Command::Promote(p) => self.promote(index, log_leader, p, &mut fx),
+            Command::Checkpoint(c) => self.checkpoint(index, log_leader, c, &mut fx),
+            Command::Expire(due) => {
+                self.apply_due(index, log_leader, Some(due), &mut fx);
+                Response::Done
+            }
+            Command::EndLockDelay(e) => self.end_lock_delay(index, log_leader, e, &mut fx),
+            Command::DropClients(d) => {
+                if d.leader == log_leader {
+                    for (client, last_index) in &d.clients {
+                        self.outcomes.drop_client(*client, *last_index);
+                    }
+                }
+                Response::Done
+            }
+            Command::Noop => Response::Done,
+        };
+        Applied {
+            response,
+            effects: fx,
+        }
+    }
+
+    /// Validation, then the outcome table (S7), then `exec`, then the record.
+    fn client_command(
+        &mut self,
+        index: LogIndex,
+        header: &RequestHeader,
+        cmd: &Command,
+        fx: &mut Vec<Effect>,
+        exec: impl FnOnce(&mut Self, &mut Vec<Effect>) -> Result<Response, CommandError>,
+    ) -> Response {
+        if let Err(e) = validate::command(cmd) {
+            return Response::Error(e);
+        }
+        let fp = fingerprint(cmd);
+        match self.outcomes.check(header, fp) {
+            Check::Refuse(resp) => resp,
+            Check::Replay(resp) => {
+                self.outcomes.record(index, header, fp, None);
+                match (cmd, resp) {
+                    (Command::Acquire(a), Response::Acquire(reply)) => {
+                        Response::Acquire(self.replay_acquire(a, reply))
+                    }
+                    (_, resp) => resp,
+                }
+            }
+            Check::Execute => {
+                let resp = exec(self, fx).unwrap_or_else(Response::Error);
+                self.outcomes.record(index, header, fp, Some(&resp));
+                resp
+            }
+        }
+    }
+
+    /// A retried acquire: the first outcome plus the lease's current state (S7).
+    fn replay_acquire(&self, a: &Acquire, reply: AcquireReply) -> AcquireReply {
+        let lease_id = match &reply.outcome {
+            AcquireOutcome::Granted { lease_id, .. } | AcquireOutcome::Queued { lease_id, .. } => {
+                Some(*lease_id)
+            }
+            AcquireOutcome::NotGranted { .. } => match a.lease {
+                LeaseSpec::Existing { lease_id } => Some(lease_id),
+                LeaseSpec::New { .. } => None,
+            },
+        };
+        let (lease_live, current_token) = self.lease_state(lease_id, &a.resource);
+        AcquireReply {
+            outcome: reply.outcome,
+            retried: true,
+            lease_live,
+            current_token,
+        }
+    }
+
+    fn lease_state(
+        &self,
+        lease_id: Option<LeaseId>,
+        resource: &str,
+    ) -> (bool, Option<FencingToken>) {
+        let Some(id) = lease_id else {
+            return (false, None);
+        };
+        let live = self.leases.contains_key(&id);
+        let token = self
+            .resources
+            .get(resource)
+            .and_then(|r| r.holder.as_ref())
+            .filter(|g| g.lease_id == id)
+            .map(|g| g.fencing_token);
+        (live, token)
+    }
+
+    // ---------------------------------------------------------------- due lists
+
+    /// S8 / "Time": ends due leases whose `last_index` still matches, then
+    /// removes timed-out waiters; ignored when the leader ids differ.
+    fn apply_due(
+        &mut self,
+        index: LogIndex,
+        log_leader: LeaderId,
+        due: Option<&DueList>,
+        fx: &mut Vec<Effect>,
+    ) {
+        let Some(due) = due else { return };
+        if due.leader != log_leader {
+            return;
+        }
+        for d in &due.leases {
+            if self
+                .leases
+                .get(&d.lease_id)
+                .is_some_and(|l| l.last_index == d.last_index)
+            {
+                self.end_lease(
+                    index,
+                    d.lease_id,
+                    LeaseEndReason::Expired,
+                    FreeReason::Expired,
+                    true,
+                    fx,
+                );
+            }
+        }
+        for w in &due.waiters {
+            if self.remove_waiter(
+                &w.resource,
+                w.lease_id,
+                w.enqueue_index,
+                WaiterRemovedReason::TimedOut,
+                fx,
+            ) {
+                self.settle(index, &w.resource, fx);
+                self.drop_auto_if_idle(w.lease_id, fx);
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- commands
+
+    fn acquire(
+        &mut self,
+        index: LogIndex,
+        a: &Acquire,
+        fx: &mut Vec<Effect>,
+    ) -> Result<Response, CommandError> {
+        let res = self.resources.get(&a.resource);
+        // Resolve the lease; nothing changes until every check has passed.
+        let (lease_id, ttl_ms, new_lease) = match a.lease {
+            LeaseSpec::New { ttl_ms } => {
+                if self.next_lease_id > MAX_ID {
+                    return Err(exhausted(
+                        Some("lease_id"),
+                        format!("lease ids exhausted (limit {MAX_ID})"),
+                    ));
+                }
+                (self.next_lease_id, ttl_ms, true)
+            }
+            LeaseSpec::Existing { lease_id } => {
+                let lease = self
+                    .leases
+                    .get(&lease_id)
+                    .ok_or_else(|| unknown_lease(lease_id))?;
+                if let Some(g) = res
+                    .and_then(|r| r.holder.as_ref())
+                    .filter(|g| g.lease_id == lease_id)
+                {
+                    // Already held by this lease: the existing grant, unchanged.
+                    return Ok(acquire_reply(
+                        AcquireOutcome::Granted {
+                            resource: a.resource.clone(),
+                            lease_id,
+                            fencing_token: g.fencing_token,
+                            ttl_ms: lease.ttl_ms,
+                            grant_index: g.grant_index,
+                        },
+                        true,
+                        Some(g.fencing_token),
+                    ));
+                }
+                if let Some((pos, w)) = res.and_then(|r| {
+                    r.waiters
+                        .iter()
+                        .enumerate()
+                        .find(|(_, w)| w.lease_id == lease_id)
+                }) {
+                    // Already waiting with this lease: the existing wait, unchanged.
+                    return Ok(acquire_reply(
+                        AcquireOutcome::Queued {
+                            resource: a.resource.clone(),
+                            lease_id,
+                            position: pos as u64 + 1,
+                            enqueue_index: w.enqueue_index,
+                            ttl_ms: lease.ttl_ms,
+                        },
+                        true,
+                        None,
+                    ));
+                }
+                if lease.locks.len() + lease.waits.len() >= MAX_LOCKS_PER_LEASE {
+                    return Err(exhausted(
+                        Some("lease_id"),
+                        format!(
+                            "a lease holds and waits on at most {MAX_LOCKS_PER_LEASE} resources"
+                        ),
+                    ));
+                }
+                (lease_id, lease.ttl_ms, false)
+            }
+        };
+        let grantable = res.is_none_or(|r| r.is_empty());
+        if grantable {
+            if self.next_token > MAX_ID {
+                return Err(exhausted(
+                    None,
+                    format!("fencing tokens exhausted (limit {MAX_ID})"),
+                ));
+            }
+            if new_lease {
+                self.create_lease(index, ttl_ms, true, fx);
+            }
+            let token = self.grant(index, &a.resource, lease_id, a.lock_delay_ms, fx);
+            return Ok(acquire_reply(
+                AcquireOutcome::Granted {
+                    resource: a.resource.clone(),
+                    lease_id,
+                    fencing_token: token,
+                    ttl_ms,
+                    grant_index: index,
+                },
+                true,
+                Some(token),
+            ));
+        }
+        let holder = res.and_then(|r| r.holder.as_ref()).map(|g| g.lease_id);
+        let in_delay = res.is_some_and(|r| r.lock_delay.is_some());
+        if a.wait_timeout_ms == 0 {
+            // Try-lock: nothing changes; a lease this acquire would create is never made.
+            let reason = if holder.is_none() && in_delay {
+                NotGrantedReason::LockDelay
+            } else {
+                NotGrantedReason::Held
+            };
+            return Ok(acquire_reply(
+                AcquireOutcome::NotGranted {
+                    resource: a.resource.clone(),
+                    holder_lease_id: holder,
+                    reason,
+                },
+                !new_lease,
+                None,
+            ));
+        }
+        let queue_len = res.map_or(0, |r| r.waiters.len());
+        if queue_len >= MAX_WAITERS_PER_RESOURCE {
+            return Err(exhausted(
+                Some("resource"),
+                format!("a resource has at most {MAX_WAITERS_PER_RESOURCE} waiters"),
+            ));
+        }
+        if new_lease {
+            self.create_lease(index, ttl_ms, true, fx);
+        }
+        let state = self.resources.entry(a.resource.clone()).or_default();
+        state.waiters.push(Waiter {
+            lease_id,
+            enqueue_index: index,
+            wait_timeout_ms: a.wait_timeout_ms,
+            remaining_wait_ms: a.wait_timeout_ms,
+            lock_delay_ms: a.lock_delay_ms,
+            header: a.header,
+        });
+        let position = state.waiters.len() as u64;
+        if let Some(l) = self.leases.get_mut(&lease_id) {
+            l.waits.insert(a.resource.clone());
+        }
+        fx.push(Effect::Queued {
+            resource: a.resource.clone(),
+            lease_id,
+            enqueue_index: index,
+            position,
+            wait_timeout_ms: a.wait_timeout_ms,
+        });
+        Ok(acquire_reply(
+            AcquireOutcome::Queued {
+                resource: a.resource.clone(),
+                lease_id,
+                position,
+                enqueue_index: index,
+                ttl_ms,
+            },
+            true,
+            None,
+        ))
+    }
+
+    fn release(
+        &mut self,
+        index: LogIndex,
+        r: &Release,
+        fx: &mut Vec<Effect>,
+    ) -> Result<Response, CommandError> {
+        let lease = self
+            .leases
+            .get(&r.lease_id)
+            .ok_or_else(|| unknown_lease(r.lease_id))?;
+        let resource = match &r.resource {
+            Some(name) => name.clone(),
+            None => {
+                let mut locks = lease.locks.iter();
+                match (locks.next(), locks.next()) {
+                    (Some(only), None) => only.clone(),
+                    _ => {
+                        return Err(error(
+                            ErrorCode::FailedPrecondition,
+                            Some("resource"),
+                            format!(
+                                "lease {} holds {} locks; name the resource to release",
+                                r.lease_id,
+                                lease.locks.len()
+                            ),
+                        ))
+                    }
+                }
+            }
+        };
+        let grant = self
+            .resources
+            .get(&resource)
+            .and_then(|s| s.holder.as_ref())
+            .filter(|g| g.lease_id == r.lease_id)
+            .ok_or_else(|| {
+                error(
+                    ErrorCode::FailedPrecondition,
+                    Some("resource"),
+                    format!("lease {} is not the holder of {resource:?}", r.lease_id),
+                )
+            })?;
+        if let Some(t) = r.fencing_token {
+            if t != grant.fencing_token {
+                // S6, etcd issue 22082: a late release never frees a newer grant.
+                return Err(error(
+                    ErrorCode::FailedPrecondition,
+                    Some("fencing_token"),
+                    format!(
+                        "stale fencing_token {t}: the current grant has token {}",
+                        grant.fencing_token
+                    ),
+                ));
+            }
+        }
+        let token = grant.fencing_token;
+        self.free(index, &resource, FreeReason::Released, false, fx);
+        self.drop_auto_if_idle(r.lease_id, fx);
+        Ok(Response::Released {
+            resource,
+            lease_id: r.lease_id,
+            fencing_token: token,
+        })
+    }
+
+    fn force_release(
+        &mut self,
+        index: LogIndex,
+        f: &ForceRelease,
+        fx: &mut Vec<Effect>,
+    ) -> Result<Response, CommandError> {
+        let grant = self
+            .resources
+            .get(&f.resource)
+            .and_then(|s| s.holder.as_ref())
+            .ok_or_else(|| {
+                error(
+                    ErrorCode::NotFound,
+                    Some("resource"),
+                    format!("{:?} has no holder", f.resource),
+                )
+            })?;
+        if let Some(t) = f.fencing_token {
+            if t != grant.fencing_token {
+                return Err(error(
+                    ErrorCode::FailedPrecondition,
+                    Some("fencing_token"),
+                    format!(
+                        "stale fencing_token {t}: the current grant has token {}",
+                        grant.fencing_token
+                    ),
+                ));
+            }
+        }
+        let (lease_id, token) = (grant.lease_id, grant.fencing_token);
+        self.free(index, &f.resource, FreeReason::Forced, true, fx);
+        self.drop_auto_if_idle(lease_id, fx);
+        Ok(Response::Released {
+            resource: f.resource.clone(),
+            lease_id,
+            fencing_token: token,
+        })
+    }
+
+    fn lease_grant(
+        &mut self,
+        index: LogIndex,
+        g: &LeaseGrant,
+        fx: &mut Vec<Effect>,
+    ) -> Result<Response, CommandError> {
+        if self.next_lease_id > MAX_ID {
+            return Err(exhausted(
+                Some("lease_id"),
+                format!("lease ids exhausted (limit {MAX_ID})"),
+            ));
+        }
+        let lease_id = self.create_lease(index, g.ttl_ms, false, fx);
+        Ok(Response::LeaseGranted {
+            lease_id,
+            ttl_ms: g.ttl_ms,
+        })
+    }
+
+    fn revoke(
+        &mut self,
+        index: LogIndex,
+        r: &Revoke,
+        fx: &mut Vec<Effect>,
+    ) -> Result<Response, CommandError> {
+        if !self.leases.contains_key(&r.lease_id) {
+            return Err(unknown_lease(r.lease_id));
+        }
+        self.end_lease(
+            index,
+            r.lease_id,
+            LeaseEndReason::Revoked,
+            FreeReason::Revoked,
+            false,
+            fx,
+        );
+        Ok(Response::Revoked {
+            lease_id: r.lease_id,
+        })
+    }
+
+    /// S4: every live lease restarts its countdown with its full TTL and may
+    /// be graced again (L4).
+    fn renew(&mut self, index: LogIndex, b: &RenewBatch, fx: &mut Vec<Effect>) -> Response {
+        let out = b
+            .lease_ids
+            .iter()
+            .map(|id| match self.leases.get_mut(id) {
+                Some(l) => {
+                    l.last_index = index;
+                    l.graced = false;
+                    l.remaining_ms = l.ttl_ms;
+                    fx.push(Effect::LeaseSet {
+                        lease_id: *id,
+                        ttl_ms: l.ttl_ms,
+                    });
+                    (*id, Some(l.ttl_ms))
+                }
+                None => (*id, None),
+            })
+            .collect();
+        Response::Renewed(out)
+    }
+
+    /// L4 with L2: one grace per lease between two renews.
+    fn promote(
+        &mut self,
+        index: LogIndex,
+        log_leader: LeaderId,
+        p: &Promote,
+        fx: &mut Vec<Effect>,
+    ) -> Response {
+        if p.leader != log_leader {
+            return Response::Done;
+        }
+        for l in self.leases.values_mut().filter(|l| !l.graced) {
+            l.graced = true;
+            l.last_index = index;
+            l.remaining_ms = l.remaining_ms.max(p.grace_ms);
+            fx.push(Effect::LeaseGraced {
+                lease_id: l.lease_id,
+                grace_ms: p.grace_ms,
+            });
+        }
+        self.last_promote = Some((p.leader, index));
+        Response::Done
+    }
+
+    /// Records remaining durations; deadlines are only ever shortened by it.
+    fn checkpoint(
+        &mut self,
+        index: LogIndex,
+        log_leader: LeaderId,
+        c: &Checkpoint,
+        fx: &mut Vec<Effect>,
+    ) -> Response {
+        if c.leader != log_leader {
+            return Response::Done;
+        }
+        for cl in &c.leases {
+            if let Some(l) = self
+                .leases
+                .get_mut(&cl.lease_id)
+                .filter(|l| l.last_index == cl.last_index)
+            {
+                l.remaining_ms = cl.remaining_ms;
+                l.last_index = index;
+                fx.push(Effect::LeaseCapped {
+                    lease_id: cl.lease_id,
+                    remaining_ms: cl.remaining_ms,
+                });
+            }
+        }
+        for cd in &c.lock_delays {
+            if let Some(d) = self
+                .resources
+                .get_mut(&cd.resource)
+                .and_then(|r| r.lock_delay.as_mut())
+                .filter(|d| d.start_index == cd.start_index)
+            {
+                d.remaining_ms = cd.remaining_ms;
+                fx.push(Effect::LockDelayCapped {
+                    resource: cd.resource.clone(),
+                    start_index: cd.start_index,
+                    remaining_ms: cd.remaining_ms,
+                });
+            }
+        }
+        for cw in &c.waiters {
+            if let Some(w) = self.resources.get_mut(&cw.resource).and_then(|r| {
+                r.waiters
+                    .iter_mut()
+                    .find(|w| w.lease_id == cw.lease_id && w.enqueue_index == cw.enqueue_index)
+            }) {
+                w.remaining_wait_ms = cw.remaining_ms;
+                fx.push(Effect::WaitCapped {
+                    resource: cw.resource.clone(),
+                    lease_id: cw.lease_id,
+                    enqueue_index: cw.enqueue_index,
+                    remaining_ms: cw.remaining_ms,
+                });
+            }
+        }
+        Response::Done
+    }
+
+    /// Ends the named delay (only if `start_index` matches) and hands off (S8).
+    fn end_lock_delay(
+        &mut self,
+        index: LogIndex,
+        log_leader: LeaderId,
+        e: &EndLockDelay,
+        fx: &mut Vec<Effect>,
+    ) -> Response {
+        self.apply_due(index, log_leader, e.due.as_ref(), fx);
+        if e.leader != log_leader {
+            return Response::Done;
+        }
+        let state = self.resources.get_mut(&e.resource);
+        if let Some(state) = state {
+            if state
+                .lock_delay
+                .as_ref()
+                .is_some_and(|d| d.start_index == e.start_index)
+            {
+                state.lock_delay = None;
+                fx.push(Effect::LockDelayEnded {
+                    resource: e.resource.clone(),
+                    start_index: e.start_index,
+                });
+                self.settle(index, &e.resource, fx);
+            }
+        }
+        Response::Done
+    }
+
+    // ---------------------------------------------------------------- building blocks
+
+    fn create_lease(
+        &mut self,
+        index: LogIndex,
+        ttl_ms: u64,
+        auto: bool,
+        fx: &mut Vec<Effect>,
+    ) -> LeaseId {
+        let lease_id = self.next_lease_id;
+        self.next_lease_id = self.next_lease_id.saturating_add(1);
+        self.leases.insert(
+            lease_id,
+            LeaseRecord {
+                lease_id,
+                ttl_ms,
+                last_index: index,
+                graced: false,
+                remaining_ms: ttl_ms,
+                auto,
+                locks: BTreeSet::new(),
+                waits: BTreeSet::new(),
+            },
+        );
+        fx.push(Effect::LeaseSet { lease_id, ttl_ms });
+        lease_id
+    }
+
+    /// Makes `lease_id` the holder of a free resource with a fresh token (S2).
+    /// The caller has checked `next_token <= MAX_ID` and that the resource is free.
+    fn grant(
+        &mut self,
+        index: LogIndex,
+        resource: &str,
+        lease_id: LeaseId,
+        lock_delay_ms: u64,
+        fx: &mut Vec<Effect>,
+    ) -> FencingToken {
+        let token = self.next_token;
+        self.next_token = self.next_token.saturating_add(1);
+        let ttl_ms = self.leases.get(&lease_id).map_or(0, |l| l.ttl_ms);
+        if let Some(l) = self.leases.get_mut(&lease_id) {
+            l.waits.remove(resource);
+            l.locks.insert(resource.to_owned());
+        }
+        let state = self.resources.entry(resource.to_owned()).or_default();
+        state.holder = Some(Grant {
+            lease_id,
+            fencing_token: token,
+            ttl_ms,
+            grant_index: index,
+            lock_delay_ms,
+        });
+        fx.push(Effect::Granted {
+            resource: resource.to_owned(),
+            lease_id,
+            fencing_token: token,
+            grant_index: index,
+        });
+        token
+    }
+
+    /// Takes the holder off `resource`; starts a lock-delay when the loss is
+    /// involuntary and the grant asked for one, else hands off (S8).
+    fn free(
+        &mut self,
+        index: LogIndex,
+        resource: &str,
+        reason: FreeReason,
+        involuntary: bool,
+        fx: &mut Vec<Effect>,
+    ) {
+        let Some(state) = self.resources.get_mut(resource) else {
+            return;
+        };
+        let Some(g) = state.holder.take() else { return };
+        fx.push(Effect::Freed {
+            resource: resource.to_owned(),
+            lease_id: g.lease_id,
+            fencing_token: g.fencing_token,
+            reason,
+        });
+        if involuntary && g.lock_delay_ms > 0 {
+            state.lock_delay = Some(LockDelay {
+                start_index: index,
+                lock_delay_ms: g.lock_delay_ms,
+                remaining_ms: g.lock_delay_ms,
+            });
+            fx.push(Effect::LockDelayStarted {
+                resource: resource.to_owned(),
+                start_index: index,
+                lock_delay_ms: g.lock_delay_ms,
+            });
+        }
+        if let Some(l) = self.leases.get_mut(&g.lease_id) {
+            l.locks.remove(resource);
+        }
+        self.settle(index, resource, fx);
+    }
+
+    /// S8 handoff: if `resource` is free and not in lock-delay, grants it to
+    /// the first waiter whose lease is live (dead ones are removed), with a new
+    /// token; drops the resource entry when nothing is left on it.
+    fn settle(&mut self, index: LogIndex, resource: &str, fx: &mut Vec<Effect>) {
+        loop {
+            let Some(state) = self.resources.get_mut(resource) else {
+                return;
+            };
+            if state.holder.is_some() || state.lock_delay.is_some() || state.waiters.is_empty() {
+                break;
+            }
+            if self.next_token > MAX_ID {
+                // Tokens exhausted: nobody can be granted; the waiters stay queued.
+                break;
+            }
+            let w = state.waiters.remove(0);
+            let live = self.leases.contains_key(&w.lease_id);
+            fx.push(Effect::WaiterRemoved {
+                resource: resource.to_owned(),
+                lease_id: w.lease_id,
+                enqueue_index: w.enqueue_index,
+                reason: if live {
+                    WaiterRemovedReason::Granted
+                } else {
+                    WaiterRemovedReason::LeaseEnded
+                },
+            });
+            if live {
+                self.grant(index, resource, w.lease_id, w.lock_delay_ms, fx);
+            }
+        }
+        if self
+            .resources
+            .get(resource)
+            .is_some_and(ResourceState::is_empty)
+        {
+            self.resources.remove(resource);
+        }
+    }
+
+    /// Removes one exact waiter; true if it was there.
+    fn remove_waiter(
+        &mut self,
+        resource: &str,
+        lease_id: LeaseId,
+        enqueue_index: LogIndex,
+        reason: WaiterRemovedReason,
+        fx: &mut Vec<Effect>,
+    ) -> bool {
+        let Some(state) = self.resources.get_mut(resource) else {
+            return false;
+        };
+        let Some(pos) = state
+            .waiters
+            .iter()
+            .position(|w| w.lease_id == lease_id && w.enqueue_index == enqueue_index)
+        else {
+            return false;
+        };
+        state.waiters.remove(pos);
+        if let Some(l) = self.leases.get_mut(&lease_id) {
+            l.waits.remove(resource);
+        }
+        fx.push(Effect::WaiterRemoved {
+            resource: resource.to_owned(),
+            lease_id,
+            enqueue_index,
+            reason,
+        });
+        true
+    }
+
+    /// Ends a lease: removes its waits (S8), frees its locks (lock-delay if
+    /// `involuntary`), then reports it ended.
+    fn end_lease(
+        &mut self,
+        index: LogIndex,
+        lease_id: LeaseId,
+        reason: LeaseEndReason,
+        free_reason: FreeReason,
+        involuntary: bool,
+        fx: &mut Vec<Effect>,
+    ) {
+        let Some(lease) = self.leases.remove(&lease_id) else {
+            return;
+        };
+        for r in &lease.waits {
+            let enq = self
+                .resources
+                .get(r)
+                .and_then(|s| s.waiters.iter().find(|w| w.lease_id == lease_id))
+                .map(|w| w.enqueue_index);
+            if let Some(enq) = enq {
+                self.remove_waiter(r, lease_id, enq, WaiterRemovedReason::LeaseEnded, fx);
+                self.settle(index, r, fx);
+            }
+        }
+        for r in &lease.locks {
+            if self
+                .resources
+                .get(r)
+                .and_then(|s| s.holder.as_ref())
+                .is_some_and(|g| g.lease_id == lease_id)
+            {
+                self.free(index, r, free_reason, involuntary, fx);
+            }
+        }
+        fx.push(Effect::LeaseEnded { lease_id, reason });
+    }
+
+    /// An acquire-created lease with no lock and no wait left dies.
+    fn drop_auto_if_idle(&mut self, lease_id: LeaseId, fx: &mut Vec<Effect>) {
+        if self
+            .leases
+            .get(&lease_id)
+            .is_some_and(|l| l.auto && l.locks.is_empty() && l.waits.is_empty())
+        {
+            self.leases.remove(&lease_id);
+            fx.push(Effect::LeaseEnded {
+                lease_id,
+                reason: LeaseEndReason::Released,
+            });
+        }
+    }
+}
+
+fn unknown_lease(id: LeaseId) -> CommandError {
+    error(
+        ErrorCode::NotFound,
+        Some("lease_id"),
+        format!("lease {id} not found (expired, revoked or never granted)"),
+    )
+}
+
+fn acquire_reply(
+    outcome: AcquireOutcome,
+    lease_live: bool,
+    current_token: Option<FencingToken>,
+) -> Response {
+    Response::Acquire(AcquireReply {
+        outcome,
+        retried: false,
+        lease_live,
+        current_token,
+    })
+}

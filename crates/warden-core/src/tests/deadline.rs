@@ -1,0 +1,321 @@
+use std::time::Duration;
+
+use super::*;
+use crate::deadline::Deadlines;
+use crate::effect::Effect;
+
+fn s(secs: u64) -> Duration {
+    Duration::from_secs(secs)
+}
+
+fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+/// Applies `cmd` as the next entry, stamped at `stamp` and applied at `now`.
+fn step(
+    log: &mut Log,
+    d: &mut Deadlines,
+    cmd: Command,
+    stamp: Duration,
+    now: Duration,
+) -> crate::table::Applied {
+    let out = log.apply(cmd);
+    d.on_effects(&out.effects, stamp, now);
+    out
+}
+
+// S4: deadline = stamp at append + TTL; a lease is never due before it.
+#[test]
+fn lease_deadline_is_stamp_plus_ttl() {
+    let (mut log, mut d) = (Log::new(), Deadlines::new());
+    step(
+        &mut log,
+        &mut d,
+        lease_grant(hdr(1, 1), 10_000),
+        s(100),
+        s(101),
+    );
+    assert_eq!(d.lease_deadline(1), Some(s(110)));
+    assert_eq!(d.remaining_ms(1, ms(104_500)), Some(5_500));
+    assert!(d.due(&log.t, L1, ms(109_999)).leases.is_empty());
+    assert_eq!(
+        d.due(&log.t, L1, s(110)).leases,
+        vec![DueLease {
+            lease_id: 1,
+            last_index: 1
+        }]
+    );
+    // A renew stamped at 108 s restarts the countdown: 118 s.
+    step(
+        &mut log,
+        &mut d,
+        Command::RenewBatch(RenewBatch { lease_ids: vec![1] }),
+        s(108),
+        s(108),
+    );
+    assert_eq!(d.lease_deadline(1), Some(s(118)));
+    assert_eq!(d.due(&log.t, L1, s(117)).leases, vec![]);
+    // Revoked: forgotten, never due.
+    step(
+        &mut log,
+        &mut d,
+        Command::Revoke(Revoke {
+            header: hdr(1, 2),
+            lease_id: 1,
+            due: None,
+        }),
+        s(109),
+        s(109),
+    );
+    assert_eq!(d.lease_deadline(1), None);
+    assert_eq!(d.remaining_ms(1, s(500)), None);
+}
+
+// L4 + L2 (etcd issue 9395): Promote graces a lease once; a second Promote before a renew adds nothing.
+#[test]
+fn promote_grace_is_given_once() {
+    let (mut log, mut d) = (Log::new(), Deadlines::new());
+    // TTL 3 s, stamped at 10 s: deadline 13 s.
+    step(
+        &mut log,
+        &mut d,
+        lease_grant(hdr(1, 1), 3_000),
+        s(10),
+        s(10),
+    );
+    // No leader from 10 s to 20 s. The term-2 leader's Promote applies at 20 s with a 1 s grace: 21 s.
+    log.leader = L2;
+    step(
+        &mut log,
+        &mut d,
+        Command::Promote(Promote {
+            leader: L2,
+            grace_ms: 1_000,
+        }),
+        s(20),
+        s(20),
+    );
+    assert_eq!(d.lease_deadline(1), Some(s(21)));
+    assert!(d.due(&log.t, L2, ms(20_999)).leases.is_empty());
+    // Term 3 is elected at 20.5 s; its Promote grants nothing more: still 21 s.
+    let l3 = LeaderId {
+        term: 3,
+        node_id: 3,
+    };
+    log.leader = l3;
+    let out = step(
+        &mut log,
+        &mut d,
+        Command::Promote(Promote {
+            leader: l3,
+            grace_ms: 1_000,
+        }),
+        ms(20_500),
+        ms(20_500),
+    );
+    assert!(out.effects.is_empty());
+    assert_eq!(d.lease_deadline(1), Some(s(21)));
+    assert_eq!(
+        d.due(&log.t, l3, s(21)).leases,
+        vec![DueLease {
+            lease_id: 1,
+            last_index: 2
+        }]
+    );
+    // A grace never shortens: a lease with 9 s left keeps them.
+    let mut e = Deadlines::new();
+    e.on_effect(
+        &Effect::LeaseSet {
+            lease_id: 7,
+            ttl_ms: 10_000,
+        },
+        s(0),
+        s(0),
+    );
+    e.on_effect(
+        &Effect::LeaseGraced {
+            lease_id: 7,
+            grace_ms: 1_000,
+        },
+        s(1),
+        s(1),
+    );
+    assert_eq!(e.lease_deadline(7), Some(s(10)));
+}
+
+// L2, etcd issue 9395: a checkpoint only shortens a node's deadline, never lengthens it.
+#[test]
+fn checkpoint_only_shortens() {
+    let (mut log, mut d) = (Log::new(), Deadlines::new());
+    step(&mut log, &mut d, lease_grant(hdr(1, 1), 10_000), s(0), s(0)); // deadline 10 s
+                                                                        // The leader, 4 s later, proposes its view: 6 s left. It reaches this (lagging) log at 4.5 s: min(10, 10.5) = 10.
+    let cp = Deadlines::checkpoint(&d, &log.t, L1, s(4), s(1));
+    assert_eq!(
+        cp.leases,
+        vec![CheckpointLease {
+            lease_id: 1,
+            last_index: 1,
+            remaining_ms: 6_000
+        }]
+    );
+    step(
+        &mut log,
+        &mut d,
+        Command::Checkpoint(cp),
+        ms(4_500),
+        ms(4_500),
+    );
+    assert_eq!(d.lease_deadline(1), Some(s(10)));
+    assert_eq!(
+        log.t.lease(1).map(|l| (l.remaining_ms, l.last_index)),
+        Some((6_000, 2))
+    );
+    // Another node whose deadline was 12 s (it stamped late) is pulled in to 4.5 + 6 = 10.5 s.
+    let mut other = Deadlines::new();
+    other.on_effect(
+        &Effect::LeaseSet {
+            lease_id: 1,
+            ttl_ms: 10_000,
+        },
+        s(2),
+        s(2),
+    );
+    other.on_effect(
+        &Effect::LeaseCapped {
+            lease_id: 1,
+            remaining_ms: 6_000,
+        },
+        ms(4_500),
+        ms(4_500),
+    );
+    assert_eq!(other.lease_deadline(1), Some(ms(10_500)));
+    // A lease renewed within the last interval is not checkpointed.
+    step(
+        &mut log,
+        &mut d,
+        Command::RenewBatch(RenewBatch { lease_ids: vec![1] }),
+        s(5),
+        s(5),
+    ); // deadline 15 s
+    assert!(d.checkpoint(&log.t, L1, ms(5_500), s(1)).leases.is_empty());
+    assert_eq!(d.checkpoint(&log.t, L1, ms(6_500), s(1)).leases.len(), 1);
+}
+
+// "Time": a restarted node gets now + remaining_ms; waits and lock-delays too; a missing deadline is never due.
+#[test]
+fn load_uses_remaining_and_missing_is_never_due() {
+    let (mut log, mut d) = (Log::new(), Deadlines::new());
+    step(
+        &mut log,
+        &mut d,
+        acquire(hdr(1, 1), "r", new_lease(8_000), 0, 4_000),
+        s(0),
+        s(0),
+    ); // lease 1
+    step(
+        &mut log,
+        &mut d,
+        acquire(hdr(2, 1), "r", new_lease(8_000), 20_000, 0),
+        s(0),
+        s(0),
+    ); // lease 2 waits
+    let cp = d.checkpoint(&log.t, L1, s(3), s(1));
+    assert_eq!(
+        cp.waiters,
+        vec![CheckpointWaiter {
+            resource: "r".into(),
+            lease_id: 2,
+            enqueue_index: 2,
+            remaining_ms: 17_000
+        }]
+    );
+    step(&mut log, &mut d, Command::Checkpoint(cp), s(3), s(3));
+    let loaded = Deadlines::load(&log.t, s(100));
+    assert_eq!(loaded.lease_deadline(1), Some(s(105)));
+    assert_eq!(loaded.wait_deadline("r", 2, 2), Some(s(117)));
+    // Expire lease 1 at 6 s: a 4 s lock-delay starts, ending at 10 s.
+    step(&mut log, &mut d, expire(L1, &[(1, 3)]), s(6), s(6));
+    assert_eq!(d.lock_delay_deadline("r", 4), Some(s(10)));
+    assert!(d.due_lock_delays(&log.t, ms(9_999)).is_empty());
+    assert_eq!(d.due_lock_delays(&log.t, s(10)), vec![("r".to_owned(), 4)]);
+    let loaded = Deadlines::load(&log.t, s(200));
+    assert_eq!(loaded.lock_delay_deadline("r", 4), Some(s(204)));
+    // An empty table of deadlines finds nothing due, even at the end of time.
+    let empty = Deadlines::new();
+    let due = empty.due(&log.t, L1, Duration::MAX);
+    assert!(due.leases.is_empty() && due.waiters.is_empty());
+}
+
+// "Time": deadline arithmetic never overflows (late, never early, never a panic).
+#[test]
+fn arithmetic_saturates() {
+    let mut d = Deadlines::new();
+    d.on_effect(
+        &Effect::LeaseSet {
+            lease_id: 1,
+            ttl_ms: u64::MAX,
+        },
+        Duration::MAX,
+        Duration::MAX,
+    );
+    assert_eq!(d.lease_deadline(1), Some(Duration::MAX));
+    d.on_effect(
+        &Effect::LeaseGraced {
+            lease_id: 1,
+            grace_ms: u64::MAX,
+        },
+        Duration::MAX,
+        Duration::MAX,
+    );
+    d.on_effect(
+        &Effect::LeaseCapped {
+            lease_id: 1,
+            remaining_ms: u64::MAX,
+        },
+        Duration::MAX,
+        Duration::MAX,
+    );
+    assert_eq!(d.remaining_ms(1, Duration::ZERO), Some(u64::MAX));
+    assert_eq!(d.remaining_ms(1, Duration::MAX), Some(0));
+    let t = LockTable::new();
+    let _ = d.checkpoint(&t, L1, Duration::ZERO, Duration::MAX);
+}
+
+// S8: a waiter whose wait has run out is listed as due, and the Expire removes it.
+#[test]
+fn timed_out_waiter_is_due() {
+    let (mut log, mut d) = (Log::new(), Deadlines::new());
+    step(
+        &mut log,
+        &mut d,
+        acquire(hdr(1, 1), "r", new_lease(60_000), 0, 0),
+        s(0),
+        s(0),
+    );
+    step(
+        &mut log,
+        &mut d,
+        acquire(hdr(2, 1), "r", new_lease(60_000), 5_000, 0),
+        s(1),
+        s(1),
+    );
+    assert!(d.due(&log.t, L1, ms(5_999)).waiters.is_empty());
+    let due = d.due(&log.t, L1, s(6));
+    assert_eq!(
+        due.waiters,
+        vec![DueWaiter {
+            resource: "r".into(),
+            lease_id: 2,
+            enqueue_index: 2
+        }]
+    );
+    step(&mut log, &mut d, Command::Expire(due), s(6), s(6));
+    assert!(log.t.waiters("r").is_empty());
+    assert_eq!(d.wait_deadline("r", 2, 2), None);
+    assert_eq!(
+        d.lease_deadline(2),
+        None,
+        "its auto lease ended with its only wait"
+    );
+}

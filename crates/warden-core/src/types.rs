@@ -1,0 +1,410 @@
+//! Identifiers, the versioned log entry, its commands and their responses.
+//!
+//! Everything here is replicated: it is encoded with postcard into Raft log
+//! entries and snapshots, so field order and enum variant order are part of the
+//! on-disk format. Add new variants at the end of an enum only; never reorder.
+
+use serde::{Deserialize, Serialize};
+
+/// A lease id, from the replicated `next_lease_id` counter; never reused, < 2^53.
+pub type LeaseId = u64;
+/// A fencing token, from the replicated `next_token` counter (S2); < 2^53.
+pub type FencingToken = u64;
+/// A Raft log index.
+pub type LogIndex = u64;
+/// A client instance's id, chosen by the client at random (never 0).
+pub type ClientId = u64;
+/// A request id, unique per client, growing by one per new request (never 0).
+pub type RequestId = u64;
+
+/// The leader that proposed an entry: its term and node id. Leader-duty
+/// entries carry the proposer's id; apply compares it with the leader id in the
+/// entry's own log id and ignores the entry on a mismatch (SEMANTICS "Time").
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default,
+)]
+pub struct LeaderId {
+    /// Raft term.
+    pub term: u64,
+    /// Node id of the leader of that term.
+    pub node_id: u64,
+}
+
+/// Identifies a mutating request for exactly-once effect (S7).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct RequestHeader {
+    /// Chosen by the client; never 0.
+    pub client_id: ClientId,
+    /// Grows by one per new request; a retry reuses it; never 0.
+    pub request_id: RequestId,
+    /// Every request id <= this has been answered to the client: the table may
+    /// forget those outcomes.
+    pub acked_request_id: RequestId,
+}
+
+/// One Raft log entry's payload. Versioned: a later format adds `V2` and keeps
+/// decoding `V1`, so no migration is ever needed for old logs or snapshots.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub enum LogEntry {
+    /// Format version 1.
+    V1(Command),
+}
+
+/// A state-machine command. Append new variants at the end only.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Acquire a resource, creating a lease or using an existing one.
+    Acquire(Acquire),
+    /// Release one exact grant (S6).
+    Release(Release),
+    /// Renew every named lease (S4: renewals are committed, in batches).
+    RenewBatch(RenewBatch),
+    /// Create a lease (a session) with no lock.
+    LeaseGrant(LeaseGrant),
+    /// Revoke a lease: frees all its locks and waits.
+    Revoke(Revoke),
+    /// A new leader's first entry: one grace per lease (L4).
+    Promote(Promote),
+    /// Remaining TTLs, lock-delays and waits as seen by the leader.
+    Checkpoint(Checkpoint),
+    /// Leases and waiters the leader saw as due.
+    Expire(DueList),
+    /// Ends a lock-delay.
+    EndLockDelay(EndLockDelay),
+    /// Drops idle clients' outcome records (S7).
+    DropClients(DropClients),
+    /// Admin: release someone else's grant (an involuntary loss: lock-delay applies).
+    ForceRelease(ForceRelease),
+    /// Does nothing (used by tests and as a barrier).
+    Noop,
+}
+
+/// How an acquire gets its lease.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeaseSpec {
+    /// Create a lease with this TTL; it dies with the release of its last lock.
+    New {
+        /// TTL in milliseconds, within [`crate::limits::MIN_TTL_MS`]..=[`crate::limits::MAX_TTL_MS`].
+        ttl_ms: u64,
+    },
+    /// Use an existing live lease (a session).
+    Existing {
+        /// The lease.
+        lease_id: LeaseId,
+    },
+}
+
+/// Leases and waiters the proposing leader saw as due, guarded by its leader id
+/// and by each lease's `last_index` (SEMANTICS "Time"; etcd issue 15247).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct DueList {
+    /// The proposer.
+    pub leader: LeaderId,
+    /// Leases to end; skipped where `last_index` has moved.
+    pub leases: Vec<DueLease>,
+    /// Waiters whose wait timed out; skipped where the waiter's enqueue index differs.
+    pub waiters: Vec<DueWaiter>,
+}
+
+/// A lease the leader saw as due.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DueLease {
+    /// The lease.
+    pub lease_id: LeaseId,
+    /// The lease's `last_index` as the proposer saw it.
+    pub last_index: LogIndex,
+}
+
+/// A waiter the leader saw as timed out.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct DueWaiter {
+    /// The resource it waits on.
+    pub resource: String,
+    /// The lease it waits with.
+    pub lease_id: LeaseId,
+    /// The log index of its enqueue.
+    pub enqueue_index: LogIndex,
+}
+
+/// Acquire a resource.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Acquire {
+    /// Exactly-once header.
+    pub header: RequestHeader,
+    /// 1..=512 bytes of UTF-8, no control characters.
+    pub resource: String,
+    /// The lease to grant on.
+    pub lease: LeaseSpec,
+    /// 0 = try-lock; at most [`crate::limits::MAX_WAIT_TIMEOUT_MS`].
+    pub wait_timeout_ms: u64,
+    /// Lock-delay after an involuntary loss of this grant; at most
+    /// [`crate::limits::MAX_LOCK_DELAY_MS`].
+    pub lock_delay_ms: u64,
+    /// Due leases and waiters, removed before the acquire is applied.
+    pub due: Option<DueList>,
+}
+
+/// Release one grant.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Release {
+    /// Exactly-once header.
+    pub header: RequestHeader,
+    /// None = the lease's single lock (refused if it holds more than one).
+    pub resource: Option<String>,
+    /// The lease holding it.
+    pub lease_id: LeaseId,
+    /// None = whatever grant the lease holds on the resource; Some = exactly this one.
+    pub fencing_token: Option<FencingToken>,
+    /// Due leases and waiters, removed first.
+    pub due: Option<DueList>,
+}
+
+/// Renew leases: each named lease that is still live restarts its countdown
+/// with its full TTL, and loses its used grace (`graced = false`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct RenewBatch {
+    /// Leases renewed in this batch window (deduplicated, sorted).
+    pub lease_ids: Vec<LeaseId>,
+}
+
+/// Create a lease with no lock (a session).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct LeaseGrant {
+    /// Exactly-once header.
+    pub header: RequestHeader,
+    /// TTL in milliseconds.
+    pub ttl_ms: u64,
+}
+
+/// Revoke a lease.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Revoke {
+    /// Exactly-once header.
+    pub header: RequestHeader,
+    /// The lease.
+    pub lease_id: LeaseId,
+    /// Due leases and waiters, removed first.
+    pub due: Option<DueList>,
+}
+
+/// A new leader's first entry (SEMANTICS "Time", L4).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Promote {
+    /// The new leader.
+    pub leader: LeaderId,
+    /// Grace in milliseconds given once to every lease not yet graced since its
+    /// last committed renew.
+    pub grace_ms: u64,
+}
+
+/// Remaining durations as the leader sees them. Applying one may only shorten
+/// a node's deadlines, never lengthen them.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct Checkpoint {
+    /// The proposer.
+    pub leader: LeaderId,
+    /// Leases not renewed in the last interval.
+    pub leases: Vec<CheckpointLease>,
+    /// Running lock-delays.
+    pub lock_delays: Vec<CheckpointLockDelay>,
+    /// Waiters' remaining wait.
+    pub waiters: Vec<CheckpointWaiter>,
+}
+
+/// One lease in a checkpoint.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckpointLease {
+    /// The lease.
+    pub lease_id: LeaseId,
+    /// Its `last_index` as the proposer saw it; skipped when it has moved.
+    pub last_index: LogIndex,
+    /// Remaining TTL in milliseconds at the proposer.
+    pub remaining_ms: u64,
+}
+
+/// One lock-delay in a checkpoint.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct CheckpointLockDelay {
+    /// The resource.
+    pub resource: String,
+    /// Index of the entry that started the delay.
+    pub start_index: LogIndex,
+    /// Remaining delay in milliseconds.
+    pub remaining_ms: u64,
+}
+
+/// One waiter in a checkpoint.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct CheckpointWaiter {
+    /// The resource.
+    pub resource: String,
+    /// The lease.
+    pub lease_id: LeaseId,
+    /// Its enqueue index.
+    pub enqueue_index: LogIndex,
+    /// Remaining wait in milliseconds.
+    pub remaining_ms: u64,
+}
+
+/// Ends a lock-delay (and grants to the next live waiter in the same entry).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct EndLockDelay {
+    /// The proposer.
+    pub leader: LeaderId,
+    /// The resource.
+    pub resource: String,
+    /// Index of the entry that started this delay: a duplicate never ends a later delay.
+    pub start_index: LogIndex,
+    /// Due leases and waiters, removed first.
+    pub due: Option<DueList>,
+}
+
+/// Drops idle clients' outcome records.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct DropClients {
+    /// The proposer.
+    pub leader: LeaderId,
+    /// (client, the `last_index` of its record as the proposer saw it).
+    pub clients: Vec<(ClientId, LogIndex)>,
+}
+
+/// Admin release of any holder's grant.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct ForceRelease {
+    /// Exactly-once header.
+    pub header: RequestHeader,
+    /// The resource.
+    pub resource: String,
+    /// None = whoever holds it; Some = only this grant.
+    pub fencing_token: Option<FencingToken>,
+    /// Due leases and waiters, removed first.
+    pub due: Option<DueList>,
+}
+
+/// What applying a command answers.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub enum Response {
+    /// For an acquire (first or retried).
+    Acquire(AcquireReply),
+    /// For a release or force-release.
+    Released {
+        /// The resource released.
+        resource: String,
+        /// The lease that held it.
+        lease_id: LeaseId,
+        /// The grant released.
+        fencing_token: FencingToken,
+    },
+    /// For a renew batch: per lease, its TTL if it was live and is now renewed,
+    /// or None if it was unknown (expired, revoked or never existed).
+    Renewed(Vec<(LeaseId, Option<u64>)>),
+    /// For a lease grant.
+    LeaseGranted {
+        /// The new lease.
+        lease_id: LeaseId,
+        /// Its TTL in milliseconds.
+        ttl_ms: u64,
+    },
+    /// For a revoke.
+    Revoked {
+        /// The lease revoked.
+        lease_id: LeaseId,
+    },
+    /// For leader-duty entries, noop and membership entries.
+    Done,
+    /// The command was refused; nothing changed.
+    Error(CommandError),
+}
+
+/// An acquire's answer.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct AcquireReply {
+    /// The outcome recorded when the acquire first applied.
+    pub outcome: AcquireOutcome,
+    /// True when this is a retry answered from the outcome table (S7).
+    pub retried: bool,
+    /// The lease's current state when the reply was made.
+    pub lease_live: bool,
+    /// The token the lease currently holds on the resource, if any.
+    pub current_token: Option<FencingToken>,
+}
+
+/// An acquire's outcome.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub enum AcquireOutcome {
+    /// Granted now (or already held by this lease: the existing grant, unchanged).
+    Granted {
+        /// The resource.
+        resource: String,
+        /// The lease holding it.
+        lease_id: LeaseId,
+        /// The grant's token.
+        fencing_token: FencingToken,
+        /// The lease's TTL in milliseconds.
+        ttl_ms: u64,
+        /// Index of the entry that made the grant.
+        grant_index: LogIndex,
+    },
+    /// Enqueued; a later entry grants it or cancels it.
+    Queued {
+        /// The resource.
+        resource: String,
+        /// The lease waiting.
+        lease_id: LeaseId,
+        /// 1 = next in line.
+        position: u64,
+        /// Index of the enqueue entry.
+        enqueue_index: LogIndex,
+        /// TTL of the lease in milliseconds.
+        ttl_ms: u64,
+    },
+    /// Not granted and not queued (try-lock on a held resource, or lock-delay).
+    /// A lease created by this acquire is not kept.
+    NotGranted {
+        /// The resource.
+        resource: String,
+        /// The holder's lease, if held.
+        holder_lease_id: Option<LeaseId>,
+        /// Why.
+        reason: NotGrantedReason,
+    },
+}
+
+/// Why an acquire was not granted.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotGrantedReason {
+    /// Another lease holds the resource.
+    Held,
+    /// The resource is in lock-delay.
+    LockDelay,
+    /// The wait timed out.
+    WaitTimeout,
+}
+
+/// A refused command. Nothing changed in the table.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{code:?}: {message}")]
+pub struct CommandError {
+    /// The category, mapped one-to-one onto a gRPC status code.
+    pub code: ErrorCode,
+    /// The request field at fault, if any (e.g. "resource", "ttl_ms").
+    pub field: Option<String>,
+    /// Human-readable, names the limit where there is one.
+    pub message: String,
+}
+
+/// Error categories; the server maps each onto one gRPC code.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorCode {
+    /// Bad input: gRPC InvalidArgument.
+    InvalidArgument,
+    /// Unknown lease, resource or grant: gRPC NotFound.
+    NotFound,
+    /// Wrong state (stale token, wrong holder, several locks): gRPC FailedPrecondition.
+    FailedPrecondition,
+    /// A bound was reached: gRPC ResourceExhausted.
+    ResourceExhausted,
+    /// A retry whose outcome record is gone (S7): gRPC FailedPrecondition with
+    /// message prefix `request_expired`.
+    RequestExpired,
+}

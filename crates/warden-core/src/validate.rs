@@ -1,0 +1,267 @@
+//! Input validation: every bound from [`crate::limits`], checked with a typed
+//! error that names the field and the limit (SEMANTICS "What bad input gets").
+//!
+//! The server calls [`command`] before proposing a client command, and
+//! [`crate::table::LockTable::apply`] calls it again at apply time, so a
+//! command that slipped past a buggy or older server is still refused there,
+//! with nothing changed. Leader-duty commands (`Promote`, `Checkpoint`,
+//! `Expire`, `EndLockDelay`, `DropClients`) and `RenewBatch` carry no
+//! client-chosen durations that need bounds: apply treats their contents
+//! defensively (unknown ids are skipped, arithmetic is checked) and they always
+//! pass here.
+
+use crate::limits::{
+    MAX_ID, MAX_LOCK_DELAY_MS, MAX_RESOURCE_BYTES, MAX_TTL_MS, MAX_WAIT_TIMEOUT_MS, MIN_TTL_MS,
+};
+use crate::types::{Command, CommandError, ErrorCode, LeaseSpec, RequestHeader};
+
+/// Builds a [`CommandError`] for `field`.
+pub(crate) fn error(
+    code: ErrorCode,
+    field: Option<&str>,
+    message: impl Into<String>,
+) -> CommandError {
+    CommandError {
+        code,
+        field: field.map(str::to_owned),
+        message: message.into(),
+    }
+}
+
+fn invalid(field: &str, message: impl Into<String>) -> CommandError {
+    error(ErrorCode::InvalidArgument, Some(field), message)
+}
+
+/// A resource name: 1..=[`MAX_RESOURCE_BYTES`] bytes of UTF-8 without NUL or
+/// any other control character (`char::is_control`).
+///
+/// # Errors
+/// `InvalidArgument`, field `"resource"`, naming the limit.
+pub fn resource(name: &str) -> Result<(), CommandError> {
+    if name.is_empty() || name.len() > MAX_RESOURCE_BYTES {
+        return Err(invalid(
+            "resource",
+            format!(
+                "resource must be 1..={MAX_RESOURCE_BYTES} bytes of UTF-8; got {} bytes",
+                name.len()
+            ),
+        ));
+    }
+    if let Some(pos) = name.chars().position(char::is_control) {
+        return Err(invalid(
+            "resource",
+            format!(
+                "resource must not contain NUL or control characters (found one at char {pos})"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A lease TTL in milliseconds: [`MIN_TTL_MS`]..=[`MAX_TTL_MS`] (1 s ..= 1 h).
+///
+/// # Errors
+/// `InvalidArgument`, field `"ttl_ms"`.
+pub fn ttl_ms(ttl_ms: u64) -> Result<(), CommandError> {
+    if !(MIN_TTL_MS..=MAX_TTL_MS).contains(&ttl_ms) {
+        return Err(invalid(
+            "ttl_ms",
+            format!("ttl_ms must be within {MIN_TTL_MS}..={MAX_TTL_MS} ms; got {ttl_ms}"),
+        ));
+    }
+    Ok(())
+}
+
+/// A wait timeout in milliseconds: 0 (try-lock) ..= [`MAX_WAIT_TIMEOUT_MS`].
+///
+/// # Errors
+/// `InvalidArgument`, field `"wait_timeout_ms"`.
+pub fn wait_timeout_ms(wait_ms: u64) -> Result<(), CommandError> {
+    if wait_ms > MAX_WAIT_TIMEOUT_MS {
+        return Err(invalid(
+            "wait_timeout_ms",
+            format!("wait_timeout_ms must be at most {MAX_WAIT_TIMEOUT_MS} ms; got {wait_ms}"),
+        ));
+    }
+    Ok(())
+}
+
+/// A lock-delay in milliseconds: 0 ..= [`MAX_LOCK_DELAY_MS`].
+///
+/// # Errors
+/// `InvalidArgument`, field `"lock_delay_ms"`.
+pub fn lock_delay_ms(delay_ms: u64) -> Result<(), CommandError> {
+    if delay_ms > MAX_LOCK_DELAY_MS {
+        return Err(invalid(
+            "lock_delay_ms",
+            format!("lock_delay_ms must be at most {MAX_LOCK_DELAY_MS} ms; got {delay_ms}"),
+        ));
+    }
+    Ok(())
+}
+
+/// A lease id named by a client: 1..=[`MAX_ID`].
+///
+/// # Errors
+/// `InvalidArgument`, field `"lease_id"`.
+pub fn lease_id(id: u64) -> Result<(), CommandError> {
+    if id == 0 || id > MAX_ID {
+        return Err(invalid(
+            "lease_id",
+            format!("lease_id must be within 1..={MAX_ID}; got {id}"),
+        ));
+    }
+    Ok(())
+}
+
+/// A fencing token named by a client: 1..=[`MAX_ID`].
+///
+/// # Errors
+/// `InvalidArgument`, field `"fencing_token"`.
+pub fn fencing_token(token: u64) -> Result<(), CommandError> {
+    if token == 0 || token > MAX_ID {
+        return Err(invalid(
+            "fencing_token",
+            format!("fencing_token must be within 1..={MAX_ID}; got {token}"),
+        ));
+    }
+    Ok(())
+}
+
+/// An exactly-once header (S7): `client_id != 0`, `request_id != 0`, and
+/// `acked_request_id < request_id` (a client only acknowledges requests it
+/// has been answered, which are older than the one it sends).
+///
+/// # Errors
+/// `InvalidArgument`, field `"client_id"`, `"request_id"` or `"acked_request_id"`.
+pub fn header(header: &RequestHeader) -> Result<(), CommandError> {
+    if header.client_id == 0 {
+        return Err(invalid("client_id", "client_id must not be 0"));
+    }
+    if header.request_id == 0 {
+        return Err(invalid("request_id", "request_id must not be 0"));
+    }
+    if header.acked_request_id >= header.request_id {
+        return Err(invalid(
+            "acked_request_id",
+            format!(
+                "acked_request_id must be below request_id ({}); got {}",
+                header.request_id, header.acked_request_id
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Validates any command. Client commands get every check above; leader-duty
+/// commands, `RenewBatch` and `Noop` always pass (see the module docs).
+///
+/// # Errors
+/// The first failing check's `InvalidArgument`, naming the field.
+pub fn command(cmd: &Command) -> Result<(), CommandError> {
+    match cmd {
+        Command::Acquire(a) => {
+            header(&a.header)?;
+            resource(&a.resource)?;
+            match a.lease {
+                LeaseSpec::New { ttl_ms: ttl } => ttl_ms(ttl)?,
+                LeaseSpec::Existing { lease_id: id } => lease_id(id)?,
+            }
+            wait_timeout_ms(a.wait_timeout_ms)?;
+            lock_delay_ms(a.lock_delay_ms)
+        }
+        Command::Release(r) => {
+            header(&r.header)?;
+            if let Some(name) = &r.resource {
+                resource(name)?;
+            }
+            lease_id(r.lease_id)?;
+            r.fencing_token.map_or(Ok(()), fencing_token)
+        }
+        Command::LeaseGrant(g) => {
+            header(&g.header)?;
+            ttl_ms(g.ttl_ms)
+        }
+        Command::Revoke(r) => {
+            header(&r.header)?;
+            lease_id(r.lease_id)
+        }
+        Command::ForceRelease(f) => {
+            header(&f.header)?;
+            resource(&f.resource)?;
+            f.fencing_token.map_or(Ok(()), fencing_token)
+        }
+        Command::RenewBatch(_)
+        | Command::Promote(_)
+        | Command::Checkpoint(_)
+        | Command::Expire(_)
+        | Command::EndLockDelay(_)
+        | Command::DropClients(_)
+        | Command::Noop => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // "What bad input gets": each bound is exact and the error names the field.
+    #[test]
+    fn bounds_are_exact() {
+        assert!(resource("a").is_ok());
+        assert!(resource(&"x".repeat(512)).is_ok());
+        assert_eq!(resource("").unwrap_err().field.as_deref(), Some("resource"));
+        let e = resource(&"x".repeat(513)).unwrap_err();
+        assert!(e.message.contains("512"), "{}", e.message);
+        assert_eq!(
+            resource("a\0b").unwrap_err().code,
+            ErrorCode::InvalidArgument
+        );
+        assert!(resource("a\u{7f}").is_err());
+        assert!(resource("a\u{85}").is_err());
+        assert!(resource("élan/日本").is_ok());
+        assert!(ttl_ms(1_000).is_ok() && ttl_ms(3_600_000).is_ok());
+        assert_eq!(ttl_ms(999).unwrap_err().field.as_deref(), Some("ttl_ms"));
+        assert!(ttl_ms(3_600_001).unwrap_err().message.contains("3600000"));
+        assert!(ttl_ms(u64::MAX).is_err());
+        assert!(wait_timeout_ms(0).is_ok() && wait_timeout_ms(3_600_000).is_ok());
+        assert_eq!(
+            wait_timeout_ms(3_600_001).unwrap_err().field.as_deref(),
+            Some("wait_timeout_ms")
+        );
+        assert!(lock_delay_ms(60_000).is_ok());
+        assert_eq!(
+            lock_delay_ms(60_001).unwrap_err().field.as_deref(),
+            Some("lock_delay_ms")
+        );
+        let h = RequestHeader {
+            client_id: 0,
+            request_id: 1,
+            acked_request_id: 0,
+        };
+        assert_eq!(header(&h).unwrap_err().field.as_deref(), Some("client_id"));
+        let h = RequestHeader {
+            client_id: 1,
+            request_id: 0,
+            acked_request_id: 0,
+        };
+        assert_eq!(header(&h).unwrap_err().field.as_deref(), Some("request_id"));
+        let h = RequestHeader {
+            client_id: 1,
+            request_id: 3,
+            acked_request_id: 3,
+        };
+        assert_eq!(
+            header(&h).unwrap_err().field.as_deref(),
+            Some("acked_request_id")
+        );
+        assert_eq!(
+            lease_id(u64::MAX).unwrap_err().field.as_deref(),
+            Some("lease_id")
+        );
+        assert_eq!(
+            fencing_token(0).unwrap_err().field.as_deref(),
+            Some("fencing_token")
+        );
+    }
+}

@@ -1,0 +1,201 @@
+//! Forming a cluster once, with one cluster id (SEMANTICS "Membership").
+//!
+//! The initiator is the member with the lowest id. It waits until every
+//! member answers and none holds a committed cluster id, mints a random id,
+//! writes it to every member as *prepared* (phase 1), then *commits* it on every
+//! other member and finally on itself (phase 2), and only then initializes Raft
+//! with the full membership. Two ids can never both be committed: only the
+//! initiator mints, and a member commits only the id it has prepared.
+//!
+//! A member whose data dir is empty while a peer already holds a committed id
+//! that it never prepared has lost its data: it refuses to start ("lost its
+//! data") instead of rejoining with a forgotten vote. A member that prepared
+//! that very id is inside an unfinished bootstrap and completes it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::Rng;
+use tonic::Request;
+use warden_proto::peer::peer_client::PeerClient;
+use warden_proto::peer::{BootstrapId, BootstrapStateRequest, BootstrapStateResponse};
+
+use crate::config::ServerConfig;
+use crate::network::channel;
+use crate::peer_service::PeerState;
+use crate::store::{KEY_CLUSTER_ID, KEY_PREPARED_CLUSTER_ID};
+use crate::ServerError;
+
+/// The result of bootstrap.
+#[derive(Debug)]
+pub struct Bootstrapped {
+    /// The committed cluster id.
+    pub cluster_id: String,
+    /// True when this node must call `Raft::initialize` (the initiator, on a
+    /// fresh cluster).
+    pub initialize: bool,
+}
+
+const POLL: Duration = Duration::from_millis(200);
+const RPC_TIMEOUT: Duration = Duration::from_millis(500);
+
+async fn peer_state(addr: &str, me: u64) -> Option<BootstrapStateResponse> {
+    let ch = channel(addr).ok()?;
+    let mut c = PeerClient::new(ch);
+    let mut req = Request::new(BootstrapStateRequest { from_node_id: me });
+    req.set_timeout(RPC_TIMEOUT);
+    tokio::time::timeout(RPC_TIMEOUT, c.bootstrap_state(req))
+        .await
+        .ok()?
+        .ok()
+        .map(|r| r.into_inner())
+}
+
+async fn send_id(addr: &str, me: u64, id: &str, commit: bool) -> Result<(), String> {
+    let ch = channel(addr).map_err(|e| e.to_string())?;
+    let mut c = PeerClient::new(ch);
+    let mut req = Request::new(BootstrapId {
+        from_node_id: me,
+        cluster_id: id.to_string(),
+    });
+    req.set_timeout(RPC_TIMEOUT);
+    let fut = async {
+        if commit {
+            c.bootstrap_commit(req).await
+        } else {
+            c.bootstrap_prepare(req).await
+        }
+    };
+    match tokio::time::timeout(RPC_TIMEOUT, fut).await {
+        Err(_) => Err(format!("{addr}: timed out")),
+        Ok(Err(s)) => Err(format!("{addr}: {}", s.message())),
+        Ok(Ok(_)) => Ok(()),
+    }
+}
+
+fn mint_cluster_id() -> String {
+    let mut rng = rand::rng();
+    let a: u64 = rng.random();
+    let b: u64 = rng.random();
+    format!("{a:016x}{b:016x}")
+}
+
+/// Runs the bootstrap protocol until this node knows its committed cluster id.
+pub async fn bootstrap(
+    config: &ServerConfig,
+    state: Arc<PeerState>,
+) -> Result<Bootstrapped, ServerError> {
+    let storage = |e: std::io::Error| ServerError::Storage(e.to_string());
+    if let Some(id) = state.db.get_meta_string(KEY_CLUSTER_ID).map_err(storage)? {
+        return Ok(Bootstrapped {
+            cluster_id: id,
+            initialize: false,
+        });
+    }
+    let me = config.node_id;
+    let initiator = config.peers.keys().next().copied() == Some(me);
+    let others: Vec<(u64, String)> = config
+        .peers
+        .iter()
+        .filter(|(id, _)| **id != me)
+        .map(|(id, a)| (*id, a.clone()))
+        .collect();
+    let mut rx = state.cluster_id.subscribe();
+    let mut rounds: u64 = 0;
+    loop {
+        rounds += 1;
+        // Committed by the initiator's phase 2 while we waited?
+        if let Some(id) = rx.borrow_and_update().clone() {
+            return Ok(Bootstrapped {
+                cluster_id: id,
+                initialize: false,
+            });
+        }
+        let mut answers = Vec::new();
+        for (id, addr) in &others {
+            answers.push((*id, peer_state(addr, me).await));
+        }
+        let prepared = state
+            .db
+            .get_meta_string(KEY_PREPARED_CLUSTER_ID)
+            .map_err(storage)?;
+        if let Some(committed) = answers
+            .iter()
+            .filter_map(|(_, a)| a.as_ref())
+            .map(|a| a.committed_cluster_id.clone())
+            .find(|c| !c.is_empty())
+        {
+            if prepared.as_deref() == Some(committed.as_str()) {
+                // An unfinished bootstrap of ours: finish it.
+                state
+                    .db
+                    .put_meta(KEY_CLUSTER_ID, committed.as_bytes())
+                    .map_err(storage)?;
+                state.cluster_id.send_replace(Some(committed.clone()));
+                return Ok(Bootstrapped {
+                    cluster_id: committed,
+                    initialize: initiator && state.empty_at_start,
+                });
+            }
+            return Err(ServerError::LostData {
+                node_id: me,
+                cluster_id: committed,
+            });
+        }
+        let all_up = answers.iter().all(|(_, a)| a.is_some());
+        if initiator && all_up {
+            let id = prepared.unwrap_or_else(mint_cluster_id);
+            state
+                .db
+                .put_meta(KEY_PREPARED_CLUSTER_ID, id.as_bytes())
+                .map_err(storage)?;
+            let mut ok = true;
+            for (_, addr) in &others {
+                if let Err(e) = send_id(addr, me, &id, false).await {
+                    tracing::info!("bootstrap prepare: {e}");
+                    ok = false;
+                }
+            }
+            if ok {
+                for (_, addr) in &others {
+                    if let Err(e) = send_id(addr, me, &id, true).await {
+                        tracing::info!("bootstrap commit: {e}");
+                        ok = false;
+                    }
+                }
+            }
+            if ok {
+                state
+                    .db
+                    .put_meta(KEY_CLUSTER_ID, id.as_bytes())
+                    .map_err(storage)?;
+                state.cluster_id.send_replace(Some(id.clone()));
+                tracing::info!(cluster_id = %id, "bootstrapped a new cluster");
+                return Ok(Bootstrapped {
+                    cluster_id: id,
+                    initialize: true,
+                });
+            }
+        }
+        if rounds % 10 == 1 {
+            let missing: Vec<u64> = answers
+                .iter()
+                .filter(|(_, a)| a.is_none())
+                .map(|(id, _)| *id)
+                .collect();
+            if initiator {
+                tracing::info!(?missing, "bootstrap: waiting for every member to answer");
+            } else {
+                tracing::info!(
+                    ?missing,
+                    "bootstrap: waiting for the initiator (node {})",
+                    config.peers.keys().next().copied().unwrap_or(0)
+                );
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(POLL) => {}
+            _ = rx.changed() => {}
+        }
+    }
+}

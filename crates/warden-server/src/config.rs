@@ -1,0 +1,71 @@
+//! Node configuration: identity, addresses, data directory and timing.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Everything a node needs to start.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// This node's id (>= 1), unique in the cluster.
+    pub node_id: u64,
+    /// Address to listen on; serves both peers and clients.
+    pub listen: SocketAddr,
+    /// Every member's address, this node included: id → "host:port".
+    pub peers: BTreeMap<u64, String>,
+    /// Where the Raft log, vote, snapshots and cluster id live.
+    pub data_dir: PathBuf,
+    /// Form a new cluster even if some peers cannot be reached
+    /// (`--initial-cluster-state new`).
+    pub initial_cluster_state_new: bool,
+    /// Timing parameters.
+    pub timing: Timing,
+}
+
+/// Timing parameters and their defaults (documented in docs/operations.md).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Timing {
+    /// Raft heartbeat interval: 50 ms.
+    pub heartbeat_ms: u64,
+    /// Raft election timeout, lower bound: 250 ms.
+    pub election_timeout_min_ms: u64,
+    /// Raft election timeout, upper bound: 500 ms.
+    pub election_timeout_max_ms: u64,
+    /// Interval between checkpoints of remaining TTLs: 1 s.
+    pub checkpoint_interval_ms: u64,
+    /// Grace a new leader gives each lease once (G, SEMANTICS L4): 1 s.
+    pub promotion_grace_ms: u64,
+    /// Window in which renewals are collected into one entry: 2 ms.
+    pub renew_batch_window_ms: u64,
+    /// Take a snapshot after this many entries since the last one: 10,000.
+    pub snapshot_threshold: u64,
+    /// Longest a SIGTERM'd leader waits for leadership transfer: 2 s.
+    pub leader_transfer_timeout_ms: u64,
+    /// Period of the leader's duty loop (expiry, timeouts): 50 ms.
+    pub duty_interval_ms: u64,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing {
+            heartbeat_ms: 50,
+            election_timeout_min_ms: 250,
+            election_timeout_max_ms: 500,
+            checkpoint_interval_ms: 1_000,
+            promotion_grace_ms: 1_000,
+            renew_batch_window_ms: 2,
+            snapshot_threshold: 10_000,
+            leader_transfer_timeout_ms: 2_000,
+            duty_interval_ms: 50,
+        }
+    }
+}
+
+impl Timing {
+    /// E: the most a leader change may lengthen a lease: one promotion grace +
+    /// one checkpoint interval + apply lag (bounded here by one election
+    /// timeout).
+    pub fn bound_e_ms(&self) -> u64 {
+        self.promotion_grace_ms + self.checkpoint_interval_ms + self.election_timeout_max_ms
+    }
+}

@@ -1,0 +1,111 @@
+//! Leader duties: the first `Promote`, expiry of due leases and waiters,
+//! lock-delay ends and checkpoints (SEMANTICS "Time").
+//!
+//! Every duty entry is proposed to the *local* Raft handle, never through a
+//! forwarding path (etcd issue 15247), and carries this leader's id and each
+//! lease's `last_index`, so apply ignores it if leadership or the lease moved
+//! on meanwhile. No duty runs before this leader's own `Promote` has applied.
+
+use std::sync::Weak;
+use std::time::Duration;
+
+use warden_core::types::{Command, EndLockDelay, Promote};
+
+use crate::node::Node;
+
+/// Runs the duty loop until the node is gone.
+pub async fn run(node: Weak<Node>) {
+    let (tick, checkpoint_every, grace_ms) = match node.upgrade() {
+        Some(n) => (
+            Duration::from_millis(n.config.timing.duty_interval_ms.max(1)),
+            Duration::from_millis(n.config.timing.checkpoint_interval_ms.max(1)),
+            n.config.timing.promotion_grace_ms,
+        ),
+        None => return,
+    };
+    let mut interval = tokio::time::interval(tick);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_checkpoint = None;
+    loop {
+        interval.tick().await;
+        let Some(node) = node.upgrade() else { return };
+        let Some(leader) = node.leader_id_if_leader() else {
+            if let Ok(mut p) = node.promoted.lock() {
+                *p = None;
+            }
+            last_checkpoint = None;
+            continue;
+        };
+        // 1. Promote, once per term of office.
+        let promoted_now = {
+            let applied_promote = node
+                .shared
+                .machine
+                .lock()
+                .ok()
+                .and_then(|m| m.table.last_promote());
+            matches!(applied_promote, Some((l, _)) if l == leader)
+        };
+        if !promoted_now {
+            let cmd = Command::Promote(Promote { leader, grace_ms });
+            if let Err(e) = node.propose(cmd).await {
+                tracing::debug!("promote: {}", e.message());
+            }
+            continue;
+        }
+        if let Ok(mut p) = node.promoted.lock() {
+            if *p != Some(leader) {
+                tracing::info!(term = leader.term, "leader duties start (promote applied)");
+                *p = Some(leader);
+            }
+        }
+        let now = node.shared.clock.now();
+        // 2. Expire due leases and timed-out waiters.
+        let (due, delays, checkpoint) = {
+            let Ok(m) = node.shared.machine.lock() else {
+                return;
+            };
+            let due = m.deadlines.due(&m.table, leader, now);
+            let delays = m.deadlines.due_lock_delays(&m.table, now);
+            let checkpoint = match last_checkpoint {
+                Some(t) if now.saturating_sub(t) < checkpoint_every => None,
+                _ => Some(
+                    m.deadlines
+                        .checkpoint(&m.table, leader, now, checkpoint_every),
+                ),
+            };
+            (due, delays, checkpoint)
+        };
+        if !due.leases.is_empty() || !due.waiters.is_empty() {
+            tracing::debug!(
+                leases = due.leases.len(),
+                waiters = due.waiters.len(),
+                "expire"
+            );
+            if let Err(e) = node.propose(Command::Expire(due)).await {
+                tracing::debug!("expire: {}", e.message());
+            }
+        }
+        // 3. End due lock-delays.
+        for (resource, start_index) in delays {
+            let cmd = Command::EndLockDelay(EndLockDelay {
+                leader,
+                resource,
+                start_index,
+                due: None,
+            });
+            if let Err(e) = node.propose(cmd).await {
+                tracing::debug!("end lock-delay: {}", e.message());
+            }
+        }
+        // 4. Checkpoint remaining TTLs.
+        if let Some(cp) = checkpoint {
+            last_checkpoint = Some(now);
+            if !cp.leases.is_empty() || !cp.lock_delays.is_empty() || !cp.waiters.is_empty() {
+                if let Err(e) = node.propose(Command::Checkpoint(cp)).await {
+                    tracing::debug!("checkpoint: {}", e.message());
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,296 @@
+//! Warden's server: one node of a Raft-replicated lock service.
+//!
+//! # Map
+//!
+//! - [`config`]: node configuration and timing defaults (E and G).
+//! - [`raft_types`]: the openraft type configuration; every openraft type is
+//!   named there.
+//! - [`store`]: the redb log store (durable before acknowledged) and the state
+//!   machine (the `warden-core` lock table + this node's deadline table).
+//! - [`network`]: openraft RPCs to peers over the internal gRPC `Peer` service.
+//! - [`peer_service`]: the receiving side of those RPCs, and bootstrap RPCs.
+//! - [`bootstrap`]: the two-phase cluster id (SEMANTICS "Membership").
+//! - [`node`]: a running node; `propose` to the local Raft handle only.
+//! - [`lock_service`]: the public `warden.v1.Lock` gRPC service.
+//! - [`renew`]: the renew batcher (S4).
+//! - [`duties`]: leader duties: Promote, Expire, EndLockDelay, Checkpoint.
+//! - [`clock`]: the injected node clock.
+//! - [`error`]: the one place typed errors become gRPC statuses.
+//!
+//! # The path of a request
+//!
+//! A client's `Acquire` reaches [`lock_service`], is validated (a bad field
+//! gets `InvalidArgument` naming the field and the limit), and, on the leader,
+//! is proposed to Raft with the leader's due list attached. openraft appends it
+//! to the redb log (fsync) on a quorum, commits it, and the state machine
+//! applies it: `warden_core::table::LockTable::apply` decides, deterministically,
+//! and its effects update this node's deadline table. The reply is sent after
+//! apply. A follower answers `Unavailable` with the leader's address.
+//!
+//! # What this crate does not do
+//!
+//! It never reads a wall clock in replicated logic, never forwards leader
+//! duties, and never acknowledges a renew before it commits.
+
+pub mod bootstrap;
+pub mod clock;
+pub mod config;
+pub mod duties;
+pub mod error;
+pub mod lock_service;
+pub mod network;
+pub mod node;
+pub mod peer_service;
+pub mod raft_types;
+pub mod renew;
+pub mod store;
+
+use openraft::async_runtime::WatchReceiver as _;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+pub use config::{ServerConfig, Timing};
+use openraft::{BasicNode, SnapshotPolicy};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+use tokio_stream::wrappers::TcpListenerStream;
+
+use crate::clock::{Clock, TokioClock};
+use crate::network::{Network, MAX_PEER_MESSAGE_BYTES};
+use crate::node::Node;
+use crate::peer_service::{PeerService, PeerState};
+use crate::store::{Db, LogStore, StateMachineStore};
+
+/// Errors that stop a node.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The data dir is empty but the peers already formed a cluster.
+    #[error("node {node_id} lost its data: its data dir is empty but its peers already form cluster {cluster_id}; replace it (warden cluster replace-node) instead of restarting it empty")]
+    LostData {
+        /// This node.
+        node_id: u64,
+        /// The peers' cluster id.
+        cluster_id: String,
+    },
+    /// Bad configuration.
+    #[error("invalid config: {0}")]
+    Config(String),
+    /// Storage failure.
+    #[error("storage: {0}")]
+    Storage(String),
+    /// Anything else.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Runs a node on `config.listen` until `shutdown` resolves (then, if leader,
+/// transfers leadership within `leader_transfer_timeout_ms` and exits).
+pub async fn run(
+    config: ServerConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .map_err(|e| ServerError::Config(format!("listen: cannot bind {}: {e}", config.listen)))?;
+    run_with(config, listener, TokioClock::new(), shutdown).await
+}
+
+fn validate_config(config: &ServerConfig) -> Result<(), ServerError> {
+    if config.node_id == 0 {
+        return Err(ServerError::Config("id: must be >= 1".into()));
+    }
+    if !config.peers.contains_key(&config.node_id) {
+        return Err(ServerError::Config(format!(
+            "peers: must include this node's id {}",
+            config.node_id
+        )));
+    }
+    let t = &config.timing;
+    if t.heartbeat_ms == 0 || t.election_timeout_min_ms <= t.heartbeat_ms {
+        return Err(ServerError::Config(
+            "election-timeout-min: must be greater than heartbeat (> 0)".into(),
+        ));
+    }
+    if t.election_timeout_max_ms <= t.election_timeout_min_ms {
+        return Err(ServerError::Config(
+            "election-timeout-max: must be greater than election-timeout-min".into(),
+        ));
+    }
+    if t.snapshot_threshold == 0 {
+        return Err(ServerError::Config(
+            "snapshot-threshold: must be >= 1 entry".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Runs a node on an already bound listener with an injected clock.
+pub async fn run_with(
+    config: ServerConfig,
+    listener: TcpListener,
+    clock: Arc<dyn Clock>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    validate_config(&config)?;
+    let storage = |e: std::io::Error| ServerError::Storage(e.to_string());
+    let db = Db::open(&config.data_dir).map_err(storage)?;
+    let committed = db.get_meta_string(store::KEY_CLUSTER_ID).map_err(storage)?;
+    let empty_at_start = committed.is_none() && db.raft_state_is_empty().map_err(storage)?;
+    let (cluster_tx, _) = watch::channel(committed);
+    let peer_state = Arc::new(PeerState {
+        node_id: config.node_id,
+        db: db.clone(),
+        raft: OnceLock::new(),
+        cluster_id: cluster_tx,
+        empty_at_start,
+        bootstrap_lock: Mutex::new(()),
+    });
+    let node_cell: Arc<OnceLock<Arc<Node>>> = Arc::new(OnceLock::new());
+
+    // Serve peers and clients from the start: bootstrap needs the peer service.
+    let (stop_tx, mut stop_rx) = watch::channel(false);
+    let server = tonic::transport::Server::builder()
+        .add_service(
+            warden_proto::peer::peer_server::PeerServer::new(PeerService::new(peer_state.clone()))
+                .max_decoding_message_size(MAX_PEER_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_PEER_MESSAGE_BYTES),
+        )
+        .add_service(warden_proto::v1::lock_server::LockServer::new(
+            lock_service::LockService::new(node_cell.clone()),
+        ));
+    let incoming = TcpListenerStream::new(listener);
+    let server_task = tokio::spawn(async move {
+        let _ = server
+            .serve_with_incoming_shutdown(incoming, async move {
+                let _ = stop_rx.wait_for(|s| *s).await;
+            })
+            .await;
+    });
+
+    let mut shutdown = Box::pin(shutdown);
+    let boot = tokio::select! {
+        b = bootstrap::bootstrap(&config, peer_state.clone()) => b,
+        _ = &mut shutdown => {
+            let _ = stop_tx.send(true);
+            let _ = server_task.await;
+            return Ok(());
+        }
+    };
+    let boot = match boot {
+        Ok(b) => b,
+        Err(e) => {
+            let _ = stop_tx.send(true);
+            let _ = server_task.await;
+            return Err(e);
+        }
+    };
+
+    let t = &config.timing;
+    let raft_config = openraft::Config {
+        cluster_name: "warden".into(),
+        heartbeat_interval: t.heartbeat_ms,
+        election_timeout_min: t.election_timeout_min_ms,
+        election_timeout_max: t.election_timeout_max_ms,
+        snapshot_policy: SnapshotPolicy::LogsSinceLast(t.snapshot_threshold),
+        max_in_snapshot_log_to_keep: t.snapshot_threshold.min(1_000),
+        install_snapshot_timeout: 10_000,
+        ..Default::default()
+    }
+    .validate()
+    .map_err(|e| ServerError::Config(e.to_string()))?;
+
+    let stamps = Arc::new(Mutex::new(BTreeMap::new()));
+    let sm = StateMachineStore::open(db.clone(), clock.clone(), stamps.clone()).map_err(storage)?;
+    let shared = sm.shared.clone();
+    let log_store = LogStore::new(db.clone(), stamps, clock.clone());
+    let raft = raft_types::Raft::new(
+        config.node_id,
+        Arc::new(raft_config),
+        Network::new(boot.cluster_id.clone()),
+        log_store,
+        sm,
+    )
+    .await
+    .map_err(|e| ServerError::Other(format!("raft: {e}")))?;
+    let _ = peer_state.raft.set(raft.clone());
+    if boot.initialize {
+        let members: BTreeMap<u64, BasicNode> = config
+            .peers
+            .iter()
+            .map(|(id, addr)| (*id, BasicNode { addr: addr.clone() }))
+            .collect();
+        if let Err(e) = raft.initialize(members).await {
+            tracing::info!("initialize: {e}");
+        }
+    }
+
+    let (renew_tx, renew_rx) = mpsc::channel(16_384);
+    let node = Arc::new(Node {
+        id: config.node_id,
+        cluster_id: boot.cluster_id.clone(),
+        raft: raft.clone(),
+        shared,
+        promoted: Mutex::new(None),
+        renew_tx,
+        config: config.clone(),
+    });
+    let _ = node_cell.set(node.clone());
+    tracing::info!(node_id = config.node_id, cluster_id = %boot.cluster_id, "serving");
+    let renew_task = tokio::spawn(renew::run(
+        Arc::downgrade(&node),
+        renew_rx,
+        Duration::from_millis(config.timing.renew_batch_window_ms),
+    ));
+    let duty_task = tokio::spawn(duties::run(Arc::downgrade(&node)));
+
+    shutdown.await;
+    tracing::info!("shutting down");
+    transfer_leadership(&node).await;
+    duty_task.abort();
+    renew_task.abort();
+    let _ = raft.shutdown().await;
+    let _ = stop_tx.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(2), server_task).await;
+    Ok(())
+}
+
+/// On shutdown, a leader hands leadership to the most up-to-date voter and
+/// waits (bounded by `leader_transfer_timeout_ms`) until another node leads,
+/// so a rolling restart loses nothing.
+async fn transfer_leadership(node: &Node) {
+    let m = node.raft.metrics().borrow_watched().clone();
+    if m.current_leader != Some(node.id) {
+        return;
+    }
+    let target = m.replication.as_ref().and_then(|r| {
+        r.iter()
+            .filter(|(id, _)| **id != node.id)
+            .max_by_key(|(_, l)| l.as_ref().map(|l| l.index()))
+            .map(|(id, _)| *id)
+    });
+    let Some(target) = target else { return };
+    tracing::info!(target, "transferring leadership before exit");
+    if node.raft.trigger().transfer_leader(target).await.is_err() {
+        return;
+    }
+    let mut rx = node.raft.metrics();
+    let me = node.id;
+    let wait = async {
+        loop {
+            let leader = rx.borrow_watched().current_leader;
+            if leader.is_some() && leader != Some(me) {
+                return;
+            }
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(
+        Duration::from_millis(node.config.timing.leader_transfer_timeout_ms),
+        wait,
+    )
+    .await;
+}

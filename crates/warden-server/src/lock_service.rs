@@ -1,0 +1,468 @@
+//! The public `warden.v1.Lock` gRPC service.
+//!
+//! Every mutating call is validated (typed error naming the field and the
+//! limit, nothing changed), then proposed to the local Raft handle; the reply
+//! is sent after the entry commits and applies (S3). A call to a follower gets
+//! `Unavailable` with the leader's address in `warden-leader`.
+
+use openraft::async_runtime::WatchReceiver as _;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use futures::Stream;
+use openraft::Instant as _;
+use openraft::ServerState;
+use tokio::sync::{mpsc, oneshot};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+use warden_core::types::{
+    Acquire, AcquireOutcome, Command, LeaseSpec, NotGrantedReason, Release, RequestHeader,
+    Response as CoreResponse,
+};
+use warden_core::validate;
+use warden_proto::v1 as pb;
+use warden_proto::v1::lock_server::Lock;
+
+use crate::error::command_status;
+use crate::node::Node;
+use crate::renew::RenewJob;
+
+/// The service; answers `Unavailable` until the node has bootstrapped.
+#[derive(Clone, Debug)]
+pub struct LockService {
+    node: Arc<OnceLock<Arc<Node>>>,
+}
+
+impl LockService {
+    /// A service over the (not yet started) node.
+    pub fn new(node: Arc<OnceLock<Arc<Node>>>) -> Self {
+        LockService { node }
+    }
+
+    fn node(&self) -> Result<Arc<Node>, Status> {
+        self.node
+            .get()
+            .cloned()
+            .ok_or_else(|| Status::unavailable("node is bootstrapping; retry shortly"))
+    }
+}
+
+fn header(h: Option<pb::RequestHeader>) -> Result<RequestHeader, Status> {
+    let h =
+        h.ok_or_else(|| Status::invalid_argument("header: required (client_id, request_id)"))?;
+    let h = RequestHeader {
+        client_id: h.client_id,
+        request_id: h.request_id,
+        acked_request_id: h.acked_request_id,
+    };
+    validate::header(&h).map_err(|e| command_status(&e))?;
+    Ok(h)
+}
+
+fn reason_str(r: NotGrantedReason) -> &'static str {
+    match r {
+        NotGrantedReason::Held => "held",
+        NotGrantedReason::LockDelay => "lock_delay",
+        NotGrantedReason::WaitTimeout => "wait_timeout",
+    }
+}
+
+type AcquireStream = Pin<Box<dyn Stream<Item = Result<pb::AcquireResponse, Status>> + Send>>;
+
+fn granted(
+    resource: String,
+    lease_id: u64,
+    fencing_token: u64,
+    ttl_ms: u64,
+    log_index: u64,
+) -> pb::AcquireResponse {
+    pb::AcquireResponse {
+        event: Some(pb::acquire_response::Event::Granted(pb::Granted {
+            resource,
+            lease_id,
+            fencing_token,
+            ttl_ms,
+            log_index,
+        })),
+    }
+}
+
+fn not_granted(
+    resource: String,
+    holder: Option<u64>,
+    reason: NotGrantedReason,
+) -> pb::AcquireResponse {
+    pb::AcquireResponse {
+        event: Some(pb::acquire_response::Event::NotGranted(pb::NotGranted {
+            resource,
+            holder_lease_id: holder.unwrap_or(0),
+            reason: reason_str(reason).to_string(),
+        })),
+    }
+}
+
+/// Follows a queued acquire until it is granted or removed (S8: a timeout is
+/// reported only after the removal has committed; if a grant commits first,
+/// the grant is reported).
+async fn follow_waiter(
+    node: Arc<Node>,
+    tx: mpsc::Sender<Result<pb::AcquireResponse, Status>>,
+    resource: String,
+    lease_id: u64,
+    enqueue_index: u64,
+) {
+    let mut rx = node.shared.applied.subscribe();
+    let mut last_position = 0;
+    loop {
+        let step = {
+            let Ok(m) = node.shared.machine.lock() else {
+                return;
+            };
+            if let Some(h) = m.table.holder(&resource) {
+                if h.lease_id == lease_id && h.grant_index >= enqueue_index {
+                    Some(granted(
+                        resource.clone(),
+                        lease_id,
+                        h.fencing_token,
+                        h.ttl_ms,
+                        h.grant_index,
+                    ))
+                } else {
+                    None
+                }
+            } else {
+                None
+            }
+            .map(Ok)
+            .or_else(|| match m.table.waiter_position(&resource, lease_id) {
+                Some(p) => {
+                    if p != last_position {
+                        last_position = p;
+                        Some(Err(p))
+                    } else {
+                        None
+                    }
+                }
+                None => Some(Ok(not_granted(
+                    resource.clone(),
+                    m.table.holder(&resource).map(|h| h.lease_id),
+                    NotGrantedReason::WaitTimeout,
+                ))),
+            })
+        };
+        match step {
+            Some(Ok(final_msg)) => {
+                let _ = tx.send(Ok(final_msg)).await;
+                return;
+            }
+            Some(Err(position)) => {
+                let msg = pb::AcquireResponse {
+                    event: Some(pb::acquire_response::Event::Queued(pb::Queued {
+                        position,
+                        lease_id,
+                    })),
+                };
+                if tx.send(Ok(msg)).await.is_err() {
+                    // A dropped stream is not a cancel (S8): the waiter stays.
+                    return;
+                }
+            }
+            None => {}
+        }
+        tokio::select! {
+            r = rx.changed() => if r.is_err() { return },
+            _ = tx.closed() => return,
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl Lock for LockService {
+    type AcquireStream = AcquireStream;
+
+    async fn acquire(
+        &self,
+        req: Request<pb::AcquireRequest>,
+    ) -> Result<Response<Self::AcquireStream>, Status> {
+        let node = self.node()?;
+        let r = req.into_inner();
+        let header = header(r.header)?;
+        let lease = match (r.ttl_ms, r.lease_id) {
+            (0, 0) => {
+                return Err(Status::invalid_argument(
+                    "ttl_ms: set ttl_ms (1000..=3600000) or lease_id",
+                ))
+            }
+            (ttl, 0) => LeaseSpec::New { ttl_ms: ttl },
+            (0, id) => LeaseSpec::Existing { lease_id: id },
+            _ => {
+                return Err(Status::invalid_argument(
+                    "ttl_ms: set exactly one of ttl_ms and lease_id",
+                ))
+            }
+        };
+        let cmd = Command::Acquire(Acquire {
+            header,
+            resource: r.resource.clone(),
+            lease,
+            wait_timeout_ms: r.wait_timeout_ms,
+            lock_delay_ms: r.lock_delay_ms,
+            due: None,
+        });
+        validate::command(&cmd).map_err(|e| command_status(&e))?;
+        node.require_leader()?;
+        let cmd = match cmd {
+            Command::Acquire(mut a) => {
+                a.due = node.due_list();
+                Command::Acquire(a)
+            }
+            c => c,
+        };
+        let (resp, _log_id) = node.propose(cmd).await?;
+        let reply = match resp {
+            CoreResponse::Acquire(a) => a,
+            CoreResponse::Error(e) => return Err(command_status(&e)),
+            other => return Err(Status::internal(format!("unexpected reply {other:?}"))),
+        };
+        let (tx, rx) = mpsc::channel(8);
+        match reply.outcome {
+            AcquireOutcome::Granted {
+                resource,
+                lease_id,
+                fencing_token,
+                ttl_ms,
+                grant_index,
+            } => {
+                if reply.retried && reply.current_token != Some(fencing_token) {
+                    return Err(Status::failed_precondition(format!(
+                        "request_expired: this acquire was granted token {fencing_token} on lease {lease_id}, which no longer holds it"
+                    )));
+                }
+                let _ = tx
+                    .send(Ok(granted(
+                        resource,
+                        lease_id,
+                        fencing_token,
+                        ttl_ms,
+                        grant_index,
+                    )))
+                    .await;
+            }
+            AcquireOutcome::NotGranted {
+                resource,
+                holder_lease_id,
+                reason,
+            } => {
+                let _ = tx
+                    .send(Ok(not_granted(resource, holder_lease_id, reason)))
+                    .await;
+            }
+            AcquireOutcome::Queued {
+                resource,
+                lease_id,
+                enqueue_index,
+                ..
+            } => {
+                tokio::spawn(follow_waiter(
+                    node.clone(),
+                    tx,
+                    resource,
+                    lease_id,
+                    enqueue_index,
+                ));
+            }
+        }
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn renew(
+        &self,
+        req: Request<pb::RenewRequest>,
+    ) -> Result<Response<pb::RenewResponse>, Status> {
+        let node = self.node()?;
+        let r = req.into_inner();
+        if r.lease_id == 0 {
+            return Err(Status::invalid_argument("lease_id: required (non-zero)"));
+        }
+        node.require_leader()?;
+        let (reply, rx) = oneshot::channel();
+        node.renew_tx
+            .send(RenewJob {
+                lease_id: r.lease_id,
+                reply,
+            })
+            .await
+            .map_err(|_| Status::unavailable("node stopping"))?;
+        match rx
+            .await
+            .map_err(|_| Status::unavailable("node stopping"))??
+        {
+            Some(ttl_ms) => Ok(Response::new(pb::RenewResponse {
+                lease_id: r.lease_id,
+                ttl_ms,
+                sequence: r.sequence,
+            })),
+            None => Err(Status::not_found(format!(
+                "lease_id: lease {} is not live (expired, revoked, released or never granted)",
+                r.lease_id
+            ))),
+        }
+    }
+
+    async fn release(
+        &self,
+        req: Request<pb::ReleaseRequest>,
+    ) -> Result<Response<pb::ReleaseResponse>, Status> {
+        let node = self.node()?;
+        let r = req.into_inner();
+        let header = header(r.header)?;
+        if r.lease_id == 0 {
+            return Err(Status::invalid_argument("lease_id: required (non-zero)"));
+        }
+        let resource = (!r.resource.is_empty()).then_some(r.resource);
+        if let Some(res) = &resource {
+            validate::resource(res).map_err(|e| command_status(&e))?;
+        }
+        node.require_leader()?;
+        let cmd = Command::Release(Release {
+            header,
+            resource,
+            lease_id: r.lease_id,
+            fencing_token: (r.fencing_token != 0).then_some(r.fencing_token),
+            due: node.due_list(),
+        });
+        match node.propose(cmd).await?.0 {
+            CoreResponse::Released {
+                resource, lease_id, ..
+            } => Ok(Response::new(pb::ReleaseResponse {
+                resource,
+                lease_id,
+                released: true,
+            })),
+            CoreResponse::Error(e) => Err(command_status(&e)),
+            other => Err(Status::internal(format!("unexpected reply {other:?}"))),
+        }
+    }
+
+    async fn status(
+        &self,
+        req: Request<pb::StatusRequest>,
+    ) -> Result<Response<pb::StatusResponse>, Status> {
+        let node = self.node()?;
+        let resource = req.into_inner().resource;
+        validate::resource(&resource).map_err(|e| command_status(&e))?;
+        node.require_leader()?;
+        // Linearizable: confirm leadership with a quorum (read-index), then
+        // serve once this node has applied up to that index.
+        let read = tokio::time::timeout(
+            Duration::from_millis(crate::error::COMMIT_TIMEOUT_MS),
+            node.raft
+                .ensure_linearizable(openraft::ReadPolicy::ReadIndex),
+        )
+        .await
+        .map_err(|_| Status::unavailable("no quorum: read-index did not complete in time"))?
+        .map_err(|e| Status::unavailable(format!("no quorum: {e}")))?;
+        let read_index = read.index();
+        node.wait_applied(
+            read_index,
+            Duration::from_millis(crate::error::COMMIT_TIMEOUT_MS),
+        )
+        .await?;
+        let now = node.shared.clock.now();
+        let m = node
+            .shared
+            .machine
+            .lock()
+            .map_err(|_| Status::internal("state poisoned"))?;
+        let holder = m.table.holder(&resource).map(|h| pb::Holder {
+            lease_id: h.lease_id,
+            fencing_token: h.fencing_token,
+            ttl_remaining_ms: m.deadlines.remaining_ms(h.lease_id, now).unwrap_or(0),
+            ttl_ms: h.ttl_ms,
+        });
+        Ok(Response::new(pb::StatusResponse {
+            waiters: m.table.waiters(&resource).len() as u64,
+            resource,
+            holder,
+            read_index,
+        }))
+    }
+
+    async fn cluster_status(
+        &self,
+        _req: Request<pb::ClusterStatusRequest>,
+    ) -> Result<Response<pb::ClusterStatusResponse>, Status> {
+        let node = self.node()?;
+        let m = node.raft.metrics().borrow_watched().clone();
+        if m.current_leader.is_some() && m.current_leader != Some(node.id) {
+            // The leader's view is the one with replication progress.
+            return Err(crate::error::not_leader(node.leader()));
+        }
+        let timing = &node.config.timing;
+        let mut members = Vec::new();
+        let membership = m.membership_config.membership().clone();
+        let voters: Vec<u64> = membership.voter_ids().collect();
+        for (id, n) in membership.nodes() {
+            let role = if Some(*id) == m.current_leader {
+                "leader"
+            } else if !voters.contains(id) {
+                "learner"
+            } else if *id == node.id && m.state == ServerState::Candidate {
+                "candidate"
+            } else if m.current_leader.is_some() || *id == node.id {
+                "follower"
+            } else {
+                "unknown"
+            };
+            let applied_index = if *id == node.id {
+                m.last_applied.as_ref().map(|l| l.index()).unwrap_or(0)
+            } else {
+                m.replication
+                    .as_ref()
+                    .and_then(|r| r.get(id).cloned().flatten())
+                    .map(|l| l.index())
+                    .unwrap_or(0)
+            };
+            let last_contact_ms = if *id == node.id {
+                0
+            } else {
+                m.heartbeat
+                    .as_ref()
+                    .and_then(|h| h.get(id).cloned().flatten())
+                    .map(|t| t.elapsed().as_millis() as u64)
+                    .unwrap_or(0)
+            };
+            members.push(pb::Member {
+                id: *id,
+                addr: n.addr.clone(),
+                role: role.to_string(),
+                applied_index,
+                last_contact_ms,
+                matched_index: applied_index,
+            });
+        }
+        Ok(Response::new(pb::ClusterStatusResponse {
+            cluster_id: node.cluster_id.clone(),
+            leader_id: m.current_leader.unwrap_or(0),
+            term: m.current_term,
+            commit_index: m.local_committed.as_ref().map(|l| l.index()).unwrap_or(0),
+            members,
+            node_id: node.id,
+            timing: Some(pb::Timing {
+                heartbeat_ms: timing.heartbeat_ms,
+                election_timeout_min_ms: timing.election_timeout_min_ms,
+                election_timeout_max_ms: timing.election_timeout_max_ms,
+                checkpoint_interval_ms: timing.checkpoint_interval_ms,
+                promotion_grace_ms: timing.promotion_grace_ms,
+                renew_batch_window_ms: timing.renew_batch_window_ms,
+                min_ttl_ms: warden_core::limits::MIN_TTL_MS,
+                max_ttl_ms: warden_core::limits::MAX_TTL_MS,
+                max_wait_timeout_ms: warden_core::limits::MAX_WAIT_TIMEOUT_MS,
+                max_lock_delay_ms: warden_core::limits::MAX_LOCK_DELAY_MS,
+                bound_e_ms: timing.bound_e_ms(),
+                bound_g_ms: timing.promotion_grace_ms,
+            }),
+        }))
+    }
+}

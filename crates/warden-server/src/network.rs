@@ -1,0 +1,227 @@
+//! The peer network: openraft's RPCs over the internal gRPC `Peer` service.
+//!
+//! Payloads are postcard-encoded openraft messages inside a `Blob`; the reply
+//! blob is a postcard `Result<Response, String>`. Every call carries the
+//! cluster id in the `warden-cluster-id` metadata entry (SEMANTICS
+//! "Membership"), and the receiver refuses a mismatch.
+
+use std::future::Future;
+use std::time::Duration;
+
+use openraft::errors::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
+use openraft::network::{RPCOption, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, TransferLeaderRequest,
+    TransferLeaderResponse, VoteRequest, VoteResponse,
+};
+use openraft::{AnyError, BasicNode, RaftNetworkV2};
+use serde::{de::DeserializeOwned, Serialize};
+use tonic::transport::{Channel, Endpoint};
+use warden_proto::peer::peer_client::PeerClient;
+use warden_proto::peer::Blob;
+
+use crate::raft_types::{Snapshot, SnapshotMeta, TypeConfig, Vote};
+
+/// Largest gRPC message between peers (snapshots travel whole): 256 MiB.
+pub const MAX_PEER_MESSAGE_BYTES: usize = 256 * 1024 * 1024;
+
+/// Builds connections to peers.
+#[derive(Clone, Debug)]
+pub struct Network {
+    cluster_id: String,
+}
+
+impl Network {
+    /// A network that stamps `cluster_id` on every call.
+    pub fn new(cluster_id: String) -> Self {
+        Network { cluster_id }
+    }
+}
+
+/// Opens a lazily connected channel to `addr` ("host:port").
+pub fn channel(addr: &str) -> Result<Channel, tonic::transport::Error> {
+    Ok(Endpoint::from_shared(format!("http://{addr}"))?
+        .connect_timeout(Duration::from_millis(500))
+        .tcp_nodelay(true)
+        .connect_lazy())
+}
+
+impl RaftNetworkFactory<TypeConfig> for Network {
+    type Network = PeerConnection;
+
+    async fn new_client(&mut self, target: u64, node: &BasicNode) -> Self::Network {
+        PeerConnection {
+            target,
+            addr: node.addr.clone(),
+            cluster_id: self.cluster_id.clone(),
+            client: None,
+        }
+    }
+}
+
+/// One peer.
+pub struct PeerConnection {
+    target: u64,
+    addr: String,
+    cluster_id: String,
+    client: Option<PeerClient<Channel>>,
+}
+
+/// A snapshot on the wire.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct SnapshotEnvelope {
+    /// The sender's vote.
+    pub vote: Vote,
+    /// Snapshot meta.
+    pub meta: SnapshotMeta,
+    /// Lock-table snapshot bytes.
+    pub data: Vec<u8>,
+}
+
+fn unreachable(msg: String) -> RPCError<TypeConfig> {
+    RPCError::Unreachable(Unreachable::new(&AnyError::error(msg)))
+}
+
+fn network(msg: String) -> RPCError<TypeConfig> {
+    RPCError::Network(NetworkError::new(&AnyError::error(msg)))
+}
+
+impl PeerConnection {
+    fn client(&mut self) -> Result<PeerClient<Channel>, RPCError<TypeConfig>> {
+        if self.client.is_none() {
+            let ch = channel(&self.addr)
+                .map_err(|e| unreachable(format!("peer {} at {}: {e}", self.target, self.addr)))?;
+            self.client = Some(
+                PeerClient::new(ch)
+                    .max_decoding_message_size(MAX_PEER_MESSAGE_BYTES)
+                    .max_encoding_message_size(MAX_PEER_MESSAGE_BYTES),
+            );
+        }
+        self.client
+            .clone()
+            .ok_or_else(|| unreachable("no client".into()))
+    }
+
+    async fn call<Req, Resp, F, Fut>(
+        &mut self,
+        req: &Req,
+        timeout: Duration,
+        f: F,
+    ) -> Result<Resp, RPCError<TypeConfig>>
+    where
+        Req: Serialize,
+        Resp: DeserializeOwned,
+        F: FnOnce(PeerClient<Channel>, tonic::Request<Blob>) -> Fut,
+        Fut: Future<Output = Result<tonic::Response<Blob>, tonic::Status>>,
+    {
+        let data = postcard::to_allocvec(req).map_err(|e| network(e.to_string()))?;
+        let mut request = tonic::Request::new(Blob { data });
+        request.set_timeout(timeout);
+        if let Ok(v) = self.cluster_id.parse() {
+            request
+                .metadata_mut()
+                .insert(warden_proto::CLUSTER_ID_METADATA, v);
+        }
+        let client = self.client()?;
+        let reply = match tokio::time::timeout(timeout, f(client, request)).await {
+            Err(_) => return Err(unreachable(format!("peer {}: timed out", self.target))),
+            Ok(Err(status)) => {
+                if status.code() == tonic::Code::Unavailable
+                    || status.code() == tonic::Code::Unknown
+                {
+                    // Drop the channel so the next call reconnects.
+                    self.client = None;
+                    return Err(unreachable(format!(
+                        "peer {}: {}",
+                        self.target,
+                        status.message()
+                    )));
+                }
+                return Err(network(format!(
+                    "peer {}: {}",
+                    self.target,
+                    status.message()
+                )));
+            }
+            Ok(Ok(r)) => r.into_inner(),
+        };
+        let decoded: Result<Resp, String> =
+            postcard::from_bytes(&reply.data).map_err(|e| network(e.to_string()))?;
+        decoded.map_err(network)
+    }
+}
+
+impl RaftNetworkV2<TypeConfig> for PeerConnection {
+    type SnapshotData = Vec<u8>;
+
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<TypeConfig>, RPCError<TypeConfig>> {
+        self.call(&rpc, option.hard_ttl(), |mut c, r| async move {
+            c.append_entries(r).await
+        })
+        .await
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
+        self.call(&rpc, option.hard_ttl(), |mut c, r| async move {
+            c.vote(r).await
+        })
+        .await
+    }
+
+    async fn pre_vote(
+        &mut self,
+        rpc: VoteRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
+        self.call(&rpc, option.hard_ttl(), |mut c, r| async move {
+            c.pre_vote(r).await
+        })
+        .await
+    }
+
+    async fn full_snapshot(
+        &mut self,
+        vote: Vote,
+        snapshot: Snapshot,
+        cancel: impl Future<Output = ReplicationClosed> + openraft::OptionalSend + 'static,
+        option: RPCOption,
+    ) -> Result<SnapshotResponse<TypeConfig>, StreamingError<TypeConfig>> {
+        let env = SnapshotEnvelope {
+            vote,
+            meta: snapshot.meta,
+            data: snapshot.snapshot,
+        };
+        let timeout = option.hard_ttl().max(Duration::from_secs(10));
+        let fut = self.call(&env, timeout, |mut c, r| async move {
+            c.install_snapshot(r).await
+        });
+        tokio::select! {
+            closed = cancel => Err(StreamingError::Closed(closed)),
+            res = fut => match res {
+                Ok(r) => Ok(r),
+                Err(RPCError::Unreachable(u)) => Err(StreamingError::Unreachable(u)),
+                Err(RPCError::Timeout(t)) => Err(StreamingError::Timeout(t)),
+                Err(e) => Err(StreamingError::Network(NetworkError::new(&AnyError::error(e.to_string())))),
+            },
+        }
+    }
+
+    async fn transfer_leader(
+        &mut self,
+        req: TransferLeaderRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<TransferLeaderResponse<TypeConfig>, RPCError<TypeConfig>> {
+        self.call(&req, option.hard_ttl(), |mut c, r| async move {
+            c.transfer_leader(r).await
+        })
+        .await
+    }
+}

@@ -1,0 +1,129 @@
+//! A running node: the Raft handle, the shared state machine, and the helpers
+//! every service uses (propose, leader lookup, due lists).
+
+use openraft::async_runtime::WatchReceiver as _;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use openraft::errors::{ClientWriteError, RaftError};
+use openraft::ServerState;
+use tokio::sync::mpsc;
+use tonic::Status;
+use warden_core::types::{Command, DueList, LeaderId, LogEntry, Response};
+
+use crate::config::ServerConfig;
+use crate::error::{not_leader, write_error, COMMIT_TIMEOUT_MS};
+use crate::raft_types::{LogId, Raft, Request};
+use crate::renew::RenewJob;
+use crate::store::Shared;
+
+/// A running node.
+#[derive(Debug)]
+pub struct Node {
+    /// This node's id.
+    pub id: u64,
+    /// Its configuration.
+    pub config: ServerConfig,
+    /// The committed cluster id.
+    pub cluster_id: String,
+    /// The Raft handle (proposals go to this local handle only).
+    pub raft: Raft,
+    /// The state machine, shared with the services.
+    pub shared: Arc<Shared>,
+    /// The leader id whose `Promote` this node has seen applied while leader.
+    /// Leader duties and due lists need it (SEMANTICS "Time": no leader duty
+    /// before the leader's own Promote applied).
+    pub promoted: Mutex<Option<LeaderId>>,
+    /// The renew batcher's queue.
+    pub renew_tx: mpsc::Sender<RenewJob>,
+}
+
+impl Node {
+    /// The leader as this node knows it: (id, client address).
+    pub fn leader(&self) -> Option<(u64, String)> {
+        let m = self.raft.metrics().borrow_watched().clone();
+        let id = m.current_leader?;
+        let addr = m
+            .membership_config
+            .membership()
+            .get_node(&id)
+            .map(|n| n.addr.clone())
+            .or_else(|| self.config.peers.get(&id).cloned())?;
+        Some((id, addr))
+    }
+
+    /// This node's leader id if it is the leader now.
+    pub fn leader_id_if_leader(&self) -> Option<LeaderId> {
+        let m = self.raft.metrics().borrow_watched().clone();
+        if m.state == ServerState::Leader && m.current_leader == Some(self.id) {
+            Some(LeaderId {
+                term: m.current_term,
+                node_id: self.id,
+            })
+        } else {
+            None
+        }
+    }
+
+    /// Err(Unavailable + leader address) unless this node is the leader.
+    pub fn require_leader(&self) -> Result<LeaderId, Status> {
+        self.leader_id_if_leader()
+            .ok_or_else(|| not_leader(self.leader()))
+    }
+
+    /// This node's leader id if it is the leader and its `Promote` has applied.
+    pub fn promoted_leader(&self) -> Option<LeaderId> {
+        let now = self.leader_id_if_leader()?;
+        let p = *self.promoted.lock().ok()?;
+        (p == Some(now)).then_some(now)
+    }
+
+    /// The leases and waiters this leader sees as due, to ride in an entry
+    /// that can hand a resource off (S8). None unless promoted.
+    pub fn due_list(&self) -> Option<DueList> {
+        let leader = self.promoted_leader()?;
+        let now = self.shared.clock.now();
+        let m = self.shared.machine.lock().ok()?;
+        let due = m.deadlines.due(&m.table, leader, now);
+        (!due.leases.is_empty() || !due.waiters.is_empty()).then_some(due)
+    }
+
+    /// Proposes `cmd` to the local Raft handle and waits for it to commit and
+    /// apply (S3: the reply is sent only after a quorum has it on disk).
+    /// Never forwards: a non-leader answers `Unavailable` with the leader.
+    pub async fn propose(&self, cmd: Command) -> Result<(Response, LogId), Status> {
+        let fut = self.raft.client_write(Request(LogEntry::V1(cmd)));
+        match tokio::time::timeout(Duration::from_millis(COMMIT_TIMEOUT_MS), fut).await {
+            Err(_) => Err(Status::unavailable(format!(
+                "no quorum: the change did not commit within {COMMIT_TIMEOUT_MS} ms; retry with the same request id"
+            ))),
+            Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => {
+                let leader = f
+                    .leader_id
+                    .zip(f.leader_node.map(|n| n.addr))
+                    .or_else(|| self.leader());
+                Err(not_leader(leader))
+            }
+            Ok(Err(e)) => Err(write_error(&e)),
+            Ok(Ok(r)) => Ok((r.data, r.log_id)),
+        }
+    }
+
+    /// Waits until this node has applied `index` or `timeout` passes.
+    pub async fn wait_applied(&self, index: u64, timeout: Duration) -> Result<(), Status> {
+        let mut rx = self.shared.applied.subscribe();
+        let fut = async {
+            loop {
+                if *rx.borrow_and_update() >= index {
+                    return Ok(());
+                }
+                if rx.changed().await.is_err() {
+                    return Err(Status::unavailable("node stopping"));
+                }
+            }
+        };
+        tokio::time::timeout(timeout, fut)
+            .await
+            .map_err(|_| Status::unavailable("apply did not catch up in time"))?
+    }
+}

@@ -1,0 +1,201 @@
+//! The internal `Peer` gRPC service: Raft RPCs and the two-phase bootstrap of
+//! the cluster id (SEMANTICS "Membership").
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde::{de::DeserializeOwned, Serialize};
+use tokio::sync::watch;
+use tonic::{Request, Response, Status};
+use warden_proto::peer::peer_server::Peer;
+use warden_proto::peer::{Blob, BootstrapId, BootstrapStateRequest, BootstrapStateResponse};
+
+use crate::network::SnapshotEnvelope;
+use crate::raft_types::{Raft, Snapshot};
+use crate::store::{Db, KEY_CLUSTER_ID, KEY_PREPARED_CLUSTER_ID};
+
+/// State behind the peer service.
+#[derive(Debug)]
+pub struct PeerState {
+    /// This node.
+    pub node_id: u64,
+    /// The node's database (bootstrap state lives in its meta table).
+    pub db: Db,
+    /// Set once Raft runs.
+    pub raft: OnceLock<Raft>,
+    /// The committed cluster id, once known; watched by the bootstrap.
+    pub cluster_id: watch::Sender<Option<String>>,
+    /// True when the data dir held no Raft state at start.
+    pub empty_at_start: bool,
+    /// Serialises bootstrap writes.
+    pub bootstrap_lock: Mutex<()>,
+}
+
+/// The gRPC service.
+#[derive(Clone, Debug)]
+pub struct PeerService {
+    state: Arc<PeerState>,
+}
+
+impl PeerService {
+    /// A service over `state`.
+    pub fn new(state: Arc<PeerState>) -> Self {
+        PeerService { state }
+    }
+
+    fn check_cluster<T>(&self, req: &Request<T>) -> Result<Raft, Status> {
+        let mine = self.state.cluster_id.borrow().clone();
+        let Some(mine) = mine else {
+            return Err(Status::unavailable("bootstrapping: no cluster id yet"));
+        };
+        let theirs = req
+            .metadata()
+            .get(warden_proto::CLUSTER_ID_METADATA)
+            .and_then(|v| v.to_str().ok());
+        if theirs != Some(mine.as_str()) {
+            return Err(Status::permission_denied(format!(
+                "cluster id mismatch: this node belongs to cluster {mine}, the caller sent {}",
+                theirs.unwrap_or("none")
+            )));
+        }
+        self.state
+            .raft
+            .get()
+            .cloned()
+            .ok_or_else(|| Status::unavailable("raft not started yet"))
+    }
+
+    fn bootstrap_state(&self) -> Result<BootstrapStateResponse, Status> {
+        let db = &self.state.db;
+        let internal = |e: std::io::Error| Status::internal(e.to_string());
+        Ok(BootstrapStateResponse {
+            node_id: self.state.node_id,
+            prepared_cluster_id: db
+                .get_meta_string(KEY_PREPARED_CLUSTER_ID)
+                .map_err(internal)?
+                .unwrap_or_default(),
+            committed_cluster_id: db
+                .get_meta_string(KEY_CLUSTER_ID)
+                .map_err(internal)?
+                .unwrap_or_default(),
+            empty: self.state.empty_at_start,
+        })
+    }
+}
+
+fn decode<T: DeserializeOwned>(b: &Blob) -> Result<T, Status> {
+    postcard::from_bytes(&b.data).map_err(|e| Status::invalid_argument(format!("bad payload: {e}")))
+}
+
+fn reply<T: Serialize, E: std::fmt::Display>(r: Result<T, E>) -> Result<Response<Blob>, Status> {
+    let r: Result<T, String> = r.map_err(|e| e.to_string());
+    let data = postcard::to_allocvec(&r).map_err(|e| Status::internal(e.to_string()))?;
+    Ok(Response::new(Blob { data }))
+}
+
+#[tonic::async_trait]
+impl Peer for PeerService {
+    async fn append_entries(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
+        let raft = self.check_cluster(&req)?;
+        let rpc = decode(req.get_ref())?;
+        reply(raft.append_entries(rpc).await)
+    }
+
+    async fn vote(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
+        let raft = self.check_cluster(&req)?;
+        let rpc = decode(req.get_ref())?;
+        reply(raft.vote(rpc).await)
+    }
+
+    async fn pre_vote(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
+        let raft = self.check_cluster(&req)?;
+        let rpc = decode(req.get_ref())?;
+        reply(raft.pre_vote(rpc).await)
+    }
+
+    async fn install_snapshot(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
+        let raft = self.check_cluster(&req)?;
+        let env: SnapshotEnvelope = decode(req.get_ref())?;
+        let snapshot = Snapshot {
+            meta: env.meta,
+            snapshot: env.data,
+        };
+        reply(raft.install_full_snapshot(env.vote, snapshot).await)
+    }
+
+    async fn transfer_leader(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
+        let raft = self.check_cluster(&req)?;
+        let rpc = decode(req.get_ref())?;
+        reply(raft.handle_transfer_leader(rpc).await)
+    }
+
+    async fn bootstrap_state(
+        &self,
+        _req: Request<BootstrapStateRequest>,
+    ) -> Result<Response<BootstrapStateResponse>, Status> {
+        Ok(Response::new(self.bootstrap_state()?))
+    }
+
+    async fn bootstrap_prepare(
+        &self,
+        req: Request<BootstrapId>,
+    ) -> Result<Response<BootstrapStateResponse>, Status> {
+        let id = req.into_inner().cluster_id;
+        if id.is_empty() || id.len() > 64 {
+            return Err(Status::invalid_argument("cluster_id: 1..=64 bytes"));
+        }
+        {
+            let _g = self
+                .state
+                .bootstrap_lock
+                .lock()
+                .map_err(|_| Status::internal("poisoned"))?;
+            let db = &self.state.db;
+            let committed = db
+                .get_meta_string(KEY_CLUSTER_ID)
+                .map_err(|e| Status::internal(e.to_string()))?;
+            if committed.is_none() {
+                db.put_meta(KEY_PREPARED_CLUSTER_ID, id.as_bytes())
+                    .map_err(|e| Status::internal(e.to_string()))?;
+            }
+        }
+        Ok(Response::new(self.bootstrap_state()?))
+    }
+
+    async fn bootstrap_commit(
+        &self,
+        req: Request<BootstrapId>,
+    ) -> Result<Response<BootstrapStateResponse>, Status> {
+        let id = req.into_inner().cluster_id;
+        {
+            let _g = self
+                .state
+                .bootstrap_lock
+                .lock()
+                .map_err(|_| Status::internal("poisoned"))?;
+            let db = &self.state.db;
+            let internal = |e: std::io::Error| Status::internal(e.to_string());
+            match db.get_meta_string(KEY_CLUSTER_ID).map_err(internal)? {
+                Some(c) if c == id => {}
+                Some(c) => {
+                    return Err(Status::failed_precondition(format!(
+                        "this node already belongs to cluster {c}"
+                    )))
+                }
+                None => {
+                    let prepared = db
+                        .get_meta_string(KEY_PREPARED_CLUSTER_ID)
+                        .map_err(internal)?;
+                    if prepared.as_deref() != Some(id.as_str()) {
+                        return Err(Status::failed_precondition(
+                            "commit of a cluster id this node has not prepared",
+                        ));
+                    }
+                    db.put_meta(KEY_CLUSTER_ID, id.as_bytes())
+                        .map_err(internal)?;
+                    self.state.cluster_id.send_replace(Some(id.clone()));
+                }
+            }
+        }
+        Ok(Response::new(self.bootstrap_state()?))
+    }
+}

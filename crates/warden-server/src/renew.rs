@@ -1,0 +1,61 @@
+//! The renew batcher (S4): renewals are committed, one `RenewBatch` entry per
+//! short window naming every lease renewed in it, and each is acknowledged
+//! only after that entry commits. A renew is never acknowledged from leader
+//! memory.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use tonic::Status;
+use warden_core::types::{Command, RenewBatch, Response};
+
+use crate::node::Node;
+
+/// One renew waiting for its batch.
+#[derive(Debug)]
+pub struct RenewJob {
+    /// The lease to renew.
+    pub lease_id: u64,
+    /// Ok(Some(ttl_ms)) renewed; Ok(None) unknown lease; Err(status).
+    pub reply: oneshot::Sender<Result<Option<u64>, Status>>,
+}
+
+/// Most leases named in one entry.
+pub const MAX_RENEWS_PER_BATCH: usize = 4_096;
+
+/// Runs the batcher until the node is gone.
+pub async fn run(node: Weak<Node>, mut rx: mpsc::Receiver<RenewJob>, window: Duration) {
+    while let Some(first) = rx.recv().await {
+        let mut jobs = vec![first];
+        if !window.is_zero() {
+            tokio::time::sleep(window).await;
+        }
+        while jobs.len() < MAX_RENEWS_PER_BATCH {
+            match rx.try_recv() {
+                Ok(j) => jobs.push(j),
+                Err(_) => break,
+            }
+        }
+        let Some(node) = node.upgrade() else { return };
+        let ids: BTreeSet<u64> = jobs.iter().map(|j| j.lease_id).collect();
+        let node2: Arc<Node> = node.clone();
+        let result = node2
+            .propose(Command::RenewBatch(RenewBatch {
+                lease_ids: ids.into_iter().collect(),
+            }))
+            .await;
+        for job in jobs {
+            let r = match &result {
+                Ok((Response::Renewed(list), _)) => Ok(list
+                    .iter()
+                    .find(|(id, _)| *id == job.lease_id)
+                    .and_then(|(_, ttl)| *ttl)),
+                Ok((other, _)) => Err(Status::internal(format!("unexpected reply {other:?}"))),
+                Err(s) => Err(s.clone()),
+            };
+            let _ = job.reply.send(r);
+        }
+    }
+}

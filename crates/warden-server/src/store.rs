@@ -1,0 +1,483 @@
+//! Durable storage: the Raft log and vote in redb, and the in-memory state
+//! machine (the lock table plus this node's deadline table).
+//!
+//! What is on disk when each method returns:
+//! - [`LogStore`] `append`: every entry, in one redb write transaction committed
+//!   with `Durability::Immediate` (one fsync), *before* the IO callback fires,
+//!   so Raft never counts this node towards a quorum for an entry it could lose
+//!   (S3). Any redb error is returned as an IO error, which openraft treats as
+//!   fatal for the node.
+//! - `save_vote`, `save_committed`, `truncate_after`, `purge`: committed
+//!   (fsync'd) before returning.
+//! - [`StateMachineStore`] keeps the table in memory; applying needs no fsync.
+//!   Snapshots are written to redb (fsync'd) when built or installed; on start
+//!   the last one is loaded and openraft re-applies the committed log after it.
+//!
+//! Each entry is stamped with this node's clock when it reaches the local log
+//! (the stamp lives in memory only): apply uses it as the start of a lease's
+//! countdown (SEMANTICS "Time"). An entry with no stamp (replayed after a
+//! restart) uses the apply time, which is later still.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::io;
+use std::ops::RangeBounds;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::{Stream, TryStreamExt};
+use openraft::entry::RaftEntry;
+use openraft::storage::{EntryResponder, IOFlushed, RaftLogStorage, RaftStateMachine};
+use openraft::{EntryPayload, LogState, OptionalSend, RaftLogReader, RaftSnapshotBuilder};
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+use warden_core::deadline::Deadlines;
+use warden_core::table::LockTable;
+use warden_core::types::{LogEntry, Response};
+
+use crate::clock::Clock;
+use crate::raft_types::{
+    leader_of, Entry, LogId, Snapshot, SnapshotMeta, StoredMembership, TypeConfig, Vote,
+};
+
+const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("raft_log");
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+
+const KEY_VOTE: &str = "vote";
+const KEY_COMMITTED: &str = "committed";
+const KEY_PURGED: &str = "last_purged";
+const KEY_SNAPSHOT: &str = "snapshot";
+/// The committed cluster id (SEMANTICS "Membership").
+pub const KEY_CLUSTER_ID: &str = "cluster_id";
+/// A cluster id proposed in bootstrap phase 1, not yet committed.
+pub const KEY_PREPARED_CLUSTER_ID: &str = "prepared_cluster_id";
+
+fn io_err(e: impl std::fmt::Display) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+fn encode<T: Serialize>(v: &T) -> Result<Vec<u8>, io::Error> {
+    postcard::to_allocvec(v).map_err(io_err)
+}
+
+fn decode<'a, T: Deserialize<'a>>(b: &'a [u8]) -> Result<T, io::Error> {
+    postcard::from_bytes(b).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
+}
+
+/// The node's redb database (one file in the data dir).
+#[derive(Clone, Debug)]
+pub struct Db {
+    db: Arc<Database>,
+}
+
+impl Db {
+    /// Opens or creates `DIR/warden.redb`.
+    pub fn open(data_dir: &Path) -> Result<Db, io::Error> {
+        std::fs::create_dir_all(data_dir)?;
+        let db = Database::create(data_dir.join("warden.redb")).map_err(io_err)?;
+        let tx = db.begin_write().map_err(io_err)?;
+        {
+            tx.open_table(LOG).map_err(io_err)?;
+            tx.open_table(META).map_err(io_err)?;
+        }
+        tx.commit().map_err(io_err)?;
+        Ok(Db { db: Arc::new(db) })
+    }
+
+    /// Reads one meta value.
+    pub fn get_meta(&self, key: &str) -> Result<Option<Vec<u8>>, io::Error> {
+        let tx = self.db.begin_read().map_err(io_err)?;
+        let t = tx.open_table(META).map_err(io_err)?;
+        Ok(t.get(key).map_err(io_err)?.map(|v| v.value().to_vec()))
+    }
+
+    /// Writes one meta value durably (fsync'd when this returns).
+    pub fn put_meta(&self, key: &str, value: &[u8]) -> Result<(), io::Error> {
+        let tx = self.db.begin_write().map_err(io_err)?;
+        {
+            let mut t = tx.open_table(META).map_err(io_err)?;
+            t.insert(key, value).map_err(io_err)?;
+        }
+        tx.commit().map_err(io_err)
+    }
+
+    /// A meta value as a UTF-8 string.
+    pub fn get_meta_string(&self, key: &str) -> Result<Option<String>, io::Error> {
+        Ok(self
+            .get_meta(key)?
+            .map(|v| String::from_utf8_lossy(&v).into_owned()))
+    }
+
+    /// True when this data dir holds no Raft state (no vote, no log, no snapshot).
+    pub fn raft_state_is_empty(&self) -> Result<bool, io::Error> {
+        let tx = self.db.begin_read().map_err(io_err)?;
+        let meta = tx.open_table(META).map_err(io_err)?;
+        let log = tx.open_table(LOG).map_err(io_err)?;
+        let has_vote = meta.get(KEY_VOTE).map_err(io_err)?.is_some();
+        let has_snapshot = meta.get(KEY_SNAPSHOT).map_err(io_err)?.is_some();
+        let has_log = log.first().map_err(io_err)?.is_some();
+        Ok(!(has_vote || has_snapshot || has_log))
+    }
+}
+
+/// Local append stamps: log index → this node's clock when the entry reached
+/// the local log. Memory only; shared between the log store and the state machine.
+pub type Stamps = Arc<Mutex<BTreeMap<u64, Duration>>>;
+
+/// The Raft log store on redb.
+#[derive(Clone, Debug)]
+pub struct LogStore {
+    db: Db,
+    stamps: Stamps,
+    clock: Arc<dyn Clock>,
+}
+
+impl LogStore {
+    /// A log store over `db`, stamping appends with `clock`.
+    pub fn new(db: Db, stamps: Stamps, clock: Arc<dyn Clock>) -> Self {
+        LogStore { db, stamps, clock }
+    }
+
+    fn read_opt<T: for<'a> Deserialize<'a>>(&self, key: &str) -> Result<Option<T>, io::Error> {
+        match self.db.get_meta(key)? {
+            Some(b) => Ok(Some(decode(&b)?)),
+            None => Ok(None),
+        }
+    }
+}
+
+impl RaftLogReader<TypeConfig> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry>, io::Error> {
+        let db = self.db.db.clone();
+        let start = range.start_bound().cloned();
+        let end = range.end_bound().cloned();
+        tokio::task::spawn_blocking(move || -> Result<Vec<Entry>, io::Error> {
+            let tx = db.begin_read().map_err(io_err)?;
+            let t = tx.open_table(LOG).map_err(io_err)?;
+            let mut out = Vec::new();
+            for item in t.range::<u64>((start, end)).map_err(io_err)? {
+                let (_, v) = item.map_err(io_err)?;
+                out.push(decode::<Entry>(v.value())?);
+            }
+            Ok(out)
+        })
+        .await
+        .map_err(io_err)?
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote>, io::Error> {
+        self.read_opt(KEY_VOTE)
+    }
+}
+
+impl RaftLogStorage<TypeConfig> for LogStore {
+    type LogReader = Self;
+
+    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, io::Error> {
+        let last_purged: Option<LogId> = self.read_opt(KEY_PURGED)?;
+        let tx = self.db.db.begin_read().map_err(io_err)?;
+        let t = tx.open_table(LOG).map_err(io_err)?;
+        let last = match t.last().map_err(io_err)? {
+            Some((_, v)) => Some(decode::<Entry>(v.value())?.log_id()),
+            None => last_purged.clone(),
+        };
+        Ok(LogState {
+            last_purged_log_id: last_purged,
+            last_log_id: last,
+        })
+    }
+
+    async fn get_log_reader(&mut self) -> Self::LogReader {
+        self.clone()
+    }
+
+    async fn save_vote(&mut self, vote: &Vote) -> Result<(), io::Error> {
+        self.db.put_meta(KEY_VOTE, &encode(vote)?)
+    }
+
+    async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), io::Error> {
+        self.db.put_meta(KEY_COMMITTED, &encode(&committed)?)
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId>, io::Error> {
+        Ok(self.read_opt::<Option<LogId>>(KEY_COMMITTED)?.flatten())
+    }
+
+    async fn append<I>(
+        &mut self,
+        entries: I,
+        callback: IOFlushed<TypeConfig>,
+    ) -> Result<(), io::Error>
+    where
+        I: IntoIterator<Item = Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        // The stamp is taken when the entry reaches this node, which is after
+        // the client sent it: no deadline derived from it is early (S4).
+        let stamp = self.clock.now();
+        let mut rows = Vec::new();
+        for e in entries {
+            rows.push((e.index(), encode(&e)?));
+        }
+        {
+            let mut stamps = self.stamps.lock().map_err(io_err)?;
+            for (idx, _) in &rows {
+                stamps.insert(*idx, stamp);
+            }
+        }
+        let db = self.db.db.clone();
+        let res = tokio::task::spawn_blocking(move || -> Result<(), io::Error> {
+            let tx = db.begin_write().map_err(io_err)?;
+            {
+                let mut t = tx.open_table(LOG).map_err(io_err)?;
+                for (idx, bytes) in &rows {
+                    t.insert(*idx, bytes.as_slice()).map_err(io_err)?;
+                }
+            }
+            // Durability::Immediate (redb's default): fsync'd on return.
+            tx.commit().map_err(io_err)
+        })
+        .await
+        .map_err(io_err)?;
+        let ok = res.is_ok();
+        callback.io_completed(res);
+        if ok {
+            Ok(())
+        } else {
+            Err(io::Error::other("log append failed"))
+        }
+    }
+
+    async fn truncate_after(&mut self, last_log_id: Option<LogId>) -> Result<(), io::Error> {
+        let from = last_log_id.map(|l| l.index() + 1).unwrap_or(0);
+        {
+            let mut stamps = self.stamps.lock().map_err(io_err)?;
+            let _ = stamps.split_off(&from);
+        }
+        let tx = self.db.db.begin_write().map_err(io_err)?;
+        {
+            let mut t = tx.open_table(LOG).map_err(io_err)?;
+            t.retain_in(from.., |_, _| false).map_err(io_err)?;
+        }
+        tx.commit().map_err(io_err)
+    }
+
+    async fn purge(&mut self, log_id: LogId) -> Result<(), io::Error> {
+        let upto = log_id.index();
+        let tx = self.db.db.begin_write().map_err(io_err)?;
+        {
+            let mut meta = tx.open_table(META).map_err(io_err)?;
+            meta.insert(KEY_PURGED, encode(&log_id)?.as_slice())
+                .map_err(io_err)?;
+            let mut t = tx.open_table(LOG).map_err(io_err)?;
+            t.retain_in(..=upto, |_, _| false).map_err(io_err)?;
+        }
+        tx.commit().map_err(io_err)
+    }
+}
+
+/// What the state machine holds: the replicated lock table and this node's
+/// (non-replicated) deadline table.
+#[derive(Debug)]
+pub struct Machine {
+    /// The replicated lock table.
+    pub table: LockTable,
+    /// This node's deadlines, filled at apply (SEMANTICS "Time").
+    pub deadlines: Deadlines,
+    /// Last applied log id.
+    pub last_applied: Option<LogId>,
+    /// Last applied membership.
+    pub membership: StoredMembership,
+}
+
+/// State shared between the state machine (writer) and the services (readers).
+#[derive(Debug)]
+pub struct Shared {
+    /// The machine. Held only for short, non-async sections.
+    pub machine: Mutex<Machine>,
+    /// The last applied log index; services wait on it.
+    pub applied: watch::Sender<u64>,
+    /// This node's clock.
+    pub clock: Arc<dyn Clock>,
+    /// Append stamps.
+    pub stamps: Stamps,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredSnapshot {
+    meta: SnapshotMeta,
+    data: Vec<u8>,
+}
+
+/// The openraft state machine over [`Shared`].
+#[derive(Clone, Debug)]
+pub struct StateMachineStore {
+    /// Shared state.
+    pub shared: Arc<Shared>,
+    db: Db,
+}
+
+impl StateMachineStore {
+    /// Opens the state machine: loads the last snapshot from `db`, if any.
+    pub fn open(db: Db, clock: Arc<dyn Clock>, stamps: Stamps) -> Result<Self, io::Error> {
+        let mut machine = Machine {
+            table: LockTable::new(),
+            deadlines: Deadlines::default(),
+            last_applied: None,
+            membership: StoredMembership::default(),
+        };
+        if let Some(bytes) = db.get_meta(KEY_SNAPSHOT)? {
+            let snap: StoredSnapshot = decode(&bytes)?;
+            machine.table = LockTable::from_snapshot(&snap.data).map_err(io_err)?;
+            // A lease loaded without being applied gets now + remaining_ms.
+            machine.deadlines = Deadlines::load(&machine.table, clock.now());
+            machine.last_applied = snap.meta.last_log_id.clone();
+            machine.membership = snap.meta.last_membership.clone();
+        }
+        let applied_index = machine
+            .last_applied
+            .as_ref()
+            .map(|l| l.index())
+            .unwrap_or(0);
+        let (applied, _) = watch::channel(applied_index);
+        Ok(StateMachineStore {
+            shared: Arc::new(Shared {
+                machine: Mutex::new(machine),
+                applied,
+                clock,
+                stamps,
+            }),
+            db,
+        })
+    }
+
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Machine>, io::Error> {
+        self.shared.machine.lock().map_err(io_err)
+    }
+
+    fn build(&self) -> Result<Snapshot, io::Error> {
+        let (meta, data) = {
+            let m = self.lock()?;
+            let meta = SnapshotMeta {
+                last_log_id: m.last_applied.clone(),
+                last_membership: m.membership.clone(),
+            };
+            (meta, m.table.to_snapshot())
+        };
+        let stored = StoredSnapshot {
+            meta: meta.clone(),
+            data: data.clone(),
+        };
+        self.db.put_meta(KEY_SNAPSHOT, &encode(&stored)?)?;
+        Ok(Snapshot {
+            meta,
+            snapshot: data,
+        })
+    }
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
+    type SnapshotData = Vec<u8>;
+
+    async fn build_snapshot(&mut self) -> Result<Snapshot, io::Error> {
+        self.build()
+    }
+}
+
+impl RaftStateMachine<TypeConfig> for StateMachineStore {
+    type SnapshotData = Vec<u8>;
+    type SnapshotBuilder = Self;
+
+    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), io::Error> {
+        let m = self.lock()?;
+        Ok((m.last_applied.clone(), m.membership.clone()))
+    }
+
+    async fn apply<Strm>(&mut self, mut entries: Strm) -> Result<(), io::Error>
+    where
+        Strm: Stream<Item = Result<EntryResponder<TypeConfig>, io::Error>> + Unpin + OptionalSend,
+    {
+        while let Some((entry, responder)) = entries.try_next().await? {
+            let log_id = entry.log_id();
+            let index = log_id.index();
+            let now = self.shared.clock.now();
+            let stamp = {
+                let mut stamps = self.shared.stamps.lock().map_err(io_err)?;
+                let s = stamps.get(&index).copied();
+                // Stamps at or below the applied index are no longer needed.
+                let rest = stamps.split_off(&(index + 1));
+                *stamps = rest;
+                s.unwrap_or(now)
+            };
+            let response = {
+                let mut m = self.lock()?;
+                m.last_applied = Some(log_id.clone());
+                match entry.payload {
+                    EntryPayload::Blank => Response::Done,
+                    EntryPayload::Membership(mem) => {
+                        m.membership = StoredMembership::new(Some(log_id.clone()), mem);
+                        Response::Done
+                    }
+                    EntryPayload::Normal(req) => {
+                        let LogEntry::V1(cmd) = &req.0;
+                        let applied = m.table.apply(index, leader_of(&log_id), cmd);
+                        for effect in &applied.effects {
+                            m.deadlines.on_effect(effect, stamp, now);
+                        }
+                        applied.response
+                    }
+                }
+            };
+            self.shared.applied.send_replace(index);
+            if let Some(r) = responder {
+                r.send(response);
+            }
+        }
+        Ok(())
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        self.clone()
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta,
+        snapshot: Vec<u8>,
+    ) -> Result<(), io::Error> {
+        let table = LockTable::from_snapshot(&snapshot).map_err(io_err)?;
+        let stored = StoredSnapshot {
+            meta: meta.clone(),
+            data: snapshot,
+        };
+        self.db.put_meta(KEY_SNAPSHOT, &encode(&stored)?)?;
+        let index = {
+            let mut m = self.lock()?;
+            m.deadlines = Deadlines::load(&table, self.shared.clock.now());
+            m.table = table;
+            m.last_applied = meta.last_log_id.clone();
+            m.membership = meta.last_membership.clone();
+            m.last_applied.as_ref().map(|l| l.index()).unwrap_or(0)
+        };
+        self.shared.applied.send_replace(index);
+        Ok(())
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, io::Error> {
+        match self.db.get_meta(KEY_SNAPSHOT)? {
+            Some(b) => {
+                let s: StoredSnapshot = decode(&b)?;
+                Ok(Some(Snapshot {
+                    meta: s.meta,
+                    snapshot: s.data,
+                }))
+            }
+            None => Ok(None),
+        }
+    }
+}
