@@ -6,12 +6,17 @@
 //! lease's `last_index`, so apply ignores it if leadership or the lease moved
 //! on meanwhile. No duty runs before this leader's own `Promote` has applied.
 
+use std::collections::BTreeMap;
 use std::sync::Weak;
 use std::time::Duration;
 
-use warden_core::types::{Command, EndLockDelay, Promote};
+use warden_core::types::{Command, DropClients, EndLockDelay, Promote};
 
 use crate::node::Node;
+
+/// A client's outcome record is dropped after this long without a request
+/// (S7): 10 minutes. Clients never retry a request for longer than this.
+pub const CLIENT_IDLE_TIMEOUT_MS: u64 = 600_000;
 
 /// Runs the duty loop until the node is gone.
 pub async fn run(node: Weak<Node>) {
@@ -26,6 +31,11 @@ pub async fn run(node: Weak<Node>) {
     let mut interval = tokio::time::interval(tick);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_checkpoint = None;
+    // Node-local: client id → (its record's last_index, when this leader first
+    // saw that last_index). Never replicated; a new leader starts afresh, so
+    // a client is dropped no earlier than the idle timeout after its last request.
+    let mut client_seen: BTreeMap<u64, (u64, Duration)> = BTreeMap::new();
+    let idle_timeout = Duration::from_millis(CLIENT_IDLE_TIMEOUT_MS);
     loop {
         interval.tick().await;
         let Some(node) = node.upgrade() else { return };
@@ -34,6 +44,7 @@ pub async fn run(node: Weak<Node>) {
                 *p = None;
             }
             last_checkpoint = None;
+            client_seen.clear();
             continue;
         };
         // 1. Promote, once per term of office.
@@ -98,9 +109,37 @@ pub async fn run(node: Weak<Node>) {
                 tracing::debug!("end lock-delay: {}", e.message());
             }
         }
-        // 4. Checkpoint remaining TTLs.
+        // 4. Checkpoint remaining TTLs; drop idle clients' outcome records.
         if let Some(cp) = checkpoint {
             last_checkpoint = Some(now);
+            let idle = {
+                let Ok(m) = node.shared.machine.lock() else {
+                    return;
+                };
+                let mut fresh = BTreeMap::new();
+                let mut idle = Vec::new();
+                for (client, last_index) in m.table.clients() {
+                    let seen = match client_seen.get(&client) {
+                        Some((li, t)) if *li == last_index => *t,
+                        _ => now,
+                    };
+                    if now.saturating_sub(seen) >= idle_timeout && idle.len() < 1_024 {
+                        idle.push((client, last_index));
+                    }
+                    fresh.insert(client, (last_index, seen));
+                }
+                client_seen = fresh;
+                idle
+            };
+            if !idle.is_empty() {
+                let cmd = Command::DropClients(DropClients {
+                    leader,
+                    clients: idle,
+                });
+                if let Err(e) = node.propose(cmd).await {
+                    tracing::debug!("drop clients: {}", e.message());
+                }
+            }
             if !cp.leases.is_empty() || !cp.lock_delays.is_empty() || !cp.waiters.is_empty() {
                 if let Err(e) = node.propose(Command::Checkpoint(cp)).await {
                     tracing::debug!("checkpoint: {}", e.message());

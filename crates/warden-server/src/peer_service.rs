@@ -3,11 +3,15 @@
 
 use std::sync::{Arc, Mutex, OnceLock};
 
+use openraft::async_runtime::WatchReceiver as _;
 use serde::{de::DeserializeOwned, Serialize};
 use tokio::sync::watch;
 use tonic::{Request, Response, Status};
 use warden_proto::peer::peer_server::Peer;
-use warden_proto::peer::{Blob, BootstrapId, BootstrapStateRequest, BootstrapStateResponse};
+use warden_proto::peer::{
+    Blob, BootstrapId, BootstrapStateRequest, BootstrapStateResponse, TakeSnapshotRequest,
+    TakeSnapshotResponse,
+};
 
 use crate::network::SnapshotEnvelope;
 use crate::raft_types::{Raft, Snapshot};
@@ -197,5 +201,47 @@ impl Peer for PeerService {
             }
         }
         Ok(Response::new(self.bootstrap_state()?))
+    }
+
+    async fn take_snapshot(
+        &self,
+        req: Request<TakeSnapshotRequest>,
+    ) -> Result<Response<TakeSnapshotResponse>, Status> {
+        let raft = self.check_cluster(&req)?;
+        let mut rx = raft.metrics();
+        let target = rx.borrow_watched().last_applied.as_ref().map(|l| l.index());
+        raft.trigger()
+            .snapshot()
+            .await
+            .map_err(|e| Status::unavailable(e.to_string()))?;
+        let wait = async {
+            loop {
+                let have = rx.borrow_watched().snapshot.as_ref().map(|l| l.index());
+                if have >= target {
+                    return;
+                }
+                if rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(10), wait)
+            .await
+            .map_err(|_| Status::unavailable("snapshot did not complete in time"))?;
+        let snap = raft
+            .get_snapshot()
+            .await
+            .map_err(|e| Status::unavailable(e.to_string()))?
+            .ok_or_else(|| Status::unavailable("no snapshot"))?;
+        Ok(Response::new(TakeSnapshotResponse {
+            node_id: self.state.node_id,
+            index: snap
+                .meta
+                .last_log_id
+                .as_ref()
+                .map(|l| l.index())
+                .unwrap_or(0),
+            data: snap.snapshot,
+        }))
     }
 }
