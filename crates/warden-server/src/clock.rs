@@ -21,7 +21,7 @@ pub struct TokioClock {
 
 impl TokioClock {
     /// A clock whose origin is now.
-    pub fn new() -> Arc<dyn Clock> {
+    pub fn shared() -> Arc<dyn Clock> {
         Arc::new(TokioClock {
             origin: tokio::time::Instant::now(),
         })

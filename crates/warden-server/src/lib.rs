@@ -94,7 +94,7 @@ pub async fn run(
     let listener = TcpListener::bind(config.listen)
         .await
         .map_err(|e| ServerError::Config(format!("listen: cannot bind {}: {e}", config.listen)))?;
-    run_with(config, listener, TokioClock::new(), shutdown).await
+    run_with(config, listener, TokioClock::shared(), shutdown).await
 }
 
 fn validate_config(config: &ServerConfig) -> Result<(), ServerError> {

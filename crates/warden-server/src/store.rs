@@ -184,7 +184,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let t = tx.open_table(LOG).map_err(io_err)?;
         let last = match t.last().map_err(io_err)? {
             Some((_, v)) => Some(decode::<Entry>(v.value())?.log_id()),
-            None => last_purged.clone(),
+            None => last_purged,
         };
         Ok(LogState {
             last_purged_log_id: last_purged,
@@ -336,7 +336,7 @@ impl StateMachineStore {
             machine.table = LockTable::from_snapshot(&snap.data).map_err(io_err)?;
             // A lease loaded without being applied gets now + remaining_ms.
             machine.deadlines = Deadlines::load(&machine.table, clock.now());
-            machine.last_applied = snap.meta.last_log_id.clone();
+            machine.last_applied = snap.meta.last_log_id;
             machine.membership = snap.meta.last_membership.clone();
         }
         let applied_index = machine
@@ -364,7 +364,7 @@ impl StateMachineStore {
         let (meta, data) = {
             let m = self.lock()?;
             let meta = SnapshotMeta {
-                last_log_id: m.last_applied.clone(),
+                last_log_id: m.last_applied,
                 last_membership: m.membership.clone(),
             };
             (meta, m.table.to_snapshot())
@@ -395,7 +395,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
 
     async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), io::Error> {
         let m = self.lock()?;
-        Ok((m.last_applied.clone(), m.membership.clone()))
+        Ok((m.last_applied, m.membership.clone()))
     }
 
     async fn apply<Strm>(&mut self, mut entries: Strm) -> Result<(), io::Error>
@@ -416,11 +416,11 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             };
             let response = {
                 let mut m = self.lock()?;
-                m.last_applied = Some(log_id.clone());
+                m.last_applied = Some(log_id);
                 match entry.payload {
                     EntryPayload::Blank => Response::Done,
                     EntryPayload::Membership(mem) => {
-                        m.membership = StoredMembership::new(Some(log_id.clone()), mem);
+                        m.membership = StoredMembership::new(Some(log_id), mem);
                         Response::Done
                     }
                     EntryPayload::Normal(req) => {
@@ -460,7 +460,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             let mut m = self.lock()?;
             m.deadlines = Deadlines::load(&table, self.shared.clock.now());
             m.table = table;
-            m.last_applied = meta.last_log_id.clone();
+            m.last_applied = meta.last_log_id;
             m.membership = meta.last_membership.clone();
             m.last_applied.as_ref().map(|l| l.index()).unwrap_or(0)
         };

@@ -1,0 +1,607 @@
+//! [`Client`]: leader following, retries within a deadline, request ids.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tonic::transport::{Channel, Endpoint};
+use tonic::Status;
+use tracing::debug;
+use warden_proto::v1::{self, acquire_response::Event, lock_client::LockClient};
+
+use crate::error::{describe, disposition, is_server_unavailable, ClientError, Disposition};
+use crate::requests::{InFlight, RequestIds};
+use crate::routing::{leader_hint, parse_endpoint, CallPlan};
+use crate::types::{
+    millis, AcquireOptions, AcquireResult, ClientOptions, ClusterStatus, Queued, ReleaseResult,
+    RenewResult, StatusResult,
+};
+
+/// Largest id the cluster hands out (2^53 − 1); the client id stays below it
+/// too, so it is safe in JSON.
+const MAX_ID: u64 = (1 << 53) - 1;
+
+/// An async client of a Warden cluster. Cheap to clone: clones share
+/// connections, the cached leader, the client id and the request-id counter.
+///
+/// Every call goes to the last known leader first. A node that is not the
+/// leader answers `Unavailable` with the leader's address in the
+/// `warden-leader` metadata entry when it knows it; the call is then re-sent
+/// there at once. Otherwise the next endpoint is tried at once, and after a
+/// whole round of endpoints failed the client pauses (backoff doubling from
+/// 25 ms, capped by [`ClientOptions::backoff_cap`]). Each attempt waits at
+/// most [`ClientOptions::attempt_timeout`]; the whole call at most
+/// [`ClientOptions::deadline`] (plus the wait, for a waiting acquire), after
+/// which it fails with [`ClientError::NoQuorum`] (servers answered but none
+/// could serve) or [`ClientError::Unavailable`] (none reachable), naming the
+/// addresses tried.
+///
+/// Mutating calls (acquire, release) carry this client's id and a request id
+/// that every retry reuses, so a retry after a lost reply or a leader change
+/// never takes effect twice (SEMANTICS S7).
+#[derive(Clone, Debug)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    /// The endpoints given to `connect`, canonical `host:port`.
+    endpoints: Vec<String>,
+    options: ClientOptions,
+    /// Random, non-zero, below 2^53; chosen once per client.
+    client_id: u64,
+    /// Lazily connected channels by `host:port` (endpoints and leader hints).
+    channels: Mutex<HashMap<String, Channel>>,
+    /// The address that last served a call; tried first. Cleared when it
+    /// fails.
+    leader: Mutex<Option<String>>,
+    /// Request-id bookkeeping for mutating calls (S7).
+    request_ids: Arc<Mutex<RequestIds>>,
+    /// Renew sequence numbers: one per attempt, echoed by the server (S5).
+    renew_sequence: AtomicU64,
+}
+
+impl Client {
+    /// Builds a client for a cluster reachable at `endpoints` (`host:port`,
+    /// any members; the leader is found by following hints). No connection is
+    /// made here: connections open on first use, so this succeeds even when
+    /// every node is down.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::InvalidEndpoint`] when an endpoint is not `host:port`;
+    /// [`ClientError::InvalidArgument`] when the list is empty or an option is
+    /// zero.
+    pub async fn connect(
+        endpoints: Vec<String>,
+        options: ClientOptions,
+    ) -> Result<Client, ClientError> {
+        Client::new(endpoints, options)
+    }
+
+    fn new(endpoints: Vec<String>, options: ClientOptions) -> Result<Client, ClientError> {
+        if endpoints.is_empty() {
+            return Err(ClientError::InvalidArgument {
+                message: "endpoints: at least one host:port is required".into(),
+            });
+        }
+        for (name, value) in [
+            ("deadline", options.deadline),
+            ("attempt_timeout", options.attempt_timeout),
+        ] {
+            if value.is_zero() {
+                return Err(ClientError::InvalidArgument {
+                    message: format!("{name}: must be greater than 0"),
+                });
+            }
+        }
+        let mut canonical: Vec<String> = Vec::with_capacity(endpoints.len());
+        for raw in &endpoints {
+            let endpoint = parse_endpoint(raw).map_err(|message| ClientError::InvalidEndpoint {
+                endpoint: raw.clone(),
+                message,
+            })?;
+            if !canonical.contains(&endpoint) {
+                canonical.push(endpoint);
+            }
+        }
+        Ok(Client {
+            inner: Arc::new(Inner {
+                endpoints: canonical,
+                options,
+                client_id: rand::random_range(1..=MAX_ID),
+                channels: Mutex::new(HashMap::new()),
+                leader: Mutex::new(None),
+                request_ids: Arc::new(Mutex::new(RequestIds::default())),
+                renew_sequence: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// This client's id, sent with every mutating request (S7).
+    pub fn client_id(&self) -> u64 {
+        self.inner.client_id
+    }
+
+    /// The endpoints, canonical `host:port`, without duplicates.
+    pub fn endpoints(&self) -> &[String] {
+        &self.inner.endpoints
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> ClientOptions {
+        self.inner.options
+    }
+
+    /// The address that last served a call (the leader, as far as the client
+    /// knows), if any.
+    pub fn cached_leader(&self) -> Option<String> {
+        self.inner
+            .leader
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Acquires `resource`. Equivalent to [`acquire_with_progress`] with no
+    /// progress callback.
+    ///
+    /// [`acquire_with_progress`]: Client::acquire_with_progress
+    pub async fn acquire(
+        &self,
+        resource: impl Into<String>,
+        options: AcquireOptions,
+    ) -> Result<AcquireResult, ClientError> {
+        self.acquire_with_progress(resource, options, |_| {}).await
+    }
+
+    /// Acquires `resource` on a new lease with `options.ttl` (or on
+    /// `options.lease_id`), waiting up to `options.wait` in the server's queue
+    /// (zero: try once). `on_queued` sees each queue position report.
+    ///
+    /// While queued, the waiter's lease (named by the `Queued` messages) is
+    /// renewed every TTL/3, so a wait longer than the TTL does not lose its
+    /// place (a waiter whose lease dies is removed, S8). Keep-alive stops when
+    /// this returns: renew a granted lease yourself (or with a later session
+    /// type) within its TTL.
+    ///
+    /// A refusal because of the resource's state is not an error: it is
+    /// [`AcquireResult::NotGranted`] (held, lock-delay, wait ran out). If the
+    /// stream drops mid-wait (a leader change drops every stream) the same
+    /// request, with the same request id, is re-sent to the new leader, which
+    /// re-attaches it to its waiter; this repeats until `wait` plus
+    /// [`ClientOptions::deadline`] has passed.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::InvalidArgument`] for a bad resource name, TTL, wait or
+    /// lock-delay (the message names the field and the limit);
+    /// [`ClientError::NotFound`] for an unknown `lease_id`;
+    /// [`ClientError::NoQuorum`] / [`ClientError::Unavailable`] when the
+    /// deadline ran out; [`ClientError::RequestExpired`] if the server forgot
+    /// a retried request.
+    pub async fn acquire_with_progress(
+        &self,
+        resource: impl Into<String>,
+        options: AcquireOptions,
+        on_queued: impl Fn(Queued) + Send + Sync,
+    ) -> Result<AcquireResult, ClientError> {
+        let in_flight = InFlight::begin(&self.inner.request_ids);
+        let request = v1::AcquireRequest {
+            header: Some(self.header(&in_flight)),
+            resource: resource.into(),
+            ttl_ms: if options.lease_id.is_some() {
+                0
+            } else {
+                millis(options.ttl)
+            },
+            lease_id: options.lease_id.unwrap_or(0),
+            wait_timeout_ms: millis(options.wait),
+            lock_delay_ms: millis(options.lock_delay),
+        };
+        let started = Instant::now();
+        let wait_deadline = checked_deadline(started, options.wait);
+        let deadline = checked_deadline(wait_deadline, self.inner.options.deadline);
+        let attempt_timeout = self.inner.options.attempt_timeout;
+        // Each Queued message names the waiter's lease; the keep-alive below
+        // renews it every TTL/3 while the acquire waits (a waiter whose lease
+        // dies is removed, SEMANTICS S8).
+        let (waiting_lease_tx, waiting_lease_rx) = tokio::sync::watch::channel(None::<u64>);
+        let report_queued = move |q: Queued| {
+            waiting_lease_tx.send_replace(Some(q.lease_id));
+            on_queued(q);
+        };
+        let on_queued = &report_queued;
+        let request = &request;
+        let acquire = self.call("acquire", deadline, move |mut client| async move {
+            let response = tokio::time::timeout(attempt_timeout, client.acquire(request.clone()))
+                .await
+                .map_err(|_| attempt_timed_out(attempt_timeout))??;
+            let mut stream = response.into_inner();
+            loop {
+                // Before the wait ends, the final message may take the
+                // rest of the wait; after, one attempt timeout (the
+                // server reports a timeout once its removal committed).
+                let budget = wait_deadline
+                    .saturating_duration_since(Instant::now())
+                    .saturating_add(attempt_timeout);
+                let message = tokio::time::timeout(budget, stream.message())
+                    .await
+                    .map_err(|_| attempt_timed_out(budget))??;
+                match message.and_then(|m| m.event) {
+                    Some(Event::Queued(q)) => on_queued(Queued {
+                        position: q.position,
+                        lease_id: q.lease_id,
+                    }),
+                    Some(Event::Granted(g)) => return Ok(AcquireResult::from(g)),
+                    Some(Event::NotGranted(n)) => return Ok(AcquireResult::from(n)),
+                    // A stream that ends without a final message was cut:
+                    // re-send the same request id.
+                    None => {
+                        return Err(Status::aborted(
+                            "acquire stream ended without a final message",
+                        ))
+                    }
+                }
+            }
+        });
+        let known_ttl_ms = options.lease_id.is_none().then(|| millis(options.ttl));
+        let keep_alive = self.keep_waiting_lease_alive(waiting_lease_rx, known_ttl_ms);
+        let result = tokio::select! {
+            result = acquire => result,
+            never = keep_alive => match never {},
+        };
+        drop(in_flight);
+        result
+    }
+
+    /// Renews the lease named in `lease` (once a Queued message named it)
+    /// every TTL/3 for as long as it is polled; the acquire it serves drops
+    /// it when the final answer arrives. `ttl_ms` is the new lease's TTL, or
+    /// `None` for an existing lease (renewed at once to learn its TTL).
+    async fn keep_waiting_lease_alive(
+        &self,
+        mut lease: tokio::sync::watch::Receiver<Option<u64>>,
+        ttl_ms: Option<u64>,
+    ) -> std::convert::Infallible {
+        let lease_id = loop {
+            if let Some(id) = *lease.borrow_and_update() {
+                break id;
+            }
+            if lease.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+        };
+        let mut period = ttl_ms.map_or(Duration::ZERO, |ttl| Duration::from_millis(ttl / 3));
+        loop {
+            tokio::time::sleep(period).await;
+            match self.renew(lease_id).await {
+                Ok(renewed) => period = Duration::from_millis((renewed.ttl_ms / 3).max(100)),
+                Err(ClientError::NotFound { .. }) => return std::future::pending().await,
+                Err(e) => {
+                    debug!(lease_id, error = %e, "keep-alive of a waiting acquire failed; retrying");
+                    period = self.inner.options.backoff_cap;
+                }
+            }
+        }
+    }
+
+    /// Renews `lease_id`: its countdown restarts with its full TTL once the
+    /// renew has committed (S4). Each attempt is a new renew with a new
+    /// sequence number, which the server echoes; the result names the attempt
+    /// acknowledged.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::NotFound`] when the lease is gone (expired or
+    /// released): it cannot be renewed back to life (S6);
+    /// [`ClientError::NoQuorum`] / [`ClientError::Unavailable`] when the
+    /// deadline ran out; [`ClientError::Transport`] if the reply does not echo
+    /// the attempt's sequence number.
+    pub async fn renew(&self, lease_id: u64) -> Result<RenewResult, ClientError> {
+        let deadline = checked_deadline(Instant::now(), self.inner.options.deadline);
+        let attempt_timeout = self.inner.options.attempt_timeout;
+        let client_id = self.inner.client_id;
+        let sequences = &self.inner.renew_sequence;
+        self.call("renew", deadline, move |mut client| async move {
+            let sequence = sequences.fetch_add(1, Ordering::Relaxed) + 1;
+            let request = v1::RenewRequest {
+                lease_id,
+                client_id,
+                sequence,
+            };
+            let reply = tokio::time::timeout(attempt_timeout, client.renew(request))
+                .await
+                .map_err(|_| attempt_timed_out(attempt_timeout))??
+                .into_inner();
+            if reply.sequence != sequence {
+                // Not retried: a server that does not echo would fail again.
+                return Ok(Err(ClientError::Transport {
+                    message: format!(
+                        "renew reply carries sequence {} but the attempt sent {sequence}",
+                        reply.sequence
+                    ),
+                }));
+            }
+            Ok(Ok(RenewResult {
+                lease_id: reply.lease_id,
+                ttl_ms: reply.ttl_ms,
+                sequence,
+            }))
+        })
+        .await?
+    }
+
+    /// Releases the grant of `resource` held by `lease_id` (with `None`, the
+    /// lease's single lock; refused if it holds more than one). With
+    /// `fencing_token`, only that exact grant is released: a late release
+    /// carrying an old token never frees a newer grant (S6).
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::NotFound`] for an unknown lease or resource;
+    /// [`ClientError::FailedPrecondition`] for a stale token, another holder,
+    /// or a lease holding several locks with no resource named;
+    /// [`ClientError::NoQuorum`] / [`ClientError::Unavailable`] when the
+    /// deadline ran out.
+    pub async fn release(
+        &self,
+        lease_id: u64,
+        resource: Option<String>,
+        fencing_token: Option<u64>,
+    ) -> Result<ReleaseResult, ClientError> {
+        let in_flight = InFlight::begin(&self.inner.request_ids);
+        let request = v1::ReleaseRequest {
+            header: Some(self.header(&in_flight)),
+            resource: resource.unwrap_or_default(),
+            lease_id,
+            fencing_token: fencing_token.unwrap_or(0),
+        };
+        let deadline = checked_deadline(Instant::now(), self.inner.options.deadline);
+        let attempt_timeout = self.inner.options.attempt_timeout;
+        let request = &request;
+        let result = self
+            .call("release", deadline, move |mut client| async move {
+                let reply = tokio::time::timeout(attempt_timeout, client.release(request.clone()))
+                    .await
+                    .map_err(|_| attempt_timed_out(attempt_timeout))??
+                    .into_inner();
+                Ok(ReleaseResult {
+                    resource: reply.resource,
+                    lease_id: reply.lease_id,
+                    released: reply.released,
+                })
+            })
+            .await;
+        drop(in_flight);
+        result
+    }
+
+    /// Reads `resource`'s holder (linearizable: served by the leader after a
+    /// read-index round).
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::InvalidArgument`] for a bad resource name;
+    /// [`ClientError::NoQuorum`] / [`ClientError::Unavailable`] when the
+    /// deadline ran out.
+    pub async fn status(&self, resource: impl Into<String>) -> Result<StatusResult, ClientError> {
+        let request = v1::StatusRequest {
+            resource: resource.into(),
+        };
+        let deadline = checked_deadline(Instant::now(), self.inner.options.deadline);
+        let attempt_timeout = self.inner.options.attempt_timeout;
+        let request = &request;
+        self.call("status", deadline, move |mut client| async move {
+            let reply = tokio::time::timeout(attempt_timeout, client.status(request.clone()))
+                .await
+                .map_err(|_| attempt_timed_out(attempt_timeout))??;
+            Ok(StatusResult::from(reply.into_inner()))
+        })
+        .await
+    }
+
+    /// Membership, roles, indexes, timing and bounds, as seen by the leader.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::NoQuorum`] when no leader answered before the deadline
+    /// (e.g. while a cluster is still electing); [`ClientError::Unavailable`]
+    /// when no node was reachable.
+    pub async fn cluster_status(&self) -> Result<ClusterStatus, ClientError> {
+        self.cluster_status_within(self.inner.options.deadline)
+            .await
+    }
+
+    /// [`cluster_status`](Client::cluster_status) with its own deadline,
+    /// e.g. for polling until a fresh cluster has elected a leader.
+    ///
+    /// # Errors
+    ///
+    /// As [`cluster_status`](Client::cluster_status).
+    pub async fn cluster_status_within(
+        &self,
+        deadline: Duration,
+    ) -> Result<ClusterStatus, ClientError> {
+        let deadline = checked_deadline(Instant::now(), deadline);
+        let attempt_timeout = self.inner.options.attempt_timeout;
+        self.call("cluster_status", deadline, move |mut client| async move {
+            let reply = tokio::time::timeout(
+                attempt_timeout,
+                client.cluster_status(v1::ClusterStatusRequest {}),
+            )
+            .await
+            .map_err(|_| attempt_timed_out(attempt_timeout))??;
+            Ok(ClusterStatus::from(reply.into_inner()))
+        })
+        .await
+    }
+
+    fn header(&self, in_flight: &InFlight) -> v1::RequestHeader {
+        v1::RequestHeader {
+            client_id: self.inner.client_id,
+            request_id: in_flight.request_id,
+            acked_request_id: in_flight.acked_request_id,
+        }
+    }
+
+    fn channel(&self, address: &str) -> Result<Channel, ClientError> {
+        let mut channels = self
+            .inner
+            .channels
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(channel) = channels.get(address) {
+            return Ok(channel.clone());
+        }
+        let attempt_timeout = self.inner.options.attempt_timeout;
+        let endpoint = Endpoint::from_shared(format!("http://{address}"))
+            .map_err(|e| ClientError::InvalidEndpoint {
+                endpoint: address.to_string(),
+                message: e.to_string(),
+            })?
+            .connect_timeout(attempt_timeout)
+            .tcp_nodelay(true)
+            // Detects a dead or partitioned leader during a long wait.
+            .http2_keep_alive_interval(Duration::from_secs(1))
+            .keep_alive_timeout(attempt_timeout.max(Duration::from_secs(1)));
+        let channel = endpoint.connect_lazy();
+        channels.insert(address.to_string(), channel.clone());
+        Ok(channel)
+    }
+
+    fn set_cached_leader(&self, leader: Option<String>) {
+        *self
+            .inner
+            .leader
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = leader;
+    }
+
+    /// Runs `attempt` against the leader, following hints and rotating over
+    /// the endpoints, until it succeeds, fails for good, or `deadline` passes.
+    async fn call<T, F, Fut>(
+        &self,
+        op: &'static str,
+        deadline: Instant,
+        mut attempt: F,
+    ) -> Result<T, ClientError>
+    where
+        F: FnMut(LockClient<Channel>) -> Fut,
+        Fut: Future<Output = Result<T, Status>>,
+    {
+        let started = Instant::now();
+        let (mut plan, mut target) = CallPlan::new(
+            &self.inner.endpoints,
+            self.cached_leader(),
+            self.inner.options.backoff_cap,
+        );
+        let mut server_said_unavailable = false;
+        let mut last_error: String;
+        loop {
+            let outcome = match self.channel(&target) {
+                Ok(channel) => {
+                    tokio::time::timeout_at(deadline, attempt(LockClient::new(channel))).await
+                }
+                Err(e) => Ok(Err(Status::invalid_argument(e.to_string()))),
+            };
+            let status = match outcome {
+                Err(_deadline) => {
+                    last_error = format!("{target}: no answer before the deadline");
+                    break;
+                }
+                Ok(Ok(value)) => {
+                    self.set_cached_leader(Some(target));
+                    return Ok(value);
+                }
+                Ok(Err(status)) => status,
+            };
+            if disposition(&status) == Disposition::Fatal {
+                // The node answered for the cluster: it is as good a first
+                // try as any next time.
+                self.set_cached_leader(Some(target));
+                return Err(ClientError::from_status(&status));
+            }
+            server_said_unavailable |= is_server_unavailable(&status);
+            if self.cached_leader().as_deref() == Some(target.as_str()) {
+                self.set_cached_leader(None);
+            }
+            let hint = leader_hint(status.metadata());
+            last_error = format!("{target}: {}", describe(&status));
+            debug!(op, target, error = %last_error, ?hint, "attempt failed; retrying");
+            let (pause, next) = plan.after_failure(&target, hint);
+            if Instant::now() + pause >= deadline {
+                break;
+            }
+            if !pause.is_zero() {
+                tokio::time::sleep(pause).await;
+            }
+            target = next;
+        }
+        let tried = plan.tried().to_vec();
+        let waited_ms = millis(started.elapsed());
+        Err(if server_said_unavailable {
+            ClientError::NoQuorum {
+                tried,
+                waited_ms,
+                last_error,
+            }
+        } else {
+            ClientError::Unavailable {
+                tried,
+                waited_ms,
+                last_error,
+            }
+        })
+    }
+}
+
+fn attempt_timed_out(after: Duration) -> Status {
+    Status::deadline_exceeded(format!("no answer within {} ms", millis(after)))
+}
+
+/// `start + d`, or far in the future if that overflows (never panics).
+fn checked_deadline(start: Instant, d: Duration) -> Instant {
+    start
+        .checked_add(d)
+        .unwrap_or_else(|| start + Duration::from_secs(100 * 365 * 24 * 3600))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Bad input never panics: an empty endpoint list or a malformed endpoint is a typed error.
+    #[tokio::test]
+    async fn connect_refuses_bad_endpoints() {
+        let e = Client::connect(vec![], ClientOptions::default())
+            .await
+            .unwrap_err();
+        assert!(matches!(e, ClientError::InvalidArgument { .. }));
+        let e = Client::connect(vec!["nohost".into()], ClientOptions::default())
+            .await
+            .unwrap_err();
+        assert!(matches!(e, ClientError::InvalidEndpoint { .. }), "{e}");
+    }
+
+    // S7: the client id is random, non-zero and JSON-safe (below 2^53).
+    #[tokio::test]
+    async fn client_id_is_nonzero_and_below_2_pow_53() {
+        let client = Client::connect(vec!["127.0.0.1:1".into()], ClientOptions::default())
+            .await
+            .unwrap();
+        assert!((1..=MAX_ID).contains(&client.client_id()));
+        assert_eq!(client.endpoints(), &["127.0.0.1:1".to_string()]);
+    }
+
+    // Deadline arithmetic never overflows.
+    #[test]
+    fn checked_deadline_saturates() {
+        let now = Instant::now();
+        assert!(checked_deadline(now, Duration::MAX) > now);
+    }
+}

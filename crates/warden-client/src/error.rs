@@ -1,0 +1,268 @@
+//! [`ClientError`]: every way a call can fail, and the one place where gRPC
+//! statuses are mapped to it.
+
+use std::error::Error as _;
+
+use tonic::{Code, Status};
+
+/// Why a call failed.
+///
+/// Errors the server chose ([`InvalidArgument`](Self::InvalidArgument),
+/// [`NotFound`](Self::NotFound), [`FailedPrecondition`](Self::FailedPrecondition),
+/// [`ResourceExhausted`](Self::ResourceExhausted),
+/// [`RequestExpired`](Self::RequestExpired)) keep the server's message, which
+/// names the field and the limit; nothing in the lock table changed. They are
+/// never retried. [`NoQuorum`](Self::NoQuorum) and
+/// [`Unavailable`](Self::Unavailable) come only after the client kept retrying
+/// (following the leader, then the other endpoints) until the caller's
+/// deadline ran out (SEMANTICS L3: a call never hangs).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClientError {
+    /// The request was refused as malformed or out of bounds (gRPC
+    /// `InvalidArgument` or `OutOfRange`), or a client-side argument was bad.
+    #[error("invalid argument: {message}")]
+    InvalidArgument {
+        /// The server's message: names the field and the limit.
+        message: String,
+    },
+    /// An endpoint string could not be parsed as `host:port`.
+    #[error("invalid endpoint {endpoint:?}: {message}")]
+    InvalidEndpoint {
+        /// The endpoint as given.
+        endpoint: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The lease or resource named does not exist (gRPC `NotFound`), e.g. a
+    /// lease that expired or was released.
+    #[error("not found: {message}")]
+    NotFound {
+        /// The server's message.
+        message: String,
+    },
+    /// The request does not fit the current state (gRPC
+    /// `FailedPrecondition`), e.g. a stale fencing token or another holder
+    /// (SEMANTICS S6).
+    #[error("failed precondition: {message}")]
+    FailedPrecondition {
+        /// The server's message.
+        message: String,
+    },
+    /// A table or counter is full (gRPC `ResourceExhausted`).
+    #[error("resource exhausted: {message}")]
+    ResourceExhausted {
+        /// The server's message: names the table and its bound.
+        message: String,
+    },
+    /// The server no longer remembers the outcome of this retried request
+    /// (its status message starts with `request_expired`). The request may or
+    /// may not have taken effect; it was not executed twice (SEMANTICS S7).
+    #[error("request expired: {message}")]
+    RequestExpired {
+        /// The server's message.
+        message: String,
+    },
+    /// Servers answered, but none of them could serve the call before the
+    /// deadline: no leader was elected or no quorum was reachable
+    /// (SEMANTICS L3).
+    #[error(
+        "no quorum: no leader served the call within {waited_ms} ms (tried {}); last error: {last_error}",
+        tried.join(", ")
+    )]
+    NoQuorum {
+        /// Every address tried, in order of first attempt.
+        tried: Vec<String>,
+        /// How long the client kept trying, in milliseconds.
+        waited_ms: u64,
+        /// The last failure seen, prefixed with the address it came from.
+        last_error: String,
+    },
+    /// No server could be reached before the deadline (connection refused,
+    /// timeouts).
+    #[error(
+        "unavailable: no server reachable within {waited_ms} ms (tried {}); last error: {last_error}",
+        tried.join(", ")
+    )]
+    Unavailable {
+        /// Every address tried, in order of first attempt.
+        tried: Vec<String>,
+        /// How long the client kept trying, in milliseconds.
+        waited_ms: u64,
+        /// The last failure seen, prefixed with the address it came from.
+        last_error: String,
+    },
+    /// The server or the transport failed in a way the client does not retry
+    /// (an unexpected gRPC code, a malformed reply).
+    #[error("transport: {message}")]
+    Transport {
+        /// What went wrong, with the gRPC code when there was one.
+        message: String,
+    },
+}
+
+/// What the retry loop does with a failed attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Disposition {
+    /// Try again (leader hint, next endpoint or backoff), same request id.
+    Retry,
+    /// Give up: the server's answer is final.
+    Fatal,
+}
+
+/// Whether a failed attempt may be retried. Retrying a mutating request is
+/// safe because it reuses its request id (SEMANTICS S7).
+pub(crate) fn disposition(status: &Status) -> Disposition {
+    match status.code() {
+        Code::Unavailable | Code::Cancelled | Code::DeadlineExceeded | Code::Aborted => {
+            Disposition::Retry
+        }
+        // A broken connection or stream surfaces as Unknown/Internal with a
+        // transport error as its source; a server-chosen status has none.
+        Code::Unknown | Code::Internal if status.source().is_some() => Disposition::Retry,
+        Code::Unknown | Code::Internal if status.message().starts_with("h2 protocol error") => {
+            Disposition::Retry
+        }
+        Code::Unknown
+            if status
+                .message()
+                .starts_with("protocol error: missing grpc-status") =>
+        {
+            Disposition::Retry
+        }
+        _ => Disposition::Fatal,
+    }
+}
+
+/// True when the server itself answered `Unavailable` (not leader, no
+/// quorum), as opposed to the transport failing to reach it.
+pub(crate) fn is_server_unavailable(status: &Status) -> bool {
+    status.code() == Code::Unavailable && status.source().is_none()
+}
+
+/// A short description of a failed attempt for [`ClientError::NoQuorum`] and
+/// [`ClientError::Unavailable`].
+pub(crate) fn describe(status: &Status) -> String {
+    let message = status.message();
+    if message.is_empty() {
+        format!("{:?}", status.code())
+    } else {
+        format!("{:?}: {message}", status.code())
+    }
+}
+
+impl ClientError {
+    /// Maps a final (non-retried) gRPC status to a typed error, keeping the
+    /// server's message.
+    pub(crate) fn from_status(status: &Status) -> ClientError {
+        let message = status.message().to_string();
+        if message.starts_with("request_expired") {
+            return ClientError::RequestExpired { message };
+        }
+        match status.code() {
+            Code::InvalidArgument | Code::OutOfRange => ClientError::InvalidArgument { message },
+            Code::NotFound => ClientError::NotFound { message },
+            Code::FailedPrecondition => ClientError::FailedPrecondition { message },
+            Code::ResourceExhausted => ClientError::ResourceExhausted { message },
+            code => ClientError::Transport {
+                message: if message.is_empty() {
+                    format!("{code:?}")
+                } else {
+                    format!("{code:?}: {message}")
+                },
+            },
+        }
+    }
+
+    /// True for [`NoQuorum`](Self::NoQuorum) and
+    /// [`Unavailable`](Self::Unavailable): the cluster could not serve the call
+    /// in time, and trying again later may succeed.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(
+            self,
+            ClientError::NoQuorum { .. } | ClientError::Unavailable { .. }
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // "What bad input gets": the server's message (naming the field and limit) survives the mapping.
+    #[test]
+    fn server_codes_map_to_typed_errors_keeping_the_message() {
+        let e = ClientError::from_status(&Status::invalid_argument("ttl_ms: 10 is below 1000"));
+        assert_eq!(
+            e,
+            ClientError::InvalidArgument {
+                message: "ttl_ms: 10 is below 1000".into()
+            }
+        );
+        assert!(matches!(
+            ClientError::from_status(&Status::not_found("lease 7")),
+            ClientError::NotFound { .. }
+        ));
+        assert!(matches!(
+            ClientError::from_status(&Status::failed_precondition("stale fencing_token")),
+            ClientError::FailedPrecondition { .. }
+        ));
+        assert!(matches!(
+            ClientError::from_status(&Status::resource_exhausted("waiters: 10000")),
+            ClientError::ResourceExhausted { .. }
+        ));
+        assert!(matches!(
+            ClientError::from_status(&Status::internal("boom")),
+            ClientError::Transport { .. }
+        ));
+    }
+
+    // S7: a retry whose outcome record is gone is reported as RequestExpired, whatever the code.
+    #[test]
+    fn request_expired_is_recognised_by_its_message_prefix() {
+        for status in [
+            Status::failed_precondition("request_expired: request 3 of client 9"),
+            Status::invalid_argument("request_expired"),
+        ] {
+            assert!(matches!(
+                ClientError::from_status(&status),
+                ClientError::RequestExpired { .. }
+            ));
+        }
+    }
+
+    // L3: not-leader/no-quorum answers are retried; a server's refusal is final.
+    #[test]
+    fn unavailable_is_retried_and_refusals_are_final() {
+        assert_eq!(
+            disposition(&Status::unavailable("not leader")),
+            Disposition::Retry
+        );
+        assert_eq!(
+            disposition(&Status::deadline_exceeded("attempt timed out")),
+            Disposition::Retry
+        );
+        assert_eq!(
+            disposition(&Status::invalid_argument("resource")),
+            Disposition::Fatal
+        );
+        assert_eq!(
+            disposition(&Status::failed_precondition("held")),
+            Disposition::Fatal
+        );
+        assert!(is_server_unavailable(&Status::unavailable("no leader")));
+    }
+
+    // L3: the final error names every address tried.
+    #[test]
+    fn no_quorum_names_what_was_tried() {
+        let e = ClientError::NoQuorum {
+            tried: vec!["a:1".into(), "b:2".into()],
+            waited_ms: 5000,
+            last_error: "b:2: Unavailable: no leader".into(),
+        };
+        let text = e.to_string();
+        assert!(text.contains("a:1, b:2"), "{text}");
+        assert!(text.contains("5000 ms"), "{text}");
+        assert!(e.is_unavailable());
+    }
+}

@@ -1,0 +1,344 @@
+//! Options and results of the client's calls. Durations are
+//! [`std::time::Duration`] on the way in; what the server reports comes back
+//! in milliseconds, with `_ms` in the field name.
+
+use std::time::Duration;
+
+use warden_proto::v1;
+
+/// How a [`Client`](crate::Client) retries and how long it may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientOptions {
+    /// Total time a non-waiting call may take, across all retries and leader
+    /// changes: 5 s. A waiting acquire gets its wait time plus this. When it
+    /// runs out the call fails with [`ClientError::NoQuorum`] or
+    /// [`ClientError::Unavailable`](crate::ClientError::Unavailable).
+    ///
+    /// [`ClientError::NoQuorum`]: crate::ClientError::NoQuorum
+    pub deadline: Duration,
+    /// Longest wait for one attempt's answer before trying the next endpoint:
+    /// 500 ms (also the connect timeout).
+    pub attempt_timeout: Duration,
+    /// Longest pause between two rounds over the endpoints: 200 ms.
+    pub backoff_cap: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            deadline: Duration::from_secs(5),
+            attempt_timeout: Duration::from_millis(500),
+            backoff_cap: Duration::from_millis(200),
+        }
+    }
+}
+
+/// What to acquire and how long to wait for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AcquireOptions {
+    /// TTL of the new lease the grant hangs on (server bounds: 1 s ..= 1 h).
+    /// Ignored when [`lease_id`](Self::lease_id) is set. Sent in whole
+    /// milliseconds.
+    pub ttl: Duration,
+    /// Hang the grant on this existing lease (a session) instead of a new one.
+    pub lease_id: Option<u64>,
+    /// How long to wait in the server's queue; zero is a try-lock
+    /// (server bound: ≤ 1 h).
+    pub wait: Duration,
+    /// Lock-delay after an involuntary loss of this grant (expiry, forced
+    /// release); zero is none (server bound: ≤ 1 min).
+    pub lock_delay: Duration,
+}
+
+impl AcquireOptions {
+    /// A try-lock on a new lease with this TTL: no wait, no lock-delay.
+    pub fn with_ttl(ttl: Duration) -> AcquireOptions {
+        AcquireOptions {
+            ttl,
+            lease_id: None,
+            wait: Duration::ZERO,
+            lock_delay: Duration::ZERO,
+        }
+    }
+}
+
+/// The final answer to an acquire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AcquireResult {
+    /// The lease now holds the resource.
+    Granted {
+        /// The resource granted.
+        resource: String,
+        /// The lease holding it; renew it within its TTL to keep the lock.
+        lease_id: u64,
+        /// This grant's fencing token: larger than every token issued before
+        /// for this resource (SEMANTICS S2). Pass it to the protected resource.
+        fencing_token: u64,
+        /// The lease's TTL as granted, in milliseconds.
+        ttl_ms: u64,
+    },
+    /// The resource was not granted; nothing was left behind (no new lease).
+    NotGranted {
+        /// The resource asked for.
+        resource: String,
+        /// The lease holding it, when there is one.
+        holder_lease_id: Option<u64>,
+        /// Why.
+        reason: NotGrantedReason,
+    },
+}
+
+/// Why an acquire was not granted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotGrantedReason {
+    /// Another lease holds the resource (try-lock).
+    Held,
+    /// The resource is in lock-delay after an involuntary loss.
+    LockDelay,
+    /// The wait ran out; the waiter's removal has committed.
+    WaitTimeout,
+    /// A reason this client version does not know, as the server sent it.
+    Other(String),
+}
+
+impl NotGrantedReason {
+    fn from_wire(reason: &str) -> NotGrantedReason {
+        match reason {
+            "held" => NotGrantedReason::Held,
+            "lock_delay" => NotGrantedReason::LockDelay,
+            "wait_timeout" => NotGrantedReason::WaitTimeout,
+            other => NotGrantedReason::Other(other.to_string()),
+        }
+    }
+
+    /// The wire form: `held`, `lock_delay`, `wait_timeout` or the unknown
+    /// reason as sent.
+    pub fn as_str(&self) -> &str {
+        match self {
+            NotGrantedReason::Held => "held",
+            NotGrantedReason::LockDelay => "lock_delay",
+            NotGrantedReason::WaitTimeout => "wait_timeout",
+            NotGrantedReason::Other(other) => other,
+        }
+    }
+}
+
+impl std::fmt::Display for NotGrantedReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A progress message of a waiting acquire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Queued {
+    /// Place in the queue; 1 = next in line.
+    pub position: u64,
+    /// The lease the waiter hangs on.
+    pub lease_id: u64,
+}
+
+/// An acknowledged renew: the lease's countdown restarted with `ttl_ms` once
+/// the renew committed (SEMANTICS S4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RenewResult {
+    /// The lease renewed.
+    pub lease_id: u64,
+    /// Its TTL, in milliseconds.
+    pub ttl_ms: u64,
+    /// The sequence number of the attempt this acknowledges (echoed by the
+    /// server, S5).
+    pub sequence: u64,
+}
+
+/// The answer to a release.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReleaseResult {
+    /// The resource released.
+    pub resource: String,
+    /// The lease that held it.
+    pub lease_id: u64,
+    /// True when the grant was released by this request (or its first
+    /// attempt).
+    pub released: bool,
+}
+
+/// The holder of a resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Holder {
+    /// The lease holding the resource.
+    pub lease_id: u64,
+    /// The grant's fencing token.
+    pub fencing_token: u64,
+    /// Time left before the lease expires, as seen by the serving leader, in
+    /// milliseconds.
+    pub ttl_remaining_ms: u64,
+    /// The lease's full TTL, in milliseconds.
+    pub ttl_ms: u64,
+}
+
+/// A linearizable read of one resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusResult {
+    /// The resource read.
+    pub resource: String,
+    /// Its holder; `None` when free.
+    pub holder: Option<Holder>,
+    /// Waiters queued on it.
+    pub waiters: u64,
+    /// The log index the read was served at.
+    pub read_index: u64,
+}
+
+/// One member of the cluster, as the leader sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    /// Node id.
+    pub id: u64,
+    /// Client and peer address, `host:port`.
+    pub addr: String,
+    /// `leader`, `follower`, `learner`, `candidate` or `unknown`.
+    pub role: String,
+    /// Last log index applied to its lock table.
+    pub applied_index: u64,
+    /// Milliseconds since the leader last heard from it (0 for itself).
+    pub last_contact_ms: u64,
+    /// Last log index known to match the leader's; 0 if unknown.
+    pub matched_index: u64,
+}
+
+/// The cluster's timing parameters, limits and derived bounds, in
+/// milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// Raft heartbeat interval.
+    pub heartbeat_ms: u64,
+    /// Election timeout, lower bound.
+    pub election_timeout_min_ms: u64,
+    /// Election timeout, upper bound.
+    pub election_timeout_max_ms: u64,
+    /// Interval between checkpoints of remaining TTLs.
+    pub checkpoint_interval_ms: u64,
+    /// Grace a new leader gives each lease once.
+    pub promotion_grace_ms: u64,
+    /// Window in which renewals are batched into one entry.
+    pub renew_batch_window_ms: u64,
+    /// Shortest TTL.
+    pub min_ttl_ms: u64,
+    /// Longest TTL.
+    pub max_ttl_ms: u64,
+    /// Longest wait timeout.
+    pub max_wait_timeout_ms: u64,
+    /// Longest lock-delay.
+    pub max_lock_delay_ms: u64,
+    /// E: the most a leader change may lengthen a lease.
+    pub bound_e_ms: u64,
+    /// G: the grace a new leader gives each lease once (L4).
+    pub bound_g_ms: u64,
+}
+
+/// Membership, roles and indexes, as seen by the leader.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterStatus {
+    /// The cluster's id, minted at bootstrap.
+    pub cluster_id: String,
+    /// The leader's node id; 0 if none is known.
+    pub leader_id: u64,
+    /// The current Raft term.
+    pub term: u64,
+    /// The leader's commit index.
+    pub commit_index: u64,
+    /// Every member, ordered by id as the server sent them.
+    pub members: Vec<Member>,
+    /// Timing, limits and bounds; `None` if the server sent none.
+    pub timing: Option<Timing>,
+    /// The node that answered.
+    pub node_id: u64,
+}
+
+impl From<v1::Granted> for AcquireResult {
+    fn from(g: v1::Granted) -> Self {
+        AcquireResult::Granted {
+            resource: g.resource,
+            lease_id: g.lease_id,
+            fencing_token: g.fencing_token,
+            ttl_ms: g.ttl_ms,
+        }
+    }
+}
+
+impl From<v1::NotGranted> for AcquireResult {
+    fn from(n: v1::NotGranted) -> Self {
+        AcquireResult::NotGranted {
+            resource: n.resource,
+            holder_lease_id: (n.holder_lease_id != 0).then_some(n.holder_lease_id),
+            reason: NotGrantedReason::from_wire(&n.reason),
+        }
+    }
+}
+
+impl From<v1::StatusResponse> for StatusResult {
+    fn from(s: v1::StatusResponse) -> Self {
+        StatusResult {
+            resource: s.resource,
+            holder: s.holder.map(|h| Holder {
+                lease_id: h.lease_id,
+                fencing_token: h.fencing_token,
+                ttl_remaining_ms: h.ttl_remaining_ms,
+                ttl_ms: h.ttl_ms,
+            }),
+            waiters: s.waiters,
+            read_index: s.read_index,
+        }
+    }
+}
+
+impl From<v1::Timing> for Timing {
+    fn from(t: v1::Timing) -> Self {
+        Timing {
+            heartbeat_ms: t.heartbeat_ms,
+            election_timeout_min_ms: t.election_timeout_min_ms,
+            election_timeout_max_ms: t.election_timeout_max_ms,
+            checkpoint_interval_ms: t.checkpoint_interval_ms,
+            promotion_grace_ms: t.promotion_grace_ms,
+            renew_batch_window_ms: t.renew_batch_window_ms,
+            min_ttl_ms: t.min_ttl_ms,
+            max_ttl_ms: t.max_ttl_ms,
+            max_wait_timeout_ms: t.max_wait_timeout_ms,
+            max_lock_delay_ms: t.max_lock_delay_ms,
+            bound_e_ms: t.bound_e_ms,
+            bound_g_ms: t.bound_g_ms,
+        }
+    }
+}
+
+impl From<v1::ClusterStatusResponse> for ClusterStatus {
+    fn from(c: v1::ClusterStatusResponse) -> Self {
+        ClusterStatus {
+            cluster_id: c.cluster_id,
+            leader_id: c.leader_id,
+            term: c.term,
+            commit_index: c.commit_index,
+            members: c
+                .members
+                .into_iter()
+                .map(|m| Member {
+                    id: m.id,
+                    addr: m.addr,
+                    role: m.role,
+                    applied_index: m.applied_index,
+                    last_contact_ms: m.last_contact_ms,
+                    matched_index: m.matched_index,
+                })
+                .collect(),
+            timing: c.timing.map(Timing::from),
+            node_id: c.node_id,
+        }
+    }
+}
+
+/// Whole milliseconds of `d`, saturating (the server refuses what is out of
+/// bounds, naming the field and the limit).
+pub(crate) fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,342 @@
+//! The client against in-process fake nodes (port 0, no sleeps): leader
+//! following, request-id reuse across retries, the acquire stream, and the
+//! error mapping. The fakes implement only what each test scripts.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::Stream;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::metadata::MetadataValue;
+use tonic::{Request, Response, Status};
+use warden_client::{AcquireOptions, AcquireResult, Client, ClientError, ClientOptions, Queued};
+use warden_proto::v1::lock_server::{Lock, LockServer};
+use warden_proto::v1::{
+    acquire_response::Event, AcquireRequest, AcquireResponse, ClusterStatusRequest,
+    ClusterStatusResponse, Granted, Queued as WireQueued, ReleaseRequest, ReleaseResponse,
+    RenewRequest, RenewResponse, StatusRequest, StatusResponse,
+};
+
+/// How a fake node answers.
+#[derive(Clone)]
+enum Role {
+    /// Not the leader: `Unavailable`, with `warden-leader` when `Some`.
+    Follower(Option<String>),
+    /// The leader: grants; the first `drops` acquire calls send `Queued` and
+    /// then break the stream.
+    Leader { drops: usize },
+    /// Refuses every acquire with InvalidArgument.
+    Refuser,
+    /// Answers renew with a sequence number one off.
+    BadEcho,
+    /// Sends `Queued`, then grants only after the waiter's lease was renewed.
+    GrantAfterRenew,
+}
+
+#[derive(Clone)]
+struct Fake {
+    role: Role,
+    /// Signalled by every renew.
+    renewed: Arc<tokio::sync::Notify>,
+    /// Every acquire header seen: (client_id, request_id, acked_request_id).
+    acquires: Arc<Mutex<Vec<(u64, u64, u64)>>>,
+}
+
+fn not_leader(hint: &Option<String>) -> Status {
+    let mut status = Status::unavailable("not the leader");
+    if let Some(leader) = hint {
+        status.metadata_mut().insert(
+            warden_proto::LEADER_METADATA,
+            MetadataValue::try_from(leader.as_str()).unwrap(),
+        );
+    }
+    status
+}
+
+type AcquireStream = Pin<Box<dyn Stream<Item = Result<AcquireResponse, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl Lock for Fake {
+    type AcquireStream = AcquireStream;
+
+    async fn acquire(
+        &self,
+        request: Request<AcquireRequest>,
+    ) -> Result<Response<AcquireStream>, Status> {
+        let req = request.into_inner();
+        let header = req.header.unwrap_or_default();
+        let calls = {
+            let mut seen = self.acquires.lock().unwrap();
+            seen.push((header.client_id, header.request_id, header.acked_request_id));
+            seen.len()
+        };
+        let granted = AcquireResponse {
+            event: Some(Event::Granted(Granted {
+                resource: req.resource.clone(),
+                lease_id: 7,
+                fencing_token: 40 + header.request_id,
+                ttl_ms: req.ttl_ms,
+                log_index: 9,
+            })),
+        };
+        let queued = AcquireResponse {
+            event: Some(Event::Queued(WireQueued {
+                position: 1,
+                lease_id: 7,
+            })),
+        };
+        let items: Vec<Result<AcquireResponse, Status>> = match &self.role {
+            Role::Follower(hint) => return Err(not_leader(hint)),
+            Role::Refuser => {
+                return Err(Status::invalid_argument(
+                    "ttl_ms: 10 is below the minimum 1000",
+                ))
+            }
+            Role::Leader { drops } if calls <= *drops => {
+                vec![Ok(queued), Err(Status::unavailable("leader changed"))]
+            }
+            Role::GrantAfterRenew => {
+                let renewed = Arc::clone(&self.renewed);
+                let after_renew = futures::stream::once(async move {
+                    renewed.notified().await;
+                    Ok(granted)
+                });
+                let stream =
+                    futures::StreamExt::chain(futures::stream::iter(vec![Ok(queued)]), after_renew);
+                return Ok(Response::new(Box::pin(stream)));
+            }
+            Role::Leader { .. } | Role::BadEcho => vec![Ok(queued), Ok(granted)],
+        };
+        Ok(Response::new(Box::pin(futures::stream::iter(items))))
+    }
+
+    async fn renew(
+        &self,
+        request: Request<RenewRequest>,
+    ) -> Result<Response<RenewResponse>, Status> {
+        let req = request.into_inner();
+        self.renewed.notify_one();
+        match &self.role {
+            Role::Follower(hint) => Err(not_leader(hint)),
+            role => Ok(Response::new(RenewResponse {
+                lease_id: req.lease_id,
+                ttl_ms: 10_000,
+                sequence: req.sequence + u64::from(matches!(role, Role::BadEcho)),
+            })),
+        }
+    }
+
+    async fn release(
+        &self,
+        _request: Request<ReleaseRequest>,
+    ) -> Result<Response<ReleaseResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+
+    async fn status(
+        &self,
+        _request: Request<StatusRequest>,
+    ) -> Result<Response<StatusResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+
+    async fn cluster_status(
+        &self,
+        _request: Request<ClusterStatusRequest>,
+    ) -> Result<Response<ClusterStatusResponse>, Status> {
+        match &self.role {
+            Role::Follower(hint) => Err(not_leader(hint)),
+            _ => Err(Status::unimplemented("fake")),
+        }
+    }
+}
+
+/// Starts a fake node on 127.0.0.1:0; returns its address and its log.
+async fn start(role: Role) -> (String, Arc<Mutex<Vec<(u64, u64, u64)>>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let fake = Fake {
+        role,
+        renewed: Arc::default(),
+        acquires: Arc::default(),
+    };
+    let acquires = Arc::clone(&fake.acquires);
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(LockServer::new(fake))
+            .serve_with_incoming(TcpListenerStream::new(listener)),
+    );
+    (addr, acquires)
+}
+
+fn ten_seconds() -> AcquireOptions {
+    AcquireOptions::with_ttl(Duration::from_secs(10))
+}
+
+// Leader following: a follower's `warden-leader` hint is followed, the retry reuses the request id (S7), and the leader is cached.
+#[tokio::test]
+async fn follower_hint_is_followed_with_the_same_request_id() {
+    let (leader, leader_log) = start(Role::Leader { drops: 0 }).await;
+    let (follower, follower_log) = start(Role::Follower(Some(leader.clone()))).await;
+    let client = Client::connect(vec![follower.clone()], ClientOptions::default())
+        .await
+        .unwrap();
+    let result = client.acquire("orders", ten_seconds()).await.unwrap();
+    assert!(
+        matches!(result, AcquireResult::Granted { lease_id: 7, .. }),
+        "{result:?}"
+    );
+    assert_eq!(client.cached_leader(), Some(leader));
+    let f = follower_log.lock().unwrap().clone();
+    let l = leader_log.lock().unwrap().clone();
+    assert_eq!(f.len(), 1);
+    assert_eq!(
+        f, l,
+        "the retry carries the same client id, request id and watermark"
+    );
+    assert_eq!(f[0].0, client.client_id());
+    assert_eq!((f[0].1, f[0].2), (1, 0));
+
+    // The next call goes straight to the cached leader, with the next id and a moved watermark.
+    client.acquire("orders", ten_seconds()).await.unwrap();
+    assert_eq!(follower_log.lock().unwrap().len(), 1);
+    let l = leader_log.lock().unwrap().clone();
+    assert_eq!((l[1].1, l[1].2), (2, 1));
+}
+
+// S8/S7: a stream dropped mid-wait is re-sent with the same request id; queued messages are skipped and reported.
+#[tokio::test]
+async fn dropped_acquire_stream_is_resent_with_the_same_request_id() {
+    let (leader, log) = start(Role::Leader { drops: 2 }).await;
+    let client = Client::connect(vec![leader], ClientOptions::default())
+        .await
+        .unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    let options = AcquireOptions {
+        wait: Duration::from_secs(5),
+        ..ten_seconds()
+    };
+    let result = client
+        .acquire_with_progress("orders", options, move |q: Queued| {
+            sink.lock().unwrap().push(q)
+        })
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            result,
+            AcquireResult::Granted {
+                fencing_token: 41,
+                ..
+            }
+        ),
+        "{result:?}"
+    );
+    let ids: Vec<u64> = log.lock().unwrap().iter().map(|h| h.1).collect();
+    assert_eq!(ids, vec![1, 1, 1]);
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        3,
+        "every Queued reaches the callback"
+    );
+}
+
+// L3: with no leader anywhere the call fails with NoQuorum within its deadline, naming what it tried.
+#[tokio::test]
+async fn no_leader_fails_with_no_quorum_within_the_deadline() {
+    let (a, _) = start(Role::Follower(None)).await;
+    let (b, _) = start(Role::Follower(None)).await;
+    let options = ClientOptions {
+        deadline: Duration::from_millis(300),
+        ..ClientOptions::default()
+    };
+    let client = Client::connect(vec![a.clone(), b.clone()], options)
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let err = client.acquire("orders", ten_seconds()).await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(2), "never hangs");
+    match &err {
+        ClientError::NoQuorum { tried, .. } => assert_eq!(tried, &vec![a, b]),
+        other => panic!("expected NoQuorum, got {other:?}"),
+    }
+    assert!(err.to_string().contains("not the leader"), "{err}");
+}
+
+// L3: nothing listening: Unavailable (not NoQuorum) within the deadline.
+#[tokio::test]
+async fn unreachable_cluster_fails_with_unavailable() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let options = ClientOptions {
+        deadline: Duration::from_millis(300),
+        ..ClientOptions::default()
+    };
+    let client = Client::connect(vec![format!("127.0.0.1:{port}")], options)
+        .await
+        .unwrap();
+    let err = client.cluster_status().await.unwrap_err();
+    assert!(matches!(err, ClientError::Unavailable { .. }), "{err:?}");
+}
+
+// "What bad input gets": the server's InvalidArgument is returned at once, typed, message intact.
+#[tokio::test]
+async fn refusal_is_typed_and_not_retried() {
+    let (node, log) = start(Role::Refuser).await;
+    let client = Client::connect(vec![node], ClientOptions::default())
+        .await
+        .unwrap();
+    let err = client.acquire("orders", ten_seconds()).await.unwrap_err();
+    assert_eq!(
+        err,
+        ClientError::InvalidArgument {
+            message: "ttl_ms: 10 is below the minimum 1000".into()
+        }
+    );
+    assert_eq!(log.lock().unwrap().len(), 1);
+}
+
+// S5: a renew reply must echo its attempt's sequence number; a mismatch is an error, not a renewal.
+#[tokio::test]
+async fn renew_checks_the_echoed_sequence() {
+    let (good, _) = start(Role::Leader { drops: 0 }).await;
+    let client = Client::connect(vec![good], ClientOptions::default())
+        .await
+        .unwrap();
+    let first = client.renew(7).await.unwrap();
+    let second = client.renew(7).await.unwrap();
+    assert_eq!((first.lease_id, first.ttl_ms), (7, 10_000));
+    assert!(second.sequence > first.sequence);
+
+    let (bad, _) = start(Role::BadEcho).await;
+    let client = Client::connect(vec![bad], ClientOptions::default())
+        .await
+        .unwrap();
+    assert!(matches!(
+        client.renew(7).await.unwrap_err(),
+        ClientError::Transport { .. }
+    ));
+}
+
+// S8/L4: while an acquire waits in the queue, the client renews the waiter's lease (every TTL/3).
+#[tokio::test]
+async fn waiting_acquire_keeps_its_lease_alive() {
+    let (leader, _) = start(Role::GrantAfterRenew).await;
+    let client = Client::connect(vec![leader], ClientOptions::default())
+        .await
+        .unwrap();
+    let options = AcquireOptions {
+        ttl: Duration::from_secs(1),
+        wait: Duration::from_secs(10),
+        ..ten_seconds()
+    };
+    let result = client.acquire("orders", options).await.unwrap();
+    assert!(
+        matches!(result, AcquireResult::Granted { lease_id: 7, .. }),
+        "{result:?}"
+    );
+}

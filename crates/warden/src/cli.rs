@@ -1,0 +1,413 @@
+//! The command line: clap types and the small parsers they use. No IO here.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Warden: a distributed lock service with leases and fencing tokens.
+#[derive(Debug, Parser)]
+#[command(name = "warden", version, about, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one node of a cluster (serves peers and clients on --listen).
+    Server(Box<ServerArgs>),
+    /// Start a local cluster of `warden server` child processes on 127.0.0.1.
+    Dev(DevArgs),
+    /// Acquire a lock on RESOURCE (exit 2 if it is not granted).
+    Acquire(AcquireArgs),
+    /// Renew a lease: its countdown restarts with its full TTL.
+    Renew(RenewArgs),
+    /// Release a lease's lock.
+    Release(ReleaseArgs),
+    /// Show who holds RESOURCE.
+    Status(StatusArgs),
+    /// Cluster-wide commands.
+    Cluster(ClusterArgs),
+}
+
+/// `warden server`: flags override the config file, which overrides the
+/// defaults.
+#[derive(Debug, Args, Default)]
+pub struct ServerArgs {
+    /// This node's id (>= 1); must be one of the ids in --peers.
+    #[arg(long, value_name = "N")]
+    pub id: Option<u64>,
+    /// Address to serve peers and clients on.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub listen: Option<String>,
+    /// Every member, this node included.
+    #[arg(long, value_name = "ID=HOST:PORT,...", value_parser = parse_peers)]
+    pub peers: Option<Peers>,
+    /// Where the Raft log, vote, snapshots and cluster id live.
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// `new`: form a cluster even if some peers cannot be reached.
+    #[arg(long, value_enum, value_name = "STATE")]
+    pub initial_cluster_state: Option<InitialClusterState>,
+    /// TOML file with the same keys as these flags (e.g. `data-dir = "/var/lib/warden"`,
+    /// `heartbeat = "50ms"`); flags override it.
+    #[arg(long, value_name = "FILE.toml")]
+    pub config: Option<PathBuf>,
+    /// Raft heartbeat interval [default: 50ms].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub heartbeat: Option<Duration>,
+    /// Raft election timeout, lower bound [default: 250ms].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub election_timeout_min: Option<Duration>,
+    /// Raft election timeout, upper bound [default: 500ms].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub election_timeout_max: Option<Duration>,
+    /// Interval between checkpoints of remaining TTLs [default: 1s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub checkpoint_interval: Option<Duration>,
+    /// Grace a new leader gives each lease once (G) [default: 1s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub promotion_grace: Option<Duration>,
+    /// Take a snapshot after this many log entries [default: 10000].
+    #[arg(long, value_name = "ENTRIES")]
+    pub snapshot_threshold: Option<u64>,
+    /// Longest a SIGTERM'd leader waits to hand leadership over [default: 2s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub leader_transfer_timeout: Option<Duration>,
+}
+
+/// `--initial-cluster-state`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InitialClusterState {
+    /// Form a new cluster even if some peers cannot be reached.
+    New,
+    /// Join or restart an existing cluster (the default).
+    Existing,
+}
+
+/// `warden dev`.
+#[derive(Debug, Args)]
+pub struct DevArgs {
+    /// Number of nodes (1..=7) [default: 3, or what DIR/dev.toml says].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=7))]
+    pub nodes: Option<u64>,
+    /// Where the nodes' data, logs and dev.toml live.
+    #[arg(long, value_name = "DIR", default_value = "./warden-dev")]
+    pub data_dir: PathBuf,
+}
+
+/// Flags every client command takes.
+#[derive(Debug, Args, Clone)]
+pub struct ClientArgs {
+    /// Cluster members to contact (any of them; the leader is followed).
+    #[arg(
+        long,
+        env = "WARDEN_ENDPOINTS",
+        value_name = "HOST:PORT,...",
+        value_delimiter = ','
+    )]
+    pub endpoints: Vec<String>,
+    /// `json`: stdout carries exactly one JSON value; messages go to stderr.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
+}
+
+/// `--output`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// Readable text.
+    Text,
+    /// One JSON value on stdout.
+    Json,
+}
+
+/// `warden acquire`.
+#[derive(Debug, Args)]
+pub struct AcquireArgs {
+    /// The lock's name (1..=512 bytes of UTF-8, no control characters).
+    pub resource: String,
+    /// TTL of a new lease (1s ..= 1h).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration,
+          required_unless_present = "lease", conflicts_with = "lease")]
+    pub ttl: Option<Duration>,
+    /// Wait this long in the queue if the resource is held (<= 1h; 0 = try once).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
+    pub wait: Duration,
+    /// Hang the grant on this existing lease instead of a new one.
+    #[arg(long, value_name = "LEASE_ID", value_parser = parse_id)]
+    pub lease: Option<u64>,
+    /// Lock-delay after an involuntary loss (expiry) (<= 1m).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
+    pub lock_delay: Duration,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `warden renew`.
+#[derive(Debug, Args)]
+pub struct RenewArgs {
+    /// The lease to renew.
+    #[arg(value_parser = parse_id)]
+    pub lease_id: u64,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `warden release`.
+#[derive(Debug, Args)]
+pub struct ReleaseArgs {
+    /// The lease holding the lock.
+    #[arg(value_parser = parse_id)]
+    pub lease_id: u64,
+    /// The resource to release; without it, the lease's single lock.
+    pub resource: Option<String>,
+    /// Release only the grant with this fencing token.
+    #[arg(long, value_name = "T", value_parser = parse_id)]
+    pub token: Option<u64>,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `warden status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The lock's name.
+    pub resource: String,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `warden cluster`.
+#[derive(Debug, Args)]
+pub struct ClusterArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: ClusterCommand,
+}
+
+/// `warden cluster ...`.
+#[derive(Debug, Subcommand)]
+pub enum ClusterCommand {
+    /// Leader, term, members with their roles and indexes, timing and bounds.
+    Status(ClusterStatusArgs),
+}
+
+/// `warden cluster status`.
+#[derive(Debug, Args)]
+pub struct ClusterStatusArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// Every member of the cluster: id → `host:port`.
+pub type Peers = BTreeMap<u64, String>;
+
+/// Parses a duration such as `50ms`, `10s`, `1m 30s`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    if text == "0" {
+        return Ok(Duration::ZERO);
+    }
+    humantime::parse_duration(text)
+        .map_err(|e| format!("{text:?} is not a duration ({e}); use e.g. 500ms, 10s, 1m"))
+}
+
+/// Parses a lease id or fencing token: a whole number in 1..=2^53-1.
+pub fn parse_id(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(id) if (1..=warden_core::limits::MAX_ID).contains(&id) => Ok(id),
+        _ => Err(format!(
+            "{text:?} is not a whole number in 1..={}",
+            warden_core::limits::MAX_ID
+        )),
+    }
+}
+
+/// Parses `--peers 1=HOST:PORT,2=HOST:PORT,...`.
+pub fn parse_peers(text: &str) -> Result<Peers, String> {
+    let mut peers = Peers::new();
+    for entry in text.split(',').map(str::trim) {
+        if entry.is_empty() {
+            continue;
+        }
+        let Some((id, addr)) = entry.split_once('=') else {
+            return Err(format!(
+                "--peers: entry {entry:?} is not ID=HOST:PORT (e.g. 1=10.0.0.1:7001)"
+            ));
+        };
+        let id = parse_peer_id(id.trim())?;
+        insert_peer(&mut peers, id, addr)?;
+    }
+    if peers.is_empty() {
+        return Err("--peers: no members given; expected ID=HOST:PORT,...".into());
+    }
+    Ok(peers)
+}
+
+/// Parses a member id: 1..=2^53-1.
+pub fn parse_peer_id(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(0) => Err("--peers: node id 0 is not allowed; ids start at 1".into()),
+        Ok(id) if id > warden_core::limits::MAX_ID => Err(format!(
+            "--peers: node id {id} is above the limit {}",
+            warden_core::limits::MAX_ID
+        )),
+        Ok(id) => Ok(id),
+        Err(_) => Err(format!(
+            "--peers: node id {text:?} is not a number (expected ID=HOST:PORT)"
+        )),
+    }
+}
+
+/// Adds one member, refusing duplicates and bad addresses.
+pub fn insert_peer(peers: &mut Peers, id: u64, addr: &str) -> Result<(), String> {
+    let addr = warden_client::parse_endpoint(addr)
+        .map_err(|e| format!("--peers: address of node {id} ({addr:?}): {e}"))?;
+    if let Some(previous) = peers.insert(id, addr) {
+        return Err(format!(
+            "--peers: node id {id} appears twice (first as {previous})"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("warden").chain(args.iter().copied()))
+    }
+
+    // The clap definition is internally consistent (no conflicting names, valid defaults).
+    #[test]
+    fn cli_definition_is_valid() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    // Bad input names the field: each malformed --peers entry says what is wrong.
+    #[test]
+    fn peers_parse_errors_name_the_field() {
+        let ok = parse_peers("1=127.0.0.1:7001, 2=127.0.0.1:7002,3=node3:7003").unwrap();
+        assert_eq!(ok.len(), 3);
+        assert_eq!(ok[&3], "node3:7003");
+        for (bad, needle) in [
+            ("", "no members"),
+            ("1:127.0.0.1:7001", "not ID=HOST:PORT"),
+            ("0=127.0.0.1:7001", "id 0"),
+            ("x=127.0.0.1:7001", "not a number"),
+            ("1=a:1,1=b:2", "appears twice"),
+            ("1=nohost", "port"),
+            ("1=h:70000", "1..=65535"),
+            ("9007199254740992=h:1", "above the limit"),
+        ] {
+            let err = parse_peers(bad).unwrap_err();
+            assert!(err.starts_with("--peers"), "{bad}: {err}");
+            assert!(err.contains(needle), "{bad}: {err}");
+        }
+    }
+
+    // Durations use humantime units; garbage is refused with an example.
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("50ms").unwrap(), Duration::from_millis(50));
+        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("1m 30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
+        assert!(parse_duration("10").unwrap_err().contains("e.g. 500ms"));
+        assert!(parse_duration("soon").is_err());
+    }
+
+    // The acquire surface: --ttl or --lease (exactly one), --wait defaults to a try-lock.
+    #[test]
+    fn acquire_needs_exactly_one_of_ttl_and_lease() {
+        let cli = parse(&[
+            "acquire",
+            "orders",
+            "--ttl",
+            "10s",
+            "--endpoints",
+            "a:1,b:2",
+        ])
+        .unwrap();
+        let Command::Acquire(a) = cli.command else {
+            panic!("not acquire")
+        };
+        assert_eq!(a.ttl, Some(Duration::from_secs(10)));
+        assert_eq!(a.wait, Duration::ZERO);
+        assert_eq!(a.lock_delay, Duration::ZERO);
+        assert_eq!(a.client.endpoints, vec!["a:1", "b:2"]);
+        assert_eq!(a.client.output, OutputFormat::Text);
+        assert!(parse(&["acquire", "orders", "--endpoints", "a:1"]).is_err());
+        assert!(parse(&["acquire", "orders", "--ttl", "1s", "--lease", "4"]).is_err());
+        assert!(parse(&["acquire", "orders", "--lease", "4", "--output", "json"]).is_ok());
+        assert!(parse(&["acquire", "orders", "--ttl", "ten"]).is_err());
+    }
+
+    // Lease ids and tokens are >= 1: 0 and negative numbers are refused by the parser.
+    #[test]
+    fn lease_ids_and_tokens_must_be_positive() {
+        assert!(parse(&["renew", "0"]).is_err());
+        assert!(parse(&["renew", "-3"]).is_err());
+        assert!(parse(&["renew", "7"]).is_ok());
+        assert!(parse(&["release", "7", "orders", "--token", "0"]).is_err());
+        let cli = parse(&["release", "7", "orders", "--token", "12"]).unwrap();
+        let Command::Release(r) = cli.command else {
+            panic!("not release")
+        };
+        assert_eq!(
+            (r.lease_id, r.resource.as_deref(), r.token),
+            (7, Some("orders"), Some(12))
+        );
+    }
+
+    // The server surface: every timing flag takes a humantime duration.
+    #[test]
+    fn server_flags_parse() {
+        let cli = parse(&[
+            "server",
+            "--id",
+            "1",
+            "--listen",
+            "127.0.0.1:7001",
+            "--peers",
+            "1=127.0.0.1:7001,2=127.0.0.1:7002,3=127.0.0.1:7003",
+            "--data-dir",
+            "/tmp/w1",
+            "--initial-cluster-state",
+            "new",
+            "--heartbeat",
+            "20ms",
+            "--snapshot-threshold",
+            "20",
+        ])
+        .unwrap();
+        let Command::Server(s) = cli.command else {
+            panic!("not server")
+        };
+        assert_eq!(s.id, Some(1));
+        assert_eq!(s.peers.as_ref().map(|p| p.len()), Some(3));
+        assert_eq!(s.initial_cluster_state, Some(InitialClusterState::New));
+        assert_eq!(s.heartbeat, Some(Duration::from_millis(20)));
+        assert_eq!(s.snapshot_threshold, Some(20));
+        let err = parse(&["server", "--peers", "1=a"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--peers"), "{err}");
+    }
+
+    // `warden cluster status` and `warden dev` parse; dev's node count is bounded.
+    #[test]
+    fn cluster_and_dev_parse() {
+        assert!(parse(&["cluster", "status", "--output", "json"]).is_ok());
+        assert!(parse(&["dev"]).is_ok());
+        assert!(parse(&["dev", "--nodes", "0"]).is_err());
+        assert!(parse(&["dev", "--nodes", "8"]).is_err());
+    }
+}

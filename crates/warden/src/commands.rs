@@ -1,0 +1,270 @@
+//! The client subcommands: check the input, make one call, build a [`Report`].
+
+use std::time::Duration;
+
+use warden_client::{AcquireOptions, Client, ClientError, ClientOptions};
+use warden_core::limits;
+
+use crate::cli::{AcquireArgs, ClientArgs, ClusterStatusArgs, ReleaseArgs, RenewArgs, StatusArgs};
+use crate::output::{self, Report};
+
+/// Deadline of a non-waiting command: 5 s (a waiting acquire adds its wait).
+pub const CLI_DEADLINE: Duration = Duration::from_secs(5);
+
+async fn connect(args: &ClientArgs) -> Result<Client, String> {
+    let endpoints: Vec<String> = args
+        .endpoints
+        .iter()
+        .map(|e| e.trim().to_string())
+        .filter(|e| !e.is_empty())
+        .collect();
+    if endpoints.is_empty() {
+        return Err("no endpoints: pass --endpoints HOST:PORT,... or set WARDEN_ENDPOINTS (`warden dev` prints the line to use)".into());
+    }
+    let options = ClientOptions {
+        deadline: CLI_DEADLINE,
+        ..ClientOptions::default()
+    };
+    Client::connect(endpoints, options)
+        .await
+        .map_err(|e| describe_error(&e))
+}
+
+fn describe_error(e: &ClientError) -> String {
+    match e {
+        ClientError::InvalidEndpoint { endpoint, message } => {
+            format!("--endpoints: {endpoint:?}: {message}")
+        }
+        other => other.to_string(),
+    }
+}
+
+fn fmt_ms(ms: u64) -> String {
+    humantime::format_duration(Duration::from_millis(ms)).to_string()
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Checks a resource name as the server will: 1..=512 bytes, no control
+/// characters.
+pub fn check_resource(resource: &str) -> Result<(), String> {
+    if resource.is_empty() {
+        return Err("RESOURCE: must not be empty (1..=512 bytes)".into());
+    }
+    if resource.len() > limits::MAX_RESOURCE_BYTES {
+        return Err(format!(
+            "RESOURCE: {} bytes is above the limit of {} bytes",
+            resource.len(),
+            limits::MAX_RESOURCE_BYTES
+        ));
+    }
+    if resource.chars().any(char::is_control) {
+        return Err("RESOURCE: must not contain NUL or control characters".into());
+    }
+    Ok(())
+}
+
+/// Checks `--ttl`, `--wait` and `--lock-delay` against the documented bounds
+/// before anything is sent.
+pub fn check_acquire(args: &AcquireArgs) -> Result<(), String> {
+    check_resource(&args.resource)?;
+    if let Some(ttl) = args.ttl {
+        let ttl_ms = millis(ttl);
+        if ttl_ms < limits::MIN_TTL_MS {
+            return Err(format!(
+                "--ttl: {} is below the minimum TTL of {}",
+                fmt_ms(ttl_ms),
+                fmt_ms(limits::MIN_TTL_MS)
+            ));
+        }
+        if ttl_ms > limits::MAX_TTL_MS {
+            return Err(format!(
+                "--ttl: {} is above the maximum TTL of {}",
+                fmt_ms(ttl_ms),
+                fmt_ms(limits::MAX_TTL_MS)
+            ));
+        }
+    }
+    if millis(args.wait) > limits::MAX_WAIT_TIMEOUT_MS {
+        return Err(format!(
+            "--wait: {} is above the maximum wait of {}",
+            fmt_ms(millis(args.wait)),
+            fmt_ms(limits::MAX_WAIT_TIMEOUT_MS)
+        ));
+    }
+    if millis(args.lock_delay) > limits::MAX_LOCK_DELAY_MS {
+        return Err(format!(
+            "--lock-delay: {} is above the maximum lock-delay of {}",
+            fmt_ms(millis(args.lock_delay)),
+            fmt_ms(limits::MAX_LOCK_DELAY_MS)
+        ));
+    }
+    Ok(())
+}
+
+/// `warden acquire`.
+pub async fn acquire(args: AcquireArgs) -> Report {
+    if let Err(e) = check_acquire(&args) {
+        return output::error(&e);
+    }
+    let client = match connect(&args.client).await {
+        Ok(c) => c,
+        Err(e) => return output::error(&e),
+    };
+    let options = AcquireOptions {
+        ttl: args.ttl.unwrap_or(Duration::ZERO),
+        lease_id: args.lease,
+        wait: args.wait,
+        lock_delay: args.lock_delay,
+    };
+    let format = args.client.output;
+    let progress = move |q: warden_client::Queued| {
+        // Progress goes to stderr in every format: stdout is for the result.
+        eprintln!(
+            "queued behind the holder: position {} (lease {})",
+            q.position, q.lease_id
+        );
+    };
+    match client
+        .acquire_with_progress(args.resource, options, progress)
+        .await
+    {
+        Ok(result) => output::acquire(&result, format),
+        Err(e) => output::error(&describe_error(&e)),
+    }
+}
+
+/// `warden renew`.
+pub async fn renew(args: RenewArgs) -> Report {
+    let client = match connect(&args.client).await {
+        Ok(c) => c,
+        Err(e) => return output::error(&e),
+    };
+    match client.renew(args.lease_id).await {
+        Ok(result) => output::renew(&result, args.client.output),
+        Err(e) => output::error(&describe_error(&e)),
+    }
+}
+
+/// `warden release`.
+pub async fn release(args: ReleaseArgs) -> Report {
+    if let Some(resource) = &args.resource {
+        if let Err(e) = check_resource(resource) {
+            return output::error(&e);
+        }
+    }
+    let client = match connect(&args.client).await {
+        Ok(c) => c,
+        Err(e) => return output::error(&e),
+    };
+    match client
+        .release(args.lease_id, args.resource, args.token)
+        .await
+    {
+        Ok(result) => output::release(&result, args.client.output),
+        Err(e) => output::error(&describe_error(&e)),
+    }
+}
+
+/// `warden status`.
+pub async fn status(args: StatusArgs) -> Report {
+    if let Err(e) = check_resource(&args.resource) {
+        return output::error(&e);
+    }
+    let client = match connect(&args.client).await {
+        Ok(c) => c,
+        Err(e) => return output::error(&e),
+    };
+    match client.status(args.resource).await {
+        Ok(result) => output::status(&result, args.client.output),
+        Err(e) => output::error(&describe_error(&e)),
+    }
+}
+
+/// `warden cluster status`.
+pub async fn cluster_status(args: ClusterStatusArgs) -> Report {
+    let client = match connect(&args.client).await {
+        Ok(c) => c,
+        Err(e) => return output::error(&e),
+    };
+    match client.cluster_status().await {
+        Ok(result) => output::cluster_status(&result, args.client.output),
+        Err(e) => output::error(&describe_error(&e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command, OutputFormat};
+    use clap::Parser;
+
+    fn acquire_args(extra: &[&str]) -> AcquireArgs {
+        let args = ["warden", "acquire"].iter().chain(extra.iter()).copied();
+        match Cli::try_parse_from(args).unwrap().command {
+            Command::Acquire(a) => a,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    // "What bad input gets": TTL, wait and lock-delay outside their bounds name the flag and limit.
+    #[test]
+    fn acquire_bounds_name_flag_and_limit() {
+        assert!(check_acquire(&acquire_args(&["r", "--ttl", "10s"])).is_ok());
+        assert!(check_acquire(&acquire_args(&["r", "--lease", "3"])).is_ok());
+        for (flags, expected) in [
+            (
+                &["r", "--ttl", "500ms"][..],
+                "--ttl: 500ms is below the minimum TTL of 1s",
+            ),
+            (
+                &["r", "--ttl", "2h"][..],
+                "--ttl: 2h is above the maximum TTL of 1h",
+            ),
+            (
+                &["r", "--ttl", "1s", "--wait", "61m"][..],
+                "--wait: 1h 1m is above the maximum wait of 1h",
+            ),
+            (
+                &["r", "--ttl", "1s", "--lock-delay", "2m"][..],
+                "--lock-delay: 2m is above the maximum lock-delay of 1m",
+            ),
+        ] {
+            assert_eq!(check_acquire(&acquire_args(flags)).unwrap_err(), expected);
+        }
+    }
+
+    // "What bad input gets": empty, over-512-byte and control-character names are refused locally.
+    #[test]
+    fn resource_names_are_checked() {
+        assert!(check_resource("orders/eu-1").is_ok());
+        assert!(check_resource(&"x".repeat(512)).is_ok());
+        assert!(check_resource("").unwrap_err().contains("empty"));
+        assert!(check_resource(&"x".repeat(513))
+            .unwrap_err()
+            .contains("513 bytes"));
+        assert!(check_resource("a\0b").unwrap_err().contains("control"));
+        assert!(check_resource("a\nb").unwrap_err().contains("control"));
+    }
+
+    // A missing endpoint list is a clear error that names both the flag and the variable.
+    #[tokio::test]
+    async fn missing_endpoints_name_flag_and_env() {
+        let args = ClientArgs {
+            endpoints: vec![" ".into()],
+            output: OutputFormat::Json,
+        };
+        let err = connect(&args).await.unwrap_err();
+        assert!(
+            err.contains("--endpoints") && err.contains("WARDEN_ENDPOINTS"),
+            "{err}"
+        );
+        let bad = ClientArgs {
+            endpoints: vec!["nohost".into()],
+            output: OutputFormat::Text,
+        };
+        assert!(connect(&bad).await.unwrap_err().starts_with("--endpoints"));
+    }
+}

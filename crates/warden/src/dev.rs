@@ -1,0 +1,495 @@
+//! `warden dev`: a local cluster of `warden server` child processes on
+//! 127.0.0.1.
+//!
+//! DIR/dev.toml records each node's id and address (ports picked by binding
+//! port 0 on the first run), so a second run on the same DIR reuses them and
+//! the nodes come back with their data (DIR/node-N). Node N logs to
+//! DIR/node-N.log. Children run in their own process group: Ctrl-C reaches
+//! only this process, which then stops them in order (SIGTERM, leader last,
+//! SIGKILL after a bounded wait).
+
+use std::fs::{File, OpenOptions};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
+use tokio::process::{Child, Command};
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::time::Instant;
+use warden_client::{Client, ClientOptions, ClusterStatus};
+
+use crate::cli::DevArgs;
+
+/// Default number of nodes.
+const DEFAULT_NODES: u64 = 3;
+/// How long to wait for a fresh or restarted cluster to elect a leader.
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a node may take to exit after SIGTERM (a leader first hands
+/// leadership over, within its 2 s leader-transfer timeout) before SIGKILL.
+const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often the children are checked for unexpected exits.
+const WATCH_INTERVAL: Duration = Duration::from_millis(200);
+
+/// DIR/dev.toml.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DevState {
+    /// The nodes, by id.
+    pub nodes: Vec<DevNode>,
+}
+
+/// One node of the dev cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DevNode {
+    /// Node id, 1..=N.
+    pub id: u64,
+    /// `127.0.0.1:PORT`, fixed at the first run.
+    pub addr: String,
+    /// PID of the last process started for it (for the "port in use" hint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_pid: Option<u32>,
+}
+
+impl DevState {
+    /// The `--peers` value: `1=127.0.0.1:p1,2=...`.
+    pub fn peers_flag(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|n| format!("{}={}", n.id, n.addr))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// The endpoints line: `127.0.0.1:p1,127.0.0.1:p2,...`.
+    pub fn endpoints(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|n| n.addr.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Parses dev.toml, refusing a malformed or inconsistent file.
+    pub fn parse(text: &str) -> Result<DevState, String> {
+        let state: DevState =
+            toml::from_str(text).map_err(|e| crate::output::one_line(&e.to_string()))?;
+        if state.nodes.is_empty() {
+            return Err("no nodes".into());
+        }
+        for (i, node) in state.nodes.iter().enumerate() {
+            if node.id != i as u64 + 1 {
+                return Err(format!(
+                    "node ids must be 1..={} in order",
+                    state.nodes.len()
+                ));
+            }
+            warden_client::parse_endpoint(&node.addr)
+                .map_err(|e| format!("node {}: address {:?}: {e}", node.id, node.addr))?;
+        }
+        Ok(state)
+    }
+}
+
+/// Picks `count` free loopback ports by binding port 0 (all at once, so they
+/// differ).
+fn pick_addresses(count: u64) -> anyhow::Result<Vec<String>> {
+    let listeners = (0..count)
+        .map(|_| TcpListener::bind("127.0.0.1:0"))
+        .collect::<Result<Vec<_>, _>>()
+        .context("cannot bind a loopback port")?;
+    listeners
+        .iter()
+        .map(|l| Ok(l.local_addr()?.to_string()))
+        .collect()
+}
+
+fn load_or_create_state(dir: &Path, nodes: Option<u64>) -> anyhow::Result<DevState> {
+    let path = dir.join("dev.toml");
+    if path.exists() {
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let state =
+            DevState::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        if let Some(n) = nodes {
+            if n != state.nodes.len() as u64 {
+                bail!(
+                    "--nodes {n}: {} holds a cluster of {} nodes; run without --nodes, or use another --data-dir",
+                    dir.display(),
+                    state.nodes.len()
+                );
+            }
+        }
+        return Ok(state);
+    }
+    let count = nodes.unwrap_or(DEFAULT_NODES);
+    let state = DevState {
+        nodes: pick_addresses(count)?
+            .into_iter()
+            .zip(1..)
+            .map(|(addr, id)| DevNode {
+                id,
+                addr,
+                last_pid: None,
+            })
+            .collect(),
+    };
+    save_state(dir, &state)?;
+    Ok(state)
+}
+
+fn save_state(dir: &Path, state: &DevState) -> anyhow::Result<()> {
+    let path = dir.join("dev.toml");
+    let text = format!(
+        "# Written by `warden dev`: the ids and addresses of this dev cluster.\n\
+         # Running `warden dev --data-dir {}` again reuses them.\n{}",
+        dir.display(),
+        toml::to_string(state).context("cannot encode dev.toml")?
+    );
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// A running child.
+struct NodeProcess {
+    id: u64,
+    addr: String,
+    pid: u32,
+    log: PathBuf,
+    child: Child,
+    /// False once it has exited (and been reported).
+    running: bool,
+}
+
+/// The children; any still running when this is dropped (an error path) are
+/// killed.
+struct Nodes(Vec<NodeProcess>);
+
+impl Drop for Nodes {
+    fn drop(&mut self) {
+        for node in self.0.iter_mut().filter(|n| n.running) {
+            let _ = node.child.start_kill();
+        }
+    }
+}
+
+fn log_tail(path: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n    ")
+}
+
+fn spawn_node(
+    exe: &Path,
+    dir: &Path,
+    state: &DevState,
+    node: &DevNode,
+) -> anyhow::Result<NodeProcess> {
+    let data_dir = dir.join(format!("node-{}", node.id));
+    let log = dir.join(format!("node-{}.log", node.id));
+    let out = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .with_context(|| format!("cannot open {}", log.display()))?;
+    let err: File = out.try_clone()?;
+    let mut command = Command::new(exe);
+    command
+        .arg("server")
+        .arg("--id")
+        .arg(node.id.to_string())
+        .arg("--listen")
+        .arg(&node.addr)
+        .arg("--peers")
+        .arg(state.peers_flag())
+        .arg("--data-dir")
+        .arg(&data_dir)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        // Own process group: Ctrl-C in the terminal reaches only `warden
+        // dev`, which stops the nodes in order.
+        .process_group(0);
+    let child = command
+        .spawn()
+        .with_context(|| format!("cannot start node {} ({})", node.id, exe.display()))?;
+    let pid = child.id().context("the child exited before it got a pid")?;
+    Ok(NodeProcess {
+        id: node.id,
+        addr: node.addr.clone(),
+        pid,
+        log,
+        child,
+        running: true,
+    })
+}
+
+/// Runs the dev cluster until Ctrl-C or SIGTERM. Returns the exit code.
+pub async fn run(args: DevArgs) -> anyhow::Result<u8> {
+    std::fs::create_dir_all(&args.data_dir)
+        .with_context(|| format!("cannot create --data-dir {}", args.data_dir.display()))?;
+    let dir = args
+        .data_dir
+        .canonicalize()
+        .with_context(|| format!("cannot resolve --data-dir {}", args.data_dir.display()))?;
+    let mut state = load_or_create_state(&dir, args.nodes)?;
+
+    for node in &state.nodes {
+        if let Err(e) = TcpListener::bind(&node.addr) {
+            let hint = match node.last_pid {
+                Some(pid) => format!(
+                    " (node {} last ran as pid {pid}; stop it with `kill {pid}`)",
+                    node.id
+                ),
+                None => String::new(),
+            };
+            bail!(
+                "{} (node {}) is not free ({e}): is an earlier `warden dev --data-dir {}` still running?{hint}",
+                node.addr,
+                node.id,
+                dir.display()
+            );
+        }
+    }
+
+    let mut sigint = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
+    let mut sigterm = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+
+    let exe = std::env::current_exe().context("cannot find the warden executable")?;
+    let mut nodes = Nodes(Vec::new());
+    for node in state.nodes.clone() {
+        let process = spawn_node(&exe, &dir, &state, &node)?;
+        state.nodes[(node.id - 1) as usize].last_pid = Some(process.pid);
+        nodes.0.push(process);
+    }
+    save_state(&dir, &state)?;
+
+    println!(
+        "warden dev: {} nodes, data in {}",
+        nodes.0.len(),
+        dir.display()
+    );
+    for node in &nodes.0 {
+        println!(
+            "  node {}  {}  pid {}  log {}",
+            node.id,
+            node.addr,
+            node.pid,
+            node.log.display()
+        );
+    }
+    println!("export WARDEN_ENDPOINTS={}", state.endpoints());
+
+    let client = Client::connect(
+        state.nodes.iter().map(|n| n.addr.clone()).collect(),
+        ClientOptions::default(),
+    )
+    .await?;
+
+    let ready = tokio::select! {
+        ready = wait_for_leader(&client, &mut nodes) => ready?,
+        _ = sigint.recv() => None,
+        _ = sigterm.recv() => None,
+    };
+    let Some(status) = ready else {
+        eprintln!("interrupted before the cluster was ready; stopping the nodes");
+        stop_all(&client, &mut nodes).await;
+        return Ok(0);
+    };
+    let leader_addr = status
+        .members
+        .iter()
+        .find(|m| m.id == status.leader_id)
+        .map(|m| m.addr.as_str())
+        .unwrap_or("?");
+    println!(
+        "leader: node {} ({leader_addr}), term {}",
+        status.leader_id, status.term
+    );
+    println!("ready");
+    eprintln!(
+        "try: warden acquire demo --ttl 30s   (with WARDEN_ENDPOINTS set as above); Ctrl-C stops the cluster"
+    );
+
+    let mut watch = tokio::time::interval(WATCH_INTERVAL);
+    let code = loop {
+        tokio::select! {
+            _ = sigint.recv() => break 0,
+            _ = sigterm.recv() => break 0,
+            _ = watch.tick() => {
+                report_exits(&mut nodes, &dir);
+                if nodes.0.iter().all(|n| !n.running) {
+                    eprintln!("every node has exited; stopping");
+                    break 1;
+                }
+            }
+        }
+    };
+    stop_all(&client, &mut nodes).await;
+    Ok(code)
+}
+
+/// Prints each child that exited since the last check.
+fn report_exits(nodes: &mut Nodes, dir: &Path) {
+    for node in nodes.0.iter_mut().filter(|n| n.running) {
+        match node.child.try_wait() {
+            Ok(Some(status)) => {
+                node.running = false;
+                eprintln!(
+                    "node {} ({}, pid {}) exited unexpectedly: {status}; the other nodes keep serving. \
+                     It is not restarted automatically: to bring it back with its data, stop this cluster (Ctrl-C) \
+                     and run `warden dev --data-dir {}` again. Log: {}",
+                    node.id,
+                    node.addr,
+                    node.pid,
+                    dir.display(),
+                    node.log.display()
+                );
+            }
+            Ok(None) => {}
+            Err(e) => eprintln!("cannot check node {}: {e}", node.id),
+        }
+    }
+}
+
+/// Polls `cluster status` until a leader is known. Fails if a node exits or
+/// no leader appears within [`READY_TIMEOUT`].
+async fn wait_for_leader(
+    client: &Client,
+    nodes: &mut Nodes,
+) -> anyhow::Result<Option<ClusterStatus>> {
+    let started = Instant::now();
+    loop {
+        for node in nodes.0.iter_mut().filter(|n| n.running) {
+            if let Some(status) = node.child.try_wait()? {
+                node.running = false;
+                bail!(
+                    "node {} exited during startup ({status}); last lines of {}:\n    {}",
+                    node.id,
+                    node.log.display(),
+                    log_tail(&node.log, 8)
+                );
+            }
+        }
+        let last = match client.cluster_status_within(Duration::from_secs(1)).await {
+            Ok(status) if status.leader_id != 0 => return Ok(Some(status)),
+            Ok(_) => "no leader yet".to_string(),
+            Err(e) => e.to_string(),
+        };
+        let waited = started.elapsed();
+        if waited >= READY_TIMEOUT {
+            bail!(
+                "no leader after {}s (last: {last}); see the node logs",
+                READY_TIMEOUT.as_secs()
+            );
+        }
+        eprintln!("waiting for a leader ({:.1}s)", waited.as_secs_f64());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// SIGTERM to every running node (followers first, the leader last), then
+/// SIGKILL to any that has not exited within [`STOP_TIMEOUT`].
+async fn stop_all(client: &Client, nodes: &mut Nodes) {
+    let leader_id = client
+        .cluster_status_within(Duration::from_secs(1))
+        .await
+        .map(|s| s.leader_id)
+        .unwrap_or(0);
+    let (followers, leaders): (Vec<usize>, Vec<usize>) =
+        (0..nodes.0.len()).partition(|&i| nodes.0[i].id != leader_id);
+    for group in [followers, leaders] {
+        for &i in &group {
+            let node = &nodes.0[i];
+            if !node.running {
+                continue;
+            }
+            eprintln!("stopping node {} (pid {})", node.id, node.pid);
+            if let Ok(pid) = i32::try_from(node.pid) {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+            }
+        }
+        for &i in &group {
+            let node = &mut nodes.0[i];
+            if !node.running {
+                continue;
+            }
+            match tokio::time::timeout(STOP_TIMEOUT, node.child.wait()).await {
+                Ok(Ok(status)) => eprintln!("node {} stopped ({status})", node.id),
+                Ok(Err(e)) => eprintln!("node {}: cannot wait for it: {e}", node.id),
+                Err(_) => {
+                    eprintln!(
+                        "node {} did not stop within {}s; killing it",
+                        node.id,
+                        STOP_TIMEOUT.as_secs()
+                    );
+                    let _ = node.child.kill().await;
+                }
+            }
+            node.running = false;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // `warden dev` reuses ids and ports across runs: dev.toml round-trips.
+    #[test]
+    fn dev_state_round_trips() {
+        let state = DevState {
+            nodes: (1..=3)
+                .map(|id| DevNode {
+                    id,
+                    addr: format!("127.0.0.1:4100{id}"),
+                    last_pid: Some(100 + id as u32),
+                })
+                .collect(),
+        };
+        let text = toml::to_string(&state).unwrap();
+        assert_eq!(DevState::parse(&text).unwrap(), state);
+        assert_eq!(
+            state.peers_flag(),
+            "1=127.0.0.1:41001,2=127.0.0.1:41002,3=127.0.0.1:41003"
+        );
+        assert_eq!(
+            state.endpoints(),
+            "127.0.0.1:41001,127.0.0.1:41002,127.0.0.1:41003"
+        );
+    }
+
+    // A hand-edited or corrupt dev.toml is refused with a reason, never a panic.
+    #[test]
+    fn bad_dev_state_is_refused() {
+        assert!(DevState::parse("nodes = []")
+            .unwrap_err()
+            .contains("no nodes"));
+        assert!(DevState::parse("[[nodes]]\nid = 2\naddr = \"127.0.0.1:1\"")
+            .unwrap_err()
+            .contains("1..=1"));
+        assert!(DevState::parse("[[nodes]]\nid = 1\naddr = \"nope\"")
+            .unwrap_err()
+            .contains("node 1"));
+        assert!(DevState::parse("garbage").is_err());
+    }
+
+    // A second run on the same dir keeps the ids and ports; a different --nodes is refused.
+    #[test]
+    fn second_run_reuses_the_saved_cluster() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = load_or_create_state(dir.path(), None).unwrap();
+        assert_eq!(first.nodes.len(), 3);
+        let second = load_or_create_state(dir.path(), Some(3)).unwrap();
+        assert_eq!(first.endpoints(), second.endpoints());
+        let err = load_or_create_state(dir.path(), Some(5))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("--nodes 5") && err.contains("3 nodes"),
+            "{err}"
+        );
+    }
+}

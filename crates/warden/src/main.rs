@@ -1,0 +1,156 @@
+//! `warden`: the one binary. `server` runs a node, `dev` a local cluster, and
+//! the other subcommands are a CLI client.
+//!
+//! - `cli.rs`: clap types and parsers.
+//! - `server_config.rs`: flags over config file over defaults, with limits.
+//! - `dev.rs`: the local cluster of child processes.
+//! - `commands.rs`: the client subcommands.
+//! - `output.rs`: what they print (text or one JSON value) and exit codes.
+
+mod cli;
+mod commands;
+mod dev;
+mod output;
+mod server_config;
+
+use std::future::Future;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::error::ErrorKind;
+use clap::Parser;
+use tokio::signal::unix::{signal, SignalKind};
+use tracing::info;
+use tracing_subscriber::EnvFilter;
+
+use crate::cli::{Cli, ClusterCommand, Command, ServerArgs};
+use crate::output::{Report, EXIT_ERROR};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return ExitCode::from(clap_error(e)),
+    };
+    let default_level = match cli.command {
+        // openraft logs its whole state at info; keep its warnings only.
+        Command::Server(_) => "info,openraft=warn",
+        _ => "warn",
+    };
+    init_tracing(default_level);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(EXIT_ERROR);
+        }
+    };
+    ExitCode::from(runtime.block_on(run(cli.command)))
+}
+
+/// Help and version go to stdout with exit 0; a usage error is one line on
+/// stderr with exit 1 (exit 2 means "not granted").
+fn clap_error(e: clap::Error) -> u8 {
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            0
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            EXIT_ERROR
+        }
+        _ => {
+            let rendered = e.render().to_string();
+            let reason = rendered
+                .split("\n\nUsage:")
+                .next()
+                .and_then(|r| r.split("\n\nFor more information").next())
+                .unwrap_or(&rendered);
+            let reason = output::one_line(reason);
+            let reason = reason.strip_prefix("error: ").unwrap_or(&reason);
+            eprintln!("error: {reason} (see --help)");
+            EXIT_ERROR
+        }
+    }
+}
+
+/// Logs go to stderr; `RUST_LOG` overrides the default level.
+fn init_tracing(default_level: &str) {
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+}
+
+async fn run(command: Command) -> u8 {
+    match command {
+        Command::Server(args) => match server(*args).await {
+            Ok(()) => 0,
+            Err(e) => fail(&e),
+        },
+        Command::Dev(args) => match dev::run(args).await {
+            Ok(code) => code,
+            Err(e) => fail(&e),
+        },
+        Command::Acquire(args) => print(commands::acquire(args).await),
+        Command::Renew(args) => print(commands::renew(args).await),
+        Command::Release(args) => print(commands::release(args).await),
+        Command::Status(args) => print(commands::status(args).await),
+        Command::Cluster(args) => match args.command {
+            ClusterCommand::Status(args) => print(commands::cluster_status(args).await),
+        },
+    }
+}
+
+fn fail(e: &anyhow::Error) -> u8 {
+    // Multi-line context (e.g. a node's log tail from `dev`) keeps its lines.
+    eprintln!("error: {e:#}");
+    EXIT_ERROR
+}
+
+fn print(report: Report) -> u8 {
+    if let Some(stdout) = &report.stdout {
+        println!("{stdout}");
+    }
+    if let Some(stderr) = &report.stderr {
+        eprintln!("{stderr}");
+    }
+    report.exit_code
+}
+
+async fn server(args: ServerArgs) -> anyhow::Result<()> {
+    let file = match &args.config {
+        Some(path) => server_config::read_config_file(path).map_err(anyhow::Error::msg)?,
+        None => server_config::FileConfig::default(),
+    };
+    let config = server_config::resolve(&args, file).map_err(anyhow::Error::msg)?;
+    info!(
+        node_id = config.node_id,
+        listen = %config.listen,
+        data_dir = %config.data_dir.display(),
+        "starting warden server"
+    );
+    let shutdown = shutdown_signal()?;
+    warden_server::run(config, shutdown)
+        .await
+        .map_err(|e| anyhow::anyhow!(output::one_line(&e.to_string())))
+}
+
+/// Resolves on the first SIGTERM or SIGINT. The handlers are installed here,
+/// before the node starts, so an early signal is not lost.
+fn shutdown_signal() -> anyhow::Result<impl Future<Output = ()> + Send + 'static> {
+    let mut sigterm = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+    let mut sigint = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
+    Ok(async move {
+        tokio::select! {
+            _ = sigterm.recv() => info!("SIGTERM: shutting down"),
+            _ = sigint.recv() => info!("SIGINT: shutting down"),
+        }
+    })
+}

@@ -1,0 +1,495 @@
+//! What each client command prints. Pure: builds a [`Report`] (stdout text,
+//! stderr line, exit code) from a result, so the shapes are testable.
+//!
+//! With `--output json`, stdout carries exactly one JSON value per result and
+//! nothing else; every message goes to stderr.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use warden_client::{
+    AcquireResult, ClusterStatus, ReleaseResult, RenewResult, StatusResult, Timing,
+};
+
+use crate::cli::OutputFormat;
+
+/// Exit code: success.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: an error (bad input, no quorum, unreachable).
+pub const EXIT_ERROR: u8 = 1;
+/// Exit code: not granted (held, lock-delay, wait ran out).
+pub const EXIT_NOT_GRANTED: u8 = 2;
+
+/// What a command prints and how it exits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    /// Written to stdout, followed by a newline.
+    pub stdout: Option<String>,
+    /// Written to stderr, followed by a newline.
+    pub stderr: Option<String>,
+    /// The process's exit code.
+    pub exit_code: u8,
+}
+
+impl Report {
+    fn ok(stdout: String) -> Report {
+        Report {
+            stdout: Some(stdout),
+            stderr: None,
+            exit_code: EXIT_OK,
+        }
+    }
+}
+
+fn ms(ms: u64) -> String {
+    humantime::format_duration(Duration::from_millis(ms)).to_string()
+}
+
+fn json_text(value: &Value) -> String {
+    value.to_string()
+}
+
+/// `warden acquire`.
+pub fn acquire(result: &AcquireResult, format: OutputFormat) -> Report {
+    match result {
+        AcquireResult::Granted {
+            resource,
+            lease_id,
+            fencing_token,
+            ttl_ms,
+        } => Report::ok(match format {
+            OutputFormat::Json => json_text(&json!({
+                "resource": resource,
+                "lease_id": lease_id,
+                "fencing_token": fencing_token,
+                "ttl_ms": ttl_ms,
+            })),
+            OutputFormat::Text => format!(
+                "acquired {resource:?}: lease {lease_id}, fencing token {fencing_token}, TTL {}",
+                ms(*ttl_ms)
+            ),
+        }),
+        AcquireResult::NotGranted {
+            resource,
+            holder_lease_id,
+            reason,
+        } => {
+            let holder = match holder_lease_id {
+                Some(id) => format!("held by lease {id}"),
+                None => "no holder".to_string(),
+            };
+            let line = format!("not granted: {resource:?} {holder} (reason: {reason})");
+            Report {
+                stdout: match format {
+                    OutputFormat::Json => Some(json_text(&json!({
+                        "resource": resource,
+                        "granted": false,
+                        "holder_lease_id": holder_lease_id,
+                        "reason": reason.as_str(),
+                    }))),
+                    OutputFormat::Text => None,
+                },
+                stderr: Some(line),
+                exit_code: EXIT_NOT_GRANTED,
+            }
+        }
+    }
+}
+
+/// `warden renew`.
+pub fn renew(result: &RenewResult, format: OutputFormat) -> Report {
+    Report::ok(match format {
+        OutputFormat::Json => json_text(&json!({
+            "lease_id": result.lease_id,
+            "ttl_ms": result.ttl_ms,
+        })),
+        OutputFormat::Text => format!(
+            "renewed lease {}: TTL {}",
+            result.lease_id,
+            ms(result.ttl_ms)
+        ),
+    })
+}
+
+/// `warden release`. A reply with `released: false` is an error (exit 1).
+pub fn release(result: &ReleaseResult, format: OutputFormat) -> Report {
+    if !result.released {
+        return Report {
+            stdout: None,
+            stderr: Some(format!(
+                "error: lease {} did not release {:?}",
+                result.lease_id, result.resource
+            )),
+            exit_code: EXIT_ERROR,
+        };
+    }
+    Report::ok(match format {
+        OutputFormat::Json => json_text(&json!({
+            "lease_id": result.lease_id,
+            "released": true,
+        })),
+        OutputFormat::Text if result.resource.is_empty() => {
+            format!("released lease {}", result.lease_id)
+        }
+        OutputFormat::Text => format!("released {:?} (lease {})", result.resource, result.lease_id),
+    })
+}
+
+/// `warden status`.
+pub fn status(result: &StatusResult, format: OutputFormat) -> Report {
+    Report::ok(match format {
+        OutputFormat::Json => json_text(&json!({
+            "resource": result.resource,
+            "holder": result.holder.map(|h| json!({
+                "lease_id": h.lease_id,
+                "fencing_token": h.fencing_token,
+                "ttl_remaining_ms": h.ttl_remaining_ms,
+            })),
+        })),
+        OutputFormat::Text => match result.holder {
+            Some(h) => {
+                let mut line = format!(
+                    "{:?} is held by lease {} (fencing token {}, {} of TTL left)",
+                    result.resource,
+                    h.lease_id,
+                    h.fencing_token,
+                    ms(h.ttl_remaining_ms)
+                );
+                if result.waiters > 0 {
+                    line.push_str(&format!("; {} waiting", result.waiters));
+                }
+                line
+            }
+            None => format!("{:?} is free", result.resource),
+        },
+    })
+}
+
+fn timing_json(t: &Timing) -> Value {
+    json!({
+        "heartbeat_ms": t.heartbeat_ms,
+        "election_timeout_min_ms": t.election_timeout_min_ms,
+        "election_timeout_max_ms": t.election_timeout_max_ms,
+        "checkpoint_interval_ms": t.checkpoint_interval_ms,
+        "promotion_grace_ms": t.promotion_grace_ms,
+        "renew_batch_window_ms": t.renew_batch_window_ms,
+        "min_ttl_ms": t.min_ttl_ms,
+        "max_ttl_ms": t.max_ttl_ms,
+        "max_wait_timeout_ms": t.max_wait_timeout_ms,
+        "max_lock_delay_ms": t.max_lock_delay_ms,
+        "bound_e_ms": t.bound_e_ms,
+        "bound_g_ms": t.bound_g_ms,
+    })
+}
+
+/// `warden cluster status`.
+pub fn cluster_status(result: &ClusterStatus, format: OutputFormat) -> Report {
+    match format {
+        OutputFormat::Json => Report::ok(json_text(&json!({
+            "cluster_id": result.cluster_id,
+            "leader_id": result.leader_id,
+            "term": result.term,
+            "commit_index": result.commit_index,
+            "members": result.members.iter().map(|m| json!({
+                "id": m.id,
+                "addr": m.addr,
+                "role": m.role,
+                "applied_index": m.applied_index,
+            })).collect::<Vec<_>>(),
+            "timing": result.timing.as_ref().map(timing_json),
+        }))),
+        OutputFormat::Text => Report::ok(cluster_status_text(result)),
+    }
+}
+
+fn cluster_status_text(c: &ClusterStatus) -> String {
+    let mut out = String::new();
+    let leader = if c.leader_id == 0 {
+        "none".to_string()
+    } else {
+        c.leader_id.to_string()
+    };
+    out.push_str(&format!(
+        "cluster {}  leader {}  term {}  commit index {}\n",
+        c.cluster_id, leader, c.term, c.commit_index
+    ));
+    let addr_width = c
+        .members
+        .iter()
+        .map(|m| m.addr.len())
+        .max()
+        .unwrap_or(0)
+        .max(7);
+    out.push_str(&format!(
+        "{:<4} {:<addr_width$}  {:<10} {}\n",
+        "ID", "ADDRESS", "ROLE", "APPLIED"
+    ));
+    for m in &c.members {
+        out.push_str(&format!(
+            "{:<4} {:<addr_width$}  {:<10} {}\n",
+            m.id, m.addr, m.role, m.applied_index
+        ));
+    }
+    match &c.timing {
+        Some(t) => {
+            out.push_str(&format!(
+                "timing: heartbeat {}, election timeout {}–{}, checkpoint interval {}, promotion grace {}, renew batch window {}\n",
+                ms(t.heartbeat_ms),
+                ms(t.election_timeout_min_ms),
+                ms(t.election_timeout_max_ms),
+                ms(t.checkpoint_interval_ms),
+                ms(t.promotion_grace_ms),
+                ms(t.renew_batch_window_ms),
+            ));
+            out.push_str(&format!(
+                "limits: TTL {} ..= {}, wait <= {}, lock-delay <= {} (default 0)\n",
+                ms(t.min_ttl_ms),
+                ms(t.max_ttl_ms),
+                ms(t.max_wait_timeout_ms),
+                ms(t.max_lock_delay_ms),
+            ));
+            out.push_str(&format!(
+                "bounds: E = {} (promotion grace + checkpoint interval + max election timeout), G = {}\n",
+                ms(t.bound_e_ms),
+                ms(t.bound_g_ms),
+            ));
+        }
+        None => out.push_str("timing: not reported by the server\n"),
+    }
+    out.push_str(
+        "client: keep-alive every TTL/3, attempt timeout 500ms, backoff cap 200ms, CLI deadline 5s",
+    );
+    out
+}
+
+/// An error: one line on stderr, nothing on stdout, exit 1.
+pub fn error(message: &str) -> Report {
+    Report {
+        stdout: None,
+        stderr: Some(format!("error: {}", one_line(message))),
+        exit_code: EXIT_ERROR,
+    }
+}
+
+/// Collapses whitespace (including newlines) so a message fits one line.
+pub fn one_line(message: &str) -> String {
+    message.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use warden_client::{Holder, Member, NotGrantedReason};
+
+    fn parse_one(report: &Report) -> Value {
+        let stdout = report.stdout.as_deref().expect("json on stdout");
+        assert!(
+            !stdout.contains('\n'),
+            "one JSON value on one line: {stdout}"
+        );
+        serde_json::from_str(stdout).expect("valid JSON")
+    }
+
+    fn keys(v: &Value) -> Vec<&str> {
+        let mut k: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        k.sort_unstable();
+        k
+    }
+
+    // JSON contract of `warden acquire`: exactly resource, lease_id, fencing_token, ttl_ms; exit 0.
+    #[test]
+    fn acquire_granted_json_shape() {
+        let r = acquire(
+            &AcquireResult::Granted {
+                resource: "orders".into(),
+                lease_id: 7,
+                fencing_token: 12,
+                ttl_ms: 10_000,
+            },
+            OutputFormat::Json,
+        );
+        assert_eq!(r.exit_code, EXIT_OK);
+        assert_eq!(r.stderr, None);
+        let v = parse_one(&r);
+        assert_eq!(
+            keys(&v),
+            ["fencing_token", "lease_id", "resource", "ttl_ms"]
+        );
+        assert_eq!(v["fencing_token"], 12);
+        assert_eq!(v["ttl_ms"], 10_000);
+    }
+
+    // Exit code 2 for "not granted", naming the holder's lease on stderr and in JSON.
+    #[test]
+    fn acquire_not_granted_exits_2_and_names_the_holder() {
+        let result = AcquireResult::NotGranted {
+            resource: "orders".into(),
+            holder_lease_id: Some(5),
+            reason: NotGrantedReason::Held,
+        };
+        let r = acquire(&result, OutputFormat::Json);
+        assert_eq!(r.exit_code, EXIT_NOT_GRANTED);
+        assert!(r.stderr.as_deref().unwrap().contains("lease 5"));
+        let v = parse_one(&r);
+        assert_eq!(
+            keys(&v),
+            ["granted", "holder_lease_id", "reason", "resource"]
+        );
+        assert_eq!(v["granted"], false);
+        assert_eq!(v["holder_lease_id"], 5);
+        assert_eq!(v["reason"], "held");
+        let text = acquire(&result, OutputFormat::Text);
+        assert_eq!(text.stdout, None);
+        assert_eq!(text.exit_code, EXIT_NOT_GRANTED);
+        let no_holder = acquire(
+            &AcquireResult::NotGranted {
+                resource: "orders".into(),
+                holder_lease_id: None,
+                reason: NotGrantedReason::WaitTimeout,
+            },
+            OutputFormat::Json,
+        );
+        assert_eq!(parse_one(&no_holder)["holder_lease_id"], Value::Null);
+    }
+
+    // JSON contract of `warden renew` and `warden release`.
+    #[test]
+    fn renew_and_release_json_shapes() {
+        let v = parse_one(&renew(
+            &RenewResult {
+                lease_id: 7,
+                ttl_ms: 10_000,
+                sequence: 3,
+            },
+            OutputFormat::Json,
+        ));
+        assert_eq!(keys(&v), ["lease_id", "ttl_ms"]);
+        let ok = ReleaseResult {
+            resource: "orders".into(),
+            lease_id: 7,
+            released: true,
+        };
+        let v = parse_one(&release(&ok, OutputFormat::Json));
+        assert_eq!(keys(&v), ["lease_id", "released"]);
+        assert_eq!(v["released"], true);
+        let refused = release(
+            &ReleaseResult {
+                released: false,
+                ..ok
+            },
+            OutputFormat::Json,
+        );
+        assert_eq!((refused.exit_code, refused.stdout), (EXIT_ERROR, None));
+    }
+
+    // JSON contract of `warden status`: holder object or null.
+    #[test]
+    fn status_json_shape() {
+        let held = StatusResult {
+            resource: "orders".into(),
+            holder: Some(Holder {
+                lease_id: 7,
+                fencing_token: 12,
+                ttl_remaining_ms: 8_400,
+                ttl_ms: 10_000,
+            }),
+            waiters: 0,
+            read_index: 40,
+        };
+        let v = parse_one(&status(&held, OutputFormat::Json));
+        assert_eq!(keys(&v), ["holder", "resource"]);
+        assert_eq!(
+            keys(&v["holder"]),
+            ["fencing_token", "lease_id", "ttl_remaining_ms"]
+        );
+        let free = StatusResult {
+            holder: None,
+            ..held
+        };
+        let v = parse_one(&status(&free, OutputFormat::Json));
+        assert_eq!(v["holder"], Value::Null);
+        assert_eq!(
+            status(&free, OutputFormat::Text).stdout.unwrap(),
+            "\"orders\" is free"
+        );
+    }
+
+    fn sample_cluster() -> ClusterStatus {
+        ClusterStatus {
+            cluster_id: "c0ffee".into(),
+            leader_id: 2,
+            term: 4,
+            commit_index: 118,
+            members: (1..=3)
+                .map(|id| Member {
+                    id,
+                    addr: format!("127.0.0.1:700{id}"),
+                    role: if id == 2 { "leader" } else { "follower" }.into(),
+                    applied_index: 118,
+                    last_contact_ms: 0,
+                    matched_index: 118,
+                })
+                .collect(),
+            timing: Some(Timing {
+                heartbeat_ms: 50,
+                election_timeout_min_ms: 250,
+                election_timeout_max_ms: 500,
+                checkpoint_interval_ms: 1_000,
+                promotion_grace_ms: 1_000,
+                renew_batch_window_ms: 2,
+                min_ttl_ms: 1_000,
+                max_ttl_ms: 3_600_000,
+                max_wait_timeout_ms: 3_600_000,
+                max_lock_delay_ms: 60_000,
+                bound_e_ms: 2_500,
+                bound_g_ms: 1_000,
+            }),
+            node_id: 1,
+        }
+    }
+
+    // JSON contract of `warden cluster status`, including the timing block with E and G.
+    #[test]
+    fn cluster_status_json_shape() {
+        let v = parse_one(&cluster_status(&sample_cluster(), OutputFormat::Json));
+        assert_eq!(
+            keys(&v),
+            [
+                "cluster_id",
+                "commit_index",
+                "leader_id",
+                "members",
+                "term",
+                "timing"
+            ]
+        );
+        assert_eq!(
+            keys(&v["members"][0]),
+            ["addr", "applied_index", "id", "role"]
+        );
+        assert_eq!(v["timing"]["bound_e_ms"], 2_500);
+        assert_eq!(v["timing"]["bound_g_ms"], 1_000);
+    }
+
+    // The text of `cluster status` shows the timing defaults and the bounds E and G.
+    #[test]
+    fn cluster_status_text_shows_timing_and_bounds() {
+        let text = cluster_status(&sample_cluster(), OutputFormat::Text)
+            .stdout
+            .unwrap();
+        assert!(text.contains("heartbeat 50ms"), "{text}");
+        assert!(text.contains("election timeout 250ms–500ms"), "{text}");
+        assert!(text.contains("E = 2s 500ms"), "{text}");
+        assert!(text.contains("G = 1s"), "{text}");
+        assert!(text.contains("127.0.0.1:7002  leader"), "{text}");
+    }
+
+    // Exit code 1 with a one-line reason on stderr, nothing on stdout.
+    #[test]
+    fn errors_are_one_line_on_stderr() {
+        let r = error("no quorum:\n  tried a:1");
+        assert_eq!(r.exit_code, EXIT_ERROR);
+        assert_eq!(r.stdout, None);
+        assert_eq!(r.stderr.as_deref(), Some("error: no quorum: tried a:1"));
+    }
+}

@@ -1,0 +1,442 @@
+//! `warden server`: merges flags over the config file over the defaults into
+//! a [`ServerConfig`], and checks every value against its documented limit.
+
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use warden_server::{ServerConfig, Timing};
+
+use crate::cli::{
+    insert_peer, parse_duration, parse_peer_id, parse_peers, InitialClusterState, Peers, ServerArgs,
+};
+
+/// The config file: the same keys as the flags, in kebab-case.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct FileConfig {
+    id: Option<u64>,
+    listen: Option<String>,
+    peers: Option<FilePeers>,
+    data_dir: Option<PathBuf>,
+    initial_cluster_state: Option<InitialClusterState>,
+    heartbeat: Option<String>,
+    election_timeout_min: Option<String>,
+    election_timeout_max: Option<String>,
+    checkpoint_interval: Option<String>,
+    promotion_grace: Option<String>,
+    snapshot_threshold: Option<u64>,
+    leader_transfer_timeout: Option<String>,
+}
+
+/// `peers = "1=a:7001,2=b:7001"` or a `[peers]` table `1 = "a:7001"`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum FilePeers {
+    Text(String),
+    Table(BTreeMap<String, String>),
+}
+
+/// Reads and parses a config file.
+pub fn read_config_file(path: &Path) -> Result<FileConfig, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("--config {}: cannot read: {e}", path.display()))?;
+    parse_config_file(&text).map_err(|e| format!("--config {}: {e}", path.display()))
+}
+
+/// Parses a config file's text.
+pub fn parse_config_file(text: &str) -> Result<FileConfig, String> {
+    toml::from_str(text).map_err(|e| one_line(&e.to_string()))
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Inclusive bounds of each timing parameter, in milliseconds.
+pub mod limits {
+    /// Heartbeat: 1 ms ..= 10 s.
+    pub const HEARTBEAT_MS: (u64, u64) = (1, 10_000);
+    /// Election timeout (either bound): at most 60 s; the lower bound must be
+    /// at least 2 × heartbeat and below the upper bound.
+    pub const ELECTION_TIMEOUT_MAX_MS: u64 = 60_000;
+    /// Checkpoint interval: 10 ms ..= 60 s.
+    pub const CHECKPOINT_INTERVAL_MS: (u64, u64) = (10, 60_000);
+    /// Promotion grace: 0 ..= 60 s.
+    pub const PROMOTION_GRACE_MS: (u64, u64) = (0, 60_000);
+    /// Snapshot threshold: 1 ..= 100,000,000 entries.
+    pub const SNAPSHOT_THRESHOLD: (u64, u64) = (1, 100_000_000);
+    /// Leader transfer timeout: 0 ..= 60 s.
+    pub const LEADER_TRANSFER_TIMEOUT_MS: (u64, u64) = (0, 60_000);
+}
+
+/// Builds the node's configuration: flags override the file, which overrides
+/// the defaults. Every error names the flag (the file key has the same name
+/// without `--`) and the limit.
+pub fn resolve(args: &ServerArgs, file: FileConfig) -> Result<ServerConfig, String> {
+    let node_id = args
+        .id
+        .or(file.id)
+        .ok_or("missing --id (or `id` in the config file)")?;
+    if node_id == 0 || node_id > warden_core::limits::MAX_ID {
+        return Err(format!(
+            "--id: {node_id} is out of range; node ids are 1..={}",
+            warden_core::limits::MAX_ID
+        ));
+    }
+    let listen_text = args
+        .listen
+        .clone()
+        .or(file.listen)
+        .ok_or("missing --listen HOST:PORT (or `listen` in the config file)")?;
+    let listen = resolve_listen(&listen_text)?;
+    let peers = match (&args.peers, file.peers) {
+        (Some(peers), _) => peers.clone(),
+        (None, Some(FilePeers::Text(text))) => parse_peers(&text)?,
+        (None, Some(FilePeers::Table(table))) => {
+            let mut peers = Peers::new();
+            for (id, addr) in table {
+                insert_peer(&mut peers, parse_peer_id(id.trim())?, &addr)?;
+            }
+            peers
+        }
+        (None, None) => {
+            return Err("missing --peers ID=HOST:PORT,... (or `peers` in the config file)".into())
+        }
+    };
+    if peers.is_empty() {
+        return Err("--peers: no members given; expected ID=HOST:PORT,...".into());
+    }
+    if !peers.contains_key(&node_id) {
+        let ids: Vec<String> = peers.keys().map(u64::to_string).collect();
+        return Err(format!(
+            "--id {node_id} is not one of the --peers ids ({})",
+            ids.join(", ")
+        ));
+    }
+    let data_dir = args
+        .data_dir
+        .clone()
+        .or(file.data_dir)
+        .ok_or("missing --data-dir DIR (or `data-dir` in the config file)")?;
+    let initial_cluster_state_new = args
+        .initial_cluster_state
+        .or(file.initial_cluster_state)
+        .unwrap_or(InitialClusterState::Existing)
+        == InitialClusterState::New;
+
+    let defaults = Timing::default();
+    let mut timing = defaults.clone();
+    timing.heartbeat_ms = duration_ms(
+        "heartbeat",
+        args.heartbeat,
+        file.heartbeat.as_deref(),
+        defaults.heartbeat_ms,
+    )?;
+    timing.election_timeout_min_ms = duration_ms(
+        "election-timeout-min",
+        args.election_timeout_min,
+        file.election_timeout_min.as_deref(),
+        defaults.election_timeout_min_ms,
+    )?;
+    timing.election_timeout_max_ms = duration_ms(
+        "election-timeout-max",
+        args.election_timeout_max,
+        file.election_timeout_max.as_deref(),
+        defaults.election_timeout_max_ms,
+    )?;
+    timing.checkpoint_interval_ms = duration_ms(
+        "checkpoint-interval",
+        args.checkpoint_interval,
+        file.checkpoint_interval.as_deref(),
+        defaults.checkpoint_interval_ms,
+    )?;
+    timing.promotion_grace_ms = duration_ms(
+        "promotion-grace",
+        args.promotion_grace,
+        file.promotion_grace.as_deref(),
+        defaults.promotion_grace_ms,
+    )?;
+    timing.snapshot_threshold = args
+        .snapshot_threshold
+        .or(file.snapshot_threshold)
+        .unwrap_or(defaults.snapshot_threshold);
+    timing.leader_transfer_timeout_ms = duration_ms(
+        "leader-transfer-timeout",
+        args.leader_transfer_timeout,
+        file.leader_transfer_timeout.as_deref(),
+        defaults.leader_transfer_timeout_ms,
+    )?;
+    validate_timing(&timing)?;
+
+    Ok(ServerConfig {
+        node_id,
+        listen,
+        peers,
+        data_dir,
+        initial_cluster_state_new,
+        timing,
+    })
+}
+
+/// `HOST:PORT` → a socket address (a host name is resolved once, here).
+fn resolve_listen(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(addr) = text.trim().parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    warden_client::parse_endpoint(text).map_err(|e| format!("--listen {text:?}: {e}"))?;
+    text.trim()
+        .to_socket_addrs()
+        .map_err(|e| format!("--listen {text:?}: cannot resolve: {e}"))?
+        .next()
+        .ok_or_else(|| format!("--listen {text:?}: resolves to no address"))
+}
+
+/// A duration from the flag, else the file, else the default, in whole ms.
+fn duration_ms(
+    name: &str,
+    flag: Option<Duration>,
+    file: Option<&str>,
+    default_ms: u64,
+) -> Result<u64, String> {
+    let duration = match (flag, file) {
+        (Some(d), _) => d,
+        (None, Some(text)) => parse_duration(text).map_err(|e| format!("--{name}: {e}"))?,
+        (None, None) => return Ok(default_ms),
+    };
+    u64::try_from(duration.as_millis())
+        .map_err(|_| format!("--{name}: {duration:?} is far too long"))
+}
+
+fn check_range(
+    name: &str,
+    value: u64,
+    (min, max): (u64, u64),
+    unit_ms: bool,
+) -> Result<(), String> {
+    let show = |v: u64| {
+        if unit_ms {
+            humantime::format_duration(Duration::from_millis(v)).to_string()
+        } else {
+            format!("{v} entries")
+        }
+    };
+    if value < min {
+        return Err(format!(
+            "--{name}: {} is below the minimum {}",
+            show(value),
+            show(min)
+        ));
+    }
+    if value > max {
+        return Err(format!(
+            "--{name}: {} is above the maximum {}",
+            show(value),
+            show(max)
+        ));
+    }
+    Ok(())
+}
+
+/// Checks every timing parameter against its limit (see [`limits`]).
+pub fn validate_timing(t: &Timing) -> Result<(), String> {
+    check_range("heartbeat", t.heartbeat_ms, limits::HEARTBEAT_MS, true)?;
+    check_range(
+        "election-timeout-min",
+        t.election_timeout_min_ms,
+        (
+            t.heartbeat_ms.saturating_mul(2),
+            limits::ELECTION_TIMEOUT_MAX_MS,
+        ),
+        true,
+    )
+    .map_err(|e| format!("{e} (at least 2 × heartbeat)"))?;
+    if t.election_timeout_max_ms <= t.election_timeout_min_ms {
+        return Err(format!(
+            "--election-timeout-max: {} must be above --election-timeout-min {}",
+            humantime::format_duration(Duration::from_millis(t.election_timeout_max_ms)),
+            humantime::format_duration(Duration::from_millis(t.election_timeout_min_ms)),
+        ));
+    }
+    check_range(
+        "election-timeout-max",
+        t.election_timeout_max_ms,
+        (0, limits::ELECTION_TIMEOUT_MAX_MS),
+        true,
+    )?;
+    check_range(
+        "checkpoint-interval",
+        t.checkpoint_interval_ms,
+        limits::CHECKPOINT_INTERVAL_MS,
+        true,
+    )?;
+    check_range(
+        "promotion-grace",
+        t.promotion_grace_ms,
+        limits::PROMOTION_GRACE_MS,
+        true,
+    )?;
+    check_range(
+        "snapshot-threshold",
+        t.snapshot_threshold,
+        limits::SNAPSHOT_THRESHOLD,
+        false,
+    )?;
+    check_range(
+        "leader-transfer-timeout",
+        t.leader_transfer_timeout_ms,
+        limits::LEADER_TRANSFER_TIMEOUT_MS,
+        true,
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base_args() -> ServerArgs {
+        ServerArgs {
+            id: Some(2),
+            listen: Some("127.0.0.1:7002".into()),
+            peers: Some(parse_peers("1=127.0.0.1:7001,2=127.0.0.1:7002,3=127.0.0.1:7003").unwrap()),
+            data_dir: Some("/tmp/w2".into()),
+            ..ServerArgs::default()
+        }
+    }
+
+    // The documented defaults (heartbeat 50 ms, election 250–500 ms, ...) are what a bare command gets.
+    #[test]
+    fn defaults_apply_when_nothing_is_given() {
+        let config = resolve(&base_args(), FileConfig::default()).unwrap();
+        assert_eq!(config.node_id, 2);
+        assert_eq!(config.timing, Timing::default());
+        assert_eq!(config.timing.heartbeat_ms, 50);
+        assert_eq!(config.timing.bound_e_ms(), 2_500);
+        assert!(!config.initial_cluster_state_new);
+    }
+
+    // Flags override the config file, which overrides the defaults.
+    #[test]
+    fn flags_override_the_file() {
+        let file = parse_config_file(
+            r#"
+            id = 1
+            listen = "127.0.0.1:7001"
+            data-dir = "/var/lib/warden"
+            initial-cluster-state = "new"
+            heartbeat = "20ms"
+            checkpoint-interval = "2s"
+            snapshot-threshold = 20
+            [peers]
+            1 = "127.0.0.1:7001"
+            2 = "127.0.0.1:7002"
+            "#,
+        )
+        .unwrap();
+        let args = ServerArgs {
+            heartbeat: Some(Duration::from_millis(40)),
+            id: Some(2),
+            ..ServerArgs::default()
+        };
+        let config = resolve(&args, file).unwrap();
+        assert_eq!(config.node_id, 2);
+        assert_eq!(config.peers.len(), 2);
+        assert_eq!(config.timing.heartbeat_ms, 40);
+        assert_eq!(config.timing.checkpoint_interval_ms, 2_000);
+        assert_eq!(config.timing.snapshot_threshold, 20);
+        assert!(config.initial_cluster_state_new);
+        assert_eq!(config.data_dir, PathBuf::from("/var/lib/warden"));
+    }
+
+    // Bad input names the field: unknown keys and bad values in the file are refused.
+    #[test]
+    fn config_file_errors_name_the_key() {
+        let err = parse_config_file("hearbeat = \"50ms\"").unwrap_err();
+        assert!(err.contains("hearbeat"), "{err}");
+        let err = resolve(
+            &base_args(),
+            parse_config_file("election-timeout-min = \"fast\"").unwrap(),
+        )
+        .unwrap_err();
+        assert!(err.starts_with("--election-timeout-min"), "{err}");
+    }
+
+    // Bad input names the field and the limit, and never panics.
+    #[test]
+    fn out_of_bounds_timing_names_field_and_limit() {
+        type Change = Box<dyn Fn(&mut ServerArgs)>;
+        let cases: Vec<(Change, &str)> = vec![
+            (
+                Box::new(|a| a.heartbeat = Some(Duration::ZERO)),
+                "--heartbeat: 0s is below the minimum 1ms",
+            ),
+            (
+                Box::new(|a| a.heartbeat = Some(Duration::from_secs(11))),
+                "--heartbeat: 11s is above the maximum 10s",
+            ),
+            (
+                Box::new(|a| a.election_timeout_min = Some(Duration::from_millis(60))),
+                "--election-timeout-min: 60ms is below the minimum 100ms",
+            ),
+            (
+                Box::new(|a| a.election_timeout_max = Some(Duration::from_millis(200))),
+                "--election-timeout-max: 200ms must be above --election-timeout-min 250ms",
+            ),
+            (
+                Box::new(|a| a.checkpoint_interval = Some(Duration::from_millis(1))),
+                "--checkpoint-interval: 1ms is below the minimum 10ms",
+            ),
+            (
+                Box::new(|a| a.promotion_grace = Some(Duration::from_secs(61))),
+                "--promotion-grace: 1m 1s is above the maximum 1m",
+            ),
+            (
+                Box::new(|a| a.snapshot_threshold = Some(0)),
+                "--snapshot-threshold: 0 entries is below the minimum 1 entries",
+            ),
+            (
+                Box::new(|a| a.leader_transfer_timeout = Some(Duration::MAX)),
+                "--leader-transfer-timeout",
+            ),
+        ];
+        for (change, expected) in cases {
+            let mut args = base_args();
+            change(&mut args);
+            let err = resolve(&args, FileConfig::default()).unwrap_err();
+            assert!(
+                err.starts_with(expected),
+                "got {err:?}, expected {expected:?}"
+            );
+        }
+    }
+
+    // Identity errors are clear: a missing flag, an id outside --peers, a bad --listen.
+    #[test]
+    fn identity_errors_are_clear() {
+        let mut args = base_args();
+        args.id = Some(4);
+        let err = resolve(&args, FileConfig::default()).unwrap_err();
+        assert!(
+            err.contains("not one of the --peers ids (1, 2, 3)"),
+            "{err}"
+        );
+        let mut args = base_args();
+        args.id = None;
+        assert!(resolve(&args, FileConfig::default())
+            .unwrap_err()
+            .contains("missing --id"));
+        let mut args = base_args();
+        args.listen = Some("nowhere".into());
+        assert!(resolve(&args, FileConfig::default())
+            .unwrap_err()
+            .starts_with("--listen"));
+        let mut args = base_args();
+        args.data_dir = None;
+        assert!(resolve(&args, FileConfig::default())
+            .unwrap_err()
+            .contains("--data-dir"));
+    }
+}

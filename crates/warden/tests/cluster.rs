@@ -1,0 +1,519 @@
+//! Real-process cluster tests: three `warden server` processes on loopback
+//! (ports picked from :0), each with its own temp data dir, killed with real
+//! signals. They share the machine's two cores, so run this binary with
+//! `--test-threads=1` (as `.ci/run` does): two clusters at once cause
+//! spurious elections.
+//!
+//! Every wait is a poll with a deadline, never a bare sleep. Each test names
+//! the property of `SEMANTICS.md` (or the public bug) it defends.
+
+mod harness;
+
+use std::time::{Duration, Instant};
+
+use harness::{Api, Cluster, Final};
+use tonic::Code;
+
+/// E for the default timing: promotion grace 1 s + checkpoint interval 1 s +
+/// apply lag bounded by one election timeout (500 ms). `warden cluster status`
+/// prints the same number.
+const E: Duration = Duration::from_millis(2_500);
+/// How long a status read may take to observe a change (read-index + reply).
+const OBSERVE: Duration = Duration::from_millis(300);
+
+/// S1, S6 (etcd issue 22082), bad input: the CLI session from the README
+/// works, a held resource is refused with exit 2 naming the holder, and a
+/// stale release after a re-acquire by the same lease changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acquire_renew_release_and_stale_release() {
+    let cluster = Cluster::start(3, &[]).await;
+
+    let (code, j, _) = cluster.cli(&["acquire", "db", "--ttl", "10s"]);
+    assert_eq!(code, 0);
+    let lease = j["lease_id"].as_u64().expect("lease_id");
+    let token = j["fencing_token"].as_u64().expect("fencing_token");
+    assert_eq!(j["resource"], "db");
+    assert_eq!(j["ttl_ms"], 10_000);
+
+    // A second acquire of a held resource fails with "held", exit 2.
+    let (code, j2, err) = cluster.cli(&["acquire", "db", "--ttl", "10s"]);
+    assert_eq!(code, 2, "stderr: {err}");
+    assert_eq!(j2["granted"], false);
+    assert_eq!(j2["holder_lease_id"].as_u64(), Some(lease));
+    assert!(
+        err.contains(&lease.to_string()),
+        "stderr names the holder: {err}"
+    );
+
+    let (code, s, _) = cluster.cli(&["status", "db"]);
+    assert_eq!(code, 0);
+    assert_eq!(s["holder"]["lease_id"].as_u64(), Some(lease));
+    assert_eq!(s["holder"]["fencing_token"].as_u64(), Some(token));
+
+    let (code, r, _) = cluster.cli(&["renew", &lease.to_string()]);
+    assert_eq!(code, 0);
+    assert_eq!(r["lease_id"].as_u64(), Some(lease));
+    assert_eq!(r["ttl_ms"], 10_000);
+
+    // The same lease takes a second resource, releases the first, re-acquires
+    // it (new token), and a late release carrying the old token is refused.
+    let api = cluster.api();
+    let other = api
+        .acquire_on_lease(11, 1, "db2", lease)
+        .await
+        .expect("db2");
+    let Final::Granted {
+        fencing_token: t_db2,
+        ..
+    } = other
+    else {
+        panic!("db2: {other:?}")
+    };
+    assert!(t_db2 > token);
+    api.release(11, 2, "db", lease, token)
+        .await
+        .expect("release db");
+    let again = api
+        .acquire_on_lease(11, 3, "db", lease)
+        .await
+        .expect("re-acquire");
+    let Final::Granted {
+        fencing_token: t_new,
+        lease_id,
+        ..
+    } = again
+    else {
+        panic!("{again:?}")
+    };
+    assert_eq!(lease_id, lease);
+    assert!(t_new > t_db2, "S2: {t_new} > {t_db2}");
+    let stale = api
+        .release(11, 4, "db", lease, token)
+        .await
+        .expect_err("stale release");
+    assert_eq!(stale.code(), Code::FailedPrecondition, "{stale:?}");
+    let st = api.status("db").await.expect("status");
+    assert_eq!(
+        st.holder.as_ref().map(|h| (h.lease_id, h.fencing_token)),
+        Some((lease, t_new))
+    );
+
+    // Bad input: a typed error naming the field, exit 1, nothing changed.
+    let (code, _, err) = cluster.cli(&["acquire", "", "--ttl", "10s"]);
+    assert_eq!(code, 1);
+    assert!(err.to_lowercase().contains("resource"), "{err}");
+    let (code, _, err) = cluster.cli(&["acquire", "x", "--ttl", "500ms"]);
+    assert_eq!(code, 1);
+    assert!(err.to_lowercase().contains("ttl"), "{err}");
+    let long = "r".repeat(513);
+    let (code, _, err) = cluster.cli(&["acquire", &long, "--ttl", "10s"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("512"), "{err}");
+    let (code, _, err) = cluster.cli(&["renew", "999999"]);
+    assert_eq!(code, 1);
+    assert!(err.to_lowercase().contains("lease"), "{err}");
+
+    // Release through the CLI, with the current token.
+    let (code, rel, _) = cluster.cli(&[
+        "release",
+        &lease.to_string(),
+        "db",
+        "--token",
+        &t_new.to_string(),
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(rel["released"], true);
+    let (_, s, _) = cluster.cli(&["status", "db"]);
+    assert!(s["holder"].is_null(), "{s}");
+}
+
+/// S4, L1, S2: a holder that stops renewing keeps the lock for at least TTL
+/// after its last renew was sent, loses it within TTL + E after the renew was
+/// acknowledged, and the next grant's token is larger.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expiry_is_no_earlier_than_ttl_and_no_later_than_ttl_plus_e() {
+    let cluster = Cluster::start(3, &[]).await;
+    let api = cluster.api();
+    let ttl = Duration::from_millis(2_000);
+    let g = api
+        .acquire(21, 1, "job", ttl.as_millis() as u64)
+        .await
+        .expect("acquire");
+    let Final::Granted {
+        lease_id,
+        fencing_token,
+        ..
+    } = g
+    else {
+        panic!("{g:?}")
+    };
+    let renew_sent = Instant::now();
+    api.renew(lease_id).await.expect("renew");
+    let renew_acked = Instant::now();
+
+    let gone_at = loop {
+        let sent = Instant::now();
+        let st = api.status("job").await.expect("status");
+        let received = Instant::now();
+        match st.holder {
+            Some(h) => assert_eq!(h.lease_id, lease_id),
+            None => {
+                assert!(
+                    received >= renew_sent + ttl,
+                    "S4: lease gone {:?} after the renew's send, TTL is {ttl:?}",
+                    received - renew_sent
+                );
+                break sent;
+            }
+        }
+        assert!(
+            sent < renew_acked + ttl + E + OBSERVE,
+            "L1: lease still held {:?} after the renew's ack",
+            sent - renew_acked
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(gone_at <= renew_acked + ttl + E + OBSERVE);
+
+    let next = api.acquire(22, 1, "job", 5_000).await.expect("acquire");
+    let Final::Granted {
+        fencing_token: t2, ..
+    } = next
+    else {
+        panic!("{next:?}")
+    };
+    assert!(t2 > fencing_token, "S2: {t2} > {fencing_token}");
+}
+
+/// L2 (etcd issue 9395): killing the leader three times in a row while a lease
+/// is not renewed does not restart its countdown: it is gone by its last
+/// committed renew + TTL + E.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_leader_kills_do_not_extend_a_dead_lease() {
+    let mut cluster = Cluster::start(3, &[]).await;
+    let api = cluster.api();
+    let ttl = Duration::from_millis(6_000);
+    let g = api
+        .acquire(31, 1, "stuck", ttl.as_millis() as u64)
+        .await
+        .expect("acquire");
+    let acked = Instant::now();
+    let Final::Granted { lease_id, .. } = g else {
+        panic!("{g:?}")
+    };
+    for round in 0..3 {
+        let leader = cluster.wait_leader(Duration::from_secs(10)).await;
+        cluster.kill(leader);
+        // A real election among the other two (a node restarted at once
+        // could resume its own term of office instead).
+        let new_leader = cluster.wait_leader(Duration::from_secs(10)).await;
+        assert_ne!(new_leader, leader);
+        cluster.spawn(leader);
+        eprintln!("round {round}: killed {leader}, new leader {new_leader}");
+    }
+    assert!(
+        Instant::now() < acked + ttl,
+        "the three elections must finish within the TTL for this test to mean anything"
+    );
+    loop {
+        let sent = Instant::now();
+        match api.status("stuck").await {
+            Ok(st) if st.holder.is_none() => break,
+            Ok(st) => assert_eq!(st.holder.map(|h| h.lease_id), Some(lease_id)),
+            Err(e) => assert_eq!(e.code(), Code::Unavailable, "{e:?}"),
+        }
+        assert!(
+            sent < acked + ttl + E + OBSERVE,
+            "L2: lease outlived TTL + E by {:?}",
+            sent - (acked + ttl + E)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// L4: a holder that renews after each leader change never loses its lease,
+/// and nobody else is granted its resource meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewed_lease_survives_leader_kills() {
+    let mut cluster = Cluster::start(3, &[]).await;
+    let api = cluster.api();
+    let g = api.acquire(41, 1, "kept", 3_000).await.expect("acquire");
+    let Final::Granted {
+        lease_id,
+        fencing_token,
+        ..
+    } = g
+    else {
+        panic!("{g:?}")
+    };
+    for round in 0..3u64 {
+        api.renew(lease_id).await.expect("renew before the kill");
+        let leader = cluster.wait_leader(Duration::from_secs(10)).await;
+        cluster.kill(leader);
+        // The holder's next renew, retried until a new leader commits it.
+        api.renew(lease_id)
+            .await
+            .expect("L4: renew after the leader change");
+        cluster.spawn(leader);
+        let other = api
+            .acquire(42, round + 1, "kept", 3_000)
+            .await
+            .expect("try");
+        assert!(
+            matches!(other, Final::NotGranted { holder_lease_id, .. } if holder_lease_id == lease_id),
+            "S1: {other:?}"
+        );
+    }
+    let st = api.status("kept").await.expect("status");
+    assert_eq!(
+        st.holder.map(|h| (h.lease_id, h.fencing_token)),
+        Some((lease_id, fencing_token))
+    );
+}
+
+/// S2, S3: every node killed and restarted from disk: holders and tokens are
+/// intact, and new tokens are larger than any before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_restart_keeps_holders_and_tokens() {
+    let mut cluster = Cluster::start(3, &[]).await;
+    let api = cluster.api();
+    let a = api.acquire(51, 1, "a", 60_000).await.expect("a");
+    let b = api.acquire(51, 2, "b", 60_000).await.expect("b");
+    let (
+        Final::Granted {
+            lease_id: la,
+            fencing_token: ta,
+            ..
+        },
+        Final::Granted {
+            lease_id: lb,
+            fencing_token: tb,
+            ..
+        },
+    ) = (a, b)
+    else {
+        panic!("not granted")
+    };
+    for id in 1..=3 {
+        cluster.kill(id);
+    }
+    for id in 1..=3 {
+        cluster.spawn(id);
+    }
+    cluster.wait_leader(Duration::from_secs(15)).await;
+    let sa = api.status("a").await.expect("status a");
+    let sb = api.status("b").await.expect("status b");
+    assert_eq!(
+        sa.holder.map(|h| (h.lease_id, h.fencing_token)),
+        Some((la, ta))
+    );
+    assert_eq!(
+        sb.holder.map(|h| (h.lease_id, h.fencing_token)),
+        Some((lb, tb))
+    );
+    let c = api.acquire(52, 1, "c", 5_000).await.expect("c");
+    let Final::Granted {
+        fencing_token: tc,
+        lease_id: lc,
+        ..
+    } = c
+    else {
+        panic!("{c:?}")
+    };
+    assert!(tc > tb && tb > ta, "S2: {ta} < {tb} < {tc}");
+    assert!(lc > lb, "lease ids are never reused: {lc} > {lb}");
+}
+
+/// S2, S3, S7: with a snapshot threshold of 20 entries, a follower kept down
+/// for 200 operations catches up by snapshot, then leads with holders, the
+/// token counter and the outcome table intact; snapshots of one index are
+/// byte-identical on every node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lagging_follower_catches_up_by_snapshot_and_leads() {
+    let mut cluster = Cluster::start(3, &["--snapshot-threshold", "20"]).await;
+    let api = cluster.api();
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await;
+    let follower = (1..=3).find(|id| *id != leader).expect("a follower");
+    cluster.kill(follower);
+
+    // 200 operations: 100 acquire + release cycles on fresh resources.
+    let mut last_token = 0;
+    for i in 0..100u64 {
+        let r = format!("r{i}");
+        let g = api
+            .acquire(61, 2 * i + 1, &r, 5_000)
+            .await
+            .expect("acquire");
+        let Final::Granted {
+            lease_id,
+            fencing_token,
+            ..
+        } = g
+        else {
+            panic!("{g:?}")
+        };
+        api.release(61, 2 * i + 2, &r, lease_id, fencing_token)
+            .await
+            .expect("release");
+        last_token = fencing_token;
+    }
+    // One grant that stays, acquired with a request id we will retry later.
+    let held = api.acquire(62, 1, "held", 60_000).await.expect("held");
+    let Final::Granted {
+        lease_id: held_lease,
+        fencing_token: held_token,
+        ..
+    } = held
+    else {
+        panic!()
+    };
+    assert!(held_token > last_token);
+
+    cluster.spawn(follower);
+    // The follower catches up (through a snapshot: its log is long purged).
+    cluster
+        .wait_applied(follower, Duration::from_secs(20))
+        .await;
+
+    // Make the former laggard the leader.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let l = cluster.wait_leader(Duration::from_secs(10)).await;
+        if l == follower {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "node {follower} never became leader"
+        );
+        cluster.kill(l);
+        // A real election among the other two; only then restart `l`.
+        let next = cluster.wait_leader(Duration::from_secs(10)).await;
+        assert_ne!(next, l);
+        cluster.spawn(l);
+        if next == follower {
+            break;
+        }
+        cluster.wait_applied(l, Duration::from_secs(20)).await;
+    }
+    let st = api.status("held").await.expect("status");
+    assert_eq!(
+        st.holder.map(|h| (h.lease_id, h.fencing_token)),
+        Some((held_lease, held_token))
+    );
+    // S7: the retried acquire returns the same grant from the outcome table.
+    let retry = api.acquire(62, 1, "held", 60_000).await.expect("retry");
+    assert!(
+        matches!(retry, Final::Granted { lease_id, fencing_token, .. } if lease_id == held_lease && fencing_token == held_token),
+        "{retry:?}"
+    );
+    // S2: the token counter survived.
+    let next = api.acquire(63, 1, "fresh", 5_000).await.expect("fresh");
+    let Final::Granted {
+        fencing_token: t,
+        lease_id: l,
+        ..
+    } = next
+    else {
+        panic!("{next:?}")
+    };
+    assert!(t > held_token);
+    api.release(63, 2, "fresh", l, t)
+        .await
+        .expect("release fresh");
+    api.release(62, 2, "held", held_lease, held_token)
+        .await
+        .expect("release held");
+
+    // Quiesce (no leases: no checkpoints), then compare snapshots.
+    let snaps = cluster
+        .snapshots_at_same_index(Duration::from_secs(20))
+        .await;
+    assert_eq!(snaps.len(), 3);
+    let (i0, b0) = &snaps[0];
+    for (i, b) in &snaps[1..] {
+        assert_eq!(i, i0);
+        assert_eq!(b, b0, "snapshot bytes differ at index {i0}");
+    }
+}
+
+/// S7: an acquire whose reply was lost, retried with the same request id on
+/// the new leader, returns the same grant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retried_acquire_returns_the_same_grant_after_leader_change() {
+    let mut cluster = Cluster::start(3, &[]).await;
+    let api = cluster.api();
+    let first = api.acquire(71, 1, "once", 30_000).await.expect("acquire");
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await;
+    cluster.kill(leader);
+    let again = api.acquire(71, 1, "once", 30_000).await.expect("retry");
+    assert_eq!(first, again);
+    // The same request id with other arguments is refused.
+    let other = api
+        .acquire(71, 1, "other", 30_000)
+        .await
+        .expect_err("reuse");
+    assert_eq!(other.code(), Code::InvalidArgument, "{other:?}");
+}
+
+/// L3, SEMANTICS "Membership": a request sent to a follower is served; a node
+/// whose data dir was wiped refuses to start ("lost its data") and the other
+/// two keep serving; with only one node left, commands fail with a clear
+/// "no quorum" error within the CLI deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follower_redirects_wiped_node_refuses_minority_fails_fast() {
+    let mut cluster = Cluster::start(3, &[]).await;
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await;
+    let follower = (1..=3).find(|id| *id != leader).expect("follower");
+    let (code, j, err) = cluster.cli_at(&cluster.addr(follower), &["acquire", "f", "--ttl", "10s"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(j["fencing_token"].as_u64().is_some());
+
+    cluster.kill(follower);
+    cluster.wipe(follower);
+    let (code, stderr) = cluster.run_to_exit(follower, Duration::from_secs(20));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("lost its data"), "{stderr}");
+    let (code, _, err) = cluster.cli(&["acquire", "g", "--ttl", "10s"]);
+    assert_eq!(code, 0, "two nodes serve: {err}");
+
+    let other = (1..=3)
+        .find(|id| *id != follower && *id != leader)
+        .expect("third");
+    cluster.kill(other);
+    let start = Instant::now();
+    let (code, _, err) = cluster.cli(&["acquire", "h", "--ttl", "10s"]);
+    let took = start.elapsed();
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("quorum"), "{err}");
+    assert!(
+        took < Duration::from_secs(8),
+        "L3: failed after {took:?}, not within the deadline"
+    );
+}
+
+/// SIGTERM on the leader hands leadership over before exiting, so a rolling
+/// restart loses nothing: the process exits in bounded time and a holder's
+/// lease survives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_on_leader_transfers_leadership() {
+    let mut cluster = Cluster::start(3, &[]).await;
+    let api = cluster.api();
+    let g = api.acquire(81, 1, "roll", 10_000).await.expect("acquire");
+    let Final::Granted { lease_id, .. } = g else {
+        panic!("{g:?}")
+    };
+    for _ in 0..3 {
+        let leader = cluster.wait_leader(Duration::from_secs(10)).await;
+        let took = cluster.terminate(leader, Duration::from_secs(5));
+        assert!(took < Duration::from_secs(5), "leader exit took {took:?}");
+        api.renew(lease_id).await.expect("renew on the new leader");
+        cluster.spawn(leader);
+        cluster.wait_applied(leader, Duration::from_secs(10)).await;
+    }
+    let st = api.status("roll").await.expect("status");
+    assert_eq!(st.holder.map(|h| h.lease_id), Some(lease_id));
+}
+
+#[allow(dead_code)]
+fn _unused(_: Api) {}

@@ -1,0 +1,562 @@
+//! A real-process test cluster: `warden server` children on loopback ports
+//! picked from :0, data in a temp dir, and a small gRPC client that follows
+//! the leader. Everything waits with deadlines; nothing sleeps to synchronise.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tonic::{Code, Status};
+use warden_proto::peer::peer_client::PeerClient;
+use warden_proto::peer::TakeSnapshotRequest;
+use warden_proto::v1 as pb;
+use warden_proto::v1::lock_client::LockClient;
+
+/// The `warden` binary under test.
+pub fn warden_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_warden"))
+}
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind :0");
+    l.local_addr().expect("addr").port()
+}
+
+/// One server process.
+pub struct NodeProc {
+    pub id: u64,
+    pub addr: String,
+    pub dir: PathBuf,
+    pub log: PathBuf,
+    pub child: Option<Child>,
+}
+
+/// A test cluster.
+pub struct Cluster {
+    pub tmp: tempfile::TempDir,
+    pub nodes: BTreeMap<u64, NodeProc>,
+    pub extra: Vec<String>,
+}
+
+/// The final message of an acquire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Final {
+    Granted {
+        resource: String,
+        lease_id: u64,
+        fencing_token: u64,
+        ttl_ms: u64,
+    },
+    NotGranted {
+        holder_lease_id: u64,
+        reason: String,
+    },
+}
+
+impl Cluster {
+    /// Starts `n` nodes and waits until they elect a leader.
+    pub async fn start(n: u64, extra: &[&str]) -> Cluster {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut nodes = BTreeMap::new();
+        for id in 1..=n {
+            let dir = tmp.path().join(format!("node-{id}"));
+            nodes.insert(
+                id,
+                NodeProc {
+                    id,
+                    addr: format!("127.0.0.1:{}", free_port()),
+                    log: tmp.path().join(format!("node-{id}.log")),
+                    dir,
+                    child: None,
+                },
+            );
+        }
+        let mut c = Cluster {
+            tmp,
+            nodes,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+        };
+        for id in 1..=n {
+            c.spawn(id);
+        }
+        c.wait_leader(Duration::from_secs(20)).await;
+        c
+    }
+
+    pub fn peers(&self) -> String {
+        self.nodes
+            .values()
+            .map(|n| format!("{}={}", n.id, n.addr))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    pub fn endpoints(&self) -> String {
+        self.nodes
+            .values()
+            .map(|n| n.addr.clone())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    pub fn addr(&self, id: u64) -> String {
+        self.nodes[&id].addr.clone()
+    }
+
+    fn command(&self, id: u64) -> Command {
+        let n = &self.nodes[&id];
+        let mut cmd = Command::new(warden_bin());
+        cmd.arg("server")
+            .arg("--id")
+            .arg(id.to_string())
+            .arg("--listen")
+            .arg(&n.addr)
+            .arg("--peers")
+            .arg(self.peers())
+            .arg("--data-dir")
+            .arg(&n.dir)
+            .args(&self.extra)
+            .env("RUST_LOG", "info,openraft=warn")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Starts node `id` (again), appending its output to its log file.
+    pub fn spawn(&mut self, id: u64) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.nodes[&id].log)
+            .expect("log file");
+        let err = log.try_clone().expect("log clone");
+        let child = self
+            .command(id)
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(err))
+            .spawn()
+            .expect("spawn warden server");
+        self.nodes.get_mut(&id).expect("node").child = Some(child);
+    }
+
+    /// Runs node `id` in the foreground until it exits (or `timeout`).
+    pub fn run_to_exit(&mut self, id: u64, timeout: Duration) -> (Option<i32>, String) {
+        let mut child = self
+            .command(id)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let deadline = Instant::now() + timeout;
+        let status = loop {
+            if let Some(s) = child.try_wait().expect("wait") {
+                break Some(s);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut stderr = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            let _ = e.read_to_string(&mut stderr);
+        }
+        (status.and_then(|s| s.code()), stderr)
+    }
+
+    /// SIGKILL node `id` and reap it.
+    pub fn kill(&mut self, id: u64) {
+        if let Some(mut c) = self.nodes.get_mut(&id).and_then(|n| n.child.take()) {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM node `id`; returns how long it took to exit (SIGKILL after `limit`).
+    pub fn terminate(&mut self, id: u64, limit: Duration) -> Duration {
+        let start = Instant::now();
+        if let Some(mut c) = self.nodes.get_mut(&id).and_then(|n| n.child.take()) {
+            let pid = nix::unistd::Pid::from_raw(c.id() as i32);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+            loop {
+                if c.try_wait().expect("wait").is_some() {
+                    break;
+                }
+                if start.elapsed() > limit {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        start.elapsed()
+    }
+
+    /// Deletes node `id`'s data dir (the node must be stopped).
+    pub fn wipe(&mut self, id: u64) {
+        let _ = std::fs::remove_dir_all(&self.nodes[&id].dir);
+    }
+
+    /// Runs the CLI with `--endpoints` of the whole cluster and `--output json`.
+    pub fn cli(&self, args: &[&str]) -> (i32, serde_json::Value, String) {
+        self.cli_at(&self.endpoints(), args)
+    }
+
+    /// Runs the CLI against the given endpoints.
+    pub fn cli_at(&self, endpoints: &str, args: &[&str]) -> (i32, serde_json::Value, String) {
+        let out = Command::new(warden_bin())
+            .args(args)
+            .arg("--endpoints")
+            .arg(endpoints)
+            .arg("--output")
+            .arg("json")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run warden cli");
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        let json = if stdout.trim().is_empty() {
+            serde_json::Value::Null
+        } else {
+            serde_json::from_str(stdout.trim())
+                .unwrap_or_else(|e| panic!("stdout is not one JSON value ({e}): {stdout:?}"))
+        };
+        (out.status.code().unwrap_or(-1), json, stderr)
+    }
+
+    pub fn api(&self) -> Api {
+        Api {
+            endpoints: self.nodes.values().map(|n| n.addr.clone()).collect(),
+        }
+    }
+
+    /// Waits until a running node reports a leader that is running; returns it.
+    pub async fn wait_leader(&self, timeout: Duration) -> u64 {
+        let deadline = Instant::now() + timeout;
+        loop {
+            for n in self.nodes.values().filter(|n| n.child.is_some()) {
+                if let Ok(s) = cluster_status_at(&n.addr).await {
+                    let alive = self
+                        .nodes
+                        .get(&s.leader_id)
+                        .map(|l| l.child.is_some())
+                        .unwrap_or(false);
+                    // A node restarted a moment ago may still believe in its
+                    // old term of office: only a read-index (a quorum's
+                    // confirmation) proves leadership.
+                    if s.leader_id == s.node_id && alive && confirmed_leader(&n.addr).await {
+                        return s.leader_id;
+                    }
+                }
+            }
+            assert!(Instant::now() < deadline, "no leader within {timeout:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits until node `id` has applied everything the leader has committed.
+    pub async fn wait_applied(&self, id: u64, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let leader = self.wait_leader(timeout).await;
+            if let Ok(s) = cluster_status_at(&self.addr(leader)).await {
+                if let Some(m) = s.members.iter().find(|m| m.id == id) {
+                    if m.applied_index >= s.commit_index && s.commit_index > 0 {
+                        return;
+                    }
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "node {id} did not catch up within {timeout:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Takes a snapshot on every running node until all of them cover the
+    /// same index; returns (index, bytes) per node.
+    pub async fn snapshots_at_same_index(&self, timeout: Duration) -> Vec<(u64, Vec<u8>)> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let leader = self.wait_leader(timeout).await;
+            let cluster_id = cluster_status_at(&self.addr(leader))
+                .await
+                .map(|s| s.cluster_id)
+                .unwrap_or_default();
+            let mut out = Vec::new();
+            for n in self.nodes.values().filter(|n| n.child.is_some()) {
+                if let Ok(s) = take_snapshot(&n.addr, &cluster_id).await {
+                    out.push(s);
+                }
+            }
+            if out.len() == self.nodes.values().filter(|n| n.child.is_some()).count()
+                && out.windows(2).all(|w| w[0].0 == w[1].0)
+            {
+                return out;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "snapshots never agreed on an index: {:?}",
+                out.iter().map(|s| s.0).collect::<Vec<_>>()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let ids: Vec<u64> = self.nodes.keys().copied().collect();
+        for id in ids {
+            self.kill(id);
+        }
+        if std::thread::panicking() {
+            if let Ok(dir) = std::env::var("WARDEN_TEST_KEEP_LOGS") {
+                let _ = std::fs::create_dir_all(&dir);
+                for n in self.nodes.values() {
+                    let _ = std::fs::copy(
+                        &n.log,
+                        std::path::Path::new(&dir).join(format!("node-{}.log", n.id)),
+                    );
+                }
+            }
+            for n in self.nodes.values() {
+                if let Ok(log) = std::fs::read_to_string(&n.log) {
+                    let tail: Vec<&str> = log.lines().rev().take(40).collect();
+                    eprintln!("---- node {} log (last lines) ----", n.id);
+                    for l in tail.iter().rev() {
+                        eprintln!("{l}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+async fn connect(addr: &str) -> Result<LockClient<tonic::transport::Channel>, Status> {
+    let ch = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .map_err(|e| Status::unavailable(e.to_string()))?
+        .connect_timeout(Duration::from_millis(300))
+        .timeout(Duration::from_secs(5))
+        .connect()
+        .await
+        .map_err(|e| Status::unavailable(e.to_string()))?;
+    Ok(LockClient::new(ch))
+}
+
+pub async fn cluster_status_at(addr: &str) -> Result<pb::ClusterStatusResponse, Status> {
+    let mut c = connect(addr).await?;
+    match c.cluster_status(pb::ClusterStatusRequest {}).await {
+        Ok(r) => Ok(r.into_inner()),
+        Err(s) => Err(s),
+    }
+}
+
+/// True when `addr` serves a linearizable read (it is a leader confirmed by
+/// a quorum).
+async fn confirmed_leader(addr: &str) -> bool {
+    match connect(addr).await {
+        Ok(mut c) => c
+            .status(pb::StatusRequest {
+                resource: "warden-test-probe".into(),
+            })
+            .await
+            .is_ok(),
+        Err(_) => false,
+    }
+}
+
+async fn take_snapshot(addr: &str, cluster_id: &str) -> Result<(u64, Vec<u8>), Status> {
+    let ch = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .map_err(|e| Status::unavailable(e.to_string()))?
+        .connect()
+        .await
+        .map_err(|e| Status::unavailable(e.to_string()))?;
+    let mut c = PeerClient::new(ch);
+    let mut req = tonic::Request::new(TakeSnapshotRequest {});
+    req.metadata_mut().insert(
+        warden_proto::CLUSTER_ID_METADATA,
+        cluster_id.parse().map_err(|_| Status::internal("bad id"))?,
+    );
+    let r = c.take_snapshot(req).await?.into_inner();
+    Ok((r.index, r.data))
+}
+
+/// A minimal gRPC client that follows the leader and retries `Unavailable`
+/// within a deadline (10 s).
+#[derive(Clone, Debug)]
+pub struct Api {
+    pub endpoints: Vec<String>,
+}
+
+const API_DEADLINE: Duration = Duration::from_secs(10);
+
+impl Api {
+    async fn with_leader<T, F, Fut>(&self, f: F) -> Result<T, Status>
+    where
+        F: Fn(LockClient<tonic::transport::Channel>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Status>>,
+    {
+        let deadline = Instant::now() + API_DEADLINE;
+        let mut i = 0usize;
+        let mut target = self.endpoints[0].clone();
+        loop {
+            let res = match connect(&target).await {
+                Ok(c) => f(c).await,
+                Err(e) => Err(e),
+            };
+            match res {
+                Err(s)
+                    if s.code() == Code::Unavailable
+                        || s.code() == Code::Unknown
+                        || s.code() == Code::Cancelled =>
+                {
+                    if Instant::now() > deadline {
+                        return Err(s);
+                    }
+                    if let Some(l) = s
+                        .metadata()
+                        .get(warden_proto::LEADER_METADATA)
+                        .and_then(|v| v.to_str().ok())
+                    {
+                        if l != target {
+                            target = l.to_string();
+                            continue;
+                        }
+                    }
+                    i += 1;
+                    target = self.endpoints[i % self.endpoints.len()].clone();
+                    tokio::time::sleep(Duration::from_millis(30)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn acquire_req(&self, req: pb::AcquireRequest) -> Result<Final, Status> {
+        self.with_leader(|mut c| {
+            let req = req.clone();
+            async move {
+                let mut s = c.acquire(req).await?.into_inner();
+                loop {
+                    match s.message().await? {
+                        None => return Err(Status::unavailable("stream ended")),
+                        Some(m) => match m.event {
+                            Some(pb::acquire_response::Event::Granted(g)) => {
+                                return Ok(Final::Granted {
+                                    resource: g.resource,
+                                    lease_id: g.lease_id,
+                                    fencing_token: g.fencing_token,
+                                    ttl_ms: g.ttl_ms,
+                                })
+                            }
+                            Some(pb::acquire_response::Event::NotGranted(n)) => {
+                                return Ok(Final::NotGranted {
+                                    holder_lease_id: n.holder_lease_id,
+                                    reason: n.reason,
+                                })
+                            }
+                            _ => continue,
+                        },
+                    }
+                }
+            }
+        })
+        .await
+    }
+
+    fn header(client_id: u64, request_id: u64) -> Option<pb::RequestHeader> {
+        Some(pb::RequestHeader {
+            client_id,
+            request_id,
+            acked_request_id: 0,
+        })
+    }
+
+    /// Try-acquire with a new lease of `ttl_ms`.
+    pub async fn acquire(
+        &self,
+        client_id: u64,
+        request_id: u64,
+        resource: &str,
+        ttl_ms: u64,
+    ) -> Result<Final, Status> {
+        self.acquire_req(pb::AcquireRequest {
+            header: Self::header(client_id, request_id),
+            resource: resource.into(),
+            ttl_ms,
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// Try-acquire on an existing lease.
+    pub async fn acquire_on_lease(
+        &self,
+        client_id: u64,
+        request_id: u64,
+        resource: &str,
+        lease_id: u64,
+    ) -> Result<Final, Status> {
+        self.acquire_req(pb::AcquireRequest {
+            header: Self::header(client_id, request_id),
+            resource: resource.into(),
+            lease_id,
+            ..Default::default()
+        })
+        .await
+    }
+
+    pub async fn renew(&self, lease_id: u64) -> Result<u64, Status> {
+        self.with_leader(|mut c| async move {
+            Ok(c.renew(pb::RenewRequest {
+                lease_id,
+                client_id: 1,
+                sequence: 1,
+            })
+            .await?
+            .into_inner()
+            .ttl_ms)
+        })
+        .await
+    }
+
+    pub async fn release(
+        &self,
+        client_id: u64,
+        request_id: u64,
+        resource: &str,
+        lease_id: u64,
+        fencing_token: u64,
+    ) -> Result<(), Status> {
+        self.with_leader(|mut c| {
+            let resource = resource.to_string();
+            async move {
+                c.release(pb::ReleaseRequest {
+                    header: Self::header(client_id, request_id),
+                    resource,
+                    lease_id,
+                    fencing_token,
+                })
+                .await?;
+                Ok(())
+            }
+        })
+        .await
+    }
+
+    pub async fn status(&self, resource: &str) -> Result<pb::StatusResponse, Status> {
+        self.with_leader(|mut c| {
+            let resource = resource.to_string();
+            async move { Ok(c.status(pb::StatusRequest { resource }).await?.into_inner()) }
+        })
+        .await
+    }
+}
