@@ -11,6 +11,11 @@
 //! that it never prepared has lost its data: it refuses to start ("lost its
 //! data") instead of rejoining with a forgotten vote. A member that prepared
 //! that very id is inside an unfinished bootstrap and completes it.
+//!
+//! With `--initial-cluster-state new` the operator vouches that every member
+//! is new: the initiator forms the cluster once a majority answers and keeps
+//! pushing the id to the others, and an empty member that finds its peers
+//! already formed waits for that push instead of refusing.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,6 +39,9 @@ pub struct Bootstrapped {
     /// True when this node must call `Raft::initialize` (the initiator, on a
     /// fresh cluster).
     pub initialize: bool,
+    /// Members that did not receive the id (only with
+    /// `--initial-cluster-state new`): the initiator keeps pushing it to them.
+    pub pending: Vec<(u64, String)>,
 }
 
 const POLL: Duration = Duration::from_millis(200);
@@ -90,6 +98,7 @@ pub async fn bootstrap(
         return Ok(Bootstrapped {
             cluster_id: id,
             initialize: false,
+            pending: Vec::new(),
         });
     }
     let me = config.node_id;
@@ -109,6 +118,7 @@ pub async fn bootstrap(
             return Ok(Bootstrapped {
                 cluster_id: id,
                 initialize: false,
+                pending: Vec::new(),
             });
         }
         let mut answers = Vec::new();
@@ -135,29 +145,54 @@ pub async fn bootstrap(
                 return Ok(Bootstrapped {
                     cluster_id: committed,
                     initialize: initiator && state.empty_at_start,
+                    pending: Vec::new(),
                 });
             }
-            return Err(ServerError::LostData {
-                node_id: me,
-                cluster_id: committed,
-            });
+            if !config.initial_cluster_state_new || !state.empty_at_start {
+                return Err(ServerError::LostData {
+                    node_id: me,
+                    cluster_id: committed,
+                });
+            }
+            // `--initial-cluster-state new`: the operator says this member is
+            // part of the cluster being formed; wait for the initiator's push.
+            if rounds % 10 == 1 {
+                tracing::info!(cluster_id = %committed, "bootstrap: peers formed a cluster without this node; waiting for the initiator to send its id (--initial-cluster-state new)");
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(POLL) => {}
+                _ = rx.changed() => {}
+            }
+            continue;
         }
-        let all_up = answers.iter().all(|(_, a)| a.is_some());
-        if initiator && all_up {
+        let answered = answers.iter().filter(|(_, a)| a.is_some()).count() + 1;
+        let all_up = answered == config.peers.len();
+        let majority_up = answered > config.peers.len() / 2;
+        if initiator && (all_up || (config.initial_cluster_state_new && majority_up)) {
+            let reachable: Vec<(u64, String)> = others
+                .iter()
+                .filter(|(id, _)| answers.iter().any(|(a, r)| a == id && r.is_some()))
+                .cloned()
+                .collect();
+            let pending: Vec<(u64, String)> = others
+                .iter()
+                .filter(|o| !reachable.contains(o))
+                .cloned()
+                .collect();
             let id = prepared.unwrap_or_else(mint_cluster_id);
             state
                 .db
                 .put_meta(KEY_PREPARED_CLUSTER_ID, id.as_bytes())
                 .map_err(storage)?;
             let mut ok = true;
-            for (_, addr) in &others {
+            for (_, addr) in &reachable {
                 if let Err(e) = send_id(addr, me, &id, false).await {
                     tracing::info!("bootstrap prepare: {e}");
                     ok = false;
                 }
             }
             if ok {
-                for (_, addr) in &others {
+                for (_, addr) in &reachable {
                     if let Err(e) = send_id(addr, me, &id, true).await {
                         tracing::info!("bootstrap commit: {e}");
                         ok = false;
@@ -174,6 +209,7 @@ pub async fn bootstrap(
                 return Ok(Bootstrapped {
                     cluster_id: id,
                     initialize: true,
+                    pending,
                 });
             }
         }
@@ -196,6 +232,27 @@ pub async fn bootstrap(
         tokio::select! {
             _ = tokio::time::sleep(POLL) => {}
             _ = rx.changed() => {}
+        }
+    }
+}
+
+/// With `--initial-cluster-state new`, pushes the committed cluster id to the
+/// members that were unreachable when the cluster formed, until each has it.
+pub async fn push_to_pending(me: u64, cluster_id: String, mut pending: Vec<(u64, String)>) {
+    while !pending.is_empty() {
+        let mut still = Vec::new();
+        for (id, addr) in pending {
+            let ok = send_id(&addr, me, &cluster_id, false).await.is_ok()
+                && send_id(&addr, me, &cluster_id, true).await.is_ok();
+            if ok {
+                tracing::info!(node_id = id, "sent the cluster id to a late member");
+            } else {
+                still.push((id, addr));
+            }
+        }
+        pending = still;
+        if !pending.is_empty() {
+            tokio::time::sleep(Duration::from_secs(1)).await;
         }
     }
 }

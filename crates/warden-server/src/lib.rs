@@ -215,6 +215,13 @@ pub async fn run_with(
     .await
     .map_err(|e| ServerError::Other(format!("raft: {e}")))?;
     let _ = peer_state.raft.set(raft.clone());
+    if !boot.pending.is_empty() {
+        tokio::spawn(bootstrap::push_to_pending(
+            config.node_id,
+            boot.cluster_id.clone(),
+            boot.pending.clone(),
+        ));
+    }
     if boot.initialize {
         let members: BTreeMap<u64, BasicNode> = config
             .peers

@@ -424,14 +424,22 @@ impl Lock for LockService {
                     .map(|l| l.index())
                     .unwrap_or(0)
             };
-            let last_contact_ms = if *id == node.id {
-                0
+            let last_contact = if *id == node.id {
+                Some(0)
             } else {
                 m.heartbeat
                     .as_ref()
                     .and_then(|h| h.get(id).cloned().flatten())
                     .map(|t| t.elapsed().as_millis() as u64)
-                    .unwrap_or(0)
+            };
+            let last_contact_ms = last_contact.unwrap_or(0);
+            // A member the leader has not heard from within two election
+            // timeouts is shown as unreachable.
+            let unreachable_after_ms = 2 * timing.election_timeout_max_ms;
+            let role = match last_contact {
+                Some(ms) if ms <= unreachable_after_ms => role,
+                _ if m.state == ServerState::Leader => "unreachable",
+                _ => role,
             };
             members.push(pb::Member {
                 id: *id,

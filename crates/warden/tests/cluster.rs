@@ -517,3 +517,28 @@ async fn sigterm_on_leader_transfers_leadership() {
 
 #[allow(dead_code)]
 fn _unused(_: Api) {}
+
+/// SEMANTICS "Membership": with `--initial-cluster-state new`, a majority
+/// forms the cluster and serves; the member that was down receives the
+/// cluster id when it starts, and catches up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initial_cluster_state_new_forms_with_a_majority() {
+    let mut cluster = Cluster::prepare(3, &["--initial-cluster-state", "new"]);
+    cluster.spawn(1);
+    cluster.spawn(2);
+    cluster.wait_leader(Duration::from_secs(20)).await;
+    let api = cluster.api();
+    let g = api.acquire(91, 1, "early", 30_000).await.expect("acquire");
+    assert!(matches!(g, Final::Granted { .. }), "{g:?}");
+    cluster.spawn(3);
+    cluster.wait_applied(3, Duration::from_secs(20)).await;
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await;
+    let status = harness::cluster_status_at(&cluster.addr(leader))
+        .await
+        .expect("cluster status");
+    let member3 = status.members.iter().find(|m| m.id == 3).expect("member 3");
+    assert_eq!(member3.role, "follower");
+    // Caught up (wait_applied saw it reach the commit index); later
+    // checkpoints may have moved the commit index since.
+    assert!(member3.applied_index > 0);
+}

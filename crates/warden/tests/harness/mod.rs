@@ -60,6 +60,16 @@ pub enum Final {
 impl Cluster {
     /// Starts `n` nodes and waits until they elect a leader.
     pub async fn start(n: u64, extra: &[&str]) -> Cluster {
+        let mut c = Cluster::prepare(n, extra);
+        for id in 1..=n {
+            c.spawn(id);
+        }
+        c.wait_leader(Duration::from_secs(20)).await;
+        c
+    }
+
+    /// Lays out `n` nodes (addresses, dirs) without starting any.
+    pub fn prepare(n: u64, extra: &[&str]) -> Cluster {
         let tmp = tempfile::tempdir().expect("tempdir");
         let mut nodes = BTreeMap::new();
         for id in 1..=n {
@@ -75,16 +85,11 @@ impl Cluster {
                 },
             );
         }
-        let mut c = Cluster {
+        Cluster {
             tmp,
             nodes,
             extra: extra.iter().map(|s| s.to_string()).collect(),
-        };
-        for id in 1..=n {
-            c.spawn(id);
         }
-        c.wait_leader(Duration::from_secs(20)).await;
-        c
     }
 
     pub fn peers(&self) -> String {
