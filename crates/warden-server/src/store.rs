@@ -465,6 +465,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             m.last_applied.as_ref().map(|l| l.index()).unwrap_or(0)
         };
         self.shared.applied.send_replace(index);
+        tracing::info!(index, "installed a snapshot from the leader");
         Ok(())
     }
 

@@ -8,6 +8,10 @@
 //! the property of `SEMANTICS.md` (or the public bug) it defends.
 
 mod harness;
+// `warden dev` tests live in their own file but in this binary, so no two
+// clusters ever run at once.
+#[path = "cases/dev.rs"]
+mod dev;
 
 use std::time::{Duration, Instant};
 
@@ -374,6 +378,11 @@ async fn lagging_follower_catches_up_by_snapshot_and_leads() {
     cluster
         .wait_applied(follower, Duration::from_secs(20))
         .await;
+    let log = std::fs::read_to_string(&cluster.nodes[&follower].log).expect("log");
+    assert!(
+        log.contains("installed a snapshot from the leader"),
+        "node {follower} caught up without a snapshot"
+    );
 
     // Make the former laggard the leader.
     let deadline = Instant::now() + Duration::from_secs(60);
