@@ -542,19 +542,8 @@ impl LockTable {
                     format!("lease {} is not the holder of {resource:?}", r.lease_id),
                 )
             })?;
-        if let Some(t) = r.fencing_token {
-            if t != grant.fencing_token {
-                // S6, etcd issue 22082: a late release never frees a newer grant.
-                return Err(error(
-                    ErrorCode::FailedPrecondition,
-                    Some("fencing_token"),
-                    format!(
-                        "stale fencing_token {t}: the current grant has token {}",
-                        grant.fencing_token
-                    ),
-                ));
-            }
-        }
+        // S6, etcd issue 22082: a late release never frees a newer grant.
+        check_token(r.fencing_token, grant)?;
         let token = grant.fencing_token;
         self.free(index, &resource, FreeReason::Released, false, fx);
         self.drop_auto_if_idle(r.lease_id, fx);
@@ -582,18 +571,7 @@ impl LockTable {
                     format!("{:?} has no holder", f.resource),
                 )
             })?;
-        if let Some(t) = f.fencing_token {
-            if t != grant.fencing_token {
-                return Err(error(
-                    ErrorCode::FailedPrecondition,
-                    Some("fencing_token"),
-                    format!(
-                        "stale fencing_token {t}: the current grant has token {}",
-                        grant.fencing_token
-                    ),
-                ));
-            }
-        }
+        check_token(f.fencing_token, grant)?;
         let (lease_id, token) = (grant.lease_id, grant.fencing_token);
         self.free(index, &f.resource, FreeReason::Forced, true, fx);
         self.drop_auto_if_idle(lease_id, fx);
@@ -1025,4 +1003,19 @@ fn acquire_reply(
         lease_live,
         current_token,
     })
+}
+
+/// A release naming a token acts only on that exact grant (S6).
+fn check_token(named: Option<FencingToken>, grant: &Grant) -> Result<(), CommandError> {
+    match named {
+        Some(t) if t != grant.fencing_token => Err(error(
+            ErrorCode::FailedPrecondition,
+            Some("fencing_token"),
+            format!(
+                "stale fencing_token {t}: the current grant has token {}",
+                grant.fencing_token
+            ),
+        )),
+        _ => Ok(()),
+    }
 }

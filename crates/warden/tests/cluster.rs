@@ -66,13 +66,7 @@ async fn acquire_renew_release_and_stale_release() {
         .acquire_on_lease(11, 1, "db2", lease)
         .await
         .expect("db2");
-    let Final::Granted {
-        fencing_token: t_db2,
-        ..
-    } = other
-    else {
-        panic!("db2: {other:?}")
-    };
+    let (_, t_db2) = other.grant();
     assert!(t_db2 > token);
     api.release(11, 2, "db", lease, token)
         .await
@@ -81,14 +75,7 @@ async fn acquire_renew_release_and_stale_release() {
         .acquire_on_lease(11, 3, "db", lease)
         .await
         .expect("re-acquire");
-    let Final::Granted {
-        fencing_token: t_new,
-        lease_id,
-        ..
-    } = again
-    else {
-        panic!("{again:?}")
-    };
+    let (lease_id, t_new) = again.grant();
     assert_eq!(lease_id, lease);
     assert!(t_new > t_db2, "S2: {t_new} > {t_db2}");
     let stale = api
@@ -143,14 +130,7 @@ async fn expiry_is_no_earlier_than_ttl_and_no_later_than_ttl_plus_e() {
         .acquire(21, 1, "job", ttl.as_millis() as u64)
         .await
         .expect("acquire");
-    let Final::Granted {
-        lease_id,
-        fencing_token,
-        ..
-    } = g
-    else {
-        panic!("{g:?}")
-    };
+    let (lease_id, fencing_token) = g.grant();
     let renew_sent = Instant::now();
     api.renew(lease_id).await.expect("renew");
     let renew_acked = Instant::now();
@@ -180,12 +160,7 @@ async fn expiry_is_no_earlier_than_ttl_and_no_later_than_ttl_plus_e() {
     assert!(gone_at <= renew_acked + ttl + E + OBSERVE);
 
     let next = api.acquire(22, 1, "job", 5_000).await.expect("acquire");
-    let Final::Granted {
-        fencing_token: t2, ..
-    } = next
-    else {
-        panic!("{next:?}")
-    };
+    let (_, t2) = next.grant();
     assert!(t2 > fencing_token, "S2: {t2} > {fencing_token}");
 }
 
@@ -202,9 +177,7 @@ async fn repeated_leader_kills_do_not_extend_a_dead_lease() {
         .await
         .expect("acquire");
     let acked = Instant::now();
-    let Final::Granted { lease_id, .. } = g else {
-        panic!("{g:?}")
-    };
+    let (lease_id, _) = g.grant();
     for round in 0..3 {
         let leader = cluster.wait_leader(Duration::from_secs(10)).await;
         cluster.kill(leader);
@@ -242,14 +215,7 @@ async fn renewed_lease_survives_leader_kills() {
     let mut cluster = Cluster::start(3, &[]).await;
     let api = cluster.api();
     let g = api.acquire(41, 1, "kept", 3_000).await.expect("acquire");
-    let Final::Granted {
-        lease_id,
-        fencing_token,
-        ..
-    } = g
-    else {
-        panic!("{g:?}")
-    };
+    let (lease_id, fencing_token) = g.grant();
     for round in 0..3u64 {
         api.renew(lease_id).await.expect("renew before the kill");
         let leader = cluster.wait_leader(Duration::from_secs(10)).await;
@@ -283,21 +249,8 @@ async fn full_restart_keeps_holders_and_tokens() {
     let api = cluster.api();
     let a = api.acquire(51, 1, "a", 60_000).await.expect("a");
     let b = api.acquire(51, 2, "b", 60_000).await.expect("b");
-    let (
-        Final::Granted {
-            lease_id: la,
-            fencing_token: ta,
-            ..
-        },
-        Final::Granted {
-            lease_id: lb,
-            fencing_token: tb,
-            ..
-        },
-    ) = (a, b)
-    else {
-        panic!("not granted")
-    };
+    let (la, ta) = a.grant();
+    let (lb, tb) = b.grant();
     for id in 1..=3 {
         cluster.kill(id);
     }
@@ -316,14 +269,7 @@ async fn full_restart_keeps_holders_and_tokens() {
         Some((lb, tb))
     );
     let c = api.acquire(52, 1, "c", 5_000).await.expect("c");
-    let Final::Granted {
-        fencing_token: tc,
-        lease_id: lc,
-        ..
-    } = c
-    else {
-        panic!("{c:?}")
-    };
+    let (lc, tc) = c.grant();
     assert!(tc > tb && tb > ta, "S2: {ta} < {tb} < {tc}");
     assert!(lc > lb, "lease ids are never reused: {lc} > {lb}");
 }
@@ -348,14 +294,7 @@ async fn lagging_follower_catches_up_by_snapshot_and_leads() {
             .acquire(61, 2 * i + 1, &r, 5_000)
             .await
             .expect("acquire");
-        let Final::Granted {
-            lease_id,
-            fencing_token,
-            ..
-        } = g
-        else {
-            panic!("{g:?}")
-        };
+        let (lease_id, fencing_token) = g.grant();
         api.release(61, 2 * i + 2, &r, lease_id, fencing_token)
             .await
             .expect("release");
@@ -363,14 +302,7 @@ async fn lagging_follower_catches_up_by_snapshot_and_leads() {
     }
     // One grant that stays, acquired with a request id we will retry later.
     let held = api.acquire(62, 1, "held", 60_000).await.expect("held");
-    let Final::Granted {
-        lease_id: held_lease,
-        fencing_token: held_token,
-        ..
-    } = held
-    else {
-        panic!()
-    };
+    let (held_lease, held_token) = held.grant();
     assert!(held_token > last_token);
 
     cluster.spawn(follower);
@@ -418,14 +350,7 @@ async fn lagging_follower_catches_up_by_snapshot_and_leads() {
     );
     // S2: the token counter survived.
     let next = api.acquire(63, 1, "fresh", 5_000).await.expect("fresh");
-    let Final::Granted {
-        fencing_token: t,
-        lease_id: l,
-        ..
-    } = next
-    else {
-        panic!("{next:?}")
-    };
+    let (l, t) = next.grant();
     assert!(t > held_token);
     api.release(63, 2, "fresh", l, t)
         .await
@@ -509,9 +434,7 @@ async fn sigterm_on_leader_transfers_leadership() {
     let mut cluster = Cluster::start(3, &[]).await;
     let api = cluster.api();
     let g = api.acquire(81, 1, "roll", 10_000).await.expect("acquire");
-    let Final::Granted { lease_id, .. } = g else {
-        panic!("{g:?}")
-    };
+    let (lease_id, _) = g.grant();
     for _ in 0..3 {
         let leader = cluster.wait_leader(Duration::from_secs(10)).await;
         let took = cluster.terminate(leader, Duration::from_secs(5));

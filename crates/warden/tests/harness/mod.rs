@@ -57,6 +57,20 @@ pub enum Final {
     },
 }
 
+impl Final {
+    /// (lease id, fencing token) of a grant; panics (failing the test) otherwise.
+    pub fn grant(&self) -> (u64, u64) {
+        match self {
+            Final::Granted {
+                lease_id,
+                fencing_token,
+                ..
+            } => (*lease_id, *fencing_token),
+            other => panic!("expected a grant, got {other:?}"),
+        }
+    }
+}
+
 impl Cluster {
     /// Starts `n` nodes and waits until they elect a leader.
     pub async fn start(n: u64, extra: &[&str]) -> Cluster {
