@@ -135,8 +135,11 @@ impl Deadlines {
                 start_index,
                 lock_delay_ms,
             } => {
+                // Counted from this node's *apply* of the entry that started
+                // it, not its append: the append can precede the commit, and a
+                // lock-delay must never end early (SEMANTICS "Time").
                 self.lock_delays
-                    .insert((resource.clone(), *start_index), add(stamp, *lock_delay_ms));
+                    .insert((resource.clone(), *start_index), add(now, *lock_delay_ms));
             }
             Effect::LockDelayCapped {
                 resource,

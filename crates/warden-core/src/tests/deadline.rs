@@ -319,3 +319,26 @@ fn timed_out_waiter_is_due() {
         "its auto lease ended with its only wait"
     );
 }
+
+// SEMANTICS "Time" (lock-delay): the delay counts from this node's apply of
+// the expiry, not its append, so a lagging new leader never ends it early.
+#[test]
+fn lock_delay_counts_from_apply() {
+    let (mut log, mut d) = (Log::new(), Deadlines::new());
+    // Lease 1 (TTL 10 s) takes "r" with a 5 s lock-delay, stamped at 100 s.
+    step(
+        &mut log,
+        &mut d,
+        acquire(hdr(1, 1), "r", new_lease(10_000), 0, 5_000),
+        s(100),
+        s(100),
+    );
+    // The expiry reached this node's log at 110 s but applied at 112 s.
+    step(&mut log, &mut d, expire(L1, &[(1, 1)]), s(110), s(112));
+    assert_eq!(d.lock_delay_deadline("r", 2), Some(s(117)));
+    assert!(d.due_lock_delays(&log.t, ms(116_999)).is_empty());
+    assert_eq!(
+        d.due_lock_delays(&log.t, s(117)),
+        vec![("r".to_string(), 2)]
+    );
+}
