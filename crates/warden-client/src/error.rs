@@ -129,6 +129,10 @@ pub(crate) fn disposition(status: &Status) -> Disposition {
         {
             Disposition::Retry
         }
+        // Not a Warden node (another HTTP/2 service answered, e.g. with 404):
+        // try the next endpoint rather than give up. Warden itself never
+        // answers Unimplemented for the methods this client calls.
+        Code::Unimplemented => Disposition::Retry,
         _ => Disposition::Fatal,
     }
 }

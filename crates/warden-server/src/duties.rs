@@ -47,28 +47,28 @@ pub async fn run(node: Weak<Node>) {
             client_seen.clear();
             continue;
         };
-        // 1. Promote, once per term of office.
-        let promoted_now = {
-            let applied_promote = node
-                .shared
-                .machine
-                .lock()
-                .ok()
-                .and_then(|m| m.table.last_promote());
-            matches!(applied_promote, Some((l, _)) if l == leader)
-        };
-        if !promoted_now {
+        // 1. Promote, once per term of office and per process: a node
+        // restarted while its vote still names it leader resumes that term
+        // without an election, and must grace leases again (L4) rather than
+        // trust a Promote applied before it went down.
+        let promoted = node
+            .promoted
+            .lock()
+            .map(|p| *p == Some(leader))
+            .unwrap_or(false);
+        if !promoted {
             let cmd = Command::Promote(Promote { leader, grace_ms });
-            if let Err(e) = node.propose(cmd).await {
-                tracing::debug!("promote: {}", e.message());
+            match node.propose(cmd).await {
+                // `propose` returns after the entry has applied here.
+                Ok(_) => {
+                    tracing::info!(term = leader.term, "leader duties start (promote applied)");
+                    if let Ok(mut p) = node.promoted.lock() {
+                        *p = Some(leader);
+                    }
+                }
+                Err(e) => tracing::debug!("promote: {}", e.message()),
             }
             continue;
-        }
-        if let Ok(mut p) = node.promoted.lock() {
-            if *p != Some(leader) {
-                tracing::info!(term = leader.term, "leader duties start (promote applied)");
-                *p = Some(leader);
-            }
         }
         let now = node.shared.clock.now();
         // 2. Expire due leases and timed-out waiters.

@@ -196,6 +196,9 @@ pub async fn run_with(
         snapshot_policy: SnapshotPolicy::LogsSinceLast(t.snapshot_threshold),
         max_in_snapshot_log_to_keep: t.snapshot_threshold.min(1_000),
         install_snapshot_timeout: 10_000,
+        // Pre-vote: an isolated node does not inflate its term and depose a
+        // healthy leader when it comes back.
+        enable_pre_vote: Some(true),
         ..Default::default()
     }
     .validate()

@@ -78,6 +78,9 @@ pub struct ServerArgs {
     /// Longest a SIGTERM'd leader waits to hand leadership over [default: 2s].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub leader_transfer_timeout: Option<Duration>,
+    /// Stop (as on SIGTERM) when the parent process exits; `warden dev` sets it.
+    #[arg(long, hide = true)]
+    pub exit_with_parent: bool,
 }
 
 /// `--initial-cluster-state`.

@@ -206,6 +206,9 @@ fn spawn_node(
         .arg(state.peers_flag())
         .arg("--data-dir")
         .arg(&data_dir)
+        // If `warden dev` dies without stopping them (SIGKILL, a closed
+        // terminal), the nodes notice and stop by themselves.
+        .arg("--exit-with-parent")
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)
@@ -256,6 +259,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<u8> {
 
     let mut sigint = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
     let mut sigterm = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+    let mut sighup = signal(SignalKind::hangup()).context("cannot handle SIGHUP")?;
 
     let exe = std::env::current_exe().context("cannot find the warden executable")?;
     let mut nodes = Nodes(Vec::new());
@@ -292,6 +296,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<u8> {
         ready = wait_for_leader(&client, &mut nodes) => ready?,
         _ = sigint.recv() => None,
         _ = sigterm.recv() => None,
+        _ = sighup.recv() => None,
     };
     let Some(status) = ready else {
         eprintln!("interrupted before the cluster was ready; stopping the nodes");
@@ -318,6 +323,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<u8> {
         tokio::select! {
             _ = sigint.recv() => break 0,
             _ = sigterm.recv() => break 0,
+            _ = sighup.recv() => break 0,
             _ = watch.tick() => {
                 report_exits(&mut nodes, &dir);
                 if nodes.0.iter().all(|n| !n.running) {
@@ -333,12 +339,24 @@ pub async fn run(args: DevArgs) -> anyhow::Result<u8> {
 
 /// Prints each child that exited since the last check.
 fn report_exits(nodes: &mut Nodes, dir: &Path) {
-    for node in nodes.0.iter_mut().filter(|n| n.running) {
+    let total = nodes.0.len();
+    for i in 0..total {
+        let node = &mut nodes.0[i];
+        if !node.running {
+            continue;
+        }
         match node.child.try_wait() {
             Ok(Some(status)) => {
                 node.running = false;
+                let running = nodes.0.iter().filter(|n| n.running).count();
+                let node = &nodes.0[i];
+                let serving = if running > total / 2 {
+                    format!("{running} of {total} nodes still run and keep serving")
+                } else {
+                    format!("only {running} of {total} nodes still run: no quorum, nothing can be served")
+                };
                 eprintln!(
-                    "node {} ({}, pid {}) exited unexpectedly: {status}; the other nodes keep serving. \
+                    "node {} ({}, pid {}) exited unexpectedly: {status}; {serving}. \
                      It is not restarted automatically: to bring it back with its data, stop this cluster (Ctrl-C) \
                      and run `warden dev --data-dir {}` again. Log: {}",
                     node.id,

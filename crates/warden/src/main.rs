@@ -136,10 +136,33 @@ async fn server(args: ServerArgs) -> anyhow::Result<()> {
         data_dir = %config.data_dir.display(),
         "starting warden server"
     );
-    let shutdown = shutdown_signal()?;
+    let signals = shutdown_signal()?;
+    let exit_with_parent = args.exit_with_parent;
+    let shutdown = async move {
+        if exit_with_parent {
+            tokio::select! {
+                _ = signals => {}
+                _ = parent_exited() => info!("parent process exited: shutting down"),
+            }
+        } else {
+            signals.await
+        }
+    };
     warden_server::run(config, shutdown)
         .await
         .map_err(|e| anyhow::anyhow!(output::one_line(&e.to_string())))
+}
+
+/// Resolves when this process's parent has exited (it is re-parented).
+async fn parent_exited() {
+    let parent = std::os::unix::process::parent_id();
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(500));
+    loop {
+        tick.tick().await;
+        if std::os::unix::process::parent_id() != parent {
+            return;
+        }
+    }
 }
 
 /// Resolves on the first SIGTERM or SIGINT. The handlers are installed here,
