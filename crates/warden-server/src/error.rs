@@ -50,3 +50,60 @@ pub fn not_leader(leader: Option<(u64, String)>) -> Status {
 pub fn write_error(e: &RaftError<TypeConfig, ClientWriteError<TypeConfig>>) -> Status {
     Status::unavailable(format!("no quorum: {e}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // "What bad input gets": each typed error maps to one gRPC code, and the
+    // message names the field; `request_expired` keeps its prefix (S7).
+    #[test]
+    fn command_errors_map_to_one_code_each() {
+        let e = |code, field: Option<&str>| CommandError {
+            code,
+            field: field.map(str::to_owned),
+            message: "ttl_ms must be within 1000..=3600000 ms; got 5".into(),
+        };
+        let s = command_status(&e(ErrorCode::InvalidArgument, Some("ttl_ms")));
+        assert_eq!(s.code(), Code::InvalidArgument);
+        assert_eq!(
+            s.message(),
+            "ttl_ms: ttl_ms must be within 1000..=3600000 ms; got 5"
+        );
+        assert_eq!(
+            command_status(&e(ErrorCode::NotFound, None)).code(),
+            Code::NotFound
+        );
+        assert_eq!(
+            command_status(&e(ErrorCode::FailedPrecondition, None)).code(),
+            Code::FailedPrecondition
+        );
+        assert_eq!(
+            command_status(&e(ErrorCode::ResourceExhausted, None)).code(),
+            Code::ResourceExhausted
+        );
+        let expired = command_status(&e(ErrorCode::RequestExpired, Some("request_id")));
+        assert_eq!(expired.code(), Code::FailedPrecondition);
+        assert!(expired
+            .message()
+            .starts_with("request_expired: request_id: "));
+    }
+
+    // L3 / redirects: a follower names the leader in `warden-leader`; with no
+    // leader known the error says "no quorum".
+    #[test]
+    fn not_leader_carries_the_leader_address() {
+        let s = not_leader(Some((3, "127.0.0.1:7003".into())));
+        assert_eq!(s.code(), Code::Unavailable);
+        assert_eq!(
+            s.metadata()
+                .get(warden_proto::LEADER_METADATA)
+                .and_then(|v| v.to_str().ok()),
+            Some("127.0.0.1:7003")
+        );
+        let none = not_leader(None);
+        assert_eq!(none.code(), Code::Unavailable);
+        assert!(none.message().starts_with("no quorum"));
+        assert!(none.metadata().get(warden_proto::LEADER_METADATA).is_none());
+    }
+}
