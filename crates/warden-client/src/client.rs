@@ -17,7 +17,7 @@ use crate::requests::{InFlight, RequestIds};
 use crate::routing::{leader_hint, parse_endpoint, CallPlan};
 use crate::types::{
     millis, AcquireOptions, AcquireResult, ClientOptions, ClusterStatus, Queued, ReleaseResult,
-    RenewResult, StatusResult,
+    RenewResult, StatusResult, ValidateResult,
 };
 
 /// Largest id the cluster hands out (2^53 − 1); the client id stays below it
@@ -336,6 +336,35 @@ impl Client {
         .await?
     }
 
+    /// Revokes a lease: every lock it holds is released (cleanly: no
+    /// lock-delay) and its waits are removed, in one committed entry.
+    /// Returns the lease id.
+    ///
+    /// Errors: `NotFound` if the lease is not live; `NoQuorum`/`Unavailable`
+    /// when no leader commits it within the deadline. Retried across leader
+    /// changes with the same request id (S7).
+    pub async fn revoke(&self, lease_id: u64) -> Result<u64, ClientError> {
+        let in_flight = InFlight::begin(&self.inner.request_ids);
+        let request = v1::LeaseRevokeRequest {
+            header: Some(self.header(&in_flight)),
+            lease_id,
+        };
+        let deadline = checked_deadline(Instant::now(), self.inner.options.deadline);
+        let attempt_timeout = self.inner.options.attempt_timeout;
+        let request = &request;
+        let result = self
+            .call("revoke", deadline, move |mut client| async move {
+                let reply = tokio::time::timeout(attempt_timeout, client.lease_revoke(*request))
+                    .await
+                    .map_err(|_| attempt_timed_out(attempt_timeout))??
+                    .into_inner();
+                Ok(reply.lease_id)
+            })
+            .await;
+        drop(in_flight);
+        result
+    }
+
     /// Releases the grant of `resource` held by `lease_id` (with `None`, the
     /// lease's single lock; refused if it holds more than one). With
     /// `fencing_token`, only that exact grant is released: a late release
@@ -401,6 +430,40 @@ impl Client {
                 .await
                 .map_err(|_| attempt_timed_out(attempt_timeout))??;
             Ok(StatusResult::from(reply.into_inner()))
+        })
+        .await
+    }
+
+    /// Asks the cluster whether `fencing_token` is the current grant of
+    /// `resource` (a linearizable read, Chubby's CheckSequencer).
+    ///
+    /// Advisory: the answer may be stale by the time it is used (the holder
+    /// may lose the lock a moment later). Only the resource-side check
+    /// (`warden-fence`: keep the highest token accepted, reject a lower one)
+    /// closes that window.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::InvalidArgument`] for a bad resource name or token;
+    /// [`ClientError::NoQuorum`] / [`ClientError::Unavailable`] when the
+    /// deadline ran out.
+    pub async fn validate(
+        &self,
+        resource: impl Into<String>,
+        fencing_token: u64,
+    ) -> Result<ValidateResult, ClientError> {
+        let request = v1::ValidateRequest {
+            resource: resource.into(),
+            fencing_token,
+        };
+        let deadline = checked_deadline(Instant::now(), self.inner.options.deadline);
+        let attempt_timeout = self.inner.options.attempt_timeout;
+        let request = &request;
+        self.call("validate", deadline, move |mut client| async move {
+            let reply = tokio::time::timeout(attempt_timeout, client.validate(request.clone()))
+                .await
+                .map_err(|_| attempt_timed_out(attempt_timeout))??;
+            Ok(ValidateResult::from(reply.into_inner()))
         })
         .await
     }

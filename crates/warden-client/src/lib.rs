@@ -6,7 +6,7 @@
 //!
 //! - [`Client`] (`client.rs`): the calls ([`Client::acquire`],
 //!   [`Client::renew`], [`Client::release`], [`Client::status`],
-//!   [`Client::cluster_status`]) and the retry loop they share.
+//!   [`Client::validate`], [`Client::cluster_status`]) and the retry loop they share.
 //! - `routing.rs`: endpoint parsing ([`parse_endpoint`]), the
 //!   `warden-leader` hint ([`leader_hint`]) and the per-call plan of targets
 //!   and backoff (pure logic).
@@ -71,5 +71,5 @@ pub use error::ClientError;
 pub use routing::{leader_hint, parse_endpoint};
 pub use types::{
     AcquireOptions, AcquireResult, ClientOptions, ClusterStatus, Holder, Member, NotGrantedReason,
-    Queued, ReleaseResult, RenewResult, StatusResult, Timing,
+    Queued, ReleaseResult, RenewResult, StatusResult, Timing, TokenState, ValidateResult,
 };

@@ -190,6 +190,62 @@ pub struct StatusResult {
     pub read_index: u64,
 }
 
+/// A token's standing, as [`Client::validate`](crate::Client::validate) reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenState {
+    /// The resource's current holder holds the grant with this token.
+    Current,
+    /// The cluster issued this token, and it is not the resource's current
+    /// grant: refuse writes that carry it.
+    Stale,
+    /// The cluster never issued this token.
+    Unknown,
+}
+
+impl TokenState {
+    /// `current`, `stale` or `unknown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenState::Current => "current",
+            TokenState::Stale => "stale",
+            TokenState::Unknown => "unknown",
+        }
+    }
+}
+
+/// The reply to a validate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValidateResult {
+    /// The resource read.
+    pub resource: String,
+    /// The token checked.
+    pub fencing_token: u64,
+    /// Its standing.
+    pub state: TokenState,
+    /// The current holder's token; `None` when the resource is free.
+    pub holder_token: Option<u64>,
+    /// The log index the read was served at.
+    pub read_index: u64,
+}
+
+impl From<v1::ValidateResponse> for ValidateResult {
+    fn from(v: v1::ValidateResponse) -> Self {
+        let state = match v1::TokenState::try_from(v.state) {
+            Ok(v1::TokenState::Current) => TokenState::Current,
+            Ok(v1::TokenState::Stale) => TokenState::Stale,
+            // An unspecified or newer state is not "current": treat it as unknown.
+            _ => TokenState::Unknown,
+        };
+        ValidateResult {
+            resource: v.resource,
+            fencing_token: v.fencing_token,
+            state,
+            holder_token: (v.holder_token != 0).then_some(v.holder_token),
+            read_index: v.read_index,
+        }
+    }
+}
+
 /// One member of the cluster, as the leader sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Member {

@@ -141,6 +141,20 @@ impl Lock for Fake {
         Err(Status::unimplemented("fake"))
     }
 
+    async fn validate(
+        &self,
+        _request: Request<warden_proto::v1::ValidateRequest>,
+    ) -> Result<Response<warden_proto::v1::ValidateResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+
+    async fn lease_revoke(
+        &self,
+        _request: Request<warden_proto::v1::LeaseRevokeRequest>,
+    ) -> Result<Response<warden_proto::v1::LeaseRevokeResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+
     async fn cluster_status(
         &self,
         _request: Request<ClusterStatusRequest>,

@@ -68,7 +68,7 @@ pub mod validate;
 
 pub use deadline::Deadlines;
 pub use effect::{Effect, FreeReason, LeaseEndReason, WaiterRemovedReason};
-pub use query::{HolderView, LockDelayView, OutcomeStats, WaiterView};
+pub use query::{HolderView, LockDelayView, OutcomeStats, TokenState, WaiterView};
 pub use snapshot::{SnapshotError, SNAPSHOT_VERSION};
 pub use table::{Applied, Grant, LeaseRecord, LockDelay, LockTable, ResourceState, Waiter};
 

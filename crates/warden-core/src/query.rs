@@ -23,6 +23,17 @@ pub struct HolderView {
     pub grant_index: LogIndex,
 }
 
+/// A token's standing, as [`LockTable::token_state`] reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenState {
+    /// The resource's current grant.
+    Current,
+    /// Issued by this cluster, and not the resource's current grant.
+    Stale,
+    /// Never issued by this cluster.
+    Unknown,
+}
+
 /// A waiter, as [`LockTable::waiters`] reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WaiterView {
@@ -157,6 +168,22 @@ impl LockTable {
     /// The token the next grant gets (S2); every token issued so far is below it.
     pub fn next_token(&self) -> u64 {
         self.next_token
+    }
+
+    /// What Validate answers for `token` on `resource`: `Current` when the
+    /// resource's holder holds that grant, `Unknown` when no grant ever had
+    /// it (0, or at or above [`LockTable::next_token`]), `Stale` otherwise.
+    pub fn token_state(&self, resource: &str, token: FencingToken) -> TokenState {
+        if self
+            .holder(resource)
+            .is_some_and(|h| h.fencing_token == token)
+        {
+            TokenState::Current
+        } else if token == 0 || token >= self.next_token {
+            TokenState::Unknown
+        } else {
+            TokenState::Stale
+        }
     }
 
     /// The id the next lease gets.

@@ -18,9 +18,10 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 use warden_core::types::{
     Acquire, AcquireOutcome, Command, LeaseSpec, NotGrantedReason, Release, RequestHeader,
-    Response as CoreResponse,
+    Response as CoreResponse, Revoke,
 };
 use warden_core::validate;
+use warden_core::TokenState;
 use warden_proto::v1 as pb;
 use warden_proto::v1::lock_server::Lock;
 
@@ -66,6 +67,28 @@ fn reason_str(r: NotGrantedReason) -> &'static str {
         NotGrantedReason::LockDelay => "lock_delay",
         NotGrantedReason::WaitTimeout => "wait_timeout",
     }
+}
+
+/// Confirms leadership with a quorum (read-index), then waits until this node
+/// has applied up to that index; returns the index. A read served after this
+/// is linearizable.
+async fn linearizable_read(node: &Node) -> Result<u64, Status> {
+    node.require_leader()?;
+    let read = tokio::time::timeout(
+        Duration::from_millis(crate::error::COMMIT_TIMEOUT_MS),
+        node.raft
+            .ensure_linearizable(openraft::ReadPolicy::ReadIndex),
+    )
+    .await
+    .map_err(|_| Status::unavailable("no quorum: read-index did not complete in time"))?
+    .map_err(|e| Status::unavailable(format!("no quorum: {e}")))?;
+    let read_index = read.index();
+    node.wait_applied(
+        read_index,
+        Duration::from_millis(crate::error::COMMIT_TIMEOUT_MS),
+    )
+    .await?;
+    Ok(read_index)
 }
 
 type AcquireStream = Pin<Box<dyn Stream<Item = Result<pb::AcquireResponse, Status>> + Send>>;
@@ -345,6 +368,30 @@ impl Lock for LockService {
         }
     }
 
+    async fn lease_revoke(
+        &self,
+        req: Request<pb::LeaseRevokeRequest>,
+    ) -> Result<Response<pb::LeaseRevokeResponse>, Status> {
+        let node = self.node()?;
+        let r = req.into_inner();
+        let header = header(r.header)?;
+        validate::lease_id(r.lease_id).map_err(|e| command_status(&e))?;
+        node.require_leader()?;
+        let cmd = Command::Revoke(Revoke {
+            header,
+            lease_id: r.lease_id,
+            due: node.due_list(),
+        });
+        match node.propose(cmd).await?.0 {
+            CoreResponse::Revoked { lease_id } => Ok(Response::new(pb::LeaseRevokeResponse {
+                lease_id,
+                revoked: true,
+            })),
+            CoreResponse::Error(e) => Err(command_status(&e)),
+            other => Err(Status::internal(format!("unexpected reply {other:?}"))),
+        }
+    }
+
     async fn status(
         &self,
         req: Request<pb::StatusRequest>,
@@ -352,23 +399,7 @@ impl Lock for LockService {
         let node = self.node()?;
         let resource = req.into_inner().resource;
         validate::resource(&resource).map_err(|e| command_status(&e))?;
-        node.require_leader()?;
-        // Linearizable: confirm leadership with a quorum (read-index), then
-        // serve once this node has applied up to that index.
-        let read = tokio::time::timeout(
-            Duration::from_millis(crate::error::COMMIT_TIMEOUT_MS),
-            node.raft
-                .ensure_linearizable(openraft::ReadPolicy::ReadIndex),
-        )
-        .await
-        .map_err(|_| Status::unavailable("no quorum: read-index did not complete in time"))?
-        .map_err(|e| Status::unavailable(format!("no quorum: {e}")))?;
-        let read_index = read.index();
-        node.wait_applied(
-            read_index,
-            Duration::from_millis(crate::error::COMMIT_TIMEOUT_MS),
-        )
-        .await?;
+        let read_index = linearizable_read(&node).await?;
         let now = node.shared.clock.now();
         let m = node
             .shared
@@ -385,6 +416,46 @@ impl Lock for LockService {
             waiters: m.table.waiters(&resource).len() as u64,
             resource,
             holder,
+            read_index,
+        }))
+    }
+
+    async fn validate(
+        &self,
+        req: Request<pb::ValidateRequest>,
+    ) -> Result<Response<pb::ValidateResponse>, Status> {
+        let node = self.node()?;
+        let r = req.into_inner();
+        validate::resource(&r.resource).map_err(|e| command_status(&e))?;
+        if r.fencing_token == 0 || r.fencing_token > warden_core::limits::MAX_ID {
+            return Err(Status::invalid_argument(format!(
+                "fencing_token: {} is not in 1..={}",
+                r.fencing_token,
+                warden_core::limits::MAX_ID
+            )));
+        }
+        // Same read path as `status`: read-index, then serve from the applied table.
+        let read_index = linearizable_read(&node).await?;
+        let m = node
+            .shared
+            .machine
+            .lock()
+            .map_err(|_| Status::internal("state poisoned"))?;
+        let state = match m.table.token_state(&r.resource, r.fencing_token) {
+            TokenState::Current => pb::TokenState::Current,
+            TokenState::Stale => pb::TokenState::Stale,
+            TokenState::Unknown => pb::TokenState::Unknown,
+        };
+        let holder_token = m
+            .table
+            .holder(&r.resource)
+            .map(|h| h.fencing_token)
+            .unwrap_or(0);
+        Ok(Response::new(pb::ValidateResponse {
+            resource: r.resource,
+            fencing_token: r.fencing_token,
+            state: state as i32,
+            holder_token,
             read_index,
         }))
     }

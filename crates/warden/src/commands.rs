@@ -1,11 +1,15 @@
 //! The client subcommands: check the input, make one call, build a [`Report`].
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use warden_client::{AcquireOptions, Client, ClientError, ClientOptions};
 use warden_core::limits;
 
-use crate::cli::{AcquireArgs, ClientArgs, ClusterStatusArgs, ReleaseArgs, RenewArgs, StatusArgs};
+use crate::cli::{
+    AcquireArgs, ClientArgs, ClusterStatusArgs, ReleaseArgs, RenewArgs, StatusArgs, ValidateArgs,
+};
 use crate::output::{self, Report};
 
 /// Deadline of a non-waiting command: 5 s (a waiting acquire adds its wait).
@@ -120,21 +124,77 @@ pub async fn acquire(args: AcquireArgs) -> Report {
         lock_delay: args.lock_delay,
     };
     let format = args.client.output;
+    // The lease of this acquire's wait, once the server has queued it.
+    let waiting_lease = Arc::new(AtomicU64::new(0));
+    let seen = waiting_lease.clone();
     let progress = move |q: warden_client::Queued| {
+        seen.store(q.lease_id, Ordering::SeqCst);
         // Progress goes to stderr in every format: stdout is for the result.
         eprintln!(
             "queued behind the holder: position {} (lease {})",
             q.position, q.lease_id
         );
     };
-    match client
-        .acquire_with_progress(args.resource, options, progress)
-        .await
-    {
-        Ok(result) => output::acquire(&result, format),
-        Err(e) => output::error(&describe_error(&e)),
+    let created_lease = args.lease.is_none();
+    let acquire = client.acquire_with_progress(args.resource, options, progress);
+    tokio::select! {
+        r = acquire => match r {
+            Ok(result) => output::acquire(&result, format),
+            Err(e) => output::error(&describe_error(&e)),
+        },
+        _ = interrupted() => {
+            cancel_wait(&client, created_lease, waiting_lease.load(Ordering::SeqCst)).await
+        }
     }
 }
+
+/// Resolves on SIGINT or SIGTERM (never, if the handlers cannot be installed).
+async fn interrupted() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) {
+        (Ok(mut int), Ok(mut term)) => {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+        }
+        _ => std::future::pending().await,
+    }
+}
+
+/// An interrupted waiting acquire: a dropped stream is not a cancel (S8), so
+/// revoke the lease this acquire created for its wait; otherwise the waiter
+/// would stay queued, and could be granted, until that lease expired.
+async fn cancel_wait(client: &Client, created_lease: bool, lease_id: u64) -> Report {
+    let message = if !created_lease {
+        "interrupted; the wait stays queued on the lease you named until that lease ends"
+            .to_string()
+    } else if lease_id == 0 {
+        "interrupted before the server queued the wait; nothing to cancel".to_string()
+    } else {
+        match client.revoke(lease_id).await {
+            Ok(_) => format!("interrupted; cancelled the wait by revoking its lease {lease_id}"),
+            Err(ClientError::NotFound { .. }) => {
+                format!("interrupted; lease {lease_id} had already ended")
+            }
+            Err(e) => format!(
+                "interrupted; could not revoke lease {lease_id} ({}); its wait ends when it expires",
+                describe_error(&e)
+            ),
+        }
+    };
+    Report {
+        stdout: None,
+        stderr: Some(message),
+        exit_code: EXIT_INTERRUPTED,
+    }
+}
+
+/// Exit code of an interrupted command, as a shell reports a SIGINT'd one.
+const EXIT_INTERRUPTED: u8 = 130;
 
 /// `warden renew`.
 pub async fn renew(args: RenewArgs) -> Report {
@@ -179,6 +239,22 @@ pub async fn status(args: StatusArgs) -> Report {
     };
     match client.status(args.resource).await {
         Ok(result) => output::status(&result, args.client.output),
+        Err(e) => output::error(&describe_error(&e)),
+    }
+}
+
+/// `warden validate` (advisory: the answer may be stale by the time it is
+/// used; only the resource-side check closes the window).
+pub async fn validate(args: ValidateArgs) -> Report {
+    if let Err(e) = check_resource(&args.resource) {
+        return output::error(&e);
+    }
+    let client = match connect(&args.client).await {
+        Ok(c) => c,
+        Err(e) => return output::error(&e),
+    };
+    match client.validate(args.resource, args.token).await {
+        Ok(result) => output::validate(&result, args.client.output),
         Err(e) => output::error(&describe_error(&e)),
     }
 }

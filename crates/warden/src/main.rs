@@ -5,11 +5,15 @@
 //! - `server_config.rs`: flags over config file over defaults, with limits.
 //! - `dev.rs`: the local cluster of child processes.
 //! - `commands.rs`: the client subcommands.
+//! - `fenced_store.rs`: `warden fenced-store`, the reference fenced resource.
+//! - `demo.rs`: `warden demo split-brain` and its hidden `demo-holder` client.
 //! - `output.rs`: what they print (text or one JSON value) and exit codes.
 
 mod cli;
 mod commands;
+mod demo;
 mod dev;
+mod fenced_store;
 mod output;
 mod server_config;
 
@@ -23,7 +27,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use tracing::info;
 use tracing_subscriber::EnvFilter;
 
-use crate::cli::{Cli, ClusterCommand, Command, ServerArgs};
+use crate::cli::{Cli, ClusterCommand, Command, DemoCommand, ServerArgs};
 use crate::output::{Report, EXIT_ERROR};
 
 fn main() -> ExitCode {
@@ -104,6 +108,21 @@ async fn run(command: Command) -> u8 {
         Command::Status(args) => print(commands::status(args).await),
         Command::Cluster(args) => match args.command {
             ClusterCommand::Status(args) => print(commands::cluster_status(args).await),
+        },
+        Command::Validate(args) => print(commands::validate(args).await),
+        Command::FencedStore(args) => match fenced_store::run(args).await {
+            Ok(()) => 0,
+            Err(e) => fail(&e),
+        },
+        Command::Demo(args) => match args.command {
+            DemoCommand::SplitBrain(args) => match demo::split_brain(args).await {
+                Ok(code) => code,
+                Err(e) => fail(&e),
+            },
+        },
+        Command::DemoHolder(args) => match demo::holder(args).await {
+            Ok(code) => code,
+            Err(e) => fail(&e),
         },
     }
 }

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use warden_client::{
-    AcquireResult, ClusterStatus, ReleaseResult, RenewResult, StatusResult, Timing,
+    AcquireResult, ClusterStatus, ReleaseResult, RenewResult, StatusResult, Timing, TokenState,
+    ValidateResult,
 };
 
 use crate::cli::OutputFormat;
@@ -163,6 +164,41 @@ pub fn status(result: &StatusResult, format: OutputFormat) -> Report {
             None => format!("{:?} is free", result.resource),
         },
     })
+}
+
+/// `warden validate`: exit 0 when the token is current, 2 when it is stale
+/// or unknown.
+pub fn validate(result: &ValidateResult, format: OutputFormat) -> Report {
+    let stdout = match format {
+        OutputFormat::Json => json_text(&json!({
+            "resource": result.resource,
+            "fencing_token": result.fencing_token,
+            "state": result.state.as_str(),
+            "holder_token": result.holder_token,
+            "read_index": result.read_index,
+        })),
+        OutputFormat::Text => {
+            let holder = match result.holder_token {
+                Some(t) => format!("current holder's token {t}"),
+                None => "the resource is free".to_string(),
+            };
+            format!(
+                "token {} is {} for {:?} ({holder}; advisory: only the resource's own check is final)",
+                result.fencing_token,
+                result.state.as_str(),
+                result.resource
+            )
+        }
+    };
+    Report {
+        stdout: Some(stdout),
+        stderr: None,
+        exit_code: if result.state == TokenState::Current {
+            EXIT_OK
+        } else {
+            EXIT_NOT_GRANTED
+        },
+    }
 }
 
 fn timing_json(t: &Timing) -> Value {

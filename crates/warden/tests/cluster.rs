@@ -474,3 +474,213 @@ async fn initial_cluster_state_new_forms_with_a_majority() {
     // checkpoints may have moved the commit index since.
     assert!(member3.applied_index > 0);
 }
+
+/// S8: a dropped stream is not a cancel, so an interrupted `warden acquire
+/// --wait` revokes the lease it created for its wait; the released resource is
+/// then not handed to the dead waiter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupted_waiting_acquire_cancels_its_wait() {
+    let cluster = Cluster::start(3, &[]).await;
+    let api = cluster.api();
+    let (holder, token) = api
+        .acquire(101, 1, "queue", 30_000)
+        .await
+        .expect("holder")
+        .grant();
+    let mut waiter = std::process::Command::new(harness::warden_bin())
+        .args([
+            "acquire",
+            "queue",
+            "--ttl",
+            "20s",
+            "--wait",
+            "30s",
+            "--endpoints",
+        ])
+        .arg(cluster.endpoints())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn waiter");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while api.status("queue").await.expect("status").waiters != 1 {
+        assert!(Instant::now() < deadline, "the waiter was never queued");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let pid = nix::unistd::Pid::from_raw(waiter.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT");
+    let status = waiter.wait().expect("wait");
+    let mut stderr = String::new();
+    if let Some(mut e) = waiter.stderr.take() {
+        std::io::Read::read_to_string(&mut e, &mut stderr).expect("stderr");
+    }
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("revoking its lease"), "{stderr}");
+    assert_eq!(api.status("queue").await.expect("status").waiters, 0);
+    api.release(101, 2, "queue", holder, token)
+        .await
+        .expect("release");
+    let st = api.status("queue").await.expect("status");
+    assert!(st.holder.is_none(), "granted to a cancelled waiter: {st:?}");
+}
+
+/// A child with piped stdin/stdout, killed when dropped.
+struct Piped {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    stdout: tokio::io::BufReader<tokio::process::ChildStdout>,
+}
+
+impl Piped {
+    fn spawn(args: &[&str]) -> Piped {
+        let mut child = tokio::process::Command::new(harness::warden_bin())
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn warden");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = tokio::io::BufReader::new(child.stdout.take().expect("stdout"));
+        Piped {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    fn pid(&self) -> nix::unistd::Pid {
+        nix::unistd::Pid::from_raw(self.child.id().expect("running") as i32)
+    }
+
+    async fn line(&mut self) -> String {
+        use tokio::io::AsyncBufReadExt;
+        let mut line = String::new();
+        tokio::time::timeout(Duration::from_secs(15), self.stdout.read_line(&mut line))
+            .await
+            .expect("a line within 15s")
+            .expect("read");
+        line.trim().to_string()
+    }
+
+    async fn json(&mut self) -> serde_json::Value {
+        let line = self.line().await;
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    }
+
+    async fn go(&mut self) {
+        use tokio::io::AsyncWriteExt;
+        self.stdin.write_all(b"go\n").await.expect("go");
+        self.stdin.flush().await.expect("flush");
+    }
+}
+
+/// S2 fencing, "The fencing story" (SEMANTICS), with real processes: client 1
+/// acquires (token t) and is SIGSTOPped before its write; its lease expires;
+/// client 2 acquires t' > t and writes; client 1 is SIGCONTinued and writes
+/// with t: the fenced store rejects it with 409, and the value is client 2's.
+/// Validate says `stale` for t and `current` for t' meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn split_brain_stale_write_is_rejected_by_the_fenced_store() {
+    use warden_fence::http::client as http;
+    let cluster = Cluster::start(3, &[]).await;
+    let api = cluster.api();
+    let endpoints = cluster.endpoints();
+    let store_dir = cluster.tmp.path().join("store");
+    let mut store = Piped::spawn(&[
+        "fenced-store",
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        store_dir.to_str().expect("utf-8 path"),
+    ]);
+    let first = store.line().await;
+    let store_addr = first
+        .strip_prefix("fenced-store listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+        .to_string();
+    let holder = |value: &'static str, wait: &'static str| {
+        Piped::spawn(&[
+            "demo-holder",
+            "--resource",
+            "ledger",
+            "--ttl",
+            "1s",
+            "--wait",
+            wait,
+            "--store",
+            &store_addr,
+            "--key",
+            "balance",
+            "--value",
+            value,
+            "--endpoints",
+            &endpoints,
+        ])
+    };
+
+    // Client 1 holds the lock and keeps its lease alive, then pauses.
+    let mut c1 = holder("from client 1", "0s");
+    let g1 = c1.json().await;
+    assert_eq!(g1["event"], "granted");
+    let t1 = g1["fencing_token"].as_u64().expect("token");
+    let lease1 = g1["lease_id"].as_u64().expect("lease");
+    nix::sys::signal::kill(c1.pid(), nix::sys::signal::Signal::SIGSTOP).expect("SIGSTOP");
+    let (code, v, _) = cluster.cli(&["validate", "ledger", &t1.to_string()]);
+    assert_eq!((code, v["state"].as_str()), (0, Some("current")), "{v}");
+
+    // Its lease expires: TTL 1 s, gone within TTL + E (L1) after it stopped renewing.
+    let stopped = Instant::now();
+    loop {
+        let st = api.status("ledger").await.expect("status");
+        match st.holder {
+            None => break,
+            Some(h) => assert_eq!(h.lease_id, lease1),
+        }
+        assert!(
+            stopped.elapsed() < Duration::from_millis(1_000) + E + OBSERVE,
+            "client 1's lease outlived TTL + E"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // Client 2 takes the lock with a larger token and writes.
+    let mut c2 = holder("from client 2", "10s");
+    let g2 = c2.json().await;
+    let t2 = g2["fencing_token"].as_u64().expect("token");
+    assert!(t2 > t1, "S2: {t2} > {t1}");
+    c2.go().await;
+    let w2 = c2.json().await;
+    assert_eq!(w2["status"], 200, "{w2}");
+    assert_eq!(c2.child.wait().await.expect("wait").code(), Some(0));
+
+    // Validate: the paused holder's token is stale, client 2's is current.
+    let (code, v, _) = cluster.cli(&["validate", "ledger", &t1.to_string()]);
+    assert_eq!((code, v["state"].as_str()), (2, Some("stale")), "{v}");
+    assert_eq!(v["holder_token"].as_u64(), Some(t2));
+    let (code, v, _) = cluster.cli(&["validate", "ledger", &t2.to_string()]);
+    assert_eq!((code, v["state"].as_str()), (0, Some("current")), "{v}");
+
+    // Client 1 wakes up believing it holds the lock, and writes with t1.
+    c1.go().await;
+    nix::sys::signal::kill(c1.pid(), nix::sys::signal::Signal::SIGCONT).expect("SIGCONT");
+    let w1 = c1.json().await;
+    assert_eq!(w1["status"], 409, "{w1}");
+    assert_eq!(
+        w1["body"],
+        serde_json::json!({"error":"stale token","resource":"ledger","presented":t1,"highest":t2})
+    );
+    assert_eq!(c1.child.wait().await.expect("wait").code(), Some(2));
+
+    let value = http::get(&store_addr, "balance").await.expect("get");
+    assert_eq!((value.status, value.body.as_str()), (200, "from client 2"));
+    // A write naming another resource for a bound key is refused too.
+    let other = http::put(&store_addr, "balance", "other-lock", t2 + 100, b"x")
+        .await
+        .expect("put");
+    assert_eq!(other.status, 409);
+    assert_eq!(other.json()["error"], "resource mismatch");
+    drop(store);
+}

@@ -850,3 +850,25 @@ fn garbage_snapshots_are_typed_errors() {
         Err(SnapshotError::Inconsistent(_))
     ));
 }
+
+// S2 / Validate: the holder's token is current; once a newer grant exists the
+// old one is stale (also after the resource is freed); a token never issued
+// is unknown.
+#[test]
+fn token_state_current_stale_unknown() {
+    use crate::query::TokenState;
+    let mut log = Log::new();
+    let a = log.apply(acquire(hdr(7, 1), "orders", new_lease(10_000), 0, 0));
+    assert_eq!(granted(&a), (1, 1));
+    assert_eq!(log.t.token_state("orders", 1), TokenState::Current);
+    assert_eq!(log.t.token_state("orders", 2), TokenState::Unknown);
+    assert_eq!(log.t.token_state("orders", 0), TokenState::Unknown);
+    assert_eq!(log.t.token_state("other", 1), TokenState::Stale);
+    log.apply(release(hdr(7, 2), Some("orders"), 1, Some(1)));
+    assert_eq!(log.t.token_state("orders", 1), TokenState::Stale);
+    let b = log.apply(acquire(hdr(8, 1), "orders", new_lease(10_000), 0, 0));
+    assert_eq!(granted(&b), (2, 2));
+    assert_eq!(log.t.token_state("orders", 1), TokenState::Stale);
+    assert_eq!(log.t.token_state("orders", 2), TokenState::Current);
+    assert_eq!(log.t.token_state("orders", 3), TokenState::Unknown);
+}
