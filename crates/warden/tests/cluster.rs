@@ -684,3 +684,23 @@ async fn split_brain_stale_write_is_rejected_by_the_fenced_store() {
     assert_eq!(other.json()["error"], "resource mismatch");
     drop(store);
 }
+
+/// "The fencing story", as a user runs it: `warden demo split-brain` exits 0
+/// only when the stale write was rejected and client 2's value stands.
+#[test]
+fn demo_split_brain_exits_zero_with_the_stale_write_rejected() {
+    let out = std::process::Command::new(harness::warden_bin())
+        .args(["demo", "split-brain"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run warden demo split-brain");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("HTTP 409"), "{stdout}");
+    assert!(stdout.contains("the stale write was rejected"), "{stdout}");
+}
