@@ -10,14 +10,16 @@ use tokio::time::Instant;
 use tonic::transport::{Channel, Endpoint};
 use tonic::Status;
 use tracing::debug;
-use warden_proto::v1::{self, acquire_response::Event, lock_client::LockClient};
+use warden_proto::v1::{
+    self, acquire_response::Event, lease_client::LeaseClient, lock_client::LockClient,
+};
 
 use crate::error::{describe, disposition, is_server_unavailable, ClientError, Disposition};
 use crate::requests::{InFlight, RequestIds};
 use crate::routing::{leader_hint, parse_endpoint, CallPlan};
 use crate::types::{
-    millis, AcquireOptions, AcquireResult, ClientOptions, ClusterStatus, Queued, ReleaseResult,
-    RenewResult, StatusResult, ValidateResult,
+    millis, AcquireOptions, AcquireResult, ClientOptions, ClusterStatus, LeaseGrantResult,
+    LeaseInfo, Queued, ReleaseResult, RenewResult, StatusResult, ValidateResult,
 };
 
 /// Largest id the cluster hands out (2^53 − 1); the client id stays below it
@@ -336,6 +338,64 @@ impl Client {
         .await?
     }
 
+    /// Creates a session: a lease with no lock, which lives while renewed
+    /// and does not end when its last lock is released. TTL: 1 s ..= 1 h.
+    ///
+    /// Errors: `InvalidArgument` naming `ttl_ms`; `ResourceExhausted` when
+    /// the cluster's lease limit is reached; `NoQuorum`/`Unavailable`.
+    /// Retried across leader changes with the same request id (S7).
+    pub async fn lease_grant(&self, ttl: Duration) -> Result<LeaseGrantResult, ClientError> {
+        let in_flight = InFlight::begin(&self.inner.request_ids);
+        let request = v1::LeaseGrantRequest {
+            header: Some(self.header(&in_flight)),
+            ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
+        };
+        let deadline = checked_deadline(Instant::now(), self.inner.options.deadline);
+        let attempt_timeout = self.inner.options.attempt_timeout;
+        let request = &request;
+        let result = self
+            .call_channel("lease grant", deadline, move |channel| async move {
+                let mut client = LeaseClient::new(channel);
+                let reply = tokio::time::timeout(attempt_timeout, client.lease_grant(*request))
+                    .await
+                    .map_err(|_| attempt_timed_out(attempt_timeout))??
+                    .into_inner();
+                Ok(LeaseGrantResult {
+                    lease_id: reply.lease_id,
+                    ttl_ms: reply.ttl_ms,
+                })
+            })
+            .await;
+        drop(in_flight);
+        result
+    }
+
+    /// A lease's TTL, time left (as the leader's deadline table sees it),
+    /// locks and waits; a linearizable read. `NotFound` if not live.
+    pub async fn lease_time_to_live(&self, lease_id: u64) -> Result<LeaseInfo, ClientError> {
+        let deadline = checked_deadline(Instant::now(), self.inner.options.deadline);
+        let attempt_timeout = self.inner.options.attempt_timeout;
+        self.call_channel("lease ttl", deadline, move |channel| async move {
+            let mut client = LeaseClient::new(channel);
+            let reply = tokio::time::timeout(
+                attempt_timeout,
+                client.lease_time_to_live(v1::LeaseTimeToLiveRequest { lease_id }),
+            )
+            .await
+            .map_err(|_| attempt_timed_out(attempt_timeout))??
+            .into_inner();
+            Ok(LeaseInfo {
+                lease_id: reply.lease_id,
+                ttl_ms: reply.ttl_ms,
+                ttl_remaining_ms: reply.ttl_remaining_ms,
+                locks: reply.locks,
+                waits: reply.waits,
+                graced: reply.graced,
+            })
+        })
+        .await
+    }
+
     /// Revokes a lease: every lock it holds is released (cleanly: no
     /// lock-delay) and its waits are removed, in one committed entry.
     /// Returns the lease id.
@@ -545,8 +605,7 @@ impl Client {
             .unwrap_or_else(PoisonError::into_inner) = leader;
     }
 
-    /// Runs `attempt` against the leader, following hints and rotating over
-    /// the endpoints, until it succeeds, fails for good, or `deadline` passes.
+    /// Runs `attempt` with a `Lock` service client; see [`Self::call_channel`].
     async fn call<T, F, Fut>(
         &self,
         op: &'static str,
@@ -555,6 +614,25 @@ impl Client {
     ) -> Result<T, ClientError>
     where
         F: FnMut(LockClient<Channel>) -> Fut,
+        Fut: Future<Output = Result<T, Status>>,
+    {
+        self.call_channel(op, deadline, move |channel| {
+            attempt(LockClient::new(channel))
+        })
+        .await
+    }
+
+    /// Runs `attempt` against the leader, following hints and rotating over
+    /// the endpoints, until it succeeds, fails for good, or `deadline` passes.
+    /// `attempt` gets a channel to the node, for any of Warden's services.
+    pub(crate) async fn call_channel<T, F, Fut>(
+        &self,
+        op: &'static str,
+        deadline: Instant,
+        mut attempt: F,
+    ) -> Result<T, ClientError>
+    where
+        F: FnMut(Channel) -> Fut,
         Fut: Future<Output = Result<T, Status>>,
     {
         let started = Instant::now();
@@ -567,9 +645,7 @@ impl Client {
         let mut last_error: String;
         loop {
             let outcome = match self.channel(&target) {
-                Ok(channel) => {
-                    tokio::time::timeout_at(deadline, attempt(LockClient::new(channel))).await
-                }
+                Ok(channel) => tokio::time::timeout_at(deadline, attempt(channel)).await,
                 Err(e) => Ok(Err(Status::invalid_argument(e.to_string()))),
             };
             let status = match outcome {

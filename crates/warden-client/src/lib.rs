@@ -65,11 +65,54 @@ mod error;
 mod requests;
 mod routing;
 mod types;
+mod watch;
 
 pub use client::Client;
+
+/// ρ: the documented bound on clock *rate* drift between any two machines
+/// (SEMANTICS "Words"): 1 %, in parts per million.
+pub const DRIFT_RHO_PPM: u64 = 10_000;
+
+/// Margin subtracted from every validity the client computes (S5): 50 ms.
+pub const VALIDITY_MARGIN: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// How long a grant or renew can be trusted after the *send* of the request
+/// it acknowledges (S5): `ttl × (1 − 2ρ) − margin` (the server's clock may run
+/// fast by ρ and this one slow by ρ). Saturates at zero.
+pub fn validity(ttl: std::time::Duration) -> std::time::Duration {
+    let ttl_us = u64::try_from(ttl.as_micros()).unwrap_or(u64::MAX);
+    let scaled = ttl_us / 1_000_000 * (1_000_000 - 2 * DRIFT_RHO_PPM)
+        + ttl_us % 1_000_000 * (1_000_000 - 2 * DRIFT_RHO_PPM) / 1_000_000;
+    std::time::Duration::from_micros(scaled).saturating_sub(VALIDITY_MARGIN)
+}
 pub use error::ClientError;
 pub use routing::{leader_hint, parse_endpoint};
 pub use types::{
-    AcquireOptions, AcquireResult, ClientOptions, ClusterStatus, Holder, Member, NotGrantedReason,
-    Queued, ReleaseResult, RenewResult, StatusResult, Timing, TokenState, ValidateResult,
+    AcquireOptions, AcquireResult, ClientOptions, ClusterStatus, Holder, LeaseGrantResult,
+    LeaseInfo, Member, NotGrantedReason, Queued, ReleaseResult, RenewResult, StatusResult, Timing,
+    TokenState, ValidateResult,
 };
+pub use watch::{WatchError, WatchEvent, WatchTarget, Watcher};
+
+#[cfg(test)]
+mod validity_tests {
+    use std::time::Duration;
+
+    // S5: validity = TTL × (1 − 2ρ) − margin, with ρ = 1 % and a 50 ms margin.
+    #[test]
+    fn validity_takes_drift_and_margin_off_the_ttl() {
+        assert_eq!(
+            super::validity(Duration::from_secs(10)),
+            Duration::from_millis(9_750)
+        );
+        assert_eq!(
+            super::validity(Duration::from_millis(1_000)),
+            Duration::from_millis(930)
+        );
+        assert_eq!(super::validity(Duration::from_millis(40)), Duration::ZERO);
+        assert_eq!(
+            super::validity(Duration::from_secs(3_600)),
+            Duration::from_millis(3_527_950)
+        );
+    }
+}

@@ -151,6 +151,32 @@ pub struct RenewResult {
     pub sequence: u64,
 }
 
+/// A session created by [`crate::Client::lease_grant`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseGrantResult {
+    /// The new lease.
+    pub lease_id: u64,
+    /// Its TTL, in milliseconds.
+    pub ttl_ms: u64,
+}
+
+/// A lease as [`crate::Client::lease_time_to_live`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseInfo {
+    /// The lease.
+    pub lease_id: u64,
+    /// Its TTL, in milliseconds.
+    pub ttl_ms: u64,
+    /// Time left on the serving leader's clock, in milliseconds.
+    pub ttl_remaining_ms: u64,
+    /// Resources it holds, in name order.
+    pub locks: Vec<String>,
+    /// Resources it waits on, in name order.
+    pub waits: Vec<String>,
+    /// True when a leader change's grace was given since its last renew.
+    pub graced: bool,
+}
+
 /// The answer to a release.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReleaseResult {

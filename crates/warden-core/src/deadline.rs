@@ -39,6 +39,12 @@ pub struct Deadlines {
     waits: BTreeMap<(String, LeaseId, LogIndex), Duration>,
     /// (resource, start index) → end of the delay.
     lock_delays: BTreeMap<(String, LogIndex), Duration>,
+    /// For display only (`List` ages): resource → (grant index, when this node
+    /// applied the grant, or loaded the table).
+    held_since: BTreeMap<String, (LogIndex, Duration)>,
+    /// For display only: (resource, lease, enqueue index) → when the enqueue
+    /// reached this node's log (or the table was loaded).
+    waiting_since: BTreeMap<(String, LeaseId, LogIndex), Duration>,
 }
 
 fn ms(v: u64) -> Duration {
@@ -108,6 +114,8 @@ impl Deadlines {
                     (resource.clone(), *lease_id, *enqueue_index),
                     add(stamp, *wait_timeout_ms),
                 );
+                self.waiting_since
+                    .insert((resource.clone(), *lease_id, *enqueue_index), stamp);
             }
             Effect::WaitCapped {
                 resource,
@@ -127,8 +135,9 @@ impl Deadlines {
                 enqueue_index,
                 ..
             } => {
-                self.waits
-                    .remove(&(resource.clone(), *lease_id, *enqueue_index));
+                let key = (resource.clone(), *lease_id, *enqueue_index);
+                self.waits.remove(&key);
+                self.waiting_since.remove(&key);
             }
             Effect::LockDelayStarted {
                 resource,
@@ -158,7 +167,17 @@ impl Deadlines {
             } => {
                 self.lock_delays.remove(&(resource.clone(), *start_index));
             }
-            Effect::Granted { .. } | Effect::Freed { .. } => {}
+            Effect::Granted {
+                resource,
+                grant_index,
+                ..
+            } => {
+                self.held_since
+                    .insert(resource.clone(), (*grant_index, now));
+            }
+            Effect::Freed { resource, .. } => {
+                self.held_since.remove(resource);
+            }
         }
     }
 
@@ -183,8 +202,14 @@ impl Deadlines {
             d.leases.insert(l.lease_id, add(now, l.remaining_ms));
         }
         for (resource, w, remaining) in table.all_waiters() {
-            d.waits
-                .insert((resource, w.lease_id, w.enqueue_index), add(now, remaining));
+            let key = (resource, w.lease_id, w.enqueue_index);
+            d.waiting_since.insert(key.clone(), now);
+            d.waits.insert(key, add(now, remaining));
+        }
+        for (resource, state) in table.resources_with_prefix("") {
+            if let Some(g) = &state.holder {
+                d.held_since.insert(resource.clone(), (g.grant_index, now));
+            }
         }
         for ld in table.lock_delays() {
             d.lock_delays
@@ -201,6 +226,29 @@ impl Deadlines {
     /// Milliseconds left on lease `id` at `now` (0 once passed; rounded up).
     pub fn remaining_ms(&self, id: LeaseId, now: Duration) -> Option<u64> {
         self.leases.get(&id).map(|d| until_ms(*d, now))
+    }
+
+    /// For display (`List`): milliseconds since this node applied the grant
+    /// of `resource` made at `grant_index` (or loaded the table holding it).
+    pub fn held_for_ms(&self, resource: &str, grant_index: LogIndex, now: Duration) -> Option<u64> {
+        self.held_since
+            .get(resource)
+            .filter(|(i, _)| *i == grant_index)
+            .map(|(_, at)| u64::try_from(now.saturating_sub(*at).as_millis()).unwrap_or(u64::MAX))
+    }
+
+    /// For display (`List`): milliseconds since this waiter's enqueue reached
+    /// this node (or the table holding it was loaded).
+    pub fn waited_for_ms(
+        &self,
+        resource: &str,
+        lease_id: LeaseId,
+        enqueue_index: LogIndex,
+        now: Duration,
+    ) -> Option<u64> {
+        self.waiting_since
+            .get(&(resource.to_owned(), lease_id, enqueue_index))
+            .map(|at| u64::try_from(now.saturating_sub(*at).as_millis()).unwrap_or(u64::MAX))
     }
 
     /// The local end of a wait, if known.
@@ -358,6 +406,10 @@ impl Deadlines {
         self.leases.retain(|id, _| table.lease(*id).is_some());
         self.waits
             .retain(|(r, lease, enq), _| table.has_waiter(r, *lease, *enq));
+        self.waiting_since
+            .retain(|(r, lease, enq), _| table.has_waiter(r, *lease, *enq));
+        self.held_since
+            .retain(|r, (i, _)| table.holder(r).is_some_and(|h| h.grant_index == *i));
         self.lock_delays.retain(|(r, start), _| {
             table
                 .resource(r)

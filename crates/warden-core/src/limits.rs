@@ -23,3 +23,10 @@ pub const MAX_CLIENTS: usize = 16_384;
 pub const MAX_WAITERS_PER_RESOURCE: usize = 10_000;
 /// Locks and waits attached to one lease.
 pub const MAX_LOCKS_PER_LEASE: usize = 10_000;
+/// Live leases (sessions) in the whole cluster; a lease grant or an acquire
+/// that would create one more is refused with ResourceExhausted.
+pub const MAX_LEASES: usize = 100_000;
+/// Forced releases kept in the replicated audit trail (oldest dropped first).
+pub const MAX_AUDIT_RECORDS: usize = 1_000;
+/// Longest `requested_by` of a forced release, in bytes of UTF-8.
+pub const MAX_REQUESTED_BY_BYTES: usize = 256;

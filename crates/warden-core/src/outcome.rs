@@ -96,6 +96,8 @@ pub fn fingerprint(cmd: &Command) -> u64 {
         Command::ForceRelease(f) => {
             f.due = None;
             f.header.acked_request_id = 0;
+            // Display-only wall-clock stamp: a retry takes a new one.
+            f.at_unix_ms = 0;
         }
         Command::LeaseGrant(g) => g.header.acked_request_id = 0,
         Command::EndLockDelay(e) => e.due = None,

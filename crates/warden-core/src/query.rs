@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use crate::outcome::OutcomeTable;
 use crate::table::{LeaseRecord, LockTable, ResourceState};
-use crate::types::{ClientId, FencingToken, LeaderId, LeaseId, LogIndex};
+use crate::types::{AuditRecord, ClientId, FencingToken, LeaderId, LeaseId, LogIndex};
 
 /// The holder of a resource, as [`LockTable::holder`] reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -212,6 +212,31 @@ impl LockTable {
     /// leader performs no leader duty until this names itself.
     pub fn last_promote(&self) -> Option<(LeaderId, LogIndex)> {
         self.last_promote
+    }
+
+    /// The forced-release audit trail, oldest first (at most
+    /// [`crate::limits::MAX_AUDIT_RECORDS`] records).
+    pub fn audit_trail(&self) -> impl DoubleEndedIterator<Item = &AuditRecord> + '_ {
+        self.audit.iter()
+    }
+
+    /// Every resource with a holder, a waiter or a lock-delay whose name
+    /// starts with `prefix`, in name order.
+    pub fn resources_with_prefix<'a>(
+        &'a self,
+        prefix: &'a str,
+    ) -> impl Iterator<Item = (&'a String, &'a ResourceState)> + 'a {
+        self.resources
+            .range::<str, _>((
+                std::ops::Bound::Included(prefix),
+                std::ops::Bound::Unbounded,
+            ))
+            .take_while(move |(name, _)| name.starts_with(prefix))
+    }
+
+    /// Number of live leases (bounded by [`crate::limits::MAX_LEASES`]).
+    pub fn lease_count(&self) -> usize {
+        self.leases.len()
     }
 
     /// Number of resources with a holder.

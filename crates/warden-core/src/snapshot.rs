@@ -8,8 +8,10 @@
 
 use crate::table::LockTable;
 
-/// The current snapshot format version (the first byte).
-pub const SNAPSHOT_VERSION: u8 = 1;
+/// The current snapshot format version (the first byte). Version 2 is
+/// version 1's table followed by the forced-release audit trail; version 1
+/// still loads (with an empty trail).
+pub const SNAPSHOT_VERSION: u8 = 2;
 
 /// Why a snapshot could not be loaded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -38,7 +40,9 @@ impl LockTable {
         // postcard cannot fail on these types (every sequence and map has a
         // known length); should it ever, the bare version byte is refused by
         // `from_snapshot` instead of loading a wrong table.
-        postcard::to_extend(self, vec![SNAPSHOT_VERSION]).unwrap_or_else(|_| vec![SNAPSHOT_VERSION])
+        postcard::to_extend(self, vec![SNAPSHOT_VERSION])
+            .and_then(|bytes| postcard::to_extend(&self.audit, bytes))
+            .unwrap_or_else(|_| vec![SNAPSHOT_VERSION])
     }
 
     /// Decodes a snapshot made by [`LockTable::to_snapshot`].
@@ -49,11 +53,17 @@ impl LockTable {
     /// [`LockTable::check_invariants`].
     pub fn from_snapshot(bytes: &[u8]) -> Result<Self, SnapshotError> {
         let (version, body) = bytes.split_first().ok_or(SnapshotError::Empty)?;
-        if *version != SNAPSHOT_VERSION {
+        if *version != 1 && *version != SNAPSHOT_VERSION {
             return Err(SnapshotError::UnsupportedVersion(*version));
         }
-        let (table, rest): (LockTable, &[u8]) =
+        let (mut table, mut rest): (LockTable, &[u8]) =
             postcard::take_from_bytes(body).map_err(|e| SnapshotError::Decode(e.to_string()))?;
+        if *version == 2 {
+            let (audit, after) = postcard::take_from_bytes(rest)
+                .map_err(|e| SnapshotError::Decode(e.to_string()))?;
+            table.audit = audit;
+            rest = after;
+        }
         if !rest.is_empty() {
             return Err(SnapshotError::TrailingBytes(rest.len()));
         }

@@ -18,16 +18,18 @@
 //! 4. the command itself, all checks before any change;
 //! 5. the outcome is stored.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
 use crate::effect::{Effect, FreeReason, LeaseEndReason, WaiterRemovedReason};
-use crate::limits::{MAX_ID, MAX_LOCKS_PER_LEASE, MAX_WAITERS_PER_RESOURCE};
+use crate::limits::{
+    MAX_AUDIT_RECORDS, MAX_ID, MAX_LEASES, MAX_LOCKS_PER_LEASE, MAX_WAITERS_PER_RESOURCE,
+};
 use crate::outcome::{fingerprint, Check, OutcomeTable};
 use crate::types::{
-    Acquire, AcquireOutcome, AcquireReply, Checkpoint, Command, DueList, EndLockDelay, ErrorCode,
-    FencingToken, ForceRelease, LeaderId, LeaseGrant, LeaseId, LeaseSpec, LogIndex,
+    Acquire, AcquireOutcome, AcquireReply, AuditRecord, Checkpoint, Command, DueList, EndLockDelay,
+    ErrorCode, FencingToken, ForceRelease, LeaderId, LeaseGrant, LeaseId, LeaseSpec, LogIndex,
     NotGrantedReason, Promote, Release, RenewBatch, RequestHeader, Response, Revoke,
 };
 use crate::validate::{self, error};
@@ -139,6 +141,11 @@ pub struct LockTable {
     pub(crate) resources: BTreeMap<String, ResourceState>,
     pub(crate) outcomes: OutcomeTable,
     pub(crate) last_promote: Option<(LeaderId, LogIndex)>,
+    /// The last [`MAX_AUDIT_RECORDS`] forced releases, oldest first. Encoded
+    /// after the table by [`LockTable::to_snapshot`] (snapshot version 2), so
+    /// version-1 snapshots still load (with an empty trail).
+    #[serde(skip)]
+    pub(crate) audit: VecDeque<AuditRecord>,
 }
 
 impl Default for LockTable {
@@ -163,6 +170,7 @@ impl LockTable {
             resources: BTreeMap::new(),
             outcomes: OutcomeTable::default(),
             last_promote: None,
+            audit: VecDeque::new(),
         }
     }
 
@@ -423,6 +431,7 @@ impl LockTable {
                 ));
             }
             if new_lease {
+                self.check_lease_limit()?;
                 self.create_lease(index, ttl_ms, true, fx);
             }
             let token = self.grant(index, &a.resource, lease_id, a.lock_delay_ms, fx);
@@ -465,6 +474,7 @@ impl LockTable {
             ));
         }
         if new_lease {
+            self.check_lease_limit()?;
             self.create_lease(index, ttl_ms, true, fx);
         }
         let state = self.resources.entry(a.resource.clone()).or_default();
@@ -575,6 +585,17 @@ impl LockTable {
         let (lease_id, token) = (grant.lease_id, grant.fencing_token);
         self.free(index, &f.resource, FreeReason::Forced, true, fx);
         self.drop_auto_if_idle(lease_id, fx);
+        if self.audit.len() >= MAX_AUDIT_RECORDS {
+            self.audit.pop_front();
+        }
+        self.audit.push_back(AuditRecord {
+            index,
+            resource: f.resource.clone(),
+            lease_id,
+            fencing_token: token,
+            requested_by: f.requested_by.clone(),
+            at_unix_ms: f.at_unix_ms,
+        });
         Ok(Response::Released {
             resource: f.resource.clone(),
             lease_id,
@@ -594,6 +615,7 @@ impl LockTable {
                 format!("lease ids exhausted (limit {MAX_ID})"),
             ));
         }
+        self.check_lease_limit()?;
         let lease_id = self.create_lease(index, g.ttl_ms, false, fx);
         Ok(Response::LeaseGranted {
             lease_id,
@@ -759,6 +781,19 @@ impl LockTable {
     }
 
     // ---------------------------------------------------------------- building blocks
+
+    /// Issue 3 limits: at most [`MAX_LEASES`] live leases in the cluster.
+    fn check_lease_limit(&self) -> Result<(), CommandError> {
+        if self.leases.len() >= MAX_LEASES {
+            return Err(exhausted(
+                Some("lease_id"),
+                format!(
+                    "the cluster holds at most {MAX_LEASES} live leases (MAX_LEASES); revoke or let some expire"
+                ),
+            ));
+        }
+        Ok(())
+    }
 
     fn create_lease(
         &mut self,

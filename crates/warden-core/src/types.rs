@@ -279,6 +279,32 @@ pub struct ForceRelease {
     pub fencing_token: Option<FencingToken>,
     /// Due leases and waiters, removed first.
     pub due: Option<DueList>,
+    /// Who asked, for the audit trail: 1..=[`crate::limits::MAX_REQUESTED_BY_BYTES`]
+    /// bytes of UTF-8 without control characters (the proposing server fills
+    /// it from the request and the caller's address).
+    pub requested_by: String,
+    /// Wall-clock time (ms since the Unix epoch) on the proposing server when
+    /// it proposed the entry. DISPLAY ONLY (SEMANTICS "Time": wall-clock stamps
+    /// may ride in entries for audit): never compared, never used in logic,
+    /// ignored by the S7 fingerprint.
+    pub at_unix_ms: u64,
+}
+
+/// One forced release, as the replicated audit trail keeps it (issue 3, item 5).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct AuditRecord {
+    /// Index of the `ForceRelease` entry.
+    pub index: LogIndex,
+    /// The resource.
+    pub resource: String,
+    /// The lease that held it.
+    pub lease_id: LeaseId,
+    /// The grant that was ended.
+    pub fencing_token: FencingToken,
+    /// Who asked (see [`ForceRelease::requested_by`]).
+    pub requested_by: String,
+    /// The proposer's wall clock, display only (see [`ForceRelease::at_unix_ms`]).
+    pub at_unix_ms: u64,
 }
 
 /// What applying a command answers.

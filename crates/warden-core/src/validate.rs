@@ -11,7 +11,8 @@
 //! pass here.
 
 use crate::limits::{
-    MAX_ID, MAX_LOCK_DELAY_MS, MAX_RESOURCE_BYTES, MAX_TTL_MS, MAX_WAIT_TIMEOUT_MS, MIN_TTL_MS,
+    MAX_ID, MAX_LOCK_DELAY_MS, MAX_REQUESTED_BY_BYTES, MAX_RESOURCE_BYTES, MAX_TTL_MS,
+    MAX_WAIT_TIMEOUT_MS, MIN_TTL_MS,
 };
 use crate::types::{Command, CommandError, ErrorCode, LeaseSpec, RequestHeader};
 
@@ -128,6 +129,30 @@ pub fn fencing_token(token: u64) -> Result<(), CommandError> {
     Ok(())
 }
 
+/// Who asked for a forced release: 1..=[`MAX_REQUESTED_BY_BYTES`] bytes of
+/// UTF-8 without control characters.
+///
+/// # Errors
+/// `InvalidArgument`, field `"requested_by"`, naming the limit.
+pub fn requested_by(who: &str) -> Result<(), CommandError> {
+    if who.is_empty() || who.len() > MAX_REQUESTED_BY_BYTES {
+        return Err(invalid(
+            "requested_by",
+            format!(
+                "requested_by must be 1..={MAX_REQUESTED_BY_BYTES} bytes of UTF-8; got {} bytes",
+                who.len()
+            ),
+        ));
+    }
+    if who.chars().any(char::is_control) {
+        return Err(invalid(
+            "requested_by",
+            "requested_by must not contain NUL or control characters",
+        ));
+    }
+    Ok(())
+}
+
 /// An exactly-once header (S7): `client_id != 0`, `request_id != 0`, and
 /// `acked_request_id < request_id` (a client only acknowledges requests it
 /// has been answered, which are older than the one it sends).
@@ -189,6 +214,7 @@ pub fn command(cmd: &Command) -> Result<(), CommandError> {
         Command::ForceRelease(f) => {
             header(&f.header)?;
             resource(&f.resource)?;
+            requested_by(&f.requested_by)?;
             f.fencing_token.map_or(Ok(()), fencing_token)
         }
         Command::RenewBatch(_)
@@ -263,5 +289,12 @@ mod tests {
             fencing_token(0).unwrap_err().field.as_deref(),
             Some("fencing_token")
         );
+        assert!(requested_by("ops@host").is_ok());
+        assert!(requested_by(&"u".repeat(256)).is_ok());
+        let e = requested_by(&"u".repeat(257)).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("requested_by"));
+        assert!(e.message.contains("256"), "{}", e.message);
+        assert!(requested_by("").is_err());
+        assert!(requested_by("a\nb").is_err());
     }
 }

@@ -20,7 +20,20 @@ pub struct ServerConfig {
     pub initial_cluster_state_new: bool,
     /// Timing parameters.
     pub timing: Timing,
+    /// Allow `Admin/ForceRelease` (`--allow-admin`); refused with
+    /// PermissionDenied otherwise. Default false.
+    pub allow_admin: bool,
+    /// Largest request a public service decodes, in bytes
+    /// (`--max-request-bytes`, default [`DEFAULT_MAX_REQUEST_BYTES`]); a larger
+    /// one is refused by tonic with OutOfRange ("decoded message length too
+    /// large") before it reaches any handler.
+    pub max_request_bytes: usize,
 }
+
+/// Default `--max-request-bytes`: 64 KiB (a resource name is at most 512 bytes).
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 64 * 1024;
+/// Bounds of `--max-request-bytes`: 1 KiB ..= 4 MiB.
+pub const MAX_REQUEST_BYTES_RANGE: (usize, usize) = (1024, 4 * 1024 * 1024);
 
 /// Timing parameters and their defaults (documented in docs/operations.md).
 #[derive(Clone, Debug, PartialEq, Eq)]

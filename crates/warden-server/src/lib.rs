@@ -12,6 +12,11 @@
 //! - [`bootstrap`]: the two-phase cluster id (SEMANTICS "Membership").
 //! - [`node`]: a running node; `propose` to the local Raft handle only.
 //! - [`lock_service`]: the public `warden.v1.Lock` gRPC service.
+//! - [`admin_service`]: the public `warden.v1.Admin` service (List,
+//!   ForceRelease behind `--allow-admin`, AuditTrail).
+//! - [`lease_service`]: the public `warden.v1.Lease` service (sessions:
+//!   grant, keep-alive stream, time-to-live).
+//! - [`watch_service`]: the public `warden.v1.Watch` service and its node-local event log.
 //! - [`renew`]: the renew batcher (S4).
 //! - [`duties`]: leader duties: Promote, Expire, EndLockDelay, Checkpoint.
 //! - [`clock`]: the injected node clock.
@@ -32,11 +37,13 @@
 //! It never reads a wall clock in replicated logic, never forwards leader
 //! duties, and never acknowledges a renew before it commits.
 
+pub mod admin_service;
 pub mod bootstrap;
 pub mod clock;
 pub mod config;
 pub mod duties;
 pub mod error;
+pub mod lease_service;
 pub mod lock_service;
 pub mod network;
 pub mod node;
@@ -44,6 +51,7 @@ pub mod peer_service;
 pub mod raft_types;
 pub mod renew;
 pub mod store;
+pub mod watch_service;
 
 use openraft::async_runtime::WatchReceiver as _;
 use std::collections::BTreeMap;
@@ -57,7 +65,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::TcpListenerStream;
 
-use crate::clock::{Clock, TokioClock};
+use crate::clock::{BootClock, Clock};
 use crate::network::{Network, MAX_PEER_MESSAGE_BYTES};
 use crate::node::Node;
 use crate::peer_service::{PeerService, PeerState};
@@ -94,7 +102,7 @@ pub async fn run(
     let listener = TcpListener::bind(config.listen)
         .await
         .map_err(|e| ServerError::Config(format!("listen: cannot bind {}: {e}", config.listen)))?;
-    run_with(config, listener, TokioClock::shared(), shutdown).await
+    run_with(config, listener, BootClock::shared(), shutdown).await
 }
 
 fn validate_config(config: &ServerConfig) -> Result<(), ServerError> {
@@ -117,6 +125,13 @@ fn validate_config(config: &ServerConfig) -> Result<(), ServerError> {
         return Err(ServerError::Config(
             "election-timeout-max: must be greater than election-timeout-min".into(),
         ));
+    }
+    let (lo, hi) = config::MAX_REQUEST_BYTES_RANGE;
+    if !(lo..=hi).contains(&config.max_request_bytes) {
+        return Err(ServerError::Config(format!(
+            "max-request-bytes: must be within {lo}..={hi}; got {}",
+            config.max_request_bytes
+        )));
     }
     if t.snapshot_threshold == 0 {
         return Err(ServerError::Config(
@@ -157,9 +172,30 @@ pub async fn run_with(
                 .max_decoding_message_size(MAX_PEER_MESSAGE_BYTES)
                 .max_encoding_message_size(MAX_PEER_MESSAGE_BYTES),
         )
-        .add_service(warden_proto::v1::lock_server::LockServer::new(
-            lock_service::LockService::new(node_cell.clone()),
-        ));
+        .add_service(
+            warden_proto::v1::lock_server::LockServer::new(lock_service::LockService::new(
+                node_cell.clone(),
+            ))
+            .max_decoding_message_size(config.max_request_bytes),
+        )
+        .add_service(
+            warden_proto::v1::admin_server::AdminServer::new(admin_service::AdminService::new(
+                node_cell.clone(),
+            ))
+            .max_decoding_message_size(config.max_request_bytes),
+        )
+        .add_service(
+            warden_proto::v1::watch_server::WatchServer::new(watch_service::WatchService::new(
+                node_cell.clone(),
+            ))
+            .max_decoding_message_size(config.max_request_bytes),
+        )
+        .add_service(
+            warden_proto::v1::lease_server::LeaseServer::new(lease_service::LeaseService::new(
+                node_cell.clone(),
+            ))
+            .max_decoding_message_size(config.max_request_bytes),
+        );
     let incoming = TcpListenerStream::new(listener);
     let server_task = tokio::spawn(async move {
         let _ = server

@@ -13,7 +13,7 @@ use std::time::Duration;
 use futures::Stream;
 use openraft::Instant as _;
 use openraft::ServerState;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 use warden_core::types::{
@@ -27,7 +27,6 @@ use warden_proto::v1::lock_server::Lock;
 
 use crate::error::command_status;
 use crate::node::Node;
-use crate::renew::RenewJob;
 
 /// The service; answers `Unavailable` until the node has bootstrapped.
 #[derive(Clone, Debug)]
@@ -49,7 +48,8 @@ impl LockService {
     }
 }
 
-fn header(h: Option<pb::RequestHeader>) -> Result<RequestHeader, Status> {
+/// Converts and validates a request header (S7: client id and request id).
+pub(crate) fn request_header(h: Option<pb::RequestHeader>) -> Result<RequestHeader, Status> {
     let h =
         h.ok_or_else(|| Status::invalid_argument("header: required (client_id, request_id)"))?;
     let h = RequestHeader {
@@ -72,7 +72,7 @@ fn reason_str(r: NotGrantedReason) -> &'static str {
 /// Confirms leadership with a quorum (read-index), then waits until this node
 /// has applied up to that index; returns the index. A read served after this
 /// is linearizable.
-async fn linearizable_read(node: &Node) -> Result<u64, Status> {
+pub(crate) async fn linearizable_read(node: &Node) -> Result<u64, Status> {
     node.require_leader()?;
     let read = tokio::time::timeout(
         Duration::from_millis(crate::error::COMMIT_TIMEOUT_MS),
@@ -210,7 +210,7 @@ impl Lock for LockService {
     ) -> Result<Response<Self::AcquireStream>, Status> {
         let node = self.node()?;
         let r = req.into_inner();
-        let header = header(r.header)?;
+        let header = request_header(r.header)?;
         let lease = match (r.ttl_ms, r.lease_id) {
             (0, 0) => {
                 return Err(Status::invalid_argument(
@@ -309,18 +309,7 @@ impl Lock for LockService {
             return Err(Status::invalid_argument("lease_id: required (non-zero)"));
         }
         node.require_leader()?;
-        let (reply, rx) = oneshot::channel();
-        node.renew_tx
-            .send(RenewJob {
-                lease_id: r.lease_id,
-                reply,
-            })
-            .await
-            .map_err(|_| Status::unavailable("node stopping"))?;
-        match rx
-            .await
-            .map_err(|_| Status::unavailable("node stopping"))??
-        {
+        match crate::lease_service::renew_one(&node, r.lease_id).await? {
             Some(ttl_ms) => Ok(Response::new(pb::RenewResponse {
                 lease_id: r.lease_id,
                 ttl_ms,
@@ -339,7 +328,7 @@ impl Lock for LockService {
     ) -> Result<Response<pb::ReleaseResponse>, Status> {
         let node = self.node()?;
         let r = req.into_inner();
-        let header = header(r.header)?;
+        let header = request_header(r.header)?;
         if r.lease_id == 0 {
             return Err(Status::invalid_argument("lease_id: required (non-zero)"));
         }
@@ -374,7 +363,7 @@ impl Lock for LockService {
     ) -> Result<Response<pb::LeaseRevokeResponse>, Status> {
         let node = self.node()?;
         let r = req.into_inner();
-        let header = header(r.header)?;
+        let header = request_header(r.header)?;
         validate::lease_id(r.lease_id).map_err(|e| command_status(&e))?;
         node.require_leader()?;
         let cmd = Command::Revoke(Revoke {

@@ -44,6 +44,13 @@ use crate::raft_types::{
 
 const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("raft_log");
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+/// Log index → the node clock's epoch and the entry's append stamp (ns), so a
+/// process restarted on the same clock epoch (same boot) replays its log with
+/// the stamps it had, not with "now" (L2 across crash-restarts). Node-local.
+const STAMPS: TableDefinition<u64, &[u8]> = TableDefinition::new("append_stamps");
+/// Node-local lease deadlines at the last snapshot built here, with the clock
+/// epoch they were taken on.
+const KEY_SNAPSHOT_DEADLINES: &str = "snapshot_deadlines";
 
 const KEY_VOTE: &str = "vote";
 const KEY_COMMITTED: &str = "committed";
@@ -81,6 +88,7 @@ impl Db {
         {
             tx.open_table(LOG).map_err(io_err)?;
             tx.open_table(META).map_err(io_err)?;
+            tx.open_table(STAMPS).map_err(io_err)?;
         }
         tx.commit().map_err(io_err)?;
         Ok(Db { db: Arc::new(db) })
@@ -110,6 +118,18 @@ impl Db {
             .map(|v| String::from_utf8_lossy(&v).into_owned()))
     }
 
+    /// The append stamp persisted for `index`, if it was taken on `epoch`.
+    pub fn persisted_stamp(&self, index: u64, epoch: u64) -> Result<Option<Duration>, io::Error> {
+        let tx = self.db.begin_read().map_err(io_err)?;
+        let t = tx.open_table(STAMPS).map_err(io_err)?;
+        let Some(v) = t.get(index).map_err(io_err)? else {
+            return Ok(None);
+        };
+        Ok(decode_stamp(v.value())
+            .filter(|(e, _)| *e == epoch)
+            .map(|(_, ns)| Duration::from_nanos(ns)))
+    }
+
     /// True when this data dir holds no Raft state (no vote, no log, no snapshot).
     pub fn raft_state_is_empty(&self) -> Result<bool, io::Error> {
         let tx = self.db.begin_read().map_err(io_err)?;
@@ -120,6 +140,20 @@ impl Db {
         let has_log = log.first().map_err(io_err)?.is_some();
         Ok(!(has_vote || has_snapshot || has_log))
     }
+}
+
+fn encode_stamp(epoch: u64, stamp: Duration) -> [u8; 16] {
+    let ns = u64::try_from(stamp.as_nanos()).unwrap_or(u64::MAX);
+    let mut b = [0u8; 16];
+    b[..8].copy_from_slice(&epoch.to_be_bytes());
+    b[8..].copy_from_slice(&ns.to_be_bytes());
+    b
+}
+
+fn decode_stamp(b: &[u8]) -> Option<(u64, u64)> {
+    let epoch = u64::from_be_bytes(b.get(..8)?.try_into().ok()?);
+    let ns = u64::from_be_bytes(b.get(8..16)?.try_into().ok()?);
+    Some((epoch, ns))
 }
 
 /// Local append stamps: log index → this node's clock when the entry reached
@@ -231,12 +265,20 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             }
         }
         let db = self.db.db.clone();
+        let persisted = self.clock.epoch().map(|e| encode_stamp(e, stamp));
         let res = tokio::task::spawn_blocking(move || -> Result<(), io::Error> {
             let tx = db.begin_write().map_err(io_err)?;
             {
                 let mut t = tx.open_table(LOG).map_err(io_err)?;
                 for (idx, bytes) in &rows {
                     t.insert(*idx, bytes.as_slice()).map_err(io_err)?;
+                }
+                // Same transaction, same fsync: no extra cost per batch.
+                if let Some(p) = &persisted {
+                    let mut st = tx.open_table(STAMPS).map_err(io_err)?;
+                    for (idx, _) in &rows {
+                        st.insert(*idx, p.as_slice()).map_err(io_err)?;
+                    }
                 }
             }
             // Durability::Immediate (redb's default): fsync'd on return.
@@ -263,6 +305,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         {
             let mut t = tx.open_table(LOG).map_err(io_err)?;
             t.retain_in(from.., |_, _| false).map_err(io_err)?;
+            let mut st = tx.open_table(STAMPS).map_err(io_err)?;
+            st.retain_in(from.., |_, _| false).map_err(io_err)?;
         }
         tx.commit().map_err(io_err)
     }
@@ -276,6 +320,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
                 .map_err(io_err)?;
             let mut t = tx.open_table(LOG).map_err(io_err)?;
             t.retain_in(..=upto, |_, _| false).map_err(io_err)?;
+            let mut st = tx.open_table(STAMPS).map_err(io_err)?;
+            st.retain_in(..=upto, |_, _| false).map_err(io_err)?;
         }
         tx.commit().map_err(io_err)
     }
@@ -306,6 +352,16 @@ pub struct Shared {
     pub clock: Arc<dyn Clock>,
     /// Append stamps.
     pub stamps: Stamps,
+    /// Node-local event log for the Watch service, fed at apply.
+    pub events: crate::watch_service::EventLog,
+}
+
+/// This node's lease deadlines when it built its last snapshot (node-local).
+#[derive(Serialize, Deserialize)]
+struct SnapshotDeadlines {
+    epoch: u64,
+    index: u64,
+    leases: Vec<(u64, u64)>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -334,8 +390,32 @@ impl StateMachineStore {
         if let Some(bytes) = db.get_meta(KEY_SNAPSHOT)? {
             let snap: StoredSnapshot = decode(&bytes)?;
             machine.table = LockTable::from_snapshot(&snap.data).map_err(io_err)?;
-            // A lease loaded without being applied gets now + remaining_ms.
+            // A lease loaded without being applied gets now + remaining_ms,
+            // unless this node built the snapshot on this clock epoch: then
+            // it gets back the exact deadline it had (L2 across restarts).
             machine.deadlines = Deadlines::load(&machine.table, clock.now());
+            let index = snap.meta.last_log_id.as_ref().map(|l| l.index());
+            if let (Some(epoch), Some(bytes)) =
+                (clock.epoch(), db.get_meta(KEY_SNAPSHOT_DEADLINES)?)
+            {
+                if let Ok(side) = postcard::from_bytes::<SnapshotDeadlines>(&bytes) {
+                    if side.epoch == epoch && Some(side.index) == index {
+                        for (lease_id, ns) in side.leases {
+                            if machine.table.lease(lease_id).is_some() {
+                                let effect = warden_core::Effect::LeaseSet {
+                                    lease_id,
+                                    ttl_ms: 0,
+                                };
+                                machine.deadlines.on_effect(
+                                    &effect,
+                                    Duration::from_nanos(ns),
+                                    clock.now(),
+                                );
+                            }
+                        }
+                    }
+                }
+            }
             machine.last_applied = snap.meta.last_log_id;
             machine.membership = snap.meta.last_membership.clone();
         }
@@ -351,6 +431,10 @@ impl StateMachineStore {
                 applied,
                 clock,
                 stamps,
+                events: crate::watch_service::EventLog::new(
+                    crate::watch_service::DEFAULT_WINDOW,
+                    applied_index,
+                ),
             }),
             db,
         })
@@ -361,14 +445,31 @@ impl StateMachineStore {
     }
 
     fn build(&self) -> Result<Snapshot, io::Error> {
-        let (meta, data) = {
+        let (meta, data, side) = {
             let m = self.lock()?;
             let meta = SnapshotMeta {
                 last_log_id: m.last_applied,
                 last_membership: m.membership.clone(),
             };
-            (meta, m.table.to_snapshot())
+            let side = self.shared.clock.epoch().map(|epoch| SnapshotDeadlines {
+                epoch,
+                index: m.last_applied.as_ref().map(|l| l.index()).unwrap_or(0),
+                leases: m
+                    .table
+                    .leases()
+                    .filter_map(|l| {
+                        let d = m.deadlines.lease_deadline(l.lease_id)?;
+                        Some((l.lease_id, u64::try_from(d.as_nanos()).ok()?))
+                    })
+                    .collect(),
+            });
+            (meta, m.table.to_snapshot(), side)
         };
+        // Written before the snapshot and tied to its index: a crash between
+        // the two writes leaves a sidecar that the old snapshot ignores.
+        if let Some(side) = side {
+            self.db.put_meta(KEY_SNAPSHOT_DEADLINES, &encode(&side)?)?;
+        }
         let stored = StoredSnapshot {
             meta: meta.clone(),
             data: data.clone(),
@@ -412,7 +513,15 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                 // Stamps at or below the applied index are no longer needed.
                 let rest = stamps.split_off(&(index + 1));
                 *stamps = rest;
-                s.unwrap_or(now)
+                s
+            };
+            // Replayed after a restart: the stamp persisted at append, if it
+            // was taken on this clock's epoch (same boot); else the apply time,
+            // which is later still (never an early expiry).
+            let stamp = match (stamp, self.shared.clock.epoch()) {
+                (Some(s), _) => s,
+                (None, Some(epoch)) => self.db.persisted_stamp(index, epoch)?.unwrap_or(now),
+                (None, None) => now,
             };
             let response = {
                 let mut m = self.lock()?;
@@ -429,6 +538,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                         for effect in &applied.effects {
                             m.deadlines.on_effect(effect, stamp, now);
                         }
+                        self.shared.events.record(index, &applied.effects);
                         applied.response
                     }
                 }
@@ -464,6 +574,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             m.membership = meta.last_membership.clone();
             m.last_applied.as_ref().map(|l| l.index()).unwrap_or(0)
         };
+        self.shared.events.reset(index);
         self.shared.applied.send_replace(index);
         tracing::info!(index, "installed a snapshot from the leader");
         Ok(())
@@ -506,6 +617,20 @@ mod tests {
     impl Clock for FixedClock {
         fn now(&self) -> Duration {
             *self.0.lock().expect("clock")
+        }
+    }
+
+    /// A hand-set clock with an epoch: two instances share one time base,
+    /// like two processes of one boot.
+    #[derive(Debug, Default)]
+    struct EpochClock(Mutex<Duration>);
+
+    impl Clock for EpochClock {
+        fn now(&self) -> Duration {
+            *self.0.lock().expect("clock")
+        }
+        fn epoch(&self) -> Option<u64> {
+            Some(42)
         }
     }
 
@@ -665,5 +790,58 @@ mod tests {
             Some(Duration::from_secs(163))
         );
         assert_eq!(m.table.to_snapshot(), snapshot_bytes);
+    }
+
+    // L2 across crash-restarts (etcd issue 9395 through restarts): a node
+    // restarted on the same clock epoch replays its log with the stamps it
+    // persisted and reloads its own snapshot with the deadlines it had, so its
+    // downtime does not lengthen a lease.
+    #[tokio::test]
+    async fn restart_on_the_same_epoch_keeps_deadlines() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let open = |clock: Arc<EpochClock>| {
+            let db = Db::open(dir.path()).expect("db");
+            let stamps: Stamps = Arc::new(Mutex::new(BTreeMap::new()));
+            let log = LogStore::new(db.clone(), stamps.clone(), clock.clone());
+            let sm = StateMachineStore::open(db, clock, stamps).expect("sm");
+            (log, sm)
+        };
+        let clock = Arc::new(EpochClock::default());
+        *clock.0.lock().expect("clock") = Duration::from_secs(100);
+        {
+            let (mut log, mut sm) = open(clock.clone());
+            log.append([entry(1, 1, grant(1, 10_000))], IOFlushed::noop())
+                .await
+                .expect("append");
+            let e = log.try_get_log_entries(1..2).await.expect("read");
+            sm.apply(futures::stream::iter(e.into_iter().map(|e| Ok((e, None)))))
+                .await
+                .expect("apply");
+            // A snapshot at index 1, then lease 2 granted at 104 s (log only).
+            sm.build().expect("snapshot");
+            *clock.0.lock().expect("clock") = Duration::from_secs(104);
+            log.append([entry(1, 2, grant(2, 10_000))], IOFlushed::noop())
+                .await
+                .expect("append");
+        }
+        // The process restarts 30 s later on the same boot and replays entry 2.
+        let clock2 = Arc::new(EpochClock::default());
+        *clock2.0.lock().expect("clock") = Duration::from_secs(134);
+        let (mut log, mut sm) = open(clock2);
+        let e = log.try_get_log_entries(2..3).await.expect("read");
+        sm.apply(futures::stream::iter(e.into_iter().map(|e| Ok((e, None)))))
+            .await
+            .expect("replay");
+        let m = sm.shared.machine.lock().expect("machine");
+        // Lease 1 from the snapshot's sidecar, lease 2 from its persisted stamp:
+        // both already due, not now + TTL.
+        assert_eq!(
+            m.deadlines.lease_deadline(1),
+            Some(Duration::from_secs(110))
+        );
+        assert_eq!(
+            m.deadlines.lease_deadline(2),
+            Some(Duration::from_secs(114))
+        );
     }
 }

@@ -32,6 +32,14 @@ pub enum Command {
     Status(StatusArgs),
     /// Cluster-wide commands.
     Cluster(ClusterArgs),
+    /// List locks (holder, token, ages, remaining TTL, waiters in queue order).
+    List(crate::admin_cmd::ListArgs),
+    /// Print the audit trail of forced releases.
+    Audit(crate::admin_cmd::AuditArgs),
+    /// Sessions: `lease grant | keep-alive | revoke | ttl`.
+    Lease(crate::lease_cmd::LeaseArgs),
+    /// Stream lock events of RESOURCE (or --prefix P) until Ctrl-C.
+    Watch(crate::watch_cmd::WatchArgs),
     /// Ask the cluster whether TOKEN is the current grant of RESOURCE
     /// (advisory: exit 0 current, 2 stale or unknown).
     Validate(ValidateArgs),
@@ -166,6 +174,14 @@ pub struct ServerArgs {
     /// Longest a SIGTERM'd leader waits to hand leadership over [default: 2s].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub leader_transfer_timeout: Option<Duration>,
+    /// Allow `warden release --force` (Admin/ForceRelease) through this node;
+    /// refused with PermissionDenied otherwise. Config file: `allow-admin = true`.
+    #[arg(long)]
+    pub allow_admin: bool,
+    /// Largest request the public services decode, in bytes (1024..=4194304)
+    /// [default: 65536].
+    #[arg(long, value_name = "BYTES")]
+    pub max_request_bytes: Option<u64>,
     /// Stop (as on SIGTERM) when the parent process exits; `warden dev` sets it.
     #[arg(long, hide = true)]
     pub exit_with_parent: bool,
@@ -249,14 +265,18 @@ pub struct RenewArgs {
     pub client: ClientArgs,
 }
 
-/// `warden release`.
+/// `warden release LEASE_ID [RESOURCE]`, or `warden release --force RESOURCE`.
 #[derive(Debug, Args)]
 pub struct ReleaseArgs {
     /// The lease holding the lock.
-    #[arg(value_parser = parse_id)]
-    pub lease_id: u64,
+    #[arg(value_parser = parse_id, required_unless_present = "force")]
+    pub lease_id: Option<u64>,
     /// The resource to release; without it, the lease's single lock.
     pub resource: Option<String>,
+    /// Admin: release RESOURCE whoever holds it (lock-delay applies; recorded
+    /// in the audit trail). The server must run with --allow-admin.
+    #[arg(long, value_name = "RESOURCE", conflicts_with_all = ["lease_id", "resource"])]
+    pub force: Option<String>,
     /// Release only the grant with this fencing token.
     #[arg(long, value_name = "T", value_parser = parse_id)]
     pub token: Option<u64>,
@@ -454,7 +474,7 @@ mod tests {
         };
         assert_eq!(
             (r.lease_id, r.resource.as_deref(), r.token),
-            (7, Some("orders"), Some(12))
+            (Some(7), Some("orders"), Some(12))
         );
     }
 

@@ -15,7 +15,7 @@ use crate::output::{self, Report};
 /// Deadline of a non-waiting command: 5 s (a waiting acquire adds its wait).
 pub const CLI_DEADLINE: Duration = Duration::from_secs(5);
 
-async fn connect(args: &ClientArgs) -> Result<Client, String> {
+pub(crate) async fn connect(args: &ClientArgs) -> Result<Client, String> {
     let endpoints: Vec<String> = args
         .endpoints
         .iter()
@@ -34,7 +34,7 @@ async fn connect(args: &ClientArgs) -> Result<Client, String> {
         .map_err(|e| describe_error(&e))
 }
 
-fn describe_error(e: &ClientError) -> String {
+pub(crate) fn describe_error(e: &ClientError) -> String {
     match e {
         ClientError::InvalidEndpoint { endpoint, message } => {
             format!("--endpoints: {endpoint:?}: {message}")
@@ -139,13 +139,32 @@ pub async fn acquire(args: AcquireArgs) -> Report {
     let acquire = client.acquire_with_progress(args.resource, options, progress);
     tokio::select! {
         r = acquire => match r {
-            Ok(result) => output::acquire(&result, format),
+            Ok(result) => {
+                let valid_for_ms = match &result {
+                    warden_client::AcquireResult::Granted { lease_id, .. } => {
+                        valid_after_renew(&client, *lease_id).await
+                    }
+                    _ => None,
+                };
+                output::acquire(&result, valid_for_ms, format)
+            }
             Err(e) => output::error(&describe_error(&e)),
         },
         _ = interrupted() => {
             cancel_wait(&client, created_lease, waiting_lease.load(Ordering::SeqCst)).await
         }
     }
+}
+
+/// Once granted, the CLI renews the lease once and reports how long the grant
+/// can be trusted from that renew's *send* (S5): TTL × (1 − 2ρ) − margin,
+/// less the time since the send.
+async fn valid_after_renew(client: &Client, lease_id: u64) -> Option<u64> {
+    let sent = std::time::Instant::now();
+    let ack = client.renew(lease_id).await.ok()?;
+    let valid = warden_client::validity(Duration::from_millis(ack.ttl_ms));
+    let left = valid.saturating_sub(sent.elapsed());
+    Some(u64::try_from(left.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// Resolves on SIGINT or SIGTERM (never, if the handlers cannot be installed).
@@ -219,10 +238,10 @@ pub async fn release(args: ReleaseArgs) -> Report {
         Ok(c) => c,
         Err(e) => return output::error(&e),
     };
-    match client
-        .release(args.lease_id, args.resource, args.token)
-        .await
-    {
+    let Some(lease_id) = args.lease_id else {
+        return output::error("LEASE_ID: required (or --force RESOURCE)");
+    };
+    match client.release(lease_id, args.resource, args.token).await {
         Ok(result) => output::release(&result, args.client.output),
         Err(e) => output::error(&describe_error(&e)),
     }

@@ -9,13 +9,16 @@
 //! - `demo.rs`: `warden demo split-brain` and its hidden `demo-holder` client.
 //! - `output.rs`: what they print (text or one JSON value) and exit codes.
 
+mod admin_cmd;
 mod cli;
 mod commands;
 mod demo;
 mod dev;
 mod fenced_store;
+mod lease_cmd;
 mod output;
 mod server_config;
+mod watch_cmd;
 
 use std::future::Future;
 use std::process::ExitCode;
@@ -104,12 +107,19 @@ async fn run(command: Command) -> u8 {
         },
         Command::Acquire(args) => print(commands::acquire(args).await),
         Command::Renew(args) => print(commands::renew(args).await),
+        Command::Release(args) if args.force.is_some() => {
+            print(admin_cmd::force_release(args).await)
+        }
         Command::Release(args) => print(commands::release(args).await),
+        Command::List(args) => print(admin_cmd::list(args).await),
+        Command::Audit(args) => print(admin_cmd::audit(args).await),
         Command::Status(args) => print(commands::status(args).await),
         Command::Cluster(args) => match args.command {
             ClusterCommand::Status(args) => print(commands::cluster_status(args).await),
         },
         Command::Validate(args) => print(commands::validate(args).await),
+        Command::Lease(args) => print(lease_cmd::run(args).await),
+        Command::Watch(args) => print(watch_cmd::run(args).await),
         Command::FencedStore(args) => match fenced_store::run(args).await {
             Ok(()) => 0,
             Err(e) => fail(&e),

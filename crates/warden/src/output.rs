@@ -51,7 +51,11 @@ fn json_text(value: &Value) -> String {
 }
 
 /// `warden acquire`.
-pub fn acquire(result: &AcquireResult, format: OutputFormat) -> Report {
+///
+/// `valid_for_ms`: how long the grant can still be trusted, counted from the
+/// send of the renew the CLI made right after the grant (S5); `None` when that
+/// renew failed (then only the TTL is known).
+pub fn acquire(result: &AcquireResult, valid_for_ms: Option<u64>, format: OutputFormat) -> Report {
     match result {
         AcquireResult::Granted {
             resource,
@@ -64,10 +68,15 @@ pub fn acquire(result: &AcquireResult, format: OutputFormat) -> Report {
                 "lease_id": lease_id,
                 "fencing_token": fencing_token,
                 "ttl_ms": ttl_ms,
+                "valid_for_ms": valid_for_ms,
             })),
             OutputFormat::Text => format!(
-                "acquired {resource:?}: lease {lease_id}, fencing token {fencing_token}, TTL {}",
-                ms(*ttl_ms)
+                "acquired {resource:?}: lease {lease_id}, fencing token {fencing_token}, TTL {}{}",
+                ms(*ttl_ms),
+                match valid_for_ms {
+                    Some(v) => format!(", valid for {}", ms(v)),
+                    None => String::new(),
+                }
             ),
         }),
         AcquireResult::NotGranted {
@@ -332,7 +341,8 @@ mod tests {
         k
     }
 
-    // JSON contract of `warden acquire`: exactly resource, lease_id, fencing_token, ttl_ms; exit 0.
+    // JSON contract of `warden acquire`: exactly resource, lease_id, fencing_token, ttl_ms,
+    // valid_for_ms (S5: validity from the follow-up renew's send); exit 0.
     #[test]
     fn acquire_granted_json_shape() {
         let r = acquire(
@@ -342,6 +352,7 @@ mod tests {
                 fencing_token: 12,
                 ttl_ms: 10_000,
             },
+            Some(9_700),
             OutputFormat::Json,
         );
         assert_eq!(r.exit_code, EXIT_OK);
@@ -349,8 +360,15 @@ mod tests {
         let v = parse_one(&r);
         assert_eq!(
             keys(&v),
-            ["fencing_token", "lease_id", "resource", "ttl_ms"]
+            [
+                "fencing_token",
+                "lease_id",
+                "resource",
+                "ttl_ms",
+                "valid_for_ms"
+            ]
         );
+        assert_eq!(v["valid_for_ms"], 9_700);
         assert_eq!(v["fencing_token"], 12);
         assert_eq!(v["ttl_ms"], 10_000);
     }
@@ -363,7 +381,7 @@ mod tests {
             holder_lease_id: Some(5),
             reason: NotGrantedReason::Held,
         };
-        let r = acquire(&result, OutputFormat::Json);
+        let r = acquire(&result, None, OutputFormat::Json);
         assert_eq!(r.exit_code, EXIT_NOT_GRANTED);
         assert!(r.stderr.as_deref().unwrap().contains("lease 5"));
         let v = parse_one(&r);
@@ -374,7 +392,7 @@ mod tests {
         assert_eq!(v["granted"], false);
         assert_eq!(v["holder_lease_id"], 5);
         assert_eq!(v["reason"], "held");
-        let text = acquire(&result, OutputFormat::Text);
+        let text = acquire(&result, None, OutputFormat::Text);
         assert_eq!(text.stdout, None);
         assert_eq!(text.exit_code, EXIT_NOT_GRANTED);
         let no_holder = acquire(
@@ -383,6 +401,7 @@ mod tests {
                 holder_lease_id: None,
                 reason: NotGrantedReason::WaitTimeout,
             },
+            None,
             OutputFormat::Json,
         );
         assert_eq!(parse_one(&no_holder)["holder_lease_id"], Value::Null);

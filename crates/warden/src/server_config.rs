@@ -29,6 +29,8 @@ pub struct FileConfig {
     promotion_grace: Option<String>,
     snapshot_threshold: Option<u64>,
     leader_transfer_timeout: Option<String>,
+    allow_admin: Option<bool>,
+    max_request_bytes: Option<u64>,
 }
 
 /// `peers = "1=a:7001,2=b:7001"` or a `[peers]` table `1 = "a:7001"`.
@@ -170,6 +172,17 @@ pub fn resolve(args: &ServerArgs, file: FileConfig) -> Result<ServerConfig, Stri
         defaults.leader_transfer_timeout_ms,
     )?;
     validate_timing(&timing)?;
+    let allow_admin = args.allow_admin || file.allow_admin.unwrap_or(false);
+    let max_request_bytes = args
+        .max_request_bytes
+        .or(file.max_request_bytes)
+        .unwrap_or(warden_server::config::DEFAULT_MAX_REQUEST_BYTES as u64);
+    let (lo, hi) = warden_server::config::MAX_REQUEST_BYTES_RANGE;
+    if !(lo as u64..=hi as u64).contains(&max_request_bytes) {
+        return Err(format!(
+            "--max-request-bytes: {max_request_bytes} is out of range; allowed {lo}..={hi} bytes"
+        ));
+    }
 
     Ok(ServerConfig {
         node_id,
@@ -178,6 +191,8 @@ pub fn resolve(args: &ServerArgs, file: FileConfig) -> Result<ServerConfig, Stri
         data_dir,
         initial_cluster_state_new,
         timing,
+        allow_admin,
+        max_request_bytes: max_request_bytes as usize,
     })
 }
 
@@ -349,6 +364,28 @@ mod tests {
         assert_eq!(config.timing.snapshot_threshold, 20);
         assert!(config.initial_cluster_state_new);
         assert_eq!(config.data_dir, PathBuf::from("/var/lib/warden"));
+    }
+
+    // Issue 3 items 5 and 7: force-release is off unless --allow-admin (flag
+    // or `allow-admin = true`); the request size bound defaults to 64 KiB, is
+    // configurable, and out-of-range values name the flag and the limit.
+    #[test]
+    fn allow_admin_and_max_request_bytes() {
+        let config = resolve(&base_args(), FileConfig::default()).unwrap();
+        assert!(!config.allow_admin);
+        assert_eq!(config.max_request_bytes, 65_536);
+        let file = parse_config_file("allow-admin = true\nmax-request-bytes = 8192").unwrap();
+        let config = resolve(&base_args(), file).unwrap();
+        assert!(config.allow_admin);
+        assert_eq!(config.max_request_bytes, 8_192);
+        let mut args = base_args();
+        args.allow_admin = true;
+        args.max_request_bytes = Some(100);
+        let err = resolve(&args, FileConfig::default()).unwrap_err();
+        assert!(
+            err.starts_with("--max-request-bytes") && err.contains("1024"),
+            "{err}"
+        );
     }
 
     // Bad input names the field: unknown keys and bad values in the file are refused.

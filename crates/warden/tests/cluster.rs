@@ -10,8 +10,16 @@
 mod harness;
 // `warden dev` tests live in their own file but in this binary, so no two
 // clusters ever run at once.
+#[path = "cases/crash_loop.rs"]
+mod crash_loop;
 #[path = "cases/dev.rs"]
 mod dev;
+#[path = "cases/lease.rs"]
+mod lease;
+#[path = "cases/queue.rs"]
+mod queue;
+#[path = "cases/watch.rs"]
+mod watch;
 
 use std::time::{Duration, Instant};
 

@@ -46,7 +46,7 @@ fn command() -> impl Strategy<Value = Command> {
         1 => (leader(), 0u64..2_000).prop_map(|(leader, grace_ms)| Command::Promote(Promote { leader, grace_ms })),
         2 => due().prop_map(|d| Command::Expire(d.unwrap_or_default())),
         1 => (leader(), res.clone(), 0u64..40, due()).prop_map(|(leader, resource, start_index, due)| Command::EndLockDelay(EndLockDelay { leader, resource, start_index, due })),
-        1 => (h, res, proptest::option::of(0u64..12), due()).prop_map(|(header, resource, fencing_token, due)| Command::ForceRelease(ForceRelease { header, resource, fencing_token, due })),
+        1 => (h, res, proptest::option::of(0u64..12), due()).prop_map(|(header, resource, fencing_token, due)| Command::ForceRelease(ForceRelease { header, resource, fencing_token, due, requested_by: "ops".into(), at_unix_ms: 0 })),
         1 => (leader(), proptest::collection::vec((0u64..4, 0u64..40), 0..3)).prop_map(|(leader, clients)| Command::DropClients(DropClients { leader, clients })),
         1 => (leader(), proptest::collection::vec((0u64..8, 0u64..40, 0u64..5_000), 0..3)).prop_map(|(leader, ls)| Command::Checkpoint(Checkpoint {
             leader,

@@ -577,6 +577,8 @@ fn bad_input_is_refused_with_a_named_field_and_changes_nothing() {
                 resource: long.clone(),
                 fencing_token: None,
                 due: None,
+                requested_by: "ops".into(),
+                at_unix_ms: 0,
             }),
             "resource",
         ),
@@ -622,6 +624,8 @@ fn bad_input_is_refused_with_a_named_field_and_changes_nothing() {
                 resource: "free".into(),
                 fencing_token: None,
                 due: None,
+                requested_by: "ops".into(),
+                at_unix_ms: 0,
             }),
             ErrorCode::NotFound,
             "resource",
@@ -632,6 +636,8 @@ fn bad_input_is_refused_with_a_named_field_and_changes_nothing() {
                 resource: "held".into(),
                 fencing_token: Some(7),
                 due: None,
+                requested_by: "ops".into(),
+                at_unix_ms: 0,
             }),
             ErrorCode::FailedPrecondition,
             "fencing_token",
@@ -742,6 +748,8 @@ fn force_release_applies_lock_delay() {
         resource: "q".into(),
         fencing_token: Some(1),
         due: None,
+        requested_by: "ops".into(),
+        at_unix_ms: 0,
     }));
     assert_eq!(
         out.response,
@@ -871,4 +879,152 @@ fn token_state_current_stale_unknown() {
     assert_eq!(log.t.token_state("orders", 1), TokenState::Stale);
     assert_eq!(log.t.token_state("orders", 2), TokenState::Current);
     assert_eq!(log.t.token_state("orders", 3), TokenState::Unknown);
+}
+
+fn force(h: RequestHeader, resource: &str, who: &str, at_unix_ms: u64) -> Command {
+    Command::ForceRelease(ForceRelease {
+        header: h,
+        resource: resource.into(),
+        fencing_token: None,
+        due: None,
+        requested_by: who.into(),
+        at_unix_ms,
+    })
+}
+
+// Issue 3 item 5, S2, S7: a forced release is recorded (who, when, which
+// grant) in the replicated audit trail, saved in snapshots; a retry with a new
+// display-only wall-clock stamp replays instead of being refused or recorded
+// twice; the next grant's token is larger.
+#[test]
+fn force_release_is_audited_and_next_token_is_larger() {
+    let mut log = Log::new();
+    let (lease, token) = granted(&log.apply(acquire(hdr(1, 1), "q", new_lease(5_000), 0, 0)));
+    let out = log.apply(force(hdr(9, 1), "q", "alice@ops (127.0.0.1)", 1_700));
+    assert!(matches!(out.response, Response::Released { .. }));
+    let trail: Vec<_> = log.t.audit_trail().cloned().collect();
+    assert_eq!(
+        trail,
+        vec![AuditRecord {
+            index: 2,
+            resource: "q".into(),
+            lease_id: lease,
+            fencing_token: token,
+            requested_by: "alice@ops (127.0.0.1)".into(),
+            at_unix_ms: 1_700,
+        }]
+    );
+    // The retry carries another wall-clock stamp: same outcome, no new record.
+    let retry = log.apply(force(hdr(9, 1), "q", "alice@ops (127.0.0.1)", 9_999));
+    assert_eq!(retry.response, out.response);
+    assert!(retry.effects.is_empty());
+    assert_eq!(log.t.audit_trail().count(), 1);
+    let (_, next) = granted(&log.apply(acquire(hdr(2, 1), "q", new_lease(5_000), 0, 0)));
+    assert!(next > token, "S2: {next} > {token}");
+    // The trail is in the snapshot (version 2) ...
+    let back = LockTable::from_snapshot(&log.t.to_snapshot()).expect("load");
+    assert_eq!(back, log.t);
+    assert_eq!(back.audit_trail().count(), 1);
+    // ... and a version-1 snapshot (no trail) still loads, with an empty trail.
+    let v1 = postcard::to_extend(&log.t, vec![1u8]).expect("encode v1");
+    let old = LockTable::from_snapshot(&v1).expect("load v1");
+    assert_eq!(old.audit_trail().count(), 0);
+    assert_eq!(old.holder("q"), log.t.holder("q"));
+    // A bad requested_by is refused, naming the field; nothing changes.
+    let before = lock_state(&log.t);
+    match log.apply(force(hdr(9, 2), "q", "", 1)).response {
+        Response::Error(e) => assert_eq!(e.field.as_deref(), Some("requested_by")),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(lock_state(&log.t), before);
+}
+
+// Issue 3 item 5: the audit trail is bounded (oldest records dropped first).
+#[test]
+fn audit_trail_is_bounded() {
+    use crate::limits::MAX_AUDIT_RECORDS;
+    let mut log = Log::new();
+    let n = MAX_AUDIT_RECORDS as u64 + 5;
+    for i in 1..=n {
+        let h = RequestHeader {
+            client_id: 1,
+            request_id: i,
+            acked_request_id: i - 1,
+        };
+        granted(&log.apply(acquire(h, "r", new_lease(5_000), 0, 0)));
+        let h = RequestHeader {
+            client_id: 2,
+            request_id: i,
+            acked_request_id: i - 1,
+        };
+        let out = log.apply(force(h, "r", "ops", i));
+        assert!(
+            matches!(out.response, Response::Released { .. }),
+            "{i}: {:?}",
+            out.response
+        );
+    }
+    let trail: Vec<_> = log.t.audit_trail().collect();
+    assert_eq!(trail.len(), MAX_AUDIT_RECORDS);
+    assert_eq!(trail[0].at_unix_ms, 6, "the oldest five were dropped");
+    assert_eq!(trail[MAX_AUDIT_RECORDS - 1].at_unix_ms, n);
+}
+
+// Issue 3 item 7: the cluster-wide lease limit; a refusal is ResourceExhausted
+// naming MAX_LEASES and changes nothing; an existing lease still acquires.
+#[test]
+fn lease_limit_is_enforced_with_a_named_error() {
+    use crate::limits::MAX_LEASES;
+    let mut t = LockTable::new();
+    for i in 1..=MAX_LEASES as u64 {
+        let h = RequestHeader {
+            client_id: 1,
+            request_id: i,
+            acked_request_id: i - 1,
+        };
+        t.apply(i, L1, &lease_grant(h, 60_000));
+    }
+    assert_eq!(t.lease_count(), MAX_LEASES);
+    let mut log = Log {
+        t,
+        index: MAX_LEASES as u64,
+        leader: L1,
+    };
+    let before = lock_state(&log.t);
+    for cmd in [
+        lease_grant(hdr(2, 1), 60_000),
+        acquire(hdr(2, 2), "x", new_lease(5_000), 0, 0),
+        acquire(hdr(2, 3), "x", new_lease(5_000), 1_000, 0),
+    ] {
+        match log.apply(cmd).response {
+            Response::Error(e) => {
+                assert_eq!(e.code, ErrorCode::ResourceExhausted);
+                assert!(e.message.contains("MAX_LEASES"), "{}", e.message);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(lock_state(&log.t), before);
+    granted(&log.apply(acquire(hdr(2, 4), "x", on(1), 0, 0)));
+}
+
+// List ages (display only): counted from this node's apply of the grant and
+// the enqueue's append stamp; forgotten when the grant or wait ends.
+#[test]
+fn deadlines_track_ages_for_display() {
+    use std::time::Duration;
+    let mut log = Log::new();
+    let mut d = crate::Deadlines::new();
+    let s = Duration::from_secs;
+    let a = log.apply(acquire(hdr(1, 1), "r", new_lease(5_000), 0, 0));
+    d.on_effects(&a.effects, s(1), s(2));
+    let w = log.apply(acquire(hdr(2, 1), "r", new_lease(5_000), 10_000, 0));
+    d.on_effects(&w.effects, s(3), s(4));
+    assert_eq!(d.held_for_ms("r", 1, s(10)), Some(8_000));
+    assert_eq!(d.held_for_ms("r", 99, s(10)), None, "another grant");
+    assert_eq!(d.waited_for_ms("r", 2, 2, s(10)), Some(7_000));
+    let r = log.apply(release(hdr(1, 2), Some("r"), 1, None));
+    d.on_effects(&r.effects, s(11), s(12));
+    assert_eq!(d.waited_for_ms("r", 2, 2, s(20)), None);
+    assert_eq!(d.held_for_ms("r", 3, s(20)), Some(8_000));
 }

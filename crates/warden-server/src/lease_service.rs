@@ -1,0 +1,161 @@
+//! The public `warden.v1.Lease` gRPC service: sessions (SEMANTICS "Words").
+//!
+//! A session is a lease created without a lock; many locks and waits hang on
+//! it and one keep-alive renews them all. Renewals go through the same batcher
+//! as `Lock.Renew` (S4: committed in `RenewBatch` entries, acknowledged after
+//! commit); each reply echoes the request's sequence (S5).
+
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+
+use futures::{Stream, StreamExt};
+use tokio::sync::{mpsc, oneshot};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status, Streaming};
+use warden_core::types::{Command, LeaseGrant, Response as CoreResponse};
+use warden_core::validate;
+use warden_proto::v1 as pb;
+use warden_proto::v1::lease_server::Lease;
+
+use crate::error::command_status;
+use crate::lock_service::{linearizable_read, request_header};
+use crate::node::Node;
+use crate::renew::RenewJob;
+
+/// Most keep-alive requests one stream may have in flight at once.
+pub const MAX_KEEPALIVES_IN_FLIGHT: usize = 1_024;
+
+/// The service; answers `Unavailable` until the node has bootstrapped.
+#[derive(Clone, Debug)]
+pub struct LeaseService {
+    node: Arc<OnceLock<Arc<Node>>>,
+}
+
+impl LeaseService {
+    /// A service over the (not yet started) node.
+    pub fn new(node: Arc<OnceLock<Arc<Node>>>) -> Self {
+        LeaseService { node }
+    }
+
+    fn node(&self) -> Result<Arc<Node>, Status> {
+        self.node
+            .get()
+            .cloned()
+            .ok_or_else(|| Status::unavailable("node is bootstrapping; retry shortly"))
+    }
+}
+
+/// Renews one lease through the batcher: Ok(Some(ttl_ms)) renewed, Ok(None)
+/// not live.
+pub(crate) async fn renew_one(node: &Node, lease_id: u64) -> Result<Option<u64>, Status> {
+    let (reply, rx) = oneshot::channel();
+    node.renew_tx
+        .send(RenewJob { lease_id, reply })
+        .await
+        .map_err(|_| Status::unavailable("node stopping"))?;
+    rx.await.map_err(|_| Status::unavailable("node stopping"))?
+}
+
+type KeepAliveStream =
+    Pin<Box<dyn Stream<Item = Result<pb::LeaseKeepAliveResponse, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl Lease for LeaseService {
+    async fn lease_grant(
+        &self,
+        req: Request<pb::LeaseGrantRequest>,
+    ) -> Result<Response<pb::LeaseGrantResponse>, Status> {
+        let node = self.node()?;
+        let r = req.into_inner();
+        let header = request_header(r.header)?;
+        let cmd = Command::LeaseGrant(LeaseGrant {
+            header,
+            ttl_ms: r.ttl_ms,
+        });
+        validate::command(&cmd).map_err(|e| command_status(&e))?;
+        node.require_leader()?;
+        match node.propose(cmd).await?.0 {
+            CoreResponse::LeaseGranted { lease_id, ttl_ms } => {
+                Ok(Response::new(pb::LeaseGrantResponse { lease_id, ttl_ms }))
+            }
+            CoreResponse::Error(e) => Err(command_status(&e)),
+            other => Err(Status::internal(format!("unexpected reply {other:?}"))),
+        }
+    }
+
+    type LeaseKeepAliveStream = KeepAliveStream;
+
+    async fn lease_keep_alive(
+        &self,
+        req: Request<Streaming<pb::LeaseKeepAliveRequest>>,
+    ) -> Result<Response<Self::LeaseKeepAliveStream>, Status> {
+        let node = self.node()?;
+        node.require_leader()?;
+        let mut incoming = req.into_inner();
+        let (tx, rx) = mpsc::channel(MAX_KEEPALIVES_IN_FLIGHT);
+        tokio::spawn(async move {
+            while let Some(msg) = incoming.next().await {
+                let msg = match msg {
+                    Ok(m) => m,
+                    Err(_) => return,
+                };
+                if let Err(s) = node.require_leader() {
+                    let _ = tx.send(Err(s)).await;
+                    return;
+                }
+                let (node, tx) = (node.clone(), tx.clone());
+                // Each renew waits for its own batch; replies may overtake
+                // each other, which the echoed sequence makes harmless.
+                tokio::spawn(async move {
+                    let reply = match renew_one(&node, msg.lease_id).await {
+                        Ok(Some(ttl_ms)) => Ok(pb::LeaseKeepAliveResponse {
+                            lease_id: msg.lease_id,
+                            ttl_ms,
+                            sequence: msg.sequence,
+                            live: true,
+                        }),
+                        Ok(None) => Ok(pb::LeaseKeepAliveResponse {
+                            lease_id: msg.lease_id,
+                            ttl_ms: 0,
+                            sequence: msg.sequence,
+                            live: false,
+                        }),
+                        Err(s) => Err(s),
+                    };
+                    let _ = tx.send(reply).await;
+                });
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn lease_time_to_live(
+        &self,
+        req: Request<pb::LeaseTimeToLiveRequest>,
+    ) -> Result<Response<pb::LeaseTimeToLiveResponse>, Status> {
+        let node = self.node()?;
+        let lease_id = req.into_inner().lease_id;
+        validate::lease_id(lease_id).map_err(|e| command_status(&e))?;
+        let read_index = linearizable_read(&node).await?;
+        let now = node.shared.clock.now();
+        let m = node
+            .shared
+            .machine
+            .lock()
+            .map_err(|_| Status::internal("state poisoned"))?;
+        let lease = m.table.lease(lease_id).ok_or_else(|| {
+            Status::not_found(format!(
+                "lease_id: lease {lease_id} is not live (expired, revoked, released or never granted)"
+            ))
+        })?;
+        Ok(Response::new(pb::LeaseTimeToLiveResponse {
+            lease_id,
+            ttl_ms: lease.ttl_ms,
+            ttl_remaining_ms: m.deadlines.remaining_ms(lease_id, now).unwrap_or(0),
+            locks: lease.locks.iter().cloned().collect(),
+            waits: lease.waits.iter().cloned().collect(),
+            graced: lease.graced,
+            read_index,
+        }))
+    }
+}

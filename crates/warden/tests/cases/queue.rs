@@ -1,0 +1,811 @@
+//! The server-side fair queue (S8), lock-delay, sessions with many locks and
+//! lock administration (issue 3, items 1, 3, 5 and 7), with real processes.
+//!
+//! Waiting acquires use the raw gRPC API: a dropped stream is not a cancel
+//! (S8), so after a leader change a waiter re-attaches with the same request
+//! id. Queued leases are kept alive by a background renewer. Every wait is a
+//! poll with a deadline.
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+use tonic::transport::Channel;
+use tonic::{Code, Status};
+use warden_proto::v1 as pb;
+use warden_proto::v1::acquire_response::Event;
+use warden_proto::v1::admin_client::AdminClient;
+use warden_proto::v1::lock_client::LockClient;
+
+use crate::harness::{warden_bin, Cluster};
+
+/// E with the default timing (see cluster.rs).
+const E: Duration = Duration::from_millis(2_500);
+
+async fn channel(addr: &str) -> Result<Channel, Status> {
+    tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .map_err(|e| Status::unavailable(e.to_string()))?
+        .connect_timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .map_err(|e| Status::unavailable(e.to_string()))
+}
+
+fn retryable(s: &Status) -> bool {
+    matches!(
+        s.code(),
+        Code::Unavailable | Code::Unknown | Code::Cancelled
+    )
+}
+
+/// Calls `f` on the leader (following `warden-leader`), retrying
+/// `Unavailable` and dropped connections until `within` has passed.
+async fn on_leader<T, F, Fut>(eps: &[String], within: Duration, f: F) -> Result<T, Status>
+where
+    F: Fn(Channel) -> Fut,
+    Fut: Future<Output = Result<T, Status>>,
+{
+    let deadline = Instant::now() + within;
+    let mut i = 0usize;
+    let mut target = eps[0].clone();
+    loop {
+        let res = match channel(&target).await {
+            Ok(c) => f(c).await,
+            Err(e) => Err(e),
+        };
+        match res {
+            Err(s) if retryable(&s) && Instant::now() < deadline => {
+                if let Some(l) = s
+                    .metadata()
+                    .get(warden_proto::LEADER_METADATA)
+                    .and_then(|v| v.to_str().ok())
+                {
+                    if l != target {
+                        target = l.to_string();
+                        continue;
+                    }
+                }
+                i += 1;
+                target = eps[i % eps.len()].clone();
+                // Back-off between attempts (not a synchronisation).
+                tokio::time::sleep(Duration::from_millis(30)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Outcome {
+    Granted {
+        lease_id: u64,
+        token: u64,
+        log_index: u64,
+    },
+    NotGranted {
+        reason: String,
+    },
+}
+
+impl Outcome {
+    fn grant(&self) -> (u64, u64) {
+        match self {
+            Outcome::Granted {
+                lease_id, token, ..
+            } => (*lease_id, *token),
+            other => panic!("expected a grant, got {other:?}"),
+        }
+    }
+}
+
+fn header(client_id: u64, request_id: u64) -> Option<pb::RequestHeader> {
+    Some(pb::RequestHeader {
+        client_id,
+        request_id,
+        acked_request_id: 0,
+    })
+}
+
+/// An acquire request: `ttl_ms` for a new lease, or `lease_id` for a session.
+fn req(
+    client: u64,
+    resource: &str,
+    ttl_ms: u64,
+    lease_id: u64,
+    wait_ms: u64,
+) -> pb::AcquireRequest {
+    pb::AcquireRequest {
+        header: header(client, 1),
+        resource: resource.into(),
+        ttl_ms,
+        lease_id,
+        wait_timeout_ms: wait_ms,
+        lock_delay_ms: 0,
+    }
+}
+
+/// Sends one acquire and follows it to its final message; a dropped stream
+/// (leader change) re-attaches with the same request id (S7, S8). Each
+/// `Queued` message's lease id goes to `queued`.
+async fn acquire(
+    eps: &[String],
+    r: pb::AcquireRequest,
+    queued: Option<mpsc::UnboundedSender<u64>>,
+) -> Result<Outcome, Status> {
+    on_leader(eps, Duration::from_secs(60), |ch| {
+        let r = r.clone();
+        let queued = queued.clone();
+        async move {
+            let mut s = LockClient::new(ch).acquire(r).await?.into_inner();
+            loop {
+                match s.message().await? {
+                    None => return Err(Status::unavailable("stream ended")),
+                    Some(m) => match m.event {
+                        Some(Event::Queued(q)) => {
+                            if let Some(tx) = &queued {
+                                let _ = tx.send(q.lease_id);
+                            }
+                        }
+                        Some(Event::Granted(g)) => {
+                            return Ok(Outcome::Granted {
+                                lease_id: g.lease_id,
+                                token: g.fencing_token,
+                                log_index: g.log_index,
+                            })
+                        }
+                        Some(Event::NotGranted(n)) => {
+                            return Ok(Outcome::NotGranted { reason: n.reason })
+                        }
+                        None => {}
+                    },
+                }
+            }
+        }
+    })
+    .await
+}
+
+/// Starts a waiting acquire in a task; returns once the server has queued it
+/// (so enqueue order is the order of calls), with the waiter's lease.
+async fn enqueue(
+    eps: &[String],
+    r: pb::AcquireRequest,
+) -> (u64, tokio::task::JoinHandle<Result<Outcome, Status>>) {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let eps = eps.to_vec();
+    let task = tokio::spawn(async move { acquire(&eps, r, Some(tx)).await });
+    let lease = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .expect("queued within 10 s")
+        .expect("a queued message");
+    (lease, task)
+}
+
+async fn release(
+    eps: &[String],
+    client: u64,
+    request: u64,
+    resource: &str,
+    lease_id: u64,
+    token: u64,
+) -> Result<(), Status> {
+    on_leader(eps, Duration::from_secs(20), |ch| {
+        let resource = resource.to_string();
+        async move {
+            LockClient::new(ch)
+                .release(pb::ReleaseRequest {
+                    header: header(client, request),
+                    resource,
+                    lease_id,
+                    fencing_token: token,
+                })
+                .await?;
+            Ok(())
+        }
+    })
+    .await
+}
+
+async fn status(eps: &[String], resource: &str) -> pb::StatusResponse {
+    on_leader(eps, Duration::from_secs(20), |ch| {
+        let resource = resource.to_string();
+        async move {
+            Ok(LockClient::new(ch)
+                .status(pb::StatusRequest { resource })
+                .await?
+                .into_inner())
+        }
+    })
+    .await
+    .expect("status")
+}
+
+/// Polls `check` every 20 ms until it holds; panics naming `what` after `timeout`.
+async fn until<F, Fut>(what: &str, timeout: Duration, check: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    while !check().await {
+        assert!(Instant::now() < deadline, "{what}: not within {timeout:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Keeps the leases in the set alive (every `every`, all at once); a lease
+/// that is gone is dropped from the set.
+struct Renewer {
+    leases: Arc<Mutex<BTreeSet<u64>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Renewer {
+    fn start(eps: &[String], every: Duration) -> Renewer {
+        let leases: Arc<Mutex<BTreeSet<u64>>> = Arc::default();
+        let set = leases.clone();
+        let eps = eps.to_vec();
+        let task = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tick.tick().await;
+                let ids: Vec<u64> = set.lock().unwrap().iter().copied().collect();
+                let mut jobs = tokio::task::JoinSet::new();
+                for id in ids {
+                    let eps = eps.clone();
+                    jobs.spawn(async move {
+                        let r = on_leader(&eps, Duration::from_secs(3), |ch| async move {
+                            LockClient::new(ch)
+                                .renew(pb::RenewRequest {
+                                    lease_id: id,
+                                    client_id: 1,
+                                    sequence: 1,
+                                })
+                                .await
+                        })
+                        .await;
+                        (id, r.err().map(|s| s.code()))
+                    });
+                }
+                while let Some(Ok((id, err))) = jobs.join_next().await {
+                    if err == Some(Code::NotFound) {
+                        set.lock().unwrap().remove(&id);
+                    }
+                }
+            }
+        });
+        Renewer { leases, task }
+    }
+
+    fn add(&self, id: u64) {
+        self.leases.lock().unwrap().insert(id);
+    }
+
+    fn remove(&self, id: u64) {
+        self.leases.lock().unwrap().remove(&id);
+    }
+}
+
+impl Drop for Renewer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// S8, S2, S1, issue 3 ("16 clients ... a leader change in the middle keeps
+/// the order"): 16 waiters are granted in their enqueue order, each exactly
+/// once, with strictly growing tokens, although the leader is killed after
+/// half of them were served (their streams drop; they re-attach with the same
+/// request id and the queue keeps its order).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixteen_waiters_are_granted_in_enqueue_order_across_a_leader_change() {
+    let mut cluster = Cluster::start(3, &[]).await;
+    let eps = cluster.api().endpoints;
+    let renewer = Renewer::start(&eps, Duration::from_millis(400));
+    let (holder, t0) = acquire(&eps, req(100, "q16", 3_000, 0, 0), None)
+        .await
+        .expect("holder")
+        .grant();
+    renewer.add(holder);
+
+    let served: Arc<Mutex<Vec<(u64, u64)>>> = Arc::default();
+    let mut tasks = Vec::new();
+    for i in 0..16u64 {
+        let (lease, task) = enqueue(&eps, req(200 + i, "q16", 3_000, 0, 60_000)).await;
+        renewer.add(lease);
+        let eps2 = eps.clone();
+        let served2 = served.clone();
+        tasks.push(tokio::spawn(async move {
+            let (lease_id, token) = task.await.expect("join").expect("acquire").grant();
+            assert_eq!(lease_id, lease);
+            served2.lock().unwrap().push((i, token));
+            release(&eps2, 200 + i, 2, "q16", lease_id, token)
+                .await
+                .expect("release");
+        }));
+    }
+    assert_eq!(status(&eps, "q16").await.waiters, 16);
+    release(&eps, 100, 2, "q16", holder, t0)
+        .await
+        .expect("release the holder");
+
+    let half = served.clone();
+    until(
+        "half of the waiters served",
+        Duration::from_secs(20),
+        || {
+            let n = half.lock().unwrap().len();
+            async move { n >= 8 }
+        },
+    )
+    .await;
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await;
+    cluster.kill(leader);
+
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(60), t)
+            .await
+            .expect("every waiter served within 60 s")
+            .expect("waiter task");
+    }
+    let served = served.lock().unwrap().clone();
+    let order: Vec<u64> = served.iter().map(|(i, _)| *i).collect();
+    assert_eq!(order, (0..16).collect::<Vec<_>>(), "S8: FIFO by enqueue");
+    let mut prev = t0;
+    for (i, token) in &served {
+        assert!(*token > prev, "S2: waiter {i} token {token} > {prev}");
+        prev = *token;
+    }
+}
+
+/// S8 (etcd 3.4.3 Jepsen finding): a waiter whose lease expires while it
+/// waits is removed and never granted; the next live waiter is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiter_whose_lease_expires_is_never_granted() {
+    let cluster = Cluster::start(3, &[]).await;
+    let eps = cluster.api().endpoints;
+    let renewer = Renewer::start(&eps, Duration::from_millis(300));
+    let (holder, token) = acquire(&eps, req(1, "qx", 3_000, 0, 0), None)
+        .await
+        .expect("holder")
+        .grant();
+    renewer.add(holder);
+    // A: 1 s lease, never renewed. B: renewed.
+    let (_a_lease, a) = enqueue(&eps, req(2, "qx", 1_000, 0, 30_000)).await;
+    let (b_lease, b) = enqueue(&eps, req(3, "qx", 3_000, 0, 30_000)).await;
+    renewer.add(b_lease);
+
+    let a_out = tokio::time::timeout(Duration::from_secs(1) + E + Duration::from_secs(2), a)
+        .await
+        .expect("A is told within TTL + E")
+        .expect("join")
+        .expect("acquire A");
+    assert!(
+        matches!(a_out, Outcome::NotGranted { .. }),
+        "S8: A must never be granted: {a_out:?}"
+    );
+    assert_eq!(status(&eps, "qx").await.waiters, 1, "only B waits");
+    release(&eps, 1, 2, "qx", holder, token)
+        .await
+        .expect("release");
+    let (lease, t_b) = tokio::time::timeout(Duration::from_secs(5), b)
+        .await
+        .expect("B granted")
+        .expect("join")
+        .expect("acquire B")
+        .grant();
+    assert_eq!(lease, b_lease, "the next live waiter is granted");
+    assert!(t_b > token, "S2");
+}
+
+/// S8: a waiter whose timeout passes leaves the queue before it is told
+/// (the removal has committed when the stream says `wait_timeout`); a
+/// cancelled waiter (its lease revoked) leaves at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timed_out_waiter_leaves_before_it_is_told_and_cancelled_waiter_at_once() {
+    let cluster = Cluster::start(3, &[]).await;
+    let eps = cluster.api().endpoints;
+    let renewer = Renewer::start(&eps, Duration::from_millis(300));
+    let (holder, _) = acquire(&eps, req(1, "qt", 3_000, 0, 0), None)
+        .await
+        .expect("holder")
+        .grant();
+    renewer.add(holder);
+    let queued_at = Instant::now();
+    let (w_lease, w) = enqueue(&eps, req(2, "qt", 3_000, 0, 1_000)).await;
+    renewer.add(w_lease);
+    let out = tokio::time::timeout(Duration::from_secs(5), w)
+        .await
+        .expect("told within 5 s")
+        .expect("join")
+        .expect("acquire");
+    assert_eq!(
+        out,
+        Outcome::NotGranted {
+            reason: "wait_timeout".into()
+        }
+    );
+    assert!(
+        queued_at.elapsed() >= Duration::from_millis(1_000),
+        "not early"
+    );
+    // Linearizable read right after being told: the removal is committed.
+    let s = status(&eps, "qt").await;
+    assert_eq!(s.waiters, 0, "S8: removed before it was told");
+    assert_eq!(s.holder.map(|h| h.lease_id), Some(holder));
+
+    // Cancel: revoke the waiter's lease; it leaves at once (well within a TTL).
+    let (c_lease, c) = enqueue(&eps, req(3, "qt", 3_000, 0, 30_000)).await;
+    let t = Instant::now();
+    on_leader(&eps, Duration::from_secs(10), |ch| async move {
+        LockClient::new(ch)
+            .lease_revoke(pb::LeaseRevokeRequest {
+                header: header(3, 2),
+                lease_id: c_lease,
+            })
+            .await
+    })
+    .await
+    .expect("revoke");
+    let out = tokio::time::timeout(Duration::from_secs(2), c)
+        .await
+        .expect("told at once")
+        .expect("join")
+        .expect("acquire");
+    assert!(matches!(out, Outcome::NotGranted { .. }), "{out:?}");
+    assert!(t.elapsed() < Duration::from_secs(2));
+    assert_eq!(status(&eps, "qt").await.waiters, 0);
+}
+
+/// S8: a killed client's waiter (the CLI, SIGKILLed while it waits) leaves
+/// the queue when its lease expires, and is never granted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_clients_waiter_leaves_when_its_lease_expires() {
+    let cluster = Cluster::start(3, &[]).await;
+    let eps = cluster.api().endpoints;
+    let renewer = Renewer::start(&eps, Duration::from_millis(300));
+    let (holder, token) = acquire(&eps, req(1, "qk", 3_000, 0, 0), None)
+        .await
+        .expect("holder")
+        .grant();
+    renewer.add(holder);
+    let mut child = Command::new(warden_bin())
+        .args([
+            "acquire", "qk", "--ttl", "1s", "--wait", "30s", "--output", "json",
+        ])
+        .arg("--endpoints")
+        .arg(cluster.endpoints())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn warden acquire");
+    let e2 = eps.clone();
+    until("the CLI's wait is queued", Duration::from_secs(10), || {
+        let e2 = e2.clone();
+        async move { status(&e2, "qk").await.waiters == 1 }
+    })
+    .await;
+    let _ = child.kill();
+    let _ = child.wait();
+    let killed = Instant::now();
+    let e2 = eps.clone();
+    until(
+        "the dead client's waiter leaves",
+        Duration::from_secs(1) + E + Duration::from_secs(2),
+        || {
+            let e2 = e2.clone();
+            async move { status(&e2, "qk").await.waiters == 0 }
+        },
+    )
+    .await;
+    assert!(killed.elapsed() < Duration::from_secs(1) + E + Duration::from_secs(2));
+    release(&eps, 1, 2, "qk", holder, token)
+        .await
+        .expect("release");
+    assert!(
+        status(&eps, "qk").await.holder.is_none(),
+        "S8: the dead waiter was not granted"
+    );
+}
+
+/// S8, issue 3 ("expiring a session with 100 locks frees them all in one
+/// committed entry and grants their waiters"), S2: one lease holds 100
+/// locks; another lease waits on all 100; when the first expires, all 100
+/// grants come from one entry, with distinct, larger tokens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expiring_a_session_with_100_locks_hands_all_off_in_one_entry() {
+    let cluster = Cluster::start(3, &[]).await;
+    let eps = cluster.api().endpoints;
+    let renewer = Renewer::start(&eps, Duration::from_millis(300));
+    let name = |i: usize| format!("s/{i:03}");
+    let (session, first) = acquire(&eps, req(1, &name(0), 2_000, 0, 0), None)
+        .await
+        .expect("session")
+        .grant();
+    renewer.add(session);
+    let mut max_token = first;
+    for i in 1..100 {
+        let mut r = req(1, &name(i), 0, session, 0);
+        r.header = header(1, i as u64 + 1);
+        let (_, t) = acquire(&eps, r, None).await.expect("lock").grant();
+        max_token = max_token.max(t);
+    }
+    let (waiter, _) = acquire(&eps, req(2, "w/anchor", 3_000, 0, 0), None)
+        .await
+        .expect("waiter lease")
+        .grant();
+    renewer.add(waiter);
+    let mut tasks = Vec::new();
+    for i in 0..100 {
+        let mut r = req(2, &name(i), 0, waiter, 30_000);
+        r.header = header(2, i as u64 + 2);
+        let (lease, task) = enqueue(&eps, r).await;
+        assert_eq!(lease, waiter);
+        tasks.push(task);
+    }
+    // Stop renewing the session: it expires.
+    renewer.remove(session);
+    let mut indexes = BTreeSet::new();
+    let mut tokens = BTreeSet::new();
+    for t in tasks {
+        match tokio::time::timeout(Duration::from_secs(2) + E + Duration::from_secs(5), t)
+            .await
+            .expect("granted after the session expired")
+            .expect("join")
+            .expect("acquire")
+        {
+            Outcome::Granted {
+                lease_id,
+                token,
+                log_index,
+            } => {
+                assert_eq!(lease_id, waiter);
+                assert!(token > max_token, "S2: {token} > {max_token}");
+                tokens.insert(token);
+                indexes.insert(log_index);
+            }
+            other => panic!("expected a grant, got {other:?}"),
+        }
+    }
+    assert_eq!(tokens.len(), 100, "S2: distinct tokens");
+    assert_eq!(indexes.len(), 1, "one committed entry: {indexes:?}");
+}
+
+/// Lock-delay (Chubby, Consul; issue 3 item 3): after an expiry nobody gets
+/// the lock for `lock_delay` (a try-lock meanwhile is told `lock_delay`);
+/// after a clean release the next waiter gets it at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_delay_after_expiry_but_not_after_a_clean_release() {
+    let cluster = Cluster::start(3, &[]).await;
+    let eps = cluster.api().endpoints;
+    let renewer = Renewer::start(&eps, Duration::from_millis(300));
+    // Expiry: a 1 s lease with a 2 s lock-delay, never renewed.
+    let mut r = req(1, "ld", 1_000, 0, 0);
+    r.lock_delay_ms = 2_000;
+    let (_, t1) = acquire(&eps, r, None).await.expect("holder").grant();
+    let (b_lease, b) = enqueue(&eps, req(2, "ld", 3_000, 0, 30_000)).await;
+    renewer.add(b_lease);
+    let e2 = eps.clone();
+    until(
+        "the holder expires",
+        Duration::from_secs(1) + E + Duration::from_secs(1),
+        || {
+            let e2 = e2.clone();
+            async move { status(&e2, "ld").await.holder.is_none() }
+        },
+    )
+    .await;
+    let freed = Instant::now();
+    match acquire(&eps, req(3, "ld", 3_000, 0, 0), None)
+        .await
+        .expect("try")
+    {
+        Outcome::NotGranted { reason } => assert_eq!(reason, "lock_delay"),
+        other => panic!("granted during lock-delay: {other:?}"),
+    }
+    let (lease, t2) = tokio::time::timeout(Duration::from_secs(10), b)
+        .await
+        .expect("granted after the delay")
+        .expect("join")
+        .expect("acquire")
+        .grant();
+    let waited = freed.elapsed();
+    assert_eq!(lease, b_lease);
+    assert!(t2 > t1, "S2");
+    // `freed` is observed after the expiry applied (one poll late at most).
+    assert!(
+        waited >= Duration::from_millis(1_800),
+        "lock-delay shortened: granted {waited:?} after the expiry"
+    );
+
+    // Clean release: no delay even though the grant asked for one.
+    let (c_lease, c) = enqueue(&eps, {
+        let mut r = req(4, "ld", 3_000, 0, 30_000);
+        r.lock_delay_ms = 2_000;
+        r
+    })
+    .await;
+    renewer.add(c_lease);
+    let released = Instant::now();
+    release(&eps, 2, 2, "ld", b_lease, t2)
+        .await
+        .expect("release");
+    let (lease, _) = tokio::time::timeout(Duration::from_secs(5), c)
+        .await
+        .expect("granted")
+        .expect("join")
+        .expect("acquire")
+        .grant();
+    assert_eq!(lease, c_lease);
+    assert!(
+        released.elapsed() < Duration::from_millis(1_000),
+        "a clean release hands off at once: {:?}",
+        released.elapsed()
+    );
+}
+
+/// Lock-delay, SEMANTICS "Time" (issue 3: "a leader change in between does
+/// not shorten the delay"): the leader is killed right after the expiry; the
+/// new leader ends the delay no earlier than its own apply + lock_delay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_change_does_not_shorten_lock_delay() {
+    let mut cluster = Cluster::start(3, &[]).await;
+    let eps = cluster.api().endpoints;
+    let renewer = Renewer::start(&eps, Duration::from_millis(300));
+    let mut r = req(1, "ldl", 1_000, 0, 0);
+    r.lock_delay_ms = 3_000;
+    acquire(&eps, r, None).await.expect("holder").grant();
+    let (b_lease, b) = enqueue(&eps, req(2, "ldl", 3_000, 0, 30_000)).await;
+    renewer.add(b_lease);
+    let e2 = eps.clone();
+    until(
+        "the holder expires",
+        Duration::from_secs(1) + E + Duration::from_secs(1),
+        || {
+            let e2 = e2.clone();
+            async move { status(&e2, "ldl").await.holder.is_none() }
+        },
+    )
+    .await;
+    let freed = Instant::now();
+    let leader = cluster.wait_leader(Duration::from_secs(5)).await;
+    cluster.kill(leader);
+    let (lease, _) = tokio::time::timeout(Duration::from_secs(20), b)
+        .await
+        .expect("granted after the delay")
+        .expect("join")
+        .expect("acquire")
+        .grant();
+    let waited = freed.elapsed();
+    assert_eq!(lease, b_lease);
+    assert!(
+        waited >= Duration::from_millis(2_700),
+        "lock-delay shortened by the leader change: granted {waited:?} after the expiry"
+    );
+}
+
+/// Issue 3 item 5, S2: `warden list` shows the holder and the waiters in
+/// queue order with the JSON contract; `warden release --force` (with
+/// --allow-admin) frees the resource, the next waiter's grant has a larger
+/// token, and `warden audit` shows who did it; a request above
+/// --max-request-bytes is refused before any handler.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn force_release_is_audited_and_the_next_token_is_larger() {
+    let cluster = Cluster::start(3, &["--allow-admin", "--max-request-bytes", "4096"]).await;
+    let eps = cluster.api().endpoints;
+    let renewer = Renewer::start(&eps, Duration::from_millis(300));
+    let (holder, token) = acquire(&eps, req(1, "adm/a", 3_000, 0, 0), None)
+        .await
+        .expect("holder")
+        .grant();
+    renewer.add(holder);
+    let (w1, t1) = enqueue(&eps, req(2, "adm/a", 3_000, 0, 30_000)).await;
+    let (w2, t2) = enqueue(&eps, req(3, "adm/a", 3_000, 0, 30_000)).await;
+    renewer.add(w1);
+    renewer.add(w2);
+    acquire(&eps, req(4, "other", 3_000, 0, 0), None)
+        .await
+        .expect("other")
+        .grant();
+
+    let (code, list, err) = cluster.cli(&["list", "adm/"]);
+    assert_eq!(code, 0, "{err}");
+    let locks = list.as_array().expect("an array");
+    assert_eq!(locks.len(), 1, "prefix filter: {list}");
+    assert_eq!(locks[0]["resource"], "adm/a");
+    assert_eq!(locks[0]["holder"]["lease_id"].as_u64(), Some(holder));
+    assert_eq!(locks[0]["holder"]["fencing_token"].as_u64(), Some(token));
+    assert!(locks[0]["holder"]["age_ms"].is_u64());
+    let ttl_left = locks[0]["holder"]["ttl_remaining_ms"]
+        .as_u64()
+        .expect("ttl");
+    assert!(ttl_left > 0 && ttl_left <= 3_000, "{ttl_left}");
+    let waiters: Vec<u64> = locks[0]["waiters"]
+        .as_array()
+        .expect("waiters")
+        .iter()
+        .map(|w| w["lease_id"].as_u64().expect("lease_id"))
+        .collect();
+    assert_eq!(waiters, vec![w1, w2], "queue order");
+    assert!(locks[0]["waiters"][0]["age_ms"].as_u64() >= locks[0]["waiters"][1]["age_ms"].as_u64());
+    let (_, all, _) = cluster.cli(&["list"]);
+    assert_eq!(all.as_array().map(Vec::len), Some(2));
+
+    let (code, j, err) = cluster.cli(&["release", "--force", "adm/a"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(j["lease_id"].as_u64(), Some(holder));
+    assert_eq!(j["fencing_token"].as_u64(), Some(token));
+    let (lease, next) = tokio::time::timeout(Duration::from_secs(5), t1)
+        .await
+        .expect("next waiter granted")
+        .expect("join")
+        .expect("acquire")
+        .grant();
+    assert_eq!(lease, w1);
+    assert!(next > token, "S2: {next} > {token}");
+    t2.abort();
+
+    let (code, audit, err) = cluster.cli(&["audit"]);
+    assert_eq!(code, 0, "{err}");
+    let records = audit.as_array().expect("an array");
+    assert_eq!(records.len(), 1, "{audit}");
+    assert_eq!(records[0]["resource"], "adm/a");
+    assert_eq!(records[0]["lease_id"].as_u64(), Some(holder));
+    assert_eq!(records[0]["fencing_token"].as_u64(), Some(token));
+    assert!(records[0]["index"].as_u64() > Some(0));
+    assert!(
+        records[0]["requested_by"]
+            .as_str()
+            .is_some_and(|s| s.contains("--force") && s.contains("127.0.0.1")),
+        "{audit}"
+    );
+    assert!(records[0]["at_unix_ms"].as_u64() > Some(1_600_000_000_000));
+
+    // A second force-release of a free resource: NotFound, exit 1.
+    let (code, _, err) = cluster.cli(&["release", "--force", "adm/none"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("not found"), "{err}");
+
+    // Issue 3 item 7: a request above --max-request-bytes (4096) is refused
+    // before it reaches a handler.
+    let big = "x".repeat(8_192);
+    let e = on_leader(&eps, Duration::from_secs(10), |ch| {
+        let prefix = big.clone();
+        let mut c = AdminClient::new(ch);
+        async move { c.list(pb::ListRequest { prefix }).await }
+    })
+    .await
+    .expect_err("too large");
+    assert_eq!(e.code(), Code::OutOfRange, "{e:?}");
+}
+
+/// Issue 3 item 5: without --allow-admin, force-release is refused with a
+/// clear PermissionDenied and nothing changes; List still works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn force_release_without_allow_admin_is_refused() {
+    let cluster = Cluster::start(3, &[]).await;
+    let eps = cluster.api().endpoints;
+    let (holder, token) = acquire(&eps, req(1, "na", 5_000, 0, 0), None)
+        .await
+        .expect("holder")
+        .grant();
+    let (code, j, err) = cluster.cli(&["release", "--force", "na"]);
+    assert_eq!(code, 1, "{j}");
+    assert!(
+        err.contains("permission denied") && err.contains("--allow-admin"),
+        "{err}"
+    );
+    let h = status(&eps, "na").await.holder.expect("still held");
+    assert_eq!((h.lease_id, h.fencing_token), (holder, token));
+    let (code, audit, _) = cluster.cli(&["audit"]);
+    assert_eq!(code, 0);
+    assert_eq!(audit, serde_json::json!([]));
+    let (code, list, _) = cluster.cli(&["list"]);
+    assert_eq!(code, 0);
+    assert_eq!(list[0]["holder"]["lease_id"].as_u64(), Some(holder));
+    assert_eq!(list[0]["waiters"], serde_json::json!([]));
+}
