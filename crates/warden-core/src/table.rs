@@ -228,10 +228,30 @@ impl LockTable {
                 Response::Done
             }
             Command::Noop => Response::Done,
+            Command::RaiseTokenFloor(r) => self.raise_token_floor(r.floor),
         };
         Applied {
             response,
             effects: fx,
+        }
+    }
+
+    /// `next_token = max(next_token, floor + 1)`; refused (nothing changes)
+    /// when `floor >= MAX_ID`.
+    fn raise_token_floor(&mut self, floor: u64) -> Response {
+        if let Err(e) = validate::token_floor(floor) {
+            return Response::Error(e);
+        }
+        match floor.checked_add(1) {
+            Some(next) => {
+                self.next_token = self.next_token.max(next);
+                Response::Done
+            }
+            None => Response::Error(error(
+                ErrorCode::InvalidArgument,
+                Some("floor"),
+                format!("floor must be below {MAX_ID}; got {floor}"),
+            )),
         }
     }
 

@@ -77,6 +77,9 @@ pub enum Command {
     ForceRelease(ForceRelease),
     /// Does nothing (used by tests and as a barrier).
     Noop,
+    /// Operator: raise the fencing-token counter above a floor (SEMANTICS
+    /// "Membership and data loss").
+    RaiseTokenFloor(RaiseTokenFloor),
 }
 
 /// How an acquire gets its lease.
@@ -266,6 +269,16 @@ pub struct DropClients {
     pub leader: LeaderId,
     /// (client, the `last_index` of its record as the proposer saw it).
     pub clients: Vec<(ClientId, LogIndex)>,
+}
+
+/// Raises the fencing-token counter after a restore from backup or a total
+/// loss, so that new tokens are above any token ever issued (S2).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RaiseTokenFloor {
+    /// Every later grant's token is greater than `floor`. Never lowers the
+    /// counter (a lower floor changes nothing). At most
+    /// [`crate::limits::MAX_ID`] − 1.
+    pub floor: FencingToken,
 }
 
 /// Admin release of any holder's grant.

@@ -178,6 +178,20 @@ pub fn header(header: &RequestHeader) -> Result<(), CommandError> {
     Ok(())
 }
 
+/// A token floor: 0..[`MAX_ID`] (the next token, `floor + 1`, must be a valid id).
+///
+/// # Errors
+/// `InvalidArgument`, field `"floor"`, naming the limit.
+pub fn token_floor(floor: u64) -> Result<(), CommandError> {
+    if floor >= MAX_ID {
+        return Err(invalid(
+            "floor",
+            format!("floor must be within 0..={}; got {floor}", MAX_ID - 1),
+        ));
+    }
+    Ok(())
+}
+
 /// Validates any command. Client commands get every check above; leader-duty
 /// commands, `RenewBatch` and `Noop` always pass (see the module docs).
 ///
@@ -217,6 +231,7 @@ pub fn command(cmd: &Command) -> Result<(), CommandError> {
             requested_by(&f.requested_by)?;
             f.fencing_token.map_or(Ok(()), fencing_token)
         }
+        Command::RaiseTokenFloor(r) => token_floor(r.floor),
         Command::RenewBatch(_)
         | Command::Promote(_)
         | Command::Checkpoint(_)

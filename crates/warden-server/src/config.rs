@@ -28,6 +28,11 @@ pub struct ServerConfig {
     /// one is refused by tonic with OutOfRange ("decoded message length too
     /// large") before it reaches any handler.
     pub max_request_bytes: usize,
+    /// Token floor (`--token-floor`, default 0 = none): the node that forms a
+    /// new cluster commits `RaiseTokenFloor` before serving clients, so every
+    /// token is above it (SEMANTICS "Membership and data loss"). Only applied
+    /// at cluster formation; ignored by a node whose cluster already exists.
+    pub token_floor: u64,
 }
 
 /// Default `--max-request-bytes`: 64 KiB (a resource name is at most 512 bytes).

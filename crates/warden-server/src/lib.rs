@@ -151,6 +151,21 @@ pub async fn run_with(
     validate_config(&config)?;
     let storage = |e: std::io::Error| ServerError::Storage(e.to_string());
     let db = Db::open(&config.data_dir).map_err(storage)?;
+    // A data dir belongs to one node id: a copy of another node's dir would
+    // carry that node's vote and could vote twice in one term.
+    match db.get_meta_string(store::KEY_NODE_ID).map_err(storage)? {
+        Some(id) if id != config.node_id.to_string() => {
+            return Err(ServerError::Config(format!(
+                "data-dir: {} belongs to node {id}, not node {}; give each node its own data dir",
+                config.data_dir.display(),
+                config.node_id
+            )));
+        }
+        Some(_) => {}
+        None => db
+            .put_meta(store::KEY_NODE_ID, config.node_id.to_string().as_bytes())
+            .map_err(storage)?,
+    }
     let committed = db.get_meta_string(store::KEY_CLUSTER_ID).map_err(storage)?;
     let empty_at_start = committed.is_none() && db.raft_state_is_empty().map_err(storage)?;
     let (cluster_tx, _) = watch::channel(committed);
@@ -267,8 +282,14 @@ pub async fn run_with(
             .iter()
             .map(|(id, addr)| (*id, BasicNode { addr: addr.clone() }))
             .collect();
-        if let Err(e) = raft.initialize(members).await {
-            tracing::info!("initialize: {e}");
+        match raft.initialize(members).await {
+            Err(e) => tracing::info!("initialize: {e}"),
+            Ok(()) if config.token_floor > 0 => {
+                // Before clients are served (node_cell is still empty), so no
+                // grant precedes the floor.
+                raise_token_floor(&raft, config.token_floor).await;
+            }
+            Ok(()) => {}
         }
     }
 
@@ -339,4 +360,41 @@ async fn transfer_leadership(node: &Node) {
         wait,
     )
     .await;
+}
+
+/// How long the forming node tries to commit its token floor.
+const TOKEN_FLOOR_DEADLINE: Duration = Duration::from_secs(20);
+
+/// Commits `RaiseTokenFloor { floor }` from the node that just formed the
+/// cluster (it is the only node that can win the first election), retrying
+/// until it commits or [`TOKEN_FLOOR_DEADLINE`] passes.
+async fn raise_token_floor(raft: &raft_types::Raft, floor: u64) {
+    use warden_core::types::{Command, LogEntry, RaiseTokenFloor, Response};
+    let deadline = tokio::time::Instant::now() + TOKEN_FLOOR_DEADLINE;
+    let mut last = String::new();
+    while tokio::time::Instant::now() < deadline {
+        let cmd = Command::RaiseTokenFloor(RaiseTokenFloor { floor });
+        let write = raft.client_write(raft_types::Request(LogEntry::V1(cmd)));
+        match tokio::time::timeout_at(deadline, write).await {
+            Ok(Ok(r)) => match r.data {
+                Response::Done => {
+                    tracing::info!(floor, index = r.log_id.index, "token floor committed");
+                    return;
+                }
+                other => {
+                    tracing::error!(floor, "token floor refused: {other:?}");
+                    return;
+                }
+            },
+            Ok(Err(e)) => last = e.to_string(),
+            Err(_) => break,
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tracing::error!(
+        floor,
+        "token floor did not commit within {} s ({last}); tokens may start below it: \
+         re-create the cluster with --token-floor or reset every fence",
+        TOKEN_FLOOR_DEADLINE.as_secs()
+    );
 }

@@ -36,6 +36,7 @@ pub fn command_name(cmd: &warden_core::types::Command) -> &'static str {
         DropClients(_) => "drop_clients",
         ForceRelease(_) => "force_release",
         Noop => "noop",
+        RaiseTokenFloor(_) => "raise_token_floor",
     }
 }
 

@@ -56,6 +56,8 @@ const KEY_VOTE: &str = "vote";
 const KEY_COMMITTED: &str = "committed";
 const KEY_PURGED: &str = "last_purged";
 const KEY_SNAPSHOT: &str = "snapshot";
+/// The node id this data dir belongs to.
+pub const KEY_NODE_ID: &str = "node_id";
 /// The committed cluster id (SEMANTICS "Membership").
 pub const KEY_CLUSTER_ID: &str = "cluster_id";
 /// A cluster id proposed in bootstrap phase 1, not yet committed.

@@ -182,6 +182,11 @@ pub struct ServerArgs {
     /// [default: 65536].
     #[arg(long, value_name = "BYTES")]
     pub max_request_bytes: Option<u64>,
+    /// When this node forms a new cluster, every fencing token is above N
+    /// (0..=9007199254740990; 0 = none). Use after a restore or total loss:
+    /// N above any token ever issued. Ignored once the cluster exists.
+    #[arg(long, value_name = "N")]
+    pub token_floor: Option<u64>,
     /// Stop (as on SIGTERM) when the parent process exits; `warden dev` sets it.
     #[arg(long, hide = true)]
     pub exit_with_parent: bool,

@@ -31,6 +31,7 @@ pub struct FileConfig {
     leader_transfer_timeout: Option<String>,
     allow_admin: Option<bool>,
     max_request_bytes: Option<u64>,
+    token_floor: Option<u64>,
 }
 
 /// `peers = "1=a:7001,2=b:7001"` or a `[peers]` table `1 = "a:7001"`.
@@ -183,6 +184,13 @@ pub fn resolve(args: &ServerArgs, file: FileConfig) -> Result<ServerConfig, Stri
             "--max-request-bytes: {max_request_bytes} is out of range; allowed {lo}..={hi} bytes"
         ));
     }
+    let token_floor = args.token_floor.or(file.token_floor).unwrap_or(0);
+    if token_floor >= warden_core::limits::MAX_ID {
+        return Err(format!(
+            "--token-floor: {token_floor} is out of range; allowed 0..={}",
+            warden_core::limits::MAX_ID - 1
+        ));
+    }
 
     Ok(ServerConfig {
         node_id,
@@ -193,6 +201,7 @@ pub fn resolve(args: &ServerArgs, file: FileConfig) -> Result<ServerConfig, Stri
         timing,
         allow_admin,
         max_request_bytes: max_request_bytes as usize,
+        token_floor,
     })
 }
 
@@ -311,6 +320,31 @@ pub fn validate_timing(t: &Timing) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // SEMANTICS "Membership and data loss": the token floor comes from the
+    // flag or the file, defaults to 0 and is bounded below MAX_ID.
+    #[test]
+    fn token_floor_is_resolved_and_bounded() {
+        let config = resolve(&base_args(), FileConfig::default()).unwrap();
+        assert_eq!(config.token_floor, 0);
+        let file = parse_config_file("token-floor = 77").unwrap();
+        assert_eq!(resolve(&base_args(), file).unwrap().token_floor, 77);
+        let args = ServerArgs {
+            token_floor: Some(warden_core::limits::MAX_ID - 1),
+            ..base_args()
+        };
+        let file = parse_config_file("token-floor = 77").unwrap();
+        assert_eq!(
+            resolve(&args, file).unwrap().token_floor,
+            warden_core::limits::MAX_ID - 1
+        );
+        let args = ServerArgs {
+            token_floor: Some(warden_core::limits::MAX_ID),
+            ..base_args()
+        };
+        let e = resolve(&args, FileConfig::default()).unwrap_err();
+        assert!(e.starts_with("--token-floor:"), "{e}");
+    }
 
     fn base_args() -> ServerArgs {
         ServerArgs {

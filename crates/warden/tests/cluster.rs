@@ -12,12 +12,16 @@ mod harness;
 // clusters ever run at once.
 #[path = "cases/crash_loop.rs"]
 mod crash_loop;
+#[path = "cases/data_dir.rs"]
+mod data_dir;
 #[path = "cases/dev.rs"]
 mod dev;
 #[path = "cases/lease.rs"]
 mod lease;
 #[path = "cases/queue.rs"]
 mod queue;
+#[path = "cases/token_floor.rs"]
+mod token_floor;
 #[path = "cases/watch.rs"]
 mod watch;
 

@@ -1028,3 +1028,42 @@ fn deadlines_track_ages_for_display() {
     assert_eq!(d.waited_for_ms("r", 2, 2, s(20)), None);
     assert_eq!(d.held_for_ms("r", 3, s(20)), Some(8_000));
 }
+
+// S2, SEMANTICS "Membership and data loss": a token floor puts every later
+// token above it; a lower floor changes nothing; a floor >= MAX_ID is refused
+// with a named field and nothing changes; the floor survives a snapshot.
+#[test]
+fn token_floor_raises_the_counter_and_never_lowers_it() {
+    use crate::limits::MAX_ID;
+    let floor = |floor| Command::RaiseTokenFloor(RaiseTokenFloor { floor });
+    let mut log = Log::new();
+    assert_eq!(log.apply(floor(1000)).response, Response::Done);
+    let a = log.apply(acquire(hdr(1, 1), "r", new_lease(5_000), 0, 0));
+    assert_eq!(granted(&a).1, 1001);
+    assert_eq!(log.apply(floor(5)).response, Response::Done);
+    assert_eq!(log.t.next_token(), 1002);
+    for bad in [MAX_ID, MAX_ID + 1, u64::MAX] {
+        let before = log.t.to_snapshot();
+        match log.apply(floor(bad)).response {
+            Response::Error(e) => {
+                assert_eq!(e.code, ErrorCode::InvalidArgument);
+                assert_eq!(e.field.as_deref(), Some("floor"));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(log.t.to_snapshot(), before);
+    }
+    assert_eq!(log.apply(floor(MAX_ID - 1)).response, Response::Done);
+    assert_eq!(log.t.next_token(), MAX_ID);
+    let back = LockTable::from_snapshot(&log.t.to_snapshot()).expect("round trip");
+    assert_eq!(back.next_token(), MAX_ID);
+
+    let mut log = Log::new();
+    log.apply(floor(1000));
+    let mut log = Log {
+        t: LockTable::from_snapshot(&log.t.to_snapshot()).expect("round trip"),
+        ..log
+    };
+    let a = log.apply(acquire(hdr(1, 1), "r", new_lease(5_000), 0, 0));
+    assert_eq!(granted(&a).1, 1001);
+}
