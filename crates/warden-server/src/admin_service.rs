@@ -10,7 +10,6 @@
 //! after commit) and recorded in the replicated audit trail with who asked and
 //! the proposer's wall-clock time (display only, SEMANTICS "Time").
 
-use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tonic::{Request, Response, Status};
@@ -21,7 +20,7 @@ use warden_proto::v1::admin_server::Admin;
 
 use crate::error::command_status;
 use crate::lock_service::{linearizable_read, request_header};
-use crate::node::Node;
+use crate::node::NodeCell;
 
 /// Longest `requested_by` a caller may send, in bytes; the server appends
 /// " from <caller address>" and the whole stays within
@@ -31,20 +30,13 @@ pub const MAX_CALLER_REQUESTED_BY_BYTES: usize = 200;
 /// The service; answers `Unavailable` until the node has bootstrapped.
 #[derive(Clone, Debug)]
 pub struct AdminService {
-    node: Arc<OnceLock<Arc<Node>>>,
+    node: NodeCell,
 }
 
 impl AdminService {
     /// A service over the (not yet started) node.
-    pub fn new(node: Arc<OnceLock<Arc<Node>>>) -> Self {
+    pub fn new(node: NodeCell) -> Self {
         AdminService { node }
-    }
-
-    fn node(&self) -> Result<Arc<Node>, Status> {
-        self.node
-            .get()
-            .cloned()
-            .ok_or_else(|| Status::unavailable("node is bootstrapping; retry shortly"))
     }
 }
 
@@ -82,7 +74,7 @@ impl Admin for AdminService {
         &self,
         req: Request<pb::ListRequest>,
     ) -> Result<Response<pb::ListResponse>, Status> {
-        let node = self.node()?;
+        let node = self.node.get()?;
         let prefix = req.into_inner().prefix;
         if prefix.len() > warden_core::limits::MAX_RESOURCE_BYTES {
             return Err(Status::invalid_argument(format!(
@@ -132,7 +124,7 @@ impl Admin for AdminService {
         &self,
         req: Request<pb::ForceReleaseRequest>,
     ) -> Result<Response<pb::ForceReleaseResponse>, Status> {
-        let node = self.node()?;
+        let node = self.node.get()?;
         if !node.config.allow_admin {
             return Err(Status::permission_denied(
                 "force-release is disabled on this node: start `warden server` with --allow-admin \
@@ -176,7 +168,7 @@ impl Admin for AdminService {
         &self,
         _req: Request<pb::AuditTrailRequest>,
     ) -> Result<Response<pb::AuditTrailResponse>, Status> {
-        let node = self.node()?;
+        let node = self.node.get()?;
         let read_index = linearizable_read(&node).await?;
         let m = node
             .shared

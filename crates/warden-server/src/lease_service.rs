@@ -6,7 +6,6 @@
 //! commit); each reply echoes the request's sequence (S5).
 
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
 
 use futures::{Stream, StreamExt};
 use tokio::sync::{mpsc, oneshot};
@@ -19,7 +18,7 @@ use warden_proto::v1::lease_server::Lease;
 
 use crate::error::command_status;
 use crate::lock_service::{linearizable_read, request_header};
-use crate::node::Node;
+use crate::node::{Node, NodeCell};
 use crate::renew::RenewJob;
 
 /// Most keep-alive requests one stream may have in flight at once.
@@ -28,20 +27,13 @@ pub const MAX_KEEPALIVES_IN_FLIGHT: usize = 1_024;
 /// The service; answers `Unavailable` until the node has bootstrapped.
 #[derive(Clone, Debug)]
 pub struct LeaseService {
-    node: Arc<OnceLock<Arc<Node>>>,
+    node: NodeCell,
 }
 
 impl LeaseService {
     /// A service over the (not yet started) node.
-    pub fn new(node: Arc<OnceLock<Arc<Node>>>) -> Self {
+    pub fn new(node: NodeCell) -> Self {
         LeaseService { node }
-    }
-
-    fn node(&self) -> Result<Arc<Node>, Status> {
-        self.node
-            .get()
-            .cloned()
-            .ok_or_else(|| Status::unavailable("node is bootstrapping; retry shortly"))
     }
 }
 
@@ -65,7 +57,7 @@ impl Lease for LeaseService {
         &self,
         req: Request<pb::LeaseGrantRequest>,
     ) -> Result<Response<pb::LeaseGrantResponse>, Status> {
-        let node = self.node()?;
+        let node = self.node.get()?;
         let r = req.into_inner();
         let header = request_header(r.header)?;
         let cmd = Command::LeaseGrant(LeaseGrant {
@@ -89,7 +81,7 @@ impl Lease for LeaseService {
         &self,
         req: Request<Streaming<pb::LeaseKeepAliveRequest>>,
     ) -> Result<Response<Self::LeaseKeepAliveStream>, Status> {
-        let node = self.node()?;
+        let node = self.node.get()?;
         node.require_leader()?;
         let mut incoming = req.into_inner();
         let (tx, rx) = mpsc::channel(MAX_KEEPALIVES_IN_FLIGHT);
@@ -133,7 +125,7 @@ impl Lease for LeaseService {
         &self,
         req: Request<pb::LeaseTimeToLiveRequest>,
     ) -> Result<Response<pb::LeaseTimeToLiveResponse>, Status> {
-        let node = self.node()?;
+        let node = self.node.get()?;
         let lease_id = req.into_inner().lease_id;
         validate::lease_id(lease_id).map_err(|e| command_status(&e))?;
         let read_index = linearizable_read(&node).await?;

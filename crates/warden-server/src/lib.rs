@@ -67,7 +67,7 @@ use tokio_stream::wrappers::TcpListenerStream;
 
 use crate::clock::{BootClock, Clock};
 use crate::network::{Network, MAX_PEER_MESSAGE_BYTES};
-use crate::node::Node;
+use crate::node::{Node, NodeCell};
 use crate::peer_service::{PeerService, PeerState};
 use crate::store::{Db, LogStore, StateMachineStore};
 
@@ -177,7 +177,7 @@ pub async fn run_with(
         empty_at_start,
         bootstrap_lock: Mutex::new(()),
     });
-    let node_cell: Arc<OnceLock<Arc<Node>>> = Arc::new(OnceLock::new());
+    let node_cell = NodeCell::default();
 
     // Serve peers and clients from the start: bootstrap needs the peer service.
     let (stop_tx, mut stop_rx) = watch::channel(false);
@@ -303,7 +303,7 @@ pub async fn run_with(
         renew_tx,
         config: config.clone(),
     });
-    let _ = node_cell.set(node.clone());
+    node_cell.set(node.clone());
     tracing::info!(node_id = config.node_id, cluster_id = %boot.cluster_id, "serving");
     let renew_task = tokio::spawn(renew::run(
         Arc::downgrade(&node),

@@ -7,7 +7,7 @@
 
 use openraft::async_runtime::WatchReceiver as _;
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::Stream;
@@ -26,25 +26,18 @@ use warden_proto::v1 as pb;
 use warden_proto::v1::lock_server::Lock;
 
 use crate::error::command_status;
-use crate::node::Node;
+use crate::node::{Node, NodeCell};
 
 /// The service; answers `Unavailable` until the node has bootstrapped.
 #[derive(Clone, Debug)]
 pub struct LockService {
-    node: Arc<OnceLock<Arc<Node>>>,
+    node: NodeCell,
 }
 
 impl LockService {
     /// A service over the (not yet started) node.
-    pub fn new(node: Arc<OnceLock<Arc<Node>>>) -> Self {
+    pub fn new(node: NodeCell) -> Self {
         LockService { node }
-    }
-
-    fn node(&self) -> Result<Arc<Node>, Status> {
-        self.node
-            .get()
-            .cloned()
-            .ok_or_else(|| Status::unavailable("node is bootstrapping; retry shortly"))
     }
 }
 
@@ -208,7 +201,7 @@ impl Lock for LockService {
         &self,
         req: Request<pb::AcquireRequest>,
     ) -> Result<Response<Self::AcquireStream>, Status> {
-        let node = self.node()?;
+        let node = self.node.get()?;
         let r = req.into_inner();
         let header = request_header(r.header)?;
         let lease = match (r.ttl_ms, r.lease_id) {
@@ -303,7 +296,7 @@ impl Lock for LockService {
         &self,
         req: Request<pb::RenewRequest>,
     ) -> Result<Response<pb::RenewResponse>, Status> {
-        let node = self.node()?;
+        let node = self.node.get()?;
         let r = req.into_inner();
         if r.lease_id == 0 {
             return Err(Status::invalid_argument("lease_id: required (non-zero)"));
@@ -326,7 +319,7 @@ impl Lock for LockService {
         &self,
         req: Request<pb::ReleaseRequest>,
     ) -> Result<Response<pb::ReleaseResponse>, Status> {
-        let node = self.node()?;
+        let node = self.node.get()?;
         let r = req.into_inner();
         let header = request_header(r.header)?;
         if r.lease_id == 0 {
@@ -361,7 +354,7 @@ impl Lock for LockService {
         &self,
         req: Request<pb::LeaseRevokeRequest>,
     ) -> Result<Response<pb::LeaseRevokeResponse>, Status> {
-        let node = self.node()?;
+        let node = self.node.get()?;
         let r = req.into_inner();
         let header = request_header(r.header)?;
         validate::lease_id(r.lease_id).map_err(|e| command_status(&e))?;
@@ -385,7 +378,7 @@ impl Lock for LockService {
         &self,
         req: Request<pb::StatusRequest>,
     ) -> Result<Response<pb::StatusResponse>, Status> {
-        let node = self.node()?;
+        let node = self.node.get()?;
         let resource = req.into_inner().resource;
         validate::resource(&resource).map_err(|e| command_status(&e))?;
         let read_index = linearizable_read(&node).await?;
@@ -413,7 +406,7 @@ impl Lock for LockService {
         &self,
         req: Request<pb::ValidateRequest>,
     ) -> Result<Response<pb::ValidateResponse>, Status> {
-        let node = self.node()?;
+        let node = self.node.get()?;
         let r = req.into_inner();
         validate::resource(&r.resource).map_err(|e| command_status(&e))?;
         if r.fencing_token == 0 || r.fencing_token > warden_core::limits::MAX_ID {
@@ -453,7 +446,7 @@ impl Lock for LockService {
         &self,
         _req: Request<pb::ClusterStatusRequest>,
     ) -> Result<Response<pb::ClusterStatusResponse>, Status> {
-        let node = self.node()?;
+        let node = self.node.get()?;
         let m = node.raft.metrics().borrow_watched().clone();
         if m.current_leader.is_some() && m.current_leader != Some(node.id) {
             // The leader's view is the one with replication progress.

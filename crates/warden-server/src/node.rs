@@ -17,6 +17,26 @@ use crate::raft_types::{LogId, Raft, Request};
 use crate::renew::RenewJob;
 use crate::store::Shared;
 
+/// The node once it has started. The gRPC services hold one from before
+/// bootstrap and answer `Unavailable` until it is set.
+#[derive(Clone, Debug, Default)]
+pub struct NodeCell(Arc<std::sync::OnceLock<Arc<Node>>>);
+
+impl NodeCell {
+    /// Sets the node (once; later calls do nothing).
+    pub fn set(&self, node: Arc<Node>) {
+        let _ = self.0.set(node);
+    }
+
+    /// The node, or `Unavailable` while it is bootstrapping.
+    pub fn get(&self) -> Result<Arc<Node>, Status> {
+        self.0
+            .get()
+            .cloned()
+            .ok_or_else(|| Status::unavailable("node is bootstrapping; retry shortly"))
+    }
+}
+
 /// A running node.
 #[derive(Debug)]
 pub struct Node {

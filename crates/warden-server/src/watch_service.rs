@@ -34,7 +34,7 @@
 
 use std::collections::VecDeque;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use futures::Stream;
 use tokio::sync::{mpsc, watch};
@@ -46,7 +46,7 @@ use warden_proto::v1 as pb;
 use warden_proto::v1::watch_server;
 
 use crate::error::command_status;
-use crate::node::Node;
+use crate::node::{Node, NodeCell};
 
 /// How many events each node keeps for replay by default (about 100 bytes
 /// plus the resource name each).
@@ -353,20 +353,13 @@ impl EventLog {
 /// The service; answers `Unavailable` until the node has bootstrapped.
 #[derive(Clone, Debug)]
 pub struct WatchService {
-    node: Arc<OnceLock<Arc<Node>>>,
+    node: NodeCell,
 }
 
 impl WatchService {
     /// A service over the (not yet started) node.
-    pub fn new(node: Arc<OnceLock<Arc<Node>>>) -> Self {
+    pub fn new(node: NodeCell) -> Self {
         WatchService { node }
-    }
-
-    fn node(&self) -> Result<Arc<Node>, Status> {
-        self.node
-            .get()
-            .cloned()
-            .ok_or_else(|| Status::unavailable("node is bootstrapping; retry shortly"))
     }
 }
 
@@ -436,7 +429,7 @@ impl watch_server::Watch for WatchService {
         &self,
         req: Request<pb::WatchRequest>,
     ) -> Result<Response<Self::WatchStream>, Status> {
-        let node = self.node()?;
+        let node = self.node.get()?;
         let r = req.into_inner();
         let filter = filter(r.target)?;
         let cursor = node
