@@ -95,6 +95,25 @@ pub async fn bootstrap(
 ) -> Result<Bootstrapped, ServerError> {
     let storage = |e: std::io::Error| ServerError::Storage(e.to_string());
     if let Some(id) = state.db.get_meta_string(KEY_CLUSTER_ID).map_err(storage)? {
+        // A data dir of another cluster: every peer that answers names a
+        // different committed cluster id. Refuse rather than sit there
+        // holding elections the others refuse.
+        let me = config.node_id;
+        let mut theirs = Vec::new();
+        for (_, addr) in config.peers.iter().filter(|(pid, _)| **pid != me) {
+            if let Some(a) = peer_state(addr, me).await {
+                if !a.committed_cluster_id.is_empty() {
+                    theirs.push(a.committed_cluster_id);
+                }
+            }
+        }
+        if let Some(other) = theirs.first() {
+            if theirs.iter().all(|c| *c != id) {
+                return Err(ServerError::Config(format!(
+                    "data-dir: it belongs to cluster {id}, but the peers in --peers form cluster {other}; this is another cluster's data dir"
+                )));
+            }
+        }
         return Ok(Bootstrapped {
             cluster_id: id,
             initialize: false,

@@ -37,3 +37,28 @@ async fn a_node_refuses_another_nodes_data_dir() {
         "{stderr}"
     );
 }
+
+/// SEMANTICS "Membership": a data dir from another cluster is refused at
+/// start (its peers all name a different cluster id) instead of lingering as
+/// a node whose every peer RPC is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_refuses_another_clusters_data_dir() {
+    // Cluster B exists only to leave a node-3 data dir of another cluster.
+    let mut other = Cluster::start(3, &[]).await;
+    for id in 1..=3 {
+        other.kill(id);
+    }
+    let foreign = other.nodes[&3].dir.clone();
+
+    let mut cluster = Cluster::start(3, &[]).await;
+    cluster.kill(3);
+    cluster.wipe(3);
+    let to = cluster.nodes[&3].dir.clone();
+    copy_dir(&foreign, &to);
+    let (code, stderr) = cluster.run_to_exit(3, Duration::from_secs(20));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("another cluster's data dir"), "{stderr}");
+    // The rightful members keep serving.
+    let (code, _, err) = cluster.cli(&["acquire", "still-here", "--ttl", "5s"]);
+    assert_eq!(code, 0, "{err}");
+}
