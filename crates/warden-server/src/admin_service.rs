@@ -85,11 +85,7 @@ impl Admin for AdminService {
         }
         let read_index = linearizable_read(&node).await?;
         let now = node.shared.clock.now();
-        let m = node
-            .shared
-            .machine
-            .lock()
-            .map_err(|_| Status::internal("state poisoned"))?;
+        let m = node.machine()?;
         let locks = m
             .table
             .resources_with_prefix(&prefix)
@@ -149,7 +145,7 @@ impl Admin for AdminService {
             requested_by,
             at_unix_ms: wall_clock_ms(),
         });
-        match node.propose(cmd).await?.0 {
+        match node.propose_command(cmd).await? {
             CoreResponse::Released {
                 resource,
                 lease_id,
@@ -159,8 +155,7 @@ impl Admin for AdminService {
                 lease_id,
                 fencing_token,
             })),
-            CoreResponse::Error(e) => Err(command_status(&e)),
-            other => Err(Status::internal(format!("unexpected reply {other:?}"))),
+            other => Err(crate::error::unexpected(&other)),
         }
     }
 
@@ -170,11 +165,7 @@ impl Admin for AdminService {
     ) -> Result<Response<pb::AuditTrailResponse>, Status> {
         let node = self.node.get()?;
         let read_index = linearizable_read(&node).await?;
-        let m = node
-            .shared
-            .machine
-            .lock()
-            .map_err(|_| Status::internal("state poisoned"))?;
+        let m = node.machine()?;
         let records = m
             .table
             .audit_trail()

@@ -27,6 +27,18 @@ pub fn command_status(e: &CommandError) -> Status {
     }
 }
 
+/// `NotFound` for a lease that is not live.
+pub fn lease_not_live(lease_id: u64) -> Status {
+    Status::not_found(format!(
+        "lease_id: lease {lease_id} is not live (expired, revoked, released or never granted)"
+    ))
+}
+
+/// A reply of an unexpected kind from the state machine (a bug, not input).
+pub fn unexpected(reply: &warden_core::types::Response) -> Status {
+    Status::internal(format!("unexpected reply {reply:?}"))
+}
+
 /// `Unavailable` naming the leader, if known, in the `warden-leader` metadata.
 pub fn not_leader(leader: Option<(u64, String)>) -> Status {
     match leader {

@@ -66,12 +66,11 @@ impl Lease for LeaseService {
         });
         validate::command(&cmd).map_err(|e| command_status(&e))?;
         node.require_leader()?;
-        match node.propose(cmd).await?.0 {
+        match node.propose_command(cmd).await? {
             CoreResponse::LeaseGranted { lease_id, ttl_ms } => {
                 Ok(Response::new(pb::LeaseGrantResponse { lease_id, ttl_ms }))
             }
-            CoreResponse::Error(e) => Err(command_status(&e)),
-            other => Err(Status::internal(format!("unexpected reply {other:?}"))),
+            other => Err(crate::error::unexpected(&other)),
         }
     }
 
@@ -130,16 +129,11 @@ impl Lease for LeaseService {
         validate::lease_id(lease_id).map_err(|e| command_status(&e))?;
         let read_index = linearizable_read(&node).await?;
         let now = node.shared.clock.now();
-        let m = node
-            .shared
-            .machine
-            .lock()
-            .map_err(|_| Status::internal("state poisoned"))?;
-        let lease = m.table.lease(lease_id).ok_or_else(|| {
-            Status::not_found(format!(
-                "lease_id: lease {lease_id} is not live (expired, revoked, released or never granted)"
-            ))
-        })?;
+        let m = node.machine()?;
+        let lease = m
+            .table
+            .lease(lease_id)
+            .ok_or_else(|| crate::error::lease_not_live(lease_id))?;
         Ok(Response::new(pb::LeaseTimeToLiveResponse {
             lease_id,
             ttl_ms: lease.ttl_ms,

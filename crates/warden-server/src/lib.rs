@@ -327,7 +327,8 @@ pub async fn run_with(
 /// waits (bounded by `leader_transfer_timeout_ms`) until another node leads,
 /// so a rolling restart loses nothing.
 async fn transfer_leadership(node: &Node) {
-    let m = node.raft.metrics().borrow_watched().clone();
+    let rx = node.raft.metrics();
+    let m = rx.borrow_watched();
     if m.current_leader != Some(node.id) {
         return;
     }

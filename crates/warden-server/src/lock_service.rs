@@ -235,11 +235,9 @@ impl Lock for LockService {
             }
             c => c,
         };
-        let (resp, _log_id) = node.propose(cmd).await?;
-        let reply = match resp {
+        let reply = match node.propose_command(cmd).await? {
             CoreResponse::Acquire(a) => a,
-            CoreResponse::Error(e) => return Err(command_status(&e)),
-            other => return Err(Status::internal(format!("unexpected reply {other:?}"))),
+            other => return Err(crate::error::unexpected(&other)),
         };
         let (tx, rx) = mpsc::channel(8);
         match reply.outcome {
@@ -298,9 +296,7 @@ impl Lock for LockService {
     ) -> Result<Response<pb::RenewResponse>, Status> {
         let node = self.node.get()?;
         let r = req.into_inner();
-        if r.lease_id == 0 {
-            return Err(Status::invalid_argument("lease_id: required (non-zero)"));
-        }
+        validate::lease_id(r.lease_id).map_err(|e| command_status(&e))?;
         node.require_leader()?;
         match crate::lease_service::renew_one(&node, r.lease_id).await? {
             Some(ttl_ms) => Ok(Response::new(pb::RenewResponse {
@@ -308,10 +304,7 @@ impl Lock for LockService {
                 ttl_ms,
                 sequence: r.sequence,
             })),
-            None => Err(Status::not_found(format!(
-                "lease_id: lease {} is not live (expired, revoked, released or never granted)",
-                r.lease_id
-            ))),
+            None => Err(crate::error::lease_not_live(r.lease_id)),
         }
     }
 
@@ -322,9 +315,7 @@ impl Lock for LockService {
         let node = self.node.get()?;
         let r = req.into_inner();
         let header = request_header(r.header)?;
-        if r.lease_id == 0 {
-            return Err(Status::invalid_argument("lease_id: required (non-zero)"));
-        }
+        validate::lease_id(r.lease_id).map_err(|e| command_status(&e))?;
         let resource = (!r.resource.is_empty()).then_some(r.resource);
         if let Some(res) = &resource {
             validate::resource(res).map_err(|e| command_status(&e))?;
@@ -337,7 +328,7 @@ impl Lock for LockService {
             fencing_token: (r.fencing_token != 0).then_some(r.fencing_token),
             due: node.due_list(),
         });
-        match node.propose(cmd).await?.0 {
+        match node.propose_command(cmd).await? {
             CoreResponse::Released {
                 resource, lease_id, ..
             } => Ok(Response::new(pb::ReleaseResponse {
@@ -345,8 +336,7 @@ impl Lock for LockService {
                 lease_id,
                 released: true,
             })),
-            CoreResponse::Error(e) => Err(command_status(&e)),
-            other => Err(Status::internal(format!("unexpected reply {other:?}"))),
+            other => Err(crate::error::unexpected(&other)),
         }
     }
 
@@ -364,13 +354,12 @@ impl Lock for LockService {
             lease_id: r.lease_id,
             due: node.due_list(),
         });
-        match node.propose(cmd).await?.0 {
+        match node.propose_command(cmd).await? {
             CoreResponse::Revoked { lease_id } => Ok(Response::new(pb::LeaseRevokeResponse {
                 lease_id,
                 revoked: true,
             })),
-            CoreResponse::Error(e) => Err(command_status(&e)),
-            other => Err(Status::internal(format!("unexpected reply {other:?}"))),
+            other => Err(crate::error::unexpected(&other)),
         }
     }
 
@@ -383,11 +372,7 @@ impl Lock for LockService {
         validate::resource(&resource).map_err(|e| command_status(&e))?;
         let read_index = linearizable_read(&node).await?;
         let now = node.shared.clock.now();
-        let m = node
-            .shared
-            .machine
-            .lock()
-            .map_err(|_| Status::internal("state poisoned"))?;
+        let m = node.machine()?;
         let holder = m.table.holder(&resource).map(|h| pb::Holder {
             lease_id: h.lease_id,
             fencing_token: h.fencing_token,
@@ -418,11 +403,7 @@ impl Lock for LockService {
         }
         // Same read path as `status`: read-index, then serve from the applied table.
         let read_index = linearizable_read(&node).await?;
-        let m = node
-            .shared
-            .machine
-            .lock()
-            .map_err(|_| Status::internal("state poisoned"))?;
+        let m = node.machine()?;
         let state = match m.table.token_state(&r.resource, r.fencing_token) {
             TokenState::Current => pb::TokenState::Current,
             TokenState::Stale => pb::TokenState::Stale,
@@ -447,7 +428,8 @@ impl Lock for LockService {
         _req: Request<pb::ClusterStatusRequest>,
     ) -> Result<Response<pb::ClusterStatusResponse>, Status> {
         let node = self.node.get()?;
-        let m = node.raft.metrics().borrow_watched().clone();
+        let rx = node.raft.metrics();
+        let m = rx.borrow_watched();
         if m.current_leader.is_some() && m.current_leader != Some(node.id) {
             // The leader's view is the one with replication progress.
             return Err(crate::error::not_leader(node.leader()));

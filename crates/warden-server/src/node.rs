@@ -61,7 +61,9 @@ pub struct Node {
 impl Node {
     /// The leader as this node knows it: (id, client address).
     pub fn leader(&self) -> Option<(u64, String)> {
-        let m = self.raft.metrics().borrow_watched().clone();
+        // Read in place: cloning the whole metrics per request is needless.
+        let rx = self.raft.metrics();
+        let m = rx.borrow_watched();
         let id = m.current_leader?;
         let addr = m
             .membership_config
@@ -74,7 +76,8 @@ impl Node {
 
     /// This node's leader id if it is the leader now.
     pub fn leader_id_if_leader(&self) -> Option<LeaderId> {
-        let m = self.raft.metrics().borrow_watched().clone();
+        let rx = self.raft.metrics();
+        let m = rx.borrow_watched();
         if m.state == ServerState::Leader && m.current_leader == Some(self.id) {
             Some(LeaderId {
                 term: m.current_term,
@@ -106,6 +109,23 @@ impl Node {
         let m = self.shared.machine.lock().ok()?;
         let due = m.deadlines.due(&m.table, leader, now);
         (!due.leases.is_empty() || !due.waiters.is_empty()).then_some(due)
+    }
+
+    /// The state machine, for a short read or write (never across an await).
+    pub fn machine(&self) -> Result<std::sync::MutexGuard<'_, crate::store::Machine>, Status> {
+        self.shared
+            .machine
+            .lock()
+            .map_err(|_| Status::internal("state poisoned"))
+    }
+
+    /// [`Self::propose`] for a client command: a refusal from the table
+    /// becomes its gRPC status here, once, for every service.
+    pub async fn propose_command(&self, cmd: Command) -> Result<Response, Status> {
+        match self.propose(cmd).await?.0 {
+            Response::Error(e) => Err(crate::error::command_status(&e)),
+            r => Ok(r),
+        }
     }
 
     /// Proposes `cmd` to the local Raft handle and waits for it to commit and

@@ -52,7 +52,7 @@ pub async fn run(node: Weak<Node>, mut rx: mpsc::Receiver<RenewJob>, window: Dur
                     .iter()
                     .find(|(id, _)| *id == job.lease_id)
                     .and_then(|(_, ttl)| *ttl)),
-                Ok((other, _)) => Err(Status::internal(format!("unexpected reply {other:?}"))),
+                Ok((other, _)) => Err(crate::error::unexpected(other)),
                 Err(s) => Err(s.clone()),
             };
             let _ = job.reply.send(r);

@@ -511,11 +511,12 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             let now = self.shared.clock.now();
             let stamp = {
                 let mut stamps = self.shared.stamps.lock().map_err(io_err)?;
-                let s = stamps.get(&index).copied();
-                // Stamps at or below the applied index are no longer needed.
-                let rest = stamps.split_off(&(index + 1));
-                *stamps = rest;
-                s
+                // Stamps at or below the applied index are no longer needed;
+                // drop them in place (no new map per applied entry).
+                while stamps.first_key_value().is_some_and(|(k, _)| *k < index) {
+                    stamps.pop_first();
+                }
+                stamps.remove(&index)
             };
             // Replayed after a restart: the stamp persisted at append, if it
             // was taken on this clock's epoch (same boot); else the apply time,
