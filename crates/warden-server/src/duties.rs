@@ -18,6 +18,35 @@ use crate::node::Node;
 /// (S7): 10 minutes. Clients never retry a request for longer than this.
 pub const CLIENT_IDLE_TIMEOUT_MS: u64 = 600_000;
 
+/// Most clients one `DropClients` entry names.
+pub const MAX_DROPPED_CLIENTS_PER_ENTRY: usize = 1_024;
+
+/// The clients whose outcome record has not moved (same `last_index`) for
+/// `idle_timeout` of this leader's clock (S7). `seen` is node-local: client →
+/// (last_index, when this leader first saw that last_index); it is rebuilt
+/// from `clients`, so records that were dropped leave it too.
+pub fn idle_clients(
+    seen: &mut BTreeMap<u64, (u64, Duration)>,
+    clients: impl Iterator<Item = (u64, u64)>,
+    now: Duration,
+    idle_timeout: Duration,
+) -> Vec<(u64, u64)> {
+    let mut fresh = BTreeMap::new();
+    let mut idle = Vec::new();
+    for (client, last_index) in clients {
+        let since = match seen.get(&client) {
+            Some((li, t)) if *li == last_index => *t,
+            _ => now,
+        };
+        if now.saturating_sub(since) >= idle_timeout && idle.len() < MAX_DROPPED_CLIENTS_PER_ENTRY {
+            idle.push((client, last_index));
+        }
+        fresh.insert(client, (last_index, since));
+    }
+    *seen = fresh;
+    idle
+}
+
 /// Runs the duty loop until the node is gone.
 pub async fn run(node: Weak<Node>) {
     let (tick, checkpoint_every, grace_ms) = match node.upgrade() {
@@ -116,20 +145,7 @@ pub async fn run(node: Weak<Node>) {
                 let Ok(m) = node.shared.machine.lock() else {
                     return;
                 };
-                let mut fresh = BTreeMap::new();
-                let mut idle = Vec::new();
-                for (client, last_index) in m.table.clients() {
-                    let seen = match client_seen.get(&client) {
-                        Some((li, t)) if *li == last_index => *t,
-                        _ => now,
-                    };
-                    if now.saturating_sub(seen) >= idle_timeout && idle.len() < 1_024 {
-                        idle.push((client, last_index));
-                    }
-                    fresh.insert(client, (last_index, seen));
-                }
-                client_seen = fresh;
-                idle
+                idle_clients(&mut client_seen, m.table.clients(), now, idle_timeout)
             };
             if !idle.is_empty() {
                 let cmd = Command::DropClients(DropClients {
@@ -146,5 +162,33 @@ pub async fn run(node: Weak<Node>) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // S7: a client is dropped only after its record stood still for the
+    // whole idle timeout on this leader's clock; a new request (a moved
+    // last_index) restarts its clock, and dropped records leave the map.
+    #[test]
+    fn idle_clients_wait_the_full_timeout() {
+        let t = Duration::from_secs;
+        let idle = t(600);
+        let mut seen = BTreeMap::new();
+        assert!(idle_clients(&mut seen, [(1, 10), (2, 20)].into_iter(), t(0), idle).is_empty());
+        assert!(idle_clients(&mut seen, [(1, 10), (2, 20)].into_iter(), t(599), idle).is_empty());
+        // Client 2 sent a request at 300 s: its record moved to index 30.
+        seen.insert(2, (30, t(300)));
+        let due = idle_clients(&mut seen, [(1, 10), (2, 30)].into_iter(), t(600), idle);
+        assert_eq!(due, vec![(1, 10)]);
+        // Client 1's record was dropped by the entry: it leaves the map.
+        assert!(idle_clients(&mut seen, [(2, 30)].into_iter(), t(899), idle).is_empty());
+        assert_eq!(seen.keys().copied().collect::<Vec<_>>(), vec![2]);
+        assert_eq!(
+            idle_clients(&mut seen, [(2, 30)].into_iter(), t(900), idle),
+            vec![(2, 30)]
+        );
     }
 }
