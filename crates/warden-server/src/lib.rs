@@ -327,17 +327,21 @@ pub async fn run_with(
 /// waits (bounded by `leader_transfer_timeout_ms`) until another node leads,
 /// so a rolling restart loses nothing.
 async fn transfer_leadership(node: &Node) {
-    let rx = node.raft.metrics();
-    let m = rx.borrow_watched();
-    if m.current_leader != Some(node.id) {
-        return;
-    }
-    let target = m.replication.as_ref().and_then(|r| {
-        r.iter()
-            .filter(|(id, _)| **id != node.id)
-            .max_by_key(|(_, l)| l.as_ref().map(|l| l.index()))
-            .map(|(id, _)| *id)
-    });
+    // The metrics borrow is a read lock on the watch: release it before any
+    // await, or openraft cannot publish the leader change we wait for.
+    let target = {
+        let rx = node.raft.metrics();
+        let m = rx.borrow_watched();
+        if m.current_leader != Some(node.id) {
+            return;
+        }
+        m.replication.as_ref().and_then(|r| {
+            r.iter()
+                .filter(|(id, _)| **id != node.id)
+                .max_by_key(|(_, l)| l.as_ref().map(|l| l.index()))
+                .map(|(id, _)| *id)
+        })
+    };
     let Some(target) = target else { return };
     tracing::info!(target, "transferring leadership before exit");
     if node.raft.trigger().transfer_leader(target).await.is_err() {

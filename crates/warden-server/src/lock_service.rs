@@ -428,8 +428,9 @@ impl Lock for LockService {
         _req: Request<pb::ClusterStatusRequest>,
     ) -> Result<Response<pb::ClusterStatusResponse>, Status> {
         let node = self.node.get()?;
-        let rx = node.raft.metrics();
-        let m = rx.borrow_watched();
+        // A copy: the borrow is a read lock on the watch, and `node.leader()`
+        // below borrows again (rare call; not worth holding the lock).
+        let m = node.raft.metrics().borrow_watched().clone();
         if m.current_leader.is_some() && m.current_leader != Some(node.id) {
             // The leader's view is the one with replication progress.
             return Err(crate::error::not_leader(node.leader()));
