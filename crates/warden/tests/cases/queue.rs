@@ -20,62 +20,18 @@ use warden_proto::v1::acquire_response::Event;
 use warden_proto::v1::admin_client::AdminClient;
 use warden_proto::v1::lock_client::LockClient;
 
-use crate::harness::{warden_bin, Cluster};
+use crate::harness::{self, warden_bin, Cluster};
 
 /// E with the default timing (see cluster.rs).
 const E: Duration = Duration::from_millis(2_500);
 
-async fn channel(addr: &str) -> Result<Channel, Status> {
-    tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-        .map_err(|e| Status::unavailable(e.to_string()))?
-        .connect_timeout(Duration::from_millis(300))
-        .connect()
-        .await
-        .map_err(|e| Status::unavailable(e.to_string()))
-}
-
-fn retryable(s: &Status) -> bool {
-    matches!(
-        s.code(),
-        Code::Unavailable | Code::Unknown | Code::Cancelled
-    )
-}
-
-/// Calls `f` on the leader (following `warden-leader`), retrying
-/// `Unavailable` and dropped connections until `within` has passed.
+/// Calls `f` on the leader with no per-call timeout (waits may be long).
 async fn on_leader<T, F, Fut>(eps: &[String], within: Duration, f: F) -> Result<T, Status>
 where
     F: Fn(Channel) -> Fut,
     Fut: Future<Output = Result<T, Status>>,
 {
-    let deadline = Instant::now() + within;
-    let mut i = 0usize;
-    let mut target = eps[0].clone();
-    loop {
-        let res = match channel(&target).await {
-            Ok(c) => f(c).await,
-            Err(e) => Err(e),
-        };
-        match res {
-            Err(s) if retryable(&s) && Instant::now() < deadline => {
-                if let Some(l) = s
-                    .metadata()
-                    .get(warden_proto::LEADER_METADATA)
-                    .and_then(|v| v.to_str().ok())
-                {
-                    if l != target {
-                        target = l.to_string();
-                        continue;
-                    }
-                }
-                i += 1;
-                target = eps[i % eps.len()].clone();
-                // Back-off between attempts (not a synchronisation).
-                tokio::time::sleep(Duration::from_millis(30)).await;
-            }
-            other => return other,
-        }
-    }
+    harness::on_leader(eps, within, None, f).await
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use tonic::transport::Channel;
 use tonic::{Code, Status};
 use warden_proto::peer::peer_client::PeerClient;
 use warden_proto::peer::TakeSnapshotRequest;
@@ -359,15 +360,74 @@ impl Drop for Cluster {
     }
 }
 
-async fn connect(addr: &str) -> Result<LockClient<tonic::transport::Channel>, Status> {
-    let ch = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+/// A channel to `addr` (connect timeout 300 ms; `request_timeout` per call,
+/// none for waiting acquires that may outlast any fixed bound).
+pub async fn channel(addr: &str, request_timeout: Option<Duration>) -> Result<Channel, Status> {
+    let mut ep = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
         .map_err(|e| Status::unavailable(e.to_string()))?
-        .connect_timeout(Duration::from_millis(300))
-        .timeout(Duration::from_secs(5))
-        .connect()
+        .connect_timeout(Duration::from_millis(300));
+    if let Some(t) = request_timeout {
+        ep = ep.timeout(t);
+    }
+    ep.connect()
         .await
-        .map_err(|e| Status::unavailable(e.to_string()))?;
-    Ok(LockClient::new(ch))
+        .map_err(|e| Status::unavailable(e.to_string()))
+}
+
+async fn connect(addr: &str) -> Result<LockClient<Channel>, Status> {
+    Ok(LockClient::new(
+        channel(addr, Some(Duration::from_secs(5))).await?,
+    ))
+}
+
+/// Calls `f` on the leader, following `warden-leader` hints and rotating over
+/// `endpoints`, retrying `Unavailable` and dropped connections until `within`
+/// has passed (the pause between attempts is back-off, not synchronisation).
+pub async fn on_leader<T, F, Fut>(
+    endpoints: &[String],
+    within: Duration,
+    request_timeout: Option<Duration>,
+    f: F,
+) -> Result<T, Status>
+where
+    F: Fn(Channel) -> Fut,
+    Fut: std::future::Future<Output = Result<T, Status>>,
+{
+    let deadline = Instant::now() + within;
+    let mut i = 0usize;
+    let mut target = endpoints[0].clone();
+    loop {
+        let res = match channel(&target, request_timeout).await {
+            Ok(c) => f(c).await,
+            Err(e) => Err(e),
+        };
+        match res {
+            Err(s)
+                if matches!(
+                    s.code(),
+                    Code::Unavailable | Code::Unknown | Code::Cancelled
+                ) =>
+            {
+                if Instant::now() > deadline {
+                    return Err(s);
+                }
+                if let Some(l) = s
+                    .metadata()
+                    .get(warden_proto::LEADER_METADATA)
+                    .and_then(|v| v.to_str().ok())
+                {
+                    if l != target {
+                        target = l.to_string();
+                        continue;
+                    }
+                }
+                i += 1;
+                target = endpoints[i % endpoints.len()].clone();
+                tokio::time::sleep(Duration::from_millis(30)).await;
+            }
+            other => return other,
+        }
+    }
 }
 
 pub async fn cluster_status_at(addr: &str) -> Result<pb::ClusterStatusResponse, Status> {
@@ -423,40 +483,13 @@ impl Api {
         F: Fn(LockClient<tonic::transport::Channel>) -> Fut,
         Fut: std::future::Future<Output = Result<T, Status>>,
     {
-        let deadline = Instant::now() + API_DEADLINE;
-        let mut i = 0usize;
-        let mut target = self.endpoints[0].clone();
-        loop {
-            let res = match connect(&target).await {
-                Ok(c) => f(c).await,
-                Err(e) => Err(e),
-            };
-            match res {
-                Err(s)
-                    if s.code() == Code::Unavailable
-                        || s.code() == Code::Unknown
-                        || s.code() == Code::Cancelled =>
-                {
-                    if Instant::now() > deadline {
-                        return Err(s);
-                    }
-                    if let Some(l) = s
-                        .metadata()
-                        .get(warden_proto::LEADER_METADATA)
-                        .and_then(|v| v.to_str().ok())
-                    {
-                        if l != target {
-                            target = l.to_string();
-                            continue;
-                        }
-                    }
-                    i += 1;
-                    target = self.endpoints[i % self.endpoints.len()].clone();
-                    tokio::time::sleep(Duration::from_millis(30)).await;
-                }
-                other => return other,
-            }
-        }
+        on_leader(
+            &self.endpoints,
+            API_DEADLINE,
+            Some(Duration::from_secs(5)),
+            |ch| f(LockClient::new(ch)),
+        )
+        .await
     }
 
     async fn acquire_req(&self, req: pb::AcquireRequest) -> Result<Final, Status> {
