@@ -220,10 +220,7 @@ impl Client {
         let on_queued = &report_queued;
         let request = &request;
         let acquire = self.call("acquire", deadline, move |mut client| async move {
-            let response = tokio::time::timeout(attempt_timeout, client.acquire(request.clone()))
-                .await
-                .map_err(|_| attempt_timed_out(attempt_timeout))??;
-            let mut stream = response.into_inner();
+            let mut stream = within(attempt_timeout, client.acquire(request.clone())).await?;
             loop {
                 // Before the wait ends, the final message may take the
                 // rest of the wait; after, one attempt timeout (the
@@ -316,10 +313,7 @@ impl Client {
                 client_id,
                 sequence,
             };
-            let reply = tokio::time::timeout(attempt_timeout, client.renew(request))
-                .await
-                .map_err(|_| attempt_timed_out(attempt_timeout))??
-                .into_inner();
+            let reply = within(attempt_timeout, client.renew(request)).await?;
             if reply.sequence != sequence {
                 // Not retried: a server that does not echo would fail again.
                 return Ok(Err(ClientError::Transport {
@@ -356,10 +350,7 @@ impl Client {
         let result = self
             .call_channel("lease grant", deadline, move |channel| async move {
                 let mut client = LeaseClient::new(channel);
-                let reply = tokio::time::timeout(attempt_timeout, client.lease_grant(*request))
-                    .await
-                    .map_err(|_| attempt_timed_out(attempt_timeout))??
-                    .into_inner();
+                let reply = within(attempt_timeout, client.lease_grant(*request)).await?;
                 Ok(LeaseGrantResult {
                     lease_id: reply.lease_id,
                     ttl_ms: reply.ttl_ms,
@@ -377,13 +368,11 @@ impl Client {
         let attempt_timeout = self.inner.options.attempt_timeout;
         self.call_channel("lease ttl", deadline, move |channel| async move {
             let mut client = LeaseClient::new(channel);
-            let reply = tokio::time::timeout(
+            let reply = within(
                 attempt_timeout,
                 client.lease_time_to_live(v1::LeaseTimeToLiveRequest { lease_id }),
             )
-            .await
-            .map_err(|_| attempt_timed_out(attempt_timeout))??
-            .into_inner();
+            .await?;
             Ok(LeaseInfo {
                 lease_id: reply.lease_id,
                 ttl_ms: reply.ttl_ms,
@@ -414,10 +403,7 @@ impl Client {
         let request = &request;
         let result = self
             .call("revoke", deadline, move |mut client| async move {
-                let reply = tokio::time::timeout(attempt_timeout, client.lease_revoke(*request))
-                    .await
-                    .map_err(|_| attempt_timed_out(attempt_timeout))??
-                    .into_inner();
+                let reply = within(attempt_timeout, client.lease_revoke(*request)).await?;
                 Ok(reply.lease_id)
             })
             .await;
@@ -455,10 +441,7 @@ impl Client {
         let request = &request;
         let result = self
             .call("release", deadline, move |mut client| async move {
-                let reply = tokio::time::timeout(attempt_timeout, client.release(request.clone()))
-                    .await
-                    .map_err(|_| attempt_timed_out(attempt_timeout))??
-                    .into_inner();
+                let reply = within(attempt_timeout, client.release(request.clone())).await?;
                 Ok(ReleaseResult {
                     resource: reply.resource,
                     lease_id: reply.lease_id,
@@ -486,10 +469,8 @@ impl Client {
         let attempt_timeout = self.inner.options.attempt_timeout;
         let request = &request;
         self.call("status", deadline, move |mut client| async move {
-            let reply = tokio::time::timeout(attempt_timeout, client.status(request.clone()))
-                .await
-                .map_err(|_| attempt_timed_out(attempt_timeout))??;
-            Ok(StatusResult::from(reply.into_inner()))
+            let reply = within(attempt_timeout, client.status(request.clone())).await?;
+            Ok(StatusResult::from(reply))
         })
         .await
     }
@@ -520,10 +501,8 @@ impl Client {
         let attempt_timeout = self.inner.options.attempt_timeout;
         let request = &request;
         self.call("validate", deadline, move |mut client| async move {
-            let reply = tokio::time::timeout(attempt_timeout, client.validate(request.clone()))
-                .await
-                .map_err(|_| attempt_timed_out(attempt_timeout))??;
-            Ok(ValidateResult::from(reply.into_inner()))
+            let reply = within(attempt_timeout, client.validate(request.clone())).await?;
+            Ok(ValidateResult::from(reply))
         })
         .await
     }
@@ -553,13 +532,12 @@ impl Client {
         let deadline = checked_deadline(Instant::now(), deadline);
         let attempt_timeout = self.inner.options.attempt_timeout;
         self.call("cluster_status", deadline, move |mut client| async move {
-            let reply = tokio::time::timeout(
+            let reply = within(
                 attempt_timeout,
                 client.cluster_status(v1::ClusterStatusRequest {}),
             )
-            .await
-            .map_err(|_| attempt_timed_out(attempt_timeout))??;
-            Ok(ClusterStatus::from(reply.into_inner()))
+            .await?;
+            Ok(ClusterStatus::from(reply))
         })
         .await
     }
@@ -697,6 +675,18 @@ impl Client {
             }
         })
     }
+}
+
+/// One attempt of a unary call, bounded by `timeout` (a slow node is left
+/// for the next endpoint rather than waited on).
+async fn within<T>(
+    timeout: Duration,
+    call: impl Future<Output = Result<tonic::Response<T>, Status>>,
+) -> Result<T, Status> {
+    Ok(tokio::time::timeout(timeout, call)
+        .await
+        .map_err(|_| attempt_timed_out(timeout))??
+        .into_inner())
 }
 
 fn attempt_timed_out(after: Duration) -> Status {
