@@ -59,6 +59,15 @@ async fn peer_state(addr: &str, me: u64) -> Option<BootstrapStateResponse> {
         .map(|r| r.into_inner())
 }
 
+/// Every peer's bootstrap state, asked concurrently (a down peer costs one
+/// RPC timeout in all, not one each).
+async fn ask_peers(peers: &[(u64, String)], me: u64) -> Vec<(u64, Option<BootstrapStateResponse>)> {
+    let asks = peers
+        .iter()
+        .map(|(id, addr)| async move { (*id, peer_state(addr, me).await) });
+    futures::future::join_all(asks).await
+}
+
 async fn send_id(addr: &str, me: u64, id: &str, commit: bool) -> Result<(), String> {
     let ch = channel(addr).map_err(|e| e.to_string())?;
     let mut c = PeerClient::new(ch);
@@ -99,14 +108,18 @@ pub async fn bootstrap(
         // different committed cluster id. Refuse rather than sit there
         // holding elections the others refuse.
         let me = config.node_id;
-        let mut theirs = Vec::new();
-        for (_, addr) in config.peers.iter().filter(|(pid, _)| **pid != me) {
-            if let Some(a) = peer_state(addr, me).await {
-                if !a.committed_cluster_id.is_empty() {
-                    theirs.push(a.committed_cluster_id);
-                }
-            }
-        }
+        let peers: Vec<(u64, String)> = config
+            .peers
+            .iter()
+            .filter(|(pid, _)| **pid != me)
+            .map(|(pid, a)| (*pid, a.clone()))
+            .collect();
+        let theirs: Vec<String> = ask_peers(&peers, me)
+            .await
+            .into_iter()
+            .filter_map(|(_, a)| a.map(|a| a.committed_cluster_id))
+            .filter(|c| !c.is_empty())
+            .collect();
         if let Some(other) = theirs.first() {
             if theirs.iter().all(|c| *c != id) {
                 return Err(ServerError::Config(format!(
@@ -140,10 +153,7 @@ pub async fn bootstrap(
                 pending: Vec::new(),
             });
         }
-        let mut answers = Vec::new();
-        for (id, addr) in &others {
-            answers.push((*id, peer_state(addr, me).await));
-        }
+        let answers = ask_peers(&others, me).await;
         let prepared = state
             .db
             .get_meta_string(KEY_PREPARED_CLUSTER_ID)
