@@ -136,9 +136,10 @@ pub async fn acquire(args: AcquireArgs) -> Report {
         );
     };
     let created_lease = args.lease.is_none();
-    let acquire = client.acquire_with_progress(args.resource, options, progress);
+    let mut acquire =
+        std::pin::pin!(client.acquire_with_progress(args.resource, options, progress));
     tokio::select! {
-        r = acquire => match r {
+        r = &mut acquire => match r {
             Ok(result) => {
                 let valid_for_ms = match &result {
                     warden_client::AcquireResult::Granted { lease_id, .. } => {
@@ -151,7 +152,23 @@ pub async fn acquire(args: AcquireArgs) -> Report {
             Err(e) => output::error(&describe_error(&e)),
         },
         _ = interrupted() => {
-            cancel_wait(&client, created_lease, waiting_lease.load(Ordering::SeqCst)).await
+            // The server may have queued (or even granted) the wait a moment
+            // before its message reached us: keep listening briefly, so the
+            // lease to revoke is known rather than left queued (S8).
+            let mut lease_id = waiting_lease.load(Ordering::SeqCst);
+            if created_lease && lease_id == 0 {
+                let learn = async {
+                    tokio::select! {
+                        r = &mut acquire => match r {
+                            Ok(warden_client::AcquireResult::Granted { lease_id, .. }) => lease_id,
+                            _ => 0,
+                        },
+                        id = lease_named(&waiting_lease) => id,
+                    }
+                };
+                lease_id = tokio::time::timeout(LEARN_LEASE_WITHIN, learn).await.unwrap_or(0);
+            }
+            cancel_wait(&client, created_lease, lease_id).await
         }
     }
 }
@@ -165,6 +182,21 @@ async fn valid_after_renew(client: &Client, lease_id: u64) -> Option<u64> {
     let valid = warden_client::validity(Duration::from_millis(ack.ttl_ms));
     let left = valid.saturating_sub(sent.elapsed());
     Some(u64::try_from(left.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// How long an interrupted waiting acquire listens for the message that names
+/// its wait's lease.
+const LEARN_LEASE_WITHIN: Duration = Duration::from_secs(1);
+
+/// Resolves with the lease id once the progress callback has recorded one.
+async fn lease_named(slot: &AtomicU64) -> u64 {
+    loop {
+        let id = slot.load(Ordering::SeqCst);
+        if id != 0 {
+            return id;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM (never, if the handlers cannot be installed).
