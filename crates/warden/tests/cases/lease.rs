@@ -118,3 +118,68 @@ async fn acquire_reports_valid_for_from_the_renew_send() {
     assert!(valid <= 9_750, "{valid}");
     assert!(valid > 5_000, "{valid}");
 }
+
+/// S4: renewals are committed in batches (one entry per short window naming
+/// every lease renewed in it), never one entry each: 50 keep-alives sent at
+/// once take far fewer than 50 log entries, and each is acknowledged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_alives_are_committed_in_batches() {
+    let cluster = Cluster::start(3, &[]).await;
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await;
+    let addr = format!("http://{}", cluster.addr(leader));
+    let mut client = LeaseClient::connect(addr).await.expect("connect");
+    let mut leases = Vec::new();
+    for i in 0..50u64 {
+        let g = client
+            .lease_grant(pb::LeaseGrantRequest {
+                header: Some(pb::RequestHeader {
+                    client_id: 131,
+                    request_id: i + 1,
+                    acked_request_id: i,
+                }),
+                ttl_ms: 30_000,
+            })
+            .await
+            .expect("grant")
+            .into_inner();
+        leases.push(g.lease_id);
+    }
+    let before = crate::harness::cluster_status_at(&cluster.addr(leader))
+        .await
+        .expect("status")
+        .commit_index;
+    let requests: Vec<pb::LeaseKeepAliveRequest> = leases
+        .iter()
+        .enumerate()
+        .map(|(i, id)| pb::LeaseKeepAliveRequest {
+            lease_id: *id,
+            sequence: i as u64 + 1,
+        })
+        .collect();
+    let mut replies = client
+        .lease_keep_alive(tokio_stream::iter(requests))
+        .await
+        .expect("stream")
+        .into_inner();
+    let mut acked = 0;
+    while acked < leases.len() {
+        let r = tokio::time::timeout(Duration::from_secs(5), replies.next())
+            .await
+            .expect("a reply in time")
+            .expect("open")
+            .expect("ok");
+        assert!(r.live, "{r:?}");
+        acked += 1;
+    }
+    let after = crate::harness::cluster_status_at(&cluster.addr(leader))
+        .await
+        .expect("status")
+        .commit_index;
+    eprintln!("50 keep-alives: {} log entries", after - before);
+    // Renew batches plus at most a checkpoint or two in that time.
+    assert!(
+        after - before < 25,
+        "50 keep-alives took {} entries",
+        after - before
+    );
+}
