@@ -155,6 +155,13 @@ impl Lock for Fake {
         Err(Status::unimplemented("fake"))
     }
 
+    async fn proclaim(
+        &self,
+        _request: Request<warden_proto::v1::ProclaimRequest>,
+    ) -> Result<Response<warden_proto::v1::ProclaimResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+
     async fn cluster_status(
         &self,
         _request: Request<ClusterStatusRequest>,

@@ -164,4 +164,13 @@ pub enum Effect {
         /// Index of the entry that started it.
         start_index: LogIndex,
     },
+    /// A value was published (`Proclaim`).
+    Proclaimed {
+        /// The resource.
+        resource: String,
+        /// The lease that published it.
+        lease_id: LeaseId,
+        /// The grant it was published under; 0 for a candidate's value.
+        fencing_token: FencingToken,
+    },
 }

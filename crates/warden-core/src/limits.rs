@@ -30,3 +30,14 @@ pub const MAX_LEASES: usize = 100_000;
 pub const MAX_AUDIT_RECORDS: usize = 1_000;
 /// Longest `requested_by` of a forced release, in bytes of UTF-8.
 pub const MAX_REQUESTED_BY_BYTES: usize = 256;
+
+/// Prefix of every election's key in the lock table: elections live in their
+/// own namespace (SEMANTICS "Words"). It starts with a control character, which
+/// no lock resource may contain, so an election `"x"` never meets a lock `"x"`.
+/// The name after the prefix obeys the resource rules (1..=512 bytes).
+pub const ELECTION_PREFIX: &str = "\u{1}election/";
+/// Largest value a holder or candidate may publish with `Proclaim` (an
+/// election's value): 4 KiB of UTF-8.
+pub const MAX_VALUE_BYTES: usize = 4_096;
+/// Most published values the table keeps at once (one per lease and resource).
+pub const MAX_VALUES: usize = 100_000;

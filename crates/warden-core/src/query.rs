@@ -81,6 +81,13 @@ impl LockTable {
             })
     }
 
+    /// The value `lease_id` published on `resource` (`Proclaim`), if any.
+    pub fn value(&self, lease_id: LeaseId, resource: &str) -> Option<&str> {
+        self.values
+            .get(&(lease_id, resource.to_owned()))
+            .map(String::as_str)
+    }
+
     /// The lease `id`, if live.
     pub fn lease(&self, id: LeaseId) -> Option<&LeaseRecord> {
         self.leases.get(&id)
@@ -281,6 +288,15 @@ impl LockTable {
                     return Err(format!("lease {id} lists wait {r:?} that is not queued"));
                 }
             }
+        }
+        if let Some(((lease, resource), _)) = self
+            .values
+            .iter()
+            .find(|((lease, _), _)| !self.leases.contains_key(lease))
+        {
+            return Err(format!(
+                "value of {resource:?} published by lease {lease}, which is not live"
+            ));
         }
         for (name, s) in &self.resources {
             if s.is_empty() {

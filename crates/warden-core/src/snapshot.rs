@@ -9,9 +9,10 @@
 use crate::table::LockTable;
 
 /// The current snapshot format version (the first byte). Version 2 is
-/// version 1's table followed by the forced-release audit trail; version 1
-/// still loads (with an empty trail).
-pub const SNAPSHOT_VERSION: u8 = 2;
+/// version 1's table followed by the forced-release audit trail; version 3
+/// adds the published values (elections) after the trail. Versions 1 and 2
+/// still load (with an empty trail / no values).
+pub const SNAPSHOT_VERSION: u8 = 3;
 
 /// Why a snapshot could not be loaded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -42,6 +43,7 @@ impl LockTable {
         // `from_snapshot` instead of loading a wrong table.
         postcard::to_extend(self, vec![SNAPSHOT_VERSION])
             .and_then(|bytes| postcard::to_extend(&self.audit, bytes))
+            .and_then(|bytes| postcard::to_extend(&self.values, bytes))
             .unwrap_or_else(|_| vec![SNAPSHOT_VERSION])
     }
 
@@ -53,15 +55,21 @@ impl LockTable {
     /// [`LockTable::check_invariants`].
     pub fn from_snapshot(bytes: &[u8]) -> Result<Self, SnapshotError> {
         let (version, body) = bytes.split_first().ok_or(SnapshotError::Empty)?;
-        if *version != 1 && *version != SNAPSHOT_VERSION {
+        if !(1..=SNAPSHOT_VERSION).contains(version) {
             return Err(SnapshotError::UnsupportedVersion(*version));
         }
         let (mut table, mut rest): (LockTable, &[u8]) =
             postcard::take_from_bytes(body).map_err(|e| SnapshotError::Decode(e.to_string()))?;
-        if *version == 2 {
+        if *version >= 2 {
             let (audit, after) = postcard::take_from_bytes(rest)
                 .map_err(|e| SnapshotError::Decode(e.to_string()))?;
             table.audit = audit;
+            rest = after;
+        }
+        if *version >= 3 {
+            let (values, after) = postcard::take_from_bytes(rest)
+                .map_err(|e| SnapshotError::Decode(e.to_string()))?;
+            table.values = values;
             rest = after;
         }
         if !rest.is_empty() {

@@ -30,7 +30,7 @@ use crate::outcome::{fingerprint, Check, OutcomeTable};
 use crate::types::{
     Acquire, AcquireOutcome, AcquireReply, AuditRecord, Checkpoint, Command, DueList, EndLockDelay,
     ErrorCode, FencingToken, ForceRelease, LeaderId, LeaseGrant, LeaseId, LeaseSpec, LogIndex,
-    NotGrantedReason, Promote, Release, RenewBatch, RequestHeader, Response, Revoke,
+    NotGrantedReason, Proclaim, Promote, Release, RenewBatch, RequestHeader, Response, Revoke,
 };
 use crate::validate::{self, error};
 
@@ -146,6 +146,11 @@ pub struct LockTable {
     /// version-1 snapshots still load (with an empty trail).
     #[serde(skip)]
     pub(crate) audit: VecDeque<AuditRecord>,
+    /// Published values by (lease, resource) (`Proclaim`; elections). Encoded
+    /// after the audit trail (snapshot version 3). A value goes when its lease
+    /// ends or when the lease's grant of the resource ends.
+    #[serde(skip)]
+    pub(crate) values: BTreeMap<(LeaseId, String), String>,
 }
 
 impl Default for LockTable {
@@ -171,6 +176,7 @@ impl LockTable {
             outcomes: OutcomeTable::default(),
             last_promote: None,
             audit: VecDeque::new(),
+            values: BTreeMap::new(),
         }
     }
 
@@ -229,6 +235,12 @@ impl LockTable {
             }
             Command::Noop => Response::Done,
             Command::RaiseTokenFloor(r) => self.raise_token_floor(r.floor),
+            Command::Proclaim(p) => {
+                match validate::command(cmd).and_then(|()| self.proclaim(p, &mut fx)) {
+                    Ok(response) => response,
+                    Err(e) => Response::Error(e),
+                }
+            }
         };
         Applied {
             response,
@@ -889,6 +901,7 @@ impl LockTable {
             return;
         };
         let Some(g) = state.holder.take() else { return };
+        self.values.remove(&(g.lease_id, resource.to_owned()));
         fx.push(Effect::Freed {
             resource: resource.to_owned(),
             lease_id: g.lease_id,
@@ -999,6 +1012,7 @@ impl LockTable {
         let Some(lease) = self.leases.remove(&lease_id) else {
             return;
         };
+        self.drop_values(lease_id);
         for r in &lease.waits {
             let enq = self
                 .resources
@@ -1023,6 +1037,64 @@ impl LockTable {
         fx.push(Effect::LeaseEnded { lease_id, reason });
     }
 
+    /// Forgets every value `lease_id` published.
+    fn drop_values(&mut self, lease_id: LeaseId) {
+        let keys: Vec<(LeaseId, String)> = self
+            .values
+            .range((lease_id, String::new())..)
+            .take_while(|((l, _), _)| *l == lease_id)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in keys {
+            self.values.remove(&k);
+        }
+    }
+
+    /// Publishes a value (elections). A candidate's value (no token) needs a
+    /// live lease; a holder's needs the exact grant (a deposed leader's
+    /// proclaim is refused).
+    fn proclaim(&mut self, p: &Proclaim, fx: &mut Vec<Effect>) -> Result<Response, CommandError> {
+        if !self.leases.contains_key(&p.lease_id) {
+            return Err(unknown_lease(p.lease_id));
+        }
+        if let Some(token) = p.fencing_token {
+            let holder = self
+                .resources
+                .get(&p.resource)
+                .and_then(|s| s.holder.as_ref());
+            if !holder.is_some_and(|g| g.lease_id == p.lease_id && g.fencing_token == token) {
+                return Err(error(
+                    ErrorCode::FailedPrecondition,
+                    Some("fencing_token"),
+                    format!(
+                        "lease {} does not hold {:?} with fencing token {token}",
+                        p.lease_id, p.resource
+                    ),
+                ));
+            }
+        }
+        let key = (p.lease_id, p.resource.clone());
+        if !self.values.contains_key(&key) && self.values.len() >= crate::limits::MAX_VALUES {
+            return Err(exhausted(
+                Some("value"),
+                format!(
+                    "the table keeps at most {} published values",
+                    crate::limits::MAX_VALUES
+                ),
+            ));
+        }
+        self.values.insert(key, p.value.clone());
+        fx.push(Effect::Proclaimed {
+            resource: p.resource.clone(),
+            lease_id: p.lease_id,
+            fencing_token: p.fencing_token.unwrap_or(0),
+        });
+        Ok(Response::Proclaimed {
+            resource: p.resource.clone(),
+            lease_id: p.lease_id,
+        })
+    }
+
     /// An acquire-created lease with no lock and no wait left dies.
     fn drop_auto_if_idle(&mut self, lease_id: LeaseId, fx: &mut Vec<Effect>) {
         if self
@@ -1031,6 +1103,7 @@ impl LockTable {
             .is_some_and(|l| l.auto && l.locks.is_empty() && l.waits.is_empty())
         {
             self.leases.remove(&lease_id);
+            self.drop_values(lease_id);
             fx.push(Effect::LeaseEnded {
                 lease_id,
                 reason: LeaseEndReason::Released,

@@ -80,6 +80,9 @@ pub enum Command {
     /// Operator: raise the fencing-token counter above a floor (SEMANTICS
     /// "Membership and data loss").
     RaiseTokenFloor(RaiseTokenFloor),
+    /// Publish a value for a lease on a resource (an election's candidate or
+    /// leader value, etcd's `Proclaim`).
+    Proclaim(Proclaim),
 }
 
 /// How an acquire gets its lease.
@@ -281,6 +284,26 @@ pub struct RaiseTokenFloor {
     pub floor: FencingToken,
 }
 
+/// Publishes `value` for `lease_id` on `resource` (elections: the value a
+/// campaigner stands with, and that `leader` and `observe` report while it
+/// holds). Idempotent: a retry sets the same value again. The value lives
+/// until the lease ends, the grant it was published under ends, or a later
+/// `Proclaim` replaces it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Proclaim {
+    /// The resource (usually an election key, see
+    /// [`crate::limits::ELECTION_PREFIX`]).
+    pub resource: String,
+    /// The live lease publishing the value.
+    pub lease_id: LeaseId,
+    /// None: a candidate's value, published before it holds (the lease need
+    /// not hold or wait). Some: the lease must hold `resource` with exactly
+    /// this grant, else FailedPrecondition (a deposed leader cannot proclaim).
+    pub fencing_token: Option<FencingToken>,
+    /// At most [`crate::limits::MAX_VALUE_BYTES`] bytes of UTF-8.
+    pub value: String,
+}
+
 /// Admin release of any holder's grant.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct ForceRelease {
@@ -353,6 +376,13 @@ pub enum Response {
     Done,
     /// The command was refused; nothing changed.
     Error(CommandError),
+    /// For a proclaim: the value is published.
+    Proclaimed {
+        /// The resource.
+        resource: String,
+        /// The lease.
+        lease_id: LeaseId,
+    },
 }
 
 /// An acquire's answer.

@@ -39,6 +39,10 @@ fn invalid(field: &str, message: impl Into<String>) -> CommandError {
 /// # Errors
 /// `InvalidArgument`, field `"resource"`, naming the limit.
 pub fn resource(name: &str) -> Result<(), CommandError> {
+    // An election key is the election prefix + a name that obeys the rules.
+    let name = name
+        .strip_prefix(crate::limits::ELECTION_PREFIX)
+        .unwrap_or(name);
     if name.is_empty() || name.len() > MAX_RESOURCE_BYTES {
         return Err(invalid(
             "resource",
@@ -54,6 +58,21 @@ pub fn resource(name: &str) -> Result<(), CommandError> {
             format!(
                 "resource must not contain NUL or control characters (found one at char {pos})"
             ),
+        ));
+    }
+    Ok(())
+}
+
+/// A published value: at most [`crate::limits::MAX_VALUE_BYTES`] bytes.
+///
+/// # Errors
+/// `InvalidArgument`, field `"value"`.
+pub fn value(value: &str) -> Result<(), CommandError> {
+    let max = crate::limits::MAX_VALUE_BYTES;
+    if value.len() > max {
+        return Err(invalid(
+            "value",
+            format!("value must be at most {max} bytes; got {}", value.len()),
         ));
     }
     Ok(())
@@ -232,6 +251,12 @@ pub fn command(cmd: &Command) -> Result<(), CommandError> {
             f.fencing_token.map_or(Ok(()), fencing_token)
         }
         Command::RaiseTokenFloor(r) => token_floor(r.floor),
+        Command::Proclaim(p) => {
+            resource(&p.resource)?;
+            lease_id(p.lease_id)?;
+            p.fencing_token.map_or(Ok(()), fencing_token)?;
+            value(&p.value)
+        }
         Command::RenewBatch(_)
         | Command::Promote(_)
         | Command::Checkpoint(_)

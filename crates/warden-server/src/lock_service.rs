@@ -17,8 +17,8 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 use warden_core::types::{
-    Acquire, AcquireOutcome, Command, LeaseSpec, NotGrantedReason, Release, RequestHeader,
-    Response as CoreResponse, Revoke,
+    Acquire, AcquireOutcome, Command, LeaseSpec, NotGrantedReason, Proclaim, Release,
+    RequestHeader, Response as CoreResponse, Revoke,
 };
 use warden_core::validate;
 use warden_core::TokenState;
@@ -363,6 +363,28 @@ impl Lock for LockService {
         }
     }
 
+    async fn proclaim(
+        &self,
+        req: Request<pb::ProclaimRequest>,
+    ) -> Result<Response<pb::ProclaimResponse>, Status> {
+        let node = self.node.get()?;
+        let r = req.into_inner();
+        let cmd = Command::Proclaim(Proclaim {
+            resource: r.resource,
+            lease_id: r.lease_id,
+            fencing_token: (r.fencing_token != 0).then_some(r.fencing_token),
+            value: r.value,
+        });
+        validate::command(&cmd).map_err(|e| command_status(&e))?;
+        node.require_leader()?;
+        match node.propose_command(cmd).await? {
+            CoreResponse::Proclaimed { resource, lease_id } => {
+                Ok(Response::new(pb::ProclaimResponse { resource, lease_id }))
+            }
+            other => Err(crate::error::unexpected(&other)),
+        }
+    }
+
     async fn status(
         &self,
         req: Request<pb::StatusRequest>,
@@ -378,6 +400,11 @@ impl Lock for LockService {
             fencing_token: h.fencing_token,
             ttl_remaining_ms: m.deadlines.remaining_ms(h.lease_id, now).unwrap_or(0),
             ttl_ms: h.ttl_ms,
+            value: m
+                .table
+                .value(h.lease_id, &resource)
+                .unwrap_or_default()
+                .to_owned(),
         });
         Ok(Response::new(pb::StatusResponse {
             waiters: m.table.waiters(&resource).len() as u64,

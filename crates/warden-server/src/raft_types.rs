@@ -37,6 +37,7 @@ pub fn command_name(cmd: &warden_core::types::Command) -> &'static str {
         ForceRelease(_) => "force_release",
         Noop => "noop",
         RaiseTokenFloor(_) => "raise_token_floor",
+        Proclaim(_) => "proclaim",
     }
 }
 

@@ -86,6 +86,9 @@ pub enum EventKind {
     Forced,
     /// A lock-delay ended; the resource may be granted again.
     LockDelayEnded,
+    /// A lease published a value on the resource (elections: a candidate's
+    /// value, token 0, or the leader's, with its token).
+    Proclaimed,
 }
 
 impl EventKind {
@@ -100,6 +103,7 @@ impl EventKind {
             EventKind::Cancelled => "cancelled",
             EventKind::Forced => "forced",
             EventKind::LockDelayEnded => "lock_delay_ended",
+            EventKind::Proclaimed => "proclaimed",
         }
     }
 }
@@ -166,6 +170,16 @@ impl Event {
             Effect::LockDelayEnded { resource, .. } => {
                 Some(ev(resource, EventKind::LockDelayEnded, 0, 0))
             }
+            Effect::Proclaimed {
+                resource,
+                lease_id,
+                fencing_token,
+            } => Some(ev(
+                resource,
+                EventKind::Proclaimed,
+                *lease_id,
+                *fencing_token,
+            )),
             _ => None,
         }
     }

@@ -2,6 +2,7 @@
 //! or public bug it defends.
 
 mod deadline;
+mod election;
 mod proptests;
 mod table;
 
