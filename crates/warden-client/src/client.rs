@@ -303,6 +303,20 @@ impl Client {
     /// the attempt's sequence number.
     pub async fn renew(&self, lease_id: u64) -> Result<RenewResult, ClientError> {
         let deadline = checked_deadline(Instant::now(), self.inner.options.deadline);
+        let origin = Instant::now();
+        let now = move || origin.elapsed();
+        Ok(self.renew_sent_at(lease_id, deadline, &now).await?.0)
+    }
+
+    /// [`renew`](Client::renew) until `deadline`, also returning `now()` read
+    /// just before the acknowledged attempt was sent (S5: validity counts
+    /// from the send of the attempt whose echo came back).
+    pub(crate) async fn renew_sent_at(
+        &self,
+        lease_id: u64,
+        deadline: Instant,
+        now: &(dyn Fn() -> Duration + Sync),
+    ) -> Result<(RenewResult, Duration), ClientError> {
         let attempt_timeout = self.inner.options.attempt_timeout;
         let client_id = self.inner.client_id;
         let sequences = &self.inner.renew_sequence;
@@ -313,6 +327,7 @@ impl Client {
                 client_id,
                 sequence,
             };
+            let sent_at = now();
             let reply = within(attempt_timeout, client.renew(request)).await?;
             if reply.sequence != sequence {
                 // Not retried: a server that does not echo would fail again.
@@ -323,13 +338,51 @@ impl Client {
                     ),
                 }));
             }
-            Ok(Ok(RenewResult {
-                lease_id: reply.lease_id,
-                ttl_ms: reply.ttl_ms,
-                sequence,
-            }))
+            Ok(Ok((
+                RenewResult {
+                    lease_id: reply.lease_id,
+                    ttl_ms: reply.ttl_ms,
+                    sequence,
+                },
+                sent_at,
+            )))
         })
         .await?
+    }
+
+    /// Publishes `value` for `lease_id` on `resource` (elections; see
+    /// [`Election`](crate::Election)). `fencing_token` 0: a candidate's
+    /// value; otherwise the lease must hold `resource` with exactly that
+    /// grant. Idempotent, so retried freely across leader changes.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::InvalidArgument`] for a value over 4,096 bytes or a bad
+    /// resource; [`ClientError::NotFound`] when the lease is not live;
+    /// [`ClientError::FailedPrecondition`] when the lease no longer holds that
+    /// grant; [`ClientError::NoQuorum`] / [`ClientError::Unavailable`] when
+    /// the deadline ran out.
+    pub async fn proclaim(
+        &self,
+        resource: impl Into<String>,
+        lease_id: u64,
+        fencing_token: u64,
+        value: impl Into<String>,
+    ) -> Result<(), ClientError> {
+        let request = v1::ProclaimRequest {
+            resource: resource.into(),
+            lease_id,
+            fencing_token,
+            value: value.into(),
+        };
+        let deadline = checked_deadline(Instant::now(), self.inner.options.deadline);
+        let attempt_timeout = self.inner.options.attempt_timeout;
+        let request = &request;
+        self.call("proclaim", deadline, move |mut client| async move {
+            within(attempt_timeout, client.proclaim(request.clone())).await?;
+            Ok(())
+        })
+        .await
     }
 
     /// Creates a session: a lease with no lock, which lives while renewed
@@ -694,7 +747,7 @@ fn attempt_timed_out(after: Duration) -> Status {
 }
 
 /// `start + d`, or far in the future if that overflows (never panics).
-fn checked_deadline(start: Instant, d: Duration) -> Instant {
+pub(crate) fn checked_deadline(start: Instant, d: Duration) -> Instant {
     start
         .checked_add(d)
         .unwrap_or_else(|| start + Duration::from_secs(100 * 365 * 24 * 3600))

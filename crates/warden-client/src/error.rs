@@ -91,6 +91,13 @@ pub enum ClientError {
         /// The last failure seen, prefixed with the address it came from.
         last_error: String,
     },
+    /// The [`Session`](crate::Session) the call depends on is lost (S5): its
+    /// locks can no longer be trusted. Open a new session.
+    #[error("{reason}")]
+    SessionLost {
+        /// Why.
+        reason: crate::Lost,
+    },
     /// The server or the transport failed in a way the client does not retry
     /// (an unexpected gRPC code, a malformed reply).
     #[error("transport: {message}")]

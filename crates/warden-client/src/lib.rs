@@ -1,19 +1,63 @@
 //! Warden's async client: talks to a Warden cluster over gRPC, follows the
-//! leader, retries within a deadline, and makes every mutating request
-//! exactly-once with request ids.
+//! leader, retries within a deadline, makes every mutating request
+//! exactly-once with request ids (SEMANTICS S7), and tells a lock holder the
+//! truth about its lease (S5).
+//!
+//! # Example
+//!
+//! A session (one lease, kept alive in the background), a lock on it, a
+//! check right before the protected write, and the fencing token passed with
+//! the write:
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use warden_client::{Client, ClientOptions};
+//!
+//! # async fn write_orders(_token: u64) {}
+//! # async fn demo() -> Result<(), warden_client::ClientError> {
+//! let client = Client::connect(
+//!     vec!["127.0.0.1:7001".into(), "127.0.0.1:7002".into(), "127.0.0.1:7003".into()],
+//!     ClientOptions::default(),
+//! )
+//! .await?;
+//! let session = client.session(Duration::from_secs(10)).await?;
+//! let guard = session.lock("orders").await?;
+//! // ... work ...
+//! guard.check()?; // synchronous: is the lease certainly still ours?
+//! write_orders(guard.fencing_token()).await; // the resource rejects older tokens
+//! guard.release().await?;
+//! session.close().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Leader election on the same session: `Election::new(session, "scheduler")
+//! .campaign("node-a")` waits until elected and returns a [`Leadership`]
+//! whose `fencing_token()` stamps the term's work; `observe()` follows the
+//! leaders. `examples/scheduler.rs` in the `warden` crate is a whole program.
 //!
 //! # Layout
 //!
 //! - [`Client`] (`client.rs`): the calls ([`Client::acquire`],
-//!   [`Client::renew`], [`Client::release`], [`Client::status`],
-//!   [`Client::validate`], [`Client::cluster_status`]) and the retry loop they share.
+//!   [`Client::renew`], [`Client::release`], [`Client::revoke`],
+//!   [`Client::lease_grant`], [`Client::proclaim`], [`Client::status`],
+//!   [`Client::validate`], [`Client::cluster_status`]) and the retry loop
+//!   they share.
+//! - [`Session`], [`LockGuard`], [`Lost`] (`session.rs`): a lease with a
+//!   background keep-alive, `valid_until` / `check()` / `lost()` (S5), and
+//!   the locks taken on it.
+//! - [`Election`], [`Leadership`], [`Observer`] (`election.rs`): campaign,
+//!   proclaim, leader, observe, resign, in a namespace apart from locks.
+//! - [`Clock`], [`BootClock`], [`TokioClock`] (`clock.rs`): the clock
+//!   validity is measured on (CLOCK_BOOTTIME by default).
 //! - `routing.rs`: endpoint parsing ([`parse_endpoint`]), the
 //!   `warden-leader` hint ([`leader_hint`]) and the per-call plan of targets
 //!   and backoff (pure logic).
-//! - `requests.rs`: request ids and the acknowledged watermark (SEMANTICS S7).
+//! - `requests.rs`: request ids and the acknowledged watermark (S7).
 //! - [`ClientError`] (`error.rs`): typed errors, and the one place gRPC
 //!   statuses are mapped to them.
 //! - `types.rs`: [`ClientOptions`], [`AcquireOptions`] and the results.
+//! - [`Watcher`] (`watch.rs`): a resumable stream of lock-table events.
 //!
 //! # The path of a call
 //!
@@ -24,50 +68,41 @@
 //! (25 ms doubling, capped at 200 ms). Each attempt waits at most 500 ms, the
 //! whole call at most 5 s (defaults); then it fails with
 //! [`ClientError::NoQuorum`] or [`ClientError::Unavailable`], naming what it
-//! tried. A retried acquire or release reuses its request id, so the server
-//! applies it once.
+//! tried. A retried acquire, release, revoke or lease grant reuses its request
+//! id, so the server applies it once.
 //!
-//! # Example
+//! # What a session promises (S5)
 //!
-//! ```no_run
-//! use std::time::Duration;
-//! use warden_client::{AcquireOptions, AcquireResult, Client, ClientOptions};
+//! `valid_until` = send time of the acknowledged renew (or of the grant's
+//! first attempt) + TTL × (1 − 2ρ) − 50 ms, on CLOCK_BOOTTIME; [`validity`]
+//! computes the duration. The server never expires a lease earlier than
+//! TTL × (1 − ρ) after that send (S4), so while `check()` passes, nobody else
+//! holds the session's locks. `lost()` fires no later than `valid_until`,
+//! also when no server answers; after a process pause, `check()` fails at
+//! once even if the timer has not run yet.
 //!
-//! # async fn demo() -> Result<(), warden_client::ClientError> {
-//! let client = Client::connect(
-//!     vec!["127.0.0.1:7001".into(), "127.0.0.1:7002".into(), "127.0.0.1:7003".into()],
-//!     ClientOptions::default(),
-//! )
-//! .await?;
-//! match client.acquire("orders", AcquireOptions::with_ttl(Duration::from_secs(10))).await? {
-//!     AcquireResult::Granted { lease_id, fencing_token, .. } => {
-//!         // Pass `fencing_token` with every write to the protected resource.
-//!         client.renew(lease_id).await?;
-//!         client.release(lease_id, Some("orders".into()), Some(fencing_token)).await?;
-//!     }
-//!     AcquireResult::NotGranted { holder_lease_id, reason, .. } => {
-//!         println!("not granted ({reason}); held by lease {holder_lease_id:?}");
-//!     }
-//! }
-//! # Ok(())
-//! # }
-//! ```
+//! # What this crate does not do
 //!
-//! # What this crate does not do (yet)
-//!
-//! Keep-alive sessions with `valid_until` and `check()` (SEMANTICS S5),
-//! lock guards and elections are later work; this crate makes single calls.
+//! It does not notice an operator's forced release of one lock (the session
+//! stays valid; the fence rejects the next write), and it does not stop your
+//! code by itself: `warden exec` does that for a child process.
 
 #![warn(missing_docs)]
 
 mod client;
+mod clock;
+mod election;
 mod error;
 mod requests;
 mod routing;
+mod session;
 mod types;
 mod watch;
 
 pub use client::Client;
+pub use clock::{BootClock, Clock, TokioClock};
+pub use election::{election_key, Election, LeaderInfo, Leadership, Observer, ELECTION_PREFIX};
+pub use session::{LockGuard, Lost, Session, SessionOptions};
 
 /// ρ: the documented bound on clock *rate* drift between any two machines
 /// (SEMANTICS "Words"): 1 %, in parts per million.

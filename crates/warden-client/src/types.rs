@@ -190,7 +190,7 @@ pub struct ReleaseResult {
 }
 
 /// The holder of a resource.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Holder {
     /// The lease holding the resource.
     pub lease_id: u64,
@@ -201,6 +201,10 @@ pub struct Holder {
     pub ttl_remaining_ms: u64,
     /// The lease's full TTL, in milliseconds.
     pub ttl_ms: u64,
+    /// The value the holding lease published on this resource
+    /// ([`Leadership::proclaim`](crate::Leadership::proclaim) /
+    /// [`Election::campaign`](crate::Election::campaign)); empty if none.
+    pub value: String,
 }
 
 /// A linearizable read of one resource.
@@ -368,6 +372,7 @@ impl From<v1::StatusResponse> for StatusResult {
                 fencing_token: h.fencing_token,
                 ttl_remaining_ms: h.ttl_remaining_ms,
                 ttl_ms: h.ttl_ms,
+                value: h.value,
             }),
             waiters: s.waiters,
             read_index: s.read_index,

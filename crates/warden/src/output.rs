@@ -150,13 +150,13 @@ pub fn status(result: &StatusResult, format: OutputFormat) -> Report {
     Report::ok(match format {
         OutputFormat::Json => json_text(&json!({
             "resource": result.resource,
-            "holder": result.holder.map(|h| json!({
+            "holder": result.holder.as_ref().map(|h| json!({
                 "lease_id": h.lease_id,
                 "fencing_token": h.fencing_token,
                 "ttl_remaining_ms": h.ttl_remaining_ms,
             })),
         })),
-        OutputFormat::Text => match result.holder {
+        OutputFormat::Text => match &result.holder {
             Some(h) => {
                 let mut line = format!(
                     "{:?} is held by lease {} (fencing token {}, {} of TTL left)",
@@ -447,6 +447,7 @@ mod tests {
                 fencing_token: 12,
                 ttl_remaining_ms: 8_400,
                 ttl_ms: 10_000,
+                value: String::new(),
             }),
             waiters: 0,
             read_index: 40,

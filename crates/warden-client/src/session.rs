@@ -1,0 +1,614 @@
+//! [`Session`]: one lease kept alive in the background, with an honest
+//! `valid_until` (SEMANTICS S5), and the [`LockGuard`]s that hang on it.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tracing::debug;
+
+use crate::client::{checked_deadline, Client};
+use crate::clock::{BootClock, Clock};
+use crate::types::{AcquireOptions, AcquireResult, ReleaseResult};
+use crate::{validity, ClientError};
+
+/// A lost-timer fires this much before `valid_until`: tokio timers never fire
+/// early but may fire up to a millisecond or so late, and `lost()` must resolve
+/// no later than `valid_until` (S5).
+const LOST_TIMER_SLACK: Duration = Duration::from_millis(5);
+
+/// A timer never sleeps longer than this in one go: tokio's clock stops while
+/// the machine is suspended, the session's (boot) clock does not, so a long
+/// sleep re-reads the session clock at least this often.
+const MAX_SLEEP: Duration = Duration::from_secs(1);
+
+/// The longest wait one acquire asks the server for (the server's bound,
+/// 1 h); [`Session::lock`] repeats it until granted.
+const MAX_WAIT: Duration = Duration::from_secs(3_600);
+
+/// How a session is made.
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    /// The lease's TTL (server bounds: 1 s ..= 1 h, whole milliseconds). The
+    /// keep-alive renews every TTL/3.
+    pub ttl: Duration,
+    /// The clock validity is measured on. Default: [`BootClock`]
+    /// (CLOCK_BOOTTIME, counts suspended time). Tests and the simulator pass
+    /// [`TokioClock`](crate::TokioClock) or their own.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl SessionOptions {
+    /// A session with this TTL on the boot clock.
+    pub fn with_ttl(ttl: Duration) -> SessionOptions {
+        SessionOptions {
+            ttl,
+            clock: BootClock::shared(),
+        }
+    }
+}
+
+/// Why a session (and every lock on it) can no longer be trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Lost {
+    /// No renew was acknowledged in time: the session clock passed
+    /// `valid_until` (no server reachable, no quorum, or this process was
+    /// paused). The server may already have expired the lease and granted
+    /// its locks to others.
+    #[error("session lost: valid until {valid_until_ms} ms on the session clock, no renew acknowledged in time")]
+    Expired {
+        /// The `valid_until` that passed, in milliseconds on the session clock.
+        valid_until_ms: u64,
+    },
+    /// The server no longer knows the lease (it expired, or was revoked by
+    /// someone else, e.g. `warden lease revoke`).
+    #[error("session lost: the cluster no longer has lease {lease_id}")]
+    LeaseGone {
+        /// The lease.
+        lease_id: u64,
+    },
+    /// [`Session::close`] was called.
+    #[error("session closed")]
+    Closed,
+}
+
+impl From<Lost> for ClientError {
+    fn from(lost: Lost) -> ClientError {
+        ClientError::SessionLost { reason: lost }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct State {
+    /// On the session clock: the send time of the last acknowledged renew
+    /// (or of the lease grant's first attempt) + validity(TTL) (S5).
+    valid_until: Duration,
+    /// Set once, never cleared: a lost session stays lost.
+    lost: Option<Lost>,
+}
+
+/// What the keep-alive task and the handles share.
+struct Shared {
+    client: Client,
+    lease_id: u64,
+    ttl_ms: u64,
+    clock: Arc<dyn Clock>,
+    state: watch::Sender<State>,
+}
+
+impl Shared {
+    fn state(&self) -> State {
+        *self.state.borrow()
+    }
+
+    /// Marks the session lost (first reason wins). Returns the reason in force.
+    fn lose(&self, reason: Lost) -> Lost {
+        let mut kept = reason;
+        self.state.send_if_modified(|s| match s.lost {
+            Some(earlier) => {
+                kept = earlier;
+                false
+            }
+            None => {
+                s.lost = Some(reason);
+                true
+            }
+        });
+        kept
+    }
+
+    fn check(&self) -> Result<(), Lost> {
+        let s = self.state();
+        if let Some(lost) = s.lost {
+            return Err(lost);
+        }
+        if self.clock.now() >= s.valid_until {
+            return Err(self.lose(Lost::Expired {
+                valid_until_ms: millis(s.valid_until),
+            }));
+        }
+        Ok(())
+    }
+
+    /// Sleeps until `lost_at` on the session clock (minus the timer slack),
+    /// re-reading the clock at least every [`MAX_SLEEP`].
+    async fn sleep_until(&self, at: Duration) {
+        loop {
+            let now = self.clock.now();
+            let left = at.saturating_sub(now).saturating_sub(LOST_TIMER_SLACK);
+            if left.is_zero() {
+                return;
+            }
+            tokio::time::sleep(left.min(MAX_SLEEP)).await;
+        }
+    }
+}
+
+struct Inner {
+    shared: Arc<Shared>,
+    keep_alive: JoinHandle<()>,
+}
+
+impl Drop for Inner {
+    /// The last handle is gone: stop renewing and revoke the lease in the
+    /// background (best effort; otherwise it expires after its TTL).
+    fn drop(&mut self) {
+        self.keep_alive.abort();
+        if self.shared.state().lost.is_none() {
+            self.shared.lose(Lost::Closed);
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                let client = self.shared.client.clone();
+                let lease_id = self.shared.lease_id;
+                runtime.spawn(async move {
+                    let _ = client.revoke(lease_id).await;
+                });
+            }
+        }
+    }
+}
+
+/// A lease kept alive by a background task (etcd's `concurrency.Session`,
+/// ZooKeeper's session): one heartbeat for every lock taken with
+/// [`Session::lock`].
+///
+/// **Validity (SEMANTICS S5).** [`valid_until`](Session::valid_until) is, on
+/// the session clock (CLOCK_BOOTTIME by default), the *send* time of the
+/// attempt whose acknowledgement was last received (matched by the echoed
+/// sequence number; for the lease grant, its first attempt) plus
+/// `TTL × (1 − 2ρ) − 50 ms` ([`validity`]). The server never expires the
+/// lease before `send + TTL × (1 − ρ)` (S4), so while `check()` passes no one
+/// else can have been granted this session's locks.
+///
+/// **Loss.** [`lost`](Session::lost) resolves no later than `valid_until` if
+/// no renew was acknowledged by then — also when no server can be reached —
+/// or as soon as the server says the lease is gone. A timer can fire late
+/// after a process pause, so call [`check`](Session::check) right before each
+/// protected write: it compares the clock with `valid_until` synchronously.
+/// Once lost, a session stays lost, even if a late renew succeeds: open a new
+/// one.
+///
+/// **Leader changes** are invisible here: renewals follow the leader like
+/// every call, and the first leader after a lease's last committed renew
+/// keeps it at least G = 1 s (L4), which covers the retry path.
+///
+/// Cheap to clone; the keep-alive stops, and the lease is revoked in the
+/// background, when the last clone and the last [`LockGuard`] are dropped.
+#[derive(Clone)]
+pub struct Session {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.inner.shared.state();
+        f.debug_struct("Session")
+            .field("lease_id", &self.inner.shared.lease_id)
+            .field("ttl_ms", &self.inner.shared.ttl_ms)
+            .field("valid_until", &s.valid_until)
+            .field("lost", &s.lost)
+            .finish()
+    }
+}
+
+impl Client {
+    /// Opens a session with this TTL on the boot clock; see [`Session`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::lease_grant`]: `InvalidArgument` naming `ttl_ms` outside
+    /// 1 s ..= 1 h; `ResourceExhausted`; `NoQuorum` / `Unavailable`.
+    pub async fn session(&self, ttl: Duration) -> Result<Session, ClientError> {
+        self.session_with(SessionOptions::with_ttl(ttl)).await
+    }
+
+    /// Opens a session with explicit options; see [`Session`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::session`].
+    pub async fn session_with(&self, options: SessionOptions) -> Result<Session, ClientError> {
+        let clock = options.clock;
+        // The grant is retried with one request id: it took effect at or after
+        // the first attempt's send, so validity counts from there (S5).
+        let sent_at = clock.now();
+        let granted = self.lease_grant(options.ttl).await?;
+        let valid_until = sent_at.saturating_add(validity(Duration::from_millis(granted.ttl_ms)));
+        let (state, _) = watch::channel(State {
+            valid_until,
+            lost: None,
+        });
+        let shared = Arc::new(Shared {
+            client: self.clone(),
+            lease_id: granted.lease_id,
+            ttl_ms: granted.ttl_ms,
+            clock,
+            state,
+        });
+        let keep_alive = tokio::spawn(keep_alive(shared.clone(), sent_at));
+        Ok(Session {
+            inner: Arc::new(Inner { shared, keep_alive }),
+        })
+    }
+}
+
+/// Renews every TTL/3 (counted from the last acknowledged send), retrying a
+/// failed renew at once (the call itself backs off), until the session is
+/// lost. Each acknowledgement moves `valid_until` to its attempt's send +
+/// validity(TTL).
+async fn keep_alive(shared: Arc<Shared>, mut last_sent: Duration) {
+    let period = Duration::from_millis(shared.ttl_ms / 3);
+    let mut failed = false;
+    loop {
+        let valid_until = shared.state().valid_until;
+        let next = if failed {
+            shared.clock.now()
+        } else {
+            last_sent.saturating_add(period)
+        };
+        // Wait for the next renew, or the loss, whichever comes first.
+        if next < valid_until {
+            shared
+                .sleep_until(next.saturating_add(LOST_TIMER_SLACK))
+                .await;
+        }
+        let now = shared.clock.now();
+        if now.saturating_add(LOST_TIMER_SLACK) >= valid_until {
+            shared.lose(Lost::Expired {
+                valid_until_ms: millis(valid_until),
+            });
+            break;
+        }
+        // The renew may take until the loss; past it, nothing it says counts.
+        let call_deadline = checked_deadline(Instant::now(), valid_until.saturating_sub(now));
+        let clock = shared.clock.clone();
+        let read_clock = move || clock.now();
+        let outcome = tokio::select! {
+            r = shared.client.renew_sent_at(shared.lease_id, call_deadline, &read_clock) => Some(r),
+            () = shared.sleep_until(valid_until) => None,
+        };
+        match outcome {
+            None => {
+                shared.lose(Lost::Expired {
+                    valid_until_ms: millis(valid_until),
+                });
+                break;
+            }
+            Some(Ok((renewed, sent_at))) => {
+                failed = false;
+                last_sent = sent_at;
+                let until = sent_at.saturating_add(validity(Duration::from_millis(renewed.ttl_ms)));
+                shared.state.send_if_modified(|s| {
+                    // Never after the loss (a lost session stays lost), never
+                    // backwards (replies can overtake each other).
+                    if s.lost.is_none() && until > s.valid_until {
+                        s.valid_until = until;
+                        true
+                    } else {
+                        false
+                    }
+                });
+                if shared.state().lost.is_some() {
+                    break;
+                }
+            }
+            Some(Err(ClientError::NotFound { .. })) => {
+                shared.lose(Lost::LeaseGone {
+                    lease_id: shared.lease_id,
+                });
+                return;
+            }
+            Some(Err(e)) => {
+                debug!(lease_id = shared.lease_id, error = %e, "session keep-alive failed; retrying");
+                failed = true;
+            }
+        }
+    }
+    // Lost by time: the lease may still be live on the server, and nobody
+    // here trusts it any more. Revoking frees its locks sooner (best effort).
+    let _ = tokio::time::timeout(
+        Duration::from_secs(1),
+        shared.client.revoke(shared.lease_id),
+    )
+    .await;
+}
+
+impl Session {
+    /// The session's lease id.
+    pub fn lease_id(&self) -> u64 {
+        self.inner.shared.lease_id
+    }
+
+    /// The TTL the server granted, in milliseconds.
+    pub fn ttl_ms(&self) -> u64 {
+        self.inner.shared.ttl_ms
+    }
+
+    /// The client the session uses.
+    pub fn client(&self) -> &Client {
+        &self.inner.shared.client
+    }
+
+    /// The clock `valid_until` is measured on.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.inner.shared.clock
+    }
+
+    /// The instant, on [`clock`](Session::clock), until which the session
+    /// (and every lock on it) is certainly still held, unless it is already
+    /// lost (S5). Only moves forward.
+    pub fn valid_until(&self) -> Duration {
+        self.inner.shared.state().valid_until
+    }
+
+    /// Time left until [`valid_until`](Session::valid_until); zero once lost.
+    pub fn time_left(&self) -> Duration {
+        if self.check().is_err() {
+            return Duration::ZERO;
+        }
+        self.valid_until()
+            .saturating_sub(self.inner.shared.clock.now())
+    }
+
+    /// `Ok` while the session is valid: not lost and the session clock is
+    /// before `valid_until`. Synchronous and cheap: call it right before each
+    /// write the lock protects (a timer may fire late after a pause; this
+    /// comparison does not). A failure marks the session lost for good.
+    ///
+    /// # Errors
+    ///
+    /// The [`Lost`] reason.
+    pub fn check(&self) -> Result<(), Lost> {
+        self.inner.shared.check()
+    }
+
+    /// Resolves when the session is lost: no later than `valid_until` without
+    /// an acknowledged renew, at once when the server reports the lease gone,
+    /// or on [`close`](Session::close). Cancel-safe; any number of callers.
+    pub async fn lost(&self) -> Lost {
+        let mut rx = self.inner.shared.state.subscribe();
+        let lost = match rx.wait_for(|s| s.lost.is_some()).await {
+            Ok(s) => s.lost.unwrap_or(Lost::Closed),
+            // The sender lives as long as `self`: not reachable.
+            Err(_) => Lost::Closed,
+        };
+        lost
+    }
+
+    /// Ends the session: marks it lost ([`Lost::Closed`]), stops the
+    /// keep-alive and revokes the lease, which releases every lock on it
+    /// (cleanly: no lock-delay) in one committed entry.
+    ///
+    /// # Errors
+    ///
+    /// `NoQuorum` / `Unavailable` if the revoke did not commit within the
+    /// client's deadline (the lease then expires after its TTL). A lease the
+    /// server no longer has is not an error.
+    pub async fn close(self) -> Result<(), ClientError> {
+        self.inner.keep_alive.abort();
+        self.inner.shared.lose(Lost::Closed);
+        match self.client().revoke(self.lease_id()).await {
+            Ok(_) | Err(ClientError::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Takes `resource` on this session's lease, waiting in the server's
+    /// fair queue for as long as it takes (etcd `Mutex.Lock`). The waiter is
+    /// kept across leader changes (S8); the wait ends with an error if the
+    /// session is lost.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::SessionLost`] when the session is lost before the
+    /// grant; `InvalidArgument` for a bad resource name; `NoQuorum` /
+    /// `Unavailable` when the cluster could not be reached.
+    pub async fn lock(&self, resource: impl Into<String>) -> Result<LockGuard, ClientError> {
+        let resource = resource.into();
+        loop {
+            if let Some(guard) = self.acquire(&resource, MAX_WAIT).await? {
+                return Ok(guard);
+            }
+        }
+    }
+
+    /// Takes `resource` if it is free now (no wait). `Ok(None)` if it is held
+    /// or in lock-delay.
+    ///
+    /// # Errors
+    ///
+    /// As [`lock`](Session::lock).
+    pub async fn try_lock(
+        &self,
+        resource: impl Into<String>,
+    ) -> Result<Option<LockGuard>, ClientError> {
+        self.acquire(&resource.into(), Duration::ZERO).await
+    }
+
+    /// Takes `resource`, waiting in the queue at most `wait` (server bound
+    /// 1 h). `Ok(None)` when the wait ran out; the waiter's removal has then
+    /// committed (S8).
+    ///
+    /// # Errors
+    ///
+    /// As [`lock`](Session::lock).
+    pub async fn lock_with_timeout(
+        &self,
+        resource: impl Into<String>,
+        wait: Duration,
+    ) -> Result<Option<LockGuard>, ClientError> {
+        self.acquire(&resource.into(), wait).await
+    }
+
+    async fn acquire(
+        &self,
+        resource: &str,
+        wait: Duration,
+    ) -> Result<Option<LockGuard>, ClientError> {
+        self.check()?;
+        let options = AcquireOptions {
+            ttl: Duration::ZERO,
+            lease_id: Some(self.lease_id()),
+            wait,
+            lock_delay: Duration::ZERO,
+        };
+        let result = tokio::select! {
+            r = self.client().acquire(resource, options) => r?,
+            lost = self.lost() => return Err(lost.into()),
+        };
+        match result {
+            AcquireResult::Granted {
+                resource,
+                fencing_token,
+                ..
+            } => {
+                // Granted while the session may have been lost in between:
+                // the caller must not be handed a guard it cannot trust.
+                self.check()?;
+                Ok(Some(LockGuard {
+                    session: self.clone(),
+                    resource,
+                    fencing_token,
+                    released: false,
+                }))
+            }
+            AcquireResult::NotGranted { .. } => Ok(None),
+        }
+    }
+}
+
+/// A lock held by a [`Session`]'s lease (etcd's `Mutex` once locked, with the
+/// grant's fencing token). Valid while its session is: [`check`] before each
+/// protected write, and pass [`fencing_token`] with the write so the resource
+/// rejects it if the lock was lost anyway (S2).
+///
+/// Dropping a guard releases the lock in the background (its exact grant,
+/// S6); [`release`](LockGuard::release) releases it and waits for the commit.
+/// A forced release by an operator (`warden admin force-release`) is not
+/// seen here; the fence rejects the holder's next write.
+///
+/// [`check`]: LockGuard::check
+/// [`fencing_token`]: LockGuard::fencing_token
+pub struct LockGuard {
+    session: Session,
+    resource: String,
+    fencing_token: u64,
+    released: bool,
+}
+
+impl fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LockGuard")
+            .field("resource", &self.resource)
+            .field("lease_id", &self.lease_id())
+            .field("fencing_token", &self.fencing_token)
+            .finish()
+    }
+}
+
+impl LockGuard {
+    /// The resource held.
+    pub fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    /// This grant's fencing token: larger than every token issued before it
+    /// for this resource (S2).
+    pub fn fencing_token(&self) -> u64 {
+        self.fencing_token
+    }
+
+    /// The lease holding the lock (the session's).
+    pub fn lease_id(&self) -> u64 {
+        self.session.lease_id()
+    }
+
+    /// The session the lock hangs on.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// See [`Session::valid_until`].
+    pub fn valid_until(&self) -> Duration {
+        self.session.valid_until()
+    }
+
+    /// See [`Session::check`].
+    ///
+    /// # Errors
+    ///
+    /// The [`Lost`] reason.
+    pub fn check(&self) -> Result<(), Lost> {
+        self.session.check()
+    }
+
+    /// See [`Session::lost`].
+    pub async fn lost(&self) -> Lost {
+        self.session.lost().await
+    }
+
+    /// Releases this exact grant (S6) and waits until the release commits.
+    ///
+    /// # Errors
+    ///
+    /// `FailedPrecondition` / `NotFound` when the grant had already ended
+    /// (expired, forced, lease gone); `NoQuorum` / `Unavailable`.
+    pub async fn release(mut self) -> Result<ReleaseResult, ClientError> {
+        self.released = true;
+        self.session
+            .client()
+            .release(
+                self.session.lease_id(),
+                Some(self.resource.clone()),
+                Some(self.fencing_token),
+            )
+            .await
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if self.released || self.session.inner.shared.state().lost.is_some() {
+            return;
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let client = self.session.client().clone();
+            let lease_id = self.session.lease_id();
+            let resource = std::mem::take(&mut self.resource);
+            let token = self.fencing_token;
+            // Holds the session until the release is done, so its lease is
+            // not revoked underneath it (which would be fine, but noisier).
+            let session = self.session.clone();
+            runtime.spawn(async move {
+                let _ = client.release(lease_id, Some(resource), Some(token)).await;
+                drop(session);
+            });
+        }
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
