@@ -20,6 +20,8 @@ mod dev;
 mod lease;
 #[path = "cases/queue.rs"]
 mod queue;
+#[path = "cases/session.rs"]
+mod session;
 #[path = "cases/token_floor.rs"]
 mod token_floor;
 #[path = "cases/watch.rs"]

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod proxy;
+
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::PathBuf;
