@@ -206,3 +206,21 @@ fn shutdown_signal() -> anyhow::Result<impl Future<Output = ()> + Send + 'static
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    // Elections live in their own namespace (SEMANTICS "Words"): the client
+    // (which must not depend on the server's crates) and the lock table agree
+    // on the election key prefix, and no lock name can carry it.
+    #[test]
+    fn client_and_core_agree_on_the_election_prefix() {
+        assert_eq!(
+            warden_client::ELECTION_PREFIX,
+            warden_core::limits::ELECTION_PREFIX
+        );
+        let key = warden_client::election_key("scheduler");
+        assert!(warden_core::validate::resource(&key).is_ok());
+        assert!(warden_core::validate::resource(&key["\u{1}".len()..]).is_ok());
+        assert_ne!(key, "election/scheduler");
+    }
+}
