@@ -696,14 +696,15 @@ impl Client {
                 self.set_cached_leader(Some(target));
                 return Err(ClientError::from_status(&status));
             }
-            server_said_unavailable |= is_server_unavailable(&status);
+            let answered = is_server_unavailable(&status);
+            server_said_unavailable |= answered;
             if self.cached_leader().as_deref() == Some(target.as_str()) {
                 self.set_cached_leader(None);
             }
             let hint = leader_hint(status.metadata());
             last_error = format!("{target}: {}", describe(&status));
             debug!(op, target, error = %last_error, ?hint, "attempt failed; retrying");
-            let (pause, next) = plan.after_failure(&target, hint);
+            let (pause, next) = plan.after_failure(&target, hint, answered);
             if Instant::now() + pause >= deadline {
                 break;
             }

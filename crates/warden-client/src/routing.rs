@@ -73,6 +73,11 @@ pub(crate) struct CallPlan {
     hops_in_a_row: usize,
     /// Distinct addresses tried, in order of first attempt.
     tried: Vec<String>,
+    /// Addresses that failed this call without an answer (timeout, refused):
+    /// a hint naming one is not followed (a frozen ex-leader that still
+    /// accepts connections would cost an attempt timeout per hint); they are
+    /// still tried in turn with the other endpoints.
+    silent: Vec<String>,
 }
 
 impl CallPlan {
@@ -91,6 +96,7 @@ impl CallPlan {
             rounds: 0,
             hops_in_a_row: 0,
             tried: Vec::new(),
+            silent: Vec::new(),
         };
         let first = match cached_leader {
             Some(leader) => {
@@ -114,15 +120,22 @@ impl CallPlan {
         }
     }
 
-    /// After `failed` failed (with `hint` naming the leader, if it did):
-    /// how long to pause and where to go next.
+    /// After `failed` failed (with `hint` naming the leader, if it did;
+    /// `answered`: the node itself replied, e.g. "not the leader"): how long
+    /// to pause and where to go next.
     pub(crate) fn after_failure(
         &mut self,
         failed: &str,
         hint: Option<String>,
+        answered: bool,
     ) -> (Duration, String) {
         self.failures_in_round += 1;
-        if let Some(leader) = hint.filter(|h| h != failed) {
+        if answered {
+            self.silent.retain(|s| s != failed);
+        } else if !self.silent.iter().any(|s| s == failed) {
+            self.silent.push(failed.to_string());
+        }
+        if let Some(leader) = hint.filter(|h| h != failed && !self.silent.contains(h)) {
             if self.hops_in_a_row < self.endpoints.len() {
                 self.hops_in_a_row += 1;
                 self.note_tried(&leader);
@@ -217,10 +230,10 @@ mod tests {
         let (mut plan, first) =
             CallPlan::new(&eps(), Some("b:2".into()), Duration::from_millis(200));
         assert_eq!(first, "b:2");
-        let (pause, next) = plan.after_failure("b:2", Some("c:3".into()));
+        let (pause, next) = plan.after_failure("b:2", Some("c:3".into()), true);
         assert_eq!((pause, next.as_str()), (Duration::ZERO, "c:3"));
         // A hint naming the node that just failed is not followed.
-        let (_, next) = plan.after_failure("c:3", Some("c:3".into()));
+        let (_, next) = plan.after_failure("c:3", Some("c:3".into()), true);
         assert_ne!(next, "c:3");
     }
 
@@ -233,7 +246,7 @@ mod tests {
         let mut pauses = Vec::new();
         let mut targets = vec![target.clone()];
         for _ in 0..12 {
-            let (pause, next) = plan.after_failure(&target, None);
+            let (pause, next) = plan.after_failure(&target, None, false);
             pauses.push(pause.as_millis() as u64);
             targets.push(next.clone());
             target = next;
@@ -244,6 +257,28 @@ mod tests {
         assert_eq!(plan.tried(), &["a:1", "b:2", "c:3"]);
     }
 
+    // L4 with a frozen (SIGSTOPped) leader: it accepts connections but never
+    // answers; followers that have not yet noticed still name it. Their hint
+    // is not followed back to it (each visit would cost an attempt timeout);
+    // the plan rotates on, and follows hints again once the node answers.
+    #[test]
+    fn a_hint_to_a_silent_node_is_not_followed() {
+        let (mut plan, first) =
+            CallPlan::new(&eps(), Some("a:1".into()), Duration::from_millis(200));
+        assert_eq!(first, "a:1");
+        let (_, next) = plan.after_failure("a:1", None, false);
+        assert_eq!(next, "b:2");
+        let (_, next) = plan.after_failure("b:2", Some("a:1".into()), true);
+        assert_eq!(next, "c:3", "rotation, not the silent node");
+        // The new leader is known: hints to it are followed.
+        let (_, next) = plan.after_failure("c:3", Some("b:2".into()), true);
+        assert_eq!(next, "b:2");
+        // a:1 answers again later: hints to it count again.
+        let (_, next) = plan.after_failure("a:1", None, true);
+        let (_, next2) = plan.after_failure(&next, Some("a:1".into()), true);
+        assert_eq!(next2, "a:1");
+    }
+
     // L3: two nodes naming each other as leader cannot bounce a call forever.
     #[test]
     fn hint_ping_pong_falls_back_to_rotation() {
@@ -251,7 +286,7 @@ mod tests {
         let mut rotated = false;
         for _ in 0..20 {
             let hint = if target == "a:1" { "b:2" } else { "a:1" };
-            let (_, next) = plan.after_failure(&target, Some(hint.into()));
+            let (_, next) = plan.after_failure(&target, Some(hint.into()), true);
             if next == "c:3" {
                 rotated = true;
                 break;
