@@ -83,7 +83,8 @@ fn read_pid(path: &Path) -> Option<i32> {
 /// fencing token) while the cluster reports the same holder; CMD's stdout
 /// passes through untouched and its exit status is exec's; the lock is
 /// released (committed) before exec exits; --wait that runs out exits 2; a
-/// SIGTERM to exec reaches CMD (exit 143, like a shell) and the lock is freed.
+/// SIGTERM to exec reaches CMD (exit 143, like a shell) and the lock is freed;
+/// a lease revoked under exec gets CMD killed at once (exit 3).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exec_passes_the_grant_and_the_exit_status() {
     let cluster = Cluster::start(3, &[]).await;
@@ -180,12 +181,51 @@ exit 7"#;
     assert_eq!(code, 143, "{stderr}");
     let (_, st, _) = cluster.cli(&["status", "fwd"]);
     assert!(st["holder"].is_null(), "{st}");
+
+    // The lease revoked under it (`warden lease revoke`): the session learns
+    // it at its next renew (TTL/3) and CMD is killed at once, exit 3.
+    let pid_file = dir.join("revoked.pid");
+    let mut child = exec(
+        &cluster,
+        &["revoked", "--ttl", "3s"],
+        &[
+            "sh",
+            "-c",
+            r#"echo $$ > "$0"; exec sleep 30"#,
+            pid_file.to_str().expect("utf-8"),
+        ],
+    )
+    .spawn()
+    .expect("spawn exec");
+    poll_until(Duration::from_secs(10), "CMD started", || {
+        read_pid(&pid_file).is_some()
+    })
+    .await;
+    let pid = read_pid(&pid_file).expect("pid");
+    let (_, st, _) = cluster.cli(&["status", "revoked"]);
+    let lease = st["holder"]["lease_id"].as_u64().expect("held");
+    let (code, _, err) = cluster.cli(&["lease", "revoke", &lease.to_string()]);
+    assert_eq!(code, 0, "{err}");
+    poll_until(
+        Duration::from_secs(5),
+        "CMD killed after the revoke",
+        || gone(pid),
+    )
+    .await;
+    let code = wait_exit(&mut child, Duration::from_secs(10)).await;
+    let stderr = read_all(child.stderr.take());
+    assert_eq!(code, 3, "{stderr}");
+    assert!(
+        stderr.contains(&format!("the cluster no longer has lease {lease}")),
+        "{stderr}"
+    );
 }
 
 /// S5, issue 4: when exec is cut off from every server (all nodes killed),
 /// CMD gets SIGTERM at valid_until − kill_grace and is gone by valid_until,
 /// which is less than TTL after the send of the last acknowledged renew (so
-/// before the cut + TTL); exec exits 3 with one line saying why.
+/// before the cut + TTL); exec exits 3 with one line saying why. A
+/// `warden elect` leader cut off at the same time exits 3 too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exec_stops_the_child_by_valid_until_when_cut_off() {
     let mut cluster = Cluster::start(3, &[]).await;
@@ -212,6 +252,13 @@ while :; do sleep 1 & wait $!; done"#;
     let pid = read_pid(&pid_file).expect("pid");
     let (_, st, _) = cluster.cli(&["status", "cut"]);
     assert!(st["holder"]["lease_id"].as_u64().is_some(), "{st}");
+    // A leader cut off with it gives up its leadership (exit 3).
+    let (mut leader_proc, mut elected) = elect(
+        &cluster,
+        "cut-leader",
+        &["cut", "--value", "x", "--ttl", "3s"],
+    );
+    assert_eq!(elected.json(Duration::from_secs(10)).await["value"], "x");
 
     // Every renew from now on goes unanswered: the last acknowledged one was
     // sent before `cut`.
@@ -282,6 +329,17 @@ while :; do sleep 1 & wait $!; done"#;
     let kill_ms = before("SIGKILL");
     assert!((450..=600).contains(&term_ms), "{line}");
     assert!(kill_ms <= 20, "{line}");
+
+    let status = tokio::time::timeout(Duration::from_secs(10), leader_proc.wait())
+        .await
+        .expect("the cut-off leader exits")
+        .expect("wait");
+    let stderr = std::fs::read_to_string(&elected.stderr).unwrap_or_default();
+    assert_eq!(status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("error: no longer the leader of \"cut\""),
+        "{stderr}"
+    );
 }
 
 /// Reads lines of a child's stdout with a deadline per line; its stderr is
