@@ -40,6 +40,12 @@ pub enum Command {
     Lease(crate::lease_cmd::LeaseArgs),
     /// Stream lock events of RESOURCE (or --prefix P) until Ctrl-C.
     Watch(crate::watch_cmd::WatchArgs),
+    /// Run CMD while holding RESOURCE; CMD is stopped by the lease's
+    /// valid_until if the lease cannot be renewed (exit: CMD's status).
+    Exec(crate::exec_cmd::ExecArgs),
+    /// Campaign in election NAME and hold the leadership (--value), follow
+    /// its leaders (--observe), or print the current one (--leader).
+    Elect(crate::elect_cmd::ElectArgs),
     /// Ask the cluster whether TOKEN is the current grant of RESOURCE
     /// (advisory: exit 0 current, 2 stale or unknown).
     Validate(ValidateArgs),

@@ -5,6 +5,8 @@
 //! - `server_config.rs`: flags over config file over defaults, with limits.
 //! - `dev.rs`: the local cluster of child processes.
 //! - `commands.rs`: the client subcommands.
+//! - `exec_cmd.rs`: `warden exec`, a command run under a lock.
+//! - `elect_cmd.rs`: `warden elect`, leader election.
 //! - `fenced_store.rs`: `warden fenced-store`, the reference fenced resource.
 //! - `demo.rs`: `warden demo split-brain` and its hidden `demo-holder` client.
 //! - `output.rs`: what they print (text or one JSON value) and exit codes.
@@ -14,6 +16,8 @@ mod cli;
 mod commands;
 mod demo;
 mod dev;
+mod elect_cmd;
+mod exec_cmd;
 mod fenced_store;
 mod lease_cmd;
 mod output;
@@ -120,6 +124,8 @@ async fn run(command: Command) -> u8 {
         Command::Validate(args) => print(commands::validate(args).await),
         Command::Lease(args) => print(lease_cmd::run(args).await),
         Command::Watch(args) => print(watch_cmd::run(args).await),
+        Command::Exec(args) => exec_cmd::run(args).await,
+        Command::Elect(args) => elect_cmd::run(args).await,
         Command::FencedStore(args) => match fenced_store::run(args).await {
             Ok(()) => 0,
             Err(e) => fail(&e),

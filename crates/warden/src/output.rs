@@ -20,6 +20,9 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_ERROR: u8 = 1;
 /// Exit code: not granted (held, lock-delay, wait ran out).
 pub const EXIT_NOT_GRANTED: u8 = 2;
+/// Exit code: a lease held for the caller was lost (`warden exec` stopped
+/// its command, `warden elect` lost the leadership).
+pub const EXIT_LEASE_LOST: u8 = 3;
 
 /// What a command prints and how it exits.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -18,6 +18,8 @@ mod crash_loop;
 mod data_dir;
 #[path = "cases/dev.rs"]
 mod dev;
+#[path = "cases/exec.rs"]
+mod exec;
 #[path = "cases/lease.rs"]
 mod lease;
 #[path = "cases/queue.rs"]
