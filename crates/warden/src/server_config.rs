@@ -32,6 +32,8 @@ pub struct FileConfig {
     allow_admin: Option<bool>,
     max_request_bytes: Option<u64>,
     token_floor: Option<u64>,
+    join: Option<bool>,
+    admin_listen: Option<String>,
 }
 
 /// `peers = "1=a:7001,2=b:7001"` or a `[peers]` table `1 = "a:7001"`.
@@ -192,6 +194,19 @@ pub fn resolve(args: &ServerArgs, file: FileConfig) -> Result<ServerConfig, Stri
         ));
     }
 
+    let join = args.join || file.join.unwrap_or(false);
+    let admin_listen = match args.admin_listen.clone().or(file.admin_listen) {
+        Some(text) => {
+            Some(resolve_listen(&text).map_err(|e| e.replacen("--listen", "--admin-listen", 1))?)
+        }
+        None => None,
+    };
+    if admin_listen.is_some_and(|a| a == listen) {
+        return Err(format!(
+            "--admin-listen: {listen} is the --listen address; give the HTTP endpoints their own port"
+        ));
+    }
+
     Ok(ServerConfig {
         node_id,
         listen,
@@ -202,6 +217,8 @@ pub fn resolve(args: &ServerArgs, file: FileConfig) -> Result<ServerConfig, Stri
         allow_admin,
         max_request_bytes: max_request_bytes as usize,
         token_floor,
+        join,
+        admin_listen,
     })
 }
 

@@ -18,6 +18,8 @@ mod data_dir;
 mod dev;
 #[path = "cases/lease.rs"]
 mod lease;
+#[path = "cases/ops.rs"]
+mod ops;
 #[path = "cases/queue.rs"]
 mod queue;
 #[path = "cases/token_floor.rs"]
