@@ -439,6 +439,29 @@ mod tests {
         );
     }
 
+    // Issue 8: `--join` and `--admin-listen` come from the flag or the file;
+    // a bad or clashing admin address names the flag.
+    #[test]
+    fn join_and_admin_listen() {
+        let config = resolve(&base_args(), FileConfig::default()).unwrap();
+        assert!(!config.join);
+        assert_eq!(config.admin_listen, None);
+        let file = parse_config_file("join = true\nadmin-listen = \"127.0.0.1:7080\"").unwrap();
+        let config = resolve(&base_args(), file).unwrap();
+        assert!(config.join);
+        assert_eq!(config.admin_listen, Some("127.0.0.1:7080".parse().unwrap()));
+        let mut args = base_args();
+        args.admin_listen = Some("not an address".into());
+        let err = resolve(&args, FileConfig::default()).unwrap_err();
+        assert!(err.starts_with("--admin-listen"), "{err}");
+        args.admin_listen = args.listen.clone();
+        let err = resolve(&args, FileConfig::default()).unwrap_err();
+        assert!(
+            err.starts_with("--admin-listen") && err.contains("own port"),
+            "{err}"
+        );
+    }
+
     // Bad input names the field: unknown keys and bad values in the file are refused.
     #[test]
     fn config_file_errors_name_the_key() {
