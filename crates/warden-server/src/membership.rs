@@ -446,6 +446,65 @@ mod tests {
         assert!(check_quorum(&set(&[]), &set(&[1])).is_err());
     }
 
+    // Issue 8 ("the old id is refused afterwards"): once a node knows a
+    // membership, Vote/PreVote from an id outside it are refused.
+    #[tokio::test]
+    async fn votes_from_non_members_are_refused() {
+        use std::collections::BTreeMap;
+        use std::sync::{Arc, Mutex};
+
+        use crate::store::{Db, LogStore, StateMachineStore};
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path()).expect("db");
+        let clock = crate::clock::TokioClock::shared();
+        let stamps = Arc::new(Mutex::new(BTreeMap::new()));
+        let log = LogStore::new(db.clone(), stamps.clone(), clock.clone());
+        let sm = StateMachineStore::open(db, clock, stamps).expect("sm");
+        let config = openraft::Config::default().validate().expect("config");
+        let raft = Raft::new(
+            1,
+            Arc::new(config),
+            crate::network::Network::new("c".into()),
+            log,
+            sm,
+        )
+        .await
+        .expect("raft");
+        // No membership known yet: nothing to judge by.
+        refuse_non_member(&raft, 9).expect("unknown membership");
+        let members = BTreeMap::from([(
+            1,
+            BasicNode {
+                addr: "127.0.0.1:1".into(),
+            },
+        )]);
+        raft.initialize(members).await.expect("initialize");
+        let mut rx = raft.metrics();
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while rx
+                .borrow_watched()
+                .membership_config
+                .membership()
+                .get_node(&1)
+                .is_none()
+            {
+                rx.changed().await.expect("metrics");
+            }
+        })
+        .await
+        .expect("membership applied");
+        refuse_non_member(&raft, 1).expect("a member");
+        let e = refuse_non_member(&raft, 4).expect_err("a non-member");
+        assert_eq!(e.code(), tonic::Code::PermissionDenied);
+        assert!(
+            e.message().contains("node 4 is not a member"),
+            "{}",
+            e.message()
+        );
+        raft.shutdown().await.expect("shutdown");
+    }
+
     // Bad input names the field and the limit.
     #[test]
     fn bad_ids_and_addresses_are_refused() {
