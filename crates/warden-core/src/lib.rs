@@ -28,6 +28,9 @@
 //! * [`deadline`]: the node-local, non-replicated [`Deadlines`] that turns
 //!   durations into instants on the node's own clock (passed in, never read)
 //!   and tells the leader what is due and what to checkpoint.
+//! * [`restore`]: the transformation of a backup's table for a new cluster
+//!   (token counter above every old token plus a gap, full TTLs, lock-delay
+//!   on every held resource).
 //!
 //! # The path of a command
 //!
@@ -61,6 +64,7 @@ pub mod effect;
 pub mod limits;
 pub mod outcome;
 pub mod query;
+pub mod restore;
 pub mod snapshot;
 pub mod table;
 pub mod types;

@@ -1,5 +1,7 @@
 //! The public `warden.v1.Admin` gRPC service (issue 3, item 5): `List`,
-//! `ForceRelease` and `AuditTrail`.
+//! `ForceRelease` and `AuditTrail`; and (issue 8) `AddNode`, `RemoveNode`,
+//! `ReplaceNode` (see [`crate::membership`]) and `SaveSnapshot` (a
+//! read-index-confirmed copy of the leader's table, see [`crate::backup`]).
 //!
 //! `List` and `AuditTrail` are linearizable reads (read-index, as `Status`).
 //! The ages `List` reports come from this node's own deadline table (when it
@@ -181,6 +183,63 @@ impl Admin for AdminService {
         Ok(Response::new(pb::AuditTrailResponse {
             records,
             read_index,
+        }))
+    }
+
+    async fn add_node(
+        &self,
+        req: Request<pb::AddNodeRequest>,
+    ) -> Result<Response<pb::MembershipResponse>, Status> {
+        let node = self.node.get()?;
+        let r = req.into_inner();
+        crate::membership::add_node(&node, r.node_id, &r.addr)
+            .await
+            .map(Response::new)
+    }
+
+    async fn remove_node(
+        &self,
+        req: Request<pb::RemoveNodeRequest>,
+    ) -> Result<Response<pb::MembershipResponse>, Status> {
+        let node = self.node.get()?;
+        crate::membership::remove_node(&node, req.into_inner().node_id)
+            .await
+            .map(Response::new)
+    }
+
+    async fn replace_node(
+        &self,
+        req: Request<pb::ReplaceNodeRequest>,
+    ) -> Result<Response<pb::MembershipResponse>, Status> {
+        let node = self.node.get()?;
+        let r = req.into_inner();
+        crate::membership::replace_node(&node, r.old_node_id, r.new_node_id, &r.addr)
+            .await
+            .map(Response::new)
+    }
+
+    async fn save_snapshot(
+        &self,
+        _req: Request<pb::SaveSnapshotRequest>,
+    ) -> Result<Response<pb::SaveSnapshotResponse>, Status> {
+        let node = self.node.get()?;
+        node.require_leader()?;
+        // Read-index: this node is still the leader and has applied every
+        // entry committed before the request; the table is then copied under
+        // the machine lock at its applied index (one consistent cut).
+        linearizable_read(&node).await?;
+        let m = node.machine()?;
+        let log_id = m
+            .last_applied
+            .ok_or_else(|| Status::unavailable("nothing applied yet; retry shortly"))?;
+        let leader = crate::raft_types::leader_of(&log_id);
+        Ok(Response::new(pb::SaveSnapshotResponse {
+            cluster_id: node.cluster_id.clone(),
+            applied_index: log_id.index(),
+            term: leader.term,
+            leader_node_id: leader.node_id,
+            data: m.table.to_snapshot(),
+            node_id: node.id,
         }))
     }
 }

@@ -16,6 +16,13 @@
 //! is new: the initiator forms the cluster once a majority answers and keeps
 //! pushing the id to the others, and an empty member that finds its peers
 //! already formed waits for that push instead of refusing.
+//!
+//! With `--join` (issue 8) an empty node takes no part in forming a cluster:
+//! it waits until a leader adding it (`warden cluster add-node` /
+//! `replace-node`) hands it the committed id with the same prepare + commit
+//! RPCs ([`hand_over_cluster_id`]). While it waits it asks the leader for the
+//! membership; if its own id is already a member, it has lost its data and
+//! refuses to start, exactly as without `--join`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -90,7 +97,8 @@ async fn send_id(addr: &str, me: u64, id: &str, commit: bool) -> Result<(), Stri
     }
 }
 
-fn mint_cluster_id() -> String {
+/// A new random cluster id (32 hex digits).
+pub fn mint_cluster_id() -> String {
     let mut rng = rand::rng();
     let a: u64 = rng.random();
     let b: u64 = rng.random();
@@ -132,6 +140,9 @@ pub async fn bootstrap(
             initialize: false,
             pending: Vec::new(),
         });
+    }
+    if config.join && state.empty_at_start {
+        return join(config, state).await;
     }
     let me = config.node_id;
     let initiator = config.peers.keys().next().copied() == Some(me);
@@ -284,4 +295,105 @@ pub async fn push_to_pending(me: u64, cluster_id: String, mut pending: Vec<(u64,
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
     }
+}
+
+/// The committed cluster id of the cluster whose leader answers at one of
+/// `peers`, and whether node `me` is in its membership.
+async fn leader_view(peers: &[(u64, String)], me: u64) -> Option<(String, bool)> {
+    use warden_proto::v1::lock_client::LockClient;
+    use warden_proto::v1::ClusterStatusRequest;
+    let asks = peers.iter().map(|(_, addr)| async move {
+        let ch = channel(addr).ok()?;
+        let mut c = LockClient::new(ch);
+        let mut req = Request::new(ClusterStatusRequest {});
+        req.set_timeout(RPC_TIMEOUT);
+        let r = tokio::time::timeout(RPC_TIMEOUT, c.cluster_status(req))
+            .await
+            .ok()?
+            .ok()?
+            .into_inner();
+        Some((r.cluster_id, r.members.iter().any(|m| m.id == me)))
+    });
+    futures::future::join_all(asks)
+        .await
+        .into_iter()
+        .flatten()
+        .next()
+}
+
+/// `--join` on an empty data dir: wait for a leader to hand over the id.
+async fn join(config: &ServerConfig, state: Arc<PeerState>) -> Result<Bootstrapped, ServerError> {
+    let me = config.node_id;
+    let others: Vec<(u64, String)> = config
+        .peers
+        .iter()
+        .filter(|(id, _)| **id != me)
+        .map(|(id, a)| (*id, a.clone()))
+        .collect();
+    let mut rx = state.cluster_id.subscribe();
+    let mut rounds: u64 = 0;
+    loop {
+        rounds += 1;
+        if let Some(id) = rx.borrow_and_update().clone() {
+            tracing::info!(cluster_id = %id, "joined: received the cluster id from the leader");
+            return Ok(Bootstrapped {
+                cluster_id: id,
+                initialize: false,
+                pending: Vec::new(),
+            });
+        }
+        if let Some((cluster_id, member)) = leader_view(&others, me).await {
+            // The leader hands the id over before adding a member: if we are
+            // a member and still have no id, our data dir lost it.
+            if member && rx.borrow().is_none() {
+                return Err(ServerError::LostData {
+                    node_id: me,
+                    cluster_id,
+                });
+            }
+            if rounds % 25 == 1 {
+                tracing::info!(%cluster_id, "join: waiting to be added: run `warden cluster add-node {me} --addr HOST:PORT` (or replace-node) against the cluster");
+            }
+        } else if rounds % 25 == 1 {
+            tracing::info!("join: no leader among --peers answers yet; waiting");
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(POLL) => {}
+            _ = rx.changed() => {}
+        }
+    }
+}
+
+/// Gives the committed cluster id `cluster_id` to the node at `addr`, which
+/// must answer as node `expected` (bootstrap prepare, then commit). A node
+/// that already has this id accepts it again; one of another cluster refuses.
+///
+/// # Errors
+/// A one-line reason: unreachable, another node id, another cluster.
+pub async fn hand_over_cluster_id(
+    addr: &str,
+    me: u64,
+    expected: u64,
+    cluster_id: &str,
+) -> Result<(), String> {
+    let st = peer_state(addr, me).await.ok_or_else(|| {
+        format!(
+            "unreachable (start it with --join first): no answer within {} ms",
+            RPC_TIMEOUT.as_millis()
+        )
+    })?;
+    if st.node_id != expected {
+        return Err(format!(
+            "the node there is node {}, not node {expected}",
+            st.node_id
+        ));
+    }
+    if !st.committed_cluster_id.is_empty() && st.committed_cluster_id != cluster_id {
+        return Err(format!(
+            "it belongs to cluster {}, not {cluster_id}; give it an empty data dir",
+            st.committed_cluster_id
+        ));
+    }
+    send_id(addr, me, cluster_id, false).await?;
+    send_id(addr, me, cluster_id, true).await
 }

@@ -33,6 +33,15 @@ pub struct ServerConfig {
     /// token is above it (SEMANTICS "Membership and data loss"). Only applied
     /// at cluster formation; ignored by a node whose cluster already exists.
     pub token_floor: u64,
+    /// `--join`: with an empty data dir, do not take part in forming a
+    /// cluster; wait until the cluster's leader adds this node (`warden
+    /// cluster add-node` / `replace-node`) and hands it the cluster id. A node
+    /// id that is already a member refuses to start ("lost its data").
+    /// Ignored once the data dir holds a cluster id.
+    pub join: bool,
+    /// `--admin-listen`: serve `/healthz` and `/readyz` over HTTP here
+    /// (none by default).
+    pub admin_listen: Option<SocketAddr>,
 }
 
 /// Default `--max-request-bytes`: 64 KiB (a resource name is at most 512 bytes).

@@ -19,6 +19,11 @@
 //! - [`watch_service`]: the public `warden.v1.Watch` service and its node-local event log.
 //! - [`renew`]: the renew batcher (S4).
 //! - [`duties`]: leader duties: Promote, Expire, EndLockDelay, Checkpoint.
+//! - [`membership`]: add, remove and replace members (one change at a time,
+//!   never losing a reachable majority); per-member term and lag for status.
+//! - [`backup`]: the snapshot file (`warden snapshot save`) and seeding a new
+//!   cluster's data dirs from it (`warden snapshot restore`).
+//! - [`health`]: `/healthz` and `/readyz` over HTTP on `--admin-listen`.
 //! - [`clock`]: the injected node clock.
 //! - [`error`]: the one place typed errors become gRPC statuses.
 //!
@@ -38,13 +43,16 @@
 //! duties, and never acknowledges a renew before it commits.
 
 pub mod admin_service;
+pub mod backup;
 pub mod bootstrap;
 pub mod clock;
 pub mod config;
 pub mod duties;
 pub mod error;
+pub mod health;
 pub mod lease_service;
 pub mod lock_service;
+pub mod membership;
 pub mod network;
 pub mod node;
 pub mod peer_service;
@@ -211,6 +219,12 @@ pub async fn run_with(
             ))
             .max_decoding_message_size(config.max_request_bytes),
         );
+    let health_task = match config.admin_listen {
+        Some(addr) => {
+            Some(health::serve(addr, config.node_id, node_cell.clone(), stop_rx.clone()).await?)
+        }
+        None => None,
+    };
     let incoming = TcpListenerStream::new(listener);
     let server_task = tokio::spawn(async move {
         let _ = server
@@ -320,6 +334,9 @@ pub async fn run_with(
     let _ = raft.shutdown().await;
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(2), server_task).await;
+    if let Some(t) = health_task {
+        let _ = tokio::time::timeout(Duration::from_secs(1), t).await;
+    }
     Ok(())
 }
 

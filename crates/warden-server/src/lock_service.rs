@@ -504,6 +504,7 @@ impl Lock for LockService {
                 _ if m.state == ServerState::Leader => "unreachable",
                 _ => role,
             };
+            let (term, lag_entries) = crate::membership::term_and_lag(&m, *id, role, applied_index);
             members.push(pb::Member {
                 id: *id,
                 addr: n.addr.clone(),
@@ -511,6 +512,8 @@ impl Lock for LockService {
                 applied_index,
                 last_contact_ms,
                 matched_index: applied_index,
+                term,
+                lag_entries,
             });
         }
         Ok(Response::new(pb::ClusterStatusResponse {
@@ -520,6 +523,7 @@ impl Lock for LockService {
             commit_index: m.local_committed.as_ref().map(|l| l.index()).unwrap_or(0),
             members,
             node_id: node.id,
+            last_log_index: m.last_log_index.unwrap_or(0),
             timing: Some(pb::Timing {
                 heartbeat_ms: timing.heartbeat_ms,
                 election_timeout_min_ms: timing.election_timeout_min_ms,

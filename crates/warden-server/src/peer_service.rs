@@ -14,8 +14,9 @@ use warden_proto::peer::{
 };
 
 use crate::network::SnapshotEnvelope;
-use crate::raft_types::{Raft, Snapshot};
+use crate::raft_types::{Raft, Snapshot, TypeConfig};
 use crate::store::{Db, KEY_CLUSTER_ID, KEY_PREPARED_CLUSTER_ID};
+use openraft::raft::VoteRequest;
 
 /// State behind the peer service.
 #[derive(Debug)]
@@ -106,13 +107,15 @@ impl Peer for PeerService {
 
     async fn vote(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
         let raft = self.check_cluster(&req)?;
-        let rpc = decode(req.get_ref())?;
+        let rpc: VoteRequest<TypeConfig> = decode(req.get_ref())?;
+        crate::membership::refuse_non_member(&raft, rpc.vote.leader_id.node_id)?;
         reply(raft.vote(rpc).await)
     }
 
     async fn pre_vote(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
         let raft = self.check_cluster(&req)?;
-        let rpc = decode(req.get_ref())?;
+        let rpc: VoteRequest<TypeConfig> = decode(req.get_ref())?;
+        crate::membership::refuse_non_member(&raft, rpc.vote.leader_id.node_id)?;
         reply(raft.pre_vote(rpc).await)
     }
 

@@ -144,6 +144,30 @@ impl Db {
     }
 }
 
+impl Db {
+    /// Seeds an empty data dir with a snapshot and a vote, in one fsync'd
+    /// transaction (`warden snapshot restore`, see [`crate::backup`]).
+    pub fn seed_snapshot(
+        &self,
+        meta: &SnapshotMeta,
+        data: Vec<u8>,
+        vote: &Vote,
+    ) -> Result<(), io::Error> {
+        let stored = encode(&StoredSnapshot {
+            meta: meta.clone(),
+            data,
+        })?;
+        let vote = encode(vote)?;
+        let tx = self.db.begin_write().map_err(io_err)?;
+        {
+            let mut t = tx.open_table(META).map_err(io_err)?;
+            t.insert(KEY_SNAPSHOT, stored.as_slice()).map_err(io_err)?;
+            t.insert(KEY_VOTE, vote.as_slice()).map_err(io_err)?;
+        }
+        tx.commit().map_err(io_err)
+    }
+}
+
 fn encode_stamp(epoch: u64, stamp: Duration) -> [u8; 16] {
     let ns = u64::try_from(stamp.as_nanos()).unwrap_or(u64::MAX);
     let mut b = [0u8; 16];

@@ -36,7 +36,8 @@ pub struct AuditArgs {
     pub client: ClientArgs,
 }
 
-fn endpoints(args: &ClientArgs) -> Result<Vec<String>, String> {
+/// The endpoints of `--endpoints` / `WARDEN_ENDPOINTS`, each checked.
+pub(crate) fn endpoints(args: &ClientArgs) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     for e in args
         .endpoints
@@ -52,29 +53,34 @@ fn endpoints(args: &ClientArgs) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-async fn connect(addr: &str) -> Result<AdminClient<Channel>, Status> {
-    let channel = Endpoint::from_shared(format!("http://{addr}"))
+async fn connect(addr: &str, request_timeout: Duration) -> Result<Channel, Status> {
+    Endpoint::from_shared(format!("http://{addr}"))
         .map_err(|e| Status::invalid_argument(e.to_string()))?
         .connect_timeout(Duration::from_millis(500))
-        .timeout(Duration::from_millis(3_500))
+        .timeout(request_timeout)
         .connect()
         .await
-        .map_err(|e| Status::unavailable(format!("{addr}: {e}")))?;
-    Ok(AdminClient::new(channel))
+        .map_err(|e| Status::unavailable(format!("{addr}: {e}")))
 }
 
 /// Calls `f` on the leader: follows `warden-leader`, tries the next endpoint
-/// on `Unavailable`, all within the CLI deadline.
-async fn call<T, F, Fut>(endpoints: &[String], f: F) -> Result<T, Status>
+/// on `Unavailable`, until `deadline` has passed; each attempt may take
+/// `request_timeout`.
+pub(crate) async fn on_leader<T, F, Fut>(
+    endpoints: &[String],
+    deadline: Duration,
+    request_timeout: Duration,
+    f: F,
+) -> Result<T, Status>
 where
-    F: Fn(AdminClient<Channel>) -> Fut,
+    F: Fn(Channel) -> Fut,
     Fut: std::future::Future<Output = Result<T, Status>>,
 {
-    let deadline = Instant::now() + CLI_DEADLINE;
+    let deadline = Instant::now() + deadline;
     let mut next = 0usize;
     let mut target = endpoints[0].clone();
     loop {
-        let result = match connect(&target).await {
+        let result = match connect(&target, request_timeout).await {
             Ok(c) => f(c).await,
             Err(e) => Err(e),
         };
@@ -104,7 +110,23 @@ where
     }
 }
 
-fn status_error(s: &Status) -> Report {
+/// [`on_leader`] with the Admin client, within [`CLI_DEADLINE`].
+async fn call<T, F, Fut>(endpoints: &[String], f: F) -> Result<T, Status>
+where
+    F: Fn(AdminClient<Channel>) -> Fut,
+    Fut: std::future::Future<Output = Result<T, Status>>,
+{
+    on_leader(
+        endpoints,
+        CLI_DEADLINE,
+        Duration::from_millis(3_500),
+        |ch| f(AdminClient::new(ch)),
+    )
+    .await
+}
+
+/// A gRPC error as the CLI prints it (one line, exit 1).
+pub(crate) fn status_error(s: &Status) -> Report {
     let code = match s.code() {
         Code::PermissionDenied => "permission denied",
         Code::NotFound => "not found",
@@ -112,6 +134,7 @@ fn status_error(s: &Status) -> Report {
         Code::FailedPrecondition => "failed precondition",
         Code::ResourceExhausted => "limit reached",
         Code::Unavailable => "unavailable",
+        Code::DeadlineExceeded => "deadline exceeded",
         _ => "error",
     };
     output::error(&format!("{code}: {}", s.message()))

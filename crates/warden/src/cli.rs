@@ -53,6 +53,8 @@ pub enum Command {
     FencedStore(FencedStoreArgs),
     /// Runnable stories with real processes.
     Demo(DemoArgs),
+    /// Backups: `snapshot save FILE`, `snapshot restore FILE --data-dir DIR ...`.
+    Snapshot(crate::snapshot_cmd::SnapshotArgs),
     /// A demo client: acquires, prints its grant, writes on a line of stdin.
     #[command(hide = true)]
     DemoHolder(DemoHolderArgs),
@@ -193,6 +195,13 @@ pub struct ServerArgs {
     /// N above any token ever issued. Ignored once the cluster exists.
     #[arg(long, value_name = "N")]
     pub token_floor: Option<u64>,
+    /// With an empty data dir, wait to be added by `warden cluster add-node`
+    /// or `replace-node` instead of forming a cluster. Config file: `join = true`.
+    #[arg(long)]
+    pub join: bool,
+    /// Serve /healthz and /readyz over HTTP on HOST:PORT [default: none].
+    #[arg(long, value_name = "HOST:PORT")]
+    pub admin_listen: Option<String>,
     /// Stop (as on SIGTERM) when the parent process exits; `warden dev` sets it.
     #[arg(long, hide = true)]
     pub exit_with_parent: bool,
@@ -317,6 +326,12 @@ pub struct ClusterArgs {
 pub enum ClusterCommand {
     /// Leader, term, members with their roles and indexes, timing and bounds.
     Status(ClusterStatusArgs),
+    /// Add a node (started with --join) as a learner, then as a voter.
+    AddNode(crate::cluster_cmd::AddNodeArgs),
+    /// Remove a member (refused if the rest would have no reachable majority).
+    RemoveNode(crate::cluster_cmd::RemoveNodeArgs),
+    /// Swap a dead voter for a new node (started with --join) under a new id.
+    ReplaceNode(crate::cluster_cmd::ReplaceNodeArgs),
 }
 
 /// `warden cluster status`.

@@ -7,9 +7,7 @@ use std::time::Duration;
 use warden_client::{AcquireOptions, Client, ClientError, ClientOptions};
 use warden_core::limits;
 
-use crate::cli::{
-    AcquireArgs, ClientArgs, ClusterStatusArgs, ReleaseArgs, RenewArgs, StatusArgs, ValidateArgs,
-};
+use crate::cli::{AcquireArgs, ClientArgs, ReleaseArgs, RenewArgs, StatusArgs, ValidateArgs};
 use crate::output::{self, Report};
 
 /// Deadline of a non-waiting command: 5 s (a waiting acquire adds its wait).
@@ -306,18 +304,6 @@ pub async fn validate(args: ValidateArgs) -> Report {
     };
     match client.validate(args.resource, args.token).await {
         Ok(result) => output::validate(&result, args.client.output),
-        Err(e) => output::error(&describe_error(&e)),
-    }
-}
-
-/// `warden cluster status`.
-pub async fn cluster_status(args: ClusterStatusArgs) -> Report {
-    let client = match connect(&args.client).await {
-        Ok(c) => c,
-        Err(e) => return output::error(&e),
-    };
-    match client.cluster_status().await {
-        Ok(result) => output::cluster_status(&result, args.client.output),
         Err(e) => output::error(&describe_error(&e)),
     }
 }

@@ -13,6 +13,7 @@
 
 mod admin_cmd;
 mod cli;
+mod cluster_cmd;
 mod commands;
 mod demo;
 mod dev;
@@ -22,6 +23,7 @@ mod fenced_store;
 mod lease_cmd;
 mod output;
 mod server_config;
+mod snapshot_cmd;
 mod watch_cmd;
 
 use std::future::Future;
@@ -119,9 +121,16 @@ async fn run(command: Command) -> u8 {
         Command::Audit(args) => print(admin_cmd::audit(args).await),
         Command::Status(args) => print(commands::status(args).await),
         Command::Cluster(args) => match args.command {
-            ClusterCommand::Status(args) => print(commands::cluster_status(args).await),
+            ClusterCommand::Status(args) => print(cluster_cmd::status(args).await),
+            ClusterCommand::AddNode(args) => print(cluster_cmd::add_node(args).await),
+            ClusterCommand::RemoveNode(args) => print(cluster_cmd::remove_node(args).await),
+            ClusterCommand::ReplaceNode(args) => print(cluster_cmd::replace_node(args).await),
         },
         Command::Validate(args) => print(commands::validate(args).await),
+        Command::Snapshot(args) => match args.command {
+            snapshot_cmd::SnapshotCommand::Save(args) => print(snapshot_cmd::save(args).await),
+            snapshot_cmd::SnapshotCommand::Restore(args) => print(snapshot_cmd::restore(args)),
+        },
         Command::Lease(args) => print(lease_cmd::run(args).await),
         Command::Watch(args) => print(watch_cmd::run(args).await),
         Command::Exec(args) => exec_cmd::run(args).await,

@@ -32,6 +32,8 @@ pub struct FileConfig {
     allow_admin: Option<bool>,
     max_request_bytes: Option<u64>,
     token_floor: Option<u64>,
+    join: Option<bool>,
+    admin_listen: Option<String>,
 }
 
 /// `peers = "1=a:7001,2=b:7001"` or a `[peers]` table `1 = "a:7001"`.
@@ -192,6 +194,19 @@ pub fn resolve(args: &ServerArgs, file: FileConfig) -> Result<ServerConfig, Stri
         ));
     }
 
+    let join = args.join || file.join.unwrap_or(false);
+    let admin_listen = match args.admin_listen.clone().or(file.admin_listen) {
+        Some(text) => {
+            Some(resolve_listen(&text).map_err(|e| e.replacen("--listen", "--admin-listen", 1))?)
+        }
+        None => None,
+    };
+    if admin_listen.is_some_and(|a| a == listen) {
+        return Err(format!(
+            "--admin-listen: {listen} is the --listen address; give the HTTP endpoints their own port"
+        ));
+    }
+
     Ok(ServerConfig {
         node_id,
         listen,
@@ -202,6 +217,8 @@ pub fn resolve(args: &ServerArgs, file: FileConfig) -> Result<ServerConfig, Stri
         allow_admin,
         max_request_bytes: max_request_bytes as usize,
         token_floor,
+        join,
+        admin_listen,
     })
 }
 
@@ -418,6 +435,29 @@ mod tests {
         let err = resolve(&args, FileConfig::default()).unwrap_err();
         assert!(
             err.starts_with("--max-request-bytes") && err.contains("1024"),
+            "{err}"
+        );
+    }
+
+    // Issue 8: `--join` and `--admin-listen` come from the flag or the file;
+    // a bad or clashing admin address names the flag.
+    #[test]
+    fn join_and_admin_listen() {
+        let config = resolve(&base_args(), FileConfig::default()).unwrap();
+        assert!(!config.join);
+        assert_eq!(config.admin_listen, None);
+        let file = parse_config_file("join = true\nadmin-listen = \"127.0.0.1:7080\"").unwrap();
+        let config = resolve(&base_args(), file).unwrap();
+        assert!(config.join);
+        assert_eq!(config.admin_listen, Some("127.0.0.1:7080".parse().unwrap()));
+        let mut args = base_args();
+        args.admin_listen = Some("not an address".into());
+        let err = resolve(&args, FileConfig::default()).unwrap_err();
+        assert!(err.starts_with("--admin-listen"), "{err}");
+        args.admin_listen = args.listen.clone();
+        let err = resolve(&args, FileConfig::default()).unwrap_err();
+        assert!(
+            err.starts_with("--admin-listen") && err.contains("own port"),
             "{err}"
         );
     }

@@ -22,6 +22,8 @@ mod dev;
 mod exec;
 #[path = "cases/lease.rs"]
 mod lease;
+#[path = "cases/ops.rs"]
+mod ops;
 #[path = "cases/queue.rs"]
 mod queue;
 #[path = "cases/session.rs"]

@@ -1,0 +1,523 @@
+//! Membership changes (issue 8): add a node, remove a node, replace a dead
+//! node, and what `cluster status` shows per member.
+//!
+//! Rules (docs/operations.md "Changing membership"):
+//! - Only the leader changes membership, one change at a time (a joint config
+//!   in progress, or another change running on this leader, is refused with
+//!   `FailedPrecondition`).
+//! - A new member is first given the cluster id (bootstrap prepare + commit
+//!   on the node at its address, which must answer with the expected node id
+//!   and run with `--join`), then added as an openraft learner; openraft
+//!   blocks until the learner has caught up (log or snapshot); only then does
+//!   it become a voter.
+//! - A change is refused when the NEW voter set would not have a reachable
+//!   majority: reachable = the leader, plus every voter that acknowledged the
+//!   leader within two election timeouts, plus the learner just caught up.
+//! - A change that removes the leader first hands leadership to the most
+//!   up-to-date other voter and answers `Unavailable` naming the new leader;
+//!   the CLI retries there.
+//! - A node id that is not in the membership is refused on Vote and PreVote
+//!   (a removed member that comes back cannot campaign).
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use openraft::async_runtime::WatchReceiver as _;
+use openraft::{BasicNode, ChangeMembers, Instant as _, RaftMetrics};
+use tokio::sync::Mutex;
+use tonic::Status;
+use warden_proto::v1 as pb;
+
+use crate::error::{not_leader, write_error};
+use crate::node::Node;
+use crate::raft_types::{Raft, TypeConfig};
+
+/// Longest a learner may take to catch up before `AddNode`/`ReplaceNode`
+/// gives up (the learner stays; retrying the same command resumes).
+pub const CATCH_UP_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest a membership change may take to commit.
+pub const CHANGE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One membership change at a time on this leader.
+static CHANGE: Mutex<()> = Mutex::const_new(());
+
+/// (term, lag in entries) of member `id` for `cluster status`: the leader's
+/// own term for itself and for members that acknowledged it recently (they
+/// accepted this term); lag = the leader's last log index − `matched`.
+pub fn term_and_lag(m: &RaftMetrics<TypeConfig>, id: u64, role: &str, matched: u64) -> (u64, u64) {
+    let last = m.last_log_index.unwrap_or(0);
+    if m.current_leader != Some(m.id) {
+        // Not the leader: only its own term is known here.
+        return (if id == m.id { m.current_term } else { 0 }, 0);
+    }
+    let term = if id == m.id || (role != "unreachable" && m.replication.is_some()) {
+        m.current_term
+    } else {
+        0
+    };
+    let lag = if id == m.id {
+        0
+    } else {
+        last.saturating_sub(matched)
+    };
+    (term, lag)
+}
+
+/// Refuses a change whose new voter set has no reachable majority.
+///
+/// # Errors
+/// A message naming the voters, the reachable ones and the majority needed.
+pub fn check_quorum(new_voters: &BTreeSet<u64>, reachable: &BTreeSet<u64>) -> Result<(), String> {
+    if new_voters.is_empty() {
+        return Err("the change would leave no voter".into());
+    }
+    let up = new_voters.intersection(reachable).count();
+    let need = new_voters.len() / 2 + 1;
+    if up < need {
+        return Err(format!(
+            "the new voter set {new_voters:?} would have {up} reachable member(s) ({:?}); a majority needs {need}",
+            new_voters.intersection(reachable).collect::<Vec<_>>()
+        ));
+    }
+    Ok(())
+}
+
+/// Vote/PreVote from `candidate`: refused when this node knows a membership
+/// and the candidate is not in it (removed, or never added).
+pub fn refuse_non_member(raft: &Raft, candidate: u64) -> Result<(), Status> {
+    let rx = raft.metrics();
+    let m = rx.borrow_watched();
+    let membership = m.membership_config.membership();
+    if membership.nodes().next().is_none() || membership.get_node(&candidate).is_some() {
+        return Ok(());
+    }
+    Err(Status::permission_denied(format!(
+        "node {candidate} is not a member of this cluster (removed or never added); \
+         stop it, wipe its data dir, and add it back under a new id if needed"
+    )))
+}
+
+struct View {
+    voters: BTreeSet<u64>,
+    learners: BTreeSet<u64>,
+    reachable: BTreeSet<u64>,
+    joint: bool,
+    leader: u64,
+}
+
+fn view(node: &Node) -> View {
+    let rx = node.raft.metrics();
+    let m = rx.borrow_watched();
+    let mem = m.membership_config.membership();
+    let window_ms = 2 * node.config.timing.election_timeout_max_ms;
+    let mut reachable: BTreeSet<u64> = m
+        .heartbeat
+        .as_ref()
+        .map(|h| {
+            h.iter()
+                .filter(|(_, t)| {
+                    t.as_ref()
+                        .is_some_and(|t| t.elapsed().as_millis() <= u128::from(window_ms))
+                })
+                .map(|(id, _)| *id)
+                .collect()
+        })
+        .unwrap_or_default();
+    reachable.insert(node.id);
+    View {
+        voters: mem.voter_ids().collect(),
+        learners: mem.learner_ids().collect(),
+        reachable,
+        joint: mem.get_joint_config().len() > 1,
+        leader: node.id,
+    }
+}
+
+/// [`check_quorum`] on the current view, re-evaluated for up to two election
+/// timeouts while it fails: a leader elected a moment ago has not heard from
+/// its followers yet and would count them unreachable.
+async fn check_quorum_settled(
+    node: &Node,
+    change: impl Fn(&View) -> (BTreeSet<u64>, BTreeSet<u64>),
+) -> Result<View, Status> {
+    let window = Duration::from_millis(2 * node.config.timing.election_timeout_max_ms);
+    let deadline = tokio::time::Instant::now() + window;
+    loop {
+        let v = view(node);
+        let (new_voters, reachable) = change(&v);
+        match check_quorum(&new_voters, &reachable) {
+            Ok(()) => return Ok(v),
+            Err(e) if tokio::time::Instant::now() >= deadline => {
+                return Err(Status::failed_precondition(e))
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+        node.require_leader()?;
+    }
+}
+
+fn response(node: &Node) -> pb::MembershipResponse {
+    let rx = node.raft.metrics();
+    let m = rx.borrow_watched();
+    let mem = m.membership_config.membership();
+    pb::MembershipResponse {
+        voters: mem.voter_ids().collect(),
+        learners: mem.learner_ids().collect(),
+        log_index: m
+            .membership_config
+            .log_id()
+            .as_ref()
+            .map(|l| l.index())
+            .unwrap_or(0),
+    }
+}
+
+fn check_id(field: &str, id: u64) -> Result<(), Status> {
+    if id == 0 || id > warden_core::limits::MAX_ID {
+        return Err(Status::invalid_argument(format!(
+            "{field}: node ids are 1..={}; got {id}",
+            warden_core::limits::MAX_ID
+        )));
+    }
+    Ok(())
+}
+
+fn check_addr(addr: &str) -> Result<(), Status> {
+    let ok = !addr.is_empty()
+        && addr.len() <= 255
+        && !addr.contains("://")
+        && addr
+            .rsplit_once(':')
+            .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok_and(|p| p > 0));
+    if !ok {
+        return Err(Status::invalid_argument(format!(
+            "addr: expected HOST:PORT (at most 255 bytes, port 1..=65535); got {addr:?}"
+        )));
+    }
+    Ok(())
+}
+
+fn precondition(node: &Node) -> Result<View, Status> {
+    if !node.config.allow_admin {
+        return Err(Status::permission_denied(
+            "membership changes are disabled on this node: start `warden server` with --allow-admin \
+             (or `allow-admin = true` in its config file) to allow them",
+        ));
+    }
+    node.require_leader()?;
+    let v = view(node);
+    if v.joint {
+        return Err(Status::failed_precondition(
+            "a membership change is in progress (joint configuration); retry when it has finished",
+        ));
+    }
+    Ok(v)
+}
+
+/// Hands leadership to the most up-to-date voter other than this leader and
+/// waits (bounded) for it; then answers Unavailable naming the new leader.
+async fn step_down(node: &Node, exclude: u64) -> Status {
+    let target = {
+        let rx = node.raft.metrics();
+        let m = rx.borrow_watched();
+        let voters: BTreeSet<u64> = m.membership_config.membership().voter_ids().collect();
+        m.replication.as_ref().and_then(|r| {
+            r.iter()
+                .filter(|(id, _)| **id != node.id && **id != exclude && voters.contains(id))
+                .max_by_key(|(_, l)| l.as_ref().map(|l| l.index()))
+                .map(|(id, _)| *id)
+        })
+    };
+    let Some(target) = target else {
+        return Status::failed_precondition(
+            "this node is the leader and no other voter can take over",
+        );
+    };
+    tracing::info!(
+        target,
+        "membership: handing leadership over before changing it"
+    );
+    if node.raft.trigger().transfer_leader(target).await.is_ok() {
+        let mut rx = node.raft.metrics();
+        let me = node.id;
+        let wait = async {
+            loop {
+                let l = rx.borrow_watched().current_leader;
+                if l.is_some() && l != Some(me) {
+                    return;
+                }
+                if rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(
+            Duration::from_millis(node.config.timing.leader_transfer_timeout_ms.max(1_000)),
+            wait,
+        )
+        .await;
+    }
+    let mut s = not_leader(node.leader().filter(|(id, _)| *id != node.id));
+    if s.code() == tonic::Code::Unavailable {
+        s = Status::with_metadata(
+            tonic::Code::Unavailable,
+            format!(
+                "node {} was the leader; leadership moved before the change: retry on the new leader",
+                node.id
+            ),
+            s.metadata().clone(),
+        );
+    }
+    s
+}
+
+/// Gives the node at `addr` the cluster id and adds it as a learner, waiting
+/// until it has caught up. A learner already at `addr` is resumed.
+async fn add_learner(node: &Node, v: &View, id: u64, addr: &str) -> Result<(), Status> {
+    if v.voters.contains(&id) {
+        return Err(Status::failed_precondition(format!(
+            "node {id} is already a voter"
+        )));
+    }
+    if v.learners.contains(&id) {
+        let rx = node.raft.metrics();
+        let same = rx
+            .borrow_watched()
+            .membership_config
+            .membership()
+            .get_node(&id)
+            .is_some_and(|n| n.addr == addr);
+        if !same {
+            return Err(Status::failed_precondition(format!(
+                "node {id} is already a learner at another address; remove it first"
+            )));
+        }
+    }
+    crate::bootstrap::hand_over_cluster_id(addr, node.id, id, &node.cluster_id)
+        .await
+        .map_err(|e| Status::failed_precondition(format!("node {id} at {addr}: {e}")))?;
+    let fut = node.raft.add_learner(
+        id,
+        BasicNode {
+            addr: addr.to_string(),
+        },
+        true,
+    );
+    match tokio::time::timeout(CATCH_UP_TIMEOUT, fut).await {
+        Err(_) => Err(Status::deadline_exceeded(format!(
+            "node {id} did not catch up within {} s; it stays a learner: retry the same command to resume, or remove it",
+            CATCH_UP_TIMEOUT.as_secs()
+        ))),
+        Ok(Err(e)) => Err(write_error(&e)),
+        Ok(Ok(_)) => Ok(()),
+    }
+}
+
+async fn change(node: &Node, members: ChangeMembers<u64, BasicNode>) -> Result<(), Status> {
+    match tokio::time::timeout(CHANGE_TIMEOUT, node.raft.change_membership(members, false)).await {
+        Err(_) => Err(Status::unavailable(format!(
+            "the membership change did not commit within {} s; check `warden cluster status`",
+            CHANGE_TIMEOUT.as_secs()
+        ))),
+        Ok(Err(e)) => Err(write_error(&e)),
+        Ok(Ok(_)) => Ok(()),
+    }
+}
+
+/// `Admin/AddNode`.
+pub async fn add_node(node: &Node, id: u64, addr: &str) -> Result<pb::MembershipResponse, Status> {
+    check_id("node_id", id)?;
+    check_addr(addr)?;
+    let _one = CHANGE.try_lock().map_err(|_| {
+        Status::failed_precondition("another membership change is running on this leader")
+    })?;
+    precondition(node)?;
+    let v = check_quorum_settled(node, |v| {
+        let mut new_voters = v.voters.clone();
+        new_voters.insert(id);
+        let mut reachable = v.reachable.clone();
+        reachable.insert(id);
+        (new_voters, reachable)
+    })
+    .await?;
+    add_learner(node, &v, id, addr).await?;
+    change(node, ChangeMembers::AddVoterIds(BTreeSet::from([id]))).await?;
+    tracing::info!(node_id = id, addr, "membership: added a voter");
+    Ok(response(node))
+}
+
+/// `Admin/RemoveNode`.
+pub async fn remove_node(node: &Node, id: u64) -> Result<pb::MembershipResponse, Status> {
+    check_id("node_id", id)?;
+    let _one = CHANGE.try_lock().map_err(|_| {
+        Status::failed_precondition("another membership change is running on this leader")
+    })?;
+    let v = precondition(node)?;
+    if v.learners.contains(&id) {
+        change(node, ChangeMembers::RemoveNodes(BTreeSet::from([id]))).await?;
+        return Ok(response(node));
+    }
+    if !v.voters.contains(&id) {
+        return Err(Status::not_found(format!(
+            "node {id} is not a member (voters {:?}, learners {:?})",
+            v.voters, v.learners
+        )));
+    }
+    let v = check_quorum_settled(node, |v| {
+        let mut new_voters = v.voters.clone();
+        new_voters.remove(&id);
+        (new_voters, v.reachable.clone())
+    })
+    .await?;
+    if id == v.leader {
+        return Err(step_down(node, id).await);
+    }
+    change(node, ChangeMembers::RemoveVoters(BTreeSet::from([id]))).await?;
+    tracing::info!(node_id = id, "membership: removed a voter");
+    Ok(response(node))
+}
+
+/// `Admin/ReplaceNode`.
+pub async fn replace_node(
+    node: &Node,
+    old: u64,
+    new: u64,
+    addr: &str,
+) -> Result<pb::MembershipResponse, Status> {
+    check_id("old_node_id", old)?;
+    check_id("new_node_id", new)?;
+    check_addr(addr)?;
+    if old == new {
+        return Err(Status::invalid_argument(
+            "new_node_id: must differ from old_node_id (a replacement gets a new id; a reused id could vote twice)",
+        ));
+    }
+    let _one = CHANGE.try_lock().map_err(|_| {
+        Status::failed_precondition("another membership change is running on this leader")
+    })?;
+    let v = precondition(node)?;
+    if !v.voters.contains(&old) {
+        return Err(Status::not_found(format!(
+            "old_node_id: node {old} is not a voter (voters {:?})",
+            v.voters
+        )));
+    }
+    let new_voters_of = |v: &View| {
+        let mut new_voters = v.voters.clone();
+        new_voters.remove(&old);
+        new_voters.insert(new);
+        new_voters
+    };
+    let v = check_quorum_settled(node, |v| {
+        let mut reachable = v.reachable.clone();
+        reachable.insert(new);
+        (new_voters_of(v), reachable)
+    })
+    .await?;
+    if old == v.leader {
+        return Err(step_down(node, old).await);
+    }
+    add_learner(node, &v, new, addr).await?;
+    change(node, ChangeMembers::ReplaceAllVoters(new_voters_of(&v))).await?;
+    tracing::info!(old, new, addr, "membership: replaced a voter");
+    Ok(response(node))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(ids: &[u64]) -> BTreeSet<u64> {
+        ids.iter().copied().collect()
+    }
+
+    // Issue 8: a change that would lose quorum is refused, naming the voters.
+    #[test]
+    fn quorum_check() {
+        // 3 → 2 with one of the remaining two down: refused.
+        let e = check_quorum(&set(&[1, 2]), &set(&[1, 3])).expect_err("no majority");
+        assert!(e.contains("a majority needs 2"), "{e}");
+        // Replace dead 3 by 4: {1,2,4}, all reachable.
+        check_quorum(&set(&[1, 2, 4]), &set(&[1, 2, 4])).expect("ok");
+        // 3 → 4 voters with one down: 3 of 4 reachable is a majority.
+        check_quorum(&set(&[1, 2, 3, 4]), &set(&[1, 2, 4])).expect("ok");
+        // 5 → 4 with two down: 2 of 4 is not.
+        assert!(check_quorum(&set(&[1, 2, 3, 4]), &set(&[1, 2, 5])).is_err());
+        assert!(check_quorum(&set(&[]), &set(&[1])).is_err());
+    }
+
+    // Issue 8 ("the old id is refused afterwards"): once a node knows a
+    // membership, Vote/PreVote from an id outside it are refused.
+    #[tokio::test]
+    async fn votes_from_non_members_are_refused() {
+        use std::collections::BTreeMap;
+        use std::sync::{Arc, Mutex};
+
+        use crate::store::{Db, LogStore, StateMachineStore};
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path()).expect("db");
+        let clock = crate::clock::TokioClock::shared();
+        let stamps = Arc::new(Mutex::new(BTreeMap::new()));
+        let log = LogStore::new(db.clone(), stamps.clone(), clock.clone());
+        let sm = StateMachineStore::open(db, clock, stamps).expect("sm");
+        let config = openraft::Config::default().validate().expect("config");
+        let raft = Raft::new(
+            1,
+            Arc::new(config),
+            crate::network::Network::new("c".into()),
+            log,
+            sm,
+        )
+        .await
+        .expect("raft");
+        // No membership known yet: nothing to judge by.
+        refuse_non_member(&raft, 9).expect("unknown membership");
+        let members = BTreeMap::from([(
+            1,
+            BasicNode {
+                addr: "127.0.0.1:1".into(),
+            },
+        )]);
+        raft.initialize(members).await.expect("initialize");
+        let mut rx = raft.metrics();
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while rx
+                .borrow_watched()
+                .membership_config
+                .membership()
+                .get_node(&1)
+                .is_none()
+            {
+                rx.changed().await.expect("metrics");
+            }
+        })
+        .await
+        .expect("membership applied");
+        refuse_non_member(&raft, 1).expect("a member");
+        let e = refuse_non_member(&raft, 4).expect_err("a non-member");
+        assert_eq!(e.code(), tonic::Code::PermissionDenied);
+        assert!(
+            e.message().contains("node 4 is not a member"),
+            "{}",
+            e.message()
+        );
+        raft.shutdown().await.expect("shutdown");
+    }
+
+    // Bad input names the field and the limit.
+    #[test]
+    fn bad_ids_and_addresses_are_refused() {
+        assert!(check_id("node_id", 0)
+            .unwrap_err()
+            .message()
+            .starts_with("node_id"));
+        assert!(check_id("node_id", 1 << 53).is_err());
+        check_addr("127.0.0.1:7001").expect("ok");
+        check_addr("[::1]:7001").expect("ok");
+        for bad in ["", "host", "host:0", "host:70000", ":7001", "http://a:1"] {
+            let e = check_addr(bad).expect_err(bad);
+            assert!(e.message().starts_with("addr"), "{bad}: {}", e.message());
+        }
+    }
+}

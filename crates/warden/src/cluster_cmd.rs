@@ -1,0 +1,330 @@
+//! `warden cluster status | add-node | remove-node | replace-node` (issue 8).
+//!
+//! Membership commands go to the leader (followed like every admin command)
+//! and may take up to [`MEMBERSHIP_DEADLINE`]: adding a node waits until it
+//! has caught up. `status` shows each member's role, term, applied and
+//! matched index, replication lag and last contact, as the leader sees them.
+
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::{json, Value};
+use tonic::Status;
+use warden_proto::v1 as pb;
+use warden_proto::v1::admin_client::AdminClient;
+use warden_proto::v1::lock_client::LockClient;
+
+use crate::admin_cmd::{endpoints, on_leader, status_error};
+use crate::cli::{parse_id, ClientArgs, ClusterStatusArgs, OutputFormat};
+use crate::commands::CLI_DEADLINE;
+use crate::output::{self, Report};
+
+/// How long a membership command may take in all (a catch-up is bounded by
+/// 30 s on the server, the change by 10 s).
+pub const MEMBERSHIP_DEADLINE: Duration = Duration::from_secs(60);
+const MEMBERSHIP_ATTEMPT: Duration = Duration::from_secs(45);
+
+/// `warden cluster add-node`.
+#[derive(Debug, Args)]
+pub struct AddNodeArgs {
+    /// The new node's id (never one a member ever had).
+    #[arg(value_parser = parse_id)]
+    pub node_id: u64,
+    /// The address it serves peers on (it must already run with `--join`).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub addr: String,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `warden cluster remove-node`.
+#[derive(Debug, Args)]
+pub struct RemoveNodeArgs {
+    /// The member to remove.
+    #[arg(value_parser = parse_id)]
+    pub node_id: u64,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `warden cluster replace-node`.
+#[derive(Debug, Args)]
+pub struct ReplaceNodeArgs {
+    /// The voter to replace (e.g. the one whose disk was lost).
+    #[arg(value_parser = parse_id)]
+    pub old_node_id: u64,
+    /// The replacement's id: a new id, never a reused one.
+    #[arg(long = "id", value_name = "NEW_ID", value_parser = parse_id)]
+    pub new_node_id: u64,
+    /// The replacement's address (it must already run with `--join`).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub addr: String,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+fn check_addr(addr: &str) -> Result<String, String> {
+    warden_client::parse_endpoint(addr).map_err(|e| format!("--addr {addr:?}: {e}"))
+}
+
+async fn membership<F, Fut>(client: &ClientArgs, f: F) -> Report
+where
+    F: Fn(AdminClient<tonic::transport::Channel>) -> Fut,
+    Fut: std::future::Future<Output = Result<tonic::Response<pb::MembershipResponse>, Status>>,
+{
+    let eps = match endpoints(client) {
+        Ok(e) => e,
+        Err(e) => return output::error(&e),
+    };
+    let r = on_leader(&eps, MEMBERSHIP_DEADLINE, MEMBERSHIP_ATTEMPT, |ch| {
+        f(AdminClient::new(ch))
+    })
+    .await;
+    match r {
+        Ok(r) => membership_report(&r.into_inner(), client.output),
+        Err(s) => status_error(&s),
+    }
+}
+
+/// The JSON (`{"voters","learners","log_index"}`) or text of a change.
+pub fn membership_report(r: &pb::MembershipResponse, format: OutputFormat) -> Report {
+    let stdout = match format {
+        OutputFormat::Json => json!({
+            "voters": r.voters,
+            "learners": r.learners,
+            "log_index": r.log_index,
+        })
+        .to_string(),
+        OutputFormat::Text => format!(
+            "membership committed at log index {}: voters {:?}, learners {:?}",
+            r.log_index, r.voters, r.learners
+        ),
+    };
+    Report {
+        stdout: Some(stdout),
+        stderr: None,
+        exit_code: output::EXIT_OK,
+    }
+}
+
+/// `warden cluster add-node ID --addr HOST:PORT`.
+pub async fn add_node(args: AddNodeArgs) -> Report {
+    let addr = match check_addr(&args.addr) {
+        Ok(a) => a,
+        Err(e) => return output::error(&e),
+    };
+    let id = args.node_id;
+    membership(&args.client, |mut c| {
+        let addr = addr.clone();
+        async move { c.add_node(pb::AddNodeRequest { node_id: id, addr }).await }
+    })
+    .await
+}
+
+/// `warden cluster remove-node ID`.
+pub async fn remove_node(args: RemoveNodeArgs) -> Report {
+    let id = args.node_id;
+    membership(&args.client, |mut c| async move {
+        c.remove_node(pb::RemoveNodeRequest { node_id: id }).await
+    })
+    .await
+}
+
+/// `warden cluster replace-node OLD --id NEW --addr HOST:PORT`.
+pub async fn replace_node(args: ReplaceNodeArgs) -> Report {
+    let addr = match check_addr(&args.addr) {
+        Ok(a) => a,
+        Err(e) => return output::error(&e),
+    };
+    if args.old_node_id == args.new_node_id {
+        return output::error(
+            "--id: the replacement needs a new id, not the old node's (a reused id could vote twice in one term)",
+        );
+    }
+    let (old, new) = (args.old_node_id, args.new_node_id);
+    membership(&args.client, |mut c| {
+        let addr = addr.clone();
+        async move {
+            c.replace_node(pb::ReplaceNodeRequest {
+                old_node_id: old,
+                new_node_id: new,
+                addr,
+            })
+            .await
+        }
+    })
+    .await
+}
+
+fn ms(v: u64) -> String {
+    humantime::format_duration(Duration::from_millis(v)).to_string()
+}
+
+/// `warden cluster status`: the base report (see `output::cluster_status`)
+/// plus, per member, `term`, `last_contact_ms`, `matched_index` and
+/// `lag_entries`, and the leader's `last_log_index`.
+pub fn status_report(r: &pb::ClusterStatusResponse, format: OutputFormat) -> Report {
+    let base = output::cluster_status(&warden_client::ClusterStatus::from(r.clone()), format);
+    let Some(stdout) = base.stdout.clone() else {
+        return base;
+    };
+    let stdout = match format {
+        OutputFormat::Json => {
+            let Ok(mut v) = serde_json::from_str::<Value>(&stdout) else {
+                return base;
+            };
+            v["last_log_index"] = json!(r.last_log_index);
+            if let Some(members) = v["members"].as_array_mut() {
+                for (j, m) in members.iter_mut().zip(&r.members) {
+                    j["term"] = json!(m.term);
+                    j["last_contact_ms"] = json!(m.last_contact_ms);
+                    j["matched_index"] = json!(m.matched_index);
+                    j["lag_entries"] = json!(m.lag_entries);
+                }
+            }
+            v.to_string()
+        }
+        OutputFormat::Text => {
+            // The base text: one header line, the member table (a title line
+            // and one line per member), then timing, limits and bounds.
+            let mut lines = stdout.lines();
+            let mut out = String::new();
+            if let Some(head) = lines.next() {
+                out.push_str(&format!("{head}  last log index {}\n", r.last_log_index));
+            }
+            let rest: Vec<&str> = lines.skip(1 + r.members.len()).collect();
+            let w = r
+                .members
+                .iter()
+                .map(|m| m.addr.len())
+                .max()
+                .unwrap_or(0)
+                .max(7);
+            out.push_str(&format!(
+                "{:<4} {:<w$}  {:<11} {:>6} {:>9} {:>9} {:>6}  {}\n",
+                "ID", "ADDRESS", "ROLE", "TERM", "APPLIED", "MATCHED", "LAG", "LAST CONTACT"
+            ));
+            for m in &r.members {
+                let term = if m.term == 0 {
+                    "?".to_string()
+                } else {
+                    m.term.to_string()
+                };
+                let contact = if m.role == "leader" {
+                    "-".to_string()
+                } else {
+                    format!("{} ago", ms(m.last_contact_ms))
+                };
+                out.push_str(&format!(
+                    "{:<4} {:<w$}  {:<11} {:>6} {:>9} {:>9} {:>6}  {}\n",
+                    m.id,
+                    m.addr,
+                    m.role,
+                    term,
+                    m.applied_index,
+                    m.matched_index,
+                    m.lag_entries,
+                    contact
+                ));
+            }
+            out.push_str(&rest.join("\n"));
+            out
+        }
+    };
+    Report {
+        stdout: Some(stdout),
+        ..base
+    }
+}
+
+/// `warden cluster status`.
+pub async fn status(args: ClusterStatusArgs) -> Report {
+    let eps = match endpoints(&args.client) {
+        Ok(e) => e,
+        Err(e) => return output::error(&e),
+    };
+    let r = on_leader(
+        &eps,
+        CLI_DEADLINE,
+        Duration::from_millis(3_500),
+        |ch| async move {
+            Ok(LockClient::new(ch)
+                .cluster_status(pb::ClusterStatusRequest {})
+                .await?
+                .into_inner())
+        },
+    )
+    .await;
+    match r {
+        Ok(r) => status_report(&r, args.client.output),
+        Err(s) => status_error(&s),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> pb::ClusterStatusResponse {
+        pb::ClusterStatusResponse {
+            cluster_id: "c1".into(),
+            leader_id: 1,
+            term: 4,
+            commit_index: 120,
+            members: vec![
+                pb::Member {
+                    id: 1,
+                    addr: "127.0.0.1:7001".into(),
+                    role: "leader".into(),
+                    applied_index: 120,
+                    last_contact_ms: 0,
+                    matched_index: 120,
+                    term: 4,
+                    lag_entries: 0,
+                },
+                pb::Member {
+                    id: 2,
+                    addr: "127.0.0.1:7002".into(),
+                    role: "unreachable".into(),
+                    applied_index: 90,
+                    last_contact_ms: 4_000,
+                    matched_index: 90,
+                    term: 0,
+                    lag_entries: 31,
+                },
+            ],
+            timing: None,
+            node_id: 1,
+            last_log_index: 121,
+        }
+    }
+
+    // Issue 8 item 4: the JSON contract of `cluster status` has role, term,
+    // applied index, last contact and lag per member.
+    #[test]
+    fn status_json_has_term_lag_and_last_contact() {
+        let r = status_report(&sample(), OutputFormat::Json);
+        let v: Value = serde_json::from_str(r.stdout.as_deref().expect("stdout")).expect("json");
+        assert_eq!(v["last_log_index"], 121);
+        let m = &v["members"][1];
+        assert_eq!(m["role"], "unreachable");
+        assert_eq!(m["term"], 0);
+        assert_eq!(m["lag_entries"], 31);
+        assert_eq!(m["last_contact_ms"], 4_000);
+        assert_eq!(m["matched_index"], 90);
+        assert_eq!(v["members"][0]["term"], 4);
+    }
+
+    #[test]
+    fn status_text_has_a_row_per_member() {
+        let r = status_report(&sample(), OutputFormat::Text);
+        let text = r.stdout.expect("stdout");
+        assert!(text.contains("LAG"), "{text}");
+        let row = text.lines().find(|l| l.starts_with("2 ")).expect("row 2");
+        assert!(
+            row.contains("unreachable") && row.contains(" 31 ") && row.contains("4s ago"),
+            "{row}"
+        );
+        assert!(text.contains("timing: not reported"), "{text}");
+    }
+}
