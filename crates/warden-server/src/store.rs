@@ -113,6 +113,18 @@ impl Db {
         tx.commit().map_err(io_err)
     }
 
+    /// Writes one meta value without an fsync: it is durable once a later
+    /// fsync'd commit of this database returns (redb `Durability::None`).
+    pub fn put_meta_lazy(&self, key: &str, value: &[u8]) -> Result<(), io::Error> {
+        let mut tx = self.db.begin_write().map_err(io_err)?;
+        tx.set_durability(redb::Durability::None).map_err(io_err)?;
+        {
+            let mut t = tx.open_table(META).map_err(io_err)?;
+            t.insert(key, value).map_err(io_err)?;
+        }
+        tx.commit().map_err(io_err)
+    }
+
     /// A meta value as a UTF-8 string.
     pub fn get_meta_string(&self, key: &str) -> Result<Option<String>, io::Error> {
         Ok(self
@@ -260,8 +272,15 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         self.db.put_meta(KEY_VOTE, &encode(vote)?)
     }
 
+    /// Not fsync'd (redb `Durability::None`): the committed index is a hint
+    /// that lets a restarted node re-apply sooner, and openraft calls this
+    /// between a commit and its apply, i.e. on every write's critical path.
+    /// It becomes durable with the next log append (an fsync'd commit of the
+    /// same database); if it is lost in a crash, the node applies up to the
+    /// commit index the leader sends it instead. Nothing acknowledged depends
+    /// on it (S3 rests on the appended entries, which are fsync'd).
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), io::Error> {
-        self.db.put_meta(KEY_COMMITTED, &encode(&committed)?)
+        self.db.put_meta_lazy(KEY_COMMITTED, &encode(&committed)?)
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId>, io::Error> {
