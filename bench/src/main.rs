@@ -176,6 +176,12 @@ async fn run(args: RunArgs) -> Result<()> {
                 continue;
             }
             let t = Instant::now();
+            let pids = cluster.pids();
+            let cpu_before: Vec<u64> = pids
+                .iter()
+                .map(|p| p.map(|p| cluster::proc_usage(p).0).unwrap_or(0))
+                .collect();
+            let commit_before = warden_commit_index(&target).await;
             let limit = Duration::from_secs(300);
             let result = match w.as_str() {
                 "uncontended" => {
@@ -196,7 +202,38 @@ async fn run(args: RunArgs) -> Result<()> {
                 other => anyhow::bail!("unknown workload {other}"),
             };
             let row = match result {
-                Ok(Ok(r)) => r,
+                Ok(Ok(mut r)) => {
+                    // Server CPU per operation, each node (ms of CPU time):
+                    // on 2 shared cores it bounds throughput as much as the disk.
+                    // Operations the servers saw, warm-up included.
+                    let ops = r
+                        .extra
+                        .get("ops_total")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(r.count);
+                    if ops > 0 && w != "failover" {
+                        let per_op: Vec<f64> = pids
+                            .iter()
+                            .zip(&cpu_before)
+                            .map(|(p, b)| {
+                                let ticks = p.map(|p| cluster::proc_usage(p).0).unwrap_or(0);
+                                let ms = ticks.saturating_sub(*b) as f64 * 10.0;
+                                (ms / ops as f64 * 1000.0).round() / 1000.0
+                            })
+                            .collect();
+                        r.extra
+                            .insert("server_cpu_ms_per_op_by_node".into(), json!(per_op));
+                        if let (Some(b), Some(a)) =
+                            (commit_before, warden_commit_index(&target).await)
+                        {
+                            r.extra.insert(
+                                "raft_entries_per_op".into(),
+                                json!(((a - b) as f64 / ops as f64 * 1000.0).round() / 1000.0),
+                            );
+                        }
+                    }
+                    r
+                }
                 Ok(Err(e)) => failed_row(w, name, system, &e),
                 Err(_) => failed_row(
                     w,
@@ -232,6 +269,17 @@ async fn run(args: RunArgs) -> Result<()> {
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// Warden's commit index (None for the other systems).
+async fn warden_commit_index(target: &Target) -> Option<u64> {
+    if target.backend != "warden" {
+        return None;
+    }
+    let client = warden_client::Client::connect(target.endpoints.clone(), Default::default())
+        .await
+        .ok()?;
+    client.cluster_status().await.ok().map(|s| s.commit_index)
 }
 
 fn fmt(v: Option<f64>) -> String {

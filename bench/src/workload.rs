@@ -148,6 +148,8 @@ pub async fn uncontended(target: &Target, system: System, p: &Params) -> Result<
     let wall = started.elapsed().as_secs_f64();
     let mut r = row("uncontended", target, system, &h);
     r.ops_per_s = Some(h.len() as f64 / wall);
+    r.extra
+        .insert("ops_total".into(), json!(p.warmup + p.iterations));
     Ok(r)
 }
 
@@ -166,29 +168,34 @@ pub async fn parallel(target: &Target, system: System, p: &Params) -> Result<Run
         tasks.push(tokio::spawn(async move {
             let resource = format!("p{tag:x}-{c}");
             let mut h = histogram();
-            let mut errors = 0u64;
+            let (mut errors, mut all) = (0u64, 0u64);
             loop {
                 let t = Instant::now();
                 if t >= stop_at {
                     break;
                 }
                 match tokio::time::timeout(Duration::from_secs(10), client.cycle(&resource)).await {
-                    Ok(Ok(())) if t >= measure_from => record(&mut h, t.elapsed()),
-                    Ok(Ok(())) => {}
+                    Ok(Ok(())) if t >= measure_from => {
+                        record(&mut h, t.elapsed());
+                        all += 1;
+                    }
+                    Ok(Ok(())) => all += 1,
                     _ => errors += 1,
                 }
             }
-            (h, errors)
+            (h, errors, all)
         }));
     }
     let mut h = histogram();
-    let mut errors = 0;
+    let (mut errors, mut all) = (0, 0);
     for t in tasks {
-        let (th, e) = t.await?;
+        let (th, e, a) = t.await?;
         h.add(th).map_err(|e| anyhow!("{e:?}"))?;
         errors += e;
+        all += a;
     }
     let mut r = row("parallel", target, system, &h);
+    r.extra.insert("ops_total".into(), json!(all));
     r.ops_per_s = Some(h.len() as f64 / run_for.as_secs_f64());
     r.errors = errors;
     r.extra.insert("clients".into(), json!(p.parallel_clients));
