@@ -564,22 +564,28 @@ async fn keep_sessions(
                     etcd_client::Client::connect(&target.endpoints, Some(options.clone())).await?,
                 );
             }
+            // First every lease, at most 64 grants in flight (as for the
+            // other systems), then the keep-alives.
+            let leases: Vec<(usize, Result<i64, etcd_client::Error>)> =
+                futures::stream::iter(0..n as usize)
+                    .map(|i| {
+                        let mut c = conns[i % conns.len()].clone();
+                        async move { (i, c.lease_grant(TTL_S as i64, None).await.map(|g| g.id())) }
+                    })
+                    .buffer_unordered(64)
+                    .collect()
+                    .await;
             let mut tasks = Vec::new();
-            // At most 64 lease grants in flight, as for the other systems.
-            let granting = Arc::new(tokio::sync::Semaphore::new(64));
-            for i in 0..n {
-                let mut c = conns[i as usize % conns.len()].clone();
-                let (acked, failed, granting) = (acked.clone(), failed.clone(), granting.clone());
+            for (i, lease) in leases {
+                let Ok(id) = lease else {
+                    failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    continue;
+                };
+                let mut c = conns[i % conns.len()].clone();
+                let (acked, failed) = (acked.clone(), failed.clone());
                 let offset = Duration::from_secs(1) * (i % 1000) as u32 / 1000;
                 tasks.push(tokio::spawn(async move {
-                    let permit = granting.acquire_owned().await;
-                    let grant = c.lease_grant(TTL_S as i64, None).await;
-                    drop(permit);
-                    let Ok(g) = grant else {
-                        failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        return;
-                    };
-                    let Ok((mut keeper, mut stream)) = c.lease_keep_alive(g.id()).await else {
+                    let Ok((mut keeper, mut stream)) = c.lease_keep_alive(id).await else {
                         failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         return;
                     };
