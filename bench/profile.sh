@@ -35,8 +35,16 @@ trap cleanup EXIT INT TERM
 
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 commit_index() {
-    "$warden" cluster status --endpoints "$1" --output json 2>/dev/null |
-        python3 -c 'import json,sys; print(json.load(sys.stdin)["commit_index"])'
+    local json
+    for _ in $(seq 40); do
+        if json=$("$warden" cluster status --endpoints "$1" --output json 2>/dev/null); then
+            python3 -c 'import json,sys; print(json.loads(sys.argv[1])["commit_index"])' "$json"
+            return
+        fi
+        sleep 0.5
+    done
+    echo "no cluster status from $1" >&2
+    return 1
 }
 
 for workload in uncontended parallel; do
@@ -49,9 +57,12 @@ for workload in uncontended parallel; do
             --warden-bin "$warden" --out "$out/$tag.json") >"$out/$tag.log" 2>&1 &
         lg=$!
         until [ "$(wc -l <"$pidfile")" -ge 3 ]; do sleep 0.2; done
-        sleep 4
+        # Cluster formation, the clients' connects and the warm-up.
+        sleep 6
         mapfile -t pids <"$pidfile"
-        ports=$(for p in "${pids[@]}"; do tr '\0' ' ' <"/proc/$p/cmdline" | sed 's/.*--listen \([^ ]*\).*/\1/'; done | paste -sd,)
+        ports=$(for p in "${pids[@]}"; do
+            printf '%s\n' "$(tr '\0' ' ' <"/proc/$p/cmdline" | sed 's/.*--listen \([^ ]*\).*/\1/')"
+        done | paste -sd,)
         c0=$(commit_index "$ports")
         t0=(); for p in "${pids[@]}"; do t0+=("$(ticks "$p")"); done
         case $tool in
