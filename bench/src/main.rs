@@ -223,9 +223,13 @@ async fn run(args: RunArgs) -> Result<()> {
                             .collect();
                         r.extra
                             .insert("server_cpu_ms_per_op_by_node".into(), json!(per_op));
-                        if let (Some(b), Some(a)) =
-                            (commit_before, warden_commit_index(&target).await)
-                        {
+                        // Sessions: the count is heartbeats of the timed
+                        // window only, and lease grants are entries too.
+                        if let (Some(b), Some(a), false) = (
+                            commit_before,
+                            warden_commit_index(&target).await,
+                            w == "sessions",
+                        ) {
                             r.extra.insert(
                                 "raft_entries_per_op".into(),
                                 json!(((a - b) as f64 / ops as f64 * 1000.0).round() / 1000.0),

@@ -385,7 +385,16 @@ pub async fn failover(target: &Target, cluster: &mut Cluster, p: &Params) -> Res
         // A supervisor restarts the one node at once.
         cluster.restart(leader)?;
     }
-    tokio::time::sleep(Duration::from_secs(p.failover_after_s)).await;
+    // When a surviving node first reports itself leader (Redis: the
+    // restarted node answers PING), polled every 20 ms.
+    let mut new_leader_ms = None;
+    let after_until = killed_at + Duration::from_secs(p.failover_after_s);
+    while Instant::now() < after_until {
+        if new_leader_ms.is_none() && cluster.leader().await.is_some() {
+            new_leader_ms = Some((killed_at.elapsed().as_secs_f64() * 1e4).round() / 10.0);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let mut h = histogram();
     let mut errors = 0;
@@ -437,6 +446,7 @@ pub async fn failover(target: &Target, cluster: &mut Cluster, p: &Params) -> Res
         json!((gap.as_secs_f64() * 1e4).round() / 10.0),
     );
     r.extra.insert("served_again".into(), json!(served_again));
+    r.extra.insert("new_leader_ms".into(), json!(new_leader_ms));
     r.extra.insert("killed_node".into(), json!(leader + 1));
     r.extra.insert("lost".into(), json!(holds != Some(true)));
     r.extra.insert(
