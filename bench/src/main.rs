@@ -488,6 +488,7 @@ async fn machine_info(work: &Path, args: &RunArgs, p: &Params) -> Map<String, Va
             "sessions": p.sessions,
             "sessions_s": p.sessions_s,
             "lease_ttl_s": backend::TTL_S,
+            "session_ttl_s": workload::SESSION_TTL_S,
         }),
     );
     m

@@ -24,7 +24,11 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::backend::{Target, TTL_S};
+use crate::backend::Target;
+
+/// TTL of the `sessions` workload's leases and keys: long enough that the
+/// first ones granted outlive granting all 10,000 (heartbeats stay at 1/s).
+pub const SESSION_TTL_S: u64 = 60;
 use crate::cluster::{proc_usage, Cluster, System};
 
 /// One row of `latest.json`'s `runs`.
@@ -501,7 +505,7 @@ async fn keep_sessions(
                     let client = client.clone();
                     async move {
                         client
-                            .lease_grant(Duration::from_secs(TTL_S))
+                            .lease_grant(Duration::from_secs(SESSION_TTL_S))
                             .await
                             .map(|g| g.lease_id)
                     }
@@ -580,7 +584,14 @@ async fn keep_sessions(
                 futures::stream::iter(0..n as usize)
                     .map(|i| {
                         let mut c = conns[i % conns.len()].clone();
-                        async move { (i, c.lease_grant(TTL_S as i64, None).await.map(|g| g.id())) }
+                        async move {
+                            (
+                                i,
+                                c.lease_grant(SESSION_TTL_S as i64, None)
+                                    .await
+                                    .map(|g| g.id()),
+                            )
+                        }
                     })
                     .buffer_unordered(64)
                     .collect()
@@ -620,7 +631,7 @@ async fn keep_sessions(
                     let endpoint = target.endpoints[i as usize % target.endpoints.len()].clone();
                     async move {
                         zookeeper_client::Client::connector()
-                            .with_session_timeout(Duration::from_secs(TTL_S))
+                            .with_session_timeout(Duration::from_secs(SESSION_TTL_S))
                             .with_connection_timeout(Duration::from_millis(2_667))
                             .connect(&endpoint)
                             .await
@@ -660,7 +671,7 @@ async fn keep_sessions(
                         .arg(&key)
                         .arg(1)
                         .arg("PX")
-                        .arg(TTL_S * 1000)
+                        .arg(SESSION_TTL_S * 1000)
                         .query_async(&mut c)
                         .await;
                     tokio::time::sleep(offset).await;
@@ -669,7 +680,7 @@ async fn keep_sessions(
                         tokio::time::sleep_until((start + Duration::from_secs(k)).into()).await;
                         let r: Result<i64, _> = redis::cmd("PEXPIRE")
                             .arg(&key)
-                            .arg(TTL_S * 1000)
+                            .arg(SESSION_TTL_S * 1000)
                             .query_async(&mut c)
                             .await;
                         let counter = if matches!(r, Ok(1)) { &acked } else { &failed };
