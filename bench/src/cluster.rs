@@ -1,0 +1,436 @@
+//! Starts and stops the systems under test: three-node Warden, etcd and
+//! ZooKeeper clusters and one Redis node, all on 127.0.0.1 with ports picked
+//! free, data under one temp dir on the real disk. Every spawned process id is
+//! appended to `$BENCH_PIDFILE` (run.sh kills exactly those on exit); the
+//! [`Cluster`] also kills its own processes when dropped.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+/// The systems, and the settings each cluster runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum System {
+    Warden,
+    /// etcd with heartbeat 50 ms / election timeout 500 ms (`tuned`) or at
+    /// its defaults (100 ms / 1000 ms).
+    Etcd {
+        tuned: bool,
+    },
+    Zookeeper,
+    Redis,
+}
+
+impl System {
+    /// The `config` label in the results.
+    pub fn config(self) -> &'static str {
+        match self {
+            System::Warden => "3 nodes, heartbeat 50ms, election timeout 500-1000ms",
+            System::Etcd { tuned: true } => "3 nodes, heartbeat 50ms, election timeout 500ms",
+            System::Etcd { tuned: false } => {
+                "3 nodes, defaults (heartbeat 100ms, election timeout 1000ms)"
+            }
+            System::Zookeeper => "3 nodes, tickTime 100ms, syncLimit 5, forceSync yes",
+            System::Redis => "1 node, no persistence (unsafe)",
+        }
+    }
+}
+
+struct Node {
+    program: PathBuf,
+    args: Vec<String>,
+    dir: PathBuf,
+    client_addr: String,
+    child: Option<Child>,
+}
+
+/// A running cluster of one system.
+pub struct Cluster {
+    pub system: System,
+    nodes: Vec<Node>,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for n in &mut self.nodes {
+            if let Some(mut c) = n.child.take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+}
+
+/// A free loopback port (bound to :0 and released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+fn record_pid(pid: u32) {
+    if let Ok(path) = std::env::var("BENCH_PIDFILE") {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = writeln!(f, "{pid}");
+        }
+    }
+}
+
+impl Node {
+    fn spawn(&mut self) -> Result<()> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("out.log"))?;
+        let child = Command::new(&self.program)
+            .args(&self.args)
+            .current_dir(&self.dir)
+            .env("RUST_LOG", "error")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("spawn {}", self.program.display()))?;
+        record_pid(child.id());
+        self.child = Some(child);
+        Ok(())
+    }
+}
+
+impl Cluster {
+    /// Starts `system` under `work_dir` and waits until it serves.
+    pub async fn start(system: System, work_dir: &Path, warden_bin: &Path) -> Result<Cluster> {
+        let dir = tempfile::Builder::new()
+            .prefix("cluster-")
+            .tempdir_in(work_dir)?;
+        let n = if system == System::Redis { 1 } else { 3 };
+        let client: Vec<u16> = (0..n).map(|_| free_port()).collect();
+        let peer: Vec<u16> = (0..n).map(|_| free_port()).collect();
+        let election: Vec<u16> = (0..n).map(|_| free_port()).collect();
+        let mut nodes = Vec::new();
+        for i in 0..n {
+            let id = i + 1;
+            let ndir = dir.path().join(format!("n{id}"));
+            std::fs::create_dir_all(&ndir)?;
+            let client_addr = format!("127.0.0.1:{}", client[i]);
+            let (program, args): (PathBuf, Vec<String>) = match system {
+                System::Warden => {
+                    let peers = client
+                        .iter()
+                        .enumerate()
+                        .map(|(j, p)| format!("{}=127.0.0.1:{p}", j + 1))
+                        .collect::<Vec<_>>()
+                        .join(",");
+                    let args = [
+                        "server",
+                        "--id",
+                        &id.to_string(),
+                        "--listen",
+                        &client_addr,
+                        "--peers",
+                        &peers,
+                        "--data-dir",
+                        &ndir.join("data").display().to_string(),
+                        "--heartbeat",
+                        "50ms",
+                        "--election-timeout-min",
+                        "500ms",
+                        "--election-timeout-max",
+                        "1000ms",
+                    ];
+                    (
+                        warden_bin.to_path_buf(),
+                        args.iter().map(|s| s.to_string()).collect(),
+                    )
+                }
+                System::Etcd { tuned } => {
+                    let cluster = peer
+                        .iter()
+                        .enumerate()
+                        .map(|(j, p)| format!("n{}=http://127.0.0.1:{p}", j + 1))
+                        .collect::<Vec<_>>()
+                        .join(",");
+                    let mut args: Vec<String> = [
+                        "--name".to_string(),
+                        format!("n{id}"),
+                        "--data-dir".into(),
+                        ndir.join("data").display().to_string(),
+                        "--listen-client-urls".into(),
+                        format!("http://{client_addr}"),
+                        "--advertise-client-urls".into(),
+                        format!("http://{client_addr}"),
+                        "--listen-peer-urls".into(),
+                        format!("http://127.0.0.1:{}", peer[i]),
+                        "--initial-advertise-peer-urls".into(),
+                        format!("http://127.0.0.1:{}", peer[i]),
+                        "--initial-cluster".into(),
+                        cluster,
+                        "--initial-cluster-state".into(),
+                        "new".into(),
+                        "--initial-cluster-token".into(),
+                        "warden-bench".into(),
+                        "--log-level".into(),
+                        "error".into(),
+                        "--logger".into(),
+                        "zap".into(),
+                    ]
+                    .into();
+                    if tuned {
+                        args.extend(
+                            ["--heartbeat-interval", "50", "--election-timeout", "500"]
+                                .map(String::from),
+                        );
+                    }
+                    ("etcd".into(), args)
+                }
+                System::Zookeeper => {
+                    let data = ndir.join("data");
+                    std::fs::create_dir_all(&data)?;
+                    std::fs::write(data.join("myid"), format!("{id}\n"))?;
+                    let mut cfg = format!(
+                        "tickTime=100\ninitLimit=50\nsyncLimit=5\ndataDir={}\n\
+                         clientPort={}\nclientPortAddress=127.0.0.1\nmaxClientCnxns=0\n\
+                         minSessionTimeout=200\nmaxSessionTimeout=60000\n\
+                         admin.enableServer=false\n4lw.commands.whitelist=srvr,ruok\n\
+                         forceSync=yes\nautopurge.purgeInterval=0\n",
+                        data.display(),
+                        client[i]
+                    );
+                    for j in 0..n {
+                        cfg.push_str(&format!(
+                            "server.{}=127.0.0.1:{}:{}\n",
+                            j + 1,
+                            peer[j],
+                            election[j]
+                        ));
+                    }
+                    std::fs::write(ndir.join("zoo.cfg"), cfg)?;
+                    std::fs::write(
+                        ndir.join("log4j.properties"),
+                        "log4j.rootLogger=WARN, CONSOLE\n\
+                         log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\n\
+                         log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n\
+                         log4j.appender.CONSOLE.layout.ConversionPattern=%d %p %m%n\n",
+                    )?;
+                    let args = vec![
+                        "-Xmx1g".to_string(),
+                        "-XX:+UseG1GC".into(),
+                        "-Dzookeeper.log.dir=.".into(),
+                        format!(
+                            "-Dlog4j.configuration=file:{}/log4j.properties",
+                            ndir.display()
+                        ),
+                        "-cp".into(),
+                        format!("{}:/usr/share/java/zookeeper.jar", ndir.display()),
+                        "org.apache.zookeeper.server.quorum.QuorumPeerMain".into(),
+                        ndir.join("zoo.cfg").display().to_string(),
+                    ];
+                    ("java".into(), args)
+                }
+                System::Redis => {
+                    let args = [
+                        "--port",
+                        &client[i].to_string(),
+                        "--bind",
+                        "127.0.0.1",
+                        "--save",
+                        "",
+                        "--appendonly",
+                        "no",
+                        "--dir",
+                        &ndir.display().to_string(),
+                    ];
+                    (
+                        "redis-server".into(),
+                        args.iter().map(|s| s.to_string()).collect(),
+                    )
+                }
+            };
+            let mut node = Node {
+                program,
+                args,
+                dir: ndir,
+                client_addr,
+                child: None,
+            };
+            node.spawn()?;
+            nodes.push(node);
+        }
+        let cluster = Cluster {
+            system,
+            nodes,
+            _dir: dir,
+        };
+        cluster.wait_leader(Duration::from_secs(60)).await?;
+        Ok(cluster)
+    }
+
+    /// Client endpoints, `127.0.0.1:port`, node order.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.client_addr.clone()).collect()
+    }
+
+    /// Process ids of the running nodes (None for a killed one).
+    pub fn pids(&self) -> Vec<Option<u32>> {
+        self.nodes
+            .iter()
+            .map(|n| n.child.as_ref().map(Child::id))
+            .collect()
+    }
+
+    /// Waits until some node reports itself leader; returns its index.
+    pub async fn wait_leader(&self, within: Duration) -> Result<usize> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(i) = self.leader().await {
+                return Ok(i);
+            }
+            if Instant::now() > deadline {
+                let logs: Vec<String> = self
+                    .nodes
+                    .iter()
+                    .map(|n| {
+                        std::fs::read_to_string(n.dir.join("out.log"))
+                            .unwrap_or_default()
+                            .lines()
+                            .rev()
+                            .take(5)
+                            .collect::<Vec<_>>()
+                            .join(" | ")
+                    })
+                    .collect();
+                bail!(
+                    "{:?}: no leader within {within:?}; logs: {logs:?}",
+                    self.system
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The index of the node that says it leads, if one does.
+    pub async fn leader(&self) -> Option<usize> {
+        for (i, n) in self.nodes.iter().enumerate() {
+            if n.child.is_none() {
+                continue;
+            }
+            let leads = match self.system {
+                System::Warden => warden_leads(&n.client_addr).await,
+                System::Etcd { .. } => etcd_leads(&n.client_addr).await,
+                System::Zookeeper => zk_mode(&n.client_addr)
+                    .await
+                    .is_some_and(|m| m == "leader" || m == "standalone"),
+                System::Redis => redis_ping(&n.client_addr).await,
+            };
+            if leads {
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// `kill -9` node `i`.
+    pub fn kill9(&mut self, i: usize) -> Result<()> {
+        if let Some(mut c) = self.nodes[i].child.take() {
+            c.kill()?;
+            c.wait()?;
+        }
+        Ok(())
+    }
+
+    /// Starts node `i` again with the same flags and data dir.
+    pub fn restart(&mut self, i: usize) -> Result<()> {
+        self.nodes[i].spawn()
+    }
+}
+
+async fn warden_leads(addr: &str) -> bool {
+    let options = warden_client::ClientOptions {
+        deadline: Duration::from_millis(300),
+        attempt_timeout: Duration::from_millis(300),
+        ..Default::default()
+    };
+    let Ok(c) = warden_client::Client::connect(vec![addr.to_owned()], options).await else {
+        return false;
+    };
+    match c.cluster_status_within(Duration::from_millis(300)).await {
+        Ok(s) => s.leader_id != 0 && s.leader_id == s.node_id,
+        Err(_) => false,
+    }
+}
+
+async fn etcd_leads(addr: &str) -> bool {
+    let options = etcd_client::ConnectOptions::new()
+        .with_connect_timeout(Duration::from_millis(300))
+        .with_timeout(Duration::from_millis(300));
+    let Ok(mut c) = etcd_client::Client::connect([addr], Some(options)).await else {
+        return false;
+    };
+    match c.status().await {
+        Ok(s) => s.leader() != 0 && s.header().map(|h| h.member_id()) == Some(s.leader()),
+        Err(_) => false,
+    }
+}
+
+/// ZooKeeper's `srvr` four-letter word: the `Mode:` line.
+pub async fn zk_mode(addr: &str) -> Option<String> {
+    let addr = addr.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let sock = addr.parse().ok()?;
+        let mut s = std::net::TcpStream::connect_timeout(&sock, Duration::from_millis(300)).ok()?;
+        s.set_read_timeout(Some(Duration::from_millis(500))).ok()?;
+        s.write_all(b"srvr").ok()?;
+        let mut out = String::new();
+        s.read_to_string(&mut out).ok()?;
+        out.lines()
+            .find_map(|l| l.strip_prefix("Mode: "))
+            .map(|m| m.trim().to_owned())
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
+async fn redis_ping(addr: &str) -> bool {
+    let Ok(client) = redis::Client::open(format!("redis://{addr}/")) else {
+        return false;
+    };
+    let Ok(Ok(mut conn)) = tokio::time::timeout(
+        Duration::from_millis(300),
+        client.get_multiplexed_async_connection(),
+    )
+    .await
+    else {
+        return false;
+    };
+    redis::cmd("PING")
+        .query_async::<String>(&mut conn)
+        .await
+        .is_ok()
+}
+
+/// (utime + stime) in clock ticks (USER_HZ = 100), and VmRSS in KiB.
+pub fn proc_usage(pid: u32) -> (u64, u64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit(')').next().unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks = f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+        + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let rss = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    (ticks, rss)
+}
