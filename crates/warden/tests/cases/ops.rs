@@ -600,3 +600,65 @@ async fn rolling_restart_keeps_a_renewing_holders_lock() {
     let e = api.renew(lease + 1000).await.expect_err("unknown lease");
     assert_eq!(e.code(), Code::NotFound, "{e:?}");
 }
+
+/// Waits (deadline 20 s) for `child` to exit; returns its exit code and stderr.
+fn exit_of(mut child: std::process::Child, mut poke: impl FnMut()) -> (Option<i32>, String) {
+    use std::io::Read;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the CLI did not exit within 20 s");
+        }
+        poke();
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut stderr);
+    }
+    (status.code(), stderr)
+}
+
+// Public bug: `warden cluster status | true` and `warden watch ... | head -1`
+// panicked with "failed printing to stdout: Broken pipe" (exit 101). A closed
+// stdout now stops a one-shot command and a stream quietly with exit 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_stops_quietly_when_its_stdout_is_closed() {
+    let cluster = Cluster::start(1, &[]).await;
+    let spawn = |args: &[&str]| {
+        let mut child = Command::new(warden_bin())
+            .args(args)
+            .args(["--endpoints", &cluster.endpoints()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn warden");
+        // Close the read end before the CLI has connected, let alone printed.
+        drop(child.stdout.take());
+        child
+    };
+    for format in ["text", "json"] {
+        let status = spawn(&["cluster", "status", "--output", format]);
+        let (code, err) = exit_of(status, || {});
+        assert_eq!(code, Some(0), "cluster status --output {format}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+
+    // A stream ends at its first event that finds stdout closed. The watch
+    // subscribes at the current index, so grants are made until it exits.
+    let watch = spawn(&["watch", "--prefix", ""]);
+    let mut n = 0;
+    let (code, err) = exit_of(watch, || {
+        n += 1;
+        let (code, _, err) = cluster.cli(&["acquire", &format!("pipe-{n}"), "--ttl", "30s"]);
+        assert_eq!(code, 0, "{err}");
+    });
+    assert_eq!(code, Some(0), "watch: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
