@@ -253,7 +253,9 @@ async fn wiped_node_is_replaced_and_every_lock_survives() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_to_five_to_three_under_load_loses_nothing() {
     let mut cluster = Cluster::start(3, &["--allow-admin"]).await;
-    let a4 = spawn_joiner(&mut cluster, 4, &[]);
+    let http4 = format!("127.0.0.1:{}", free_port());
+    let a4 = spawn_joiner(&mut cluster, 4, &["--admin-listen".into(), http4.clone()]);
+    wait_listening(&http4);
     let a5 = spawn_joiner(&mut cluster, 5, &[]);
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -309,6 +311,9 @@ async fn three_to_five_to_three_under_load_loses_nothing() {
     assert_eq!(code, 0, "{err}");
     assert!(!ids(&j["voters"]).contains(&leader), "{j}");
     cluster.terminate(leader, Duration::from_secs(10));
+    // Node 4 is a ready member until it is removed (public bug: /readyz
+    // still answered 200 on a removed node).
+    readyz_until(&http4, true).await;
     let (code, j, err) = cli_running(&cluster, &["cluster", "remove-node", "4"]);
     assert_eq!(code, 0, "{err}");
     let remaining: BTreeSet<u64> = [1, 2, 3, 5]
@@ -316,6 +321,8 @@ async fn three_to_five_to_three_under_load_loses_nothing() {
         .filter(|id| *id != leader)
         .collect();
     assert_eq!(ids(&j["voters"]), remaining);
+    let removed = readyz_until(&http4, false).await;
+    assert_eq!(removed.json()["node_id"], 4, "{}", removed.body);
     cluster.terminate(4, Duration::from_secs(10));
     wait_healthy_members(&cluster, &remaining, Duration::from_secs(20)).await;
 
@@ -599,6 +606,36 @@ async fn rolling_restart_keeps_a_renewing_holders_lock() {
     assert_eq!((h.lease_id, h.fencing_token), (lease, token));
     let e = api.renew(lease + 1000).await.expect_err("unknown lease");
     assert_eq!(e.code(), Code::NotFound, "{e:?}");
+}
+
+/// Polls `GET /readyz` at `http` until it is 200 (`ready`) or 503 (not),
+/// deadline 10 s; returns that answer.
+async fn readyz_until(http: &str, ready: bool) -> warden_fence::http::client::Reply {
+    let want = if ready { 200 } else { 503 };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = warden_fence::http::client::request(
+            http,
+            "GET",
+            "/readyz",
+            &[],
+            b"",
+            Duration::from_secs(2),
+        )
+        .await
+        .expect("http");
+        if r.status == want {
+            assert_eq!(r.json()["ready"], ready, "{}", r.body);
+            return r;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{http}/readyz never answered {want}: {} {}",
+            r.status,
+            r.body
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Waits (deadline 20 s) for `child` to exit; returns its exit code and stderr.
