@@ -509,7 +509,7 @@ mod tests {
                     addr: format!("127.0.0.1:700{id}"),
                     role: if id == 2 { "leader" } else { "follower" }.into(),
                     applied_index: 118,
-                    last_contact_ms: 0,
+                    last_contact_ms: Some(0),
                     matched_index: 118,
                 })
                 .collect(),
