@@ -182,8 +182,10 @@ pub struct ServerArgs {
     /// Longest a SIGTERM'd leader waits to hand leadership over [default: 2s].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub leader_transfer_timeout: Option<Duration>,
-    /// Allow `warden release --force` (Admin/ForceRelease) through this node;
-    /// refused with PermissionDenied otherwise. Config file: `allow-admin = true`.
+    /// Allow admin calls through this node: `warden release --force`
+    /// (Admin/ForceRelease) and the membership changes `warden cluster
+    /// add-node | remove-node | replace-node`; refused with PermissionDenied
+    /// otherwise. Config file: `allow-admin = true`.
     #[arg(long)]
     pub allow_admin: bool,
     /// Largest request the public services decode, in bytes (1024..=4194304)
