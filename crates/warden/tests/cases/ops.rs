@@ -423,7 +423,7 @@ async fn save_and_restore_into_a_new_cluster() {
     }
 
     // Restore every member of the new cluster from the same file.
-    let mut new = Cluster::prepare(3, &[]);
+    let mut new = Cluster::prepare(3, &["--allow-admin"]);
     let mut cluster_id = String::new();
     for id in 1..=3u64 {
         let mut cmd = Command::new(warden_bin());
@@ -459,6 +459,9 @@ async fn save_and_restore_into_a_new_cluster() {
         assert_eq!(j["cluster_id"], cluster_id.as_str());
     }
     assert_ne!(cluster_id, old_id);
+    // Every restored deadline is set after this instant (the nodes load the
+    // snapshot when they start).
+    let spawned = Instant::now();
     for id in 1..=3 {
         new.spawn(id);
     }
@@ -475,6 +478,16 @@ async fn save_and_restore_into_a_new_cluster() {
             (*lease, *token),
             "{resource}"
         );
+        // A restored lease starts over with its full TTL (counted from when
+        // the new cluster loaded it, so at least TTL − time since spawn is
+        // left), not with what was left of it in the old cluster.
+        assert_eq!(h.ttl_ms, 30_000, "{resource}");
+        let since_spawn = spawned.elapsed().as_millis() as u64;
+        assert!(
+            h.ttl_remaining_ms + since_spawn >= 30_000,
+            "{resource}: {} ms left {since_spawn} ms after the restored nodes started",
+            h.ttl_remaining_ms
+        );
         // The holder's lease lives on in the new cluster.
         assert_eq!(api.renew(*lease).await.expect("renew"), 30_000);
         // Nobody else gets it.
@@ -483,6 +496,19 @@ async fn save_and_restore_into_a_new_cluster() {
             .await
             .expect("try");
         assert!(matches!(other, Final::NotGranted { .. }), "{other:?}");
+    }
+    // A restored held resource has a lock-delay (its lease's TTL): ended
+    // involuntarily (force-release), it is not granted to anyone at once.
+    let (code, j, err) = new.cli(&["release", "--force", "backup-0"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(j["lease_id"].as_u64(), Some(held[0].1), "{j}");
+    match api
+        .acquire(670, 1, "backup-0", 10_000)
+        .await
+        .expect("try after force-release")
+    {
+        Final::NotGranted { reason, .. } => assert_eq!(reason, "lock_delay"),
+        other => panic!("granted during the restored lock-delay: {other:?}"),
     }
     let (_, first) = api
         .acquire(660, 1, "after-restore", 10_000)
