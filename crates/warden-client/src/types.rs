@@ -287,8 +287,10 @@ pub struct Member {
     pub role: String,
     /// Last log index applied to its lock table.
     pub applied_index: u64,
-    /// Milliseconds since the leader last heard from it (0 for itself).
-    pub last_contact_ms: u64,
+    /// Milliseconds since the leader last heard from it (0 for the answering
+    /// node itself); `None` when never heard from, or unknown (a follower
+    /// answered).
+    pub last_contact_ms: Option<u64>,
     /// Last log index known to match the leader's; 0 if unknown.
     pub matched_index: u64,
 }
@@ -414,7 +416,7 @@ impl From<v1::ClusterStatusResponse> for ClusterStatus {
                     addr: m.addr,
                     role: m.role,
                     applied_index: m.applied_index,
-                    last_contact_ms: m.last_contact_ms,
+                    last_contact_ms: m.contacted.then_some(m.last_contact_ms),
                     matched_index: m.matched_index,
                 })
                 .collect(),

@@ -114,7 +114,10 @@ impl SnapshotFile {
     /// [`BackupError`] naming what is wrong.
     pub fn decode(bytes: &[u8]) -> Result<SnapshotFile, BackupError> {
         let min = HEADER_BYTES + CHECKSUM_BYTES;
-        if bytes.len() >= FILE_MAGIC.len() && &bytes[..FILE_MAGIC.len()] != FILE_MAGIC {
+        // The magic first, on as many bytes as there are: a short file that
+        // is not a cut-off snapshot is "not a Warden snapshot", not "truncated".
+        let head = bytes.len().min(FILE_MAGIC.len());
+        if bytes[..head] != FILE_MAGIC[..head] {
             return Err(BackupError::NotASnapshot);
         }
         if bytes.len() < min {
@@ -210,8 +213,7 @@ pub fn restore_data_dir(
     let mut table = LockTable::from_snapshot(&file.table).map_err(|e| e.to_string())?;
     let summary = for_new_cluster(&mut table, target.options).map_err(|e| format!("--{e}"))?;
     refuse_non_empty(&target.data_dir)?;
-    let db = Db::open(&target.data_dir)
-        .map_err(|e| format!("--data-dir {}: {e}", target.data_dir.display()))?;
+    let db = open_target(&target.data_dir)?;
     let storage = |e: std::io::Error| format!("--data-dir {}: {e}", target.data_dir.display());
     let cluster_id = target
         .cluster_id
@@ -252,12 +254,30 @@ pub fn restore_data_dir(
     })
 }
 
+/// Opens (creating) the database in `dir`, with the reasons an operator can
+/// act on: not a directory, or in use by a running node.
+fn open_target(dir: &Path) -> Result<Db, String> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(format!("--data-dir: {} is not a directory", dir.display()));
+    }
+    Db::open(dir).map_err(|e| match e.kind() {
+        std::io::ErrorKind::ResourceBusy => format!(
+            "--data-dir: data dir {} is in use by a running node; stop it (a restore writes only into an empty dir)",
+            dir.display()
+        ),
+        _ => format!("--data-dir {}: {e}", dir.display()),
+    })
+}
+
 /// A restore writes only into a dir with no node data.
 fn refuse_non_empty(dir: &Path) -> Result<(), String> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(format!("--data-dir: {} is not a directory", dir.display()));
+    }
     if !dir.join("warden.redb").exists() {
         return Ok(());
     }
-    let db = Db::open(dir).map_err(|e| format!("--data-dir {}: {e}", dir.display()))?;
+    let db = open_target(dir)?;
     let has_id = db
         .get_meta(KEY_CLUSTER_ID)
         .map_err(|e| e.to_string())?
@@ -312,6 +332,15 @@ mod tests {
             SnapshotFile::decode(b"PK\x03\x04 a zip file, not a snapshot at all....."),
             Err(BackupError::NotASnapshot)
         );
+        // A tiny file that is no snapshot: the magic is checked first.
+        assert_eq!(
+            SnapshotFile::decode(b"hello\n"),
+            Err(BackupError::NotASnapshot)
+        );
+        assert!(matches!(
+            SnapshotFile::decode(&good[..5]),
+            Err(BackupError::Truncated { len: 5, .. })
+        ));
         let mut future = good.clone();
         future[9] = 9;
         assert_eq!(
@@ -379,5 +408,38 @@ mod tests {
             Some(report.cluster_id)
         );
         assert!(!db.raft_state_is_empty().expect("state"));
+    }
+
+    // Issue 8 "bad input": a data dir held open by a running node, and a
+    // --data-dir that is a file, are refused with a reason an operator can
+    // act on (not redb's "Database already open. Cannot acquire lock.").
+    #[test]
+    fn restore_names_a_busy_dir_and_a_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut target = RestoreTarget {
+            data_dir: dir.path().join("n1"),
+            node_id: 1,
+            peers: BTreeMap::from([(1, "127.0.0.1:1".to_string())]),
+            cluster_id: None,
+            options: RestoreOptions::default(),
+        };
+        // A fresh node's open database (no cluster id yet), as while it runs.
+        let running = Db::open(&target.data_dir).expect("db");
+        let busy = restore_data_dir(&sample(), &target).expect_err("busy dir");
+        assert!(
+            busy.contains(&format!(
+                "data dir {} is in use by a running node",
+                target.data_dir.display()
+            )),
+            "{busy}"
+        );
+        drop(running);
+        let file = dir.path().join("a-file");
+        std::fs::write(&file, b"x").expect("file");
+        target.data_dir = file.clone();
+        assert_eq!(
+            restore_data_dir(&sample(), &target).expect_err("a file"),
+            format!("--data-dir: {} is not a directory", file.display())
+        );
     }
 }

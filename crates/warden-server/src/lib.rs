@@ -183,6 +183,7 @@ pub async fn run_with(
         cluster_id: cluster_tx,
         empty_at_start,
         bootstrap_lock: Mutex::new(()),
+        leader_contact: health::LeaderContact::default(),
     });
     let node_cell = NodeCell::default();
 
@@ -219,9 +220,16 @@ pub async fn run_with(
             .max_decoding_message_size(config.max_request_bytes),
         );
     let health_task = match config.admin_listen {
-        Some(addr) => {
-            Some(health::serve(addr, config.node_id, node_cell.clone(), stop_rx.clone()).await?)
-        }
+        Some(addr) => Some(
+            health::serve(
+                addr,
+                config.node_id,
+                node_cell.clone(),
+                peer_state.leader_contact.clone(),
+                stop_rx.clone(),
+            )
+            .await?,
+        ),
         None => None,
     };
     // TCP_NODELAY on every accepted connection (clients' and peers'): with

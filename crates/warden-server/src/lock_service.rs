@@ -514,6 +514,7 @@ impl Lock for LockService {
                 matched_index: applied_index,
                 term,
                 lag_entries,
+                contacted: last_contact.is_some(),
             });
         }
         Ok(Response::new(pb::ClusterStatusResponse {

@@ -16,7 +16,7 @@ use warden_proto::peer::{
 use crate::network::SnapshotEnvelope;
 use crate::raft_types::{Raft, Snapshot, TypeConfig};
 use crate::store::{Db, KEY_CLUSTER_ID, KEY_PREPARED_CLUSTER_ID};
-use openraft::raft::VoteRequest;
+use openraft::raft::{AppendEntriesResponse, VoteRequest};
 
 /// State behind the peer service.
 #[derive(Debug)]
@@ -33,6 +33,8 @@ pub struct PeerState {
     pub empty_at_start: bool,
     /// Serialises bootstrap writes.
     pub bootstrap_lock: Mutex<()>,
+    /// When an AppendEntries from a leader was last accepted (`/readyz`).
+    pub leader_contact: crate::health::LeaderContact,
 }
 
 /// The gRPC service.
@@ -102,7 +104,13 @@ impl Peer for PeerService {
     async fn append_entries(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
         let raft = self.check_cluster(&req)?;
         let rpc = decode(req.get_ref())?;
-        reply(raft.append_entries(rpc).await)
+        let r = raft.append_entries(rpc).await;
+        // Any answer but "your vote is stale" means the sender is the leader
+        // this node follows (a log conflict is still contact).
+        if matches!(&r, Ok(resp) if !matches!(resp, AppendEntriesResponse::HigherVote(_))) {
+            self.state.leader_contact.touch();
+        }
+        reply(r)
     }
 
     async fn vote(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {

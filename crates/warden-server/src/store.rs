@@ -85,7 +85,14 @@ impl Db {
     /// Opens or creates `DIR/warden.redb`.
     pub fn open(data_dir: &Path) -> Result<Db, io::Error> {
         std::fs::create_dir_all(data_dir)?;
-        let db = Database::create(data_dir.join("warden.redb")).map_err(io_err)?;
+        let db = Database::create(data_dir.join("warden.redb")).map_err(|e| match e {
+            // Typed, so a caller can say why (`snapshot restore`).
+            redb::DatabaseError::DatabaseAlreadyOpen => io::Error::new(
+                io::ErrorKind::ResourceBusy,
+                "in use by a running node (its database is locked)",
+            ),
+            e => io_err(e),
+        })?;
         let tx = db.begin_write().map_err(io_err)?;
         {
             tx.open_table(LOG).map_err(io_err)?;

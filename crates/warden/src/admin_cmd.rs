@@ -144,14 +144,27 @@ fn ms(v: u64) -> String {
     humantime::format_duration(Duration::from_millis(v)).to_string()
 }
 
-/// The JSON contract of `warden list --output json` (issue 3, CLI contract).
+/// A listed key as shown: `(true, NAME)` for election NAME (its key is
+/// `ELECTION_PREFIX` + NAME, which no lock name can be), else
+/// `(false, RESOURCE)`.
+fn listed_name(key: &str) -> (bool, &str) {
+    match key.strip_prefix(warden_client::ELECTION_PREFIX) {
+        Some(name) => (true, name),
+        None => (false, key),
+    }
+}
+
+/// The JSON contract of `warden list --output json` (issue 3, CLI contract):
+/// `"election": true` marks an election, whose `"resource"` is its NAME.
 pub fn list_json(locks: &[pb::ListedLock]) -> Value {
     Value::Array(
         locks
             .iter()
             .map(|l| {
+                let (election, name) = listed_name(&l.resource);
                 json!({
-                    "resource": l.resource,
+                    "resource": name,
+                    "election": election,
                     "holder": l.holder.as_ref().map(|h| json!({
                         "lease_id": h.lease_id,
                         "fencing_token": h.fencing_token,
@@ -193,44 +206,51 @@ pub async fn list(args: ListArgs) -> Report {
     };
     let stdout = match args.client.output {
         OutputFormat::Json => list_json(&r.locks).to_string(),
-        OutputFormat::Text if r.locks.is_empty() => "no locks".to_string(),
-        OutputFormat::Text => r
-            .locks
-            .iter()
-            .map(|l| {
-                let holder = match &l.holder {
-                    Some(h) => format!(
-                        "held by lease {} (token {}, for {}, TTL left {})",
-                        h.lease_id,
-                        h.fencing_token,
-                        ms(h.age_ms),
-                        ms(h.ttl_remaining_ms)
-                    ),
-                    None => "free (lock-delay)".to_string(),
-                };
-                let waiters: Vec<String> = l
-                    .waiters
-                    .iter()
-                    .map(|w| format!("lease {} ({})", w.lease_id, ms(w.age_ms)))
-                    .collect();
-                if waiters.is_empty() {
-                    format!("{:?}: {holder}", l.resource)
-                } else {
-                    format!(
-                        "{:?}: {holder}; waiting: {}",
-                        l.resource,
-                        waiters.join(", ")
-                    )
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
+        OutputFormat::Text => list_text(&r.locks),
     };
     Report {
         stdout: Some(stdout),
         stderr: None,
         exit_code: output::EXIT_OK,
     }
+}
+
+/// The text of `warden list`: one line per lock (`"NAME": ...`) or
+/// election (`election "NAME": ...`).
+fn list_text(locks: &[pb::ListedLock]) -> String {
+    if locks.is_empty() {
+        return "no locks".to_string();
+    }
+    locks
+        .iter()
+        .map(|l| {
+            let holder = match &l.holder {
+                Some(h) => format!(
+                    "held by lease {} (token {}, for {}, TTL left {})",
+                    h.lease_id,
+                    h.fencing_token,
+                    ms(h.age_ms),
+                    ms(h.ttl_remaining_ms)
+                ),
+                None => "free (lock-delay)".to_string(),
+            };
+            let waiters: Vec<String> = l
+                .waiters
+                .iter()
+                .map(|w| format!("lease {} ({})", w.lease_id, ms(w.age_ms)))
+                .collect();
+            let name = match listed_name(&l.resource) {
+                (true, name) => format!("election {name:?}"),
+                (false, resource) => format!("{resource:?}"),
+            };
+            if waiters.is_empty() {
+                format!("{name}: {holder}")
+            } else {
+                format!("{name}: {holder}; waiting: {}", waiters.join(", "))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// A client id for one CLI run: never 0, below 2^53 (S7).
@@ -407,11 +427,37 @@ mod tests {
         assert_eq!(
             list_json(&locks),
             json!([
-                {"resource": "a",
+                {"resource": "a", "election": false,
                  "holder": {"lease_id": 3, "fencing_token": 9, "age_ms": 10, "ttl_remaining_ms": 900},
                  "waiters": [{"lease_id": 4, "age_ms": 5}]},
-                {"resource": "b", "holder": null, "waiters": []}
+                {"resource": "b", "election": false, "holder": null, "waiters": []}
             ])
+        );
+    }
+
+    // Public bug: `warden list` showed an election's internal key
+    // ("\u{1}election/NAME"); it shows `election "NAME"` (text) and
+    // `"election": true` with the NAME (JSON).
+    #[test]
+    fn list_shows_elections_by_name() {
+        let locks = vec![pb::ListedLock {
+            resource: warden_client::election_key("scheduler"),
+            holder: Some(pb::ListHolder {
+                lease_id: 3,
+                fencing_token: 9,
+                age_ms: 1_000,
+                ttl_remaining_ms: 9_000,
+            }),
+            waiters: vec![],
+        }];
+        assert_eq!(
+            list_text(&locks),
+            "election \"scheduler\": held by lease 3 (token 9, for 1s, TTL left 9s)"
+        );
+        let v = list_json(&locks);
+        assert_eq!(
+            (&v[0]["resource"], &v[0]["election"]),
+            (&json!("scheduler"), &json!(true))
         );
     }
 }

@@ -182,8 +182,10 @@ pub struct ServerArgs {
     /// Longest a SIGTERM'd leader waits to hand leadership over [default: 2s].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub leader_transfer_timeout: Option<Duration>,
-    /// Allow `warden release --force` (Admin/ForceRelease) through this node;
-    /// refused with PermissionDenied otherwise. Config file: `allow-admin = true`.
+    /// Allow admin calls through this node: `warden release --force`
+    /// (Admin/ForceRelease) and the membership changes `warden cluster
+    /// add-node | remove-node | replace-node`; refused with PermissionDenied
+    /// otherwise. Config file: `allow-admin = true`.
     #[arg(long)]
     pub allow_admin: bool,
     /// Largest request the public services decode, in bytes (1024..=4194304)
@@ -344,14 +346,23 @@ pub struct ClusterStatusArgs {
 /// Every member of the cluster: id → `host:port`.
 pub type Peers = BTreeMap<u64, String>;
 
-/// Parses a duration such as `50ms`, `10s`, `1m 30s`.
+/// Parses a duration such as `50ms`, `10s`, `1m 30s`. Durations are used in
+/// whole milliseconds (u64), so a longer one is refused here, naming what
+/// was typed: a later range check would echo a clamped value instead.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     if text == "0" {
         return Ok(Duration::ZERO);
     }
-    humantime::parse_duration(text)
-        .map_err(|e| format!("{text:?} is not a duration ({e}); use e.g. 500ms, 10s, 1m"))
+    let d = humantime::parse_duration(text)
+        .map_err(|e| format!("{text:?} is not a duration ({e}); use e.g. 500ms, 10s, 1m"))?;
+    if d.as_millis() > u128::from(u64::MAX) {
+        return Err(format!(
+            "{text:?} is too long a duration (more than {} ms)",
+            u64::MAX
+        ));
+    }
+    Ok(d)
 }
 
 /// Parses a lease id or fencing token: a whole number in 1..=2^53-1.
@@ -459,6 +470,25 @@ mod tests {
         assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
         assert!(parse_duration("10").unwrap_err().contains("e.g. 500ms"));
         assert!(parse_duration("soon").is_err());
+    }
+
+    // Public bug: `--ttl 18446744073709551615s` was echoed clamped
+    // ("584542046years ..."); the error now names what was typed.
+    #[test]
+    fn a_huge_duration_is_refused_with_the_text_typed() {
+        let e = parse_duration("18446744073709551615s").unwrap_err();
+        assert!(
+            e.starts_with("\"18446744073709551615s\" is too long"),
+            "{e}"
+        );
+        assert!(!e.contains("years"), "{e}");
+        let e = parse(&["acquire", "r", "--ttl", "18446744073709551615s"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("18446744073709551615s") && !e.contains("years"),
+            "{e}"
+        );
     }
 
     // The acquire surface: --ttl or --lease (exactly one), --wait defaults to a try-lock.

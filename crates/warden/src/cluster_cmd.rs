@@ -177,7 +177,8 @@ pub fn status_report(r: &pb::ClusterStatusResponse, format: OutputFormat) -> Rep
             if let Some(members) = v["members"].as_array_mut() {
                 for (j, m) in members.iter_mut().zip(&r.members) {
                     j["term"] = json!(m.term);
-                    j["last_contact_ms"] = json!(m.last_contact_ms);
+                    // null: never heard from (or a follower answered).
+                    j["last_contact_ms"] = json!(m.contacted.then_some(m.last_contact_ms));
                     j["matched_index"] = json!(m.matched_index);
                     j["lag_entries"] = json!(m.lag_entries);
                 }
@@ -212,6 +213,8 @@ pub fn status_report(r: &pb::ClusterStatusResponse, format: OutputFormat) -> Rep
                 };
                 let contact = if m.role == "leader" {
                     "-".to_string()
+                } else if !m.contacted {
+                    "never".to_string()
                 } else {
                     format!("{} ago", ms(m.last_contact_ms))
                 };
@@ -281,6 +284,7 @@ mod tests {
                     matched_index: 120,
                     term: 4,
                     lag_entries: 0,
+                    contacted: true,
                 },
                 pb::Member {
                     id: 2,
@@ -291,6 +295,18 @@ mod tests {
                     matched_index: 90,
                     term: 0,
                     lag_entries: 31,
+                    contacted: true,
+                },
+                pb::Member {
+                    id: 3,
+                    addr: "127.0.0.1:7003".into(),
+                    role: "unreachable".into(),
+                    applied_index: 0,
+                    last_contact_ms: 0,
+                    matched_index: 0,
+                    term: 0,
+                    lag_entries: 121,
+                    contacted: false,
                 },
             ],
             timing: None,
@@ -313,6 +329,9 @@ mod tests {
         assert_eq!(m["last_contact_ms"], 4_000);
         assert_eq!(m["matched_index"], 90);
         assert_eq!(v["members"][0]["term"], 4);
+        assert_eq!(v["members"][0]["last_contact_ms"], 0);
+        // Never heard from is null, not 0 (0 is the answering node itself).
+        assert_eq!(v["members"][2]["last_contact_ms"], Value::Null);
     }
 
     #[test]
@@ -325,6 +344,8 @@ mod tests {
             row.contains("unreachable") && row.contains(" 31 ") && row.contains("4s ago"),
             "{row}"
         );
+        let row = text.lines().find(|l| l.starts_with("3 ")).expect("row 3");
+        assert!(row.ends_with("never"), "{row}");
         assert!(text.contains("timing: not reported"), "{text}");
     }
 }

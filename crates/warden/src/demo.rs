@@ -56,9 +56,10 @@ pub async fn holder(args: DemoHolderArgs) -> anyhow::Result<u8> {
         } => (lease_id, fencing_token),
         AcquireResult::NotGranted { reason, .. } => bail!("not granted: {reason:?}"),
     };
-    println!(
-        "{}",
-        serde_json::json!({"event":"granted","lease_id":lease_id,"fencing_token":token})
+    // The parent reads these lines; if it is gone, nobody is left to tell.
+    let _ = crate::output::line(
+        &serde_json::json!({"event":"granted","lease_id":lease_id,"fencing_token":token})
+            .to_string(),
     );
     // Keep the lease alive (every TTL/3) until the write: a stopped process
     // stops renewing, which is how its lease expires.
@@ -89,9 +90,9 @@ pub async fn holder(args: DemoHolderArgs) -> anyhow::Result<u8> {
     )
     .await
     .context("writing to the fenced store")?;
-    println!(
-        "{}",
-        serde_json::json!({"event":"write","status":reply.status,"fencing_token":token,"body":reply.json()})
+    let _ = crate::output::line(
+        &serde_json::json!({"event":"write","status":reply.status,"fencing_token":token,"body":reply.json()})
+            .to_string(),
     );
     Ok(match reply.status {
         200 => 0,
@@ -169,7 +170,8 @@ struct Timeline {
 impl Timeline {
     fn say(&self, text: impl AsRef<str>) {
         let ms = self.start.elapsed().as_millis();
-        println!("{:>6} ms  {}", ms, text.as_ref());
+        // A closed stdout only loses the narration; the demo still cleans up.
+        let _ = crate::output::line(&format!("{:>6} ms  {}", ms, text.as_ref()));
     }
 }
 

@@ -270,21 +270,23 @@ pub async fn run(args: DevArgs) -> anyhow::Result<u8> {
     }
     save_state(&dir, &state)?;
 
-    println!(
+    // A closed stdout (`warden dev | head -1`) does not stop the cluster:
+    // these lines are for a reader, the nodes run until a signal.
+    let _ = crate::output::line(&format!(
         "warden dev: {} nodes, data in {}",
         nodes.0.len(),
         dir.display()
-    );
+    ));
     for node in &nodes.0 {
-        println!(
+        let _ = crate::output::line(&format!(
             "  node {}  {}  pid {}  log {}",
             node.id,
             node.addr,
             node.pid,
             node.log.display()
-        );
+        ));
     }
-    println!("export WARDEN_ENDPOINTS={}", state.endpoints());
+    let _ = crate::output::line(&format!("export WARDEN_ENDPOINTS={}", state.endpoints()));
 
     let client = Client::connect(
         state.nodes.iter().map(|n| n.addr.clone()).collect(),
@@ -309,11 +311,11 @@ pub async fn run(args: DevArgs) -> anyhow::Result<u8> {
         .find(|m| m.id == status.leader_id)
         .map(|m| m.addr.as_str())
         .unwrap_or("?");
-    println!(
+    let _ = crate::output::line(&format!(
         "leader: node {} ({leader_addr}), term {}",
         status.leader_id, status.term
-    );
-    println!("ready");
+    ));
+    let _ = crate::output::line("ready");
     eprintln!(
         "try: warden acquire demo --ttl 30s   (with WARDEN_ENDPOINTS set as above); Ctrl-C stops the cluster"
     );

@@ -159,8 +159,10 @@ pub async fn run(args: ElectArgs) -> u8 {
                     fencing_token: h.fencing_token,
                     value: h.value,
                 });
-                println!("{}", leader_line(&args.name, leader.as_ref(), format));
-                EXIT_OK
+                match crate::output::line(&leader_line(&args.name, leader.as_ref(), format)) {
+                    Ok(()) => EXIT_OK,
+                    Err(e) => crate::output::stdout_failed(&e, EXIT_OK),
+                }
             }
             Err(e) => fail(&describe_error(&e)),
         };
@@ -170,14 +172,18 @@ pub async fn run(args: ElectArgs) -> u8 {
             let mut observer = Observer::start(client.clone(), &args.name).await?;
             loop {
                 let leader = observer.next().await?;
-                println!("{}", leader_line(&args.name, Some(&leader), format));
+                if let Err(e) = crate::output::line(&leader_line(&args.name, Some(&leader), format))
+                {
+                    // The reader closed stdout: the stream ends.
+                    return Ok::<std::io::Error, WatchError>(e);
+                }
             }
         };
         return tokio::select! {
             r = observe => match r {
                 Err(WatchError::Client(e)) => fail(&describe_error(&e)),
                 Err(e) => fail(&e.to_string()),
-                Ok(()) => EXIT_OK,
+                Ok(e) => crate::output::stdout_failed(&e, EXIT_OK),
             },
             () = interrupt.recv() => EXIT_OK,
         };
@@ -224,10 +230,18 @@ async fn campaign(
             };
         }
     };
-    println!(
-        "{}",
-        elected_line(name, &value, leadership.fencing_token(), format)
-    );
+    // A closed stdout does not end the leadership: only the announcement
+    // is lost, and the leader keeps leading until interrupted or it loses.
+    if let Err(e) = crate::output::line(&elected_line(
+        name,
+        &value,
+        leadership.fencing_token(),
+        format,
+    )) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("warning: cannot write to stdout: {e}");
+        }
+    }
     tokio::select! {
         lost = leadership.lost() => {
             eprintln!(

@@ -467,10 +467,10 @@ async fn supervise(
         return loss_code;
     }
     let lease_id = session.lease_id();
-    release(&session, guard, &args.resource).await;
+    let released = release(&session, guard, &args.resource).await;
     if stopped.any() {
         say(&format!(
-            "stopped CMD: no renew of lease {lease_id} on {:?} was acknowledged in time; {} (the lease held on; released)",
+            "stopped CMD: no renew of lease {lease_id} on {:?} was acknowledged in time; {} (the lease held on; {released})",
             args.resource,
             stopped.describe()
         ));
@@ -489,20 +489,40 @@ async fn wait_group_gone(pgid: Pid) {
 }
 
 /// Releases the grant and waits for the commit, then closes the session.
-async fn release(session: &Session, guard: LockGuard, resource: &str) {
-    match guard.release().await {
-        Ok(_) | Err(ClientError::NotFound { .. }) => {}
-        Err(e) => say(&format!(
-            "could not release {resource:?} ({}); closing the session frees it",
-            describe_error(&e)
-        )),
-    }
-    if let Err(e) = session.clone().close().await {
-        say(&format!(
-            "could not revoke lease {} ({}); it expires after its TTL",
-            session.lease_id(),
-            describe_error(&e)
-        ));
+/// Returns what happened to the lock, for a final line: `released`, or how
+/// it ends when the release failed.
+async fn release(session: &Session, guard: LockGuard, resource: &str) -> &'static str {
+    let released = match guard.release().await {
+        Ok(_) | Err(ClientError::NotFound { .. }) => true,
+        Err(e) => {
+            say(&format!(
+                "could not release {resource:?} ({}); closing the session frees it",
+                describe_error(&e)
+            ));
+            false
+        }
+    };
+    let revoked = match session.clone().close().await {
+        Ok(()) => true,
+        Err(e) => {
+            say(&format!(
+                "could not revoke lease {} ({}); it expires after its TTL",
+                session.lease_id(),
+                describe_error(&e)
+            ));
+            false
+        }
+    };
+    release_outcome(released, revoked)
+}
+
+/// The lock's fate after [`release`]: `released` is the release's success,
+/// `revoked` the session close's.
+fn release_outcome(released: bool, revoked: bool) -> &'static str {
+    match (released, revoked) {
+        (true, _) => "released",
+        (false, true) => "not released, but its lease was revoked, which freed it",
+        (false, false) => "NOT released: it stays held until the lease expires after its TTL",
     }
 }
 
@@ -521,6 +541,16 @@ mod tests {
     }
 
     const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    // Public bug: after a failed release (no quorum) the final line still
+    // said "released"; it now says what became of the lock.
+    #[test]
+    fn the_final_line_tells_whether_the_lock_was_released() {
+        assert_eq!(release_outcome(true, true), "released");
+        assert_eq!(release_outcome(true, false), "released");
+        assert!(release_outcome(false, true).starts_with("not released"));
+        assert!(release_outcome(false, false).starts_with("NOT released"));
+    }
 
     // Issue 4 CLI contract: kill-grace defaults to min(1 s, TTL/5); CMD comes after `--`.
     #[test]

@@ -16,7 +16,6 @@
 //! first line on stdout is `fenced-store listening on HOST:PORT` (so
 //! `--listen 127.0.0.1:0` works).
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -77,8 +76,8 @@ pub async fn run(args: FencedStoreArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("--listen {}: cannot bind", args.listen))?;
     let addr = listener.local_addr()?;
-    println!("fenced-store listening on {addr}");
-    let _ = std::io::stdout().flush();
+    // A closed stdout does not stop the store (stderr says the same).
+    let _ = crate::output::line(&format!("fenced-store listening on {addr}"));
     eprintln!(
         "fenced-store: serving on {addr}, data in {}",
         path.display()

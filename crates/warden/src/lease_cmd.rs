@@ -131,17 +131,25 @@ async fn keep_alive(args: LeaseKeepAliveArgs) -> Report {
         };
         renewed += 1;
         // One line per acknowledgement (JSON lines in json mode).
-        match args.client.output {
-            OutputFormat::Json => println!(
-                "{}",
+        let line = match args.client.output {
+            OutputFormat::Json => {
                 json!({"lease_id": ack.lease_id, "ttl_ms": ack.ttl_ms, "sequence": ack.sequence})
-            ),
-            OutputFormat::Text => println!(
+                    .to_string()
+            }
+            OutputFormat::Text => format!(
                 "renewed lease {} (TTL {}, sequence {})",
                 ack.lease_id,
                 fmt_ms(ack.ttl_ms),
                 ack.sequence
             ),
+        };
+        if let Err(e) = crate::output::line(&line) {
+            // The reader closed stdout: the stream (and the keep-alive) ends.
+            return Report {
+                stdout: None,
+                stderr: None,
+                exit_code: crate::output::stdout_failed(&e, EXIT_OK),
+            };
         }
         if args.count.is_some_and(|c| renewed >= c) {
             return Report {

@@ -158,14 +158,19 @@ fn fail(e: &anyhow::Error) -> u8 {
     EXIT_ERROR
 }
 
+/// Prints a one-shot command's report. A closed stdout does not change the
+/// exit code: the command's result stands, only its printing was cut short.
 fn print(report: Report) -> u8 {
+    let mut exit_code = report.exit_code;
     if let Some(stdout) = &report.stdout {
-        println!("{stdout}");
+        if let Err(e) = output::line(stdout) {
+            exit_code = output::stdout_failed(&e, report.exit_code);
+        }
     }
     if let Some(stderr) = &report.stderr {
         eprintln!("{stderr}");
     }
-    report.exit_code
+    exit_code
 }
 
 async fn server(args: ServerArgs) -> anyhow::Result<()> {

@@ -310,6 +310,30 @@ fn cluster_status_text(c: &ClusterStatus) -> String {
     out
 }
 
+/// Writes `text` and a newline to stdout and flushes it. Every stdout write
+/// of the binary goes through here: Rust ignores SIGPIPE, so a reader that
+/// closed the pipe early (`warden cluster status | head -1`) shows up as an
+/// `io::ErrorKind::BrokenPipe` error, which the caller turns into a quiet
+/// stop with [`stdout_failed`] instead of `println!`'s panic (exit 101).
+pub fn line(text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{text}")?;
+    out.flush()
+}
+
+/// The exit code after a stdout write failed: a closed pipe means the reader
+/// has what it wanted, so the command stops quietly with `ok_code`; any other
+/// error (a full disk, ...) is one line on stderr and exit 1.
+pub fn stdout_failed(e: &std::io::Error, ok_code: u8) -> u8 {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        ok_code
+    } else {
+        eprintln!("error: cannot write to stdout: {e}");
+        EXIT_ERROR
+    }
+}
+
 /// An error: one line on stderr, nothing on stdout, exit 1.
 pub fn error(message: &str) -> Report {
     Report {
@@ -485,7 +509,7 @@ mod tests {
                     addr: format!("127.0.0.1:700{id}"),
                     role: if id == 2 { "leader" } else { "follower" }.into(),
                     applied_index: 118,
-                    last_contact_ms: 0,
+                    last_contact_ms: Some(0),
                     matched_index: 118,
                 })
                 .collect(),

@@ -91,14 +91,22 @@ pub async fn run(args: WatchArgs) -> Report {
         let mut printed = 0u64;
         while args.count.is_none_or(|n| printed < n) {
             let e = watcher.next().await?;
-            println!("{}", event_line(&e, args.client.output));
+            if let Err(e) = crate::output::line(&event_line(&e, args.client.output)) {
+                // The reader closed stdout (`| head -1`): the stream ends.
+                return Ok(Some(e));
+            }
             printed += 1;
         }
-        Ok::<(), WatchError>(())
+        Ok::<Option<std::io::Error>, WatchError>(None)
     };
     tokio::select! {
         r = watch => match r {
-            Ok(()) => done(),
+            Ok(None) => done(),
+            Ok(Some(e)) => Report {
+                stdout: None,
+                stderr: None,
+                exit_code: crate::output::stdout_failed(&e, EXIT_OK),
+            },
             Err(e) => failed(e),
         },
         _ = tokio::signal::ctrl_c() => done(),

@@ -183,42 +183,50 @@ exit 7"#;
     assert!(st["holder"].is_null(), "{st}");
 
     // The lease revoked under it (`warden lease revoke`): the session learns
-    // it at its next renew (TTL/3) and CMD is killed at once, exit 3.
-    let pid_file = dir.join("revoked.pid");
-    let mut child = exec(
-        &cluster,
-        &["revoked", "--ttl", "3s"],
-        &[
-            "sh",
-            "-c",
-            r#"echo $$ > "$0"; exec sleep 30"#,
-            pid_file.to_str().expect("utf-8"),
-        ],
-    )
-    .spawn()
-    .expect("spawn exec");
-    poll_until(Duration::from_secs(10), "CMD started", || {
-        read_pid(&pid_file).is_some()
-    })
-    .await;
-    let pid = read_pid(&pid_file).expect("pid");
-    let (_, st, _) = cluster.cli(&["status", "revoked"]);
-    let lease = st["holder"]["lease_id"].as_u64().expect("held");
-    let (code, _, err) = cluster.cli(&["lease", "revoke", &lease.to_string()]);
-    assert_eq!(code, 0, "{err}");
-    poll_until(
-        Duration::from_secs(5),
-        "CMD killed after the revoke",
-        || gone(pid),
-    )
-    .await;
-    let code = wait_exit(&mut child, Duration::from_secs(10)).await;
-    let stderr = read_all(child.stderr.take());
-    assert_eq!(code, 3, "{stderr}");
-    assert!(
-        stderr.contains(&format!("the cluster no longer has lease {lease}")),
-        "{stderr}"
-    );
+    // it at its next renew (TTL/3) and CMD is killed at once, exit 3 — or
+    // the code given with `--exit-code-on-loss` (issue 4 CLI contract).
+    for (extra, want) in [(None, 3), (Some("9"), 9)] {
+        let resource = format!("revoked-{want}");
+        let pid_file = dir.join(format!("{resource}.pid"));
+        let mut args = vec![resource.as_str(), "--ttl", "3s"];
+        if let Some(code) = extra {
+            args.extend(["--exit-code-on-loss", code]);
+        }
+        let mut child = exec(
+            &cluster,
+            &args,
+            &[
+                "sh",
+                "-c",
+                r#"echo $$ > "$0"; exec sleep 30"#,
+                pid_file.to_str().expect("utf-8"),
+            ],
+        )
+        .spawn()
+        .expect("spawn exec");
+        poll_until(Duration::from_secs(10), "CMD started", || {
+            read_pid(&pid_file).is_some()
+        })
+        .await;
+        let pid = read_pid(&pid_file).expect("pid");
+        let (_, st, _) = cluster.cli(&["status", &resource]);
+        let lease = st["holder"]["lease_id"].as_u64().expect("held");
+        let (code, _, err) = cluster.cli(&["lease", "revoke", &lease.to_string()]);
+        assert_eq!(code, 0, "{err}");
+        poll_until(
+            Duration::from_secs(5),
+            "CMD killed after the revoke",
+            || gone(pid),
+        )
+        .await;
+        let code = wait_exit(&mut child, Duration::from_secs(10)).await;
+        let stderr = read_all(child.stderr.take());
+        assert_eq!(code, want, "{stderr}");
+        assert!(
+            stderr.contains(&format!("the cluster no longer has lease {lease}")),
+            "{stderr}"
+        );
+    }
 }
 
 /// S5, issue 4: when exec is cut off from every server (all nodes killed),
@@ -400,7 +408,9 @@ fn leader(cluster: &Cluster, name: &str) -> serde_json::Value {
 /// Issue 4 Election, S2, L1: two campaigners, one leader; the leader's
 /// process is killed (-9); the other is elected with a larger token within
 /// TTL + E (elections have no lock-delay); an observer sees both leaders in
-/// order; SIGTERM resigns (exit 0) and leaves no leader.
+/// order; SIGINT on a leader with a campaigner waiting resigns (exit 0) and
+/// the waiting one is elected at once with a larger token (issue 4); SIGTERM
+/// resigns (exit 0) and leaves no leader.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn elect_fails_over_to_the_other_campaigner() {
     let cluster = Cluster::start(3, &[]).await;
@@ -449,16 +459,47 @@ async fn elect_fails_over_to_the_other_campaigner() {
     assert_eq!(seen.json(Duration::from_secs(10)).await, elected_b);
     assert_eq!(leader(&cluster, "sched"), elected_b);
 
-    // SIGTERM resigns: exit 0, no leader left.
+    // SIGINT on the leader b while c waits: b resigns (exit 0) and c is
+    // elected by the same committed release, long before any TTL runs out.
+    let (mut c, mut c_out) = elect(&cluster, "c", &["sched", "--value", "c", "--ttl", "30s"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while api.status(&key).await.expect("status").waiters != 1 {
+        assert!(
+            Instant::now() < deadline,
+            "c never queued; its stderr: {}",
+            std::fs::read_to_string(&c_out.stderr).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     kill(
         Pid::from_raw(b.id().expect("running") as i32),
-        Signal::SIGTERM,
+        Signal::SIGINT,
     )
-    .expect("SIGTERM b");
+    .expect("SIGINT b");
+    // Within b's TTL (3 s): had b's lease to run out (b renews every TTL/3),
+    // that would take at least 2 s + E = 4.5 s; c is elected by b's
+    // resignation.
+    let elected_c = c_out.json(ttl).await;
+    assert_eq!(elected_c["value"], "c");
+    let token_c = elected_c["fencing_token"].as_u64().expect("token");
+    assert!(token_c > token_b, "S2: {token_c} > {token_b}");
     let status = tokio::time::timeout(Duration::from_secs(10), b.wait())
         .await
         .expect("b exits")
         .expect("wait b");
+    assert_eq!(status.code(), Some(0), "SIGINT resigns with exit 0");
+    assert_eq!(seen.json(Duration::from_secs(10)).await, elected_c);
+
+    // SIGTERM resigns: exit 0, no leader left.
+    kill(
+        Pid::from_raw(c.id().expect("running") as i32),
+        Signal::SIGTERM,
+    )
+    .expect("SIGTERM c");
+    let status = tokio::time::timeout(Duration::from_secs(10), c.wait())
+        .await
+        .expect("c exits")
+        .expect("wait c");
     assert_eq!(status.code(), Some(0));
     assert!(leader(&cluster, "sched").is_null());
     kill(

@@ -253,7 +253,9 @@ async fn wiped_node_is_replaced_and_every_lock_survives() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_to_five_to_three_under_load_loses_nothing() {
     let mut cluster = Cluster::start(3, &["--allow-admin"]).await;
-    let a4 = spawn_joiner(&mut cluster, 4, &[]);
+    let http4 = format!("127.0.0.1:{}", free_port());
+    let a4 = spawn_joiner(&mut cluster, 4, &["--admin-listen".into(), http4.clone()]);
+    wait_listening(&http4);
     let a5 = spawn_joiner(&mut cluster, 5, &[]);
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -309,6 +311,9 @@ async fn three_to_five_to_three_under_load_loses_nothing() {
     assert_eq!(code, 0, "{err}");
     assert!(!ids(&j["voters"]).contains(&leader), "{j}");
     cluster.terminate(leader, Duration::from_secs(10));
+    // Node 4 is a ready member until it is removed (public bug: /readyz
+    // still answered 200 on a removed node).
+    readyz_until(&http4, true).await;
     let (code, j, err) = cli_running(&cluster, &["cluster", "remove-node", "4"]);
     assert_eq!(code, 0, "{err}");
     let remaining: BTreeSet<u64> = [1, 2, 3, 5]
@@ -316,6 +321,8 @@ async fn three_to_five_to_three_under_load_loses_nothing() {
         .filter(|id| *id != leader)
         .collect();
     assert_eq!(ids(&j["voters"]), remaining);
+    let removed = readyz_until(&http4, false).await;
+    assert_eq!(removed.json()["node_id"], 4, "{}", removed.body);
     cluster.terminate(4, Duration::from_secs(10));
     wait_healthy_members(&cluster, &remaining, Duration::from_secs(20)).await;
 
@@ -416,7 +423,7 @@ async fn save_and_restore_into_a_new_cluster() {
     }
 
     // Restore every member of the new cluster from the same file.
-    let mut new = Cluster::prepare(3, &[]);
+    let mut new = Cluster::prepare(3, &["--allow-admin"]);
     let mut cluster_id = String::new();
     for id in 1..=3u64 {
         let mut cmd = Command::new(warden_bin());
@@ -452,6 +459,9 @@ async fn save_and_restore_into_a_new_cluster() {
         assert_eq!(j["cluster_id"], cluster_id.as_str());
     }
     assert_ne!(cluster_id, old_id);
+    // Every restored deadline is set after this instant (the nodes load the
+    // snapshot when they start).
+    let spawned = Instant::now();
     for id in 1..=3 {
         new.spawn(id);
     }
@@ -468,6 +478,16 @@ async fn save_and_restore_into_a_new_cluster() {
             (*lease, *token),
             "{resource}"
         );
+        // A restored lease starts over with its full TTL (counted from when
+        // the new cluster loaded it, so at least TTL − time since spawn is
+        // left), not with what was left of it in the old cluster.
+        assert_eq!(h.ttl_ms, 30_000, "{resource}");
+        let since_spawn = spawned.elapsed().as_millis() as u64;
+        assert!(
+            h.ttl_remaining_ms + since_spawn >= 30_000,
+            "{resource}: {} ms left {since_spawn} ms after the restored nodes started",
+            h.ttl_remaining_ms
+        );
         // The holder's lease lives on in the new cluster.
         assert_eq!(api.renew(*lease).await.expect("renew"), 30_000);
         // Nobody else gets it.
@@ -476,6 +496,19 @@ async fn save_and_restore_into_a_new_cluster() {
             .await
             .expect("try");
         assert!(matches!(other, Final::NotGranted { .. }), "{other:?}");
+    }
+    // A restored held resource has a lock-delay (its lease's TTL): ended
+    // involuntarily (force-release), it is not granted to anyone at once.
+    let (code, j, err) = new.cli(&["release", "--force", "backup-0"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(j["lease_id"].as_u64(), Some(held[0].1), "{j}");
+    match api
+        .acquire(670, 1, "backup-0", 10_000)
+        .await
+        .expect("try after force-release")
+    {
+        Final::NotGranted { reason, .. } => assert_eq!(reason, "lock_delay"),
+        other => panic!("granted during the restored lock-delay: {other:?}"),
     }
     let (_, first) = api
         .acquire(660, 1, "after-restore", 10_000)
@@ -599,4 +632,96 @@ async fn rolling_restart_keeps_a_renewing_holders_lock() {
     assert_eq!((h.lease_id, h.fencing_token), (lease, token));
     let e = api.renew(lease + 1000).await.expect_err("unknown lease");
     assert_eq!(e.code(), Code::NotFound, "{e:?}");
+}
+
+/// Polls `GET /readyz` at `http` until it is 200 (`ready`) or 503 (not),
+/// deadline 10 s; returns that answer.
+async fn readyz_until(http: &str, ready: bool) -> warden_fence::http::client::Reply {
+    let want = if ready { 200 } else { 503 };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = warden_fence::http::client::request(
+            http,
+            "GET",
+            "/readyz",
+            &[],
+            b"",
+            Duration::from_secs(2),
+        )
+        .await
+        .expect("http");
+        if r.status == want {
+            assert_eq!(r.json()["ready"], ready, "{}", r.body);
+            return r;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{http}/readyz never answered {want}: {} {}",
+            r.status,
+            r.body
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits (deadline 20 s) for `child` to exit; returns its exit code and stderr.
+fn exit_of(mut child: std::process::Child, mut poke: impl FnMut()) -> (Option<i32>, String) {
+    use std::io::Read;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the CLI did not exit within 20 s");
+        }
+        poke();
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut stderr);
+    }
+    (status.code(), stderr)
+}
+
+// Public bug: `warden cluster status | true` and `warden watch ... | head -1`
+// panicked with "failed printing to stdout: Broken pipe" (exit 101). A closed
+// stdout now stops a one-shot command and a stream quietly with exit 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_stops_quietly_when_its_stdout_is_closed() {
+    let cluster = Cluster::start(1, &[]).await;
+    let spawn = |args: &[&str]| {
+        let mut child = Command::new(warden_bin())
+            .args(args)
+            .args(["--endpoints", &cluster.endpoints()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn warden");
+        // Close the read end before the CLI has connected, let alone printed.
+        drop(child.stdout.take());
+        child
+    };
+    for format in ["text", "json"] {
+        let status = spawn(&["cluster", "status", "--output", format]);
+        let (code, err) = exit_of(status, || {});
+        assert_eq!(code, Some(0), "cluster status --output {format}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+
+    // A stream ends at its first event that finds stdout closed. The watch
+    // subscribes at the current index, so grants are made until it exits.
+    let watch = spawn(&["watch", "--prefix", ""]);
+    let mut n = 0;
+    let (code, err) = exit_of(watch, || {
+        n += 1;
+        let (code, _, err) = cluster.cli(&["acquire", &format!("pipe-{n}"), "--ttl", "30s"]);
+        assert_eq!(code, 0, "{err}");
+    });
+    assert_eq!(code, Some(0), "watch: {err}");
+    assert!(!err.contains("panicked"), "{err}");
 }
