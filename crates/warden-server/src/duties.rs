@@ -88,16 +88,21 @@ pub async fn run(node: Weak<Node>) {
         if !promoted {
             let cmd = Command::Promote(Promote { leader, grace_ms });
             match node.propose(cmd).await {
-                // `propose` returns after the entry has applied here.
+                // `propose` returns after the entry has applied here. The
+                // duties run at once, not a tick later: a leader that
+                // crash-loops gets little time between restarts, and what is
+                // already due must go in that time (L2).
                 Ok(_) => {
                     tracing::info!(term = leader.term, "leader duties start (promote applied)");
                     if let Ok(mut p) = node.promoted.lock() {
                         *p = Some(leader);
                     }
                 }
-                Err(e) => tracing::debug!("promote: {}", e.message()),
+                Err(e) => {
+                    tracing::debug!("promote: {}", e.message());
+                    continue;
+                }
             }
-            continue;
         }
         let now = node.shared.clock.now();
         // 2. Expire due leases and timed-out waiters.
