@@ -192,10 +192,24 @@ impl Client {
         options: AcquireOptions,
         on_queued: impl Fn(Queued) + Send + Sync,
     ) -> Result<AcquireResult, ClientError> {
+        self.acquire_inner(resource.into(), options, on_queued, true)
+            .await
+    }
+
+    /// The acquire; `renew_while_waiting` false when the caller keeps the
+    /// lease alive itself (a [`Session`](crate::Session) already renews its
+    /// lease: a second keep-alive would renew it twice).
+    pub(crate) async fn acquire_inner(
+        &self,
+        resource: String,
+        options: AcquireOptions,
+        on_queued: impl Fn(Queued) + Send + Sync,
+        renew_while_waiting: bool,
+    ) -> Result<AcquireResult, ClientError> {
         let in_flight = InFlight::begin(&self.inner.request_ids);
         let request = v1::AcquireRequest {
             header: Some(self.header(&in_flight)),
-            resource: resource.into(),
+            resource,
             ttl_ms: if options.lease_id.is_some() {
                 0
             } else {
@@ -249,7 +263,14 @@ impl Client {
             }
         });
         let known_ttl_ms = options.lease_id.is_none().then(|| millis(options.ttl));
-        let keep_alive = self.keep_waiting_lease_alive(waiting_lease_rx, known_ttl_ms);
+        let keep_alive = async {
+            if renew_while_waiting {
+                self.keep_waiting_lease_alive(waiting_lease_rx, known_ttl_ms)
+                    .await
+            } else {
+                std::future::pending().await
+            }
+        };
         let result = tokio::select! {
             result = acquire => result,
             never = keep_alive => match never {},

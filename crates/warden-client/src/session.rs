@@ -475,7 +475,8 @@ impl Session {
             lock_delay: Duration::ZERO,
         };
         let result = tokio::select! {
-            r = self.client().acquire(resource, options) => r?,
+            // The session's keep-alive renews the lease while it waits.
+            r = self.client().acquire_inner(resource.to_owned(), options, |_| {}, false) => r?,
             lost = self.lost() => return Err(lost.into()),
         };
         match result {
