@@ -10,7 +10,11 @@ use futures::Stream;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::metadata::MetadataValue;
 use tonic::{Request, Response, Status};
-use warden_client::{AcquireOptions, AcquireResult, Client, ClientError, ClientOptions, Queued};
+use warden_client::{
+    AcquireOptions, AcquireResult, Client, ClientError, ClientOptions, Queued, SessionOptions,
+    TokioClock,
+};
+use warden_proto::v1::lease_server::{Lease, LeaseServer};
 use warden_proto::v1::lock_server::{Lock, LockServer};
 use warden_proto::v1::{
     acquire_response::Event, AcquireRequest, AcquireResponse, ClusterStatusRequest,
@@ -32,7 +36,13 @@ enum Role {
     BadEcho,
     /// Sends `Queued`, then grants only after the waiter's lease was renewed.
     GrantAfterRenew,
+    /// Grants sessions (lease 1, TTL 3 s) and answers each renew only after
+    /// [`SLOW_RENEW`].
+    SlowRenew,
 }
+
+/// How long a [`Role::SlowRenew`] node sits on a renew before answering.
+const SLOW_RENEW: Duration = Duration::from_millis(300);
 
 #[derive(Clone)]
 struct Fake {
@@ -88,6 +98,7 @@ impl Lock for Fake {
         };
         let items: Vec<Result<AcquireResponse, Status>> = match &self.role {
             Role::Follower(hint) => return Err(not_leader(hint)),
+            Role::SlowRenew => return Err(Status::unimplemented("fake")),
             Role::Refuser => {
                 return Err(Status::invalid_argument(
                     "ttl_ms: 10 is below the minimum 1000",
@@ -119,6 +130,14 @@ impl Lock for Fake {
         self.renewed.notify_one();
         match &self.role {
             Role::Follower(hint) => Err(not_leader(hint)),
+            Role::SlowRenew => {
+                tokio::time::sleep(SLOW_RENEW).await;
+                Ok(Response::new(RenewResponse {
+                    lease_id: req.lease_id,
+                    ttl_ms: 3_000,
+                    sequence: req.sequence,
+                }))
+            }
             role => Ok(Response::new(RenewResponse {
                 lease_id: req.lease_id,
                 ttl_ms: 10_000,
@@ -173,6 +192,41 @@ impl Lock for Fake {
     }
 }
 
+type KeepAliveStream =
+    Pin<Box<dyn Stream<Item = Result<warden_proto::v1::LeaseKeepAliveResponse, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl Lease for Fake {
+    async fn lease_grant(
+        &self,
+        _request: Request<warden_proto::v1::LeaseGrantRequest>,
+    ) -> Result<Response<warden_proto::v1::LeaseGrantResponse>, Status> {
+        match self.role {
+            Role::SlowRenew => Ok(Response::new(warden_proto::v1::LeaseGrantResponse {
+                lease_id: 1,
+                ttl_ms: 3_000,
+            })),
+            _ => Err(Status::unimplemented("fake")),
+        }
+    }
+
+    type LeaseKeepAliveStream = KeepAliveStream;
+
+    async fn lease_keep_alive(
+        &self,
+        _request: Request<tonic::Streaming<warden_proto::v1::LeaseKeepAliveRequest>>,
+    ) -> Result<Response<KeepAliveStream>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+
+    async fn lease_time_to_live(
+        &self,
+        _request: Request<warden_proto::v1::LeaseTimeToLiveRequest>,
+    ) -> Result<Response<warden_proto::v1::LeaseTimeToLiveResponse>, Status> {
+        Err(Status::unimplemented("fake"))
+    }
+}
+
 /// Starts a fake node on 127.0.0.1:0; returns its address and its log.
 async fn start(role: Role) -> (String, Arc<Mutex<Vec<(u64, u64, u64)>>>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -185,6 +239,7 @@ async fn start(role: Role) -> (String, Arc<Mutex<Vec<(u64, u64, u64)>>>) {
     let acquires = Arc::clone(&fake.acquires);
     tokio::spawn(
         tonic::transport::Server::builder()
+            .add_service(LeaseServer::new(fake.clone()))
             .add_service(LockServer::new(fake))
             .serve_with_incoming(TcpListenerStream::new(listener)),
     );
@@ -360,4 +415,44 @@ async fn waiting_acquire_keeps_its_lease_alive() {
         matches!(result, AcquireResult::Granted { lease_id: 7, .. }),
         "{result:?}"
     );
+}
+
+// S5: a session's validity counts from the *send* of the renew whose echo came
+// back, not from the reply's arrival: with a node that sits on each renew for
+// 300 ms, valid_until is at least 300 ms short of (arrival + validity).
+#[tokio::test]
+async fn session_validity_counts_from_the_renew_send() {
+    let (addr, _) = start(Role::SlowRenew).await;
+    let client = Client::connect(vec![addr], ClientOptions::default())
+        .await
+        .unwrap();
+    let session = client
+        .session_with(SessionOptions {
+            ttl: Duration::from_secs(3),
+            clock: TokioClock::shared(),
+        })
+        .await
+        .unwrap();
+    let clock = session.clock().clone();
+    let first = session.valid_until();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    // The first renew goes out at TTL/3 = 1 s and is answered 300 ms later.
+    let arrived = loop {
+        if session.valid_until() > first {
+            break clock.now();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no renew acknowledged"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    let validity = warden_client::validity(Duration::from_secs(3));
+    assert!(
+        session.valid_until() + SLOW_RENEW <= arrived + validity,
+        "valid_until {:?} counts from the arrival ({arrived:?}), not the send",
+        session.valid_until()
+    );
+    assert!(session.valid_until() > first, "it moved forward");
+    assert_eq!(session.check(), Ok(()));
 }
