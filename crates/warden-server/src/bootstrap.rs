@@ -135,34 +135,21 @@ pub async fn bootstrap(
                 )));
             }
         }
-        return Ok(Bootstrapped {
-            cluster_id: id,
-            initialize: false,
-            pending: Vec::new(),
-        });
+        return Ok(Bootstrapped::existing(id));
     }
     if config.join && state.empty_at_start {
         return join(config, state).await;
     }
     let me = config.node_id;
     let initiator = config.peers.keys().next().copied() == Some(me);
-    let others: Vec<(u64, String)> = config
-        .peers
-        .iter()
-        .filter(|(id, _)| **id != me)
-        .map(|(id, a)| (*id, a.clone()))
-        .collect();
+    let others = other_peers(config);
     let mut rx = state.cluster_id.subscribe();
     let mut rounds: u64 = 0;
     loop {
         rounds += 1;
         // Committed by the initiator's phase 2 while we waited?
         if let Some(id) = rx.borrow_and_update().clone() {
-            return Ok(Bootstrapped {
-                cluster_id: id,
-                initialize: false,
-                pending: Vec::new(),
-            });
+            return Ok(Bootstrapped::existing(id));
         }
         let answers = ask_peers(&others, me).await;
         let prepared = state
@@ -321,26 +308,38 @@ async fn leader_view(peers: &[(u64, String)], me: u64) -> Option<(String, bool)>
         .next()
 }
 
+/// Every peer but this node: (id, address).
+fn other_peers(config: &ServerConfig) -> Vec<(u64, String)> {
+    config
+        .peers
+        .iter()
+        .filter(|(id, _)| **id != config.node_id)
+        .map(|(id, a)| (*id, a.clone()))
+        .collect()
+}
+
+impl Bootstrapped {
+    /// A cluster id this node did not mint: nothing to initialize.
+    fn existing(cluster_id: String) -> Bootstrapped {
+        Bootstrapped {
+            cluster_id,
+            initialize: false,
+            pending: Vec::new(),
+        }
+    }
+}
+
 /// `--join` on an empty data dir: wait for a leader to hand over the id.
 async fn join(config: &ServerConfig, state: Arc<PeerState>) -> Result<Bootstrapped, ServerError> {
     let me = config.node_id;
-    let others: Vec<(u64, String)> = config
-        .peers
-        .iter()
-        .filter(|(id, _)| **id != me)
-        .map(|(id, a)| (*id, a.clone()))
-        .collect();
+    let others = other_peers(config);
     let mut rx = state.cluster_id.subscribe();
     let mut rounds: u64 = 0;
     loop {
         rounds += 1;
         if let Some(id) = rx.borrow_and_update().clone() {
             tracing::info!(cluster_id = %id, "joined: received the cluster id from the leader");
-            return Ok(Bootstrapped {
-                cluster_id: id,
-                initialize: false,
-                pending: Vec::new(),
-            });
+            return Ok(Bootstrapped::existing(id));
         }
         if let Some((cluster_id, member)) = leader_view(&others, me).await {
             // The leader hands the id over before adding a member: if we are
