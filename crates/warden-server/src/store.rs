@@ -285,7 +285,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     /// It becomes durable with the next log append (an fsync'd commit of the
     /// same database); if it is lost in a crash, the node applies up to the
     /// commit index the leader sends it instead. Nothing acknowledged depends
-    /// on it (S3 rests on the appended entries, which are fsync'd).
+    /// on it (S3 rests on the appended entries, which are fsync'd). Because
+    /// of this the server runs with openraft's leader restore off: a leader
+    /// restored with a stale committed index could serve a read that misses
+    /// an acknowledged write (see `enable_leader_restore` in `lib.rs`).
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), io::Error> {
         self.db.put_meta_lazy(KEY_COMMITTED, &encode(&committed)?)
     }
