@@ -14,6 +14,8 @@
 //! - [`ClientError`] (`error.rs`): typed errors, and the one place gRPC
 //!   statuses are mapped to them.
 //! - `types.rs`: [`ClientOptions`], [`AcquireOptions`] and the results.
+//! - [`transport`]: the connector that opens channels (TCP; the simulator
+//!   injects its own network).
 //!
 //! # The path of a call
 //!
@@ -64,6 +66,7 @@ mod client;
 mod error;
 mod requests;
 mod routing;
+pub mod transport;
 mod types;
 mod watch;
 
