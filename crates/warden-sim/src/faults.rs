@@ -203,7 +203,7 @@ impl Faults {
                 if let Some((f, _)) = self.active.take() {
                     self.end(sim, world, f);
                 }
-                self.next_at = now + self.gap();
+                self.next_at = now.saturating_add(self.gap());
             }
             return;
         }

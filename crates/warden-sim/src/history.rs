@@ -146,7 +146,8 @@ pub struct SimObserver {
     pub clocks: BTreeMap<u64, SimClock>,
     /// Running nodes (weak: a crashed node's handle dies with its runtime).
     pub nodes: Mutex<BTreeMap<u64, Weak<Node>>>,
-    /// Slack of the S8 check (ms).
+    /// Slack of the S8 check: how long before the entry's append stamp the
+    /// proposer may have computed its due list.
     pub s8_slack: Duration,
 }
 

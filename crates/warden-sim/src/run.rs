@@ -188,7 +188,7 @@ pub fn run(cfg: RunConfig) -> Outcome {
         history: history.clone(),
         clocks: clocks.clone(),
         nodes: Mutex::new(BTreeMap::new()),
-        s8_slack: Duration::from_millis(60),
+        s8_slack: Duration::from_millis(500),
     });
     let mut sim = turmoil::Builder::new()
         .simulation_duration(Duration::from_secs(600))
@@ -251,7 +251,11 @@ pub fn run(cfg: RunConfig) -> Outcome {
             fault_end,
         ),
     }
-    spawn_prober(&mut sim, &world, endpoints.clone(), fault_end);
+    let probe_until = match cfg.scenario {
+        Scenario::Random => heal_end,
+        _ => fault_end,
+    };
+    spawn_prober(&mut sim, &world, endpoints.clone(), probe_until);
     // The orchestrator: faults, leaderless-time accounting, crash/restart.
     let mut faults = crate::faults::Faults::new(cfg.scenario, nodes.clone(), cfg.seed);
     let limit = heal_end + Duration::from_secs(30);
@@ -673,8 +677,7 @@ fn spawn_prober(
         };
         let client = Client::connect(endpoints, options).await?;
         let mut last_ok = global_now();
-        let stop = until + Duration::from_secs(15);
-        while global_now() < stop {
+        while global_now() < until {
             if client.status("warden-sim-probe").await.is_ok() {
                 let now = global_now();
                 if now.saturating_sub(last_ok) > Duration::from_millis(250) {

@@ -56,7 +56,7 @@ pub fn spawn(
                     sleep(secs(1_000)).await;
                     a.renew(&client, "r0", lease, token).await;
                 }
-                sleep_until(end + secs(12_000)).await;
+                sleep_until(end + secs(6_000)).await;
                 Ok(())
             });
         }
