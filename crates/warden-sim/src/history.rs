@@ -72,8 +72,12 @@ pub struct History {
     pub resources: Vec<String>,
     /// index → (command hash, holders digest, first node that applied it).
     per_index: BTreeMap<u64, (u64, u64, u64)>,
-    /// (resource, grant index) → grant.
-    grants: BTreeMap<(String, u64), GrantSeen>,
+    /// (resource, grant index, token) → grant (one entry may grant one
+    /// resource more than once, each with its own token).
+    grants: BTreeMap<(String, u64, u64), GrantSeen>,
+    /// (node, index) already checked by S8 (a replay after a restart is not
+    /// the proposer's view at proposal time).
+    s8_checked: BTreeSet<(u64, u64)>,
     /// lease → (why it ended, first global time any node applied that).
     lease_end: BTreeMap<u64, (LeaseEndReason, Duration)>,
     /// (node, client, request) → index that executed it (S7).
@@ -188,6 +192,18 @@ impl SimObserver {
     }
 }
 
+fn due_of(cmd: &Command) -> Option<&warden_core::types::DueList> {
+    match cmd {
+        Command::Acquire(a) => a.due.as_ref(),
+        Command::Release(r) => r.due.as_ref(),
+        Command::Revoke(r) => r.due.as_ref(),
+        Command::ForceRelease(f) => f.due.as_ref(),
+        Command::EndLockDelay(e) => e.due.as_ref(),
+        Command::Expire(d) => Some(d),
+        _ => None,
+    }
+}
+
 fn header_of(cmd: &Command) -> Option<(u64, u64)> {
     match cmd {
         Command::Acquire(a) => Some((a.header.client_id, a.header.request_id)),
@@ -278,6 +294,7 @@ impl warden_server::inject::Observer for SimObserver {
             }
             _ => false,
         };
+        let first_apply = h.s8_checked.insert((node_id, index));
         for e in &applied.effects {
             match e {
                 Effect::Granted {
@@ -286,7 +303,7 @@ impl warden_server::inject::Observer for SimObserver {
                     fencing_token,
                     grant_index,
                 } => {
-                    let key = (resource.clone(), *grant_index);
+                    let key = (resource.clone(), *grant_index, *fencing_token);
                     match h.grants.get(&key) {
                         Some(seen)
                             if seen.token != *fencing_token || seen.lease_id != *lease_id =>
@@ -311,7 +328,20 @@ impl warden_server::inject::Observer for SimObserver {
                     }
                     // S8: a hand-off on the proposing leader never goes to a
                     // lease its own deadline table saw as due.
-                    if log_leader.node_id == node_id && !is_own_acquire(*lease_id) {
+                    // Before its own Promote has applied a leader attaches
+                    // no due list (its leases are not yet graced).
+                    let promoted = table.last_promote().is_some_and(|(l, _)| l == log_leader);
+                    // A lease the entry's due list names was due at the
+                    // proposal; apply skipped it only because a renew
+                    // committed in between (that renew wins: not an S8 case).
+                    let named_due = due_of(cmd)
+                        .is_some_and(|d| d.leases.iter().any(|l| l.lease_id == *lease_id));
+                    if log_leader.node_id == node_id
+                        && promoted
+                        && first_apply
+                        && !named_due
+                        && !is_own_acquire(*lease_id)
+                    {
                         if let Some(d) = deadlines.lease_deadline(*lease_id) {
                             if d + self.s8_slack < stamp {
                                 h.violation(
@@ -407,7 +437,7 @@ pub struct Bounds {
 pub fn check_end(h: &mut History, bounds: Bounds) {
     // S2: per resource, tokens strictly grow with the grant index.
     let mut by_res: BTreeMap<&str, Vec<(u64, u64, u64)>> = BTreeMap::new();
-    for ((r, idx), g) in &h.grants {
+    for ((r, idx, _), g) in &h.grants {
         by_res
             .entry(r)
             .or_default()
@@ -452,7 +482,7 @@ pub fn check_end(h: &mut History, bounds: Bounds) {
     let granted: BTreeSet<(String, u64, u64)> = h
         .grants
         .iter()
-        .map(|((r, _), g)| (r.clone(), g.lease_id, g.token))
+        .map(|((r, _, _), g)| (r.clone(), g.lease_id, g.token))
         .collect();
     for g in &h.acked_grants {
         if !granted.contains(g) {
@@ -480,7 +510,7 @@ pub fn check_end(h: &mut History, bounds: Bounds) {
     }
     // S5: no client believes it holds a grant past the start of another's grant.
     for b in &h.beliefs {
-        for ((r, idx), g) in &h.grants {
+        for ((r, idx, _), g) in &h.grants {
             if *r != b.resource || g.lease_id == b.lease_id || g.token <= b.token {
                 continue;
             }
