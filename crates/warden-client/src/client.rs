@@ -644,7 +644,7 @@ impl Client {
             // Detects a dead or partitioned leader during a long wait.
             .http2_keep_alive_interval(Duration::from_secs(1))
             .keep_alive_timeout(attempt_timeout.max(Duration::from_secs(1)));
-        let channel = endpoint.connect_lazy();
+        let channel = crate::transport::connect_lazy(endpoint);
         channels.insert(address.to_string(), channel.clone());
         Ok(channel)
     }

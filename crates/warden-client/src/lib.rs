@@ -58,6 +58,8 @@
 //!   statuses are mapped to them.
 //! - `types.rs`: [`ClientOptions`], [`AcquireOptions`] and the results.
 //! - [`Watcher`] (`watch.rs`): a resumable stream of lock-table events.
+//! - [`transport`]: the connector that opens channels (TCP; the simulator
+//!   injects its own network).
 //!
 //! # The path of a call
 //!
@@ -96,6 +98,7 @@ mod error;
 mod requests;
 mod routing;
 mod session;
+pub mod transport;
 mod types;
 mod watch;
 

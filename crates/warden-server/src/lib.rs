@@ -25,6 +25,8 @@
 //!   cluster's data dirs from it (`warden snapshot restore`).
 //! - [`health`]: `/healthz` and `/readyz` over HTTP on `--admin-listen`.
 //! - [`clock`]: the injected node clock.
+//! - [`inject`]: what a node takes from outside (clock, disk, peer connector,
+//!   randomness seed; simulator-only observer and bug switches).
 //! - [`error`]: the one place typed errors become gRPC statuses.
 //!
 //! # The path of a request
@@ -50,6 +52,7 @@ pub mod config;
 pub mod duties;
 pub mod error;
 pub mod health;
+pub mod inject;
 pub mod lease_service;
 pub mod lock_service;
 pub mod membership;
@@ -69,10 +72,15 @@ use std::time::Duration;
 
 pub use config::{ServerConfig, Timing};
 use openraft::{BasicNode, SnapshotPolicy};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
+use tokio_stream::wrappers::TcpListenerStream;
+use tokio_stream::Stream;
+use tonic::transport::server::Connected;
 
-use crate::clock::{BootClock, Clock};
+use crate::clock::Clock;
+use crate::inject::Injected;
 use crate::network::{Network, MAX_PEER_MESSAGE_BYTES};
 use crate::node::{Node, NodeCell};
 use crate::peer_service::{PeerService, PeerState};
@@ -109,7 +117,13 @@ pub async fn run(
     let listener = TcpListener::bind(config.listen)
         .await
         .map_err(|e| ServerError::Config(format!("listen: cannot bind {}: {e}", config.listen)))?;
-    run_with(config, listener, BootClock::shared(), shutdown).await
+    run_injected(
+        config,
+        TcpListenerStream::new(listener),
+        Injected::production(),
+        shutdown,
+    )
+    .await
 }
 
 fn validate_config(config: &ServerConfig) -> Result<(), ServerError> {
@@ -155,9 +169,49 @@ pub async fn run_with(
     clock: Arc<dyn Clock>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
+    run_injected(
+        config,
+        TcpListenerStream::new(listener),
+        Injected::with_clock(clock),
+        shutdown,
+    )
+    .await
+}
+
+/// Runs a node on an injected stream of incoming connections with an
+/// injected clock, disk and randomness seed (see [`inject`]). openraft's
+/// randomness (election timeouts) is drawn from a generator seeded with
+/// `injected.rng_seed` (OS random when None), so a seed replays a run.
+pub async fn run_injected<I, IO, IE>(
+    config: ServerConfig,
+    incoming: I,
+    injected: Injected,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError>
+where
+    I: Stream<Item = Result<IO, IE>> + Send + 'static,
+    IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
+    IE: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
+{
+    let seed = injected.rng_seed.unwrap_or_else(rand::random);
+    raft_types::Rt::scope(seed, run_node(config, incoming, injected, shutdown)).await
+}
+
+async fn run_node<I, IO, IE>(
+    config: ServerConfig,
+    incoming: I,
+    injected: Injected,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError>
+where
+    I: Stream<Item = Result<IO, IE>> + Send + 'static,
+    IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
+    IE: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
+{
     validate_config(&config)?;
+    let clock = injected.clock.clone();
     let storage = |e: std::io::Error| ServerError::Storage(e.to_string());
-    let db = Db::open(&config.data_dir).map_err(storage)?;
+    let db = Db::open_on(&config.data_dir, injected.disk.as_deref()).map_err(storage)?;
     // A data dir belongs to one node id: a copy of another node's dir would
     // carry that node's vote and could vote twice in one term.
     match db.get_meta_string(store::KEY_NODE_ID).map_err(storage)? {
@@ -236,7 +290,6 @@ pub async fn run_with(
     // docs/performance.md) is held back: with it, a leader killed and
     // restarted every ~170 ms kept a dead lease past the crash-loop test's
     // bound (tests/cases/crash_loop.rs); that must be understood first.
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
     let server_task = tokio::spawn(async move {
         let _ = server
             .serve_with_incoming_shutdown(incoming, async move {
@@ -291,7 +344,15 @@ pub async fn run_with(
     .map_err(|e| ServerError::Config(e.to_string()))?;
 
     let stamps = Arc::new(Mutex::new(BTreeMap::new()));
-    let sm = StateMachineStore::open(db.clone(), clock.clone(), stamps.clone()).map_err(storage)?;
+    let sm = StateMachineStore::open_injected(
+        db.clone(),
+        clock.clone(),
+        stamps.clone(),
+        config.node_id,
+        injected.observer.clone(),
+        injected.bugs,
+    )
+    .map_err(storage)?;
     let shared = sm.shared.clone();
     let log_store = LogStore::new(db.clone(), stamps, clock.clone());
     let raft = raft_types::Raft::new(
@@ -346,12 +407,22 @@ pub async fn run_with(
         Duration::from_millis(config.timing.renew_batch_window_ms),
     ));
     let duty_task = tokio::spawn(duties::run(Arc::downgrade(&node)));
+    if let Some(observer) = &injected.observer {
+        observer.on_started(&node);
+    }
+    let forward_task = (injected.bugs.expiry_via_forwarding)
+        .then(|| injected.observer.clone())
+        .flatten()
+        .map(|o| tokio::spawn(inject::forward_stale_expiries(Arc::downgrade(&node), o)));
 
     shutdown.await;
     tracing::info!("shutting down");
     transfer_leadership(&node).await;
     duty_task.abort();
     renew_task.abort();
+    if let Some(t) = forward_task {
+        t.abort();
+    }
     let _ = raft.shutdown().await;
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(2), server_task).await;

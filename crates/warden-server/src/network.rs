@@ -38,12 +38,14 @@ impl Network {
     }
 }
 
-/// Opens a lazily connected channel to `addr` ("host:port").
+/// Opens a lazily connected channel to `addr` ("host:port") through the
+/// process's peer connector (TCP; the simulator injects its own network,
+/// see [`crate::inject::set_peer_connector`]).
 pub fn channel(addr: &str) -> Result<Channel, tonic::transport::Error> {
-    Ok(Endpoint::from_shared(format!("http://{addr}"))?
+    let endpoint = Endpoint::from_shared(format!("http://{addr}"))?
         .connect_timeout(Duration::from_millis(500))
-        .tcp_nodelay(true)
-        .connect_lazy())
+        .tcp_nodelay(true);
+    Ok(crate::inject::peer_connector().channel(endpoint))
 }
 
 impl RaftNetworkFactory<TypeConfig> for Network {

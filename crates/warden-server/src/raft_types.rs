@@ -49,7 +49,14 @@ openraft::declare_raft_types!(
         R = Response,
         NodeId = u64,
         Node = openraft::BasicNode,
+        AsyncRuntime = Rt,
 );
+
+/// openraft's runtime: tokio, with openraft's randomness (election timeouts)
+/// drawn from a generator seeded per node (`inject::Injected::rng_seed`), so
+/// the simulator replays a run from its seed (DEPENDENCIES.md). Every node
+/// runs inside `Rt::scope(seed, ..)` (see `run_injected`).
+pub type Rt = openraft_rt::deterministic_rng::DeterministicRng<openraft_rt_tokio::TokioRuntime>;
 
 /// The Raft handle.
 pub type Raft = openraft::Raft<TypeConfig, crate::store::StateMachineStore>;

@@ -35,7 +35,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use warden_core::deadline::Deadlines;
 use warden_core::table::LockTable;
-use warden_core::types::{LogEntry, Response};
+use warden_core::types::{Command, LogEntry, Response};
 
 use crate::clock::Clock;
 use crate::raft_types::{
@@ -79,20 +79,40 @@ fn decode<'a, T: Deserialize<'a>>(b: &'a [u8]) -> Result<T, io::Error> {
 #[derive(Clone, Debug)]
 pub struct Db {
     db: Arc<Database>,
+    /// True on an injected disk (the simulator's memory): IO runs inline
+    /// instead of on tokio's blocking pool, whose threads the simulation
+    /// does not schedule.
+    inline_io: bool,
 }
 
 impl Db {
     /// Opens or creates `DIR/warden.redb`.
     pub fn open(data_dir: &Path) -> Result<Db, io::Error> {
-        std::fs::create_dir_all(data_dir)?;
-        let db = Database::create(data_dir.join("warden.redb")).map_err(|e| match e {
-            // Typed, so a caller can say why (`snapshot restore`).
-            redb::DatabaseError::DatabaseAlreadyOpen => io::Error::new(
-                io::ErrorKind::ResourceBusy,
-                "in use by a running node (its database is locked)",
-            ),
-            e => io_err(e),
-        })?;
+        Self::open_on(data_dir, None)
+    }
+
+    /// Opens or creates the database of `data_dir` on an injected disk, or
+    /// (None) in the file `DIR/warden.redb`.
+    pub fn open_on(
+        data_dir: &Path,
+        disk: Option<&dyn crate::inject::DiskFactory>,
+    ) -> Result<Db, io::Error> {
+        let db = match disk {
+            Some(disk) => redb::Builder::new()
+                .create_with_backend(DiskBackend(disk.open(data_dir)))
+                .map_err(io_err)?,
+            None => {
+                std::fs::create_dir_all(data_dir)?;
+                Database::create(data_dir.join("warden.redb")).map_err(|e| match e {
+                    // Typed, so a caller can say why (`snapshot restore`).
+                    redb::DatabaseError::DatabaseAlreadyOpen => io::Error::new(
+                        io::ErrorKind::ResourceBusy,
+                        "in use by a running node (its database is locked)",
+                    ),
+                    e => io_err(e),
+                })?
+            }
+        };
         let tx = db.begin_write().map_err(io_err)?;
         {
             tx.open_table(LOG).map_err(io_err)?;
@@ -100,7 +120,24 @@ impl Db {
             tx.open_table(STAMPS).map_err(io_err)?;
         }
         tx.commit().map_err(io_err)?;
-        Ok(Db { db: Arc::new(db) })
+        Ok(Db {
+            db: Arc::new(db),
+            inline_io: disk.is_some(),
+        })
+    }
+
+    /// Runs `f` (redb IO) on tokio's blocking pool, or inline on an injected disk.
+    async fn io<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(Arc<Database>) -> Result<T, io::Error> + Send + 'static,
+    ) -> Result<T, io::Error> {
+        let db = self.db.clone();
+        if self.inline_io {
+            return f(db);
+        }
+        tokio::task::spawn_blocking(move || f(db))
+            .await
+            .map_err(io_err)?
     }
 
     /// Reads one meta value.
@@ -187,6 +224,31 @@ impl Db {
     }
 }
 
+/// An injected disk as a redb backend.
+#[derive(Debug)]
+struct DiskBackend(Box<dyn redb::StorageBackend>);
+
+impl redb::StorageBackend for DiskBackend {
+    fn len(&self) -> Result<u64, io::Error> {
+        self.0.len()
+    }
+    fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), io::Error> {
+        self.0.read(offset, out)
+    }
+    fn set_len(&self, len: u64) -> Result<(), io::Error> {
+        self.0.set_len(len)
+    }
+    fn sync_data(&self) -> Result<(), io::Error> {
+        self.0.sync_data()
+    }
+    fn write(&self, offset: u64, data: &[u8]) -> Result<(), io::Error> {
+        self.0.write(offset, data)
+    }
+    fn close(&self) -> Result<(), io::Error> {
+        self.0.close()
+    }
+}
+
 fn encode_stamp(epoch: u64, stamp: Duration) -> [u8; 16] {
     let ns = u64::try_from(stamp.as_nanos()).unwrap_or(u64::MAX);
     let mut b = [0u8; 16];
@@ -232,21 +294,20 @@ impl RaftLogReader<TypeConfig> for LogStore {
         &mut self,
         range: RB,
     ) -> Result<Vec<Entry>, io::Error> {
-        let db = self.db.db.clone();
         let start = range.start_bound().cloned();
         let end = range.end_bound().cloned();
-        tokio::task::spawn_blocking(move || -> Result<Vec<Entry>, io::Error> {
-            let tx = db.begin_read().map_err(io_err)?;
-            let t = tx.open_table(LOG).map_err(io_err)?;
-            let mut out = Vec::new();
-            for item in t.range::<u64>((start, end)).map_err(io_err)? {
-                let (_, v) = item.map_err(io_err)?;
-                out.push(decode::<Entry>(v.value())?);
-            }
-            Ok(out)
-        })
-        .await
-        .map_err(io_err)?
+        self.db
+            .io(move |db| -> Result<Vec<Entry>, io::Error> {
+                let tx = db.begin_read().map_err(io_err)?;
+                let t = tx.open_table(LOG).map_err(io_err)?;
+                let mut out = Vec::new();
+                for item in t.range::<u64>((start, end)).map_err(io_err)? {
+                    let (_, v) = item.map_err(io_err)?;
+                    out.push(decode::<Entry>(v.value())?);
+                }
+                Ok(out)
+            })
+            .await
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote>, io::Error> {
@@ -319,28 +380,28 @@ impl RaftLogStorage<TypeConfig> for LogStore {
                 stamps.insert(*idx, stamp);
             }
         }
-        let db = self.db.db.clone();
         let persisted = self.clock.epoch().map(|e| encode_stamp(e, stamp));
-        let res = tokio::task::spawn_blocking(move || -> Result<(), io::Error> {
-            let tx = db.begin_write().map_err(io_err)?;
-            {
-                let mut t = tx.open_table(LOG).map_err(io_err)?;
-                for (idx, bytes) in &rows {
-                    t.insert(*idx, bytes.as_slice()).map_err(io_err)?;
-                }
-                // Same transaction, same fsync: no extra cost per batch.
-                if let Some(p) = &persisted {
-                    let mut st = tx.open_table(STAMPS).map_err(io_err)?;
-                    for (idx, _) in &rows {
-                        st.insert(*idx, p.as_slice()).map_err(io_err)?;
+        let res = self
+            .db
+            .io(move |db| -> Result<(), io::Error> {
+                let tx = db.begin_write().map_err(io_err)?;
+                {
+                    let mut t = tx.open_table(LOG).map_err(io_err)?;
+                    for (idx, bytes) in &rows {
+                        t.insert(*idx, bytes.as_slice()).map_err(io_err)?;
+                    }
+                    // Same transaction, same fsync: no extra cost per batch.
+                    if let Some(p) = &persisted {
+                        let mut st = tx.open_table(STAMPS).map_err(io_err)?;
+                        for (idx, _) in &rows {
+                            st.insert(*idx, p.as_slice()).map_err(io_err)?;
+                        }
                     }
                 }
-            }
-            // Durability::Immediate (redb's default): fsync'd on return.
-            tx.commit().map_err(io_err)
-        })
-        .await
-        .map_err(io_err)?;
+                // Durability::Immediate (redb's default): fsync'd on return.
+                tx.commit().map_err(io_err)
+            })
+            .await;
         let ok = res.is_ok();
         callback.io_completed(res);
         if ok {
@@ -409,6 +470,12 @@ pub struct Shared {
     pub stamps: Stamps,
     /// Node-local event log for the Watch service, fed at apply.
     pub events: crate::watch_service::EventLog,
+    /// This node's id (for the observer).
+    pub node_id: u64,
+    /// Simulator-only observer of each apply.
+    pub observer: Option<Arc<dyn crate::inject::Observer>>,
+    /// Simulator-only bug switches (all off in production).
+    pub bugs: crate::inject::BugSwitches,
 }
 
 /// This node's lease deadlines when it built its last snapshot (node-local).
@@ -436,6 +503,18 @@ pub struct StateMachineStore {
 impl StateMachineStore {
     /// Opens the state machine: loads the last snapshot from `db`, if any.
     pub fn open(db: Db, clock: Arc<dyn Clock>, stamps: Stamps) -> Result<Self, io::Error> {
+        Self::open_injected(db, clock, stamps, 0, None, Default::default())
+    }
+
+    /// [`Self::open`] with the simulator's observer and bug switches.
+    pub fn open_injected(
+        db: Db,
+        clock: Arc<dyn Clock>,
+        stamps: Stamps,
+        node_id: u64,
+        observer: Option<Arc<dyn crate::inject::Observer>>,
+        bugs: crate::inject::BugSwitches,
+    ) -> Result<Self, io::Error> {
         let mut machine = Machine {
             table: LockTable::new(),
             deadlines: Deadlines::default(),
@@ -490,6 +569,9 @@ impl StateMachineStore {
                     crate::watch_service::DEFAULT_WINDOW,
                     applied_index,
                 ),
+                node_id,
+                observer,
+                bugs,
             }),
             db,
         })
@@ -518,7 +600,12 @@ impl StateMachineStore {
                     })
                     .collect(),
             });
-            (meta, m.table.to_snapshot(), side)
+            let data = if self.shared.bugs.outcome_table_not_in_snapshot {
+                crate::inject::without_outcomes(&m.table, meta.last_log_id.as_ref())
+            } else {
+                m.table.to_snapshot()
+            };
+            (meta, data, side)
         };
         // Written before the snapshot and tied to its index: a crash between
         // the two writes leaves a sidecar that the old snapshot ignores.
@@ -590,11 +677,42 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                     }
                     EntryPayload::Normal(req) => {
                         let LogEntry::V1(cmd) = &req.0;
-                        let applied = m.table.apply(index, leader_of(&log_id), cmd);
+                        let log_leader = leader_of(&log_id);
+                        let bugs = self.shared.bugs;
+                        let mut stamp = stamp;
+                        let buggy;
+                        let cmd = if bugs == crate::inject::BugSwitches::default() {
+                            cmd
+                        } else {
+                            if bugs.instant_across_nodes {
+                                if let Some(o) = &self.shared.observer {
+                                    stamp = o.clock_of(log_leader.node_id).unwrap_or(stamp);
+                                }
+                            }
+                            buggy = crate::inject::buggy_command(&bugs, &m.table, log_leader, cmd);
+                            &buggy
+                        };
+                        let applied = m.table.apply(index, log_leader, cmd);
                         for effect in &applied.effects {
                             m.deadlines.on_effect(effect, stamp, now);
                         }
+                        if bugs.full_ttl_reset_at_election && matches!(cmd, Command::Promote(_)) {
+                            crate::inject::reset_full_ttls(&mut m, now);
+                        }
                         self.shared.events.record(index, &applied.effects);
+                        if let Some(o) = &self.shared.observer {
+                            o.on_apply(
+                                self.shared.node_id,
+                                index,
+                                log_leader,
+                                cmd,
+                                &applied,
+                                &m.table,
+                                &m.deadlines,
+                                stamp,
+                                now,
+                            );
+                        }
                         applied.response
                     }
                 }

@@ -1,0 +1,265 @@
+//! The fault schedule: one fault at a time (a majority stays up and
+//! connected between faults), drawn from the seed, or a scenario's script.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::run::{crash, leader_of, nodes, restart, Scenario, World as SimWorld};
+
+fn host(id: u64) -> String {
+    format!("n{id}")
+}
+
+#[derive(Debug)]
+enum Fault {
+    /// Two sides cannot talk (both ways).
+    Partition(Vec<u64>, Vec<u64>),
+    /// `from` cannot reach `to` (one way).
+    OneWay(u64, Vec<u64>),
+    /// A crashed node (unsynced writes lost), restarted at the end.
+    Crash(u64),
+    /// A paused node: everything to and from it is held, then delivered.
+    Pause(u64),
+    /// Slow links around one node.
+    Latency(u64),
+    /// Slow links between a client host and every node (ms each way).
+    ClientLatency(&'static str, u64),
+    /// A paused client host: everything to and from it is held.
+    PauseClient(&'static str),
+}
+
+/// The active fault schedule.
+pub struct Faults {
+    scenario: Scenario,
+    nodes: Vec<u64>,
+    rng: StdRng,
+    active: Option<(Fault, Duration)>,
+    next_at: Duration,
+    isolated: BTreeSet<u64>,
+    step_no: u64,
+}
+
+impl Faults {
+    /// A schedule for `scenario`.
+    pub fn new(scenario: Scenario, nodes: Vec<u64>, seed: u64) -> Self {
+        Faults {
+            scenario,
+            nodes,
+            rng: StdRng::seed_from_u64(seed ^ 0xfa17),
+            active: None,
+            next_at: Duration::ZERO,
+            isolated: BTreeSet::new(),
+            step_no: 0,
+        }
+    }
+
+    /// True while `id` is cut off from the majority.
+    pub fn isolated(&self, id: u64) -> bool {
+        self.isolated.contains(&id)
+    }
+
+    fn others(&self, id: u64) -> Vec<u64> {
+        self.nodes.iter().copied().filter(|n| *n != id).collect()
+    }
+
+    fn start(&mut self, sim: &mut turmoil::Sim<'_>, world: &mut SimWorld, f: Fault) -> Fault {
+        match &f {
+            Fault::Partition(a, b) => {
+                for x in a {
+                    for y in b {
+                        sim.partition(host(*x), host(*y));
+                    }
+                }
+                let minority = if a.len() < b.len() { a } else { b };
+                self.isolated.extend(minority.iter().copied());
+            }
+            Fault::OneWay(from, to) => {
+                for y in to {
+                    sim.partition_oneway(host(*from), host(*y));
+                }
+            }
+            Fault::Crash(id) => crash(sim, world, *id),
+            Fault::Pause(id) => {
+                for y in self.others(*id) {
+                    sim.hold(host(*id), host(y));
+                }
+                self.isolated.insert(*id);
+            }
+            Fault::Latency(id) => {
+                for y in self.others(*id) {
+                    sim.set_link_latency(host(*id), host(y), Duration::from_millis(150));
+                }
+            }
+            Fault::ClientLatency(c, ms) => {
+                for y in &self.nodes {
+                    sim.set_link_latency(*c, host(*y), Duration::from_millis(*ms));
+                }
+            }
+            Fault::PauseClient(c) => {
+                for y in &self.nodes {
+                    sim.hold(*c, host(*y));
+                }
+            }
+        }
+        f
+    }
+
+    fn end(&mut self, sim: &mut turmoil::Sim<'_>, world: &mut SimWorld, f: Fault) {
+        match f {
+            Fault::Partition(a, b) => {
+                for x in &a {
+                    for y in &b {
+                        sim.repair(host(*x), host(*y));
+                    }
+                }
+            }
+            Fault::OneWay(from, to) => {
+                for y in to {
+                    sim.repair_oneway(host(from), host(y));
+                }
+            }
+            Fault::Crash(id) => restart(sim, world, id),
+            Fault::Pause(id) => {
+                for y in self.others(id) {
+                    sim.release(host(id), host(y));
+                }
+            }
+            Fault::Latency(id) => {
+                for y in self.others(id) {
+                    sim.set_link_latency(host(id), host(y), Duration::from_millis(1));
+                }
+            }
+            Fault::ClientLatency(c, _) => {
+                for y in &self.nodes {
+                    sim.set_link_latency(c, host(*y), Duration::from_millis(1));
+                }
+            }
+            Fault::PauseClient(c) => {
+                for y in &self.nodes {
+                    sim.release(c, host(*y));
+                }
+            }
+        }
+        self.isolated.clear();
+    }
+
+    fn pick(&mut self, world: &mut SimWorld) -> Fault {
+        let n = self.nodes.len();
+        let leader = leader_of(world).unwrap_or(self.nodes[0]);
+        let victim = if self.rng.random_bool(0.5) {
+            leader
+        } else {
+            self.nodes[self.rng.random_range(0..n)]
+        };
+        match self.rng.random_range(0..6) {
+            0 => {
+                // A minority (1 of 3, 1–2 of 5) against the rest.
+                let k = if n == 5 {
+                    self.rng.random_range(1..=2)
+                } else {
+                    1
+                };
+                let mut minority = vec![victim];
+                for x in nodes(world).to_vec() {
+                    if minority.len() < k && x != victim {
+                        minority.push(x);
+                    }
+                }
+                let rest = self
+                    .nodes
+                    .iter()
+                    .copied()
+                    .filter(|x| !minority.contains(x))
+                    .collect();
+                Fault::Partition(minority, rest)
+            }
+            1 => Fault::Partition(vec![leader], self.others(leader)),
+            2 => {
+                let others = self.others(victim);
+                let k = self.rng.random_range(1..=others.len());
+                Fault::OneWay(victim, others[..k].to_vec())
+            }
+            3 => Fault::Crash(victim),
+            4 => Fault::Pause(victim),
+            _ => Fault::Latency(victim),
+        }
+    }
+
+    /// Advances the schedule to `now`.
+    pub fn step(
+        &mut self,
+        sim: &mut turmoil::Sim<'_>,
+        world: &mut SimWorld,
+        now: Duration,
+        start: Duration,
+        end: Duration,
+    ) {
+        self.step_no += 1;
+        if let Some((_, until)) = &self.active {
+            if now >= *until || now >= end {
+                if let Some((f, _)) = self.active.take() {
+                    self.end(sim, world, f);
+                }
+                self.next_at = now.saturating_add(self.gap());
+            }
+            return;
+        }
+        if now < start || now >= end || now < self.next_at {
+            return;
+        }
+        let scripted = match self.scenario {
+            Scenario::Random => {
+                let f = self.pick(world);
+                let len = Duration::from_millis(self.rng.random_range(500..5_000));
+                Some((f, len))
+            }
+            Scenario::RepeatedElections => leader_of(world).map(|l| {
+                (
+                    Fault::Partition(vec![l], self.others(l)),
+                    Duration::from_millis(1_200),
+                )
+            }),
+            Scenario::StalledLeaderExpiry => leader_of(world).map(|l| {
+                self.next_at = Duration::MAX;
+                (Fault::Pause(l), Duration::from_millis(6_000))
+            }),
+            Scenario::DueWaiter => {
+                self.next_at = Duration::MAX;
+                Some((Fault::PauseClient("w"), Duration::from_secs(30)))
+            }
+            Scenario::SlowRenewAck => {
+                self.next_at = Duration::MAX;
+                Some((Fault::ClientLatency("a", 700), Duration::from_secs(30)))
+            }
+            Scenario::RetryAfterSnapshot => None,
+        };
+        if let Some((f, len)) = scripted {
+            if std::env::var_os("WARDEN_SIM_VERBOSE").is_some() {
+                eprintln!("{:>8.3} s fault {f:?} for {len:?}", now.as_secs_f64());
+            }
+            let f = self.start(sim, world, f);
+            self.active = Some((f, now + len));
+        } else if self.scenario != Scenario::RepeatedElections {
+            self.next_at = Duration::MAX;
+        }
+    }
+
+    fn gap(&mut self) -> Duration {
+        match self.scenario {
+            Scenario::RepeatedElections => Duration::from_millis(900),
+            Scenario::StalledLeaderExpiry => Duration::MAX,
+            _ => Duration::from_millis(self.rng.random_range(500..4_000)),
+        }
+    }
+
+    /// Ends every fault (the healing phase starts).
+    pub fn heal(&mut self, sim: &mut turmoil::Sim<'_>, world: &mut SimWorld) {
+        if let Some((f, _)) = self.active.take() {
+            self.end(sim, world, f);
+        }
+        self.next_at = Duration::MAX;
+    }
+}

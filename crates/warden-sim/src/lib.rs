@@ -1,0 +1,24 @@
+//! `warden-sim`: a deterministic simulation of a Warden cluster on turmoil.
+//! The production server (`warden_server::run_injected`) and client
+//! (`warden_client::Client`) run unchanged; the simulator injects the
+//! network, each host's clock, each machine's disk and openraft's seed, so
+//! one seed replays one run. See docs/testing.md.
+//!
+//! # Map
+//!
+//! - [`env`]: the injected network (tonic over turmoil TCP), clocks (own
+//!   origin, own rate within ρ) and disks (unsynced writes lost on a crash).
+//! - [`history`]: what a run records and the checkers, one per property.
+//! - [`faults`]: the fault schedule (partitions, one-way partitions, an
+//!   isolated leader, crash/restart, pauses, slow links).
+//! - [`run`]: one run: cluster, workload, faults, healing phase, checkers;
+//!   `--inject-bug` switches.
+//! - [`scenarios`]: named scenarios, each after a public bug.
+
+pub mod env;
+pub mod faults;
+pub mod history;
+pub mod run;
+pub mod scenarios;
+
+pub use run::{run, Bugs, Outcome, RunConfig, Scenario, BUG_NAMES};
