@@ -323,3 +323,54 @@ async fn session_survives_a_leader_kill() {
     assert_eq!(c.status("l4-a").await.expect("status").holder, None);
     assert_eq!(c.status("l4-b").await.expect("status").holder, None);
 }
+
+/// S6: dropping a `LockGuard` releases its grant in the background, naming
+/// its own fencing token: the resource is freed while the session lives on,
+/// and the release event carries the dropped guard's lease and token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_guard_releases_its_own_grant() {
+    let cluster = Cluster::start(3, &[]).await;
+    cluster.wait_leader(Duration::from_secs(10)).await;
+    let c = client(endpoints(&cluster)).await;
+    let session = c.session(Duration::from_secs(10)).await.expect("session");
+    let kept = session.lock("s6-kept").await.expect("lock kept");
+    let dropped = session.lock("s6-dropped").await.expect("lock dropped");
+    let token = dropped.fencing_token();
+    let mut watcher = c
+        .watch(WatchTarget::Resource("s6-dropped".into()), 0)
+        .await
+        .expect("watch");
+    drop(dropped);
+
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let released = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let ev = tokio::time::timeout(left, watcher.next())
+            .await
+            .expect("a released event within 5 s")
+            .expect("event");
+        if ev.event == "released" {
+            break ev;
+        }
+    };
+    assert_eq!(
+        (released.lease_id, released.fencing_token),
+        (session.lease_id(), token)
+    );
+    assert_eq!(c.status("s6-dropped").await.expect("status").holder, None);
+    // The session and its other lock are untouched.
+    assert_eq!(session.check(), Ok(()));
+    let h = c
+        .status("s6-kept")
+        .await
+        .expect("status")
+        .holder
+        .expect("held");
+    assert_eq!(
+        (h.lease_id, h.fencing_token),
+        (session.lease_id(), kept.fencing_token())
+    );
+    // Taken again, the resource gets a larger token (S2).
+    let again = session.lock("s6-dropped").await.expect("lock again");
+    assert!(again.fencing_token() > token);
+}
