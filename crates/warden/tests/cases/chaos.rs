@@ -23,8 +23,12 @@ const CLIENTS: usize = 4;
 enum Last {
     /// Granted (lease, token), not yet released.
     Granted(u64, u64),
-    /// Released.
-    Released,
+    /// Released: `acknowledged` when a release call said so; false when a
+    /// read after an ambiguous failure found the resource free (an acquire
+    /// whose call failed may still commit after that read: it was
+    /// concurrent with it, and the server's commit timeout does not remove
+    /// the entry from the log).
+    Released { acknowledged: bool },
     /// A call failed after its deadline: its effect is not known.
     Unknown,
 }
@@ -43,7 +47,7 @@ struct Track {
 async fn cycle(client: Client, mut t: Track, stop: Arc<AtomicBool>) -> Track {
     while !stop.load(Ordering::SeqCst) {
         match t.last {
-            Last::Released => {
+            Last::Released { acknowledged } => {
                 match client
                     .acquire(
                         &t.resource,
@@ -66,9 +70,14 @@ async fn cycle(client: Client, mut t: Track, stop: Arc<AtomicBool>) -> Track {
                         t.last = Last::Granted(lease_id, fencing_token);
                         t.acknowledged += 1;
                     }
+                    Ok(AcquireResult::NotGranted { .. }) if !acknowledged => {
+                        // The ambiguous acquire committed after the read.
+                        t.last = Last::Unknown;
+                    }
                     Ok(AcquireResult::NotGranted { .. }) => {
+                        let holder = client.status(&t.resource).await.map(|s| s.holder);
                         panic!(
-                            "S3: {} acknowledged as released but held: {t:?}",
+                            "S3: {} acknowledged as released but held by {holder:?}: {t:?}",
                             t.resource
                         )
                     }
@@ -81,8 +90,13 @@ async fn cycle(client: Client, mut t: Track, stop: Arc<AtomicBool>) -> Track {
                     .release(lease, Some(t.resource.clone()), Some(token))
                     .await
                 {
-                    Ok(_) => {
-                        t.last = Last::Released;
+                    Ok(r) => {
+                        assert!(
+                            r.released,
+                            "S3: acknowledged grant {token} of {} no longer held at its release",
+                            t.resource
+                        );
+                        t.last = Last::Released { acknowledged: true };
                         t.acknowledged += 1;
                     }
                     Err(e) if e.is_unavailable() => t.last = Last::Unknown,
@@ -113,7 +127,9 @@ async fn resync(client: &Client, t: &mut Track) -> Result<(), ClientError> {
             .release(h.lease_id, Some(t.resource.clone()), Some(h.fencing_token))
             .await?;
     }
-    t.last = Last::Released;
+    t.last = Last::Released {
+        acknowledged: false,
+    };
     Ok(())
 }
 
@@ -121,7 +137,11 @@ async fn resync(client: &Client, t: &mut Track) -> Result<(), ClientError> {
 /// (the leader two rounds in three, else a follower) under a load of
 /// acquire/release cycles, restarts it, lets it catch up, stops the load and
 /// checks that every acknowledged grant is still held and every acknowledged
-/// release still free; tokens only grew.
+/// release still free; tokens only grew. A release or a free resource that
+/// was only inferred after an ambiguous failure proves nothing: the failed
+/// acquire may commit later (first 1,000-round run, round ~900: a server's
+/// commit timeout answered Unavailable and the entry committed after the
+/// test's read; the test had called that an S3 loss).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill9_loop_loses_no_acknowledged_grant_or_release() {
     let rounds: u64 = std::env::var("WARDEN_CHAOS_ROUNDS")
@@ -136,7 +156,7 @@ async fn kill9_loop_loses_no_acknowledged_grant_or_release() {
     let mut tracks: Vec<Track> = (0..CLIENTS)
         .map(|k| Track {
             resource: format!("chaos-{k}"),
-            last: Last::Released,
+            last: Last::Released { acknowledged: true },
             max_token: 0,
             acknowledged: 0,
         })
@@ -177,13 +197,24 @@ async fn kill9_loop_loses_no_acknowledged_grant_or_release() {
                     "S3 round {round}: acknowledged grant of {} lost",
                     t.resource
                 ),
-                Last::Released => assert_eq!(
+                Last::Released { acknowledged: true } => assert_eq!(
                     holder, None,
                     "S3 round {round}: acknowledged release of {} lost",
                     t.resource
                 ),
-                Last::Unknown => {}
+                Last::Released {
+                    acknowledged: false,
+                }
+                | Last::Unknown => {}
             }
+        }
+        if (round + 1) % 50 == 0 {
+            let acknowledged: u64 = tracks.iter().map(|t| t.acknowledged).sum();
+            eprintln!(
+                "kill -9 loop: round {} of {rounds}, {acknowledged} acknowledged operations, {:?}",
+                round + 1,
+                started.elapsed()
+            );
         }
     }
     let acknowledged: u64 = tracks.iter().map(|t| t.acknowledged).sum();
