@@ -139,7 +139,7 @@ async fn resync(client: &Client, t: &mut Track) -> Result<(), ClientError> {
 /// checks that every acknowledged grant is still held and every acknowledged
 /// release still free; tokens only grew. A release or a free resource that
 /// was only inferred after an ambiguous failure proves nothing: the failed
-/// acquire may commit later (first 1,000-round run, round ~900: a server's
+/// acquire may commit later (the first 1,000-round run, after 54 min: a server's
 /// commit timeout answered Unavailable and the entry committed after the
 /// test's read; the test had called that an S3 loss).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
