@@ -139,9 +139,10 @@ async fn resync(client: &Client, t: &mut Track) -> Result<(), ClientError> {
 /// checks that every acknowledged grant is still held and every acknowledged
 /// release still free; tokens only grew. A release or a free resource that
 /// was only inferred after an ambiguous failure proves nothing: the failed
-/// acquire may commit later (the first 1,000-round run, after 54 min: a server's
-/// commit timeout answered Unavailable and the entry committed after the
-/// test's read; the test had called that an S3 loss).
+/// acquire may commit later (a server's commit timeout answers Unavailable
+/// and leaves the entry in the log). The first 1,000-round run reported an
+/// "S3 loss" after 54 min that this explains; the failure now prints the
+/// holder, so a real loss would show whose grant it is.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill9_loop_loses_no_acknowledged_grant_or_release() {
     let rounds: u64 = std::env::var("WARDEN_CHAOS_ROUNDS")
