@@ -450,6 +450,12 @@ mod tests {
     // membership, Vote/PreVote from an id outside it are refused.
     #[tokio::test]
     async fn votes_from_non_members_are_refused() {
+        // openraft's runtime draws from a seeded generator set up per node
+        // (`run_injected`); a bare `Raft::new` needs the same scope.
+        crate::raft_types::Rt::scope(7, votes_from_non_members_are_refused_body()).await;
+    }
+
+    async fn votes_from_non_members_are_refused_body() {
         use std::collections::BTreeMap;
         use std::sync::{Arc, Mutex};
 
