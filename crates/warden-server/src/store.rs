@@ -693,8 +693,19 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                             &buggy
                         };
                         let applied = m.table.apply(index, log_leader, cmd);
+                        // A promotion grace counts from the Promote's stamp
+                        // (when it reached this log), not from the apply
+                        // time: a node restarted on the same clock epoch
+                        // replays its log with the persisted stamps, and a
+                        // grace re-based at each replay let a leader that
+                        // crash-loops and keeps winning push a dead lease a
+                        // second past every restart (L2: gone by r + TTL +
+                        // lock-delay + E; tests/cases/crash_loop.rs). The
+                        // stamp is no earlier than this leader's election, so
+                        // L4's T + G still holds. `on_effect` reads `now`
+                        // for `LeaseGraced` only.
                         for effect in &applied.effects {
-                            m.deadlines.on_effect(effect, stamp, now);
+                            m.deadlines.on_effect(effect, stamp, stamp);
                         }
                         if bugs.full_ttl_reset_at_election && matches!(cmd, Command::Promote(_)) {
                             crate::inject::reset_full_ttls(&mut m, now);
@@ -964,6 +975,65 @@ mod tests {
             Some(Duration::from_secs(163))
         );
         assert_eq!(m.table.to_snapshot(), snapshot_bytes);
+    }
+
+    // L2 across crash-restarts (tests/cases/crash_loop.rs): a promotion
+    // grace counts from the Promote's stamp, so replaying the Promote after a
+    // restart on the same epoch does not grant the grace again from the replay
+    // time (a crash-looping leader kept a dead lease a second past each restart).
+    #[tokio::test]
+    async fn replayed_promote_does_not_restart_the_grace() {
+        use warden_core::types::{LeaderId, Promote};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let open = |clock: Arc<EpochClock>| {
+            let db = Db::open(dir.path()).expect("db");
+            let stamps: Stamps = Arc::new(Mutex::new(BTreeMap::new()));
+            let log = LogStore::new(db.clone(), stamps.clone(), clock.clone());
+            let sm = StateMachineStore::open(db, clock, stamps).expect("sm");
+            (log, sm)
+        };
+        let promote = Command::Promote(Promote {
+            leader: LeaderId {
+                term: 2,
+                node_id: 1,
+            },
+            grace_ms: 1_000,
+        });
+        let clock = Arc::new(EpochClock::default());
+        *clock.0.lock().expect("clock") = Duration::from_secs(100);
+        {
+            let (mut log, mut sm) = open(clock.clone());
+            log.append([entry(1, 1, grant(1, 2_000))], IOFlushed::noop())
+                .await
+                .expect("append");
+            *clock.0.lock().expect("clock") = Duration::from_millis(101_500);
+            log.append([entry(2, 2, promote)], IOFlushed::noop())
+                .await
+                .expect("append");
+            let e = log.try_get_log_entries(1..3).await.expect("read");
+            sm.apply(futures::stream::iter(e.into_iter().map(|e| Ok((e, None)))))
+                .await
+                .expect("apply");
+            let m = sm.shared.machine.lock().expect("machine");
+            assert_eq!(
+                m.deadlines.lease_deadline(1),
+                Some(Duration::from_millis(102_500))
+            );
+        }
+        // Restarted 8.5 s later on the same boot: the replay keeps 102.5 s.
+        let clock2 = Arc::new(EpochClock::default());
+        *clock2.0.lock().expect("clock") = Duration::from_secs(110);
+        let (mut log, mut sm) = open(clock2);
+        let e = log.try_get_log_entries(1..3).await.expect("read");
+        assert_eq!(e.len(), 2);
+        sm.apply(futures::stream::iter(e.into_iter().map(|e| Ok((e, None)))))
+            .await
+            .expect("replay");
+        let m = sm.shared.machine.lock().expect("machine");
+        assert_eq!(
+            m.deadlines.lease_deadline(1),
+            Some(Duration::from_millis(102_500))
+        );
     }
 
     // L2 across crash-restarts (etcd issue 9395 through restarts): a node
