@@ -2,13 +2,17 @@
 //! machine (the lock table plus this node's deadline table).
 //!
 //! What is on disk when each method returns:
-//! - [`LogStore`] `append`: every entry, in one redb write transaction committed
-//!   with `Durability::Immediate` (one fsync), *before* the IO callback fires,
-//!   so Raft never counts this node towards a quorum for an entry it could lose
-//!   (S3). Any redb error is returned as an IO error, which openraft treats as
-//!   fatal for the node.
-//! - `save_vote`, `save_committed`, `truncate_after`, `purge`: committed
-//!   (fsync'd) before returning.
+//! - [`LogStore`] `append`: returns once the entries are readable (an
+//!   in-memory tail) and queued for the log-writer thread, which commits every
+//!   queued write in one redb write transaction with `Durability::Immediate`
+//!   (one fsync per group: group commit) and only then fires each IO
+//!   callback, so Raft never counts this node towards a quorum for an entry it
+//!   could lose (S3). A redb error reaches openraft through the callback and
+//!   is fatal for the node. On an injected disk (the simulator) the write is
+//!   committed inline before `append` returns.
+//! - `save_vote`, `truncate_after`, `purge`: committed (fsync'd) before
+//!   returning (truncate and purge through the writer's queue, in order).
+//! - `save_committed`: written without an fsync (see the method).
 //! - [`StateMachineStore`] keeps the table in memory; applying needs no fsync.
 //!   Snapshots are written to redb (fsync'd) when built or installed; on start
 //!   the last one is loaded and openraft re-applies the committed log after it.
