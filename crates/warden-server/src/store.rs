@@ -346,7 +346,7 @@ fn commit_writes(db: &Database, writes: &[LogWrite]) -> Result<(), io::Error> {
 
 /// Commits `writes` as one group, then tells each writer the outcome (the
 /// append callbacks fire only after the fsync: S3).
-fn write_group(db: &Database, tail: &Mutex<Tail>, writes: Vec<LogWrite>) {
+fn write_group(db: &Database, tail: &Mutex<Tail>, writes: Vec<LogWrite>) -> Result<(), String> {
     let res = commit_writes(db, &writes).map_err(|e| e.to_string());
     if res.is_ok() {
         let top = writes
@@ -378,6 +378,7 @@ fn write_group(db: &Database, tail: &Mutex<Tail>, writes: Vec<LogWrite>) {
             }
         }
     }
+    res
 }
 
 /// The log writer thread: group commit. It takes every write queued while
@@ -404,7 +405,8 @@ impl LogWriter {
                             Err(_) => break,
                         }
                     }
-                    write_group(&db, &tail, group);
+                    // The outcome reached every writer through its callback.
+                    let _ = write_group(&db, &tail, group);
                 }
             })?;
         Ok(LogWriter {
@@ -483,11 +485,10 @@ impl LogStore {
             Some(writer) => writer.send(w),
             None => {
                 let tail = self.tail.clone();
+                // As before the writer thread: a failed append is also
+                // returned here, not only through its callback.
                 self.db
-                    .io(move |db| {
-                        write_group(&db, &tail, vec![w]);
-                        Ok(())
-                    })
+                    .io(move |db| write_group(&db, &tail, vec![w]).map_err(io::Error::other))
                     .await
             }
         }
