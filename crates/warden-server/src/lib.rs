@@ -75,7 +75,6 @@ use openraft::{BasicNode, SnapshotPolicy};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
-use tokio_stream::wrappers::TcpListenerStream;
 use tokio_stream::Stream;
 use tonic::transport::server::Connected;
 
@@ -119,11 +118,19 @@ pub async fn run(
         .map_err(|e| ServerError::Config(format!("listen: cannot bind {}: {e}", config.listen)))?;
     run_injected(
         config,
-        TcpListenerStream::new(listener),
+        nodelay_incoming(listener),
         Injected::production(),
         shutdown,
     )
     .await
+}
+
+/// Accepted connections with TCP_NODELAY (clients' and peers'): with Nagle
+/// on, a reply written in two segments waits for the peer's delayed ACK (up
+/// to 40 ms on Linux). `serve_with_incoming` ignores the builder's
+/// `tcp_nodelay`, so it is set on the listener here (docs/performance.md).
+fn nodelay_incoming(listener: TcpListener) -> tonic::transport::server::TcpIncoming {
+    tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true))
 }
 
 fn validate_config(config: &ServerConfig) -> Result<(), ServerError> {
@@ -171,7 +178,7 @@ pub async fn run_with(
 ) -> Result<(), ServerError> {
     run_injected(
         config,
-        TcpListenerStream::new(listener),
+        nodelay_incoming(listener),
         Injected::with_clock(clock),
         shutdown,
     )
@@ -286,10 +293,6 @@ where
         ),
         None => None,
     };
-    // TCP_NODELAY on accepted connections (a measured latency win, see
-    // docs/performance.md) is held back: with it, a leader killed and
-    // restarted every ~170 ms kept a dead lease past the crash-loop test's
-    // bound (tests/cases/crash_loop.rs); that must be understood first.
     let server_task = tokio::spawn(async move {
         let _ = server
             .serve_with_incoming_shutdown(incoming, async move {
@@ -338,6 +341,12 @@ where
         // every read after it covers all that was acknowledged. Caught by
         // `full_restart_keeps_holders_and_tokens` in CI.
         enable_leader_restore: Some(false),
+        // Replicate an entry as soon as the log store has taken it, not
+        // after this node's own fsync: the leader's fsync overlaps the
+        // followers' (the log writer in `store` returns from `append` before
+        // the fsync). An entry still commits only once a quorum has it on
+        // disk (S3). Measured in docs/performance.md.
+        broadcast_submitted_on_append: Some(true),
         ..Default::default()
     }
     .validate()

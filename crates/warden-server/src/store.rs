@@ -2,13 +2,17 @@
 //! machine (the lock table plus this node's deadline table).
 //!
 //! What is on disk when each method returns:
-//! - [`LogStore`] `append`: every entry, in one redb write transaction committed
-//!   with `Durability::Immediate` (one fsync), *before* the IO callback fires,
-//!   so Raft never counts this node towards a quorum for an entry it could lose
-//!   (S3). Any redb error is returned as an IO error, which openraft treats as
-//!   fatal for the node.
-//! - `save_vote`, `save_committed`, `truncate_after`, `purge`: committed
-//!   (fsync'd) before returning.
+//! - [`LogStore`] `append`: returns once the entries are readable (an
+//!   in-memory tail) and queued for the log-writer thread, which commits every
+//!   queued write in one redb write transaction with `Durability::Immediate`
+//!   (one fsync per group: group commit) and only then fires each IO
+//!   callback, so Raft never counts this node towards a quorum for an entry it
+//!   could lose (S3). A redb error reaches openraft through the callback and
+//!   is fatal for the node. On an injected disk (the simulator) the write is
+//!   committed inline before `append` returns.
+//! - `save_vote`, `truncate_after`, `purge`: committed (fsync'd) before
+//!   returning (truncate and purge through the writer's queue, in order).
+//! - `save_committed`: written without an fsync (see the method).
 //! - [`StateMachineStore`] keeps the table in memory; applying needs no fsync.
 //!   Snapshots are written to redb (fsync'd) when built or installed; on start
 //!   the last one is loaded and openraft re-applies the committed log after it.
@@ -267,18 +271,239 @@ fn decode_stamp(b: &[u8]) -> Option<(u64, u64)> {
 /// the local log. Memory only; shared between the log store and the state machine.
 pub type Stamps = Arc<Mutex<BTreeMap<u64, Duration>>>;
 
+/// Most entries [`LogStore`] keeps in memory after they are on disk (the
+/// tail replication reads from without touching redb).
+const TAIL_MAX_ENTRIES: usize = 4_096;
+
+/// Most queued writes the log writer commits in one redb transaction.
+const MAX_WRITES_PER_COMMIT: usize = 1_024;
+
+/// The newest log entries, in memory: every entry not yet on disk and up to
+/// [`TAIL_MAX_ENTRIES`] that are. A contiguous suffix of the log, so every
+/// entry below its first index is on disk (or purged).
+#[derive(Debug, Default)]
+struct Tail {
+    entries: BTreeMap<u64, Entry>,
+    /// Highest index the writer has committed to disk (lowered by a truncate).
+    flushed: u64,
+}
+
+/// One write for the log writer, applied in queue order.
+enum LogWrite {
+    /// Log rows (index, encoded entry) and their persisted append stamp.
+    Append {
+        rows: Vec<(u64, Vec<u8>)>,
+        stamp: Option<[u8; 16]>,
+        callback: IOFlushed<TypeConfig>,
+    },
+    /// Delete every entry from `from` on.
+    Truncate {
+        from: u64,
+        done: tokio::sync::oneshot::Sender<Result<(), String>>,
+    },
+    /// Delete every entry up to `log_id` and remember it as purged.
+    Purge {
+        log_id: LogId,
+        done: tokio::sync::oneshot::Sender<Result<(), String>>,
+    },
+}
+
+/// Writes `writes` in one redb transaction, committed with
+/// `Durability::Immediate` (one fsync for the whole group).
+fn commit_writes(db: &Database, writes: &[LogWrite]) -> Result<(), io::Error> {
+    let tx = db.begin_write().map_err(io_err)?;
+    {
+        let mut log = tx.open_table(LOG).map_err(io_err)?;
+        let mut st = tx.open_table(STAMPS).map_err(io_err)?;
+        for w in writes {
+            match w {
+                LogWrite::Append { rows, stamp, .. } => {
+                    for (idx, bytes) in rows {
+                        log.insert(*idx, bytes.as_slice()).map_err(io_err)?;
+                        if let Some(p) = stamp {
+                            st.insert(*idx, p.as_slice()).map_err(io_err)?;
+                        }
+                    }
+                }
+                LogWrite::Truncate { from, .. } => {
+                    log.retain_in(*from.., |_, _| false).map_err(io_err)?;
+                    st.retain_in(*from.., |_, _| false).map_err(io_err)?;
+                }
+                LogWrite::Purge { log_id, .. } => {
+                    let upto = log_id.index();
+                    let mut meta = tx.open_table(META).map_err(io_err)?;
+                    meta.insert(KEY_PURGED, encode(log_id)?.as_slice())
+                        .map_err(io_err)?;
+                    log.retain_in(..=upto, |_, _| false).map_err(io_err)?;
+                    st.retain_in(..=upto, |_, _| false).map_err(io_err)?;
+                }
+            }
+        }
+    }
+    // Durability::Immediate (redb's default): fsync'd on return.
+    tx.commit().map_err(io_err)
+}
+
+/// Commits `writes` as one group, then tells each writer the outcome (the
+/// append callbacks fire only after the fsync: S3).
+fn write_group(db: &Database, tail: &Mutex<Tail>, writes: Vec<LogWrite>) -> Result<(), String> {
+    let res = commit_writes(db, &writes).map_err(|e| e.to_string());
+    if res.is_ok() {
+        let top = writes
+            .iter()
+            .filter_map(|w| match w {
+                LogWrite::Append { rows, .. } => rows.last().map(|(i, _)| *i),
+                _ => None,
+            })
+            .max();
+        if let (Some(top), Ok(mut t)) = (top, tail.lock()) {
+            t.flushed = t.flushed.max(top);
+            // Keep a bounded tail: drop the oldest entries that are on disk.
+            while t.entries.len() > TAIL_MAX_ENTRIES {
+                match t.entries.first_key_value() {
+                    Some((i, _)) if *i <= t.flushed => {
+                        t.entries.pop_first();
+                    }
+                    _ => break,
+                }
+            }
+        }
+    }
+    for w in writes {
+        let r = res.clone().map_err(io::Error::other);
+        match w {
+            LogWrite::Append { callback, .. } => callback.io_completed(r),
+            LogWrite::Truncate { done, .. } | LogWrite::Purge { done, .. } => {
+                let _ = done.send(res.clone());
+            }
+        }
+    }
+    res
+}
+
+/// The log writer thread: group commit. It takes every write queued while
+/// the previous group was being fsync'd and commits them together, so
+/// concurrent appends share one redb transaction and one fsync, and the Raft
+/// core never waits for the disk (openraft's `append` contract: return once
+/// readable, call back once durable).
+struct LogWriter {
+    tx: Mutex<Option<std::sync::mpsc::Sender<LogWrite>>>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl LogWriter {
+    fn start(db: Arc<Database>, tail: Arc<Mutex<Tail>>) -> Result<LogWriter, io::Error> {
+        let (tx, rx) = std::sync::mpsc::channel::<LogWrite>();
+        let thread = std::thread::Builder::new()
+            .name("warden-log-writer".into())
+            .spawn(move || {
+                while let Ok(first) = rx.recv() {
+                    let mut group = vec![first];
+                    while group.len() < MAX_WRITES_PER_COMMIT {
+                        match rx.try_recv() {
+                            Ok(w) => group.push(w),
+                            Err(_) => break,
+                        }
+                    }
+                    // The outcome reached every writer through its callback.
+                    let _ = write_group(&db, &tail, group);
+                }
+            })?;
+        Ok(LogWriter {
+            tx: Mutex::new(Some(tx)),
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    fn send(&self, w: LogWrite) -> Result<(), io::Error> {
+        let tx = self.tx.lock().map_err(io_err)?;
+        tx.as_ref()
+            .ok_or_else(|| io::Error::other("log writer stopped"))?
+            .send(w)
+            .map_err(|_| io::Error::other("log writer stopped"))
+    }
+}
+
+impl Drop for LogWriter {
+    /// Finishes every queued write and closes the database handle before
+    /// returning, so the data dir can be reopened at once.
+    fn drop(&mut self) {
+        if let Ok(mut tx) = self.tx.lock() {
+            tx.take();
+        }
+        if let Some(t) = self.thread.lock().ok().and_then(|mut t| t.take()) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Debug for LogWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LogWriter")
+    }
+}
+
 /// The Raft log store on redb.
 #[derive(Clone, Debug)]
 pub struct LogStore {
     db: Db,
     stamps: Stamps,
     clock: Arc<dyn Clock>,
+    tail: Arc<Mutex<Tail>>,
+    /// The group-commit writer; None on an injected disk (the simulator),
+    /// where each write is committed inline.
+    writer: Option<Arc<LogWriter>>,
 }
 
 impl LogStore {
     /// A log store over `db`, stamping appends with `clock`.
     pub fn new(db: Db, stamps: Stamps, clock: Arc<dyn Clock>) -> Self {
-        LogStore { db, stamps, clock }
+        let tail = Arc::new(Mutex::new(Tail::default()));
+        let writer = if db.inline_io {
+            None
+        } else {
+            // A thread that cannot start leaves inline writes, which are
+            // slower but equally durable.
+            LogWriter::start(db.db.clone(), tail.clone())
+                .map_err(|e| tracing::warn!("log writer thread: {e}; writing inline"))
+                .ok()
+                .map(Arc::new)
+        };
+        LogStore {
+            db,
+            stamps,
+            clock,
+            tail,
+            writer,
+        }
+    }
+
+    /// Queues `w` for the writer thread, or (no writer) commits it before
+    /// returning, on the blocking pool or inline on an injected disk.
+    async fn submit(&self, w: LogWrite) -> Result<(), io::Error> {
+        match &self.writer {
+            Some(writer) => writer.send(w),
+            None => {
+                let tail = self.tail.clone();
+                // As before the writer thread: a failed append is also
+                // returned here, not only through its callback.
+                self.db
+                    .io(move |db| write_group(&db, &tail, vec![w]).map_err(io::Error::other))
+                    .await
+            }
+        }
+    }
+
+    /// Queues a truncate or purge and waits until it is on disk.
+    async fn submit_and_wait(
+        &self,
+        make: impl FnOnce(tokio::sync::oneshot::Sender<Result<(), String>>) -> LogWrite,
+    ) -> Result<(), io::Error> {
+        let (done, rx) = tokio::sync::oneshot::channel();
+        self.submit(make(done)).await?;
+        rx.await
+            .map_err(|_| io::Error::other("log writer stopped"))?
+            .map_err(io::Error::other)
     }
 
     fn read_opt<T: for<'a> Deserialize<'a>>(&self, key: &str) -> Result<Option<T>, io::Error> {
@@ -294,20 +519,57 @@ impl RaftLogReader<TypeConfig> for LogStore {
         &mut self,
         range: RB,
     ) -> Result<Vec<Entry>, io::Error> {
+        use std::ops::Bound::{Excluded, Included, Unbounded};
         let start = range.start_bound().cloned();
         let end = range.end_bound().cloned();
-        self.db
+        // The in-memory tail first: every entry below its first index is on
+        // disk, and stays there while openraft may read it.
+        let (from_tail, tail_first) = {
+            let t = self.tail.lock().map_err(io_err)?;
+            let first = t.entries.first_key_value().map(|(i, _)| *i);
+            let got: Vec<Entry> = match first {
+                Some(_) => t
+                    .entries
+                    .range((start, end))
+                    .map(|(_, e)| e.clone())
+                    .collect(),
+                None => Vec::new(),
+            };
+            (got, first)
+        };
+        let disk_end = match (tail_first, end) {
+            (None, end) => end,
+            (Some(f), Included(e)) if e < f => Included(e),
+            (Some(f), Excluded(e)) if e <= f => Excluded(e),
+            (Some(f), _) => Excluded(f),
+        };
+        let needs_disk = match (start, disk_end) {
+            (_, Unbounded) => true,
+            (Included(s), Excluded(e)) => s < e,
+            (Included(s), Included(e)) => s <= e,
+            (Excluded(s), Excluded(e)) => s.saturating_add(1) < e,
+            (Excluded(s), Included(e)) => s < e,
+            (Unbounded, Excluded(e)) => e > 0,
+            (Unbounded, Included(_)) => true,
+        };
+        if !needs_disk {
+            return Ok(from_tail);
+        }
+        let mut out = self
+            .db
             .io(move |db| -> Result<Vec<Entry>, io::Error> {
                 let tx = db.begin_read().map_err(io_err)?;
                 let t = tx.open_table(LOG).map_err(io_err)?;
                 let mut out = Vec::new();
-                for item in t.range::<u64>((start, end)).map_err(io_err)? {
+                for item in t.range::<u64>((start, disk_end)).map_err(io_err)? {
                     let (_, v) = item.map_err(io_err)?;
                     out.push(decode::<Entry>(v.value())?);
                 }
                 Ok(out)
             })
-            .await
+            .await?;
+        out.extend(from_tail);
+        Ok(out)
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote>, io::Error> {
@@ -322,9 +584,14 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let last_purged: Option<LogId> = self.read_opt(KEY_PURGED)?;
         let tx = self.db.db.begin_read().map_err(io_err)?;
         let t = tx.open_table(LOG).map_err(io_err)?;
-        let last = match t.last().map_err(io_err)? {
-            Some((_, v)) => Some(decode::<Entry>(v.value())?.log_id()),
-            None => last_purged,
+        let in_tail = {
+            let tail = self.tail.lock().map_err(io_err)?;
+            tail.entries.last_key_value().map(|(_, e)| e.log_id())
+        };
+        let last = match (in_tail, t.last().map_err(io_err)?) {
+            (Some(l), _) => Some(l),
+            (None, Some((_, v))) => Some(decode::<Entry>(v.value())?.log_id()),
+            (None, None) => last_purged,
         };
         Ok(LogState {
             last_purged_log_id: last_purged,
@@ -371,8 +638,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         // the client sent it: no deadline derived from it is early (S4).
         let stamp = self.clock.now();
         let mut rows = Vec::new();
+        let mut kept = Vec::new();
         for e in entries {
             rows.push((e.index(), encode(&e)?));
+            kept.push(e);
         }
         {
             let mut stamps = self.stamps.lock().map_err(io_err)?;
@@ -380,35 +649,25 @@ impl RaftLogStorage<TypeConfig> for LogStore {
                 stamps.insert(*idx, stamp);
             }
         }
-        let persisted = self.clock.epoch().map(|e| encode_stamp(e, stamp));
-        let res = self
-            .db
-            .io(move |db| -> Result<(), io::Error> {
-                let tx = db.begin_write().map_err(io_err)?;
-                {
-                    let mut t = tx.open_table(LOG).map_err(io_err)?;
-                    for (idx, bytes) in &rows {
-                        t.insert(*idx, bytes.as_slice()).map_err(io_err)?;
-                    }
-                    // Same transaction, same fsync: no extra cost per batch.
-                    if let Some(p) = &persisted {
-                        let mut st = tx.open_table(STAMPS).map_err(io_err)?;
-                        for (idx, _) in &rows {
-                            st.insert(*idx, p.as_slice()).map_err(io_err)?;
-                        }
-                    }
-                }
-                // Durability::Immediate (redb's default): fsync'd on return.
-                tx.commit().map_err(io_err)
-            })
-            .await;
-        let ok = res.is_ok();
-        callback.io_completed(res);
-        if ok {
-            Ok(())
-        } else {
-            Err(io::Error::other("log append failed"))
+        {
+            // Readable once this returns (openraft's contract), durable when
+            // the callback fires.
+            let mut tail = self.tail.lock().map_err(io_err)?;
+            for e in kept {
+                tail.entries.insert(e.index(), e);
+            }
         }
+        let persisted = self.clock.epoch().map(|e| encode_stamp(e, stamp));
+        // The callback fires only after the group holding these rows is
+        // committed with an fsync (S3); openraft counts this node towards a
+        // quorum only then. The Raft core goes on meanwhile (replication to
+        // followers overlaps this node's fsync).
+        self.submit(LogWrite::Append {
+            rows,
+            stamp: persisted,
+            callback,
+        })
+        .await
     }
 
     async fn truncate_after(&mut self, last_log_id: Option<LogId>) -> Result<(), io::Error> {
@@ -417,29 +676,24 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             let mut stamps = self.stamps.lock().map_err(io_err)?;
             let _ = stamps.split_off(&from);
         }
-        let tx = self.db.db.begin_write().map_err(io_err)?;
         {
-            let mut t = tx.open_table(LOG).map_err(io_err)?;
-            t.retain_in(from.., |_, _| false).map_err(io_err)?;
-            let mut st = tx.open_table(STAMPS).map_err(io_err)?;
-            st.retain_in(from.., |_, _| false).map_err(io_err)?;
+            let mut tail = self.tail.lock().map_err(io_err)?;
+            let _ = tail.entries.split_off(&from);
+            tail.flushed = tail.flushed.min(from.saturating_sub(1));
         }
-        tx.commit().map_err(io_err)
+        self.submit_and_wait(|done| LogWrite::Truncate { from, done })
+            .await
     }
 
     async fn purge(&mut self, log_id: LogId) -> Result<(), io::Error> {
         let upto = log_id.index();
-        let tx = self.db.db.begin_write().map_err(io_err)?;
         {
-            let mut meta = tx.open_table(META).map_err(io_err)?;
-            meta.insert(KEY_PURGED, encode(&log_id)?.as_slice())
-                .map_err(io_err)?;
-            let mut t = tx.open_table(LOG).map_err(io_err)?;
-            t.retain_in(..=upto, |_, _| false).map_err(io_err)?;
-            let mut st = tx.open_table(STAMPS).map_err(io_err)?;
-            st.retain_in(..=upto, |_, _| false).map_err(io_err)?;
+            let mut tail = self.tail.lock().map_err(io_err)?;
+            let rest = tail.entries.split_off(&(upto + 1));
+            tail.entries = rest;
         }
-        tx.commit().map_err(io_err)
+        self.submit_and_wait(|done| LogWrite::Purge { log_id, done })
+            .await
     }
 }
 
@@ -693,8 +947,19 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                             &buggy
                         };
                         let applied = m.table.apply(index, log_leader, cmd);
+                        // A promotion grace counts from the Promote's stamp
+                        // (when it reached this log), not from the apply
+                        // time: a node restarted on the same clock epoch
+                        // replays its log with the persisted stamps, and a
+                        // grace re-based at each replay let a leader that
+                        // crash-loops and keeps winning push a dead lease a
+                        // second past every restart (L2: gone by r + TTL +
+                        // lock-delay + E; tests/cases/crash_loop.rs). The
+                        // stamp is no earlier than this leader's election, so
+                        // L4's T + G still holds. `on_effect` reads `now`
+                        // for `LeaseGraced` only.
                         for effect in &applied.effects {
-                            m.deadlines.on_effect(effect, stamp, now);
+                            m.deadlines.on_effect(effect, stamp, stamp);
                         }
                         if bugs.full_ttl_reset_at_election && matches!(cmd, Command::Promote(_)) {
                             crate::inject::reset_full_ttls(&mut m, now);
@@ -964,6 +1229,65 @@ mod tests {
             Some(Duration::from_secs(163))
         );
         assert_eq!(m.table.to_snapshot(), snapshot_bytes);
+    }
+
+    // L2 across crash-restarts (tests/cases/crash_loop.rs): a promotion
+    // grace counts from the Promote's stamp, so replaying the Promote after a
+    // restart on the same epoch does not grant the grace again from the replay
+    // time (a crash-looping leader kept a dead lease a second past each restart).
+    #[tokio::test]
+    async fn replayed_promote_does_not_restart_the_grace() {
+        use warden_core::types::{LeaderId, Promote};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let open = |clock: Arc<EpochClock>| {
+            let db = Db::open(dir.path()).expect("db");
+            let stamps: Stamps = Arc::new(Mutex::new(BTreeMap::new()));
+            let log = LogStore::new(db.clone(), stamps.clone(), clock.clone());
+            let sm = StateMachineStore::open(db, clock, stamps).expect("sm");
+            (log, sm)
+        };
+        let promote = Command::Promote(Promote {
+            leader: LeaderId {
+                term: 2,
+                node_id: 1,
+            },
+            grace_ms: 1_000,
+        });
+        let clock = Arc::new(EpochClock::default());
+        *clock.0.lock().expect("clock") = Duration::from_secs(100);
+        {
+            let (mut log, mut sm) = open(clock.clone());
+            log.append([entry(1, 1, grant(1, 2_000))], IOFlushed::noop())
+                .await
+                .expect("append");
+            *clock.0.lock().expect("clock") = Duration::from_millis(101_500);
+            log.append([entry(2, 2, promote)], IOFlushed::noop())
+                .await
+                .expect("append");
+            let e = log.try_get_log_entries(1..3).await.expect("read");
+            sm.apply(futures::stream::iter(e.into_iter().map(|e| Ok((e, None)))))
+                .await
+                .expect("apply");
+            let m = sm.shared.machine.lock().expect("machine");
+            assert_eq!(
+                m.deadlines.lease_deadline(1),
+                Some(Duration::from_millis(102_500))
+            );
+        }
+        // Restarted 8.5 s later on the same boot: the replay keeps 102.5 s.
+        let clock2 = Arc::new(EpochClock::default());
+        *clock2.0.lock().expect("clock") = Duration::from_secs(110);
+        let (mut log, mut sm) = open(clock2);
+        let e = log.try_get_log_entries(1..3).await.expect("read");
+        assert_eq!(e.len(), 2);
+        sm.apply(futures::stream::iter(e.into_iter().map(|e| Ok((e, None)))))
+            .await
+            .expect("replay");
+        let m = sm.shared.machine.lock().expect("machine");
+        assert_eq!(
+            m.deadlines.lease_deadline(1),
+            Some(Duration::from_millis(102_500))
+        );
     }
 
     // L2 across crash-restarts (etcd issue 9395 through restarts): a node
