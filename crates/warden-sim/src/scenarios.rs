@@ -107,9 +107,11 @@ impl Scenario {
         match self {
             Scenario::Random => 60,
             Scenario::RepeatedElections => 10,
-            Scenario::StalledLeaderExpiry | Scenario::DueWaiter => 7,
-            Scenario::RetryAfterSnapshot => 4,
-            Scenario::SlowRenewAck | Scenario::BatchedHandoff | Scenario::DeposedLeaderRenew => 3,
+            Scenario::StalledLeaderExpiry | Scenario::RetryAfterSnapshot => 4,
+            Scenario::DueWaiter
+            | Scenario::SlowRenewAck
+            | Scenario::BatchedHandoff
+            | Scenario::DeposedLeaderRenew => 3,
             Scenario::LostReplyNewLeader | Scenario::RetriedRelease => 2,
         }
     }
@@ -219,7 +221,7 @@ pub fn spawn(
                     sleep(secs(1_000)).await;
                     a.renew(&client, "r0", lease, token).await;
                 }
-                sleep_until(end + secs(6_000)).await;
+                sleep_until(end + secs(4_000)).await;
                 Ok(())
             });
         }
@@ -238,7 +240,7 @@ pub fn spawn(
                 if let Some((lease, token, _, _)) = h.acquire(&client, "r0", opts).await {
                     sleep_until(secs(3_000)).await;
                     h.renew(&client, "r0", lease, token).await;
-                    sleep_until(secs(8_000)).await;
+                    sleep_until(secs(5_500)).await;
                     h.release(&client, "r0", lease, token).await;
                 }
                 sleep_until(end).await;
@@ -253,7 +255,7 @@ pub fn spawn(
                     wait: secs(20_000),
                     lock_delay: Duration::ZERO,
                 };
-                let _ = tokio::time::timeout(secs(8_000), w.acquire(&client, "r0", opts)).await;
+                let _ = tokio::time::timeout(secs(5_000), w.acquire(&client, "r0", opts)).await;
                 Ok(())
             });
         }
@@ -268,7 +270,7 @@ pub fn spawn(
                 let client = Client::connect(endpoints, ClientOptions::default()).await?;
                 let opts = AcquireOptions::with_ttl(secs(2_000));
                 if let Some((lease, token, _, _)) = a.acquire(&client, "r0", opts).await {
-                    while global_now() < secs(11_000) {
+                    while global_now() < secs(9_000) {
                         sleep(secs(300)).await;
                         a.renew(&client, "r0", lease, token).await;
                     }
