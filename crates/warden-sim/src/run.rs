@@ -172,8 +172,8 @@ pub fn run(cfg: RunConfig) -> Outcome {
     // The prober keeps the run going. A random run ends once the healer is
     // done, but no sooner than 8 s after the heal (longest TTL 4 s + E +
     // 1 s: the fault phase's leases have ended, L2), and at heal_end at
-    // the latest; a named scenario at the end of its faults (or when its
-    // clients are done).
+    // the latest. A named scenario's prober stops at the end of its faults;
+    // the run lasts until its last client is done.
     let probe_until = match cfg.scenario {
         Scenario::Random => heal_end,
         _ => fault_end,
