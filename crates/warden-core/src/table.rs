@@ -151,6 +151,10 @@ pub struct LockTable {
     /// ends or when the lease's grant of the resource ends.
     #[serde(skip)]
     pub(crate) values: BTreeMap<(LeaseId, String), String>,
+    /// Simulator-only bug switch (`warden-sim --inject-bug
+    /// token-is-log-index`); never set in production, never saved.
+    #[serde(skip)]
+    pub(crate) token_is_log_index: bool,
 }
 
 impl Default for LockTable {
@@ -177,6 +181,7 @@ impl LockTable {
             last_promote: None,
             audit: VecDeque::new(),
             values: BTreeMap::new(),
+            token_is_log_index: false,
         }
     }
 
@@ -246,6 +251,14 @@ impl LockTable {
             response,
             effects: fx,
         }
+    }
+
+    /// Simulator only (`warden-sim --inject-bug token-is-log-index`): every
+    /// grant made while applying entry *i* gets token *i*, the bug S2 rules
+    /// out (one entry can grant one resource twice). Production never calls it.
+    #[doc(hidden)]
+    pub fn inject_token_is_log_index(&mut self) {
+        self.token_is_log_index = true;
     }
 
     /// `next_token = max(next_token, floor + 1)`; refused (nothing changes)
@@ -863,7 +876,12 @@ impl LockTable {
         lock_delay_ms: u64,
         fx: &mut Vec<Effect>,
     ) -> FencingToken {
-        let token = self.next_token;
+        let mut token = self.next_token;
+        if self.token_is_log_index {
+            // The reintroduced bug: every grant of entry `index` shares its token.
+            token = index;
+            self.next_token = self.next_token.max(index);
+        }
         self.next_token = self.next_token.saturating_add(1);
         let ttl_ms = self.leases.get(&lease_id).map_or(0, |l| l.ttl_ms);
         if let Some(l) = self.leases.get_mut(&lease_id) {

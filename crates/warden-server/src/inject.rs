@@ -76,6 +76,12 @@ pub struct BugSwitches {
     /// Apply uses the entry's leader's clock reading as the append stamp:
     /// an instant compared across nodes (breaks S4/L1).
     pub instant_across_nodes: bool,
+    /// The fencing token is the grant's log index: several grants made by
+    /// one entry share it (breaks S2 and the fence's "equal = same holder").
+    pub token_is_log_index: bool,
+    /// A leader acknowledges each renew from its own memory before the
+    /// renew's entry commits; a deposed leader keeps doing so (breaks S4/S5).
+    pub renew_acked_before_commit: bool,
 }
 
 /// Simulator-only observer of a node's state machine.
@@ -247,4 +253,31 @@ pub(crate) fn without_outcomes(
         &Command::DropClients(warden_core::types::DropClients { leader, clients }),
     );
     t.to_snapshot()
+}
+
+/// `renew_acked_before_commit`: a node that believes it leads answers every
+/// renew of the batch at once from its own table (the lease's TTL, or "not
+/// live"), before the batch is proposed; the returned jobs carry detached
+/// reply channels, so the batch is still proposed and its result dropped.
+pub(crate) fn ack_renews_from_memory(
+    node: &crate::node::Node,
+    jobs: Vec<crate::renew::RenewJob>,
+) -> Vec<crate::renew::RenewJob> {
+    if node.leader_id_if_leader().is_none() {
+        return jobs;
+    }
+    let Ok(m) = node.shared.machine.lock() else {
+        return jobs;
+    };
+    jobs.into_iter()
+        .map(|job| {
+            let ttl_ms = m.table.lease(job.lease_id).map(|l| l.ttl_ms);
+            let _ = job.reply.send(Ok(ttl_ms));
+            let (reply, _) = tokio::sync::oneshot::channel();
+            crate::renew::RenewJob {
+                lease_id: job.lease_id,
+                reply,
+            }
+        })
+        .collect()
 }

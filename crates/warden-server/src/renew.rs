@@ -39,6 +39,9 @@ pub async fn run(node: Weak<Node>, mut rx: mpsc::Receiver<RenewJob>, window: Dur
             }
         }
         let Some(node) = node.upgrade() else { return };
+        if node.shared.bugs.renew_acked_before_commit {
+            jobs = crate::inject::ack_renews_from_memory(&node, jobs);
+        }
         let ids: BTreeSet<u64> = jobs.iter().map(|j| j.lease_id).collect();
         let node2: Arc<Node> = node.clone();
         let result = node2

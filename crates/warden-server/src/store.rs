@@ -943,6 +943,9 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                                     stamp = o.clock_of(log_leader.node_id).unwrap_or(stamp);
                                 }
                             }
+                            if bugs.token_is_log_index {
+                                m.table.inject_token_is_log_index();
+                            }
                             buggy = crate::inject::buggy_command(&bugs, &m.table, log_leader, cmd);
                             &buggy
                         };

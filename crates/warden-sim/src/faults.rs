@@ -234,7 +234,17 @@ impl Faults {
                 self.next_at = Duration::MAX;
                 Some((Fault::ClientLatency("a", 700), Duration::from_secs(30)))
             }
-            Scenario::RetryAfterSnapshot => None,
+            // The leader crashes 2 s into the faults (snapshots exist by
+            // then) and restarts from its snapshot 1 s later; once.
+            Scenario::RetryAfterSnapshot => {
+                if now < start + Duration::from_secs(2) {
+                    return;
+                }
+                self.next_at = Duration::MAX;
+                leader_of(world).map(|l| (Fault::Crash(l), Duration::from_secs(1)))
+            }
+            // These scenarios make their own faults (scenarios.rs).
+            _ => None,
         };
         if let Some((f, len)) = scripted {
             if std::env::var_os("WARDEN_SIM_VERBOSE").is_some() {
@@ -250,7 +260,7 @@ impl Faults {
     fn gap(&mut self) -> Duration {
         match self.scenario {
             Scenario::RepeatedElections => Duration::from_millis(900),
-            Scenario::StalledLeaderExpiry => Duration::MAX,
+            Scenario::StalledLeaderExpiry | Scenario::RetryAfterSnapshot => Duration::MAX,
             _ => Duration::from_millis(self.rng.random_range(500..4_000)),
         }
     }

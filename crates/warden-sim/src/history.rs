@@ -295,6 +295,9 @@ impl warden_server::inject::Observer for SimObserver {
             _ => false,
         };
         let first_apply = h.s8_checked.insert((node_id, index));
+        // S2 within one entry: a second grant of a resource by the same
+        // entry needs a higher token than the first.
+        let mut granted_here: Vec<(&str, u64)> = Vec::new();
         for e in &applied.effects {
             match e {
                 Effect::Granted {
@@ -303,6 +306,19 @@ impl warden_server::inject::Observer for SimObserver {
                     fencing_token,
                     grant_index,
                 } => {
+                    if granted_here
+                        .iter()
+                        .any(|(r, t)| *r == resource.as_str() && *t >= *fencing_token)
+                    {
+                        h.violation(
+                            "S2",
+                            format!(
+                                "node {node_id} index {index}: {resource} granted twice by one entry, the second time (lease {lease_id}) with token {fencing_token}, not above the first"
+                            ),
+                        );
+                        continue;
+                    }
+                    granted_here.push((resource.as_str(), *fencing_token));
                     let key = (resource.clone(), *grant_index, *fencing_token);
                     match h.grants.get(&key) {
                         Some(seen)

@@ -11,9 +11,13 @@
 //! - [`history`]: what a run records and the checkers, one per property.
 //! - [`faults`]: the fault schedule (partitions, one-way partitions, an
 //!   isolated leader, crash/restart, pauses, slow links).
-//! - [`run`]: one run: cluster, workload, faults, healing phase, checkers;
-//!   `--inject-bug` switches.
-//! - [`scenarios`]: named scenarios, each after a public bug.
+//! - [`run`]: one run: cluster, workload, faults, healing phase, checkers.
+//! - [`scenarios`]: named scenarios, each after a public bug, with their
+//!   default lengths; the `--inject-bug` switches ([`Bugs`], [`BUG_NAMES`]).
+//!
+//! The runner (`src/main.rs`): `--seed-start S --seeds N` runs seeds
+//! S..S+N−1 and exits 0 only if every checker passed on every seed, printing
+//! the replay command of each failing seed.
 
 pub mod env;
 pub mod faults;

@@ -26,9 +26,10 @@ struct Args {
     /// The scenario: random (default) or a named one.
     #[arg(long, default_value = "random")]
     scenario: String,
-    /// Simulated seconds of faults per seed (then 20 s of healing).
-    #[arg(long, default_value_t = 60)]
-    fault_secs: u64,
+    /// Simulated seconds of faults per seed (random runs then heal for
+    /// 20 s). Default: 60 for random runs; a named scenario's own length.
+    #[arg(long)]
+    fault_secs: Option<u64>,
     /// List the bug names and scenarios, then exit.
     #[arg(long)]
     list_bugs: bool,
@@ -58,6 +59,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let fault_secs = args
+        .fault_secs
+        .unwrap_or_else(|| scenario.default_fault_secs());
     let seeds: Vec<u64> = match args.seed {
         Some(s) => vec![s],
         None => (args.seed_start..args.seed_start.saturating_add(args.seeds)).collect(),
@@ -70,7 +74,7 @@ fn main() -> ExitCode {
             seed,
             scenario,
             bugs,
-            fault_secs: args.fault_secs,
+            fault_secs,
         });
         println!(
             "seed {seed}: {} nodes, {:.1} s simulated in {:.2} s, {} applies, {} calls ok, {} failed: {}",
@@ -93,7 +97,7 @@ fn main() -> ExitCode {
             }
             let mut cmd = format!(
                 "cargo run -p warden-sim --release -- --seed {seed} --scenario {} --fault-secs {}",
-                args.scenario, args.fault_secs
+                args.scenario, fault_secs
             );
             for b in &args.inject_bug {
                 cmd.push_str(&format!(" --inject-bug {b}"));

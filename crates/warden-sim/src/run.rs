@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,7 +14,7 @@ use rand::{Rng, SeedableRng};
 use warden_client::{AcquireOptions, AcquireResult, Client, ClientOptions};
 use warden_fence::{Fence, MemoryStore};
 use warden_server::config::{ServerConfig, Timing, DEFAULT_MAX_REQUEST_BYTES};
-use warden_server::inject::{BugSwitches, Injected};
+use warden_server::inject::Injected;
 
 use crate::env::{global_now, incoming, Disks, SimClock};
 use crate::history::{
@@ -23,92 +24,7 @@ use crate::history::{
 /// Port every node listens on.
 const PORT: u16 = 7000;
 
-/// Bugs the simulator can reintroduce (`--inject-bug NAME`).
-pub const BUG_NAMES: &[&str] = &[
-    "full-ttl-reset-at-election",
-    "grant-to-due-waiter",
-    "expiry-via-forwarding",
-    "outcome-table-not-in-snapshot",
-    "valid-until-from-receipt",
-    "instant-across-nodes",
-];
-
-/// What a run injects: server-side switches and the client-side one.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Bugs {
-    /// Server-side switches.
-    pub server: BugSwitches,
-    /// Clients compute `valid_until` from the reply's receipt, not the send.
-    pub valid_until_from_receipt: bool,
-}
-
-impl Bugs {
-    /// Parses one `--inject-bug` name.
-    pub fn add(&mut self, name: &str) -> Result<(), String> {
-        match name {
-            "full-ttl-reset-at-election" => self.server.full_ttl_reset_at_election = true,
-            "grant-to-due-waiter" => self.server.grant_to_due_waiter = true,
-            "expiry-via-forwarding" => self.server.expiry_via_forwarding = true,
-            "outcome-table-not-in-snapshot" => self.server.outcome_table_not_in_snapshot = true,
-            "valid-until-from-receipt" => self.valid_until_from_receipt = true,
-            "instant-across-nodes" => self.server.instant_across_nodes = true,
-            other => {
-                return Err(format!(
-                    "--inject-bug: unknown bug {other:?}; known: {}",
-                    BUG_NAMES.join(", ")
-                ))
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The shape of a run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scenario {
-    /// Random faults and workload drawn from the seed.
-    Random,
-    /// Repeated elections while a dead holder's lease should run out (L2, etcd 9395).
-    RepeatedElections,
-    /// A waiter whose lease expired while it waited (S8, Jepsen etcd 3.4.3).
-    DueWaiter,
-    /// A stalled ex-leader whose expiries go through forwarding (etcd 15247).
-    StalledLeaderExpiry,
-    /// A retried acquire after every node restarted from a snapshot (S7).
-    RetryAfterSnapshot,
-    /// A renew acknowledged late: validity from the send, not the receipt (S5).
-    SlowRenewAck,
-}
-
-impl Scenario {
-    /// Every scenario's name.
-    pub const NAMES: &[&str] = &[
-        "random",
-        "repeated-elections",
-        "due-waiter",
-        "stalled-leader-expiry",
-        "retry-after-snapshot",
-        "slow-renew-ack",
-    ];
-
-    /// Parses a name.
-    pub fn parse(s: &str) -> Result<Scenario, String> {
-        Ok(match s {
-            "random" => Scenario::Random,
-            "repeated-elections" => Scenario::RepeatedElections,
-            "due-waiter" => Scenario::DueWaiter,
-            "stalled-leader-expiry" => Scenario::StalledLeaderExpiry,
-            "retry-after-snapshot" => Scenario::RetryAfterSnapshot,
-            "slow-renew-ack" => Scenario::SlowRenewAck,
-            other => {
-                return Err(format!(
-                    "--scenario: unknown {other:?}; known: {}",
-                    Scenario::NAMES.join(", ")
-                ))
-            }
-        })
-    }
-}
+pub use crate::scenarios::{Bugs, Scenario, BUG_NAMES};
 
 /// One run's parameters.
 #[derive(Clone, Copy, Debug)]
@@ -214,6 +130,7 @@ pub fn run(cfg: RunConfig) -> Outcome {
         .iter()
         .map(|i| format!("{}:{PORT}", host(*i)))
         .collect();
+    let healer_done = Arc::new(AtomicBool::new(false));
     let fault_start = Duration::from_secs(3);
     let fault_end = fault_start + Duration::from_secs(cfg.fault_secs);
     let heal_end = fault_end + Duration::from_secs(20);
@@ -241,6 +158,7 @@ pub fn run(cfg: RunConfig) -> Outcome {
                 resources.clone(),
                 fault_end,
                 heal_end,
+                healer_done.clone(),
             );
         }
         s => crate::scenarios::spawn(
@@ -251,11 +169,23 @@ pub fn run(cfg: RunConfig) -> Outcome {
             fault_end,
         ),
     }
+    // The prober keeps the run going. A random run ends once the healer is
+    // done, but no sooner than 8 s after the heal (longest TTL 4 s + E +
+    // 1 s: the fault phase's leases have ended, L2), and at heal_end at
+    // the latest. A named scenario's prober stops at the end of its faults;
+    // the run lasts until its last client is done.
     let probe_until = match cfg.scenario {
         Scenario::Random => heal_end,
         _ => fault_end,
     };
-    spawn_prober(&mut sim, &world, endpoints.clone(), probe_until);
+    let probe_min = (fault_end + Duration::from_secs(8)).min(probe_until);
+    spawn_prober(
+        &mut sim,
+        &world,
+        endpoints.clone(),
+        (probe_min, probe_until),
+        healer_done,
+    );
     // The orchestrator: faults, leaderless-time accounting, crash/restart.
     let mut faults = crate::faults::Faults::new(cfg.scenario, nodes.clone(), cfg.seed);
     let limit = heal_end + Duration::from_secs(30);
@@ -668,7 +598,8 @@ fn spawn_prober(
     sim: &mut turmoil::Sim<'_>,
     world: &World,
     endpoints: Vec<String>,
-    until: Duration,
+    (min_until, until): (Duration, Duration),
+    healer_done: Arc<AtomicBool>,
 ) {
     let history = world.history.clone();
     sim.client("prober", async move {
@@ -679,7 +610,9 @@ fn spawn_prober(
         };
         let client = Client::connect(endpoints, options).await?;
         let mut last_ok = global_now();
-        while global_now() < until {
+        while global_now() < until
+            && !(global_now() >= min_until && healer_done.load(Ordering::Relaxed))
+        {
             if client.status("warden-sim-probe").await.is_ok() {
                 let now = global_now();
                 if now.saturating_sub(last_ok) > Duration::from_millis(250) {
@@ -702,6 +635,7 @@ fn spawn_healer(
     resources: Vec<String>,
     heal_at: Duration,
     heal_end: Duration,
+    done: Arc<AtomicBool>,
 ) {
     let ctx = ClientCtx {
         name: "healer".into(),
@@ -758,6 +692,7 @@ fn spawn_healer(
             Err(e) => history::lock(&ctx.history)
                 .violation("L3", format!("lease grant failed after the heal: {e}")),
         }
+        done.store(true, Ordering::Relaxed);
         Ok(())
     });
 }
