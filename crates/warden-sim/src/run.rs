@@ -170,6 +170,7 @@ pub struct World {
 /// Runs one seed.
 pub fn run(cfg: RunConfig) -> Outcome {
     crate::env::install_network();
+    crate::env::install_logs();
     let mut rng = StdRng::seed_from_u64(cfg.seed);
     let n_nodes: u64 = match cfg.scenario {
         Scenario::Random if rng.random_bool(0.3) => 5,
