@@ -126,7 +126,11 @@ impl PeerConnection {
         }
         let client = self.client()?;
         let reply = match tokio::time::timeout(timeout, f(client, request)).await {
-            Err(_) => return Err(unreachable(format!("peer {}: timed out", self.target))),
+            Err(_) => {
+                // The connection may be dead without an error (see below).
+                self.client = None;
+                return Err(unreachable(format!("peer {}: timed out", self.target)));
+            }
             Ok(Err(status)) => {
                 if status.code() == tonic::Code::Unavailable
                     || status.code() == tonic::Code::Unknown
@@ -138,6 +142,19 @@ impl PeerConnection {
                         self.target,
                         status.message()
                     )));
+                }
+                if status.code() == tonic::Code::Cancelled
+                    || status.code() == tonic::Code::DeadlineExceeded
+                {
+                    // The call timed out ("Timeout expired" is tonic's own
+                    // deadline). Reconnect for the next call: a connection
+                    // that lost bytes to a partition can stay open yet never
+                    // deliver again (or only after TCP's retransmit backoff),
+                    // and a leader that kept it would time out towards that
+                    // peer forever after the heal, never reach a quorum and
+                    // never step down (found by the simulator: seed 124,
+                    // `--fault-secs 60`).
+                    self.client = None;
                 }
                 return Err(network(format!(
                     "peer {}: {}",
