@@ -33,9 +33,7 @@ pub fn install_logs() {
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
     use tracing_subscriber::Layer as _;
-    let filter = EventsAndEverySpan(tracing_subscriber::EnvFilter::new(
-        filter.to_string_lossy(),
-    ));
+    let filter = EventsAndEverySpan(tracing_subscriber::EnvFilter::new(filter.to_string_lossy()));
     let layer = tracing_subscriber::fmt::layer()
         .with_timer(SimTime)
         .with_writer(std::io::stderr)

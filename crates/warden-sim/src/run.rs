@@ -23,6 +23,16 @@ use crate::history::{
 /// Port every node listens on.
 const PORT: u16 = 7000;
 
+/// Seeds that once failed on a bug in the production code, now fixed:
+/// (seed, scenario, `--fault-secs`). Each must keep passing.
+pub const REGRESSION_SEEDS: &[(u64, &str, u64)] = &[
+    // A leader kept peer connections that a partition had left open but
+    // dead: after the heal no call was served (L1, L3). Fixed by reconnecting
+    // after a second of timeouts (warden-server network.rs).
+    (124, "random", 60),
+    (202, "random", 60),
+];
+
 /// Bugs the simulator can reintroduce (`--inject-bug NAME`).
 pub const BUG_NAMES: &[&str] = &[
     "full-ttl-reset-at-election",
