@@ -450,6 +450,12 @@ mod tests {
     // membership, Vote/PreVote from an id outside it are refused.
     #[tokio::test]
     async fn votes_from_non_members_are_refused() {
+        // openraft's runtime draws its randomness from a seed set per task
+        // scope (as `run_injected` does); without one it panics.
+        crate::raft_types::Rt::scope(1, votes_from_non_members_are_refused_body()).await;
+    }
+
+    async fn votes_from_non_members_are_refused_body() {
         use std::collections::BTreeMap;
         use std::sync::{Arc, Mutex};
 
