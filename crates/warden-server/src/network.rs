@@ -25,6 +25,17 @@ use crate::raft_types::{Snapshot, SnapshotMeta, TypeConfig, Vote};
 /// Largest gRPC message between peers (snapshots travel whole): 256 MiB.
 pub const MAX_PEER_MESSAGE_BYTES: usize = 256 * 1024 * 1024;
 
+/// How long a peer's calls may keep timing out, with no answer in between,
+/// before its connection is dropped and a new one opened: 1 s. A connection
+/// that lost bytes to a partition can stay open yet never deliver again (or
+/// only after TCP's retransmit backoff); a leader that kept it timed out
+/// towards that peer forever after the heal, never reached a quorum and never
+/// stepped down, so no call was served (found by the simulator: seed 124 with
+/// `--fault-secs 60`). Not at the first timeout: openraft's append and
+/// heartbeat calls time out after one heartbeat interval (50 ms), and a
+/// connection being opened must get the time to finish.
+pub const PEER_RECONNECT_AFTER: Duration = Duration::from_secs(1);
+
 /// Builds connections to peers.
 #[derive(Clone, Debug)]
 pub struct Network {
@@ -57,6 +68,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             addr: node.addr.clone(),
             cluster_id: self.cluster_id.clone(),
             client: None,
+            timing_out_since: None,
         }
     }
 }
@@ -67,6 +79,9 @@ pub struct PeerConnection {
     addr: String,
     cluster_id: String,
     client: Option<PeerClient<Channel>>,
+    /// When this peer's calls started timing out (None: the last call was
+    /// answered). See [`PEER_RECONNECT_AFTER`].
+    timing_out_since: Option<tokio::time::Instant>,
 }
 
 /// A snapshot on the wire.
@@ -89,6 +104,28 @@ fn network(msg: String) -> RPCError<TypeConfig> {
 }
 
 impl PeerConnection {
+    /// A call timed out: after [`PEER_RECONNECT_AFTER`] of nothing but
+    /// timeouts, drop the connection so the next call opens a new one.
+    fn timed_out(&mut self) {
+        self.timed_out_at(tokio::time::Instant::now());
+    }
+
+    fn timed_out_at(&mut self, now: tokio::time::Instant) {
+        match self.timing_out_since {
+            None => self.timing_out_since = Some(now),
+            Some(since) if now.duration_since(since) >= PEER_RECONNECT_AFTER => {
+                tracing::info!(
+                    peer = self.target,
+                    "peer calls timed out for {} ms; reconnecting",
+                    now.duration_since(since).as_millis()
+                );
+                self.client = None;
+                self.timing_out_since = None;
+            }
+            Some(_) => {}
+        }
+    }
+
     fn client(&mut self) -> Result<PeerClient<Channel>, RPCError<TypeConfig>> {
         if self.client.is_none() {
             let ch = channel(&self.addr)
@@ -126,7 +163,10 @@ impl PeerConnection {
         }
         let client = self.client()?;
         let reply = match tokio::time::timeout(timeout, f(client, request)).await {
-            Err(_) => return Err(unreachable(format!("peer {}: timed out", self.target))),
+            Err(_) => {
+                self.timed_out();
+                return Err(unreachable(format!("peer {}: timed out", self.target)));
+            }
             Ok(Err(status)) => {
                 if status.code() == tonic::Code::Unavailable
                     || status.code() == tonic::Code::Unknown
@@ -139,13 +179,25 @@ impl PeerConnection {
                         status.message()
                     )));
                 }
+                if status.code() == tonic::Code::Cancelled
+                    || status.code() == tonic::Code::DeadlineExceeded
+                {
+                    // The call timed out ("Timeout expired" is tonic's own
+                    // deadline from `set_timeout`).
+                    self.timed_out();
+                } else {
+                    self.timing_out_since = None;
+                }
                 return Err(network(format!(
                     "peer {}: {}",
                     self.target,
                     status.message()
                 )));
             }
-            Ok(Ok(r)) => r.into_inner(),
+            Ok(Ok(r)) => {
+                self.timing_out_since = None;
+                r.into_inner()
+            }
         };
         let decoded: Result<Resp, String> =
             postcard::from_bytes(&reply.data).map_err(|e| network(e.to_string()))?;
@@ -225,5 +277,51 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
             c.transfer_leader(r).await
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn connection() -> PeerConnection {
+        PeerConnection {
+            target: 2,
+            addr: "127.0.0.1:1".into(),
+            cluster_id: "c".into(),
+            client: None,
+            timing_out_since: None,
+        }
+    }
+
+    // Liveness after a partition heals (L3; simulator seed 124): a connection
+    // whose calls only time out is replaced after PEER_RECONNECT_AFTER, not
+    // at the first timeout.
+    #[tokio::test]
+    async fn a_connection_that_only_times_out_is_replaced_after_a_second() {
+        let mut c = connection();
+        c.client().expect("lazy channel");
+        let t0 = tokio::time::Instant::now();
+        c.timed_out_at(t0);
+        c.timed_out_at(t0 + Duration::from_millis(999));
+        assert!(c.client.is_some(), "kept within the first second");
+        c.timed_out_at(t0 + PEER_RECONNECT_AFTER);
+        assert!(c.client.is_none(), "dropped after a second of timeouts");
+        assert_eq!(c.timing_out_since, None);
+    }
+
+    // An answered call in between restarts the count (no reconnect churn on
+    // a link that only sometimes exceeds the 50 ms call timeout).
+    #[tokio::test]
+    async fn an_answer_in_between_restarts_the_count() {
+        let mut c = connection();
+        c.client().expect("lazy channel");
+        let t0 = tokio::time::Instant::now();
+        c.timed_out_at(t0);
+        c.timing_out_since = None; // what an answered call does
+        c.timed_out_at(t0 + Duration::from_millis(900));
+        c.timed_out_at(t0 + Duration::from_millis(1_800));
+        assert!(c.client.is_some());
+        assert_eq!(c.timing_out_since, Some(t0 + Duration::from_millis(900)));
     }
 }

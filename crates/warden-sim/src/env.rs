@@ -19,6 +19,59 @@ pub fn global_now() -> Duration {
     turmoil::sim_elapsed().unwrap_or_default()
 }
 
+// ---------------------------------------------------------------- logs
+
+/// Prints the production code's tracing events (openraft's included) to
+/// stderr when `WARDEN_SIM_LOG` is set to a filter (`info`,
+/// `openraft=debug,warden_server=debug`, ...), each stamped with the global
+/// simulated time. openraft's events carry its `RaftCore{id=N}` span, which
+/// names the node. Installed once per process; off by default (it is slow).
+pub fn install_logs() {
+    let Some(filter) = std::env::var_os("WARDEN_SIM_LOG") else {
+        return;
+    };
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::Layer as _;
+    let filter = EventsAndEverySpan(tracing_subscriber::EnvFilter::new(filter.to_string_lossy()));
+    let layer = tracing_subscriber::fmt::layer()
+        .with_timer(SimTime)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_target(false)
+        .with_filter(filter);
+    let _ = tracing_subscriber::registry().with(layer).try_init();
+}
+
+/// The filter's levels apply to events only: every span is kept, so that an
+/// event names its node through openraft's debug-level `RaftCore{id=N}` span.
+struct EventsAndEverySpan(tracing_subscriber::EnvFilter);
+
+impl<S> tracing_subscriber::layer::Filter<S> for EventsAndEverySpan {
+    fn enabled(
+        &self,
+        meta: &tracing::Metadata<'_>,
+        cx: &tracing_subscriber::layer::Context<'_, S>,
+    ) -> bool {
+        meta.is_span()
+            || <tracing_subscriber::EnvFilter as tracing_subscriber::layer::Filter<S>>::enabled(
+                &self.0, meta, cx,
+            )
+    }
+}
+
+/// Formats the global simulated time (`-` outside a host).
+struct SimTime;
+
+impl tracing_subscriber::fmt::time::FormatTime for SimTime {
+    fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
+        match turmoil::sim_elapsed() {
+            Some(t) => write!(w, "{:>9.3}", t.as_secs_f64()),
+            None => write!(w, "{:>9}", "-"),
+        }
+    }
+}
+
 // ---------------------------------------------------------------- network
 
 /// A turmoil TCP stream that tonic's server accepts.

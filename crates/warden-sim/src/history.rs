@@ -78,6 +78,9 @@ pub struct History {
     /// (node, index) already checked by S8 (a replay after a restart is not
     /// the proposer's view at proposal time).
     s8_checked: BTreeSet<(u64, u64)>,
+    /// (node, lease) → that node's clock when the lease entered its table
+    /// (its apply of the entry that created the lease). For S8.
+    lease_in_table_since: BTreeMap<(u64, u64), Duration>,
     /// lease → (why it ended, first global time any node applied that).
     lease_end: BTreeMap<u64, (LeaseEndReason, Duration)>,
     /// (node, client, request) → index that executed it (S7).
@@ -183,12 +186,15 @@ impl SimObserver {
             .collect()
     }
 
-    /// Forgets a crashed node.
+    /// Forgets a crashed node (its deadline table dies with it).
     pub fn forget(&self, node_id: u64) {
         self.nodes
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&node_id);
+        lock(&self.history)
+            .lease_in_table_since
+            .retain(|(node, _), _| *node != node_id);
     }
 }
 
@@ -227,8 +233,14 @@ impl warden_server::inject::Observer for SimObserver {
     ) {
         let g = global_now();
         if std::env::var_os("WARDEN_SIM_TRACE").is_some() {
+            // The append stamp, on this node's clock, as global time.
+            let appended = self
+                .clocks
+                .get(&node_id)
+                .map(|c| c.global_at(stamp).as_secs_f64())
+                .unwrap_or(f64::NAN);
             eprintln!(
-                "{:>8.3} s n{node_id} apply {index} (leader {}/{}) {cmd:?} -> {:?}",
+                "{:>8.3} s n{node_id} apply {index} (appended {appended:.3} s, leader {}/{}) {cmd:?} -> {:?}",
                 g.as_secs_f64(),
                 log_leader.term,
                 log_leader.node_id,
@@ -300,6 +312,11 @@ impl warden_server::inject::Observer for SimObserver {
         let mut granted_here: Vec<(&str, u64)> = Vec::new();
         for e in &applied.effects {
             match e {
+                Effect::LeaseSet { lease_id, .. } => {
+                    h.lease_in_table_since
+                        .entry((node_id, *lease_id))
+                        .or_insert(now);
+                }
                 Effect::Granted {
                     resource,
                     lease_id,
@@ -352,11 +369,31 @@ impl warden_server::inject::Observer for SimObserver {
                     // committed in between (that renew wins: not an S8 case).
                     let named_due = due_of(cmd)
                         .is_some_and(|d| d.leases.iter().any(|l| l.lease_id == *lease_id));
+                    // S8 asks the entry to carry "the leases and waiters the
+                    // proposing leader sees as due", i.e. as its deadline
+                    // table is when it proposes. A lease whose creating entry
+                    // this leader applied only after this entry reached its
+                    // log (so after the proposal) was not in that table: its
+                    // id did not even exist yet (ids come from a replicated
+                    // counter at apply), so no due list could name it. This
+                    // happens when the creating acquire waited longer than its
+                    // TTL between append and commit (its deadline is append
+                    // stamp + TTL): it is "born due", and the hand-off was
+                    // proposed while both entries waited for a quorum. Not an
+                    // S8 case: the leader's next expiry removes it, and S5
+                    // keeps its client from acting on the grant (its
+                    // valid_until counts from its send, before that stamp).
+                    // A lease already in the table at the stamp stays checked.
+                    let seen_at_proposal = h
+                        .lease_in_table_since
+                        .get(&(node_id, *lease_id))
+                        .is_none_or(|since| *since <= stamp);
                     if log_leader.node_id == node_id
                         && promoted
                         && first_apply
                         && !named_due
                         && !is_own_acquire(*lease_id)
+                        && seen_at_proposal
                     {
                         if let Some(d) = deadlines.lease_deadline(*lease_id) {
                             if d + self.s8_slack < stamp {
@@ -395,6 +432,7 @@ impl warden_server::inject::Observer for SimObserver {
                 }
                 Effect::LeaseEnded { lease_id, reason } => {
                     h.lease_end.entry(*lease_id).or_insert((*reason, g));
+                    h.lease_in_table_since.remove(&(node_id, *lease_id));
                     // S4: never expired earlier than TTL × (1 − ρ) after the
                     // send of its last acknowledged renew.
                     if *reason == LeaseEndReason::Expired {
@@ -415,7 +453,6 @@ impl warden_server::inject::Observer for SimObserver {
                 _ => {}
             }
         }
-        let _ = now;
         h.last_table.insert(node_id, (index, table.clone()));
     }
 

@@ -58,6 +58,20 @@ fn fixed_seeds_pass_every_checker() {
     }
 }
 
+// L1/L3: every seed that once found a bug in the production code (now
+// fixed) keeps passing at its original length (warden_sim::run::REGRESSION_SEEDS).
+#[test]
+fn regression_seeds_pass() {
+    for &(seed, scenario, fault_secs) in warden_sim::run::REGRESSION_SEEDS {
+        let s = Scenario::parse(scenario).expect("scenario name");
+        let found = outcome_for(seed, s, None, fault_secs);
+        assert!(
+            found.is_empty(),
+            "seed {seed} {scenario} {fault_secs} s: {found:?}"
+        );
+    }
+}
+
 // Each named scenario passes without injected bugs; each cites its public
 // bug in scenarios.rs (etcd 9395, Jepsen etcd 3.4.3, etcd 15247, Kleppmann,
 // Raft §6.3/§8 and etcd 18424, etcd 22082, SEMANTICS S2).
