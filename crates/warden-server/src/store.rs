@@ -18,9 +18,10 @@
 //!   the last one is loaded and openraft re-applies the committed log after it.
 //!
 //! Each entry is stamped with this node's clock when it reaches the local log
-//! (the stamp lives in memory only): apply uses it as the start of a lease's
-//! countdown (SEMANTICS "Time"). An entry with no stamp (replayed after a
-//! restart) uses the apply time, which is later still.
+//! (kept in memory, and persisted with the clock's epoch beside the entry):
+//! apply uses it as the start of a lease's countdown (SEMANTICS "Time"). An
+//! entry replayed after a restart on the same epoch gets its persisted stamp;
+//! one with no usable stamp uses the apply time, which is later still.
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
