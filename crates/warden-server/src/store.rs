@@ -1068,6 +1068,15 @@ mod tests {
     #[derive(Debug, Default)]
     struct EpochClock(Mutex<Duration>);
 
+    /// A node's log and state machine on `dir`, as a (re)started process opens them.
+    fn open_stores(dir: &Path, clock: Arc<EpochClock>) -> (LogStore, StateMachineStore) {
+        let db = Db::open(dir).expect("db");
+        let stamps: Stamps = Arc::new(Mutex::new(BTreeMap::new()));
+        let log = LogStore::new(db.clone(), stamps.clone(), clock.clone());
+        let sm = StateMachineStore::open(db, clock, stamps).expect("sm");
+        (log, sm)
+    }
+
     impl Clock for EpochClock {
         fn now(&self) -> Duration {
             *self.0.lock().expect("clock")
@@ -1243,13 +1252,7 @@ mod tests {
     async fn replayed_promote_does_not_restart_the_grace() {
         use warden_core::types::{LeaderId, Promote};
         let dir = tempfile::tempdir().expect("tempdir");
-        let open = |clock: Arc<EpochClock>| {
-            let db = Db::open(dir.path()).expect("db");
-            let stamps: Stamps = Arc::new(Mutex::new(BTreeMap::new()));
-            let log = LogStore::new(db.clone(), stamps.clone(), clock.clone());
-            let sm = StateMachineStore::open(db, clock, stamps).expect("sm");
-            (log, sm)
-        };
+        let open = |clock: Arc<EpochClock>| open_stores(dir.path(), clock);
         let promote = Command::Promote(Promote {
             leader: LeaderId {
                 term: 2,
@@ -1301,13 +1304,7 @@ mod tests {
     #[tokio::test]
     async fn restart_on_the_same_epoch_keeps_deadlines() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let open = |clock: Arc<EpochClock>| {
-            let db = Db::open(dir.path()).expect("db");
-            let stamps: Stamps = Arc::new(Mutex::new(BTreeMap::new()));
-            let log = LogStore::new(db.clone(), stamps.clone(), clock.clone());
-            let sm = StateMachineStore::open(db, clock, stamps).expect("sm");
-            (log, sm)
-        };
+        let open = |clock: Arc<EpochClock>| open_stores(dir.path(), clock);
         let clock = Arc::new(EpochClock::default());
         *clock.0.lock().expect("clock") = Duration::from_secs(100);
         {
