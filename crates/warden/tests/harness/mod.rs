@@ -282,14 +282,31 @@ impl Cluster {
         }
     }
 
-    /// Waits until node `id` has applied everything the leader has committed.
+    /// True when node `id` answers a call: with its view of the cluster, or
+    /// (a follower) with a hint naming the leader.
+    async fn serves(&self, id: u64) -> bool {
+        match cluster_status_at(&self.addr(id)).await {
+            Ok(_) => true,
+            Err(s) => warden_client::leader_hint(s.metadata()).is_some(),
+        }
+    }
+
+    /// Waits until node `id` has applied everything the leader has committed
+    /// (as the leader sees it) and answers calls itself.
     pub async fn wait_applied(&self, id: u64, timeout: Duration) {
         let deadline = Instant::now() + timeout;
         loop {
             let leader = self.wait_leader(timeout).await;
+            // Right after a restart the leader still reports what the old
+            // process had matched, while the new one may not be serving yet:
+            // the node itself must answer too (a follower answers with a
+            // leader hint).
             if let Ok(s) = cluster_status_at(&self.addr(leader)).await {
                 if let Some(m) = s.members.iter().find(|m| m.id == id) {
-                    if m.applied_index >= s.commit_index && s.commit_index > 0 {
+                    if m.applied_index >= s.commit_index
+                        && s.commit_index > 0
+                        && self.serves(id).await
+                    {
                         return;
                     }
                 }
