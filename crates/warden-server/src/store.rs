@@ -1068,6 +1068,16 @@ mod tests {
     #[derive(Debug, Default)]
     struct EpochClock(Mutex<Duration>);
 
+    /// Applies `entries` as openraft hands them over after a commit (no
+    /// responders), or as a restarted node replays them.
+    async fn apply_entries(sm: &mut StateMachineStore, entries: Vec<Entry>) {
+        sm.apply(futures::stream::iter(
+            entries.into_iter().map(|e| Ok((e, None))),
+        ))
+        .await
+        .expect("apply");
+    }
+
     /// A node's log and state machine on `dir`, as a (re)started process opens them.
     fn open_stores(dir: &Path, clock: Arc<EpochClock>) -> (LogStore, StateMachineStore) {
         let db = Db::open(dir).expect("db");
@@ -1210,8 +1220,7 @@ mod tests {
             // from the append (100 s + 10 s).
             *clock.0.lock().expect("clock") = Duration::from_secs(103);
             let e = log.try_get_log_entries(1..2).await.expect("read");
-            let stream = futures::stream::iter(e.into_iter().map(|e| Ok((e, None))));
-            sm.apply(stream).await.expect("apply");
+            apply_entries(&mut sm, e).await;
             {
                 let m = sm.shared.machine.lock().expect("machine");
                 assert_eq!(
@@ -1272,9 +1281,7 @@ mod tests {
                 .await
                 .expect("append");
             let e = log.try_get_log_entries(1..3).await.expect("read");
-            sm.apply(futures::stream::iter(e.into_iter().map(|e| Ok((e, None)))))
-                .await
-                .expect("apply");
+            apply_entries(&mut sm, e).await;
             let m = sm.shared.machine.lock().expect("machine");
             assert_eq!(
                 m.deadlines.lease_deadline(1),
@@ -1287,9 +1294,7 @@ mod tests {
         let (mut log, mut sm) = open(clock2);
         let e = log.try_get_log_entries(1..3).await.expect("read");
         assert_eq!(e.len(), 2);
-        sm.apply(futures::stream::iter(e.into_iter().map(|e| Ok((e, None)))))
-            .await
-            .expect("replay");
+        apply_entries(&mut sm, e).await;
         let m = sm.shared.machine.lock().expect("machine");
         assert_eq!(
             m.deadlines.lease_deadline(1),
@@ -1313,9 +1318,7 @@ mod tests {
                 .await
                 .expect("append");
             let e = log.try_get_log_entries(1..2).await.expect("read");
-            sm.apply(futures::stream::iter(e.into_iter().map(|e| Ok((e, None)))))
-                .await
-                .expect("apply");
+            apply_entries(&mut sm, e).await;
             // A snapshot at index 1, then lease 2 granted at 104 s (log only).
             sm.build().expect("snapshot");
             *clock.0.lock().expect("clock") = Duration::from_secs(104);
@@ -1328,9 +1331,7 @@ mod tests {
         *clock2.0.lock().expect("clock") = Duration::from_secs(134);
         let (mut log, mut sm) = open(clock2);
         let e = log.try_get_log_entries(2..3).await.expect("read");
-        sm.apply(futures::stream::iter(e.into_iter().map(|e| Ok((e, None)))))
-            .await
-            .expect("replay");
+        apply_entries(&mut sm, e).await;
         let m = sm.shared.machine.lock().expect("machine");
         // Lease 1 from the snapshot's sidecar, lease 2 from its persisted stamp:
         // both already due, not now + TTL.
