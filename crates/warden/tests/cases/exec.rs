@@ -41,6 +41,17 @@ fn exec(cluster: &Cluster, args: &[&str], cmd: &[&str]) -> Command {
     c
 }
 
+/// Spawns `warden exec` (as [`exec`]) and waits until CMD has written its
+/// pid to `pid_file`, i.e. the lock is held and CMD runs.
+async fn exec_started(cluster: &Cluster, args: &[&str], cmd: &[&str], pid_file: &Path) -> Child {
+    let child = exec(cluster, args, cmd).spawn().expect("spawn exec");
+    poll_until(Duration::from_secs(10), "CMD started", || {
+        read_pid(pid_file).is_some()
+    })
+    .await;
+    child
+}
+
 /// Waits (polling) for a child to exit; kills it after `within`.
 async fn wait_exit(child: &mut Child, within: Duration) -> i32 {
     let deadline = Instant::now() + within;
@@ -157,7 +168,7 @@ exit 7"#;
 
     // SIGTERM to exec is forwarded to CMD: exit 128 + 15, lock freed.
     let pid_file = dir.join("fwd.pid");
-    let mut child = exec(
+    let mut child = exec_started(
         &cluster,
         &["fwd"],
         &[
@@ -166,12 +177,8 @@ exit 7"#;
             r#"echo $$ > "$0"; exec sleep 30"#,
             pid_file.to_str().expect("utf-8"),
         ],
+        &pid_file,
     )
-    .spawn()
-    .expect("spawn exec");
-    poll_until(Duration::from_secs(10), "CMD started", || {
-        read_pid(&pid_file).is_some()
-    })
     .await;
     let (_, st, _) = cluster.cli(&["status", "fwd"]);
     assert!(st["holder"]["lease_id"].as_u64().is_some(), "{st}");
@@ -192,7 +199,7 @@ exit 7"#;
         if let Some(code) = extra {
             args.extend(["--exit-code-on-loss", code]);
         }
-        let mut child = exec(
+        let mut child = exec_started(
             &cluster,
             &args,
             &[
@@ -201,12 +208,8 @@ exit 7"#;
                 r#"echo $$ > "$0"; exec sleep 30"#,
                 pid_file.to_str().expect("utf-8"),
             ],
+            &pid_file,
         )
-        .spawn()
-        .expect("spawn exec");
-        poll_until(Duration::from_secs(10), "CMD started", || {
-            read_pid(&pid_file).is_some()
-        })
         .await;
         let pid = read_pid(&pid_file).expect("pid");
         let (_, st, _) = cluster.cli(&["status", &resource]);
@@ -245,17 +248,13 @@ async fn exec_stops_the_child_by_valid_until_when_cut_off() {
     let script = r#"trap 'echo term > "$0/term"' TERM
 echo $$ > "$0/pid"
 while :; do sleep 1 & wait $!; done"#;
-    let mut child = exec(
+    let pid_file = dir.join("pid");
+    let mut child = exec_started(
         &cluster,
         &["cut", "--ttl", "3s"],
         &["sh", "-c", script, dir.to_str().expect("utf-8")],
+        &pid_file,
     )
-    .spawn()
-    .expect("spawn exec");
-    let pid_file = dir.join("pid");
-    poll_until(Duration::from_secs(10), "CMD started", || {
-        read_pid(&pid_file).is_some()
-    })
     .await;
     let pid = read_pid(&pid_file).expect("pid");
     let (_, st, _) = cluster.cli(&["status", "cut"]);
