@@ -1165,6 +1165,34 @@ mod tests {
         );
     }
 
+    // S3 with group commit: when `append`'s IO callback fires (openraft then
+    // counts this node towards the quorum), every entry of the call is in a
+    // committed redb transaction, read here from the table itself and not
+    // from the in-memory tail the writer thread serves reads from.
+    #[tokio::test]
+    async fn append_callback_fires_after_the_entries_are_committed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (mut log, _) = stores(dir.path(), Arc::new(FixedClock::default()));
+        for round in 0..20u64 {
+            let (tx, rx) =
+                <crate::raft_types::TypeConfig as openraft::type_config::TypeConfigExt>::oneshot();
+            let first = round * 3 + 1;
+            let entries = (first..first + 3).map(|i| entry(1, i, grant(i, 10_000)));
+            log.append(entries, IOFlushed::signal(tx))
+                .await
+                .expect("append");
+            rx.await.expect("callback").expect("flushed");
+            let tx = log.db.db.begin_read().expect("read tx");
+            let table = tx.open_table(LOG).expect("log table");
+            for i in first..first + 3 {
+                assert!(
+                    table.get(i).expect("get").is_some(),
+                    "entry {i} acknowledged before its commit"
+                );
+            }
+        }
+    }
+
     // Raft log repair: truncate_after drops the suffix (and its stamps);
     // purge drops the prefix and remembers the last purged id.
     #[tokio::test]
