@@ -287,6 +287,9 @@ struct Tail {
     entries: BTreeMap<u64, Entry>,
     /// Highest index the writer has committed to disk (lowered by a truncate).
     flushed: u64,
+    /// The newest committed log id from `save_committed` (encoded), not yet
+    /// written: it rides in the writer's next group (see `save_committed`).
+    committed: Option<Vec<u8>>,
 }
 
 /// One write for the log writer, applied in queue order.
@@ -309,11 +312,20 @@ enum LogWrite {
     },
 }
 
-/// Writes `writes` in one redb transaction, committed with
-/// `Durability::Immediate` (one fsync for the whole group).
-fn commit_writes(db: &Database, writes: &[LogWrite]) -> Result<(), io::Error> {
+/// Writes `writes` (and `committed`, the pending committed log id, if any)
+/// in one redb transaction, committed with `Durability::Immediate` (one fsync
+/// for the whole group).
+fn commit_writes(
+    db: &Database,
+    writes: &[LogWrite],
+    committed: Option<&[u8]>,
+) -> Result<(), io::Error> {
     let tx = db.begin_write().map_err(io_err)?;
     {
+        if let Some(c) = committed {
+            let mut meta = tx.open_table(META).map_err(io_err)?;
+            meta.insert(KEY_COMMITTED, c).map_err(io_err)?;
+        }
         let mut log = tx.open_table(LOG).map_err(io_err)?;
         let mut st = tx.open_table(STAMPS).map_err(io_err)?;
         for w in writes {
@@ -348,7 +360,10 @@ fn commit_writes(db: &Database, writes: &[LogWrite]) -> Result<(), io::Error> {
 /// Commits `writes` as one group, then tells each writer the outcome (the
 /// append callbacks fire only after the fsync: S3).
 fn write_group(db: &Database, tail: &Mutex<Tail>, writes: Vec<LogWrite>) -> Result<(), String> {
-    let res = commit_writes(db, &writes).map_err(|e| e.to_string());
+    // Taken after the group was: every entry it names was queued before it
+    // was saved, so it is in this group or an earlier one.
+    let committed = tail.lock().ok().and_then(|mut t| t.committed.take());
+    let res = commit_writes(db, &writes, committed.as_deref()).map_err(|e| e.to_string());
     if res.is_ok() {
         let top = writes
             .iter()
@@ -408,6 +423,10 @@ impl LogWriter {
                     }
                     // The outcome reached every writer through its callback.
                     let _ = write_group(&db, &tail, group);
+                }
+                // Stopping: a committed id saved since the last group.
+                if tail.lock().is_ok_and(|t| t.committed.is_some()) {
+                    let _ = write_group(&db, &tail, Vec::new());
                 }
             })?;
         Ok(LogWriter {
@@ -608,22 +627,36 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         self.db.put_meta(KEY_VOTE, &encode(vote)?)
     }
 
-    /// Not fsync'd (redb `Durability::None`): the committed index is a hint
-    /// that lets a restarted node re-apply sooner, and openraft calls this
-    /// between a commit and its apply, i.e. on every write's critical path.
-    /// It becomes durable with the next log append (an fsync'd commit of the
-    /// same database); if it is lost in a crash, the node applies up to the
+    /// Not fsync'd, and with the log writer not even its own transaction:
+    /// the committed index is a hint that lets a restarted node re-apply
+    /// sooner, and openraft calls this between a commit and its apply, i.e.
+    /// on every write's critical path (on every node). It is kept in memory
+    /// and written in the writer's next group, with the next log append (an
+    /// fsync'd commit), or when the node stops. A redb write transaction here
+    /// cost one more transaction per entry per node, and it waited for redb's
+    /// single write lock while the writer fsync'd (docs/performance.md). On
+    /// an injected disk (no writer) it is its own `Durability::None`
+    /// transaction. If it is lost in a crash, the node applies up to the
     /// commit index the leader sends it instead. Nothing acknowledged depends
     /// on it (S3 rests on the appended entries, which are fsync'd). Because
     /// of this the server runs with openraft's leader restore off: a leader
     /// restored with a stale committed index could serve a read that misses
     /// an acknowledged write (see `enable_leader_restore` in `lib.rs`).
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), io::Error> {
-        self.db.put_meta_lazy(KEY_COMMITTED, &encode(&committed)?)
+        let bytes = encode(&committed)?;
+        if self.writer.is_none() {
+            return self.db.put_meta_lazy(KEY_COMMITTED, &bytes);
+        }
+        self.tail.lock().map_err(io_err)?.committed = Some(bytes);
+        Ok(())
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId>, io::Error> {
-        Ok(self.read_opt::<Option<LogId>>(KEY_COMMITTED)?.flatten())
+        let pending = self.tail.lock().map_err(io_err)?.committed.clone();
+        match pending {
+            Some(b) => Ok(decode::<Option<LogId>>(&b)?),
+            None => Ok(self.read_opt::<Option<LogId>>(KEY_COMMITTED)?.flatten()),
+        }
     }
 
     async fn append<I>(
@@ -1163,6 +1196,40 @@ mod tests {
             got.iter().map(|e| e.log_id.index()).collect::<Vec<_>>(),
             vec![2, 3]
         );
+    }
+
+    // S3 (restart): `save_committed` opens no redb transaction of its own
+    // (it would be one more per entry on every node); the id is on disk once
+    // the next append's callback fired, read here from the table itself.
+    #[tokio::test]
+    async fn committed_id_rides_in_the_next_append_group() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (mut log, _) = stores(dir.path(), Arc::new(FixedClock::default()));
+        let on_disk = |log: &LogStore| {
+            let tx = log.db.db.begin_read().expect("read tx");
+            let meta = tx.open_table(META).expect("meta");
+            let v = meta.get(KEY_COMMITTED).expect("get");
+            v.map(|v| decode::<Option<LogId>>(v.value()).expect("decode"))
+        };
+        async fn append(log: &mut LogStore, i: u64) {
+            let (tx, rx) =
+                <crate::raft_types::TypeConfig as openraft::type_config::TypeConfigExt>::oneshot();
+            log.append([entry(1, i, grant(i, 10_000))], IOFlushed::signal(tx))
+                .await
+                .expect("append");
+            rx.await.expect("callback").expect("flushed");
+        }
+        append(&mut log, 1).await;
+        log.save_committed(Some(log_id(1, 1)))
+            .await
+            .expect("commit");
+        assert_eq!(on_disk(&log), None, "no transaction of its own");
+        assert_eq!(
+            log.read_committed().await.expect("read"),
+            Some(log_id(1, 1))
+        );
+        append(&mut log, 2).await;
+        assert_eq!(on_disk(&log), Some(Some(log_id(1, 1))));
     }
 
     // S3 with group commit: when `append`'s IO callback fires (openraft then
