@@ -39,6 +39,11 @@ use tracing_subscriber::EnvFilter;
 use crate::cli::{Cli, ClusterCommand, Command, DemoCommand, ServerArgs};
 use crate::output::{Report, EXIT_ERROR};
 
+/// mimalloc instead of glibc's malloc: allocation and free were about 12 %
+/// of the servers' CPU samples with glibc (docs/performance.md, "Allocator").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
