@@ -47,12 +47,19 @@ use crate::raft_types::{
     leader_of, Entry, LogId, Snapshot, SnapshotMeta, StoredMembership, TypeConfig, Vote,
 };
 
-const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("raft_log");
+/// Log index → one row: the entry's append stamp, then the entry (see
+/// [`encode_row`]). The stamp is the node clock's epoch and the time the
+/// entry reached this node's log (ns), so a process restarted on the same
+/// clock epoch (same boot) replays its log with the stamps it had, not with
+/// "now" (L2 across crash-restarts). Node-local. One row per entry, so an
+/// append writes one B-tree, not two (docs/performance.md).
+const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("raft_log_v2");
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
-/// Log index → the node clock's epoch and the entry's append stamp (ns), so a
-/// process restarted on the same clock epoch (same boot) replays its log with
-/// the stamps it had, not with "now" (L2 across crash-restarts). Node-local.
-const STAMPS: TableDefinition<u64, &[u8]> = TableDefinition::new("append_stamps");
+/// The log before the stamp moved into the row: postcard entries only.
+/// Migrated into [`LOG`] when a data dir is opened.
+const OLD_LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("raft_log");
+/// The stamps before they moved into the row (16 bytes: epoch, ns).
+const OLD_STAMPS: TableDefinition<u64, &[u8]> = TableDefinition::new("append_stamps");
 /// Node-local lease deadlines at the last snapshot built here, with the clock
 /// epoch they were taken on.
 const KEY_SNAPSHOT_DEADLINES: &str = "snapshot_deadlines";
@@ -120,9 +127,9 @@ impl Db {
         };
         let tx = db.begin_write().map_err(io_err)?;
         {
-            tx.open_table(LOG).map_err(io_err)?;
+            let mut log = tx.open_table(LOG).map_err(io_err)?;
             tx.open_table(META).map_err(io_err)?;
-            tx.open_table(STAMPS).map_err(io_err)?;
+            migrate_old_log(&tx, &mut log)?;
         }
         tx.commit().map_err(io_err)?;
         Ok(Db {
@@ -184,11 +191,12 @@ impl Db {
     /// The append stamp persisted for `index`, if it was taken on `epoch`.
     pub fn persisted_stamp(&self, index: u64, epoch: u64) -> Result<Option<Duration>, io::Error> {
         let tx = self.db.begin_read().map_err(io_err)?;
-        let t = tx.open_table(STAMPS).map_err(io_err)?;
+        let t = tx.open_table(LOG).map_err(io_err)?;
         let Some(v) = t.get(index).map_err(io_err)? else {
             return Ok(None);
         };
-        Ok(decode_stamp(v.value())
+        let (stamp, _) = decode_row(v.value())?;
+        Ok(stamp
             .filter(|(e, _)| *e == epoch)
             .map(|(_, ns)| Duration::from_nanos(ns)))
     }
@@ -268,6 +276,69 @@ fn decode_stamp(b: &[u8]) -> Option<(u64, u64)> {
     Some((epoch, ns))
 }
 
+/// A log row: one tag byte (0: no stamp; 1: a 16-byte stamp follows, see
+/// [`encode_stamp`]), then the postcard-encoded entry.
+fn encode_row(stamp: Option<&[u8; 16]>, entry: &Entry) -> Result<Vec<u8>, io::Error> {
+    let mut row = Vec::with_capacity(64);
+    match stamp {
+        Some(p) => {
+            row.push(1);
+            row.extend_from_slice(p);
+        }
+        None => row.push(0),
+    }
+    postcard::to_extend(entry, row).map_err(io_err)
+}
+
+/// Splits a log row into its stamp (epoch, ns), if any, and the encoded entry.
+fn decode_row(row: &[u8]) -> Result<(Option<(u64, u64)>, &[u8]), io::Error> {
+    let bad = || io::Error::new(io::ErrorKind::InvalidData, "log row: bad stamp tag");
+    match row.split_first() {
+        Some((0, rest)) => Ok((None, rest)),
+        Some((1, rest)) if rest.len() >= 16 => Ok((decode_stamp(rest), &rest[16..])),
+        _ => Err(bad()),
+    }
+}
+
+/// Decodes the entry of a log row.
+fn decode_row_entry(row: &[u8]) -> Result<Entry, io::Error> {
+    decode(decode_row(row)?.1)
+}
+
+/// Moves a log written before the stamp moved into the row (tables
+/// `raft_log` + `append_stamps`) into [`LOG`], in the transaction that opens
+/// the data dir, and deletes the old tables. A no-op once done.
+fn migrate_old_log(
+    tx: &redb::WriteTransaction,
+    log: &mut redb::Table<'_, u64, &[u8]>,
+) -> Result<(), io::Error> {
+    {
+        let old = tx.open_table(OLD_LOG).map_err(io_err)?;
+        let stamps = tx.open_table(OLD_STAMPS).map_err(io_err)?;
+        for item in old.iter().map_err(io_err)? {
+            let (k, v) = item.map_err(io_err)?;
+            let index = k.value();
+            let stamp: Option<[u8; 16]> = stamps
+                .get(index)
+                .map_err(io_err)?
+                .and_then(|s| s.value().try_into().ok());
+            let mut row = Vec::with_capacity(v.value().len() + 17);
+            match stamp {
+                Some(p) => {
+                    row.push(1);
+                    row.extend_from_slice(&p);
+                }
+                None => row.push(0),
+            }
+            row.extend_from_slice(v.value());
+            log.insert(index, row.as_slice()).map_err(io_err)?;
+        }
+    }
+    tx.delete_table(OLD_LOG).map_err(io_err)?;
+    tx.delete_table(OLD_STAMPS).map_err(io_err)?;
+    Ok(())
+}
+
 /// Local append stamps: log index → this node's clock when the entry reached
 /// the local log. Memory only; shared between the log store and the state machine.
 pub type Stamps = Arc<Mutex<BTreeMap<u64, Duration>>>;
@@ -294,10 +365,9 @@ struct Tail {
 
 /// One write for the log writer, applied in queue order.
 enum LogWrite {
-    /// Log rows (index, encoded entry) and their persisted append stamp.
+    /// Log rows (index, row: the persisted append stamp and the entry).
     Append {
         rows: Vec<(u64, Vec<u8>)>,
-        stamp: Option<[u8; 16]>,
         callback: IOFlushed<TypeConfig>,
     },
     /// Delete every entry from `from` on.
@@ -327,20 +397,15 @@ fn commit_writes(
             meta.insert(KEY_COMMITTED, c).map_err(io_err)?;
         }
         let mut log = tx.open_table(LOG).map_err(io_err)?;
-        let mut st = tx.open_table(STAMPS).map_err(io_err)?;
         for w in writes {
             match w {
-                LogWrite::Append { rows, stamp, .. } => {
+                LogWrite::Append { rows, .. } => {
                     for (idx, bytes) in rows {
                         log.insert(*idx, bytes.as_slice()).map_err(io_err)?;
-                        if let Some(p) = stamp {
-                            st.insert(*idx, p.as_slice()).map_err(io_err)?;
-                        }
                     }
                 }
                 LogWrite::Truncate { from, .. } => {
                     log.retain_in(*from.., |_, _| false).map_err(io_err)?;
-                    st.retain_in(*from.., |_, _| false).map_err(io_err)?;
                 }
                 LogWrite::Purge { log_id, .. } => {
                     let upto = log_id.index();
@@ -348,7 +413,6 @@ fn commit_writes(
                     meta.insert(KEY_PURGED, encode(log_id)?.as_slice())
                         .map_err(io_err)?;
                     log.retain_in(..=upto, |_, _| false).map_err(io_err)?;
-                    st.retain_in(..=upto, |_, _| false).map_err(io_err)?;
                 }
             }
         }
@@ -583,7 +647,7 @@ impl RaftLogReader<TypeConfig> for LogStore {
                 let mut out = Vec::new();
                 for item in t.range::<u64>((start, disk_end)).map_err(io_err)? {
                     let (_, v) = item.map_err(io_err)?;
-                    out.push(decode::<Entry>(v.value())?);
+                    out.push(decode_row_entry(v.value())?);
                 }
                 Ok(out)
             })
@@ -610,7 +674,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         };
         let last = match (in_tail, t.last().map_err(io_err)?) {
             (Some(l), _) => Some(l),
-            (None, Some((_, v))) => Some(decode::<Entry>(v.value())?.log_id()),
+            (None, Some((_, v))) => Some(decode_row_entry(v.value())?.log_id()),
             (None, None) => last_purged,
         };
         Ok(LogState {
@@ -671,10 +735,11 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         // The stamp is taken when the entry reaches this node, which is after
         // the client sent it: no deadline derived from it is early (S4).
         let stamp = self.clock.now();
+        let persisted = self.clock.epoch().map(|e| encode_stamp(e, stamp));
         let mut rows = Vec::new();
         let mut kept = Vec::new();
         for e in entries {
-            rows.push((e.index(), encode(&e)?));
+            rows.push((e.index(), encode_row(persisted.as_ref(), &e)?));
             kept.push(e);
         }
         {
@@ -691,17 +756,11 @@ impl RaftLogStorage<TypeConfig> for LogStore {
                 tail.entries.insert(e.index(), e);
             }
         }
-        let persisted = self.clock.epoch().map(|e| encode_stamp(e, stamp));
         // The callback fires only after the group holding these rows is
         // committed with an fsync (S3); openraft counts this node towards a
         // quorum only then. The Raft core goes on meanwhile (replication to
         // followers overlaps this node's fsync).
-        self.submit(LogWrite::Append {
-            rows,
-            stamp: persisted,
-            callback,
-        })
-        .await
+        self.submit(LogWrite::Append { rows, callback }).await
     }
 
     async fn truncate_after(&mut self, last_log_id: Option<LogId>) -> Result<(), io::Error> {
@@ -1196,6 +1255,55 @@ mod tests {
             got.iter().map(|e| e.log_id.index()).collect::<Vec<_>>(),
             vec![2, 3]
         );
+    }
+
+    // S3 and L2 across an upgrade: a data dir written with the old layout
+    // (entries in `raft_log`, stamps in `append_stamps`) opens with every
+    // entry and its persisted stamp, in the one-row layout, old tables gone.
+    #[tokio::test]
+    async fn old_log_layout_is_migrated_on_open() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        {
+            let db = Database::create(dir.path().join("warden.redb")).expect("db");
+            let tx = db.begin_write().expect("tx");
+            {
+                let mut log = tx.open_table(OLD_LOG).expect("log");
+                let mut st = tx.open_table(OLD_STAMPS).expect("stamps");
+                for i in 1..=3u64 {
+                    let e = encode(&entry(1, i, grant(i, 10_000))).expect("encode");
+                    log.insert(i, e.as_slice()).expect("insert");
+                }
+                // Entry 3 has no stamp (written by a clock without an epoch).
+                for i in 1..=2u64 {
+                    let p = encode_stamp(42, Duration::from_millis(100 * i));
+                    st.insert(i, p.as_slice()).expect("stamp");
+                }
+            }
+            tx.commit().expect("commit");
+        }
+        let (mut log, _) = open_stores(dir.path(), Arc::new(EpochClock::default()));
+        let got = log.try_get_log_entries(1..=3).await.expect("read");
+        assert_eq!(
+            got.iter().map(|e| e.log_id.index()).collect::<Vec<_>>(),
+            vec![1, 2, 3]
+        );
+        assert_eq!(
+            log.get_log_state().await.expect("state").last_log_id,
+            Some(log_id(1, 3))
+        );
+        let stamp = |i| log.db.persisted_stamp(i, 42).expect("stamp");
+        assert_eq!(stamp(1), Some(Duration::from_millis(100)));
+        assert_eq!(stamp(2), Some(Duration::from_millis(200)));
+        assert_eq!(stamp(3), None);
+        assert_eq!(log.db.persisted_stamp(1, 7).expect("other epoch"), None);
+        let tx = log.db.db.begin_read().expect("read");
+        let names: Vec<String> = tx
+            .list_tables()
+            .expect("tables")
+            .map(|t| redb::TableHandle::name(&t).to_string())
+            .collect();
+        assert!(!names.contains(&"raft_log".to_string()), "{names:?}");
+        assert!(!names.contains(&"append_stamps".to_string()), "{names:?}");
     }
 
     // S3 (restart): `save_committed` opens no redb transaction of its own
