@@ -118,6 +118,16 @@ fn not_granted(
     }
 }
 
+/// Shortest time between two `Queued` position reports to one waiter after
+/// the first: 100 ms. The first report (it names the waiter's lease) goes at
+/// once, and a changed position waits at most this long; the final `granted`
+/// or `not_granted` is never held back. Without it every hand-off sent one
+/// report to each of the other waiters, so 16 clients queued on one
+/// resource cost 15 stream messages per grant (docs/performance.md,
+/// "Contended").
+pub const QUEUE_POSITION_REPORT_INTERVAL: std::time::Duration =
+    std::time::Duration::from_millis(100);
+
 /// Follows a queued acquire until it is granted or removed (S8: a timeout is
 /// reported only after the removal has committed; if a grant commits first,
 /// the grant is reported).
@@ -129,7 +139,9 @@ async fn follow_waiter(
     enqueue_index: u64,
 ) {
     let mut rx = node.shared.applied.subscribe();
-    let mut last_position = 0;
+    // The position last reported, and when the next report may go.
+    let mut reported = 0;
+    let mut next_report_at: Option<tokio::time::Instant> = None;
     loop {
         let step = {
             let Ok(m) = node.shared.machine.lock() else {
@@ -152,14 +164,7 @@ async fn follow_waiter(
             }
             .map(Ok)
             .or_else(|| match m.table.waiter_position(&resource, lease_id) {
-                Some(p) => {
-                    if p != last_position {
-                        last_position = p;
-                        Some(Err(p))
-                    } else {
-                        None
-                    }
-                }
+                Some(p) => Some(Err(p)),
                 None => Some(Ok(not_granted(
                     resource.clone(),
                     m.table.holder(&resource).map(|h| h.lease_id),
@@ -167,28 +172,43 @@ async fn follow_waiter(
                 ))),
             })
         };
+        let mut pending_report = false;
         match step {
             Some(Ok(final_msg)) => {
                 let _ = tx.send(Ok(final_msg)).await;
                 return;
             }
-            Some(Err(position)) => {
-                let msg = pb::AcquireResponse {
-                    event: Some(pb::acquire_response::Event::Queued(pb::Queued {
-                        position,
-                        lease_id,
-                    })),
-                };
-                if tx.send(Ok(msg)).await.is_err() {
-                    // A dropped stream is not a cancel (S8): the waiter stays.
-                    return;
+            Some(Err(position)) if position != reported => {
+                let now = tokio::time::Instant::now();
+                if next_report_at.is_none_or(|at| now >= at) {
+                    reported = position;
+                    next_report_at = Some(now + QUEUE_POSITION_REPORT_INTERVAL);
+                    let msg = pb::AcquireResponse {
+                        event: Some(pb::acquire_response::Event::Queued(pb::Queued {
+                            position,
+                            lease_id,
+                        })),
+                    };
+                    if tx.send(Ok(msg)).await.is_err() {
+                        // A dropped stream is not a cancel (S8): the waiter stays.
+                        return;
+                    }
+                } else {
+                    pending_report = true;
                 }
             }
-            None => {}
+            _ => {}
         }
+        let report_due = async {
+            match next_report_at {
+                Some(at) if pending_report => tokio::time::sleep_until(at).await,
+                _ => std::future::pending().await,
+            }
+        };
         tokio::select! {
             r = rx.changed() => if r.is_err() { return },
             _ = tx.closed() => return,
+            _ = report_due => {}
         }
     }
 }

@@ -85,11 +85,11 @@ fn req(
 
 /// Sends one acquire and follows it to its final message; a dropped stream
 /// (leader change) re-attaches with the same request id (S7, S8). Each
-/// `Queued` message's lease id goes to `queued`.
+/// `Queued` message's lease id and position go to `queued`.
 async fn acquire(
     eps: &[String],
     r: pb::AcquireRequest,
-    queued: Option<mpsc::UnboundedSender<u64>>,
+    queued: Option<mpsc::UnboundedSender<(u64, u64)>>,
 ) -> Result<Outcome, Status> {
     on_leader(eps, Duration::from_secs(60), |ch| {
         let r = r.clone();
@@ -102,7 +102,7 @@ async fn acquire(
                     Some(m) => match m.event {
                         Some(Event::Queued(q)) => {
                             if let Some(tx) = &queued {
-                                let _ = tx.send(q.lease_id);
+                                let _ = tx.send((q.lease_id, q.position));
                             }
                         }
                         Some(Event::Granted(g)) => {
@@ -136,7 +136,8 @@ async fn enqueue(
     let lease = tokio::time::timeout(Duration::from_secs(10), rx.recv())
         .await
         .expect("queued within 10 s")
-        .expect("a queued message");
+        .expect("a queued message")
+        .0;
     (lease, task)
 }
 
@@ -315,6 +316,67 @@ async fn sixteen_waiters_are_granted_in_enqueue_order_across_a_leader_change() {
         assert!(*token > prev, "S2: waiter {i} token {token} > {prev}");
         prev = *token;
     }
+}
+
+/// The Acquire stream's contract (warden.proto: `queued` messages, then one
+/// final message) under the report throttle
+/// (`QUEUE_POSITION_REPORT_INTERVAL`, docs/performance.md "Contended"): the
+/// first `queued` message comes at once and names the waiter's lease, each
+/// move up the queue is reported, and the grant follows (S8 order).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_is_told_each_move_up_the_queue() {
+    let cluster = Cluster::start(3, &[]).await;
+    let eps = cluster.api().endpoints;
+    let renewer = Renewer::start(&eps, Duration::from_millis(400));
+    let (holder, t0) = acquire(&eps, req(400, "qpos", 3_000, 0, 0), None)
+        .await
+        .expect("holder")
+        .grant();
+    renewer.add(holder);
+    let (l1, w1) = enqueue(&eps, req(401, "qpos", 3_000, 0, 60_000)).await;
+    let (l2, w2) = enqueue(&eps, req(402, "qpos", 3_000, 0, 60_000)).await;
+    renewer.add(l1);
+    renewer.add(l2);
+    let (tx, mut reports) = mpsc::unbounded_channel();
+    let eps3 = eps.clone();
+    let w3 =
+        tokio::spawn(
+            async move { acquire(&eps3, req(403, "qpos", 3_000, 0, 60_000), Some(tx)).await },
+        );
+    // The next report, within 10 s (the throttle holds one back ≤ 100 ms).
+    async fn next(rx: &mut mpsc::UnboundedReceiver<(u64, u64)>) -> (u64, u64) {
+        tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("a queued report within 10 s")
+            .expect("stream open")
+    }
+    let (l3, first) = next(&mut reports).await;
+    renewer.add(l3);
+    assert_eq!(first, 3, "third in line behind two waiters");
+
+    release(&eps, 400, 2, "qpos", holder, t0)
+        .await
+        .expect("release the holder");
+    let (lease, token) = w1.await.expect("join").expect("w1").grant();
+    assert_eq!(lease, l1);
+    assert_eq!(next(&mut reports).await, (l3, 2));
+
+    release(&eps, 401, 2, "qpos", l1, token)
+        .await
+        .expect("release w1");
+    let (lease, token) = w2.await.expect("join").expect("w2").grant();
+    assert_eq!(lease, l2);
+    assert_eq!(next(&mut reports).await, (l3, 1));
+
+    release(&eps, 402, 2, "qpos", l2, token)
+        .await
+        .expect("release w2");
+    let (lease, _) = w3.await.expect("join").expect("w3").grant();
+    assert_eq!(lease, l3);
+    assert!(
+        reports.try_recv().is_err(),
+        "nothing reported after the grant"
+    );
 }
 
 /// S8 (etcd 3.4.3 Jepsen finding): a waiter whose lease expires while it
