@@ -11,15 +11,10 @@ use std::time::{Duration, Instant};
 
 use tonic::Code;
 
-use crate::harness::{cluster_status_at, warden_bin, Api, Cluster, Final, NodeProc};
+use crate::harness::{cluster_status_at, free_port, warden_bin, Api, Cluster, Final, NodeProc};
 
 /// Acknowledged grants: (resource, lease id, fencing token), in ack order.
 type Acked = Arc<Mutex<Vec<(String, u64, u64)>>>;
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind :0");
-    l.local_addr().expect("addr").port()
-}
 
 /// Lays out node `id` with a fresh address and data dir and starts it with
 /// `--join` (plus `extra`); returns its address.

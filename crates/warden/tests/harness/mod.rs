@@ -24,9 +24,21 @@ pub fn warden_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_warden"))
 }
 
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind :0");
-    l.local_addr().expect("addr").port()
+/// A free loopback port (from a bind to :0) that this test process has not
+/// handed out before. A port picked and released can be handed out again by
+/// the next bind to :0: two nodes given one port made a leader replicate to
+/// itself (node 3 could not bind; node 1 got node 3's calls and its Raft core
+/// panicked; CI run here).
+pub fn free_port() -> u16 {
+    static GIVEN: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    loop {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind :0");
+        let port = l.local_addr().expect("addr").port();
+        if GIVEN.lock().expect("ports").insert(port) {
+            return port;
+        }
+    }
 }
 
 /// One server process.
