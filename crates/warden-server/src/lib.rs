@@ -7,7 +7,8 @@
 //!   named there.
 //! - [`store`]: the redb log store (durable before acknowledged) and the state
 //!   machine (the `warden-core` lock table + this node's deadline table).
-//! - [`network`]: openraft RPCs to peers over the internal gRPC `Peer` service.
+//! - [`network`]: openraft RPCs to peers over the internal gRPC `Peer` service
+//!   (per-call timeout floor, reconnect after a second of timeouts).
 //! - [`peer_service`]: the receiving side of those RPCs, and bootstrap RPCs.
 //! - [`bootstrap`]: the two-phase cluster id (SEMANTICS "Membership").
 //! - [`node`]: a running node; `propose` to the local Raft handle only.
@@ -367,7 +368,10 @@ where
     let raft = raft_types::Raft::new(
         config.node_id,
         Arc::new(raft_config),
-        Network::new(boot.cluster_id.clone()),
+        Network::new(
+            boot.cluster_id.clone(),
+            network::call_timeout_floor(t.election_timeout_min_ms),
+        ),
         log_store,
         sm,
     )

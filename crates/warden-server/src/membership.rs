@@ -468,10 +468,11 @@ mod tests {
         let log = LogStore::new(db.clone(), stamps.clone(), clock.clone());
         let sm = StateMachineStore::open(db, clock, stamps).expect("sm");
         let config = openraft::Config::default().validate().expect("config");
+        let floor = crate::network::call_timeout_floor(config.election_timeout_min);
         let raft = Raft::new(
             1,
             Arc::new(config),
-            crate::network::Network::new("c".into()),
+            crate::network::Network::new("c".into(), floor),
             log,
             sm,
         )

@@ -31,21 +31,73 @@ pub const MAX_PEER_MESSAGE_BYTES: usize = 256 * 1024 * 1024;
 /// only after TCP's retransmit backoff); a leader that kept it timed out
 /// towards that peer forever after the heal, never reached a quorum and never
 /// stepped down, so no call was served (found by the simulator: seed 124 with
-/// `--fault-secs 60`). Not at the first timeout: openraft's append and
-/// heartbeat calls time out after one heartbeat interval (50 ms), and a
+/// `--fault-secs 60`). Not at the first timeout: a call times out after
+/// [`call_timeout_floor`] (125 ms by default) or, for a heartbeat, after
+/// openraft's own one heartbeat interval (50 ms; openraft drops the call, and
+/// the next call on that connection counts it as timed out), and a
 /// connection being opened must get the time to finish.
 pub const PEER_RECONNECT_AFTER: Duration = Duration::from_secs(1);
+
+/// The shortest per-call timeout of a peer call: half the minimum election
+/// timeout (125 ms with the default 250 ms). A call's timeout is the larger
+/// of this and openraft's `RPCOption::hard_ttl()`.
+///
+/// Why a floor: openraft derives `hard_ttl` for AppendEntries from the
+/// heartbeat interval (50 ms by default). Used as the timeout, every append
+/// round trip above 50 ms (25 ms one way) timed out: the entries reached the
+/// followers, but the leader never saw an answer, resent them and committed
+/// nothing, on a healthy cluster whose nodes were merely far apart (found by
+/// the simulator with 150 ms of latency; now the `slow-links` scenario).
+///
+/// Why half of `election_timeout_min`:
+/// - It is above every round trip the cluster can run with at all: openraft
+///   drops vote and pre-vote calls after `election_timeout_min`, so a cluster
+///   whose round trips exceed that cannot elect a leader; half of it still
+///   covers round trips up to 125 ms by default (within a continent, or
+///   between neighbouring regions), and it grows with the election timeout
+///   an operator sets for slower links.
+/// - A call that outlives a follower's election timeout is useless: a
+///   follower that heard nothing from the leader for that long is already
+///   standing for election, so a lost call (a reset connection) must be
+///   noticed and resent well before that. At half the election timeout the
+///   resend has the other half to arrive.
+///
+/// What a longer timeout towards a dead peer costs the others: nothing.
+/// openraft runs one replication task per target (`ReplicationCore::spawn`,
+/// openraft `replication/mod.rs`) and one heartbeat worker per target
+/// (`core/heartbeat/worker.rs`), each with its own [`PeerConnection`] (from
+/// `new_client` and `new_heartbeat_client`); a call waiting on a dead peer
+/// holds up only that peer's stream, never replication or heartbeats to a
+/// live peer. Vote, pre-vote and transfer-leader calls go out in one task
+/// per voter, each on a fresh connection, and openraft bounds each by
+/// `election_timeout_min` itself, above this floor. Heartbeats are dropped
+/// by openraft's heartbeat worker after one heartbeat interval whatever the
+/// call's timeout: with round trips above the heartbeat interval the leader
+/// sees no heartbeat answer (the followers still receive the heartbeats, so
+/// no election starts), and its quorum clock moves only with answered
+/// appends, which openraft also counts as heartbeat answers. Writes commit,
+/// but a linearizable read waits for an append answered after it;
+/// docs/operations.md ("Latency between nodes") says to raise `--heartbeat`
+/// above the round trip on such links.
+pub fn call_timeout_floor(election_timeout_min_ms: u64) -> Duration {
+    Duration::from_millis(election_timeout_min_ms / 2)
+}
 
 /// Builds connections to peers.
 #[derive(Clone, Debug)]
 pub struct Network {
     cluster_id: String,
+    call_timeout_floor: Duration,
 }
 
 impl Network {
-    /// A network that stamps `cluster_id` on every call.
-    pub fn new(cluster_id: String) -> Self {
-        Network { cluster_id }
+    /// A network that stamps `cluster_id` on every call and gives each call
+    /// at least `call_timeout_floor` (see [`call_timeout_floor`]).
+    pub fn new(cluster_id: String, call_timeout_floor: Duration) -> Self {
+        Network {
+            cluster_id,
+            call_timeout_floor,
+        }
     }
 }
 
@@ -67,8 +119,10 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             target,
             addr: node.addr.clone(),
             cluster_id: self.cluster_id.clone(),
+            call_timeout_floor: self.call_timeout_floor,
             client: None,
             timing_out_since: None,
+            call_unfinished: false,
         }
     }
 }
@@ -78,10 +132,16 @@ pub struct PeerConnection {
     target: u64,
     addr: String,
     cluster_id: String,
+    /// See [`call_timeout_floor`].
+    call_timeout_floor: Duration,
     client: Option<PeerClient<Channel>>,
     /// When this peer's calls started timing out (None: the last call was
     /// answered). See [`PEER_RECONNECT_AFTER`].
     timing_out_since: Option<tokio::time::Instant>,
+    /// A call was sent and has not returned: when the next call starts with
+    /// this still set, openraft dropped the last call before its answer (the
+    /// heartbeat worker's own timeout), and that counts as a timeout.
+    call_unfinished: bool,
 }
 
 /// A snapshot on the wire.
@@ -104,10 +164,25 @@ fn network(msg: String) -> RPCError<TypeConfig> {
 }
 
 impl PeerConnection {
+    /// The timeout of a call whose openraft option is `option`: the larger of
+    /// its `hard_ttl` and [`call_timeout_floor`].
+    fn call_timeout(&self, option: &RPCOption) -> Duration {
+        option.hard_ttl().max(self.call_timeout_floor)
+    }
+
     /// A call timed out: after [`PEER_RECONNECT_AFTER`] of nothing but
     /// timeouts, drop the connection so the next call opens a new one.
     fn timed_out(&mut self) {
         self.timed_out_at(tokio::time::Instant::now());
+    }
+
+    /// A call starts at `now`: if the last one never returned (openraft
+    /// dropped it before its answer, as the heartbeat worker does after one
+    /// heartbeat interval), count it as timed out.
+    fn count_dropped_call_at(&mut self, now: tokio::time::Instant) {
+        if std::mem::take(&mut self.call_unfinished) {
+            self.timed_out_at(now);
+        }
     }
 
     fn timed_out_at(&mut self, now: tokio::time::Instant) {
@@ -161,8 +236,12 @@ impl PeerConnection {
                 .metadata_mut()
                 .insert(warden_proto::CLUSTER_ID_METADATA, v);
         }
+        self.count_dropped_call_at(tokio::time::Instant::now());
         let client = self.client()?;
-        let reply = match tokio::time::timeout(timeout, f(client, request)).await {
+        self.call_unfinished = true;
+        let reply = tokio::time::timeout(timeout, f(client, request)).await;
+        self.call_unfinished = false;
+        let reply = match reply {
             Err(_) => {
                 self.timed_out();
                 return Err(unreachable(format!("peer {}: timed out", self.target)));
@@ -213,7 +292,7 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<TypeConfig>, RPCError<TypeConfig>> {
-        self.call(&rpc, option.hard_ttl(), |mut c, r| async move {
+        self.call(&rpc, self.call_timeout(&option), |mut c, r| async move {
             c.append_entries(r).await
         })
         .await
@@ -224,7 +303,7 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
         rpc: VoteRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
-        self.call(&rpc, option.hard_ttl(), |mut c, r| async move {
+        self.call(&rpc, self.call_timeout(&option), |mut c, r| async move {
             c.vote(r).await
         })
         .await
@@ -235,7 +314,7 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
         rpc: VoteRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
-        self.call(&rpc, option.hard_ttl(), |mut c, r| async move {
+        self.call(&rpc, self.call_timeout(&option), |mut c, r| async move {
             c.pre_vote(r).await
         })
         .await
@@ -273,7 +352,7 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
         req: TransferLeaderRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<TransferLeaderResponse<TypeConfig>, RPCError<TypeConfig>> {
-        self.call(&req, option.hard_ttl(), |mut c, r| async move {
+        self.call(&req, self.call_timeout(&option), |mut c, r| async move {
             c.transfer_leader(r).await
         })
         .await
@@ -289,8 +368,10 @@ mod tests {
             target: 2,
             addr: "127.0.0.1:1".into(),
             cluster_id: "c".into(),
+            call_timeout_floor: call_timeout_floor(250),
             client: None,
             timing_out_since: None,
+            call_unfinished: false,
         }
     }
 
@@ -311,7 +392,7 @@ mod tests {
     }
 
     // An answered call in between restarts the count (no reconnect churn on
-    // a link that only sometimes exceeds the 50 ms call timeout).
+    // a link that only sometimes exceeds the call timeout).
     #[tokio::test]
     async fn an_answer_in_between_restarts_the_count() {
         let mut c = connection();
@@ -323,5 +404,45 @@ mod tests {
         c.timed_out_at(t0 + Duration::from_millis(1_800));
         assert!(c.client.is_some());
         assert_eq!(c.timing_out_since, Some(t0 + Duration::from_millis(900)));
+    }
+
+    // L3 on slow links (simulator scenario `slow-links`): an append gets at
+    // least half the minimum election timeout, not openraft's one heartbeat
+    // interval; longer openraft timeouts (votes) are kept.
+    #[test]
+    fn a_call_gets_at_least_half_the_election_timeout() {
+        assert_eq!(call_timeout_floor(250), Duration::from_millis(125));
+        let c = connection();
+        let append = RPCOption::new(Duration::from_millis(50));
+        assert_eq!(c.call_timeout(&append), Duration::from_millis(125));
+        let vote = RPCOption::new(Duration::from_millis(250));
+        assert_eq!(c.call_timeout(&vote), Duration::from_millis(250));
+    }
+
+    // Liveness after a partition heals (L3; seed 124) with the floor in
+    // place: a heartbeat call that openraft drops after one heartbeat
+    // interval (before the call's own timeout) counts as a timeout when the
+    // next call starts, so a dead heartbeat connection is still replaced
+    // after PEER_RECONNECT_AFTER.
+    #[tokio::test]
+    async fn calls_dropped_by_openraft_count_as_timeouts() {
+        let mut c = connection();
+        c.client().expect("lazy channel");
+        let t0 = tokio::time::Instant::now();
+        c.call_unfinished = true; // a call was sent, then dropped
+        c.count_dropped_call_at(t0);
+        assert!(!c.call_unfinished);
+        assert_eq!(c.timing_out_since, Some(t0));
+        c.count_dropped_call_at(t0 + Duration::from_millis(50));
+        assert_eq!(c.timing_out_since, Some(t0), "no call was dropped");
+        c.call_unfinished = true;
+        c.count_dropped_call_at(t0 + Duration::from_millis(999));
+        assert!(c.client.is_some(), "kept within the first second");
+        c.call_unfinished = true;
+        c.count_dropped_call_at(t0 + PEER_RECONNECT_AFTER);
+        assert!(
+            c.client.is_none(),
+            "dropped after a second of dropped calls"
+        );
     }
 }

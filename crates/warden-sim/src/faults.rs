@@ -25,6 +25,8 @@ enum Fault {
     Pause(u64),
     /// Slow links around one node.
     Latency(u64),
+    /// Every link between two nodes slow (ms each way).
+    SlowLinks(u64),
     /// Slow links between a client host and every node (ms each way).
     ClientLatency(&'static str, u64),
     /// A paused client host: everything to and from it is held.
@@ -65,6 +67,17 @@ impl Faults {
         self.nodes.iter().copied().filter(|n| *n != id).collect()
     }
 
+    /// Every pair of distinct nodes, once.
+    fn node_pairs(&self) -> Vec<(u64, u64)> {
+        let mut pairs = Vec::new();
+        for (i, x) in self.nodes.iter().enumerate() {
+            for y in &self.nodes[i + 1..] {
+                pairs.push((*x, *y));
+            }
+        }
+        pairs
+    }
+
     fn start(&mut self, sim: &mut turmoil::Sim<'_>, world: &mut SimWorld, f: Fault) -> Fault {
         match &f {
             Fault::Partition(a, b) => {
@@ -91,6 +104,11 @@ impl Faults {
             Fault::Latency(id) => {
                 for y in self.others(*id) {
                     sim.set_link_latency(host(*id), host(y), Duration::from_millis(150));
+                }
+            }
+            Fault::SlowLinks(ms) => {
+                for (x, y) in self.node_pairs() {
+                    sim.set_link_latency(host(x), host(y), Duration::from_millis(*ms));
                 }
             }
             Fault::ClientLatency(c, ms) => {
@@ -130,6 +148,11 @@ impl Faults {
             Fault::Latency(id) => {
                 for y in self.others(id) {
                     sim.set_link_latency(host(id), host(y), Duration::from_millis(1));
+                }
+            }
+            Fault::SlowLinks(_) => {
+                for (x, y) in self.node_pairs() {
+                    sim.set_link_latency(host(x), host(y), Duration::from_millis(1));
                 }
             }
             Fault::ClientLatency(c, _) => {
@@ -233,6 +256,14 @@ impl Faults {
             Scenario::SlowRenewAck => {
                 self.next_at = Duration::MAX;
                 Some((Fault::ClientLatency("a", 700), Duration::from_secs(30)))
+            }
+            // Every peer link slow for the whole fault phase.
+            Scenario::SlowLinks => {
+                self.next_at = Duration::MAX;
+                Some((
+                    Fault::SlowLinks(crate::scenarios::SLOW_LINK_MS),
+                    Duration::from_secs(600),
+                ))
             }
             // The leader crashes 2 s into the faults (snapshots exist by
             // then) and restarts from its snapshot 1 s later; once.

@@ -80,7 +80,7 @@ fn timing() -> Timing {
 }
 
 /// E for these timings, in ms.
-fn bound_e_ms() -> u64 {
+pub(crate) fn bound_e_ms() -> u64 {
     timing().bound_e_ms()
 }
 
@@ -493,8 +493,15 @@ impl ClientCtx {
         }
     }
 
-    /// Releases; on acknowledgement records it (S3).
-    pub async fn release(&self, client: &Client, resource: &str, lease_id: u64, token: u64) {
+    /// Releases; on acknowledgement records it (S3). Returns whether the
+    /// release of this grant was acknowledged.
+    pub async fn release(
+        &self,
+        client: &Client,
+        resource: &str,
+        lease_id: u64,
+        token: u64,
+    ) -> bool {
         self.stop_believing(lease_id, global_now());
         match client
             .release(lease_id, Some(resource.into()), Some(token))
@@ -508,8 +515,12 @@ impl ClientCtx {
                 }
                 h.last_ack_send.remove(&lease_id);
                 h.last_call_end.remove(&lease_id);
+                r.released
             }
-            Err(_) => history::lock(&self.history).calls_failed += 1,
+            Err(_) => {
+                history::lock(&self.history).calls_failed += 1;
+                false
+            }
         }
     }
 }

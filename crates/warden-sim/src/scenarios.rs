@@ -11,7 +11,7 @@ use warden_server::inject::BugSwitches;
 
 use crate::env::{global_now, SimClock};
 use crate::history;
-use crate::run::{sleep, ClientCtx, WorldCtx};
+use crate::run::{bound_e_ms, sleep, ClientCtx, WorldCtx};
 
 /// Bugs the simulator can reintroduce (`--inject-bug NAME`).
 pub const BUG_NAMES: &[&str] = &[
@@ -81,7 +81,15 @@ pub enum Scenario {
     LostReplyNewLeader,
     /// A release held in the network, delivered after a newer grant (S6).
     RetriedRelease,
+    /// Every peer link slow: calls still complete while it lasts (L3, L1).
+    SlowLinks,
 }
+
+/// One-way latency of every peer link in the `slow-links` scenario: 40 ms.
+/// An append's round trip (80 ms) is then above openraft's own call timeout
+/// (one heartbeat interval, 50 ms) and below the floor the peer network puts
+/// under it (`warden_server::network::call_timeout_floor`, 125 ms).
+pub const SLOW_LINK_MS: u64 = 40;
 
 impl Scenario {
     /// Every scenario's name.
@@ -96,6 +104,7 @@ impl Scenario {
         "deposed-leader-renew",
         "lost-reply-new-leader",
         "retried-release",
+        "slow-links",
     ];
 
     /// Simulated seconds of faults a run of this scenario needs by default
@@ -113,6 +122,7 @@ impl Scenario {
             | Scenario::BatchedHandoff
             | Scenario::DeposedLeaderRenew => 3,
             Scenario::LostReplyNewLeader | Scenario::RetriedRelease => 2,
+            Scenario::SlowLinks => 8,
         }
     }
 
@@ -129,6 +139,7 @@ impl Scenario {
             "deposed-leader-renew" => Scenario::DeposedLeaderRenew,
             "lost-reply-new-leader" => Scenario::LostReplyNewLeader,
             "retried-release" => Scenario::RetriedRelease,
+            "slow-links" => Scenario::SlowLinks,
             other => {
                 return Err(format!(
                     "--scenario: unknown {other:?}; known: {}",
@@ -603,6 +614,115 @@ pub fn spawn(
                             .acked_releases
                             .push(("r0".into(), lease, t1));
                     }
+                }
+                Ok(())
+            });
+        }
+        // L3 and L1 on slow links (a simulator finding: with more than
+        // about 25 ms of one-way latency between the nodes nothing
+        // committed, because every append timed out after openraft's one
+        // heartbeat interval, 50 ms): every peer link has SLOW_LINK_MS each
+        // way for the whole fault phase, a healthy cluster whose nodes are
+        // merely far apart. While the links are slow, each of `a`'s
+        // acquires, renews and releases must be acknowledged (L3), and r1,
+        // whose holder `w` walks away, must reach the waiter `b` within
+        // TTL + E of `w`'s acquire (L1). The faults start at 3 s.
+        Scenario::SlowLinks => {
+            let a = ctx(world, "a", 61, 2_000);
+            let w = ctx(world, "w", 67, -2_000);
+            let b = ctx(world, "b", 71, 0);
+            let (eps_a, eps_w) = (endpoints.clone(), endpoints.clone());
+            sim.client("a", async move {
+                sleep_until(secs(1_000)).await;
+                let client = Client::connect(eps_a, ClientOptions::default()).await?;
+                sleep_until(secs(3_200)).await;
+                let mut cycles = 0u64;
+                while global_now() + secs(1_000) < end {
+                    let sent = global_now();
+                    let opts = AcquireOptions::with_ttl(secs(3_000));
+                    let Some((lease, token, _, _)) = a.acquire(&client, "r0", opts).await else {
+                        history::lock(&a.history).violation(
+                            "L3",
+                            format!("slow-links: acquire of r0 sent at {sent:?} was not granted (after {cycles} cycles)"),
+                        );
+                        break;
+                    };
+                    if a.renew(&client, "r0", lease, token).await.is_none() {
+                        history::lock(&a.history).violation(
+                            "L3",
+                            format!("slow-links: renew of lease {lease} failed (after {cycles} cycles)"),
+                        );
+                        break;
+                    }
+                    a.fenced_write("r0", lease, token);
+                    if !a.release(&client, "r0", lease, token).await {
+                        history::lock(&a.history).violation(
+                            "L3",
+                            format!("slow-links: release of lease {lease} was not acknowledged (after {cycles} cycles)"),
+                        );
+                        break;
+                    }
+                    cycles += 1;
+                    sleep(secs(200)).await;
+                }
+                Ok(())
+            });
+            // `w` takes r1 at 4 s and walks away (TTL 1.5 s).
+            sim.client("w", async move {
+                sleep_until(secs(1_000)).await;
+                let client = Client::connect(eps_w, ClientOptions::default()).await?;
+                sleep_until(secs(4_000)).await;
+                match w
+                    .acquire(&client, "r1", AcquireOptions::with_ttl(secs(1_500)))
+                    .await
+                {
+                    Some((lease, token, _, _)) => {
+                        w.fenced_write("r1", lease, token);
+                    }
+                    None => history::lock(&w.history)
+                        .violation("L3", "slow-links: acquire of r1 was not granted".into()),
+                }
+                Ok(())
+            });
+            sim.client("b", async move {
+                sleep_until(secs(1_000)).await;
+                let client = Client::connect(endpoints, ClientOptions::default()).await?;
+                sleep_until(secs(4_500)).await;
+                let opts = AcquireOptions {
+                    ttl: secs(3_000),
+                    lease_id: None,
+                    wait: secs(6_000),
+                    lock_delay: Duration::ZERO,
+                };
+                // L1: w's acquire was sent at 4 s; its lease ends and r1 is
+                // granted within TTL + E, plus 1 s for the commits.
+                let bound = secs(4_000 + 1_500 + bound_e_ms() + 1_000);
+                match b.acquire(&client, "r1", opts).await {
+                    Some((lease, token, _, _)) => {
+                        let granted_at = global_now();
+                        if granted_at > bound {
+                            history::lock(&b.history).violation(
+                                "L1",
+                                format!(
+                                    "slow-links: r1 granted at {granted_at:?}, after {bound:?}"
+                                ),
+                            );
+                        }
+                        b.fenced_write("r1", lease, token);
+                        if !b.release(&client, "r1", lease, token).await {
+                            history::lock(&b.history).violation(
+                                "L3",
+                                format!(
+                                    "slow-links: release of lease {lease} was not acknowledged"
+                                ),
+                            );
+                        }
+                    }
+                    None => history::lock(&b.history).violation(
+                        "L1",
+                        "slow-links: r1 was not granted to the waiter while the links were slow"
+                            .into(),
+                    ),
                 }
                 Ok(())
             });

@@ -93,6 +93,16 @@ fn named_scenarios_pass() {
     }
 }
 
+// L3, L1 on slow links (issue 6 finding: with over ~25 ms one way between
+// nodes nothing committed, every append timed out after 50 ms): with 40 ms on
+// every peer link, acquire, renew and release are acknowledged while the
+// links are slow, and a walked-away holder's lock reaches its waiter.
+#[test]
+fn slow_links_commit_while_slow() {
+    let found = outcome(1, Scenario::SlowLinks, None);
+    assert!(found.is_empty(), "SlowLinks: {found:?}");
+}
+
 // L2, etcd issue 9395: a full-TTL reset at each election is caught.
 #[test]
 fn full_ttl_reset_at_election_is_caught() {
