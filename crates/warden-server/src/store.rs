@@ -290,8 +290,11 @@ fn encode_row(stamp: Option<&[u8; 16]>, entry: &Entry) -> Result<Vec<u8>, io::Er
     postcard::to_extend(entry, row).map_err(io_err)
 }
 
-/// Splits a log row into its stamp (epoch, ns), if any, and the encoded entry.
-fn decode_row(row: &[u8]) -> Result<(Option<(u64, u64)>, &[u8]), io::Error> {
+/// A persisted append stamp: the clock's epoch and the stamp in ns.
+type PersistedStamp = (u64, u64);
+
+/// Splits a log row into its stamp, if any, and the encoded entry.
+fn decode_row(row: &[u8]) -> Result<(Option<PersistedStamp>, &[u8]), io::Error> {
     let bad = || io::Error::new(io::ErrorKind::InvalidData, "log row: bad stamp tag");
     match row.split_first() {
         Some((0, rest)) => Ok((None, rest)),
