@@ -416,6 +416,13 @@ pub fn parse_peer_id(text: &str) -> Result<u64, String> {
 pub fn insert_peer(peers: &mut Peers, id: u64, addr: &str) -> Result<(), String> {
     let addr = warden_client::parse_endpoint(addr)
         .map_err(|e| format!("--peers: address of node {id} ({addr:?}): {e}"))?;
+    // One address for two members would make a node call itself as if it
+    // were the other one; openraft's core panics on its own AppendEntries.
+    if let Some((other, _)) = peers.iter().find(|(i, a)| **i != id && **a == addr) {
+        return Err(format!(
+            "--peers: address {addr} is given to node {other} and node {id}; each member needs its own"
+        ));
+    }
     if let Some(previous) = peers.insert(id, addr) {
         return Err(format!(
             "--peers: node id {id} appears twice (first as {previous})"
@@ -451,6 +458,7 @@ mod tests {
             ("0=127.0.0.1:7001", "id 0"),
             ("x=127.0.0.1:7001", "not a number"),
             ("1=a:1,1=b:2", "appears twice"),
+            ("1=a:1,2=b:2,3=a:1", "given to node 1 and node 3"),
             ("1=nohost", "port"),
             ("1=h:70000", "1..=65535"),
             ("9007199254740992=h:1", "above the limit"),
