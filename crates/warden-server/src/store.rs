@@ -361,8 +361,8 @@ struct Tail {
     entries: BTreeMap<u64, Entry>,
     /// Highest index the writer has committed to disk (lowered by a truncate).
     flushed: u64,
-    /// The newest committed log id from `save_committed` (encoded), not yet
-    /// written: it rides in the writer's next group (see `save_committed`).
+    /// The newest committed log id from `save_committed` (encoded), for
+    /// `read_committed`; the writer gets its own copy through the queue.
     committed: Option<Vec<u8>>,
 }
 
@@ -373,6 +373,8 @@ enum LogWrite {
         rows: Vec<(u64, Vec<u8>)>,
         callback: IOFlushed<TypeConfig>,
     },
+    /// The newest committed id (encoded), in queue order after the appends it names.
+    Committed(Vec<u8>),
     /// Delete every entry from `from` on.
     Truncate {
         from: u64,
@@ -410,6 +412,7 @@ fn commit_writes(
                 LogWrite::Truncate { from, .. } => {
                     log.retain_in(*from.., |_, _| false).map_err(io_err)?;
                 }
+                LogWrite::Committed(_) => {}
                 LogWrite::Purge { log_id, .. } => {
                     let upto = log_id.index();
                     let mut meta = tx.open_table(META).map_err(io_err)?;
@@ -426,10 +429,12 @@ fn commit_writes(
 
 /// Commits `writes` as one group, then tells each writer the outcome (the
 /// append callbacks fire only after the fsync: S3).
-fn write_group(db: &Database, tail: &Mutex<Tail>, writes: Vec<LogWrite>) -> Result<(), String> {
-    // Taken after the group was: every entry it names was queued before it
-    // was saved, so it is in this group or an earlier one.
-    let committed = tail.lock().ok().and_then(|mut t| t.committed.take());
+fn write_group(
+    db: &Database,
+    tail: &Mutex<Tail>,
+    writes: Vec<LogWrite>,
+    committed: Option<Vec<u8>>,
+) -> Result<(), String> {
     let res = commit_writes(db, &writes, committed.as_deref()).map_err(|e| e.to_string());
     if res.is_ok() {
         let top = writes
@@ -459,6 +464,7 @@ fn write_group(db: &Database, tail: &Mutex<Tail>, writes: Vec<LogWrite>) -> Resu
             LogWrite::Truncate { done, .. } | LogWrite::Purge { done, .. } => {
                 let _ = done.send(res.clone());
             }
+            LogWrite::Committed(_) => {}
         }
     }
     res
@@ -480,6 +486,8 @@ impl LogWriter {
         let thread = std::thread::Builder::new()
             .name("warden-log-writer".into())
             .spawn(move || {
+                let mut pending: Option<Vec<u8>> = None;
+                let mut failed = false;
                 while let Ok(first) = rx.recv() {
                     let mut group = vec![first];
                     while group.len() < MAX_WRITES_PER_COMMIT {
@@ -488,12 +496,21 @@ impl LogWriter {
                             Err(_) => break,
                         }
                     }
-                    // The outcome reached every writer through its callback.
-                    let _ = write_group(&db, &tail, group);
+                    let mut writes = Vec::with_capacity(group.len());
+                    for w in group {
+                        match w {
+                            LogWrite::Committed(c) => pending = Some(c),
+                            w => writes.push(w),
+                        }
+                    }
+                    if writes.is_empty() {
+                        continue;
+                    }
+                    let c = if failed { None } else { pending.take() };
+                    failed |= write_group(&db, &tail, writes, c).is_err();
                 }
-                // Stopping: a committed id saved since the last group.
-                if tail.lock().is_ok_and(|t| t.committed.is_some()) {
-                    let _ = write_group(&db, &tail, Vec::new());
+                if let (Some(c), false) = (pending, failed) {
+                    let _ = write_group(&db, &tail, Vec::new(), Some(c));
                 }
             })?;
         Ok(LogWriter {
@@ -575,7 +592,7 @@ impl LogStore {
                 // As before the writer thread: a failed append is also
                 // returned here, not only through its callback.
                 self.db
-                    .io(move |db| write_group(&db, &tail, vec![w]).map_err(io::Error::other))
+                    .io(move |db| write_group(&db, &tail, vec![w], None).map_err(io::Error::other))
                     .await
             }
         }
@@ -697,9 +714,15 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     /// Not fsync'd, and with the log writer not even its own transaction:
     /// the committed index is a hint that lets a restarted node re-apply
     /// sooner, and openraft calls this between a commit and its apply, i.e.
-    /// on every write's critical path (on every node). It is kept in memory
-    /// and written in the writer's next group, with the next log append (an
-    /// fsync'd commit), or when the node stops. A redb write transaction here
+    /// on every write's critical path (on every node). It goes through the
+    /// writer's queue, behind the appends it names (openraft saves it once
+    /// they are queued, not once they are durable), and the writer writes
+    /// the newest one it has received in its next group that has log writes
+    /// (an fsync'd commit), or when the node stops; never after a failed
+    /// group. So the id on disk never names an entry that is not on disk: a
+    /// node with such an id refused to restart (openraft re-applies up to
+    /// it; found in review, test `committed_id_on_disk_never_outruns_the_log`).
+    /// A redb write transaction here
     /// cost one more transaction per entry per node, and it waited for redb's
     /// single write lock while the writer fsync'd (docs/performance.md). On
     /// an injected disk (no writer) it is its own `Durability::None`
@@ -714,8 +737,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         if self.writer.is_none() {
             return self.db.put_meta_lazy(KEY_COMMITTED, &bytes);
         }
-        self.tail.lock().map_err(io_err)?.committed = Some(bytes);
-        Ok(())
+        self.tail.lock().map_err(io_err)?.committed = Some(bytes.clone());
+        self.submit(LogWrite::Committed(bytes)).await
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId>, io::Error> {
@@ -1307,6 +1330,75 @@ mod tests {
             .collect();
         assert!(!names.contains(&"raft_log".to_string()), "{names:?}");
         assert!(!names.contains(&"append_stamps".to_string()), "{names:?}");
+    }
+
+    // S3 (restart): the committed id on disk never names an entry that is not
+    // on disk with it. Found in review: the writer took the newest committed
+    // id into a group formed before the entries it named were queued (here a
+    // backlog above MAX_WRITES_PER_COMMIT), and a node killed after that
+    // group refused to restart (openraft re-applies up to the committed id).
+    // A watcher thread reads every committed state while the backlog drains.
+    #[tokio::test]
+    async fn committed_id_on_disk_never_outruns_the_log() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (mut log, _sm) = stores(dir.path(), Arc::new(FixedClock::default()));
+        let db = log.db.db.clone();
+        let hold = db.begin_write().expect("hold the write lock");
+        log.append([entry(1, 0, grant(1, 10_000))], IOFlushed::noop())
+            .await
+            .expect("append 0");
+        for i in 1..1100u64 {
+            log.append([entry(1, i, grant(i + 1, 10_000))], IOFlushed::noop())
+                .await
+                .expect("append");
+        }
+        let (last_tx, last_rx) =
+            <crate::raft_types::TypeConfig as openraft::type_config::TypeConfigExt>::oneshot();
+        log.append(
+            [entry(1, 1100, grant(1101, 10_000))],
+            IOFlushed::signal(last_tx),
+        )
+        .await
+        .expect("append 1100");
+        log.save_committed(Some(log_id(1, 1100)))
+            .await
+            .expect("commit");
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (db2, stop2) = (db.clone(), stop.clone());
+        let watcher = std::thread::spawn(move || {
+            let mut seen: Option<(u64, Option<u64>)> = None;
+            while !stop2.load(std::sync::atomic::Ordering::Relaxed) {
+                let tx = db2.begin_read().expect("read");
+                let meta = tx.open_table(META).expect("meta");
+                let c = meta
+                    .get(KEY_COMMITTED)
+                    .expect("get")
+                    .and_then(|v| decode::<Option<LogId>>(v.value()).expect("dec"))
+                    .map(|l| l.index());
+                let last = tx
+                    .open_table(LOG)
+                    .expect("log")
+                    .last()
+                    .expect("last")
+                    .map(|(k, _)| k.value());
+                if let Some(c) = c {
+                    if last.is_none_or(|l| c > l) {
+                        seen = Some((c, last));
+                        break;
+                    }
+                }
+            }
+            seen
+        });
+        drop(hold);
+        // Every group is on disk once the last append's callback fired.
+        last_rx.await.expect("callback").expect("flushed");
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let seen = watcher.join().expect("watcher");
+        assert_eq!(
+            seen, None,
+            "a committed state had committed > last log row: (committed, last row)"
+        );
     }
 
     // S3 (restart): `save_committed` opens no redb transaction of its own
