@@ -99,11 +99,27 @@ fn reply<T: Serialize, E: std::fmt::Display>(r: Result<T, E>) -> Result<Response
     Ok(Response::new(Blob { data }))
 }
 
+/// Refuses a Raft call whose sender (the vote's node id) is this node: a
+/// member's address that points at this node (a misconfigured `--peers`,
+/// e.g. `localhost:7001` and `127.0.0.1:7001` for two ids) made a leader
+/// replicate to itself, and openraft's core panics on its own AppendEntries
+/// (found with two test nodes given one port). Typed, and nothing changes.
+fn refuse_self(me: u64, sender: u64) -> Result<(), Status> {
+    if sender == me {
+        return Err(Status::failed_precondition(format!(
+            "a Raft call from node {me} reached node {me} itself: another member's address \
+             points at this node; give each member its own address in --peers"
+        )));
+    }
+    Ok(())
+}
+
 #[tonic::async_trait]
 impl Peer for PeerService {
     async fn append_entries(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
         let raft = self.check_cluster(&req)?;
-        let rpc = decode(req.get_ref())?;
+        let rpc: openraft::raft::AppendEntriesRequest<TypeConfig> = decode(req.get_ref())?;
+        refuse_self(self.state.node_id, rpc.vote.leader_id.node_id)?;
         let r = raft.append_entries(rpc).await;
         // Any answer but "your vote is stale" means the sender is the leader
         // this node follows (a log conflict is still contact).
@@ -116,6 +132,7 @@ impl Peer for PeerService {
     async fn vote(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
         let raft = self.check_cluster(&req)?;
         let rpc: VoteRequest<TypeConfig> = decode(req.get_ref())?;
+        refuse_self(self.state.node_id, rpc.vote.leader_id.node_id)?;
         crate::membership::refuse_non_member(&raft, rpc.vote.leader_id.node_id)?;
         reply(raft.vote(rpc).await)
     }
@@ -123,6 +140,7 @@ impl Peer for PeerService {
     async fn pre_vote(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
         let raft = self.check_cluster(&req)?;
         let rpc: VoteRequest<TypeConfig> = decode(req.get_ref())?;
+        refuse_self(self.state.node_id, rpc.vote.leader_id.node_id)?;
         crate::membership::refuse_non_member(&raft, rpc.vote.leader_id.node_id)?;
         reply(raft.pre_vote(rpc).await)
     }
@@ -254,5 +272,22 @@ impl Peer for PeerService {
                 .unwrap_or(0),
             data: snap.snapshot,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Bad input never panics the server: a Raft call from this node itself
+    // (a member's address pointing here) is refused, typed, naming the fix;
+    // calls from other nodes pass.
+    #[test]
+    fn a_raft_call_from_this_node_itself_is_refused() {
+        let e = refuse_self(3, 3).expect_err("own call");
+        assert_eq!(e.code(), tonic::Code::FailedPrecondition);
+        assert!(e.message().contains("node 3 itself"), "{}", e.message());
+        assert!(e.message().contains("--peers"), "{}", e.message());
+        refuse_self(3, 1).expect("another node");
     }
 }
