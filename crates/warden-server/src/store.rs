@@ -279,7 +279,12 @@ fn decode_stamp(b: &[u8]) -> Option<(u64, u64)> {
 /// A log row: one tag byte (0: no stamp; 1: a 16-byte stamp follows, see
 /// [`encode_stamp`]), then the postcard-encoded entry.
 fn encode_row(stamp: Option<&[u8; 16]>, entry: &Entry) -> Result<Vec<u8>, io::Error> {
-    let mut row = Vec::with_capacity(64);
+    postcard::to_extend(entry, row_head(stamp, 64)).map_err(io_err)
+}
+
+/// The start of a log row, before the entry: the tag byte and the stamp.
+fn row_head(stamp: Option<&[u8; 16]>, entry_len: usize) -> Vec<u8> {
+    let mut row = Vec::with_capacity(17 + entry_len);
     match stamp {
         Some(p) => {
             row.push(1);
@@ -287,7 +292,7 @@ fn encode_row(stamp: Option<&[u8; 16]>, entry: &Entry) -> Result<Vec<u8>, io::Er
         }
         None => row.push(0),
     }
-    postcard::to_extend(entry, row).map_err(io_err)
+    row
 }
 
 /// A persisted append stamp: the clock's epoch and the stamp in ns.
@@ -310,11 +315,19 @@ fn decode_row_entry(row: &[u8]) -> Result<Entry, io::Error> {
 
 /// Moves a log written before the stamp moved into the row (tables
 /// `raft_log` + `append_stamps`) into [`LOG`], in the transaction that opens
-/// the data dir, and deletes the old tables. A no-op once done.
+/// the data dir, and deletes the old tables. Nothing to do (and nothing
+/// written) once they are gone.
 fn migrate_old_log(
     tx: &redb::WriteTransaction,
     log: &mut redb::Table<'_, u64, &[u8]>,
 ) -> Result<(), io::Error> {
+    let has_old = tx
+        .list_tables()
+        .map_err(io_err)?
+        .any(|t| redb::TableHandle::name(&t) == redb::TableHandle::name(&OLD_LOG));
+    if !has_old {
+        return Ok(());
+    }
     {
         let old = tx.open_table(OLD_LOG).map_err(io_err)?;
         let stamps = tx.open_table(OLD_STAMPS).map_err(io_err)?;
@@ -325,14 +338,7 @@ fn migrate_old_log(
                 .get(index)
                 .map_err(io_err)?
                 .and_then(|s| s.value().try_into().ok());
-            let mut row = Vec::with_capacity(v.value().len() + 17);
-            match stamp {
-                Some(p) => {
-                    row.push(1);
-                    row.extend_from_slice(&p);
-                }
-                None => row.push(0),
-            }
+            let mut row = row_head(stamp.as_ref(), v.value().len());
             row.extend_from_slice(v.value());
             log.insert(index, row.as_slice()).map_err(io_err)?;
         }
