@@ -51,15 +51,15 @@ pub async fn run(node: Weak<Node>, mut rx: mpsc::Receiver<RenewJob>, window: Dur
             .await;
         // Lease id → its TTL if renewed (a map: a batch names up to 4,096
         // leases, and a scan of the reply per job was quadratic).
-        let renewed: Option<std::collections::BTreeMap<u64, Option<u64>>> = match &result {
-            Ok((Response::Renewed(list), _)) => Some(list.iter().copied().collect()),
-            _ => None,
+        let renewed: Result<std::collections::BTreeMap<u64, Option<u64>>, Status> = match result {
+            Ok((Response::Renewed(list), _)) => Ok(list.into_iter().collect()),
+            Ok((other, _)) => Err(crate::error::unexpected(&other)),
+            Err(s) => Err(s),
         };
         for job in jobs {
-            let r = match (&result, &renewed) {
-                (Ok(_), Some(map)) => Ok(map.get(&job.lease_id).copied().flatten()),
-                (Ok((other, _)), None) => Err(crate::error::unexpected(other)),
-                (Err(s), _) => Err(s.clone()),
+            let r = match &renewed {
+                Ok(map) => Ok(map.get(&job.lease_id).copied().flatten()),
+                Err(s) => Err(s.clone()),
             };
             let _ = job.reply.send(r);
         }
