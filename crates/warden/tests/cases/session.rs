@@ -23,6 +23,18 @@ async fn client(endpoints: Vec<String>) -> Client {
         .expect("client")
 }
 
+/// The (lease id, fencing token) holding `resource`, by a linearizable read;
+/// fails the test if it is free.
+async fn holder(c: &Client, resource: &str) -> (u64, u64) {
+    let h = c
+        .status(resource)
+        .await
+        .expect("status")
+        .holder
+        .unwrap_or_else(|| panic!("{resource} is free, expected it held"));
+    (h.lease_id, h.fencing_token)
+}
+
 /// Polls `cond` every 10 ms until it holds, failing the test after `limit`.
 async fn until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;
@@ -263,12 +275,7 @@ async fn dropped_acquire_reply_is_retried_into_one_grant() {
         panic!("expected a grant, got {next:?}");
     };
     assert_eq!(next_token, fencing_token + 1, "one token per grant");
-    let status = c.status("s7").await.expect("status");
-    let holder = status.holder.expect("held");
-    assert_eq!(
-        (holder.lease_id, holder.fencing_token),
-        (lease_id, fencing_token)
-    );
+    assert_eq!(holder(&c, "s7").await, (lease_id, fencing_token));
 }
 
 /// L4: the leader is killed while a session holds locks; the client follows
@@ -305,14 +312,8 @@ async fn session_survives_a_leader_kill() {
     }
     assert_eq!(a.check(), Ok(()));
     for (resource, guard) in [("l4-a", &a), ("l4-b", &b)] {
-        let h = c
-            .status(resource)
-            .await
-            .expect("status")
-            .holder
-            .expect("held");
         assert_eq!(
-            (h.lease_id, h.fencing_token),
+            holder(&c, resource).await,
             (session.lease_id(), guard.fencing_token())
         );
     }
@@ -360,14 +361,8 @@ async fn dropped_guard_releases_its_own_grant() {
     assert_eq!(c.status("s6-dropped").await.expect("status").holder, None);
     // The session and its other lock are untouched.
     assert_eq!(session.check(), Ok(()));
-    let h = c
-        .status("s6-kept")
-        .await
-        .expect("status")
-        .holder
-        .expect("held");
     assert_eq!(
-        (h.lease_id, h.fencing_token),
+        holder(&c, "s6-kept").await,
         (session.lease_id(), kept.fencing_token())
     );
     // Taken again, the resource gets a larger token (S2).
