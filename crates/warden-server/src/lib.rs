@@ -5,8 +5,10 @@
 //! - [`config`]: node configuration and timing defaults (E and G).
 //! - [`raft_types`]: the openraft type configuration; every openraft type is
 //!   named there.
-//! - [`store`]: the redb log store (durable before acknowledged) and the state
-//!   machine (the `warden-core` lock table + this node's deadline table).
+//! - [`store`]: the log store (durable before acknowledged: a write-ahead
+//!   file folded into redb) and the state machine (the `warden-core` lock
+//!   table + this node's deadline table).
+//! - `wal`: the log's write-ahead file (format and recovery).
 //! - [`network`]: openraft RPCs to peers over the internal gRPC `Peer` service
 //!   (per-call timeout floor, reconnect after a second of timeouts).
 //! - [`peer_service`]: the receiving side of those RPCs, and bootstrap RPCs.
@@ -63,6 +65,7 @@ pub mod peer_service;
 pub mod raft_types;
 pub mod renew;
 pub mod store;
+mod wal;
 pub mod watch_service;
 
 use openraft::async_runtime::WatchReceiver as _;
@@ -364,7 +367,7 @@ where
     )
     .map_err(storage)?;
     let shared = sm.shared.clone();
-    let log_store = LogStore::new(db.clone(), stamps, clock.clone());
+    let log_store = LogStore::new(db.clone(), stamps, clock.clone()).map_err(storage)?;
     let raft = raft_types::Raft::new(
         config.node_id,
         Arc::new(raft_config),

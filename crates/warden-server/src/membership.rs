@@ -465,7 +465,7 @@ mod tests {
         let db = Db::open(dir.path()).expect("db");
         let clock = crate::clock::TokioClock::shared();
         let stamps = Arc::new(Mutex::new(BTreeMap::new()));
-        let log = LogStore::new(db.clone(), stamps.clone(), clock.clone());
+        let log = LogStore::new(db.clone(), stamps.clone(), clock.clone()).expect("log store");
         let sm = StateMachineStore::open(db, clock, stamps).expect("sm");
         let config = openraft::Config::default().validate().expect("config");
         let floor = crate::network::call_timeout_floor(config.election_timeout_min);

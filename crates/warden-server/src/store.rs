@@ -1,17 +1,23 @@
-//! Durable storage: the Raft log and vote in redb, and the in-memory state
-//! machine (the lock table plus this node's deadline table).
+//! Durable storage: the Raft log (a write-ahead file folded into redb) and
+//! vote in redb, and the in-memory state machine (the lock table plus this
+//! node's deadline table).
 //!
 //! What is on disk when each method returns:
 //! - [`LogStore`] `append`: returns once the entries are readable (an
-//!   in-memory tail) and queued for the log-writer thread, which commits every
-//!   queued write in one redb write transaction with `Durability::Immediate`
-//!   (one fsync per group: group commit) and only then fires each IO
-//!   callback, so Raft never counts this node towards a quorum for an entry it
-//!   could lose (S3). A redb error reaches openraft through the callback and
-//!   is fatal for the node. On an injected disk (the simulator) the write is
-//!   committed inline before `append` returns.
+//!   in-memory tail) and queued for the log-writer thread, which writes every
+//!   queued append as one record of the log's write-ahead file and fsyncs it
+//!   (one `write` and one `fdatasync` per group: group commit, see
+//!   [`crate::wal`]) and only then fires each IO callback, so Raft never
+//!   counts this node towards a quorum for an entry it could lose (S3). Every
+//!   4 MiB of records the file is folded into redb in one transaction and
+//!   starts over; opening the data dir folds whatever it holds. A write error
+//!   reaches openraft through the callback and is fatal for the node. On an
+//!   injected disk (the simulator) the write is committed inline before
+//!   `append` returns, on a write-ahead file of the injected disk.
 //! - `save_vote`, `truncate_after`, `purge`: committed (fsync'd) before
-//!   returning (truncate and purge through the writer's queue, in order).
+//!   returning (truncate and purge through the writer's queue, in order:
+//!   the write-ahead file is folded first, then they run in redb, so the
+//!   file only ever holds appends).
 //! - `save_committed`: written without an fsync (see the method).
 //! - [`StateMachineStore`] keeps the table in memory; applying needs no fsync.
 //!   Snapshots are written to redb (fsync'd) when built or installed; on start
@@ -46,6 +52,7 @@ use crate::clock::Clock;
 use crate::raft_types::{
     leader_of, Entry, LogId, Snapshot, SnapshotMeta, StoredMembership, TypeConfig, Vote,
 };
+use crate::wal::{self, Wal};
 
 /// Log index → one row: the entry's append stamp, then the entry (see
 /// [`encode_row`]). The stamp is the node clock's epoch and the time the
@@ -95,6 +102,9 @@ pub struct Db {
     /// instead of on tokio's blocking pool, whose threads the simulation
     /// does not schedule.
     inline_io: bool,
+    /// The log's write-ahead file, recovered (folded into redb) when the
+    /// database was opened; [`LogStore::new`] takes it.
+    wal: Arc<Mutex<Option<Wal>>>,
 }
 
 impl Db {
@@ -132,9 +142,23 @@ impl Db {
             migrate_old_log(&tx, &mut log)?;
         }
         tx.commit().map_err(io_err)?;
+        // The write-ahead file: what it holds goes into redb now, so every
+        // reader of the database sees the whole log, then it starts over.
+        let wal_path = data_dir.join(WAL_FILE);
+        let file = match disk {
+            Some(disk) => disk.open(&wal_path),
+            None => wal::open_file(&wal_path)?,
+        };
+        let (mut wal, recovered) = Wal::open(file)?;
+        fold_rows(&db, &recovered.rows, recovered.committed.as_deref())?;
+        wal.reset()?;
+        if disk.is_none() {
+            wal.preallocate(WAL_PREALLOC_BYTES)?;
+        }
         Ok(Db {
             db: Arc::new(db),
             inline_io: disk.is_some(),
+            wal: Arc::new(Mutex::new(Some(wal))),
         })
     }
 
@@ -356,12 +380,25 @@ pub type Stamps = Arc<Mutex<BTreeMap<u64, Duration>>>;
 /// tail replication reads from without touching redb).
 const TAIL_MAX_ENTRIES: usize = 4_096;
 
-/// Most queued writes the log writer commits in one redb transaction.
+/// Most queued writes the log writer commits in one group.
 const MAX_WRITES_PER_COMMIT: usize = 1_024;
 
-/// The newest log entries, in memory: every entry not yet on disk and up to
-/// [`TAIL_MAX_ENTRIES`] that are. A contiguous suffix of the log, so every
-/// entry below its first index is on disk (or purged).
+/// The log's write-ahead file in the data dir (see [`crate::wal`]).
+pub const WAL_FILE: &str = "raft-log.wal";
+/// Fold the write-ahead file into redb once its records pass this size.
+const WAL_FOLD_BYTES: u64 = 4 << 20;
+/// The write-ahead file is grown to this size with zeros when opened (twice
+/// the fold size: a group that starts below it may run past it), so appends
+/// overwrite written blocks and `fdatasync` writes no metadata.
+const WAL_PREALLOC_BYTES: u64 = 2 * WAL_FOLD_BYTES;
+/// The fold size on an injected disk (the simulator): small, so crashes land
+/// around folds too.
+const SIM_WAL_FOLD_BYTES: u64 = 16 << 10;
+
+/// The newest log entries, in memory: every entry not yet in redb (queued,
+/// or only in the write-ahead file) and up to [`TAIL_MAX_ENTRIES`] that are.
+/// A contiguous suffix of the log, so every entry below its first index is in
+/// redb (or purged).
 #[derive(Debug, Default)]
 struct Tail {
     entries: BTreeMap<u64, Entry>,
@@ -433,29 +470,171 @@ fn commit_writes(
     tx.commit().map_err(io_err)
 }
 
+/// Writes the rows of the write-ahead file (and the committed id written with
+/// them) into redb in one fsync'd transaction. Nothing to do for no rows and
+/// no id. Replaying rows a database already holds changes nothing, so this
+/// may run twice for one generation of the file (a crash before its reset).
+fn fold_rows(
+    db: &Database,
+    rows: &BTreeMap<u64, Vec<u8>>,
+    committed: Option<&[u8]>,
+) -> Result<(), io::Error> {
+    if rows.is_empty() && committed.is_none() {
+        return Ok(());
+    }
+    let tx = db.begin_write().map_err(io_err)?;
+    {
+        if let Some(c) = committed {
+            let mut meta = tx.open_table(META).map_err(io_err)?;
+            meta.insert(KEY_COMMITTED, c).map_err(io_err)?;
+        }
+        let mut log = tx.open_table(LOG).map_err(io_err)?;
+        for (idx, row) in rows {
+            log.insert(*idx, row.as_slice()).map_err(io_err)?;
+        }
+    }
+    tx.commit().map_err(io_err)
+}
+
+/// The log's two places on disk. Appends go to the write-ahead file (one
+/// `write` and one `fdatasync` per group, see [`crate::wal`]); now and then
+/// the file is folded into redb in one transaction and starts over. A group
+/// with a truncate or a purge folds first and then runs as one redb
+/// transaction, so the file only ever holds appends (which is what makes its
+/// replay safe).
+struct LogDisk {
+    db: Arc<Database>,
+    wal: Wal,
+    /// Rows in the write-ahead file that redb does not have yet.
+    unfolded: BTreeMap<u64, Vec<u8>>,
+    /// The newest committed id written to the file since its last fold.
+    unfolded_committed: Option<Vec<u8>>,
+    /// Fold once the file's records exceed this many bytes.
+    fold_bytes: u64,
+    /// An earlier write failed: the file's end is unknown, refuse every write.
+    broken: bool,
+}
+
+impl LogDisk {
+    fn new(db: Arc<Database>, wal: Wal, fold_bytes: u64) -> Self {
+        LogDisk {
+            db,
+            wal,
+            unfolded: BTreeMap::new(),
+            unfolded_committed: None,
+            fold_bytes,
+            broken: false,
+        }
+    }
+
+    /// Moves everything in the write-ahead file into redb and starts the
+    /// file over (in that order: the records are void only once redb has
+    /// them on disk).
+    fn fold(&mut self) -> Result<(), io::Error> {
+        if self.unfolded.is_empty() && self.unfolded_committed.is_none() {
+            return Ok(());
+        }
+        fold_rows(&self.db, &self.unfolded, self.unfolded_committed.as_deref())?;
+        self.wal.reset()?;
+        self.unfolded.clear();
+        self.unfolded_committed = None;
+        Ok(())
+    }
+
+    /// Makes `writes` (and `committed`) durable: on success every row is in
+    /// the write-ahead file or in redb, fsync'd. The rows move out of
+    /// `writes` (into `unfolded`); the callbacks stay.
+    fn commit(
+        &mut self,
+        writes: &mut [LogWrite],
+        committed: Option<Vec<u8>>,
+    ) -> Result<(), io::Error> {
+        if self.broken {
+            return Err(io::Error::other("an earlier log write failed"));
+        }
+        let r = self.try_commit(writes, committed);
+        self.broken = r.is_err();
+        r
+    }
+
+    fn try_commit(
+        &mut self,
+        writes: &mut [LogWrite],
+        committed: Option<Vec<u8>>,
+    ) -> Result<(), io::Error> {
+        let redb_op = writes
+            .iter()
+            .any(|w| matches!(w, LogWrite::Truncate { .. } | LogWrite::Purge { .. }));
+        let bytes: u64 = writes
+            .iter()
+            .map(|w| match w {
+                LogWrite::Append { rows, .. } => rows.iter().map(|(_, r)| r.len() as u64).sum(),
+                _ => 0,
+            })
+            .sum();
+        if redb_op
+            || self.wal.record_bytes() + bytes > self.fold_bytes
+            || self.unfolded.len() >= TAIL_MAX_ENTRIES
+        {
+            self.fold()?;
+        }
+        if redb_op {
+            return commit_writes(&self.db, writes, committed.as_deref());
+        }
+        let rows = writes
+            .iter()
+            .filter_map(|w| match w {
+                LogWrite::Append { rows, .. } => Some(rows),
+                _ => None,
+            })
+            .flatten()
+            .map(|(i, r)| (*i, r.as_slice()));
+        self.wal.append(rows, committed.as_deref())?;
+        for w in writes.iter_mut() {
+            if let LogWrite::Append { rows, .. } = w {
+                self.unfolded.extend(std::mem::take(rows));
+            }
+        }
+        if committed.is_some() {
+            self.unfolded_committed = committed;
+        }
+        Ok(())
+    }
+}
+
 /// Commits `writes` as one group, then tells each writer the outcome (the
 /// append callbacks fire only after the fsync: S3).
 fn write_group(
-    db: &Database,
+    disk: &mut LogDisk,
     tail: &Mutex<Tail>,
-    writes: Vec<LogWrite>,
+    mut writes: Vec<LogWrite>,
     committed: Option<Vec<u8>>,
 ) -> Result<(), String> {
-    let res = commit_writes(db, &writes, committed.as_deref()).map_err(|e| e.to_string());
+    let top = writes
+        .iter()
+        .filter_map(|w| match w {
+            LogWrite::Append { rows, .. } => rows.last().map(|(i, _)| *i),
+            _ => None,
+        })
+        .max();
+    let res = disk
+        .commit(&mut writes, committed)
+        .map_err(|e| e.to_string());
     if res.is_ok() {
-        let top = writes
-            .iter()
-            .filter_map(|w| match w {
-                LogWrite::Append { rows, .. } => rows.last().map(|(i, _)| *i),
-                _ => None,
-            })
-            .max();
-        if let (Some(top), Ok(mut t)) = (top, tail.lock()) {
-            t.flushed = t.flushed.max(top);
-            // Keep a bounded tail: drop the oldest entries that are on disk.
+        if let Ok(mut t) = tail.lock() {
+            if let Some(top) = top {
+                t.flushed = t.flushed.max(top);
+            }
+            // Keep a bounded tail: drop the oldest entries that redb has
+            // (an entry only in the write-ahead file stays: reads below the
+            // tail go to redb).
+            let in_redb = match disk.unfolded.first_key_value() {
+                Some((first, _)) => t.flushed.min(first.saturating_sub(1)),
+                None => t.flushed,
+            };
             while t.entries.len() > TAIL_MAX_ENTRIES {
                 match t.entries.first_key_value() {
-                    Some((i, _)) if *i <= t.flushed => {
+                    Some((i, _)) if *i <= in_redb => {
                         t.entries.pop_first();
                     }
                     _ => break,
@@ -478,20 +657,23 @@ fn write_group(
 
 /// The log writer thread: group commit. It takes every write queued while
 /// the previous group was being fsync'd and commits them together, so
-/// concurrent appends share one redb transaction and one fsync, and the Raft
-/// core never waits for the disk (openraft's `append` contract: return once
-/// readable, call back once durable).
+/// concurrent appends share one record of the write-ahead file and one
+/// fsync, and the Raft core never waits for the disk (openraft's `append`
+/// contract: return once readable, call back once durable).
 struct LogWriter {
     tx: Mutex<Option<std::sync::mpsc::Sender<LogWrite>>>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl LogWriter {
-    fn start(db: Arc<Database>, tail: Arc<Mutex<Tail>>) -> Result<LogWriter, io::Error> {
+    fn start(disk: Arc<Mutex<LogDisk>>, tail: Arc<Mutex<Tail>>) -> Result<LogWriter, io::Error> {
         let (tx, rx) = std::sync::mpsc::channel::<LogWrite>();
         let thread = std::thread::Builder::new()
             .name("warden-log-writer".into())
             .spawn(move || {
+                let Ok(mut disk) = disk.lock() else {
+                    return;
+                };
                 let mut pending: Option<Vec<u8>> = None;
                 let mut failed = false;
                 while let Ok(first) = rx.recv() {
@@ -513,10 +695,15 @@ impl LogWriter {
                         continue;
                     }
                     let c = if failed { None } else { pending.take() };
-                    failed |= write_group(&db, &tail, writes, c).is_err();
+                    failed |= write_group(&mut disk, &tail, writes, c).is_err();
                 }
-                if let (Some(c), false) = (pending, failed) {
-                    let _ = write_group(&db, &tail, Vec::new(), Some(c));
+                // Stopping: the last committed id, and everything in the
+                // write-ahead file, into redb (a restart then replays nothing).
+                if !failed && !disk.broken {
+                    if pending.is_some() {
+                        disk.unfolded_committed = pending;
+                    }
+                    let _ = disk.fold();
                 }
             })?;
         Ok(LogWriter {
@@ -553,39 +740,63 @@ impl Debug for LogWriter {
     }
 }
 
-/// The Raft log store on redb.
-#[derive(Clone, Debug)]
+/// The Raft log store: a write-ahead file folded into redb.
+#[derive(Clone)]
 pub struct LogStore {
     db: Db,
     stamps: Stamps,
     clock: Arc<dyn Clock>,
     tail: Arc<Mutex<Tail>>,
+    /// The log's disk; the writer thread holds its lock while it runs.
+    disk: Arc<Mutex<LogDisk>>,
     /// The group-commit writer; None on an injected disk (the simulator),
     /// where each write is committed inline.
     writer: Option<Arc<LogWriter>>,
 }
 
+impl Debug for LogStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogStore")
+            .field("writer", &self.writer.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl LogStore {
-    /// A log store over `db`, stamping appends with `clock`.
-    pub fn new(db: Db, stamps: Stamps, clock: Arc<dyn Clock>) -> Self {
+    /// A log store over `db`, stamping appends with `clock`. Takes the
+    /// database's write-ahead file: a second store on one [`Db`] is refused.
+    pub fn new(db: Db, stamps: Stamps, clock: Arc<dyn Clock>) -> Result<Self, io::Error> {
+        let wal =
+            db.wal.lock().map_err(io_err)?.take().ok_or_else(|| {
+                io::Error::other("the log store of this database is already open")
+            })?;
+        // A smaller file on an injected disk, so the simulator's crashes
+        // also land around folds.
+        let fold_bytes = if db.inline_io {
+            SIM_WAL_FOLD_BYTES
+        } else {
+            WAL_FOLD_BYTES
+        };
+        let disk = Arc::new(Mutex::new(LogDisk::new(db.db.clone(), wal, fold_bytes)));
         let tail = Arc::new(Mutex::new(Tail::default()));
         let writer = if db.inline_io {
             None
         } else {
             // A thread that cannot start leaves inline writes, which are
             // slower but equally durable.
-            LogWriter::start(db.db.clone(), tail.clone())
+            LogWriter::start(disk.clone(), tail.clone())
                 .map_err(|e| tracing::warn!("log writer thread: {e}; writing inline"))
                 .ok()
                 .map(Arc::new)
         };
-        LogStore {
+        Ok(LogStore {
             db,
             stamps,
             clock,
             tail,
+            disk,
             writer,
-        }
+        })
     }
 
     /// Queues `w` for the writer thread, or (no writer) commits it before
@@ -595,10 +806,14 @@ impl LogStore {
             Some(writer) => writer.send(w),
             None => {
                 let tail = self.tail.clone();
+                let disk = self.disk.clone();
                 // As before the writer thread: a failed append is also
                 // returned here, not only through its callback.
                 self.db
-                    .io(move |db| write_group(&db, &tail, vec![w], None).map_err(io::Error::other))
+                    .io(move |_| {
+                        let mut disk = disk.lock().map_err(io_err)?;
+                        write_group(&mut disk, &tail, vec![w], None).map_err(io::Error::other)
+                    })
                     .await
             }
         }
@@ -1206,7 +1421,7 @@ mod tests {
     fn open_stores(dir: &Path, clock: Arc<EpochClock>) -> (LogStore, StateMachineStore) {
         let db = Db::open(dir).expect("db");
         let stamps: Stamps = Arc::new(Mutex::new(BTreeMap::new()));
-        let log = LogStore::new(db.clone(), stamps.clone(), clock.clone());
+        let log = LogStore::new(db.clone(), stamps.clone(), clock.clone()).expect("log store");
         let sm = StateMachineStore::open(db, clock, stamps).expect("sm");
         (log, sm)
     }
@@ -1245,9 +1460,36 @@ mod tests {
     fn stores(dir: &Path, clock: Arc<FixedClock>) -> (LogStore, StateMachineStore) {
         let db = Db::open(dir).expect("open db");
         let stamps: Stamps = Arc::new(Mutex::new(BTreeMap::new()));
-        let log = LogStore::new(db.clone(), stamps.clone(), clock.clone());
+        let log = LogStore::new(db.clone(), stamps.clone(), clock.clone()).expect("log store");
         let sm = StateMachineStore::open(db, clock, stamps).expect("open sm");
         (log, sm)
+    }
+
+    /// What a node restarted now would find on disk: the log indexes and the
+    /// committed index, from the write-ahead file (read first: a fold moves
+    /// rows from it into redb, never the other way) and then redb.
+    fn on_disk(dir: &Path, db: &Database) -> (BTreeMap<u64, ()>, Option<u64>) {
+        let file = wal::open_file(&dir.join(WAL_FILE)).expect("wal file");
+        let (_, rec) = Wal::open(file).expect("read wal");
+        let mut rows: BTreeMap<u64, ()> = rec.rows.keys().map(|i| (*i, ())).collect();
+        let mut committed = rec
+            .committed
+            .map(|c| decode::<Option<LogId>>(&c).expect("decode"))
+            .map(|c| c.map(|l| l.index()));
+        let tx = db.begin_read().expect("read");
+        let meta = tx.open_table(META).expect("meta");
+        if committed.is_none() {
+            committed = meta
+                .get(KEY_COMMITTED)
+                .expect("get")
+                .map(|v| decode::<Option<LogId>>(v.value()).expect("dec"))
+                .map(|c| c.map(|l| l.index()));
+        }
+        let log = tx.open_table(LOG).expect("log");
+        for item in log.iter().expect("iter") {
+            rows.insert(item.expect("row").0.value(), ());
+        }
+        (rows, committed.flatten())
     }
 
     // S3: what `append` acknowledged, `save_vote` and `save_committed` wrote
@@ -1371,22 +1613,12 @@ mod tests {
             .expect("commit");
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let (db2, stop2) = (db.clone(), stop.clone());
+        let dir2 = dir.path().to_path_buf();
         let watcher = std::thread::spawn(move || {
             let mut seen: Option<(u64, Option<u64>)> = None;
             while !stop2.load(std::sync::atomic::Ordering::Relaxed) {
-                let tx = db2.begin_read().expect("read");
-                let meta = tx.open_table(META).expect("meta");
-                let c = meta
-                    .get(KEY_COMMITTED)
-                    .expect("get")
-                    .and_then(|v| decode::<Option<LogId>>(v.value()).expect("dec"))
-                    .map(|l| l.index());
-                let last = tx
-                    .open_table(LOG)
-                    .expect("log")
-                    .last()
-                    .expect("last")
-                    .map(|(k, _)| k.value());
+                let (rows, c) = on_disk(&dir2, &db2);
+                let last = rows.last_key_value().map(|(k, _)| *k);
                 if let Some(c) = c {
                     if last.is_none_or(|l| c > l) {
                         seen = Some((c, last));
@@ -1414,12 +1646,7 @@ mod tests {
     async fn committed_id_rides_in_the_next_append_group() {
         let dir = tempfile::tempdir().expect("tempdir");
         let (mut log, _) = stores(dir.path(), Arc::new(FixedClock::default()));
-        let on_disk = |log: &LogStore| {
-            let tx = log.db.db.begin_read().expect("read tx");
-            let meta = tx.open_table(META).expect("meta");
-            let v = meta.get(KEY_COMMITTED).expect("get");
-            v.map(|v| decode::<Option<LogId>>(v.value()).expect("decode"))
-        };
+        let committed_on_disk = |log: &LogStore| on_disk(dir.path(), &log.db.db).1;
         async fn append(log: &mut LogStore, i: u64) {
             let (tx, rx) =
                 <crate::raft_types::TypeConfig as openraft::type_config::TypeConfigExt>::oneshot();
@@ -1432,19 +1659,19 @@ mod tests {
         log.save_committed(Some(log_id(1, 1)))
             .await
             .expect("commit");
-        assert_eq!(on_disk(&log), None, "no transaction of its own");
+        assert_eq!(committed_on_disk(&log), None, "no write of its own");
         assert_eq!(
             log.read_committed().await.expect("read"),
             Some(log_id(1, 1))
         );
         append(&mut log, 2).await;
-        assert_eq!(on_disk(&log), Some(Some(log_id(1, 1))));
+        assert_eq!(committed_on_disk(&log), Some(1));
     }
 
     // S3 with group commit: when `append`'s IO callback fires (openraft then
-    // counts this node towards the quorum), every entry of the call is in a
-    // committed redb transaction, read here from the table itself and not
-    // from the in-memory tail the writer thread serves reads from.
+    // counts this node towards the quorum), every entry of the call is on
+    // disk (the write-ahead file or redb), read here from the files
+    // themselves and not from the in-memory tail the writer serves reads from.
     #[tokio::test]
     async fn append_callback_fires_after_the_entries_are_committed() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -1458,12 +1685,11 @@ mod tests {
                 .await
                 .expect("append");
             rx.await.expect("callback").expect("flushed");
-            let tx = log.db.db.begin_read().expect("read tx");
-            let table = tx.open_table(LOG).expect("log table");
+            let (rows, _) = on_disk(dir.path(), &log.db.db);
             for i in first..first + 3 {
                 assert!(
-                    table.get(i).expect("get").is_some(),
-                    "entry {i} acknowledged before its commit"
+                    rows.contains_key(&i),
+                    "entry {i} acknowledged before it was on disk"
                 );
             }
         }
@@ -1504,6 +1730,138 @@ mod tests {
         assert_eq!(
             got.iter().map(|e| e.log_id.index()).collect::<Vec<_>>(),
             vec![3, 4]
+        );
+    }
+
+    // S3 across a crash: entries that reached only the write-ahead file (the
+    // node died before a fold) are in the log when the data dir is opened
+    // again, with their persisted stamps (L2); a torn record after them is
+    // dropped, not read.
+    #[tokio::test]
+    async fn entries_only_in_the_write_ahead_file_are_recovered_on_open() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(Db::open(dir.path()).expect("create"));
+        {
+            let file = wal::open_file(&dir.path().join(WAL_FILE)).expect("file");
+            let (mut wal, rec) = Wal::open(file).expect("wal");
+            assert!(rec.rows.is_empty());
+            let stamp = encode_stamp(42, Duration::from_secs(7));
+            let rows: Vec<(u64, Vec<u8>)> = (1..=3)
+                .map(|i| {
+                    (
+                        i,
+                        encode_row(Some(&stamp), &entry(1, i, grant(i, 5_000))).expect("row"),
+                    )
+                })
+                .collect();
+            wal.append(rows.iter().map(|(i, r)| (*i, r.as_slice())), None)
+                .expect("append");
+            let committed = encode(&Some(log_id(1, 2))).expect("id");
+            let torn = encode_row(None, &entry(1, 4, Command::Noop)).expect("row");
+            wal.append([(4, torn.as_slice())].into_iter(), Some(&committed))
+                .expect("append");
+            // The last record loses its final byte: it was never fsync'd.
+            let end = wal.end_for_test();
+            wal.file_for_test().write(end - 1, &[0x5A]).expect("tear");
+        }
+        let (mut log, _) = open_stores(dir.path(), Arc::new(EpochClock::default()));
+        let state = log.get_log_state().await.expect("state");
+        assert_eq!(state.last_log_id, Some(log_id(1, 3)));
+        let got = log.try_get_log_entries(1..10).await.expect("read");
+        assert_eq!(
+            got.iter().map(|e| e.log_id.index()).collect::<Vec<_>>(),
+            vec![1, 2, 3]
+        );
+        assert_eq!(log.read_committed().await.expect("committed"), None);
+        assert_eq!(
+            log.db.persisted_stamp(2, 42).expect("stamp"),
+            Some(Duration::from_secs(7))
+        );
+    }
+
+    // S3 through folds: with far more appends than one write-ahead file holds
+    // before it is folded (4,096 entries), every entry stays readable, redb
+    // holds the folded ones, and all of them survive a reopen.
+    #[tokio::test]
+    async fn folds_keep_every_entry_readable() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let clock = Arc::new(FixedClock::default());
+        let total = 10_000u64;
+        {
+            let (mut log, _) = stores(dir.path(), clock.clone());
+            // One append at a time, so each is its own group (a backlog
+            // would be one group, and one record, of all of them).
+            for start in (1..=total).step_by(50) {
+                let (tx, rx) =
+                    <crate::raft_types::TypeConfig as openraft::type_config::TypeConfigExt>::oneshot();
+                let entries = (start..start + 50).map(|i| entry(1, i, Command::Noop));
+                log.append(entries, IOFlushed::signal(tx))
+                    .await
+                    .expect("append");
+                rx.await.expect("callback").expect("flushed");
+            }
+            let in_redb = {
+                let tx = log.db.db.begin_read().expect("read");
+                redb::ReadableTableMetadata::len(&tx.open_table(LOG).expect("log")).expect("len")
+            };
+            assert!(in_redb >= 4_096, "only {in_redb} entries folded into redb");
+            let got = log.try_get_log_entries(1..=total).await.expect("read");
+            assert_eq!(got.len() as u64, total);
+            assert!(got.iter().zip(1..).all(|(e, i)| e.log_id.index() == i));
+        }
+        let (mut log, _) = stores(dir.path(), clock);
+        let got = log.try_get_log_entries(1..=total).await.expect("read");
+        assert_eq!(got.len() as u64, total);
+        assert_eq!(
+            log.get_log_state().await.expect("state").last_log_id,
+            Some(log_id(1, total))
+        );
+    }
+
+    // S3 and Raft's log matching: entries a truncate removed never come back
+    // from the write-ahead file, and the entries appended after it (a new
+    // term) are what a reopen finds.
+    #[tokio::test]
+    async fn truncated_entries_do_not_come_back_on_reopen() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let clock = Arc::new(FixedClock::default());
+        {
+            let (mut log, _) = stores(dir.path(), clock.clone());
+            log.append(
+                (1..=6).map(|i| entry(1, i, Command::Noop)),
+                IOFlushed::noop(),
+            )
+            .await
+            .expect("append");
+            log.truncate_after(Some(log_id(1, 3)))
+                .await
+                .expect("truncate");
+            let (tx, rx) =
+                <crate::raft_types::TypeConfig as openraft::type_config::TypeConfigExt>::oneshot();
+            log.append(
+                (4..=5).map(|i| entry(2, i, Command::Noop)),
+                IOFlushed::signal(tx),
+            )
+            .await
+            .expect("append");
+            rx.await.expect("callback").expect("flushed");
+            let (rows, _) = on_disk(dir.path(), &log.db.db);
+            assert_eq!(
+                rows.keys().copied().collect::<Vec<_>>(),
+                vec![1, 2, 3, 4, 5]
+            );
+        }
+        let (mut log, _) = stores(dir.path(), clock);
+        let got = log.try_get_log_entries(0..10).await.expect("read");
+        assert_eq!(
+            got.iter().map(|e| e.log_id).collect::<Vec<_>>(),
+            vec![
+                log_id(1, 1),
+                log_id(1, 2),
+                log_id(1, 3),
+                log_id(2, 4),
+                log_id(2, 5)
+            ]
         );
     }
 

@@ -380,6 +380,18 @@ impl Disks {
             .or_default()
             .clone()
     }
+
+    /// Every disk of the machine whose data dir is `dir`: the database's and
+    /// the files beside it (the Raft log's write-ahead file). A crash or a
+    /// restart reaches all of them.
+    pub fn disks_of(&self, dir: &std::path::Path) -> Vec<SimDisk> {
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        map.entry(dir.to_path_buf()).or_default();
+        map.iter()
+            .filter(|(path, _)| path.starts_with(dir))
+            .map(|(_, d)| d.clone())
+            .collect()
+    }
 }
 
 impl warden_server::inject::DiskFactory for Disks {

@@ -333,19 +333,23 @@ fn spawn_node(sim: &mut turmoil::Sim<'_>, world: &World, id: u64, clock: SimCloc
 
 /// Crashes node `id` (its unsynced writes are lost) or restarts it.
 pub(crate) fn crash(sim: &mut turmoil::Sim<'_>, world: &World, id: u64) {
-    let disk = world
+    for disk in world
         .disks
-        .disk(&PathBuf::from(format!("/sim/{}", host(id))));
-    disk.crash();
+        .disks_of(&PathBuf::from(format!("/sim/{}", host(id))))
+    {
+        disk.crash();
+    }
     world.observer.forget(id);
     sim.crash(host(id));
 }
 
 pub(crate) fn restart(sim: &mut turmoil::Sim<'_>, world: &World, id: u64) {
-    let disk = world
+    for disk in world
         .disks
-        .disk(&PathBuf::from(format!("/sim/{}", host(id))));
-    disk.restart();
+        .disks_of(&PathBuf::from(format!("/sim/{}", host(id))))
+    {
+        disk.restart();
+    }
     sim.bounce(host(id));
 }
 
