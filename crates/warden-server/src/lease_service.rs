@@ -48,6 +48,21 @@ pub(crate) async fn renew_one(node: &Node, lease_id: u64) -> Result<Option<u64>,
     rx.await.map_err(|_| Status::unavailable("node stopping"))?
 }
 
+/// Renews the lease a keep-alive names and builds its reply (echoing the
+/// request's sequence, S5).
+async fn keep_alive_reply(
+    node: &Node,
+    msg: pb::LeaseKeepAliveRequest,
+) -> Result<pb::LeaseKeepAliveResponse, Status> {
+    let ttl_ms = renew_one(node, msg.lease_id).await?;
+    Ok(pb::LeaseKeepAliveResponse {
+        lease_id: msg.lease_id,
+        ttl_ms: ttl_ms.unwrap_or(0),
+        sequence: msg.sequence,
+        live: ttl_ms.is_some(),
+    })
+}
+
 type KeepAliveStream =
     Pin<Box<dyn Stream<Item = Result<pb::LeaseKeepAliveResponse, Status>> + Send>>;
 
@@ -84,37 +99,39 @@ impl Lease for LeaseService {
         node.require_leader()?;
         let mut incoming = req.into_inner();
         let (tx, rx) = mpsc::channel(MAX_KEEPALIVES_IN_FLIGHT);
+        // One task per stream: each renew waits for its own batch inside it
+        // (no task per message: a committed batch answers ~100 renews at
+        // once, and a task each cost a spawn and a wake-up apiece). Replies
+        // may overtake each other, which the echoed sequence makes harmless.
+        // At most MAX_KEEPALIVES_IN_FLIGHT wait at once; beyond that the
+        // stream is not read until one is answered.
         tokio::spawn(async move {
-            while let Some(msg) = incoming.next().await {
-                let msg = match msg {
-                    Ok(m) => m,
-                    Err(_) => return,
-                };
-                if let Err(s) = node.require_leader() {
-                    let _ = tx.send(Err(s)).await;
-                    return;
+            let mut waiting = futures::stream::FuturesUnordered::new();
+            let mut open = true;
+            loop {
+                tokio::select! {
+                    msg = incoming.next(), if open && waiting.len() < MAX_KEEPALIVES_IN_FLIGHT => {
+                        let msg = match msg {
+                            Some(Ok(m)) => m,
+                            _ => {
+                                open = false;
+                                continue;
+                            }
+                        };
+                        if let Err(s) = node.require_leader() {
+                            let _ = tx.send(Err(s)).await;
+                            return;
+                        }
+                        let node = node.clone();
+                        waiting.push(async move { keep_alive_reply(&node, msg).await });
+                    }
+                    Some(reply) = waiting.next(), if !waiting.is_empty() => {
+                        if tx.send(reply).await.is_err() {
+                            return;
+                        }
+                    }
+                    else => return,
                 }
-                let (node, tx) = (node.clone(), tx.clone());
-                // Each renew waits for its own batch; replies may overtake
-                // each other, which the echoed sequence makes harmless.
-                tokio::spawn(async move {
-                    let reply = match renew_one(&node, msg.lease_id).await {
-                        Ok(Some(ttl_ms)) => Ok(pb::LeaseKeepAliveResponse {
-                            lease_id: msg.lease_id,
-                            ttl_ms,
-                            sequence: msg.sequence,
-                            live: true,
-                        }),
-                        Ok(None) => Ok(pb::LeaseKeepAliveResponse {
-                            lease_id: msg.lease_id,
-                            ttl_ms: 0,
-                            sequence: msg.sequence,
-                            live: false,
-                        }),
-                        Err(s) => Err(s),
-                    };
-                    let _ = tx.send(reply).await;
-                });
             }
         });
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
