@@ -103,18 +103,31 @@ pub fn fingerprint(cmd: &Command) -> u64 {
         Command::EndLockDelay(e) => e.due = None,
         _ => {}
     }
-    // Serializing these types cannot fail (every sequence has a known length);
-    // an empty fallback still yields a deterministic value.
-    let bytes = postcard::to_allocvec(&c).unwrap_or_default();
-    fnv1a(&bytes)
+    // The postcard bytes go straight into the hash (no buffer): the same
+    // bytes as `postcard::to_allocvec`, so the same fingerprint as before
+    // (stored outcomes and snapshots keep matching across versions).
+    // Serializing these types cannot fail (every sequence has a known
+    // length); a failure still yields a deterministic value.
+    postcard::serialize_with_flavor(&c, Fnv1a(FNV_OFFSET)).unwrap_or(FNV_OFFSET)
 }
 
-fn fnv1a(bytes: &[u8]) -> u64 {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    bytes
-        .iter()
-        .fold(OFFSET, |h, b| (h ^ u64::from(*b)).wrapping_mul(PRIME))
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+/// A postcard flavor that hashes the bytes (FNV-1a) instead of storing them.
+struct Fnv1a(u64);
+
+impl postcard::ser_flavors::Flavor for Fnv1a {
+    type Output = u64;
+
+    fn try_push(&mut self, byte: u8) -> postcard::Result<()> {
+        self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(FNV_PRIME);
+        Ok(())
+    }
+
+    fn finalize(self) -> postcard::Result<u64> {
+        Ok(self.0)
+    }
 }
 
 impl OutcomeTable {
@@ -182,7 +195,15 @@ impl OutcomeTable {
             );
         }
         rec.acked = rec.acked.max(header.acked_request_id);
-        rec.outcomes = rec.outcomes.split_off(&rec.acked.saturating_add(1));
+        // Drop outcomes <= acked in place (a `split_off` built a new map
+        // on every entry).
+        while rec
+            .outcomes
+            .first_key_value()
+            .is_some_and(|(id, _)| *id <= rec.acked)
+        {
+            rec.outcomes.pop_first();
+        }
         while rec.outcomes.len() > MAX_OUTCOMES_PER_CLIENT {
             if let Some((id, _)) = rec.outcomes.pop_first() {
                 rec.floor = rec.floor.max(id);
@@ -225,5 +246,97 @@ impl OutcomeTable {
             self.clients.len(),
             self.clients.values().map(|r| r.outcomes.len()).sum(),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{Acquire, DueLease, DueList, LeaderId, LeaseSpec, Release};
+
+    /// FNV-1a over a buffer: the fingerprint's definition before it hashed
+    /// postcard's output as it was written.
+    fn fnv1a_of(bytes: &[u8]) -> u64 {
+        bytes.iter().fold(FNV_OFFSET, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(FNV_PRIME)
+        })
+    }
+
+    fn acquire(acked: u64, due: Option<DueList>) -> Command {
+        Command::Acquire(Acquire {
+            header: RequestHeader {
+                client_id: 7,
+                request_id: 12,
+                acked_request_id: acked,
+            },
+            resource: "orders/42".into(),
+            lease: LeaseSpec::New { ttl_ms: 10_000 },
+            wait_timeout_ms: 250,
+            lock_delay_ms: 0,
+            due,
+        })
+    }
+
+    // S7 across versions: a fingerprint is FNV-1a of the postcard bytes of
+    // the command with its due list and watermark cleared, exactly as before
+    // it stopped building the buffer, so outcomes stored by an older node (or
+    // in a snapshot it built) still match a retry fingerprinted here.
+    #[test]
+    fn fingerprint_is_fnv1a_of_the_postcard_bytes() {
+        let due = DueList {
+            leader: LeaderId {
+                term: 3,
+                node_id: 1,
+            },
+            leases: vec![DueLease {
+                lease_id: 9,
+                last_index: 40,
+            }],
+            waiters: vec![],
+        };
+        let plain = acquire(0, None);
+        let expected = fnv1a_of(&postcard::to_allocvec(&plain).expect("encode"));
+        assert_eq!(fingerprint(&plain), expected);
+        // A retry with a newer watermark and a due list is the same request.
+        assert_eq!(fingerprint(&acquire(11, Some(due))), expected);
+        let release = Command::Release(Release {
+            header: RequestHeader {
+                client_id: 7,
+                request_id: 13,
+                acked_request_id: 0,
+            },
+            resource: Some("orders/42".into()),
+            lease_id: 5,
+            fencing_token: Some(77),
+            due: None,
+        });
+        assert_eq!(
+            fingerprint(&release),
+            fnv1a_of(&postcard::to_allocvec(&release).expect("encode"))
+        );
+        assert_ne!(fingerprint(&release), expected);
+    }
+
+    // S7: outcomes at or below the client's acknowledged watermark are
+    // dropped when a newer request records, and the ones above stay.
+    #[test]
+    fn acknowledged_outcomes_are_dropped_and_newer_ones_kept() {
+        let mut t = OutcomeTable::default();
+        let header = |request_id, acked_request_id| RequestHeader {
+            client_id: 1,
+            request_id,
+            acked_request_id,
+        };
+        for id in 1..=5 {
+            t.record(id, &header(id, 0), id, Some(&Response::Done));
+        }
+        t.record(6, &header(6, 3), 6, Some(&Response::Done));
+        let rec = t.client(1).expect("record");
+        assert_eq!(rec.acked, 3);
+        assert_eq!(
+            rec.outcomes.keys().copied().collect::<Vec<_>>(),
+            vec![4, 5, 6]
+        );
+        assert_eq!(rec.last_index, 6);
     }
 }
