@@ -2007,3 +2007,7 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+#[path = "store_attack_tests.rs"]
+mod attack_tests;
