@@ -530,3 +530,32 @@ fn long_crash_point_sweep() {
     sweep(1..41, 120, 0);
     sweep(100..120, 120, 3);
 }
+
+// "A wiped node refuses to start" (docs/operations.md): a data dir whose
+// warden.redb is gone but whose write-ahead file (from a kill -9, so never
+// folded) is still there must not come up as a node with a log and no vote
+// (the wipe guard in lib.rs checks `raft_state_is_empty`): either the open
+// refuses the orphan write-ahead file or it is ignored.
+#[test]
+fn an_orphan_write_ahead_file_does_not_become_a_log_without_a_vote() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    drop(Db::open(dir.path()).expect("create"));
+    {
+        // Entries that reached only the write-ahead file before a kill -9.
+        let file = wal::open_file(&dir.path().join(WAL_FILE)).expect("file");
+        let (mut wal, _) = Wal::open(file).expect("wal");
+        let rows: Vec<(u64, Vec<u8>)> = (1..=3).map(|i| row(1, i, 0)).collect();
+        wal.append(rows.iter().map(|(i, r)| (*i, r.as_slice())), None)
+            .expect("append");
+    }
+    // The operator removes the database file only (the data dir was one
+    // file before the write-ahead file existed).
+    std::fs::remove_file(dir.path().join("warden.redb")).expect("rm");
+    match Db::open(dir.path()) {
+        Err(_) => {}
+        Ok(db) => assert!(
+            db.raft_state_is_empty().expect("state"),
+            "old log entries came back into a fresh database with no vote"
+        ),
+    }
+}
