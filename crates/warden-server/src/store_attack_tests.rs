@@ -559,3 +559,61 @@ fn an_orphan_write_ahead_file_does_not_become_a_log_without_a_vote() {
         ),
     }
 }
+
+/// The fsyncs a recovery from `files` makes (each: the file and its content).
+fn recovery_events(files: &BTreeMap<PathBuf, Vec<u8>>) -> Vec<(PathBuf, Vec<u8>)> {
+    let rec = Arc::new(Mutex::new(Rec {
+        cur: files.clone(),
+        events: Vec::new(),
+    }));
+    drop(Db::open_on(Path::new("/node"), Some(&Factory(rec.clone()))).expect("first recovery"));
+    let events = std::mem::take(&mut rec.lock().expect("rec").events);
+    events
+}
+
+// S3 / restartability with a second crash during the recovery itself (after
+// each fsync of the fold into redb and of the reset): the next open still
+// recovers the acknowledged log, no truncated entry, a sound committed id.
+#[test]
+fn a_crash_during_recovery_recovers_again() {
+    let mut failures = Vec::new();
+    for seed in 200..203u64 {
+        let rec = Arc::new(Mutex::new(Rec::default()));
+        let acks = run_workload(seed, 60, &rec);
+        let rec = rec.lock().expect("rec");
+        let first = rec
+            .events
+            .iter()
+            .position(|(p, _)| p.ends_with(WAL_FILE))
+            .expect("wal synced");
+        for k in first..=rec.events.len() {
+            let files = image_at(&rec, k, None);
+            let events = recovery_events(&files);
+            for j in 0..events.len() {
+                let mut again = files.clone();
+                for (p, img) in &events[..=j] {
+                    again.insert(p.clone(), img.clone());
+                }
+                let res = recover(again)
+                    .map_err(|e| {
+                        format!("seed {seed} crash {k}, recovery crash {j}: open failed: {e}")
+                    })
+                    .and_then(|got| check(seed, k, false, &acks, &got));
+                if let Err(e) = res {
+                    failures.push(e);
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failing; first:\n{}",
+        failures.len(),
+        failures
+            .iter()
+            .take(5)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
