@@ -521,16 +521,6 @@ async fn queued_entries_below_a_stale_flushed_are_not_evicted() {
     );
 }
 
-// The long version of the two sweeps above (40 + 20 seeds, 120 groups each;
-// about five minutes in a debug build): run by hand with
-// `cargo test -p warden-server --lib attack_tests -- --ignored`.
-#[test]
-#[ignore = "long crash-point sweep for reviews; the short sweeps run always"]
-fn long_crash_point_sweep() {
-    sweep(1..41, 120, 0);
-    sweep(100..120, 120, 3);
-}
-
 // "A wiped node refuses to start" (docs/operations.md): a data dir whose
 // warden.redb is gone but whose write-ahead file (from a kill -9, so never
 // folded) is still there must not come up as a node with a log and no vote
