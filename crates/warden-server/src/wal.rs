@@ -210,19 +210,29 @@ impl Wal {
 
     /// Grows the file with zeros to at least `bytes` (fsync'd), so that
     /// records overwrite written blocks and `fdatasync` has no size or
-    /// allocation to record. Never shrinks it.
+    /// allocation to record. Never shrinks it below its length before the
+    /// call: if growing fails (a full disk), the file goes back to that
+    /// length (only zeros beyond the records are dropped) and the error is
+    /// returned; the log still works, growing the file as records need.
     pub(crate) fn preallocate(&mut self, bytes: u64) -> Result<(), io::Error> {
         if self.len >= bytes {
             return Ok(());
         }
+        let before = self.len;
         let chunk = vec![0u8; 1 << 20];
         let mut at = self.len;
-        while at < bytes {
-            let n = (bytes - at).min(chunk.len() as u64);
-            self.write_at(at, &chunk[..n as usize])?;
-            at += n;
+        let grown = (|| {
+            while at < bytes {
+                let n = (bytes - at).min(chunk.len() as u64);
+                self.write_at(at, &chunk[..n as usize])?;
+                at += n;
+            }
+            self.file.sync_data()
+        })();
+        if grown.is_err() && self.file.set_len(before).is_ok() {
+            self.len = before;
         }
-        self.file.sync_data()
+        grown
     }
 
     /// Writes `data` at `offset`, growing the file first if it ends beyond it
@@ -412,6 +422,43 @@ mod tests {
         let (_, got) = open(&f);
         assert_eq!(rows(&got), vec![(6, b"new".to_vec())]);
         assert_eq!(redb::StorageBackend::len(&f).expect("len"), 4096);
+    }
+
+    // Restartability on a full disk (found in review): preallocating fails,
+    // the file keeps only what it had, and records still append and read back.
+    #[test]
+    fn a_failed_preallocate_leaves_a_working_log() {
+        #[derive(Debug)]
+        struct Full(Shared, u64);
+        impl redb::StorageBackend for Full {
+            fn len(&self) -> Result<u64, io::Error> {
+                self.0.len()
+            }
+            fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), io::Error> {
+                self.0.read(offset, out)
+            }
+            fn set_len(&self, len: u64) -> Result<(), io::Error> {
+                if len > self.1 {
+                    return Err(io::Error::other("No space left on device"));
+                }
+                self.0.set_len(len)
+            }
+            fn sync_data(&self) -> Result<(), io::Error> {
+                Ok(())
+            }
+            fn write(&self, offset: u64, data: &[u8]) -> Result<(), io::Error> {
+                self.0.write(offset, data)
+            }
+        }
+        let f = Shared::default();
+        let (mut wal, _) = Wal::open(Box::new(Full(f.clone(), 3 << 20))).expect("open");
+        wal.reset().expect("reset");
+        assert!(wal.preallocate(8 << 20).is_err());
+        assert_eq!(redb::StorageBackend::len(&f).expect("len"), HEADER_BYTES);
+        wal.append([(1, &b"a"[..])].into_iter(), None)
+            .expect("append after a failed preallocate");
+        let (_, got) = open(&f);
+        assert_eq!(rows(&got), vec![(1, b"a".to_vec())]);
     }
 
     // Bad input from the disk: a file that is not ours is refused with a
