@@ -275,6 +275,13 @@ fn refuse_non_empty(dir: &Path) -> Result<(), String> {
         return Err(format!("--data-dir: {} is not a directory", dir.display()));
     }
     if !dir.join("warden.redb").exists() {
+        if dir.join(crate::store::WAL_FILE).exists() {
+            return Err(format!(
+                "--data-dir {}: it holds a Raft log file ({}) from earlier node data; restore into an empty dir",
+                dir.display(),
+                crate::store::WAL_FILE
+            ));
+        }
         return Ok(());
     }
     let db = open_target(dir)?;
@@ -441,5 +448,14 @@ mod tests {
             restore_data_dir(&sample(), &target).expect_err("a file"),
             format!("--data-dir: {} is not a directory", file.display())
         );
+        // A dir left with only the Raft log's write-ahead file (its
+        // database removed) holds earlier node data too (found in review).
+        let leftover = dir.path().join("n2");
+        std::fs::create_dir_all(&leftover).expect("dir");
+        std::fs::write(leftover.join(crate::store::WAL_FILE), b"entries").expect("file");
+        target.data_dir = leftover.clone();
+        let err = restore_data_dir(&sample(), &target).expect_err("leftover log");
+        assert!(err.contains("restore into an empty dir"), "{err}");
+        assert!(!leftover.join("warden.redb").exists(), "nothing written");
     }
 }

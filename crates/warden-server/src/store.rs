@@ -136,6 +136,33 @@ impl Db {
             }
         };
         let tx = db.begin_write().map_err(io_err)?;
+        // A database without its tables was created just now.
+        let created = !tx
+            .list_tables()
+            .map_err(io_err)?
+            .any(|t| redb::TableHandle::name(&t) == redb::TableHandle::name(&META));
+        let wal_path = data_dir.join(WAL_FILE);
+        let file = match disk {
+            Some(disk) => disk.open(&wal_path),
+            None => wal::open_file(&wal_path)?,
+        };
+        let (mut wal, recovered) = Wal::open(file)?;
+        if created && !recovered.rows.is_empty() {
+            // The write-ahead file outlived its database (warden.redb was
+            // removed, not the whole data dir): its entries without the vote
+            // and log before them would pass for a node's state (found in
+            // review). Nothing is written (the transaction is dropped).
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{} holds Raft log entries but {} is new: the write-ahead file belongs \
+                     to a database that is gone; remove the whole data dir (and add the \
+                     node back) or put the database back",
+                    wal_path.display(),
+                    data_dir.join("warden.redb").display()
+                ),
+            ));
+        }
         {
             let mut log = tx.open_table(LOG).map_err(io_err)?;
             tx.open_table(META).map_err(io_err)?;
@@ -144,12 +171,6 @@ impl Db {
         tx.commit().map_err(io_err)?;
         // The write-ahead file: what it holds goes into redb now, so every
         // reader of the database sees the whole log, then it starts over.
-        let wal_path = data_dir.join(WAL_FILE);
-        let file = match disk {
-            Some(disk) => disk.open(&wal_path),
-            None => wal::open_file(&wal_path)?,
-        };
-        let (mut wal, recovered) = Wal::open(file)?;
         fold_rows(&db, &recovered.rows, recovered.committed.as_deref())?;
         wal.reset()?;
         if disk.is_none() {

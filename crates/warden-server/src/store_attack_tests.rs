@@ -541,13 +541,15 @@ fn an_orphan_write_ahead_file_does_not_become_a_log_without_a_vote() {
     // The operator removes the database file only (the data dir was one
     // file before the write-ahead file existed).
     std::fs::remove_file(dir.path().join("warden.redb")).expect("rm");
-    match Db::open(dir.path()) {
-        Err(_) => {}
-        Ok(db) => assert!(
-            db.raft_state_is_empty().expect("state"),
-            "old log entries came back into a fresh database with no vote"
-        ),
-    }
+    let err = Db::open(dir.path()).expect_err("an orphan write-ahead file is refused");
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
+    let msg = err.to_string();
+    assert!(
+        msg.contains(WAL_FILE) && msg.contains("warden.redb"),
+        "{msg}"
+    );
+    // Refused again (nothing was committed by the refused open).
+    assert!(Db::open(dir.path()).is_err());
 }
 
 /// The fsyncs a recovery from `files` makes (each: the file and its content).

@@ -308,12 +308,21 @@ impl Wal {
 
 /// Opens (creating if needed) the write-ahead file at `path` on the real disk.
 pub(crate) fn open_file(path: &std::path::Path) -> Result<WalFile, io::Error> {
+    let existed = path.exists();
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .open(path)?;
+    if !existed {
+        // The new file's name is durable only once its directory is synced
+        // (found in review: a power loss could drop the file with entries
+        // not yet folded).
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::File::open(dir)?.sync_all()?;
+        }
+    }
     let backend = redb::backends::FileBackend::new(file)
         .map_err(|e| io::Error::other(format!("{}: {e}", path.display())))?;
     Ok(Box::new(backend))
