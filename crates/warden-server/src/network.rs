@@ -584,6 +584,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::raft_types::Vote;
 
     fn connection() -> PeerConnection {
         PeerConnection {
@@ -596,6 +597,118 @@ mod tests {
             call_unfinished: false,
             streaming: true,
         }
+    }
+
+    /// A peer from before `AppendStream` (a rolling upgrade): it answers
+    /// AppendEntries with success and everything else with `Unimplemented`.
+    #[derive(Clone, Default)]
+    struct OldPeer {
+        appends: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    type Answer<T> = Result<tonic::Response<T>, tonic::Status>;
+
+    #[tonic::async_trait]
+    impl warden_proto::peer::peer_server::Peer for OldPeer {
+        type AppendStreamStream = crate::peer_service::AppendReplies;
+
+        async fn append_stream(
+            &self,
+            _: tonic::Request<tonic::Streaming<Blob>>,
+        ) -> Answer<Self::AppendStreamStream> {
+            Err(tonic::Status::unimplemented("no AppendStream"))
+        }
+        async fn append_entries(&self, _: tonic::Request<Blob>) -> Answer<Blob> {
+            self.appends
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let ok: Result<AppendEntriesResponse<TypeConfig>, String> =
+                Ok(AppendEntriesResponse::Success);
+            let data = postcard::to_allocvec(&ok).expect("encode");
+            Ok(tonic::Response::new(Blob { data }))
+        }
+        async fn vote(&self, _: tonic::Request<Blob>) -> Answer<Blob> {
+            Err(tonic::Status::unimplemented(""))
+        }
+        async fn pre_vote(&self, _: tonic::Request<Blob>) -> Answer<Blob> {
+            Err(tonic::Status::unimplemented(""))
+        }
+        async fn install_snapshot(&self, _: tonic::Request<Blob>) -> Answer<Blob> {
+            Err(tonic::Status::unimplemented(""))
+        }
+        async fn transfer_leader(&self, _: tonic::Request<Blob>) -> Answer<Blob> {
+            Err(tonic::Status::unimplemented(""))
+        }
+        async fn bootstrap_state(
+            &self,
+            _: tonic::Request<warden_proto::peer::BootstrapStateRequest>,
+        ) -> Answer<warden_proto::peer::BootstrapStateResponse> {
+            Err(tonic::Status::unimplemented(""))
+        }
+        async fn bootstrap_prepare(
+            &self,
+            _: tonic::Request<warden_proto::peer::BootstrapId>,
+        ) -> Answer<warden_proto::peer::BootstrapStateResponse> {
+            Err(tonic::Status::unimplemented(""))
+        }
+        async fn bootstrap_commit(
+            &self,
+            _: tonic::Request<warden_proto::peer::BootstrapId>,
+        ) -> Answer<warden_proto::peer::BootstrapStateResponse> {
+            Err(tonic::Status::unimplemented(""))
+        }
+        async fn take_snapshot(
+            &self,
+            _: tonic::Request<warden_proto::peer::TakeSnapshotRequest>,
+        ) -> Answer<warden_proto::peer::TakeSnapshotResponse> {
+            Err(tonic::Status::unimplemented(""))
+        }
+    }
+
+    // Rolling upgrade (L3: a mixed cluster keeps replicating): a peer that
+    // does not know AppendStream gets the entries as unary AppendEntries,
+    // on this session and every later one.
+    #[tokio::test]
+    async fn a_peer_without_the_append_stream_gets_unary_appends() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let peer = OldPeer::default();
+        let server = tonic::transport::Server::builder()
+            .add_service(warden_proto::peer::peer_server::PeerServer::new(
+                peer.clone(),
+            ))
+            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener));
+        let server = tokio::spawn(server);
+        let mut c = connection();
+        c.addr = addr.to_string();
+        let request = || AppendEntriesRequest::<TypeConfig> {
+            vote: Vote::new_committed(1, 1),
+            prev_log_id: None,
+            leader_commit: None,
+            entries: vec![],
+        };
+        let option = RPCOption::new(Duration::from_secs(5));
+        for session in 1..=2 {
+            let input = futures::stream::iter(vec![request(), request()]);
+            let answers: Vec<_> = c
+                .stream_append(input, option.clone())
+                .await
+                .expect("session opens")
+                .collect()
+                .await;
+            assert_eq!(answers.len(), 2, "session {session}");
+            for a in answers {
+                assert!(matches!(a, Ok(Ok(None))), "session {session}: {a:?}");
+            }
+        }
+        assert!(!c.streaming, "fell back to unary calls");
+        assert_eq!(
+            peer.appends.load(std::sync::atomic::Ordering::SeqCst),
+            4,
+            "every request reached the peer as one AppendEntries"
+        );
+        server.abort();
     }
 
     // Liveness after a partition heals (L3; simulator seed 124): a connection
