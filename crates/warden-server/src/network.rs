@@ -4,18 +4,30 @@
 //! blob is a postcard `Result<Response, String>`. Every call carries the
 //! cluster id in the `warden-cluster-id` metadata entry (SEMANTICS
 //! "Membership"), and the receiver refuses a mismatch.
+//!
+//! Replication (openraft's `stream_append`) runs over one `AppendStream` per
+//! session: each AppendEntries is one message on a stream already open, its
+//! answer a postcard `StreamAppendResult` ([`AppendStream`]). Heartbeats,
+//! votes, snapshots and transfer-leader are unary calls.
 
+use std::collections::VecDeque;
 use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use futures::{Stream, StreamExt};
+use openraft::base::{BoxFuture, BoxStream};
 use openraft::errors::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
-use openraft::network::{RPCOption, RaftNetworkFactory};
+use openraft::network::{stream_append_sequential, RPCOption, RaftNetworkFactory};
 use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, TransferLeaderRequest,
-    TransferLeaderResponse, VoteRequest, VoteResponse,
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, StreamAppendResult,
+    TransferLeaderRequest, TransferLeaderResponse, VoteRequest, VoteResponse,
 };
 use openraft::{AnyError, BasicNode, RaftNetworkV2};
 use serde::{de::DeserializeOwned, Serialize};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::UnboundedReceiverStream;
 use tonic::transport::{Channel, Endpoint};
 use warden_proto::peer::peer_client::PeerClient;
 use warden_proto::peer::Blob;
@@ -111,10 +123,17 @@ pub fn channel(addr: &str) -> Result<Channel, tonic::transport::Error> {
     Ok(crate::inject::peer_connector().channel(endpoint))
 }
 
-impl RaftNetworkFactory<TypeConfig> for Network {
-    type Network = PeerConnection;
+/// Most AppendEntries requests one replication stream has sent and not yet
+/// seen answered: 1. The stream takes openraft's next request only after the
+/// last one is answered, as the unary call did, so a request carries every
+/// entry appended while the last was in flight. With 64 in flight (requests
+/// pipelined as soon as entries exist) 64 clients cost the followers 25-60 %
+/// more CPU per cycle (many small requests) and throughput fell
+/// (docs/perf-worker-side.md).
+pub const MAX_APPENDS_IN_FLIGHT: usize = 1;
 
-    async fn new_client(&mut self, target: u64, node: &BasicNode) -> Self::Network {
+impl Network {
+    fn connection(&self, target: u64, node: &BasicNode, streaming: bool) -> PeerConnection {
         PeerConnection {
             target,
             addr: node.addr.clone(),
@@ -123,7 +142,24 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             client: None,
             timing_out_since: None,
             call_unfinished: false,
+            streaming,
         }
+    }
+}
+
+impl RaftNetworkFactory<TypeConfig> for Network {
+    type Network = PeerConnection;
+
+    /// Replication: AppendEntries over one `AppendStream` per session.
+    async fn new_client(&mut self, target: u64, node: &BasicNode) -> Self::Network {
+        self.connection(target, node, true)
+    }
+
+    /// Heartbeats: one unary AppendEntries each (openraft sends a heartbeat
+    /// as a stream of one request; a gRPC stream per heartbeat would cost
+    /// more than the call).
+    async fn new_heartbeat_client(&mut self, target: u64, node: &BasicNode) -> Self::Network {
+        self.connection(target, node, false)
     }
 }
 
@@ -142,6 +178,9 @@ pub struct PeerConnection {
     /// this still set, openraft dropped the last call before its answer (the
     /// heartbeat worker's own timeout), and that counts as a timeout.
     call_unfinished: bool,
+    /// Replicate over `AppendStream` (false: one unary AppendEntries per
+    /// request, for heartbeats and for a peer that does not know the stream).
+    streaming: bool,
 }
 
 /// A snapshot on the wire.
@@ -216,6 +255,33 @@ impl PeerConnection {
             .ok_or_else(|| unreachable("no client".into()))
     }
 
+    fn stamp_cluster_id<T>(&self, request: &mut tonic::Request<T>) {
+        if let Ok(v) = self.cluster_id.parse() {
+            request
+                .metadata_mut()
+                .insert(warden_proto::CLUSTER_ID_METADATA, v);
+        }
+    }
+
+    /// What a failed call's status means for this connection: a reset or
+    /// unknown error drops the channel (the next call reconnects), a timeout
+    /// counts toward [`PEER_RECONNECT_AFTER`], anything else is an answer.
+    fn failed(&mut self, status: &tonic::Status) -> RPCError<TypeConfig> {
+        let code = status.code();
+        if code == tonic::Code::Unavailable || code == tonic::Code::Unknown {
+            self.client = None;
+            return unreachable(format!("peer {}: {}", self.target, status.message()));
+        }
+        if code == tonic::Code::Cancelled || code == tonic::Code::DeadlineExceeded {
+            // The call timed out ("Timeout expired" is tonic's own deadline
+            // from `set_timeout`).
+            self.timed_out();
+        } else {
+            self.timing_out_since = None;
+        }
+        network(format!("peer {}: {}", self.target, status.message()))
+    }
+
     async fn call<Req, Resp, F, Fut>(
         &mut self,
         req: &Req,
@@ -231,11 +297,7 @@ impl PeerConnection {
         let data = postcard::to_allocvec(req).map_err(|e| network(e.to_string()))?;
         let mut request = tonic::Request::new(Blob { data });
         request.set_timeout(timeout);
-        if let Ok(v) = self.cluster_id.parse() {
-            request
-                .metadata_mut()
-                .insert(warden_proto::CLUSTER_ID_METADATA, v);
-        }
+        self.stamp_cluster_id(&mut request);
         self.count_dropped_call_at(tokio::time::Instant::now());
         let client = self.client()?;
         self.call_unfinished = true;
@@ -246,33 +308,7 @@ impl PeerConnection {
                 self.timed_out();
                 return Err(unreachable(format!("peer {}: timed out", self.target)));
             }
-            Ok(Err(status)) => {
-                if status.code() == tonic::Code::Unavailable
-                    || status.code() == tonic::Code::Unknown
-                {
-                    // Drop the channel so the next call reconnects.
-                    self.client = None;
-                    return Err(unreachable(format!(
-                        "peer {}: {}",
-                        self.target,
-                        status.message()
-                    )));
-                }
-                if status.code() == tonic::Code::Cancelled
-                    || status.code() == tonic::Code::DeadlineExceeded
-                {
-                    // The call timed out ("Timeout expired" is tonic's own
-                    // deadline from `set_timeout`).
-                    self.timed_out();
-                } else {
-                    self.timing_out_since = None;
-                }
-                return Err(network(format!(
-                    "peer {}: {}",
-                    self.target,
-                    status.message()
-                )));
-            }
+            Ok(Err(status)) => return Err(self.failed(&status)),
             Ok(Ok(r)) => {
                 self.timing_out_since = None;
                 r.into_inner()
@@ -296,6 +332,82 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
             c.append_entries(r).await
         })
         .await
+    }
+
+    /// Replication over one `AppendStream` per session: a request is a DATA
+    /// frame on a stream that is already open, instead of a call of its own
+    /// (HTTP/2 stream, headers, a task on the receiving side), and the
+    /// session's stream stays open while it replicates. A peer that does not
+    /// know the stream (an older binary) gets one unary call per request, as
+    /// heartbeats do.
+    fn stream_append<'s, S>(
+        &'s mut self,
+        input: S,
+        option: RPCOption,
+    ) -> BoxFuture<
+        's,
+        Result<
+            BoxStream<'s, Result<StreamAppendResult<TypeConfig>, RPCError<TypeConfig>>>,
+            RPCError<TypeConfig>,
+        >,
+    >
+    where
+        S: Stream<Item = AppendEntriesRequest<TypeConfig>>
+            + openraft::OptionalSend
+            + Unpin
+            + 'static,
+    {
+        if !self.streaming {
+            return stream_append_sequential(self, input, option);
+        }
+        Box::pin(async move {
+            // The stream opens with the first request, not before: openraft
+            // waits out its backoff (after errors) inside the request stream,
+            // so opening first would retry a peer that is down in a busy loop
+            // (the simulator ran out of ports).
+            let mut input = input;
+            let Some(first) = input.next().await else {
+                let none: BoxStream<'s, _> = Box::pin(futures::stream::empty());
+                return Ok(none);
+            };
+            let input = futures::stream::iter(Some(first)).chain(input);
+            let timeout = self.call_timeout(&option);
+            let (tx, rx) = mpsc::unbounded_channel();
+            let mut request = tonic::Request::new(UnboundedReceiverStream::new(rx));
+            self.stamp_cluster_id(&mut request);
+            let mut client = self.client()?;
+            let opened = tokio::time::timeout(timeout, client.append_stream(request)).await;
+            let replies = match opened {
+                Err(_) => {
+                    self.timed_out();
+                    return Err(unreachable(format!(
+                        "peer {}: timed out opening the append stream",
+                        self.target
+                    )));
+                }
+                Ok(Err(status)) if status.code() == tonic::Code::Unimplemented => {
+                    tracing::info!(
+                        peer = self.target,
+                        "peer has no append stream; replicating with one call per AppendEntries"
+                    );
+                    self.streaming = false;
+                    return stream_append_sequential(self, input, option).await;
+                }
+                Ok(Err(status)) => return Err(self.failed(&status)),
+                Ok(Ok(r)) => r.into_inner(),
+            };
+            let stream: BoxStream<'s, _> = Box::pin(AppendStream {
+                conn: self,
+                input: Some(input),
+                tx: Some(tx),
+                replies,
+                sent: VecDeque::new(),
+                timeout,
+                deadline: Box::pin(tokio::time::sleep(timeout)),
+                done: false,
+            });
+            Ok(stream)
+        })
     }
 
     async fn vote(
@@ -359,9 +471,120 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
     }
 }
 
+/// One replication session over `AppendStream` (see
+/// [`PeerConnection::stream_append`]). Polling it takes openraft's requests
+/// (at most [`MAX_APPENDS_IN_FLIGHT`] unanswered) into the stream's request
+/// body and yields the follower's answers in order. The oldest unanswered
+/// request gets the call timeout: past it the session ends as timed out
+/// (counted toward [`PEER_RECONNECT_AFTER`]), so a stream on a connection
+/// that stopped delivering is given up, as a unary call is. Dropping it drops
+/// openraft's request stream with it, as openraft's own sequential session
+/// does: no request is taken for a session that has ended.
+struct AppendStream<'s, S> {
+    conn: &'s mut PeerConnection,
+    /// openraft's requests; None once it has ended.
+    input: Option<S>,
+    /// The request body; dropped (ending the body) when `input` ends.
+    tx: Option<mpsc::UnboundedSender<Blob>>,
+    replies: tonic::Streaming<Blob>,
+    /// When each unanswered request was sent, oldest first.
+    sent: VecDeque<tokio::time::Instant>,
+    timeout: Duration,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    done: bool,
+}
+
+impl<S> AppendStream<'_, S> {
+    fn end(&mut self, e: RPCError<TypeConfig>) -> Poll<Option<<Self as Stream>::Item>>
+    where
+        S: Stream<Item = AppendEntriesRequest<TypeConfig>> + Unpin,
+    {
+        self.done = true;
+        Poll::Ready(Some(Err(e)))
+    }
+}
+
+impl<S> Stream for AppendStream<'_, S>
+where
+    S: Stream<Item = AppendEntriesRequest<TypeConfig>> + Unpin,
+{
+    type Item = Result<StreamAppendResult<TypeConfig>, RPCError<TypeConfig>>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.done {
+            return Poll::Ready(None);
+        }
+        // 1. Send what openraft has, up to the in-flight bound.
+        while this.sent.len() < MAX_APPENDS_IN_FLIGHT {
+            let Some(input) = this.input.as_mut() else {
+                break;
+            };
+            match input.poll_next_unpin(cx) {
+                Poll::Ready(Some(rpc)) => {
+                    let data = match postcard::to_allocvec(&rpc) {
+                        Ok(data) => data,
+                        Err(e) => return this.end(network(e.to_string())),
+                    };
+                    // A failed send means the stream is gone; its error
+                    // arrives with the replies (or the timeout does).
+                    if let Some(tx) = &this.tx {
+                        let _ = tx.send(Blob { data });
+                    }
+                    this.sent.push_back(tokio::time::Instant::now());
+                }
+                Poll::Ready(None) => {
+                    this.input = None;
+                    this.tx = None;
+                }
+                Poll::Pending => break,
+            }
+        }
+        // 2. The next answer.
+        match Pin::new(&mut this.replies).poll_next(cx) {
+            Poll::Ready(Some(Ok(blob))) => {
+                this.sent.pop_front();
+                this.conn.timing_out_since = None;
+                return match postcard::from_bytes::<StreamAppendResult<TypeConfig>>(&blob.data) {
+                    Ok(result) => Poll::Ready(Some(Ok(result))),
+                    Err(e) => this.end(network(format!(
+                        "peer {}: bad append answer: {e}",
+                        this.conn.target
+                    ))),
+                };
+            }
+            Poll::Ready(Some(Err(status))) => {
+                let e = this.conn.failed(&status);
+                return this.end(e);
+            }
+            Poll::Ready(None) => {
+                this.done = true;
+                return Poll::Ready(None);
+            }
+            Poll::Pending => {}
+        }
+        // 3. The oldest unanswered request's timeout.
+        if let Some(oldest) = this.sent.front() {
+            let due = *oldest + this.timeout;
+            if this.deadline.deadline() != due {
+                this.deadline.as_mut().reset(due);
+            }
+            if this.deadline.as_mut().poll(cx).is_ready() {
+                this.conn.timed_out();
+                let target = this.conn.target;
+                return this.end(unreachable(format!(
+                    "peer {target}: append stream timed out"
+                )));
+            }
+        }
+        Poll::Pending
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::raft_types::Vote;
 
     fn connection() -> PeerConnection {
         PeerConnection {
@@ -372,7 +595,120 @@ mod tests {
             client: None,
             timing_out_since: None,
             call_unfinished: false,
+            streaming: true,
         }
+    }
+
+    /// A peer from before `AppendStream` (a rolling upgrade): it answers
+    /// AppendEntries with success and everything else with `Unimplemented`.
+    #[derive(Clone, Default)]
+    struct OldPeer {
+        appends: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    type Answer<T> = Result<tonic::Response<T>, tonic::Status>;
+
+    #[tonic::async_trait]
+    impl warden_proto::peer::peer_server::Peer for OldPeer {
+        type AppendStreamStream = crate::peer_service::AppendReplies;
+
+        async fn append_stream(
+            &self,
+            _: tonic::Request<tonic::Streaming<Blob>>,
+        ) -> Answer<Self::AppendStreamStream> {
+            Err(tonic::Status::unimplemented("no AppendStream"))
+        }
+        async fn append_entries(&self, _: tonic::Request<Blob>) -> Answer<Blob> {
+            self.appends
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let ok: Result<AppendEntriesResponse<TypeConfig>, String> =
+                Ok(AppendEntriesResponse::Success);
+            let data = postcard::to_allocvec(&ok).expect("encode");
+            Ok(tonic::Response::new(Blob { data }))
+        }
+        async fn vote(&self, _: tonic::Request<Blob>) -> Answer<Blob> {
+            Err(tonic::Status::unimplemented(""))
+        }
+        async fn pre_vote(&self, _: tonic::Request<Blob>) -> Answer<Blob> {
+            Err(tonic::Status::unimplemented(""))
+        }
+        async fn install_snapshot(&self, _: tonic::Request<Blob>) -> Answer<Blob> {
+            Err(tonic::Status::unimplemented(""))
+        }
+        async fn transfer_leader(&self, _: tonic::Request<Blob>) -> Answer<Blob> {
+            Err(tonic::Status::unimplemented(""))
+        }
+        async fn bootstrap_state(
+            &self,
+            _: tonic::Request<warden_proto::peer::BootstrapStateRequest>,
+        ) -> Answer<warden_proto::peer::BootstrapStateResponse> {
+            Err(tonic::Status::unimplemented(""))
+        }
+        async fn bootstrap_prepare(
+            &self,
+            _: tonic::Request<warden_proto::peer::BootstrapId>,
+        ) -> Answer<warden_proto::peer::BootstrapStateResponse> {
+            Err(tonic::Status::unimplemented(""))
+        }
+        async fn bootstrap_commit(
+            &self,
+            _: tonic::Request<warden_proto::peer::BootstrapId>,
+        ) -> Answer<warden_proto::peer::BootstrapStateResponse> {
+            Err(tonic::Status::unimplemented(""))
+        }
+        async fn take_snapshot(
+            &self,
+            _: tonic::Request<warden_proto::peer::TakeSnapshotRequest>,
+        ) -> Answer<warden_proto::peer::TakeSnapshotResponse> {
+            Err(tonic::Status::unimplemented(""))
+        }
+    }
+
+    // Rolling upgrade (L3: a mixed cluster keeps replicating): a peer that
+    // does not know AppendStream gets the entries as unary AppendEntries,
+    // on this session and every later one.
+    #[tokio::test]
+    async fn a_peer_without_the_append_stream_gets_unary_appends() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let peer = OldPeer::default();
+        let server = tonic::transport::Server::builder()
+            .add_service(warden_proto::peer::peer_server::PeerServer::new(
+                peer.clone(),
+            ))
+            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener));
+        let server = tokio::spawn(server);
+        let mut c = connection();
+        c.addr = addr.to_string();
+        let request = || AppendEntriesRequest::<TypeConfig> {
+            vote: Vote::new_committed(1, 1),
+            prev_log_id: None,
+            leader_commit: None,
+            entries: vec![],
+        };
+        let option = RPCOption::new(Duration::from_secs(5));
+        for session in 1..=2 {
+            let input = futures::stream::iter(vec![request(), request()]);
+            let answers: Vec<_> = c
+                .stream_append(input, option.clone())
+                .await
+                .expect("session opens")
+                .collect()
+                .await;
+            assert_eq!(answers.len(), 2, "session {session}");
+            for a in answers {
+                assert!(matches!(a, Ok(Ok(None))), "session {session}: {a:?}");
+            }
+        }
+        assert!(!c.streaming, "fell back to unary calls");
+        assert_eq!(
+            peer.appends.load(std::sync::atomic::Ordering::SeqCst),
+            4,
+            "every request reached the peer as one AppendEntries"
+        );
+        server.abort();
     }
 
     // Liveness after a partition heals (L3; simulator seed 124): a connection

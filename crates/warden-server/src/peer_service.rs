@@ -1,12 +1,14 @@
 //! The internal `Peer` gRPC service: Raft RPCs and the two-phase bootstrap of
 //! the cluster id (SEMANTICS "Membership").
 
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use futures::{Stream, StreamExt};
 use openraft::async_runtime::WatchReceiver as _;
 use serde::{de::DeserializeOwned, Serialize};
 use tokio::sync::watch;
-use tonic::{Request, Response, Status};
+use tonic::{Request, Response, Status, Streaming};
 use warden_proto::peer::peer_server::Peer;
 use warden_proto::peer::{
     Blob, BootstrapId, BootstrapStateRequest, BootstrapStateResponse, TakeSnapshotRequest,
@@ -16,7 +18,7 @@ use warden_proto::peer::{
 use crate::network::SnapshotEnvelope;
 use crate::raft_types::{Raft, Snapshot, TypeConfig};
 use crate::store::{Db, KEY_CLUSTER_ID, KEY_PREPARED_CLUSTER_ID};
-use openraft::raft::{AppendEntriesResponse, VoteRequest};
+use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, StreamAppendError, VoteRequest};
 
 /// State behind the peer service.
 #[derive(Debug)]
@@ -114,8 +116,89 @@ fn refuse_self(me: u64, sender: u64) -> Result<(), Status> {
     Ok(())
 }
 
+/// openraft's answers on one replication stream.
+type RaftReplies = Pin<
+    Box<
+        dyn Stream<
+                Item = Result<
+                    openraft::raft::StreamAppendResult<TypeConfig>,
+                    openraft::errors::Fatal<TypeConfig>,
+                >,
+            > + Send
+            + 'static,
+    >,
+>;
+
+/// The replies of one replication stream (see [`PeerService::append_stream`]).
+pub type AppendReplies = Pin<Box<dyn Stream<Item = Result<Blob, Status>> + Send + 'static>>;
+
 #[tonic::async_trait]
 impl Peer for PeerService {
+    type AppendStreamStream = AppendReplies;
+
+    /// Replication over one long-lived stream (docs/perf-worker-side.md):
+    /// each request goes to openraft's `stream_append`, which answers an entry
+    /// only after the log store has it on disk (S3) and answers in order. A
+    /// request that does not decode, or that comes from this node itself,
+    /// ends the stream with that error after the replies already due.
+    async fn append_stream(
+        &self,
+        req: Request<Streaming<Blob>>,
+    ) -> Result<Response<Self::AppendStreamStream>, Status> {
+        let raft = self.check_cluster(&req)?;
+        let me = self.state.node_id;
+        let refused: Arc<Mutex<Option<Status>>> = Arc::default();
+        let slot = refused.clone();
+        let requests = req.into_inner().scan((), move |_, message| {
+            let rpc = message.and_then(|b| {
+                let rpc: AppendEntriesRequest<TypeConfig> = decode(&b)?;
+                refuse_self(me, rpc.vote.leader_id.node_id)?;
+                Ok(rpc)
+            });
+            let next = match rpc {
+                Ok(rpc) => Some(rpc),
+                Err(status) => {
+                    if let Ok(mut s) = slot.lock() {
+                        *s = Some(status);
+                    }
+                    None
+                }
+            };
+            futures::future::ready(next)
+        });
+        let contact = self.state.leader_contact.clone();
+        // `stream_append` spawns its reading task through openraft's runtime,
+        // which derives the task's randomness seed from a task-local that
+        // only Raft's own tasks carry (`raft_types::Rt`); a gRPC handler
+        // enters one here. The task draws no randomness, so the seed is moot.
+        let replies = crate::raft_types::Rt::scope(0, async move {
+            let replies: RaftReplies = Box::pin(raft.stream_append(requests));
+            replies
+        })
+        .await;
+        let replies = replies
+            .map(move |r| match r {
+                Ok(result) => {
+                    // As for AppendEntries: any answer but "your vote is
+                    // stale" means the sender is the leader this node follows.
+                    if !matches!(result, Err(StreamAppendError::HigherVote(_))) {
+                        contact.touch();
+                    }
+                    postcard::to_allocvec(&result)
+                        .map(|data| Blob { data })
+                        .map_err(|e| Status::internal(e.to_string()))
+                }
+                Err(fatal) => Err(Status::unavailable(fatal.to_string())),
+            })
+            .chain(
+                futures::stream::once(
+                    async move { refused.lock().ok().and_then(|mut s| s.take()) },
+                )
+                .filter_map(|refusal| futures::future::ready(refusal.map(Err))),
+            );
+        Ok(Response::new(Box::pin(replies)))
+    }
+
     async fn append_entries(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
         let raft = self.check_cluster(&req)?;
         let rpc: openraft::raft::AppendEntriesRequest<TypeConfig> = decode(req.get_ref())?;
