@@ -308,6 +308,18 @@ fn recover(
     Ok((log, purged, committed))
 }
 
+/// Reopens `files` and checks the log it recovers (see [`check`]);
+/// `(seed, k, torn)` as there, `what` names the crash point in the error.
+fn recover_and_check(
+    files: BTreeMap<PathBuf, Vec<u8>>,
+    what: &str,
+    (seed, k, torn): (u64, usize, bool),
+    acks: &[(usize, Model)],
+) -> Result<(), String> {
+    let got = recover(files).map_err(|e| format!("{what}: open failed: {e}"))?;
+    check(seed, k, torn, acks, &got)
+}
+
 fn check(
     seed: u64,
     k: usize,
@@ -372,37 +384,17 @@ fn sweep(seeds: std::ops::Range<u64>, ops: usize, tears: usize) {
         // Crash points while redb itself creates its file are redb's
         // (a half-created database is not one): start once the write-ahead
         // file exists, i.e. the database was created.
-        let first = rec
-            .events
-            .iter()
-            .position(|(p, _)| p.ends_with(WAL_FILE))
-            .expect("wal synced");
+        let first = first_wal_sync(&rec);
         for k in first..=rec.events.len() {
             for t in 0..=tears {
                 let torn = t > 0;
                 let files = image_at(&rec, k, if torn { Some(&mut rng) } else { None });
-                let res = recover(files)
-                    .map_err(|e| {
-                        format!("seed {seed} crash after fsync {k} torn={torn}: open failed: {e}")
-                    })
-                    .and_then(|got| check(seed, k, torn, &acks, &got));
-                if let Err(e) = res {
-                    failures.push(e);
-                }
+                let what = format!("seed {seed} crash after fsync {k} torn={torn}");
+                failures.extend(recover_and_check(files, &what, (seed, k, torn), &acks).err());
             }
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} failing crash points; first ones:\n{}",
-        failures.len(),
-        failures
-            .iter()
-            .take(5)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
+    assert_no_failures(&failures);
 }
 
 // S3 / log matching: a crash after any fsync (the rest of the writes lost)
@@ -573,11 +565,7 @@ fn a_crash_during_recovery_recovers_again() {
         let rec = Arc::new(Mutex::new(Rec::default()));
         let acks = run_workload(seed, 60, &rec);
         let rec = rec.lock().expect("rec");
-        let first = rec
-            .events
-            .iter()
-            .position(|(p, _)| p.ends_with(WAL_FILE))
-            .expect("wal synced");
+        let first = first_wal_sync(&rec);
         for k in first..=rec.events.len() {
             let files = image_at(&rec, k, None);
             let events = recovery_events(&files);
@@ -586,26 +574,28 @@ fn a_crash_during_recovery_recovers_again() {
                 for (p, img) in &events[..=j] {
                     again.insert(p.clone(), img.clone());
                 }
-                let res = recover(again)
-                    .map_err(|e| {
-                        format!("seed {seed} crash {k}, recovery crash {j}: open failed: {e}")
-                    })
-                    .and_then(|got| check(seed, k, false, &acks, &got));
-                if let Err(e) = res {
-                    failures.push(e);
-                }
+                let what = format!("seed {seed} crash {k}, recovery crash {j}");
+                failures.extend(recover_and_check(again, &what, (seed, k, false), &acks).err());
             }
         }
     }
+    assert_no_failures(&failures);
+}
+
+/// Fails with the count and the first five failures, if there are any.
+fn assert_no_failures(failures: &[String]) {
     assert!(
         failures.is_empty(),
-        "{} failing; first:\n{}",
+        "{} failing crash points; first ones:\n{}",
         failures.len(),
-        failures
-            .iter()
-            .take(5)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
+        failures[..failures.len().min(5)].join("\n")
     );
+}
+
+/// The first fsync of the write-ahead file: the database exists from there on.
+fn first_wal_sync(rec: &Rec) -> usize {
+    rec.events
+        .iter()
+        .position(|(p, _)| p.ends_with(WAL_FILE))
+        .expect("wal synced")
 }
