@@ -458,13 +458,13 @@ enum LogWrite {
     },
 }
 
-/// Writes `writes` (and `committed`, the pending committed log id, if any)
-/// in one redb transaction, committed with `Durability::Immediate` (one fsync
-/// for the whole group).
-fn commit_writes(
+/// One redb write transaction on the log, committed with
+/// `Durability::Immediate` (one fsync): the committed log id (if any) into
+/// the meta table, then `f` on the log table.
+fn log_transaction(
     db: &Database,
-    writes: &[LogWrite],
     committed: Option<&[u8]>,
+    f: impl FnOnce(&redb::WriteTransaction, &mut redb::Table<'_, u64, &[u8]>) -> Result<(), io::Error>,
 ) -> Result<(), io::Error> {
     let tx = db.begin_write().map_err(io_err)?;
     {
@@ -473,6 +473,20 @@ fn commit_writes(
             meta.insert(KEY_COMMITTED, c).map_err(io_err)?;
         }
         let mut log = tx.open_table(LOG).map_err(io_err)?;
+        f(&tx, &mut log)?;
+    }
+    tx.commit().map_err(io_err)
+}
+
+/// Writes `writes` (and `committed`, the pending committed log id, if any)
+/// in one fsync'd redb transaction: the path of a group with a truncate or a
+/// purge (after the write-ahead file was folded).
+fn commit_writes(
+    db: &Database,
+    writes: &[LogWrite],
+    committed: Option<&[u8]>,
+) -> Result<(), io::Error> {
+    log_transaction(db, committed, |tx, log| {
         for w in writes {
             match w {
                 LogWrite::Append { rows, .. } => {
@@ -493,9 +507,8 @@ fn commit_writes(
                 }
             }
         }
-    }
-    // Durability::Immediate (redb's default): fsync'd on return.
-    tx.commit().map_err(io_err)
+        Ok(())
+    })
 }
 
 /// Writes the rows of the write-ahead file (and the committed id written with
@@ -510,18 +523,12 @@ fn fold_rows(
     if rows.is_empty() && committed.is_none() {
         return Ok(());
     }
-    let tx = db.begin_write().map_err(io_err)?;
-    {
-        if let Some(c) = committed {
-            let mut meta = tx.open_table(META).map_err(io_err)?;
-            meta.insert(KEY_COMMITTED, c).map_err(io_err)?;
-        }
-        let mut log = tx.open_table(LOG).map_err(io_err)?;
+    log_transaction(db, committed, |_, log| {
         for (idx, row) in rows {
             log.insert(*idx, row.as_slice()).map_err(io_err)?;
         }
-    }
-    tx.commit().map_err(io_err)
+        Ok(())
+    })
 }
 
 /// The log's two places on disk. Appends go to the write-ahead file (one
@@ -721,7 +728,6 @@ impl LogWriter {
                     return;
                 };
                 let mut pending: Option<Vec<u8>> = None;
-                let mut failed = false;
                 while let Ok(first) = rx.recv() {
                     let mut group = vec![first];
                     while group.len() < MAX_WRITES_PER_COMMIT {
@@ -740,12 +746,13 @@ impl LogWriter {
                     if writes.is_empty() {
                         continue;
                     }
-                    let c = if failed { None } else { pending.take() };
-                    failed |= write_group(&mut disk, &tail, writes, c).is_err();
+                    // After a failed group the disk refuses every write
+                    // (`LogDisk::broken`), the committed id included.
+                    let _ = write_group(&mut disk, &tail, writes, pending.take());
                 }
                 // Stopping: the last committed id, and everything in the
                 // write-ahead file, into redb (a restart then replays nothing).
-                if !failed && !disk.broken {
+                if !disk.broken {
                     if pending.is_some() {
                         disk.unfolded_committed = pending;
                     }
