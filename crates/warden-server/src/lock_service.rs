@@ -128,6 +128,43 @@ fn not_granted(
 pub const QUEUE_POSITION_REPORT_INTERVAL: std::time::Duration =
     std::time::Duration::from_millis(100);
 
+/// When a waiter's `Queued` position reports go out: the first at once,
+/// a changed position at most every [`QUEUE_POSITION_REPORT_INTERVAL`].
+#[derive(Debug, Default)]
+struct ReportThrottle {
+    /// The position last reported (0: none yet).
+    reported: u64,
+    /// When the next report may go.
+    next_at: Option<tokio::time::Instant>,
+}
+
+/// What to do with the current position.
+#[derive(Debug, PartialEq, Eq)]
+enum Report {
+    /// Send it now (recorded as reported).
+    Send,
+    /// It changed, but not before this instant.
+    HoldUntil(tokio::time::Instant),
+    /// Already reported.
+    Nothing,
+}
+
+impl ReportThrottle {
+    fn offer(&mut self, position: u64, now: tokio::time::Instant) -> Report {
+        if position == self.reported {
+            return Report::Nothing;
+        }
+        match self.next_at {
+            Some(at) if now < at => Report::HoldUntil(at),
+            _ => {
+                self.reported = position;
+                self.next_at = Some(now + QUEUE_POSITION_REPORT_INTERVAL);
+                Report::Send
+            }
+        }
+    }
+}
+
 /// Follows a queued acquire until it is granted or removed (S8: a timeout is
 /// reported only after the removal has committed; if a grant commits first,
 /// the grant is reported).
@@ -139,50 +176,39 @@ async fn follow_waiter(
     enqueue_index: u64,
 ) {
     let mut rx = node.shared.applied.subscribe();
-    // The position last reported, and when the next report may go.
-    let mut reported = 0;
-    let mut next_report_at: Option<tokio::time::Instant> = None;
+    let mut throttle = ReportThrottle::default();
     loop {
+        // The final answer, or the waiter's current position.
         let step = {
             let Ok(m) = node.shared.machine.lock() else {
                 return;
             };
-            if let Some(h) = m.table.holder(&resource) {
-                if h.lease_id == lease_id && h.grant_index >= enqueue_index {
-                    Some(granted(
-                        resource.clone(),
-                        lease_id,
-                        h.fencing_token,
-                        h.ttl_ms,
-                        h.grant_index,
-                    ))
-                } else {
-                    None
-                }
-            } else {
-                None
-            }
-            .map(Ok)
-            .or_else(|| match m.table.waiter_position(&resource, lease_id) {
-                Some(p) => Some(Err(p)),
-                None => Some(Ok(not_granted(
+            match m.table.holder(&resource) {
+                Some(h) if h.lease_id == lease_id && h.grant_index >= enqueue_index => Ok(granted(
                     resource.clone(),
-                    m.table.holder(&resource).map(|h| h.lease_id),
-                    NotGrantedReason::WaitTimeout,
-                ))),
-            })
+                    lease_id,
+                    h.fencing_token,
+                    h.ttl_ms,
+                    h.grant_index,
+                )),
+                holder => match m.table.waiter_position(&resource, lease_id) {
+                    Some(position) => Err(position),
+                    None => Ok(not_granted(
+                        resource.clone(),
+                        holder.map(|h| h.lease_id),
+                        NotGrantedReason::WaitTimeout,
+                    )),
+                },
+            }
         };
-        let mut pending_report = false;
+        let mut held_until = None;
         match step {
-            Some(Ok(final_msg)) => {
+            Ok(final_msg) => {
                 let _ = tx.send(Ok(final_msg)).await;
                 return;
             }
-            Some(Err(position)) if position != reported => {
-                let now = tokio::time::Instant::now();
-                if next_report_at.is_none_or(|at| now >= at) {
-                    reported = position;
-                    next_report_at = Some(now + QUEUE_POSITION_REPORT_INTERVAL);
+            Err(position) => match throttle.offer(position, tokio::time::Instant::now()) {
+                Report::Send => {
                     let msg = pb::AcquireResponse {
                         event: Some(pb::acquire_response::Event::Queued(pb::Queued {
                             position,
@@ -193,16 +219,15 @@ async fn follow_waiter(
                         // A dropped stream is not a cancel (S8): the waiter stays.
                         return;
                     }
-                } else {
-                    pending_report = true;
                 }
-            }
-            _ => {}
+                Report::HoldUntil(at) => held_until = Some(at),
+                Report::Nothing => {}
+            },
         }
         let report_due = async {
-            match next_report_at {
-                Some(at) if pending_report => tokio::time::sleep_until(at).await,
-                _ => std::future::pending().await,
+            match held_until {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
             }
         };
         tokio::select! {
@@ -560,5 +585,30 @@ impl Lock for LockService {
                 bound_g_ms: timing.promotion_grace_ms,
             }),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The queue position a waiter sees (S8's `Queued` reports): the first
+    // report goes at once, a changed position is held back at most
+    // QUEUE_POSITION_REPORT_INTERVAL and then sent, an unchanged one never
+    // again. (The cluster test cannot tell a lost hold-back timer from a
+    // later entry waking the waiter; this can.)
+    #[test]
+    fn position_reports_are_held_back_at_most_the_interval() {
+        let t0 = tokio::time::Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let mut t = ReportThrottle::default();
+        assert_eq!(t.offer(3, t0), Report::Send);
+        assert_eq!(t.offer(3, ms(1)), Report::Nothing);
+        assert_eq!(t.offer(2, ms(10)), Report::HoldUntil(ms(100)));
+        assert_eq!(t.offer(1, ms(99)), Report::HoldUntil(ms(100)));
+        assert_eq!(t.offer(1, ms(100)), Report::Send);
+        assert_eq!(t.offer(1, ms(500)), Report::Nothing);
+        // A move after a quiet spell goes at once.
+        assert_eq!(t.offer(2, ms(500)), Report::Send);
     }
 }
