@@ -354,25 +354,28 @@ async fn a_waiter_is_told_each_move_up_the_queue() {
     renewer.add(l3);
     assert_eq!(first, 3, "third in line behind two waiters");
 
-    release(&eps, 400, 2, "qpos", holder, t0)
-        .await
-        .expect("release the holder");
-    let (lease, token) = w1.await.expect("join").expect("w1").grant();
-    assert_eq!(lease, l1);
+    // Client `client` releases its grant (lease, token); `waiter` is granted
+    // next, on `expect_lease`: its token.
+    let hand_off = |client,
+                    lease,
+                    token,
+                    waiter: tokio::task::JoinHandle<Result<Outcome, Status>>,
+                    expect_lease| {
+        let eps = eps.clone();
+        async move {
+            release(&eps, client, 2, "qpos", lease, token)
+                .await
+                .expect("release");
+            let (granted, token) = waiter.await.expect("join").expect("waiter").grant();
+            assert_eq!(granted, expect_lease);
+            token
+        }
+    };
+    let token = hand_off(400, holder, t0, w1, l1).await;
     assert_eq!(next(&mut reports).await, (l3, 2));
-
-    release(&eps, 401, 2, "qpos", l1, token)
-        .await
-        .expect("release w1");
-    let (lease, token) = w2.await.expect("join").expect("w2").grant();
-    assert_eq!(lease, l2);
+    let token = hand_off(401, l1, token, w2, l2).await;
     assert_eq!(next(&mut reports).await, (l3, 1));
-
-    release(&eps, 402, 2, "qpos", l2, token)
-        .await
-        .expect("release w2");
-    let (lease, _) = w3.await.expect("join").expect("w3").grant();
-    assert_eq!(lease, l3);
+    hand_off(402, l2, token, w3, l3).await;
     assert!(
         reports.try_recv().is_err(),
         "nothing reported after the grant"
