@@ -347,25 +347,41 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     /// An in-memory file two `Wal`s can share (a reopen), with a way to write
-    /// bytes behind the Wal's back (a torn write).
-    #[derive(Debug, Clone, Default)]
-    struct Shared(Arc<Mutex<InMemoryBackend>>);
+    /// bytes behind the Wal's back (a torn write), on a disk that holds at
+    /// most `room` bytes (a full disk refuses to grow the file).
+    #[derive(Debug, Clone)]
+    struct Shared {
+        file: Arc<Mutex<InMemoryBackend>>,
+        room: u64,
+    }
+
+    impl Default for Shared {
+        fn default() -> Self {
+            Shared {
+                file: Arc::default(),
+                room: u64::MAX,
+            }
+        }
+    }
 
     impl redb::StorageBackend for Shared {
         fn len(&self) -> Result<u64, io::Error> {
-            self.0.lock().expect("file").len()
+            self.file.lock().expect("file").len()
         }
         fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), io::Error> {
-            self.0.lock().expect("file").read(offset, out)
+            self.file.lock().expect("file").read(offset, out)
         }
         fn set_len(&self, len: u64) -> Result<(), io::Error> {
-            self.0.lock().expect("file").set_len(len)
+            if len > self.room {
+                return Err(io::Error::other("No space left on device"));
+            }
+            self.file.lock().expect("file").set_len(len)
         }
         fn sync_data(&self) -> Result<(), io::Error> {
             Ok(())
         }
         fn write(&self, offset: u64, data: &[u8]) -> Result<(), io::Error> {
-            self.0.lock().expect("file").write(offset, data)
+            self.file.lock().expect("file").write(offset, data)
         }
     }
 
@@ -449,30 +465,12 @@ mod tests {
     // the file keeps only what it had, and records still append and read back.
     #[test]
     fn a_failed_preallocate_leaves_a_working_log() {
-        #[derive(Debug)]
-        struct Full(Shared, u64);
-        impl redb::StorageBackend for Full {
-            fn len(&self) -> Result<u64, io::Error> {
-                self.0.len()
-            }
-            fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), io::Error> {
-                self.0.read(offset, out)
-            }
-            fn set_len(&self, len: u64) -> Result<(), io::Error> {
-                if len > self.1 {
-                    return Err(io::Error::other("No space left on device"));
-                }
-                self.0.set_len(len)
-            }
-            fn sync_data(&self) -> Result<(), io::Error> {
-                Ok(())
-            }
-            fn write(&self, offset: u64, data: &[u8]) -> Result<(), io::Error> {
-                self.0.write(offset, data)
-            }
-        }
         let f = Shared::default();
-        let (mut wal, _) = Wal::open(Box::new(Full(f.clone(), 3 << 20))).expect("open");
+        let full = Shared {
+            room: 3 << 20,
+            ..f.clone()
+        };
+        let (mut wal, _) = Wal::open(Box::new(full)).expect("open");
         wal.reset().expect("reset");
         assert!(wal.preallocate(8 << 20).is_err());
         assert_eq!(redb::StorageBackend::len(&f).expect("len"), HEADER_BYTES);
