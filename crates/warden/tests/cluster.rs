@@ -299,9 +299,9 @@ async fn full_restart_keeps_holders_and_tokens() {
 
 /// S2, S3, S7: with a snapshot threshold of 20 entries, a follower kept down
 /// for 200 operations (another 200 if the leader still had its log) catches
-/// up by snapshot, then leads with holders, the
-/// token counter and the outcome table intact; snapshots of one index are
-/// byte-identical on every node.
+/// up by snapshot, then (made leader by holding the newest entries) leads
+/// with holders, the token counter and the outcome table intact; snapshots of
+/// one index are byte-identical on every node.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lagging_follower_catches_up_by_snapshot_and_leads() {
     let mut cluster = Cluster::start(3, &["--snapshot-threshold", "20"]).await;
@@ -366,26 +366,34 @@ async fn lagging_follower_catches_up_by_snapshot_and_leads() {
         "node {follower} caught up without a snapshot three times"
     );
 
-    // Make the former laggard the leader.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let l = cluster.wait_leader(Duration::from_secs(10)).await;
-        if l == follower {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "node {follower} never became leader"
-        );
-        cluster.kill(l);
-        // A real election among the other two; only then restart `l`.
+    // Make the former laggard the leader, deterministically: stop the third
+    // node, commit one cycle on the leader and the laggard, kill the leader
+    // and restart the third. Only the laggard holds the newest entries, so
+    // only it can win the election (Raft paper section 5.4.1). Killing
+    // leaders until the laggard won by chance failed in CI: the election
+    // was always between the laggard and the node restarted just before,
+    // and the restarted node won every time for 60 s.
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await;
+    if leader != follower {
+        let third = (1..=3)
+            .find(|id| *id != leader && *id != follower)
+            .expect("a third node");
+        cluster.kill(third);
+        let g = api.acquire(64, 1, "marker", 5_000).await.expect("marker");
+        let (lease_id, fencing_token) = g.grant();
+        api.release(64, 2, "marker", lease_id, fencing_token)
+            .await
+            .expect("release marker");
+        cluster.kill(leader);
+        cluster.spawn(third);
         let next = cluster.wait_leader(Duration::from_secs(10)).await;
-        assert_ne!(next, l);
-        cluster.spawn(l);
-        if next == follower {
-            break;
-        }
-        cluster.wait_applied(l, Duration::from_secs(20)).await;
+        assert_eq!(
+            next, follower,
+            "only node {follower} has the newest entries (Raft section 5.4.1)"
+        );
+        cluster.spawn(leader);
+        cluster.wait_applied(leader, Duration::from_secs(20)).await;
+        cluster.wait_applied(third, Duration::from_secs(20)).await;
     }
     let st = api.status("held").await.expect("status");
     assert_eq!(
