@@ -32,7 +32,7 @@ use tonic::transport::{Channel, Endpoint};
 use warden_proto::peer::peer_client::PeerClient;
 use warden_proto::peer::Blob;
 
-use crate::raft_types::{Snapshot, SnapshotMeta, TypeConfig, Vote};
+use crate::raft_types::{LogId, Snapshot, SnapshotMeta, TypeConfig, Vote};
 
 /// Largest gRPC message between peers (snapshots travel whole): 256 MiB.
 pub const MAX_PEER_MESSAGE_BYTES: usize = 256 * 1024 * 1024;
@@ -402,6 +402,7 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
                 tx: Some(tx),
                 replies,
                 sent: VecDeque::new(),
+                acked: None,
                 timeout,
                 deadline: Box::pin(tokio::time::sleep(timeout)),
                 done: false,
@@ -489,9 +490,33 @@ struct AppendStream<'s, S> {
     replies: tonic::Streaming<Blob>,
     /// When each unanswered request was sent, oldest first.
     sent: VecDeque<tokio::time::Instant>,
+    /// The greatest log id the follower acknowledged as matching on this
+    /// session (`Some(None)`: it acknowledged an empty log); None before the
+    /// first acknowledgement.
+    acked: Option<Option<LogId>>,
     timeout: Duration,
     deadline: Pin<Box<tokio::time::Sleep>>,
     done: bool,
+}
+
+/// Whether `rpc` is an AppendEntries that only moves the follower's commit
+/// index: no entries, and a `prev_log_id` that the follower already
+/// acknowledged as matching on this session. openraft sends one after every
+/// commit that no entry follows to carry (`stream_state.rs`,
+/// `get_log_id_range`): a second round trip per entry on an idle cluster.
+/// Such a request is not sent. The follower learns the commit index from the
+/// next request with entries, or else from the next heartbeat (every
+/// `heartbeat_ms`; openraft's heartbeats carry the leader's commit), as etcd's
+/// followers do. Nothing waits for its answer: openraft counts a request
+/// acknowledged once a later answer matches at or past its last log id, and
+/// its answer would only repeat what the follower has acknowledged. Only
+/// when a follower applies moves (at most one heartbeat later); what the
+/// leader counts as committed does not (S3).
+fn carries_only_a_commit(
+    rpc: &AppendEntriesRequest<TypeConfig>,
+    acked: Option<&Option<LogId>>,
+) -> bool {
+    rpc.entries.is_empty() && acked == Some(&rpc.prev_log_id)
 }
 
 impl<S> AppendStream<'_, S> {
@@ -522,6 +547,9 @@ where
             };
             match input.poll_next_unpin(cx) {
                 Poll::Ready(Some(rpc)) => {
+                    if carries_only_a_commit(&rpc, this.acked.as_ref()) {
+                        continue;
+                    }
                     let data = match postcard::to_allocvec(&rpc) {
                         Ok(data) => data,
                         Err(e) => return this.end(network(e.to_string())),
@@ -546,7 +574,14 @@ where
                 this.sent.pop_front();
                 this.conn.timing_out_since = None;
                 return match postcard::from_bytes::<StreamAppendResult<TypeConfig>>(&blob.data) {
-                    Ok(result) => Poll::Ready(Some(Ok(result))),
+                    Ok(result) => {
+                        if let Ok(matching) = &result {
+                            if this.acked.as_ref().is_none_or(|a| matching > a) {
+                                this.acked = Some(matching.clone());
+                            }
+                        }
+                        Poll::Ready(Some(Ok(result)))
+                    }
                     Err(e) => this.end(network(format!(
                         "peer {}: bad append answer: {e}",
                         this.conn.target
@@ -599,24 +634,43 @@ mod tests {
         }
     }
 
-    /// A peer from before `AppendStream` (a rolling upgrade): it answers
-    /// AppendEntries with success and everything else with `Unimplemented`.
+    /// A fake follower. Without `streams` it is a peer from before
+    /// `AppendStream` (a rolling upgrade): it answers unary AppendEntries with
+    /// success and everything else with `Unimplemented`. With `streams` it
+    /// also serves `AppendStream`, records whether each streamed request
+    /// carried entries, and acknowledges each at its last log id.
     #[derive(Clone, Default)]
-    struct OldPeer {
+    struct FakePeer {
         appends: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+        streams: bool,
+        streamed: std::sync::Arc<std::sync::Mutex<Vec<usize>>>,
     }
 
     type Answer<T> = Result<tonic::Response<T>, tonic::Status>;
 
     #[tonic::async_trait]
-    impl warden_proto::peer::peer_server::Peer for OldPeer {
+    impl warden_proto::peer::peer_server::Peer for FakePeer {
         type AppendStreamStream = crate::peer_service::AppendReplies;
 
         async fn append_stream(
             &self,
-            _: tonic::Request<tonic::Streaming<Blob>>,
+            req: tonic::Request<tonic::Streaming<Blob>>,
         ) -> Answer<Self::AppendStreamStream> {
-            Err(tonic::Status::unimplemented("no AppendStream"))
+            if !self.streams {
+                return Err(tonic::Status::unimplemented("no AppendStream"));
+            }
+            let streamed = self.streamed.clone();
+            let replies = req.into_inner().map(move |blob| {
+                let blob = blob?;
+                let rpc: AppendEntriesRequest<TypeConfig> =
+                    postcard::from_bytes(&blob.data).expect("request decodes");
+                streamed.lock().expect("log").push(rpc.entries.len());
+                let last = rpc.entries.last().map(|e| e.log_id).or(rpc.prev_log_id);
+                let ok: StreamAppendResult<TypeConfig> = Ok(last);
+                let data = postcard::to_allocvec(&ok).expect("encode");
+                Ok(Blob { data })
+            });
+            Ok(tonic::Response::new(Box::pin(replies)))
         }
         async fn append_entries(&self, _: tonic::Request<Blob>) -> Answer<Blob> {
             self.appends
@@ -669,19 +723,8 @@ mod tests {
     // on this session and every later one.
     #[tokio::test]
     async fn a_peer_without_the_append_stream_gets_unary_appends() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let peer = OldPeer::default();
-        let server = tonic::transport::Server::builder()
-            .add_service(warden_proto::peer::peer_server::PeerServer::new(
-                peer.clone(),
-            ))
-            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener));
-        let server = tokio::spawn(server);
-        let mut c = connection();
-        c.addr = addr.to_string();
+        let peer = FakePeer::default();
+        let (mut c, server) = serve(peer.clone());
         let request = || AppendEntriesRequest::<TypeConfig> {
             vote: Vote::new_committed(1, 1),
             prev_log_id: None,
@@ -708,6 +751,93 @@ mod tests {
             4,
             "every request reached the peer as one AppendEntries"
         );
+        server.abort();
+    }
+
+    /// Serves `peer` on a loopback port from :0; returns a connection to it.
+    fn serve(peer: FakePeer) -> (PeerConnection, tokio::task::JoinHandle<()>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let addr = listener.local_addr().expect("addr");
+        let listener = tokio::net::TcpListener::from_std(listener).expect("tokio listener");
+        let server = tonic::transport::Server::builder()
+            .add_service(warden_proto::peer::peer_server::PeerServer::new(peer))
+            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener));
+        let server = tokio::spawn(async move {
+            let _ = server.await;
+        });
+        let mut c = connection();
+        c.addr = addr.to_string();
+        (c, server)
+    }
+
+    // S3 (an entry is acknowledged only once the follower has it) and the
+    // commit-only AppendEntries that openraft sends after each commit no
+    // entry follows: a request without entries whose prev_log_id the
+    // follower already acknowledged on this session is not sent; a probe
+    // (nothing acknowledged yet) and every request with entries are, and
+    // the answers still come in order.
+    #[tokio::test]
+    async fn a_commit_only_append_after_an_acknowledgement_is_not_sent() {
+        let peer = FakePeer {
+            streams: true,
+            ..FakePeer::default()
+        };
+        let (mut c, server) = serve(peer.clone());
+        let id = |index| {
+            openraft::LogId::new(
+                openraft::vote::leader_id_adv::LeaderId {
+                    term: 1,
+                    node_id: 1,
+                },
+                index,
+            )
+        };
+        let request =
+            |prev: Option<u64>, indexes: &[u64], commit: Option<u64>| AppendEntriesRequest::<
+                TypeConfig,
+            > {
+                vote: Vote::new_committed(1, 1),
+                prev_log_id: prev.map(id),
+                leader_commit: commit.map(id),
+                entries: indexes
+                    .iter()
+                    .map(|i| openraft::Entry {
+                        log_id: id(*i),
+                        payload: openraft::EntryPayload::Blank,
+                    })
+                    .collect(),
+            };
+        let input = futures::stream::iter(vec![
+            // A probe: nothing acknowledged yet, so it is sent.
+            request(Some(1), &[], Some(1)),
+            request(Some(1), &[2], Some(1)),
+            // Only the commit of 2, which the follower acknowledged.
+            request(Some(2), &[], Some(2)),
+            request(Some(2), &[3, 4], Some(2)),
+            // prev_log_id 3 is not the acknowledged 4: sent.
+            request(Some(3), &[], Some(4)),
+        ]);
+        let answers: Vec<_> = c
+            .stream_append(input, RPCOption::new(Duration::from_secs(5)))
+            .await
+            .expect("session opens")
+            .collect()
+            .await;
+        let matched: Vec<_> = answers
+            .into_iter()
+            .map(|a| match a {
+                Ok(Ok(m)) => m.map(|l| l.index),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(matched, vec![Some(1), Some(2), Some(4), Some(3)]);
+        assert_eq!(
+            *peer.streamed.lock().expect("log"),
+            vec![0, 1, 2, 0],
+            "entries per request that reached the follower"
+        );
+        assert!(c.streaming);
         server.abort();
     }
 
