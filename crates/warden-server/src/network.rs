@@ -577,7 +577,7 @@ where
                     Ok(result) => {
                         if let Ok(matching) = &result {
                             if this.acked.as_ref().is_none_or(|a| matching > a) {
-                                this.acked = Some(matching.clone());
+                                this.acked = Some(*matching);
                             }
                         }
                         Poll::Ready(Some(Ok(result)))
