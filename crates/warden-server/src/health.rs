@@ -74,6 +74,11 @@ impl LeaderContact {
         }
     }
 
+    /// When the last AppendEntries was accepted; `None` when never.
+    pub fn last(&self) -> Option<Instant> {
+        self.0.lock().ok().and_then(|last| *last)
+    }
+
     /// Time since the last accepted AppendEntries; `None` when never.
     pub fn since(&self) -> Option<Duration> {
         self.since_at(Instant::now())

@@ -249,6 +249,11 @@ where
         empty_at_start,
         bootstrap_lock: Mutex::new(()),
         leader_contact: health::LeaderContact::default(),
+        early_campaign: peer_service::EarlyCampaign::new(
+            config.node_id,
+            config.timing.election_timeout_min_ms,
+            config.timing.election_timeout_max_ms,
+        ),
     });
     let node_cell = NodeCell::default();
 

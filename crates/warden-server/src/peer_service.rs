@@ -2,7 +2,9 @@
 //! the cluster id (SEMANTICS "Membership").
 
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use openraft::async_runtime::WatchReceiver as _;
@@ -37,6 +39,89 @@ pub struct PeerState {
     pub bootstrap_lock: Mutex<()>,
     /// When an AppendEntries from a leader was last accepted (`/readyz`).
     pub leader_contact: crate::health::LeaderContact,
+    /// When to campaign after the leader's replication stream broke.
+    pub early_campaign: EarlyCampaign,
+}
+
+/// How long past the leader lease a follower waits before it campaigns
+/// early: the other followers' leases end a little after its own (their last
+/// message from the leader may be a little later).
+pub const EARLY_CAMPAIGN_MARGIN: Duration = Duration::from_millis(10);
+
+/// Campaigning once the leader lease has passed, after the leader's
+/// replication stream failed at the transport.
+///
+/// An openraft follower campaigns when its leader lease
+/// (`election_timeout_max` after the last message from the leader, during
+/// which it also refuses votes) *and then* a timeout sampled in
+/// [`election_timeout_min`, `election_timeout_max`) have passed without the
+/// leader (openraft 0.10.0-alpha.37: `raft_core.rs` `handle_tick_election`,
+/// `utime.rs` `is_expired`). When the leader's process dies, the kernel
+/// resets its connections and this node's inbound `AppendStream` fails at
+/// once; the follower then starts a pre-vote (openraft's
+/// `Trigger::elect(pre_vote = true)`) as soon as its lease plus
+/// [`EARLY_CAMPAIGN_MARGIN`] plus a stagger by node id has passed with
+/// nothing more from a leader, instead of waiting out the second timeout.
+/// ZooKeeper's followers likewise start an election when the leader's socket
+/// closes. The election itself is openraft's (S1): a voter whose own lease
+/// is still valid refuses the pre-vote (a live leader's heartbeats keep it
+/// so), and openraft's own timer still runs if this round fails.
+#[derive(Debug)]
+pub struct EarlyCampaign {
+    /// The leader lease plus the margin.
+    after: Duration,
+    /// Node id modulo 8, in eighths of the election timeout's spread: two
+    /// followers that saw the same reset do not pre-vote at the same moment
+    /// and split the vote.
+    stagger: Duration,
+    /// A campaign is scheduled (at most one at a time).
+    pending: AtomicBool,
+}
+
+impl EarlyCampaign {
+    /// From the node id and openraft's election timeout range (ms).
+    pub fn new(node_id: u64, election_timeout_min_ms: u64, election_timeout_max_ms: u64) -> Self {
+        let spread = election_timeout_max_ms.saturating_sub(election_timeout_min_ms);
+        Self {
+            after: Duration::from_millis(election_timeout_max_ms) + EARLY_CAMPAIGN_MARGIN,
+            stagger: Duration::from_millis(spread * (node_id % 8) / 8),
+            pending: AtomicBool::new(false),
+        }
+    }
+
+    /// How long after the last contact with the leader this node campaigns.
+    pub fn delay(&self) -> Duration {
+        self.after + self.stagger
+    }
+}
+
+/// The leader's replication stream failed at the transport: schedule an
+/// early campaign (see [`EarlyCampaign`]). It is dropped if anything comes
+/// from a leader before it is due, or if this node is no longer a follower.
+fn campaign_after_broken_stream(state: &Arc<PeerState>) {
+    let Some(raft) = state.raft.get().cloned() else {
+        return;
+    };
+    let Some(contact) = state.leader_contact.last() else {
+        return;
+    };
+    if state.early_campaign.pending.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let state = state.clone();
+    let due = contact + state.early_campaign.delay();
+    tokio::spawn(async move {
+        tokio::time::sleep_until(due).await;
+        state.early_campaign.pending.store(false, Ordering::Release);
+        let follower = raft.metrics().borrow_watched().state == openraft::ServerState::Follower;
+        if follower && state.leader_contact.last() == Some(contact) {
+            tracing::info!(
+                silent_ms = state.early_campaign.delay().as_millis() as u64,
+                "the leader's replication stream broke and no leader has spoken since: campaigning (pre-vote)"
+            );
+            let _ = raft.trigger().elect(true).await;
+        }
+    });
 }
 
 /// The gRPC service.
@@ -149,7 +234,11 @@ impl Peer for PeerService {
         let me = self.state.node_id;
         let refused: Arc<Mutex<Option<Status>>> = Arc::default();
         let slot = refused.clone();
+        let state = self.state.clone();
         let requests = req.into_inner().scan((), move |_, message| {
+            if message.is_err() {
+                campaign_after_broken_stream(&state);
+            }
             let rpc = message.and_then(|b| {
                 let rpc: AppendEntriesRequest<TypeConfig> = decode(&b)?;
                 refuse_self(me, rpc.vote.leader_id.node_id)?;
@@ -361,6 +450,26 @@ impl Peer for PeerService {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // L3 (failover) and S1: the early campaign comes after the leader lease
+    // (a voter refuses a pre-vote inside its own lease) plus the margin, and
+    // before openraft's own campaign at lease + [min, max); followers with
+    // different ids are staggered so that they do not split the vote.
+    #[test]
+    fn an_early_campaign_is_due_after_the_lease_and_before_the_timeout() {
+        let delays: Vec<u64> = (1..=3)
+            .map(|id| EarlyCampaign::new(id, 250, 500).delay().as_millis() as u64)
+            .collect();
+        // 500 ms lease + 10 ms margin + id/8 of the 250 ms spread.
+        assert_eq!(delays, vec![541, 572, 603]);
+        assert!(delays.iter().all(|d| *d > 500 && *d < 500 + 250));
+        assert_eq!(EarlyCampaign::new(8, 250, 500).delay().as_millis(), 510);
+        // The bench's 200/300 ms: 310 ms + 12, 25, 37 ms.
+        let bench: Vec<u64> = (1..=3)
+            .map(|id| EarlyCampaign::new(id, 200, 300).delay().as_millis() as u64)
+            .collect();
+        assert_eq!(bench, vec![322, 335, 347]);
+    }
 
     // Bad input never panics the server: a Raft call from this node itself
     // (a member's address pointing here) is refused, typed, naming the fix;

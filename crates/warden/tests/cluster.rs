@@ -429,6 +429,40 @@ async fn lagging_follower_catches_up_by_snapshot_and_leads() {
     }
 }
 
+/// L3 (failover) and S2: after SIGKILL of the leader, a follower whose
+/// replication stream from it broke campaigns once the leader lease has
+/// passed (`peer_service::EarlyCampaign`), not a whole election timeout
+/// later; the new leader serves and its tokens are above the old leader's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_campaigns_early_when_the_leaders_stream_breaks() {
+    let mut cluster = Cluster::start(3, &[]).await;
+    let api = cluster.api();
+    let before = api.acquire(81, 1, "before", 30_000).await.expect("acquire");
+    let (_, token_before) = before.grant();
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await;
+    cluster.kill(leader);
+    let next = cluster.wait_leader(Duration::from_secs(10)).await;
+    assert_ne!(next, leader);
+    let after = api.acquire(82, 1, "after", 30_000).await.expect("acquire");
+    let (_, token_after) = after.grant();
+    assert!(
+        token_after > token_before,
+        "S2: {token_before} < {token_after}"
+    );
+    let early: Vec<u64> = (1..=3)
+        .filter(|id| *id != leader)
+        .filter(|id| {
+            std::fs::read_to_string(&cluster.nodes[id].log)
+                .expect("log")
+                .contains("the leader's replication stream broke")
+        })
+        .collect();
+    assert!(
+        !early.is_empty(),
+        "no follower campaigned when the killed leader's stream broke"
+    );
+}
+
 /// S7: an acquire whose reply was lost, retried with the same request id on
 /// the new leader, returns the same grant.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
