@@ -10,8 +10,10 @@
 //!   table + this node's deadline table).
 //! - `wal`: the log's write-ahead file (format and recovery).
 //! - [`network`]: openraft RPCs to peers over the internal gRPC `Peer` service
-//!   (per-call timeout floor, reconnect after a second of timeouts).
-//! - [`peer_service`]: the receiving side of those RPCs, and bootstrap RPCs.
+//!   (per-call timeout floor, reconnect after a second of timeouts, no
+//!   commit-only AppendEntries the follower has already matched).
+//! - [`peer_service`]: the receiving side of those RPCs, bootstrap RPCs, and
+//!   the early campaign after the leader's stream broke (`EarlyCampaign`).
 //! - [`bootstrap`]: the two-phase cluster id (SEMANTICS "Membership").
 //! - [`node`]: a running node; `propose` to the local Raft handle only.
 //! - [`lock_service`]: the public `warden.v1.Lock` gRPC service.
