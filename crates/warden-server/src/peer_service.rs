@@ -2,7 +2,6 @@
 //! the cluster id (SEMANTICS "Membership").
 
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -18,7 +17,7 @@ use warden_proto::peer::{
 };
 
 use crate::network::SnapshotEnvelope;
-use crate::raft_types::{Raft, Snapshot, TypeConfig};
+use crate::raft_types::{Raft, Snapshot, TypeConfig, Vote};
 use crate::store::{Db, KEY_CLUSTER_ID, KEY_PREPARED_CLUSTER_ID};
 use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, StreamAppendError, VoteRequest};
 
@@ -65,7 +64,9 @@ pub const EARLY_CAMPAIGN_MARGIN: Duration = Duration::from_millis(10);
 /// ZooKeeper's followers likewise start an election when the leader's socket
 /// closes. The election itself is openraft's (S1): a voter whose own lease
 /// is still valid refuses the pre-vote (a live leader's heartbeats keep it
-/// so), and openraft's own timer still runs if this round fails.
+/// so), and openraft's own timer still runs if this round fails. The
+/// campaign is dropped if this node voted since the break
+/// ([`campaign_still_due`]); a later break replaces one still waited for.
 #[derive(Debug)]
 pub struct EarlyCampaign {
     /// The leader lease plus the margin.
@@ -74,8 +75,38 @@ pub struct EarlyCampaign {
     /// followers that saw the same reset do not pre-vote at the same moment
     /// and split the vote.
     stagger: Duration,
-    /// A campaign is scheduled (at most one at a time).
-    pending: AtomicBool,
+    /// The latest break not yet acted on, and whether a task waits for it.
+    waiting: Mutex<Waiting>,
+}
+
+/// What [`EarlyCampaign`] waits for.
+#[derive(Debug, Default)]
+struct Waiting {
+    /// The latest transport break not yet acted on.
+    latest: Option<StreamBreak>,
+    /// A task is waiting (at most one at a time).
+    task: bool,
+}
+
+/// One transport break of the leader's replication stream: what this node
+/// knew of the leader at that moment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamBreak {
+    /// The last accepted AppendEntries from a leader.
+    pub contact: tokio::time::Instant,
+    /// This node's vote (term and the node it follows or voted for).
+    pub vote: Vote,
+}
+
+/// This node as the waiting task finds it when a campaign is due.
+#[derive(Debug)]
+pub struct AtDue {
+    /// openraft's role for this node.
+    pub state: openraft::ServerState,
+    /// The last accepted AppendEntries from a leader.
+    pub contact: Option<tokio::time::Instant>,
+    /// This node's vote now.
+    pub vote: Vote,
 }
 
 impl EarlyCampaign {
@@ -85,7 +116,7 @@ impl EarlyCampaign {
         Self {
             after: Duration::from_millis(election_timeout_max_ms) + EARLY_CAMPAIGN_MARGIN,
             stagger: Duration::from_millis(spread * (node_id % 8) / 8),
-            pending: AtomicBool::new(false),
+            waiting: Mutex::new(Waiting::default()),
         }
     }
 
@@ -93,11 +124,63 @@ impl EarlyCampaign {
     pub fn delay(&self) -> Duration {
         self.after + self.stagger
     }
+
+    fn waiting(&self) -> std::sync::MutexGuard<'_, Waiting> {
+        self.waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Records a break; true when no task waits yet and the caller must
+    /// start one. A break seen while a task waits for an earlier one
+    /// replaces it (the task then waits for the later one's due time).
+    pub fn record(&self, b: StreamBreak) -> bool {
+        let mut w = self.waiting();
+        w.latest = Some(b);
+        !std::mem::replace(&mut w.task, true)
+    }
+
+    /// The break the task waits for next; None ends the task.
+    pub fn next(&self) -> Option<StreamBreak> {
+        let mut w = self.waiting();
+        let b = w.latest.clone();
+        if b.is_none() {
+            w.task = false;
+        }
+        b
+    }
+
+    /// The task woke at `b`'s due time: true when `b` is still the latest
+    /// break (it is then taken and the task ends), false when a later break
+    /// came in meanwhile (the task waits for that one).
+    pub fn take_if_latest(&self, b: &StreamBreak) -> bool {
+        let mut w = self.waiting();
+        if w.latest.as_ref() != Some(b) {
+            return false;
+        }
+        w.latest = None;
+        w.task = false;
+        true
+    }
+}
+
+/// Whether a campaign scheduled at break `b` is still wanted when due: this
+/// node is still a follower, no AppendEntries came from a leader since, and
+/// its vote is unchanged. A vote granted to a candidate since (a new term)
+/// restarts openraft's own election timer, and campaigning then could take
+/// the pre-vote of that very candidate while it still counts its votes and
+/// depose it the moment it wins.
+pub fn campaign_still_due(b: &StreamBreak, now: &AtDue) -> bool {
+    now.state == openraft::ServerState::Follower
+        && now.contact == Some(b.contact)
+        && now.vote == b.vote
 }
 
 /// The leader's replication stream failed at the transport: schedule an
-/// early campaign (see [`EarlyCampaign`]). It is dropped if anything comes
-/// from a leader before it is due, or if this node is no longer a follower.
+/// early campaign (see [`EarlyCampaign`]) for when the leader lease has
+/// passed since the last contact. It is dropped if anything comes from a
+/// leader before it is due, if this node voted since, or if it is no longer
+/// a follower.
 fn campaign_after_broken_stream(state: &Arc<PeerState>) {
     let Some(raft) = state.raft.get().cloned() else {
         return;
@@ -105,21 +188,43 @@ fn campaign_after_broken_stream(state: &Arc<PeerState>) {
     let Some(contact) = state.leader_contact.last() else {
         return;
     };
-    if state.early_campaign.pending.swap(true, Ordering::AcqRel) {
+    let vote = raft.metrics().borrow_watched().vote;
+    if !state.early_campaign.record(StreamBreak { contact, vote }) {
         return;
     }
     let state = state.clone();
-    let due = contact + state.early_campaign.delay();
     tokio::spawn(async move {
-        tokio::time::sleep_until(due).await;
-        state.early_campaign.pending.store(false, Ordering::Release);
-        let follower = raft.metrics().borrow_watched().state == openraft::ServerState::Follower;
-        if follower && state.leader_contact.last() == Some(contact) {
-            tracing::info!(
-                silent_ms = state.early_campaign.delay().as_millis() as u64,
-                "the leader's replication stream broke and no leader has spoken since: campaigning (pre-vote)"
-            );
-            let _ = raft.trigger().elect(true).await;
+        let campaign = &state.early_campaign;
+        while let Some(b) = campaign.next() {
+            tokio::time::sleep_until(b.contact + campaign.delay()).await;
+            if !campaign.take_if_latest(&b) {
+                tracing::debug!("early campaign: a later break came in; waiting for its due time");
+                continue;
+            }
+            let now = {
+                let m = raft.metrics();
+                let m = m.borrow_watched();
+                AtDue {
+                    state: m.state,
+                    contact: state.leader_contact.last(),
+                    vote: m.vote,
+                }
+            };
+            if campaign_still_due(&b, &now) {
+                tracing::info!(
+                    silent_ms = campaign.delay().as_millis() as u64,
+                    "the leader's replication stream broke and no leader has spoken since: campaigning (pre-vote)"
+                );
+                let _ = raft.trigger().elect(true).await;
+            } else {
+                tracing::debug!(
+                    state = ?now.state,
+                    contact_moved = now.contact != Some(b.contact),
+                    voted = now.vote != b.vote,
+                    "early campaign dropped"
+                );
+            }
+            return;
         }
     });
 }
@@ -469,6 +574,60 @@ mod tests {
             .map(|id| EarlyCampaign::new(id, 200, 300).delay().as_millis() as u64)
             .collect();
         assert_eq!(bench, vec![322, 335, 347]);
+    }
+
+    // L3 (failover without needless elections): a campaign scheduled at a
+    // break is dropped when, by its due time, this node has granted its
+    // vote to a candidate (openraft restarts its own election timer then);
+    // otherwise the follower pre-votes against that candidate while it still
+    // counts its votes, the candidate grants it (its vote is not committed
+    // yet) and is deposed by a second election one term higher.
+    #[test]
+    fn an_early_campaign_is_dropped_after_this_node_voted() {
+        let contact = tokio::time::Instant::now();
+        let b = StreamBreak {
+            contact,
+            vote: Vote::new_committed(3, 1),
+        };
+        let at_due = |vote: Vote| AtDue {
+            state: openraft::ServerState::Follower,
+            contact: Some(contact),
+            vote,
+        };
+        assert!(campaign_still_due(&b, &at_due(Vote::new_committed(3, 1))));
+        // Voted for candidate 2 in term 4; its AppendEntries has not come yet.
+        assert!(!campaign_still_due(&b, &at_due(Vote::new(4, 2))));
+        // Any AppendEntries since, or no longer a follower: dropped too.
+        let mut later = at_due(Vote::new_committed(3, 1));
+        later.contact = Some(contact + Duration::from_millis(50));
+        assert!(!campaign_still_due(&b, &later));
+        let mut candidate = at_due(Vote::new_committed(3, 1));
+        candidate.state = openraft::ServerState::Candidate;
+        assert!(!campaign_still_due(&b, &candidate));
+    }
+
+    // L3: a break while a campaign already waits for an earlier one (a
+    // replication session the leader cancelled, then the leader's crash)
+    // is not lost: the waiting task moves on to the later break's due time.
+    #[test]
+    fn a_later_break_replaces_the_one_waited_for() {
+        let c = EarlyCampaign::new(2, 250, 500);
+        let t0 = tokio::time::Instant::now();
+        let at = |ms| StreamBreak {
+            contact: t0 + Duration::from_millis(ms),
+            vote: Vote::new_committed(3, 1),
+        };
+        assert!(c.record(at(0)), "the first break starts the task");
+        let waited = c.next().expect("a break to wait for");
+        assert_eq!(waited, at(0));
+        // The leader spoke again at 100 ms and its stream broke after that.
+        assert!(!c.record(at(100)), "one task at a time");
+        assert!(!c.take_if_latest(&waited), "a later break came in");
+        let waited = c.next().expect("the later break");
+        assert_eq!(waited, at(100));
+        assert!(c.take_if_latest(&waited));
+        assert_eq!(c.next(), None, "nothing left: the task ends");
+        assert!(c.record(at(200)), "the next break starts a new task");
     }
 
     // Bad input never panics the server: a Raft call from this node itself
