@@ -64,9 +64,13 @@ pub const EARLY_CAMPAIGN_MARGIN: Duration = Duration::from_millis(10);
 /// ZooKeeper's followers likewise start an election when the leader's socket
 /// closes. The election itself is openraft's (S1): a voter whose own lease
 /// is still valid refuses the pre-vote (a live leader's heartbeats keep it
-/// so), and openraft's own timer still runs if this round fails. The
-/// campaign is dropped if this node voted since the break
-/// ([`campaign_still_due`]); a later break replaces one still waited for.
+/// so), and openraft's own timer still runs if this round fails.
+///
+/// Each break gets its own wait, due at its last contact + [`Self::delay`];
+/// a campaign is dropped when due if a leader spoke or this node voted since
+/// ([`campaign_still_due`]), so a later break supersedes an earlier one by
+/// itself. Breaks with the same last contact (two streams failing at once)
+/// are waited for once.
 #[derive(Debug)]
 pub struct EarlyCampaign {
     /// The leader lease plus the margin.
@@ -75,38 +79,29 @@ pub struct EarlyCampaign {
     /// followers that saw the same reset do not pre-vote at the same moment
     /// and split the vote.
     stagger: Duration,
-    /// The latest break not yet acted on, and whether a task waits for it.
-    waiting: Mutex<Waiting>,
-}
-
-/// What [`EarlyCampaign`] waits for.
-#[derive(Debug, Default)]
-struct Waiting {
-    /// The latest transport break not yet acted on.
-    latest: Option<StreamBreak>,
-    /// A task is waiting (at most one at a time).
-    task: bool,
+    /// The last contact of the latest break waited for.
+    scheduled: Mutex<Option<tokio::time::Instant>>,
 }
 
 /// One transport break of the leader's replication stream: what this node
 /// knew of the leader at that moment.
 #[derive(Debug, Clone, PartialEq)]
-pub struct StreamBreak {
+struct StreamBreak {
     /// The last accepted AppendEntries from a leader.
-    pub contact: tokio::time::Instant,
+    contact: tokio::time::Instant,
     /// This node's vote (term and the node it follows or voted for).
-    pub vote: Vote,
+    vote: Vote,
 }
 
-/// This node as the waiting task finds it when a campaign is due.
+/// This node as a campaign finds it when it is due.
 #[derive(Debug)]
-pub struct AtDue {
+struct AtDue {
     /// openraft's role for this node.
-    pub state: openraft::ServerState,
+    state: openraft::ServerState,
     /// The last accepted AppendEntries from a leader.
-    pub contact: Option<tokio::time::Instant>,
+    contact: Option<tokio::time::Instant>,
     /// This node's vote now.
-    pub vote: Vote,
+    vote: Vote,
 }
 
 impl EarlyCampaign {
@@ -116,7 +111,7 @@ impl EarlyCampaign {
         Self {
             after: Duration::from_millis(election_timeout_max_ms) + EARLY_CAMPAIGN_MARGIN,
             stagger: Duration::from_millis(spread * (node_id % 8) / 8),
-            waiting: Mutex::new(Waiting::default()),
+            scheduled: Mutex::new(None),
         }
     }
 
@@ -125,42 +120,14 @@ impl EarlyCampaign {
         self.after + self.stagger
     }
 
-    fn waiting(&self) -> std::sync::MutexGuard<'_, Waiting> {
-        self.waiting
+    /// True when no wait is scheduled yet for a break at last contact
+    /// `contact` (the caller then schedules one).
+    fn first_for(&self, contact: tokio::time::Instant) -> bool {
+        let mut scheduled = self
+            .scheduled
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Records a break; true when no task waits yet and the caller must
-    /// start one. A break seen while a task waits for an earlier one
-    /// replaces it (the task then waits for the later one's due time).
-    pub fn record(&self, b: StreamBreak) -> bool {
-        let mut w = self.waiting();
-        w.latest = Some(b);
-        !std::mem::replace(&mut w.task, true)
-    }
-
-    /// The break the task waits for next; None ends the task.
-    pub fn next(&self) -> Option<StreamBreak> {
-        let mut w = self.waiting();
-        let b = w.latest.clone();
-        if b.is_none() {
-            w.task = false;
-        }
-        b
-    }
-
-    /// The task woke at `b`'s due time: true when `b` is still the latest
-    /// break (it is then taken and the task ends), false when a later break
-    /// came in meanwhile (the task waits for that one).
-    pub fn take_if_latest(&self, b: &StreamBreak) -> bool {
-        let mut w = self.waiting();
-        if w.latest.as_ref() != Some(b) {
-            return false;
-        }
-        w.latest = None;
-        w.task = false;
-        true
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        scheduled.replace(contact) != Some(contact)
     }
 }
 
@@ -170,7 +137,7 @@ impl EarlyCampaign {
 /// restarts openraft's own election timer, and campaigning then could take
 /// the pre-vote of that very candidate while it still counts its votes and
 /// depose it the moment it wins.
-pub fn campaign_still_due(b: &StreamBreak, now: &AtDue) -> bool {
+fn campaign_still_due(b: &StreamBreak, now: &AtDue) -> bool {
     now.state == openraft::ServerState::Follower
         && now.contact == Some(b.contact)
         && now.vote == b.vote
@@ -188,43 +155,39 @@ fn campaign_after_broken_stream(state: &Arc<PeerState>) {
     let Some(contact) = state.leader_contact.last() else {
         return;
     };
-    let vote = raft.metrics().borrow_watched().vote;
-    if !state.early_campaign.record(StreamBreak { contact, vote }) {
+    if !state.early_campaign.first_for(contact) {
         return;
     }
+    let b = StreamBreak {
+        contact,
+        vote: raft.metrics().borrow_watched().vote,
+    };
     let state = state.clone();
     tokio::spawn(async move {
-        let campaign = &state.early_campaign;
-        while let Some(b) = campaign.next() {
-            tokio::time::sleep_until(b.contact + campaign.delay()).await;
-            if !campaign.take_if_latest(&b) {
-                tracing::debug!("early campaign: a later break came in; waiting for its due time");
-                continue;
+        let delay = state.early_campaign.delay();
+        tokio::time::sleep_until(b.contact + delay).await;
+        let now = {
+            let m = raft.metrics();
+            let m = m.borrow_watched();
+            AtDue {
+                state: m.state,
+                contact: state.leader_contact.last(),
+                vote: m.vote,
             }
-            let now = {
-                let m = raft.metrics();
-                let m = m.borrow_watched();
-                AtDue {
-                    state: m.state,
-                    contact: state.leader_contact.last(),
-                    vote: m.vote,
-                }
-            };
-            if campaign_still_due(&b, &now) {
-                tracing::info!(
-                    silent_ms = campaign.delay().as_millis() as u64,
-                    "the leader's replication stream broke and no leader has spoken since: campaigning (pre-vote)"
-                );
-                let _ = raft.trigger().elect(true).await;
-            } else {
-                tracing::debug!(
-                    state = ?now.state,
-                    contact_moved = now.contact != Some(b.contact),
-                    voted = now.vote != b.vote,
-                    "early campaign dropped"
-                );
-            }
-            return;
+        };
+        if campaign_still_due(&b, &now) {
+            tracing::info!(
+                silent_ms = delay.as_millis() as u64,
+                "the leader's replication stream broke and no leader has spoken since: campaigning (pre-vote)"
+            );
+            let _ = raft.trigger().elect(true).await;
+        } else {
+            tracing::debug!(
+                state = ?now.state,
+                contact_moved = now.contact != Some(b.contact),
+                voted = now.vote != b.vote,
+                "early campaign dropped"
+            );
         }
     });
 }
@@ -608,26 +571,31 @@ mod tests {
 
     // L3: a break while a campaign already waits for an earlier one (a
     // replication session the leader cancelled, then the leader's crash)
-    // is not lost: the waiting task moves on to the later break's due time.
+    // is not lost: it gets its own wait (the earlier campaign is dropped when
+    // due, its contact having moved); two breaks at one contact are waited
+    // for once.
     #[test]
-    fn a_later_break_replaces_the_one_waited_for() {
+    fn a_later_break_gets_its_own_wait() {
         let c = EarlyCampaign::new(2, 250, 500);
         let t0 = tokio::time::Instant::now();
-        let at = |ms| StreamBreak {
-            contact: t0 + Duration::from_millis(ms),
-            vote: Vote::new_committed(3, 1),
-        };
-        assert!(c.record(at(0)), "the first break starts the task");
-        let waited = c.next().expect("a break to wait for");
-        assert_eq!(waited, at(0));
+        let vote = Vote::new_committed(3, 1);
+        assert!(c.first_for(t0), "the first break is waited for");
+        assert!(
+            !c.first_for(t0),
+            "a second break at the same contact is not"
+        );
         // The leader spoke again at 100 ms and its stream broke after that.
-        assert!(!c.record(at(100)), "one task at a time");
-        assert!(!c.take_if_latest(&waited), "a later break came in");
-        let waited = c.next().expect("the later break");
-        assert_eq!(waited, at(100));
-        assert!(c.take_if_latest(&waited));
-        assert_eq!(c.next(), None, "nothing left: the task ends");
-        assert!(c.record(at(200)), "the next break starts a new task");
+        let t1 = t0 + Duration::from_millis(100);
+        assert!(c.first_for(t1), "a break after new contact is waited for");
+        let at_due = AtDue {
+            state: openraft::ServerState::Follower,
+            contact: Some(t1),
+            vote,
+        };
+        let first = StreamBreak { contact: t0, vote };
+        let later = StreamBreak { contact: t1, vote };
+        assert!(!campaign_still_due(&first, &at_due), "superseded");
+        assert!(campaign_still_due(&later, &at_due));
     }
 
     // Bad input never panics the server: a Raft call from this node itself
