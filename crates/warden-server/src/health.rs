@@ -85,10 +85,7 @@ impl LeaderContact {
     }
 
     fn since_at(&self, now: Instant) -> Option<Duration> {
-        self.0
-            .lock()
-            .ok()
-            .and_then(|last| last.map(|t| now.saturating_duration_since(t)))
+        self.last().map(|t| now.saturating_duration_since(t))
     }
 }
 

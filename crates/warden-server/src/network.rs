@@ -576,9 +576,7 @@ where
                 return match postcard::from_bytes::<StreamAppendResult<TypeConfig>>(&blob.data) {
                     Ok(result) => {
                         if let Ok(matching) = &result {
-                            if this.acked.as_ref().is_none_or(|a| matching > a) {
-                                this.acked = Some(*matching);
-                            }
+                            this.acked = this.acked.max(Some(*matching));
                         }
                         Poll::Ready(Some(Ok(result)))
                     }
