@@ -355,8 +355,7 @@ async fn lagging_follower_catches_up_by_snapshot_and_leads() {
         cluster
             .wait_applied(follower, Duration::from_secs(20))
             .await;
-        let log = std::fs::read_to_string(&cluster.nodes[&follower].log).expect("log");
-        if log.contains("installed a snapshot from the leader") {
+        if cluster.logged(follower, "installed a snapshot from the leader") {
             installed = true;
             break;
         }
@@ -451,11 +450,7 @@ async fn a_follower_campaigns_early_when_the_leaders_stream_breaks() {
     );
     let early: Vec<u64> = (1..=3)
         .filter(|id| *id != leader)
-        .filter(|id| {
-            std::fs::read_to_string(&cluster.nodes[id].log)
-                .expect("log")
-                .contains("the leader's replication stream broke")
-        })
+        .filter(|id| cluster.logged(*id, "the leader's replication stream broke"))
         .collect();
     assert!(
         !early.is_empty(),

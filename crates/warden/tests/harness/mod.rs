@@ -176,6 +176,13 @@ impl Cluster {
         self.nodes.get_mut(&id).expect("node").child = Some(child);
     }
 
+    /// Whether node `id`'s log (every run of it so far) contains `text`.
+    pub fn logged(&self, id: u64, text: &str) -> bool {
+        std::fs::read_to_string(&self.nodes[&id].log)
+            .expect("log")
+            .contains(text)
+    }
+
     /// Runs node `id` in the foreground until it exits (or `timeout`).
     pub fn run_to_exit(&mut self, id: u64, timeout: Duration) -> (Option<i32>, String) {
         let mut child = self
