@@ -11,9 +11,11 @@ use tonic::transport::{Channel, Endpoint};
 use tonic::Status;
 use tracing::debug;
 use warden_proto::v1::{
-    self, acquire_response::Event, lease_client::LeaseClient, lock_client::LockClient,
+    self, acquire_response::Event, call_request::Call, call_response::Answer,
+    lease_client::LeaseClient, lock_client::LockClient,
 };
 
+use crate::calls::{CallStream, OpenCall};
 use crate::error::{describe, disposition, is_server_unavailable, ClientError, Disposition};
 use crate::requests::{InFlight, RequestIds};
 use crate::routing::{leader_hint, parse_endpoint, CallPlan};
@@ -58,6 +60,9 @@ struct Inner {
     client_id: u64,
     /// Lazily connected channels by `host:port` (endpoints and leader hints).
     channels: Mutex<HashMap<String, Channel>>,
+    /// Each node's `Calls` stream, opened on first use; `None` for a node
+    /// that does not serve `Calls` (it gets unary calls).
+    call_streams: Mutex<HashMap<String, Option<CallStream>>>,
     /// The address that last served a call; tried first. Cleared when it
     /// fails.
     leader: Mutex<Option<String>>,
@@ -117,6 +122,7 @@ impl Client {
                 options,
                 client_id: rand::random_range(1..=MAX_ID),
                 channels: Mutex::new(HashMap::new()),
+                call_streams: Mutex::new(HashMap::new()),
                 leader: Mutex::new(None),
                 request_ids: Arc::new(Mutex::new(RequestIds::default())),
                 renew_sequence: AtomicU64::new(0),
@@ -233,8 +239,10 @@ impl Client {
         };
         let on_queued = &report_queued;
         let request = &request;
-        let acquire = self.call("acquire", deadline, move |mut client| async move {
-            let mut stream = within(attempt_timeout, client.acquire(request.clone())).await?;
+        let acquire = self.call_at("acquire", deadline, move |address, channel| async move {
+            let mut answers = self
+                .start_acquire(&address, channel, request, attempt_timeout)
+                .await?;
             loop {
                 // Before the wait ends, the final message may take the
                 // rest of the wait; after, one attempt timeout (the
@@ -242,7 +250,7 @@ impl Client {
                 let budget = wait_deadline
                     .saturating_duration_since(Instant::now())
                     .saturating_add(attempt_timeout);
-                let message = tokio::time::timeout(budget, stream.message())
+                let message = tokio::time::timeout(budget, answers.next())
                     .await
                     .map_err(|_| attempt_timed_out(budget))??;
                 match message.and_then(|m| m.event) {
@@ -514,8 +522,10 @@ impl Client {
         let attempt_timeout = self.inner.options.attempt_timeout;
         let request = &request;
         let result = self
-            .call("release", deadline, move |mut client| async move {
-                let reply = within(attempt_timeout, client.release(request.clone())).await?;
+            .call_at("release", deadline, move |address, channel| async move {
+                let reply = self
+                    .release_at(&address, channel, request, attempt_timeout)
+                    .await?;
                 Ok(ReleaseResult {
                     resource: reply.resource,
                     lease_id: reply.lease_id,
@@ -616,6 +626,91 @@ impl Client {
         .await
     }
 
+    /// The node's `Calls` stream (opened now if there is none or it ended),
+    /// or `None` if the node does not serve `Calls`.
+    fn call_stream(&self, address: &str, channel: &Channel) -> Option<CallStream> {
+        let mut streams = self
+            .inner
+            .call_streams
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match streams.get(address) {
+            Some(None) => None,
+            Some(Some(stream)) if !stream.is_closed() => Some(stream.clone()),
+            _ => {
+                let stream = CallStream::open(channel.clone());
+                streams.insert(address.to_string(), Some(stream.clone()));
+                Some(stream)
+            }
+        }
+    }
+
+    /// Starts `call` on the node's `Calls` stream and waits at most `timeout`
+    /// for its first answer. `Ok(None)` when the node does not serve `Calls`
+    /// (it answered `Unimplemented`; it is remembered): use the unary call.
+    async fn first_answer(
+        &self,
+        address: &str,
+        channel: &Channel,
+        call: Call,
+        timeout: Duration,
+    ) -> Result<Option<(Answer, OpenCall)>, Status> {
+        let Some(stream) = self.call_stream(address, channel) else {
+            return Ok(None);
+        };
+        let mut open = stream.start(call)?;
+        match tokio::time::timeout(timeout, open.next()).await {
+            Err(_) => Err(attempt_timed_out(timeout)),
+            Ok(Err(status)) if status.code() == tonic::Code::Unimplemented => {
+                debug!(address, "node does not serve Calls; using unary calls");
+                self.inner
+                    .call_streams
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(address.to_string(), None);
+                Ok(None)
+            }
+            Ok(answer) => Ok(Some((answer?, open))),
+        }
+    }
+
+    /// One attempt to start an acquire at `address`: on its `Calls` stream,
+    /// else as a unary `Acquire`.
+    async fn start_acquire(
+        &self,
+        address: &str,
+        channel: Channel,
+        request: &v1::AcquireRequest,
+        timeout: Duration,
+    ) -> Result<AcquireAnswers, Status> {
+        let call = Call::Acquire(request.clone());
+        if let Some((first, open)) = self.first_answer(address, &channel, call, timeout).await? {
+            return Ok(AcquireAnswers::Call {
+                first: Some(first),
+                open,
+            });
+        }
+        let stream = within(timeout, LockClient::new(channel).acquire(request.clone())).await?;
+        Ok(AcquireAnswers::Stream(stream))
+    }
+
+    /// One attempt of a release at `address`: on its `Calls` stream, else as
+    /// a unary `Release`.
+    async fn release_at(
+        &self,
+        address: &str,
+        channel: Channel,
+        request: &v1::ReleaseRequest,
+        timeout: Duration,
+    ) -> Result<v1::ReleaseResponse, Status> {
+        let call = Call::Release(request.clone());
+        match self.first_answer(address, &channel, call, timeout).await? {
+            Some((Answer::Release(reply), _)) => Ok(reply),
+            Some((other, _)) => Err(unexpected_answer("release", &other)),
+            None => within(timeout, LockClient::new(channel).release(request.clone())).await,
+        }
+    }
+
     fn header(&self, in_flight: &InFlight) -> v1::RequestHeader {
         v1::RequestHeader {
             client_id: self.inner.client_id,
@@ -687,6 +782,22 @@ impl Client {
         F: FnMut(Channel) -> Fut,
         Fut: Future<Output = Result<T, Status>>,
     {
+        self.call_at(op, deadline, move |_address, channel| attempt(channel))
+            .await
+    }
+
+    /// [`Self::call_channel`], with the node's address (`host:port`) given to
+    /// `attempt` too.
+    async fn call_at<T, F, Fut>(
+        &self,
+        op: &'static str,
+        deadline: Instant,
+        mut attempt: F,
+    ) -> Result<T, ClientError>
+    where
+        F: FnMut(String, Channel) -> Fut,
+        Fut: Future<Output = Result<T, Status>>,
+    {
         let started = Instant::now();
         let (mut plan, mut target) = CallPlan::new(
             &self.inner.endpoints,
@@ -697,7 +808,9 @@ impl Client {
         let mut last_error: String;
         loop {
             let outcome = match self.channel(&target) {
-                Ok(channel) => tokio::time::timeout_at(deadline, attempt(channel)).await,
+                Ok(channel) => {
+                    tokio::time::timeout_at(deadline, attempt(target.clone(), channel)).await
+                }
                 Err(e) => Ok(Err(Status::invalid_argument(e.to_string()))),
             };
             let status = match outcome {
@@ -750,6 +863,41 @@ impl Client {
             }
         })
     }
+}
+
+/// An acquire's messages: from its call on a `Calls` stream, or from a
+/// unary `Acquire`'s response stream.
+enum AcquireAnswers {
+    Call {
+        /// The first answer, already received.
+        first: Option<Answer>,
+        open: OpenCall,
+    },
+    Stream(tonic::Streaming<v1::AcquireResponse>),
+}
+
+impl AcquireAnswers {
+    /// The next message; `None` when a unary stream ended.
+    async fn next(&mut self) -> Result<Option<v1::AcquireResponse>, Status> {
+        match self {
+            AcquireAnswers::Stream(stream) => stream.message().await,
+            AcquireAnswers::Call { first, open } => {
+                let answer = match first.take() {
+                    Some(answer) => answer,
+                    None => open.next().await?,
+                };
+                match answer {
+                    Answer::Acquire(message) => Ok(Some(message)),
+                    other => Err(unexpected_answer("acquire", &other)),
+                }
+            }
+        }
+    }
+}
+
+/// A `Calls` answer of the wrong kind for the call (a server bug, not input).
+fn unexpected_answer(op: &str, answer: &Answer) -> Status {
+    Status::internal(format!("unexpected answer to {op}: {answer:?}"))
 }
 
 /// One attempt of a unary call, bounded by `timeout` (a slow node is left

@@ -50,6 +50,9 @@
 //!   proclaim, leader, observe, resign, in a namespace apart from locks.
 //! - [`Clock`], [`BootClock`], [`TokioClock`] (`clock.rs`): the clock
 //!   validity is measured on (CLOCK_BOOTTIME by default).
+//! - `calls.rs`: one `Calls` stream per node, shared by the client's
+//!   acquires and releases to it (one HTTP/2 stream instead of one per call),
+//!   with the unary calls for a node that does not serve it.
 //! - `routing.rs`: endpoint parsing ([`parse_endpoint`]), the
 //!   `warden-leader` hint ([`leader_hint`]) and the per-call plan of targets
 //!   and backoff (pure logic).
@@ -91,6 +94,7 @@
 
 #![warn(missing_docs)]
 
+mod calls;
 mod client;
 mod clock;
 mod election;

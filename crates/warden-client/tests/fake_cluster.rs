@@ -3,6 +3,7 @@
 //! error mapping. The fakes implement only what each test scripts.
 
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,6 +22,7 @@ use warden_proto::v1::{
     ClusterStatusResponse, Granted, Queued as WireQueued, ReleaseRequest, ReleaseResponse,
     RenewRequest, RenewResponse, StatusRequest, StatusResponse,
 };
+use warden_proto::v1::{call_request, call_response::Answer, CallError, CallRequest, CallResponse};
 
 /// How a fake node answers.
 #[derive(Clone)]
@@ -47,6 +49,11 @@ const SLOW_RENEW: Duration = Duration::from_millis(300);
 #[derive(Clone)]
 struct Fake {
     role: Role,
+    /// Serves `Calls` (by relaying each acquire to `acquire`); when false it
+    /// answers `Unimplemented`, as a node from before `Calls` would.
+    serve_calls: bool,
+    /// How many `Calls` streams were opened on this node.
+    calls_opened: Arc<AtomicUsize>,
     /// Signalled by every renew.
     renewed: Arc<tokio::sync::Notify>,
     /// Every acquire header seen: (client_id, request_id, acked_request_id).
@@ -65,10 +72,72 @@ fn not_leader(hint: &Option<String>) -> Status {
 }
 
 type AcquireStream = Pin<Box<dyn Stream<Item = Result<AcquireResponse, Status>> + Send>>;
+type CallsStream = Pin<Box<dyn Stream<Item = Result<CallResponse, Status>> + Send>>;
+
+/// A failed call as a `Calls` answer carries it.
+fn call_error(status: &Status) -> Answer {
+    Answer::Error(CallError {
+        code: status.code() as i32,
+        message: status.message().to_string(),
+        leader: status
+            .metadata()
+            .get(warden_proto::LEADER_METADATA)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string(),
+    })
+}
 
 #[tonic::async_trait]
 impl Lock for Fake {
     type AcquireStream = AcquireStream;
+    type CallsStream = CallsStream;
+
+    async fn calls(
+        &self,
+        request: Request<tonic::Streaming<CallRequest>>,
+    ) -> Result<Response<CallsStream>, Status> {
+        self.calls_opened.fetch_add(1, Ordering::SeqCst);
+        if !self.serve_calls {
+            return Err(Status::unimplemented("fake: a node from before Calls"));
+        }
+        let mut inbound = request.into_inner();
+        let (tx, rx) = tokio::sync::mpsc::channel(16);
+        let fake = self.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(call)) = inbound.message().await {
+                let call_id = call.call_id;
+                let Some(call_request::Call::Acquire(acquire)) = call.call else {
+                    continue;
+                };
+                let (fake, tx) = (fake.clone(), tx.clone());
+                tokio::spawn(async move {
+                    let send = |answer| {
+                        tx.send(Ok(CallResponse {
+                            call_id,
+                            answer: Some(answer),
+                        }))
+                    };
+                    match fake.acquire(Request::new(acquire)).await {
+                        Err(status) => drop(send(call_error(&status)).await),
+                        Ok(response) => {
+                            let mut messages = response.into_inner();
+                            while let Some(item) = futures::StreamExt::next(&mut messages).await {
+                                let last = item.is_err();
+                                let answer = item.map_or_else(|s| call_error(&s), Answer::Acquire);
+                                if send(answer).await.is_err() || last {
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        )))
+    }
 
     async fn acquire(
         &self,
@@ -227,23 +296,47 @@ impl Lease for Fake {
     }
 }
 
-/// Starts a fake node on 127.0.0.1:0; returns its address and its log.
+/// What a test sees of a fake node.
+struct Started {
+    addr: String,
+    /// Every acquire header seen: (client_id, request_id, acked_request_id).
+    acquires: Arc<Mutex<Vec<(u64, u64, u64)>>>,
+    /// How many `Calls` streams were opened on it.
+    calls_opened: Arc<AtomicUsize>,
+}
+
+/// Starts a fake node on 127.0.0.1:0 that does not serve `Calls` (so these
+/// tests also cover the client's unary fallback); returns its address and
+/// its log.
 async fn start(role: Role) -> (String, Arc<Mutex<Vec<(u64, u64, u64)>>>) {
+    let started = start_node(role, false).await;
+    (started.addr, started.acquires)
+}
+
+/// Starts a fake node on 127.0.0.1:0, serving `Calls` when `serve_calls`.
+async fn start_node(role: Role, serve_calls: bool) -> Started {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let fake = Fake {
         role,
+        serve_calls,
+        calls_opened: Arc::default(),
         renewed: Arc::default(),
         acquires: Arc::default(),
     };
     let acquires = Arc::clone(&fake.acquires);
+    let calls_opened = Arc::clone(&fake.calls_opened);
     tokio::spawn(
         tonic::transport::Server::builder()
             .add_service(LeaseServer::new(fake.clone()))
             .add_service(LockServer::new(fake))
             .serve_with_incoming(TcpListenerStream::new(listener)),
     );
-    (addr, acquires)
+    Started {
+        addr,
+        acquires,
+        calls_opened,
+    }
 }
 
 fn ten_seconds() -> AcquireOptions {
@@ -455,4 +548,124 @@ async fn session_validity_counts_from_the_renew_send() {
     );
     assert!(session.valid_until() > first, "it moved forward");
     assert_eq!(session.check(), Ok(()));
+}
+
+// Leader following over `Calls` (L3, S7): a follower's in-band error keeps its
+// `warden-leader` hint, the retry at the leader reuses the request id, and
+// each node's one stream carries every later call.
+#[tokio::test]
+async fn calls_follow_the_leader_hint_with_the_same_request_id_on_one_stream() {
+    let leader = start_node(Role::Leader { drops: 0 }, true).await;
+    let follower = start_node(Role::Follower(Some(leader.addr.clone())), true).await;
+    let client = Client::connect(vec![follower.addr.clone()], ClientOptions::default())
+        .await
+        .unwrap();
+    let result = client.acquire("orders", ten_seconds()).await.unwrap();
+    assert!(
+        matches!(
+            result,
+            AcquireResult::Granted {
+                lease_id: 7,
+                fencing_token: 41,
+                ..
+            }
+        ),
+        "{result:?}"
+    );
+    assert_eq!(client.cached_leader(), Some(leader.addr.clone()));
+    let f = follower.acquires.lock().unwrap().clone();
+    let l = leader.acquires.lock().unwrap().clone();
+    assert_eq!(
+        f, l,
+        "the retry carries the same client id, request id and watermark"
+    );
+    assert_eq!((f[0].0, f[0].1, f[0].2), (client.client_id(), 1, 0));
+
+    for _ in 0..3 {
+        client.acquire("orders", ten_seconds()).await.unwrap();
+    }
+    let ids: Vec<u64> = leader
+        .acquires
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|h| h.1)
+        .collect();
+    assert_eq!(ids, vec![1, 2, 3, 4]);
+    assert_eq!(
+        leader.calls_opened.load(Ordering::SeqCst),
+        1,
+        "one stream for four calls"
+    );
+    assert_eq!(follower.calls_opened.load(Ordering::SeqCst), 1);
+}
+
+// S8/S7 over `Calls`: a call that fails mid-wait (in-band Unavailable after a
+// `queued` report) is re-sent with the same request id on the same stream.
+#[tokio::test]
+async fn a_call_failed_mid_wait_is_resent_with_the_same_request_id() {
+    let leader = start_node(Role::Leader { drops: 2 }, true).await;
+    let client = Client::connect(vec![leader.addr.clone()], ClientOptions::default())
+        .await
+        .unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    let options = AcquireOptions {
+        wait: Duration::from_secs(5),
+        ..ten_seconds()
+    };
+    let result = client
+        .acquire_with_progress("orders", options, move |q: Queued| {
+            sink.lock().unwrap().push(q)
+        })
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            result,
+            AcquireResult::Granted {
+                fencing_token: 41,
+                ..
+            }
+        ),
+        "{result:?}"
+    );
+    let ids: Vec<u64> = leader
+        .acquires
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|h| h.1)
+        .collect();
+    assert_eq!(ids, vec![1, 1, 1]);
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        3,
+        "every Queued reaches the callback"
+    );
+    assert_eq!(leader.calls_opened.load(Ordering::SeqCst), 1);
+}
+
+// Rolling upgrades: a node from before `Calls` answers Unimplemented; the
+// client falls back to the unary Acquire there and does not ask again.
+#[tokio::test]
+async fn a_node_without_calls_gets_unary_calls_and_is_asked_once() {
+    let old = start_node(Role::Leader { drops: 0 }, false).await;
+    let client = Client::connect(vec![old.addr.clone()], ClientOptions::default())
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        let result = client.acquire("orders", ten_seconds()).await.unwrap();
+        assert!(
+            matches!(result, AcquireResult::Granted { lease_id: 7, .. }),
+            "{result:?}"
+        );
+    }
+    let ids: Vec<u64> = old.acquires.lock().unwrap().iter().map(|h| h.1).collect();
+    assert_eq!(
+        ids,
+        vec![1, 2, 3],
+        "each acquire reached the node once, unary"
+    );
+    assert_eq!(old.calls_opened.load(Ordering::SeqCst), 1);
 }

@@ -238,90 +238,253 @@ async fn follow_waiter(
     }
 }
 
+/// How an acquire went once its entry applied.
+enum AcquireStart {
+    /// Granted or refused: the one final message.
+    Final(pb::AcquireResponse),
+    /// Queued: [`follow_waiter`] reports the rest.
+    Queued {
+        resource: String,
+        lease_id: u64,
+        enqueue_index: u64,
+    },
+}
+
+/// Validates and proposes an acquire, as both `Acquire` and `Calls` serve it.
+async fn start_acquire(node: &Node, r: pb::AcquireRequest) -> Result<AcquireStart, Status> {
+    let header = request_header(r.header)?;
+    let lease = match (r.ttl_ms, r.lease_id) {
+        (0, 0) => {
+            return Err(Status::invalid_argument(
+                "ttl_ms: set ttl_ms (1000..=3600000) or lease_id",
+            ))
+        }
+        (ttl, 0) => LeaseSpec::New { ttl_ms: ttl },
+        (0, id) => LeaseSpec::Existing { lease_id: id },
+        _ => {
+            return Err(Status::invalid_argument(
+                "ttl_ms: set exactly one of ttl_ms and lease_id",
+            ))
+        }
+    };
+    let cmd = Command::Acquire(Acquire {
+        header,
+        resource: r.resource,
+        lease,
+        wait_timeout_ms: r.wait_timeout_ms,
+        lock_delay_ms: r.lock_delay_ms,
+        due: None,
+    });
+    validate::command(&cmd).map_err(|e| command_status(&e))?;
+    node.require_leader()?;
+    let cmd = match cmd {
+        Command::Acquire(mut a) => {
+            a.due = node.due_list();
+            Command::Acquire(a)
+        }
+        c => c,
+    };
+    let reply = match node.propose_command(cmd).await? {
+        CoreResponse::Acquire(a) => a,
+        other => return Err(crate::error::unexpected(&other)),
+    };
+    Ok(match reply.outcome {
+        AcquireOutcome::Granted {
+            resource,
+            lease_id,
+            fencing_token,
+            ttl_ms,
+            grant_index,
+        } => {
+            if reply.retried && reply.current_token != Some(fencing_token) {
+                return Err(Status::failed_precondition(format!(
+                    "request_expired: this acquire was granted token {fencing_token} on lease {lease_id}, which no longer holds it"
+                )));
+            }
+            AcquireStart::Final(granted(
+                resource,
+                lease_id,
+                fencing_token,
+                ttl_ms,
+                grant_index,
+            ))
+        }
+        AcquireOutcome::NotGranted {
+            resource,
+            holder_lease_id,
+            reason,
+        } => AcquireStart::Final(not_granted(resource, holder_lease_id, reason)),
+        AcquireOutcome::Queued {
+            resource,
+            lease_id,
+            enqueue_index,
+            ..
+        } => AcquireStart::Queued {
+            resource,
+            lease_id,
+            enqueue_index,
+        },
+    })
+}
+
+/// Validates and proposes a release, as both `Release` and `Calls` serve it.
+async fn release(node: &Node, r: pb::ReleaseRequest) -> Result<pb::ReleaseResponse, Status> {
+    let header = request_header(r.header)?;
+    validate::lease_id(r.lease_id).map_err(|e| command_status(&e))?;
+    let resource = (!r.resource.is_empty()).then_some(r.resource);
+    if let Some(res) = &resource {
+        validate::resource(res).map_err(|e| command_status(&e))?;
+    }
+    node.require_leader()?;
+    let cmd = Command::Release(Release {
+        header,
+        resource,
+        lease_id: r.lease_id,
+        fencing_token: (r.fencing_token != 0).then_some(r.fencing_token),
+        due: node.due_list(),
+    });
+    match node.propose_command(cmd).await? {
+        CoreResponse::Released {
+            resource, lease_id, ..
+        } => Ok(pb::ReleaseResponse {
+            resource,
+            lease_id,
+            released: true,
+        }),
+        other => Err(crate::error::unexpected(&other)),
+    }
+}
+
+/// Most calls one `Calls` stream has in progress (validating, proposing or
+/// waiting for their entry to apply); beyond it the stream is not read until
+/// one finishes (backpressure, not an error). Queued waiters are not counted:
+/// the lock table bounds them.
+pub const MAX_CALLS_IN_PROGRESS: usize = 1024;
+
+/// Answers of one `Calls` stream waiting to be sent.
+const CALLS_OUTBOUND_BUFFER: usize = 64;
+
+type CallsStream = Pin<Box<dyn Stream<Item = Result<pb::CallResponse, Status>> + Send>>;
+
+fn call_answer(call_id: u64, answer: pb::call_response::Answer) -> pb::CallResponse {
+    pb::CallResponse {
+        call_id,
+        answer: Some(answer),
+    }
+}
+
+/// Serves one call of a `Calls` stream; `None` when a queued acquire's
+/// messages are left to [`follow_waiter`] (through `out`).
+async fn serve_call(
+    node: Arc<Node>,
+    call: pb::CallRequest,
+    out: mpsc::Sender<Result<pb::CallResponse, Status>>,
+) -> Option<pb::CallResponse> {
+    use pb::call_request::Call;
+    use pb::call_response::Answer;
+    let id = call.call_id;
+    let answer = if id == 0 {
+        Err(Status::invalid_argument("call_id: must be 1..=2^64-1"))
+    } else {
+        match call.call {
+            None => Err(Status::invalid_argument(
+                "call: required (acquire or release)",
+            )),
+            Some(Call::Release(r)) => release(&node, r).await.map(Answer::Release),
+            Some(Call::Acquire(a)) => match start_acquire(&node, a).await {
+                Ok(AcquireStart::Final(m)) => Ok(Answer::Acquire(m)),
+                Ok(AcquireStart::Queued {
+                    resource,
+                    lease_id,
+                    enqueue_index,
+                }) => {
+                    // The waiter's messages go through a small relay that
+                    // names the call; it ends when either side does.
+                    let (tx, mut rx) = mpsc::channel::<Result<pb::AcquireResponse, Status>>(8);
+                    tokio::spawn(follow_waiter(
+                        node.clone(),
+                        tx,
+                        resource,
+                        lease_id,
+                        enqueue_index,
+                    ));
+                    tokio::spawn(async move {
+                        while let Some(Ok(m)) = rx.recv().await {
+                            if out
+                                .send(Ok(call_answer(id, Answer::Acquire(m))))
+                                .await
+                                .is_err()
+                            {
+                                return;
+                            }
+                        }
+                    });
+                    return None;
+                }
+                Err(status) => Err(status),
+            },
+        }
+    };
+    Some(call_answer(
+        id,
+        answer.unwrap_or_else(|status| Answer::Error(crate::error::call_error(&status))),
+    ))
+}
+
+/// Reads a `Calls` stream and serves its calls concurrently, at most
+/// [`MAX_CALLS_IN_PROGRESS`] at a time; after the client half-closes, the
+/// calls in progress are still answered.
+async fn serve_calls(
+    node: Arc<Node>,
+    mut inbound: tonic::Streaming<pb::CallRequest>,
+    out: mpsc::Sender<Result<pb::CallResponse, Status>>,
+) {
+    use futures::StreamExt as _;
+    let mut in_progress = futures::stream::FuturesUnordered::new();
+    let mut reading = true;
+    loop {
+        tokio::select! {
+            message = inbound.message(), if reading && in_progress.len() < MAX_CALLS_IN_PROGRESS => {
+                match message {
+                    Ok(Some(call)) => in_progress.push(serve_call(node.clone(), call, out.clone())),
+                    // Half-closed, or the connection broke: finish what is in progress.
+                    Ok(None) | Err(_) => reading = false,
+                }
+            }
+            Some(answer) = in_progress.next(), if !in_progress.is_empty() => {
+                if let Some(answer) = answer {
+                    if out.send(Ok(answer)).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            _ = out.closed() => return,
+        }
+        if !reading && in_progress.is_empty() {
+            return;
+        }
+    }
+}
+
 #[tonic::async_trait]
 impl Lock for LockService {
     type AcquireStream = AcquireStream;
+    type CallsStream = CallsStream;
 
     async fn acquire(
         &self,
         req: Request<pb::AcquireRequest>,
     ) -> Result<Response<Self::AcquireStream>, Status> {
         let node = self.node.get()?;
-        let r = req.into_inner();
-        let header = request_header(r.header)?;
-        let lease = match (r.ttl_ms, r.lease_id) {
-            (0, 0) => {
-                return Err(Status::invalid_argument(
-                    "ttl_ms: set ttl_ms (1000..=3600000) or lease_id",
-                ))
-            }
-            (ttl, 0) => LeaseSpec::New { ttl_ms: ttl },
-            (0, id) => LeaseSpec::Existing { lease_id: id },
-            _ => {
-                return Err(Status::invalid_argument(
-                    "ttl_ms: set exactly one of ttl_ms and lease_id",
-                ))
-            }
-        };
-        let cmd = Command::Acquire(Acquire {
-            header,
-            resource: r.resource.clone(),
-            lease,
-            wait_timeout_ms: r.wait_timeout_ms,
-            lock_delay_ms: r.lock_delay_ms,
-            due: None,
-        });
-        validate::command(&cmd).map_err(|e| command_status(&e))?;
-        node.require_leader()?;
-        let cmd = match cmd {
-            Command::Acquire(mut a) => {
-                a.due = node.due_list();
-                Command::Acquire(a)
-            }
-            c => c,
-        };
-        let reply = match node.propose_command(cmd).await? {
-            CoreResponse::Acquire(a) => a,
-            other => return Err(crate::error::unexpected(&other)),
-        };
         let (tx, rx) = mpsc::channel(8);
-        match reply.outcome {
-            AcquireOutcome::Granted {
-                resource,
-                lease_id,
-                fencing_token,
-                ttl_ms,
-                grant_index,
-            } => {
-                if reply.retried && reply.current_token != Some(fencing_token) {
-                    return Err(Status::failed_precondition(format!(
-                        "request_expired: this acquire was granted token {fencing_token} on lease {lease_id}, which no longer holds it"
-                    )));
-                }
-                let _ = tx
-                    .send(Ok(granted(
-                        resource,
-                        lease_id,
-                        fencing_token,
-                        ttl_ms,
-                        grant_index,
-                    )))
-                    .await;
+        match start_acquire(&node, req.into_inner()).await? {
+            AcquireStart::Final(m) => {
+                let _ = tx.send(Ok(m)).await;
             }
-            AcquireOutcome::NotGranted {
-                resource,
-                holder_lease_id,
-                reason,
-            } => {
-                let _ = tx
-                    .send(Ok(not_granted(resource, holder_lease_id, reason)))
-                    .await;
-            }
-            AcquireOutcome::Queued {
+            AcquireStart::Queued {
                 resource,
                 lease_id,
                 enqueue_index,
-                ..
             } => {
                 tokio::spawn(follow_waiter(
                     node.clone(),
@@ -332,6 +495,16 @@ impl Lock for LockService {
                 ));
             }
         }
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn calls(
+        &self,
+        req: Request<tonic::Streaming<pb::CallRequest>>,
+    ) -> Result<Response<Self::CallsStream>, Status> {
+        let node = self.node.get()?;
+        let (tx, rx) = mpsc::channel(CALLS_OUTBOUND_BUFFER);
+        tokio::spawn(serve_calls(node, req.into_inner(), tx));
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 
@@ -358,31 +531,7 @@ impl Lock for LockService {
         req: Request<pb::ReleaseRequest>,
     ) -> Result<Response<pb::ReleaseResponse>, Status> {
         let node = self.node.get()?;
-        let r = req.into_inner();
-        let header = request_header(r.header)?;
-        validate::lease_id(r.lease_id).map_err(|e| command_status(&e))?;
-        let resource = (!r.resource.is_empty()).then_some(r.resource);
-        if let Some(res) = &resource {
-            validate::resource(res).map_err(|e| command_status(&e))?;
-        }
-        node.require_leader()?;
-        let cmd = Command::Release(Release {
-            header,
-            resource,
-            lease_id: r.lease_id,
-            fencing_token: (r.fencing_token != 0).then_some(r.fencing_token),
-            due: node.due_list(),
-        });
-        match node.propose_command(cmd).await? {
-            CoreResponse::Released {
-                resource, lease_id, ..
-            } => Ok(Response::new(pb::ReleaseResponse {
-                resource,
-                lease_id,
-                released: true,
-            })),
-            other => Err(crate::error::unexpected(&other)),
-        }
+        release(&node, req.into_inner()).await.map(Response::new)
     }
 
     async fn lease_revoke(

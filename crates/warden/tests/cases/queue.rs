@@ -830,3 +830,183 @@ async fn force_release_without_allow_admin_is_refused() {
     assert_eq!(list[0]["holder"]["lease_id"].as_u64(), Some(holder));
     assert_eq!(list[0]["waiters"], serde_json::json!([]));
 }
+
+/// A `Calls` answer: (call_id, the answer).
+type CallAnswer = (u64, pb::call_response::Answer);
+
+/// Reads `Calls` answers until `done` says the collected ones suffice (at
+/// most 10 s).
+async fn call_answers(
+    answers: &mut tonic::Streaming<pb::CallResponse>,
+    done: impl Fn(&[CallAnswer]) -> bool,
+) -> Vec<CallAnswer> {
+    let mut seen = Vec::new();
+    while !done(&seen) {
+        let message = tokio::time::timeout(Duration::from_secs(10), answers.message())
+            .await
+            .unwrap_or_else(|_| panic!("no answer within 10 s; so far {seen:?}"))
+            .expect("stream")
+            .expect("stream ended early");
+        seen.push((message.call_id, message.answer.expect("an answer")));
+    }
+    seen
+}
+
+fn call(call_id: u64, call: pb::call_request::Call) -> pb::CallRequest {
+    pb::CallRequest {
+        call_id,
+        call: Some(call),
+    }
+}
+
+/// The `Calls` stream's contract (warden.proto), with real processes: calls
+/// are answered by id; a bad call (empty resource, call_id 0) gets its own
+/// InvalidArgument naming the field and leaves the stream and the other calls
+/// running; a waiter on the stream is told `queued` and is granted at the
+/// holder's release with a larger token (S8, S2); a follower answers each call
+/// with Unavailable naming the leader (L3 redirects).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_stream_answers_by_id_and_a_bad_call_leaves_it_running() {
+    use pb::call_request::Call;
+    use pb::call_response::Answer;
+    use tokio_stream::wrappers::UnboundedReceiverStream;
+
+    let cluster = Cluster::start(3, &[]).await;
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let channel = harness::channel(&cluster.addr(leader), None)
+        .await
+        .expect("channel");
+    let mut answers = LockClient::new(channel)
+        .calls(UnboundedReceiverStream::new(rx))
+        .await
+        .expect("Calls on the leader")
+        .into_inner();
+
+    tx.send(call(1, Call::Acquire(req(301, "calls-r", 5_000, 0, 0))))
+        .unwrap();
+    tx.send(call(2, Call::Acquire(req(302, "", 5_000, 0, 0))))
+        .unwrap();
+    tx.send(call(0, Call::Acquire(req(303, "calls-s", 5_000, 0, 0))))
+        .unwrap();
+    tx.send(call(
+        3,
+        Call::Acquire(req(304, "calls-r", 5_000, 0, 10_000)),
+    ))
+    .unwrap();
+    let first = call_answers(&mut answers, |seen| {
+        [0, 1, 2, 3]
+            .iter()
+            .all(|id| seen.iter().any(|(i, _)| i == id))
+    })
+    .await;
+    let answer = |id: u64| {
+        first
+            .iter()
+            .find(|(i, _)| *i == id)
+            .map(|(_, a)| a.clone())
+            .unwrap()
+    };
+    let (holder, t1) = match answer(1) {
+        Answer::Acquire(pb::AcquireResponse {
+            event: Some(Event::Granted(g)),
+        }) => (g.lease_id, g.fencing_token),
+        other => panic!("call 1: expected a grant, got {other:?}"),
+    };
+    match answer(2) {
+        Answer::Error(e) => {
+            assert_eq!(e.code, Code::InvalidArgument as i32);
+            assert!(e.message.starts_with("resource:"), "{}", e.message);
+        }
+        other => panic!("call 2: expected InvalidArgument, got {other:?}"),
+    }
+    match answer(0) {
+        Answer::Error(e) => {
+            assert_eq!(e.code, Code::InvalidArgument as i32);
+            assert!(e.message.starts_with("call_id:"), "{}", e.message);
+        }
+        other => panic!("call 0: expected InvalidArgument, got {other:?}"),
+    }
+    let waiter = match answer(3) {
+        Answer::Acquire(pb::AcquireResponse {
+            event: Some(Event::Queued(q)),
+        }) => {
+            assert_eq!(q.position, 1);
+            q.lease_id
+        }
+        other => panic!("call 3: expected queued, got {other:?}"),
+    };
+    assert_eq!(
+        status(&cluster.api().endpoints, "calls-s").await.holder,
+        None,
+        "the call with id 0 changed nothing"
+    );
+
+    // The holder's release (call 4) hands the resource to call 3's waiter.
+    tx.send(call(
+        4,
+        Call::Release(pb::ReleaseRequest {
+            header: header(301, 2),
+            resource: "calls-r".into(),
+            lease_id: holder,
+            fencing_token: t1,
+        }),
+    ))
+    .unwrap();
+    let rest = call_answers(&mut answers, |seen| {
+        seen.iter().any(|(i, _)| *i == 4)
+            && seen.iter().any(|(i, a)| {
+                *i == 3
+                    && !matches!(
+                        a,
+                        Answer::Acquire(pb::AcquireResponse {
+                            event: Some(Event::Queued(_))
+                        })
+                    )
+            })
+    })
+    .await;
+    for (id, answer) in rest {
+        match (id, answer) {
+            (4, Answer::Release(r)) => assert!(r.released && r.lease_id == holder, "{r:?}"),
+            (
+                3,
+                Answer::Acquire(pb::AcquireResponse {
+                    event: Some(Event::Queued(_)),
+                }),
+            ) => {}
+            (
+                3,
+                Answer::Acquire(pb::AcquireResponse {
+                    event: Some(Event::Granted(g)),
+                }),
+            ) => {
+                assert_eq!(g.lease_id, waiter);
+                assert!(g.fencing_token > t1, "S2: {} > {t1}", g.fencing_token);
+            }
+            other => panic!("unexpected answer {other:?}"),
+        }
+    }
+
+    // A follower answers in-band with the leader's address.
+    let follower = (1..=3).find(|id| *id != leader).unwrap();
+    let (ftx, frx) = mpsc::unbounded_channel();
+    let channel = harness::channel(&cluster.addr(follower), None)
+        .await
+        .expect("channel");
+    let mut fanswers = LockClient::new(channel)
+        .calls(UnboundedReceiverStream::new(frx))
+        .await
+        .expect("Calls on a follower")
+        .into_inner();
+    ftx.send(call(7, Call::Acquire(req(305, "calls-t", 5_000, 0, 0))))
+        .unwrap();
+    let seen = call_answers(&mut fanswers, |seen| !seen.is_empty()).await;
+    match &seen[0] {
+        (7, Answer::Error(e)) => {
+            assert_eq!(e.code, Code::Unavailable as i32, "{e:?}");
+            assert_eq!(e.leader, cluster.addr(leader));
+        }
+        other => panic!("follower: expected Unavailable naming the leader, got {other:?}"),
+    }
+}

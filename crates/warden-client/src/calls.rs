@@ -1,0 +1,225 @@
+//! One `Calls` stream per node: the client's acquires and releases to that
+//! node share one long-lived HTTP/2 stream instead of opening one each (a
+//! unary call's stream, headers and server task were the leader's largest
+//! cost at many clients: docs/performance.md). Each call has an id on the
+//! stream; its answers come back under that id, in any order relative to
+//! other calls.
+//!
+//! When the stream ends or breaks, every call still waiting on it fails with
+//! the stream's status (retryable: the caller re-sends with the same request
+//! id, S7) and the next call opens a new stream. A node that does not serve
+//! `Calls` (an older version) answers `Unimplemented`; the caller then uses
+//! the unary calls for that address.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::UnboundedReceiverStream;
+use tonic::transport::Channel;
+use tonic::{Code, Status};
+use warden_proto::v1::{self, acquire_response::Event, call_response::Answer};
+
+/// The sending half of a node's `Calls` stream; cheap to clone.
+#[derive(Clone, Debug)]
+pub(crate) struct CallStream {
+    requests: mpsc::UnboundedSender<v1::CallRequest>,
+    calls: Arc<Mutex<OpenCalls>>,
+}
+
+#[derive(Debug)]
+struct OpenCalls {
+    /// The id of the last call started (ids start at 1).
+    last_id: u64,
+    /// Where each open call's answers go; `None` once the stream has ended
+    /// (nothing is started on it after that).
+    waiting: Option<HashMap<u64, mpsc::UnboundedSender<Result<Answer, Status>>>>,
+}
+
+impl CallStream {
+    /// Opens the stream on `channel` in the background; calls may start at
+    /// once (they are sent as soon as the stream is up).
+    pub(crate) fn open(channel: Channel) -> CallStream {
+        let (requests, outbound) = mpsc::unbounded_channel();
+        let calls = Arc::new(Mutex::new(OpenCalls {
+            last_id: 0,
+            waiting: Some(HashMap::new()),
+        }));
+        tokio::spawn(read_answers(channel, outbound, calls.clone()));
+        CallStream { requests, calls }
+    }
+
+    /// True once the stream has ended: open a new one.
+    pub(crate) fn is_closed(&self) -> bool {
+        lock(&self.calls).waiting.is_none()
+    }
+
+    /// Sends `call`; its answers arrive on the returned [`OpenCall`].
+    pub(crate) fn start(&self, call: v1::call_request::Call) -> Result<OpenCall, Status> {
+        let (tx, answers) = mpsc::unbounded_channel();
+        let call_id = {
+            let mut calls = lock(&self.calls);
+            calls.last_id += 1;
+            let id = calls.last_id;
+            match calls.waiting.as_mut() {
+                Some(waiting) => waiting.insert(id, tx),
+                None => return Err(stream_ended()),
+            };
+            id
+        };
+        let open = OpenCall {
+            call_id,
+            answers,
+            calls: self.calls.clone(),
+        };
+        self.requests
+            .send(v1::CallRequest {
+                call_id,
+                call: Some(call),
+            })
+            .map_err(|_| stream_ended())?;
+        Ok(open)
+    }
+}
+
+/// One call in progress on a [`CallStream`]; dropping it forgets the call
+/// (a late answer is discarded).
+#[derive(Debug)]
+pub(crate) struct OpenCall {
+    call_id: u64,
+    answers: mpsc::UnboundedReceiver<Result<Answer, Status>>,
+    calls: Arc<Mutex<OpenCalls>>,
+}
+
+impl OpenCall {
+    /// The call's next answer; a failed call (its `error` answer) is the
+    /// status the unary call would have returned, with its leader hint.
+    pub(crate) async fn next(&mut self) -> Result<Answer, Status> {
+        match self.answers.recv().await {
+            Some(Ok(Answer::Error(e))) => Err(call_error_status(e)),
+            Some(answer) => answer,
+            None => Err(stream_ended()),
+        }
+    }
+}
+
+impl Drop for OpenCall {
+    fn drop(&mut self) {
+        if let Some(waiting) = lock(&self.calls).waiting.as_mut() {
+            waiting.remove(&self.call_id);
+        }
+    }
+}
+
+/// Rebuilds the status a failed call carries (code, message, and the
+/// `warden-leader` entry when the node named the leader).
+pub(crate) fn call_error_status(e: v1::CallError) -> Status {
+    let mut status = Status::new(Code::from_i32(e.code), e.message);
+    if !e.leader.is_empty() {
+        if let Ok(value) = e.leader.parse() {
+            status
+                .metadata_mut()
+                .insert(warden_proto::LEADER_METADATA, value);
+        }
+    }
+    status
+}
+
+/// Retryable, and not "the server said unavailable": the stream is gone, not
+/// the cluster.
+fn stream_ended() -> Status {
+    Status::aborted("the call stream to this node ended; retry")
+}
+
+fn lock(calls: &Mutex<OpenCalls>) -> std::sync::MutexGuard<'_, OpenCalls> {
+    calls.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Opens the stream and routes each answer to its call until the stream
+/// ends; then fails every call still waiting with the stream's status.
+async fn read_answers(
+    channel: Channel,
+    outbound: mpsc::UnboundedReceiver<v1::CallRequest>,
+    calls: Arc<Mutex<OpenCalls>>,
+) {
+    let mut client = v1::lock_client::LockClient::new(channel);
+    let end = match client.calls(UnboundedReceiverStream::new(outbound)).await {
+        Err(status) => status,
+        Ok(response) => {
+            let mut inbound = response.into_inner();
+            loop {
+                match inbound.message().await {
+                    Ok(Some(answer)) => route(&calls, answer),
+                    Ok(None) => break stream_ended(),
+                    Err(status) => break status,
+                }
+            }
+        }
+    };
+    let waiting = lock(&calls).waiting.take();
+    for (_, tx) in waiting.into_iter().flatten() {
+        let _ = tx.send(Err(end.clone()));
+    }
+}
+
+/// Hands one answer to its call; every answer but a `queued` report is the
+/// call's last.
+fn route(calls: &Mutex<OpenCalls>, answer: v1::CallResponse) {
+    let Some(body) = answer.answer else {
+        return;
+    };
+    let more_follow = matches!(
+        &body,
+        Answer::Acquire(v1::AcquireResponse {
+            event: Some(Event::Queued(_))
+        })
+    );
+    let mut calls = lock(calls);
+    let Some(waiting) = calls.waiting.as_mut() else {
+        return;
+    };
+    let tx = if more_follow {
+        waiting.get(&answer.call_id).cloned()
+    } else {
+        waiting.remove(&answer.call_id)
+    };
+    drop(calls);
+    if let Some(tx) = tx {
+        let _ = tx.send(Ok(body));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // L3 / redirects: a failed call keeps the leader hint its status carried,
+    // so the retry goes straight to the leader as with a unary call.
+    #[test]
+    fn a_call_error_keeps_code_message_and_leader_hint() {
+        let status = call_error_status(v1::CallError {
+            code: Code::Unavailable as i32,
+            message: "not the leader; the leader is node 2 at 127.0.0.1:7002".into(),
+            leader: "127.0.0.1:7002".into(),
+        });
+        assert_eq!(status.code(), Code::Unavailable);
+        assert_eq!(
+            status.message(),
+            "not the leader; the leader is node 2 at 127.0.0.1:7002"
+        );
+        assert_eq!(
+            crate::routing::leader_hint(status.metadata()).as_deref(),
+            Some("127.0.0.1:7002")
+        );
+        let plain = call_error_status(v1::CallError {
+            code: Code::InvalidArgument as i32,
+            message: "resource: 1..=512 bytes".into(),
+            leader: String::new(),
+        });
+        assert_eq!(plain.code(), Code::InvalidArgument);
+        assert!(plain
+            .metadata()
+            .get(warden_proto::LEADER_METADATA)
+            .is_none());
+    }
+}
