@@ -1010,3 +1010,89 @@ async fn calls_stream_answers_by_id_and_a_bad_call_leaves_it_running() {
         other => panic!("follower: expected Unavailable naming the leader, got {other:?}"),
     }
 }
+
+/// Request size limit over `Calls` (docs/operations.md, issue 3 item 7): an
+/// acquire above --max-request-bytes is refused to its caller alone, at once,
+/// as the unary call refuses it (OutOfRange, not retried), and a waiter
+/// queued on the same client's stream is still granted with a larger token
+/// at the holder's release (S8, S2). The stream used to die with the
+/// oversized message and the client re-sent it until its deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_call_is_refused_alone_and_the_stream_keeps_serving() {
+    use warden_client::{AcquireOptions, AcquireResult, Client, ClientError, ClientOptions};
+
+    let cluster = Cluster::start(3, &["--max-request-bytes", "4096"]).await;
+    cluster.wait_leader(Duration::from_secs(10)).await;
+    let client = Client::connect(cluster.api().endpoints, ClientOptions::default())
+        .await
+        .expect("client");
+    let ttl = Duration::from_secs(10);
+    let (holder, t1) = match client
+        .acquire("calls-big", AcquireOptions::with_ttl(ttl))
+        .await
+        .expect("holder")
+    {
+        AcquireResult::Granted {
+            lease_id,
+            fencing_token,
+            ..
+        } => (lease_id, fencing_token),
+        other => panic!("expected a grant, got {other:?}"),
+    };
+    let (queued_tx, mut queued_rx) = mpsc::unbounded_channel();
+    let waiter = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            let options = AcquireOptions {
+                wait: Duration::from_secs(20),
+                ..AcquireOptions::with_ttl(ttl)
+            };
+            client
+                .acquire_with_progress("calls-big", options, move |q| {
+                    let _ = queued_tx.send(q.lease_id);
+                })
+                .await
+        })
+    };
+    let waiter_lease = tokio::time::timeout(Duration::from_secs(10), queued_rx.recv())
+        .await
+        .expect("queued within 10 s")
+        .expect("a queued report");
+
+    let big = "x".repeat(8_192);
+    let e = tokio::time::timeout(
+        Duration::from_secs(3),
+        client.acquire(big, AcquireOptions::with_ttl(ttl)),
+    )
+    .await
+    .expect("refused without retrying until the deadline")
+    .expect_err("too large");
+    match &e {
+        ClientError::InvalidArgument { message } => {
+            assert!(message.contains("too large"), "{message}")
+        }
+        other => panic!("expected InvalidArgument (OutOfRange), got {other:?}"),
+    }
+
+    let released = client
+        .release(holder, Some("calls-big".into()), Some(t1))
+        .await
+        .expect("release");
+    assert!(released.released);
+    match tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .expect("waiter answered within 10 s")
+        .expect("join")
+        .expect("waiter acquire")
+    {
+        AcquireResult::Granted {
+            lease_id,
+            fencing_token,
+            ..
+        } => {
+            assert_eq!(lease_id, waiter_lease);
+            assert!(fencing_token > t1, "S2: {fencing_token} > {t1}");
+        }
+        other => panic!("waiter: expected a grant, got {other:?}"),
+    }
+}
