@@ -1096,3 +1096,73 @@ async fn an_oversized_call_is_refused_alone_and_the_stream_keeps_serving() {
         other => panic!("waiter: expected a grant, got {other:?}"),
     }
 }
+
+/// Request size limit on `Calls` (docs/operations.md), for a client other
+/// than warden-client: a message over --max-request-bytes ends the stream
+/// with OutOfRange, also while a waiter queued on it holds it open; the
+/// waiter stays queued (a dropped stream is not a cancel, S8). The node used
+/// to stop reading and leave the stream open, unread, for the whole wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_calls_stream_ends_with_its_status_and_the_waiter_stays() {
+    use pb::call_request::Call;
+    use pb::call_response::Answer;
+    use tokio_stream::wrappers::UnboundedReceiverStream;
+
+    let cluster = Cluster::start(3, &["--max-request-bytes", "4096"]).await;
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let channel = harness::channel(&cluster.addr(leader), None)
+        .await
+        .expect("channel");
+    let mut answers = LockClient::new(channel)
+        .calls(UnboundedReceiverStream::new(rx))
+        .await
+        .expect("Calls on the leader")
+        .into_inner();
+    tx.send(call(1, Call::Acquire(req(311, "calls-u", 10_000, 0, 0))))
+        .unwrap();
+    tx.send(call(2, Call::Acquire(req(312, "calls-u", 10_000, 0, 30_000))))
+        .unwrap();
+    let seen = call_answers(&mut answers, |seen| {
+        [1, 2].iter().all(|id| seen.iter().any(|(i, _)| i == id))
+    })
+    .await;
+    let waiter = seen
+        .iter()
+        .find_map(|(i, a)| match (i, a) {
+            (
+                2,
+                Answer::Acquire(pb::AcquireResponse {
+                    event: Some(Event::Queued(q)),
+                }),
+            ) => Some(q.lease_id),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("call 2 queued: {seen:?}"));
+
+    tx.send(call(
+        3,
+        Call::Acquire(req(313, &"x".repeat(8_192), 10_000, 0, 0)),
+    ))
+    .unwrap();
+    let end = loop {
+        match tokio::time::timeout(Duration::from_secs(10), answers.message())
+            .await
+            .expect("the stream ended within 10 s")
+        {
+            Ok(Some(m)) => assert_eq!(m.call_id, 2, "only the waiter reports: {m:?}"),
+            Ok(None) => panic!("the stream ended without a status"),
+            Err(status) => break status,
+        }
+    };
+    assert_eq!(end.code(), Code::OutOfRange, "{end:?}");
+    assert!(end.message().contains("too large"), "{end:?}");
+    assert_eq!(
+        status(&cluster.api().endpoints, "calls-u").await.waiters,
+        1,
+        "the waiter is still queued"
+    );
+    let (code, list, err) = cluster.cli(&["list", "calls-u"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(list[0]["waiters"][0]["lease_id"].as_u64(), Some(waiter));
+}
