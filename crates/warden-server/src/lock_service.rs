@@ -32,12 +32,17 @@ use crate::node::{Node, NodeCell};
 #[derive(Clone, Debug)]
 pub struct LockService {
     node: NodeCell,
+    /// Turns true when the node stops serving: every `Calls` stream then
+    /// ends with `Unavailable` (a client never ends its own, and the
+    /// server's graceful stop waits for open streams).
+    stopping: tokio::sync::watch::Receiver<bool>,
 }
 
 impl LockService {
-    /// A service over the (not yet started) node.
-    pub fn new(node: NodeCell) -> Self {
-        LockService { node }
+    /// A service over the (not yet started) node; `stopping` turns true when
+    /// the node stops serving.
+    pub fn new(node: NodeCell, stopping: tokio::sync::watch::Receiver<bool>) -> Self {
+        LockService { node, stopping }
     }
 }
 
@@ -457,11 +462,13 @@ async fn relay_waiter(
 /// message over `--max-request-bytes`, a malformed one) ends with that
 /// status once the calls in progress are answered: the client must not keep
 /// sending calls that will never be read (queued waiters' relays would
-/// otherwise keep the stream open for their whole wait).
+/// otherwise keep the stream open for their whole wait). When the node stops
+/// (`stopping`), the stream ends with `Unavailable`.
 async fn serve_calls(
     node: Arc<Node>,
     mut inbound: tonic::Streaming<pb::CallRequest>,
     out: mpsc::Sender<Result<pb::CallResponse, Status>>,
+    mut stopping: tokio::sync::watch::Receiver<bool>,
 ) {
     use futures::StreamExt as _;
     let mut in_progress = futures::stream::FuturesUnordered::new();
@@ -490,6 +497,17 @@ async fn serve_calls(
                 }
             }
             _ = out.closed() => return,
+            // The node is stopping: end the stream now (its calls are
+            // retried elsewhere with their request ids, S7; a queued waiter
+            // stays queued, S8), or the graceful stop would wait for it.
+            _ = async { stopping.wait_for(|s| *s).await.map(|_| ()) } => {
+                let _ = out
+                    .send(Err(Status::unavailable(
+                        "this node is shutting down; retry at another node",
+                    )))
+                    .await;
+                return;
+            }
         }
         if !reading && in_progress.is_empty() {
             if let Some(status) = unreadable {
@@ -538,7 +556,12 @@ impl Lock for LockService {
     ) -> Result<Response<Self::CallsStream>, Status> {
         let node = self.node.get()?;
         let (tx, rx) = mpsc::channel(CALLS_OUTBOUND_BUFFER);
-        tokio::spawn(serve_calls(node, req.into_inner(), tx));
+        tokio::spawn(serve_calls(
+            node,
+            req.into_inner(),
+            tx,
+            self.stopping.clone(),
+        ));
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 

@@ -1166,3 +1166,51 @@ async fn an_unreadable_calls_stream_ends_with_its_status_and_the_waiter_stays() 
     assert_eq!(code, 0, "{err}");
     assert_eq!(list[0]["waiters"][0]["lease_id"].as_u64(), Some(waiter));
 }
+
+/// Graceful stop with `Calls` (docs/operations.md, rolling restarts): a
+/// SIGTERM'd node ends its open `Calls` streams with Unavailable, so clients
+/// retry elsewhere at once. A client never ends its stream, and the server's
+/// graceful stop waited for it until its 2 s cut-off, then the process exited
+/// under the stream (a node with one connected client took 2 s to stop, not
+/// 20 ms).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_node_ends_its_calls_streams_with_unavailable() {
+    use pb::call_request::Call;
+    use pb::call_response::Answer;
+    use tokio_stream::wrappers::UnboundedReceiverStream;
+
+    let mut cluster = Cluster::start(3, &[]).await;
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await;
+    let follower = (1..=3).find(|id| *id != leader).unwrap();
+    let (tx, rx) = mpsc::unbounded_channel();
+    let channel = harness::channel(&cluster.addr(follower), None)
+        .await
+        .expect("channel");
+    let mut answers = LockClient::new(channel)
+        .calls(UnboundedReceiverStream::new(rx))
+        .await
+        .expect("Calls on a follower")
+        .into_inner();
+    tx.send(call(1, Call::Acquire(req(321, "calls-stop", 5_000, 0, 0))))
+        .unwrap();
+    let seen = call_answers(&mut answers, |seen| !seen.is_empty()).await;
+    assert!(
+        matches!(&seen[0], (1, Answer::Error(e)) if e.code == Code::Unavailable as i32),
+        "the stream is up: {seen:?}"
+    );
+    let end = tokio::spawn(async move {
+        let end = tokio::time::timeout(Duration::from_secs(20), answers.message())
+            .await
+            .expect("the stream ended");
+        drop(tx);
+        end
+    });
+    tokio::task::block_in_place(|| cluster.terminate(follower, Duration::from_secs(10)));
+    match end.await.expect("join") {
+        Err(status) => {
+            assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+            assert!(status.message().contains("shutting down"), "{status:?}");
+        }
+        Ok(other) => panic!("expected the stream to end with Unavailable, got {other:?}"),
+    }
+}
