@@ -828,7 +828,10 @@ mod tests {
             .await
             .expect("the relay ended with its stream")
             .unwrap();
-        assert!(waiter_tx.is_closed(), "follow_waiter sees its channel closed");
+        assert!(
+            waiter_tx.is_closed(),
+            "follow_waiter sees its channel closed"
+        );
     }
 
     // The queue position a waiter sees (S8's `Queued` reports): the first

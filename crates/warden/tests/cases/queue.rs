@@ -1121,8 +1121,11 @@ async fn an_unreadable_calls_stream_ends_with_its_status_and_the_waiter_stays() 
         .into_inner();
     tx.send(call(1, Call::Acquire(req(311, "calls-u", 10_000, 0, 0))))
         .unwrap();
-    tx.send(call(2, Call::Acquire(req(312, "calls-u", 10_000, 0, 30_000))))
-        .unwrap();
+    tx.send(call(
+        2,
+        Call::Acquire(req(312, "calls-u", 10_000, 0, 30_000)),
+    ))
+    .unwrap();
     let seen = call_answers(&mut answers, |seen| {
         [1, 2].iter().all(|id| seen.iter().any(|(i, _)| i == id))
     })
