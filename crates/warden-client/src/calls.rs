@@ -49,9 +49,11 @@ impl CallStream {
         CallStream { requests, calls }
     }
 
-    /// True once the stream has ended: open a new one.
+    /// True once the stream has ended: open a new one. Also when its reader
+    /// task is gone without saying so (its runtime shut down): nothing sent
+    /// on it would ever be read.
     pub(crate) fn is_closed(&self) -> bool {
-        lock(&self.calls).waiting.is_none()
+        self.requests.is_closed() || lock(&self.calls).waiting.is_none()
     }
 
     /// Sends `call`; its answers arrive on the returned [`OpenCall`].
@@ -205,6 +207,27 @@ fn route(calls: &Mutex<OpenCalls>, answer: v1::CallResponse) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // L3 (a call reaches a live node): a stream whose reader task vanished
+    // without failing its calls (its runtime shut down under it) counts as
+    // closed, so the next call opens a new one instead of failing on it
+    // until the deadline, every time.
+    #[test]
+    fn a_stream_whose_reader_is_gone_is_closed() {
+        let (requests, outbound) = mpsc::unbounded_channel();
+        let stream = CallStream {
+            requests,
+            calls: Arc::new(Mutex::new(OpenCalls {
+                last_id: 0,
+                waiting: Some(HashMap::new()),
+            })),
+        };
+        assert!(!stream.is_closed());
+        drop(outbound);
+        assert!(stream.is_closed());
+        let call = v1::call_request::Call::Release(v1::ReleaseRequest::default());
+        assert_eq!(stream.start(call).unwrap_err().code(), Code::Aborted);
+    }
 
     // Request size limit (docs/operations.md): every valid call (largest
     // numbers, a 512-byte resource) goes on the stream; one over the smallest
