@@ -49,9 +49,11 @@ impl CallStream {
         CallStream { requests, calls }
     }
 
-    /// True once the stream has ended: open a new one.
+    /// True once the stream has ended: open a new one. Also when its reader
+    /// task is gone without saying so (its runtime shut down): nothing sent
+    /// on it would ever be read.
     pub(crate) fn is_closed(&self) -> bool {
-        lock(&self.calls).waiting.is_none()
+        self.requests.is_closed() || lock(&self.calls).waiting.is_none()
     }
 
     /// Sends `call`; its answers arrive on the returned [`OpenCall`].
@@ -109,6 +111,19 @@ impl Drop for OpenCall {
             waiting.remove(&self.call_id);
         }
     }
+}
+
+/// True when `call` may go on a `Calls` stream: it fits the smallest
+/// request-size limit a node can have. A larger one goes as its unary call,
+/// so that the node's refusal of its size (`OutOfRange`) ends that call alone;
+/// on the stream it would end the stream, failing every call on it.
+pub(crate) fn fits_any_node(call: &v1::call_request::Call) -> bool {
+    use prost::Message as _;
+    let request = v1::CallRequest {
+        call_id: u64::MAX,
+        call: Some(call.clone()),
+    };
+    request.encoded_len() <= warden_proto::SMALLEST_MAX_REQUEST_BYTES
 }
 
 /// Rebuilds the status a failed call carries (code, message, and the
@@ -192,6 +207,59 @@ fn route(calls: &Mutex<OpenCalls>, answer: v1::CallResponse) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // L3 (a call reaches a live node): a stream whose reader task vanished
+    // without failing its calls (its runtime shut down under it) counts as
+    // closed, so the next call opens a new one instead of failing on it
+    // until the deadline, every time.
+    #[test]
+    fn a_stream_whose_reader_is_gone_is_closed() {
+        let (requests, outbound) = mpsc::unbounded_channel();
+        let stream = CallStream {
+            requests,
+            calls: Arc::new(Mutex::new(OpenCalls {
+                last_id: 0,
+                waiting: Some(HashMap::new()),
+            })),
+        };
+        assert!(!stream.is_closed());
+        drop(outbound);
+        assert!(stream.is_closed());
+        let call = v1::call_request::Call::Release(v1::ReleaseRequest::default());
+        assert_eq!(stream.start(call).unwrap_err().code(), Code::Aborted);
+    }
+
+    // Request size limit (docs/operations.md): every valid call (largest
+    // numbers, a 512-byte resource) goes on the stream; one over the smallest
+    // node limit goes unary, where the refusal of its size is its own.
+    #[test]
+    fn only_a_call_over_the_smallest_node_limit_leaves_the_stream() {
+        let header = Some(v1::RequestHeader {
+            client_id: u64::MAX,
+            request_id: u64::MAX,
+            acked_request_id: u64::MAX,
+        });
+        let acquire = |resource: String| {
+            v1::call_request::Call::Acquire(v1::AcquireRequest {
+                header,
+                resource,
+                ttl_ms: u64::MAX,
+                lease_id: u64::MAX,
+                wait_timeout_ms: u64::MAX,
+                lock_delay_ms: u64::MAX,
+            })
+        };
+        assert!(fits_any_node(&acquire("r".repeat(512))));
+        assert!(fits_any_node(&v1::call_request::Call::Release(
+            v1::ReleaseRequest {
+                header,
+                resource: "r".repeat(512),
+                lease_id: u64::MAX,
+                fencing_token: u64::MAX,
+            }
+        )));
+        assert!(!fits_any_node(&acquire("r".repeat(1_024))));
+    }
 
     // L3 / redirects: a failed call keeps the leader hint its status carried,
     // so the retry goes straight to the leader as with a unary call.

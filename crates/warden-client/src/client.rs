@@ -647,7 +647,9 @@ impl Client {
 
     /// Starts `call` on the node's `Calls` stream and waits at most `timeout`
     /// for its first answer. `Ok(None)` when the node does not serve `Calls`
-    /// (it answered `Unimplemented`; it is remembered): use the unary call.
+    /// (it answered `Unimplemented`; it is remembered) or the call is too
+    /// large for every node's stream (`calls::fits_any_node`): use the unary
+    /// call.
     async fn first_answer(
         &self,
         address: &str,
@@ -655,6 +657,9 @@ impl Client {
         call: Call,
         timeout: Duration,
     ) -> Result<Option<(Answer, OpenCall)>, Status> {
+        if !crate::calls::fits_any_node(&call) {
+            return Ok(None);
+        }
         let Some(stream) = self.call_stream(address, channel) else {
             return Ok(None);
         };

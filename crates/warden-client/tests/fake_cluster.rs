@@ -54,6 +54,10 @@ struct Fake {
     serve_calls: bool,
     /// How many `Calls` streams were opened on this node.
     calls_opened: Arc<AtomicUsize>,
+    /// How many of the next `Calls` streams end (without a status) right
+    /// after the first answer of their first call, as a cut connection or a
+    /// node going away would.
+    cut_streams: Arc<AtomicUsize>,
     /// Signalled by every renew.
     renewed: Arc<tokio::sync::Notify>,
     /// Every acquire header seen: (client_id, request_id, acked_request_id).
@@ -104,6 +108,36 @@ impl Lock for Fake {
         let mut inbound = request.into_inner();
         let (tx, rx) = tokio::sync::mpsc::channel(16);
         let fake = self.clone();
+        let cut = self
+            .cut_streams
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if cut {
+            tokio::spawn(async move {
+                let Ok(Some(call)) = inbound.message().await else {
+                    return;
+                };
+                let Some(call_request::Call::Acquire(acquire)) = call.call else {
+                    return;
+                };
+                let Ok(response) = fake.acquire(Request::new(acquire)).await else {
+                    return;
+                };
+                let mut messages = response.into_inner();
+                if let Some(Ok(first)) = futures::StreamExt::next(&mut messages).await {
+                    let _ = tx
+                        .send(Ok(CallResponse {
+                            call_id: call.call_id,
+                            answer: Some(Answer::Acquire(first)),
+                        }))
+                        .await;
+                }
+                // `tx` dropped: the stream ends with no final answer.
+            });
+            return Ok(Response::new(Box::pin(
+                tokio_stream::wrappers::ReceiverStream::new(rx),
+            )));
+        }
         tokio::spawn(async move {
             while let Ok(Some(call)) = inbound.message().await {
                 let call_id = call.call_id;
@@ -303,6 +337,8 @@ struct Started {
     acquires: Arc<Mutex<Vec<(u64, u64, u64)>>>,
     /// How many `Calls` streams were opened on it.
     calls_opened: Arc<AtomicUsize>,
+    /// See [`Fake::cut_streams`].
+    cut_streams: Arc<AtomicUsize>,
 }
 
 /// Starts a fake node on 127.0.0.1:0 that does not serve `Calls` (so these
@@ -321,11 +357,13 @@ async fn start_node(role: Role, serve_calls: bool) -> Started {
         role,
         serve_calls,
         calls_opened: Arc::default(),
+        cut_streams: Arc::default(),
         renewed: Arc::default(),
         acquires: Arc::default(),
     };
     let acquires = Arc::clone(&fake.acquires);
     let calls_opened = Arc::clone(&fake.calls_opened);
+    let cut_streams = Arc::clone(&fake.cut_streams);
     tokio::spawn(
         tonic::transport::Server::builder()
             .add_service(LeaseServer::new(fake.clone()))
@@ -336,6 +374,7 @@ async fn start_node(role: Role, serve_calls: bool) -> Started {
         addr,
         acquires,
         calls_opened,
+        cut_streams,
     }
 }
 
@@ -668,4 +707,53 @@ async fn a_node_without_calls_gets_unary_calls_and_is_asked_once() {
         "each acquire reached the node once, unary"
     );
     assert_eq!(old.calls_opened.load(Ordering::SeqCst), 1);
+}
+
+// S7/S8 over `Calls`: a stream that ends mid-wait (no final answer: a cut
+// connection, a node going away) fails the call; the client opens a new
+// stream and re-sends it with the same request id, which re-attaches to its
+// waiter and gets the grant.
+#[tokio::test]
+async fn a_stream_cut_mid_wait_is_replaced_and_the_call_resent_with_its_id() {
+    let leader = start_node(Role::Leader { drops: 0 }, true).await;
+    leader.cut_streams.store(1, Ordering::SeqCst);
+    let client = Client::connect(vec![leader.addr.clone()], ClientOptions::default())
+        .await
+        .unwrap();
+    let seen = Arc::new(AtomicUsize::new(0));
+    let sink = Arc::clone(&seen);
+    let options = AcquireOptions {
+        wait: Duration::from_secs(5),
+        ..ten_seconds()
+    };
+    let result = client
+        .acquire_with_progress("orders", options, move |_| {
+            sink.fetch_add(1, Ordering::SeqCst);
+        })
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            result,
+            AcquireResult::Granted {
+                fencing_token: 41,
+                ..
+            }
+        ),
+        "{result:?}"
+    );
+    let ids: Vec<u64> = leader
+        .acquires
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|h| h.1)
+        .collect();
+    assert_eq!(ids, vec![1, 1], "re-sent with the same request id");
+    assert_eq!(
+        leader.calls_opened.load(Ordering::SeqCst),
+        2,
+        "a new stream replaced the cut one"
+    );
+    assert_eq!(seen.load(Ordering::SeqCst), 2, "a queued report from each");
 }

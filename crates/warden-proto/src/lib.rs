@@ -23,3 +23,9 @@ pub mod peer {
 pub const CLUSTER_ID_METADATA: &str = "warden-cluster-id";
 /// Metadata key carrying the leader's client address on an `Unavailable` reply.
 pub const LEADER_METADATA: &str = "warden-leader";
+/// The smallest request-size limit a node can be given
+/// (`--max-request-bytes`, 1 KiB): every valid request fits in it (a
+/// resource name is at most 512 bytes). A client sends a `Calls` call larger
+/// than this as its unary call, so that a refusal of its size ends that call
+/// alone and not the stream all its other calls share.
+pub const SMALLEST_MAX_REQUEST_BYTES: usize = 1024;

@@ -47,7 +47,8 @@ pub struct ServerConfig {
 /// Default `--max-request-bytes`: 64 KiB (a resource name is at most 512 bytes).
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 64 * 1024;
 /// Bounds of `--max-request-bytes`: 1 KiB ..= 4 MiB.
-pub const MAX_REQUEST_BYTES_RANGE: (usize, usize) = (1024, 4 * 1024 * 1024);
+pub const MAX_REQUEST_BYTES_RANGE: (usize, usize) =
+    (warden_proto::SMALLEST_MAX_REQUEST_BYTES, 4 * 1024 * 1024);
 
 /// Timing parameters and their defaults (documented in docs/operations.md).
 #[derive(Clone, Debug, PartialEq, Eq)]

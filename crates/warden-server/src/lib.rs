@@ -270,6 +270,7 @@ where
         .add_service(
             warden_proto::v1::lock_server::LockServer::new(lock_service::LockService::new(
                 node_cell.clone(),
+                stop_rx.clone(),
             ))
             .max_decoding_message_size(config.max_request_bytes),
         )

@@ -32,12 +32,17 @@ use crate::node::{Node, NodeCell};
 #[derive(Clone, Debug)]
 pub struct LockService {
     node: NodeCell,
+    /// Turns true when the node stops serving: every `Calls` stream then
+    /// ends with `Unavailable` (a client never ends its own, and the
+    /// server's graceful stop waits for open streams).
+    stopping: tokio::sync::watch::Receiver<bool>,
 }
 
 impl LockService {
-    /// A service over the (not yet started) node.
-    pub fn new(node: NodeCell) -> Self {
-        LockService { node }
+    /// A service over the (not yet started) node; `stopping` turns true when
+    /// the node stops serving.
+    pub fn new(node: NodeCell, stopping: tokio::sync::watch::Receiver<bool>) -> Self {
+        LockService { node, stopping }
     }
 }
 
@@ -400,7 +405,7 @@ async fn serve_call(
                 }) => {
                     // The waiter's messages go through a small relay that
                     // names the call; it ends when either side does.
-                    let (tx, mut rx) = mpsc::channel::<Result<pb::AcquireResponse, Status>>(8);
+                    let (tx, rx) = mpsc::channel::<Result<pb::AcquireResponse, Status>>(8);
                     tokio::spawn(follow_waiter(
                         node.clone(),
                         tx,
@@ -408,17 +413,7 @@ async fn serve_call(
                         lease_id,
                         enqueue_index,
                     ));
-                    tokio::spawn(async move {
-                        while let Some(Ok(m)) = rx.recv().await {
-                            if out
-                                .send(Ok(call_answer(id, Answer::Acquire(m))))
-                                .await
-                                .is_err()
-                            {
-                                return;
-                            }
-                        }
-                    });
+                    tokio::spawn(relay_waiter(id, rx, out));
                     return None;
                 }
                 Err(status) => Err(status),
@@ -431,24 +426,67 @@ async fn serve_call(
     ))
 }
 
+/// Relays a queued acquire's messages from [`follow_waiter`] to the `Calls`
+/// stream under its call id. It ends when the waiter's messages end or the
+/// stream is gone (the client went away): then `follow_waiter` sees its
+/// channel closed and ends too, as it does when a unary `Acquire` stream is
+/// dropped. Without the second, both lived until the waiter was granted or
+/// timed out (up to an hour), or for ever on a node that stopped applying.
+async fn relay_waiter(
+    call_id: u64,
+    mut waiter: mpsc::Receiver<Result<pb::AcquireResponse, Status>>,
+    out: mpsc::Sender<Result<pb::CallResponse, Status>>,
+) {
+    use pb::call_response::Answer;
+    loop {
+        let message = tokio::select! {
+            m = waiter.recv() => m,
+            _ = out.closed() => return,
+        };
+        let Some(Ok(m)) = message else {
+            return;
+        };
+        if out
+            .send(Ok(call_answer(call_id, Answer::Acquire(m))))
+            .await
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
 /// Reads a `Calls` stream and serves its calls concurrently, at most
 /// [`MAX_CALLS_IN_PROGRESS`] at a time; after the client half-closes, the
-/// calls in progress are still answered.
+/// calls in progress are still answered. A stream that cannot be read on (a
+/// message over `--max-request-bytes`, a malformed one) ends with that
+/// status once the calls in progress are answered: the client must not keep
+/// sending calls that will never be read (queued waiters' relays would
+/// otherwise keep the stream open for their whole wait). When the node stops
+/// (`stopping`), the stream ends with `Unavailable`.
 async fn serve_calls(
     node: Arc<Node>,
     mut inbound: tonic::Streaming<pb::CallRequest>,
     out: mpsc::Sender<Result<pb::CallResponse, Status>>,
+    mut stopping: tokio::sync::watch::Receiver<bool>,
 ) {
     use futures::StreamExt as _;
     let mut in_progress = futures::stream::FuturesUnordered::new();
     let mut reading = true;
+    let mut unreadable = None;
     loop {
         tokio::select! {
             message = inbound.message(), if reading && in_progress.len() < MAX_CALLS_IN_PROGRESS => {
                 match message {
                     Ok(Some(call)) => in_progress.push(serve_call(node.clone(), call, out.clone())),
-                    // Half-closed, or the connection broke: finish what is in progress.
-                    Ok(None) | Err(_) => reading = false,
+                    // Half-closed: finish what is in progress.
+                    Ok(None) => reading = false,
+                    // Unreadable (or the connection broke): finish what is
+                    // in progress, then end the stream with this status.
+                    Err(status) => {
+                        reading = false;
+                        unreadable = Some(status);
+                    }
                 }
             }
             Some(answer) = in_progress.next(), if !in_progress.is_empty() => {
@@ -459,8 +497,22 @@ async fn serve_calls(
                 }
             }
             _ = out.closed() => return,
+            // The node is stopping: end the stream now (its calls are
+            // retried elsewhere with their request ids, S7; a queued waiter
+            // stays queued, S8), or the graceful stop would wait for it.
+            _ = async { stopping.wait_for(|s| *s).await.map(|_| ()) } => {
+                let _ = out
+                    .send(Err(Status::unavailable(
+                        "this node is shutting down; retry at another node",
+                    )))
+                    .await;
+                return;
+            }
         }
         if !reading && in_progress.is_empty() {
+            if let Some(status) = unreadable {
+                let _ = out.send(Err(status)).await;
+            }
             return;
         }
     }
@@ -504,7 +556,12 @@ impl Lock for LockService {
     ) -> Result<Response<Self::CallsStream>, Status> {
         let node = self.node.get()?;
         let (tx, rx) = mpsc::channel(CALLS_OUTBOUND_BUFFER);
-        tokio::spawn(serve_calls(node, req.into_inner(), tx));
+        tokio::spawn(serve_calls(
+            node,
+            req.into_inner(),
+            tx,
+            self.stopping.clone(),
+        ));
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 
@@ -740,6 +797,42 @@ impl Lock for LockService {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // S8 (a dropped stream is not a cancel, but nothing outlives it): a
+    // queued acquire's relay on a `Calls` stream ends as soon as the stream
+    // is gone, even while the waiter has nothing to report, and closes the
+    // waiter's channel so `follow_waiter` ends too. It used to notice only
+    // at its next message: a waiter whose position did not change kept both
+    // tasks until its grant or timeout, on a node that stopped applying for
+    // ever.
+    #[tokio::test]
+    async fn a_queued_calls_relay_ends_with_its_stream() {
+        let (waiter_tx, waiter_rx) = mpsc::channel(8);
+        let (out, mut answers) = mpsc::channel(8);
+        let relay = tokio::spawn(relay_waiter(5, waiter_rx, out));
+        let queued = pb::AcquireResponse {
+            event: Some(pb::acquire_response::Event::Queued(pb::Queued {
+                position: 2,
+                lease_id: 9,
+            })),
+        };
+        waiter_tx.send(Ok(queued.clone())).await.unwrap();
+        let answer = answers.recv().await.unwrap().unwrap();
+        assert_eq!(answer.call_id, 5);
+        assert_eq!(
+            answer.answer,
+            Some(pb::call_response::Answer::Acquire(queued))
+        );
+        drop(answers);
+        tokio::time::timeout(Duration::from_secs(10), relay)
+            .await
+            .expect("the relay ended with its stream")
+            .unwrap();
+        assert!(
+            waiter_tx.is_closed(),
+            "follow_waiter sees its channel closed"
+        );
+    }
 
     // The queue position a waiter sees (S8's `Queued` reports): the first
     // report goes at once, a changed position is held back at most

@@ -1010,3 +1010,210 @@ async fn calls_stream_answers_by_id_and_a_bad_call_leaves_it_running() {
         other => panic!("follower: expected Unavailable naming the leader, got {other:?}"),
     }
 }
+
+/// Request size limit over `Calls` (docs/operations.md, issue 3 item 7): an
+/// acquire above --max-request-bytes is refused to its caller alone, at once,
+/// as the unary call refuses it (OutOfRange, not retried), and a waiter
+/// queued on the same client's stream is still granted with a larger token
+/// at the holder's release (S8, S2). The stream used to die with the
+/// oversized message and the client re-sent it until its deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_call_is_refused_alone_and_the_stream_keeps_serving() {
+    use warden_client::{AcquireOptions, AcquireResult, Client, ClientError, ClientOptions};
+
+    let cluster = Cluster::start(3, &["--max-request-bytes", "4096"]).await;
+    cluster.wait_leader(Duration::from_secs(10)).await;
+    let client = Client::connect(cluster.api().endpoints, ClientOptions::default())
+        .await
+        .expect("client");
+    let ttl = Duration::from_secs(10);
+    let (holder, t1) = match client
+        .acquire("calls-big", AcquireOptions::with_ttl(ttl))
+        .await
+        .expect("holder")
+    {
+        AcquireResult::Granted {
+            lease_id,
+            fencing_token,
+            ..
+        } => (lease_id, fencing_token),
+        other => panic!("expected a grant, got {other:?}"),
+    };
+    let (queued_tx, mut queued_rx) = mpsc::unbounded_channel();
+    let waiter = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            let options = AcquireOptions {
+                wait: Duration::from_secs(20),
+                ..AcquireOptions::with_ttl(ttl)
+            };
+            client
+                .acquire_with_progress("calls-big", options, move |q| {
+                    let _ = queued_tx.send(q.lease_id);
+                })
+                .await
+        })
+    };
+    let waiter_lease = tokio::time::timeout(Duration::from_secs(10), queued_rx.recv())
+        .await
+        .expect("queued within 10 s")
+        .expect("a queued report");
+
+    let big = "x".repeat(8_192);
+    let e = tokio::time::timeout(
+        Duration::from_secs(3),
+        client.acquire(big, AcquireOptions::with_ttl(ttl)),
+    )
+    .await
+    .expect("refused without retrying until the deadline")
+    .expect_err("too large");
+    match &e {
+        ClientError::InvalidArgument { message } => {
+            assert!(message.contains("too large"), "{message}")
+        }
+        other => panic!("expected InvalidArgument (OutOfRange), got {other:?}"),
+    }
+
+    let released = client
+        .release(holder, Some("calls-big".into()), Some(t1))
+        .await
+        .expect("release");
+    assert!(released.released);
+    match tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .expect("waiter answered within 10 s")
+        .expect("join")
+        .expect("waiter acquire")
+    {
+        AcquireResult::Granted {
+            lease_id,
+            fencing_token,
+            ..
+        } => {
+            assert_eq!(lease_id, waiter_lease);
+            assert!(fencing_token > t1, "S2: {fencing_token} > {t1}");
+        }
+        other => panic!("waiter: expected a grant, got {other:?}"),
+    }
+}
+
+/// Request size limit on `Calls` (docs/operations.md), for a client other
+/// than warden-client: a message over --max-request-bytes ends the stream
+/// with OutOfRange, also while a waiter queued on it holds it open; the
+/// waiter stays queued (a dropped stream is not a cancel, S8). The node used
+/// to stop reading and leave the stream open, unread, for the whole wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_calls_stream_ends_with_its_status_and_the_waiter_stays() {
+    use pb::call_request::Call;
+    use pb::call_response::Answer;
+    use tokio_stream::wrappers::UnboundedReceiverStream;
+
+    let cluster = Cluster::start(3, &["--max-request-bytes", "4096"]).await;
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let channel = harness::channel(&cluster.addr(leader), None)
+        .await
+        .expect("channel");
+    let mut answers = LockClient::new(channel)
+        .calls(UnboundedReceiverStream::new(rx))
+        .await
+        .expect("Calls on the leader")
+        .into_inner();
+    tx.send(call(1, Call::Acquire(req(311, "calls-u", 10_000, 0, 0))))
+        .unwrap();
+    tx.send(call(
+        2,
+        Call::Acquire(req(312, "calls-u", 10_000, 0, 30_000)),
+    ))
+    .unwrap();
+    let seen = call_answers(&mut answers, |seen| {
+        [1, 2].iter().all(|id| seen.iter().any(|(i, _)| i == id))
+    })
+    .await;
+    let waiter = seen
+        .iter()
+        .find_map(|(i, a)| match (i, a) {
+            (
+                2,
+                Answer::Acquire(pb::AcquireResponse {
+                    event: Some(Event::Queued(q)),
+                }),
+            ) => Some(q.lease_id),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("call 2 queued: {seen:?}"));
+
+    tx.send(call(
+        3,
+        Call::Acquire(req(313, &"x".repeat(8_192), 10_000, 0, 0)),
+    ))
+    .unwrap();
+    let end = loop {
+        match tokio::time::timeout(Duration::from_secs(10), answers.message())
+            .await
+            .expect("the stream ended within 10 s")
+        {
+            Ok(Some(m)) => assert_eq!(m.call_id, 2, "only the waiter reports: {m:?}"),
+            Ok(None) => panic!("the stream ended without a status"),
+            Err(status) => break status,
+        }
+    };
+    assert_eq!(end.code(), Code::OutOfRange, "{end:?}");
+    assert!(end.message().contains("too large"), "{end:?}");
+    assert_eq!(
+        status(&cluster.api().endpoints, "calls-u").await.waiters,
+        1,
+        "the waiter is still queued"
+    );
+    let (code, list, err) = cluster.cli(&["list", "calls-u"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(list[0]["waiters"][0]["lease_id"].as_u64(), Some(waiter));
+}
+
+/// Graceful stop with `Calls` (docs/operations.md, rolling restarts): a
+/// SIGTERM'd node ends its open `Calls` streams with Unavailable, so clients
+/// retry elsewhere at once. A client never ends its stream, and the server's
+/// graceful stop waited for it until its 2 s cut-off, then the process exited
+/// under the stream (a node with one connected client took 2 s to stop, not
+/// 20 ms).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_node_ends_its_calls_streams_with_unavailable() {
+    use pb::call_request::Call;
+    use pb::call_response::Answer;
+    use tokio_stream::wrappers::UnboundedReceiverStream;
+
+    let mut cluster = Cluster::start(3, &[]).await;
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await;
+    let follower = (1..=3).find(|id| *id != leader).unwrap();
+    let (tx, rx) = mpsc::unbounded_channel();
+    let channel = harness::channel(&cluster.addr(follower), None)
+        .await
+        .expect("channel");
+    let mut answers = LockClient::new(channel)
+        .calls(UnboundedReceiverStream::new(rx))
+        .await
+        .expect("Calls on a follower")
+        .into_inner();
+    tx.send(call(1, Call::Acquire(req(321, "calls-stop", 5_000, 0, 0))))
+        .unwrap();
+    let seen = call_answers(&mut answers, |seen| !seen.is_empty()).await;
+    assert!(
+        matches!(&seen[0], (1, Answer::Error(e)) if e.code == Code::Unavailable as i32),
+        "the stream is up: {seen:?}"
+    );
+    let end = tokio::spawn(async move {
+        let end = tokio::time::timeout(Duration::from_secs(20), answers.message())
+            .await
+            .expect("the stream ended");
+        drop(tx);
+        end
+    });
+    tokio::task::block_in_place(|| cluster.terminate(follower, Duration::from_secs(10)));
+    match end.await.expect("join") {
+        Err(status) => {
+            assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+            assert!(status.message().contains("shutting down"), "{status:?}");
+        }
+        Ok(other) => panic!("expected the stream to end with Unavailable, got {other:?}"),
+    }
+}
