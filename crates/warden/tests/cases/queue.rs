@@ -852,6 +852,25 @@ async fn call_answers(
     seen
 }
 
+/// Opens a `Calls` stream to `addr`; returns where to send calls and the
+/// answers. `what` names the node in a failure.
+async fn open_calls(
+    addr: &str,
+    what: &str,
+) -> (
+    mpsc::UnboundedSender<pb::CallRequest>,
+    tonic::Streaming<pb::CallResponse>,
+) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let channel = harness::channel(addr, None).await.expect("channel");
+    let answers = LockClient::new(channel)
+        .calls(tokio_stream::wrappers::UnboundedReceiverStream::new(rx))
+        .await
+        .unwrap_or_else(|e| panic!("{what}: {e}"))
+        .into_inner();
+    (tx, answers)
+}
+
 fn call(call_id: u64, call: pb::call_request::Call) -> pb::CallRequest {
     pb::CallRequest {
         call_id,
@@ -869,19 +888,10 @@ fn call(call_id: u64, call: pb::call_request::Call) -> pb::CallRequest {
 async fn calls_stream_answers_by_id_and_a_bad_call_leaves_it_running() {
     use pb::call_request::Call;
     use pb::call_response::Answer;
-    use tokio_stream::wrappers::UnboundedReceiverStream;
 
     let cluster = Cluster::start(3, &[]).await;
     let leader = cluster.wait_leader(Duration::from_secs(10)).await;
-    let (tx, rx) = mpsc::unbounded_channel();
-    let channel = harness::channel(&cluster.addr(leader), None)
-        .await
-        .expect("channel");
-    let mut answers = LockClient::new(channel)
-        .calls(UnboundedReceiverStream::new(rx))
-        .await
-        .expect("Calls on the leader")
-        .into_inner();
+    let (tx, mut answers) = open_calls(&cluster.addr(leader), "Calls on the leader").await;
 
     tx.send(call(1, Call::Acquire(req(301, "calls-r", 5_000, 0, 0))))
         .unwrap();
@@ -990,15 +1000,7 @@ async fn calls_stream_answers_by_id_and_a_bad_call_leaves_it_running() {
 
     // A follower answers in-band with the leader's address.
     let follower = (1..=3).find(|id| *id != leader).unwrap();
-    let (ftx, frx) = mpsc::unbounded_channel();
-    let channel = harness::channel(&cluster.addr(follower), None)
-        .await
-        .expect("channel");
-    let mut fanswers = LockClient::new(channel)
-        .calls(UnboundedReceiverStream::new(frx))
-        .await
-        .expect("Calls on a follower")
-        .into_inner();
+    let (ftx, mut fanswers) = open_calls(&cluster.addr(follower), "Calls on a follower").await;
     ftx.send(call(7, Call::Acquire(req(305, "calls-t", 5_000, 0, 0))))
         .unwrap();
     let seen = call_answers(&mut fanswers, |seen| !seen.is_empty()).await;
@@ -1106,19 +1108,10 @@ async fn an_oversized_call_is_refused_alone_and_the_stream_keeps_serving() {
 async fn an_unreadable_calls_stream_ends_with_its_status_and_the_waiter_stays() {
     use pb::call_request::Call;
     use pb::call_response::Answer;
-    use tokio_stream::wrappers::UnboundedReceiverStream;
 
     let cluster = Cluster::start(3, &["--max-request-bytes", "4096"]).await;
     let leader = cluster.wait_leader(Duration::from_secs(10)).await;
-    let (tx, rx) = mpsc::unbounded_channel();
-    let channel = harness::channel(&cluster.addr(leader), None)
-        .await
-        .expect("channel");
-    let mut answers = LockClient::new(channel)
-        .calls(UnboundedReceiverStream::new(rx))
-        .await
-        .expect("Calls on the leader")
-        .into_inner();
+    let (tx, mut answers) = open_calls(&cluster.addr(leader), "Calls on the leader").await;
     tx.send(call(1, Call::Acquire(req(311, "calls-u", 10_000, 0, 0))))
         .unwrap();
     tx.send(call(
@@ -1180,20 +1173,11 @@ async fn an_unreadable_calls_stream_ends_with_its_status_and_the_waiter_stays() 
 async fn a_stopping_node_ends_its_calls_streams_with_unavailable() {
     use pb::call_request::Call;
     use pb::call_response::Answer;
-    use tokio_stream::wrappers::UnboundedReceiverStream;
 
     let mut cluster = Cluster::start(3, &[]).await;
     let leader = cluster.wait_leader(Duration::from_secs(10)).await;
     let follower = (1..=3).find(|id| *id != leader).unwrap();
-    let (tx, rx) = mpsc::unbounded_channel();
-    let channel = harness::channel(&cluster.addr(follower), None)
-        .await
-        .expect("channel");
-    let mut answers = LockClient::new(channel)
-        .calls(UnboundedReceiverStream::new(rx))
-        .await
-        .expect("Calls on a follower")
-        .into_inner();
+    let (tx, mut answers) = open_calls(&cluster.addr(follower), "Calls on a follower").await;
     tx.send(call(1, Call::Acquire(req(321, "calls-stop", 5_000, 0, 0))))
         .unwrap();
     let seen = call_answers(&mut answers, |seen| !seen.is_empty()).await;
