@@ -212,7 +212,7 @@ impl Client {
         on_queued: impl Fn(Queued) + Send + Sync,
         renew_while_waiting: bool,
     ) -> Result<AcquireResult, ClientError> {
-        let in_flight = InFlight::begin(&self.inner.request_ids);
+        let in_flight = InFlight::begin(&self.inner.request_ids).await;
         let request = v1::AcquireRequest {
             header: Some(self.header(&in_flight)),
             resource,
@@ -421,7 +421,7 @@ impl Client {
     /// the cluster's lease limit is reached; `NoQuorum`/`Unavailable`.
     /// Retried across leader changes with the same request id (S7).
     pub async fn lease_grant(&self, ttl: Duration) -> Result<LeaseGrantResult, ClientError> {
-        let in_flight = InFlight::begin(&self.inner.request_ids);
+        let in_flight = InFlight::begin(&self.inner.request_ids).await;
         let request = v1::LeaseGrantRequest {
             header: Some(self.header(&in_flight)),
             ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
@@ -475,7 +475,7 @@ impl Client {
     /// when no leader commits it within the deadline. Retried across leader
     /// changes with the same request id (S7).
     pub async fn revoke(&self, lease_id: u64) -> Result<u64, ClientError> {
-        let in_flight = InFlight::begin(&self.inner.request_ids);
+        let in_flight = InFlight::begin(&self.inner.request_ids).await;
         let request = v1::LeaseRevokeRequest {
             header: Some(self.header(&in_flight)),
             lease_id,
@@ -511,7 +511,7 @@ impl Client {
         resource: Option<String>,
         fencing_token: Option<u64>,
     ) -> Result<ReleaseResult, ClientError> {
-        let in_flight = InFlight::begin(&self.inner.request_ids);
+        let in_flight = InFlight::begin(&self.inner.request_ids).await;
         let request = v1::ReleaseRequest {
             header: Some(self.header(&in_flight)),
             resource: resource.unwrap_or_default(),

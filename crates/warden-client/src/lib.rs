@@ -128,6 +128,7 @@ pub fn validity(ttl: std::time::Duration) -> std::time::Duration {
     std::time::Duration::from_micros(scaled).saturating_sub(VALIDITY_MARGIN)
 }
 pub use error::ClientError;
+pub use requests::MAX_REQUESTS_AHEAD;
 pub use routing::{leader_hint, parse_endpoint};
 pub use types::{
     AcquireOptions, AcquireResult, ClientOptions, ClusterStatus, Holder, LeaseGrantResult,

@@ -5,10 +5,13 @@
 //! lower id have been answered: the client will never retry them, so the
 //! server may forget their outcomes. A request counts as answered when its
 //! call returns (with any result) or is dropped, because the client never
-//! re-sends an id after that.
+//! re-sends an id after that. At most [`MAX_REQUESTS_AHEAD`] ids are handed
+//! out past the watermark; a further request waits for the oldest to return.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::Notify;
 
 /// The id bookkeeping of one client.
 #[derive(Debug, Default)]
@@ -18,21 +21,44 @@ pub(crate) struct RequestIds {
     last_issued: u64,
     /// Ids handed out whose calls have not returned yet.
     in_flight: BTreeSet<u64>,
+    /// Woken when a request returns (a request waiting for room in the
+    /// window may go).
+    returned: Arc<Notify>,
 }
+
+/// Most request ids a client hands out past its acknowledged watermark:
+/// the server keeps at most this many outcomes per client above the
+/// watermark it knows (`warden_core::limits::MAX_OUTCOMES_PER_CLIENT`), and
+/// refuses as expired any id at or below the floor its evictions leave. With
+/// more in flight, one slow request (its id stuck at the watermark) could
+/// arrive after 64 later ones had been recorded and be refused although it
+/// never ran (seen in the `sessions` benchmark: 64 concurrent lease grants
+/// on one client, "the outcome of request 7450 is no longer kept
+/// (acknowledged up to 7449, dropped up to 7464)"). A new request waits
+/// until the oldest returns, as a TCP sender waits for its window.
+pub const MAX_REQUESTS_AHEAD: u64 = 64;
 
 impl RequestIds {
     /// Takes the next id. Returns `(request_id, acked_request_id)`; the
     /// watermark is fixed here, so every retry of the request is byte-identical.
     pub(crate) fn begin(&mut self) -> (u64, u64) {
         let acked = self.acked();
+        debug_assert!(self.has_room());
         self.last_issued = self.last_issued.saturating_add(1);
         self.in_flight.insert(self.last_issued);
         (self.last_issued, acked)
     }
 
+    /// Whether the next id stays within [`MAX_REQUESTS_AHEAD`] of the
+    /// watermark.
+    pub(crate) fn has_room(&self) -> bool {
+        self.last_issued - self.acked() < MAX_REQUESTS_AHEAD
+    }
+
     /// Marks `request_id` answered.
     pub(crate) fn finish(&mut self, request_id: u64) {
         self.in_flight.remove(&request_id);
+        self.returned.notify_waiters();
     }
 
     /// The highest id such that it and all lower ids were answered.
@@ -56,13 +82,35 @@ pub(crate) struct InFlight {
 }
 
 impl InFlight {
-    pub(crate) fn begin(ids: &Arc<Mutex<RequestIds>>) -> InFlight {
-        let (request_id, acked_request_id) =
-            ids.lock().unwrap_or_else(PoisonError::into_inner).begin();
-        InFlight {
-            ids: Arc::clone(ids),
-            request_id,
-            acked_request_id,
+    /// Takes the next request id, first waiting (if needed) until it is
+    /// within [`MAX_REQUESTS_AHEAD`] of the watermark.
+    pub(crate) async fn begin(ids: &Arc<Mutex<RequestIds>>) -> InFlight {
+        loop {
+            let returned = {
+                let mut guard = ids.lock().unwrap_or_else(PoisonError::into_inner);
+                if guard.has_room() {
+                    let (request_id, acked_request_id) = guard.begin();
+                    return InFlight {
+                        ids: Arc::clone(ids),
+                        request_id,
+                        acked_request_id,
+                    };
+                }
+                Arc::clone(&guard.returned)
+            };
+            let wait = returned.notified();
+            tokio::pin!(wait);
+            // Registered before the lock is taken again: a return between
+            // this check and the wait is not missed.
+            wait.as_mut().enable();
+            if ids
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .has_room()
+            {
+                continue;
+            }
+            wait.await;
         }
     }
 }
@@ -111,17 +159,54 @@ mod tests {
     }
 
     // S7: a cancelled call (its future dropped) still counts as answered, so the watermark moves.
-    #[test]
-    fn dropping_an_in_flight_request_acknowledges_it() {
+    #[tokio::test]
+    async fn dropping_an_in_flight_request_acknowledges_it() {
         let ids = Arc::new(Mutex::new(RequestIds::default()));
-        let first = InFlight::begin(&ids);
-        let second = InFlight::begin(&ids);
+        let first = InFlight::begin(&ids).await;
+        let second = InFlight::begin(&ids).await;
         assert_eq!((first.request_id, second.request_id), (1, 2));
         assert_eq!(second.acked_request_id, 0);
         drop(second);
         assert_eq!(ids.lock().unwrap().acked(), 0);
         drop(first);
         assert_eq!(ids.lock().unwrap().acked(), 2);
-        assert_eq!(InFlight::begin(&ids).acked_request_id, 2);
+        assert_eq!(InFlight::begin(&ids).await.acked_request_id, 2);
+    }
+
+    // S7 under concurrency (the sessions benchmark's "outcome of request
+    // 7450 is no longer kept"): with the oldest request still out, no id
+    // goes past watermark + MAX_REQUESTS_AHEAD, so the server's per-client
+    // outcome cap can never leave its floor above a request not yet run; the
+    // next request goes as soon as the oldest returns.
+    #[tokio::test]
+    async fn no_request_goes_more_than_the_window_past_the_watermark() {
+        use futures::FutureExt as _;
+        let ids = Arc::new(Mutex::new(RequestIds::default()));
+        let oldest = InFlight::begin(&ids).await;
+        let mut later = Vec::new();
+        for _ in 1..MAX_REQUESTS_AHEAD {
+            let r = InFlight::begin(&ids).await;
+            assert_eq!(r.acked_request_id, 0);
+            later.push(r);
+        }
+        // Every later one returns; the oldest does not: the watermark stays 0.
+        later.clear();
+        assert_eq!(ids.lock().unwrap().acked(), 0);
+        let waiting = InFlight::begin(&ids);
+        tokio::pin!(waiting);
+        assert!(
+            waiting.as_mut().now_or_never().is_none(),
+            "request {} would be {} past the watermark",
+            MAX_REQUESTS_AHEAD + 1,
+            MAX_REQUESTS_AHEAD + 1
+        );
+        drop(oldest);
+        let next = tokio::time::timeout(std::time::Duration::from_secs(10), waiting)
+            .await
+            .expect("the waiting request goes once the oldest returned");
+        assert_eq!(
+            (next.request_id, next.acked_request_id),
+            (MAX_REQUESTS_AHEAD + 1, MAX_REQUESTS_AHEAD)
+        );
     }
 }

@@ -248,4 +248,15 @@ mod tests {
         assert!(warden_core::validate::resource(&key["\u{1}".len()..]).is_ok());
         assert_ne!(key, "election/scheduler");
     }
+
+    // S7 under concurrency: the client never hands out more request ids
+    // past its watermark than the server keeps outcomes for, so no request
+    // that never ran is refused as expired (warden-client `requests.rs`).
+    #[test]
+    fn client_window_fits_the_servers_outcome_cap() {
+        assert_eq!(
+            warden_client::MAX_REQUESTS_AHEAD,
+            warden_core::limits::MAX_OUTCOMES_PER_CLIENT as u64
+        );
+    }
 }
