@@ -117,14 +117,15 @@ impl Drop for OpenCall {
 /// request-size limit a node can have. A larger one goes as its unary call,
 /// so that the node's refusal of its size (`OutOfRange`) ends that call alone;
 /// on the stream it would end the stream, failing every call on it.
+///
+/// Sized without building (or cloning into) the request: the call's own
+/// field plus the largest `call_id` field.
 pub(crate) fn fits_any_node(call: &v1::call_request::Call) -> bool {
-    use prost::Message as _;
-    let request = v1::CallRequest {
-        call_id: u64::MAX,
-        call: Some(call.clone()),
-    };
-    request.encoded_len() <= warden_proto::SMALLEST_MAX_REQUEST_BYTES
+    call.encoded_len() + LARGEST_CALL_ID_FIELD_BYTES <= warden_proto::SMALLEST_MAX_REQUEST_BYTES
 }
+
+/// `call_id`'s field at its largest: a one-byte tag and a ten-byte varint.
+const LARGEST_CALL_ID_FIELD_BYTES: usize = 1 + 10;
 
 /// Rebuilds the status a failed call carries (code, message, and the
 /// `warden-leader` entry when the node named the leader).
@@ -249,7 +250,17 @@ mod tests {
                 lock_delay_ms: u64::MAX,
             })
         };
-        assert!(fits_any_node(&acquire("r".repeat(512))));
+        // The sizing is exactly the request's at its largest call id.
+        let big = acquire("r".repeat(512));
+        let request = v1::CallRequest {
+            call_id: u64::MAX,
+            call: Some(big.clone()),
+        };
+        assert_eq!(
+            prost::Message::encoded_len(&request),
+            big.encoded_len() + LARGEST_CALL_ID_FIELD_BYTES
+        );
+        assert!(fits_any_node(&big));
         assert!(fits_any_node(&v1::call_request::Call::Release(
             v1::ReleaseRequest {
                 header,
