@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tonic::transport::Channel;
-use tonic::{Code, Status};
+use tonic::Status;
 use warden_proto::v1::{self, acquire_response::Event, call_response::Answer};
 
 /// The sending half of a node's `Calls` stream; cheap to clone.
@@ -98,7 +98,7 @@ impl OpenCall {
     /// status the unary call would have returned, with its leader hint.
     pub(crate) async fn next(&mut self) -> Result<Answer, Status> {
         match self.answers.recv().await {
-            Some(Ok(Answer::Error(e))) => Err(call_error_status(e)),
+            Some(Ok(Answer::Error(e))) => Err(warden_proto::call_error_status(e)),
             Some(answer) => answer,
             None => Err(stream_ended()),
         }
@@ -126,20 +126,6 @@ pub(crate) fn fits_any_node(call: &v1::call_request::Call) -> bool {
 
 /// `call_id`'s field at its largest: a one-byte tag and a ten-byte varint.
 const LARGEST_CALL_ID_FIELD_BYTES: usize = 1 + 10;
-
-/// Rebuilds the status a failed call carries (code, message, and the
-/// `warden-leader` entry when the node named the leader).
-pub(crate) fn call_error_status(e: v1::CallError) -> Status {
-    let mut status = Status::new(Code::from_i32(e.code), e.message);
-    if !e.leader.is_empty() {
-        if let Ok(value) = e.leader.parse() {
-            status
-                .metadata_mut()
-                .insert(warden_proto::LEADER_METADATA, value);
-        }
-    }
-    status
-}
 
 /// Retryable, and not "the server said unavailable": the stream is gone, not
 /// the cluster.
@@ -208,6 +194,7 @@ fn route(calls: &Mutex<OpenCalls>, answer: v1::CallResponse) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tonic::Code;
 
     // L3 (a call reaches a live node): a stream whose reader task vanished
     // without failing its calls (its runtime shut down under it) counts as
@@ -276,7 +263,7 @@ mod tests {
     // so the retry goes straight to the leader as with a unary call.
     #[test]
     fn a_call_error_keeps_code_message_and_leader_hint() {
-        let status = call_error_status(v1::CallError {
+        let status = warden_proto::call_error_status(v1::CallError {
             code: Code::Unavailable as i32,
             message: "not the leader; the leader is node 2 at 127.0.0.1:7002".into(),
             leader: "127.0.0.1:7002".into(),
@@ -290,7 +277,7 @@ mod tests {
             crate::routing::leader_hint(status.metadata()).as_deref(),
             Some("127.0.0.1:7002")
         );
-        let plain = call_error_status(v1::CallError {
+        let plain = warden_proto::call_error_status(v1::CallError {
             code: Code::InvalidArgument as i32,
             message: "resource: 1..=512 bytes".into(),
             leader: String::new(),

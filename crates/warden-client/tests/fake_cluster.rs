@@ -22,7 +22,7 @@ use warden_proto::v1::{
     ClusterStatusResponse, Granted, Queued as WireQueued, ReleaseRequest, ReleaseResponse,
     RenewRequest, RenewResponse, StatusRequest, StatusResponse,
 };
-use warden_proto::v1::{call_request, call_response::Answer, CallError, CallRequest, CallResponse};
+use warden_proto::v1::{call_request, call_response::Answer, CallRequest, CallResponse};
 
 /// How a fake node answers.
 #[derive(Clone)]
@@ -77,20 +77,6 @@ fn not_leader(hint: &Option<String>) -> Status {
 
 type AcquireStream = Pin<Box<dyn Stream<Item = Result<AcquireResponse, Status>> + Send>>;
 type CallsStream = Pin<Box<dyn Stream<Item = Result<CallResponse, Status>> + Send>>;
-
-/// A failed call as a `Calls` answer carries it.
-fn call_error(status: &Status) -> Answer {
-    Answer::Error(CallError {
-        code: status.code() as i32,
-        message: status.message().to_string(),
-        leader: status
-            .metadata()
-            .get(warden_proto::LEADER_METADATA)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_string(),
-    })
-}
 
 #[tonic::async_trait]
 impl Lock for Fake {
@@ -153,12 +139,17 @@ impl Lock for Fake {
                         }))
                     };
                     match fake.acquire(Request::new(acquire)).await {
-                        Err(status) => drop(send(call_error(&status)).await),
+                        Err(status) => {
+                            drop(send(Answer::Error(warden_proto::call_error(&status))).await)
+                        }
                         Ok(response) => {
                             let mut messages = response.into_inner();
                             while let Some(item) = futures::StreamExt::next(&mut messages).await {
                                 let last = item.is_err();
-                                let answer = item.map_or_else(|s| call_error(&s), Answer::Acquire);
+                                let answer = item.map_or_else(
+                                    |s| Answer::Error(warden_proto::call_error(&s)),
+                                    Answer::Acquire,
+                                );
                                 if send(answer).await.is_err() || last {
                                     break;
                                 }

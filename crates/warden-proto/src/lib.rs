@@ -5,7 +5,10 @@
 //! - [`peer`]: the internal node-to-node API (`warden.peer.v1`): Raft RPCs as
 //!   opaque postcard blobs, and the two-phase bootstrap of the cluster id.
 //!
-//! No hand-written logic lives here.
+//! No hand-written logic lives here, besides the one mapping between a
+//! failed `Calls` call ([`v1::CallError`]) and the gRPC status the unary call
+//! would have returned ([`call_error`], [`call_error_status`]): the server,
+//! the client and test fakes share it.
 
 /// The public API, `warden.v1`.
 #[allow(clippy::all, missing_docs)]
@@ -29,3 +32,31 @@ pub const LEADER_METADATA: &str = "warden-leader";
 /// than this as its unary call, so that a refusal of its size ends that call
 /// alone and not the stream all its other calls share.
 pub const SMALLEST_MAX_REQUEST_BYTES: usize = 1024;
+
+/// A failed `Calls` call as the stream carries it: the status's code,
+/// message and `warden-leader` entry ("" if none).
+pub fn call_error(status: &tonic::Status) -> v1::CallError {
+    v1::CallError {
+        code: status.code() as i32,
+        message: status.message().to_string(),
+        leader: status
+            .metadata()
+            .get(LEADER_METADATA)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string(),
+    }
+}
+
+/// The status a failed `Calls` call stands for (code, message, and the
+/// `warden-leader` entry when the node named the leader): what the unary
+/// call would have returned.
+pub fn call_error_status(e: v1::CallError) -> tonic::Status {
+    let mut status = tonic::Status::new(tonic::Code::from_i32(e.code), e.message);
+    if !e.leader.is_empty() {
+        if let Ok(value) = e.leader.parse() {
+            status.metadata_mut().insert(LEADER_METADATA, value);
+        }
+    }
+    status
+}

@@ -39,21 +39,6 @@ pub fn unexpected(reply: &warden_core::types::Response) -> Status {
     Status::internal(format!("unexpected reply {reply:?}"))
 }
 
-/// A failed call of a `Calls` stream: the status the unary call would have
-/// returned, with its `warden-leader` entry.
-pub fn call_error(status: &Status) -> warden_proto::v1::CallError {
-    warden_proto::v1::CallError {
-        code: status.code() as i32,
-        message: status.message().to_string(),
-        leader: status
-            .metadata()
-            .get(warden_proto::LEADER_METADATA)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_string(),
-    }
-}
-
 /// `Unavailable` naming the leader, if known, in the `warden-leader` metadata.
 pub fn not_leader(leader: Option<(u64, String)>) -> Status {
     match leader {

@@ -422,7 +422,7 @@ async fn serve_call(
     };
     Some(call_answer(
         id,
-        answer.unwrap_or_else(|status| Answer::Error(crate::error::call_error(&status))),
+        answer.unwrap_or_else(|status| Answer::Error(warden_proto::call_error(&status))),
     ))
 }
 
