@@ -373,20 +373,58 @@ fn ten_seconds() -> AcquireOptions {
     AcquireOptions::with_ttl(Duration::from_secs(10))
 }
 
-// Leader following: a follower's `warden-leader` hint is followed, the retry reuses the request id (S7), and the leader is cached.
-#[tokio::test]
-async fn follower_hint_is_followed_with_the_same_request_id() {
-    let (leader, leader_log) = start(Role::Leader { drops: 0 }).await;
-    let (follower, follower_log) = start(Role::Follower(Some(leader.clone()))).await;
-    let client = Client::connect(vec![follower.clone()], ClientOptions::default())
+/// The request ids of the acquires a fake node logged, in order.
+fn request_ids(log: &Mutex<Vec<(u64, u64, u64)>>) -> Vec<u64> {
+    log.lock().unwrap().iter().map(|h| h.1).collect()
+}
+
+/// Acquires "orders" at `addr`, waiting up to 5 s in the queue; returns the
+/// result and how many `Queued` reports reached the callback.
+async fn waiting_acquire(addr: &str) -> (AcquireResult, usize) {
+    let client = Client::connect(vec![addr.to_string()], ClientOptions::default())
+        .await
+        .unwrap();
+    let seen = Arc::new(AtomicUsize::new(0));
+    let sink = Arc::clone(&seen);
+    let options = AcquireOptions {
+        wait: Duration::from_secs(5),
+        ..ten_seconds()
+    };
+    let result = client
+        .acquire_with_progress("orders", options, move |_: Queued| {
+            sink.fetch_add(1, Ordering::SeqCst);
+        })
+        .await
+        .unwrap();
+    (result, seen.load(Ordering::SeqCst))
+}
+
+/// A client that knows only `follower` acquires "orders" once; asserts it
+/// was granted at the leader the hint named, with the request the follower
+/// saw (same client id, request id 1, watermark 0, S7), and that the leader
+/// is cached. Returns the client.
+async fn acquire_through_the_hint(
+    follower: &str,
+    follower_log: &Mutex<Vec<(u64, u64, u64)>>,
+    leader: &str,
+    leader_log: &Mutex<Vec<(u64, u64, u64)>>,
+) -> Client {
+    let client = Client::connect(vec![follower.to_string()], ClientOptions::default())
         .await
         .unwrap();
     let result = client.acquire("orders", ten_seconds()).await.unwrap();
     assert!(
-        matches!(result, AcquireResult::Granted { lease_id: 7, .. }),
+        matches!(
+            result,
+            AcquireResult::Granted {
+                lease_id: 7,
+                fencing_token: 41,
+                ..
+            }
+        ),
         "{result:?}"
     );
-    assert_eq!(client.cached_leader(), Some(leader));
+    assert_eq!(client.cached_leader().as_deref(), Some(leader));
     let f = follower_log.lock().unwrap().clone();
     let l = leader_log.lock().unwrap().clone();
     assert_eq!(f.len(), 1);
@@ -394,8 +432,16 @@ async fn follower_hint_is_followed_with_the_same_request_id() {
         f, l,
         "the retry carries the same client id, request id and watermark"
     );
-    assert_eq!(f[0].0, client.client_id());
-    assert_eq!((f[0].1, f[0].2), (1, 0));
+    assert_eq!((f[0].0, f[0].1, f[0].2), (client.client_id(), 1, 0));
+    client
+}
+
+// Leader following: a follower's `warden-leader` hint is followed, the retry reuses the request id (S7), and the leader is cached.
+#[tokio::test]
+async fn follower_hint_is_followed_with_the_same_request_id() {
+    let (leader, leader_log) = start(Role::Leader { drops: 0 }).await;
+    let (follower, follower_log) = start(Role::Follower(Some(leader.clone()))).await;
+    let client = acquire_through_the_hint(&follower, &follower_log, &leader, &leader_log).await;
 
     // The next call goes straight to the cached leader, with the next id and a moved watermark.
     client.acquire("orders", ten_seconds()).await.unwrap();
@@ -408,21 +454,7 @@ async fn follower_hint_is_followed_with_the_same_request_id() {
 #[tokio::test]
 async fn dropped_acquire_stream_is_resent_with_the_same_request_id() {
     let (leader, log) = start(Role::Leader { drops: 2 }).await;
-    let client = Client::connect(vec![leader], ClientOptions::default())
-        .await
-        .unwrap();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&seen);
-    let options = AcquireOptions {
-        wait: Duration::from_secs(5),
-        ..ten_seconds()
-    };
-    let result = client
-        .acquire_with_progress("orders", options, move |q: Queued| {
-            sink.lock().unwrap().push(q)
-        })
-        .await
-        .unwrap();
+    let (result, queued) = waiting_acquire(&leader).await;
     assert!(
         matches!(
             result,
@@ -433,13 +465,8 @@ async fn dropped_acquire_stream_is_resent_with_the_same_request_id() {
         ),
         "{result:?}"
     );
-    let ids: Vec<u64> = log.lock().unwrap().iter().map(|h| h.1).collect();
-    assert_eq!(ids, vec![1, 1, 1]);
-    assert_eq!(
-        seen.lock().unwrap().len(),
-        3,
-        "every Queued reaches the callback"
-    );
+    assert_eq!(request_ids(&log), vec![1, 1, 1]);
+    assert_eq!(queued, 3, "every Queued reaches the callback");
 }
 
 // L3: with no leader anywhere the call fails with NoQuorum within its deadline, naming what it tried.
@@ -587,41 +614,18 @@ async fn session_validity_counts_from_the_renew_send() {
 async fn calls_follow_the_leader_hint_with_the_same_request_id_on_one_stream() {
     let leader = start_node(Role::Leader { drops: 0 }, true).await;
     let follower = start_node(Role::Follower(Some(leader.addr.clone())), true).await;
-    let client = Client::connect(vec![follower.addr.clone()], ClientOptions::default())
-        .await
-        .unwrap();
-    let result = client.acquire("orders", ten_seconds()).await.unwrap();
-    assert!(
-        matches!(
-            result,
-            AcquireResult::Granted {
-                lease_id: 7,
-                fencing_token: 41,
-                ..
-            }
-        ),
-        "{result:?}"
-    );
-    assert_eq!(client.cached_leader(), Some(leader.addr.clone()));
-    let f = follower.acquires.lock().unwrap().clone();
-    let l = leader.acquires.lock().unwrap().clone();
-    assert_eq!(
-        f, l,
-        "the retry carries the same client id, request id and watermark"
-    );
-    assert_eq!((f[0].0, f[0].1, f[0].2), (client.client_id(), 1, 0));
+    let client = acquire_through_the_hint(
+        &follower.addr,
+        &follower.acquires,
+        &leader.addr,
+        &leader.acquires,
+    )
+    .await;
 
     for _ in 0..3 {
         client.acquire("orders", ten_seconds()).await.unwrap();
     }
-    let ids: Vec<u64> = leader
-        .acquires
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|h| h.1)
-        .collect();
-    assert_eq!(ids, vec![1, 2, 3, 4]);
+    assert_eq!(request_ids(&leader.acquires), vec![1, 2, 3, 4]);
     assert_eq!(
         leader.calls_opened.load(Ordering::SeqCst),
         1,
@@ -635,21 +639,7 @@ async fn calls_follow_the_leader_hint_with_the_same_request_id_on_one_stream() {
 #[tokio::test]
 async fn a_call_failed_mid_wait_is_resent_with_the_same_request_id() {
     let leader = start_node(Role::Leader { drops: 2 }, true).await;
-    let client = Client::connect(vec![leader.addr.clone()], ClientOptions::default())
-        .await
-        .unwrap();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&seen);
-    let options = AcquireOptions {
-        wait: Duration::from_secs(5),
-        ..ten_seconds()
-    };
-    let result = client
-        .acquire_with_progress("orders", options, move |q: Queued| {
-            sink.lock().unwrap().push(q)
-        })
-        .await
-        .unwrap();
+    let (result, queued) = waiting_acquire(&leader.addr).await;
     assert!(
         matches!(
             result,
@@ -660,19 +650,8 @@ async fn a_call_failed_mid_wait_is_resent_with_the_same_request_id() {
         ),
         "{result:?}"
     );
-    let ids: Vec<u64> = leader
-        .acquires
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|h| h.1)
-        .collect();
-    assert_eq!(ids, vec![1, 1, 1]);
-    assert_eq!(
-        seen.lock().unwrap().len(),
-        3,
-        "every Queued reaches the callback"
-    );
+    assert_eq!(request_ids(&leader.acquires), vec![1, 1, 1]);
+    assert_eq!(queued, 3, "every Queued reaches the callback");
     assert_eq!(leader.calls_opened.load(Ordering::SeqCst), 1);
 }
 
@@ -691,9 +670,8 @@ async fn a_node_without_calls_gets_unary_calls_and_is_asked_once() {
             "{result:?}"
         );
     }
-    let ids: Vec<u64> = old.acquires.lock().unwrap().iter().map(|h| h.1).collect();
     assert_eq!(
-        ids,
+        request_ids(&old.acquires),
         vec![1, 2, 3],
         "each acquire reached the node once, unary"
     );
@@ -708,21 +686,7 @@ async fn a_node_without_calls_gets_unary_calls_and_is_asked_once() {
 async fn a_stream_cut_mid_wait_is_replaced_and_the_call_resent_with_its_id() {
     let leader = start_node(Role::Leader { drops: 0 }, true).await;
     leader.cut_streams.store(1, Ordering::SeqCst);
-    let client = Client::connect(vec![leader.addr.clone()], ClientOptions::default())
-        .await
-        .unwrap();
-    let seen = Arc::new(AtomicUsize::new(0));
-    let sink = Arc::clone(&seen);
-    let options = AcquireOptions {
-        wait: Duration::from_secs(5),
-        ..ten_seconds()
-    };
-    let result = client
-        .acquire_with_progress("orders", options, move |_| {
-            sink.fetch_add(1, Ordering::SeqCst);
-        })
-        .await
-        .unwrap();
+    let (result, queued) = waiting_acquire(&leader.addr).await;
     assert!(
         matches!(
             result,
@@ -733,18 +697,15 @@ async fn a_stream_cut_mid_wait_is_replaced_and_the_call_resent_with_its_id() {
         ),
         "{result:?}"
     );
-    let ids: Vec<u64> = leader
-        .acquires
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|h| h.1)
-        .collect();
-    assert_eq!(ids, vec![1, 1], "re-sent with the same request id");
+    assert_eq!(
+        request_ids(&leader.acquires),
+        vec![1, 1],
+        "re-sent with the same request id"
+    );
     assert_eq!(
         leader.calls_opened.load(Ordering::SeqCst),
         2,
         "a new stream replaced the cut one"
     );
-    assert_eq!(seen.load(Ordering::SeqCst), 2, "a queued report from each");
+    assert_eq!(queued, 2, "a queued report from each");
 }
