@@ -757,7 +757,7 @@ impl Client {
             .unwrap_or_else(PoisonError::into_inner) = leader;
     }
 
-    /// Runs `attempt` with a `Lock` service client; see [`Self::call_channel`].
+    /// Runs `attempt` with a `Lock` service client; see [`Self::call_at`].
     async fn call<T, F, Fut>(
         &self,
         op: &'static str,
@@ -768,15 +768,14 @@ impl Client {
         F: FnMut(LockClient<Channel>) -> Fut,
         Fut: Future<Output = Result<T, Status>>,
     {
-        self.call_channel(op, deadline, move |channel| {
+        self.call_at(op, deadline, move |_address, channel| {
             attempt(LockClient::new(channel))
         })
         .await
     }
 
-    /// Runs `attempt` against the leader, following hints and rotating over
-    /// the endpoints, until it succeeds, fails for good, or `deadline` passes.
-    /// `attempt` gets a channel to the node, for any of Warden's services.
+    /// [`Self::call_at`] for an attempt that needs only the channel (any of
+    /// Warden's services).
     pub(crate) async fn call_channel<T, F, Fut>(
         &self,
         op: &'static str,
@@ -791,8 +790,9 @@ impl Client {
             .await
     }
 
-    /// [`Self::call_channel`], with the node's address (`host:port`) given to
-    /// `attempt` too.
+    /// Runs `attempt` against the leader, following hints and rotating over
+    /// the endpoints, until it succeeds, fails for good, or `deadline` passes.
+    /// `attempt` gets the node's address (`host:port`) and a channel to it.
     async fn call_at<T, F, Fut>(
         &self,
         op: &'static str,
