@@ -170,12 +170,48 @@ impl ReportThrottle {
     }
 }
 
+/// Where a queued acquire's messages go.
+enum WaiterOut {
+    /// A unary `Acquire`'s response stream.
+    Acquire(mpsc::Sender<Result<pb::AcquireResponse, Status>>),
+    /// One call of a `Calls` stream: each message goes under its call id.
+    Call {
+        call_id: u64,
+        out: mpsc::Sender<Result<pb::CallResponse, Status>>,
+    },
+}
+
+impl WaiterOut {
+    /// Sends `message`; false when the stream is gone.
+    async fn send(&self, message: pb::AcquireResponse) -> bool {
+        match self {
+            WaiterOut::Acquire(tx) => tx.send(Ok(message)).await.is_ok(),
+            WaiterOut::Call { call_id, out } => out
+                .send(Ok(call_answer(
+                    *call_id,
+                    pb::call_response::Answer::Acquire(message),
+                )))
+                .await
+                .is_ok(),
+        }
+    }
+
+    /// Resolves when the stream is gone (the client went away): the waiter
+    /// stays queued (S8), its follower ends.
+    async fn closed(&self) {
+        match self {
+            WaiterOut::Acquire(tx) => tx.closed().await,
+            WaiterOut::Call { out, .. } => out.closed().await,
+        }
+    }
+}
+
 /// Follows a queued acquire until it is granted or removed (S8: a timeout is
 /// reported only after the removal has committed; if a grant commits first,
 /// the grant is reported).
 async fn follow_waiter(
     node: Arc<Node>,
-    tx: mpsc::Sender<Result<pb::AcquireResponse, Status>>,
+    tx: WaiterOut,
     resource: String,
     lease_id: u64,
     enqueue_index: u64,
@@ -209,7 +245,7 @@ async fn follow_waiter(
         let mut held_until = None;
         match step {
             Ok(final_msg) => {
-                let _ = tx.send(Ok(final_msg)).await;
+                tx.send(final_msg).await;
                 return;
             }
             Err(position) => match throttle.offer(position, tokio::time::Instant::now()) {
@@ -220,7 +256,7 @@ async fn follow_waiter(
                             lease_id,
                         })),
                     };
-                    if tx.send(Ok(msg)).await.is_err() {
+                    if !tx.send(msg).await {
                         // A dropped stream is not a cancel (S8): the waiter stays.
                         return;
                     }
@@ -379,7 +415,7 @@ fn call_answer(call_id: u64, answer: pb::call_response::Answer) -> pb::CallRespo
 }
 
 /// Serves one call of a `Calls` stream; `None` when a queued acquire's
-/// messages are left to [`follow_waiter`] (through `out`).
+/// messages are left to [`follow_waiter`] (on `out`, under its call id).
 async fn serve_call(
     node: Arc<Node>,
     call: pb::CallRequest,
@@ -403,17 +439,13 @@ async fn serve_call(
                     lease_id,
                     enqueue_index,
                 }) => {
-                    // The waiter's messages go through a small relay that
-                    // names the call; it ends when either side does.
-                    let (tx, rx) = mpsc::channel::<Result<pb::AcquireResponse, Status>>(8);
                     tokio::spawn(follow_waiter(
                         node.clone(),
-                        tx,
+                        WaiterOut::Call { call_id: id, out },
                         resource,
                         lease_id,
                         enqueue_index,
                     ));
-                    tokio::spawn(relay_waiter(id, rx, out));
                     return None;
                 }
                 Err(status) => Err(status),
@@ -426,42 +458,12 @@ async fn serve_call(
     ))
 }
 
-/// Relays a queued acquire's messages from [`follow_waiter`] to the `Calls`
-/// stream under its call id. It ends when the waiter's messages end or the
-/// stream is gone (the client went away): then `follow_waiter` sees its
-/// channel closed and ends too, as it does when a unary `Acquire` stream is
-/// dropped. Without the second, both lived until the waiter was granted or
-/// timed out (up to an hour), or for ever on a node that stopped applying.
-async fn relay_waiter(
-    call_id: u64,
-    mut waiter: mpsc::Receiver<Result<pb::AcquireResponse, Status>>,
-    out: mpsc::Sender<Result<pb::CallResponse, Status>>,
-) {
-    use pb::call_response::Answer;
-    loop {
-        let message = tokio::select! {
-            m = waiter.recv() => m,
-            _ = out.closed() => return,
-        };
-        let Some(Ok(m)) = message else {
-            return;
-        };
-        if out
-            .send(Ok(call_answer(call_id, Answer::Acquire(m))))
-            .await
-            .is_err()
-        {
-            return;
-        }
-    }
-}
-
 /// Reads a `Calls` stream and serves its calls concurrently, at most
 /// [`MAX_CALLS_IN_PROGRESS`] at a time; after the client half-closes, the
 /// calls in progress are still answered. A stream that cannot be read on (a
 /// message over `--max-request-bytes`, a malformed one) ends with that
 /// status once the calls in progress are answered: the client must not keep
-/// sending calls that will never be read (queued waiters' relays would
+/// sending calls that will never be read (queued waiters, which hold the stream, would
 /// otherwise keep the stream open for their whole wait). When the node stops
 /// (`stopping`), the stream ends with `Unavailable`.
 async fn serve_calls(
@@ -540,7 +542,7 @@ impl Lock for LockService {
             } => {
                 tokio::spawn(follow_waiter(
                     node.clone(),
-                    tx,
+                    WaiterOut::Acquire(tx),
                     resource,
                     lease_id,
                     enqueue_index,
@@ -799,39 +801,34 @@ mod tests {
     use super::*;
 
     // S8 (a dropped stream is not a cancel, but nothing outlives it): a
-    // queued acquire's relay on a `Calls` stream ends as soon as the stream
-    // is gone, even while the waiter has nothing to report, and closes the
-    // waiter's channel so `follow_waiter` ends too. It used to notice only
-    // at its next message: a waiter whose position did not change kept both
-    // tasks until its grant or timeout, on a node that stopped applying for
-    // ever.
+    // queued acquire's messages on a `Calls` stream go under its call id,
+    // and the waiter's `closed()` (which `follow_waiter` selects on) resolves
+    // as soon as the stream is gone, even while the waiter has nothing to
+    // report. A relay task that noticed only at its next message kept a
+    // waiter whose position did not change until its grant or timeout, on a
+    // node that stopped applying for ever.
     #[tokio::test]
-    async fn a_queued_calls_relay_ends_with_its_stream() {
-        let (waiter_tx, waiter_rx) = mpsc::channel(8);
+    async fn a_queued_calls_waiter_sends_under_its_call_id_and_ends_with_its_stream() {
         let (out, mut answers) = mpsc::channel(8);
-        let relay = tokio::spawn(relay_waiter(5, waiter_rx, out));
+        let waiter = WaiterOut::Call { call_id: 5, out };
         let queued = pb::AcquireResponse {
             event: Some(pb::acquire_response::Event::Queued(pb::Queued {
                 position: 2,
                 lease_id: 9,
             })),
         };
-        waiter_tx.send(Ok(queued.clone())).await.unwrap();
+        assert!(waiter.send(queued.clone()).await);
         let answer = answers.recv().await.unwrap().unwrap();
         assert_eq!(answer.call_id, 5);
         assert_eq!(
             answer.answer,
-            Some(pb::call_response::Answer::Acquire(queued))
+            Some(pb::call_response::Answer::Acquire(queued.clone()))
         );
         drop(answers);
-        tokio::time::timeout(Duration::from_secs(10), relay)
+        tokio::time::timeout(Duration::from_secs(10), waiter.closed())
             .await
-            .expect("the relay ended with its stream")
-            .unwrap();
-        assert!(
-            waiter_tx.is_closed(),
-            "follow_waiter sees its channel closed"
-        );
+            .expect("the waiter sees its stream gone");
+        assert!(!waiter.send(queued).await, "nothing more is sent");
     }
 
     // The queue position a waiter sees (S8's `Queued` reports): the first
