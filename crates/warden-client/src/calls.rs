@@ -9,7 +9,8 @@
 //! the stream's status (retryable: the caller re-sends with the same request
 //! id, S7) and the next call opens a new stream. A node that does not serve
 //! `Calls` (an older version) answers `Unimplemented`; the caller then uses
-//! the unary calls for that address.
+//! the unary calls for that address until `recheck_calls_after` has passed.
+//! Each call keeps at most [`ANSWERS_KEPT_PER_CALL`] unread answers.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -33,8 +34,16 @@ struct OpenCalls {
     last_id: u64,
     /// Where each open call's answers go; `None` once the stream has ended
     /// (nothing is started on it after that).
-    waiting: Option<HashMap<u64, mpsc::UnboundedSender<Result<Answer, Status>>>>,
+    waiting: Option<HashMap<u64, mpsc::Sender<Result<Answer, Status>>>>,
 }
+
+/// Answers kept per call until its caller reads them. Only a waiting
+/// acquire has more than one (its `queued` position reports, throttled by
+/// the server, then the final answer); the last slot is kept for the final
+/// answer, so a report that finds the others full is dropped (a later one
+/// supersedes it) and neither a slow caller nor a misbehaving server can
+/// grow a call's buffer.
+const ANSWERS_KEPT_PER_CALL: usize = 8;
 
 impl CallStream {
     /// Opens the stream on `channel` in the background; calls may start at
@@ -58,7 +67,7 @@ impl CallStream {
 
     /// Sends `call`; its answers arrive on the returned [`OpenCall`].
     pub(crate) fn start(&self, call: v1::call_request::Call) -> Result<OpenCall, Status> {
-        let (tx, answers) = mpsc::unbounded_channel();
+        let (tx, answers) = mpsc::channel(ANSWERS_KEPT_PER_CALL);
         let call_id = {
             let mut calls = lock(&self.calls);
             calls.last_id += 1;
@@ -89,7 +98,7 @@ impl CallStream {
 #[derive(Debug)]
 pub(crate) struct OpenCall {
     call_id: u64,
-    answers: mpsc::UnboundedReceiver<Result<Answer, Status>>,
+    answers: mpsc::Receiver<Result<Answer, Status>>,
     calls: Arc<Mutex<OpenCalls>>,
 }
 
@@ -160,7 +169,8 @@ async fn read_answers(
     };
     let waiting = lock(&calls).waiting.take();
     for (_, tx) in waiting.into_iter().flatten() {
-        let _ = tx.send(Err(end.clone()));
+        // The call's last answer: its slot is always free (see `route`).
+        let _ = tx.try_send(Err(end.clone()));
     }
 }
 
@@ -186,8 +196,13 @@ fn route(calls: &Mutex<OpenCalls>, answer: v1::CallResponse) {
         waiting.remove(&answer.call_id)
     };
     drop(calls);
-    if let Some(tx) = tx {
-        let _ = tx.send(Ok(body));
+    let Some(tx) = tx else {
+        return;
+    };
+    // A report goes only while it leaves the last slot free, so the call's
+    // last answer (this one when no more follow) always fits.
+    if !more_follow || tx.capacity() > 1 {
+        let _ = tx.try_send(Ok(body));
     }
 }
 
@@ -215,6 +230,61 @@ mod tests {
         assert!(stream.is_closed());
         let call = v1::call_request::Call::Release(v1::ReleaseRequest::default());
         assert_eq!(stream.start(call).unwrap_err().code(), Code::Aborted);
+    }
+
+    // Bounded client memory per call: reports the caller has not read yet
+    // stop at one short of the buffer, and the final answer (the grant, S2's
+    // fencing token in it) still arrives after them.
+    #[tokio::test]
+    async fn unread_reports_stop_short_of_the_buffer_and_the_final_answer_fits() {
+        let (requests, _outbound) = mpsc::unbounded_channel();
+        let stream = CallStream {
+            requests,
+            calls: Arc::new(Mutex::new(OpenCalls {
+                last_id: 0,
+                waiting: Some(HashMap::new()),
+            })),
+        };
+        let call = v1::call_request::Call::Acquire(v1::AcquireRequest::default());
+        let mut open = stream.start(call).unwrap();
+        let answer = |event| v1::CallResponse {
+            call_id: 1,
+            answer: Some(Answer::Acquire(v1::AcquireResponse { event: Some(event) })),
+        };
+        for position in 1..=20 {
+            route(
+                &stream.calls,
+                answer(Event::Queued(v1::Queued {
+                    position,
+                    ..Default::default()
+                })),
+            );
+        }
+        route(
+            &stream.calls,
+            answer(Event::Granted(v1::Granted {
+                fencing_token: 41,
+                ..Default::default()
+            })),
+        );
+        let mut positions = Vec::new();
+        loop {
+            match open.next().await.unwrap() {
+                Answer::Acquire(v1::AcquireResponse {
+                    event: Some(Event::Queued(q)),
+                }) => positions.push(q.position),
+                Answer::Acquire(v1::AcquireResponse {
+                    event: Some(Event::Granted(g)),
+                }) => {
+                    assert_eq!(g.fencing_token, 41);
+                    break;
+                }
+                other => panic!("unexpected answer {other:?}"),
+            }
+        }
+        let kept = u64::try_from(ANSWERS_KEPT_PER_CALL - 1).unwrap();
+        assert_eq!(positions, (1..=kept).collect::<Vec<_>>());
+        assert!(lock(&stream.calls).waiting.as_ref().unwrap().is_empty());
     }
 
     // Request size limit (docs/operations.md): every valid call (largest

@@ -60,9 +60,10 @@ struct Inner {
     client_id: u64,
     /// Lazily connected channels by `host:port` (endpoints and leader hints).
     channels: Mutex<HashMap<String, Channel>>,
-    /// Each node's `Calls` stream, opened on first use; `None` for a node
-    /// that does not serve `Calls` (it gets unary calls).
-    call_streams: Mutex<HashMap<String, Option<CallStream>>>,
+    /// Each node's `Calls` stream, opened on first use, or when a node that
+    /// does not serve `Calls` was last found so (it gets unary calls until
+    /// `recheck_calls_after` has passed).
+    call_streams: Mutex<HashMap<String, NodeCalls>>,
     /// The address that last served a call; tried first. Cleared when it
     /// fails.
     leader: Mutex<Option<String>>,
@@ -70,6 +71,16 @@ struct Inner {
     request_ids: Arc<Mutex<RequestIds>>,
     /// Renew sequence numbers: one per attempt, echoed by the server (S5).
     renew_sequence: AtomicU64,
+}
+
+/// How the client reaches one node's `Lock` calls.
+#[derive(Debug)]
+enum NodeCalls {
+    /// Over this `Calls` stream (replaced when it has closed).
+    Stream(CallStream),
+    /// With unary calls: the node answered `Unimplemented` to `Calls` at
+    /// `since`.
+    Unary { since: tokio::time::Instant },
 }
 
 impl Client {
@@ -627,7 +638,8 @@ impl Client {
     }
 
     /// The node's `Calls` stream (opened now if there is none or it ended),
-    /// or `None` if the node does not serve `Calls`.
+    /// or `None` if the node was found not to serve `Calls` less than
+    /// `recheck_calls_after` ago.
     fn call_stream(&self, address: &str, channel: &Channel) -> Option<CallStream> {
         let mut streams = self
             .inner
@@ -635,11 +647,15 @@ impl Client {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         match streams.get(address) {
-            Some(None) => None,
-            Some(Some(stream)) if !stream.is_closed() => Some(stream.clone()),
+            Some(NodeCalls::Unary { since })
+                if since.elapsed() < self.inner.options.recheck_calls_after =>
+            {
+                None
+            }
+            Some(NodeCalls::Stream(stream)) if !stream.is_closed() => Some(stream.clone()),
             _ => {
                 let stream = CallStream::open(channel.clone());
-                streams.insert(address.to_string(), Some(stream.clone()));
+                streams.insert(address.to_string(), NodeCalls::Stream(stream.clone()));
                 Some(stream)
             }
         }
@@ -647,7 +663,8 @@ impl Client {
 
     /// Starts `call` on the node's `Calls` stream and waits at most `timeout`
     /// for its first answer. `Ok(None)` when the node does not serve `Calls`
-    /// (it answered `Unimplemented`; it is remembered) or the call is too
+    /// (it answered `Unimplemented`; it is remembered for
+    /// `recheck_calls_after`) or the call is too
     /// large for every node's stream (`calls::fits_any_node`): use the unary
     /// call.
     async fn first_answer(
@@ -672,7 +689,12 @@ impl Client {
                     .call_streams
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .insert(address.to_string(), None);
+                    .insert(
+                        address.to_string(),
+                        NodeCalls::Unary {
+                            since: tokio::time::Instant::now(),
+                        },
+                    );
                 Ok(None)
             }
             Ok(answer) => Ok(Some((answer?, open))),

@@ -21,6 +21,11 @@ pub struct ClientOptions {
     pub attempt_timeout: Duration,
     /// Longest pause between two rounds over the endpoints: 200 ms.
     pub backoff_cap: Duration,
+    /// How long a node that answered `Calls` with `Unimplemented` (a
+    /// version from before the `Calls` stream) gets unary calls before it is
+    /// asked again: 30 s. A rolling upgrade restarts each node on the new
+    /// version; this is how soon the client then uses its stream.
+    pub recheck_calls_after: Duration,
 }
 
 impl Default for ClientOptions {
@@ -29,6 +34,7 @@ impl Default for ClientOptions {
             deadline: Duration::from_secs(5),
             attempt_timeout: Duration::from_millis(500),
             backoff_cap: Duration::from_millis(200),
+            recheck_calls_after: Duration::from_secs(30),
         }
     }
 }

@@ -3,7 +3,7 @@
 //! error mapping. The fakes implement only what each test scripts.
 
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -50,8 +50,9 @@ const SLOW_RENEW: Duration = Duration::from_millis(300);
 struct Fake {
     role: Role,
     /// Serves `Calls` (by relaying each acquire to `acquire`); when false it
-    /// answers `Unimplemented`, as a node from before `Calls` would.
-    serve_calls: bool,
+    /// answers `Unimplemented`, as a node from before `Calls` would. Set
+    /// by the test to upgrade the node in place.
+    serve_calls: Arc<AtomicBool>,
     /// How many `Calls` streams were opened on this node.
     calls_opened: Arc<AtomicUsize>,
     /// How many of the next `Calls` streams end (without a status) right
@@ -88,7 +89,7 @@ impl Lock for Fake {
         request: Request<tonic::Streaming<CallRequest>>,
     ) -> Result<Response<CallsStream>, Status> {
         self.calls_opened.fetch_add(1, Ordering::SeqCst);
-        if !self.serve_calls {
+        if !self.serve_calls.load(Ordering::SeqCst) {
             return Err(Status::unimplemented("fake: a node from before Calls"));
         }
         let mut inbound = request.into_inner();
@@ -330,6 +331,8 @@ struct Started {
     calls_opened: Arc<AtomicUsize>,
     /// See [`Fake::cut_streams`].
     cut_streams: Arc<AtomicUsize>,
+    /// See [`Fake::serve_calls`].
+    serves_calls: Arc<AtomicBool>,
 }
 
 /// Starts a fake node on 127.0.0.1:0 that does not serve `Calls` (so these
@@ -346,7 +349,7 @@ async fn start_node(role: Role, serve_calls: bool) -> Started {
     let addr = listener.local_addr().unwrap().to_string();
     let fake = Fake {
         role,
-        serve_calls,
+        serve_calls: Arc::new(AtomicBool::new(serve_calls)),
         calls_opened: Arc::default(),
         cut_streams: Arc::default(),
         renewed: Arc::default(),
@@ -355,6 +358,7 @@ async fn start_node(role: Role, serve_calls: bool) -> Started {
     let acquires = Arc::clone(&fake.acquires);
     let calls_opened = Arc::clone(&fake.calls_opened);
     let cut_streams = Arc::clone(&fake.cut_streams);
+    let serves_calls = Arc::clone(&fake.serve_calls);
     tokio::spawn(
         tonic::transport::Server::builder()
             .add_service(LeaseServer::new(fake.clone()))
@@ -366,6 +370,7 @@ async fn start_node(role: Role, serve_calls: bool) -> Started {
         acquires,
         calls_opened,
         cut_streams,
+        serves_calls,
     }
 }
 
@@ -676,6 +681,44 @@ async fn a_node_without_calls_gets_unary_calls_and_is_asked_once() {
         "each acquire reached the node once, unary"
     );
     assert_eq!(old.calls_opened.load(Ordering::SeqCst), 1);
+}
+
+// Rolling upgrades: a node found without `Calls` is asked again once
+// `recheck_calls_after` has passed (here at once), so after it is upgraded
+// in place the client moves to its stream and stays there.
+#[tokio::test]
+async fn a_node_without_calls_is_asked_again_after_the_recheck_interval() {
+    let node = start_node(Role::Leader { drops: 0 }, false).await;
+    let options = ClientOptions {
+        recheck_calls_after: Duration::ZERO,
+        ..ClientOptions::default()
+    };
+    let client = Client::connect(vec![node.addr.clone()], options)
+        .await
+        .unwrap();
+    let acquire_once = || async {
+        let result = client.acquire("orders", ten_seconds()).await.unwrap();
+        assert!(
+            matches!(result, AcquireResult::Granted { lease_id: 7, .. }),
+            "{result:?}"
+        );
+    };
+    acquire_once().await;
+    acquire_once().await;
+    assert_eq!(
+        node.calls_opened.load(Ordering::SeqCst),
+        2,
+        "asked again on the next call once the interval passed"
+    );
+    node.serves_calls.store(true, Ordering::SeqCst);
+    acquire_once().await;
+    acquire_once().await;
+    assert_eq!(
+        node.calls_opened.load(Ordering::SeqCst),
+        3,
+        "the upgraded node's stream is opened once and then kept"
+    );
+    assert_eq!(request_ids(&node.acquires), vec![1, 2, 3, 4]);
 }
 
 // S7/S8 over `Calls`: a stream that ends mid-wait (no final answer: a cut

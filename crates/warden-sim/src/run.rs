@@ -634,6 +634,7 @@ fn spawn_prober(
             deadline: Duration::from_millis(400),
             attempt_timeout: Duration::from_millis(200),
             backoff_cap: Duration::from_millis(50),
+            ..ClientOptions::default()
         };
         let client = Client::connect(endpoints, options).await?;
         let mut last_ok = global_now();
