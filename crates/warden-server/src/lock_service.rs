@@ -918,7 +918,6 @@ mod tests {
         );
         assert_eq!(step(&[1, 3]).await, (5, vec![1, 2, 3]));
         assert_eq!(step(&[4, 5]).await, (5, vec![1, 2, 3, 4, 5]));
-        drop(step);
         // Half-closed with nothing in progress: the stream ends.
         drop(calls_tx);
         assert_eq!(futures::poll!(stream.as_mut()), Poll::Ready(()));
