@@ -77,7 +77,40 @@ pub struct Timing {
     pub leader_transfer_timeout_ms: u64,
     /// Period of the leader's duty loop (expiry, timeouts): 50 ms.
     pub duty_interval_ms: u64,
+    /// HTTP/2 keep-alive of every accepted connection (clients' and
+    /// peers'): a connection on which nothing was read for this long gets a
+    /// PING (`--grpc-keepalive-interval`, 5 s). Without it a client that
+    /// vanished silently (host dead, network black-holed) kept its
+    /// connection, its `Calls` stream's task and its queued waiters' follow
+    /// tasks until TCP gave up, minutes later. etcd's default is 2 h, made
+    /// for clients that hold nothing; here what a vanished client holds
+    /// expires with its lease within seconds (L1), so its connection should
+    /// not outlive that by much. The lease, not the connection, frees the
+    /// lock, and a closed connection cancels no waiter (S8), so the value
+    /// only bounds what the node keeps for the dead. Cheap: a busy
+    /// connection is never pinged (hyper pings only after `interval` with
+    /// nothing read), an idle one costs a 17-byte PING and its ACK per
+    /// interval. The warden client pings every second itself, so its
+    /// connections are never idle here; a peer's idle connection (the
+    /// replication stream of an idle cluster) is pinged and answered by the
+    /// live peer's HTTP/2 layer without involving openraft, so replication
+    /// is not disturbed.
+    pub grpc_keepalive_interval_ms: u64,
+    /// How long a keep-alive PING may go unanswered before the node closes
+    /// the connection (`--grpc-keepalive-timeout`, 5 s; etcd's default is
+    /// 20 s). A silent client is gone within interval + timeout = 10 s of
+    /// its last frame. An ACK is sent by the peer's HTTP/2 connection task,
+    /// not its application, so only a dead or frozen process (or network)
+    /// misses 5 s; such a client reconnects and re-attaches its calls with
+    /// the same request ids (S7, S8).
+    pub grpc_keepalive_timeout_ms: u64,
 }
+
+/// Bounds of `--grpc-keepalive-interval`, in ms: 100 ms ..= 2 h (etcd's
+/// default, the laxest that makes sense).
+pub const GRPC_KEEPALIVE_INTERVAL_MS_RANGE: (u64, u64) = (100, 2 * 60 * 60 * 1_000);
+/// Bounds of `--grpc-keepalive-timeout`, in ms: 100 ms ..= 10 min.
+pub const GRPC_KEEPALIVE_TIMEOUT_MS_RANGE: (u64, u64) = (100, 10 * 60 * 1_000);
 
 impl Default for Timing {
     fn default() -> Self {
@@ -91,6 +124,8 @@ impl Default for Timing {
             snapshot_threshold: 10_000,
             leader_transfer_timeout_ms: 2_000,
             duty_interval_ms: 50,
+            grpc_keepalive_interval_ms: 5_000,
+            grpc_keepalive_timeout_ms: 5_000,
         }
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! # Map
 //!
-//! - [`config`]: node configuration and timing defaults (E and G).
+//! - [`config`]: node configuration and timing defaults (E and G, the
+//!   HTTP/2 keep-alive of accepted connections).
 //! - [`raft_types`]: the openraft type configuration; every openraft type is
 //!   named there.
 //! - [`store`]: the log store (durable before acknowledged: a write-ahead
@@ -172,6 +173,24 @@ fn validate_config(config: &ServerConfig) -> Result<(), ServerError> {
             "snapshot-threshold: must be >= 1 entry".into(),
         ));
     }
+    for (name, value, (lo, hi)) in [
+        (
+            "grpc-keepalive-interval",
+            t.grpc_keepalive_interval_ms,
+            config::GRPC_KEEPALIVE_INTERVAL_MS_RANGE,
+        ),
+        (
+            "grpc-keepalive-timeout",
+            t.grpc_keepalive_timeout_ms,
+            config::GRPC_KEEPALIVE_TIMEOUT_MS_RANGE,
+        ),
+    ] {
+        if !(lo..=hi).contains(&value) {
+            return Err(ServerError::Config(format!(
+                "{name}: must be within {lo}..={hi} ms; got {value}"
+            )));
+        }
+    }
     Ok(())
 }
 
@@ -261,7 +280,16 @@ where
 
     // Serve peers and clients from the start: bootstrap needs the peer service.
     let (stop_tx, mut stop_rx) = watch::channel(false);
+    // HTTP/2 keep-alive: a client that vanished silently loses its
+    // connection (and with it its streams' tasks) within interval + timeout;
+    // its waiters stay queued (S8). See `Timing::grpc_keepalive_interval_ms`.
     let server = tonic::transport::Server::builder()
+        .http2_keepalive_interval(Some(Duration::from_millis(
+            config.timing.grpc_keepalive_interval_ms,
+        )))
+        .http2_keepalive_timeout(Some(Duration::from_millis(
+            config.timing.grpc_keepalive_timeout_ms,
+        )))
         .add_service(
             warden_proto::peer::peer_server::PeerServer::new(PeerService::new(peer_state.clone()))
                 .max_decoding_message_size(MAX_PEER_MESSAGE_BYTES)
@@ -535,4 +563,46 @@ async fn raise_token_floor(raft: &raft_types::Raft, floor: u64) {
          re-create the cluster with --token-floor or reset every fence",
         TOKEN_FLOOR_DEADLINE.as_secs()
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Bad config names the field and the limit (HTTP/2 keep-alive,
+    // docs/operations.md): a library caller's zero or huge keep-alive is
+    // refused before anything starts, as the CLI refuses it.
+    #[test]
+    fn keepalive_out_of_range_is_refused_naming_the_field() {
+        let config = |interval_ms, timeout_ms| ServerConfig {
+            node_id: 1,
+            listen: "127.0.0.1:0".parse().unwrap(),
+            peers: BTreeMap::from([(1, "127.0.0.1:1".to_string())]),
+            data_dir: "/nonexistent".into(),
+            initial_cluster_state_new: true,
+            timing: Timing {
+                grpc_keepalive_interval_ms: interval_ms,
+                grpc_keepalive_timeout_ms: timeout_ms,
+                ..Timing::default()
+            },
+            allow_admin: false,
+            max_request_bytes: config::DEFAULT_MAX_REQUEST_BYTES,
+            token_floor: 0,
+            join: false,
+            admin_listen: None,
+        };
+        assert!(validate_config(&config(5_000, 5_000)).is_ok());
+        let e = validate_config(&config(0, 5_000)).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid config: grpc-keepalive-interval: must be within 100..=7200000 ms; got 0"
+        );
+        let e = validate_config(&config(5_000, 600_001))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "invalid config: grpc-keepalive-timeout: must be within 100..=600000 ms; got 600001"
+        );
+    }
 }

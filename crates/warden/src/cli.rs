@@ -182,6 +182,14 @@ pub struct ServerArgs {
     /// Longest a SIGTERM'd leader waits to hand leadership over [default: 2s].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub leader_transfer_timeout: Option<Duration>,
+    /// HTTP/2 keep-alive: ping a connection on which nothing was read for
+    /// this long (100ms..=2h) [default: 5s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub grpc_keepalive_interval: Option<Duration>,
+    /// HTTP/2 keep-alive: close a connection whose ping is not answered
+    /// within this (100ms..=10m) [default: 5s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub grpc_keepalive_timeout: Option<Duration>,
     /// Allow admin calls through this node: `warden release --force`
     /// (Admin/ForceRelease) and the membership changes `warden cluster
     /// add-node | remove-node | replace-node`; refused with PermissionDenied

@@ -29,6 +29,8 @@ pub struct FileConfig {
     promotion_grace: Option<String>,
     snapshot_threshold: Option<u64>,
     leader_transfer_timeout: Option<String>,
+    grpc_keepalive_interval: Option<String>,
+    grpc_keepalive_timeout: Option<String>,
     allow_admin: Option<bool>,
     max_request_bytes: Option<u64>,
     token_floor: Option<u64>,
@@ -75,6 +77,12 @@ pub mod limits {
     pub const SNAPSHOT_THRESHOLD: (u64, u64) = (1, 100_000_000);
     /// Leader transfer timeout: 0 ..= 60 s.
     pub const LEADER_TRANSFER_TIMEOUT_MS: (u64, u64) = (0, 60_000);
+    /// HTTP/2 keep-alive interval: 100 ms ..= 2 h.
+    pub const GRPC_KEEPALIVE_INTERVAL_MS: (u64, u64) =
+        warden_server::config::GRPC_KEEPALIVE_INTERVAL_MS_RANGE;
+    /// HTTP/2 keep-alive timeout: 100 ms ..= 10 min.
+    pub const GRPC_KEEPALIVE_TIMEOUT_MS: (u64, u64) =
+        warden_server::config::GRPC_KEEPALIVE_TIMEOUT_MS_RANGE;
 }
 
 /// Builds the node's configuration: flags override the file, which overrides
@@ -173,6 +181,18 @@ pub fn resolve(args: &ServerArgs, file: FileConfig) -> Result<ServerConfig, Stri
         args.leader_transfer_timeout,
         file.leader_transfer_timeout.as_deref(),
         defaults.leader_transfer_timeout_ms,
+    )?;
+    timing.grpc_keepalive_interval_ms = duration_ms(
+        "grpc-keepalive-interval",
+        args.grpc_keepalive_interval,
+        file.grpc_keepalive_interval.as_deref(),
+        defaults.grpc_keepalive_interval_ms,
+    )?;
+    timing.grpc_keepalive_timeout_ms = duration_ms(
+        "grpc-keepalive-timeout",
+        args.grpc_keepalive_timeout,
+        file.grpc_keepalive_timeout.as_deref(),
+        defaults.grpc_keepalive_timeout_ms,
     )?;
     validate_timing(&timing)?;
     let allow_admin = args.allow_admin || file.allow_admin.unwrap_or(false);
@@ -331,6 +351,18 @@ pub fn validate_timing(t: &Timing) -> Result<(), String> {
         limits::LEADER_TRANSFER_TIMEOUT_MS,
         true,
     )?;
+    check_range(
+        "grpc-keepalive-interval",
+        t.grpc_keepalive_interval_ms,
+        limits::GRPC_KEEPALIVE_INTERVAL_MS,
+        true,
+    )?;
+    check_range(
+        "grpc-keepalive-timeout",
+        t.grpc_keepalive_timeout_ms,
+        limits::GRPC_KEEPALIVE_TIMEOUT_MS,
+        true,
+    )?;
     Ok(())
 }
 
@@ -381,7 +413,33 @@ mod tests {
         assert_eq!(config.timing, Timing::default());
         assert_eq!(config.timing.heartbeat_ms, 50);
         assert_eq!(config.timing.bound_e_ms(), 2_500);
+        assert_eq!(config.timing.grpc_keepalive_interval_ms, 5_000);
+        assert_eq!(config.timing.grpc_keepalive_timeout_ms, 5_000);
         assert!(!config.initial_cluster_state_new);
+    }
+
+    // The HTTP/2 keep-alive (docs/operations.md) comes from the flag or the
+    // file, flags first.
+    #[test]
+    fn grpc_keepalive_from_flags_and_file() {
+        let file =
+            parse_config_file("grpc-keepalive-interval = \"2s\"\ngrpc-keepalive-timeout = \"3s\"")
+                .unwrap();
+        let config = resolve(&base_args(), file).unwrap();
+        assert_eq!(config.timing.grpc_keepalive_interval_ms, 2_000);
+        assert_eq!(config.timing.grpc_keepalive_timeout_ms, 3_000);
+        let args = ServerArgs {
+            grpc_keepalive_timeout: Some(Duration::from_millis(500)),
+            ..base_args()
+        };
+        let file = parse_config_file("grpc-keepalive-timeout = \"3s\"").unwrap();
+        assert_eq!(
+            resolve(&args, file)
+                .unwrap()
+                .timing
+                .grpc_keepalive_timeout_ms,
+            500
+        );
     }
 
     // Flags override the config file, which overrides the defaults.
@@ -511,6 +569,22 @@ mod tests {
             (
                 Box::new(|a| a.leader_transfer_timeout = Some(Duration::MAX)),
                 "--leader-transfer-timeout",
+            ),
+            (
+                Box::new(|a| a.grpc_keepalive_interval = Some(Duration::from_millis(50))),
+                "--grpc-keepalive-interval: 50ms is below the minimum 100ms",
+            ),
+            (
+                Box::new(|a| a.grpc_keepalive_interval = Some(Duration::from_secs(3 * 3600))),
+                "--grpc-keepalive-interval: 3h is above the maximum 2h",
+            ),
+            (
+                Box::new(|a| a.grpc_keepalive_timeout = Some(Duration::ZERO)),
+                "--grpc-keepalive-timeout: 0s is below the minimum 100ms",
+            ),
+            (
+                Box::new(|a| a.grpc_keepalive_timeout = Some(Duration::from_secs(601))),
+                "--grpc-keepalive-timeout: 10m 1s is above the maximum 10m",
             ),
         ];
         for (change, expected) in cases {

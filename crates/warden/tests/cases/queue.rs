@@ -1201,3 +1201,111 @@ async fn a_stopping_node_ends_its_calls_streams_with_unavailable() {
         Ok(other) => panic!("expected the stream to end with Unavailable, got {other:?}"),
     }
 }
+
+/// HTTP/2 keep-alive (docs/operations.md) and S8: a client that answers the
+/// node's pings keeps its idle connection; one that vanishes silently (the
+/// network black-holes) loses it within keep-alive interval + timeout,
+/// instead of holding the node's connection and stream tasks until TCP gives
+/// up, and its waiter stays queued (a dropped stream cancels no waiter) and
+/// is granted at the holder's release with a larger token (S2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vanished_clients_connection_is_closed_and_its_waiter_stays() {
+    use crate::harness::proxy::{Mode, Proxy};
+    use pb::call_request::Call;
+    use pb::call_response::Answer;
+
+    let cluster = Cluster::start(
+        3,
+        &[
+            "--grpc-keepalive-interval",
+            "1s",
+            "--grpc-keepalive-timeout",
+            "1s",
+        ],
+    )
+    .await;
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await;
+    let eps = cluster.api().endpoints;
+    let proxy = Proxy::start(&cluster.addr(leader)).await;
+    let (tx, mut answers) = open_calls(&proxy.addr, "Calls through the proxy").await;
+    tx.send(call(1, Call::Acquire(req(331, "calls-ka", 30_000, 0, 0))))
+        .unwrap();
+    tx.send(call(
+        2,
+        Call::Acquire(req(332, "calls-ka", 30_000, 0, 60_000)),
+    ))
+    .unwrap();
+    let seen = call_answers(&mut answers, |seen| {
+        [1, 2].iter().all(|id| seen.iter().any(|(i, _)| i == id))
+    })
+    .await;
+    let (holder, t1) = seen
+        .iter()
+        .find_map(|(i, a)| match (i, a) {
+            (
+                1,
+                Answer::Acquire(pb::AcquireResponse {
+                    event: Some(Event::Granted(g)),
+                }),
+            ) => Some((g.lease_id, g.fencing_token)),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("call 1 granted: {seen:?}"));
+    let waiter = seen
+        .iter()
+        .find_map(|(i, a)| match (i, a) {
+            (
+                2,
+                Answer::Acquire(pb::AcquireResponse {
+                    event: Some(Event::Queued(q)),
+                }),
+            ) => Some(q.lease_id),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("call 2 queued: {seen:?}"));
+
+    // Idle but answering: the node pings again only after the client's ACK
+    // of the last ping, so a second ping means the first was answered.
+    let pings = proxy.pings_from_node();
+    until(
+        "the node pings the idle client twice",
+        Duration::from_secs(10),
+        || {
+            let now = proxy.pings_from_node();
+            async move { now >= pings + 2 }
+        },
+    )
+    .await;
+    assert_eq!(proxy.closed_by_node(), 0, "an answering client stays");
+
+    proxy.set(Mode::Blackhole);
+    let cut_at = Instant::now();
+    until(
+        "the node closes the silent client's connection",
+        Duration::from_secs(10),
+        || {
+            let closed = proxy.closed_by_node();
+            async move { closed == 1 }
+        },
+    )
+    .await;
+    println!("closed {:?} after the black-hole", cut_at.elapsed());
+
+    let st = status(&eps, "calls-ka").await;
+    assert_eq!(st.holder.map(|h| h.lease_id), Some(holder));
+    assert_eq!(st.waiters, 1, "S8: the waiter is still queued");
+    release(&eps, 331, 2, "calls-ka", holder, t1)
+        .await
+        .expect("release");
+    until("the waiter is granted", Duration::from_secs(10), || async {
+        status(&eps, "calls-ka")
+            .await
+            .holder
+            .is_some_and(|h| h.lease_id == waiter)
+    })
+    .await;
+    let st = status(&eps, "calls-ka").await;
+    let token = st.holder.expect("holder").fencing_token;
+    assert!(token > t1, "S2: {token} > {t1}");
+    drop(tx);
+}
