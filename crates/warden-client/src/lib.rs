@@ -52,7 +52,8 @@
 //!   validity is measured on (CLOCK_BOOTTIME by default).
 //! - `calls.rs`: one `Calls` stream per node, shared by the client's
 //!   acquires and releases to it (one HTTP/2 stream instead of one per call),
-//!   with the unary calls for a node that does not serve it.
+//!   with the unary calls for a node that does not serve it (asked again
+//!   after [`ClientOptions::recheck_calls_after`]).
 //! - `routing.rs`: endpoint parsing ([`parse_endpoint`]), the
 //!   `warden-leader` hint ([`leader_hint`]) and the per-call plan of targets
 //!   and backoff (pure logic).

@@ -661,7 +661,8 @@ async fn a_call_failed_mid_wait_is_resent_with_the_same_request_id() {
 }
 
 // Rolling upgrades: a node from before `Calls` answers Unimplemented; the
-// client falls back to the unary Acquire there and does not ask again.
+// client falls back to the unary Acquire there and does not ask again
+// within `recheck_calls_after` (30 s by default).
 #[tokio::test]
 async fn a_node_without_calls_gets_unary_calls_and_is_asked_once() {
     let old = start_node(Role::Leader { drops: 0 }, false).await;
