@@ -287,6 +287,125 @@ mod tests {
         assert!(lock(&stream.calls).waiting.as_ref().unwrap().is_empty());
     }
 
+    /// A stream with no reader task, its call table open (for `route`).
+    fn stream_without_reader() -> (CallStream, mpsc::UnboundedReceiver<v1::CallRequest>) {
+        let (requests, outbound) = mpsc::unbounded_channel();
+        let stream = CallStream {
+            requests,
+            calls: Arc::new(Mutex::new(OpenCalls {
+                last_id: 0,
+                waiting: Some(HashMap::new()),
+            })),
+        };
+        (stream, outbound)
+    }
+
+    fn queued(call_id: u64, position: u64) -> v1::CallResponse {
+        v1::CallResponse {
+            call_id,
+            answer: Some(Answer::Acquire(v1::AcquireResponse {
+                event: Some(Event::Queued(v1::Queued {
+                    position,
+                    ..Default::default()
+                })),
+            })),
+        }
+    }
+
+    // Newcomer review of 9de4dde (ANSWERS_KEPT_PER_CALL doc: "a later one
+    // supersedes it"): the server sends a position only when it changes
+    // (lock_service ReportThrottle), so a dropped report is never superseded
+    // if the position then stays put. A caller that fell behind must end up
+    // seeing the server's latest position, not the oldest seven. FAILS on
+    // 9de4dde: it sees 20..=14 and never learns it is now first.
+    #[tokio::test]
+    async fn a_slow_caller_ends_up_seeing_the_latest_queue_position() {
+        let (stream, _outbound) = stream_without_reader();
+        let mut open = stream
+            .start(v1::call_request::Call::Acquire(
+                v1::AcquireRequest::default(),
+            ))
+            .unwrap();
+        // The queue advances from 20 to 1 while the caller does not read.
+        for position in (1..=20).rev() {
+            route(&stream.calls, queued(1, position));
+        }
+        let mut last_seen = None;
+        while let Ok(answer) = open.answers.try_recv() {
+            match answer.unwrap() {
+                Answer::Acquire(v1::AcquireResponse {
+                    event: Some(Event::Queued(q)),
+                }) => last_seen = Some(q.position),
+                other => panic!("unexpected answer {other:?}"),
+            }
+        }
+        assert_eq!(last_seen, Some(1), "the caller's last position is stale");
+    }
+
+    // Newcomer review of 9de4dde, final answer never lost (S2's token is in
+    // it): an `error` answer after a full buffer of reports still arrives,
+    // and a second "final" answer for the same call is dropped, not queued.
+    #[tokio::test]
+    async fn an_error_answer_after_a_full_buffer_arrives_and_a_second_final_is_dropped() {
+        let (stream, _outbound) = stream_without_reader();
+        let mut open = stream
+            .start(v1::call_request::Call::Acquire(
+                v1::AcquireRequest::default(),
+            ))
+            .unwrap();
+        for position in 1..=20 {
+            route(&stream.calls, queued(1, position));
+        }
+        let error = |message: &str| v1::CallResponse {
+            call_id: 1,
+            answer: Some(Answer::Error(v1::CallError {
+                code: tonic::Code::Unavailable as i32,
+                message: message.to_string(),
+                ..Default::default()
+            })),
+        };
+        route(&stream.calls, error("first"));
+        route(&stream.calls, error("second"));
+        for _ in 1..ANSWERS_KEPT_PER_CALL {
+            assert!(open.next().await.is_ok());
+        }
+        let status = open.next().await.unwrap_err();
+        assert_eq!(
+            (status.code(), status.message()),
+            (Code::Unavailable, "first")
+        );
+        // The call is finished: its sender is gone, nothing else queued.
+        assert_eq!(open.next().await.unwrap_err().code(), Code::Aborted);
+    }
+
+    // Newcomer review (forward compatibility, L3): a newer server's answer
+    // kind this client cannot decode arrives as a `CallResponse` without
+    // `answer`; `route` drops it silently and the call stays waiting, so a
+    // waiting acquire sits out its whole wait (up to 1 h) plus an attempt
+    // timeout instead of failing at once and retrying. FAILS on 9de4dde.
+    #[tokio::test]
+    async fn an_answer_this_client_cannot_read_fails_the_call_at_once() {
+        use futures::FutureExt;
+        let (stream, _outbound) = stream_without_reader();
+        let mut open = stream
+            .start(v1::call_request::Call::Acquire(
+                v1::AcquireRequest::default(),
+            ))
+            .unwrap();
+        route(
+            &stream.calls,
+            v1::CallResponse {
+                call_id: 1,
+                answer: None,
+            },
+        );
+        let answered = open.next().now_or_never();
+        assert!(
+            matches!(answered, Some(Err(_))),
+            "the call is still waiting: {answered:?}"
+        );
+    }
+
     // Request size limit (docs/operations.md): every valid call (largest
     // numbers, a 512-byte resource) goes on the stream; one over the smallest
     // node limit goes unary, where the refusal of its size is its own.
