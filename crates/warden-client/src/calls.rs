@@ -10,12 +10,15 @@
 //! id, S7) and the next call opens a new stream. A node that does not serve
 //! `Calls` (an older version) answers `Unimplemented`; the caller then uses
 //! the unary calls for that address until `recheck_calls_after` has passed.
-//! Each call keeps at most [`ANSWERS_KEPT_PER_CALL`] unread answers.
+//! Each call keeps at most two unread answers: the newest `queued` report
+//! (a newer one replaces it) and the call's last answer, so neither a slow
+//! caller nor a misbehaving server can grow its memory. An answer this
+//! client cannot read (from a newer server) fails the call at once.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tonic::transport::Channel;
 use tonic::Status;
@@ -34,16 +37,59 @@ struct OpenCalls {
     last_id: u64,
     /// Where each open call's answers go; `None` once the stream has ended
     /// (nothing is started on it after that).
-    waiting: Option<HashMap<u64, mpsc::Sender<Result<Answer, Status>>>>,
+    waiting: Option<HashMap<u64, CallSender>>,
 }
 
-/// Answers kept per call until its caller reads them. Only a waiting
-/// acquire has more than one (its `queued` position reports, throttled by
-/// the server, then the final answer); the last slot is kept for the final
-/// answer, so a report that finds the others full is dropped (a later one
-/// supersedes it) and neither a slow caller nor a misbehaving server can
-/// grow a call's buffer.
-const ANSWERS_KEPT_PER_CALL: usize = 8;
+/// One call's unread answers, between the stream's reader and the caller.
+/// Only a waiting acquire has more than one answer: its `queued` position
+/// reports, then its last answer. The server sends a position only when it
+/// changes, so the newest report is the one to keep: a newer one replaces
+/// an unread one.
+#[derive(Debug, Default)]
+struct Unread {
+    /// The newest `queued` report not yet read.
+    report: Option<Answer>,
+    /// The call's last answer (or the stream's end), once it came.
+    last: Option<Result<Answer, Status>>,
+    /// Nothing more will come: the reader dropped the call's sender.
+    closed: bool,
+}
+
+#[derive(Debug, Default)]
+struct CallSlot {
+    unread: Mutex<Unread>,
+    /// Signalled after each change to `unread` (one reader: the call).
+    changed: Notify,
+}
+
+impl CallSlot {
+    fn update(&self, f: impl FnOnce(&mut Unread)) {
+        f(&mut self.unread.lock().unwrap_or_else(PoisonError::into_inner));
+        self.changed.notify_one();
+    }
+}
+
+/// The reader's end of one call; dropping it closes the call.
+#[derive(Debug)]
+struct CallSender(Arc<CallSlot>);
+
+impl CallSender {
+    fn report(&self, answer: Answer) {
+        self.0.update(|unread| unread.report = Some(answer));
+    }
+
+    fn finish(&self, last: Result<Answer, Status>) {
+        self.0.update(|unread| {
+            unread.last.get_or_insert(last);
+        });
+    }
+}
+
+impl Drop for CallSender {
+    fn drop(&mut self) {
+        self.0.update(|unread| unread.closed = true);
+    }
+}
 
 impl CallStream {
     /// Opens the stream on `channel` in the background; calls may start at
@@ -67,7 +113,8 @@ impl CallStream {
 
     /// Sends `call`; its answers arrive on the returned [`OpenCall`].
     pub(crate) fn start(&self, call: v1::call_request::Call) -> Result<OpenCall, Status> {
-        let (tx, answers) = mpsc::channel(ANSWERS_KEPT_PER_CALL);
+        let slot = Arc::new(CallSlot::default());
+        let tx = CallSender(slot.clone());
         let call_id = {
             let mut calls = lock(&self.calls);
             calls.last_id += 1;
@@ -80,7 +127,7 @@ impl CallStream {
         };
         let open = OpenCall {
             call_id,
-            answers,
+            slot,
             calls: self.calls.clone(),
         };
         self.requests
@@ -98,7 +145,7 @@ impl CallStream {
 #[derive(Debug)]
 pub(crate) struct OpenCall {
     call_id: u64,
-    answers: mpsc::Receiver<Result<Answer, Status>>,
+    slot: Arc<CallSlot>,
     calls: Arc<Mutex<OpenCalls>>,
 }
 
@@ -106,10 +153,29 @@ impl OpenCall {
     /// The call's next answer; a failed call (its `error` answer) is the
     /// status the unary call would have returned, with its leader hint.
     pub(crate) async fn next(&mut self) -> Result<Answer, Status> {
-        match self.answers.recv().await {
-            Some(Ok(Answer::Error(e))) => Err(warden_proto::call_error_status(e)),
-            Some(answer) => answer,
-            None => Err(stream_ended()),
+        let answer = loop {
+            {
+                let mut unread = self
+                    .slot
+                    .unread
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                // A report came before the last answer: it goes first.
+                if let Some(report) = unread.report.take() {
+                    break Ok(report);
+                }
+                if let Some(last) = unread.last.take() {
+                    break last;
+                }
+                if unread.closed {
+                    break Err(stream_ended());
+                }
+            }
+            self.slot.changed.notified().await;
+        };
+        match answer {
+            Ok(Answer::Error(e)) => Err(warden_proto::call_error_status(e)),
+            answer => answer,
         }
     }
 }
@@ -169,46 +235,56 @@ async fn read_answers(
     };
     let waiting = lock(&calls).waiting.take();
     for (_, tx) in waiting.into_iter().flatten() {
-        // The call's last answer: its slot is always free (see `route`).
-        let _ = tx.try_send(Err(end.clone()));
+        tx.finish(Err(end.clone()));
     }
 }
 
-/// Hands one answer to its call; every answer but a `queued` report is the
-/// call's last.
+/// Hands one answer to its call. A `queued` report replaces the call's
+/// unread one; any other answer is the call's last. An answer this client
+/// cannot read (none, or an acquire answer without an event: a kind from a
+/// newer server) ends the call at once with an error naming it, instead of
+/// leaving it waiting out its whole wait.
 fn route(calls: &Mutex<OpenCalls>, answer: v1::CallResponse) {
-    let Some(body) = answer.answer else {
-        return;
+    let call_id = answer.call_id;
+    let last = match answer.answer {
+        Some(
+            report @ Answer::Acquire(v1::AcquireResponse {
+                event: Some(Event::Queued(_)),
+            }),
+        ) => {
+            let calls = lock(calls);
+            if let Some(tx) = calls.waiting.as_ref().and_then(|w| w.get(&call_id)) {
+                tx.report(report);
+            }
+            return;
+        }
+        None | Some(Answer::Acquire(v1::AcquireResponse { event: None })) => {
+            Err(unreadable_answer(call_id))
+        }
+        Some(body) => Ok(body),
     };
-    let more_follow = matches!(
-        &body,
-        Answer::Acquire(v1::AcquireResponse {
-            event: Some(Event::Queued(_))
-        })
-    );
-    let mut calls = lock(calls);
-    let Some(waiting) = calls.waiting.as_mut() else {
-        return;
-    };
-    let tx = if more_follow {
-        waiting.get(&answer.call_id).cloned()
-    } else {
-        waiting.remove(&answer.call_id)
-    };
-    drop(calls);
-    let Some(tx) = tx else {
-        return;
-    };
-    // A report goes only while it leaves the last slot free, so the call's
-    // last answer (this one when no more follow) always fits.
-    if !more_follow || tx.capacity() > 1 {
-        let _ = tx.try_send(Ok(body));
+    let tx = lock(calls)
+        .waiting
+        .as_mut()
+        .and_then(|waiting| waiting.remove(&call_id));
+    if let Some(tx) = tx {
+        tx.finish(last);
     }
+}
+
+/// Not retried (a server-chosen status): the same server would send the
+/// same answer again.
+fn unreadable_answer(call_id: u64) -> Status {
+    Status::internal(format!(
+        "call {call_id}: the server sent an answer this client version cannot read; \
+         upgrade the client"
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures::FutureExt;
     use tonic::Code;
 
     // L3 (a call reaches a live node): a stream whose reader task vanished
@@ -230,61 +306,6 @@ mod tests {
         assert!(stream.is_closed());
         let call = v1::call_request::Call::Release(v1::ReleaseRequest::default());
         assert_eq!(stream.start(call).unwrap_err().code(), Code::Aborted);
-    }
-
-    // Bounded client memory per call: reports the caller has not read yet
-    // stop at one short of the buffer, and the final answer (the grant, S2's
-    // fencing token in it) still arrives after them.
-    #[tokio::test]
-    async fn unread_reports_stop_short_of_the_buffer_and_the_final_answer_fits() {
-        let (requests, _outbound) = mpsc::unbounded_channel();
-        let stream = CallStream {
-            requests,
-            calls: Arc::new(Mutex::new(OpenCalls {
-                last_id: 0,
-                waiting: Some(HashMap::new()),
-            })),
-        };
-        let call = v1::call_request::Call::Acquire(v1::AcquireRequest::default());
-        let mut open = stream.start(call).unwrap();
-        let answer = |event| v1::CallResponse {
-            call_id: 1,
-            answer: Some(Answer::Acquire(v1::AcquireResponse { event: Some(event) })),
-        };
-        for position in 1..=20 {
-            route(
-                &stream.calls,
-                answer(Event::Queued(v1::Queued {
-                    position,
-                    ..Default::default()
-                })),
-            );
-        }
-        route(
-            &stream.calls,
-            answer(Event::Granted(v1::Granted {
-                fencing_token: 41,
-                ..Default::default()
-            })),
-        );
-        let mut positions = Vec::new();
-        loop {
-            match open.next().await.unwrap() {
-                Answer::Acquire(v1::AcquireResponse {
-                    event: Some(Event::Queued(q)),
-                }) => positions.push(q.position),
-                Answer::Acquire(v1::AcquireResponse {
-                    event: Some(Event::Granted(g)),
-                }) => {
-                    assert_eq!(g.fencing_token, 41);
-                    break;
-                }
-                other => panic!("unexpected answer {other:?}"),
-            }
-        }
-        let kept = u64::try_from(ANSWERS_KEPT_PER_CALL - 1).unwrap();
-        assert_eq!(positions, (1..=kept).collect::<Vec<_>>());
-        assert!(lock(&stream.calls).waiting.as_ref().unwrap().is_empty());
     }
 
     /// A stream with no reader task, its call table open (for `route`).
@@ -312,49 +333,74 @@ mod tests {
         }
     }
 
-    // Newcomer review of 9de4dde (ANSWERS_KEPT_PER_CALL doc: "a later one
-    // supersedes it"): the server sends a position only when it changes
-    // (lock_service ReportThrottle), so a dropped report is never superseded
-    // if the position then stays put. A caller that fell behind must end up
-    // seeing the server's latest position, not the oldest seven. FAILS on
-    // 9de4dde: it sees 20..=14 and never learns it is now first.
-    #[tokio::test]
-    async fn a_slow_caller_ends_up_seeing_the_latest_queue_position() {
-        let (stream, _outbound) = stream_without_reader();
-        let mut open = stream
-            .start(v1::call_request::Call::Acquire(
-                v1::AcquireRequest::default(),
-            ))
-            .unwrap();
-        // The queue advances from 20 to 1 while the caller does not read.
-        for position in (1..=20).rev() {
-            route(&stream.calls, queued(1, position));
+    fn granted(call_id: u64, fencing_token: u64) -> v1::CallResponse {
+        v1::CallResponse {
+            call_id,
+            answer: Some(Answer::Acquire(v1::AcquireResponse {
+                event: Some(Event::Granted(v1::Granted {
+                    fencing_token,
+                    ..Default::default()
+                })),
+            })),
         }
-        let mut last_seen = None;
-        while let Ok(answer) = open.answers.try_recv() {
-            match answer.unwrap() {
-                Answer::Acquire(v1::AcquireResponse {
-                    event: Some(Event::Queued(q)),
-                }) => last_seen = Some(q.position),
-                other => panic!("unexpected answer {other:?}"),
-            }
-        }
-        assert_eq!(last_seen, Some(1), "the caller's last position is stale");
     }
 
-    // Newcomer review of 9de4dde, final answer never lost (S2's token is in
-    // it): an `error` answer after a full buffer of reports still arrives,
-    // and a second "final" answer for the same call is dropped, not queued.
-    #[tokio::test]
-    async fn an_error_answer_after_a_full_buffer_arrives_and_a_second_final_is_dropped() {
-        let (stream, _outbound) = stream_without_reader();
-        let mut open = stream
+    fn start_acquire(stream: &CallStream) -> OpenCall {
+        stream
             .start(v1::call_request::Call::Acquire(
                 v1::AcquireRequest::default(),
             ))
-            .unwrap();
-        for position in 1..=20 {
-            route(&stream.calls, queued(1, position));
+            .unwrap()
+    }
+
+    /// The queue position of a `queued` answer.
+    fn position(answer: Answer) -> u64 {
+        match answer {
+            Answer::Acquire(v1::AcquireResponse {
+                event: Some(Event::Queued(q)),
+            }) => q.position,
+            other => panic!("not a queued report: {other:?}"),
+        }
+    }
+
+    // Bounded client memory per call, and a caller that fell behind still
+    // learns where it stands: the server sends a position only when it
+    // changes (lock_service's ReportThrottle), so the newest report is kept
+    // (it replaces an unread one), then the grant with its fencing token
+    // (S2) arrives after it. (Newcomer review of 9de4dde: keeping the oldest
+    // reports left such a caller at position 14 while it was first.)
+    #[tokio::test]
+    async fn a_slow_caller_sees_the_latest_queue_position_then_the_grant() {
+        let (stream, _outbound) = stream_without_reader();
+        let mut open = start_acquire(&stream);
+        // The queue advances from 20 to 1 while the caller does not read.
+        for p in (1..=20).rev() {
+            route(&stream.calls, queued(1, p));
+        }
+        assert_eq!(position(open.next().await.unwrap()), 1);
+        assert!(open.next().now_or_never().is_none(), "one report is kept");
+        route(&stream.calls, queued(1, 1));
+        route(&stream.calls, granted(1, 41));
+        assert_eq!(position(open.next().await.unwrap()), 1);
+        match open.next().await.unwrap() {
+            Answer::Acquire(v1::AcquireResponse {
+                event: Some(Event::Granted(g)),
+            }) => assert_eq!(g.fencing_token, 41),
+            other => panic!("expected the grant, got {other:?}"),
+        }
+        assert!(lock(&stream.calls).waiting.as_ref().unwrap().is_empty());
+        assert_eq!(open.next().await.unwrap_err().code(), Code::Aborted);
+    }
+
+    // The last answer is never lost (S2's token is in it): an `error`
+    // answer after many unread reports still arrives after the newest one,
+    // and a second "last" answer for the same call is dropped, not queued.
+    #[tokio::test]
+    async fn an_error_answer_after_unread_reports_arrives_and_a_second_last_is_dropped() {
+        let (stream, _outbound) = stream_without_reader();
+        let mut open = start_acquire(&stream);
+        for p in 1..=20 {
+            route(&stream.calls, queued(1, p));
         }
         let error = |message: &str| v1::CallResponse {
             call_id: 1,
@@ -366,9 +412,7 @@ mod tests {
         };
         route(&stream.calls, error("first"));
         route(&stream.calls, error("second"));
-        for _ in 1..ANSWERS_KEPT_PER_CALL {
-            assert!(open.next().await.is_ok());
-        }
+        assert_eq!(position(open.next().await.unwrap()), 20);
         let status = open.next().await.unwrap_err();
         assert_eq!(
             (status.code(), status.message()),
@@ -378,6 +422,23 @@ mod tests {
         assert_eq!(open.next().await.unwrap_err().code(), Code::Aborted);
     }
 
+    // L3 (a call fails rather than hang): a stream that ends while a call
+    // waits fails it with the stream's status, which the caller retries
+    // with the same request id (S7).
+    #[tokio::test]
+    async fn a_call_waiting_when_its_stream_ends_gets_the_streams_status() {
+        let (stream, _outbound) = stream_without_reader();
+        let mut open = start_acquire(&stream);
+        route(&stream.calls, queued(1, 3));
+        let waiting = lock(&stream.calls).waiting.take();
+        for (_, tx) in waiting.into_iter().flatten() {
+            tx.finish(Err(Status::unavailable("node stopping")));
+        }
+        assert_eq!(position(open.next().await.unwrap()), 3);
+        assert_eq!(open.next().await.unwrap_err().code(), Code::Unavailable);
+        assert!(stream.is_closed());
+    }
+
     // Newcomer review (forward compatibility, L3): a newer server's answer
     // kind this client cannot decode arrives as a `CallResponse` without
     // `answer`; `route` drops it silently and the call stays waiting, so a
@@ -385,13 +446,8 @@ mod tests {
     // timeout instead of failing at once and retrying. FAILS on 9de4dde.
     #[tokio::test]
     async fn an_answer_this_client_cannot_read_fails_the_call_at_once() {
-        use futures::FutureExt;
         let (stream, _outbound) = stream_without_reader();
-        let mut open = stream
-            .start(v1::call_request::Call::Acquire(
-                v1::AcquireRequest::default(),
-            ))
-            .unwrap();
+        let mut open = start_acquire(&stream);
         route(
             &stream.calls,
             v1::CallResponse {
@@ -399,11 +455,31 @@ mod tests {
                 answer: None,
             },
         );
-        let answered = open.next().now_or_never();
-        assert!(
-            matches!(answered, Some(Err(_))),
-            "the call is still waiting: {answered:?}"
+        let status = open
+            .next()
+            .now_or_never()
+            .expect("the call is still waiting")
+            .unwrap_err();
+        assert_eq!(status.code(), Code::Internal);
+        assert!(status
+            .message()
+            .starts_with("call 1: the server sent an answer"));
+        assert_eq!(
+            crate::error::disposition(&status),
+            crate::error::Disposition::Fatal,
+            "the same server would send it again: not retried"
         );
+        // An acquire answer without an event (a newer report kind) too.
+        let mut open = start_acquire(&stream);
+        route(
+            &stream.calls,
+            v1::CallResponse {
+                call_id: 2,
+                answer: Some(Answer::Acquire(v1::AcquireResponse { event: None })),
+            },
+        );
+        let status = open.next().now_or_never().unwrap().unwrap_err();
+        assert!(status.message().starts_with("call 2: "), "{status:?}");
     }
 
     // Request size limit (docs/operations.md): every valid call (largest

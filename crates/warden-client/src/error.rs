@@ -137,8 +137,9 @@ pub(crate) fn disposition(status: &Status) -> Disposition {
             Disposition::Retry
         }
         // Not a Warden node (another HTTP/2 service answered, e.g. with 404):
-        // try the next endpoint rather than give up. Warden itself never
-        // answers Unimplemented for the methods this client calls.
+        // try the next endpoint rather than give up. Warden itself answers
+        // Unimplemented only to `Calls` on a version from before it, which
+        // `Client::first_answer` handles (unary calls) before this.
         Code::Unimplemented => Disposition::Retry,
         _ => Disposition::Fatal,
     }

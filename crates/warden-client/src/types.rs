@@ -7,6 +7,9 @@ use std::time::Duration;
 use warden_proto::v1;
 
 /// How a [`Client`](crate::Client) retries and how long it may take.
+///
+/// Build it from the defaults, `ClientOptions { deadline, ..ClientOptions::default() }`,
+/// so that an option added in a later version does not break your code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientOptions {
     /// Total time a non-waiting call may take, across all retries and leader
@@ -24,7 +27,9 @@ pub struct ClientOptions {
     /// How long a node that answered `Calls` with `Unimplemented` (a
     /// version from before the `Calls` stream) gets unary calls before it is
     /// asked again: 30 s. A rolling upgrade restarts each node on the new
-    /// version; this is how soon the client then uses its stream.
+    /// version; this is how soon the client then uses its stream. Zero
+    /// asks again on every call (one extra round trip per call to such a
+    /// node).
     pub recheck_calls_after: Duration,
 }
 
