@@ -168,14 +168,15 @@ pub async fn save(args: SaveArgs) -> Report {
     match args.client.output {
         OutputFormat::Json => ok(v.to_string()),
         OutputFormat::Text => ok(format!(
-            "saved {} ({} bytes): cluster {} at log index {}, {} leases, {} held resources, highest token {}",
+            "saved {} ({} bytes): cluster {} at log index {}, {} leases, {} held resources, highest held token {}, next token {}",
             args.file.display(),
             bytes.len(),
             file.cluster_id,
             file.applied_index,
             table.lease_count(),
             table.resources_held(),
-            max_token
+            max_token,
+            table.next_token()
         )),
     }
 }
