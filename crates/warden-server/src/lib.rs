@@ -426,7 +426,11 @@ where
         shared,
         promoted: Mutex::new(None),
         renew_tx,
-        proposer: Proposer::new(RaftSink(me.clone()), proposer::MAX_IN_FLIGHT),
+        proposer: Proposer::new(
+            RaftSink(me.clone()),
+            proposer::MAX_IN_FLIGHT,
+            Duration::from_millis(error::COMMIT_TIMEOUT_MS),
+        ),
         config: config.clone(),
     });
     node_cell.set(node.clone());

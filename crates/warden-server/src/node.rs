@@ -70,14 +70,13 @@ impl Sink for RaftSink {
         let Some(node) = self.0.upgrade() else {
             return Err(Status::unavailable("node stopping"));
         };
-        let cmd = match cmd {
-            Command::Batch(mut cmds) => {
-                node.refresh_due(&mut cmds);
-                Command::Batch(cmds)
-            }
-            c => c,
-        };
         node.write_entry(cmd).await
+    }
+
+    fn refresh(&self, cmds: &mut [Command]) {
+        if let Some(node) = self.0.upgrade() {
+            node.refresh_due(cmds);
+        }
     }
 }
 
@@ -164,17 +163,15 @@ impl Node {
         if !crate::proposer::packable(&cmd) {
             return self.write_entry(cmd).await;
         }
-        let fut = self.proposer.propose(cmd);
-        tokio::time::timeout(Duration::from_millis(COMMIT_TIMEOUT_MS), fut)
-            .await
-            .unwrap_or_else(|_| Err(no_quorum()))
+        self.proposer.propose(cmd).await
     }
 
-    /// A batch about to be proposed: the due list as this leader sees it now
-    /// rides in its first command that can carry one, and no other command
-    /// carries one. Each command's own list was taken when its request
-    /// arrived, possibly a commit round ago; this one is fresher, and apply
-    /// removes what it names before anything in the entry is handed off (S8).
+    /// Commands that waited in the proposer's queue, about to go out as one
+    /// entry: the due list as this leader sees it now rides in the first
+    /// command that can carry one, and no other command carries one. Each
+    /// command's own list was taken when its request arrived, possibly a
+    /// commit round ago; this one is fresh, and apply removes what it names
+    /// before anything in the entry is handed off (S8).
     fn refresh_due(&self, cmds: &mut [Command]) {
         let mut due = Some(self.due_list());
         for c in cmds {
@@ -193,7 +190,7 @@ impl Node {
     async fn write_entry(&self, cmd: Command) -> Result<(Response, LogId), Status> {
         let fut = self.raft.client_write(Request(LogEntry::V1(cmd)));
         match tokio::time::timeout(Duration::from_millis(COMMIT_TIMEOUT_MS), fut).await {
-            Err(_) => Err(no_quorum()),
+            Err(_) => Err(crate::error::no_quorum()),
             Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => {
                 let leader = f
                     .leader_id
@@ -223,11 +220,4 @@ impl Node {
             .await
             .map_err(|_| Status::unavailable("apply did not catch up in time"))?
     }
-}
-
-/// The caller's error when its change did not commit in time (L3).
-fn no_quorum() -> Status {
-    Status::unavailable(format!(
-        "no quorum: the change did not commit within {COMMIT_TIMEOUT_MS} ms; retry with the same request id"
-    ))
 }

@@ -20,10 +20,16 @@
 //!   queued.
 //!
 //! A caller that has given up (its timeout fired, its stream was dropped)
-//! before its command went out is left out of the next entry.
+//! before its command went out is left out of the next entry; one that gives
+//! up while its own entry is uncommitted frees that slot at once (the entry
+//! may still commit; S7 answers a retry).
+//!
+//! Commands that waited in the queue get the leader's due list as it is when
+//! they go out ([`Sink::refresh`]), so the wait does not age it (S8).
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use tokio::sync::oneshot;
 use tonic::Status;
@@ -51,6 +57,11 @@ pub trait Sink: Send + Sync + 'static {
     /// Proposes one entry holding `cmd` and waits until it has committed and
     /// applied here (or failed).
     fn write(&self, cmd: Command) -> impl Future<Output = Proposed> + Send;
+
+    /// Called just before commands that waited in the queue go out (one
+    /// entry's worth, in order): production puts the leader's due list as it
+    /// is now into the first of them (S8; see `Node::refresh_due`).
+    fn refresh(&self, _cmds: &mut [Command]) {}
 }
 
 /// Where a packable command goes.
@@ -78,6 +89,7 @@ struct State {
 struct Inner<S> {
     sink: S,
     max_in_flight: usize,
+    queued_timeout: Duration,
     state: Mutex<State>,
 }
 
@@ -149,6 +161,7 @@ impl<S: Sink> Inner<S> {
             .filter(|j| !j.reply.is_closed())
             .map(|j| (j.cmd, j.reply))
             .unzip();
+        this.sink.refresh(&mut cmds);
         if cmds.len() <= 1 {
             if let (Some(cmd), Some(reply)) = (cmds.pop(), replies.into_iter().next()) {
                 let _ = reply.send(this.sink.write(cmd).await);
@@ -179,11 +192,14 @@ impl<S: Sink> Inner<S> {
 
 impl<S: Sink> Proposer<S> {
     /// A proposer over `sink` allowing `max_in_flight` (at least 1) entries
-    /// of packed commands uncommitted at once.
-    pub fn new(sink: S, max_in_flight: usize) -> Self {
+    /// of packed commands uncommitted at once; a queued command's caller
+    /// waits at most `queued_timeout` in all (a direct write is bounded by
+    /// the sink itself).
+    pub fn new(sink: S, max_in_flight: usize, queued_timeout: Duration) -> Self {
         Proposer {
             inner: Arc::new(Inner {
                 sink,
+                queued_timeout,
                 max_in_flight: max_in_flight.max(1),
                 state: Mutex::new(State::default()),
             }),
@@ -214,9 +230,12 @@ impl<S: Sink> Proposer<S> {
                 let _slot = Slot(self.inner.clone());
                 self.inner.sink.write(cmd).await
             }
-            Route::Queued(rx) => rx
-                .await
-                .unwrap_or_else(|_| Err(Status::unavailable("node stopping"))),
+            // The whole wait, queue and entry, is bounded like a direct write
+            // (L3: fail clearly within the caller's deadline).
+            Route::Queued(rx) => match tokio::time::timeout(self.inner.queued_timeout, rx).await {
+                Err(_) => Err(crate::error::no_quorum()),
+                Ok(r) => r.unwrap_or_else(|_| Err(Status::unavailable("node stopping"))),
+            },
         }
     }
 
@@ -231,10 +250,15 @@ mod tests {
     use super::*;
     use openraft::impls::leader_id_adv::LeaderId as RaftLeaderId;
     use tokio::sync::mpsc;
-    use warden_core::types::{Acquire, LeaseSpec, RenewBatch, RequestHeader};
+    use warden_core::types::{
+        Acquire, DueLease, DueList, LeaderId, LeaseSpec, RenewBatch, RequestHeader,
+    };
+
+    /// Never reached in these tests (they release every entry themselves).
+    const LONG: Duration = Duration::from_secs(600);
 
     /// A sink that reports each entry to the test and answers it only when
-    /// the test releases it: entry `i` answers with log index `i`.
+    /// the test releases it, always with log index 7.
     struct Gate {
         seen: mpsc::UnboundedSender<(Command, oneshot::Sender<()>)>,
     }
@@ -261,6 +285,37 @@ mod tests {
                     ),
                 ))
             }
+        }
+
+        /// Marks the first command's due list as refreshed, clears the others'.
+        fn refresh(&self, cmds: &mut [Command]) {
+            for (i, c) in cmds.iter_mut().enumerate() {
+                if let Command::Acquire(a) = c {
+                    a.due = (i == 0).then(fresh_due);
+                }
+            }
+        }
+    }
+
+    fn fresh_due() -> DueList {
+        DueList {
+            leader: LeaderId {
+                term: 1,
+                node_id: 1,
+            },
+            leases: vec![DueLease {
+                lease_id: 99,
+                last_index: 3,
+            }],
+            waiters: vec![],
+        }
+    }
+
+    fn dues(cmd: &Command) -> Vec<Option<DueList>> {
+        match cmd {
+            Command::Batch(cmds) => cmds.iter().flat_map(dues).collect(),
+            Command::Acquire(a) => vec![a.due.clone()],
+            _ => vec![],
         }
     }
 
@@ -307,11 +362,11 @@ mod tests {
     // Issue 7 (packing): an uncontended command goes out alone and at once; commands
     // that arrive while it is uncommitted wait and then go out together as
     // ONE Batch entry, in arrival order, each caller getting its own response (S3: only
-    // after that entry answered).
+    // after that entry answered); the batch carries a fresh due list (S8).
     #[tokio::test]
     async fn queued_commands_share_one_entry_and_the_first_goes_alone() {
         let (tx, mut seen) = mpsc::unbounded_channel();
-        let p = Arc::new(Proposer::new(Gate { seen: tx }, 1));
+        let p = Arc::new(Proposer::new(Gate { seen: tx }, 1, LONG));
         let first = tokio::spawn({
             let p = p.clone();
             async move { p.propose(acquire(1)).await }
@@ -357,6 +412,8 @@ mod tests {
         let (batch, go2) = seen.recv().await.expect("batch entry");
         assert!(matches!(batch, Command::Batch(_)), "{batch:?}");
         assert_eq!(request_ids(&batch), vec![2, 3, 4]);
+        // S8: the waited-for entry carries the due list as of now, once.
+        assert_eq!(dues(&batch), vec![Some(fresh_due()), None, None]);
         go2.send(()).expect("batch waiting");
         for (i, h) in later.into_iter().enumerate() {
             let (response, log_id) = h.await.expect("join").expect("answered");
@@ -377,7 +434,7 @@ mod tests {
     #[tokio::test]
     async fn a_second_slot_sends_at_once_and_abandoned_commands_are_dropped() {
         let (tx, mut seen) = mpsc::unbounded_channel();
-        let p = Arc::new(Proposer::new(Gate { seen: tx }, 2));
+        let p = Arc::new(Proposer::new(Gate { seen: tx }, 2, LONG));
         let spawn = |id| {
             let p = p.clone();
             tokio::spawn(async move { p.propose(acquire(id)).await })
@@ -395,9 +452,14 @@ mod tests {
         assert!(c.await.is_err_and(|e| e.is_cancelled()));
         go2.send(()).expect("second waiting");
         assert!(b.await.expect("join").is_ok());
-        // Only request 4 is left: it goes out alone, not as a batch of one.
+        // Only request 4 is left: it goes out alone, not as a batch of one,
+        // with the due list as of now (S8: it waited).
         let (c4, go4) = seen.recv().await.expect("third entry");
-        assert_eq!(c4, acquire(4));
+        assert!(
+            matches!(&c4, Command::Acquire(a) if a.header.request_id == 4),
+            "{c4:?}"
+        );
+        assert_eq!(dues(&c4), vec![Some(fresh_due())]);
         go4.send(()).expect("fourth waiting");
         go1.send(()).expect("first waiting");
         assert!(a.await.expect("join").is_ok());
@@ -413,7 +475,7 @@ mod tests {
     #[tokio::test]
     async fn a_failed_batch_fails_each_caller() {
         let (tx, mut seen) = mpsc::unbounded_channel();
-        let p = Arc::new(Proposer::new(Gate { seen: tx }, 1));
+        let p = Arc::new(Proposer::new(Gate { seen: tx }, 1, LONG));
         let spawn = |id| {
             let p = p.clone();
             tokio::spawn(async move { p.propose(acquire(id)).await })
