@@ -28,6 +28,11 @@ pub const MAX_LOCKS_PER_LEASE: usize = 10_000;
 pub const MAX_LEASES: usize = 100_000;
 /// Forced releases kept in the replicated audit trail (oldest dropped first).
 pub const MAX_AUDIT_RECORDS: usize = 1_000;
+/// Most commands in one [`crate::types::Command::Batch`] entry. The leader
+/// packs at most this many queued client commands into one entry; each is
+/// itself bounded by the server's request size, so an entry stays far below
+/// the peers' message limit.
+pub const MAX_BATCH_COMMANDS: usize = 256;
 /// Longest `requested_by` of a forced release, in bytes of UTF-8.
 pub const MAX_REQUESTED_BY_BYTES: usize = 256;
 

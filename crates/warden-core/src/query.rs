@@ -326,7 +326,9 @@ impl LockTable {
             let mut prev = None;
             let mut seen = BTreeSet::new();
             for w in &s.waiters {
-                if prev.is_some_and(|p| p >= w.enqueue_index) {
+                // Non-decreasing: waiters enqueued by one packed entry
+                // (`Command::Batch`) share its index, in the entry's order.
+                if prev.is_some_and(|p| p > w.enqueue_index) {
                     return Err(format!("resource {name:?}: waiters out of FIFO order"));
                 }
                 prev = Some(w.enqueue_index);

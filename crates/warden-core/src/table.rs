@@ -17,6 +17,9 @@
 //!    reused request id, or execute;
 //! 4. the command itself, all checks before any change;
 //! 5. the outcome is stored.
+//!
+//! A packed entry (`Command::Batch`) runs 1–5 for each of its commands in
+//! order, all at the entry's index; see [`LockTable::apply`].
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -79,7 +82,9 @@ pub struct Grant {
 pub struct Waiter {
     /// The waiting lease.
     pub lease_id: LeaseId,
-    /// Index of the enqueue entry: FIFO order and identity of this wait.
+    /// Index of the enqueue entry: FIFO order and, with the lease, identity
+    /// of this wait. Waiters enqueued by one packed entry (`Command::Batch`)
+    /// share it and keep the entry's order.
     pub enqueue_index: LogIndex,
     /// The wait timeout in milliseconds.
     pub wait_timeout_ms: u64,
@@ -108,7 +113,8 @@ pub struct LockDelay {
 pub struct ResourceState {
     /// The holder (S1: at most one).
     pub holder: Option<Grant>,
-    /// Waiters in FIFO order of `enqueue_index`.
+    /// Waiters in FIFO order of `enqueue_index` (then of their place in
+    /// the entry, for waiters one packed entry enqueued).
     pub waiters: Vec<Waiter>,
     /// A running lock-delay; never together with a holder.
     pub lock_delay: Option<LockDelay>,
@@ -190,46 +196,62 @@ impl LockTable {
     /// `index` is the entry's log index; `log_leader` the leader id in the
     /// entry's own log id, compared with the leader id inside leader-duty
     /// commands and due lists (a mismatch ignores them: etcd issue 15247).
+    ///
+    /// A [`Command::Batch`] applies each of its commands in order at this
+    /// same `index` (one entry: one log index, one append stamp on every
+    /// node), each exactly as if it were the entry's only command, and answers
+    /// [`Response::Batch`] with their responses in order. Every command checks
+    /// before it changes anything, so a refused one leaves the table as the
+    /// commands before it left it (its refusal is recorded in the outcome
+    /// table, as for an entry of its own) and the later ones see exactly that.
+    /// A batch that is empty, too long or nested is refused whole.
     pub fn apply(&mut self, index: LogIndex, log_leader: LeaderId, cmd: &Command) -> Applied {
         let mut fx = Vec::new();
-        let response = match cmd {
+        let response = self.apply_one(index, log_leader, cmd, &mut fx);
+        Applied {
+            response,
+            effects: fx,
+        }
+    }
+
+    /// [`Self::apply`], appending the effects to `fx`.
+    fn apply_one(
+        &mut self,
+        index: LogIndex,
+        log_leader: LeaderId,
+        cmd: &Command,
+        fx: &mut Vec<Effect>,
+    ) -> Response {
+        match cmd {
             Command::Acquire(a) => {
-                self.apply_due(index, log_leader, a.due.as_ref(), &mut fx);
-                self.client_command(index, &a.header, cmd, &mut fx, |t, fx| {
-                    t.acquire(index, a, fx)
-                })
+                self.apply_due(index, log_leader, a.due.as_ref(), fx);
+                self.client_command(index, &a.header, cmd, fx, |t, fx| t.acquire(index, a, fx))
             }
             Command::Release(r) => {
-                self.apply_due(index, log_leader, r.due.as_ref(), &mut fx);
-                self.client_command(index, &r.header, cmd, &mut fx, |t, fx| {
-                    t.release(index, r, fx)
-                })
+                self.apply_due(index, log_leader, r.due.as_ref(), fx);
+                self.client_command(index, &r.header, cmd, fx, |t, fx| t.release(index, r, fx))
             }
             Command::Revoke(r) => {
-                self.apply_due(index, log_leader, r.due.as_ref(), &mut fx);
-                self.client_command(index, &r.header, cmd, &mut fx, |t, fx| {
-                    t.revoke(index, r, fx)
-                })
+                self.apply_due(index, log_leader, r.due.as_ref(), fx);
+                self.client_command(index, &r.header, cmd, fx, |t, fx| t.revoke(index, r, fx))
             }
             Command::ForceRelease(f) => {
-                self.apply_due(index, log_leader, f.due.as_ref(), &mut fx);
-                self.client_command(index, &f.header, cmd, &mut fx, |t, fx| {
+                self.apply_due(index, log_leader, f.due.as_ref(), fx);
+                self.client_command(index, &f.header, cmd, fx, |t, fx| {
                     t.force_release(index, f, fx)
                 })
             }
-            Command::LeaseGrant(g) => {
-                self.client_command(index, &g.header, cmd, &mut fx, |t, fx| {
-                    t.lease_grant(index, g, fx)
-                })
-            }
-            Command::RenewBatch(b) => self.renew(index, b, &mut fx),
-            Command::Promote(p) => self.promote(index, log_leader, p, &mut fx),
-            Command::Checkpoint(c) => self.checkpoint(index, log_leader, c, &mut fx),
+            Command::LeaseGrant(g) => self.client_command(index, &g.header, cmd, fx, |t, fx| {
+                t.lease_grant(index, g, fx)
+            }),
+            Command::RenewBatch(b) => self.renew(index, b, fx),
+            Command::Promote(p) => self.promote(index, log_leader, p, fx),
+            Command::Checkpoint(c) => self.checkpoint(index, log_leader, c, fx),
             Command::Expire(due) => {
-                self.apply_due(index, log_leader, Some(due), &mut fx);
+                self.apply_due(index, log_leader, Some(due), fx);
                 Response::Done
             }
-            Command::EndLockDelay(e) => self.end_lock_delay(index, log_leader, e, &mut fx),
+            Command::EndLockDelay(e) => self.end_lock_delay(index, log_leader, e, fx),
             Command::DropClients(d) => {
                 if d.leader == log_leader {
                     for (client, last_index) in &d.clients {
@@ -241,15 +263,19 @@ impl LockTable {
             Command::Noop => Response::Done,
             Command::RaiseTokenFloor(r) => self.raise_token_floor(r.floor),
             Command::Proclaim(p) => {
-                match validate::command(cmd).and_then(|()| self.proclaim(p, &mut fx)) {
+                match validate::command(cmd).and_then(|()| self.proclaim(p, fx)) {
                     Ok(response) => response,
                     Err(e) => Response::Error(e),
                 }
             }
-        };
-        Applied {
-            response,
-            effects: fx,
+            Command::Batch(cmds) => match validate::command(cmd) {
+                Err(e) => Response::Error(e),
+                Ok(()) => Response::Batch(
+                    cmds.iter()
+                        .map(|c| self.apply_one(index, log_leader, c, fx))
+                        .collect(),
+                ),
+            },
         }
     }
 

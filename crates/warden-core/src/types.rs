@@ -83,6 +83,14 @@ pub enum Command {
     /// Publish a value for a lease on a resource (an election's candidate or
     /// leader value, etcd's `Proclaim`).
     Proclaim(Proclaim),
+    /// Several commands packed by the leader into one entry when they queued
+    /// at the same moment (docs/performance.md). Applied as each command in
+    /// order, all at this entry's log index and append stamp, each with its
+    /// own response in [`Response::Batch`]; one command's refusal neither
+    /// fails nor undoes the others. 1..=[`crate::limits::MAX_BATCH_COMMANDS`]
+    /// commands, none of them a `Batch`; otherwise the whole entry is refused
+    /// (field `commands`) and nothing changes.
+    Batch(Vec<Command>),
 }
 
 /// How an acquire gets its lease.
@@ -383,6 +391,8 @@ pub enum Response {
         /// The lease.
         lease_id: LeaseId,
     },
+    /// For a [`Command::Batch`]: one response per command, in order.
+    Batch(Vec<Response>),
 }
 
 /// An acquire's answer.

@@ -11,8 +11,8 @@
 //! pass here.
 
 use crate::limits::{
-    MAX_ID, MAX_LOCK_DELAY_MS, MAX_REQUESTED_BY_BYTES, MAX_RESOURCE_BYTES, MAX_TTL_MS,
-    MAX_WAIT_TIMEOUT_MS, MIN_TTL_MS,
+    MAX_BATCH_COMMANDS, MAX_ID, MAX_LOCK_DELAY_MS, MAX_REQUESTED_BY_BYTES, MAX_RESOURCE_BYTES,
+    MAX_TTL_MS, MAX_WAIT_TIMEOUT_MS, MIN_TTL_MS,
 };
 use crate::types::{Command, CommandError, ErrorCode, LeaseSpec, RequestHeader};
 
@@ -211,6 +211,31 @@ pub fn token_floor(floor: u64) -> Result<(), CommandError> {
     Ok(())
 }
 
+/// A batch's shape: 1..=[`MAX_BATCH_COMMANDS`] commands, none of them a
+/// `Batch`. Each command is validated when it applies (its own refusal is
+/// its own response; it does not refuse the batch).
+///
+/// # Errors
+/// `InvalidArgument`, field `"commands"`, naming the limit.
+pub fn batch(cmds: &[Command]) -> Result<(), CommandError> {
+    if cmds.is_empty() || cmds.len() > MAX_BATCH_COMMANDS {
+        return Err(invalid(
+            "commands",
+            format!(
+                "a batch holds 1..={MAX_BATCH_COMMANDS} commands (MAX_BATCH_COMMANDS); got {}",
+                cmds.len()
+            ),
+        ));
+    }
+    if let Some(pos) = cmds.iter().position(|c| matches!(c, Command::Batch(_))) {
+        return Err(invalid(
+            "commands",
+            format!("a batch must not hold a batch (command {pos} is one)"),
+        ));
+    }
+    Ok(())
+}
+
 /// Validates any command. Client commands get every check above; leader-duty
 /// commands, `RenewBatch` and `Noop` always pass (see the module docs).
 ///
@@ -257,6 +282,7 @@ pub fn command(cmd: &Command) -> Result<(), CommandError> {
             p.fencing_token.map_or(Ok(()), fencing_token)?;
             value(&p.value)
         }
+        Command::Batch(cmds) => batch(cmds),
         Command::RenewBatch(_)
         | Command::Promote(_)
         | Command::Checkpoint(_)

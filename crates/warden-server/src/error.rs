@@ -11,6 +11,13 @@ use crate::raft_types::TypeConfig;
 /// no quorum (L3: fail clearly within the caller's deadline, never hang).
 pub const COMMIT_TIMEOUT_MS: u64 = 3_000;
 
+/// A change that did not commit within [`COMMIT_TIMEOUT_MS`] (L3).
+pub fn no_quorum() -> Status {
+    Status::unavailable(format!(
+        "no quorum: the change did not commit within {COMMIT_TIMEOUT_MS} ms; retry with the same request id"
+    ))
+}
+
 /// Maps a refused command onto a gRPC status. The message names the field and
 /// the limit; `request_expired` keeps its prefix so clients can match it.
 pub fn command_status(e: &CommandError) -> Status {

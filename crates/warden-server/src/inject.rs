@@ -186,6 +186,14 @@ pub(crate) fn buggy_command(
     log_leader: LeaderId,
     cmd: &Command,
 ) -> Command {
+    if let Command::Batch(cmds) = cmd {
+        // A packed entry: each command as the buggy server would apply it.
+        return Command::Batch(
+            cmds.iter()
+                .map(|c| buggy_command(bugs, table, log_leader, c))
+                .collect(),
+        );
+    }
     let mut cmd = cmd.clone();
     let due = match &mut cmd {
         Command::Acquire(a) => a.due.as_mut(),

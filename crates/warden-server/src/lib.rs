@@ -17,6 +17,8 @@
 //!   the early campaign after the leader's stream broke (`EarlyCampaign`).
 //! - [`bootstrap`]: the two-phase cluster id (SEMANTICS "Membership").
 //! - [`node`]: a running node; `propose` to the local Raft handle only.
+//! - [`proposer`]: packs acquires and releases that queue while an earlier
+//!   one is uncommitted into one `Batch` entry (the first goes alone, at once).
 //! - [`lock_service`]: the public `warden.v1.Lock` gRPC service.
 //! - [`admin_service`]: the public `warden.v1.Admin` service (List,
 //!   ForceRelease behind `--allow-admin`, AuditTrail).
@@ -39,7 +41,9 @@
 //!
 //! A client's `Acquire` reaches [`lock_service`], is validated (a bad field
 //! gets `InvalidArgument` naming the field and the limit), and, on the leader,
-//! is proposed to Raft with the leader's due list attached. openraft appends it
+//! is proposed to Raft with the leader's due list attached (through the
+//! [`proposer`], which packs it with others that queued meanwhile into one
+//! entry, refreshing the due list then). openraft appends it
 //! to the redb log (fsync) on a quorum, commits it, and the state machine
 //! applies it: `warden_core::table::LockTable::apply` decides, deterministically,
 //! and its effects update this node's deadline table. The reply is sent after
@@ -65,6 +69,7 @@ pub mod membership;
 pub mod network;
 pub mod node;
 pub mod peer_service;
+pub mod proposer;
 pub mod raft_types;
 pub mod renew;
 pub mod store;
@@ -88,8 +93,9 @@ use tonic::transport::server::Connected;
 use crate::clock::Clock;
 use crate::inject::Injected;
 use crate::network::{Network, MAX_PEER_MESSAGE_BYTES};
-use crate::node::{Node, NodeCell};
+use crate::node::{Node, NodeCell, RaftSink};
 use crate::peer_service::{PeerService, PeerState};
+use crate::proposer::Proposer;
 use crate::store::{Db, LogStore, StateMachineStore};
 
 /// Errors that stop a node.
@@ -442,13 +448,18 @@ where
     }
 
     let (renew_tx, renew_rx) = mpsc::channel(16_384);
-    let node = Arc::new(Node {
+    let node = Arc::new_cyclic(|me| Node {
         id: config.node_id,
         cluster_id: boot.cluster_id.clone(),
         raft: raft.clone(),
         shared,
         promoted: Mutex::new(None),
         renew_tx,
+        proposer: Proposer::new(
+            RaftSink(me.clone()),
+            proposer::MAX_IN_FLIGHT,
+            Duration::from_millis(error::COMMIT_TIMEOUT_MS),
+        ),
         config: config.clone(),
     });
     node_cell.set(node.clone());

@@ -2,7 +2,7 @@
 //! every service uses (propose, leader lookup, due lists).
 
 use openraft::async_runtime::WatchReceiver as _;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use openraft::errors::{ClientWriteError, RaftError};
@@ -13,6 +13,7 @@ use warden_core::types::{Command, DueList, LeaderId, LogEntry, Response};
 
 use crate::config::ServerConfig;
 use crate::error::{not_leader, write_error, COMMIT_TIMEOUT_MS};
+use crate::proposer::{Proposed, Proposer, Sink};
 use crate::raft_types::{LogId, Raft, Request};
 use crate::renew::RenewJob;
 use crate::store::Shared;
@@ -56,6 +57,27 @@ pub struct Node {
     pub promoted: Mutex<Option<LeaderId>>,
     /// The renew batcher's queue.
     pub renew_tx: mpsc::Sender<RenewJob>,
+    /// Packs queued client commands into one entry (see [`crate::proposer`]).
+    pub proposer: Proposer<RaftSink>,
+}
+
+/// The production sink of the [`Proposer`]: this node's Raft handle.
+#[derive(Debug)]
+pub struct RaftSink(pub Weak<Node>);
+
+impl Sink for RaftSink {
+    async fn write(&self, cmd: Command) -> Proposed {
+        let Some(node) = self.0.upgrade() else {
+            return Err(Status::unavailable("node stopping"));
+        };
+        node.write_entry(cmd).await
+    }
+
+    fn refresh(&self, cmds: &mut [Command]) {
+        if let Some(node) = self.0.upgrade() {
+            node.refresh_due(cmds);
+        }
+    }
 }
 
 impl Node {
@@ -131,12 +153,44 @@ impl Node {
     /// Proposes `cmd` to the local Raft handle and waits for it to commit and
     /// apply (S3: the reply is sent only after a quorum has it on disk).
     /// Never forwards: a non-leader answers `Unavailable` with the leader.
+    ///
+    /// Acquires and releases go through the [`Proposer`]: alone and at once
+    /// when none of its entries is uncommitted, else packed with whatever
+    /// queues meanwhile into one `Batch` entry. The caller's answer and its
+    /// errors are the same either way, and it waits at most
+    /// [`COMMIT_TIMEOUT_MS`] in all.
     pub async fn propose(&self, cmd: Command) -> Result<(Response, LogId), Status> {
+        if !crate::proposer::packable(&cmd) {
+            return self.write_entry(cmd).await;
+        }
+        self.proposer.propose(cmd).await
+    }
+
+    /// Commands that waited in the proposer's queue, about to go out as one
+    /// entry: the due list as this leader sees it now rides in the first
+    /// command that can carry one, and no other command carries one. Each
+    /// command's own list was taken when its request arrived, possibly a
+    /// commit round ago; this one is fresh, and apply removes what it names
+    /// before anything in the entry is handed off (S8).
+    fn refresh_due(&self, cmds: &mut [Command]) {
+        let mut due = Some(self.due_list());
+        for c in cmds {
+            let slot = match c {
+                Command::Acquire(a) => &mut a.due,
+                Command::Release(r) => &mut r.due,
+                Command::Revoke(r) => &mut r.due,
+                _ => continue,
+            };
+            *slot = due.take().flatten();
+        }
+    }
+
+    /// One entry holding `cmd`, proposed to the local Raft handle; waits for
+    /// it to commit and apply, at most [`COMMIT_TIMEOUT_MS`].
+    async fn write_entry(&self, cmd: Command) -> Result<(Response, LogId), Status> {
         let fut = self.raft.client_write(Request(LogEntry::V1(cmd)));
         match tokio::time::timeout(Duration::from_millis(COMMIT_TIMEOUT_MS), fut).await {
-            Err(_) => Err(Status::unavailable(format!(
-                "no quorum: the change did not commit within {COMMIT_TIMEOUT_MS} ms; retry with the same request id"
-            ))),
+            Err(_) => Err(crate::error::no_quorum()),
             Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => {
                 let leader = f
                     .leader_id

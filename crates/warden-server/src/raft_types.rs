@@ -38,6 +38,7 @@ pub fn command_name(cmd: &warden_core::types::Command) -> &'static str {
         Noop => "noop",
         RaiseTokenFloor(_) => "raise_token_floor",
         Proclaim(_) => "proclaim",
+        Batch(_) => "batch",
     }
 }
 

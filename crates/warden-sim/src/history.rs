@@ -198,6 +198,25 @@ impl SimObserver {
     }
 }
 
+/// The commands of an entry with their responses: a packed entry's
+/// (`Command::Batch`) one by one, any other entry as itself.
+fn parts<'a>(cmd: &'a Command, response: &'a Response) -> Vec<(&'a Command, &'a Response)> {
+    match (cmd, response) {
+        (Command::Batch(cmds), Response::Batch(rs)) if cmds.len() == rs.len() => {
+            cmds.iter().zip(rs).collect()
+        }
+        _ => vec![(cmd, response)],
+    }
+}
+
+/// Every due list an entry carries (a packed entry's, command by command).
+fn dues_of(cmd: &Command) -> Vec<&warden_core::types::DueList> {
+    match cmd {
+        Command::Batch(cmds) => cmds.iter().filter_map(due_of).collect(),
+        c => due_of(c).into_iter().collect(),
+    }
+}
+
 fn due_of(cmd: &Command) -> Option<&warden_core::types::DueList> {
     match cmd {
         Command::Acquire(a) => a.due.as_ref(),
@@ -278,14 +297,29 @@ impl warden_server::inject::Observer for SimObserver {
                 h.per_index.insert(index, (digest.0, digest.1, node_id));
             }
         }
-        // S7: a client request executes at most once per node.
-        if let Some((client, request)) = header_of(cmd) {
-            let executed = match &applied.response {
+        // S7: a client request executes at most once per node (also within
+        // one packed entry).
+        let parts = parts(cmd, &applied.response);
+        let mut executed_here = Vec::new();
+        for (part, response) in &parts {
+            let Some((client, request)) = header_of(part) else {
+                continue;
+            };
+            let executed = match response {
                 Response::Acquire(r) => !r.retried,
                 Response::LeaseGranted { .. } => true,
                 _ => false,
             };
             if executed {
+                if executed_here.contains(&(client, request)) {
+                    h.violation(
+                        "S7",
+                        format!(
+                            "node {node_id}: request {request} of client {client} executed twice in entry {index}"
+                        ),
+                    );
+                }
+                executed_here.push((client, request));
                 if let Some(prev) = h.executed.get(&(node_id, client, request)).copied() {
                     if prev != index {
                         h.violation(
@@ -300,11 +334,13 @@ impl warden_server::inject::Observer for SimObserver {
                 }
             }
         }
-        let is_own_acquire = |lease: u64| match (cmd, &applied.response) {
-            (Command::Acquire(_), Response::Acquire(r)) => {
-                matches!(&r.outcome, AcquireOutcome::Granted { lease_id, .. } if *lease_id == lease)
-            }
-            _ => false,
+        let is_own_acquire = |lease: u64| {
+            parts.iter().any(|(part, response)| match (part, response) {
+                (Command::Acquire(_), Response::Acquire(r)) => {
+                    matches!(&r.outcome, AcquireOutcome::Granted { lease_id, .. } if *lease_id == lease)
+                }
+                _ => false,
+            })
         };
         let first_apply = h.s8_checked.insert((node_id, index));
         // S2 within one entry: a second grant of a resource by the same
@@ -367,8 +403,9 @@ impl warden_server::inject::Observer for SimObserver {
                     // A lease the entry's due list names was due at the
                     // proposal; apply skipped it only because a renew
                     // committed in between (that renew wins: not an S8 case).
-                    let named_due = due_of(cmd)
-                        .is_some_and(|d| d.leases.iter().any(|l| l.lease_id == *lease_id));
+                    let named_due = dues_of(cmd)
+                        .iter()
+                        .any(|d| d.leases.iter().any(|l| l.lease_id == *lease_id));
                     // S8 asks the entry to carry "the leases and waiters the
                     // proposing leader sees as due", i.e. as its deadline
                     // table is when it proposes. A lease whose creating entry
@@ -414,11 +451,22 @@ impl warden_server::inject::Observer for SimObserver {
                     fencing_token,
                     reason: FreeReason::Released,
                 } => {
-                    // S6: a release frees only the exact grant it names.
-                    if let Command::Release(r) = cmd {
-                        let named_ok = r.lease_id == *lease_id
-                            && r.fencing_token.is_none_or(|t| t == *fencing_token)
-                            && r.resource.as_ref().is_none_or(|x| x == resource);
+                    // S6: a release frees only the exact grant it names (in
+                    // a packed entry: a grant one of its releases names).
+                    let releases: Vec<&warden_core::types::Release> = parts
+                        .iter()
+                        .filter_map(|(part, _)| match part {
+                            Command::Release(r) => Some(r),
+                            _ => None,
+                        })
+                        .collect();
+                    if let Some(r) = releases.first() {
+                        let names = |r: &warden_core::types::Release| {
+                            r.lease_id == *lease_id
+                                && r.fencing_token.is_none_or(|t| t == *fencing_token)
+                                && r.resource.as_ref().is_none_or(|x| x == resource)
+                        };
+                        let named_ok = releases.iter().any(|r| names(r));
                         if !named_ok {
                             h.violation(
                                 "S6",

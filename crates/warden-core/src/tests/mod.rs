@@ -1,6 +1,7 @@
 //! Unit tests with real values. Each test names the property (S1..S8, L1..L4)
 //! or public bug it defends.
 
+mod batch;
 mod deadline;
 mod election;
 mod proptests;

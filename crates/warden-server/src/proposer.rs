@@ -1,0 +1,499 @@
+//! The proposer: packs client commands that queue at the same moment into one
+//! Raft entry (`Command::Batch`), so that 64 clients cost one entry per
+//! commit round instead of 64 (docs/performance.md, "Packing queued
+//! commands").
+//!
+//! * A packable command ([`packable`]: `Acquire`, `Release`) that arrives
+//!   while fewer than `max_in_flight` of the proposer's entries are
+//!   uncommitted is proposed at once, alone, as a plain entry: the
+//!   uncontended path takes no extra hop and no wait.
+//! * Otherwise it joins the queue. When one of the proposer's entries has
+//!   committed and applied (or failed, or its caller gave up), everything
+//!   queued (at most [`MAX_BATCH_COMMANDS`] per entry, in arrival order) goes
+//!   out as one entry: a `Batch` when there are several, the command itself
+//!   when there is one.
+//! * Each caller gets its own response (`Response::Batch` is split in order)
+//!   and the batch's log id, only after that entry has committed on a quorum
+//!   and applied (S3), exactly as an unpacked proposal would.
+//! * Every other command (leader duties, renew batches, admin, lease grants,
+//!   revokes, proclaims) goes straight to the sink and is neither counted nor
+//!   queued.
+//!
+//! A caller that has given up (its timeout fired, its stream was dropped)
+//! before its command went out is left out of the next entry; one that gives
+//! up while its own entry is uncommitted frees that slot at once (the entry
+//! may still commit; S7 answers a retry).
+//!
+//! Commands that waited in the queue get the leader's due list as it is when
+//! they go out ([`Sink::refresh`]), so the wait does not age it (S8).
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tonic::Status;
+use warden_core::limits::MAX_BATCH_COMMANDS;
+use warden_core::types::{Command, Response};
+
+use crate::raft_types::LogId;
+
+/// What a proposal returns: the command's response and its entry's log id.
+pub type Proposed = Result<(Response, LogId), Status>;
+
+/// Entries of packed commands allowed uncommitted at once. 1: a command that
+/// arrives while one is uncommitted waits for it and goes out with whatever
+/// else queued meanwhile (measured against 2 in docs/performance.md).
+pub const MAX_IN_FLIGHT: usize = 1;
+
+/// Whether `cmd` may be packed with others into one entry: the per-client
+/// lock commands that arrive in numbers. Everything else goes alone.
+pub fn packable(cmd: &Command) -> bool {
+    matches!(cmd, Command::Acquire(_) | Command::Release(_))
+}
+
+/// Where entries go: the local Raft handle in production, a fake in tests.
+pub trait Sink: Send + Sync + 'static {
+    /// Proposes one entry holding `cmd` and waits until it has committed and
+    /// applied here (or failed).
+    fn write(&self, cmd: Command) -> impl Future<Output = Proposed> + Send;
+
+    /// Called just before commands that waited in the queue go out (one
+    /// entry's worth, in order): production puts the leader's due list as it
+    /// is now into the first of them (S8; see `Node::refresh_due`).
+    fn refresh(&self, _cmds: &mut [Command]) {}
+}
+
+/// Where a packable command goes.
+enum Route {
+    /// Alone, at once (a slot was free and nothing queued).
+    Now(Command),
+    /// With the next entry; its answer comes here.
+    Queued(oneshot::Receiver<Proposed>),
+}
+
+/// A queued command and where its answer goes.
+struct Job {
+    cmd: Command,
+    reply: oneshot::Sender<Proposed>,
+}
+
+#[derive(Default)]
+struct State {
+    /// The proposer's entries proposed and not yet answered.
+    in_flight: usize,
+    /// Commands waiting for the next entry, in arrival order.
+    queue: Vec<Job>,
+}
+
+struct Inner<S> {
+    sink: S,
+    max_in_flight: usize,
+    queued_timeout: Duration,
+    state: Mutex<State>,
+}
+
+/// Packs queued client commands into one entry (see the module docs).
+pub struct Proposer<S: Sink> {
+    inner: Arc<Inner<S>>,
+}
+
+impl<S: Sink> std::fmt::Debug for Proposer<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.inner.lock();
+        f.debug_struct("Proposer")
+            .field("max_in_flight", &self.inner.max_in_flight)
+            .field("in_flight", &s.in_flight)
+            .field("queued", &s.queue.len())
+            .finish()
+    }
+}
+
+/// Holds one in-flight slot; giving it back sends what queued meanwhile.
+struct Slot<S: Sink>(Arc<Inner<S>>);
+
+impl<S: Sink> Drop for Slot<S> {
+    fn drop(&mut self) {
+        Inner::finish(&self.0);
+    }
+}
+
+impl<S: Sink> Inner<S> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // The state holds counts and a queue; a panic elsewhere leaves both usable.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// One slot is free again: send what is queued, up to `max_in_flight` entries.
+    fn finish(this: &Arc<Self>) {
+        let batches = {
+            let mut s = this.lock();
+            s.in_flight = s.in_flight.saturating_sub(1);
+            let mut out = Vec::new();
+            while s.in_flight < this.max_in_flight && !s.queue.is_empty() {
+                let n = s.queue.len().min(MAX_BATCH_COMMANDS);
+                out.push(s.queue.drain(..n).collect::<Vec<Job>>());
+                s.in_flight += 1;
+            }
+            out
+        };
+        for jobs in batches {
+            match tokio::runtime::Handle::try_current() {
+                Ok(rt) => {
+                    rt.spawn(Self::send_batch(this.clone(), jobs));
+                }
+                Err(_) => {
+                    // No runtime (the node is shutting down): nothing can commit.
+                    this.lock().in_flight -= 1;
+                    for j in jobs {
+                        let _ = j.reply.send(Err(Status::unavailable("node stopping")));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Proposes `jobs` as one entry and answers each (holds a slot throughout).
+    async fn send_batch(this: Arc<Self>, jobs: Vec<Job>) {
+        let _slot = Slot(this.clone());
+        let (mut cmds, replies): (Vec<Command>, Vec<oneshot::Sender<Proposed>>) = jobs
+            .into_iter()
+            .filter(|j| !j.reply.is_closed())
+            .map(|j| (j.cmd, j.reply))
+            .unzip();
+        this.sink.refresh(&mut cmds);
+        if cmds.len() <= 1 {
+            if let (Some(cmd), Some(reply)) = (cmds.pop(), replies.into_iter().next()) {
+                let _ = reply.send(this.sink.write(cmd).await);
+            }
+            return;
+        }
+        let n = cmds.len();
+        match this.sink.write(Command::Batch(cmds)).await {
+            Ok((Response::Batch(responses), log_id)) if responses.len() == n => {
+                for (reply, response) in replies.into_iter().zip(responses) {
+                    let _ = reply.send(Ok((response, log_id)));
+                }
+            }
+            Ok((other, _)) => {
+                let status = crate::error::unexpected(&other);
+                for reply in replies {
+                    let _ = reply.send(Err(status.clone()));
+                }
+            }
+            Err(status) => {
+                for reply in replies {
+                    let _ = reply.send(Err(status.clone()));
+                }
+            }
+        }
+    }
+}
+
+impl<S: Sink> Proposer<S> {
+    /// A proposer over `sink` allowing `max_in_flight` (at least 1) entries
+    /// of packed commands uncommitted at once; a queued command's caller
+    /// waits at most `queued_timeout` in all (a direct write is bounded by
+    /// the sink itself).
+    pub fn new(sink: S, max_in_flight: usize, queued_timeout: Duration) -> Self {
+        Proposer {
+            inner: Arc::new(Inner {
+                sink,
+                queued_timeout,
+                max_in_flight: max_in_flight.max(1),
+                state: Mutex::new(State::default()),
+            }),
+        }
+    }
+
+    /// Proposes `cmd`: packable commands alone at once when a slot is free,
+    /// else with what queues meanwhile; other commands straight to the sink.
+    /// Returns after the entry holding `cmd` has committed and applied.
+    pub async fn propose(&self, cmd: Command) -> Proposed {
+        if !packable(&cmd) {
+            return self.inner.sink.write(cmd).await;
+        }
+        let queued = {
+            let mut s = self.inner.lock();
+            if s.in_flight < self.inner.max_in_flight && s.queue.is_empty() {
+                s.in_flight += 1;
+                Route::Now(cmd)
+            } else {
+                let (reply, rx) = oneshot::channel();
+                s.queue.push(Job { cmd, reply });
+                Route::Queued(rx)
+            }
+        };
+        match queued {
+            Route::Now(cmd) => {
+                // Given back when this returns or the caller gives up.
+                let _slot = Slot(self.inner.clone());
+                self.inner.sink.write(cmd).await
+            }
+            // The whole wait, queue and entry, is bounded like a direct write
+            // (L3: fail clearly within the caller's deadline).
+            Route::Queued(rx) => match tokio::time::timeout(self.inner.queued_timeout, rx).await {
+                Err(_) => Err(crate::error::no_quorum()),
+                Ok(r) => r.unwrap_or_else(|_| Err(Status::unavailable("node stopping"))),
+            },
+        }
+    }
+
+    /// Commands waiting for the next entry (tests and diagnostics).
+    pub fn queued(&self) -> usize {
+        self.inner.lock().queue.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openraft::impls::leader_id_adv::LeaderId as RaftLeaderId;
+    use tokio::sync::mpsc;
+    use warden_core::types::{
+        Acquire, DueLease, DueList, LeaderId, LeaseSpec, RenewBatch, RequestHeader,
+    };
+
+    /// Never reached in these tests (they release every entry themselves).
+    const LONG: Duration = Duration::from_secs(600);
+
+    /// A sink that reports each entry to the test and answers it only when
+    /// the test releases it, always with log index 7.
+    struct Gate {
+        seen: mpsc::UnboundedSender<(Command, oneshot::Sender<()>)>,
+    }
+
+    impl Sink for Gate {
+        fn write(&self, cmd: Command) -> impl Future<Output = Proposed> + Send {
+            let (go, wait) = oneshot::channel();
+            let sent = self.seen.send((cmd.clone(), go));
+            async move {
+                sent.map_err(|_| Status::internal("test gone"))?;
+                wait.await.map_err(|_| Status::unavailable("dropped"))?;
+                let response = match &cmd {
+                    Command::Batch(cmds) => Response::Batch(cmds.iter().map(answer).collect()),
+                    c => answer(c),
+                };
+                Ok((
+                    response,
+                    LogId::new(
+                        RaftLeaderId {
+                            term: 1,
+                            node_id: 1,
+                        },
+                        7,
+                    ),
+                ))
+            }
+        }
+
+        /// Marks the first command's due list as refreshed, clears the others'.
+        fn refresh(&self, cmds: &mut [Command]) {
+            for (i, c) in cmds.iter_mut().enumerate() {
+                if let Command::Acquire(a) = c {
+                    a.due = (i == 0).then(fresh_due);
+                }
+            }
+        }
+    }
+
+    fn fresh_due() -> DueList {
+        DueList {
+            leader: LeaderId {
+                term: 1,
+                node_id: 1,
+            },
+            leases: vec![DueLease {
+                lease_id: 99,
+                last_index: 3,
+            }],
+            waiters: vec![],
+        }
+    }
+
+    fn dues(cmd: &Command) -> Vec<Option<DueList>> {
+        match cmd {
+            Command::Batch(cmds) => cmds.iter().flat_map(dues).collect(),
+            Command::Acquire(a) => vec![a.due.clone()],
+            _ => vec![],
+        }
+    }
+
+    /// A response that names the command (its request id) so each caller's
+    /// answer can be checked to be its own.
+    fn answer(cmd: &Command) -> Response {
+        match cmd {
+            Command::Acquire(a) => Response::Revoked {
+                lease_id: a.header.request_id,
+            },
+            _ => Response::Done,
+        }
+    }
+
+    fn acquire(request_id: u64) -> Command {
+        Command::Acquire(Acquire {
+            header: RequestHeader {
+                client_id: 1,
+                request_id,
+                acked_request_id: 0,
+            },
+            resource: format!("r{request_id}"),
+            lease: LeaseSpec::New { ttl_ms: 5_000 },
+            wait_timeout_ms: 0,
+            lock_delay_ms: 0,
+            due: None,
+        })
+    }
+
+    fn request_ids(cmd: &Command) -> Vec<u64> {
+        match cmd {
+            Command::Batch(cmds) => cmds.iter().flat_map(request_ids).collect(),
+            Command::Acquire(a) => vec![a.header.request_id],
+            _ => vec![],
+        }
+    }
+
+    async fn wait_queued(p: &Proposer<Gate>, n: usize) {
+        while p.queued() != n {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    // Issue 7 (packing): an uncontended command goes out alone and at once; commands
+    // that arrive while it is uncommitted wait and then go out together as
+    // ONE Batch entry, in arrival order, each caller getting its own response (S3: only
+    // after that entry answered); the batch carries a fresh due list (S8).
+    #[tokio::test]
+    async fn queued_commands_share_one_entry_and_the_first_goes_alone() {
+        let (tx, mut seen) = mpsc::unbounded_channel();
+        let p = Arc::new(Proposer::new(Gate { seen: tx }, 1, LONG));
+        let first = tokio::spawn({
+            let p = p.clone();
+            async move { p.propose(acquire(1)).await }
+        });
+        let (cmd, go1) = seen.recv().await.expect("first entry");
+        assert_eq!(
+            cmd,
+            acquire(1),
+            "the uncontended command goes out unbatched"
+        );
+        let mut later = Vec::new();
+        for id in 2..=4 {
+            let p2 = p.clone();
+            later.push(tokio::spawn(async move { p2.propose(acquire(id)).await }));
+            wait_queued(&p, (id - 1) as usize).await;
+        }
+        assert!(
+            seen.try_recv().is_err(),
+            "nothing else goes out while one is in flight"
+        );
+        // A non-packable command is not held back by the queue.
+        let renew = tokio::spawn({
+            let p = p.clone();
+            async move {
+                p.propose(Command::RenewBatch(RenewBatch { lease_ids: vec![9] }))
+                    .await
+            }
+        });
+        let (cmd, go_renew) = seen.recv().await.expect("renew entry");
+        assert!(matches!(cmd, Command::RenewBatch(_)), "{cmd:?}");
+        go_renew.send(()).expect("renew waiting");
+        assert!(matches!(
+            renew.await.expect("join"),
+            Ok((Response::Done, _))
+        ));
+        assert_eq!(p.queued(), 3);
+        // The first commits: the three queued go out as one Batch entry.
+        go1.send(()).expect("first waiting");
+        assert!(matches!(
+            first.await.expect("join"),
+            Ok((Response::Revoked { lease_id: 1 }, _))
+        ));
+        let (batch, go2) = seen.recv().await.expect("batch entry");
+        assert!(matches!(batch, Command::Batch(_)), "{batch:?}");
+        assert_eq!(request_ids(&batch), vec![2, 3, 4]);
+        // S8: the waited-for entry carries the due list as of now, once.
+        assert_eq!(dues(&batch), vec![Some(fresh_due()), None, None]);
+        go2.send(()).expect("batch waiting");
+        for (i, h) in later.into_iter().enumerate() {
+            let (response, log_id) = h.await.expect("join").expect("answered");
+            assert_eq!(
+                response,
+                Response::Revoked {
+                    lease_id: i as u64 + 2
+                }
+            );
+            assert_eq!(log_id.index(), 7);
+        }
+        assert!(seen.try_recv().is_err(), "exactly two packed entries");
+    }
+
+    // Issue 7 (packing): with two slots a second concurrent command goes out at once,
+    // alone (no wait behind the first), and only a third queues; a caller that gave up
+    // before its entry went out is left out of it.
+    #[tokio::test]
+    async fn a_second_slot_sends_at_once_and_abandoned_commands_are_dropped() {
+        let (tx, mut seen) = mpsc::unbounded_channel();
+        let p = Arc::new(Proposer::new(Gate { seen: tx }, 2, LONG));
+        let spawn = |id| {
+            let p = p.clone();
+            tokio::spawn(async move { p.propose(acquire(id)).await })
+        };
+        let a = spawn(1);
+        let (c1, go1) = seen.recv().await.expect("first");
+        let b = spawn(2);
+        let (c2, go2) = seen.recv().await.expect("second");
+        assert_eq!((c1, c2), (acquire(1), acquire(2)));
+        let c = spawn(3);
+        wait_queued(&p, 1).await;
+        let d = spawn(4);
+        wait_queued(&p, 2).await;
+        c.abort();
+        assert!(c.await.is_err_and(|e| e.is_cancelled()));
+        go2.send(()).expect("second waiting");
+        assert!(b.await.expect("join").is_ok());
+        // Only request 4 is left: it goes out alone, not as a batch of one,
+        // with the due list as of now (S8: it waited).
+        let (c4, go4) = seen.recv().await.expect("third entry");
+        assert!(
+            matches!(&c4, Command::Acquire(a) if a.header.request_id == 4),
+            "{c4:?}"
+        );
+        assert_eq!(dues(&c4), vec![Some(fresh_due())]);
+        go4.send(()).expect("fourth waiting");
+        go1.send(()).expect("first waiting");
+        assert!(a.await.expect("join").is_ok());
+        assert!(matches!(
+            d.await.expect("join"),
+            Ok((Response::Revoked { lease_id: 4 }, _))
+        ));
+        assert!(seen.try_recv().is_err());
+    }
+
+    // L3 / S3: a failed entry fails every caller packed into it with the same status
+    // (e.g. "not the leader"), never a success.
+    #[tokio::test]
+    async fn a_failed_batch_fails_each_caller() {
+        let (tx, mut seen) = mpsc::unbounded_channel();
+        let p = Arc::new(Proposer::new(Gate { seen: tx }, 1, LONG));
+        let spawn = |id| {
+            let p = p.clone();
+            tokio::spawn(async move { p.propose(acquire(id)).await })
+        };
+        let a = spawn(1);
+        let (_, go1) = seen.recv().await.expect("first");
+        let b = spawn(2);
+        wait_queued(&p, 1).await;
+        let c = spawn(3);
+        wait_queued(&p, 2).await;
+        go1.send(()).expect("first waiting");
+        assert!(a.await.expect("join").is_ok());
+        let (batch, go2) = seen.recv().await.expect("batch");
+        assert_eq!(request_ids(&batch), vec![2, 3]);
+        drop(go2); // the entry fails
+        for h in [b, c] {
+            let e = h.await.expect("join").expect_err("failed entry");
+            assert_eq!(e.code(), tonic::Code::Unavailable);
+        }
+    }
+}
