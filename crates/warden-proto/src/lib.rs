@@ -24,6 +24,11 @@ pub mod peer {
 
 /// Metadata key carrying the cluster id on every peer RPC.
 pub const CLUSTER_ID_METADATA: &str = "warden-cluster-id";
+/// Metadata key on every answer of a peer Raft RPC: the newest log format the
+/// answering node reads, in decimal ASCII ("2": it decodes packed entries).
+/// A node from before packing sends none (read as 0). The leader packs
+/// queued commands only once every member reported at least 2.
+pub const LOG_FORMAT_METADATA: &str = "warden-log-format";
 /// Metadata key carrying the leader's client address on an `Unavailable` reply.
 pub const LEADER_METADATA: &str = "warden-leader";
 /// The smallest request-size limit a node can be given

@@ -13,12 +13,15 @@
 //! - [`network`]: openraft RPCs to peers over the internal gRPC `Peer` service
 //!   (per-call timeout floor, reconnect after a second of timeouts, no
 //!   commit-only AppendEntries the follower has already matched).
+//! - [`log_format`]: the log format each peer reads (advertised in every
+//!   peer answer) and whether every member reads packed entries yet.
 //! - [`peer_service`]: the receiving side of those RPCs, bootstrap RPCs, and
 //!   the early campaign after the leader's stream broke (`EarlyCampaign`).
 //! - [`bootstrap`]: the two-phase cluster id (SEMANTICS "Membership").
 //! - [`node`]: a running node; `propose` to the local Raft handle only.
 //! - [`proposer`]: packs acquires and releases that queue while an earlier
-//!   one is uncommitted into one `Batch` entry (the first goes alone, at once).
+//!   one is uncommitted into one `Batch` entry (the first goes alone, at once),
+//!   once every member reads packed entries ([`log_format`]).
 //! - [`lock_service`]: the public `warden.v1.Lock` gRPC service.
 //! - [`admin_service`]: the public `warden.v1.Admin` service (List,
 //!   ForceRelease behind `--allow-admin`, AuditTrail).
@@ -65,6 +68,7 @@ pub mod health;
 pub mod inject;
 pub mod lease_service;
 pub mod lock_service;
+pub mod log_format;
 pub mod membership;
 pub mod network;
 pub mod node;
@@ -410,12 +414,14 @@ where
     .map_err(storage)?;
     let shared = sm.shared.clone();
     let log_store = LogStore::new(db.clone(), stamps, clock.clone()).map_err(storage)?;
+    let formats = Arc::new(log_format::LogFormats::new(config.node_id));
     let raft = raft_types::Raft::new(
         config.node_id,
         Arc::new(raft_config),
         Network::new(
             boot.cluster_id.clone(),
             network::call_timeout_floor(t.election_timeout_min_ms),
+            formats.clone(),
         ),
         log_store,
         sm,
@@ -457,6 +463,7 @@ where
         renew_tx,
         proposer: Proposer::new(
             RaftSink(me.clone()),
+            formats.clone(),
             proposer::MAX_IN_FLIGHT,
             Duration::from_millis(error::COMMIT_TIMEOUT_MS),
         ),
@@ -470,6 +477,7 @@ where
         Duration::from_millis(config.timing.renew_batch_window_ms),
     ));
     let duty_task = tokio::spawn(duties::run(Arc::downgrade(&node)));
+    let membership_task = tokio::spawn(log_format::follow_membership(raft.clone(), formats));
     if let Some(observer) = &injected.observer {
         observer.on_started(&node);
     }
@@ -483,6 +491,7 @@ where
     transfer_leadership(&node).await;
     duty_task.abort();
     renew_task.abort();
+    membership_task.abort();
     if let Some(t) = forward_task {
         t.abort();
     }

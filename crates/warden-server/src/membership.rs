@@ -472,7 +472,11 @@ mod tests {
         let raft = Raft::new(
             1,
             Arc::new(config),
-            crate::network::Network::new("c".into(), floor),
+            crate::network::Network::new(
+                "c".into(),
+                floor,
+                Arc::new(crate::log_format::LogFormats::new(1)),
+            ),
             log,
             sm,
         )

@@ -9,10 +9,16 @@
 //! session: each AppendEntries is one message on a stream already open, its
 //! answer a postcard `StreamAppendResult` ([`AppendStream`]). Heartbeats,
 //! votes, snapshots and transfer-leader are unary calls.
+//!
+//! Every answer reports the log format the peer reads (the
+//! `warden-log-format` header); each connection records it in the node's
+//! [`LogFormats`] and forgets it when it drops its channel (see
+//! [`crate::log_format`]: the gate for packed entries).
 
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -32,6 +38,7 @@ use tonic::transport::{Channel, Endpoint};
 use warden_proto::peer::peer_client::PeerClient;
 use warden_proto::peer::Blob;
 
+use crate::log_format::{reported_format, LogFormats};
 use crate::raft_types::{LogId, Snapshot, SnapshotMeta, TypeConfig, Vote};
 
 /// Largest gRPC message between peers (snapshots travel whole): 256 MiB.
@@ -100,15 +107,18 @@ pub fn call_timeout_floor(election_timeout_min_ms: u64) -> Duration {
 pub struct Network {
     cluster_id: String,
     call_timeout_floor: Duration,
+    formats: Arc<LogFormats>,
 }
 
 impl Network {
-    /// A network that stamps `cluster_id` on every call and gives each call
-    /// at least `call_timeout_floor` (see [`call_timeout_floor`]).
-    pub fn new(cluster_id: String, call_timeout_floor: Duration) -> Self {
+    /// A network that stamps `cluster_id` on every call, gives each call at
+    /// least `call_timeout_floor` (see [`call_timeout_floor`]) and records
+    /// the log format each peer's answers report in `formats`.
+    pub fn new(cluster_id: String, call_timeout_floor: Duration, formats: Arc<LogFormats>) -> Self {
         Network {
             cluster_id,
             call_timeout_floor,
+            formats,
         }
     }
 }
@@ -139,6 +149,7 @@ impl Network {
             addr: node.addr.clone(),
             cluster_id: self.cluster_id.clone(),
             call_timeout_floor: self.call_timeout_floor,
+            formats: self.formats.clone(),
             client: None,
             timing_out_since: None,
             call_unfinished: false,
@@ -170,6 +181,8 @@ pub struct PeerConnection {
     cluster_id: String,
     /// See [`call_timeout_floor`].
     call_timeout_floor: Duration,
+    /// The node's record of its peers' log formats (shared).
+    formats: Arc<LogFormats>,
     client: Option<PeerClient<Channel>>,
     /// When this peer's calls started timing out (None: the last call was
     /// answered). See [`PEER_RECONNECT_AFTER`].
@@ -233,11 +246,24 @@ impl PeerConnection {
                     "peer calls timed out for {} ms; reconnecting",
                     now.duration_since(since).as_millis()
                 );
-                self.client = None;
+                self.drop_client();
                 self.timing_out_since = None;
             }
             Some(_) => {}
         }
+    }
+
+    /// Drops the channel (the next call opens a new one) and forgets the
+    /// peer's log format: what answers next may be another binary.
+    fn drop_client(&mut self) {
+        self.client = None;
+        self.formats.forget(self.target);
+    }
+
+    /// An answer came with `metadata`: record the log format it reports.
+    fn answered(&mut self, metadata: &tonic::metadata::MetadataMap) {
+        self.timing_out_since = None;
+        self.formats.record(self.target, reported_format(metadata));
     }
 
     fn client(&mut self) -> Result<PeerClient<Channel>, RPCError<TypeConfig>> {
@@ -269,7 +295,7 @@ impl PeerConnection {
     fn failed(&mut self, status: &tonic::Status) -> RPCError<TypeConfig> {
         let code = status.code();
         if code == tonic::Code::Unavailable || code == tonic::Code::Unknown {
-            self.client = None;
+            self.drop_client();
             return unreachable(format!("peer {}: {}", self.target, status.message()));
         }
         if code == tonic::Code::Cancelled || code == tonic::Code::DeadlineExceeded {
@@ -310,7 +336,7 @@ impl PeerConnection {
             }
             Ok(Err(status)) => return Err(self.failed(&status)),
             Ok(Ok(r)) => {
-                self.timing_out_since = None;
+                self.answered(r.metadata());
                 r.into_inner()
             }
         };
@@ -391,10 +417,15 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
                         "peer has no append stream; replicating with one call per AppendEntries"
                     );
                     self.streaming = false;
+                    // A binary from before the stream predates packing too.
+                    self.formats.record(self.target, 0);
                     return stream_append_sequential(self, input, option).await;
                 }
                 Ok(Err(status)) => return Err(self.failed(&status)),
-                Ok(Ok(r)) => r.into_inner(),
+                Ok(Ok(r)) => {
+                    self.answered(r.metadata());
+                    r.into_inner()
+                }
             };
             let stream: BoxStream<'s, _> = Box::pin(AppendStream {
                 conn: self,
@@ -625,6 +656,7 @@ mod tests {
             addr: "127.0.0.1:1".into(),
             cluster_id: "c".into(),
             call_timeout_floor: call_timeout_floor(250),
+            formats: Arc::new(LogFormats::new(1)),
             client: None,
             timing_out_since: None,
             call_unfinished: false,
@@ -641,6 +673,9 @@ mod tests {
     struct FakePeer {
         appends: std::sync::Arc<std::sync::atomic::AtomicUsize>,
         streams: bool,
+        /// Answers carry the log-format header, as this binary's peer
+        /// service does (false: a binary from before packing).
+        advertises: bool,
         streamed: std::sync::Arc<std::sync::Mutex<Vec<usize>>>,
     }
 
@@ -668,7 +703,12 @@ mod tests {
                 let data = postcard::to_allocvec(&ok).expect("encode");
                 Ok(Blob { data })
             });
-            Ok(tonic::Response::new(Box::pin(replies)))
+            let mut response: tonic::Response<Self::AppendStreamStream> =
+                tonic::Response::new(Box::pin(replies));
+            if self.advertises {
+                crate::log_format::advertise(&mut response);
+            }
+            Ok(response)
         }
         async fn append_entries(&self, _: tonic::Request<Blob>) -> Answer<Blob> {
             self.appends
@@ -676,7 +716,11 @@ mod tests {
             let ok: Result<AppendEntriesResponse<TypeConfig>, String> =
                 Ok(AppendEntriesResponse::Success);
             let data = postcard::to_allocvec(&ok).expect("encode");
-            Ok(tonic::Response::new(Blob { data }))
+            let mut response = tonic::Response::new(Blob { data });
+            if self.advertises {
+                crate::log_format::advertise(&mut response);
+            }
+            Ok(response)
         }
         async fn vote(&self, _: tonic::Request<Blob>) -> Answer<Blob> {
             Err(tonic::Status::unimplemented(""))
@@ -836,6 +880,58 @@ mod tests {
             "entries per request that reached the follower"
         );
         assert!(c.streaming);
+        server.abort();
+    }
+
+    /// One AppendEntries (empty) to `c`, over a stream session when `c`
+    /// streams.
+    async fn one_append(c: &mut PeerConnection) {
+        let rpc = AppendEntriesRequest::<TypeConfig> {
+            vote: Vote::new_committed(1, 1),
+            prev_log_id: None,
+            leader_commit: None,
+            entries: vec![],
+        };
+        let answers: Vec<_> = c
+            .stream_append(
+                futures::stream::iter(vec![rpc]),
+                RPCOption::new(Duration::from_secs(5)),
+            )
+            .await
+            .expect("session opens")
+            .collect()
+            .await;
+        assert!(matches!(answers.as_slice(), [Ok(Ok(None))]), "{answers:?}");
+    }
+
+    // Packing gate (rolling upgrade; issue 7): a peer that advertises log
+    // format 2 is recorded as 2, on the AppendStream and on unary calls; one
+    // that sends no header (an older binary) as 0; a dropped connection
+    // forgets the peer's format until it answers again.
+    #[tokio::test]
+    async fn each_answer_records_the_peers_log_format() {
+        for streams in [true, false] {
+            let peer = FakePeer {
+                streams,
+                advertises: true,
+                ..FakePeer::default()
+            };
+            let (mut c, server) = serve(peer);
+            c.streaming = streams;
+            assert_eq!(c.formats.reported(2), None);
+            one_append(&mut c).await;
+            assert_eq!(c.formats.reported(2), Some(2), "streams: {streams}");
+            c.failed(&tonic::Status::unavailable("reset"));
+            assert_eq!(c.formats.reported(2), None, "forgotten with the channel");
+            one_append(&mut c).await;
+            assert_eq!(c.formats.reported(2), Some(2), "reported again");
+            server.abort();
+        }
+        // An older binary: no stream, no header.
+        let (mut c, server) = serve(FakePeer::default());
+        one_append(&mut c).await;
+        assert!(!c.streaming);
+        assert_eq!(c.formats.reported(2), Some(0));
         server.abort();
     }
 

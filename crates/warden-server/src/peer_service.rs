@@ -251,7 +251,9 @@ fn decode<T: DeserializeOwned>(b: &Blob) -> Result<T, Status> {
 fn reply<T: Serialize, E: std::fmt::Display>(r: Result<T, E>) -> Result<Response<Blob>, Status> {
     let r: Result<T, String> = r.map_err(|e| e.to_string());
     let data = postcard::to_allocvec(&r).map_err(|e| Status::internal(e.to_string()))?;
-    Ok(Response::new(Blob { data }))
+    let mut response = Response::new(Blob { data });
+    crate::log_format::advertise(&mut response);
+    Ok(response)
 }
 
 /// Refuses a Raft call whose sender (the vote's node id) is this node: a
@@ -353,7 +355,9 @@ impl Peer for PeerService {
                 )
                 .filter_map(|refusal| futures::future::ready(refusal.map(Err))),
             );
-        Ok(Response::new(Box::pin(replies)))
+        let mut response: Response<Self::AppendStreamStream> = Response::new(Box::pin(replies));
+        crate::log_format::advertise(&mut response);
+        Ok(response)
     }
 
     async fn append_entries(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
@@ -518,6 +522,22 @@ impl Peer for PeerService {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Packing gate (rolling upgrade; issue 7): every Raft answer of this peer
+    // service, success or Raft-level error, advertises LOG_FORMAT 2.
+    #[test]
+    fn raft_answers_advertise_the_log_format() {
+        let ok = reply(Ok::<u8, String>(1)).expect("encodes");
+        assert_eq!(crate::log_format::reported_format(ok.metadata()), 2);
+        let refused = reply(Err::<u8, String>("higher vote".into())).expect("encodes");
+        assert_eq!(
+            refused
+                .metadata()
+                .get(warden_proto::LOG_FORMAT_METADATA)
+                .map(|v| v.to_str().expect("ascii").to_string()),
+            Some("2".to_string())
+        );
+    }
 
     // L3 (failover) and S1: the early campaign comes after the leader lease
     // (a voter refuses a pre-vote inside its own lease) plus the margin, and

@@ -26,6 +26,12 @@
 //!
 //! Commands that waited in the queue get the leader's due list as it is when
 //! they go out ([`Sink::refresh`]), so the wait does not age it (S8).
+//!
+//! Packing is gated on the cluster's version ([`crate::log_format`]): while
+//! some member has not reported a log format that reads `Command::Batch`
+//! ([`LogFormats::may_pack`] is false), every command goes to the sink alone
+//! at once, as before packing existed, and commands still queued from before
+//! go out one entry each.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -36,6 +42,7 @@ use tonic::Status;
 use warden_core::limits::MAX_BATCH_COMMANDS;
 use warden_core::types::{Command, Response};
 
+use crate::log_format::LogFormats;
 use crate::raft_types::LogId;
 
 /// What a proposal returns: the command's response and its entry's log id.
@@ -88,6 +95,7 @@ struct State {
 
 struct Inner<S> {
     sink: S,
+    formats: Arc<LogFormats>,
     max_in_flight: usize,
     queued_timeout: Duration,
     state: Mutex<State>,
@@ -162,6 +170,18 @@ impl<S: Sink> Inner<S> {
             .map(|j| (j.cmd, j.reply))
             .unzip();
         this.sink.refresh(&mut cmds);
+        if cmds.len() > 1 && !this.formats.may_pack() {
+            // A member that cannot read packed entries appeared (or stopped
+            // reporting) while these queued: one entry each, concurrently.
+            let writes = cmds.into_iter().zip(replies).map(|(cmd, reply)| {
+                let this = this.clone();
+                async move {
+                    let _ = reply.send(this.sink.write(cmd).await);
+                }
+            });
+            futures::future::join_all(writes).await;
+            return;
+        }
         if cmds.len() <= 1 {
             if let (Some(cmd), Some(reply)) = (cmds.pop(), replies.into_iter().next()) {
                 let _ = reply.send(this.sink.write(cmd).await);
@@ -192,13 +212,20 @@ impl<S: Sink> Inner<S> {
 
 impl<S: Sink> Proposer<S> {
     /// A proposer over `sink` allowing `max_in_flight` (at least 1) entries
-    /// of packed commands uncommitted at once; a queued command's caller
-    /// waits at most `queued_timeout` in all (a direct write is bounded by
-    /// the sink itself).
-    pub fn new(sink: S, max_in_flight: usize, queued_timeout: Duration) -> Self {
+    /// of packed commands uncommitted at once, packing only while
+    /// `formats.may_pack()`; a queued command's caller waits at most
+    /// `queued_timeout` in all (a direct write is bounded by the sink
+    /// itself).
+    pub fn new(
+        sink: S,
+        formats: Arc<LogFormats>,
+        max_in_flight: usize,
+        queued_timeout: Duration,
+    ) -> Self {
         Proposer {
             inner: Arc::new(Inner {
                 sink,
+                formats,
                 queued_timeout,
                 max_in_flight: max_in_flight.max(1),
                 state: Mutex::new(State::default()),
@@ -207,10 +234,11 @@ impl<S: Sink> Proposer<S> {
     }
 
     /// Proposes `cmd`: packable commands alone at once when a slot is free,
-    /// else with what queues meanwhile; other commands straight to the sink.
+    /// else with what queues meanwhile; other commands, and every command
+    /// while some member cannot read packed entries, straight to the sink.
     /// Returns after the entry holding `cmd` has committed and applied.
     pub async fn propose(&self, cmd: Command) -> Proposed {
-        if !packable(&cmd) {
+        if !packable(&cmd) || !self.inner.formats.may_pack() {
             return self.inner.sink.write(cmd).await;
         }
         let queued = {
@@ -353,6 +381,20 @@ mod tests {
         }
     }
 
+    /// A three-node cluster whose other members report `formats`.
+    fn cluster(formats: [u32; 2]) -> Arc<LogFormats> {
+        let f = Arc::new(LogFormats::new(1));
+        f.set_members([1, 2, 3]);
+        f.record(2, formats[0]);
+        f.record(3, formats[1]);
+        f
+    }
+
+    /// Every member reads packed entries.
+    fn upgraded() -> Arc<LogFormats> {
+        cluster([2, 2])
+    }
+
     async fn wait_queued(p: &Proposer<Gate>, n: usize) {
         while p.queued() != n {
             tokio::task::yield_now().await;
@@ -366,7 +408,7 @@ mod tests {
     #[tokio::test]
     async fn queued_commands_share_one_entry_and_the_first_goes_alone() {
         let (tx, mut seen) = mpsc::unbounded_channel();
-        let p = Arc::new(Proposer::new(Gate { seen: tx }, 1, LONG));
+        let p = Arc::new(Proposer::new(Gate { seen: tx }, upgraded(), 1, LONG));
         let first = tokio::spawn({
             let p = p.clone();
             async move { p.propose(acquire(1)).await }
@@ -434,7 +476,7 @@ mod tests {
     #[tokio::test]
     async fn a_second_slot_sends_at_once_and_abandoned_commands_are_dropped() {
         let (tx, mut seen) = mpsc::unbounded_channel();
-        let p = Arc::new(Proposer::new(Gate { seen: tx }, 2, LONG));
+        let p = Arc::new(Proposer::new(Gate { seen: tx }, upgraded(), 2, LONG));
         let spawn = |id| {
             let p = p.clone();
             tokio::spawn(async move { p.propose(acquire(id)).await })
@@ -470,12 +512,88 @@ mod tests {
         assert!(seen.try_recv().is_err());
     }
 
+    // Rolling upgrade (packing gate; an older binary cannot decode a Batch): while
+    // one member has not reported log format 2 nothing is packed or queued; every
+    // command goes out alone at once, as before packing. Once it reports 2, commands
+    // that arrive while one is uncommitted queue and go out as one Batch; if a member
+    // stops reporting 2 while some are queued, those go out one entry each.
+    #[tokio::test]
+    async fn nothing_is_packed_until_every_member_reads_packed_entries() {
+        let (tx, mut seen) = mpsc::unbounded_channel();
+        let formats = cluster([2, 0]);
+        assert!(!formats.may_pack());
+        let p = Arc::new(Proposer::new(Gate { seen: tx }, formats.clone(), 1, LONG));
+        let spawn = |id| {
+            let p = p.clone();
+            tokio::spawn(async move { p.propose(acquire(id)).await })
+        };
+        let mut gates = Vec::new();
+        let mut calls = Vec::new();
+        for id in 1..=3 {
+            calls.push(spawn(id));
+            let (cmd, go) = seen.recv().await.expect("entry");
+            assert_eq!(
+                cmd,
+                acquire(id),
+                "alone, at once, though others are uncommitted"
+            );
+            gates.push(go);
+        }
+        assert_eq!(p.queued(), 0);
+        for go in gates.drain(..) {
+            go.send(()).expect("waiting");
+        }
+        for c in calls.drain(..) {
+            assert!(c.await.expect("join").is_ok());
+        }
+        // Node 3 now runs this version: packing starts.
+        formats.record(3, 2);
+        assert!(formats.may_pack());
+        calls.push(spawn(4));
+        let (cmd, go4) = seen.recv().await.expect("first entry");
+        assert_eq!(cmd, acquire(4));
+        calls.push(spawn(5));
+        wait_queued(&p, 1).await;
+        calls.push(spawn(6));
+        wait_queued(&p, 2).await;
+        go4.send(()).expect("waiting");
+        let (batch, go_batch) = seen.recv().await.expect("batch");
+        assert!(matches!(batch, Command::Batch(_)), "{batch:?}");
+        assert_eq!(request_ids(&batch), vec![5, 6]);
+        go_batch.send(()).expect("waiting");
+        for c in calls.drain(..) {
+            assert!(c.await.expect("join").is_ok());
+        }
+        // Two queue behind one in flight; then node 2's connection drops.
+        calls.push(spawn(7));
+        let (_, go7) = seen.recv().await.expect("entry 7");
+        calls.push(spawn(8));
+        wait_queued(&p, 1).await;
+        calls.push(spawn(9));
+        wait_queued(&p, 2).await;
+        formats.forget(2);
+        go7.send(()).expect("waiting");
+        let mut rest = Vec::new();
+        for _ in 0..2 {
+            let (cmd, go) = seen.recv().await.expect("entry");
+            assert!(matches!(cmd, Command::Acquire(_)), "not packed: {cmd:?}");
+            rest.extend(request_ids(&cmd));
+            go.send(()).expect("waiting");
+        }
+        rest.sort_unstable();
+        assert_eq!(rest, vec![8, 9]);
+        for c in calls {
+            assert!(c.await.expect("join").is_ok());
+        }
+        assert!(seen.try_recv().is_err());
+    }
+
     // L3 / S3: a failed entry fails every caller packed into it with the same status
     // (e.g. "not the leader"), never a success.
     #[tokio::test]
     async fn a_failed_batch_fails_each_caller() {
         let (tx, mut seen) = mpsc::unbounded_channel();
-        let p = Arc::new(Proposer::new(Gate { seen: tx }, 1, LONG));
+        let p = Arc::new(Proposer::new(Gate { seen: tx }, upgraded(), 1, LONG));
         let spawn = |id| {
             let p = p.clone();
             tokio::spawn(async move { p.propose(acquire(id)).await })
