@@ -156,7 +156,9 @@ impl Node {
     ///
     /// Acquires and releases go through the [`Proposer`]: alone and at once
     /// when none of its entries is uncommitted, else packed with whatever
-    /// queues meanwhile into one `Batch` entry. The caller's answer and its
+    /// queues meanwhile into one `Batch` entry; always alone while some
+    /// member has not reported a log format that reads packed entries
+    /// ([`crate::log_format`]). The caller's answer and its
     /// errors are the same either way, and it waits at most
     /// [`COMMIT_TIMEOUT_MS`] in all.
     pub async fn propose(&self, cmd: Command) -> Result<(Response, LogId), Status> {
