@@ -834,6 +834,30 @@ async fn force_release_without_allow_admin_is_refused() {
 /// A `Calls` answer: (call_id, the answer).
 type CallAnswer = (u64, pb::call_response::Answer);
 
+/// The lease id of call `id`'s `queued` report among `seen`.
+fn queued_lease(seen: &[CallAnswer], id: u64) -> u64 {
+    seen.iter()
+        .find_map(|(i, a)| match a {
+            pb::call_response::Answer::Acquire(pb::AcquireResponse {
+                event: Some(Event::Queued(q)),
+            }) if *i == id => Some(q.lease_id),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("call {id} queued: {seen:?}"))
+}
+
+/// The (lease id, fencing token) of call `id`'s grant among `seen`.
+fn granted_to(seen: &[CallAnswer], id: u64) -> (u64, u64) {
+    seen.iter()
+        .find_map(|(i, a)| match a {
+            pb::call_response::Answer::Acquire(pb::AcquireResponse {
+                event: Some(Event::Granted(g)),
+            }) if *i == id => Some((g.lease_id, g.fencing_token)),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("call {id} granted: {seen:?}"))
+}
+
 /// Reads `Calls` answers until `done` says the collected ones suffice (at
 /// most 10 s).
 async fn call_answers(
@@ -1107,7 +1131,6 @@ async fn an_oversized_call_is_refused_alone_and_the_stream_keeps_serving() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreadable_calls_stream_ends_with_its_status_and_the_waiter_stays() {
     use pb::call_request::Call;
-    use pb::call_response::Answer;
 
     let cluster = Cluster::start(3, &["--max-request-bytes", "4096"]).await;
     let leader = cluster.wait_leader(Duration::from_secs(10)).await;
@@ -1123,18 +1146,7 @@ async fn an_unreadable_calls_stream_ends_with_its_status_and_the_waiter_stays() 
         [1, 2].iter().all(|id| seen.iter().any(|(i, _)| i == id))
     })
     .await;
-    let waiter = seen
-        .iter()
-        .find_map(|(i, a)| match (i, a) {
-            (
-                2,
-                Answer::Acquire(pb::AcquireResponse {
-                    event: Some(Event::Queued(q)),
-                }),
-            ) => Some(q.lease_id),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("call 2 queued: {seen:?}"));
+    let waiter = queued_lease(&seen, 2);
 
     tx.send(call(
         3,
@@ -1212,7 +1224,6 @@ async fn a_stopping_node_ends_its_calls_streams_with_unavailable() {
 async fn a_vanished_clients_connection_is_closed_and_its_waiter_stays() {
     use crate::harness::proxy::{Mode, Proxy};
     use pb::call_request::Call;
-    use pb::call_response::Answer;
 
     let cluster = Cluster::start(
         3,
@@ -1239,30 +1250,8 @@ async fn a_vanished_clients_connection_is_closed_and_its_waiter_stays() {
         [1, 2].iter().all(|id| seen.iter().any(|(i, _)| i == id))
     })
     .await;
-    let (holder, t1) = seen
-        .iter()
-        .find_map(|(i, a)| match (i, a) {
-            (
-                1,
-                Answer::Acquire(pb::AcquireResponse {
-                    event: Some(Event::Granted(g)),
-                }),
-            ) => Some((g.lease_id, g.fencing_token)),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("call 1 granted: {seen:?}"));
-    let waiter = seen
-        .iter()
-        .find_map(|(i, a)| match (i, a) {
-            (
-                2,
-                Answer::Acquire(pb::AcquireResponse {
-                    event: Some(Event::Queued(q)),
-                }),
-            ) => Some(q.lease_id),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("call 2 queued: {seen:?}"));
+    let (holder, t1) = granted_to(&seen, 1);
+    let waiter = queued_lease(&seen, 2);
 
     // Idle but answering: the node pings again only after the client's ACK
     // of the last ping, so a second ping means the first was answered.
