@@ -168,7 +168,10 @@ impl LogFormats {
 /// openraft's metrics; runs until the Raft handle shuts down.
 pub async fn follow_membership(raft: crate::raft_types::Raft, formats: Arc<LogFormats>) {
     use openraft::async_runtime::WatchReceiver as _;
-    let mut rx = raft.metrics();
+    // The server metrics, not `metrics()`: openraft publishes these only when
+    // the vote, state, leader or membership changed, not after every entry,
+    // so this task wakes per membership change rather than per commit.
+    let mut rx = raft.server_metrics();
     let mut seen = None;
     loop {
         // The borrow is a read lock on the watch: released before the await.
