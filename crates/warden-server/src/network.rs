@@ -935,6 +935,51 @@ mod tests {
         server.abort();
     }
 
+    // Review of the packing gate (issue 7; docs/safety.md S3 "reported, in its latest
+    // answer on a live connection"): openraft opens one connection per purpose to a
+    // peer (replication, heartbeats, votes, snapshots). One of them being dropped (a
+    // heartbeat connection that timed out) must not forget the format that the
+    // replication stream, still open to the same process, reported: otherwise the
+    // gate closes and stays closed until some other call happens to answer.
+    #[tokio::test]
+    async fn one_dropped_connection_does_not_forget_what_a_live_one_reported() {
+        let peer = FakePeer {
+            streams: true,
+            advertises: true,
+            ..FakePeer::default()
+        };
+        let (mut replication, server) = serve(peer);
+        replication.formats.set_members([1, 2]);
+        let mut heartbeat = connection();
+        heartbeat.addr = replication.addr.clone();
+        heartbeat.formats = replication.formats.clone();
+        heartbeat.streaming = false;
+        one_append(&mut replication).await;
+        one_append(&mut heartbeat).await;
+        assert!(replication.formats.may_pack());
+        // Links slower than one heartbeat interval (the simulator's
+        // slow-links scenario: 80 ms round trips, 50 ms heartbeats): openraft
+        // drops every heartbeat call before its answer, so after
+        // PEER_RECONNECT_AFTER the heartbeat connection is replaced. The
+        // replication stream to the same peer process is untouched.
+        let t0 = tokio::time::Instant::now();
+        heartbeat.call_unfinished = true;
+        heartbeat.count_dropped_call_at(t0);
+        heartbeat.call_unfinished = true;
+        heartbeat.count_dropped_call_at(t0 + PEER_RECONNECT_AFTER);
+        assert!(
+            heartbeat.client.is_none(),
+            "the heartbeat connection was replaced"
+        );
+        assert_eq!(
+            replication.formats.reported(2),
+            Some(2),
+            "the live replication connection's report was forgotten"
+        );
+        assert!(replication.formats.may_pack());
+        server.abort();
+    }
+
     // Liveness after a partition heals (L3; simulator seed 124): a connection
     // whose calls only time out is replaced after PEER_RECONNECT_AFTER, not
     // at the first timeout.

@@ -588,6 +588,95 @@ mod tests {
         assert!(seen.try_recv().is_err());
     }
 
+    fn release(request_id: u64) -> Command {
+        Command::Release(warden_core::types::Release {
+            header: RequestHeader {
+                client_id: 2,
+                request_id,
+                acked_request_id: 0,
+            },
+            resource: Some(format!("r{request_id}")),
+            lease_id: 5,
+            fencing_token: None,
+            due: None,
+        })
+    }
+
+    // Review of issue 7 (docs/performance.md, change 10's landing condition "a release
+    // that never waits behind an acquire"; the contended hand-off, S8's release hands the
+    // lock to the next waiter in its own entry): a release that arrives while an acquire
+    // entry is uncommitted goes out at once, instead of queueing behind that entry.
+    #[tokio::test]
+    async fn a_release_goes_out_at_once_while_an_acquire_entry_is_uncommitted() {
+        let (tx, mut seen) = mpsc::unbounded_channel();
+        let p = Arc::new(Proposer::new(Gate { seen: tx }, upgraded(), 1, LONG));
+        let first = tokio::spawn({
+            let p = p.clone();
+            async move { p.propose(acquire(1)).await }
+        });
+        let (cmd, go1) = seen.recv().await.expect("acquire entry");
+        assert_eq!(cmd, acquire(1));
+        let rel = tokio::spawn({
+            let p = p.clone();
+            async move { p.propose(release(2)).await }
+        });
+        // The acquire's entry stays uncommitted: the release must reach the
+        // sink anyway (it must never sit in the queue).
+        let (cmd, go2) = loop {
+            if let Ok(entry) = seen.try_recv() {
+                break entry;
+            }
+            assert_eq!(
+                p.queued(),
+                0,
+                "the release queued behind the uncommitted acquire entry"
+            );
+            tokio::task::yield_now().await;
+        };
+        assert_eq!(cmd, release(2), "the release alone, at once");
+        go2.send(()).expect("release waiting");
+        assert!(matches!(rel.await.expect("join"), Ok((Response::Done, _))));
+        go1.send(()).expect("acquire waiting");
+        assert!(first.await.expect("join").is_ok());
+        assert!(seen.try_recv().is_err());
+    }
+
+    // Review of issue 7 (S8, docs/safety.md: "every entry that can hand off carries the
+    // leader's due list"): when the gate closes while commands are queued they go out
+    // one entry each, concurrently; each of those entries must carry the due list,
+    // not only the first (refresh cleared the others' own lists, taken on arrival).
+    #[tokio::test]
+    async fn queued_commands_sent_alone_after_the_gate_closes_each_carry_the_due_list() {
+        let (tx, mut seen) = mpsc::unbounded_channel();
+        let formats = upgraded();
+        let p = Arc::new(Proposer::new(Gate { seen: tx }, formats.clone(), 1, LONG));
+        let spawn = |id| {
+            let p = p.clone();
+            tokio::spawn(async move { p.propose(acquire(id)).await })
+        };
+        let mut calls = vec![spawn(7)];
+        let (_, go7) = seen.recv().await.expect("entry 7");
+        calls.push(spawn(8));
+        wait_queued(&p, 1).await;
+        calls.push(spawn(9));
+        wait_queued(&p, 2).await;
+        formats.forget(2);
+        go7.send(()).expect("waiting");
+        for _ in 0..2 {
+            let (cmd, go) = seen.recv().await.expect("entry");
+            assert!(matches!(cmd, Command::Acquire(_)), "not packed: {cmd:?}");
+            assert_eq!(
+                dues(&cmd),
+                vec![Some(fresh_due())],
+                "an entry of its own without the leader's due list: {cmd:?}"
+            );
+            go.send(()).expect("waiting");
+        }
+        for c in calls {
+            assert!(c.await.expect("join").is_ok());
+        }
+    }
+
     // L3 / S3: a failed entry fails every caller packed into it with the same status
     // (e.g. "not the leader"), never a success.
     #[tokio::test]

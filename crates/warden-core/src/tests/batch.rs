@@ -309,3 +309,58 @@ fn snapshot_after_batches_restores_the_same_table() {
     }
     assert!(a.effects.is_empty());
 }
+
+// Review of issue 7 (S7 with the per-client outcome cap): one entry packing more
+// commands of one client than MAX_OUTCOMES_PER_CLIENT executes each exactly once, each
+// with its own response; afterwards a retry of the oldest (its outcome dropped by the
+// cap) is refused RequestExpired, never executed again, and a retry of the newest is
+// answered from the table: exactly what the same commands in entries of their own do.
+#[test]
+fn more_commands_of_one_client_than_its_outcome_cap_in_one_entry_execute_once() {
+    use crate::limits::MAX_OUTCOMES_PER_CLIENT;
+    let n = MAX_OUTCOMES_PER_CLIENT as u64 + 6;
+    let cmds: Vec<Command> = (1..=n)
+        .map(|i| acquire(hdr(1, i), &format!("cap-{i}"), new_lease(5_000), 0, 0))
+        .collect();
+    let mut packed = Log::new();
+    let a = packed.apply(batch(cmds.clone()));
+    let rs = responses(&a);
+    assert_eq!(rs.len() as u64, n);
+    let mut tokens = std::collections::BTreeSet::new();
+    for r in rs {
+        match r {
+            Response::Acquire(r) => {
+                assert!(!r.retried, "{r:?}");
+                match &r.outcome {
+                    AcquireOutcome::Granted { fencing_token, .. } => {
+                        assert!(tokens.insert(*fencing_token));
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    // The same commands one entry each.
+    let mut alone = Log::new();
+    for c in &cmds {
+        alone.apply(c.clone());
+    }
+    let rec = |l: &Log| l.t.outcomes.client(1).cloned();
+    assert_eq!(
+        rec(&packed).map(|r| (r.floor, r.outcomes.len())),
+        rec(&alone).map(|r| (r.floor, r.outcomes.len()))
+    );
+    // Retry of request 1: its outcome was dropped by the cap.
+    let before = packed.t.next_lease_id();
+    match &packed.apply(cmds[0].clone()).response {
+        Response::Error(e) => assert_eq!(e.code, ErrorCode::RequestExpired, "{e:?}"),
+        other => panic!("request 1 ran again: {other:?}"),
+    }
+    // Retry of request n: replayed.
+    match &packed.apply(cmds[cmds.len() - 1].clone()).response {
+        Response::Acquire(r) => assert!(r.retried, "{r:?}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(packed.t.next_lease_id(), before, "nothing executed again");
+}
