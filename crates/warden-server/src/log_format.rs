@@ -10,9 +10,9 @@
 //! peer service's Raft calls (AppendEntries, the AppendStream's opening,
 //! votes, snapshots, transfer-leader); an older node sends no header, which
 //! counts as format 0. The calling side ([`crate::network`]) records the
-//! latest format each peer answered with in [`LogFormats`], and forgets it
-//! when it drops the connection to that peer (a restarted node reports
-//! again with its first answer).
+//! latest format each peer answered with in [`LogFormats`]; a restarted or
+//! replaced node's first answer replaces it (openraft holds several
+//! connections to a peer, so one of them timing out forgets nothing).
 //!
 //! [`LogFormats::may_pack`] is true only while every member of the current
 //! membership other than this node (voters and learners, as openraft's

@@ -253,11 +253,14 @@ impl PeerConnection {
         }
     }
 
-    /// Drops the channel (the next call opens a new one) and forgets the
-    /// peer's log format: what answers next may be another binary.
+    /// Drops the channel (the next call opens a new one). The peer's log
+    /// format is kept: openraft holds several connections to one peer
+    /// (replication, heartbeats, votes), and one of them timing out says
+    /// nothing about the process behind the others. A different binary
+    /// behind a new connection replaces the report with its first answer
+    /// (no header reads as 0).
     fn drop_client(&mut self) {
         self.client = None;
-        self.formats.forget(self.target);
     }
 
     /// An answer came with `metadata`: record the log format it reports.
@@ -906,8 +909,9 @@ mod tests {
 
     // Packing gate (rolling upgrade; issue 7): a peer that advertises log
     // format 2 is recorded as 2, on the AppendStream and on unary calls; one
-    // that sends no header (an older binary) as 0; a dropped connection
-    // forgets the peer's format until it answers again.
+    // that sends no header (an older binary) as 0; a dropped connection keeps
+    // the report (another connection to the peer may be live) and the next
+    // answer, on a new connection, replaces it.
     #[tokio::test]
     async fn each_answer_records_the_peers_log_format() {
         for streams in [true, false] {
@@ -922,9 +926,11 @@ mod tests {
             one_append(&mut c).await;
             assert_eq!(c.formats.reported(2), Some(2), "streams: {streams}");
             c.failed(&tonic::Status::unavailable("reset"));
-            assert_eq!(c.formats.reported(2), None, "forgotten with the channel");
+            assert!(c.client.is_none(), "the channel was dropped");
+            assert_eq!(c.formats.reported(2), Some(2), "kept with the channel");
+            c.formats.record(2, 0);
             one_append(&mut c).await;
-            assert_eq!(c.formats.reported(2), Some(2), "reported again");
+            assert_eq!(c.formats.reported(2), Some(2), "the new answer replaced it");
             server.abort();
         }
         // An older binary: no stream, no header.

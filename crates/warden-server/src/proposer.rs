@@ -7,6 +7,10 @@
 //!   while fewer than `max_in_flight` of the proposer's entries are
 //!   uncommitted is proposed at once, alone, as a plain entry: the
 //!   uncontended path takes no extra hop and no wait.
+//! * A release also goes at once, alone, while just `max_in_flight` entries
+//!   are uncommitted, past anything queued: in a hand-off the next waiter's
+//!   grant rides in the release's entry (S8), so a release must not wait a
+//!   commit round behind the previous holder's re-queued acquire.
 //! * Otherwise it joins the queue. When one of the proposer's entries has
 //!   committed and applied (or failed, or its caller gave up), everything
 //!   queued (at most [`MAX_BATCH_COMMANDS`] per entry, in arrival order) goes
@@ -169,19 +173,21 @@ impl<S: Sink> Inner<S> {
             .filter(|j| !j.reply.is_closed())
             .map(|j| (j.cmd, j.reply))
             .unzip();
-        this.sink.refresh(&mut cmds);
         if cmds.len() > 1 && !this.formats.may_pack() {
-            // A member that cannot read packed entries appeared (or stopped
-            // reporting) while these queued: one entry each, concurrently.
-            let writes = cmds.into_iter().zip(replies).map(|(cmd, reply)| {
+            // A member that cannot read packed entries appeared while these
+            // queued: one entry each, concurrently, each with the leader's
+            // due list as it is now (S8).
+            let writes = cmds.into_iter().zip(replies).map(|(mut cmd, reply)| {
                 let this = this.clone();
                 async move {
+                    this.sink.refresh(std::slice::from_mut(&mut cmd));
                     let _ = reply.send(this.sink.write(cmd).await);
                 }
             });
             futures::future::join_all(writes).await;
             return;
         }
+        this.sink.refresh(&mut cmds);
         if cmds.len() <= 1 {
             if let (Some(cmd), Some(reply)) = (cmds.pop(), replies.into_iter().next()) {
                 let _ = reply.send(this.sink.write(cmd).await);
@@ -241,9 +247,19 @@ impl<S: Sink> Proposer<S> {
         if !packable(&cmd) || !self.inner.formats.may_pack() {
             return self.inner.sink.write(cmd).await;
         }
+        // A release may go while one more entry is uncommitted, past the
+        // queue: in a hand-off it is what the next waiter waits for (S8
+        // grants in the release's own entry), so it must not sit behind the
+        // previous holder's re-queued acquire for a commit round.
+        let release = matches!(cmd, Command::Release(_));
         let queued = {
             let mut s = self.inner.lock();
-            if s.in_flight < self.inner.max_in_flight && s.queue.is_empty() {
+            let goes_now = if release {
+                s.in_flight <= self.inner.max_in_flight
+            } else {
+                s.in_flight < self.inner.max_in_flight && s.queue.is_empty()
+            };
+            if goes_now {
                 s.in_flight += 1;
                 Route::Now(cmd)
             } else {
