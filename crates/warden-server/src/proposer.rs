@@ -8,9 +8,10 @@
 //!   uncommitted is proposed at once, alone, as a plain entry: the
 //!   uncontended path takes no extra hop and no wait.
 //! * A release also goes at once, alone, while just `max_in_flight` entries
-//!   are uncommitted, past anything queued: in a hand-off the next waiter's
+//!   are uncommitted and nothing is queued: in a hand-off the next waiter's
 //!   grant rides in the release's entry (S8), so a release must not wait a
-//!   commit round behind the previous holder's re-queued acquire.
+//!   commit round behind the previous holder's re-queued acquire. When
+//!   commands are queued already (many clients), it packs with them.
 //! * Otherwise it joins the queue. When one of the proposer's entries has
 //!   committed and applied (or failed, or its caller gave up), everything
 //!   queued (at most [`MAX_BATCH_COMMANDS`] per entry, in arrival order) goes
@@ -142,6 +143,8 @@ impl<S: Sink> Inner<S> {
             let mut s = this.lock();
             s.in_flight = s.in_flight.saturating_sub(1);
             let mut out = Vec::new();
+            // Callers that gave up take no room in the next entry.
+            s.queue.retain(|j| !j.reply.is_closed());
             while s.in_flight < this.max_in_flight && !s.queue.is_empty() {
                 let n = s.queue.len().min(MAX_BATCH_COMMANDS);
                 out.push(s.queue.drain(..n).collect::<Vec<Job>>());
@@ -247,18 +250,18 @@ impl<S: Sink> Proposer<S> {
         if !packable(&cmd) || !self.inner.formats.may_pack() {
             return self.inner.sink.write(cmd).await;
         }
-        // A release may go while one more entry is uncommitted, past the
-        // queue: in a hand-off it is what the next waiter waits for (S8
+        // A release may go while one more entry is uncommitted when nothing
+        // is queued: in a hand-off it is what the next waiter waits for (S8
         // grants in the release's own entry), so it must not sit behind the
-        // previous holder's re-queued acquire for a commit round.
-        let release = matches!(cmd, Command::Release(_));
+        // previous holder's re-queued acquire for a commit round. When
+        // commands are already queued (many clients), it packs with them.
+        let limit = match cmd {
+            Command::Release(_) => self.inner.max_in_flight + 1,
+            _ => self.inner.max_in_flight,
+        };
         let queued = {
             let mut s = self.inner.lock();
-            let goes_now = if release {
-                s.in_flight <= self.inner.max_in_flight
-            } else {
-                s.in_flight < self.inner.max_in_flight && s.queue.is_empty()
-            };
+            let goes_now = s.in_flight < limit && s.queue.is_empty();
             if goes_now {
                 s.in_flight += 1;
                 Route::Now(cmd)
