@@ -660,6 +660,38 @@ mod tests {
         assert!(seen.try_recv().is_err());
     }
 
+    // Packing under load (issue 7, 64 clients): a release that finds commands
+    // already queued packs with them instead of going alone, so releases keep
+    // sharing entries when many clients cycle; the hand-off case (nothing
+    // queued) is the test above.
+    #[tokio::test]
+    async fn a_release_that_finds_commands_queued_packs_with_them() {
+        let (tx, mut seen) = mpsc::unbounded_channel();
+        let p = Arc::new(Proposer::new(Gate { seen: tx }, upgraded(), 1, LONG));
+        let spawn = |cmd: Command| {
+            let p = p.clone();
+            tokio::spawn(async move { p.propose(cmd).await })
+        };
+        let first = spawn(acquire(1));
+        let (cmd, go1) = seen.recv().await.expect("acquire entry");
+        assert_eq!(cmd, acquire(1));
+        let second = spawn(acquire(2));
+        wait_queued(&p, 1).await;
+        let rel = spawn(release(3));
+        wait_queued(&p, 2).await;
+        go1.send(()).expect("acquire waiting");
+        let (cmd, go2) = seen.recv().await.expect("packed entry");
+        match cmd {
+            Command::Batch(cmds) => assert_eq!(cmds.len(), 2, "{cmds:?}"),
+            other => panic!("expected one packed entry, got {other:?}"),
+        }
+        go2.send(()).expect("batch waiting");
+        for call in [first, second, rel] {
+            assert!(call.await.expect("join").is_ok());
+        }
+        assert!(seen.try_recv().is_err(), "nothing went alone");
+    }
+
     // Review of issue 7 (S8, docs/safety.md: "every entry that can hand off carries the
     // leader's due list"): when the gate closes while commands are queued they go out
     // one entry each, concurrently; each of those entries must carry the due list,
