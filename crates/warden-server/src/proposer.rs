@@ -414,6 +414,22 @@ mod tests {
         cluster([2, 2])
     }
 
+    type Seen = mpsc::UnboundedReceiver<(Command, oneshot::Sender<()>)>;
+
+    /// A proposer over a [`Gate`] with `max_in_flight` slots, packing per
+    /// `formats`; the receiver sees each entry as it is written.
+    fn gated(formats: Arc<LogFormats>, max_in_flight: usize) -> (Arc<Proposer<Gate>>, Seen) {
+        let (tx, seen) = mpsc::unbounded_channel();
+        let p = Proposer::new(Gate { seen: tx }, formats, max_in_flight, LONG);
+        (Arc::new(p), seen)
+    }
+
+    /// Proposes `cmd` on a task of its own.
+    fn propose_on_task(p: &Arc<Proposer<Gate>>, cmd: Command) -> tokio::task::JoinHandle<Proposed> {
+        let p = p.clone();
+        tokio::spawn(async move { p.propose(cmd).await })
+    }
+
     async fn wait_queued(p: &Proposer<Gate>, n: usize) {
         while p.queued() != n {
             tokio::task::yield_now().await;
@@ -426,12 +442,8 @@ mod tests {
     // after that entry answered); the batch carries a fresh due list (S8).
     #[tokio::test]
     async fn queued_commands_share_one_entry_and_the_first_goes_alone() {
-        let (tx, mut seen) = mpsc::unbounded_channel();
-        let p = Arc::new(Proposer::new(Gate { seen: tx }, upgraded(), 1, LONG));
-        let first = tokio::spawn({
-            let p = p.clone();
-            async move { p.propose(acquire(1)).await }
-        });
+        let (p, mut seen) = gated(upgraded(), 1);
+        let first = propose_on_task(&p, acquire(1));
         let (cmd, go1) = seen.recv().await.expect("first entry");
         assert_eq!(
             cmd,
@@ -440,8 +452,7 @@ mod tests {
         );
         let mut later = Vec::new();
         for id in 2..=4 {
-            let p2 = p.clone();
-            later.push(tokio::spawn(async move { p2.propose(acquire(id)).await }));
+            later.push(propose_on_task(&p, acquire(id)));
             wait_queued(&p, (id - 1) as usize).await;
         }
         assert!(
@@ -449,13 +460,7 @@ mod tests {
             "nothing else goes out while one is in flight"
         );
         // A non-packable command is not held back by the queue.
-        let renew = tokio::spawn({
-            let p = p.clone();
-            async move {
-                p.propose(Command::RenewBatch(RenewBatch { lease_ids: vec![9] }))
-                    .await
-            }
-        });
+        let renew = propose_on_task(&p, Command::RenewBatch(RenewBatch { lease_ids: vec![9] }));
         let (cmd, go_renew) = seen.recv().await.expect("renew entry");
         assert!(matches!(cmd, Command::RenewBatch(_)), "{cmd:?}");
         go_renew.send(()).expect("renew waiting");
@@ -494,12 +499,8 @@ mod tests {
     // before its entry went out is left out of it.
     #[tokio::test]
     async fn a_second_slot_sends_at_once_and_abandoned_commands_are_dropped() {
-        let (tx, mut seen) = mpsc::unbounded_channel();
-        let p = Arc::new(Proposer::new(Gate { seen: tx }, upgraded(), 2, LONG));
-        let spawn = |id| {
-            let p = p.clone();
-            tokio::spawn(async move { p.propose(acquire(id)).await })
-        };
+        let (p, mut seen) = gated(upgraded(), 2);
+        let spawn = |id| propose_on_task(&p, acquire(id));
         let a = spawn(1);
         let (c1, go1) = seen.recv().await.expect("first");
         let b = spawn(2);
@@ -538,14 +539,10 @@ mod tests {
     // stops reporting 2 while some are queued, those go out one entry each.
     #[tokio::test]
     async fn nothing_is_packed_until_every_member_reads_packed_entries() {
-        let (tx, mut seen) = mpsc::unbounded_channel();
         let formats = cluster([2, 0]);
         assert!(!formats.may_pack());
-        let p = Arc::new(Proposer::new(Gate { seen: tx }, formats.clone(), 1, LONG));
-        let spawn = |id| {
-            let p = p.clone();
-            tokio::spawn(async move { p.propose(acquire(id)).await })
-        };
+        let (p, mut seen) = gated(formats.clone(), 1);
+        let spawn = |id| propose_on_task(&p, acquire(id));
         let mut gates = Vec::new();
         let mut calls = Vec::new();
         for id in 1..=3 {
@@ -627,18 +624,11 @@ mod tests {
     // entry is uncommitted goes out at once, instead of queueing behind that entry.
     #[tokio::test]
     async fn a_release_goes_out_at_once_while_an_acquire_entry_is_uncommitted() {
-        let (tx, mut seen) = mpsc::unbounded_channel();
-        let p = Arc::new(Proposer::new(Gate { seen: tx }, upgraded(), 1, LONG));
-        let first = tokio::spawn({
-            let p = p.clone();
-            async move { p.propose(acquire(1)).await }
-        });
+        let (p, mut seen) = gated(upgraded(), 1);
+        let first = propose_on_task(&p, acquire(1));
         let (cmd, go1) = seen.recv().await.expect("acquire entry");
         assert_eq!(cmd, acquire(1));
-        let rel = tokio::spawn({
-            let p = p.clone();
-            async move { p.propose(release(2)).await }
-        });
+        let rel = propose_on_task(&p, release(2));
         // The acquire's entry stays uncommitted: the release must reach the
         // sink anyway (it must never sit in the queue).
         let (cmd, go2) = loop {
@@ -666,12 +656,8 @@ mod tests {
     // queued) is the test above.
     #[tokio::test]
     async fn a_release_that_finds_commands_queued_packs_with_them() {
-        let (tx, mut seen) = mpsc::unbounded_channel();
-        let p = Arc::new(Proposer::new(Gate { seen: tx }, upgraded(), 1, LONG));
-        let spawn = |cmd: Command| {
-            let p = p.clone();
-            tokio::spawn(async move { p.propose(cmd).await })
-        };
+        let (p, mut seen) = gated(upgraded(), 1);
+        let spawn = |cmd: Command| propose_on_task(&p, cmd);
         let first = spawn(acquire(1));
         let (cmd, go1) = seen.recv().await.expect("acquire entry");
         assert_eq!(cmd, acquire(1));
@@ -698,13 +684,9 @@ mod tests {
     // not only the first (refresh cleared the others' own lists, taken on arrival).
     #[tokio::test]
     async fn queued_commands_sent_alone_after_the_gate_closes_each_carry_the_due_list() {
-        let (tx, mut seen) = mpsc::unbounded_channel();
         let formats = upgraded();
-        let p = Arc::new(Proposer::new(Gate { seen: tx }, formats.clone(), 1, LONG));
-        let spawn = |id| {
-            let p = p.clone();
-            tokio::spawn(async move { p.propose(acquire(id)).await })
-        };
+        let (p, mut seen) = gated(formats.clone(), 1);
+        let spawn = |id| propose_on_task(&p, acquire(id));
         let mut calls = vec![spawn(7)];
         let (_, go7) = seen.recv().await.expect("entry 7");
         calls.push(spawn(8));
@@ -732,12 +714,8 @@ mod tests {
     // (e.g. "not the leader"), never a success.
     #[tokio::test]
     async fn a_failed_batch_fails_each_caller() {
-        let (tx, mut seen) = mpsc::unbounded_channel();
-        let p = Arc::new(Proposer::new(Gate { seen: tx }, upgraded(), 1, LONG));
-        let spawn = |id| {
-            let p = p.clone();
-            tokio::spawn(async move { p.propose(acquire(id)).await })
-        };
+        let (p, mut seen) = gated(upgraded(), 1);
+        let spawn = |id| propose_on_task(&p, acquire(id));
         let a = spawn(1);
         let (_, go1) = seen.recv().await.expect("first");
         let b = spawn(2);
