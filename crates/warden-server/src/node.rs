@@ -162,9 +162,7 @@ impl Node {
     /// errors are the same either way, and it waits at most
     /// [`COMMIT_TIMEOUT_MS`] in all.
     pub async fn propose(&self, cmd: Command) -> Result<(Response, LogId), Status> {
-        if !crate::proposer::packable(&cmd) {
-            return self.write_entry(cmd).await;
-        }
+        // The proposer sends what it does not pack straight to its sink.
         self.proposer.propose(cmd).await
     }
 
@@ -175,16 +173,7 @@ impl Node {
     /// commit round ago; this one is fresh, and apply removes what it names
     /// before anything in the entry is handed off (S8).
     fn refresh_due(&self, cmds: &mut [Command]) {
-        let mut due = Some(self.due_list());
-        for c in cmds {
-            let slot = match c {
-                Command::Acquire(a) => &mut a.due,
-                Command::Release(r) => &mut r.due,
-                Command::Revoke(r) => &mut r.due,
-                _ => continue,
-            };
-            *slot = due.take().flatten();
-        }
+        place_due(self.due_list(), cmds);
     }
 
     /// One entry holding `cmd`, proposed to the local Raft handle; waits for
@@ -221,5 +210,94 @@ impl Node {
         tokio::time::timeout(timeout, fut)
             .await
             .map_err(|_| Status::unavailable("apply did not catch up in time"))?
+    }
+}
+
+/// Puts `due` into the first of `cmds` that can carry a due list and clears
+/// every later one's (see [`Node::refresh_due`], S8).
+fn place_due(due: Option<DueList>, cmds: &mut [Command]) {
+    let mut due = Some(due);
+    for c in cmds {
+        let slot = match c {
+            Command::Acquire(a) => &mut a.due,
+            Command::Release(r) => &mut r.due,
+            Command::Revoke(r) => &mut r.due,
+            _ => continue,
+        };
+        *slot = due.take().flatten();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use warden_core::types::{Acquire, DueLease, LeaseSpec, RenewBatch, RequestHeader, Revoke};
+
+    fn due(lease_id: u64) -> DueList {
+        DueList {
+            leader: LeaderId {
+                term: 1,
+                node_id: 1,
+            },
+            leases: vec![DueLease {
+                lease_id,
+                last_index: 3,
+            }],
+            waiters: vec![],
+        }
+    }
+
+    fn header(request_id: u64) -> RequestHeader {
+        RequestHeader {
+            client_id: 1,
+            request_id,
+            acked_request_id: 0,
+        }
+    }
+
+    fn acquire(request_id: u64, stale: Option<DueList>) -> Command {
+        Command::Acquire(Acquire {
+            header: header(request_id),
+            resource: format!("r{request_id}"),
+            lease: LeaseSpec::New { ttl_ms: 5_000 },
+            wait_timeout_ms: 0,
+            lock_delay_ms: 0,
+            due: stale,
+        })
+    }
+
+    fn dues(cmds: &[Command]) -> Vec<Option<u64>> {
+        cmds.iter()
+            .filter_map(|c| match c {
+                Command::Acquire(a) => Some(&a.due),
+                Command::Revoke(r) => Some(&r.due),
+                _ => None,
+            })
+            .map(|d| d.as_ref().map(|d| d.leases[0].lease_id))
+            .collect()
+    }
+
+    // S8 (expiry before hand-off): commands that waited in the proposer's
+    // queue carry the leader's due list as it is now, once, in the first
+    // command that can carry one; the lists they took on arrival (possibly a
+    // commit round old) are cleared, and commands without a due list are
+    // skipped.
+    #[test]
+    fn the_fresh_due_list_rides_in_the_first_command_that_carries_one() {
+        let mut cmds = vec![
+            Command::RenewBatch(RenewBatch { lease_ids: vec![9] }),
+            acquire(1, Some(due(7))),
+            Command::Revoke(Revoke {
+                header: header(2),
+                lease_id: 5,
+                due: Some(due(7)),
+            }),
+            acquire(3, None),
+        ];
+        place_due(Some(due(42)), &mut cmds);
+        assert_eq!(dues(&cmds), vec![Some(42), None, None]);
+        // Nothing due now: every stale list is cleared all the same.
+        place_due(None, &mut cmds);
+        assert_eq!(dues(&cmds), vec![None, None, None]);
     }
 }
