@@ -790,7 +790,7 @@ impl Client {
         F: FnMut(LockClient<Channel>) -> Fut,
         Fut: Future<Output = Result<T, Status>>,
     {
-        self.call_at(op, deadline, move |_address, channel| {
+        self.call_channel(op, deadline, move |channel| {
             attempt(LockClient::new(channel))
         })
         .await

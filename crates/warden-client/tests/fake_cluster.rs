@@ -383,9 +383,10 @@ fn request_ids(log: &Mutex<Vec<(u64, u64, u64)>>) -> Vec<u64> {
     log.lock().unwrap().iter().map(|h| h.1).collect()
 }
 
-/// Acquires "orders" at `addr`, waiting up to 5 s in the queue; returns the
-/// result and how many `Queued` reports reached the callback.
-async fn waiting_acquire(addr: &str) -> (AcquireResult, usize) {
+/// Acquires "orders" at `addr`, waiting up to 5 s in the queue; asserts
+/// the fake leader's grant (fencing token 41) and returns how many `Queued`
+/// reports reached the callback.
+async fn waiting_acquire(addr: &str) -> usize {
     let client = Client::connect(vec![addr.to_string()], ClientOptions::default())
         .await
         .unwrap();
@@ -401,7 +402,17 @@ async fn waiting_acquire(addr: &str) -> (AcquireResult, usize) {
         })
         .await
         .unwrap();
-    (result, seen.load(Ordering::SeqCst))
+    assert!(
+        matches!(
+            result,
+            AcquireResult::Granted {
+                fencing_token: 41,
+                ..
+            }
+        ),
+        "{result:?}"
+    );
+    seen.load(Ordering::SeqCst)
 }
 
 /// A client that knows only `follower` acquires "orders" once; asserts it
@@ -459,17 +470,7 @@ async fn follower_hint_is_followed_with_the_same_request_id() {
 #[tokio::test]
 async fn dropped_acquire_stream_is_resent_with_the_same_request_id() {
     let (leader, log) = start(Role::Leader { drops: 2 }).await;
-    let (result, queued) = waiting_acquire(&leader).await;
-    assert!(
-        matches!(
-            result,
-            AcquireResult::Granted {
-                fencing_token: 41,
-                ..
-            }
-        ),
-        "{result:?}"
-    );
+    let queued = waiting_acquire(&leader).await;
     assert_eq!(request_ids(&log), vec![1, 1, 1]);
     assert_eq!(queued, 3, "every Queued reaches the callback");
 }
@@ -644,17 +645,7 @@ async fn calls_follow_the_leader_hint_with_the_same_request_id_on_one_stream() {
 #[tokio::test]
 async fn a_call_failed_mid_wait_is_resent_with_the_same_request_id() {
     let leader = start_node(Role::Leader { drops: 2 }, true).await;
-    let (result, queued) = waiting_acquire(&leader.addr).await;
-    assert!(
-        matches!(
-            result,
-            AcquireResult::Granted {
-                fencing_token: 41,
-                ..
-            }
-        ),
-        "{result:?}"
-    );
+    let queued = waiting_acquire(&leader.addr).await;
     assert_eq!(request_ids(&leader.acquires), vec![1, 1, 1]);
     assert_eq!(queued, 3, "every Queued reaches the callback");
     assert_eq!(leader.calls_opened.load(Ordering::SeqCst), 1);
@@ -730,17 +721,7 @@ async fn a_node_without_calls_is_asked_again_after_the_recheck_interval() {
 async fn a_stream_cut_mid_wait_is_replaced_and_the_call_resent_with_its_id() {
     let leader = start_node(Role::Leader { drops: 0 }, true).await;
     leader.cut_streams.store(1, Ordering::SeqCst);
-    let (result, queued) = waiting_acquire(&leader.addr).await;
-    assert!(
-        matches!(
-            result,
-            AcquireResult::Granted {
-                fencing_token: 41,
-                ..
-            }
-        ),
-        "{result:?}"
-    );
+    let queued = waiting_acquire(&leader.addr).await;
     assert_eq!(
         request_ids(&leader.acquires),
         vec![1, 1],
