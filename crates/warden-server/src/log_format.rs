@@ -99,12 +99,6 @@ impl LogFormats {
         self.update(|k| k.reported.insert(node, format) != Some(format));
     }
 
-    /// The connection to peer `node` was dropped: its format is unknown
-    /// until it answers again.
-    pub fn forget(&self, node: u64) {
-        self.update(|k| k.reported.remove(&node).is_some());
-    }
-
     /// The current membership's node ids, voters and learners (this node
     /// may be among them). Empty: not known (an uninitialized node).
     pub fn set_members(&self, members: impl IntoIterator<Item = u64>) {
@@ -197,8 +191,8 @@ mod tests {
     use super::*;
 
     // Rolling upgrade (issue 7 packing gate): packing starts only once every other member,
-    // learners too, has reported format 2; a member that reports an older format, or
-    // whose connection was dropped, or a new member, stops it again.
+    // learners too, has reported format 2; a member that reports an older format, or a
+    // new member, stops it again.
     #[test]
     fn packing_waits_for_every_other_member_to_report_format_2() {
         let f = LogFormats::new(1);
@@ -214,10 +208,6 @@ mod tests {
         assert!(!f.may_pack(), "node 3 answered without the header");
         f.record(3, 2);
         assert!(f.may_pack());
-        f.forget(2);
-        assert!(!f.may_pack(), "node 2's connection dropped");
-        assert_eq!(f.reported(2), None);
-        f.record(2, 2);
         f.set_members([1, 2, 3, 4]);
         assert!(!f.may_pack(), "learner 4 has not reported");
         f.record(4, 1);

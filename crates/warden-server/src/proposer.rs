@@ -536,7 +536,9 @@ mod tests {
     // one member has not reported log format 2 nothing is packed or queued; every
     // command goes out alone at once, as before packing. Once it reports 2, commands
     // that arrive while one is uncommitted queue and go out as one Batch; if a member
-    // stops reporting 2 while some are queued, those go out one entry each.
+    // answers with an older format while some are queued, those go out one entry
+    // each, and each of those entries carries the leader's due list, not only the
+    // first (refresh cleared the others' own lists, taken on arrival; S8).
     #[tokio::test]
     async fn nothing_is_packed_until_every_member_reads_packed_entries() {
         let formats = cluster([2, 0]);
@@ -580,19 +582,25 @@ mod tests {
         for c in calls.drain(..) {
             assert!(c.await.expect("join").is_ok());
         }
-        // Two queue behind one in flight; then node 2's connection drops.
+        // Two queue behind one in flight; then node 2 answers with an older
+        // format (a binary from before packing).
         calls.push(spawn(7));
         let (_, go7) = seen.recv().await.expect("entry 7");
         calls.push(spawn(8));
         wait_queued(&p, 1).await;
         calls.push(spawn(9));
         wait_queued(&p, 2).await;
-        formats.forget(2);
+        formats.record(2, 0);
         go7.send(()).expect("waiting");
         let mut rest = Vec::new();
         for _ in 0..2 {
             let (cmd, go) = seen.recv().await.expect("entry");
             assert!(matches!(cmd, Command::Acquire(_)), "not packed: {cmd:?}");
+            assert_eq!(
+                dues(&cmd),
+                vec![Some(fresh_due())],
+                "an entry of its own without the leader's due list: {cmd:?}"
+            );
             rest.extend(request_ids(&cmd));
             go.send(()).expect("waiting");
         }
@@ -676,38 +684,6 @@ mod tests {
             assert!(call.await.expect("join").is_ok());
         }
         assert!(seen.try_recv().is_err(), "nothing went alone");
-    }
-
-    // Review of issue 7 (S8, docs/safety.md: "every entry that can hand off carries the
-    // leader's due list"): when the gate closes while commands are queued they go out
-    // one entry each, concurrently; each of those entries must carry the due list,
-    // not only the first (refresh cleared the others' own lists, taken on arrival).
-    #[tokio::test]
-    async fn queued_commands_sent_alone_after_the_gate_closes_each_carry_the_due_list() {
-        let formats = upgraded();
-        let (p, mut seen) = gated(formats.clone(), 1);
-        let spawn = |id| propose_on_task(&p, acquire(id));
-        let mut calls = vec![spawn(7)];
-        let (_, go7) = seen.recv().await.expect("entry 7");
-        calls.push(spawn(8));
-        wait_queued(&p, 1).await;
-        calls.push(spawn(9));
-        wait_queued(&p, 2).await;
-        formats.forget(2);
-        go7.send(()).expect("waiting");
-        for _ in 0..2 {
-            let (cmd, go) = seen.recv().await.expect("entry");
-            assert!(matches!(cmd, Command::Acquire(_)), "not packed: {cmd:?}");
-            assert_eq!(
-                dues(&cmd),
-                vec![Some(fresh_due())],
-                "an entry of its own without the leader's due list: {cmd:?}"
-            );
-            go.send(()).expect("waiting");
-        }
-        for c in calls {
-            assert!(c.await.expect("join").is_ok());
-        }
     }
 
     // L3 / S3: a failed entry fails every caller packed into it with the same status
