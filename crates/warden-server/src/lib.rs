@@ -57,28 +57,15 @@
 //! It never reads a wall clock in replicated logic, never forwards leader
 //! duties, and never acknowledges a renew before it commits.
 
-pub mod admin_service;
-pub mod backup;
-pub mod bootstrap;
 pub mod clock;
 pub mod config;
-pub mod duties;
-pub mod error;
-pub mod health;
 pub mod inject;
-pub mod lease_service;
-pub mod lock_service;
-pub mod log_format;
-pub mod membership;
-pub mod network;
 pub mod node;
-pub mod peer_service;
-pub mod proposer;
-pub mod raft_types;
-pub mod renew;
+pub mod raft;
+pub mod services;
+pub mod sim_hooks;
 pub mod store;
-mod wal;
-pub mod watch_service;
+pub mod types;
 
 use openraft::async_runtime::WatchReceiver as _;
 use std::collections::BTreeMap;
@@ -96,10 +83,10 @@ use tonic::transport::server::Connected;
 
 use crate::clock::Clock;
 use crate::inject::Injected;
-use crate::network::{Network, MAX_PEER_MESSAGE_BYTES};
+use crate::node::proposer::Proposer;
 use crate::node::{Node, NodeCell, RaftSink};
-use crate::peer_service::{PeerService, PeerState};
-use crate::proposer::Proposer;
+use crate::raft::network::{Network, MAX_PEER_MESSAGE_BYTES};
+use crate::raft::peer_service::{PeerService, PeerState};
 use crate::store::{Db, LogStore, StateMachineStore};
 
 /// Errors that stop a node.
@@ -236,7 +223,7 @@ where
     IE: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
 {
     let seed = injected.rng_seed.unwrap_or_else(rand::random);
-    raft_types::Rt::scope(seed, run_node(config, incoming, injected, shutdown)).await
+    types::Rt::scope(seed, run_node(config, incoming, injected, shutdown)).await
 }
 
 async fn run_node<I, IO, IE>(
@@ -279,8 +266,9 @@ where
         cluster_id: cluster_tx,
         empty_at_start,
         bootstrap_lock: Mutex::new(()),
-        leader_contact: health::LeaderContact::default(),
-        early_campaign: peer_service::EarlyCampaign::new(
+        connector: injected.peer_connector.clone(),
+        leader_contact: services::health::LeaderContact::default(),
+        early_campaign: raft::peer_service::EarlyCampaign::new(
             config.node_id,
             config.timing.election_timeout_min_ms,
             config.timing.election_timeout_max_ms,
@@ -306,33 +294,33 @@ where
                 .max_encoding_message_size(MAX_PEER_MESSAGE_BYTES),
         )
         .add_service(
-            warden_proto::v1::lock_server::LockServer::new(lock_service::LockService::new(
+            warden_proto::v1::lock_server::LockServer::new(services::lock::LockService::new(
                 node_cell.clone(),
                 stop_rx.clone(),
             ))
             .max_decoding_message_size(config.max_request_bytes),
         )
         .add_service(
-            warden_proto::v1::admin_server::AdminServer::new(admin_service::AdminService::new(
+            warden_proto::v1::admin_server::AdminServer::new(services::admin::AdminService::new(
                 node_cell.clone(),
             ))
             .max_decoding_message_size(config.max_request_bytes),
         )
         .add_service(
-            warden_proto::v1::watch_server::WatchServer::new(watch_service::WatchService::new(
+            warden_proto::v1::watch_server::WatchServer::new(services::watch::WatchService::new(
                 node_cell.clone(),
             ))
             .max_decoding_message_size(config.max_request_bytes),
         )
         .add_service(
-            warden_proto::v1::lease_server::LeaseServer::new(lease_service::LeaseService::new(
+            warden_proto::v1::lease_server::LeaseServer::new(services::lease::LeaseService::new(
                 node_cell.clone(),
             ))
             .max_decoding_message_size(config.max_request_bytes),
         );
     let health_task = match config.admin_listen {
         Some(addr) => Some(
-            health::serve(
+            services::health::serve(
                 addr,
                 config.node_id,
                 node_cell.clone(),
@@ -353,7 +341,7 @@ where
 
     let mut shutdown = Box::pin(shutdown);
     let boot = tokio::select! {
-        b = bootstrap::bootstrap(&config, peer_state.clone()) => b,
+        b = raft::bootstrap::bootstrap(&config, peer_state.clone()) => b,
         _ = &mut shutdown => {
             let _ = stop_tx.send(true);
             let _ = server_task.await;
@@ -414,14 +402,15 @@ where
     .map_err(storage)?;
     let shared = sm.shared.clone();
     let log_store = LogStore::new(db.clone(), stamps, clock.clone()).map_err(storage)?;
-    let formats = Arc::new(log_format::LogFormats::new(config.node_id));
-    let raft = raft_types::Raft::new(
+    let formats = Arc::new(raft::log_format::LogFormats::new(config.node_id));
+    let raft = raft::Raft::new(
         config.node_id,
         Arc::new(raft_config),
         Network::new(
             boot.cluster_id.clone(),
-            network::call_timeout_floor(t.election_timeout_min_ms),
+            raft::network::call_timeout_floor(t.election_timeout_min_ms),
             formats.clone(),
+            injected.peer_connector.clone(),
         ),
         log_store,
         sm,
@@ -430,7 +419,8 @@ where
     .map_err(|e| ServerError::Other(format!("raft: {e}")))?;
     let _ = peer_state.raft.set(raft.clone());
     if !boot.pending.is_empty() {
-        tokio::spawn(bootstrap::push_to_pending(
+        tokio::spawn(raft::bootstrap::push_to_pending(
+            injected.peer_connector.clone(),
             config.node_id,
             boot.cluster_id.clone(),
             boot.pending.clone(),
@@ -464,27 +454,33 @@ where
         proposer: Proposer::new(
             RaftSink(me.clone()),
             formats.clone(),
-            proposer::MAX_IN_FLIGHT,
-            Duration::from_millis(error::COMMIT_TIMEOUT_MS),
+            node::proposer::MAX_IN_FLIGHT,
+            Duration::from_millis(services::status::COMMIT_TIMEOUT_MS),
         ),
         config: config.clone(),
+        connector: injected.peer_connector.clone(),
     });
     node_cell.set(node.clone());
     tracing::info!(node_id = config.node_id, cluster_id = %boot.cluster_id, "serving");
-    let renew_task = tokio::spawn(renew::run(
+    let renew_task = tokio::spawn(node::renew::run(
         Arc::downgrade(&node),
         renew_rx,
         Duration::from_millis(config.timing.renew_batch_window_ms),
     ));
-    let duty_task = tokio::spawn(duties::run(Arc::downgrade(&node)));
-    let membership_task = tokio::spawn(log_format::follow_membership(raft.clone(), formats));
+    let duty_task = tokio::spawn(node::duties::run(Arc::downgrade(&node)));
+    let membership_task = tokio::spawn(raft::log_format::follow_membership(raft.clone(), formats));
     if let Some(observer) = &injected.observer {
-        observer.on_started(&node);
+        observer.on_started(node.clone());
     }
     let forward_task = (injected.bugs.expiry_via_forwarding)
         .then(|| injected.observer.clone())
         .flatten()
-        .map(|o| tokio::spawn(inject::forward_stale_expiries(Arc::downgrade(&node), o)));
+        .map(|o| {
+            tokio::spawn(node::duties::forward_stale_expiries(
+                Arc::downgrade(&node),
+                o,
+            ))
+        });
 
     shutdown.await;
     tracing::info!("shutting down");
@@ -554,13 +550,13 @@ const TOKEN_FLOOR_DEADLINE: Duration = Duration::from_secs(20);
 /// Commits `RaiseTokenFloor { floor }` from the node that just formed the
 /// cluster (it is the only node that can win the first election), retrying
 /// until it commits or [`TOKEN_FLOOR_DEADLINE`] passes.
-async fn raise_token_floor(raft: &raft_types::Raft, floor: u64) {
+async fn raise_token_floor(raft: &raft::Raft, floor: u64) {
     use warden_core::types::{Command, LogEntry, RaiseTokenFloor, Response};
     let deadline = tokio::time::Instant::now() + TOKEN_FLOOR_DEADLINE;
     let mut last = String::new();
     while tokio::time::Instant::now() < deadline {
         let cmd = Command::RaiseTokenFloor(RaiseTokenFloor { floor });
-        let write = raft.client_write(raft_types::Request(LogEntry::V1(cmd)));
+        let write = raft.client_write(types::Request(LogEntry::V1(cmd)));
         match tokio::time::timeout_at(deadline, write).await {
             Ok(Ok(r)) => match r.data {
                 Response::Done => {

@@ -134,7 +134,7 @@ fn channel_over_turmoil(endpoint: Endpoint) -> Channel {
     }))
 }
 
-impl warden_server::inject::PeerConnector for TurmoilConnector {
+impl warden_server::raft::network::PeerConnector for TurmoilConnector {
     fn channel(&self, endpoint: Endpoint) -> Channel {
         channel_over_turmoil(endpoint)
     }
@@ -146,9 +146,9 @@ impl warden_client::transport::Connector for TurmoilConnector {
     }
 }
 
-/// Installs the turmoil connector for servers and clients (once per process).
+/// Installs the turmoil connector for clients (once per process; each
+/// server takes it in its `Injected`).
 pub fn install_network() {
-    let _ = warden_server::inject::set_peer_connector(Arc::new(TurmoilConnector));
     let _ = warden_client::transport::set_connector(Arc::new(TurmoilConnector));
 }
 
@@ -394,7 +394,7 @@ impl Disks {
     }
 }
 
-impl warden_server::inject::DiskFactory for Disks {
+impl warden_server::store::DiskFactory for Disks {
     fn open(&self, data_dir: &std::path::Path) -> Box<dyn redb::StorageBackend> {
         Box::new(self.disk(data_dir))
     }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use warden_core::table::{Applied, LockTable};
 use warden_core::types::{AcquireOutcome, Command, LeaderId, Response};
 use warden_core::{Deadlines, Effect, FreeReason, LeaseEndReason};
-use warden_server::node::Node;
+use warden_server::sim_hooks::SimNode;
 
 use crate::env::{global_now, SimClock};
 
@@ -152,7 +152,7 @@ pub struct SimObserver {
     /// Each node's clock.
     pub clocks: BTreeMap<u64, SimClock>,
     /// Running nodes (weak: a crashed node's handle dies with its runtime).
-    pub nodes: Mutex<BTreeMap<u64, Weak<Node>>>,
+    pub nodes: Mutex<BTreeMap<u64, Weak<dyn SimNode>>>,
     /// Slack of the S8 check: how long before the entry's append stamp the
     /// proposer may have computed its due list.
     pub s8_slack: Duration,
@@ -160,9 +160,9 @@ pub struct SimObserver {
 
 impl SimObserver {
     /// The node that leads now, as the nodes themselves say (not `except`).
-    pub fn leader_node(&self, except: Option<u64>) -> Option<Arc<Node>> {
+    pub fn leader_node(&self, except: Option<u64>) -> Option<Arc<dyn SimNode>> {
         let nodes = self.nodes.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut best: Option<(u64, Arc<Node>)> = None;
+        let mut best: Option<(u64, Arc<dyn SimNode>)> = None;
         for (id, w) in nodes.iter() {
             if Some(*id) == except {
                 continue;
@@ -237,7 +237,7 @@ fn header_of(cmd: &Command) -> Option<(u64, u64)> {
     }
 }
 
-impl warden_server::inject::Observer for SimObserver {
+impl warden_server::sim_hooks::Observer for SimObserver {
     fn on_apply(
         &self,
         node_id: u64,
@@ -504,11 +504,11 @@ impl warden_server::inject::Observer for SimObserver {
         h.last_table.insert(node_id, (index, table.clone()));
     }
 
-    fn on_started(&self, node: &Arc<Node>) {
+    fn on_started(&self, node: Arc<dyn SimNode>) {
         self.nodes
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(node.id, Arc::downgrade(node));
+            .insert(node.node_id(), Arc::downgrade(&node));
     }
 
     fn clock_of(&self, node_id: u64) -> Option<Duration> {
@@ -520,7 +520,7 @@ impl warden_server::inject::Observer for SimObserver {
             return;
         };
         tokio::spawn(async move {
-            let _ = leader.propose(cmd).await;
+            leader.propose_duty(cmd).await;
         });
     }
 }

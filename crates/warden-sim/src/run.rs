@@ -310,10 +310,11 @@ fn spawn_node(sim: &mut turmoil::Sim<'_>, world: &World, id: u64, clock: SimCloc
                 admin_listen: None,
             };
             let listener = turmoil::net::TcpListener::bind(config.listen).await?;
-            let observer_dyn: Arc<dyn warden_server::inject::Observer> = observer;
+            let observer_dyn: Arc<dyn warden_server::sim_hooks::Observer> = observer;
             let injected = Injected {
                 clock: Arc::new(clock),
                 disk: Some(disks),
+                peer_connector: Arc::new(crate::env::TurmoilConnector),
                 rng_seed: Some(seed.wrapping_mul(31).wrapping_add(id * 1_000 + n)),
                 observer: Some(observer_dyn),
                 bugs,
@@ -354,7 +355,7 @@ pub(crate) fn restart(sim: &mut turmoil::Sim<'_>, world: &World, id: u64) {
 }
 
 pub(crate) fn leader_of(world: &World) -> Option<u64> {
-    world.observer.leader_node(None).map(|n| n.id)
+    world.observer.leader_node(None).map(|n| n.node_id())
 }
 
 pub(crate) fn nodes(world: &World) -> &[u64] {

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use warden_client::{AcquireOptions, AcquireResult, Client, ClientOptions};
-use warden_server::inject::BugSwitches;
+use warden_server::sim_hooks::BugSwitches;
 
 use crate::env::{global_now, SimClock};
 use crate::history;
@@ -88,7 +88,7 @@ pub enum Scenario {
 /// One-way latency of every peer link in the `slow-links` scenario: 40 ms.
 /// An append's round trip (80 ms) is then above openraft's own call timeout
 /// (one heartbeat interval, 50 ms) and below the floor the peer network puts
-/// under it (`warden_server::network::call_timeout_floor`, 125 ms).
+/// under it (`warden_server::raft::network::call_timeout_floor`, 125 ms).
 pub const SLOW_LINK_MS: u64 = 40;
 
 impl Scenario {

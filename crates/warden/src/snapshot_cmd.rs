@@ -1,6 +1,6 @@
 //! `warden snapshot save FILE` and `warden snapshot restore FILE ...`
 //! (issue 8). The file format and the restore itself live in
-//! `warden_server::backup`; docs/operations.md "Backup and restore" says how
+//! `warden_server::raft::backup`; docs/operations.md "Backup and restore" says how
 //! to use them.
 
 use std::io::Write;
@@ -13,7 +13,7 @@ use warden_core::restore::{RestoreOptions, DEFAULT_TOKEN_GAP};
 use warden_core::table::LockTable;
 use warden_proto::v1 as pb;
 use warden_proto::v1::admin_client::AdminClient;
-use warden_server::backup::{restore_data_dir, RestoreTarget, SnapshotFile};
+use warden_server::raft::backup::{restore_data_dir, RestoreTarget, SnapshotFile};
 
 use crate::admin_cmd::{endpoints, on_leader, status_error};
 use crate::cli::{parse_duration, parse_id, parse_peers, ClientArgs, OutputFormat, Peers};

@@ -2,7 +2,7 @@
 //! grant of a contended resource in token order, resumes without gaps or
 //! duplicates (from `last index + 1` after a disconnect, and by itself when
 //! its node dies), and a start index below a node's window gets `compacted`.
-//! The window logic itself is unit-tested in `warden_server::watch_service`.
+//! The window logic itself is unit-tested in `warden_server::services::watch`.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};

@@ -28,9 +28,10 @@ use tokio::sync::Mutex;
 use tonic::Status;
 use warden_proto::v1 as pb;
 
-use crate::error::{not_leader, write_error};
 use crate::node::Node;
-use crate::raft_types::{Raft, TypeConfig};
+use crate::raft::Raft;
+use crate::services::status::{not_leader, write_error};
+use crate::types::TypeConfig;
 
 /// Longest a learner may take to catch up before `AddNode`/`ReplaceNode`
 /// gives up (the learner stays; retrying the same command resumes).
@@ -293,9 +294,15 @@ async fn add_learner(node: &Node, v: &View, id: u64, addr: &str) -> Result<(), S
             )));
         }
     }
-    crate::bootstrap::hand_over_cluster_id(addr, node.id, id, &node.cluster_id)
-        .await
-        .map_err(|e| Status::failed_precondition(format!("node {id} at {addr}: {e}")))?;
+    crate::raft::bootstrap::hand_over_cluster_id(
+        node.connector.as_ref(),
+        addr,
+        node.id,
+        id,
+        &node.cluster_id,
+    )
+    .await
+    .map_err(|e| Status::failed_precondition(format!("node {id} at {addr}: {e}")))?;
     let fut = node.raft.add_learner(
         id,
         BasicNode {
@@ -452,7 +459,7 @@ mod tests {
     async fn votes_from_non_members_are_refused() {
         // openraft's runtime draws from a seeded generator set up per node
         // (`run_injected`); a bare `Raft::new` needs the same scope.
-        crate::raft_types::Rt::scope(7, votes_from_non_members_are_refused_body()).await;
+        crate::types::Rt::scope(7, votes_from_non_members_are_refused_body()).await;
     }
 
     async fn votes_from_non_members_are_refused_body() {
@@ -468,14 +475,15 @@ mod tests {
         let log = LogStore::new(db.clone(), stamps.clone(), clock.clone()).expect("log store");
         let sm = StateMachineStore::open(db, clock, stamps).expect("sm");
         let config = openraft::Config::default().validate().expect("config");
-        let floor = crate::network::call_timeout_floor(config.election_timeout_min);
+        let floor = crate::raft::network::call_timeout_floor(config.election_timeout_min);
         let raft = Raft::new(
             1,
             Arc::new(config),
-            crate::network::Network::new(
+            crate::raft::network::Network::new(
                 "c".into(),
                 floor,
-                Arc::new(crate::log_format::LogFormats::new(1)),
+                Arc::new(crate::raft::log_format::LogFormats::new(1)),
+                Arc::new(crate::raft::network::TcpConnector),
             ),
             log,
             sm,

@@ -7,12 +7,13 @@
 //! on meanwhile. No duty runs before this leader's own `Promote` has applied.
 
 use std::collections::BTreeMap;
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use warden_core::types::{Command, DropClients, EndLockDelay, Promote};
 
 use crate::node::Node;
+use crate::sim_hooks::Observer;
 
 /// A client's outcome record is dropped after this long without a request
 /// (S7): 10 minutes. Clients never retry a request for longer than this.
@@ -166,6 +167,31 @@ pub async fn run(node: Weak<Node>) {
                     tracing::debug!("checkpoint: {}", e.message());
                 }
             }
+        }
+    }
+}
+
+/// `expiry_via_forwarding` (simulator only): while this node believes it
+/// leads, every duty interval it hands the leases its own deadline table sees
+/// as due to the observer, which proposes them at whoever leads now.
+pub(crate) async fn forward_stale_expiries(node: Weak<Node>, observer: Arc<dyn Observer>) {
+    let tick = match node.upgrade() {
+        Some(n) => std::time::Duration::from_millis(n.config.timing.duty_interval_ms.max(1)),
+        None => return,
+    };
+    loop {
+        tokio::time::sleep(tick).await;
+        let Some(node) = node.upgrade() else { return };
+        let Some(leader) = node.leader_id_if_leader() else {
+            continue;
+        };
+        let now = node.shared.clock.now();
+        let due = match node.shared.machine.lock() {
+            Ok(m) => m.deadlines.due(&m.table, leader, now),
+            Err(_) => return,
+        };
+        if !due.leases.is_empty() {
+            observer.forward_expiry(node.id, Command::Expire(due));
         }
     }
 }

@@ -16,10 +16,10 @@ use warden_core::validate;
 use warden_proto::v1 as pb;
 use warden_proto::v1::lease_server::Lease;
 
-use crate::error::command_status;
-use crate::lock_service::{linearizable_read, request_header};
+use crate::node::renew::RenewJob;
 use crate::node::{Node, NodeCell};
-use crate::renew::RenewJob;
+use crate::services::lock::{linearizable_read, request_header};
+use crate::services::status::command_status;
 
 /// Most keep-alive requests one stream may have in flight at once.
 pub const MAX_KEEPALIVES_IN_FLIGHT: usize = 1_024;
@@ -85,7 +85,7 @@ impl Lease for LeaseService {
             CoreResponse::LeaseGranted { lease_id, ttl_ms } => {
                 Ok(Response::new(pb::LeaseGrantResponse { lease_id, ttl_ms }))
             }
-            other => Err(crate::error::unexpected(&other)),
+            other => Err(crate::services::status::unexpected(&other)),
         }
     }
 
@@ -150,7 +150,7 @@ impl Lease for LeaseService {
         let lease = m
             .table
             .lease(lease_id)
-            .ok_or_else(|| crate::error::lease_not_live(lease_id))?;
+            .ok_or_else(|| crate::services::status::lease_not_live(lease_id))?;
         Ok(Response::new(pb::LeaseTimeToLiveResponse {
             lease_id,
             ttl_ms: lease.ttl_ms,

@@ -45,8 +45,8 @@ use warden_core::validate;
 use warden_proto::v1 as pb;
 use warden_proto::v1::watch_server;
 
-use crate::error::command_status;
 use crate::node::{Node, NodeCell};
+use crate::services::status::command_status;
 
 /// How many events each node keeps for replay by default (about 100 bytes
 /// plus the resource name each).

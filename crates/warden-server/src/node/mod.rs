@@ -1,6 +1,11 @@
 //! A running node: the Raft handle, the shared state machine, and the helpers
 //! every service uses (propose, leader lookup, due lists).
 
+pub mod duties;
+pub mod membership;
+pub mod proposer;
+pub mod renew;
+
 use openraft::async_runtime::WatchReceiver as _;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -12,11 +17,12 @@ use tonic::Status;
 use warden_core::types::{Command, DueList, LeaderId, LogEntry, Response};
 
 use crate::config::ServerConfig;
-use crate::error::{not_leader, write_error, COMMIT_TIMEOUT_MS};
-use crate::proposer::{Proposed, Proposer, Sink};
-use crate::raft_types::{LogId, Raft, Request};
-use crate::renew::RenewJob;
+use crate::node::proposer::{Proposed, Proposer, Sink};
+use crate::node::renew::RenewJob;
+use crate::raft::Raft;
+use crate::services::status::{not_leader, write_error, COMMIT_TIMEOUT_MS};
 use crate::store::Shared;
+use crate::types::{LogId, Request};
 
 /// The node once it has started. The gRPC services hold one from before
 /// bootstrap and answer `Unavailable` until it is set.
@@ -57,8 +63,10 @@ pub struct Node {
     pub promoted: Mutex<Option<LeaderId>>,
     /// The renew batcher's queue.
     pub renew_tx: mpsc::Sender<RenewJob>,
-    /// Packs queued client commands into one entry (see [`crate::proposer`]).
+    /// Packs queued client commands into one entry (see [`crate::node::proposer`]).
     pub proposer: Proposer<RaftSink>,
+    /// Opens channels to peers (a new member gets the cluster id through it).
+    pub connector: Arc<dyn crate::raft::network::PeerConnector>,
 }
 
 /// The production sink of the [`Proposer`]: this node's Raft handle.
@@ -145,7 +153,7 @@ impl Node {
     /// becomes its gRPC status here, once, for every service.
     pub async fn propose_command(&self, cmd: Command) -> Result<Response, Status> {
         match self.propose(cmd).await?.0 {
-            Response::Error(e) => Err(crate::error::command_status(&e)),
+            Response::Error(e) => Err(crate::services::status::command_status(&e)),
             r => Ok(r),
         }
     }
@@ -158,7 +166,7 @@ impl Node {
     /// when none of its entries is uncommitted, else packed with whatever
     /// queues meanwhile into one `Batch` entry; always alone while some
     /// member has not reported a log format that reads packed entries
-    /// ([`crate::log_format`]). The caller's answer and its
+    /// ([`crate::raft::log_format`]). The caller's answer and its
     /// errors are the same either way, and it waits at most
     /// [`COMMIT_TIMEOUT_MS`] in all.
     pub async fn propose(&self, cmd: Command) -> Result<(Response, LogId), Status> {
@@ -181,7 +189,7 @@ impl Node {
     async fn write_entry(&self, cmd: Command) -> Result<(Response, LogId), Status> {
         let fut = self.raft.client_write(Request(LogEntry::V1(cmd)));
         match tokio::time::timeout(Duration::from_millis(COMMIT_TIMEOUT_MS), fut).await {
-            Err(_) => Err(crate::error::no_quorum()),
+            Err(_) => Err(crate::services::status::no_quorum()),
             Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => {
                 let leader = f
                     .leader_id
@@ -210,6 +218,25 @@ impl Node {
         tokio::time::timeout(timeout, fut)
             .await
             .map_err(|_| Status::unavailable("apply did not catch up in time"))?
+    }
+}
+
+impl crate::sim_hooks::SimNode for Node {
+    fn node_id(&self) -> u64 {
+        self.id
+    }
+
+    fn leader_id_if_leader(&self) -> Option<LeaderId> {
+        Node::leader_id_if_leader(self)
+    }
+
+    fn propose_duty(
+        self: Arc<Self>,
+        cmd: Command,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+        Box::pin(async move {
+            let _ = self.propose(cmd).await;
+        })
     }
 }
 

@@ -13,9 +13,10 @@
 //! Every answer reports the log format the peer reads (the
 //! `warden-log-format` header); each connection records it in the node's
 //! [`LogFormats`] and forgets it when it drops its channel (see
-//! [`crate::log_format`]: the gate for packed entries).
+//! [`crate::raft::log_format`]: the gate for packed entries).
 
 use std::collections::VecDeque;
+use std::fmt::Debug;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -38,8 +39,8 @@ use tonic::transport::{Channel, Endpoint};
 use warden_proto::peer::peer_client::PeerClient;
 use warden_proto::peer::Blob;
 
-use crate::log_format::{reported_format, LogFormats};
-use crate::raft_types::{LogId, Snapshot, SnapshotMeta, TypeConfig, Vote};
+use crate::raft::log_format::{reported_format, LogFormats};
+use crate::types::{LogId, Snapshot, SnapshotMeta, TypeConfig, Vote};
 
 /// Largest gRPC message between peers (snapshots travel whole): 256 MiB.
 pub const MAX_PEER_MESSAGE_BYTES: usize = 256 * 1024 * 1024;
@@ -108,29 +109,56 @@ pub struct Network {
     cluster_id: String,
     call_timeout_floor: Duration,
     formats: Arc<LogFormats>,
+    connector: Arc<dyn PeerConnector>,
 }
 
 impl Network {
     /// A network that stamps `cluster_id` on every call, gives each call at
     /// least `call_timeout_floor` (see [`call_timeout_floor`]) and records
-    /// the log format each peer's answers report in `formats`.
-    pub fn new(cluster_id: String, call_timeout_floor: Duration, formats: Arc<LogFormats>) -> Self {
+    /// the log format each peer's answers report in `formats`, and opens
+    /// its channels through `connector`.
+    pub fn new(
+        cluster_id: String,
+        call_timeout_floor: Duration,
+        formats: Arc<LogFormats>,
+        connector: Arc<dyn PeerConnector>,
+    ) -> Self {
         Network {
             cluster_id,
             call_timeout_floor,
             formats,
+            connector,
         }
     }
 }
 
-/// Opens a lazily connected channel to `addr` ("host:port") through the
-/// process's peer connector (TCP; the simulator injects its own network,
-/// see [`crate::inject::set_peer_connector`]).
-pub fn channel(addr: &str) -> Result<Channel, tonic::transport::Error> {
+/// Opens channels to peers. Production: TCP (`Endpoint::connect_lazy`); the
+/// simulator injects its own network ([`crate::inject::Injected`]).
+pub trait PeerConnector: Send + Sync + Debug + 'static {
+    /// A lazily connected channel for a configured endpoint.
+    fn channel(&self, endpoint: Endpoint) -> Channel;
+}
+
+/// The production connector: TCP.
+#[derive(Debug)]
+pub struct TcpConnector;
+
+impl PeerConnector for TcpConnector {
+    fn channel(&self, endpoint: Endpoint) -> Channel {
+        endpoint.connect_lazy()
+    }
+}
+
+/// Opens a lazily connected channel to `addr` ("host:port") through
+/// `connector`.
+pub fn channel(
+    connector: &dyn PeerConnector,
+    addr: &str,
+) -> Result<Channel, tonic::transport::Error> {
     let endpoint = Endpoint::from_shared(format!("http://{addr}"))?
         .connect_timeout(Duration::from_millis(500))
         .tcp_nodelay(true);
-    Ok(crate::inject::peer_connector().channel(endpoint))
+    Ok(connector.channel(endpoint))
 }
 
 /// Most AppendEntries requests one replication stream has sent and not yet
@@ -150,6 +178,7 @@ impl Network {
             cluster_id: self.cluster_id.clone(),
             call_timeout_floor: self.call_timeout_floor,
             formats: self.formats.clone(),
+            connector: self.connector.clone(),
             client: None,
             timing_out_since: None,
             call_unfinished: false,
@@ -183,6 +212,8 @@ pub struct PeerConnection {
     call_timeout_floor: Duration,
     /// The node's record of its peers' log formats (shared).
     formats: Arc<LogFormats>,
+    /// Opens this peer's channel.
+    connector: Arc<dyn PeerConnector>,
     client: Option<PeerClient<Channel>>,
     /// When this peer's calls started timing out (None: the last call was
     /// answered). See [`PEER_RECONNECT_AFTER`].
@@ -271,7 +302,7 @@ impl PeerConnection {
 
     fn client(&mut self) -> Result<PeerClient<Channel>, RPCError<TypeConfig>> {
         if self.client.is_none() {
-            let ch = channel(&self.addr)
+            let ch = channel(self.connector.as_ref(), &self.addr)
                 .map_err(|e| unreachable(format!("peer {} at {}: {e}", self.target, self.addr)))?;
             self.client = Some(
                 PeerClient::new(ch)
@@ -651,7 +682,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::raft_types::Vote;
+    use crate::types::Vote;
 
     fn connection() -> PeerConnection {
         PeerConnection {
@@ -660,6 +691,7 @@ mod tests {
             cluster_id: "c".into(),
             call_timeout_floor: call_timeout_floor(250),
             formats: Arc::new(LogFormats::new(1)),
+            connector: Arc::new(TcpConnector),
             client: None,
             timing_out_since: None,
             call_unfinished: false,
@@ -686,7 +718,7 @@ mod tests {
 
     #[tonic::async_trait]
     impl warden_proto::peer::peer_server::Peer for FakePeer {
-        type AppendStreamStream = crate::peer_service::AppendReplies;
+        type AppendStreamStream = crate::raft::peer_service::AppendReplies;
 
         async fn append_stream(
             &self,
@@ -709,7 +741,7 @@ mod tests {
             let mut response: tonic::Response<Self::AppendStreamStream> =
                 tonic::Response::new(Box::pin(replies));
             if self.advertises {
-                crate::log_format::advertise(&mut response);
+                crate::raft::log_format::advertise(&mut response);
             }
             Ok(response)
         }
@@ -721,7 +753,7 @@ mod tests {
             let data = postcard::to_allocvec(&ok).expect("encode");
             let mut response = tonic::Response::new(Blob { data });
             if self.advertises {
-                crate::log_format::advertise(&mut response);
+                crate::raft::log_format::advertise(&mut response);
             }
             Ok(response)
         }

@@ -40,8 +40,8 @@ use warden_core::restore::{for_new_cluster, RestoreOptions, RestoreSummary};
 use warden_core::table::LockTable;
 use warden_core::SnapshotError;
 
-use crate::raft_types::{LogId, SnapshotMeta, StoredMembership, Vote};
 use crate::store::{Db, KEY_CLUSTER_ID, KEY_NODE_ID};
+use crate::types::{LogId, SnapshotMeta, StoredMembership, Vote};
 
 /// The file's first 8 bytes.
 pub const FILE_MAGIC: &[u8; 8] = b"WDNSNAP\n";
@@ -218,7 +218,7 @@ pub fn restore_data_dir(
     let cluster_id = target
         .cluster_id
         .clone()
-        .unwrap_or_else(crate::bootstrap::mint_cluster_id);
+        .unwrap_or_else(crate::raft::bootstrap::mint_cluster_id);
     let log_id = LogId::new(
         RaftLeaderId {
             term: file.term,

@@ -5,7 +5,7 @@ use openraft::errors::{ClientWriteError, RaftError};
 use tonic::{Code, Status};
 use warden_core::types::{CommandError, ErrorCode};
 
-use crate::raft_types::TypeConfig;
+use crate::types::TypeConfig;
 
 /// How long a proposal may take to commit before the caller is told there is
 /// no quorum (L3: fail clearly within the caller's deadline, never hang).

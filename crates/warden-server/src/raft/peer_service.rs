@@ -16,9 +16,10 @@ use warden_proto::peer::{
     TakeSnapshotResponse,
 };
 
-use crate::network::SnapshotEnvelope;
-use crate::raft_types::{Raft, Snapshot, TypeConfig, Vote};
+use crate::raft::network::SnapshotEnvelope;
+use crate::raft::Raft;
 use crate::store::{Db, KEY_CLUSTER_ID, KEY_PREPARED_CLUSTER_ID};
+use crate::types::{Snapshot, TypeConfig, Vote};
 use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, StreamAppendError, VoteRequest};
 
 /// State behind the peer service.
@@ -37,9 +38,11 @@ pub struct PeerState {
     /// Serialises bootstrap writes.
     pub bootstrap_lock: Mutex<()>,
     /// When an AppendEntries from a leader was last accepted (`/readyz`).
-    pub leader_contact: crate::health::LeaderContact,
+    pub leader_contact: crate::services::health::LeaderContact,
     /// When to campaign after the leader's replication stream broke.
     pub early_campaign: EarlyCampaign,
+    /// Opens channels to peers (bootstrap RPCs).
+    pub connector: Arc<dyn crate::raft::network::PeerConnector>,
 }
 
 /// How long past the leader lease a follower waits before it campaigns
@@ -252,7 +255,7 @@ fn reply<T: Serialize, E: std::fmt::Display>(r: Result<T, E>) -> Result<Response
     let r: Result<T, String> = r.map_err(|e| e.to_string());
     let data = postcard::to_allocvec(&r).map_err(|e| Status::internal(e.to_string()))?;
     let mut response = Response::new(Blob { data });
-    crate::log_format::advertise(&mut response);
+    crate::raft::log_format::advertise(&mut response);
     Ok(response)
 }
 
@@ -330,7 +333,7 @@ impl Peer for PeerService {
         // which derives the task's randomness seed from a task-local that
         // only Raft's own tasks carry (`raft_types::Rt`); a gRPC handler
         // enters one here. The task draws no randomness, so the seed is moot.
-        let replies = crate::raft_types::Rt::scope(0, async move {
+        let replies = crate::types::Rt::scope(0, async move {
             let replies: RaftReplies = Box::pin(raft.stream_append(requests));
             replies
         })
@@ -356,7 +359,7 @@ impl Peer for PeerService {
                 .filter_map(|refusal| futures::future::ready(refusal.map(Err))),
             );
         let mut response: Response<Self::AppendStreamStream> = Response::new(Box::pin(replies));
-        crate::log_format::advertise(&mut response);
+        crate::raft::log_format::advertise(&mut response);
         Ok(response)
     }
 
@@ -377,7 +380,7 @@ impl Peer for PeerService {
         let raft = self.check_cluster(&req)?;
         let rpc: VoteRequest<TypeConfig> = decode(req.get_ref())?;
         refuse_self(self.state.node_id, rpc.vote.leader_id.node_id)?;
-        crate::membership::refuse_non_member(&raft, rpc.vote.leader_id.node_id)?;
+        crate::node::membership::refuse_non_member(&raft, rpc.vote.leader_id.node_id)?;
         reply(raft.vote(rpc).await)
     }
 
@@ -385,7 +388,7 @@ impl Peer for PeerService {
         let raft = self.check_cluster(&req)?;
         let rpc: VoteRequest<TypeConfig> = decode(req.get_ref())?;
         refuse_self(self.state.node_id, rpc.vote.leader_id.node_id)?;
-        crate::membership::refuse_non_member(&raft, rpc.vote.leader_id.node_id)?;
+        crate::node::membership::refuse_non_member(&raft, rpc.vote.leader_id.node_id)?;
         reply(raft.pre_vote(rpc).await)
     }
 
@@ -528,7 +531,7 @@ mod tests {
     #[test]
     fn raft_answers_advertise_the_log_format() {
         let ok = reply(Ok::<u8, String>(1)).expect("encodes");
-        assert_eq!(crate::log_format::reported_format(ok.metadata()), 2);
+        assert_eq!(crate::raft::log_format::reported_format(ok.metadata()), 2);
         let refused = reply(Err::<u8, String>("higher vote".into())).expect("encodes");
         assert_eq!(
             refused

@@ -25,8 +25,8 @@ use warden_core::TokenState;
 use warden_proto::v1 as pb;
 use warden_proto::v1::lock_server::Lock;
 
-use crate::error::command_status;
 use crate::node::{Node, NodeCell};
+use crate::services::status::command_status;
 
 /// The service; answers `Unavailable` until the node has bootstrapped.
 #[derive(Clone, Debug)]
@@ -73,7 +73,7 @@ fn reason_str(r: NotGrantedReason) -> &'static str {
 pub(crate) async fn linearizable_read(node: &Node) -> Result<u64, Status> {
     node.require_leader()?;
     let read = tokio::time::timeout(
-        Duration::from_millis(crate::error::COMMIT_TIMEOUT_MS),
+        Duration::from_millis(crate::services::status::COMMIT_TIMEOUT_MS),
         node.raft
             .ensure_linearizable(openraft::ReadPolicy::ReadIndex),
     )
@@ -83,7 +83,7 @@ pub(crate) async fn linearizable_read(node: &Node) -> Result<u64, Status> {
     let read_index = read.index();
     node.wait_applied(
         read_index,
-        Duration::from_millis(crate::error::COMMIT_TIMEOUT_MS),
+        Duration::from_millis(crate::services::status::COMMIT_TIMEOUT_MS),
     )
     .await?;
     Ok(read_index)
@@ -327,7 +327,7 @@ async fn start_acquire(node: &Node, r: pb::AcquireRequest) -> Result<AcquireStar
     };
     let reply = match node.propose_command(cmd).await? {
         CoreResponse::Acquire(a) => a,
-        other => return Err(crate::error::unexpected(&other)),
+        other => return Err(crate::services::status::unexpected(&other)),
     };
     Ok(match reply.outcome {
         AcquireOutcome::Granted {
@@ -392,7 +392,7 @@ async fn release(node: &Node, r: pb::ReleaseRequest) -> Result<pb::ReleaseRespon
             lease_id,
             released: true,
         }),
-        other => Err(crate::error::unexpected(&other)),
+        other => Err(crate::services::status::unexpected(&other)),
     }
 }
 
@@ -588,13 +588,13 @@ impl Lock for LockService {
         let r = req.into_inner();
         validate::lease_id(r.lease_id).map_err(|e| command_status(&e))?;
         node.require_leader()?;
-        match crate::lease_service::renew_one(&node, r.lease_id).await? {
+        match crate::services::lease::renew_one(&node, r.lease_id).await? {
             Some(ttl_ms) => Ok(Response::new(pb::RenewResponse {
                 lease_id: r.lease_id,
                 ttl_ms,
                 sequence: r.sequence,
             })),
-            None => Err(crate::error::lease_not_live(r.lease_id)),
+            None => Err(crate::services::status::lease_not_live(r.lease_id)),
         }
     }
 
@@ -625,7 +625,7 @@ impl Lock for LockService {
                 lease_id,
                 revoked: true,
             })),
-            other => Err(crate::error::unexpected(&other)),
+            other => Err(crate::services::status::unexpected(&other)),
         }
     }
 
@@ -647,7 +647,7 @@ impl Lock for LockService {
             CoreResponse::Proclaimed { resource, lease_id } => {
                 Ok(Response::new(pb::ProclaimResponse { resource, lease_id }))
             }
-            other => Err(crate::error::unexpected(&other)),
+            other => Err(crate::services::status::unexpected(&other)),
         }
     }
 
@@ -726,7 +726,7 @@ impl Lock for LockService {
         let m = node.raft.metrics().borrow_watched().clone();
         if m.current_leader.is_some() && m.current_leader != Some(node.id) {
             // The leader's view is the one with replication progress.
-            return Err(crate::error::not_leader(node.leader()));
+            return Err(crate::services::status::not_leader(node.leader()));
         }
         let timing = &node.config.timing;
         let mut members = Vec::new();
@@ -770,7 +770,8 @@ impl Lock for LockService {
                 _ if m.state == ServerState::Leader => "unreachable",
                 _ => role,
             };
-            let (term, lag_entries) = crate::membership::term_and_lag(&m, *id, role, applied_index);
+            let (term, lag_entries) =
+                crate::node::membership::term_and_lag(&m, *id, role, applied_index);
             members.push(pb::Member {
                 id: *id,
                 addr: n.addr.clone(),

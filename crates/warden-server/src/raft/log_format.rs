@@ -9,7 +9,7 @@
 //! the [`warden_proto::LOG_FORMAT_METADATA`] header of every answer of the
 //! peer service's Raft calls (AppendEntries, the AppendStream's opening,
 //! votes, snapshots, transfer-leader); an older node sends no header, which
-//! counts as format 0. The calling side ([`crate::network`]) records the
+//! counts as format 0. The calling side ([`crate::raft::network`]) records the
 //! latest format each peer answered with in [`LogFormats`]; a restarted or
 //! replaced node's first answer replaces it (openraft holds several
 //! connections to a peer, so one of them timing out forgets nothing).
@@ -17,7 +17,7 @@
 //! [`LogFormats::may_pack`] is true only while every member of the current
 //! membership other than this node (voters and learners, as openraft's
 //! metrics show it; fed by [`LogFormats::set_members`]) has reported at least
-//! [`BATCH_LOG_FORMAT`]. Until then the [`crate::proposer`] sends every
+//! [`BATCH_LOG_FORMAT`]. Until then the [`crate::node::proposer`] sends every
 //! command alone as a plain entry, as before packing existed. The flag is an
 //! atomic recomputed when a report or the membership changes, so the
 //! proposer reads it without a lock. Its changes are logged at info.
@@ -160,7 +160,7 @@ impl LogFormats {
 /// Keeps `formats`' membership equal to `raft`'s effective membership
 /// (voters and learners of every configuration, joint ones included), from
 /// openraft's metrics; runs until the Raft handle shuts down.
-pub async fn follow_membership(raft: crate::raft_types::Raft, formats: Arc<LogFormats>) {
+pub async fn follow_membership(raft: crate::raft::Raft, formats: Arc<LogFormats>) {
     use openraft::async_runtime::WatchReceiver as _;
     // The server metrics, not `metrics()`: openraft publishes these only when
     // the vote, state, leader or membership changed, not after every entry,

@@ -1,7 +1,7 @@
 //! The public `warden.v1.Admin` gRPC service (issue 3, item 5): `List`,
 //! `ForceRelease` and `AuditTrail`; and (issue 8) `AddNode`, `RemoveNode`,
-//! `ReplaceNode` (see [`crate::membership`]) and `SaveSnapshot` (a
-//! read-index-confirmed copy of the leader's table, see [`crate::backup`]).
+//! `ReplaceNode` (see [`crate::node::membership`]) and `SaveSnapshot` (a
+//! read-index-confirmed copy of the leader's table, see [`crate::raft::backup`]).
 //!
 //! `List` and `AuditTrail` are linearizable reads (read-index, as `Status`).
 //! The ages `List` reports come from this node's own deadline table (when it
@@ -20,9 +20,9 @@ use warden_core::validate;
 use warden_proto::v1 as pb;
 use warden_proto::v1::admin_server::Admin;
 
-use crate::error::command_status;
-use crate::lock_service::{linearizable_read, request_header};
 use crate::node::NodeCell;
+use crate::services::lock::{linearizable_read, request_header};
+use crate::services::status::command_status;
 
 /// Longest `requested_by` a caller may send, in bytes; the server appends
 /// " from <caller address>" and the whole stays within
@@ -157,7 +157,7 @@ impl Admin for AdminService {
                 lease_id,
                 fencing_token,
             })),
-            other => Err(crate::error::unexpected(&other)),
+            other => Err(crate::services::status::unexpected(&other)),
         }
     }
 
@@ -192,7 +192,7 @@ impl Admin for AdminService {
     ) -> Result<Response<pb::MembershipResponse>, Status> {
         let node = self.node.get()?;
         let r = req.into_inner();
-        crate::membership::add_node(&node, r.node_id, &r.addr)
+        crate::node::membership::add_node(&node, r.node_id, &r.addr)
             .await
             .map(Response::new)
     }
@@ -202,7 +202,7 @@ impl Admin for AdminService {
         req: Request<pb::RemoveNodeRequest>,
     ) -> Result<Response<pb::MembershipResponse>, Status> {
         let node = self.node.get()?;
-        crate::membership::remove_node(&node, req.into_inner().node_id)
+        crate::node::membership::remove_node(&node, req.into_inner().node_id)
             .await
             .map(Response::new)
     }
@@ -213,7 +213,7 @@ impl Admin for AdminService {
     ) -> Result<Response<pb::MembershipResponse>, Status> {
         let node = self.node.get()?;
         let r = req.into_inner();
-        crate::membership::replace_node(&node, r.old_node_id, r.new_node_id, &r.addr)
+        crate::node::membership::replace_node(&node, r.old_node_id, r.new_node_id, &r.addr)
             .await
             .map(Response::new)
     }
@@ -232,7 +232,7 @@ impl Admin for AdminService {
         let log_id = m
             .last_applied
             .ok_or_else(|| Status::unavailable("nothing applied yet; retry shortly"))?;
-        let leader = crate::raft_types::leader_of(&log_id);
+        let leader = crate::types::leader_of(&log_id);
         Ok(Response::new(pb::SaveSnapshotResponse {
             cluster_id: node.cluster_id.clone(),
             applied_index: log_id.index(),

@@ -40,7 +40,7 @@ pub async fn run(node: Weak<Node>, mut rx: mpsc::Receiver<RenewJob>, window: Dur
         }
         let Some(node) = node.upgrade() else { return };
         if node.shared.bugs.renew_acked_before_commit {
-            jobs = crate::inject::ack_renews_from_memory(&node, jobs);
+            jobs = ack_renews_from_memory(&node, jobs);
         }
         let ids: BTreeSet<u64> = jobs.iter().map(|j| j.lease_id).collect();
         let node2: Arc<Node> = node.clone();
@@ -53,7 +53,7 @@ pub async fn run(node: Weak<Node>, mut rx: mpsc::Receiver<RenewJob>, window: Dur
         // leases, and a scan of the reply per job was quadratic).
         let renewed: Result<std::collections::BTreeMap<u64, Option<u64>>, Status> = match result {
             Ok((Response::Renewed(list), _)) => Ok(list.into_iter().collect()),
-            Ok((other, _)) => Err(crate::error::unexpected(&other)),
+            Ok((other, _)) => Err(crate::services::status::unexpected(&other)),
             Err(s) => Err(s),
         };
         for job in jobs {
@@ -64,4 +64,28 @@ pub async fn run(node: Weak<Node>, mut rx: mpsc::Receiver<RenewJob>, window: Dur
             let _ = job.reply.send(r);
         }
     }
+}
+
+/// `renew_acked_before_commit`: a node that believes it leads answers every
+/// renew of the batch at once from its own table (the lease's TTL, or "not
+/// live"), before the batch is proposed; the returned jobs carry detached
+/// reply channels, so the batch is still proposed and its result dropped.
+pub(crate) fn ack_renews_from_memory(node: &Node, jobs: Vec<RenewJob>) -> Vec<RenewJob> {
+    if node.leader_id_if_leader().is_none() {
+        return jobs;
+    }
+    let Ok(m) = node.shared.machine.lock() else {
+        return jobs;
+    };
+    jobs.into_iter()
+        .map(|job| {
+            let ttl_ms = m.table.lease(job.lease_id).map(|l| l.ttl_ms);
+            let _ = job.reply.send(Ok(ttl_ms));
+            let (reply, _) = tokio::sync::oneshot::channel();
+            RenewJob {
+                lease_id: job.lease_id,
+                reply,
+            }
+        })
+        .collect()
 }

@@ -59,8 +59,6 @@ openraft::declare_raft_types!(
 /// runs inside `Rt::scope(seed, ..)` (see `run_injected`).
 pub type Rt = openraft_rt::deterministic_rng::DeterministicRng<openraft_rt_tokio::TokioRuntime>;
 
-/// The Raft handle.
-pub type Raft = openraft::Raft<TypeConfig, crate::store::StateMachineStore>;
 /// Log id.
 pub type LogId = openraft::alias::LogIdOf<TypeConfig>;
 /// Vote.

@@ -32,7 +32,7 @@
 //! Commands that waited in the queue get the leader's due list as it is when
 //! they go out ([`Sink::refresh`]), so the wait does not age it (S8).
 //!
-//! Packing is gated on the cluster's version ([`crate::log_format`]): while
+//! Packing is gated on the cluster's version ([`crate::raft::log_format`]): while
 //! some member has not reported a log format that reads `Command::Batch`
 //! ([`LogFormats::may_pack`] is false), every command goes to the sink alone
 //! at once, as before packing existed, and commands still queued from before
@@ -47,8 +47,8 @@ use tonic::Status;
 use warden_core::limits::MAX_BATCH_COMMANDS;
 use warden_core::types::{Command, Response};
 
-use crate::log_format::LogFormats;
-use crate::raft_types::LogId;
+use crate::raft::log_format::LogFormats;
+use crate::types::LogId;
 
 /// What a proposal returns: the command's response and its entry's log id.
 pub type Proposed = Result<(Response, LogId), Status>;
@@ -205,7 +205,7 @@ impl<S: Sink> Inner<S> {
                 }
             }
             Ok((other, _)) => {
-                let status = crate::error::unexpected(&other);
+                let status = crate::services::status::unexpected(&other);
                 for reply in replies {
                     let _ = reply.send(Err(status.clone()));
                 }
@@ -280,7 +280,7 @@ impl<S: Sink> Proposer<S> {
             // The whole wait, queue and entry, is bounded like a direct write
             // (L3: fail clearly within the caller's deadline).
             Route::Queued(rx) => match tokio::time::timeout(self.inner.queued_timeout, rx).await {
-                Err(_) => Err(crate::error::no_quorum()),
+                Err(_) => Err(crate::services::status::no_quorum()),
                 Ok(r) => r.unwrap_or_else(|_| Err(Status::unavailable("node stopping"))),
             },
         }

@@ -33,8 +33,8 @@ use warden_proto::peer::peer_client::PeerClient;
 use warden_proto::peer::{BootstrapId, BootstrapStateRequest, BootstrapStateResponse};
 
 use crate::config::ServerConfig;
-use crate::network::channel;
-use crate::peer_service::PeerState;
+use crate::raft::network::{channel, PeerConnector};
+use crate::raft::peer_service::PeerState;
 use crate::store::{KEY_CLUSTER_ID, KEY_PREPARED_CLUSTER_ID};
 use crate::ServerError;
 
@@ -54,8 +54,12 @@ pub struct Bootstrapped {
 const POLL: Duration = Duration::from_millis(200);
 const RPC_TIMEOUT: Duration = Duration::from_millis(500);
 
-async fn peer_state(addr: &str, me: u64) -> Option<BootstrapStateResponse> {
-    let ch = channel(addr).ok()?;
+async fn peer_state(
+    connector: &dyn PeerConnector,
+    addr: &str,
+    me: u64,
+) -> Option<BootstrapStateResponse> {
+    let ch = channel(connector, addr).ok()?;
     let mut c = PeerClient::new(ch);
     let mut req = Request::new(BootstrapStateRequest { from_node_id: me });
     req.set_timeout(RPC_TIMEOUT);
@@ -68,15 +72,25 @@ async fn peer_state(addr: &str, me: u64) -> Option<BootstrapStateResponse> {
 
 /// Every peer's bootstrap state, asked concurrently (a down peer costs one
 /// RPC timeout in all, not one each).
-async fn ask_peers(peers: &[(u64, String)], me: u64) -> Vec<(u64, Option<BootstrapStateResponse>)> {
+async fn ask_peers(
+    connector: &dyn PeerConnector,
+    peers: &[(u64, String)],
+    me: u64,
+) -> Vec<(u64, Option<BootstrapStateResponse>)> {
     let asks = peers
         .iter()
-        .map(|(id, addr)| async move { (*id, peer_state(addr, me).await) });
+        .map(|(id, addr)| async move { (*id, peer_state(connector, addr, me).await) });
     futures::future::join_all(asks).await
 }
 
-async fn send_id(addr: &str, me: u64, id: &str, commit: bool) -> Result<(), String> {
-    let ch = channel(addr).map_err(|e| e.to_string())?;
+async fn send_id(
+    connector: &dyn PeerConnector,
+    addr: &str,
+    me: u64,
+    id: &str,
+    commit: bool,
+) -> Result<(), String> {
+    let ch = channel(connector, addr).map_err(|e| e.to_string())?;
     let mut c = PeerClient::new(ch);
     let mut req = Request::new(BootstrapId {
         from_node_id: me,
@@ -110,6 +124,7 @@ pub async fn bootstrap(
     config: &ServerConfig,
     state: Arc<PeerState>,
 ) -> Result<Bootstrapped, ServerError> {
+    let connector = state.connector.as_ref();
     let storage = |e: std::io::Error| ServerError::Storage(e.to_string());
     if let Some(id) = state.db.get_meta_string(KEY_CLUSTER_ID).map_err(storage)? {
         // A data dir of another cluster: every peer that answers names a
@@ -122,7 +137,7 @@ pub async fn bootstrap(
             .filter(|(pid, _)| **pid != me)
             .map(|(pid, a)| (*pid, a.clone()))
             .collect();
-        let theirs: Vec<String> = ask_peers(&peers, me)
+        let theirs: Vec<String> = ask_peers(connector, &peers, me)
             .await
             .into_iter()
             .filter_map(|(_, a)| a.map(|a| a.committed_cluster_id))
@@ -151,7 +166,7 @@ pub async fn bootstrap(
         if let Some(id) = rx.borrow_and_update().clone() {
             return Ok(Bootstrapped::existing(id));
         }
-        let answers = ask_peers(&others, me).await;
+        let answers = ask_peers(connector, &others, me).await;
         let prepared = state
             .db
             .get_meta_string(KEY_PREPARED_CLUSTER_ID)
@@ -213,14 +228,14 @@ pub async fn bootstrap(
                 .map_err(storage)?;
             let mut ok = true;
             for (_, addr) in &reachable {
-                if let Err(e) = send_id(addr, me, &id, false).await {
+                if let Err(e) = send_id(connector, addr, me, &id, false).await {
                     tracing::info!("bootstrap prepare: {e}");
                     ok = false;
                 }
             }
             if ok {
                 for (_, addr) in &reachable {
-                    if let Err(e) = send_id(addr, me, &id, true).await {
+                    if let Err(e) = send_id(connector, addr, me, &id, true).await {
                         tracing::info!("bootstrap commit: {e}");
                         ok = false;
                     }
@@ -265,12 +280,21 @@ pub async fn bootstrap(
 
 /// With `--initial-cluster-state new`, pushes the committed cluster id to the
 /// members that were unreachable when the cluster formed, until each has it.
-pub async fn push_to_pending(me: u64, cluster_id: String, mut pending: Vec<(u64, String)>) {
+pub async fn push_to_pending(
+    connector: Arc<dyn PeerConnector>,
+    me: u64,
+    cluster_id: String,
+    mut pending: Vec<(u64, String)>,
+) {
     while !pending.is_empty() {
         let mut still = Vec::new();
         for (id, addr) in pending {
-            let ok = send_id(&addr, me, &cluster_id, false).await.is_ok()
-                && send_id(&addr, me, &cluster_id, true).await.is_ok();
+            let ok = send_id(connector.as_ref(), &addr, me, &cluster_id, false)
+                .await
+                .is_ok()
+                && send_id(connector.as_ref(), &addr, me, &cluster_id, true)
+                    .await
+                    .is_ok();
             if ok {
                 tracing::info!(node_id = id, "sent the cluster id to a late member");
             } else {
@@ -286,11 +310,15 @@ pub async fn push_to_pending(me: u64, cluster_id: String, mut pending: Vec<(u64,
 
 /// The committed cluster id of the cluster whose leader answers at one of
 /// `peers`, and whether node `me` is in its membership.
-async fn leader_view(peers: &[(u64, String)], me: u64) -> Option<(String, bool)> {
+async fn leader_view(
+    connector: &dyn PeerConnector,
+    peers: &[(u64, String)],
+    me: u64,
+) -> Option<(String, bool)> {
     use warden_proto::v1::lock_client::LockClient;
     use warden_proto::v1::ClusterStatusRequest;
     let asks = peers.iter().map(|(_, addr)| async move {
-        let ch = channel(addr).ok()?;
+        let ch = channel(connector, addr).ok()?;
         let mut c = LockClient::new(ch);
         let mut req = Request::new(ClusterStatusRequest {});
         req.set_timeout(RPC_TIMEOUT);
@@ -331,6 +359,7 @@ impl Bootstrapped {
 
 /// `--join` on an empty data dir: wait for a leader to hand over the id.
 async fn join(config: &ServerConfig, state: Arc<PeerState>) -> Result<Bootstrapped, ServerError> {
+    let connector = state.connector.as_ref();
     let me = config.node_id;
     let others = other_peers(config);
     let mut rx = state.cluster_id.subscribe();
@@ -341,7 +370,7 @@ async fn join(config: &ServerConfig, state: Arc<PeerState>) -> Result<Bootstrapp
             tracing::info!(cluster_id = %id, "joined: received the cluster id from the leader");
             return Ok(Bootstrapped::existing(id));
         }
-        if let Some((cluster_id, member)) = leader_view(&others, me).await {
+        if let Some((cluster_id, member)) = leader_view(connector, &others, me).await {
             // The leader hands the id over before adding a member: if we are
             // a member and still have no id, our data dir lost it.
             if member && rx.borrow().is_none() {
@@ -370,12 +399,13 @@ async fn join(config: &ServerConfig, state: Arc<PeerState>) -> Result<Bootstrapp
 /// # Errors
 /// A one-line reason: unreachable, another node id, another cluster.
 pub async fn hand_over_cluster_id(
+    connector: &dyn PeerConnector,
     addr: &str,
     me: u64,
     expected: u64,
     cluster_id: &str,
 ) -> Result<(), String> {
-    let st = peer_state(addr, me).await.ok_or_else(|| {
+    let st = peer_state(connector, addr, me).await.ok_or_else(|| {
         format!(
             "unreachable (start it with --join first): no answer within {} ms",
             RPC_TIMEOUT.as_millis()
@@ -393,6 +423,6 @@ pub async fn hand_over_cluster_id(
             st.committed_cluster_id
         ));
     }
-    send_id(addr, me, cluster_id, false).await?;
-    send_id(addr, me, cluster_id, true).await
+    send_id(connector, addr, me, cluster_id, false).await?;
+    send_id(connector, addr, me, cluster_id, true).await
 }

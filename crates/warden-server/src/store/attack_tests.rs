@@ -5,11 +5,22 @@
 //! sector by sector), must reopen, keep every acknowledged entry, bring back
 //! no truncated entry, and keep a committed id that names an entry on disk.
 
+use std::collections::BTreeMap;
+use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use openraft::impls::leader_id_adv::LeaderId as RaftLeaderId;
+use openraft::storage::{IOFlushed, RaftLogStorage};
+use openraft::{EntryPayload, RaftLogReader};
+use redb::{ReadableDatabase, ReadableTable};
+use warden_core::types::{Command, LogEntry};
 
+use super::log_writer::{write_group, LogDisk, LogWrite, Tail, WAL_FOLD_BYTES};
+use super::rows::{decode_row_entry, encode_row};
+use super::wal::Wal;
 use super::*;
+use crate::types::{Entry, LogId};
 
 /// Every file of the node, with what reached the disk at each fsync.
 #[derive(Debug, Default)]
@@ -69,7 +80,7 @@ impl redb::StorageBackend for RecFile {
 #[derive(Debug, Clone)]
 struct Factory(Arc<Mutex<Rec>>);
 
-impl crate::inject::DiskFactory for Factory {
+impl DiskFactory for Factory {
     fn open(&self, data_dir: &Path) -> Box<dyn redb::StorageBackend> {
         Box::new(RecFile {
             rec: self.0.clone(),
@@ -125,7 +136,7 @@ fn row(term: u64, index: u64, pad: usize) -> (u64, Vec<u8>) {
     };
     let e = Entry {
         log_id: lid(term, index),
-        payload: EntryPayload::Normal(crate::raft_types::Request(LogEntry::V1(cmd))),
+        payload: EntryPayload::Normal(crate::types::Request(LogEntry::V1(cmd))),
     };
     (index, encode_row(None, &e).expect("row"))
 }
@@ -446,7 +457,7 @@ async fn queued_entries_below_a_stale_flushed_are_not_evicted() {
     };
     let ent = |term: u64, i: u64| Entry {
         log_id: lid(term, i),
-        payload: EntryPayload::Normal(crate::raft_types::Request(LogEntry::V1(Command::Noop))),
+        payload: EntryPayload::Normal(crate::types::Request(LogEntry::V1(Command::Noop))),
     };
     // `LogStore::append` up to the send: the entries join the tail.
     let queue_append = |term: u64, r: std::ops::RangeInclusive<u64>| {

@@ -1,0 +1,11 @@
+//! Consensus glue: the Raft handle, the peer network (both sides), the
+//! two-phase cluster id, the log-format gate, and backups.
+
+pub mod backup;
+pub mod bootstrap;
+pub mod log_format;
+pub mod network;
+pub mod peer_service;
+
+/// The Raft handle.
+pub type Raft = openraft::Raft<crate::types::TypeConfig, crate::store::StateMachineStore>;

@@ -1,0 +1,169 @@
+//! Simulator-only hooks: an observer of each apply, a view of a running
+//! node for the simulator's fault scripts, and the switches that reintroduce
+//! known bugs so the simulator's checkers can be shown to catch them.
+//!
+//! Everything here takes core types (the lock table, deadlines, commands)
+//! and the small [`SimNode`] view, never the server's own structures.
+//! Production never turns a bug switch on and never sets an observer.
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use warden_core::deadline::Deadlines;
+use warden_core::table::{Applied, LockTable};
+use warden_core::types::{Command, LeaderId};
+
+/// What the simulator may ask of a running node.
+pub trait SimNode: Send + Sync + Debug + 'static {
+    /// This node's id.
+    fn node_id(&self) -> u64;
+
+    /// This node's leader id if it believes it leads now.
+    fn leader_id_if_leader(&self) -> Option<LeaderId>;
+
+    /// Proposes `cmd` to this node's local Raft handle as a leader duty is
+    /// proposed (no validation, no due list); resolves once it applied here
+    /// or failed.
+    fn propose_duty(self: Arc<Self>, cmd: Command) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+}
+
+/// Simulator-only switches that reintroduce known bugs, so the simulator's
+/// checkers can be shown to catch them. All off by default; production never
+/// turns one on (nothing outside the simulator constructs a non-default value).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BugSwitches {
+    /// A new leader restarts every lease's countdown with its full TTL
+    /// (etcd issue 9395; breaks L2).
+    pub full_ttl_reset_at_election: bool,
+    /// Leases that only wait are never expired and due lists name no waiter,
+    /// so a waiter whose lease is due is granted (Jepsen etcd 3.4.3; breaks S8).
+    pub grant_to_due_waiter: bool,
+    /// A stalled ex-leader's expiries reach the new leader through a
+    /// forwarding path and apply without the leader-id and `last_index`
+    /// guards (etcd issue 15247; breaks S4/S5).
+    pub expiry_via_forwarding: bool,
+    /// The outcome table is left out of snapshots (breaks S7).
+    pub outcome_table_not_in_snapshot: bool,
+    /// Apply uses the entry's leader's clock reading as the append stamp:
+    /// an instant compared across nodes (breaks S4/L1).
+    pub instant_across_nodes: bool,
+    /// The fencing token is the grant's log index: several grants made by
+    /// one entry share it (breaks S2 and the fence's "equal = same holder").
+    pub token_is_log_index: bool,
+    /// A leader acknowledges each renew from its own memory before the
+    /// renew's entry commits; a deposed leader keeps doing so (breaks S4/S5).
+    pub renew_acked_before_commit: bool,
+}
+
+/// Simulator-only observer of a node's state machine.
+pub trait Observer: Send + Sync + Debug + 'static {
+    /// Called after each normal entry is applied on `node_id`, with the table
+    /// and deadlines as they are after that entry, the entry's append stamp
+    /// and the apply time on this node's clock (the lock on the machine is
+    /// held: do not block).
+    #[allow(clippy::too_many_arguments)]
+    fn on_apply(
+        &self,
+        node_id: u64,
+        index: u64,
+        log_leader: LeaderId,
+        cmd: &Command,
+        applied: &Applied,
+        table: &LockTable,
+        deadlines: &warden_core::deadline::Deadlines,
+        stamp: std::time::Duration,
+        now: std::time::Duration,
+    );
+
+    /// Called once when the node starts serving (after bootstrap).
+    fn on_started(&self, _node: Arc<dyn SimNode>) {}
+
+    /// `instant_across_nodes`: the clock reading of node `node_id` now.
+    fn clock_of(&self, _node_id: u64) -> Option<std::time::Duration> {
+        None
+    }
+
+    /// `expiry_via_forwarding`: hands an ex-leader's expiry to whoever
+    /// leads now (the "forwarding path").
+    fn forward_expiry(&self, _from: u64, _cmd: Command) {}
+}
+
+/// The command as a buggy server would apply it (simulator only): see
+/// [`BugSwitches`]. With every switch off it is `cmd` unchanged.
+pub(crate) fn buggy_command(
+    bugs: &BugSwitches,
+    table: &LockTable,
+    log_leader: LeaderId,
+    cmd: &Command,
+) -> Command {
+    if let Command::Batch(cmds) = cmd {
+        // A packed entry: each command as the buggy server would apply it.
+        return Command::Batch(
+            cmds.iter()
+                .map(|c| buggy_command(bugs, table, log_leader, c))
+                .collect(),
+        );
+    }
+    let mut cmd = cmd.clone();
+    let due = match &mut cmd {
+        Command::Acquire(a) => a.due.as_mut(),
+        Command::Release(r) => r.due.as_mut(),
+        Command::Revoke(r) => r.due.as_mut(),
+        Command::ForceRelease(f) => f.due.as_mut(),
+        Command::EndLockDelay(e) => e.due.as_mut(),
+        Command::Expire(d) => Some(d),
+        _ => None,
+    };
+    if let Some(due) = due {
+        if bugs.grant_to_due_waiter {
+            due.waiters.clear();
+            due.leases.retain(|l| {
+                table
+                    .lease(l.lease_id)
+                    .is_none_or(|r| !r.locks.is_empty() || r.waits.is_empty())
+            });
+        }
+    }
+    if bugs.expiry_via_forwarding {
+        if let Command::Expire(due) = &mut cmd {
+            if due.leader != log_leader {
+                due.leader = log_leader;
+                for l in &mut due.leases {
+                    if let Some(r) = table.lease(l.lease_id) {
+                        l.last_index = r.last_index;
+                    }
+                }
+            }
+        }
+    }
+    cmd
+}
+
+/// `full_ttl_reset_at_election`: every lease's countdown restarts at `now`
+/// with its full TTL (etcd issue 9395).
+pub(crate) fn reset_full_ttls(table: &LockTable, deadlines: &mut Deadlines, now: Duration) {
+    for lease in table.leases() {
+        let effect = warden_core::Effect::LeaseSet {
+            lease_id: lease.lease_id,
+            ttl_ms: lease.ttl_ms,
+        };
+        deadlines.on_effect(&effect, now, now);
+    }
+}
+
+/// `outcome_table_not_in_snapshot`: the snapshot bytes of `table`, last
+/// applied at `index` under `leader`, with every client's outcome record
+/// dropped.
+pub(crate) fn without_outcomes(table: &LockTable, index: u64, leader: LeaderId) -> Vec<u8> {
+    let mut t = table.clone();
+    let clients: Vec<(u64, u64)> = t.clients().collect();
+    let _ = t.apply(
+        index,
+        leader,
+        &Command::DropClients(warden_core::types::DropClients { leader, clients }),
+    );
+    t.to_snapshot()
+}

@@ -1,0 +1,112 @@
+//! Durable storage: the Raft log (a write-ahead file folded into redb) and
+//! vote in redb, and the in-memory state machine (the lock table plus this
+//! node's deadline table).
+//!
+//! What is on disk when each method returns:
+//! - [`LogStore`] `append`: returns once the entries are readable (an
+//!   in-memory tail) and queued for the log-writer thread, which writes every
+//!   queued append as one record of the log's write-ahead file and fsyncs it
+//!   (one `write` and one `fdatasync` per group: group commit, see
+//!   [`crate::store::wal`]) and only then fires each IO callback, so Raft never
+//!   counts this node towards a quorum for an entry it could lose (S3). Every
+//!   4 MiB of records the file is folded into redb in one transaction and
+//!   starts over; opening the data dir folds whatever it holds. A write error
+//!   reaches openraft through the callback and is fatal for the node. On an
+//!   injected disk (the simulator) the write is committed inline before
+//!   `append` returns, on a write-ahead file of the injected disk.
+//! - `save_vote`, `truncate_after`, `purge`: committed (fsync'd) before
+//!   returning (truncate and purge through the writer's queue, in order:
+//!   the write-ahead file is folded first, then they run in redb, so the
+//!   file only ever holds appends).
+//! - `save_committed`: written without an fsync (see the method).
+//! - [`StateMachineStore`] keeps the table in memory; applying needs no fsync.
+//!   Snapshots are written to redb (fsync'd) when built or installed; on start
+//!   the last one is loaded and openraft re-applies the committed log after it.
+//!
+//! Each entry is stamped with this node's clock when it reaches the local log
+//! (kept in memory, and persisted with the clock's epoch beside the entry):
+//! apply uses it as the start of a lease's countdown (SEMANTICS "Time"). An
+//! entry replayed after a restart on the same epoch gets its persisted stamp;
+//! one with no usable stamp uses the apply time, which is later still.
+//!
+//! # Files
+//!
+//! - `db.rs`: the redb database of a data dir ([`Db`]): open (fold the
+//!   write-ahead file, migrate an older layout), meta values, seeding a
+//!   restored data dir; [`DiskFactory`] for an injected disk.
+//! - `rows.rs`: the log row codec (append stamp + entry).
+//! - `wal.rs`: the log's write-ahead file (format and recovery).
+//! - `log_writer.rs`: group commit into the write-ahead file, folds into
+//!   redb, the in-memory tail.
+//! - `log_store.rs`: [`LogStore`], openraft's `RaftLogStorage`.
+//! - `state_machine.rs`: [`StateMachineStore`], openraft's
+//!   `RaftStateMachine` over [`Machine`] (lock table + deadline table).
+
+use std::io;
+
+use redb::TableDefinition;
+use serde::{Deserialize, Serialize};
+
+mod db;
+mod log_store;
+mod log_writer;
+mod rows;
+mod state_machine;
+mod wal;
+
+#[cfg(test)]
+mod attack_tests;
+#[cfg(test)]
+mod test_support;
+
+pub use db::{Db, DiskFactory};
+pub use log_store::LogStore;
+pub use log_writer::{Stamps, WAL_FILE};
+pub use state_machine::{Machine, Shared, StateMachineStore};
+
+/// Log index → one row: the entry's append stamp, then the entry (see
+/// [`encode_row`]). The stamp is the node clock's epoch and the time the
+/// entry reached this node's log (ns), so a process restarted on the same
+/// clock epoch (same boot) replays its log with the stamps it had, not with
+/// "now" (L2 across crash-restarts). Node-local. One row per entry, so an
+/// append writes one B-tree, not two (docs/performance.md).
+pub(super) const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("raft_log_v2");
+pub(super) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+/// The log before the stamp moved into the row: postcard entries only.
+/// Migrated into [`LOG`] when a data dir is opened.
+pub(super) const OLD_LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("raft_log");
+/// The stamps before they moved into the row (16 bytes: epoch, ns).
+pub(super) const OLD_STAMPS: TableDefinition<u64, &[u8]> = TableDefinition::new("append_stamps");
+/// Node-local lease deadlines at the last snapshot built here, with the clock
+/// epoch they were taken on.
+pub(super) const KEY_SNAPSHOT_DEADLINES: &str = "snapshot_deadlines";
+
+pub(super) const KEY_VOTE: &str = "vote";
+pub(super) const KEY_COMMITTED: &str = "committed";
+pub(super) const KEY_PURGED: &str = "last_purged";
+pub(super) const KEY_SNAPSHOT: &str = "snapshot";
+/// The node id this data dir belongs to.
+pub const KEY_NODE_ID: &str = "node_id";
+/// The committed cluster id (SEMANTICS "Membership").
+pub const KEY_CLUSTER_ID: &str = "cluster_id";
+/// A cluster id proposed in bootstrap phase 1, not yet committed.
+pub const KEY_PREPARED_CLUSTER_ID: &str = "prepared_cluster_id";
+
+pub(super) fn io_err(e: impl std::fmt::Display) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+pub(super) fn encode<T: Serialize>(v: &T) -> Result<Vec<u8>, io::Error> {
+    postcard::to_allocvec(v).map_err(io_err)
+}
+
+pub(super) fn decode<'a, T: Deserialize<'a>>(b: &'a [u8]) -> Result<T, io::Error> {
+    postcard::from_bytes(b).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
+}
+
+#[derive(Serialize, Deserialize)]
+/// A snapshot as the meta table keeps it.
+pub(super) struct StoredSnapshot {
+    pub(super) meta: crate::types::SnapshotMeta,
+    pub(super) data: Vec<u8>,
+}

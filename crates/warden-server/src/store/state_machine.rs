@@ -1,0 +1,517 @@
+//! The openraft state machine: the replicated lock table and this node's
+//! deadline table, applied in memory; snapshots in redb.
+
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::{Stream, TryStreamExt};
+use openraft::entry::RaftEntry;
+use openraft::storage::{EntryResponder, RaftStateMachine};
+use openraft::{EntryPayload, OptionalSend, RaftSnapshotBuilder};
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+use warden_core::deadline::Deadlines;
+use warden_core::table::LockTable;
+use warden_core::types::{Command, LogEntry, Response};
+
+use super::db::Db;
+use super::log_writer::Stamps;
+use super::{decode, encode, io_err, StoredSnapshot, KEY_SNAPSHOT, KEY_SNAPSHOT_DEADLINES};
+use crate::clock::Clock;
+use crate::types::{leader_of, LogId, Snapshot, SnapshotMeta, StoredMembership, TypeConfig};
+
+/// What the state machine holds: the replicated lock table and this node's
+/// (non-replicated) deadline table.
+#[derive(Debug)]
+pub struct Machine {
+    /// The replicated lock table.
+    pub table: LockTable,
+    /// This node's deadlines, filled at apply (SEMANTICS "Time").
+    pub deadlines: Deadlines,
+    /// Last applied log id.
+    pub last_applied: Option<LogId>,
+    /// Last applied membership.
+    pub membership: StoredMembership,
+}
+
+/// State shared between the state machine (writer) and the services (readers).
+#[derive(Debug)]
+pub struct Shared {
+    /// The machine. Held only for short, non-async sections.
+    pub machine: Mutex<Machine>,
+    /// The last applied log index; services wait on it.
+    pub applied: watch::Sender<u64>,
+    /// This node's clock.
+    pub clock: Arc<dyn Clock>,
+    /// Append stamps.
+    pub stamps: Stamps,
+    /// Node-local event log for the Watch service, fed at apply.
+    pub events: crate::services::watch::EventLog,
+    /// This node's id (for the observer).
+    pub node_id: u64,
+    /// Simulator-only observer of each apply.
+    pub observer: Option<Arc<dyn crate::sim_hooks::Observer>>,
+    /// Simulator-only bug switches (all off in production).
+    pub bugs: crate::sim_hooks::BugSwitches,
+}
+
+/// This node's lease deadlines when it built its last snapshot (node-local).
+#[derive(Serialize, Deserialize)]
+struct SnapshotDeadlines {
+    epoch: u64,
+    index: u64,
+    leases: Vec<(u64, u64)>,
+}
+
+/// The openraft state machine over [`Shared`].
+#[derive(Clone, Debug)]
+pub struct StateMachineStore {
+    /// Shared state.
+    pub shared: Arc<Shared>,
+    db: Db,
+}
+
+impl StateMachineStore {
+    /// Opens the state machine: loads the last snapshot from `db`, if any.
+    pub fn open(db: Db, clock: Arc<dyn Clock>, stamps: Stamps) -> Result<Self, io::Error> {
+        Self::open_injected(db, clock, stamps, 0, None, Default::default())
+    }
+
+    /// [`Self::open`] with the simulator's observer and bug switches.
+    pub fn open_injected(
+        db: Db,
+        clock: Arc<dyn Clock>,
+        stamps: Stamps,
+        node_id: u64,
+        observer: Option<Arc<dyn crate::sim_hooks::Observer>>,
+        bugs: crate::sim_hooks::BugSwitches,
+    ) -> Result<Self, io::Error> {
+        let mut machine = Machine {
+            table: LockTable::new(),
+            deadlines: Deadlines::default(),
+            last_applied: None,
+            membership: StoredMembership::default(),
+        };
+        if let Some(bytes) = db.get_meta(KEY_SNAPSHOT)? {
+            let snap: StoredSnapshot = decode(&bytes)?;
+            machine.table = LockTable::from_snapshot(&snap.data).map_err(io_err)?;
+            // A lease loaded without being applied gets now + remaining_ms,
+            // unless this node built the snapshot on this clock epoch: then
+            // it gets back the exact deadline it had (L2 across restarts).
+            machine.deadlines = Deadlines::load(&machine.table, clock.now());
+            let index = snap.meta.last_log_id.as_ref().map(|l| l.index());
+            if let (Some(epoch), Some(bytes)) =
+                (clock.epoch(), db.get_meta(KEY_SNAPSHOT_DEADLINES)?)
+            {
+                if let Ok(side) = postcard::from_bytes::<SnapshotDeadlines>(&bytes) {
+                    if side.epoch == epoch && Some(side.index) == index {
+                        for (lease_id, ns) in side.leases {
+                            if machine.table.lease(lease_id).is_some() {
+                                let effect = warden_core::Effect::LeaseSet {
+                                    lease_id,
+                                    ttl_ms: 0,
+                                };
+                                machine.deadlines.on_effect(
+                                    &effect,
+                                    Duration::from_nanos(ns),
+                                    clock.now(),
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+            machine.last_applied = snap.meta.last_log_id;
+            machine.membership = snap.meta.last_membership.clone();
+        }
+        let applied_index = machine
+            .last_applied
+            .as_ref()
+            .map(|l| l.index())
+            .unwrap_or(0);
+        let (applied, _) = watch::channel(applied_index);
+        Ok(StateMachineStore {
+            shared: Arc::new(Shared {
+                machine: Mutex::new(machine),
+                applied,
+                clock,
+                stamps,
+                events: crate::services::watch::EventLog::new(
+                    crate::services::watch::DEFAULT_WINDOW,
+                    applied_index,
+                ),
+                node_id,
+                observer,
+                bugs,
+            }),
+            db,
+        })
+    }
+
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Machine>, io::Error> {
+        self.shared.machine.lock().map_err(io_err)
+    }
+
+    fn build(&self) -> Result<Snapshot, io::Error> {
+        let (meta, data, side) = {
+            let m = self.lock()?;
+            let meta = SnapshotMeta {
+                last_log_id: m.last_applied,
+                last_membership: m.membership.clone(),
+            };
+            let side = self.shared.clock.epoch().map(|epoch| SnapshotDeadlines {
+                epoch,
+                index: m.last_applied.as_ref().map(|l| l.index()).unwrap_or(0),
+                leases: m
+                    .table
+                    .leases()
+                    .filter_map(|l| {
+                        let d = m.deadlines.lease_deadline(l.lease_id)?;
+                        Some((l.lease_id, u64::try_from(d.as_nanos()).ok()?))
+                    })
+                    .collect(),
+            });
+            let data = if self.shared.bugs.outcome_table_not_in_snapshot {
+                crate::sim_hooks::without_outcomes(
+                    &m.table,
+                    meta.last_log_id.as_ref().map(|l| l.index()).unwrap_or(0),
+                    meta.last_log_id.as_ref().map(leader_of).unwrap_or_default(),
+                )
+            } else {
+                m.table.to_snapshot()
+            };
+            (meta, data, side)
+        };
+        // Written before the snapshot and tied to its index: a crash between
+        // the two writes leaves a sidecar that the old snapshot ignores.
+        if let Some(side) = side {
+            self.db.put_meta(KEY_SNAPSHOT_DEADLINES, &encode(&side)?)?;
+        }
+        let stored = StoredSnapshot {
+            meta: meta.clone(),
+            data: data.clone(),
+        };
+        self.db.put_meta(KEY_SNAPSHOT, &encode(&stored)?)?;
+        Ok(Snapshot {
+            meta,
+            snapshot: data,
+        })
+    }
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
+    type SnapshotData = Vec<u8>;
+
+    async fn build_snapshot(&mut self) -> Result<Snapshot, io::Error> {
+        self.build()
+    }
+}
+
+impl RaftStateMachine<TypeConfig> for StateMachineStore {
+    type SnapshotData = Vec<u8>;
+    type SnapshotBuilder = Self;
+
+    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), io::Error> {
+        let m = self.lock()?;
+        Ok((m.last_applied, m.membership.clone()))
+    }
+
+    async fn apply<Strm>(&mut self, mut entries: Strm) -> Result<(), io::Error>
+    where
+        Strm: Stream<Item = Result<EntryResponder<TypeConfig>, io::Error>> + Unpin + OptionalSend,
+    {
+        while let Some((entry, responder)) = entries.try_next().await? {
+            let log_id = entry.log_id();
+            let index = log_id.index();
+            let now = self.shared.clock.now();
+            let stamp = {
+                let mut stamps = self.shared.stamps.lock().map_err(io_err)?;
+                // Stamps at or below the applied index are no longer needed;
+                // drop them in place (no new map per applied entry).
+                while stamps.first_key_value().is_some_and(|(k, _)| *k < index) {
+                    stamps.pop_first();
+                }
+                stamps.remove(&index)
+            };
+            // Replayed after a restart: the stamp persisted at append, if it
+            // was taken on this clock's epoch (same boot); else the apply time,
+            // which is later still (never an early expiry).
+            let stamp = match (stamp, self.shared.clock.epoch()) {
+                (Some(s), _) => s,
+                (None, Some(epoch)) => self.db.persisted_stamp(index, epoch)?.unwrap_or(now),
+                (None, None) => now,
+            };
+            let response = {
+                let mut m = self.lock()?;
+                m.last_applied = Some(log_id);
+                match entry.payload {
+                    EntryPayload::Blank => Response::Done,
+                    EntryPayload::Membership(mem) => {
+                        m.membership = StoredMembership::new(Some(log_id), mem);
+                        Response::Done
+                    }
+                    EntryPayload::Normal(req) => {
+                        let LogEntry::V1(cmd) = &req.0;
+                        let log_leader = leader_of(&log_id);
+                        let bugs = self.shared.bugs;
+                        let mut stamp = stamp;
+                        let buggy;
+                        let cmd = if bugs == crate::sim_hooks::BugSwitches::default() {
+                            cmd
+                        } else {
+                            if bugs.instant_across_nodes {
+                                if let Some(o) = &self.shared.observer {
+                                    stamp = o.clock_of(log_leader.node_id).unwrap_or(stamp);
+                                }
+                            }
+                            if bugs.token_is_log_index {
+                                m.table.inject_token_is_log_index();
+                            }
+                            buggy =
+                                crate::sim_hooks::buggy_command(&bugs, &m.table, log_leader, cmd);
+                            &buggy
+                        };
+                        let applied = m.table.apply(index, log_leader, cmd);
+                        // A promotion grace counts from the Promote's stamp
+                        // (when it reached this log), not from the apply
+                        // time: a node restarted on the same clock epoch
+                        // replays its log with the persisted stamps, and a
+                        // grace re-based at each replay let a leader that
+                        // crash-loops and keeps winning push a dead lease a
+                        // second past every restart (L2: gone by r + TTL +
+                        // lock-delay + E; tests/cases/crash_loop.rs). The
+                        // stamp is no earlier than this leader's election, so
+                        // L4's T + G still holds. `on_effect` reads `now`
+                        // for `LeaseGraced` only.
+                        for effect in &applied.effects {
+                            m.deadlines.on_effect(effect, stamp, stamp);
+                        }
+                        if bugs.full_ttl_reset_at_election && matches!(cmd, Command::Promote(_)) {
+                            let m = &mut *m;
+                            crate::sim_hooks::reset_full_ttls(&m.table, &mut m.deadlines, now);
+                        }
+                        self.shared.events.record(index, &applied.effects);
+                        if let Some(o) = &self.shared.observer {
+                            o.on_apply(
+                                self.shared.node_id,
+                                index,
+                                log_leader,
+                                cmd,
+                                &applied,
+                                &m.table,
+                                &m.deadlines,
+                                stamp,
+                                now,
+                            );
+                        }
+                        applied.response
+                    }
+                }
+            };
+            self.shared.applied.send_replace(index);
+            if let Some(r) = responder {
+                r.send(response);
+            }
+        }
+        Ok(())
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        self.clone()
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta,
+        snapshot: Vec<u8>,
+    ) -> Result<(), io::Error> {
+        let table = LockTable::from_snapshot(&snapshot).map_err(io_err)?;
+        let stored = StoredSnapshot {
+            meta: meta.clone(),
+            data: snapshot,
+        };
+        self.db.put_meta(KEY_SNAPSHOT, &encode(&stored)?)?;
+        let index = {
+            let mut m = self.lock()?;
+            m.deadlines = Deadlines::load(&table, self.shared.clock.now());
+            m.table = table;
+            m.last_applied = meta.last_log_id;
+            m.membership = meta.last_membership.clone();
+            m.last_applied.as_ref().map(|l| l.index()).unwrap_or(0)
+        };
+        self.shared.events.reset(index);
+        self.shared.applied.send_replace(index);
+        tracing::info!(index, "installed a snapshot from the leader");
+        Ok(())
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, io::Error> {
+        match self.db.get_meta(KEY_SNAPSHOT)? {
+            Some(b) => {
+                let s: StoredSnapshot = decode(&b)?;
+                Ok(Some(Snapshot {
+                    meta: s.meta,
+                    snapshot: s.data,
+                }))
+            }
+            None => Ok(None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Each test names the property it defends.
+
+    use std::time::Duration;
+
+    use openraft::storage::{IOFlushed, RaftLogStorage};
+    use openraft::RaftLogReader;
+    use warden_core::types::Command;
+
+    use super::*;
+    use crate::store::test_support::*;
+
+    // S4 / "Time": an entry's lease countdown starts at its local append
+    // stamp; a snapshot loaded on restart gives each lease now + remaining_ms
+    // (never an earlier deadline), and snapshot bytes round-trip exactly.
+    #[tokio::test]
+    async fn stamps_start_countdowns_and_snapshots_reload() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let clock = Arc::new(FixedClock::default());
+        *clock.0.lock().expect("clock") = Duration::from_secs(100);
+        let snapshot_bytes = {
+            let (mut log, mut sm) = stores(dir.path(), clock.clone());
+            log.append([entry(1, 1, grant(1, 10_000))], IOFlushed::noop())
+                .await
+                .expect("append");
+            // Applied 3 s after it reached the log: the deadline still counts
+            // from the append (100 s + 10 s).
+            *clock.0.lock().expect("clock") = Duration::from_secs(103);
+            let e = log.try_get_log_entries(1..2).await.expect("read");
+            apply_entries(&mut sm, e).await;
+            {
+                let m = sm.shared.machine.lock().expect("machine");
+                assert_eq!(
+                    m.deadlines.lease_deadline(1),
+                    Some(Duration::from_secs(110))
+                );
+                assert_eq!(m.last_applied, Some(log_id(1, 1)));
+            }
+            assert_eq!(*sm.shared.applied.borrow(), 1);
+            let snap = sm.build().expect("build snapshot");
+            assert_eq!(snap.meta.last_log_id, Some(log_id(1, 1)));
+            snap.snapshot
+        };
+        // Restart 50 s later: the lease gets now + remaining_ms (10 s).
+        *clock.0.lock().expect("clock") = Duration::from_secs(153);
+        let (_, mut sm) = stores(dir.path(), clock);
+        let (applied, _) = sm.applied_state().await.expect("applied");
+        assert_eq!(applied, Some(log_id(1, 1)));
+        let current = sm
+            .get_current_snapshot()
+            .await
+            .expect("snapshot")
+            .expect("some");
+        assert_eq!(current.snapshot, snapshot_bytes);
+        let m = sm.shared.machine.lock().expect("machine");
+        assert_eq!(
+            m.deadlines.lease_deadline(1),
+            Some(Duration::from_secs(163))
+        );
+        assert_eq!(m.table.to_snapshot(), snapshot_bytes);
+    }
+
+    // L2 across crash-restarts (tests/cases/crash_loop.rs): a promotion
+    // grace counts from the Promote's stamp, so replaying the Promote after a
+    // restart on the same epoch does not grant the grace again from the replay
+    // time (a crash-looping leader kept a dead lease a second past each restart).
+    #[tokio::test]
+    async fn replayed_promote_does_not_restart_the_grace() {
+        use warden_core::types::{LeaderId, Promote};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let open = |clock: Arc<EpochClock>| open_stores(dir.path(), clock);
+        let promote = Command::Promote(Promote {
+            leader: LeaderId {
+                term: 2,
+                node_id: 1,
+            },
+            grace_ms: 1_000,
+        });
+        let clock = Arc::new(EpochClock::default());
+        *clock.0.lock().expect("clock") = Duration::from_secs(100);
+        {
+            let (mut log, mut sm) = open(clock.clone());
+            log.append([entry(1, 1, grant(1, 2_000))], IOFlushed::noop())
+                .await
+                .expect("append");
+            *clock.0.lock().expect("clock") = Duration::from_millis(101_500);
+            log.append([entry(2, 2, promote)], IOFlushed::noop())
+                .await
+                .expect("append");
+            let e = log.try_get_log_entries(1..3).await.expect("read");
+            apply_entries(&mut sm, e).await;
+            let m = sm.shared.machine.lock().expect("machine");
+            assert_eq!(
+                m.deadlines.lease_deadline(1),
+                Some(Duration::from_millis(102_500))
+            );
+        }
+        // Restarted 8.5 s later on the same boot: the replay keeps 102.5 s.
+        let clock2 = Arc::new(EpochClock::default());
+        *clock2.0.lock().expect("clock") = Duration::from_secs(110);
+        let (mut log, mut sm) = open(clock2);
+        let e = log.try_get_log_entries(1..3).await.expect("read");
+        assert_eq!(e.len(), 2);
+        apply_entries(&mut sm, e).await;
+        let m = sm.shared.machine.lock().expect("machine");
+        assert_eq!(
+            m.deadlines.lease_deadline(1),
+            Some(Duration::from_millis(102_500))
+        );
+    }
+
+    // L2 across crash-restarts (etcd issue 9395 through restarts): a node
+    // restarted on the same clock epoch replays its log with the stamps it
+    // persisted and reloads its own snapshot with the deadlines it had, so its
+    // downtime does not lengthen a lease.
+    #[tokio::test]
+    async fn restart_on_the_same_epoch_keeps_deadlines() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let open = |clock: Arc<EpochClock>| open_stores(dir.path(), clock);
+        let clock = Arc::new(EpochClock::default());
+        *clock.0.lock().expect("clock") = Duration::from_secs(100);
+        {
+            let (mut log, mut sm) = open(clock.clone());
+            log.append([entry(1, 1, grant(1, 10_000))], IOFlushed::noop())
+                .await
+                .expect("append");
+            let e = log.try_get_log_entries(1..2).await.expect("read");
+            apply_entries(&mut sm, e).await;
+            // A snapshot at index 1, then lease 2 granted at 104 s (log only).
+            sm.build().expect("snapshot");
+            *clock.0.lock().expect("clock") = Duration::from_secs(104);
+            log.append([entry(1, 2, grant(2, 10_000))], IOFlushed::noop())
+                .await
+                .expect("append");
+        }
+        // The process restarts 30 s later on the same boot and replays entry 2.
+        let clock2 = Arc::new(EpochClock::default());
+        *clock2.0.lock().expect("clock") = Duration::from_secs(134);
+        let (mut log, mut sm) = open(clock2);
+        let e = log.try_get_log_entries(2..3).await.expect("read");
+        apply_entries(&mut sm, e).await;
+        let m = sm.shared.machine.lock().expect("machine");
+        // Lease 1 from the snapshot's sidecar, lease 2 from its persisted stamp:
+        // both already due, not now + TTL.
+        assert_eq!(
+            m.deadlines.lease_deadline(1),
+            Some(Duration::from_secs(110))
+        );
+        assert_eq!(
+            m.deadlines.lease_deadline(2),
+            Some(Duration::from_secs(114))
+        );
+    }
+}
