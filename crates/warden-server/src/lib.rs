@@ -59,6 +59,7 @@
 
 pub mod clock;
 pub mod config;
+pub mod events;
 pub mod inject;
 pub mod node;
 pub mod raft;
@@ -67,7 +68,6 @@ pub mod sim_hooks;
 pub mod store;
 pub mod types;
 
-use openraft::async_runtime::WatchReceiver as _;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -83,8 +83,7 @@ use tonic::transport::server::Connected;
 
 use crate::clock::Clock;
 use crate::inject::Injected;
-use crate::node::proposer::Proposer;
-use crate::node::{Node, NodeCell, RaftSink};
+use crate::node::{Node, NodeCell, NodeParts};
 use crate::raft::network::{Network, MAX_PEER_MESSAGE_BYTES};
 use crate::raft::peer_service::{PeerService, PeerState};
 use crate::store::{Db, LogStore, StateMachineStore};
@@ -267,7 +266,7 @@ where
         empty_at_start,
         bootstrap_lock: Mutex::new(()),
         connector: injected.peer_connector.clone(),
-        leader_contact: services::health::LeaderContact::default(),
+        leader_contact: raft::LeaderContact::default(),
         early_campaign: raft::peer_service::EarlyCampaign::new(
             config.node_id,
             config.timing.election_timeout_min_ms,
@@ -444,21 +443,15 @@ where
     }
 
     let (renew_tx, renew_rx) = mpsc::channel(16_384);
-    let node = Arc::new_cyclic(|me| Node {
+    let node = Node::new(NodeParts {
         id: config.node_id,
+        config: config.clone(),
         cluster_id: boot.cluster_id.clone(),
         raft: raft.clone(),
         shared,
-        promoted: Mutex::new(None),
-        renew_tx,
-        proposer: Proposer::new(
-            RaftSink(me.clone()),
-            formats.clone(),
-            node::proposer::MAX_IN_FLIGHT,
-            Duration::from_millis(services::status::COMMIT_TIMEOUT_MS),
-        ),
-        config: config.clone(),
+        formats: formats.clone(),
         connector: injected.peer_connector.clone(),
+        renew_tx,
     });
     node_cell.set(node.clone());
     tracing::info!(node_id = config.node_id, cluster_id = %boot.cluster_id, "serving");
@@ -484,7 +477,7 @@ where
 
     shutdown.await;
     tracing::info!("shutting down");
-    transfer_leadership(&node).await;
+    node.transfer_leadership().await;
     duty_task.abort();
     renew_task.abort();
     membership_task.abort();
@@ -498,50 +491,6 @@ where
         let _ = tokio::time::timeout(Duration::from_secs(1), t).await;
     }
     Ok(())
-}
-
-/// On shutdown, a leader hands leadership to the most up-to-date voter and
-/// waits (bounded by `leader_transfer_timeout_ms`) until another node leads,
-/// so a rolling restart loses nothing.
-async fn transfer_leadership(node: &Node) {
-    // The metrics borrow is a read lock on the watch: release it before any
-    // await, or openraft cannot publish the leader change we wait for.
-    let target = {
-        let rx = node.raft.metrics();
-        let m = rx.borrow_watched();
-        if m.current_leader != Some(node.id) {
-            return;
-        }
-        m.replication.as_ref().and_then(|r| {
-            r.iter()
-                .filter(|(id, _)| **id != node.id)
-                .max_by_key(|(_, l)| l.as_ref().map(|l| l.index()))
-                .map(|(id, _)| *id)
-        })
-    };
-    let Some(target) = target else { return };
-    tracing::info!(target, "transferring leadership before exit");
-    if node.raft.trigger().transfer_leader(target).await.is_err() {
-        return;
-    }
-    let mut rx = node.raft.metrics();
-    let me = node.id;
-    let wait = async {
-        loop {
-            let leader = rx.borrow_watched().current_leader;
-            if leader.is_some() && leader != Some(me) {
-                return;
-            }
-            if rx.changed().await.is_err() {
-                return;
-            }
-        }
-    };
-    let _ = tokio::time::timeout(
-        Duration::from_millis(node.config.timing.leader_transfer_timeout_ms),
-        wait,
-    )
-    .await;
 }
 
 /// How long the forming node tries to commit its token floor.

@@ -70,9 +70,7 @@ pub async fn run(node: Weak<Node>) {
         interval.tick().await;
         let Some(node) = node.upgrade() else { return };
         let Some(leader) = node.leader_id_if_leader() else {
-            if let Ok(mut p) = node.promoted.lock() {
-                *p = None;
-            }
+            node.set_promoted(None);
             last_checkpoint = None;
             client_seen.clear();
             continue;
@@ -88,19 +86,17 @@ pub async fn run(node: Weak<Node>) {
             .unwrap_or(false);
         if !promoted {
             let cmd = Command::Promote(Promote { leader, grace_ms });
-            match node.propose(cmd).await {
+            match node.propose_duty(cmd).await {
                 // `propose` returns after the entry has applied here. The
                 // duties run at once, not a tick later: a leader that
                 // crash-loops gets little time between restarts, and what is
                 // already due must go in that time (L2).
                 Ok(_) => {
                     tracing::info!(term = leader.term, "leader duties start (promote applied)");
-                    if let Ok(mut p) = node.promoted.lock() {
-                        *p = Some(leader);
-                    }
+                    node.set_promoted(Some(leader));
                 }
                 Err(e) => {
-                    tracing::debug!("promote: {}", e.message());
+                    tracing::debug!("promote: {}", e);
                     continue;
                 }
             }
@@ -128,8 +124,8 @@ pub async fn run(node: Weak<Node>) {
                 waiters = due.waiters.len(),
                 "expire"
             );
-            if let Err(e) = node.propose(Command::Expire(due)).await {
-                tracing::debug!("expire: {}", e.message());
+            if let Err(e) = node.propose_duty(Command::Expire(due)).await {
+                tracing::debug!("expire: {}", e);
             }
         }
         // 3. End due lock-delays.
@@ -140,8 +136,8 @@ pub async fn run(node: Weak<Node>) {
                 start_index,
                 due: None,
             });
-            if let Err(e) = node.propose(cmd).await {
-                tracing::debug!("end lock-delay: {}", e.message());
+            if let Err(e) = node.propose_duty(cmd).await {
+                tracing::debug!("end lock-delay: {}", e);
             }
         }
         // 4. Checkpoint remaining TTLs; drop idle clients' outcome records.
@@ -158,13 +154,13 @@ pub async fn run(node: Weak<Node>) {
                     leader,
                     clients: idle,
                 });
-                if let Err(e) = node.propose(cmd).await {
-                    tracing::debug!("drop clients: {}", e.message());
+                if let Err(e) = node.propose_duty(cmd).await {
+                    tracing::debug!("drop clients: {}", e);
                 }
             }
             if !cp.leases.is_empty() || !cp.lock_delays.is_empty() || !cp.waiters.is_empty() {
-                if let Err(e) = node.propose(Command::Checkpoint(cp)).await {
-                    tracing::debug!("checkpoint: {}", e.message());
+                if let Err(e) = node.propose_duty(Command::Checkpoint(cp)).await {
+                    tracing::debug!("checkpoint: {}", e);
                 }
             }
         }

@@ -1,28 +1,55 @@
-//! A running node: the Raft handle, the shared state machine, and the helpers
-//! every service uses (propose, leader lookup, due lists).
+//! A running node: the one write path for client commands ([`Node::submit`]),
+//! the duty path for leader duties, the renew path, the read paths, and the
+//! leader's view of the cluster.
+//!
+//! # Files
+//!
+//! - `mod.rs`: [`Node`] (every field private), [`NodeCell`], leader lookup,
+//!   due lists.
+//! - `submit.rs`: [`Node::submit`] (validate, leader check, due list,
+//!   propose, typed answer), [`Node::renew`] (through the renew batcher, S4),
+//!   the duty path, and the entry write to the local Raft handle.
+//! - `read.rs`: the linearizable read path and the views services read
+//!   (each method says what it reads).
+//! - `cluster.rs`: the leader's view of the members (`cluster status`) and
+//!   this node's readiness (`/readyz`).
+//! - `error.rs`: [`SubmitError`], [`ReadError`], [`Bootstrapping`].
+//! - `proposer.rs`: packs queued acquires and releases into one entry.
+//! - `renew.rs`: the renew batcher (S4).
+//! - `duties.rs`: leader duties (Promote, Expire, EndLockDelay, Checkpoint,
+//!   DropClients), proposed to the local Raft handle only.
+//! - `membership.rs`: add, remove and replace members.
 
+pub mod cluster;
 pub mod duties;
+pub mod error;
 pub mod membership;
 pub mod proposer;
+pub mod read;
 pub mod renew;
+pub mod submit;
 
-use openraft::async_runtime::WatchReceiver as _;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use openraft::errors::{ClientWriteError, RaftError};
+use openraft::async_runtime::WatchReceiver as _;
 use openraft::ServerState;
 use tokio::sync::mpsc;
-use tonic::Status;
-use warden_core::types::{Command, DueList, LeaderId, LogEntry, Response};
+use warden_core::types::{Command, DueList, LeaderId};
 
 use crate::config::ServerConfig;
-use crate::node::proposer::{Proposed, Proposer, Sink};
-use crate::node::renew::RenewJob;
+use crate::raft::log_format::LogFormats;
+use crate::raft::network::PeerConnector;
 use crate::raft::Raft;
-use crate::services::status::{not_leader, write_error, COMMIT_TIMEOUT_MS};
 use crate::store::Shared;
-use crate::types::{LogId, Request};
+
+pub use error::{Bootstrapping, LeaderHint, ReadError, SubmitError, COMMIT_TIMEOUT_MS};
+use proposer::{Proposed, Proposer, Sink};
+use renew::RenewJob;
+
+/// Who a client command is made for: the principal of the caller's verified
+/// certificate, or None on an insecure node (anonymous).
+pub type Principal = Option<String>;
 
 /// The node once it has started. The gRPC services hold one from before
 /// bootstrap and answer `Unavailable` until it is set.
@@ -35,12 +62,9 @@ impl NodeCell {
         let _ = self.0.set(node);
     }
 
-    /// The node, or `Unavailable` while it is bootstrapping.
-    pub fn get(&self) -> Result<Arc<Node>, Status> {
-        self.0
-            .get()
-            .cloned()
-            .ok_or_else(|| Status::unavailable("node is bootstrapping; retry shortly"))
+    /// The node, or [`Bootstrapping`] until it has started.
+    pub fn get(&self) -> Result<Arc<Node>, Bootstrapping> {
+        self.0.get().cloned().ok_or(Bootstrapping)
     }
 }
 
@@ -48,35 +72,57 @@ impl NodeCell {
 #[derive(Debug)]
 pub struct Node {
     /// This node's id.
+    id: u64,
+    /// Its configuration.
+    config: ServerConfig,
+    /// The committed cluster id.
+    cluster_id: String,
+    /// The Raft handle (proposals go to this local handle only).
+    raft: Raft,
+    /// The state machine, shared with the log store.
+    shared: Arc<Shared>,
+    /// The leader id whose `Promote` this node has seen applied while leader.
+    /// Leader duties and due lists need it (docs/semantics.md "Time": no
+    /// leader duty before the leader's own Promote applied).
+    promoted: Mutex<Option<LeaderId>>,
+    /// The renew batcher's queue.
+    renew_tx: mpsc::Sender<RenewJob>,
+    /// Packs queued client commands into one entry (see [`proposer`]).
+    proposer: Proposer<RaftSink>,
+    /// Opens channels to peers (a new member gets the cluster id through it).
+    connector: Arc<dyn PeerConnector>,
+}
+
+/// What a node is made of (see [`Node::new`]).
+pub struct NodeParts {
+    /// This node's id.
     pub id: u64,
     /// Its configuration.
     pub config: ServerConfig,
     /// The committed cluster id.
     pub cluster_id: String,
-    /// The Raft handle (proposals go to this local handle only).
+    /// The Raft handle.
     pub raft: Raft,
-    /// The state machine, shared with the services.
+    /// The state machine's shared state.
     pub shared: Arc<Shared>,
-    /// The leader id whose `Promote` this node has seen applied while leader.
-    /// Leader duties and due lists need it (SEMANTICS "Time": no leader duty
-    /// before the leader's own Promote applied).
-    pub promoted: Mutex<Option<LeaderId>>,
-    /// The renew batcher's queue.
+    /// The log formats the peers report (the proposer's packing gate).
+    pub formats: Arc<LogFormats>,
+    /// Opens channels to peers.
+    pub connector: Arc<dyn PeerConnector>,
+    /// The renew batcher's queue (its receiver goes to [`renew::run`]).
     pub renew_tx: mpsc::Sender<RenewJob>,
-    /// Packs queued client commands into one entry (see [`crate::node::proposer`]).
-    pub proposer: Proposer<RaftSink>,
-    /// Opens channels to peers (a new member gets the cluster id through it).
-    pub connector: Arc<dyn crate::raft::network::PeerConnector>,
 }
 
 /// The production sink of the [`Proposer`]: this node's Raft handle.
 #[derive(Debug)]
-pub struct RaftSink(pub Weak<Node>);
+pub struct RaftSink(Weak<Node>);
 
 impl Sink for RaftSink {
     async fn write(&self, cmd: Command) -> Proposed {
         let Some(node) = self.0.upgrade() else {
-            return Err(Status::unavailable("node stopping"));
+            return Err(SubmitError::NotProposed {
+                reason: "node stopping".into(),
+            });
         };
         node.write_entry(cmd).await
     }
@@ -89,8 +135,43 @@ impl Sink for RaftSink {
 }
 
 impl Node {
+    /// Assembles a node around its Raft handle and state machine.
+    pub fn new(parts: NodeParts) -> Arc<Node> {
+        Arc::new_cyclic(|me| Node {
+            id: parts.id,
+            config: parts.config,
+            cluster_id: parts.cluster_id,
+            raft: parts.raft,
+            shared: parts.shared,
+            promoted: Mutex::new(None),
+            renew_tx: parts.renew_tx,
+            proposer: Proposer::new(
+                RaftSink(me.clone()),
+                parts.formats,
+                proposer::MAX_IN_FLIGHT,
+                Duration::from_millis(COMMIT_TIMEOUT_MS),
+            ),
+            connector: parts.connector,
+        })
+    }
+
+    /// This node's id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    /// The committed cluster id.
+    pub fn cluster_id(&self) -> &str {
+        &self.cluster_id
+    }
+
     /// The leader as this node knows it: (id, client address).
-    pub fn leader(&self) -> Option<(u64, String)> {
+    pub fn leader(&self) -> LeaderHint {
         // Read in place: cloning the whole metrics per request is needless.
         let rx = self.raft.metrics();
         let m = rx.borrow_watched();
@@ -118,10 +199,12 @@ impl Node {
         }
     }
 
-    /// Err(Unavailable + leader address) unless this node is the leader.
-    pub fn require_leader(&self) -> Result<LeaderId, Status> {
+    /// [`SubmitError::NotLeader`] (naming the leader) unless this node leads.
+    pub fn require_leader(&self) -> Result<LeaderId, SubmitError> {
         self.leader_id_if_leader()
-            .ok_or_else(|| not_leader(self.leader()))
+            .ok_or_else(|| SubmitError::NotLeader {
+                leader: self.leader(),
+            })
     }
 
     /// This node's leader id if it is the leader and its `Promote` has applied.
@@ -129,6 +212,15 @@ impl Node {
         let now = self.leader_id_if_leader()?;
         let p = *self.promoted.lock().ok()?;
         (p == Some(now)).then_some(now)
+    }
+
+    /// Records that this leader's own `Promote` has applied (Some), or that
+    /// it no longer leads (None): leader duties and due lists start only
+    /// after it (docs/semantics.md "Time").
+    pub(crate) fn set_promoted(&self, leader: Option<LeaderId>) {
+        if let Ok(mut p) = self.promoted.lock() {
+            *p = leader;
+        }
     }
 
     /// The leases and waiters this leader sees as due, to ride in an entry
@@ -141,39 +233,6 @@ impl Node {
         (!due.leases.is_empty() || !due.waiters.is_empty()).then_some(due)
     }
 
-    /// The state machine, for a short read or write (never across an await).
-    pub fn machine(&self) -> Result<std::sync::MutexGuard<'_, crate::store::Machine>, Status> {
-        self.shared
-            .machine
-            .lock()
-            .map_err(|_| Status::internal("state poisoned"))
-    }
-
-    /// [`Self::propose`] for a client command: a refusal from the table
-    /// becomes its gRPC status here, once, for every service.
-    pub async fn propose_command(&self, cmd: Command) -> Result<Response, Status> {
-        match self.propose(cmd).await?.0 {
-            Response::Error(e) => Err(crate::services::status::command_status(&e)),
-            r => Ok(r),
-        }
-    }
-
-    /// Proposes `cmd` to the local Raft handle and waits for it to commit and
-    /// apply (S3: the reply is sent only after a quorum has it on disk).
-    /// Never forwards: a non-leader answers `Unavailable` with the leader.
-    ///
-    /// Acquires and releases go through the [`Proposer`]: alone and at once
-    /// when none of its entries is uncommitted, else packed with whatever
-    /// queues meanwhile into one `Batch` entry; always alone while some
-    /// member has not reported a log format that reads packed entries
-    /// ([`crate::raft::log_format`]). The caller's answer and its
-    /// errors are the same either way, and it waits at most
-    /// [`COMMIT_TIMEOUT_MS`] in all.
-    pub async fn propose(&self, cmd: Command) -> Result<(Response, LogId), Status> {
-        // The proposer sends what it does not pack straight to its sink.
-        self.proposer.propose(cmd).await
-    }
-
     /// Commands that waited in the proposer's queue, about to go out as one
     /// entry: the due list as this leader sees it now rides in the first
     /// command that can carry one, and no other command carries one. Each
@@ -182,42 +241,6 @@ impl Node {
     /// before anything in the entry is handed off (S8).
     fn refresh_due(&self, cmds: &mut [Command]) {
         place_due(self.due_list(), cmds);
-    }
-
-    /// One entry holding `cmd`, proposed to the local Raft handle; waits for
-    /// it to commit and apply, at most [`COMMIT_TIMEOUT_MS`].
-    async fn write_entry(&self, cmd: Command) -> Result<(Response, LogId), Status> {
-        let fut = self.raft.client_write(Request(LogEntry::V1(cmd)));
-        match tokio::time::timeout(Duration::from_millis(COMMIT_TIMEOUT_MS), fut).await {
-            Err(_) => Err(crate::services::status::no_quorum()),
-            Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => {
-                let leader = f
-                    .leader_id
-                    .zip(f.leader_node.map(|n| n.addr))
-                    .or_else(|| self.leader());
-                Err(not_leader(leader))
-            }
-            Ok(Err(e)) => Err(write_error(&e)),
-            Ok(Ok(r)) => Ok((r.data, r.log_id)),
-        }
-    }
-
-    /// Waits until this node has applied `index` or `timeout` passes.
-    pub async fn wait_applied(&self, index: u64, timeout: Duration) -> Result<(), Status> {
-        let mut rx = self.shared.applied.subscribe();
-        let fut = async {
-            loop {
-                if *rx.borrow_and_update() >= index {
-                    return Ok(());
-                }
-                if rx.changed().await.is_err() {
-                    return Err(Status::unavailable("node stopping"));
-                }
-            }
-        };
-        tokio::time::timeout(timeout, fut)
-            .await
-            .map_err(|_| Status::unavailable("apply did not catch up in time"))?
     }
 }
 
@@ -235,7 +258,7 @@ impl crate::sim_hooks::SimNode for Node {
         cmd: Command,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
         Box::pin(async move {
-            let _ = self.propose(cmd).await;
+            let _ = Node::propose_duty(&self, cmd).await;
         })
     }
 }

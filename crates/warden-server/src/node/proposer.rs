@@ -43,15 +43,16 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::oneshot;
-use tonic::Status;
 use warden_core::limits::MAX_BATCH_COMMANDS;
 use warden_core::types::{Command, Response};
 
+use super::submit::no_quorum;
+use super::SubmitError;
 use crate::raft::log_format::LogFormats;
 use crate::types::LogId;
 
 /// What a proposal returns: the command's response and its entry's log id.
-pub type Proposed = Result<(Response, LogId), Status>;
+pub type Proposed = Result<(Response, LogId), SubmitError>;
 
 /// Entries of packed commands allowed uncommitted at once. 1: a command that
 /// arrives while one is uncommitted waits for it and goes out with whatever
@@ -161,7 +162,9 @@ impl<S: Sink> Inner<S> {
                     // No runtime (the node is shutting down): nothing can commit.
                     this.lock().in_flight -= 1;
                     for j in jobs {
-                        let _ = j.reply.send(Err(Status::unavailable("node stopping")));
+                        let _ = j.reply.send(Err(SubmitError::NotProposed {
+                            reason: "node stopping".into(),
+                        }));
                     }
                 }
             }
@@ -205,14 +208,14 @@ impl<S: Sink> Inner<S> {
                 }
             }
             Ok((other, _)) => {
-                let status = crate::services::status::unexpected(&other);
+                let e = SubmitError::fatal(format!("unexpected reply {other:?}"));
                 for reply in replies {
-                    let _ = reply.send(Err(status.clone()));
+                    let _ = reply.send(Err(e.clone()));
                 }
             }
-            Err(status) => {
+            Err(e) => {
                 for reply in replies {
-                    let _ = reply.send(Err(status.clone()));
+                    let _ = reply.send(Err(e.clone()));
                 }
             }
         }
@@ -280,8 +283,12 @@ impl<S: Sink> Proposer<S> {
             // The whole wait, queue and entry, is bounded like a direct write
             // (L3: fail clearly within the caller's deadline).
             Route::Queued(rx) => match tokio::time::timeout(self.inner.queued_timeout, rx).await {
-                Err(_) => Err(crate::services::status::no_quorum()),
-                Ok(r) => r.unwrap_or_else(|_| Err(Status::unavailable("node stopping"))),
+                Err(_) => Err(no_quorum()),
+                Ok(r) => r.unwrap_or_else(|_| {
+                    Err(SubmitError::Unknown {
+                        reason: "node stopping".into(),
+                    })
+                }),
             },
         }
     }
@@ -315,8 +322,10 @@ mod tests {
             let (go, wait) = oneshot::channel();
             let sent = self.seen.send((cmd.clone(), go));
             async move {
-                sent.map_err(|_| Status::internal("test gone"))?;
-                wait.await.map_err(|_| Status::unavailable("dropped"))?;
+                sent.map_err(|_| SubmitError::fatal("test gone"))?;
+                wait.await.map_err(|_| SubmitError::Unknown {
+                    reason: "dropped".into(),
+                })?;
                 let response = match &cmd {
                     Command::Batch(cmds) => Response::Batch(cmds.iter().map(answer).collect()),
                     c => answer(c),
@@ -705,7 +714,10 @@ mod tests {
         drop(go2); // the entry fails
         for h in [b, c] {
             let e = h.await.expect("join").expect_err("failed entry");
-            assert_eq!(e.code(), tonic::Code::Unavailable);
+            assert!(
+                matches!(&e, SubmitError::Unknown { reason } if reason == "dropped"),
+                "{e}"
+            );
         }
     }
 }

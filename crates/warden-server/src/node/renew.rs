@@ -4,14 +4,13 @@
 //! memory.
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Weak};
+use std::sync::Weak;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
-use tonic::Status;
 use warden_core::types::{Command, RenewBatch, Response};
 
-use crate::node::Node;
+use super::{Node, SubmitError};
 
 /// One renew waiting for its batch.
 #[derive(Debug)]
@@ -19,7 +18,7 @@ pub struct RenewJob {
     /// The lease to renew.
     pub lease_id: u64,
     /// Ok(Some(ttl_ms)) renewed; Ok(None) unknown lease; Err(status).
-    pub reply: oneshot::Sender<Result<Option<u64>, Status>>,
+    pub reply: oneshot::Sender<Result<Option<u64>, SubmitError>>,
 }
 
 /// Most leases named in one entry.
@@ -43,19 +42,19 @@ pub async fn run(node: Weak<Node>, mut rx: mpsc::Receiver<RenewJob>, window: Dur
             jobs = ack_renews_from_memory(&node, jobs);
         }
         let ids: BTreeSet<u64> = jobs.iter().map(|j| j.lease_id).collect();
-        let node2: Arc<Node> = node.clone();
-        let result = node2
-            .propose(Command::RenewBatch(RenewBatch {
+        let result = node
+            .propose_duty(Command::RenewBatch(RenewBatch {
                 lease_ids: ids.into_iter().collect(),
             }))
             .await;
         // Lease id → its TTL if renewed (a map: a batch names up to 4,096
         // leases, and a scan of the reply per job was quadratic).
-        let renewed: Result<std::collections::BTreeMap<u64, Option<u64>>, Status> = match result {
-            Ok((Response::Renewed(list), _)) => Ok(list.into_iter().collect()),
-            Ok((other, _)) => Err(crate::services::status::unexpected(&other)),
-            Err(s) => Err(s),
-        };
+        let renewed: Result<std::collections::BTreeMap<u64, Option<u64>>, SubmitError> =
+            match result {
+                Ok((Response::Renewed(list), _)) => Ok(list.into_iter().collect()),
+                Ok((other, _)) => Err(SubmitError::fatal(format!("unexpected reply {other:?}"))),
+                Err(e) => Err(e),
+            };
         for job in jobs {
             let r = match &renewed {
                 Ok(map) => Ok(map.get(&job.lease_id).copied().flatten()),

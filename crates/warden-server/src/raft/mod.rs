@@ -3,9 +3,12 @@
 
 pub mod backup;
 pub mod bootstrap;
+mod leader_contact;
 pub mod log_format;
 pub mod network;
 pub mod peer_service;
 
 /// The Raft handle.
 pub type Raft = openraft::Raft<crate::types::TypeConfig, crate::store::StateMachineStore>;
+
+pub use leader_contact::LeaderContact;

@@ -15,14 +15,17 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tonic::{Request, Response, Status};
-use warden_core::types::{Command, ForceRelease, Response as CoreResponse};
+use warden_core::types::{Command, ForceRelease};
 use warden_core::validate;
 use warden_proto::v1 as pb;
 use warden_proto::v1::admin_server::Admin;
 
-use crate::node::NodeCell;
-use crate::services::lock::{linearizable_read, request_header};
-use crate::services::status::command_status;
+use super::convert::{nonzero, request_header};
+use super::principal;
+use super::status::admin_disabled;
+use crate::node::membership::Membership;
+use crate::node::submit::Released;
+use crate::node::{NodeCell, SubmitError};
 
 /// Longest `requested_by` a caller may send, in bytes; the server appends
 /// " from <caller address>" and the whole stays within
@@ -44,20 +47,23 @@ impl AdminService {
 
 /// Who asked, as the audit trail records it: the caller's text (or
 /// "unknown") and the caller's address.
-fn requested_by(text: &str, peer: Option<std::net::SocketAddr>) -> Result<String, Status> {
+fn requested_by(text: &str, peer: Option<std::net::SocketAddr>) -> Result<String, SubmitError> {
     let text = text.trim();
     if text.len() > MAX_CALLER_REQUESTED_BY_BYTES {
-        return Err(Status::invalid_argument(format!(
-            "requested_by: at most {MAX_CALLER_REQUESTED_BY_BYTES} bytes; got {}",
-            text.len()
-        )));
+        return Err(SubmitError::invalid(
+            "requested_by",
+            format!(
+                "at most {MAX_CALLER_REQUESTED_BY_BYTES} bytes; got {}",
+                text.len()
+            ),
+        ));
     }
     let who = if text.is_empty() { "unknown" } else { text };
     let full = match peer {
         Some(addr) => format!("{who} from {addr}"),
         None => who.to_string(),
     };
-    validate::requested_by(&full).map_err(|e| command_status(&e))?;
+    validate::requested_by(&full)?;
     Ok(full)
 }
 
@@ -77,40 +83,23 @@ impl Admin for AdminService {
         req: Request<pb::ListRequest>,
     ) -> Result<Response<pb::ListResponse>, Status> {
         let node = self.node.get()?;
-        let prefix = req.into_inner().prefix;
-        if prefix.len() > warden_core::limits::MAX_RESOURCE_BYTES {
-            return Err(Status::invalid_argument(format!(
-                "prefix: at most {} bytes; got {}",
-                warden_core::limits::MAX_RESOURCE_BYTES,
-                prefix.len()
-            )));
-        }
-        let read_index = linearizable_read(&node).await?;
-        let now = node.shared.clock.now();
-        let m = node.machine()?;
-        let locks = m
-            .table
-            .resources_with_prefix(&prefix)
-            .map(|(name, state)| pb::ListedLock {
-                resource: name.clone(),
-                holder: state.holder.as_ref().map(|g| pb::ListHolder {
-                    lease_id: g.lease_id,
-                    fencing_token: g.fencing_token,
-                    age_ms: m
-                        .deadlines
-                        .held_for_ms(name, g.grant_index, now)
-                        .unwrap_or(0),
-                    ttl_remaining_ms: m.deadlines.remaining_ms(g.lease_id, now).unwrap_or(0),
+        let (read_index, locks) = node.list(&req.into_inner().prefix).await?;
+        let locks = locks
+            .into_iter()
+            .map(|l| pb::ListedLock {
+                resource: l.resource,
+                holder: l.holder.map(|h| pb::ListHolder {
+                    lease_id: h.lease_id,
+                    fencing_token: h.fencing_token,
+                    age_ms: h.age_ms,
+                    ttl_remaining_ms: h.ttl_remaining_ms,
                 }),
-                waiters: state
+                waiters: l
                     .waiters
-                    .iter()
+                    .into_iter()
                     .map(|w| pb::ListWaiter {
                         lease_id: w.lease_id,
-                        age_ms: m
-                            .deadlines
-                            .waited_for_ms(name, w.lease_id, w.enqueue_index, now)
-                            .unwrap_or(0),
+                        age_ms: w.age_ms,
                     })
                     .collect(),
             })
@@ -123,42 +112,26 @@ impl Admin for AdminService {
         req: Request<pb::ForceReleaseRequest>,
     ) -> Result<Response<pb::ForceReleaseResponse>, Status> {
         let node = self.node.get()?;
-        if !node.config.allow_admin {
-            return Err(Status::permission_denied(
-                "force-release is disabled on this node: start `warden server` with --allow-admin \
-                 (or `allow-admin = true` in its config file) to allow it",
-            ));
+        if !node.config().allow_admin {
+            return Err(admin_disabled("force-release is disabled on this node"));
         }
+        let principal = principal(&req);
         let peer = req.remote_addr();
         let r = req.into_inner();
-        let header = request_header(r.header)?;
-        validate::resource(&r.resource).map_err(|e| command_status(&e))?;
-        let fencing_token = (r.fencing_token != 0).then_some(r.fencing_token);
-        if let Some(t) = fencing_token {
-            validate::fencing_token(t).map_err(|e| command_status(&e))?;
-        }
-        let requested_by = requested_by(&r.requested_by, peer)?;
-        node.require_leader()?;
         let cmd = Command::ForceRelease(ForceRelease {
-            header,
+            header: request_header(r.header)?,
             resource: r.resource,
-            fencing_token,
-            due: node.due_list(),
-            requested_by,
+            fencing_token: nonzero(r.fencing_token),
+            due: None,
+            requested_by: requested_by(&r.requested_by, peer)?,
             at_unix_ms: wall_clock_ms(),
         });
-        match node.propose_command(cmd).await? {
-            CoreResponse::Released {
-                resource,
-                lease_id,
-                fencing_token,
-            } => Ok(Response::new(pb::ForceReleaseResponse {
-                resource,
-                lease_id,
-                fencing_token,
-            })),
-            other => Err(crate::services::status::unexpected(&other)),
-        }
+        let released: Released = node.submit(&principal, cmd).await?;
+        Ok(Response::new(pb::ForceReleaseResponse {
+            resource: released.resource,
+            lease_id: released.lease_id,
+            fencing_token: released.fencing_token,
+        }))
     }
 
     async fn audit_trail(
@@ -166,17 +139,15 @@ impl Admin for AdminService {
         _req: Request<pb::AuditTrailRequest>,
     ) -> Result<Response<pb::AuditTrailResponse>, Status> {
         let node = self.node.get()?;
-        let read_index = linearizable_read(&node).await?;
-        let m = node.machine()?;
-        let records = m
-            .table
-            .audit_trail()
+        let (read_index, records) = node.audit_trail().await?;
+        let records = records
+            .into_iter()
             .map(|a| pb::AuditRecord {
                 index: a.index,
-                resource: a.resource.clone(),
+                resource: a.resource,
                 lease_id: a.lease_id,
                 fencing_token: a.fencing_token,
-                requested_by: a.requested_by.clone(),
+                requested_by: a.requested_by,
                 at_unix_ms: a.at_unix_ms,
             })
             .collect();
@@ -192,9 +163,8 @@ impl Admin for AdminService {
     ) -> Result<Response<pb::MembershipResponse>, Status> {
         let node = self.node.get()?;
         let r = req.into_inner();
-        crate::node::membership::add_node(&node, r.node_id, &r.addr)
-            .await
-            .map(Response::new)
+        let m = node.add_node(r.node_id, &r.addr).await?;
+        Ok(Response::new(membership(m)))
     }
 
     async fn remove_node(
@@ -202,9 +172,8 @@ impl Admin for AdminService {
         req: Request<pb::RemoveNodeRequest>,
     ) -> Result<Response<pb::MembershipResponse>, Status> {
         let node = self.node.get()?;
-        crate::node::membership::remove_node(&node, req.into_inner().node_id)
-            .await
-            .map(Response::new)
+        let m = node.remove_node(req.into_inner().node_id).await?;
+        Ok(Response::new(membership(m)))
     }
 
     async fn replace_node(
@@ -213,9 +182,10 @@ impl Admin for AdminService {
     ) -> Result<Response<pb::MembershipResponse>, Status> {
         let node = self.node.get()?;
         let r = req.into_inner();
-        crate::node::membership::replace_node(&node, r.old_node_id, r.new_node_id, &r.addr)
-            .await
-            .map(Response::new)
+        let m = node
+            .replace_node(r.old_node_id, r.new_node_id, &r.addr)
+            .await?;
+        Ok(Response::new(membership(m)))
     }
 
     async fn save_snapshot(
@@ -223,24 +193,24 @@ impl Admin for AdminService {
         _req: Request<pb::SaveSnapshotRequest>,
     ) -> Result<Response<pb::SaveSnapshotResponse>, Status> {
         let node = self.node.get()?;
-        node.require_leader()?;
-        // Read-index: this node is still the leader and has applied every
-        // entry committed before the request; the table is then copied under
-        // the machine lock at its applied index (one consistent cut).
-        linearizable_read(&node).await?;
-        let m = node.machine()?;
-        let log_id = m
-            .last_applied
-            .ok_or_else(|| Status::unavailable("nothing applied yet; retry shortly"))?;
-        let leader = crate::types::leader_of(&log_id);
+        let cut = node.snapshot_cut().await?;
         Ok(Response::new(pb::SaveSnapshotResponse {
-            cluster_id: node.cluster_id.clone(),
-            applied_index: log_id.index(),
-            term: leader.term,
-            leader_node_id: leader.node_id,
-            data: m.table.to_snapshot(),
-            node_id: node.id,
+            cluster_id: node.cluster_id().to_string(),
+            applied_index: cut.applied_index,
+            term: cut.term,
+            leader_node_id: cut.leader_node_id,
+            data: cut.data,
+            node_id: node.id(),
         }))
+    }
+}
+
+/// The membership after a change, on the wire.
+fn membership(m: Membership) -> pb::MembershipResponse {
+    pb::MembershipResponse {
+        voters: m.voters,
+        learners: m.learners,
+        log_index: m.log_index,
     }
 }
 
@@ -259,7 +229,7 @@ mod tests {
         );
         assert_eq!(requested_by("", None).unwrap(), "unknown");
         let long = "x".repeat(MAX_CALLER_REQUESTED_BY_BYTES + 1);
-        let e = requested_by(&long, addr).unwrap_err();
+        let e = Status::from(requested_by(&long, addr).unwrap_err());
         assert_eq!(e.code(), tonic::Code::InvalidArgument);
         assert!(e.message().starts_with("requested_by"), "{}", e.message());
         assert!(requested_by("a\u{7}b", addr).is_err());

@@ -1,4 +1,4 @@
-//! `/healthz` and `/readyz` over HTTP on `--admin-listen` (issue 8), for load
+//! `/healthz` and `/readyz` over HTTP on `--admin-listen`, for load
 //! balancers and orchestrators.
 //!
 //! - `GET /healthz`: 200 `ok` while the process runs (also while it is
@@ -21,119 +21,24 @@
 //!   means "this member is caught up and sees a leader".
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::routing::get;
 use axum::Router;
-use openraft::async_runtime::WatchReceiver as _;
-use openraft::ServerState;
-use serde::Serialize;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio::time::Instant;
 
+use crate::node::cluster::Readiness;
 use crate::node::NodeCell;
+use crate::raft::LeaderContact;
 use crate::ServerError;
-
-/// The `/readyz` body.
-#[derive(Debug, Serialize, PartialEq, Eq)]
-pub struct Readiness {
-    /// True when the node serves as a caught-up member.
-    pub ready: bool,
-    /// This node.
-    pub node_id: u64,
-    /// The leader it knows (0 = none).
-    pub leader_id: u64,
-    /// Its current term.
-    pub term: u64,
-    /// The highest log index it knows is committed.
-    pub commit_index: u64,
-    /// Its last applied log index.
-    pub applied_index: u64,
-    /// Why it is not ready ("" when ready).
-    pub reason: String,
-}
-
-/// When this node last accepted an AppendEntries from a leader (the peer
-/// service touches it; `/readyz` reads it).
-#[derive(Debug, Clone, Default)]
-pub struct LeaderContact(Arc<Mutex<Option<Instant>>>);
-
-impl LeaderContact {
-    /// Records an AppendEntries accepted now.
-    pub fn touch(&self) {
-        self.touch_at(Instant::now());
-    }
-
-    fn touch_at(&self, at: Instant) {
-        if let Ok(mut last) = self.0.lock() {
-            *last = Some(at);
-        }
-    }
-
-    /// When the last AppendEntries was accepted; `None` when never.
-    pub fn last(&self) -> Option<Instant> {
-        self.0.lock().ok().and_then(|last| *last)
-    }
-
-    /// Time since the last accepted AppendEntries; `None` when never.
-    pub fn since(&self) -> Option<Duration> {
-        self.since_at(Instant::now())
-    }
-
-    fn since_at(&self, now: Instant) -> Option<Duration> {
-        self.last().map(|t| now.saturating_duration_since(t))
-    }
-}
 
 /// The readiness of the node in `cell` (see the module docs).
 pub fn readiness(node_id: u64, cell: &NodeCell, contact: &LeaderContact) -> Readiness {
-    let Ok(node) = cell.get() else {
-        return Readiness {
-            ready: false,
-            node_id,
-            leader_id: 0,
-            term: 0,
-            commit_index: 0,
-            applied_index: 0,
-            reason: "bootstrapping: not part of a cluster yet".into(),
-        };
-    };
-    let rx = node.raft.metrics();
-    let m = rx.borrow_watched();
-    let commit_index = m.local_committed.as_ref().map(|l| l.index()).unwrap_or(0);
-    let applied_index = m.last_applied.as_ref().map(|l| l.index()).unwrap_or(0);
-    let leader_id = m.current_leader.unwrap_or(0);
-    let contact_limit = Duration::from_millis(2 * node.config.timing.election_timeout_max_ms);
-    let reason = if m.running_state.is_err() {
-        "raft stopped".to_string()
-    } else if m.membership_config.get_node(&node_id).is_none() {
-        format!("node {node_id} is not a member (removed or replaced)")
-    } else if m.current_leader.is_none() {
-        "no known leader".to_string()
-    } else if m.state != ServerState::Leader
-        && contact.since().is_none_or(|since| since > contact_limit)
-    {
-        format!(
-            "no AppendEntries from leader {leader_id} within {} ms",
-            contact_limit.as_millis()
-        )
-    } else if applied_index < commit_index {
-        format!("applied index {applied_index} is behind the commit index {commit_index}")
-    } else {
-        String::new()
-    };
-    Readiness {
-        ready: reason.is_empty(),
-        node_id,
-        leader_id,
-        term: m.current_term,
-        commit_index,
-        applied_index,
-        reason,
+    match cell.get() {
+        Ok(node) => node.readiness(contact),
+        Err(_) => Readiness::bootstrapping(node_id),
     }
 }
 
@@ -201,27 +106,12 @@ pub async fn serve(
 mod tests {
     use super::*;
 
-    // Issue 8: a node that has not bootstrapped is alive but not ready.
+    // /readyz: a node that has not bootstrapped is alive but not ready.
     #[test]
     fn not_ready_while_bootstrapping() {
         let r = readiness(3, &NodeCell::default(), &LeaderContact::default());
         assert!(!r.ready);
         assert_eq!(r.node_id, 3);
         assert!(r.reason.starts_with("bootstrapping"), "{}", r.reason);
-    }
-
-    // Issue 8 (/readyz of a removed node): contact with the leader is
-    // "never" until an AppendEntries is accepted, then counts from it.
-    #[test]
-    fn leader_contact_counts_from_the_last_append() {
-        let contact = LeaderContact::default();
-        assert_eq!(contact.since(), None);
-        let t0 = Instant::now();
-        contact.touch_at(t0);
-        let ms = Duration::from_millis;
-        assert_eq!(contact.since_at(t0 + ms(700)), Some(ms(700)));
-        // A clone shares the record (the peer service and /readyz).
-        contact.clone().touch_at(t0 + ms(700));
-        assert_eq!(contact.since_at(t0 + ms(1_000)), Some(ms(300)));
     }
 }

@@ -8,18 +8,18 @@
 use std::pin::Pin;
 
 use futures::{Stream, StreamExt};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
-use warden_core::types::{Command, LeaseGrant, Response as CoreResponse};
-use warden_core::validate;
+use warden_core::types::{Command, LeaseGrant};
 use warden_proto::v1 as pb;
 use warden_proto::v1::lease_server::Lease;
 
-use crate::node::renew::RenewJob;
-use crate::node::{Node, NodeCell};
-use crate::services::lock::{linearizable_read, request_header};
-use crate::services::status::command_status;
+use super::convert::request_header;
+use super::principal;
+use super::status::lease_not_live;
+use crate::node::submit::LeaseGranted;
+use crate::node::{Node, NodeCell, Principal};
 
 /// Most keep-alive requests one stream may have in flight at once.
 pub const MAX_KEEPALIVES_IN_FLIGHT: usize = 1_024;
@@ -37,24 +37,14 @@ impl LeaseService {
     }
 }
 
-/// Renews one lease through the batcher: Ok(Some(ttl_ms)) renewed, Ok(None)
-/// not live.
-pub(crate) async fn renew_one(node: &Node, lease_id: u64) -> Result<Option<u64>, Status> {
-    let (reply, rx) = oneshot::channel();
-    node.renew_tx
-        .send(RenewJob { lease_id, reply })
-        .await
-        .map_err(|_| Status::unavailable("node stopping"))?;
-    rx.await.map_err(|_| Status::unavailable("node stopping"))?
-}
-
 /// Renews the lease a keep-alive names and builds its reply (echoing the
 /// request's sequence, S5).
 async fn keep_alive_reply(
     node: &Node,
+    principal: &Principal,
     msg: pb::LeaseKeepAliveRequest,
 ) -> Result<pb::LeaseKeepAliveResponse, Status> {
-    let ttl_ms = renew_one(node, msg.lease_id).await?;
+    let ttl_ms = node.renew(principal, msg.lease_id).await?;
     Ok(pb::LeaseKeepAliveResponse {
         lease_id: msg.lease_id,
         ttl_ms: ttl_ms.unwrap_or(0),
@@ -73,20 +63,14 @@ impl Lease for LeaseService {
         req: Request<pb::LeaseGrantRequest>,
     ) -> Result<Response<pb::LeaseGrantResponse>, Status> {
         let node = self.node.get()?;
+        let principal = principal(&req);
         let r = req.into_inner();
-        let header = request_header(r.header)?;
         let cmd = Command::LeaseGrant(LeaseGrant {
-            header,
+            header: request_header(r.header)?,
             ttl_ms: r.ttl_ms,
         });
-        validate::command(&cmd).map_err(|e| command_status(&e))?;
-        node.require_leader()?;
-        match node.propose_command(cmd).await? {
-            CoreResponse::LeaseGranted { lease_id, ttl_ms } => {
-                Ok(Response::new(pb::LeaseGrantResponse { lease_id, ttl_ms }))
-            }
-            other => Err(crate::services::status::unexpected(&other)),
-        }
+        let LeaseGranted { lease_id, ttl_ms } = node.submit(&principal, cmd).await?;
+        Ok(Response::new(pb::LeaseGrantResponse { lease_id, ttl_ms }))
     }
 
     type LeaseKeepAliveStream = KeepAliveStream;
@@ -97,6 +81,7 @@ impl Lease for LeaseService {
     ) -> Result<Response<Self::LeaseKeepAliveStream>, Status> {
         let node = self.node.get()?;
         node.require_leader()?;
+        let principal = principal(&req);
         let mut incoming = req.into_inner();
         let (tx, rx) = mpsc::channel(MAX_KEEPALIVES_IN_FLIGHT);
         // One task per stream: each renew waits for its own batch inside it
@@ -118,12 +103,13 @@ impl Lease for LeaseService {
                                 continue;
                             }
                         };
-                        if let Err(s) = node.require_leader() {
-                            let _ = tx.send(Err(s)).await;
+                        if let Err(e) = node.require_leader() {
+                            let _ = tx.send(Err(e.into())).await;
                             return;
                         }
                         let node = node.clone();
-                        waiting.push(async move { keep_alive_reply(&node, msg).await });
+                        let principal = principal.clone();
+                        waiting.push(async move { keep_alive_reply(&node, &principal, msg).await });
                     }
                     Some(reply) = waiting.next(), if !waiting.is_empty() => {
                         if tx.send(reply).await.is_err() {
@@ -143,22 +129,18 @@ impl Lease for LeaseService {
     ) -> Result<Response<pb::LeaseTimeToLiveResponse>, Status> {
         let node = self.node.get()?;
         let lease_id = req.into_inner().lease_id;
-        validate::lease_id(lease_id).map_err(|e| command_status(&e))?;
-        let read_index = linearizable_read(&node).await?;
-        let now = node.shared.clock.now();
-        let m = node.machine()?;
-        let lease = m
-            .table
-            .lease(lease_id)
-            .ok_or_else(|| crate::services::status::lease_not_live(lease_id))?;
+        let lease = node
+            .lease_status(lease_id)
+            .await?
+            .ok_or_else(|| lease_not_live(lease_id))?;
         Ok(Response::new(pb::LeaseTimeToLiveResponse {
             lease_id,
             ttl_ms: lease.ttl_ms,
-            ttl_remaining_ms: m.deadlines.remaining_ms(lease_id, now).unwrap_or(0),
-            locks: lease.locks.iter().cloned().collect(),
-            waits: lease.waits.iter().cloned().collect(),
+            ttl_remaining_ms: lease.ttl_remaining_ms,
+            locks: lease.locks,
+            waits: lease.waits,
             graced: lease.graced,
-            read_index,
+            read_index: lease.read_index,
         }))
     }
 }

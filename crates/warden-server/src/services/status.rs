@@ -1,73 +1,267 @@
-//! Errors at the gRPC boundary: every typed error maps onto one status code
-//! here, in one place.
+//! The one place the node's typed errors become gRPC statuses.
+//!
+//! Every refusal names its field and limit in the message, and also carries
+//! them as structured error details (`google.rpc.ErrorInfo` with the
+//! reason, and `google.rpc.BadRequest` naming the field of an invalid
+//! argument), so a client in any language can read them without parsing
+//! text. A redirect carries the leader's client address in the
+//! `warden-leader` metadata.
 
-use openraft::errors::{ClientWriteError, RaftError};
 use tonic::{Code, Status};
-use warden_core::types::{CommandError, ErrorCode};
+use tonic_types::{ErrorDetails, StatusExt as _};
+use warden_core::types::{CommandError, ErrorCode, LeaseId};
 
-use crate::types::TypeConfig;
+use crate::events::Compacted;
+use crate::node::membership::MembershipError;
+use crate::node::{Bootstrapping, LeaderHint, ReadError, SubmitError};
 
-/// How long a proposal may take to commit before the caller is told there is
-/// no quorum (L3: fail clearly within the caller's deadline, never hang).
-pub const COMMIT_TIMEOUT_MS: u64 = 3_000;
+/// The `google.rpc.ErrorInfo` domain of every Warden error.
+pub const ERROR_DOMAIN: &str = "warden.v1";
 
-/// A change that did not commit within [`COMMIT_TIMEOUT_MS`] (L3).
-pub fn no_quorum() -> Status {
-    Status::unavailable(format!(
-        "no quorum: the change did not commit within {COMMIT_TIMEOUT_MS} ms; retry with the same request id"
-    ))
+/// Builds a status with `code`, `message`, an `ErrorInfo` with `reason`
+/// and, for an invalid argument, a `BadRequest` naming `field`.
+fn detailed(code: Code, message: String, reason: &str, field: Option<&str>) -> Status {
+    let mut details = ErrorDetails::with_error_info(
+        reason,
+        ERROR_DOMAIN,
+        std::collections::HashMap::<String, String>::new(),
+    );
+    if let (Code::InvalidArgument, Some(f)) = (code, field) {
+        details.add_bad_request_violation(f, message.clone());
+    }
+    Status::with_error_details(code, message, details)
 }
 
-/// Maps a refused command onto a gRPC status. The message names the field and
-/// the limit; `request_expired` keeps its prefix so clients can match it.
+/// Maps a refused command onto a gRPC status. The message names the field
+/// and the limit; `request_expired` keeps its prefix so clients can match it.
 pub fn command_status(e: &CommandError) -> Status {
     let msg = match &e.field {
         Some(f) => format!("{f}: {}", e.message),
         None => e.message.clone(),
     };
+    let field = e.field.as_deref();
     match e.code {
-        ErrorCode::InvalidArgument => Status::invalid_argument(msg),
-        ErrorCode::NotFound => Status::not_found(msg),
-        ErrorCode::FailedPrecondition => Status::failed_precondition(msg),
-        ErrorCode::ResourceExhausted => Status::resource_exhausted(msg),
-        ErrorCode::RequestExpired => Status::failed_precondition(format!("request_expired: {msg}")),
+        ErrorCode::InvalidArgument => {
+            detailed(Code::InvalidArgument, msg, "INVALID_ARGUMENT", field)
+        }
+        ErrorCode::NotFound => detailed(Code::NotFound, msg, "NOT_FOUND", field),
+        ErrorCode::FailedPrecondition => {
+            detailed(Code::FailedPrecondition, msg, "FAILED_PRECONDITION", field)
+        }
+        ErrorCode::ResourceExhausted => {
+            detailed(Code::ResourceExhausted, msg, "RESOURCE_EXHAUSTED", field)
+        }
+        ErrorCode::RequestExpired => detailed(
+            Code::FailedPrecondition,
+            format!("request_expired: {msg}"),
+            "REQUEST_EXPIRED",
+            field,
+        ),
     }
 }
 
-/// `NotFound` for a lease that is not live.
-pub fn lease_not_live(lease_id: u64) -> Status {
-    Status::not_found(format!(
-        "lease_id: lease {lease_id} is not live (expired, revoked, released or never granted)"
-    ))
-}
-
-/// A reply of an unexpected kind from the state machine (a bug, not input).
-pub fn unexpected(reply: &warden_core::types::Response) -> Status {
-    Status::internal(format!("unexpected reply {reply:?}"))
-}
-
-/// `Unavailable` naming the leader, if known, in the `warden-leader` metadata.
-pub fn not_leader(leader: Option<(u64, String)>) -> Status {
+/// `Unavailable` naming the leader, if known, in the `warden-leader` metadata
+/// (L3: the client retries there at once); with no leader known, "no quorum".
+pub fn not_leader(leader: &LeaderHint) -> Status {
     match leader {
         Some((id, addr)) => {
-            let mut s = Status::new(
+            let mut s = detailed(
                 Code::Unavailable,
                 format!("not the leader; the leader is node {id} at {addr}"),
+                "NOT_LEADER",
+                None,
             );
             if let Ok(v) = addr.parse() {
                 s.metadata_mut().insert(warden_proto::LEADER_METADATA, v);
             }
             s
         }
-        None => Status::unavailable(
-            "no quorum: no leader is known (election in progress or a majority is down)",
+        None => detailed(
+            Code::Unavailable,
+            "no quorum: no leader is known (election in progress or a majority is down)".into(),
+            "NO_LEADER",
+            None,
         ),
     }
 }
 
-/// A write error from openraft that is not a redirect.
-pub fn write_error(e: &RaftError<TypeConfig, ClientWriteError<TypeConfig>>) -> Status {
-    Status::unavailable(format!("no quorum: {e}"))
+impl From<SubmitError> for Status {
+    /// The one mapping of a write's failure: a redirect names the leader;
+    /// what was not proposed, or whose outcome is unknown, is `Unavailable`
+    /// (retry with the same request id, S7); a refusal keeps its code; a
+    /// fatal failure says the outcome is unknown and the node is failing.
+    fn from(e: SubmitError) -> Status {
+        match e {
+            SubmitError::NotLeader { leader } => not_leader(&leader),
+            SubmitError::NotProposed { reason } => detailed(
+                Code::Unavailable,
+                format!("{reason}; nothing was proposed: retry at another node"),
+                "NOT_PROPOSED",
+                None,
+            ),
+            SubmitError::Unknown { reason } => detailed(
+                Code::Unavailable,
+                format!("{reason}; retry with the same request id"),
+                "OUTCOME_UNKNOWN",
+                None,
+            ),
+            SubmitError::Refused(e) => command_status(&e),
+            SubmitError::Fatal { source } => detailed(
+                Code::Unavailable,
+                format!(
+                    "this node failed ({source}); the outcome is unknown: retry at another node \
+                     with the same request id"
+                ),
+                "NODE_FAILED",
+                None,
+            ),
+        }
+    }
+}
+
+impl From<ReadError> for Status {
+    /// The one mapping of a read's failure.
+    fn from(e: ReadError) -> Status {
+        match e {
+            ReadError::NotLeader { leader } => not_leader(&leader),
+            ReadError::NoQuorum { reason } => detailed(
+                Code::Unavailable,
+                format!("no quorum: {reason}"),
+                "NO_QUORUM",
+                None,
+            ),
+            ReadError::Refused(e) => command_status(&e),
+            ReadError::NotServing { reason } => {
+                detailed(Code::Unavailable, reason, "NOT_SERVING", None)
+            }
+        }
+    }
+}
+
+impl From<Bootstrapping> for Status {
+    fn from(e: Bootstrapping) -> Status {
+        detailed(Code::Unavailable, e.to_string(), "BOOTSTRAPPING", None)
+    }
+}
+
+impl From<MembershipError> for Status {
+    /// The one mapping of a membership change's failure.
+    fn from(e: MembershipError) -> Status {
+        match e {
+            MembershipError::Disabled => {
+                admin_disabled("membership changes are disabled on this node")
+            }
+            MembershipError::Refused(e) => command_status(&e),
+            MembershipError::LeadershipMoved { former, leader } => {
+                let mut s = detailed(
+                    Code::Unavailable,
+                    format!(
+                        "node {former} was the leader; leadership moved before the change: \
+                         retry on the new leader"
+                    ),
+                    "NOT_LEADER",
+                    None,
+                );
+                if let Some(addr) = leader.and_then(|(_, addr)| addr.parse().ok()) {
+                    s.metadata_mut().insert(warden_proto::LEADER_METADATA, addr);
+                }
+                s
+            }
+            MembershipError::CatchUpTimeout { node_id, secs } => detailed(
+                Code::DeadlineExceeded,
+                format!(
+                    "node {node_id} did not catch up within {secs} s; it stays a learner: retry \
+                     the same command to resume, or remove it"
+                ),
+                "CATCH_UP_TIMEOUT",
+                None,
+            ),
+            MembershipError::NotCommitted { secs } => detailed(
+                Code::Unavailable,
+                format!(
+                    "the membership change did not commit within {secs} s; check `warden cluster \
+                     status`"
+                ),
+                "NOT_COMMITTED",
+                None,
+            ),
+            MembershipError::Raft(e) => e.into(),
+        }
+    }
+}
+
+/// Metadata key carrying the oldest retained index on a `compacted` error.
+pub const OLDEST_INDEX_METADATA: &str = "warden-oldest-index";
+
+/// `OutOfRange` for a watch start index (or a cursor) below the retained
+/// window: the message starts `compacted` and names the oldest retained
+/// index, which also rides in the `warden-oldest-index` metadata.
+pub fn compacted(c: Compacted, asked: u64) -> Status {
+    let mut s = detailed(
+        Code::OutOfRange,
+        format!(
+            "compacted: index {asked} is no longer retained by this node; the oldest retained \
+             index is {}",
+            c.oldest
+        ),
+        "COMPACTED",
+        None,
+    );
+    if let Ok(v) = c.oldest.to_string().parse() {
+        s.metadata_mut().insert(OLDEST_INDEX_METADATA, v);
+    }
+    s
+}
+
+/// `NotFound` for a lease that is not live.
+pub fn lease_not_live(lease_id: LeaseId) -> Status {
+    detailed(
+        Code::NotFound,
+        format!(
+            "lease_id: lease {lease_id} is not live (expired, revoked, released or never granted)"
+        ),
+        "LEASE_NOT_LIVE",
+        Some("lease_id"),
+    )
+}
+
+/// `Unavailable` when this node stops serving: a stream ends with it and
+/// the client retries elsewhere (S7; a queued waiter stays queued, S8).
+pub fn shutting_down() -> Status {
+    detailed(
+        Code::Unavailable,
+        "this node is shutting down; retry at another node".into(),
+        "SHUTTING_DOWN",
+        None,
+    )
+}
+
+/// `PermissionDenied` for an admin call on a node without `--allow-admin`;
+/// `what` says what is disabled ("force-release is disabled on this node").
+pub fn admin_disabled(what: &str) -> Status {
+    detailed(
+        Code::PermissionDenied,
+        format!(
+            "{what}: start `warden server` with --allow-admin (or `allow-admin = true` in its \
+             config file) to allow it"
+        ),
+        "ADMIN_DISABLED",
+        None,
+    )
+}
+
+/// `FailedPrecondition` for a retried acquire whose grant has ended since
+/// (S7: the first outcome, but the lease no longer holds it).
+pub fn grant_ended(fencing_token: u64, lease_id: LeaseId) -> Status {
+    detailed(
+        Code::FailedPrecondition,
+        format!(
+            "request_expired: this acquire was granted token {fencing_token} on lease \
+             {lease_id}, which no longer holds it"
+        ),
+        "REQUEST_EXPIRED",
+        None,
+    )
 }
 
 #[cfg(test)]
@@ -108,11 +302,43 @@ mod tests {
             .starts_with("request_expired: request_id: "));
     }
 
+    // "What bad input gets", for clients in any language: an invalid
+    // argument carries the field in a google.rpc.BadRequest and the reason
+    // in a google.rpc.ErrorInfo, not only in the message text.
+    #[test]
+    fn an_invalid_argument_carries_its_field_as_structured_details() {
+        let s = command_status(&CommandError {
+            code: ErrorCode::InvalidArgument,
+            field: Some("wait_timeout_ms".into()),
+            message: "wait_timeout_ms must be at most 3600000 ms; got 3600001".into(),
+        });
+        let details = s.get_error_details();
+        let bad = details.bad_request().expect("a BadRequest detail");
+        assert_eq!(bad.field_violations.len(), 1);
+        assert_eq!(bad.field_violations[0].field, "wait_timeout_ms");
+        let info = details.error_info().expect("an ErrorInfo detail");
+        assert_eq!(info.reason, "INVALID_ARGUMENT");
+        assert_eq!(info.domain, ERROR_DOMAIN);
+        let expired = command_status(&CommandError {
+            code: ErrorCode::RequestExpired,
+            field: Some("request_id".into()),
+            message: "gone".into(),
+        });
+        assert_eq!(
+            expired
+                .get_error_details()
+                .error_info()
+                .map(|i| i.reason.clone()),
+            Some("REQUEST_EXPIRED".into())
+        );
+        assert!(expired.get_error_details().bad_request().is_none());
+    }
+
     // L3 / redirects: a follower names the leader in `warden-leader`; with no
     // leader known the error says "no quorum".
     #[test]
     fn not_leader_carries_the_leader_address() {
-        let s = not_leader(Some((3, "127.0.0.1:7003".into())));
+        let s = not_leader(&Some((3, "127.0.0.1:7003".into())));
         assert_eq!(s.code(), Code::Unavailable);
         assert_eq!(
             s.metadata()
@@ -120,9 +346,48 @@ mod tests {
                 .and_then(|v| v.to_str().ok()),
             Some("127.0.0.1:7003")
         );
-        let none = not_leader(None);
+        let none = not_leader(&None);
         assert_eq!(none.code(), Code::Unavailable);
         assert!(none.message().starts_with("no quorum"));
         assert!(none.metadata().get(warden_proto::LEADER_METADATA).is_none());
+    }
+
+    // L3 and S7: a write whose commit was not seen says so and tells the
+    // caller to retry with the same request id; a storage failure is not
+    // reported as "no quorum".
+    #[test]
+    fn unknown_outcomes_and_fatal_failures_say_what_happened() {
+        let s = Status::from(SubmitError::Unknown {
+            reason: "no quorum: the change did not commit within 3000 ms".into(),
+        });
+        assert_eq!(s.code(), Code::Unavailable);
+        assert_eq!(
+            s.message(),
+            "no quorum: the change did not commit within 3000 ms; retry with the same request id"
+        );
+        let fatal = Status::from(SubmitError::fatal("storage: disk full"));
+        assert_eq!(fatal.code(), Code::Unavailable);
+        assert!(
+            !fatal.message().contains("no quorum"),
+            "{}",
+            fatal.message()
+        );
+        assert!(fatal.message().contains("storage: disk full"));
+    }
+
+    // Watch below the retained window: `compacted`, naming the oldest
+    // retained index in the message and the `warden-oldest-index` metadata.
+    #[test]
+    fn compacted_names_the_oldest_retained_index() {
+        let s = compacted(Compacted { oldest: 3 }, 2);
+        assert_eq!(s.code(), Code::OutOfRange);
+        assert!(s.message().starts_with("compacted"));
+        assert!(s.message().contains("oldest retained index is 3"));
+        assert_eq!(
+            s.metadata()
+                .get(OLDEST_INDEX_METADATA)
+                .and_then(|v| v.to_str().ok()),
+            Some("3")
+        );
     }
 }

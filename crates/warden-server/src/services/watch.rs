@@ -1,366 +1,38 @@
-//! The public `warden.v1.Watch` service and the node-local event log behind it
-//! (issue 3, item 4).
-//!
-//! # The event log
-//!
-//! [`EventLog`] is fed by the state machine at apply time
-//! ([`crate::store::StateMachineStore`] hands it `(index, &effects)` for every
-//! applied command): the [`warden_core::Effect`]s that matter to a watcher
-//! become [`Event`]s (granted, released, expired, revoked, queued, cancelled,
-//! forced, lock_delay_ended). The log is **node-local and not replicated**:
-//! every replica applies the same committed entries, so every node derives the
-//! same events, but a follower may lag the leader.
-//!
-//! It keeps the last [`DEFAULT_WINDOW`] (100,000) events in memory. The window
-//! is described by its *floor*, the oldest retained index: every event of every
-//! entry at or above the floor is retained. Entries applied before this process
-//! started (loaded from a snapshot) or covered by an installed snapshot were
-//! never seen, so the floor starts at the first index this process applies and
-//! jumps past a snapshot install. When the window is full, the oldest entries'
-//! events are dropped whole (never half an entry) and the floor moves past
-//! them.
-//!
-//! # The stream
-//!
-//! A subscriber holds a cursor (the next index to deliver). It first replays
-//! retained events at or above `start_index` that match its resource or
-//! prefix, then follows live ones as they are recorded, in commit order, each
-//! exactly once: the cursor only moves forward, past every index it has read.
-//! A `start_index` below the floor, or a subscriber so slow that the window
-//! moves past its cursor, gets `OutOfRange` with a message starting
-//! `compacted` that names the oldest retained index (also in the
-//! `warden-oldest-index` metadata); it may resume from that index and accept
-//! the gap, or rebuild its view with a linearizable read.
+//! The public `warden.v1.Watch` service: a subscriber replays retained
+//! events at or above its `start_index` that match its resource or prefix,
+//! then follows live ones, in commit order, each exactly once (see
+//! [`crate::events`]). Below the window it gets `OutOfRange` `compacted`.
 
-use std::collections::VecDeque;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use futures::Stream;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
-use warden_core::effect::{Effect, FreeReason, WaiterRemovedReason};
 use warden_core::validate;
 use warden_proto::v1 as pb;
 use warden_proto::v1::watch_server;
 
-use crate::node::{Node, NodeCell};
-use crate::services::status::command_status;
-
-/// How many events each node keeps for replay by default (about 100 bytes
-/// plus the resource name each).
-pub const DEFAULT_WINDOW: usize = 100_000;
-
-/// Metadata key carrying the oldest retained index on a `compacted` error.
-pub const OLDEST_INDEX_METADATA: &str = "warden-oldest-index";
+use super::status::compacted;
+use crate::events::{Event, Filter};
+use crate::node::{Node, NodeCell, SubmitError};
 
 /// Response metadata key carrying the first index this stream covers (the
 /// resolved `start_index`: for 0, the index after this node's last applied
 /// one), so a client that saw no event yet can still resume without a gap.
 pub const START_INDEX_METADATA: &str = "warden-start-index";
 
-/// At most this many retained events are scanned per lock of the log (a
-/// subscriber catching up reads the window in slices).
-const READ_SLICE: usize = 4_096;
-
 /// Buffered events per stream before the sender waits for the client.
 const STREAM_BUFFER: usize = 256;
 
-/// What happened to a resource.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EventKind {
-    /// A lease became the holder (`Effect::Granted`).
-    Granted,
-    /// The holder released it.
-    Released,
-    /// The holder's lease expired.
-    Expired,
-    /// The holder's lease was revoked.
-    Revoked,
-    /// A waiter was enqueued.
-    Queued,
-    /// A waiter left the queue without being granted (timed out, lease ended).
-    Cancelled,
-    /// A `ForceRelease` took it from its holder.
-    Forced,
-    /// A lock-delay ended; the resource may be granted again.
-    LockDelayEnded,
-    /// A lease published a value on the resource (elections: a candidate's
-    /// value, token 0, or the leader's, with its token).
-    Proclaimed,
-}
-
-impl EventKind {
-    /// The wire and CLI name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventKind::Granted => "granted",
-            EventKind::Released => "released",
-            EventKind::Expired => "expired",
-            EventKind::Revoked => "revoked",
-            EventKind::Queued => "queued",
-            EventKind::Cancelled => "cancelled",
-            EventKind::Forced => "forced",
-            EventKind::LockDelayEnded => "lock_delay_ended",
-            EventKind::Proclaimed => "proclaimed",
-        }
-    }
-}
-
-/// One event, as streamed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Event {
-    /// Log index of the entry that made it.
-    pub index: u64,
-    /// The resource.
-    pub resource: String,
-    /// What happened.
-    pub kind: EventKind,
-    /// The lease concerned; 0 when none.
-    pub lease_id: u64,
-    /// The grant's token (granted) or the ended grant's (freed); 0 otherwise.
-    pub fencing_token: u64,
-}
-
-impl Event {
-    /// The event a watcher sees for `effect`, if any.
-    pub fn from_effect(index: u64, effect: &Effect) -> Option<Event> {
-        let ev = |resource: &String, kind, lease_id, fencing_token| Event {
-            index,
-            resource: resource.clone(),
-            kind,
-            lease_id,
-            fencing_token,
-        };
-        match effect {
-            Effect::Granted {
-                resource,
-                lease_id,
-                fencing_token,
-                ..
-            } => Some(ev(resource, EventKind::Granted, *lease_id, *fencing_token)),
-            Effect::Freed {
-                resource,
-                lease_id,
-                fencing_token,
-                reason,
-            } => {
-                let kind = match reason {
-                    FreeReason::Released => EventKind::Released,
-                    FreeReason::Expired => EventKind::Expired,
-                    FreeReason::Revoked => EventKind::Revoked,
-                    FreeReason::Forced => EventKind::Forced,
-                };
-                Some(ev(resource, kind, *lease_id, *fencing_token))
-            }
-            Effect::Queued {
-                resource, lease_id, ..
-            } => Some(ev(resource, EventKind::Queued, *lease_id, 0)),
-            Effect::WaiterRemoved {
-                resource,
-                lease_id,
-                reason,
-                ..
-            } => match reason {
-                // A `Granted` event follows.
-                WaiterRemovedReason::Granted => None,
-                _ => Some(ev(resource, EventKind::Cancelled, *lease_id, 0)),
-            },
-            Effect::LockDelayEnded { resource, .. } => {
-                Some(ev(resource, EventKind::LockDelayEnded, 0, 0))
-            }
-            Effect::Proclaimed {
-                resource,
-                lease_id,
-                fencing_token,
-            } => Some(ev(
-                resource,
-                EventKind::Proclaimed,
-                *lease_id,
-                *fencing_token,
-            )),
-            _ => None,
-        }
-    }
-
-    fn to_pb(&self) -> pb::WatchEvent {
-        pb::WatchEvent {
-            index: self.index,
-            resource: self.resource.clone(),
-            event: self.kind.as_str().to_string(),
-            lease_id: self.lease_id,
-            fencing_token: self.fencing_token,
-        }
-    }
-}
-
-/// Which resources a subscriber wants.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Filter {
-    /// Exactly this resource.
-    Resource(String),
-    /// Every resource whose name starts with this ("" = all).
-    Prefix(String),
-}
-
-impl Filter {
-    /// Whether `resource` matches.
-    pub fn matches(&self, resource: &str) -> bool {
-        match self {
-            Filter::Resource(r) => r == resource,
-            Filter::Prefix(p) => resource.starts_with(p.as_str()),
-        }
-    }
-}
-
-/// A start index (or a cursor) below the retained window.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Compacted {
-    /// The oldest retained index.
-    pub oldest: u64,
-}
-
-impl Compacted {
-    /// `OutOfRange`, message starting `compacted`, oldest index in metadata.
-    pub fn to_status(self, asked: u64) -> Status {
-        let mut s = Status::out_of_range(format!(
-            "compacted: index {asked} is no longer retained by this node; the oldest retained index is {}",
-            self.oldest
-        ));
-        if let Ok(v) = self.oldest.to_string().parse() {
-            s.metadata_mut().insert(OLDEST_INDEX_METADATA, v);
-        }
-        s
-    }
-}
-
-#[derive(Debug)]
-struct Inner {
-    /// Retained events, in index order (and effect order within an index).
-    events: VecDeque<Event>,
-    /// The oldest retained index: every event at or above it is retained.
-    floor: u64,
-    /// The last index recorded (or loaded/installed).
-    last: u64,
-    capacity: usize,
-}
-
-/// The node-local, bounded event log (see the module docs).
-#[derive(Debug)]
-pub struct EventLog {
-    inner: Mutex<Inner>,
-    /// Bumped whenever events are recorded or the window is reset.
-    notify: watch::Sender<u64>,
-}
-
-impl EventLog {
-    /// An empty log keeping `capacity` events (at least 1), for a state
-    /// machine that has applied everything up to `applied_index` already.
-    pub fn new(capacity: usize, applied_index: u64) -> EventLog {
-        EventLog {
-            inner: Mutex::new(Inner {
-                events: VecDeque::new(),
-                floor: applied_index + 1,
-                last: applied_index,
-                capacity: capacity.max(1),
-            }),
-            notify: watch::channel(applied_index).0,
-        }
-    }
-
-    fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
-        // The log holds no invariant a panic elsewhere could break halfway.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Records the events of the entry applied at `index` (the apply hook).
-    pub fn record(&self, index: u64, effects: &[Effect]) {
-        let mut pushed = false;
-        {
-            let mut g = self.inner();
-            if index <= g.last {
-                // Never re-applied in practice; keep the stream free of duplicates.
-                return;
-            }
-            g.last = index;
-            for e in effects {
-                if let Some(ev) = Event::from_effect(index, e) {
-                    g.events.push_back(ev);
-                    pushed = true;
-                }
-            }
-            if g.events.len() > g.capacity {
-                // Drop whole entries: the floor must mean "everything at or above".
-                let mut evicted = 0;
-                while g.events.len() > g.capacity {
-                    evicted = g.events.pop_front().map_or(evicted, |e| e.index);
-                }
-                while g.events.front().is_some_and(|e| e.index == evicted) {
-                    g.events.pop_front();
-                }
-                g.floor = g.floor.max(evicted + 1);
-            }
-        }
-        if pushed {
-            self.notify.send_replace(index);
-        }
-    }
-
-    /// A snapshot up to `index` was installed: nothing up to it can be replayed.
-    pub fn reset(&self, index: u64) {
-        {
-            let mut g = self.inner();
-            g.events.clear();
-            g.floor = g.floor.max(index + 1);
-            g.last = g.last.max(index);
-        }
-        self.notify.send_replace(index);
-    }
-
-    /// The oldest retained index.
-    pub fn oldest_index(&self) -> u64 {
-        self.inner().floor
-    }
-
-    /// The cursor for `start_index` (0 = from now), or `Compacted`.
-    pub fn start(&self, start_index: u64) -> Result<u64, Compacted> {
-        let g = self.inner();
-        match start_index {
-            0 => Ok(g.last + 1),
-            i if i < g.floor => Err(Compacted { oldest: g.floor }),
-            i => Ok(i),
-        }
-    }
-
-    /// Reads the events matching `filter` at or above `cursor` (a slice of the
-    /// window at a time, never splitting an entry) and returns them with the
-    /// next cursor. `Compacted` if the window has moved past `cursor`.
-    pub fn read(&self, cursor: u64, filter: &Filter) -> Result<(Vec<Event>, u64), Compacted> {
-        let g = self.inner();
-        if cursor < g.floor {
-            return Err(Compacted { oldest: g.floor });
-        }
-        let from = g.events.partition_point(|e| e.index < cursor);
-        let mut out = Vec::new();
-        let mut next = cursor.max(g.last + 1);
-        let mut prev = None;
-        for (scanned, e) in g.events.range(from..).enumerate() {
-            if scanned >= READ_SLICE && prev != Some(e.index) {
-                next = e.index;
-                break;
-            }
-            prev = Some(e.index);
-            if filter.matches(&e.resource) {
-                out.push(e.clone());
-            }
-        }
-        Ok((out, next))
-    }
-
-    /// A receiver woken whenever events are recorded or the window is reset.
-    pub fn subscribe(&self) -> watch::Receiver<u64> {
-        self.notify.subscribe()
+fn event_pb(e: &Event) -> pb::WatchEvent {
+    pb::WatchEvent {
+        index: e.index,
+        resource: e.resource.clone(),
+        event: e.kind.as_str().to_string(),
+        lease_id: e.lease_id,
+        fencing_token: e.fencing_token,
     }
 }
 
@@ -377,23 +49,27 @@ impl WatchService {
     }
 }
 
-fn filter(target: Option<pb::watch_request::Target>) -> Result<Filter, Status> {
+fn filter(target: Option<pb::watch_request::Target>) -> Result<Filter, SubmitError> {
     match target {
         Some(pb::watch_request::Target::Resource(r)) => {
-            validate::resource(&r).map_err(|e| command_status(&e))?;
+            validate::resource(&r)?;
             Ok(Filter::Resource(r))
         }
         Some(pb::watch_request::Target::Prefix(p)) => {
             if p.len() > 512 || p.chars().any(char::is_control) {
-                return Err(Status::invalid_argument(format!(
-                    "prefix: must be at most 512 bytes of UTF-8 without control characters; got {} bytes",
-                    p.len()
-                )));
+                return Err(SubmitError::invalid(
+                    "prefix",
+                    format!(
+                        "must be at most 512 bytes of UTF-8 without control characters; got {} bytes",
+                        p.len()
+                    ),
+                ));
             }
             Ok(Filter::Prefix(p))
         }
-        None => Err(Status::invalid_argument(
-            "resource: set exactly one of resource and prefix",
+        None => Err(SubmitError::invalid(
+            "resource",
+            "set exactly one of resource and prefix",
         )),
     }
 }
@@ -405,7 +81,7 @@ async fn follow(
     mut cursor: u64,
     filter: Filter,
 ) {
-    let log = &node.shared.events;
+    let log = node.events();
     // Subscribe before the first read so no record between them is missed.
     let mut rx = log.subscribe();
     loop {
@@ -413,12 +89,12 @@ async fn follow(
         let (events, next) = match log.read(cursor, &filter) {
             Ok(r) => r,
             Err(c) => {
-                let _ = tx.send(Err(c.to_status(cursor))).await;
+                let _ = tx.send(Err(compacted(c, cursor))).await;
                 return;
             }
         };
         for e in &events {
-            if tx.send(Ok(e.to_pb())).await.is_err() {
+            if tx.send(Ok(event_pb(e))).await.is_err() {
                 return;
             }
         }
@@ -447,10 +123,9 @@ impl watch_server::Watch for WatchService {
         let r = req.into_inner();
         let filter = filter(r.target)?;
         let cursor = node
-            .shared
-            .events
+            .events()
             .start(r.start_index)
-            .map_err(|c| c.to_status(r.start_index))?;
+            .map_err(|c| compacted(c, r.start_index))?;
         let (tx, rx) = mpsc::channel(STREAM_BUFFER);
         tokio::spawn(follow(node, tx, cursor, filter));
         let mut response: Response<Self::WatchStream> =
@@ -459,198 +134,5 @@ impl watch_server::Watch for WatchService {
             response.metadata_mut().insert(START_INDEX_METADATA, v);
         }
         Ok(response)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    //! The window logic of [`EventLog`] (S8 / issue 3 Watch: commit order, no
-    //! gaps, no duplicates, `compacted` below the window).
-
-    use super::*;
-    use warden_core::effect::LeaseEndReason;
-
-    fn granted(resource: &str, lease_id: u64, token: u64) -> Effect {
-        Effect::Granted {
-            resource: resource.into(),
-            lease_id,
-            fencing_token: token,
-            grant_index: 0,
-        }
-    }
-
-    fn freed(resource: &str, lease_id: u64, token: u64) -> Effect {
-        Effect::Freed {
-            resource: resource.into(),
-            lease_id,
-            fencing_token: token,
-            reason: FreeReason::Released,
-        }
-    }
-
-    fn all() -> Filter {
-        Filter::Prefix(String::new())
-    }
-
-    fn indexes(events: &[Event]) -> Vec<u64> {
-        events.iter().map(|e| e.index).collect()
-    }
-
-    // Issue 3 Watch: each effect kind a watcher sees maps to its event name;
-    // bookkeeping effects and the waiter removal that precedes a grant do not.
-    #[test]
-    fn effects_map_to_event_kinds() {
-        let kind = |e: Effect| Event::from_effect(7, &e).map(|e| e.kind.as_str());
-        assert_eq!(kind(granted("a", 1, 5)), Some("granted"));
-        for (reason, name) in [
-            (FreeReason::Released, "released"),
-            (FreeReason::Expired, "expired"),
-            (FreeReason::Revoked, "revoked"),
-            (FreeReason::Forced, "forced"),
-        ] {
-            let e = Event::from_effect(
-                7,
-                &Effect::Freed {
-                    resource: "a".into(),
-                    lease_id: 1,
-                    fencing_token: 5,
-                    reason,
-                },
-            )
-            .expect("freed is an event");
-            assert_eq!((e.kind.as_str(), e.fencing_token, e.index), (name, 5, 7));
-        }
-        let queued = Effect::Queued {
-            resource: "a".into(),
-            lease_id: 2,
-            enqueue_index: 7,
-            position: 1,
-            wait_timeout_ms: 1_000,
-        };
-        assert_eq!(kind(queued), Some("queued"));
-        let removed = |reason| Effect::WaiterRemoved {
-            resource: "a".into(),
-            lease_id: 2,
-            enqueue_index: 3,
-            reason,
-        };
-        assert_eq!(
-            kind(removed(WaiterRemovedReason::TimedOut)),
-            Some("cancelled")
-        );
-        assert_eq!(
-            kind(removed(WaiterRemovedReason::LeaseEnded)),
-            Some("cancelled")
-        );
-        assert_eq!(kind(removed(WaiterRemovedReason::Granted)), None);
-        let ended = Effect::LockDelayEnded {
-            resource: "a".into(),
-            start_index: 3,
-        };
-        assert_eq!(kind(ended), Some("lock_delay_ended"));
-        let lease_ended = Effect::LeaseEnded {
-            lease_id: 1,
-            reason: LeaseEndReason::Expired,
-        };
-        assert_eq!(kind(lease_ended), None);
-    }
-
-    // Issue 3 Watch: replay from a start index, then resume from last + 1:
-    // no gaps, no duplicates, commit order; the filter does not move the
-    // cursor differently from the unfiltered stream.
-    #[test]
-    fn replay_and_resume_without_gaps_or_duplicates() {
-        let log = EventLog::new(100, 0);
-        log.record(1, &[granted("a", 1, 1)]);
-        log.record(2, &[granted("b", 2, 2)]);
-        log.record(3, &[freed("a", 1, 1), granted("a", 3, 3)]);
-        let (evs, next) = log
-            .read(log.start(1).expect("in window"), &all())
-            .expect("read");
-        assert_eq!(indexes(&evs), vec![1, 2, 3, 3]);
-        assert_eq!(next, 4);
-        let only_a = Filter::Resource("a".into());
-        let (evs, _) = log.read(2, &only_a).expect("read");
-        assert_eq!(indexes(&evs), vec![3, 3]);
-        assert_eq!(evs[0].kind, EventKind::Released);
-        assert_eq!(evs[1].kind, EventKind::Granted);
-        // Nothing new: the cursor stays, nothing is repeated.
-        assert_eq!(log.read(next, &all()).expect("read"), (vec![], 4));
-        log.record(4, &[granted("b", 4, 4)]);
-        let (evs, next) = log.read(next, &all()).expect("read");
-        assert_eq!((indexes(&evs), next), (vec![4], 5));
-        // Entries with no events still advance "now".
-        log.record(5, &[]);
-        assert_eq!(log.start(0), Ok(6));
-        // A future start index waits for it.
-        assert_eq!(log.read(9, &all()).expect("read"), (vec![], 9));
-        let prefix = Filter::Prefix("b".into());
-        assert!(prefix.matches("b") && prefix.matches("bc") && !prefix.matches("a"));
-    }
-
-    // Issue 3 Watch: a start index below the window gets `compacted` naming
-    // the oldest retained index; eviction drops whole entries.
-    #[test]
-    fn below_the_window_is_compacted() {
-        let log = EventLog::new(3, 0);
-        assert_eq!(log.start(1), Ok(1));
-        log.record(1, &[granted("a", 1, 1)]);
-        log.record(2, &[freed("a", 1, 1), granted("a", 2, 2)]);
-        log.record(3, &[freed("a", 2, 2), granted("a", 3, 3)]);
-        // 5 events > 3: entry 1 goes, then half of entry 2, so all of entry 2.
-        assert_eq!(log.oldest_index(), 3);
-        assert_eq!(log.start(2), Err(Compacted { oldest: 3 }));
-        assert_eq!(log.read(1, &all()), Err(Compacted { oldest: 3 }));
-        let (evs, _) = log.read(3, &all()).expect("read");
-        assert_eq!(indexes(&evs), vec![3, 3]);
-        let s = Compacted { oldest: 3 }.to_status(2);
-        assert_eq!(s.code(), tonic::Code::OutOfRange);
-        assert!(s.message().starts_with("compacted"));
-        assert!(s.message().contains("oldest retained index is 3"));
-        assert_eq!(
-            s.metadata()
-                .get(OLDEST_INDEX_METADATA)
-                .and_then(|v| v.to_str().ok()),
-            Some("3")
-        );
-    }
-
-    // Issue 3 Watch: entries applied before this process (snapshot load) or
-    // covered by an installed snapshot are not in the window.
-    #[test]
-    fn snapshot_load_and_install_move_the_floor() {
-        let log = EventLog::new(100, 10);
-        assert_eq!(log.oldest_index(), 11);
-        assert_eq!(log.start(10), Err(Compacted { oldest: 11 }));
-        assert_eq!(log.start(0), Ok(11));
-        log.record(11, &[granted("a", 1, 1)]);
-        log.reset(20);
-        assert_eq!(log.oldest_index(), 21);
-        assert_eq!(log.read(12, &all()), Err(Compacted { oldest: 21 }));
-        assert_eq!(log.start(0), Ok(21));
-    }
-
-    // Issue 3 Watch: a subscriber catching up reads the window in slices
-    // that never split an entry, and the slices join without gaps.
-    #[test]
-    fn slices_join_without_gaps() {
-        let log = EventLog::new(DEFAULT_WINDOW, 0);
-        let n = READ_SLICE as u64 + 10;
-        for i in 1..=n {
-            log.record(i, &[freed("a", i, i), granted("a", i + 1, i + 1)]);
-        }
-        let mut cursor = 1;
-        let mut seen = Vec::new();
-        loop {
-            let (evs, next) = log.read(cursor, &all()).expect("read");
-            if evs.is_empty() {
-                break;
-            }
-            assert_eq!(evs.len() % 2, 0, "an entry was split");
-            seen.extend(indexes(&evs));
-            cursor = next;
-        }
-        let want: Vec<u64> = (1..=n).flat_map(|i| [i, i]).collect();
-        assert_eq!(seen, want);
     }
 }

@@ -47,7 +47,7 @@ pub struct Shared {
     /// Append stamps.
     pub stamps: Stamps,
     /// Node-local event log for the Watch service, fed at apply.
-    pub events: crate::services::watch::EventLog,
+    pub events: crate::events::EventLog,
     /// This node's id (for the observer).
     pub node_id: u64,
     /// Simulator-only observer of each apply.
@@ -137,10 +137,7 @@ impl StateMachineStore {
                 applied,
                 clock,
                 stamps,
-                events: crate::services::watch::EventLog::new(
-                    crate::services::watch::DEFAULT_WINDOW,
-                    applied_index,
-                ),
+                events: crate::events::EventLog::new(crate::events::DEFAULT_WINDOW, applied_index),
                 node_id,
                 observer,
                 bugs,

@@ -1,0 +1,376 @@
+//! The read paths. One linearizable read path ([`Node::linearizable_read`]:
+//! read-index with a quorum, then wait until this node applied that far),
+//! and the views the services read, each a method that says what it reads
+//! and returns plain values (never a lock on the state machine).
+//!
+//! Ages and remaining TTLs come from this node's own deadline table (display
+//! only, never replicated; docs/semantics.md "Time").
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+use warden_core::types::{AuditRecord, FencingToken, LeaseId, LogIndex};
+use warden_core::{validate, TokenState};
+
+use super::{Node, ReadError, COMMIT_TIMEOUT_MS};
+use crate::events::EventLog;
+use crate::store::Machine;
+use crate::types::leader_of;
+
+/// A resource's holder, as `status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HolderStatus {
+    /// The holding lease.
+    pub lease_id: LeaseId,
+    /// Its grant's fencing token.
+    pub fencing_token: FencingToken,
+    /// The lease's TTL left on this node's clock, in milliseconds.
+    pub ttl_remaining_ms: u64,
+    /// The lease's TTL in milliseconds.
+    pub ttl_ms: u64,
+    /// The value the holder published (elections), or "".
+    pub value: String,
+}
+
+/// A resource as `status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceStatus {
+    /// The log index the read is linearizable at.
+    pub read_index: LogIndex,
+    /// The holder, if held.
+    pub holder: Option<HolderStatus>,
+    /// Waiters queued on it.
+    pub waiters: u64,
+}
+
+/// A fencing token checked against the table (`validate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenCheck {
+    /// The log index the read is linearizable at.
+    pub read_index: LogIndex,
+    /// Current, stale or unknown.
+    pub state: TokenState,
+    /// The holder's token now (0: free).
+    pub holder_token: FencingToken,
+}
+
+/// A live lease, as `lease ttl` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseStatus {
+    /// The log index the read is linearizable at.
+    pub read_index: LogIndex,
+    /// The lease.
+    pub lease_id: LeaseId,
+    /// Its TTL in milliseconds.
+    pub ttl_ms: u64,
+    /// Its TTL left on this node's clock, in milliseconds.
+    pub ttl_remaining_ms: u64,
+    /// Resources it holds.
+    pub locks: Vec<String>,
+    /// Resources it waits on.
+    pub waits: Vec<String>,
+    /// Whether a promotion grace was used since its last renew (L4).
+    pub graced: bool,
+}
+
+/// One waiter of a listed resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedWaiter {
+    /// The waiting lease.
+    pub lease_id: LeaseId,
+    /// How long it has waited, on this node's clock, in milliseconds.
+    pub age_ms: u64,
+}
+
+/// The holder of a listed resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedHolder {
+    /// The holding lease.
+    pub lease_id: LeaseId,
+    /// Its grant's token.
+    pub fencing_token: FencingToken,
+    /// How long it has held, on this node's clock, in milliseconds.
+    pub age_ms: u64,
+    /// The lease's TTL left on this node's clock, in milliseconds.
+    pub ttl_remaining_ms: u64,
+}
+
+/// One resource with a holder or waiters (`list`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedLock {
+    /// Its name (an election's internal key for elections).
+    pub resource: String,
+    /// The holder, if held.
+    pub holder: Option<ListedHolder>,
+    /// Waiters in FIFO order.
+    pub waiters: Vec<ListedWaiter>,
+}
+
+/// A consistent copy of the table for a backup (`snapshot save`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotCut {
+    /// The index the copy was taken at.
+    pub applied_index: LogIndex,
+    /// The term of the leader of that entry.
+    pub term: u64,
+    /// The node id of the leader of that entry.
+    pub leader_node_id: u64,
+    /// The table's snapshot bytes.
+    pub data: Vec<u8>,
+}
+
+/// Where a queued acquire stands on this node (no read-index: it follows
+/// the applied table as entries apply).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WaiterStep {
+    /// Granted by an entry at or after its enqueue.
+    Granted {
+        /// The grant's token.
+        fencing_token: FencingToken,
+        /// The lease's TTL in milliseconds.
+        ttl_ms: u64,
+        /// The entry that made the grant.
+        grant_index: LogIndex,
+    },
+    /// Still queued, at this position (1 = next).
+    Queued(u64),
+    /// No longer queued and not granted (its wait ended or its lease died);
+    /// the holder now, if any.
+    Gone {
+        /// The lease holding the resource now.
+        holder: Option<LeaseId>,
+    },
+}
+
+impl Node {
+    /// Confirms leadership with a quorum (read-index), then waits until this
+    /// node has applied up to that index; returns the index. A read served
+    /// after this is linearizable.
+    pub async fn linearizable_read(&self) -> Result<LogIndex, ReadError> {
+        if self.leader_id_if_leader().is_none() {
+            return Err(ReadError::NotLeader {
+                leader: self.leader(),
+            });
+        }
+        let timeout = Duration::from_millis(COMMIT_TIMEOUT_MS);
+        let read = tokio::time::timeout(
+            timeout,
+            self.raft
+                .ensure_linearizable(openraft::ReadPolicy::ReadIndex),
+        )
+        .await
+        .map_err(|_| ReadError::NoQuorum {
+            reason: "read-index did not complete in time".into(),
+        })?
+        .map_err(|e| ReadError::NoQuorum {
+            reason: e.to_string(),
+        })?;
+        let read_index = read.index();
+        self.wait_applied(read_index, timeout).await?;
+        Ok(read_index)
+    }
+
+    /// Waits until this node has applied `index` or `timeout` passes.
+    pub async fn wait_applied(&self, index: LogIndex, timeout: Duration) -> Result<(), ReadError> {
+        let mut rx = self.shared.applied.subscribe();
+        let fut = async {
+            loop {
+                if *rx.borrow_and_update() >= index {
+                    return Ok(());
+                }
+                if rx.changed().await.is_err() {
+                    return Err(ReadError::NotServing {
+                        reason: "node stopping".into(),
+                    });
+                }
+            }
+        };
+        tokio::time::timeout(timeout, fut)
+            .await
+            .map_err(|_| ReadError::NoQuorum {
+                reason: "apply did not catch up in time".into(),
+            })?
+    }
+
+    /// The state machine for a short read (never across an await).
+    fn machine(&self) -> Result<std::sync::MutexGuard<'_, Machine>, ReadError> {
+        self.shared
+            .machine
+            .lock()
+            .map_err(|_| ReadError::NotServing {
+                reason: "state poisoned".into(),
+            })
+    }
+
+    /// `status`: who holds `resource` and how many wait, linearizable.
+    pub async fn resource_status(&self, resource: &str) -> Result<ResourceStatus, ReadError> {
+        validate::resource(resource)?;
+        let read_index = self.linearizable_read().await?;
+        let now = self.shared.clock.now();
+        let m = self.machine()?;
+        let holder = m.table.holder(resource).map(|h| HolderStatus {
+            lease_id: h.lease_id,
+            fencing_token: h.fencing_token,
+            ttl_remaining_ms: m.deadlines.remaining_ms(h.lease_id, now).unwrap_or(0),
+            ttl_ms: h.ttl_ms,
+            value: m
+                .table
+                .value(h.lease_id, resource)
+                .unwrap_or_default()
+                .to_owned(),
+        });
+        Ok(ResourceStatus {
+            read_index,
+            holder,
+            waiters: m.table.waiters(resource).len() as u64,
+        })
+    }
+
+    /// `validate`: whether `token` is the current grant of `resource`,
+    /// linearizable.
+    pub async fn token_check(
+        &self,
+        resource: &str,
+        token: FencingToken,
+    ) -> Result<TokenCheck, ReadError> {
+        validate::resource(resource)?;
+        validate::fencing_token(token)?;
+        let read_index = self.linearizable_read().await?;
+        let m = self.machine()?;
+        Ok(TokenCheck {
+            read_index,
+            state: m.table.token_state(resource, token),
+            holder_token: m
+                .table
+                .holder(resource)
+                .map(|h| h.fencing_token)
+                .unwrap_or(0),
+        })
+    }
+
+    /// `lease ttl`: a lease's TTL, what it holds and waits on; None when it
+    /// is not live. Linearizable.
+    pub async fn lease_status(&self, lease_id: LeaseId) -> Result<Option<LeaseStatus>, ReadError> {
+        validate::lease_id(lease_id)?;
+        let read_index = self.linearizable_read().await?;
+        let now = self.shared.clock.now();
+        let m = self.machine()?;
+        Ok(m.table.lease(lease_id).map(|lease| LeaseStatus {
+            read_index,
+            lease_id,
+            ttl_ms: lease.ttl_ms,
+            ttl_remaining_ms: m.deadlines.remaining_ms(lease_id, now).unwrap_or(0),
+            locks: lease.locks.iter().cloned().collect(),
+            waits: lease.waits.iter().cloned().collect(),
+            graced: lease.graced,
+        }))
+    }
+
+    /// `list`: every resource whose name starts with `prefix` that has a
+    /// holder or waiters, linearizable; with the read index.
+    pub async fn list(&self, prefix: &str) -> Result<(LogIndex, Vec<ListedLock>), ReadError> {
+        let max = warden_core::limits::MAX_RESOURCE_BYTES;
+        if prefix.len() > max {
+            return Err(super::error::command_error(
+                warden_core::types::ErrorCode::InvalidArgument,
+                Some("prefix"),
+                format!("at most {max} bytes; got {}", prefix.len()),
+            )
+            .into());
+        }
+        let read_index = self.linearizable_read().await?;
+        let now = self.shared.clock.now();
+        let m = self.machine()?;
+        let locks = m
+            .table
+            .resources_with_prefix(prefix)
+            .map(|(name, state)| ListedLock {
+                resource: name.clone(),
+                holder: state.holder.as_ref().map(|g| ListedHolder {
+                    lease_id: g.lease_id,
+                    fencing_token: g.fencing_token,
+                    age_ms: m
+                        .deadlines
+                        .held_for_ms(name, g.grant_index, now)
+                        .unwrap_or(0),
+                    ttl_remaining_ms: m.deadlines.remaining_ms(g.lease_id, now).unwrap_or(0),
+                }),
+                waiters: state
+                    .waiters
+                    .iter()
+                    .map(|w| ListedWaiter {
+                        lease_id: w.lease_id,
+                        age_ms: m
+                            .deadlines
+                            .waited_for_ms(name, w.lease_id, w.enqueue_index, now)
+                            .unwrap_or(0),
+                    })
+                    .collect(),
+            })
+            .collect();
+        Ok((read_index, locks))
+    }
+
+    /// `audit`: the forced releases the table keeps, oldest first,
+    /// linearizable; with the read index.
+    pub async fn audit_trail(&self) -> Result<(LogIndex, Vec<AuditRecord>), ReadError> {
+        let read_index = self.linearizable_read().await?;
+        let m = self.machine()?;
+        Ok((read_index, m.table.audit_trail().cloned().collect()))
+    }
+
+    /// `snapshot save`: the table at this leader's applied index, after a
+    /// read-index (every entry committed before the request is in it), copied
+    /// under the machine lock (one consistent cut).
+    pub async fn snapshot_cut(&self) -> Result<SnapshotCut, ReadError> {
+        self.linearizable_read().await?;
+        let m = self.machine()?;
+        let log_id = m.last_applied.ok_or_else(|| ReadError::NotServing {
+            reason: "nothing applied yet; retry shortly".into(),
+        })?;
+        let leader = leader_of(&log_id);
+        Ok(SnapshotCut {
+            applied_index: log_id.index(),
+            term: leader.term,
+            leader_node_id: leader.node_id,
+            data: m.table.to_snapshot(),
+        })
+    }
+
+    /// Where the acquire of `lease_id` on `resource`, queued at
+    /// `enqueue_index`, stands in this node's applied table. None when the
+    /// state is unusable.
+    pub fn waiter_step(
+        &self,
+        resource: &str,
+        lease_id: LeaseId,
+        enqueue_index: LogIndex,
+    ) -> Option<WaiterStep> {
+        let m = self.shared.machine.lock().ok()?;
+        Some(match m.table.holder(resource) {
+            Some(h) if h.lease_id == lease_id && h.grant_index >= enqueue_index => {
+                WaiterStep::Granted {
+                    fencing_token: h.fencing_token,
+                    ttl_ms: h.ttl_ms,
+                    grant_index: h.grant_index,
+                }
+            }
+            holder => match m.table.waiter_position(resource, lease_id) {
+                Some(position) => WaiterStep::Queued(position),
+                None => WaiterStep::Gone {
+                    holder: holder.map(|h| h.lease_id),
+                },
+            },
+        })
+    }
+
+    /// The last applied log index, watched (changes after every apply).
+    pub fn applied(&self) -> watch::Receiver<LogIndex> {
+        self.shared.applied.subscribe()
+    }
+
+    /// This node's watch event log (fed at apply, node-local).
+    pub fn events(&self) -> &EventLog {
+        &self.shared.events
+    }
+}

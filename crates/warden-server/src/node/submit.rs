@@ -1,0 +1,260 @@
+//! The write paths: [`Node::submit`] for every client command, [`Node::renew`]
+//! for keep-alives (through the renew batcher, S4), and the duty path for
+//! leader duties. All three end in one entry proposed to the **local** Raft
+//! handle, never forwarded (etcd issue 15247), answered only after it
+//! committed on a quorum and applied here (S3).
+
+use std::time::Duration;
+
+use openraft::errors::{ClientWriteError, Fatal, RaftError};
+use tokio::sync::oneshot;
+use warden_core::types::{AcquireReply, Command, FencingToken, LeaseId, LogEntry, Response};
+use warden_core::validate;
+
+use super::renew::RenewJob;
+use super::{Node, Principal, SubmitError, COMMIT_TIMEOUT_MS};
+use crate::types::{LogId, Request, TypeConfig};
+
+/// The typed answer a client command expects from the state machine. A
+/// reply of another kind is a bug ([`SubmitError::Fatal`]), decided here
+/// once for every service.
+pub trait Reply: Sized {
+    /// The answer in `response`, or the response back when it is of
+    /// another kind.
+    fn from_response(response: Response) -> Result<Self, Response>;
+}
+
+impl Reply for AcquireReply {
+    fn from_response(response: Response) -> Result<Self, Response> {
+        match response {
+            Response::Acquire(a) => Ok(a),
+            other => Err(other),
+        }
+    }
+}
+
+/// A release or forced release that freed a grant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Released {
+    /// The resource released.
+    pub resource: String,
+    /// The lease that held it.
+    pub lease_id: LeaseId,
+    /// The grant released.
+    pub fencing_token: FencingToken,
+}
+
+impl Reply for Released {
+    fn from_response(response: Response) -> Result<Self, Response> {
+        match response {
+            Response::Released {
+                resource,
+                lease_id,
+                fencing_token,
+            } => Ok(Released {
+                resource,
+                lease_id,
+                fencing_token,
+            }),
+            other => Err(other),
+        }
+    }
+}
+
+/// A lease created without a lock (a session).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseGranted {
+    /// The new lease.
+    pub lease_id: LeaseId,
+    /// Its TTL in milliseconds.
+    pub ttl_ms: u64,
+}
+
+impl Reply for LeaseGranted {
+    fn from_response(response: Response) -> Result<Self, Response> {
+        match response {
+            Response::LeaseGranted { lease_id, ttl_ms } => Ok(LeaseGranted { lease_id, ttl_ms }),
+            other => Err(other),
+        }
+    }
+}
+
+/// A revoked lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Revoked {
+    /// The lease revoked.
+    pub lease_id: LeaseId,
+}
+
+impl Reply for Revoked {
+    fn from_response(response: Response) -> Result<Self, Response> {
+        match response {
+            Response::Revoked { lease_id } => Ok(Revoked { lease_id }),
+            other => Err(other),
+        }
+    }
+}
+
+/// A published value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proclaimed {
+    /// The resource.
+    pub resource: String,
+    /// The lease.
+    pub lease_id: LeaseId,
+}
+
+impl Reply for Proclaimed {
+    fn from_response(response: Response) -> Result<Self, Response> {
+        match response {
+            Response::Proclaimed { resource, lease_id } => Ok(Proclaimed { resource, lease_id }),
+            other => Err(other),
+        }
+    }
+}
+
+/// `Done`: the command changed what it names and has nothing to report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Done;
+
+impl Reply for Done {
+    fn from_response(response: Response) -> Result<Self, Response> {
+        match response {
+            Response::Done => Ok(Done),
+            other => Err(other),
+        }
+    }
+}
+
+/// `cmd` with `due` in its due-list slot, for the commands that can hand a
+/// resource off (S8: apply removes what the list names first).
+fn with_due(mut cmd: Command, due: Option<warden_core::types::DueList>) -> Command {
+    match &mut cmd {
+        Command::Acquire(a) => a.due = due,
+        Command::Release(r) => r.due = due,
+        Command::Revoke(r) => r.due = due,
+        Command::ForceRelease(f) => f.due = due,
+        _ => {}
+    }
+    cmd
+}
+
+impl Node {
+    /// The one write path for client commands: validates `cmd` (a bad field
+    /// is refused naming the field and the limit; nothing is proposed),
+    /// checks that this node leads, attaches the leader's due list where the
+    /// command can hand a resource off (S8), proposes it through the
+    /// proposer, and returns the state machine's typed answer after the
+    /// entry committed and applied (S3). A refusal by the table comes back
+    /// as [`SubmitError::Refused`].
+    ///
+    /// `principal` is who the command is made for; it is carried to apply,
+    /// where permissions are decided against the table at that index.
+    pub async fn submit<R: Reply>(
+        &self,
+        principal: &Principal,
+        cmd: Command,
+    ) -> Result<R, SubmitError> {
+        let _ = principal;
+        validate::command(&cmd)?;
+        self.require_leader()?;
+        let cmd = with_due(cmd, self.due_list());
+        let (response, _) = self.proposer.propose(cmd).await?;
+        match response {
+            Response::Error(e) => Err(SubmitError::Refused(e)),
+            r => R::from_response(r)
+                .map_err(|other| SubmitError::fatal(format!("unexpected reply {other:?}"))),
+        }
+    }
+
+    /// Renews `lease_id` through the renew batcher: one `RenewBatch` entry per
+    /// short window, acknowledged only after it commits (S4). `Some(ttl_ms)`
+    /// renewed; `None` not live.
+    pub async fn renew(
+        &self,
+        principal: &Principal,
+        lease_id: LeaseId,
+    ) -> Result<Option<u64>, SubmitError> {
+        let _ = principal;
+        validate::lease_id(lease_id)?;
+        self.require_leader()?;
+        let stopping = || SubmitError::NotProposed {
+            reason: "node stopping".into(),
+        };
+        let (reply, rx) = oneshot::channel();
+        self.renew_tx
+            .send(RenewJob { lease_id, reply })
+            .await
+            .map_err(|_| stopping())?;
+        rx.await.map_err(|_| SubmitError::Unknown {
+            reason: "node stopping".into(),
+        })?
+    }
+
+    /// The duty path: proposes `cmd` (a leader duty or a renew batch) to the
+    /// local Raft handle and waits for it to commit and apply. No validation
+    /// and no due list: the proposer built the command itself.
+    pub(crate) async fn propose_duty(
+        &self,
+        cmd: Command,
+    ) -> Result<(Response, LogId), SubmitError> {
+        self.proposer.propose(cmd).await
+    }
+
+    /// One entry holding `cmd`, proposed to the local Raft handle; waits for
+    /// it to commit and apply, at most [`COMMIT_TIMEOUT_MS`].
+    pub(super) async fn write_entry(&self, cmd: Command) -> Result<(Response, LogId), SubmitError> {
+        let fut = self.raft.client_write(Request(LogEntry::V1(cmd)));
+        match tokio::time::timeout(Duration::from_millis(COMMIT_TIMEOUT_MS), fut).await {
+            Err(_) => Err(no_quorum()),
+            Ok(Err(e)) => Err(self.write_error(e)),
+            Ok(Ok(r)) => Ok((r.data, r.log_id)),
+        }
+    }
+
+    /// A failed `client_write`, typed: a redirect names the leader; a stopped
+    /// Raft leaves the outcome unknown; a storage failure is fatal.
+    pub(crate) fn write_error(
+        &self,
+        e: RaftError<TypeConfig, ClientWriteError<TypeConfig>>,
+    ) -> SubmitError {
+        match e {
+            RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => SubmitError::NotLeader {
+                leader: f
+                    .leader_id
+                    .zip(f.leader_node.map(|n| n.addr))
+                    .or_else(|| self.leader()),
+            },
+            RaftError::APIError(ClientWriteError::LogEntryDiscarded(f)) => SubmitError::Unknown {
+                reason: format!(
+                    "the entry was discarded when this node followed another leader ({f})"
+                ),
+            },
+            RaftError::APIError(ClientWriteError::PreconditionFailed(e)) => SubmitError::refused(
+                warden_core::types::ErrorCode::FailedPrecondition,
+                None,
+                e.to_string(),
+            ),
+            RaftError::APIError(ClientWriteError::ChangeMembershipError(e)) => {
+                SubmitError::refused(
+                    warden_core::types::ErrorCode::FailedPrecondition,
+                    None,
+                    e.to_string(),
+                )
+            }
+            RaftError::Fatal(Fatal::Stopped) => SubmitError::Unknown {
+                reason: "raft stopped on this node".into(),
+            },
+            RaftError::Fatal(f) => SubmitError::Fatal {
+                source: std::sync::Arc::new(f),
+            },
+        }
+    }
+}
+
+/// A proposal whose commit was not seen within [`COMMIT_TIMEOUT_MS`] (L3).
+pub(crate) fn no_quorum() -> SubmitError {
+    SubmitError::Unknown {
+        reason: format!("no quorum: the change did not commit within {COMMIT_TIMEOUT_MS} ms"),
+    }
+}

@@ -1,0 +1,216 @@
+//! A queued acquire's stream: its position while it waits (the first report
+//! at once, later moves at most every
+//! [`QUEUE_POSITION_REPORT_INTERVAL`]), then the final `Granted` or
+//! `NotGranted` as later entries apply (S8).
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use tonic::Status;
+use warden_core::types::NotGrantedReason;
+use warden_proto::v1 as pb;
+
+use super::convert::{granted, not_granted, queued};
+use crate::node::read::WaiterStep;
+use crate::node::Node;
+
+/// Shortest time between two `Queued` position reports to one waiter after
+/// the first: 100 ms. The first report (it names the waiter's lease) goes at
+/// once, and a changed position waits at most this long; the final `granted`
+/// or `not_granted` is never held back. Without it every hand-off sent one
+/// report to each of the other waiters, so 16 clients queued on one
+/// resource cost 15 stream messages per grant (docs/performance.md,
+/// "Contended").
+pub const QUEUE_POSITION_REPORT_INTERVAL: std::time::Duration =
+    std::time::Duration::from_millis(100);
+
+/// When a waiter's `Queued` position reports go out: the first at once,
+/// a changed position at most every [`QUEUE_POSITION_REPORT_INTERVAL`].
+#[derive(Debug, Default)]
+struct ReportThrottle {
+    /// The position last reported (0: none yet).
+    reported: u64,
+    /// When the next report may go.
+    next_at: Option<tokio::time::Instant>,
+}
+
+/// What to do with the current position.
+#[derive(Debug, PartialEq, Eq)]
+enum Report {
+    /// Send it now (recorded as reported).
+    Send,
+    /// It changed, but not before this instant.
+    HoldUntil(tokio::time::Instant),
+    /// Already reported.
+    Nothing,
+}
+
+impl ReportThrottle {
+    fn offer(&mut self, position: u64, now: tokio::time::Instant) -> Report {
+        if position == self.reported {
+            return Report::Nothing;
+        }
+        match self.next_at {
+            Some(at) if now < at => Report::HoldUntil(at),
+            _ => {
+                self.reported = position;
+                self.next_at = Some(now + QUEUE_POSITION_REPORT_INTERVAL);
+                Report::Send
+            }
+        }
+    }
+}
+
+/// Where a queued acquire's messages go.
+pub(super) enum WaiterOut {
+    /// A unary `Acquire`'s response stream.
+    Acquire(mpsc::Sender<Result<pb::AcquireResponse, Status>>),
+    /// One call of a `Calls` stream: each message goes under its call id.
+    Call {
+        call_id: u64,
+        out: mpsc::Sender<Result<pb::CallResponse, Status>>,
+    },
+}
+
+impl WaiterOut {
+    /// Sends `message`; false when the stream is gone.
+    async fn send(&self, message: pb::AcquireResponse) -> bool {
+        match self {
+            WaiterOut::Acquire(tx) => tx.send(Ok(message)).await.is_ok(),
+            WaiterOut::Call { call_id, out } => out
+                .send(Ok(pb::CallResponse {
+                    call_id: *call_id,
+                    answer: Some(pb::call_response::Answer::Acquire(message)),
+                }))
+                .await
+                .is_ok(),
+        }
+    }
+
+    /// Resolves when the stream is gone (the client went away): the waiter
+    /// stays queued (S8), its follower ends.
+    async fn closed(&self) {
+        match self {
+            WaiterOut::Acquire(tx) => tx.closed().await,
+            WaiterOut::Call { out, .. } => out.closed().await,
+        }
+    }
+}
+
+/// Follows a queued acquire until it is granted or removed (S8: a timeout is
+/// reported only after the removal has committed; if a grant commits first,
+/// the grant is reported).
+pub(super) async fn follow_waiter(
+    node: Arc<Node>,
+    tx: WaiterOut,
+    resource: String,
+    lease_id: u64,
+    enqueue_index: u64,
+) {
+    let mut rx = node.applied();
+    let mut throttle = ReportThrottle::default();
+    loop {
+        // The final answer, or the waiter's current position.
+        let Some(step) = node.waiter_step(&resource, lease_id, enqueue_index) else {
+            return;
+        };
+        let mut held_until = None;
+        match step {
+            WaiterStep::Granted {
+                fencing_token,
+                ttl_ms,
+                grant_index,
+            } => {
+                let msg = granted(resource, lease_id, fencing_token, ttl_ms, grant_index);
+                tx.send(msg).await;
+                return;
+            }
+            WaiterStep::Gone { holder } => {
+                let msg = not_granted(resource, holder, NotGrantedReason::WaitTimeout);
+                tx.send(msg).await;
+                return;
+            }
+            WaiterStep::Queued(position) => {
+                match throttle.offer(position, tokio::time::Instant::now()) {
+                    Report::Send => {
+                        if !tx.send(queued(position, lease_id)).await {
+                            // A dropped stream is not a cancel (S8): the waiter stays.
+                            return;
+                        }
+                    }
+                    Report::HoldUntil(at) => held_until = Some(at),
+                    Report::Nothing => {}
+                }
+            }
+        }
+        let report_due = async {
+            match held_until {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            r = rx.changed() => if r.is_err() { return },
+            _ = tx.closed() => return,
+            _ = report_due => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    // S8 (a dropped stream is not a cancel, but nothing outlives it): a
+    // queued acquire's messages on a `Calls` stream go under its call id,
+    // and the waiter's `closed()` (which `follow_waiter` selects on) resolves
+    // as soon as the stream is gone, even while the waiter has nothing to
+    // report. A relay task that noticed only at its next message kept a
+    // waiter whose position did not change until its grant or timeout, on a
+    // node that stopped applying for ever.
+    #[tokio::test]
+    async fn a_queued_calls_waiter_sends_under_its_call_id_and_ends_with_its_stream() {
+        let (out, mut answers) = mpsc::channel(8);
+        let waiter = WaiterOut::Call { call_id: 5, out };
+        let queued = pb::AcquireResponse {
+            event: Some(pb::acquire_response::Event::Queued(pb::Queued {
+                position: 2,
+                lease_id: 9,
+            })),
+        };
+        assert!(waiter.send(queued.clone()).await);
+        let answer = answers.recv().await.unwrap().unwrap();
+        assert_eq!(answer.call_id, 5);
+        assert_eq!(
+            answer.answer,
+            Some(pb::call_response::Answer::Acquire(queued.clone()))
+        );
+        drop(answers);
+        tokio::time::timeout(Duration::from_secs(10), waiter.closed())
+            .await
+            .expect("the waiter sees its stream gone");
+        assert!(!waiter.send(queued).await, "nothing more is sent");
+    }
+
+    // The queue position a waiter sees (S8's `Queued` reports): the first
+    // report goes at once, a changed position is held back at most
+    // QUEUE_POSITION_REPORT_INTERVAL and then sent, an unchanged one never
+    // again. (The cluster test cannot tell a lost hold-back timer from a
+    // later entry waking the waiter; this can.)
+    #[test]
+    fn position_reports_are_held_back_at_most_the_interval() {
+        let t0 = tokio::time::Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let mut t = ReportThrottle::default();
+        assert_eq!(t.offer(3, t0), Report::Send);
+        assert_eq!(t.offer(3, ms(1)), Report::Nothing);
+        assert_eq!(t.offer(2, ms(10)), Report::HoldUntil(ms(100)));
+        assert_eq!(t.offer(1, ms(99)), Report::HoldUntil(ms(100)));
+        assert_eq!(t.offer(1, ms(100)), Report::Send);
+        assert_eq!(t.offer(1, ms(500)), Report::Nothing);
+        // A move after a quiet spell goes at once.
+        assert_eq!(t.offer(2, ms(500)), Report::Send);
+    }
+}
