@@ -2,55 +2,56 @@
 //!
 //! # Map
 //!
-//! - [`config`]: node configuration and timing defaults (E and G, the
-//!   HTTP/2 keep-alive of accepted connections).
-//! - [`raft_types`]: the openraft type configuration; every openraft type is
-//!   named there.
-//! - [`store`]: the log store (durable before acknowledged: a write-ahead
-//!   file folded into redb) and the state machine (the `warden-core` lock
-//!   table + this node's deadline table).
-//! - `wal`: the log's write-ahead file (format and recovery).
-//! - [`network`]: openraft RPCs to peers over the internal gRPC `Peer` service
-//!   (per-call timeout floor, reconnect after a second of timeouts, no
-//!   commit-only AppendEntries the follower has already matched).
-//! - [`log_format`]: the log format each peer reads (advertised in every
-//!   peer answer) and whether every member reads packed entries yet.
-//! - [`peer_service`]: the receiving side of those RPCs, bootstrap RPCs, and
-//!   the early campaign after the leader's stream broke (`EarlyCampaign`).
-//! - [`bootstrap`]: the two-phase cluster id (SEMANTICS "Membership").
-//! - [`node`]: a running node; `propose` to the local Raft handle only.
-//! - [`proposer`]: packs acquires and releases that queue while an earlier
-//!   one is uncommitted into one `Batch` entry (the first goes alone, at once),
-//!   once every member reads packed entries ([`log_format`]).
-//! - [`lock_service`]: the public `warden.v1.Lock` gRPC service.
-//! - [`admin_service`]: the public `warden.v1.Admin` service (List,
-//!   ForceRelease behind `--allow-admin`, AuditTrail).
-//! - [`lease_service`]: the public `warden.v1.Lease` service (sessions:
-//!   grant, keep-alive stream, time-to-live).
-//! - [`watch_service`]: the public `warden.v1.Watch` service and its node-local event log.
-//! - [`renew`]: the renew batcher (S4).
-//! - [`duties`]: leader duties: Promote, Expire, EndLockDelay, Checkpoint.
-//! - [`membership`]: add, remove and replace members (one change at a time,
-//!   never losing a reachable majority); per-member term and lag for status.
-//! - [`backup`]: the snapshot file (`warden snapshot save`) and seeding a new
-//!   cluster's data dirs from it (`warden snapshot restore`).
-//! - [`health`]: `/healthz` and `/readyz` over HTTP on `--admin-listen`.
-//! - [`clock`]: the injected node clock.
-//! - [`inject`]: what a node takes from outside (clock, disk, peer connector,
-//!   randomness seed; simulator-only observer and bug switches).
-//! - [`error`]: the one place typed errors become gRPC statuses.
+//! The modules form layers; a file names only its own layer and the layers
+//! below it (checked by `tests/layering.rs`):
+//!
+//! 1. The crate root: [`run`], [`run_with`], [`run_injected`] (this file),
+//!    `start.rs` (config check, data dir, serving, bootstrap, Raft, the node
+//!    and its tasks, orderly stop) and [`inject`] (what a node takes from
+//!    outside: clock, disk, peer connector, randomness seed, simulator hooks).
+//! 2. [`services`]: the gRPC and HTTP edge. `lock`, `lease`, `watch`,
+//!    `admin` (the public `warden.v1` services), `health` (`/healthz`,
+//!    `/readyz`), `calls` (acquire and release, unary or on a `Calls`
+//!    stream), `waiter` (a queued acquire's stream), `convert` (wire to
+//!    commands), and `status`, the one place a typed error becomes a gRPC
+//!    status.
+//! 3. [`node`]: a running node. [`node::Node::submit`] is the one write path
+//!    for client commands (validate, leader check, due list, propose, typed
+//!    answer, [`node::SubmitError`]); `renew` batches keep-alives (S4);
+//!    `duties` proposes leader duties to the local Raft handle; `read` is
+//!    the linearizable read path and the views services read; `cluster` the
+//!    leader's view of the members and readiness; `proposer` packs queued
+//!    commands into one entry; `membership` adds, removes and replaces
+//!    members.
+//! 4. [`raft`]: the Raft handle; `network` (openraft RPCs to peers over the
+//!    internal `Peer` service, its append stream), `peer_service` (the
+//!    receiving side, bootstrap RPCs, the early campaign), `bootstrap` (the
+//!    two-phase cluster id, docs/semantics.md "Membership and data loss"),
+//!    `log_format` (the log format each peer reads, the packing gate),
+//!    `backup` (the snapshot file and seeding a restored cluster), and
+//!    [`raft::LeaderContact`].
+//! 5. [`store`]: the log store (a write-ahead file with group commit, folded
+//!    into redb; durable before acknowledged, S3) and the state machine (the
+//!    `warden-core` lock table + this node's deadline table).
+//! 6. The vocabulary every layer speaks: [`types`] (the openraft type
+//!    configuration), [`config`] (configuration and timing defaults, E and
+//!    G), [`clock`] (the injected node clock), [`events`] (the watch event
+//!    log, fed by apply), [`sim_hooks`] (the simulator's observer and bug
+//!    switches, on core types only).
 //!
 //! # The path of a request
 //!
-//! A client's `Acquire` reaches [`lock_service`], is validated (a bad field
-//! gets `InvalidArgument` naming the field and the limit), and, on the leader,
-//! is proposed to Raft with the leader's due list attached (through the
-//! [`proposer`], which packs it with others that queued meanwhile into one
-//! entry, refreshing the due list then). openraft appends it
-//! to the redb log (fsync) on a quorum, commits it, and the state machine
-//! applies it: `warden_core::table::LockTable::apply` decides, deterministically,
-//! and its effects update this node's deadline table. The reply is sent after
-//! apply. A follower answers `Unavailable` with the leader's address.
+//! A client's `Acquire` reaches `services::lock`, becomes a command
+//! (`services::convert`) and goes to [`node::Node::submit`]: validated (a bad
+//! field gets `InvalidArgument` naming the field and the limit), and, on the
+//! leader, proposed to the local Raft handle with the leader's due list
+//! attached (through the proposer, which packs it with others that queued
+//! meanwhile into one entry, refreshing the due list then). openraft appends
+//! it to each node's log (fsync) on a quorum, commits it, and the state
+//! machine applies it: `warden_core::table::LockTable::apply` decides,
+//! deterministically, and its effects update this node's deadline table and
+//! event log. The reply is sent after apply. A follower answers `Unavailable`
+//! with the leader's address.
 //!
 //! # What this crate does not do
 //!
@@ -65,28 +66,21 @@ pub mod node;
 pub mod raft;
 pub mod services;
 pub mod sim_hooks;
+mod start;
 pub mod store;
 pub mod types;
 
-use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::sync::Arc;
 
 pub use config::{ServerConfig, Timing};
-use openraft::{BasicNode, SnapshotPolicy};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, watch};
 use tokio_stream::Stream;
 use tonic::transport::server::Connected;
 
 use crate::clock::Clock;
 use crate::inject::Injected;
-use crate::node::{Node, NodeCell, NodeParts};
-use crate::raft::network::{Network, MAX_PEER_MESSAGE_BYTES};
-use crate::raft::peer_service::{PeerService, PeerState};
-use crate::store::{Db, LogStore, StateMachineStore};
 
 /// Errors that stop a node.
 #[derive(Debug, thiserror::Error)]
@@ -121,73 +115,11 @@ pub async fn run(
         .map_err(|e| ServerError::Config(format!("listen: cannot bind {}: {e}", config.listen)))?;
     run_injected(
         config,
-        nodelay_incoming(listener),
+        start::nodelay_incoming(listener),
         Injected::production(),
         shutdown,
     )
     .await
-}
-
-/// Accepted connections with TCP_NODELAY (clients' and peers'): with Nagle
-/// on, a reply written in two segments waits for the peer's delayed ACK (up
-/// to 40 ms on Linux). `serve_with_incoming` ignores the builder's
-/// `tcp_nodelay`, so it is set on the listener here (docs/performance.md).
-fn nodelay_incoming(listener: TcpListener) -> tonic::transport::server::TcpIncoming {
-    tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true))
-}
-
-fn validate_config(config: &ServerConfig) -> Result<(), ServerError> {
-    if config.node_id == 0 {
-        return Err(ServerError::Config("id: must be >= 1".into()));
-    }
-    if !config.peers.contains_key(&config.node_id) {
-        return Err(ServerError::Config(format!(
-            "peers: must include this node's id {}",
-            config.node_id
-        )));
-    }
-    let t = &config.timing;
-    if t.heartbeat_ms == 0 || t.election_timeout_min_ms <= t.heartbeat_ms {
-        return Err(ServerError::Config(
-            "election-timeout-min: must be greater than heartbeat (> 0)".into(),
-        ));
-    }
-    if t.election_timeout_max_ms <= t.election_timeout_min_ms {
-        return Err(ServerError::Config(
-            "election-timeout-max: must be greater than election-timeout-min".into(),
-        ));
-    }
-    let (lo, hi) = config::MAX_REQUEST_BYTES_RANGE;
-    if !(lo..=hi).contains(&config.max_request_bytes) {
-        return Err(ServerError::Config(format!(
-            "max-request-bytes: must be within {lo}..={hi}; got {}",
-            config.max_request_bytes
-        )));
-    }
-    if t.snapshot_threshold == 0 {
-        return Err(ServerError::Config(
-            "snapshot-threshold: must be >= 1 entry".into(),
-        ));
-    }
-    for (name, value, (lo, hi)) in [
-        (
-            "grpc-keepalive-interval",
-            t.grpc_keepalive_interval_ms,
-            config::GRPC_KEEPALIVE_INTERVAL_MS_RANGE,
-        ),
-        (
-            "grpc-keepalive-timeout",
-            t.grpc_keepalive_timeout_ms,
-            config::GRPC_KEEPALIVE_TIMEOUT_MS_RANGE,
-        ),
-    ] {
-        if !(lo..=hi).contains(&value) {
-            return Err(ServerError::Config(format!(
-                "{name}: must be within {lo}..={hi} ms; got {value}"
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// Runs a node on an already bound listener with an injected clock.
@@ -199,7 +131,7 @@ pub async fn run_with(
 ) -> Result<(), ServerError> {
     run_injected(
         config,
-        nodelay_incoming(listener),
+        start::nodelay_incoming(listener),
         Injected::with_clock(clock),
         shutdown,
     )
@@ -222,352 +154,5 @@ where
     IE: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
 {
     let seed = injected.rng_seed.unwrap_or_else(rand::random);
-    types::Rt::scope(seed, run_node(config, incoming, injected, shutdown)).await
-}
-
-async fn run_node<I, IO, IE>(
-    config: ServerConfig,
-    incoming: I,
-    injected: Injected,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), ServerError>
-where
-    I: Stream<Item = Result<IO, IE>> + Send + 'static,
-    IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
-    IE: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
-{
-    validate_config(&config)?;
-    let clock = injected.clock.clone();
-    let storage = |e: std::io::Error| ServerError::Storage(e.to_string());
-    let db = Db::open_on(&config.data_dir, injected.disk.as_deref()).map_err(storage)?;
-    // A data dir belongs to one node id: a copy of another node's dir would
-    // carry that node's vote and could vote twice in one term.
-    match db.get_meta_string(store::KEY_NODE_ID).map_err(storage)? {
-        Some(id) if id != config.node_id.to_string() => {
-            return Err(ServerError::Config(format!(
-                "data-dir: {} belongs to node {id}, not node {}; give each node its own data dir",
-                config.data_dir.display(),
-                config.node_id
-            )));
-        }
-        Some(_) => {}
-        None => db
-            .put_meta(store::KEY_NODE_ID, config.node_id.to_string().as_bytes())
-            .map_err(storage)?,
-    }
-    let committed = db.get_meta_string(store::KEY_CLUSTER_ID).map_err(storage)?;
-    let empty_at_start = committed.is_none() && db.raft_state_is_empty().map_err(storage)?;
-    let (cluster_tx, _) = watch::channel(committed);
-    let peer_state = Arc::new(PeerState {
-        node_id: config.node_id,
-        db: db.clone(),
-        raft: OnceLock::new(),
-        cluster_id: cluster_tx,
-        empty_at_start,
-        bootstrap_lock: Mutex::new(()),
-        connector: injected.peer_connector.clone(),
-        leader_contact: raft::LeaderContact::default(),
-        early_campaign: raft::peer_service::EarlyCampaign::new(
-            config.node_id,
-            config.timing.election_timeout_min_ms,
-            config.timing.election_timeout_max_ms,
-        ),
-    });
-    let node_cell = NodeCell::default();
-
-    // Serve peers and clients from the start: bootstrap needs the peer service.
-    let (stop_tx, mut stop_rx) = watch::channel(false);
-    // HTTP/2 keep-alive: a client that vanished silently loses its
-    // connection (and with it its streams' tasks) within interval + timeout;
-    // its waiters stay queued (S8). See `Timing::grpc_keepalive_interval_ms`.
-    let server = tonic::transport::Server::builder()
-        .http2_keepalive_interval(Some(Duration::from_millis(
-            config.timing.grpc_keepalive_interval_ms,
-        )))
-        .http2_keepalive_timeout(Some(Duration::from_millis(
-            config.timing.grpc_keepalive_timeout_ms,
-        )))
-        .add_service(
-            warden_proto::peer::peer_server::PeerServer::new(PeerService::new(peer_state.clone()))
-                .max_decoding_message_size(MAX_PEER_MESSAGE_BYTES)
-                .max_encoding_message_size(MAX_PEER_MESSAGE_BYTES),
-        )
-        .add_service(
-            warden_proto::v1::lock_server::LockServer::new(services::lock::LockService::new(
-                node_cell.clone(),
-                stop_rx.clone(),
-            ))
-            .max_decoding_message_size(config.max_request_bytes),
-        )
-        .add_service(
-            warden_proto::v1::admin_server::AdminServer::new(services::admin::AdminService::new(
-                node_cell.clone(),
-            ))
-            .max_decoding_message_size(config.max_request_bytes),
-        )
-        .add_service(
-            warden_proto::v1::watch_server::WatchServer::new(services::watch::WatchService::new(
-                node_cell.clone(),
-            ))
-            .max_decoding_message_size(config.max_request_bytes),
-        )
-        .add_service(
-            warden_proto::v1::lease_server::LeaseServer::new(services::lease::LeaseService::new(
-                node_cell.clone(),
-            ))
-            .max_decoding_message_size(config.max_request_bytes),
-        );
-    let health_task = match config.admin_listen {
-        Some(addr) => Some(
-            services::health::serve(
-                addr,
-                config.node_id,
-                node_cell.clone(),
-                peer_state.leader_contact.clone(),
-                stop_rx.clone(),
-            )
-            .await?,
-        ),
-        None => None,
-    };
-    let server_task = tokio::spawn(async move {
-        let _ = server
-            .serve_with_incoming_shutdown(incoming, async move {
-                let _ = stop_rx.wait_for(|s| *s).await;
-            })
-            .await;
-    });
-
-    let mut shutdown = Box::pin(shutdown);
-    let boot = tokio::select! {
-        b = raft::bootstrap::bootstrap(&config, peer_state.clone()) => b,
-        _ = &mut shutdown => {
-            let _ = stop_tx.send(true);
-            let _ = server_task.await;
-            return Ok(());
-        }
-    };
-    let boot = match boot {
-        Ok(b) => b,
-        Err(e) => {
-            let _ = stop_tx.send(true);
-            let _ = server_task.await;
-            return Err(e);
-        }
-    };
-
-    let t = &config.timing;
-    let raft_config = openraft::Config {
-        cluster_name: "warden".into(),
-        heartbeat_interval: t.heartbeat_ms,
-        election_timeout_min: t.election_timeout_min_ms,
-        election_timeout_max: t.election_timeout_max_ms,
-        snapshot_policy: SnapshotPolicy::LogsSinceLast(t.snapshot_threshold),
-        max_in_snapshot_log_to_keep: t.snapshot_threshold.min(1_000),
-        install_snapshot_timeout: 10_000,
-        // Pre-vote: an isolated node does not inflate its term and depose a
-        // healthy leader when it comes back.
-        enable_pre_vote: Some(true),
-        // No leader restore: a node that led before a restart stands for
-        // election like any other. `save_committed` is not fsync'd, so a
-        // restored leader may come back with a stale committed index, and
-        // openraft's read index (max(first entry of its term, committed))
-        // would then let a linearizable read miss an acknowledged grant (S3;
-        // openraft documents the stale-committed case on `save_committed`).
-        // A newly elected leader's first entry sits after its whole log, so
-        // every read after it covers all that was acknowledged. Caught by
-        // `full_restart_keeps_holders_and_tokens` in CI.
-        enable_leader_restore: Some(false),
-        // Replicate an entry as soon as the log store has taken it, not
-        // after this node's own fsync: the leader's fsync overlaps the
-        // followers' (the log writer in `store` returns from `append` before
-        // the fsync). An entry still commits only once a quorum has it on
-        // disk (S3). Measured in docs/performance.md.
-        broadcast_submitted_on_append: Some(true),
-        ..Default::default()
-    }
-    .validate()
-    .map_err(|e| ServerError::Config(e.to_string()))?;
-
-    let stamps = Arc::new(Mutex::new(BTreeMap::new()));
-    let sm = StateMachineStore::open_injected(
-        db.clone(),
-        clock.clone(),
-        stamps.clone(),
-        config.node_id,
-        injected.observer.clone(),
-        injected.bugs,
-    )
-    .map_err(storage)?;
-    let shared = sm.shared.clone();
-    let log_store = LogStore::new(db.clone(), stamps, clock.clone()).map_err(storage)?;
-    let formats = Arc::new(raft::log_format::LogFormats::new(config.node_id));
-    let raft = raft::Raft::new(
-        config.node_id,
-        Arc::new(raft_config),
-        Network::new(
-            boot.cluster_id.clone(),
-            raft::network::call_timeout_floor(t.election_timeout_min_ms),
-            formats.clone(),
-            injected.peer_connector.clone(),
-        ),
-        log_store,
-        sm,
-    )
-    .await
-    .map_err(|e| ServerError::Other(format!("raft: {e}")))?;
-    let _ = peer_state.raft.set(raft.clone());
-    if !boot.pending.is_empty() {
-        tokio::spawn(raft::bootstrap::push_to_pending(
-            injected.peer_connector.clone(),
-            config.node_id,
-            boot.cluster_id.clone(),
-            boot.pending.clone(),
-        ));
-    }
-    if boot.initialize {
-        let members: BTreeMap<u64, BasicNode> = config
-            .peers
-            .iter()
-            .map(|(id, addr)| (*id, BasicNode { addr: addr.clone() }))
-            .collect();
-        match raft.initialize(members).await {
-            Err(e) => tracing::info!("initialize: {e}"),
-            Ok(()) if config.token_floor > 0 => {
-                // Before clients are served (node_cell is still empty), so no
-                // grant precedes the floor.
-                raise_token_floor(&raft, config.token_floor).await;
-            }
-            Ok(()) => {}
-        }
-    }
-
-    let (renew_tx, renew_rx) = mpsc::channel(16_384);
-    let node = Node::new(NodeParts {
-        id: config.node_id,
-        config: config.clone(),
-        cluster_id: boot.cluster_id.clone(),
-        raft: raft.clone(),
-        shared,
-        formats: formats.clone(),
-        connector: injected.peer_connector.clone(),
-        renew_tx,
-    });
-    node_cell.set(node.clone());
-    tracing::info!(node_id = config.node_id, cluster_id = %boot.cluster_id, "serving");
-    let renew_task = tokio::spawn(node::renew::run(
-        Arc::downgrade(&node),
-        renew_rx,
-        Duration::from_millis(config.timing.renew_batch_window_ms),
-    ));
-    let duty_task = tokio::spawn(node::duties::run(Arc::downgrade(&node)));
-    let membership_task = tokio::spawn(raft::log_format::follow_membership(raft.clone(), formats));
-    if let Some(observer) = &injected.observer {
-        observer.on_started(node.clone());
-    }
-    let forward_task = (injected.bugs.expiry_via_forwarding)
-        .then(|| injected.observer.clone())
-        .flatten()
-        .map(|o| {
-            tokio::spawn(node::duties::forward_stale_expiries(
-                Arc::downgrade(&node),
-                o,
-            ))
-        });
-
-    shutdown.await;
-    tracing::info!("shutting down");
-    node.transfer_leadership().await;
-    duty_task.abort();
-    renew_task.abort();
-    membership_task.abort();
-    if let Some(t) = forward_task {
-        t.abort();
-    }
-    let _ = raft.shutdown().await;
-    let _ = stop_tx.send(true);
-    let _ = tokio::time::timeout(Duration::from_secs(2), server_task).await;
-    if let Some(t) = health_task {
-        let _ = tokio::time::timeout(Duration::from_secs(1), t).await;
-    }
-    Ok(())
-}
-
-/// How long the forming node tries to commit its token floor.
-const TOKEN_FLOOR_DEADLINE: Duration = Duration::from_secs(20);
-
-/// Commits `RaiseTokenFloor { floor }` from the node that just formed the
-/// cluster (it is the only node that can win the first election), retrying
-/// until it commits or [`TOKEN_FLOOR_DEADLINE`] passes.
-async fn raise_token_floor(raft: &raft::Raft, floor: u64) {
-    use warden_core::types::{Command, LogEntry, RaiseTokenFloor, Response};
-    let deadline = tokio::time::Instant::now() + TOKEN_FLOOR_DEADLINE;
-    let mut last = String::new();
-    while tokio::time::Instant::now() < deadline {
-        let cmd = Command::RaiseTokenFloor(RaiseTokenFloor { floor });
-        let write = raft.client_write(types::Request(LogEntry::V1(cmd)));
-        match tokio::time::timeout_at(deadline, write).await {
-            Ok(Ok(r)) => match r.data {
-                Response::Done => {
-                    tracing::info!(floor, index = r.log_id.index, "token floor committed");
-                    return;
-                }
-                other => {
-                    tracing::error!(floor, "token floor refused: {other:?}");
-                    return;
-                }
-            },
-            Ok(Err(e)) => last = e.to_string(),
-            Err(_) => break,
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    tracing::error!(
-        floor,
-        "token floor did not commit within {} s ({last}); tokens may start below it: \
-         re-create the cluster with --token-floor or reset every fence",
-        TOKEN_FLOOR_DEADLINE.as_secs()
-    );
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    // Bad config names the field and the limit (HTTP/2 keep-alive,
-    // docs/operations.md): a library caller's zero or huge keep-alive is
-    // refused before anything starts, as the CLI refuses it.
-    #[test]
-    fn keepalive_out_of_range_is_refused_naming_the_field() {
-        let config = |interval_ms, timeout_ms| ServerConfig {
-            node_id: 1,
-            listen: "127.0.0.1:0".parse().unwrap(),
-            peers: BTreeMap::from([(1, "127.0.0.1:1".to_string())]),
-            data_dir: "/nonexistent".into(),
-            initial_cluster_state_new: true,
-            timing: Timing {
-                grpc_keepalive_interval_ms: interval_ms,
-                grpc_keepalive_timeout_ms: timeout_ms,
-                ..Timing::default()
-            },
-            allow_admin: false,
-            max_request_bytes: config::DEFAULT_MAX_REQUEST_BYTES,
-            token_floor: 0,
-            join: false,
-            admin_listen: None,
-        };
-        assert!(validate_config(&config(5_000, 5_000)).is_ok());
-        let e = validate_config(&config(0, 5_000)).unwrap_err().to_string();
-        assert_eq!(
-            e,
-            "invalid config: grpc-keepalive-interval: must be within 100..=7200000 ms; got 0"
-        );
-        let e = validate_config(&config(5_000, 600_001))
-            .unwrap_err()
-            .to_string();
-        assert_eq!(
-            e,
-            "invalid config: grpc-keepalive-timeout: must be within 100..=600000 ms; got 600001"
-        );
-    }
+    types::Rt::scope(seed, start::run_node(config, incoming, injected, shutdown)).await
 }

@@ -1,0 +1,542 @@
+//! The peer network: openraft's RPCs over the internal gRPC `Peer` service.
+//!
+//! Payloads are postcard-encoded openraft messages inside a `Blob`; the reply
+//! blob is a postcard `Result<Response, String>`. Every call carries the
+//! cluster id in the `warden-cluster-id` metadata entry (SEMANTICS
+//! "Membership"), and the receiver refuses a mismatch.
+//!
+//! Replication (openraft's `stream_append`) runs over one `AppendStream` per
+//! session: each AppendEntries is one message on a stream already open, its
+//! answer a postcard `StreamAppendResult` ([`AppendStream`]). Heartbeats,
+//! votes, snapshots and transfer-leader are unary calls.
+//!
+//! Every answer reports the log format the peer reads (the
+//! `warden-log-format` header); each connection records it in the node's
+//! [`LogFormats`] and forgets it when it drops its channel (see
+//! [`crate::raft::log_format`]: the gate for packed entries).
+
+use std::collections::VecDeque;
+use std::fmt::Debug;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use openraft::base::{BoxFuture, BoxStream};
+use openraft::errors::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
+use openraft::network::{stream_append_sequential, RPCOption, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, StreamAppendResult,
+    TransferLeaderRequest, TransferLeaderResponse, VoteRequest, VoteResponse,
+};
+use openraft::{AnyError, BasicNode, RaftNetworkV2};
+use serde::{de::DeserializeOwned, Serialize};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::UnboundedReceiverStream;
+use tonic::transport::{Channel, Endpoint};
+use warden_proto::peer::peer_client::PeerClient;
+use warden_proto::peer::Blob;
+
+use crate::raft::log_format::{reported_format, LogFormats};
+use crate::types::{Snapshot, SnapshotMeta, TypeConfig, Vote};
+
+/// Largest gRPC message between peers (snapshots travel whole): 256 MiB.
+pub const MAX_PEER_MESSAGE_BYTES: usize = 256 * 1024 * 1024;
+
+/// How long a peer's calls may keep timing out, with no answer in between,
+/// before its connection is dropped and a new one opened: 1 s. A connection
+/// that lost bytes to a partition can stay open yet never deliver again (or
+/// only after TCP's retransmit backoff); a leader that kept it timed out
+/// towards that peer forever after the heal, never reached a quorum and never
+/// stepped down, so no call was served (found by the simulator: seed 124 with
+/// `--fault-secs 60`). Not at the first timeout: a call times out after
+/// [`call_timeout_floor`] (125 ms by default) or, for a heartbeat, after
+/// openraft's own one heartbeat interval (50 ms; openraft drops the call, and
+/// the next call on that connection counts it as timed out), and a
+/// connection being opened must get the time to finish.
+pub const PEER_RECONNECT_AFTER: Duration = Duration::from_secs(1);
+
+/// The shortest per-call timeout of a peer call: half the minimum election
+/// timeout (125 ms with the default 250 ms). A call's timeout is the larger
+/// of this and openraft's `RPCOption::hard_ttl()`.
+///
+/// Why a floor: openraft derives `hard_ttl` for AppendEntries from the
+/// heartbeat interval (50 ms by default). Used as the timeout, every append
+/// round trip above 50 ms (25 ms one way) timed out: the entries reached the
+/// followers, but the leader never saw an answer, resent them and committed
+/// nothing, on a healthy cluster whose nodes were merely far apart (found by
+/// the simulator with 150 ms of latency; now the `slow-links` scenario).
+///
+/// Why half of `election_timeout_min`:
+/// - It is above every round trip the cluster can run with at all: openraft
+///   drops vote and pre-vote calls after `election_timeout_min`, so a cluster
+///   whose round trips exceed that cannot elect a leader; half of it still
+///   covers round trips up to 125 ms by default (within a continent, or
+///   between neighbouring regions), and it grows with the election timeout
+///   an operator sets for slower links.
+/// - A call that outlives a follower's election timeout is useless: a
+///   follower that heard nothing from the leader for that long is already
+///   standing for election, so a lost call (a reset connection) must be
+///   noticed and resent well before that. At half the election timeout the
+///   resend has the other half to arrive.
+///
+/// What a longer timeout towards a dead peer costs the others: nothing.
+/// openraft runs one replication task per target (`ReplicationCore::spawn`,
+/// openraft `replication/mod.rs`) and one heartbeat worker per target
+/// (`core/heartbeat/worker.rs`), each with its own [`PeerConnection`] (from
+/// `new_client` and `new_heartbeat_client`); a call waiting on a dead peer
+/// holds up only that peer's stream, never replication or heartbeats to a
+/// live peer. Vote, pre-vote and transfer-leader calls go out in one task
+/// per voter, each on a fresh connection, and openraft bounds each by
+/// `election_timeout_min` itself, above this floor. Heartbeats are dropped
+/// by openraft's heartbeat worker after one heartbeat interval whatever the
+/// call's timeout: with round trips above the heartbeat interval the leader
+/// sees no heartbeat answer (the followers still receive the heartbeats, so
+/// no election starts), and its quorum clock moves only with answered
+/// appends, which openraft also counts as heartbeat answers. Writes commit,
+/// but a linearizable read waits for an append answered after it;
+/// docs/operations.md ("Latency between nodes") says to raise `--heartbeat`
+/// above the round trip on such links.
+pub fn call_timeout_floor(election_timeout_min_ms: u64) -> Duration {
+    Duration::from_millis(election_timeout_min_ms / 2)
+}
+
+/// Builds connections to peers.
+#[derive(Clone, Debug)]
+pub struct Network {
+    cluster_id: String,
+    call_timeout_floor: Duration,
+    formats: Arc<LogFormats>,
+    connector: Arc<dyn PeerConnector>,
+}
+
+impl Network {
+    /// A network that stamps `cluster_id` on every call, gives each call at
+    /// least `call_timeout_floor` (see [`call_timeout_floor`]) and records
+    /// the log format each peer's answers report in `formats`, and opens
+    /// its channels through `connector`.
+    pub fn new(
+        cluster_id: String,
+        call_timeout_floor: Duration,
+        formats: Arc<LogFormats>,
+        connector: Arc<dyn PeerConnector>,
+    ) -> Self {
+        Network {
+            cluster_id,
+            call_timeout_floor,
+            formats,
+            connector,
+        }
+    }
+}
+
+/// Opens channels to peers. Production: TCP (`Endpoint::connect_lazy`); the
+/// simulator injects its own network ([`crate::inject::Injected`]).
+pub trait PeerConnector: Send + Sync + Debug + 'static {
+    /// A lazily connected channel for a configured endpoint.
+    fn channel(&self, endpoint: Endpoint) -> Channel;
+}
+
+/// The production connector: TCP.
+#[derive(Debug)]
+pub struct TcpConnector;
+
+impl PeerConnector for TcpConnector {
+    fn channel(&self, endpoint: Endpoint) -> Channel {
+        endpoint.connect_lazy()
+    }
+}
+
+/// Opens a lazily connected channel to `addr` ("host:port") through
+/// `connector`.
+pub fn channel(
+    connector: &dyn PeerConnector,
+    addr: &str,
+) -> Result<Channel, tonic::transport::Error> {
+    let endpoint = Endpoint::from_shared(format!("http://{addr}"))?
+        .connect_timeout(Duration::from_millis(500))
+        .tcp_nodelay(true);
+    Ok(connector.channel(endpoint))
+}
+
+/// Most AppendEntries requests one replication stream has sent and not yet
+/// seen answered: 1. The stream takes openraft's next request only after the
+/// last one is answered, as the unary call did, so a request carries every
+/// entry appended while the last was in flight. With 64 in flight (requests
+/// pipelined as soon as entries exist) 64 clients cost the followers 25-60 %
+/// more CPU per cycle (many small requests) and throughput fell
+/// (docs/perf-worker-side.md).
+pub const MAX_APPENDS_IN_FLIGHT: usize = 1;
+
+impl Network {
+    fn connection(&self, target: u64, node: &BasicNode, streaming: bool) -> PeerConnection {
+        PeerConnection {
+            target,
+            addr: node.addr.clone(),
+            cluster_id: self.cluster_id.clone(),
+            call_timeout_floor: self.call_timeout_floor,
+            formats: self.formats.clone(),
+            connector: self.connector.clone(),
+            client: None,
+            timing_out_since: None,
+            call_unfinished: false,
+            streaming,
+        }
+    }
+}
+
+impl RaftNetworkFactory<TypeConfig> for Network {
+    type Network = PeerConnection;
+
+    /// Replication: AppendEntries over one `AppendStream` per session.
+    async fn new_client(&mut self, target: u64, node: &BasicNode) -> Self::Network {
+        self.connection(target, node, true)
+    }
+
+    /// Heartbeats: one unary AppendEntries each (openraft sends a heartbeat
+    /// as a stream of one request; a gRPC stream per heartbeat would cost
+    /// more than the call).
+    async fn new_heartbeat_client(&mut self, target: u64, node: &BasicNode) -> Self::Network {
+        self.connection(target, node, false)
+    }
+}
+
+/// One peer.
+pub struct PeerConnection {
+    target: u64,
+    addr: String,
+    cluster_id: String,
+    /// See [`call_timeout_floor`].
+    call_timeout_floor: Duration,
+    /// The node's record of its peers' log formats (shared).
+    formats: Arc<LogFormats>,
+    /// Opens this peer's channel.
+    connector: Arc<dyn PeerConnector>,
+    client: Option<PeerClient<Channel>>,
+    /// When this peer's calls started timing out (None: the last call was
+    /// answered). See [`PEER_RECONNECT_AFTER`].
+    timing_out_since: Option<tokio::time::Instant>,
+    /// A call was sent and has not returned: when the next call starts with
+    /// this still set, openraft dropped the last call before its answer (the
+    /// heartbeat worker's own timeout), and that counts as a timeout.
+    call_unfinished: bool,
+    /// Replicate over `AppendStream` (false: one unary AppendEntries per
+    /// request, for heartbeats and for a peer that does not know the stream).
+    streaming: bool,
+}
+
+/// A snapshot on the wire.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct SnapshotEnvelope {
+    /// The sender's vote.
+    pub vote: Vote,
+    /// Snapshot meta.
+    pub meta: SnapshotMeta,
+    /// Lock-table snapshot bytes.
+    pub data: Vec<u8>,
+}
+
+pub(super) fn unreachable(msg: String) -> RPCError<TypeConfig> {
+    RPCError::Unreachable(Unreachable::new(&AnyError::error(msg)))
+}
+
+pub(super) fn network(msg: String) -> RPCError<TypeConfig> {
+    RPCError::Network(NetworkError::new(&AnyError::error(msg)))
+}
+
+impl PeerConnection {
+    /// The timeout of a call whose openraft option is `option`: the larger of
+    /// its `hard_ttl` and [`call_timeout_floor`].
+    fn call_timeout(&self, option: &RPCOption) -> Duration {
+        option.hard_ttl().max(self.call_timeout_floor)
+    }
+
+    /// A call timed out: after [`PEER_RECONNECT_AFTER`] of nothing but
+    /// timeouts, drop the connection so the next call opens a new one.
+    fn timed_out(&mut self) {
+        self.timed_out_at(tokio::time::Instant::now());
+    }
+
+    /// A call starts at `now`: if the last one never returned (openraft
+    /// dropped it before its answer, as the heartbeat worker does after one
+    /// heartbeat interval), count it as timed out.
+    fn count_dropped_call_at(&mut self, now: tokio::time::Instant) {
+        if std::mem::take(&mut self.call_unfinished) {
+            self.timed_out_at(now);
+        }
+    }
+
+    fn timed_out_at(&mut self, now: tokio::time::Instant) {
+        match self.timing_out_since {
+            None => self.timing_out_since = Some(now),
+            Some(since) if now.duration_since(since) >= PEER_RECONNECT_AFTER => {
+                tracing::info!(
+                    peer = self.target,
+                    "peer calls timed out for {} ms; reconnecting",
+                    now.duration_since(since).as_millis()
+                );
+                self.drop_client();
+                self.timing_out_since = None;
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// Drops the channel (the next call opens a new one). The peer's log
+    /// format is kept: openraft holds several connections to one peer
+    /// (replication, heartbeats, votes), and one of them timing out says
+    /// nothing about the process behind the others. A different binary
+    /// behind a new connection replaces the report with its first answer
+    /// (no header reads as 0).
+    fn drop_client(&mut self) {
+        self.client = None;
+    }
+
+    /// An answer came with `metadata`: record the log format it reports.
+    fn answered(&mut self, metadata: &tonic::metadata::MetadataMap) {
+        self.timing_out_since = None;
+        self.formats.record(self.target, reported_format(metadata));
+    }
+
+    fn client(&mut self) -> Result<PeerClient<Channel>, RPCError<TypeConfig>> {
+        if self.client.is_none() {
+            let ch = channel(self.connector.as_ref(), &self.addr)
+                .map_err(|e| unreachable(format!("peer {} at {}: {e}", self.target, self.addr)))?;
+            self.client = Some(
+                PeerClient::new(ch)
+                    .max_decoding_message_size(MAX_PEER_MESSAGE_BYTES)
+                    .max_encoding_message_size(MAX_PEER_MESSAGE_BYTES),
+            );
+        }
+        self.client
+            .clone()
+            .ok_or_else(|| unreachable("no client".into()))
+    }
+
+    fn stamp_cluster_id<T>(&self, request: &mut tonic::Request<T>) {
+        if let Ok(v) = self.cluster_id.parse() {
+            request
+                .metadata_mut()
+                .insert(warden_proto::CLUSTER_ID_METADATA, v);
+        }
+    }
+
+    /// What a failed call's status means for this connection: a reset or
+    /// unknown error drops the channel (the next call reconnects), a timeout
+    /// counts toward [`PEER_RECONNECT_AFTER`], anything else is an answer.
+    fn failed(&mut self, status: &tonic::Status) -> RPCError<TypeConfig> {
+        let code = status.code();
+        if code == tonic::Code::Unavailable || code == tonic::Code::Unknown {
+            self.drop_client();
+            return unreachable(format!("peer {}: {}", self.target, status.message()));
+        }
+        if code == tonic::Code::Cancelled || code == tonic::Code::DeadlineExceeded {
+            // The call timed out ("Timeout expired" is tonic's own deadline
+            // from `set_timeout`).
+            self.timed_out();
+        } else {
+            self.timing_out_since = None;
+        }
+        network(format!("peer {}: {}", self.target, status.message()))
+    }
+
+    async fn call<Req, Resp, F, Fut>(
+        &mut self,
+        req: &Req,
+        timeout: Duration,
+        f: F,
+    ) -> Result<Resp, RPCError<TypeConfig>>
+    where
+        Req: Serialize,
+        Resp: DeserializeOwned,
+        F: FnOnce(PeerClient<Channel>, tonic::Request<Blob>) -> Fut,
+        Fut: Future<Output = Result<tonic::Response<Blob>, tonic::Status>>,
+    {
+        let data = postcard::to_allocvec(req).map_err(|e| network(e.to_string()))?;
+        let mut request = tonic::Request::new(Blob { data });
+        request.set_timeout(timeout);
+        self.stamp_cluster_id(&mut request);
+        self.count_dropped_call_at(tokio::time::Instant::now());
+        let client = self.client()?;
+        self.call_unfinished = true;
+        let reply = tokio::time::timeout(timeout, f(client, request)).await;
+        self.call_unfinished = false;
+        let reply = match reply {
+            Err(_) => {
+                self.timed_out();
+                return Err(unreachable(format!("peer {}: timed out", self.target)));
+            }
+            Ok(Err(status)) => return Err(self.failed(&status)),
+            Ok(Ok(r)) => {
+                self.answered(r.metadata());
+                r.into_inner()
+            }
+        };
+        let decoded: Result<Resp, String> =
+            postcard::from_bytes(&reply.data).map_err(|e| network(e.to_string()))?;
+        decoded.map_err(network)
+    }
+}
+
+impl RaftNetworkV2<TypeConfig> for PeerConnection {
+    type SnapshotData = Vec<u8>;
+
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<TypeConfig>, RPCError<TypeConfig>> {
+        self.call(&rpc, self.call_timeout(&option), |mut c, r| async move {
+            c.append_entries(r).await
+        })
+        .await
+    }
+
+    /// Replication over one `AppendStream` per session: a request is a DATA
+    /// frame on a stream that is already open, instead of a call of its own
+    /// (HTTP/2 stream, headers, a task on the receiving side), and the
+    /// session's stream stays open while it replicates. A peer that does not
+    /// know the stream (an older binary) gets one unary call per request, as
+    /// heartbeats do.
+    fn stream_append<'s, S>(
+        &'s mut self,
+        input: S,
+        option: RPCOption,
+    ) -> BoxFuture<
+        's,
+        Result<
+            BoxStream<'s, Result<StreamAppendResult<TypeConfig>, RPCError<TypeConfig>>>,
+            RPCError<TypeConfig>,
+        >,
+    >
+    where
+        S: Stream<Item = AppendEntriesRequest<TypeConfig>>
+            + openraft::OptionalSend
+            + Unpin
+            + 'static,
+    {
+        if !self.streaming {
+            return stream_append_sequential(self, input, option);
+        }
+        Box::pin(async move {
+            // The stream opens with the first request, not before: openraft
+            // waits out its backoff (after errors) inside the request stream,
+            // so opening first would retry a peer that is down in a busy loop
+            // (the simulator ran out of ports).
+            let mut input = input;
+            let Some(first) = input.next().await else {
+                let none: BoxStream<'s, _> = Box::pin(futures::stream::empty());
+                return Ok(none);
+            };
+            let input = futures::stream::iter(Some(first)).chain(input);
+            let timeout = self.call_timeout(&option);
+            let (tx, rx) = mpsc::unbounded_channel();
+            let mut request = tonic::Request::new(UnboundedReceiverStream::new(rx));
+            self.stamp_cluster_id(&mut request);
+            let mut client = self.client()?;
+            let opened = tokio::time::timeout(timeout, client.append_stream(request)).await;
+            let replies = match opened {
+                Err(_) => {
+                    self.timed_out();
+                    return Err(unreachable(format!(
+                        "peer {}: timed out opening the append stream",
+                        self.target
+                    )));
+                }
+                Ok(Err(status)) if status.code() == tonic::Code::Unimplemented => {
+                    tracing::info!(
+                        peer = self.target,
+                        "peer has no append stream; replicating with one call per AppendEntries"
+                    );
+                    self.streaming = false;
+                    // A binary from before the stream predates packing too.
+                    self.formats.record(self.target, 0);
+                    return stream_append_sequential(self, input, option).await;
+                }
+                Ok(Err(status)) => return Err(self.failed(&status)),
+                Ok(Ok(r)) => {
+                    self.answered(r.metadata());
+                    r.into_inner()
+                }
+            };
+            let stream: BoxStream<'s, _> = Box::pin(AppendStream {
+                conn: self,
+                input: Some(input),
+                tx: Some(tx),
+                replies,
+                sent: VecDeque::new(),
+                acked: None,
+                timeout,
+                deadline: Box::pin(tokio::time::sleep(timeout)),
+                done: false,
+            });
+            Ok(stream)
+        })
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
+        self.call(&rpc, self.call_timeout(&option), |mut c, r| async move {
+            c.vote(r).await
+        })
+        .await
+    }
+
+    async fn pre_vote(
+        &mut self,
+        rpc: VoteRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
+        self.call(&rpc, self.call_timeout(&option), |mut c, r| async move {
+            c.pre_vote(r).await
+        })
+        .await
+    }
+
+    async fn full_snapshot(
+        &mut self,
+        vote: Vote,
+        snapshot: Snapshot,
+        cancel: impl Future<Output = ReplicationClosed> + openraft::OptionalSend + 'static,
+        option: RPCOption,
+    ) -> Result<SnapshotResponse<TypeConfig>, StreamingError<TypeConfig>> {
+        let env = SnapshotEnvelope {
+            vote,
+            meta: snapshot.meta,
+            data: snapshot.snapshot,
+        };
+        let timeout = option.hard_ttl().max(Duration::from_secs(10));
+        let fut = self.call(&env, timeout, |mut c, r| async move {
+            c.install_snapshot(r).await
+        });
+        tokio::select! {
+            closed = cancel => Err(StreamingError::Closed(closed)),
+            res = fut => match res {
+                Ok(r) => Ok(r),
+                Err(RPCError::Unreachable(u)) => Err(StreamingError::Unreachable(u)),
+                Err(RPCError::Timeout(t)) => Err(StreamingError::Timeout(t)),
+                Err(e) => Err(StreamingError::Network(NetworkError::new(&AnyError::error(e.to_string())))),
+            },
+        }
+    }
+
+    async fn transfer_leader(
+        &mut self,
+        req: TransferLeaderRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<TransferLeaderResponse<TypeConfig>, RPCError<TypeConfig>> {
+        self.call(&req, self.call_timeout(&option), |mut c, r| async move {
+            c.transfer_leader(r).await
+        })
+        .await
+    }
+}
+
+mod append_stream;
+#[cfg(test)]
+mod tests;
+
+use append_stream::AppendStream;

@@ -1,0 +1,408 @@
+//! The peer network against fake peers; each test names what it defends.
+
+use super::*;
+use crate::types::Vote;
+
+fn connection() -> PeerConnection {
+    PeerConnection {
+        target: 2,
+        addr: "127.0.0.1:1".into(),
+        cluster_id: "c".into(),
+        call_timeout_floor: call_timeout_floor(250),
+        formats: Arc::new(LogFormats::new(1)),
+        connector: Arc::new(TcpConnector),
+        client: None,
+        timing_out_since: None,
+        call_unfinished: false,
+        streaming: true,
+    }
+}
+
+/// A fake follower. Without `streams` it is a peer from before
+/// `AppendStream` (a rolling upgrade): it answers unary AppendEntries with
+/// success and everything else with `Unimplemented`. With `streams` it
+/// also serves `AppendStream`, records whether each streamed request
+/// carried entries, and acknowledges each at its last log id.
+#[derive(Clone, Default)]
+struct FakePeer {
+    appends: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    streams: bool,
+    /// Answers carry the log-format header, as this binary's peer
+    /// service does (false: a binary from before packing).
+    advertises: bool,
+    streamed: std::sync::Arc<std::sync::Mutex<Vec<usize>>>,
+}
+
+type Answer<T> = Result<tonic::Response<T>, tonic::Status>;
+
+#[tonic::async_trait]
+impl warden_proto::peer::peer_server::Peer for FakePeer {
+    type AppendStreamStream = crate::raft::peer_service::AppendReplies;
+
+    async fn append_stream(
+        &self,
+        req: tonic::Request<tonic::Streaming<Blob>>,
+    ) -> Answer<Self::AppendStreamStream> {
+        if !self.streams {
+            return Err(tonic::Status::unimplemented("no AppendStream"));
+        }
+        let streamed = self.streamed.clone();
+        let replies = req.into_inner().map(move |blob| {
+            let blob = blob?;
+            let rpc: AppendEntriesRequest<TypeConfig> =
+                postcard::from_bytes(&blob.data).expect("request decodes");
+            streamed.lock().expect("log").push(rpc.entries.len());
+            let last = rpc.entries.last().map(|e| e.log_id).or(rpc.prev_log_id);
+            let ok: StreamAppendResult<TypeConfig> = Ok(last);
+            let data = postcard::to_allocvec(&ok).expect("encode");
+            Ok(Blob { data })
+        });
+        let mut response: tonic::Response<Self::AppendStreamStream> =
+            tonic::Response::new(Box::pin(replies));
+        if self.advertises {
+            crate::raft::log_format::advertise(&mut response);
+        }
+        Ok(response)
+    }
+    async fn append_entries(&self, _: tonic::Request<Blob>) -> Answer<Blob> {
+        self.appends
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let ok: Result<AppendEntriesResponse<TypeConfig>, String> =
+            Ok(AppendEntriesResponse::Success);
+        let data = postcard::to_allocvec(&ok).expect("encode");
+        let mut response = tonic::Response::new(Blob { data });
+        if self.advertises {
+            crate::raft::log_format::advertise(&mut response);
+        }
+        Ok(response)
+    }
+    async fn vote(&self, _: tonic::Request<Blob>) -> Answer<Blob> {
+        Err(tonic::Status::unimplemented(""))
+    }
+    async fn pre_vote(&self, _: tonic::Request<Blob>) -> Answer<Blob> {
+        Err(tonic::Status::unimplemented(""))
+    }
+    async fn install_snapshot(&self, _: tonic::Request<Blob>) -> Answer<Blob> {
+        Err(tonic::Status::unimplemented(""))
+    }
+    async fn transfer_leader(&self, _: tonic::Request<Blob>) -> Answer<Blob> {
+        Err(tonic::Status::unimplemented(""))
+    }
+    async fn bootstrap_state(
+        &self,
+        _: tonic::Request<warden_proto::peer::BootstrapStateRequest>,
+    ) -> Answer<warden_proto::peer::BootstrapStateResponse> {
+        Err(tonic::Status::unimplemented(""))
+    }
+    async fn bootstrap_prepare(
+        &self,
+        _: tonic::Request<warden_proto::peer::BootstrapId>,
+    ) -> Answer<warden_proto::peer::BootstrapStateResponse> {
+        Err(tonic::Status::unimplemented(""))
+    }
+    async fn bootstrap_commit(
+        &self,
+        _: tonic::Request<warden_proto::peer::BootstrapId>,
+    ) -> Answer<warden_proto::peer::BootstrapStateResponse> {
+        Err(tonic::Status::unimplemented(""))
+    }
+    async fn take_snapshot(
+        &self,
+        _: tonic::Request<warden_proto::peer::TakeSnapshotRequest>,
+    ) -> Answer<warden_proto::peer::TakeSnapshotResponse> {
+        Err(tonic::Status::unimplemented(""))
+    }
+}
+
+// Rolling upgrade (L3: a mixed cluster keeps replicating): a peer that
+// does not know AppendStream gets the entries as unary AppendEntries,
+// on this session and every later one.
+#[tokio::test]
+async fn a_peer_without_the_append_stream_gets_unary_appends() {
+    let peer = FakePeer::default();
+    let (mut c, server) = serve(peer.clone());
+    let request = || AppendEntriesRequest::<TypeConfig> {
+        vote: Vote::new_committed(1, 1),
+        prev_log_id: None,
+        leader_commit: None,
+        entries: vec![],
+    };
+    let option = RPCOption::new(Duration::from_secs(5));
+    for session in 1..=2 {
+        let input = futures::stream::iter(vec![request(), request()]);
+        let answers: Vec<_> = c
+            .stream_append(input, option.clone())
+            .await
+            .expect("session opens")
+            .collect()
+            .await;
+        assert_eq!(answers.len(), 2, "session {session}");
+        for a in answers {
+            assert!(matches!(a, Ok(Ok(None))), "session {session}: {a:?}");
+        }
+    }
+    assert!(!c.streaming, "fell back to unary calls");
+    assert_eq!(
+        peer.appends.load(std::sync::atomic::Ordering::SeqCst),
+        4,
+        "every request reached the peer as one AppendEntries"
+    );
+    server.abort();
+}
+
+/// Serves `peer` on a loopback port from :0; returns a connection to it.
+fn serve(peer: FakePeer) -> (PeerConnection, tokio::task::JoinHandle<()>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let addr = listener.local_addr().expect("addr");
+    let listener = tokio::net::TcpListener::from_std(listener).expect("tokio listener");
+    let server = tonic::transport::Server::builder()
+        .add_service(warden_proto::peer::peer_server::PeerServer::new(peer))
+        .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener));
+    let server = tokio::spawn(async move {
+        let _ = server.await;
+    });
+    let mut c = connection();
+    c.addr = addr.to_string();
+    (c, server)
+}
+
+// S3 (an entry is acknowledged only once the follower has it) and the
+// commit-only AppendEntries that openraft sends after each commit no
+// entry follows: a request without entries whose prev_log_id the
+// follower already acknowledged on this session is not sent; a probe
+// (nothing acknowledged yet) and every request with entries are, and
+// the answers still come in order.
+#[tokio::test]
+async fn a_commit_only_append_after_an_acknowledgement_is_not_sent() {
+    let peer = FakePeer {
+        streams: true,
+        ..FakePeer::default()
+    };
+    let (mut c, server) = serve(peer.clone());
+    let id = |index| {
+        openraft::LogId::new(
+            openraft::vote::leader_id_adv::LeaderId {
+                term: 1,
+                node_id: 1,
+            },
+            index,
+        )
+    };
+    let request = |prev: Option<u64>, indexes: &[u64], commit: Option<u64>| AppendEntriesRequest::<
+        TypeConfig,
+    > {
+        vote: Vote::new_committed(1, 1),
+        prev_log_id: prev.map(id),
+        leader_commit: commit.map(id),
+        entries: indexes
+            .iter()
+            .map(|i| openraft::Entry {
+                log_id: id(*i),
+                payload: openraft::EntryPayload::Blank,
+            })
+            .collect(),
+    };
+    let input = futures::stream::iter(vec![
+        // A probe: nothing acknowledged yet, so it is sent.
+        request(Some(1), &[], Some(1)),
+        request(Some(1), &[2], Some(1)),
+        // Only the commit of 2, which the follower acknowledged.
+        request(Some(2), &[], Some(2)),
+        request(Some(2), &[3, 4], Some(2)),
+        // prev_log_id 3 is not the acknowledged 4: sent.
+        request(Some(3), &[], Some(4)),
+    ]);
+    let answers: Vec<_> = c
+        .stream_append(input, RPCOption::new(Duration::from_secs(5)))
+        .await
+        .expect("session opens")
+        .collect()
+        .await;
+    let matched: Vec<_> = answers
+        .into_iter()
+        .map(|a| match a {
+            Ok(Ok(m)) => m.map(|l| l.index),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(matched, vec![Some(1), Some(2), Some(4), Some(3)]);
+    assert_eq!(
+        *peer.streamed.lock().expect("log"),
+        vec![0, 1, 2, 0],
+        "entries per request that reached the follower"
+    );
+    assert!(c.streaming);
+    server.abort();
+}
+
+/// One AppendEntries (empty) to `c`, over a stream session when `c`
+/// streams.
+async fn one_append(c: &mut PeerConnection) {
+    let rpc = AppendEntriesRequest::<TypeConfig> {
+        vote: Vote::new_committed(1, 1),
+        prev_log_id: None,
+        leader_commit: None,
+        entries: vec![],
+    };
+    let answers: Vec<_> = c
+        .stream_append(
+            futures::stream::iter(vec![rpc]),
+            RPCOption::new(Duration::from_secs(5)),
+        )
+        .await
+        .expect("session opens")
+        .collect()
+        .await;
+    assert!(matches!(answers.as_slice(), [Ok(Ok(None))]), "{answers:?}");
+}
+
+// Packing gate (rolling upgrade; issue 7): a peer that advertises log
+// format 2 is recorded as 2, on the AppendStream and on unary calls; one
+// that sends no header (an older binary) as 0; a dropped connection keeps
+// the report (another connection to the peer may be live) and the next
+// answer, on a new connection, replaces it.
+#[tokio::test]
+async fn each_answer_records_the_peers_log_format() {
+    for streams in [true, false] {
+        let peer = FakePeer {
+            streams,
+            advertises: true,
+            ..FakePeer::default()
+        };
+        let (mut c, server) = serve(peer);
+        c.streaming = streams;
+        assert_eq!(c.formats.reported(2), None);
+        one_append(&mut c).await;
+        assert_eq!(c.formats.reported(2), Some(2), "streams: {streams}");
+        c.failed(&tonic::Status::unavailable("reset"));
+        assert!(c.client.is_none(), "the channel was dropped");
+        assert_eq!(c.formats.reported(2), Some(2), "kept with the channel");
+        c.formats.record(2, 0);
+        one_append(&mut c).await;
+        assert_eq!(c.formats.reported(2), Some(2), "the new answer replaced it");
+        server.abort();
+    }
+    // An older binary: no stream, no header.
+    let (mut c, server) = serve(FakePeer::default());
+    one_append(&mut c).await;
+    assert!(!c.streaming);
+    assert_eq!(c.formats.reported(2), Some(0));
+    server.abort();
+}
+
+// Review of the packing gate (issue 7; docs/safety.md S3 "reported, in its latest
+// answer on a live connection"): openraft opens one connection per purpose to a
+// peer (replication, heartbeats, votes, snapshots). One of them being dropped (a
+// heartbeat connection that timed out) must not forget the format that the
+// replication stream, still open to the same process, reported: otherwise the
+// gate closes and stays closed until some other call happens to answer.
+#[tokio::test]
+async fn one_dropped_connection_does_not_forget_what_a_live_one_reported() {
+    let peer = FakePeer {
+        streams: true,
+        advertises: true,
+        ..FakePeer::default()
+    };
+    let (mut replication, server) = serve(peer);
+    replication.formats.set_members([1, 2]);
+    let mut heartbeat = connection();
+    heartbeat.addr = replication.addr.clone();
+    heartbeat.formats = replication.formats.clone();
+    heartbeat.streaming = false;
+    one_append(&mut replication).await;
+    one_append(&mut heartbeat).await;
+    assert!(replication.formats.may_pack());
+    // Links slower than one heartbeat interval (the simulator's
+    // slow-links scenario: 80 ms round trips, 50 ms heartbeats): openraft
+    // drops every heartbeat call before its answer, so after
+    // PEER_RECONNECT_AFTER the heartbeat connection is replaced. The
+    // replication stream to the same peer process is untouched.
+    let t0 = tokio::time::Instant::now();
+    heartbeat.call_unfinished = true;
+    heartbeat.count_dropped_call_at(t0);
+    heartbeat.call_unfinished = true;
+    heartbeat.count_dropped_call_at(t0 + PEER_RECONNECT_AFTER);
+    assert!(
+        heartbeat.client.is_none(),
+        "the heartbeat connection was replaced"
+    );
+    assert_eq!(
+        replication.formats.reported(2),
+        Some(2),
+        "the live replication connection's report was forgotten"
+    );
+    assert!(replication.formats.may_pack());
+    server.abort();
+}
+
+// Liveness after a partition heals (L3; simulator seed 124): a connection
+// whose calls only time out is replaced after PEER_RECONNECT_AFTER, not
+// at the first timeout.
+#[tokio::test]
+async fn a_connection_that_only_times_out_is_replaced_after_a_second() {
+    let mut c = connection();
+    c.client().expect("lazy channel");
+    let t0 = tokio::time::Instant::now();
+    c.timed_out_at(t0);
+    c.timed_out_at(t0 + Duration::from_millis(999));
+    assert!(c.client.is_some(), "kept within the first second");
+    c.timed_out_at(t0 + PEER_RECONNECT_AFTER);
+    assert!(c.client.is_none(), "dropped after a second of timeouts");
+    assert_eq!(c.timing_out_since, None);
+}
+
+// An answered call in between restarts the count (no reconnect churn on
+// a link that only sometimes exceeds the call timeout).
+#[tokio::test]
+async fn an_answer_in_between_restarts_the_count() {
+    let mut c = connection();
+    c.client().expect("lazy channel");
+    let t0 = tokio::time::Instant::now();
+    c.timed_out_at(t0);
+    c.timing_out_since = None; // what an answered call does
+    c.timed_out_at(t0 + Duration::from_millis(900));
+    c.timed_out_at(t0 + Duration::from_millis(1_800));
+    assert!(c.client.is_some());
+    assert_eq!(c.timing_out_since, Some(t0 + Duration::from_millis(900)));
+}
+
+// L3 on slow links (simulator scenario `slow-links`): an append gets at
+// least half the minimum election timeout, not openraft's one heartbeat
+// interval; longer openraft timeouts (votes) are kept.
+#[test]
+fn a_call_gets_at_least_half_the_election_timeout() {
+    assert_eq!(call_timeout_floor(250), Duration::from_millis(125));
+    let c = connection();
+    let append = RPCOption::new(Duration::from_millis(50));
+    assert_eq!(c.call_timeout(&append), Duration::from_millis(125));
+    let vote = RPCOption::new(Duration::from_millis(250));
+    assert_eq!(c.call_timeout(&vote), Duration::from_millis(250));
+}
+
+// Liveness after a partition heals (L3; seed 124) with the floor in
+// place: a heartbeat call that openraft drops after one heartbeat
+// interval (before the call's own timeout) counts as a timeout when the
+// next call starts, so a dead heartbeat connection is still replaced
+// after PEER_RECONNECT_AFTER.
+#[tokio::test]
+async fn calls_dropped_by_openraft_count_as_timeouts() {
+    let mut c = connection();
+    c.client().expect("lazy channel");
+    let t0 = tokio::time::Instant::now();
+    c.call_unfinished = true; // a call was sent, then dropped
+    c.count_dropped_call_at(t0);
+    assert!(!c.call_unfinished);
+    assert_eq!(c.timing_out_since, Some(t0));
+    c.count_dropped_call_at(t0 + Duration::from_millis(50));
+    assert_eq!(c.timing_out_since, Some(t0), "no call was dropped");
+    c.call_unfinished = true;
+    c.count_dropped_call_at(t0 + Duration::from_millis(999));
+    assert!(c.client.is_some(), "kept within the first second");
+    c.call_unfinished = true;
+    c.count_dropped_call_at(t0 + PEER_RECONNECT_AFTER);
+    assert!(
+        c.client.is_none(),
+        "dropped after a second of dropped calls"
+    );
+}

@@ -1,0 +1,434 @@
+//! Starting a node: checking its configuration, opening its data dir,
+//! serving peers and clients from the start (bootstrap needs the peer
+//! service), bootstrapping the cluster id, starting Raft, the node and its
+//! background tasks, and the orderly stop.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use openraft::{BasicNode, SnapshotPolicy};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+use tokio_stream::Stream;
+use tonic::transport::server::Connected;
+
+use crate::config::{self, ServerConfig};
+use crate::inject::Injected;
+use crate::node::{self, Node, NodeCell, NodeParts};
+use crate::raft::network::{Network, MAX_PEER_MESSAGE_BYTES};
+use crate::raft::peer_service::{PeerService, PeerState};
+use crate::store::{self, Db, LogStore, StateMachineStore};
+use crate::{raft, services, types, ServerError};
+
+/// Accepted connections with TCP_NODELAY (clients' and peers'): with Nagle
+/// on, a reply written in two segments waits for the peer's delayed ACK (up
+/// to 40 ms on Linux). `serve_with_incoming` ignores the builder's
+/// `tcp_nodelay`, so it is set on the listener here (docs/performance.md).
+pub(crate) fn nodelay_incoming(listener: TcpListener) -> tonic::transport::server::TcpIncoming {
+    tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true))
+}
+
+fn validate_config(config: &ServerConfig) -> Result<(), ServerError> {
+    if config.node_id == 0 {
+        return Err(ServerError::Config("id: must be >= 1".into()));
+    }
+    if !config.peers.contains_key(&config.node_id) {
+        return Err(ServerError::Config(format!(
+            "peers: must include this node's id {}",
+            config.node_id
+        )));
+    }
+    let t = &config.timing;
+    if t.heartbeat_ms == 0 || t.election_timeout_min_ms <= t.heartbeat_ms {
+        return Err(ServerError::Config(
+            "election-timeout-min: must be greater than heartbeat (> 0)".into(),
+        ));
+    }
+    if t.election_timeout_max_ms <= t.election_timeout_min_ms {
+        return Err(ServerError::Config(
+            "election-timeout-max: must be greater than election-timeout-min".into(),
+        ));
+    }
+    let (lo, hi) = config::MAX_REQUEST_BYTES_RANGE;
+    if !(lo..=hi).contains(&config.max_request_bytes) {
+        return Err(ServerError::Config(format!(
+            "max-request-bytes: must be within {lo}..={hi}; got {}",
+            config.max_request_bytes
+        )));
+    }
+    if t.snapshot_threshold == 0 {
+        return Err(ServerError::Config(
+            "snapshot-threshold: must be >= 1 entry".into(),
+        ));
+    }
+    for (name, value, (lo, hi)) in [
+        (
+            "grpc-keepalive-interval",
+            t.grpc_keepalive_interval_ms,
+            config::GRPC_KEEPALIVE_INTERVAL_MS_RANGE,
+        ),
+        (
+            "grpc-keepalive-timeout",
+            t.grpc_keepalive_timeout_ms,
+            config::GRPC_KEEPALIVE_TIMEOUT_MS_RANGE,
+        ),
+    ] {
+        if !(lo..=hi).contains(&value) {
+            return Err(ServerError::Config(format!(
+                "{name}: must be within {lo}..={hi} ms; got {value}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub(crate) async fn run_node<I, IO, IE>(
+    config: ServerConfig,
+    incoming: I,
+    injected: Injected,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError>
+where
+    I: Stream<Item = Result<IO, IE>> + Send + 'static,
+    IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
+    IE: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
+{
+    validate_config(&config)?;
+    let clock = injected.clock.clone();
+    let storage = |e: std::io::Error| ServerError::Storage(e.to_string());
+    let db = Db::open_on(&config.data_dir, injected.disk.as_deref()).map_err(storage)?;
+    // A data dir belongs to one node id: a copy of another node's dir would
+    // carry that node's vote and could vote twice in one term.
+    match db.get_meta_string(store::KEY_NODE_ID).map_err(storage)? {
+        Some(id) if id != config.node_id.to_string() => {
+            return Err(ServerError::Config(format!(
+                "data-dir: {} belongs to node {id}, not node {}; give each node its own data dir",
+                config.data_dir.display(),
+                config.node_id
+            )));
+        }
+        Some(_) => {}
+        None => db
+            .put_meta(store::KEY_NODE_ID, config.node_id.to_string().as_bytes())
+            .map_err(storage)?,
+    }
+    let committed = db.get_meta_string(store::KEY_CLUSTER_ID).map_err(storage)?;
+    let empty_at_start = committed.is_none() && db.raft_state_is_empty().map_err(storage)?;
+    let (cluster_tx, _) = watch::channel(committed);
+    let peer_state = Arc::new(PeerState {
+        node_id: config.node_id,
+        db: db.clone(),
+        raft: OnceLock::new(),
+        cluster_id: cluster_tx,
+        empty_at_start,
+        bootstrap_lock: Mutex::new(()),
+        connector: injected.peer_connector.clone(),
+        leader_contact: raft::LeaderContact::default(),
+        early_campaign: raft::peer_service::EarlyCampaign::new(
+            config.node_id,
+            config.timing.election_timeout_min_ms,
+            config.timing.election_timeout_max_ms,
+        ),
+    });
+    let node_cell = NodeCell::default();
+
+    // Serve peers and clients from the start: bootstrap needs the peer service.
+    let (stop_tx, mut stop_rx) = watch::channel(false);
+    // HTTP/2 keep-alive: a client that vanished silently loses its
+    // connection (and with it its streams' tasks) within interval + timeout;
+    // its waiters stay queued (S8). See `Timing::grpc_keepalive_interval_ms`.
+    let server = tonic::transport::Server::builder()
+        .http2_keepalive_interval(Some(Duration::from_millis(
+            config.timing.grpc_keepalive_interval_ms,
+        )))
+        .http2_keepalive_timeout(Some(Duration::from_millis(
+            config.timing.grpc_keepalive_timeout_ms,
+        )))
+        .add_service(
+            warden_proto::peer::peer_server::PeerServer::new(PeerService::new(peer_state.clone()))
+                .max_decoding_message_size(MAX_PEER_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_PEER_MESSAGE_BYTES),
+        )
+        .add_service(
+            warden_proto::v1::lock_server::LockServer::new(services::lock::LockService::new(
+                node_cell.clone(),
+                stop_rx.clone(),
+            ))
+            .max_decoding_message_size(config.max_request_bytes),
+        )
+        .add_service(
+            warden_proto::v1::admin_server::AdminServer::new(services::admin::AdminService::new(
+                node_cell.clone(),
+            ))
+            .max_decoding_message_size(config.max_request_bytes),
+        )
+        .add_service(
+            warden_proto::v1::watch_server::WatchServer::new(services::watch::WatchService::new(
+                node_cell.clone(),
+            ))
+            .max_decoding_message_size(config.max_request_bytes),
+        )
+        .add_service(
+            warden_proto::v1::lease_server::LeaseServer::new(services::lease::LeaseService::new(
+                node_cell.clone(),
+            ))
+            .max_decoding_message_size(config.max_request_bytes),
+        );
+    let health_task = match config.admin_listen {
+        Some(addr) => Some(
+            services::health::serve(
+                addr,
+                config.node_id,
+                node_cell.clone(),
+                peer_state.leader_contact.clone(),
+                stop_rx.clone(),
+            )
+            .await?,
+        ),
+        None => None,
+    };
+    let server_task = tokio::spawn(async move {
+        let _ = server
+            .serve_with_incoming_shutdown(incoming, async move {
+                let _ = stop_rx.wait_for(|s| *s).await;
+            })
+            .await;
+    });
+
+    let mut shutdown = Box::pin(shutdown);
+    let boot = tokio::select! {
+        b = raft::bootstrap::bootstrap(&config, peer_state.clone()) => b,
+        _ = &mut shutdown => {
+            let _ = stop_tx.send(true);
+            let _ = server_task.await;
+            return Ok(());
+        }
+    };
+    let boot = match boot {
+        Ok(b) => b,
+        Err(e) => {
+            let _ = stop_tx.send(true);
+            let _ = server_task.await;
+            return Err(e);
+        }
+    };
+
+    let t = &config.timing;
+    let raft_config = openraft::Config {
+        cluster_name: "warden".into(),
+        heartbeat_interval: t.heartbeat_ms,
+        election_timeout_min: t.election_timeout_min_ms,
+        election_timeout_max: t.election_timeout_max_ms,
+        snapshot_policy: SnapshotPolicy::LogsSinceLast(t.snapshot_threshold),
+        max_in_snapshot_log_to_keep: t.snapshot_threshold.min(1_000),
+        install_snapshot_timeout: 10_000,
+        // Pre-vote: an isolated node does not inflate its term and depose a
+        // healthy leader when it comes back.
+        enable_pre_vote: Some(true),
+        // No leader restore: a node that led before a restart stands for
+        // election like any other. `save_committed` is not fsync'd, so a
+        // restored leader may come back with a stale committed index, and
+        // openraft's read index (max(first entry of its term, committed))
+        // would then let a linearizable read miss an acknowledged grant (S3;
+        // openraft documents the stale-committed case on `save_committed`).
+        // A newly elected leader's first entry sits after its whole log, so
+        // every read after it covers all that was acknowledged. Caught by
+        // `full_restart_keeps_holders_and_tokens` in CI.
+        enable_leader_restore: Some(false),
+        // Replicate an entry as soon as the log store has taken it, not
+        // after this node's own fsync: the leader's fsync overlaps the
+        // followers' (the log writer in `store` returns from `append` before
+        // the fsync). An entry still commits only once a quorum has it on
+        // disk (S3). Measured in docs/performance.md.
+        broadcast_submitted_on_append: Some(true),
+        ..Default::default()
+    }
+    .validate()
+    .map_err(|e| ServerError::Config(e.to_string()))?;
+
+    let stamps = Arc::new(Mutex::new(BTreeMap::new()));
+    let sm = StateMachineStore::open_injected(
+        db.clone(),
+        clock.clone(),
+        stamps.clone(),
+        config.node_id,
+        injected.observer.clone(),
+        injected.bugs,
+    )
+    .map_err(storage)?;
+    let shared = sm.shared.clone();
+    let log_store = LogStore::new(db.clone(), stamps, clock.clone()).map_err(storage)?;
+    let formats = Arc::new(raft::log_format::LogFormats::new(config.node_id));
+    let raft = raft::Raft::new(
+        config.node_id,
+        Arc::new(raft_config),
+        Network::new(
+            boot.cluster_id.clone(),
+            raft::network::call_timeout_floor(t.election_timeout_min_ms),
+            formats.clone(),
+            injected.peer_connector.clone(),
+        ),
+        log_store,
+        sm,
+    )
+    .await
+    .map_err(|e| ServerError::Other(format!("raft: {e}")))?;
+    let _ = peer_state.raft.set(raft.clone());
+    if !boot.pending.is_empty() {
+        tokio::spawn(raft::bootstrap::push_to_pending(
+            injected.peer_connector.clone(),
+            config.node_id,
+            boot.cluster_id.clone(),
+            boot.pending.clone(),
+        ));
+    }
+    if boot.initialize {
+        let members: BTreeMap<u64, BasicNode> = config
+            .peers
+            .iter()
+            .map(|(id, addr)| (*id, BasicNode { addr: addr.clone() }))
+            .collect();
+        match raft.initialize(members).await {
+            Err(e) => tracing::info!("initialize: {e}"),
+            Ok(()) if config.token_floor > 0 => {
+                // Before clients are served (node_cell is still empty), so no
+                // grant precedes the floor.
+                raise_token_floor(&raft, config.token_floor).await;
+            }
+            Ok(()) => {}
+        }
+    }
+
+    let (renew_tx, renew_rx) = mpsc::channel(16_384);
+    let node = Node::new(NodeParts {
+        id: config.node_id,
+        config: config.clone(),
+        cluster_id: boot.cluster_id.clone(),
+        raft: raft.clone(),
+        shared,
+        formats: formats.clone(),
+        connector: injected.peer_connector.clone(),
+        renew_tx,
+    });
+    node_cell.set(node.clone());
+    tracing::info!(node_id = config.node_id, cluster_id = %boot.cluster_id, "serving");
+    let renew_task = tokio::spawn(node::renew::run(
+        Arc::downgrade(&node),
+        renew_rx,
+        Duration::from_millis(config.timing.renew_batch_window_ms),
+    ));
+    let duty_task = tokio::spawn(node::duties::run(Arc::downgrade(&node)));
+    let membership_task = tokio::spawn(raft::log_format::follow_membership(raft.clone(), formats));
+    if let Some(observer) = &injected.observer {
+        observer.on_started(node.clone());
+    }
+    let forward_task = (injected.bugs.expiry_via_forwarding)
+        .then(|| injected.observer.clone())
+        .flatten()
+        .map(|o| {
+            tokio::spawn(node::duties::forward_stale_expiries(
+                Arc::downgrade(&node),
+                o,
+            ))
+        });
+
+    shutdown.await;
+    tracing::info!("shutting down");
+    node.transfer_leadership().await;
+    duty_task.abort();
+    renew_task.abort();
+    membership_task.abort();
+    if let Some(t) = forward_task {
+        t.abort();
+    }
+    let _ = raft.shutdown().await;
+    let _ = stop_tx.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(2), server_task).await;
+    if let Some(t) = health_task {
+        let _ = tokio::time::timeout(Duration::from_secs(1), t).await;
+    }
+    Ok(())
+}
+
+/// How long the forming node tries to commit its token floor.
+const TOKEN_FLOOR_DEADLINE: Duration = Duration::from_secs(20);
+
+/// Commits `RaiseTokenFloor { floor }` from the node that just formed the
+/// cluster (it is the only node that can win the first election), retrying
+/// until it commits or [`TOKEN_FLOOR_DEADLINE`] passes.
+async fn raise_token_floor(raft: &raft::Raft, floor: u64) {
+    use warden_core::types::{Command, LogEntry, RaiseTokenFloor, Response};
+    let deadline = tokio::time::Instant::now() + TOKEN_FLOOR_DEADLINE;
+    let mut last = String::new();
+    while tokio::time::Instant::now() < deadline {
+        let cmd = Command::RaiseTokenFloor(RaiseTokenFloor { floor });
+        let write = raft.client_write(types::Request(LogEntry::V1(cmd)));
+        match tokio::time::timeout_at(deadline, write).await {
+            Ok(Ok(r)) => match r.data {
+                Response::Done => {
+                    tracing::info!(floor, index = r.log_id.index, "token floor committed");
+                    return;
+                }
+                other => {
+                    tracing::error!(floor, "token floor refused: {other:?}");
+                    return;
+                }
+            },
+            Ok(Err(e)) => last = e.to_string(),
+            Err(_) => break,
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tracing::error!(
+        floor,
+        "token floor did not commit within {} s ({last}); tokens may start below it: \
+         re-create the cluster with --token-floor or reset every fence",
+        TOKEN_FLOOR_DEADLINE.as_secs()
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Timing;
+
+    // Bad config names the field and the limit (HTTP/2 keep-alive,
+    // docs/operations.md): a library caller's zero or huge keep-alive is
+    // refused before anything starts, as the CLI refuses it.
+    #[test]
+    fn keepalive_out_of_range_is_refused_naming_the_field() {
+        let config = |interval_ms, timeout_ms| ServerConfig {
+            node_id: 1,
+            listen: "127.0.0.1:0".parse().unwrap(),
+            peers: BTreeMap::from([(1, "127.0.0.1:1".to_string())]),
+            data_dir: "/nonexistent".into(),
+            initial_cluster_state_new: true,
+            timing: Timing {
+                grpc_keepalive_interval_ms: interval_ms,
+                grpc_keepalive_timeout_ms: timeout_ms,
+                ..Timing::default()
+            },
+            allow_admin: false,
+            max_request_bytes: config::DEFAULT_MAX_REQUEST_BYTES,
+            token_floor: 0,
+            join: false,
+            admin_listen: None,
+        };
+        assert!(validate_config(&config(5_000, 5_000)).is_ok());
+        let e = validate_config(&config(0, 5_000)).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid config: grpc-keepalive-interval: must be within 100..=7200000 ms; got 0"
+        );
+        let e = validate_config(&config(5_000, 600_001))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "invalid config: grpc-keepalive-timeout: must be within 100..=600000 ms; got 600001"
+        );
+    }
+}
