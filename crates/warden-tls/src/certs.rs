@@ -233,7 +233,9 @@ fn load_leaf(
             reason: e.to_string(),
         })?;
     match CertifiedKey::new(chain.clone(), signing_key).keys_match() {
-        Ok(()) => {}
+        // `Unknown`: the provider cannot say (rustls' own `from_der` lets
+        // it pass too); a wrong key then fails every handshake instead.
+        Ok(()) | Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown)) => {}
         Err(rustls::Error::InconsistentKeys(_)) => {
             return Err(LoadError::KeyMismatch {
                 cert: cert_file.to_path_buf(),

@@ -495,10 +495,19 @@ impl ServerTls {
     /// a certificate is served (as [`Identity::Anonymous`]), so `/healthz`
     /// works for probes. Must be called inside a tokio runtime.
     pub fn listener(&self, listener: TcpListener) -> io::Result<TlsListener> {
+        self.listener_with(listener, AcceptOptions::default())
+    }
+
+    /// [`ServerTls::listener`] with options.
+    pub fn listener_with(
+        &self,
+        listener: TcpListener,
+        options: AcceptOptions,
+    ) -> io::Result<TlsListener> {
         let local_addr = listener.local_addr()?;
         let tcp = tokio_stream::wrappers::TcpListenerStream::new(listener);
         Ok(TlsListener {
-            rx: spawn_acceptor(self.clone(), Alpn::Http, tcp, AcceptOptions::default()),
+            rx: spawn_acceptor(self.clone(), Alpn::Http, tcp, options),
             local_addr,
         })
     }

@@ -377,3 +377,63 @@ async fn a_silent_client_does_not_block_others_and_times_out() {
     assert_eq!(lines.len(), 1, "{}", logs.text());
     server.abort();
 }
+
+// Clients and peers talk only to nodes: a server whose certificate chains
+// to the CA and names the host, but carries no warden://node/ URI, is
+// refused after the handshake, before any request is sent.
+#[tokio::test]
+async fn a_server_without_a_node_certificate_is_refused() {
+    use rustls::pki_types::pem::PemObject;
+    use std::sync::Arc;
+
+    let root = tempfile::tempdir().unwrap();
+    let set = mint::loopback_set(root.path(), &[1], &["alice"]).unwrap();
+    let (cert, key) = common::sign_with_sans(
+        &set.client_dir,
+        &set.ca_key,
+        "imposter",
+        vec![rcgen::SanType::IpAddress("127.0.0.1".parse().unwrap())],
+        &[Eku::ServerAuth],
+        root.path(),
+        "imposter",
+    );
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_protocol_versions(&[&rustls::version::TLS13])
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(
+        vec![rustls::pki_types::CertificateDer::from_pem_file(&cert).unwrap()],
+        rustls::pki_types::PrivateKeyDer::from_pem_file(&key).unwrap(),
+    )
+    .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let server = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut tls = acceptor.accept(tcp).await.unwrap();
+        // Nothing must arrive: the client refuses before sending a byte.
+        let mut buf = Vec::new();
+        let _ = tokio::io::AsyncReadExt::read_to_end(&mut tls, &mut buf).await;
+        buf
+    });
+    let alice = ClientTls::load_client(&set.client_dir, "alice").unwrap();
+    let uri: tonic::transport::Uri = format!("http://{addr}").parse().unwrap();
+    match alice.connector().connect(&uri).await {
+        Err(ConnectError::NotANode { reason, .. }) => {
+            assert!(reason.contains("imposter"), "{reason}")
+        }
+        other => panic!("expected NotANode, got {other:?}"),
+    }
+    let received = tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        received.is_empty(),
+        "{} bytes reached the imposter",
+        received.len()
+    );
+}

@@ -261,6 +261,23 @@ pub fn sign_custom(
     out_dir: &Path,
     name: &str,
 ) -> (PathBuf, PathBuf) {
+    let sans: Vec<rcgen::SanType> = uris
+        .iter()
+        .map(|u| rcgen::SanType::URI(rcgen::string::Ia5String::try_from(*u).unwrap()))
+        .collect();
+    sign_with_sans(certs_dir, ca_key, common_name, sans, usages, out_dir, name)
+}
+
+/// [`sign_custom`] with any SANs.
+pub fn sign_with_sans(
+    certs_dir: &Path,
+    ca_key: &Path,
+    common_name: &str,
+    sans: Vec<rcgen::SanType>,
+    usages: &[rcgen::ExtendedKeyUsagePurpose],
+    out_dir: &Path,
+    name: &str,
+) -> (PathBuf, PathBuf) {
     let ca_key = rcgen::KeyPair::from_pem(&std::fs::read_to_string(ca_key).unwrap()).unwrap();
     let ca_der = read_chain(&certs_dir.join("ca.crt")).pop().unwrap();
     let issuer = rcgen::Issuer::from_ca_cert_der(&ca_der, ca_key).unwrap();
@@ -268,10 +285,7 @@ pub fn sign_custom(
     let mut dn = rcgen::DistinguishedName::new();
     dn.push(rcgen::DnType::CommonName, common_name);
     params.distinguished_name = dn;
-    params.subject_alt_names = uris
-        .iter()
-        .map(|u| rcgen::SanType::URI(rcgen::string::Ia5String::try_from(*u).unwrap()))
-        .collect();
+    params.subject_alt_names = sans;
     params.extended_key_usages = usages.to_vec();
     params.key_usages = vec![rcgen::KeyUsagePurpose::DigitalSignature];
     let now = std::time::SystemTime::now();
