@@ -181,6 +181,8 @@ fn build_config(
         None => builder.with_no_client_auth(),
     };
     config.alpn_protocols = vec![ALPN_H2.to_vec()];
+    // The servers resume nothing (see `server.rs`); do not offer to.
+    config.resumption = rustls::client::Resumption::disabled();
     Ok(Arc::new(config))
 }
 

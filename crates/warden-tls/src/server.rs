@@ -22,9 +22,10 @@
 //! loads and checks the whole certs dir first and swaps only if that
 //! succeeds, so a broken set is refused with its [`LoadError`] and the old
 //! one stays in use; established connections keep the config they
-//! handshook with. Each swap starts with fresh rustls session caches, so no
-//! session resumes across a reload (a CA removed from `ca.crt` cannot be
-//! kept alive by resumption).
+//! handshook with. Session resumption is off (no tickets, no session
+//! cache), so every connection's certificate is verified in full against
+//! the config in use: a CA removed from `ca.crt` cannot be kept alive by
+//! resumption.
 //!
 //! # Accepting
 //!
@@ -354,6 +355,11 @@ fn build_configs(certs: &NodeCerts) -> Result<Configs, LoadError> {
             .with_single_cert(certs.chain().to_vec(), certs.key())
             .map_err(|e| config_error(certs.dir(), e))?;
         config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        // No resumption: every connection's identity comes from a full
+        // verification of its certificate (connections are long-lived
+        // HTTP/2, so resumption would save next to nothing).
+        config.send_tls13_tickets = 0;
+        config.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
         Ok(Arc::new(config))
     };
     Ok(Configs {
