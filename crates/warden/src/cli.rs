@@ -55,6 +55,8 @@ pub enum Command {
     Demo(DemoArgs),
     /// Backups: `snapshot save FILE`, `snapshot restore FILE --data-dir DIR ...`.
     Snapshot(crate::snapshot_cmd::SnapshotArgs),
+    /// Certificates (offline): `cert create-ca | create-node | create-client | list`.
+    Cert(crate::cert_cmd::CertArgs),
     /// A demo client: acquires, prints its grant, writes on a line of stdin.
     #[command(hide = true)]
     DemoHolder(DemoHolderArgs),
@@ -617,5 +619,124 @@ mod tests {
         };
         assert_eq!(f.listen, "127.0.0.1:0");
         assert!(parse(&["demo", "split-brain"]).is_ok());
+    }
+
+    // The cert surface: each subcommand's required flags, hosts as
+    // positional arguments, node ids and lifetimes checked by the parser.
+    #[test]
+    fn cert_commands_parse() {
+        use crate::cert_cmd::CertCommand;
+        let cert = |args: &[&str]| -> Result<CertCommand, clap::Error> {
+            let mut all = vec!["cert"];
+            all.extend_from_slice(args);
+            parse(&all).map(|cli| match cli.command {
+                Command::Cert(c) => c.command,
+                _ => panic!("not cert"),
+            })
+        };
+        let CertCommand::CreateCa(ca) = cert(&[
+            "create-ca",
+            "--certs-dir",
+            "certs",
+            "--ca-key",
+            "safe/ca.key",
+            "--overwrite",
+            "--lifetime",
+            "10y",
+        ])
+        .unwrap() else {
+            panic!("not create-ca")
+        };
+        assert_eq!(ca.dir.certs_dir, PathBuf::from("certs"));
+        assert_eq!(ca.sign.ca_key, PathBuf::from("safe/ca.key"));
+        assert!(ca.sign.overwrite);
+        assert_eq!(ca.sign.lifetime, Some(Duration::from_secs(315_576_000)));
+        assert_eq!(ca.dir.output, OutputFormat::Text);
+        assert!(cert(&["create-ca", "--certs-dir", "certs"]).is_err());
+        assert!(cert(&[
+            "create-ca",
+            "--certs-dir",
+            "c",
+            "--ca-key",
+            "k",
+            "--lifetime",
+            "0s"
+        ])
+        .is_err());
+        assert!(cert(&[
+            "create-ca",
+            "--certs-dir",
+            "c",
+            "--ca-key",
+            "k",
+            "--lifetime",
+            "forever"
+        ])
+        .is_err());
+
+        let CertCommand::CreateNode(node) = cert(&[
+            "create-node",
+            "--certs-dir",
+            "c",
+            "--ca-key",
+            "k",
+            "--id",
+            "3",
+            "10.0.0.3",
+            "node3.example.com",
+            "--output",
+            "json",
+        ])
+        .unwrap() else {
+            panic!("not create-node")
+        };
+        assert_eq!(node.id, 3);
+        assert_eq!(node.hosts, ["10.0.0.3", "node3.example.com"]);
+        assert_eq!(node.dir.output, OutputFormat::Json);
+        assert!(!node.sign.overwrite && node.sign.lifetime.is_none());
+        assert!(cert(&[
+            "create-node",
+            "--certs-dir",
+            "c",
+            "--ca-key",
+            "k",
+            "--id",
+            "3"
+        ])
+        .is_err());
+        let e = cert(&[
+            "create-node",
+            "--certs-dir",
+            "c",
+            "--ca-key",
+            "k",
+            "--id",
+            "0",
+            "h",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("not a node id in 1..=9007199254740991"), "{e}");
+
+        let CertCommand::CreateClient(client) = cert(&[
+            "create-client",
+            "alice",
+            "--certs-dir",
+            "c",
+            "--ca-key",
+            "k",
+        ])
+        .unwrap() else {
+            panic!("not create-client")
+        };
+        assert_eq!(client.name, "alice");
+        assert!(cert(&["create-client", "--certs-dir", "c", "--ca-key", "k"]).is_err());
+
+        let CertCommand::List(list) =
+            cert(&["list", "--certs-dir", "c", "--output", "json"]).unwrap()
+        else {
+            panic!("not list")
+        };
+        assert_eq!(list.dir.output, OutputFormat::Json);
     }
 }

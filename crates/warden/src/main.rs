@@ -9,9 +9,11 @@
 //! - `elect_cmd.rs`: `warden elect`, leader election.
 //! - `fenced_store.rs`: `warden fenced-store`, the reference fenced resource.
 //! - `demo.rs`: `warden demo split-brain` and its hidden `demo-holder` client.
+//! - `cert_cmd.rs`: `warden cert`, minting and listing certificates.
 //! - `output.rs`: what they print (text or one JSON value) and exit codes.
 
 mod admin_cmd;
+mod cert_cmd;
 mod cli;
 mod cluster_cmd;
 mod commands;
@@ -137,6 +139,7 @@ async fn run(command: Command) -> u8 {
             snapshot_cmd::SnapshotCommand::Restore(args) => print(snapshot_cmd::restore(args)),
         },
         Command::Lease(args) => print(lease_cmd::run(args).await),
+        Command::Cert(args) => print(cert_cmd::run(args)),
         Command::Watch(args) => print(watch_cmd::run(args).await),
         Command::Exec(args) => exec_cmd::run(args).await,
         Command::Elect(args) => elect_cmd::run(args).await,
@@ -247,6 +250,13 @@ mod tests {
         assert!(warden_core::validate::resource(&key).is_ok());
         assert!(warden_core::validate::resource(&key["\u{1}".len()..]).is_ok());
         assert_ne!(key, "election/scheduler");
+    }
+
+    // Node ids are one range everywhere: a node certificate can name every
+    // id a server accepts for --id, and no other.
+    #[test]
+    fn tls_and_core_agree_on_the_largest_node_id() {
+        assert_eq!(warden_tls::MAX_NODE_ID, warden_core::limits::MAX_ID);
     }
 
     // S7 under concurrency: the client never hands out more request ids

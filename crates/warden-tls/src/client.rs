@@ -1,0 +1,454 @@
+//! The client side: [`ClientTls`] (a reloadable rustls client config from a
+//! client's or a node's certs dir) and [`TlsConnector`], a
+//! `tower::Service<Uri>` for `tonic::transport::Endpoint::connect_with_connector`
+//! / `connect_with_connector_lazy` that dials TCP (TCP_NODELAY), runs the
+//! rustls handshake and checks who answered.
+//!
+//! # What is verified
+//!
+//! - The server's chain, validity and serverAuth usage against `ca.crt`, and
+//!   that its certificate's SANs match the host dialled (a DNS name or an IP
+//!   literal, from the URI): rustls' `WebPkiServerVerifier`. So a node
+//!   certificate must name every address clients and peers dial (`warden
+//!   cert create-node --id N HOST...` with each host of `--peers` /
+//!   `--listen`).
+//! - That the server presented a **node** certificate (`warden://node/N`);
+//!   a peer connector ([`ClientTls::peer_connector`]) also that `N` is the
+//!   peer expected. Checked right after the handshake, before a byte of
+//!   HTTP/2 is sent.
+//!
+//! TLS 1.3 only, ALPN `h2`, client auth with the user's (or node's)
+//! certificate.
+//!
+//! # URIs
+//!
+//! Give tonic `http://HOST:PORT` endpoints ([`endpoint`]): this connector
+//! does the TLS itself, and tonic refuses an `https` URI on a connector
+//! without its own TLS config.
+//!
+//! # Rotation
+//!
+//! Each new connection reads the current config (an `RwLock<Arc<_>>`);
+//! [`ClientTls::reload`] re-reads the files and swaps it only if they load,
+//! so established channels are untouched and later connections use the new
+//! files.
+
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::{Arc, RwLock};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use hyper_util::rt::TokioIo;
+use rustls::ClientConfig;
+use rustls_pki_types::ServerName;
+use tokio::net::TcpStream;
+use tonic::transport::{Channel, Endpoint, Uri};
+
+use crate::certs::{provider, CaBundle, ClientCerts, NodeCerts};
+use crate::error::LoadError;
+use crate::identity::CertIdentity;
+use crate::server::ALPN_H2;
+
+/// Default [`TlsConnector::with_handshake_timeout`].
+pub const CLIENT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a connection could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// The URI has no host or no port.
+    #[error("{uri}: {reason}")]
+    BadUri {
+        /// The URI.
+        uri: String,
+        /// What is missing.
+        reason: &'static str,
+    },
+    /// The host is neither an IP address nor a DNS name.
+    #[error("{host:?} is not a DNS name or IP address: {reason}")]
+    BadServerName {
+        /// The host.
+        host: String,
+        /// Why.
+        reason: String,
+    },
+    /// TCP connect failed.
+    #[error("{addr}: cannot connect: {source}")]
+    Dial {
+        /// `host:port`.
+        addr: String,
+        /// The IO error.
+        source: io::Error,
+    },
+    /// The TLS handshake failed (another CA, a name mismatch, an expired
+    /// certificate, ...).
+    #[error("{addr}: TLS handshake failed: {source}")]
+    Handshake {
+        /// `host:port`.
+        addr: String,
+        /// The error (rustls' inside).
+        source: io::Error,
+    },
+    /// No handshake within the timeout.
+    #[error("{addr}: no TLS handshake within {timeout:?}")]
+    Timeout {
+        /// `host:port`.
+        addr: String,
+        /// The timeout.
+        timeout: Duration,
+    },
+    /// The server's certificate is not a node's.
+    #[error("{addr}: the server is not a warden node ({reason})")]
+    NotANode {
+        /// `host:port`.
+        addr: String,
+        /// What it presented instead.
+        reason: String,
+    },
+    /// A peer connection reached another node than expected.
+    #[error("{addr}: expected node {expected}, the server is node {found}")]
+    WrongNode {
+        /// `host:port`.
+        addr: String,
+        /// The peer id dialled.
+        expected: u64,
+        /// The node id in its certificate.
+        found: u64,
+    },
+}
+
+/// Where a [`ClientTls`] reloads from.
+#[derive(Debug, Clone)]
+enum Source {
+    Client { dir: PathBuf, user: String },
+    Node { dir: PathBuf, node_id: u64 },
+    Anonymous { ca_file: PathBuf },
+}
+
+/// A rustls client config from a certs dir, reloadable. Cloning is cheap
+/// and shares the config.
+#[derive(Clone)]
+pub struct ClientTls {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    source: Source,
+    current: RwLock<Arc<ClientConfig>>,
+}
+
+impl fmt::Debug for ClientTls {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientTls")
+            .field("source", &self.inner.source)
+            .finish_non_exhaustive()
+    }
+}
+
+fn config_error(dir: &Path, e: impl fmt::Display) -> LoadError {
+    LoadError::Config {
+        dir: dir.to_path_buf(),
+        reason: e.to_string(),
+    }
+}
+
+/// A TLS 1.3, ALPN `h2` config verifying servers against `roots`, with
+/// client auth when `identity` is given.
+fn build_config(
+    dir: &Path,
+    roots: Arc<rustls::RootCertStore>,
+    identity: Option<(
+        Vec<rustls_pki_types::CertificateDer<'static>>,
+        rustls_pki_types::PrivateKeyDer<'static>,
+    )>,
+) -> Result<Arc<ClientConfig>, LoadError> {
+    let provider = provider();
+    let verifier =
+        rustls::client::WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
+            .build()
+            .map_err(|e| config_error(dir, e))?;
+    let builder = ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|e| config_error(dir, e))?
+        .with_webpki_verifier(verifier);
+    let mut config = match identity {
+        Some((chain, key)) => builder
+            .with_client_auth_cert(chain, key)
+            .map_err(|e| config_error(dir, e))?,
+        None => builder.with_no_client_auth(),
+    };
+    config.alpn_protocols = vec![ALPN_H2.to_vec()];
+    // The servers resume nothing (see `server.rs`); do not offer to.
+    config.resumption = rustls::client::Resumption::disabled();
+    Ok(Arc::new(config))
+}
+
+fn client_config(certs: &ClientCerts) -> Result<Arc<ClientConfig>, LoadError> {
+    let identity = (certs.chain().to_vec(), certs.key());
+    build_config(certs.dir(), certs.ca().roots(), Some(identity))
+}
+
+fn node_config(certs: &NodeCerts) -> Result<Arc<ClientConfig>, LoadError> {
+    let identity = (certs.chain().to_vec(), certs.key());
+    build_config(certs.dir(), certs.ca().roots(), Some(identity))
+}
+
+fn anonymous_config(ca_file: &Path) -> Result<Arc<ClientConfig>, LoadError> {
+    let ca = CaBundle::load(ca_file)?;
+    build_config(ca_file.parent().unwrap_or(Path::new(".")), ca.roots(), None)
+}
+
+/// A config built by [`ClientTls::prepare_node`], not yet installed.
+pub(crate) struct PreparedClient(Arc<ClientConfig>);
+
+impl ClientTls {
+    /// A client's config: [`ClientCerts::load`]`(dir, user)`.
+    pub fn load_client(dir: &Path, user: &str) -> Result<ClientTls, LoadError> {
+        ClientTls::from_client_certs(&ClientCerts::load(dir, user)?)
+    }
+
+    /// A node's config for its outgoing peer channels (its own node
+    /// certificate as the client identity): [`NodeCerts::load_for`].
+    pub fn load_node(dir: &Path, node_id: u64) -> Result<ClientTls, LoadError> {
+        ClientTls::from_node_certs(&NodeCerts::load_for(dir, node_id)?)
+    }
+
+    /// A config without a client certificate, verifying servers against
+    /// the CA bundle `ca_file` (probes, tools): servers see
+    /// [`crate::Identity::Anonymous`].
+    pub fn anonymous(ca_file: &Path) -> Result<ClientTls, LoadError> {
+        Ok(ClientTls::new(
+            Source::Anonymous {
+                ca_file: ca_file.to_path_buf(),
+            },
+            anonymous_config(ca_file)?,
+        ))
+    }
+
+    /// From loaded client certs; reloads from the same dir and user.
+    pub fn from_client_certs(certs: &ClientCerts) -> Result<ClientTls, LoadError> {
+        Ok(ClientTls::new(
+            Source::Client {
+                dir: certs.dir().to_path_buf(),
+                user: certs.user().to_string(),
+            },
+            client_config(certs)?,
+        ))
+    }
+
+    /// From loaded node certs; reloads from the same dir and node id.
+    pub fn from_node_certs(certs: &NodeCerts) -> Result<ClientTls, LoadError> {
+        Ok(ClientTls::new(
+            Source::Node {
+                dir: certs.dir().to_path_buf(),
+                node_id: certs.node_id(),
+            },
+            node_config(certs)?,
+        ))
+    }
+
+    fn new(source: Source, config: Arc<ClientConfig>) -> ClientTls {
+        ClientTls {
+            inner: Arc::new(Inner {
+                source,
+                current: RwLock::new(config),
+            }),
+        }
+    }
+
+    /// Re-reads the files it was loaded from; on error nothing changes.
+    pub fn reload(&self) -> Result<(), LoadError> {
+        let config = match &self.inner.source {
+            Source::Client { dir, user } => client_config(&ClientCerts::load(dir, user)?)?,
+            Source::Node { dir, node_id } => node_config(&NodeCerts::load_for(dir, *node_id)?)?,
+            Source::Anonymous { ca_file } => anonymous_config(ca_file)?,
+        };
+        self.commit(PreparedClient(config));
+        Ok(())
+    }
+
+    /// Builds a node config for `certs` without installing it (they must be
+    /// the node this was loaded for).
+    pub(crate) fn prepare_node(&self, certs: &NodeCerts) -> Result<PreparedClient, LoadError> {
+        match &self.inner.source {
+            Source::Node { node_id, .. } if *node_id == certs.node_id() => {
+                Ok(PreparedClient(node_config(certs)?))
+            }
+            Source::Node { node_id, .. } => Err(LoadError::WrongNode {
+                file: certs.dir().join(crate::certs::NODE_CERT),
+                expected: *node_id,
+                found: certs.node_id(),
+            }),
+            Source::Client { dir, .. } => Err(config_error(
+                dir,
+                "a client's config cannot take a node's certificates",
+            )),
+            Source::Anonymous { ca_file } => Err(config_error(
+                ca_file,
+                "an anonymous config cannot take a node's certificates",
+            )),
+        }
+    }
+
+    pub(crate) fn commit(&self, prepared: PreparedClient) {
+        *self
+            .inner
+            .current
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = prepared.0;
+    }
+
+    /// The current config.
+    pub fn config(&self) -> Arc<ClientConfig> {
+        self.inner
+            .current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// A connector that accepts any node's certificate (clients).
+    pub fn connector(&self) -> TlsConnector {
+        TlsConnector {
+            tls: self.clone(),
+            expected_node: None,
+            handshake_timeout: CLIENT_HANDSHAKE_TIMEOUT,
+        }
+    }
+
+    /// A connector for the peer channel to node `peer_id`: the server must
+    /// present node `peer_id`'s certificate.
+    pub fn peer_connector(&self, peer_id: u64) -> TlsConnector {
+        TlsConnector {
+            tls: self.clone(),
+            expected_node: Some(peer_id),
+            handshake_timeout: CLIENT_HANDSHAKE_TIMEOUT,
+        }
+    }
+
+    /// A lazily connected channel to `addr` (`host:port`) over
+    /// [`ClientTls::connector`].
+    pub fn channel_lazy(&self, addr: &str) -> Result<Channel, tonic::transport::Error> {
+        Ok(endpoint(addr)?.connect_with_connector_lazy(self.connector()))
+    }
+}
+
+/// The tonic endpoint for `addr` (`host:port`, IPv6 in brackets) to use
+/// with a [`TlsConnector`]: `http://addr` (the connector does the TLS).
+pub fn endpoint(addr: &str) -> Result<Endpoint, tonic::transport::Error> {
+    Endpoint::from_shared(format!("http://{addr}"))
+}
+
+/// Dials and handshakes for tonic; see the module docs. Cloning is cheap.
+#[derive(Clone, Debug)]
+pub struct TlsConnector {
+    tls: ClientTls,
+    expected_node: Option<u64>,
+    handshake_timeout: Duration,
+}
+
+/// A connection made by [`TlsConnector`], in hyper's IO traits.
+pub type TlsIo = TokioIo<tokio_rustls::client::TlsStream<TcpStream>>;
+
+impl TlsConnector {
+    /// The longest a handshake may take (after TCP connected).
+    pub fn with_handshake_timeout(mut self, timeout: Duration) -> TlsConnector {
+        self.handshake_timeout = timeout;
+        self
+    }
+
+    /// Dials `uri`'s host and port, handshakes with the current config and
+    /// checks the server's identity.
+    pub async fn connect(&self, uri: &Uri) -> Result<TlsIo, ConnectError> {
+        let bad = |reason| ConnectError::BadUri {
+            uri: uri.to_string(),
+            reason,
+        };
+        let host = uri.host().ok_or_else(|| bad("no host"))?;
+        let port = uri.port_u16().ok_or_else(|| bad("no port"))?;
+        let host = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host)
+            .to_string();
+        let server_name =
+            ServerName::try_from(host.clone()).map_err(|e| ConnectError::BadServerName {
+                host: host.clone(),
+                reason: e.to_string(),
+            })?;
+        let addr = match server_name {
+            ServerName::IpAddress(_) if host.contains(':') => format!("[{host}]:{port}"),
+            _ => format!("{host}:{port}"),
+        };
+        let tcp = TcpStream::connect((host.as_str(), port))
+            .await
+            .map_err(|source| ConnectError::Dial {
+                addr: addr.clone(),
+                source,
+            })?;
+        let _ = tcp.set_nodelay(true);
+        let connector = tokio_rustls::TlsConnector::from(self.tls.config());
+        let stream =
+            match tokio::time::timeout(self.handshake_timeout, connector.connect(server_name, tcp))
+                .await
+            {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(source)) => return Err(ConnectError::Handshake { addr, source }),
+                Err(_) => {
+                    return Err(ConnectError::Timeout {
+                        addr,
+                        timeout: self.handshake_timeout,
+                    })
+                }
+            };
+        self.check_server(&addr, &stream)?;
+        Ok(TokioIo::new(stream))
+    }
+
+    /// The server must be a node (and the expected one, for a peer).
+    fn check_server(
+        &self,
+        addr: &str,
+        stream: &tokio_rustls::client::TlsStream<TcpStream>,
+    ) -> Result<(), ConnectError> {
+        let not_a_node = |reason: String| ConnectError::NotANode {
+            addr: addr.to_string(),
+            reason,
+        };
+        let Some([end_entity, ..]) = stream.get_ref().1.peer_certificates() else {
+            return Err(not_a_node("no certificate".into()));
+        };
+        match CertIdentity::of(end_entity) {
+            Ok(CertIdentity::Node(found)) => match self.expected_node {
+                Some(expected) if expected != found => Err(ConnectError::WrongNode {
+                    addr: addr.to_string(),
+                    expected,
+                    found,
+                }),
+                _ => Ok(()),
+            },
+            Ok(CertIdentity::Client(principal)) => {
+                Err(not_a_node(format!("a certificate of client {principal:?}")))
+            }
+            Err(e) => Err(not_a_node(e.to_string())),
+        }
+    }
+}
+
+impl tower::Service<Uri> for TlsConnector {
+    type Response = TlsIo;
+    type Error = ConnectError;
+    type Future = Pin<Box<dyn Future<Output = Result<TlsIo, ConnectError>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), ConnectError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move { this.connect(&uri).await })
+    }
+}

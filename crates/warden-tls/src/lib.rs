@@ -1,0 +1,82 @@
+//! `warden-tls`: certificates and TLS for warden's nodes and clients, on
+//! rustls (ring provider) and webpki. Nothing here verifies a certificate by
+//! hand: chains, validity, usages and host names are rustls'/webpki's;
+//! this crate adds only who a verified certificate names.
+//!
+//! A certs dir holds `ca.crt` (one or more CAs), a node's `node.crt` /
+//! `node.key` (SAN URI `warden://node/N`, serverAuth + clientAuth) and
+//! clients' `client.NAME.crt` / `client.NAME.key` (principal NAME in the
+//! common name, clientAuth only). The CA key lives outside it.
+//!
+//! # Modules
+//!
+//! - `identity.rs`: [`Identity`] (`Anonymous`, `Client { principal }`,
+//!   `Node { node_id }`), the principal rules ([`validate_principal`]) and
+//!   [`CertIdentity::of`], the one reader of an identity from a certificate.
+//! - `error.rs`: [`LoadError`], each variant naming the file.
+//! - `certs.rs`: [`NodeCerts::load`], [`ClientCerts::load`], [`CaBundle`]:
+//!   a certs dir read and checked (PEM, key matches, chain to `ca.crt`,
+//!   validity, usages, identity) before anything uses it.
+//! - `failure_log.rs`: [`HandshakeFailure`] and the rate-limited `warn` log
+//!   of failed handshakes (one line per reason per second).
+//! - `server.rs`: [`ServerTls`] (reloadable TLS 1.3 configs; client
+//!   certificates optional), [`ServerTls::incoming`] (tonic) and
+//!   [`ServerTls::listener`] (axum), [`TlsConnection`], [`PeerInfo`],
+//!   [`peer_identity`].
+//! - `client.rs`: [`ClientTls`] (reloadable client config) and
+//!   [`TlsConnector`], a `tower::Service<Uri>` for tonic's
+//!   `connect_with_connector_lazy` that checks the server is a node (the
+//!   expected one, for peers).
+//! - `node.rs`: [`NodeTls`], a node's server and peer configs reloaded
+//!   together.
+//! - `inspect.rs`: [`inspect::list`], what every certificate in a certs dir
+//!   says (`warden cert list`).
+//! - `mint.rs` (feature `mint`): [`mint::create_ca`], [`mint::create_node`],
+//!   [`mint::create_client`], [`mint::loopback_set`], with rcgen.
+//!
+//! # Use
+//!
+//! ```no_run
+//! # async fn f() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::path::Path;
+//! // A node: serve gRPC over TLS, dial peers, reload on SIGHUP.
+//! let tls = warden_tls::NodeTls::load(Path::new("/etc/warden/certs"), 1)?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:7001").await?;
+//! let incoming = tls.server().incoming(tokio_stream::wrappers::TcpListenerStream::new(listener));
+//! // tonic::transport::Server::builder().add_service(..).serve_with_incoming(incoming)
+//! let peer = warden_tls::endpoint("10.0.0.2:7001")?
+//!     .connect_with_connector_lazy(tls.peer_connector(2));
+//! if let Err(e) = tls.reload() { tracing::error!("TLS reload refused: {e}") }
+//! // In a handler: warden_tls::peer_identity(&request)
+//! # drop(peer); drop(incoming); Ok(()) }
+//! ```
+
+mod certs;
+mod client;
+mod error;
+pub mod failure_log;
+mod identity;
+pub mod inspect;
+#[cfg(feature = "mint")]
+pub mod mint;
+mod node;
+mod server;
+
+pub use certs::{
+    client_cert_file, client_key_file, CaBundle, ClientCerts, NodeCerts, CA_CERT, NODE_CERT,
+    NODE_KEY,
+};
+pub use client::{
+    endpoint, ClientTls, ConnectError, TlsConnector, TlsIo, CLIENT_HANDSHAKE_TIMEOUT,
+};
+pub use error::LoadError;
+pub use failure_log::HandshakeFailure;
+pub use identity::{
+    node_uri, principal_uri, validate_principal, CertIdentity, Identity, IdentityError,
+    PrincipalError, MAX_NODE_ID, MAX_PRINCIPAL_BYTES, NODE_URI_PREFIX, PRINCIPAL_URI_PREFIX,
+};
+pub use node::NodeTls;
+pub use server::{
+    peer_identity, peer_info, AcceptOptions, Installed, PeerInfo, ServerTls, TlsConnection,
+    TlsIncoming, TlsListener, ALPN_H2, ALPN_HTTP1, HANDSHAKE_TIMEOUT, MAX_HANDSHAKES,
+};

@@ -1,0 +1,694 @@
+//! The server side: [`ServerTls`] (reloadable rustls configs from a node's
+//! certs dir), the acceptor that turns accepted TCP connections into
+//! [`TlsConnection`]s for tonic ([`ServerTls::incoming`]) or axum
+//! ([`ServerTls::listener`]), and [`PeerInfo`] / [`peer_identity`] to read
+//! the verified peer in a handler.
+//!
+//! # Configs
+//!
+//! TLS 1.3 only. Client certificates are **optional** at the handshake
+//! (health probes and load balancers have none: [`Identity::Anonymous`]);
+//! one that is presented must chain to `ca.crt` (rustls'
+//! `WebPkiClientVerifier` with `allow_unauthenticated`) and carry an identity
+//! by the rules of [`crate::identity`] (checked in the verifier, so a bad one
+//! fails the handshake with an alert). Another CA, an expired certificate or
+//! garbage fails the handshake. The gRPC config offers ALPN `h2`; the HTTP
+//! config (admin listener) `h2` and `http/1.1`.
+//!
+//! # Reload
+//!
+//! The current configs sit behind an `RwLock<Arc<_>>` that every handshake
+//! reads once (a pointer copy under a read lock, no IO). [`ServerTls::reload`]
+//! loads and checks the whole certs dir first and swaps only if that
+//! succeeds, so a broken set is refused with its [`LoadError`] and the old
+//! one stays in use; established connections keep the config they
+//! handshook with. Session resumption is off (no tickets, no session
+//! cache), so every connection's certificate is verified in full against
+//! the config in use: a CA removed from `ca.crt` cannot be kept alive by
+//! resumption.
+//!
+//! # Accepting
+//!
+//! Each accepted connection's handshake runs in its own task, with a
+//! timeout ([`AcceptOptions::handshake_timeout`], 10 s), so a slow or
+//! malicious client never blocks accepting others; at most
+//! [`AcceptOptions::max_handshakes`] run at once, further connections are
+//! closed at once. Failed handshakes are logged, rate-limited, by
+//! [`crate::failure_log`]. Dropping the [`TlsIncoming`] (tonic does on
+//! shutdown) or [`TlsListener`] stops accepting and aborts handshakes in
+//! progress; established connections are not touched.
+
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::{Arc, RwLock};
+use std::task::{Context, Poll};
+use std::time::{Duration, SystemTime};
+
+use rustls::client::danger::HandshakeSignatureValid;
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{DigitallySignedStruct, DistinguishedName, ServerConfig, SignatureScheme};
+use rustls_pki_types::{CertificateDer, UnixTime};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio_stream::{Stream, StreamExt};
+
+use crate::certs::{provider, NodeCerts};
+use crate::error::LoadError;
+use crate::failure_log::{FailureLog, HandshakeFailure};
+use crate::identity::{CertIdentity, Identity};
+
+/// Default [`AcceptOptions::handshake_timeout`].
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default [`AcceptOptions::max_handshakes`].
+pub const MAX_HANDSHAKES: usize = 1024;
+
+/// ALPN for gRPC.
+pub const ALPN_H2: &[u8] = b"h2";
+/// ALPN for HTTP/1.1 (admin listener only).
+pub const ALPN_HTTP1: &[u8] = b"http/1.1";
+
+/// How an acceptor runs handshakes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AcceptOptions {
+    /// A connection whose handshake has not finished by then is closed.
+    pub handshake_timeout: Duration,
+    /// Handshakes in progress at once; a connection beyond that is closed
+    /// at once (and logged, rate-limited).
+    pub max_handshakes: usize,
+}
+
+impl Default for AcceptOptions {
+    fn default() -> Self {
+        AcceptOptions {
+            handshake_timeout: HANDSHAKE_TIMEOUT,
+            max_handshakes: MAX_HANDSHAKES,
+        }
+    }
+}
+
+/// What a TLS connection's peer is, from its verified handshake. Tonic puts
+/// it in every request's extensions (see [`peer_info`]); axum handlers get
+/// it with `ConnectInfo<PeerInfo>` (serve with
+/// `into_make_service_with_connect_info::<PeerInfo>()`). Only this crate's
+/// acceptor builds one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerInfo {
+    remote_addr: SocketAddr,
+    local_addr: SocketAddr,
+    identity: Identity,
+    alpn: Option<Vec<u8>>,
+}
+
+impl PeerInfo {
+    /// The peer's address.
+    pub fn remote_addr(&self) -> SocketAddr {
+        self.remote_addr
+    }
+
+    /// Our address of the connection.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The verified identity.
+    pub fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    /// The ALPN protocol agreed on, if any.
+    pub fn alpn(&self) -> Option<&[u8]> {
+        self.alpn.as_deref()
+    }
+}
+
+/// The [`PeerInfo`] of the connection a tonic request came on; `None` when
+/// it did not come through this crate's acceptor (a plaintext listener).
+pub fn peer_info<T>(request: &tonic::Request<T>) -> Option<&PeerInfo> {
+    request.extensions().get::<PeerInfo>()
+}
+
+/// The verified identity of the peer a tonic request came from; `None`
+/// when it did not come through this crate's acceptor (a plaintext
+/// listener: treat as anonymous or refuse, never as authenticated).
+pub fn peer_identity<T>(request: &tonic::Request<T>) -> Option<&Identity> {
+    peer_info(request).map(PeerInfo::identity)
+}
+
+/// An accepted connection after a successful handshake.
+pub struct TlsConnection {
+    stream: tokio_rustls::server::TlsStream<TcpStream>,
+    info: PeerInfo,
+}
+
+impl fmt::Debug for TlsConnection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsConnection")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TlsConnection {
+    /// The peer.
+    pub fn info(&self) -> &PeerInfo {
+        &self.info
+    }
+}
+
+impl AsyncRead for TlsConnection {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for TlsConnection {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+}
+
+impl tonic::transport::server::Connected for TlsConnection {
+    type ConnectInfo = PeerInfo;
+
+    fn connect_info(&self) -> PeerInfo {
+        self.info.clone()
+    }
+}
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, TlsListener>>
+    for PeerInfo
+{
+    fn connect_info(stream: axum::serve::IncomingStream<'_, TlsListener>) -> PeerInfo {
+        stream.io().info.clone()
+    }
+}
+
+/// The client-certificate verifier: rustls' `WebPkiClientVerifier` (chain,
+/// validity, clientAuth usage), then the identity rules; a certificate
+/// without a valid identity fails the handshake.
+#[derive(Debug)]
+struct IdentityVerifier {
+    webpki: Arc<dyn ClientCertVerifier>,
+}
+
+impl ClientCertVerifier for IdentityVerifier {
+    fn offer_client_auth(&self) -> bool {
+        self.webpki.offer_client_auth()
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        self.webpki.client_auth_mandatory()
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        self.webpki.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        let verified = self
+            .webpki
+            .verify_client_cert(end_entity, intermediates, now)?;
+        CertIdentity::of(end_entity).map_err(|e| {
+            rustls::Error::InvalidCertificate(rustls::CertificateError::Other(rustls::OtherError(
+                Arc::new(e),
+            )))
+        })?;
+        Ok(verified)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.webpki.supported_verify_schemes()
+    }
+}
+
+/// Which config a listener uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Alpn {
+    /// gRPC: `h2`.
+    Grpc,
+    /// Admin HTTP: `h2`, `http/1.1`.
+    Http,
+}
+
+/// Configs built by [`ServerTls::prepare`], not yet installed.
+pub(crate) struct PreparedServer(Arc<Configs>);
+
+/// The configs in use.
+struct Configs {
+    grpc: Arc<ServerConfig>,
+    http: Arc<ServerConfig>,
+    node_id: u64,
+    not_after: SystemTime,
+    cas: usize,
+}
+
+/// The rustls server configs of one node's certs dir, reloadable. Cloning
+/// is cheap and shares the configs (and the failure log).
+#[derive(Clone)]
+pub struct ServerTls {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    dir: PathBuf,
+    node_id: u64,
+    current: RwLock<Arc<Configs>>,
+    log: FailureLog,
+}
+
+impl fmt::Debug for ServerTls {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerTls")
+            .field("dir", &self.inner.dir)
+            .field("node_id", &self.inner.node_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a successful load or reload installed (for the caller's log line).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Installed {
+    /// The node id in `node.crt`.
+    pub node_id: u64,
+    /// `node.crt`'s notAfter.
+    pub not_after: SystemTime,
+    /// CA certificates in `ca.crt`.
+    pub cas: usize,
+}
+
+fn config_error(dir: &Path, e: impl fmt::Display) -> LoadError {
+    LoadError::Config {
+        dir: dir.to_path_buf(),
+        reason: e.to_string(),
+    }
+}
+
+fn build_configs(certs: &NodeCerts) -> Result<Configs, LoadError> {
+    let provider = provider();
+    let webpki = WebPkiClientVerifier::builder_with_provider(certs.ca().roots(), provider.clone())
+        .allow_unauthenticated()
+        .build()
+        .map_err(|e| config_error(certs.dir(), e))?;
+    let verifier: Arc<dyn ClientCertVerifier> = Arc::new(IdentityVerifier { webpki });
+    let make = |alpn: &[&[u8]]| -> Result<Arc<ServerConfig>, LoadError> {
+        let mut config = ServerConfig::builder_with_provider(provider.clone())
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .map_err(|e| config_error(certs.dir(), e))?
+            .with_client_cert_verifier(verifier.clone())
+            .with_single_cert(certs.chain().to_vec(), certs.key())
+            .map_err(|e| config_error(certs.dir(), e))?;
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        // No resumption: every connection's identity comes from a full
+        // verification of its certificate (connections are long-lived
+        // HTTP/2, so resumption would save next to nothing).
+        config.send_tls13_tickets = 0;
+        config.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+        Ok(Arc::new(config))
+    };
+    Ok(Configs {
+        grpc: make(&[ALPN_H2])?,
+        http: make(&[ALPN_H2, ALPN_HTTP1])?,
+        node_id: certs.node_id(),
+        not_after: certs.not_after(),
+        cas: certs.ca().certs().len(),
+    })
+}
+
+impl ServerTls {
+    /// Loads `dir` ([`NodeCerts::load_for`]: its `node.crt` must be node
+    /// `node_id`'s) and builds the configs.
+    pub fn load(dir: &Path, node_id: u64) -> Result<ServerTls, LoadError> {
+        ServerTls::from_certs(&NodeCerts::load_for(dir, node_id)?)
+    }
+
+    /// Builds the configs from loaded certs; [`ServerTls::reload`] re-reads
+    /// `certs.dir()` and keeps requiring `certs.node_id()`.
+    pub fn from_certs(certs: &NodeCerts) -> Result<ServerTls, LoadError> {
+        let configs = build_configs(certs)?;
+        Ok(ServerTls {
+            inner: Arc::new(Inner {
+                dir: certs.dir().to_path_buf(),
+                node_id: certs.node_id(),
+                current: RwLock::new(Arc::new(configs)),
+                log: FailureLog::default(),
+            }),
+        })
+    }
+
+    /// Re-reads the certs dir (e.g. on SIGHUP). On success new handshakes
+    /// use the new files; on error nothing changes and the old set stays in
+    /// use (log the error: it names the file).
+    pub fn reload(&self) -> Result<Installed, LoadError> {
+        let certs = NodeCerts::load_for(&self.inner.dir, self.inner.node_id)?;
+        self.install(&certs)
+    }
+
+    /// Installs already loaded certs (they must be this node's).
+    pub fn install(&self, certs: &NodeCerts) -> Result<Installed, LoadError> {
+        let prepared = self.prepare(certs)?;
+        Ok(self.commit(prepared))
+    }
+
+    /// Builds the configs for `certs` without installing them.
+    pub(crate) fn prepare(&self, certs: &NodeCerts) -> Result<PreparedServer, LoadError> {
+        if certs.node_id() != self.inner.node_id {
+            return Err(LoadError::WrongNode {
+                file: certs.dir().join(crate::certs::NODE_CERT),
+                expected: self.inner.node_id,
+                found: certs.node_id(),
+            });
+        }
+        Ok(PreparedServer(Arc::new(build_configs(certs)?)))
+    }
+
+    /// Installs prepared configs: the next handshake uses them.
+    pub(crate) fn commit(&self, prepared: PreparedServer) -> Installed {
+        let configs = prepared.0;
+        let installed = Installed {
+            node_id: configs.node_id,
+            not_after: configs.not_after,
+            cas: configs.cas,
+        };
+        *self
+            .inner
+            .current
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = configs;
+        installed
+    }
+
+    /// The certs dir.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// This node's id.
+    pub fn node_id(&self) -> u64 {
+        self.inner.node_id
+    }
+
+    /// What is installed now.
+    pub fn installed(&self) -> Installed {
+        let c = self.current();
+        Installed {
+            node_id: c.node_id,
+            not_after: c.not_after,
+            cas: c.cas,
+        }
+    }
+
+    fn current(&self) -> Arc<Configs> {
+        self.inner
+            .current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The current gRPC config (ALPN `h2`).
+    pub fn config(&self) -> Arc<ServerConfig> {
+        self.current().grpc.clone()
+    }
+
+    /// The current HTTP config (ALPN `h2`, `http/1.1`).
+    pub fn http_config(&self) -> Arc<ServerConfig> {
+        self.current().http.clone()
+    }
+
+    /// TLS connections for `tonic::transport::Server::serve_with_incoming`
+    /// (or `..._shutdown`) from accepted TCP connections (e.g. tonic's
+    /// `TcpIncoming` or `tokio_stream::wrappers::TcpListenerStream`), with
+    /// the gRPC config and default [`AcceptOptions`]. Must be called inside
+    /// a tokio runtime (it spawns the accept task).
+    pub fn incoming<S, E>(&self, tcp: S) -> TlsIncoming
+    where
+        S: Stream<Item = Result<TcpStream, E>> + Send + 'static,
+        E: fmt::Display + Send + 'static,
+    {
+        self.incoming_with(tcp, AcceptOptions::default())
+    }
+
+    /// [`ServerTls::incoming`] with options.
+    pub fn incoming_with<S, E>(&self, tcp: S, options: AcceptOptions) -> TlsIncoming
+    where
+        S: Stream<Item = Result<TcpStream, E>> + Send + 'static,
+        E: fmt::Display + Send + 'static,
+    {
+        TlsIncoming {
+            rx: spawn_acceptor(self.clone(), Alpn::Grpc, tcp, options),
+        }
+    }
+
+    /// An axum listener over `listener` with the HTTP config (ALPN `h2`,
+    /// `http/1.1`): `axum::serve(tls.listener(l)?, router)`. A client without
+    /// a certificate is served (as [`Identity::Anonymous`]), so `/healthz`
+    /// works for probes. Must be called inside a tokio runtime.
+    pub fn listener(&self, listener: TcpListener) -> io::Result<TlsListener> {
+        self.listener_with(listener, AcceptOptions::default())
+    }
+
+    /// [`ServerTls::listener`] with options.
+    pub fn listener_with(
+        &self,
+        listener: TcpListener,
+        options: AcceptOptions,
+    ) -> io::Result<TlsListener> {
+        let local_addr = listener.local_addr()?;
+        let tcp = tokio_stream::wrappers::TcpListenerStream::new(listener);
+        Ok(TlsListener {
+            rx: spawn_acceptor(self.clone(), Alpn::Http, tcp, options),
+            local_addr,
+        })
+    }
+}
+
+/// The stream [`ServerTls::incoming`] returns: completed handshakes only
+/// (failures are logged, never yielded), in the order they complete.
+#[derive(Debug)]
+pub struct TlsIncoming {
+    rx: mpsc::Receiver<TlsConnection>,
+}
+
+impl Stream for TlsIncoming {
+    type Item = Result<TlsConnection, io::Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.rx.poll_recv(cx).map(|c| c.map(Ok))
+    }
+}
+
+/// An axum `Listener` of TLS connections ([`ServerTls::listener`]).
+#[derive(Debug)]
+pub struct TlsListener {
+    rx: mpsc::Receiver<TlsConnection>,
+    local_addr: SocketAddr,
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = TlsConnection;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (TlsConnection, SocketAddr) {
+        match self.rx.recv().await {
+            Some(conn) => {
+                let addr = conn.info.remote_addr;
+                (conn, addr)
+            }
+            // The accept task ended (its listener failed for good): accept
+            // nothing more, as a closed listener would.
+            None => std::future::pending().await,
+        }
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        Ok(self.local_addr)
+    }
+}
+
+/// Spawns the accept task: reads `tcp`, runs each handshake in its own task
+/// (at most `options.max_handshakes` at once), and sends completed
+/// connections to the returned channel. Ends when the receiver is dropped
+/// (aborting handshakes in progress) or when `tcp` ends and the last
+/// handshake finished.
+fn spawn_acceptor<S, E>(
+    tls: ServerTls,
+    alpn: Alpn,
+    tcp: S,
+    options: AcceptOptions,
+) -> mpsc::Receiver<TlsConnection>
+where
+    S: Stream<Item = Result<TcpStream, E>> + Send + 'static,
+    E: fmt::Display + Send + 'static,
+{
+    let (tx, rx) = mpsc::channel(64);
+    tokio::spawn(async move {
+        let mut tcp = std::pin::pin!(tcp);
+        let mut handshakes: JoinSet<Option<TlsConnection>> = JoinSet::new();
+        let mut tcp_open = true;
+        loop {
+            if !tcp_open && handshakes.is_empty() {
+                break;
+            }
+            tokio::select! {
+                _ = tx.closed() => break,
+                next = tcp.next(), if tcp_open => match next {
+                    Some(Ok(stream)) => {
+                        if handshakes.len() >= options.max_handshakes {
+                            if let Ok(remote) = stream.peer_addr() {
+                                tls.inner.log.failed(
+                                    remote,
+                                    HandshakeFailure::TooMany,
+                                    &format_args!("{} in progress", handshakes.len()),
+                                );
+                            }
+                            drop(stream);
+                        } else {
+                            handshakes.spawn(handshake(
+                                tls.clone(),
+                                alpn,
+                                stream,
+                                options.handshake_timeout,
+                            ));
+                        }
+                    }
+                    Some(Err(e)) => {
+                        // Accept errors (EMFILE, ...) have no remote address.
+                        if let Some(suppressed) = tls
+                            .inner
+                            .log
+                            .admit(HandshakeFailure::Accept, tokio::time::Instant::now())
+                        {
+                            tracing::warn!(error = %e, suppressed, "accepting a connection failed");
+                        }
+                    }
+                    None => tcp_open = false,
+                },
+                Some(done) = handshakes.join_next(), if !handshakes.is_empty() => {
+                    if let Ok(Some(conn)) = done {
+                        if tx.send(conn).await.is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// One handshake: `None` when it failed (logged) or timed out.
+async fn handshake(
+    tls: ServerTls,
+    alpn: Alpn,
+    tcp: TcpStream,
+    timeout: Duration,
+) -> Option<TlsConnection> {
+    let (Ok(remote_addr), Ok(local_addr)) = (tcp.peer_addr(), tcp.local_addr()) else {
+        return None; // already gone
+    };
+    let _ = tcp.set_nodelay(true);
+    let config = match alpn {
+        Alpn::Grpc => tls.config(),
+        Alpn::Http => tls.http_config(),
+    };
+    let accept = tokio_rustls::TlsAcceptor::from(config).accept(tcp);
+    let stream = match tokio::time::timeout(timeout, accept).await {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => {
+            tls.inner
+                .log
+                .failed(remote_addr, HandshakeFailure::of_io_error(&e), &e);
+            return None;
+        }
+        Err(_) => {
+            tls.inner.log.failed(
+                remote_addr,
+                HandshakeFailure::Timeout,
+                &format_args!("no handshake within {timeout:?}"),
+            );
+            return None;
+        }
+    };
+    let (_, conn) = stream.get_ref();
+    let identity = match conn.peer_certificates() {
+        None | Some([]) => Identity::Anonymous,
+        // The verifier already checked it; a failure here would be a bug,
+        // and still refuses the connection.
+        Some([end_entity, ..]) => match CertIdentity::of(end_entity) {
+            Ok(id) => id.into(),
+            Err(e) => {
+                tls.inner
+                    .log
+                    .failed(remote_addr, HandshakeFailure::BadIdentity, &e);
+                return None;
+            }
+        },
+    };
+    let alpn = conn.alpn_protocol().map(<[u8]>::to_vec);
+    Some(TlsConnection {
+        stream,
+        info: PeerInfo {
+            remote_addr,
+            local_addr,
+            identity,
+            alpn,
+        },
+    })
+}
