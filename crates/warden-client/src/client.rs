@@ -19,6 +19,7 @@ use crate::calls::{CallStream, OpenCall};
 use crate::error::{describe, disposition, is_server_unavailable, ClientError, Disposition};
 use crate::requests::{InFlight, RequestIds};
 use crate::routing::{leader_hint, parse_endpoint, CallPlan};
+use crate::transport::{Connector as _, TcpConnector};
 use crate::types::{
     millis, AcquireOptions, AcquireResult, ClientOptions, ClusterStatus, LeaseGrantResult,
     LeaseInfo, Queued, ReleaseResult, RenewResult, StatusResult, ValidateResult,
@@ -152,8 +153,8 @@ impl Client {
     }
 
     /// The options in force.
-    pub fn options(&self) -> ClientOptions {
-        self.inner.options
+    pub fn options(&self) -> &ClientOptions {
+        &self.inner.options
     }
 
     /// The address that last served a call (the leader, as far as the client
@@ -766,7 +767,10 @@ impl Client {
             // Detects a dead or partitioned leader during a long wait.
             .http2_keep_alive_interval(Duration::from_secs(1))
             .keep_alive_timeout(attempt_timeout.max(Duration::from_secs(1)));
-        let channel = crate::transport::connect_lazy(endpoint);
+        let channel = match &self.inner.options.connector {
+            Some(connector) => connector.channel(endpoint),
+            None => TcpConnector.channel(endpoint),
+        };
         channels.insert(address.to_string(), channel.clone());
         Ok(channel)
     }

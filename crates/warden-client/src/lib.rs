@@ -62,8 +62,9 @@
 //!   statuses are mapped to them.
 //! - `types.rs`: [`ClientOptions`], [`AcquireOptions`] and the results.
 //! - [`Watcher`] (`watch.rs`): a resumable stream of lock-table events.
-//! - [`transport`]: the connector that opens channels (TCP; the simulator
-//!   injects its own network).
+//! - [`transport`]: the [`Connector`](transport::Connector) that opens
+//!   channels, one per client in [`ClientOptions::connector`] (TCP by
+//!   default; the simulator passes its own network).
 //!
 //! # The path of a call
 //!

@@ -2,15 +2,19 @@
 //! [`std::time::Duration`] on the way in; what the server reports comes back
 //! in milliseconds, with `_ms` in the field name.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use warden_proto::v1;
 
-/// How a [`Client`](crate::Client) retries and how long it may take.
+use crate::transport::Connector;
+
+/// How a [`Client`](crate::Client) reaches the nodes, retries and how long
+/// it may take.
 ///
 /// Build it from the defaults, `ClientOptions { deadline, ..ClientOptions::default() }`,
 /// so that an option added in a later version does not break your code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ClientOptions {
     /// Total time a non-waiting call may take, across all retries and leader
     /// changes: 5 s. A waiting acquire gets its wait time plus this. When it
@@ -31,6 +35,12 @@ pub struct ClientOptions {
     /// asks again on every call (one extra round trip per call to such a
     /// node).
     pub recheck_calls_after: Duration,
+    /// Opens the channels to the nodes: `None` (the default) is plain TCP
+    /// ([`TcpConnector`](crate::transport::TcpConnector)). Per client, so two
+    /// clients of one process may use different networks or credentials: the
+    /// simulator passes its simulated network here, and a TLS connector
+    /// belongs here too.
+    pub connector: Option<Arc<dyn Connector>>,
 }
 
 impl Default for ClientOptions {
@@ -40,6 +50,7 @@ impl Default for ClientOptions {
             attempt_timeout: Duration::from_millis(500),
             backoff_cap: Duration::from_millis(200),
             recheck_calls_after: Duration::from_secs(30),
+            connector: None,
         }
     }
 }

@@ -11,6 +11,7 @@ use futures::Stream;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::metadata::MetadataValue;
 use tonic::{Request, Response, Status};
+use warden_client::transport::{Connector, TcpConnector};
 use warden_client::{
     AcquireOptions, AcquireResult, Client, ClientError, ClientOptions, Queued, SessionOptions,
     TokioClock,
@@ -733,4 +734,54 @@ async fn a_stream_cut_mid_wait_is_replaced_and_the_call_resent_with_its_id() {
         "a new stream replaced the cut one"
     );
     assert_eq!(queued, 2, "a queued report from each");
+}
+
+/// A TCP connector that counts the channels it opened.
+#[derive(Debug, Default)]
+struct CountingConnector {
+    opened: AtomicUsize,
+}
+
+impl Connector for CountingConnector {
+    fn channel(&self, endpoint: tonic::transport::Endpoint) -> tonic::transport::Channel {
+        self.opened.fetch_add(1, Ordering::SeqCst);
+        TcpConnector.channel(endpoint)
+    }
+}
+
+// Injection without globals (the simulator's network, TLS): a connector is
+// per client. The client given one opens its channels through it, once per
+// node (channels are cached); another client of the same process is not
+// affected by it.
+#[tokio::test]
+async fn a_connector_serves_only_the_client_it_was_given_to() {
+    let (leader, log) = start(Role::Leader { drops: 0 }).await;
+    let counting = Arc::new(CountingConnector::default());
+    let options = ClientOptions {
+        connector: Some(counting.clone()),
+        ..ClientOptions::default()
+    };
+    let injected = Client::connect(vec![leader.clone()], options)
+        .await
+        .unwrap();
+    let plain = Client::connect(vec![leader], ClientOptions::default())
+        .await
+        .unwrap();
+    for client in [&injected, &injected, &plain] {
+        let result = client.acquire("orders", ten_seconds()).await.unwrap();
+        assert!(
+            matches!(result, AcquireResult::Granted { lease_id: 7, .. }),
+            "{result:?}"
+        );
+    }
+    assert_eq!(
+        log.lock().unwrap().len(),
+        3,
+        "every acquire reached the node"
+    );
+    assert_eq!(
+        counting.opened.load(Ordering::SeqCst),
+        1,
+        "one channel, opened through the injected connector, for its two calls"
+    );
 }

@@ -146,10 +146,18 @@ impl warden_client::transport::Connector for TurmoilConnector {
     }
 }
 
-/// Installs the turmoil connector for servers and clients (once per process).
+/// Installs the turmoil connector for servers (once per process); clients
+/// get it in their options ([`client_options`]).
 pub fn install_network() {
     let _ = warden_server::inject::set_peer_connector(Arc::new(TurmoilConnector));
-    let _ = warden_client::transport::set_connector(Arc::new(TurmoilConnector));
+}
+
+/// The client options of every simulated client: the defaults, over turmoil.
+pub fn client_options() -> warden_client::ClientOptions {
+    warden_client::ClientOptions {
+        connector: Some(Arc::new(TurmoilConnector)),
+        ..warden_client::ClientOptions::default()
+    }
 }
 
 // ---------------------------------------------------------------- clock
