@@ -24,6 +24,7 @@ use crate::types::{
     millis, AcquireOptions, AcquireResult, ClientOptions, ClusterStatus, LeaseGrantResult,
     LeaseInfo, Queued, ReleaseResult, RenewResult, StatusResult, ValidateResult,
 };
+use crate::ClockError;
 
 /// Largest id the cluster hands out (2^53 − 1); the client id stays below it
 /// too, so it is safe in JSON.
@@ -345,18 +346,20 @@ impl Client {
     pub async fn renew(&self, lease_id: u64) -> Result<RenewResult, ClientError> {
         let deadline = checked_deadline(Instant::now(), self.inner.options.deadline);
         let origin = Instant::now();
-        let now = move || origin.elapsed();
+        let now = move || Ok(origin.elapsed());
         Ok(self.renew_sent_at(lease_id, deadline, &now).await?.0)
     }
 
     /// [`renew`](Client::renew) until `deadline`, also returning `now()` read
     /// just before the acknowledged attempt was sent (S5: validity counts
-    /// from the send of the attempt whose echo came back).
+    /// from the send of the attempt whose echo came back). A failed `now()`
+    /// ends the call before that attempt is sent, with
+    /// [`ClientError::SessionLost`] ([`Lost::ClockFailed`](crate::Lost)).
     pub(crate) async fn renew_sent_at(
         &self,
         lease_id: u64,
         deadline: Instant,
-        now: &(dyn Fn() -> Duration + Sync),
+        now: &(dyn Fn() -> Result<Duration, ClockError> + Sync),
     ) -> Result<(RenewResult, Duration), ClientError> {
         let attempt_timeout = self.inner.options.attempt_timeout;
         let client_id = self.inner.client_id;
@@ -368,7 +371,11 @@ impl Client {
                 client_id,
                 sequence,
             };
-            let sent_at = now();
+            let sent_at = match now() {
+                Ok(sent_at) => sent_at,
+                // Not retried: a validity from a made-up time is a lie (S5).
+                Err(error) => return Ok(Err(crate::Lost::ClockFailed { error }.into())),
+            };
             let reply = within(attempt_timeout, client.renew(request)).await?;
             if reply.sequence != sequence {
                 // Not retried: a server that does not echo would fail again.

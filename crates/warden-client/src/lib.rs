@@ -48,8 +48,9 @@
 //!   the locks taken on it.
 //! - [`Election`], [`Leadership`], [`Observer`] (`election.rs`): campaign,
 //!   proclaim, leader, observe, resign, in a namespace apart from locks.
-//! - [`Clock`], [`BootClock`], [`TokioClock`] (`clock.rs`): the clock
-//!   validity is measured on (CLOCK_BOOTTIME by default).
+//! - [`Clock`], [`ClockError`], [`BootClock`], [`TokioClock`]: the clock
+//!   validity is measured on (CLOCK_BOOTTIME by default), re-exported from
+//!   `warden-clock`, the one the server uses too.
 //! - `calls.rs`: one `Calls` stream per node, shared by the client's
 //!   acquires and releases to it (one HTTP/2 stream instead of one per call),
 //!   with the unary calls for a node that does not serve it (asked again
@@ -86,7 +87,9 @@
 //! TTL × (1 − ρ) after that send (S4), so while `check()` passes, nobody else
 //! holds the session's locks. `lost()` fires no later than `valid_until`,
 //! also when no server answers; after a process pause, `check()` fails at
-//! once even if the timer has not run yet.
+//! once even if the timer has not run yet. A session clock that cannot be
+//! read loses the session ([`Lost::ClockFailed`], naming the clock and the
+//! OS error): no validity is ever computed from a made-up time.
 //!
 //! # What this crate does not do
 //!
@@ -98,7 +101,6 @@
 
 mod calls;
 mod client;
-mod clock;
 mod election;
 mod error;
 mod requests;
@@ -109,9 +111,9 @@ mod types;
 mod watch;
 
 pub use client::Client;
-pub use clock::{BootClock, Clock, TokioClock};
 pub use election::{election_key, Election, LeaderInfo, Leadership, Observer, ELECTION_PREFIX};
 pub use session::{LockGuard, Lost, Session, SessionOptions};
+pub use warden_clock::{BootClock, Clock, ClockError, TokioClock};
 
 /// ρ: the documented bound on clock *rate* drift between any two machines
 /// (SEMANTICS "Words"): 1 %, in parts per million.

@@ -13,8 +13,8 @@ use tonic::metadata::MetadataValue;
 use tonic::{Request, Response, Status};
 use warden_client::transport::{Connector, TcpConnector};
 use warden_client::{
-    AcquireOptions, AcquireResult, Client, ClientError, ClientOptions, Queued, SessionOptions,
-    TokioClock,
+    AcquireOptions, AcquireResult, Client, ClientError, ClientOptions, Clock, ClockError, Lost,
+    Queued, SessionOptions, TokioClock,
 };
 use warden_proto::v1::lease_server::{Lease, LeaseServer};
 use warden_proto::v1::lock_server::{Lock, LockServer};
@@ -375,6 +375,210 @@ async fn start_node(role: Role, serve_calls: bool) -> Started {
     }
 }
 
+/// A fake node reached in memory (a `tokio::io::duplex` pipe per
+/// connection) instead of over loopback TCP: with tokio's time paused, a
+/// loopback reply in flight would let the clock jump to the next timer (an
+/// attempt timeout); an in-memory one wakes its reader directly.
+#[derive(Clone)]
+struct InMemory {
+    fake: Fake,
+}
+
+impl std::fmt::Debug for InMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("InMemory")
+    }
+}
+
+impl Connector for InMemory {
+    fn channel(&self, endpoint: tonic::transport::Endpoint) -> tonic::transport::Channel {
+        let fake = self.fake.clone();
+        endpoint.connect_with_connector_lazy(tower::service_fn(move |_uri| {
+            let fake = fake.clone();
+            async move {
+                let (client, server) = tokio::io::duplex(64 * 1024);
+                tokio::spawn(
+                    tonic::transport::Server::builder()
+                        .add_service(LeaseServer::new(fake.clone()))
+                        .add_service(LockServer::new(fake))
+                        .serve_with_incoming(futures::stream::iter([Ok::<_, std::io::Error>(
+                            server,
+                        )])),
+                );
+                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(client))
+            }
+        }))
+    }
+}
+
+/// A client of one in-memory fake node with this role (its address is a
+/// name only: nothing listens on it).
+fn in_memory_client(role: Role) -> impl std::future::Future<Output = Client> {
+    let fake = Fake {
+        role,
+        serve_calls: Arc::new(AtomicBool::new(false)),
+        calls_opened: Arc::default(),
+        cut_streams: Arc::default(),
+        renewed: Arc::default(),
+        acquires: Arc::default(),
+    };
+    let options = ClientOptions {
+        connector: Some(Arc::new(InMemory { fake })),
+        ..ClientOptions::default()
+    };
+    async move {
+        Client::connect(vec!["fake-node:7001".into()], options)
+            .await
+            .unwrap()
+    }
+}
+
+/// tokio's clock until [`FailingClock::fail`] is called; from then on every
+/// read fails with EIO, as a broken CLOCK_BOOTTIME would.
+#[derive(Debug)]
+struct FailingClock {
+    inner: TokioClock,
+    failing: AtomicBool,
+}
+
+impl FailingClock {
+    fn new() -> Arc<FailingClock> {
+        Arc::new(FailingClock {
+            inner: TokioClock::new(),
+            failing: AtomicBool::new(false),
+        })
+    }
+
+    fn fail(&self, failing: bool) {
+        self.failing.store(failing, Ordering::SeqCst);
+    }
+}
+
+/// What [`FailingClock`] returns once failing.
+const CLOCK_ERROR: ClockError = ClockError {
+    clock: "test clock",
+    errno: 5,
+};
+
+impl Clock for FailingClock {
+    fn now(&self) -> Result<Duration, ClockError> {
+        if self.failing.load(Ordering::SeqCst) {
+            Err(CLOCK_ERROR)
+        } else {
+            self.inner.now()
+        }
+    }
+}
+
+/// A session (TTL 3 s) on `clock` against an in-memory [`Role::SlowRenew`]
+/// node, once its first renew has been acknowledged.
+async fn renewed_session(clock: Arc<FailingClock>) -> warden_client::Session {
+    let client = in_memory_client(Role::SlowRenew).await;
+    let session = client
+        .session_with(SessionOptions {
+            ttl: Duration::from_secs(3),
+            clock,
+        })
+        .await
+        .unwrap();
+    let first = session.valid_until();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while session.valid_until() == first {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no renew acknowledged"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(session.check(), Ok(()));
+    session
+}
+
+// S5: a session clock that starts failing loses the session on its own: the
+// keep-alive's next read (within 1 s) fires `lost()` with the clock's error,
+// long before `valid_until`; `check()` then fails naming the clock, the time
+// left is zero, and the session stays lost once the clock reads again (no
+// validity is ever computed from a made-up time, and nothing panics).
+#[tokio::test(start_paused = true)]
+async fn a_failing_clock_loses_the_session_and_it_stays_lost() {
+    let clock = FailingClock::new();
+    let session = renewed_session(clock.clone()).await;
+    let valid_until = session.valid_until();
+    clock.fail(true);
+    let failed_at = tokio::time::Instant::now();
+    let lost = tokio::time::timeout(Duration::from_millis(1_100), session.lost())
+        .await
+        .expect("lost() fires within the keep-alive's longest sleep");
+    let expected = Lost::ClockFailed { error: CLOCK_ERROR };
+    assert_eq!(lost, expected);
+    assert!(failed_at.elapsed() <= Duration::from_millis(1_000));
+    assert_eq!(session.check(), Err(expected));
+    let text = session.check().unwrap_err().to_string();
+    assert!(
+        text.contains("reading test clock failed") && text.contains("os error 5"),
+        "{text}"
+    );
+    assert_eq!(session.time_left(), Duration::ZERO);
+    assert_eq!(
+        session.valid_until(),
+        valid_until,
+        "no validity from a failed read"
+    );
+
+    clock.fail(false);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(session.check(), Err(expected), "a lost session stays lost");
+    assert_eq!(session.lost().await, expected);
+    assert_eq!(session.valid_until(), valid_until);
+    match session.try_lock("orders").await {
+        Err(ClientError::SessionLost { reason }) => assert_eq!(reason, expected),
+        other => panic!("a lock on a lost session: {other:?}"),
+    }
+}
+
+// S5: the synchronous `check()` right before a protected write is the first
+// to see the failure: it fails at once, naming the clock, and `lost()`
+// resolves at once too (no waiting for the keep-alive).
+#[tokio::test(start_paused = true)]
+async fn check_sees_a_failing_clock_at_once_and_lost_follows() {
+    let clock = FailingClock::new();
+    let session = renewed_session(clock.clone()).await;
+    clock.fail(true);
+    let expected = Lost::ClockFailed { error: CLOCK_ERROR };
+    assert_eq!(session.check(), Err(expected));
+    let lost = tokio::time::timeout(Duration::ZERO, session.lost())
+        .await
+        .expect("lost() has already resolved");
+    assert_eq!(lost, expected);
+}
+
+// S5: a session cannot start on a clock that cannot be read: the send time
+// of the grant is unknown, so there is no validity to count from. The error
+// names the clock.
+#[tokio::test(start_paused = true)]
+async fn a_session_is_not_opened_on_a_failing_clock() {
+    let clock = FailingClock::new();
+    clock.fail(true);
+    let client = in_memory_client(Role::SlowRenew).await;
+    let err = client
+        .session_with(SessionOptions {
+            ttl: Duration::from_secs(3),
+            clock,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ClientError::SessionLost {
+            reason: Lost::ClockFailed { error: CLOCK_ERROR }
+        }
+    );
+    assert!(
+        err.to_string().contains("reading test clock failed"),
+        "{err}"
+    );
+}
+
 fn ten_seconds() -> AcquireOptions {
     AcquireOptions::with_ttl(Duration::from_secs(10))
 }
@@ -596,7 +800,7 @@ async fn session_validity_counts_from_the_renew_send() {
     // The first renew goes out at TTL/3 = 1 s and is answered 300 ms later.
     let arrived = loop {
         if session.valid_until() > first {
-            break clock.now();
+            break clock.now().unwrap();
         }
         assert!(
             tokio::time::Instant::now() < deadline,
