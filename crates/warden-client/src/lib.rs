@@ -42,7 +42,13 @@
 //!   [`Client::renew`], [`Client::release`], [`Client::revoke`],
 //!   [`Client::lease_grant`], [`Client::proclaim`], [`Client::status`],
 //!   [`Client::validate`], [`Client::cluster_status`]) and the retry loop
-//!   they share.
+//!   they share, [`Client::call_raw`] for a request this crate has no
+//!   call for.
+//! - [`Admin`] (`admin.rs`): the operator's calls ([`Client::admin`]: list,
+//!   forced release, audit trail, membership changes, snapshot save) on the
+//!   same loop, each with its retry class (membership changes, which carry
+//!   no request id, are repeated only after an attempt that certainly did
+//!   nothing), and their results.
 //! - [`Session`], [`LockGuard`], [`Lost`] (`session.rs`): a lease with a
 //!   background keep-alive, `valid_until` / `check()` / `lost()` (S5), and
 //!   the locks taken on it.
@@ -76,8 +82,10 @@
 //! (25 ms doubling, capped at 200 ms). Each attempt waits at most 500 ms, the
 //! whole call at most 5 s (defaults); then it fails with
 //! [`ClientError::NoQuorum`] or [`ClientError::Unavailable`], naming what it
-//! tried. A retried acquire, release, revoke or lease grant reuses its request
-//! id, so the server applies it once.
+//! tried. A retried acquire, release, revoke, lease grant or forced release
+//! reuses its request id, so the server applies it once. A membership change
+//! has no request id: it is repeated only after an attempt that certainly did
+//! nothing, else it fails with [`ClientError::OutcomeUnknown`] ([`Admin`]).
 //!
 //! # What a session promises (S5)
 //!
@@ -99,6 +107,7 @@
 
 #![warn(missing_docs)]
 
+mod admin;
 mod calls;
 mod client;
 mod election;
@@ -110,6 +119,11 @@ pub mod transport;
 mod types;
 mod watch;
 
+pub use admin::{
+    Admin, AuditRecord, AuditTrail, ForceReleased, ListedHolder, ListedLock, ListedWaiter, Listing,
+    Membership, SavedSnapshot, ADMIN_ATTEMPT_TIMEOUT, MAX_SNAPSHOT_BYTES,
+    MEMBERSHIP_ATTEMPT_TIMEOUT, MEMBERSHIP_DEADLINE,
+};
 pub use client::Client;
 pub use election::{election_key, Election, LeaderInfo, Leadership, Observer, ELECTION_PREFIX};
 pub use session::{LockGuard, Lost, Session, SessionOptions};

@@ -315,6 +315,13 @@ pub struct Member {
     pub last_contact_ms: Option<u64>,
     /// Last log index known to match the leader's; 0 if unknown.
     pub matched_index: u64,
+    /// The member's term as the leader knows it (the leader's own term for
+    /// itself and for every member that acknowledged it recently); 0 if
+    /// unknown.
+    pub term: u64,
+    /// Replication lag in log entries: the leader's last log index minus
+    /// the member's matched index (0 for the leader itself).
+    pub lag_entries: u64,
 }
 
 /// The cluster's timing parameters, limits and derived bounds, in
@@ -364,6 +371,8 @@ pub struct ClusterStatus {
     pub timing: Option<Timing>,
     /// The node that answered.
     pub node_id: u64,
+    /// The leader's last log index (lag is measured against it).
+    pub last_log_index: u64,
 }
 
 impl From<v1::Granted> for AcquireResult {
@@ -440,10 +449,13 @@ impl From<v1::ClusterStatusResponse> for ClusterStatus {
                     applied_index: m.applied_index,
                     last_contact_ms: m.contacted.then_some(m.last_contact_ms),
                     matched_index: m.matched_index,
+                    term: m.term,
+                    lag_entries: m.lag_entries,
                 })
                 .collect(),
             timing: c.timing.map(Timing::from),
             node_id: c.node_id,
+            last_log_index: c.last_log_index,
         }
     }
 }
