@@ -66,7 +66,8 @@
 //!   and backoff (pure logic).
 //! - `requests.rs`: request ids and the acknowledged watermark (S7).
 //! - [`ClientError`] (`error.rs`): typed errors, and the one place gRPC
-//!   statuses are mapped to them.
+//!   statuses are mapped to them and judged for a retry (whether an attempt
+//!   may be repeated, and whether it certainly did nothing).
 //! - `types.rs`: [`ClientOptions`], [`AcquireOptions`] and the results.
 //! - [`Watcher`] (`watch.rs`): a resumable stream of lock-table events.
 //! - [`transport`]: the [`Connector`](transport::Connector) that opens

@@ -424,7 +424,7 @@ impl Session {
 
     /// Resolves when the session is lost: no later than `valid_until` without
     /// an acknowledged renew, at once when the server reports the lease gone,
-    /// within [`MAX_SLEEP`] (1 s) of the session clock failing (sooner if
+    /// within 1 s of the session clock failing (sooner if
     /// `check()` saw it first), or on [`close`](Session::close). Cancel-safe;
     /// any number of callers.
     pub async fn lost(&self) -> Lost {
