@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | [`list`](Admin::list), [`audit_trail`](Admin::audit_trail), [`save_snapshot`](Admin::save_snapshot) | any failure that is not a final answer | reads (read-index): repeating one changes nothing |
 //! | [`force_release`](Admin::force_release) | any failure that is not a final answer | carries this client's id and a request id that every attempt reuses: the server applies it once (S7) |
-//! | [`add_node`](Admin::add_node), [`remove_node`](Admin::remove_node), [`replace_node`](Admin::replace_node) | only an attempt that certainly did nothing: the connection never opened (refused, connect timeout), a redirect (`Unavailable` naming the leader), `Unimplemented` | no request id: a repeated attempt is a second change. An attempt that timed out, a dropped connection, or `Unavailable` without a redirect ("did not commit within 10 s", "no quorum") may have been applied: the call ends with [`ClientError::OutcomeUnknown`] |
+//! | [`add_node`](Admin::add_node), [`remove_node`](Admin::remove_node), [`replace_node`](Admin::replace_node) | only an attempt that certainly did nothing: the connection never opened (refused, connect timeout), a redirect (`Unavailable` naming the leader), `Unimplemented`; and only while a whole attempt fits before the deadline | no request id: a repeated attempt is a second change. An attempt that timed out, a dropped connection, or `Unavailable` without a redirect ("did not commit within 10 s", "no quorum") may have been applied: the call ends with [`ClientError::OutcomeUnknown`] |
 //!
 //! Every call follows the leader like the lock calls (L3): a follower's
 //! `warden-leader` hint is followed at once, unreachable nodes are skipped,
@@ -31,7 +31,19 @@ pub const ADMIN_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(4);
 pub const MEMBERSHIP_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(45);
 
 /// How long a membership change may take in all, redirects included: 60 s.
+/// An attempt starts only while a whole [`MEMBERSHIP_ATTEMPT_TIMEOUT`] fits
+/// before it, so redirects and connections that never opened are retried
+/// during the first 15 s, and the deadline never cuts an attempt that may
+/// have reached the leader.
 pub const MEMBERSHIP_DEADLINE: Duration = Duration::from_secs(60);
+
+/// The retry class of membership changes.
+const MEMBERSHIP_RETRY: Retry = Retry::IfCertainlyNotApplied {
+    attempt_timeout: MEMBERSHIP_ATTEMPT_TIMEOUT,
+};
+
+// The first attempt must fit before the deadline.
+const _: () = assert!(MEMBERSHIP_ATTEMPT_TIMEOUT.as_secs() < MEMBERSHIP_DEADLINE.as_secs());
 
 /// Largest snapshot [`Admin::save_snapshot`] accepts: 256 MiB (the
 /// server's peer message limit).
@@ -268,7 +280,7 @@ impl Admin {
         let deadline = checked_deadline(Instant::now(), MEMBERSHIP_DEADLINE);
         let reply = self
             .client
-            .call_channel_retrying(op, deadline, Retry::IfCertainlyNotApplied, move |channel| {
+            .call_channel_retrying(op, deadline, MEMBERSHIP_RETRY, move |channel| {
                 attempt(AdminClient::new(channel))
             })
             .await?;

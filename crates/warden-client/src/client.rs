@@ -44,8 +44,14 @@ pub(crate) enum Retry {
     /// ([`certainly_not_acted`](crate::error::certainly_not_acted): the
     /// connection never opened, a redirect to the leader, `Unimplemented`);
     /// any other failure ends the call with [`ClientError::OutcomeUnknown`].
-    /// For membership changes, which carry no request id.
-    IfCertainlyNotApplied,
+    /// An attempt starts only while a whole `attempt_timeout` still fits
+    /// before the deadline, so the deadline never cuts an attempt that may
+    /// have reached the leader (its outcome would be unknown). For
+    /// membership changes, which carry no request id.
+    IfCertainlyNotApplied {
+        /// The longest one attempt may take (the attempt bounds itself).
+        attempt_timeout: Duration,
+    },
 }
 
 /// An async client of a Warden cluster. Cheap to clone: clones share
@@ -946,7 +952,7 @@ impl Client {
             let status = match outcome {
                 Err(_deadline) => {
                     last_error = format!("{target}: no answer before the deadline");
-                    if retry == Retry::IfCertainlyNotApplied {
+                    if matches!(retry, Retry::IfCertainlyNotApplied { .. }) {
                         // The attempt was cut mid-way: it may have applied.
                         return Err(ClientError::OutcomeUnknown {
                             tried: plan.tried().to_vec(),
@@ -974,7 +980,8 @@ impl Client {
             }
             let hint = leader_hint(status.metadata());
             last_error = format!("{target}: {}", describe(&status));
-            if retry == Retry::IfCertainlyNotApplied && !certainly_not_acted(&status) {
+            if matches!(retry, Retry::IfCertainlyNotApplied { .. }) && !certainly_not_acted(&status)
+            {
                 debug!(op, target, error = %last_error, "attempt may have applied; not repeated");
                 return Err(ClientError::OutcomeUnknown {
                     tried: plan.tried().to_vec(),
@@ -983,7 +990,14 @@ impl Client {
             }
             debug!(op, target, error = %last_error, ?hint, "attempt failed; retrying");
             let (pause, next) = plan.after_failure(&target, hint, answered);
-            if Instant::now() + pause >= deadline {
+            let next_start = Instant::now() + pause;
+            let fits = match retry {
+                Retry::Always => next_start < deadline,
+                Retry::IfCertainlyNotApplied { attempt_timeout } => {
+                    next_start + attempt_timeout <= deadline
+                }
+            };
+            if !fits {
                 break;
             }
             if !pause.is_zero() {

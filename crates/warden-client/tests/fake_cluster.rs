@@ -1402,3 +1402,51 @@ async fn a_forced_release_that_timed_out_is_repeated_with_its_request_id() {
     let attempt = ("force_release", client.client_id(), 1);
     assert_eq!(seen, vec![attempt, attempt]);
 }
+
+/// A network on which no connection ever opens (every connect hangs).
+#[derive(Debug)]
+struct NeverConnects;
+
+impl Connector for NeverConnects {
+    fn channel(&self, endpoint: tonic::transport::Endpoint) -> tonic::transport::Channel {
+        endpoint.connect_with_connector_lazy(tower::service_fn(|_uri| {
+            std::future::pending::<
+                Result<hyper_util::rt::TokioIo<tokio::io::DuplexStream>, std::io::Error>,
+            >()
+        }))
+    }
+}
+
+// S7 for membership changes: an attempt whose connect timed out sent
+// nothing, so it is repeated (each attempt costs the 500 ms connect
+// timeout), as long as a whole attempt (45 s) still fits before the 60 s
+// deadline; then the call ends as Unavailable (no node reachable, nothing
+// applied), never cut mid-attempt into OutcomeUnknown. Paused time.
+#[tokio::test(start_paused = true)]
+async fn a_membership_change_is_repeated_when_the_connect_timed_out() {
+    let options = ClientOptions {
+        connector: Some(Arc::new(NeverConnects)),
+        ..ClientOptions::default()
+    };
+    let client = Client::connect(vec!["a:7001".into(), "b:7002".into()], options)
+        .await
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    let err = client.admin().remove_node(3).await.unwrap_err();
+    match &err {
+        ClientError::Unavailable {
+            tried, last_error, ..
+        } => {
+            assert_eq!(tried, &vec!["a:7001".to_string(), "b:7002".to_string()]);
+            assert!(!last_error.contains("deadline"), "{last_error}");
+        }
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
+    let last_start = warden_client::MEMBERSHIP_DEADLINE - warden_client::MEMBERSHIP_ATTEMPT_TIMEOUT;
+    let waited = started.elapsed();
+    assert!(
+        waited > last_start - Duration::from_secs(1)
+            && waited <= last_start + Duration::from_secs(1),
+        "{waited:?}"
+    );
+}
