@@ -16,17 +16,43 @@ use warden_proto::v1::{
 };
 
 use crate::calls::{CallStream, OpenCall};
-use crate::error::{describe, disposition, is_server_unavailable, ClientError, Disposition};
+use crate::error::{
+    certainly_not_acted, describe, disposition, is_server_unavailable, ClientError, Disposition,
+};
 use crate::requests::{InFlight, RequestIds};
 use crate::routing::{leader_hint, parse_endpoint, CallPlan};
+use crate::transport::{Connector as _, TcpConnector};
 use crate::types::{
     millis, AcquireOptions, AcquireResult, ClientOptions, ClusterStatus, LeaseGrantResult,
     LeaseInfo, Queued, ReleaseResult, RenewResult, StatusResult, ValidateResult,
 };
+use crate::ClockError;
 
 /// Largest id the cluster hands out (2^53 − 1); the client id stays below it
 /// too, so it is safe in JSON.
 const MAX_ID: u64 = (1 << 53) - 1;
+
+/// Which failed attempts of a call the retry loop repeats (S7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Retry {
+    /// Every failure that is not a final answer, timeouts and dropped
+    /// connections included: for reads, renews (each attempt is a new
+    /// renew) and mutations with a request id (the server applies those
+    /// once).
+    Always,
+    /// Only attempts that certainly did nothing
+    /// ([`certainly_not_acted`](crate::error::certainly_not_acted): the
+    /// connection never opened, a redirect to the leader, `Unimplemented`);
+    /// any other failure ends the call with [`ClientError::OutcomeUnknown`].
+    /// An attempt starts only while a whole `attempt_timeout` still fits
+    /// before the deadline, so the deadline never cuts an attempt that may
+    /// have reached the leader (its outcome would be unknown). For
+    /// membership changes, which carry no request id.
+    IfCertainlyNotApplied {
+        /// The longest one attempt may take (the attempt bounds itself).
+        attempt_timeout: Duration,
+    },
+}
 
 /// An async client of a Warden cluster. Cheap to clone: clones share
 /// connections, the cached leader, the client id and the request-id counter.
@@ -152,8 +178,8 @@ impl Client {
     }
 
     /// The options in force.
-    pub fn options(&self) -> ClientOptions {
-        self.inner.options
+    pub fn options(&self) -> &ClientOptions {
+        &self.inner.options
     }
 
     /// The address that last served a call (the leader, as far as the client
@@ -344,18 +370,20 @@ impl Client {
     pub async fn renew(&self, lease_id: u64) -> Result<RenewResult, ClientError> {
         let deadline = checked_deadline(Instant::now(), self.inner.options.deadline);
         let origin = Instant::now();
-        let now = move || origin.elapsed();
+        let now = move || Ok(origin.elapsed());
         Ok(self.renew_sent_at(lease_id, deadline, &now).await?.0)
     }
 
     /// [`renew`](Client::renew) until `deadline`, also returning `now()` read
     /// just before the acknowledged attempt was sent (S5: validity counts
-    /// from the send of the attempt whose echo came back).
+    /// from the send of the attempt whose echo came back). A failed `now()`
+    /// ends the call before that attempt is sent, with
+    /// [`ClientError::SessionLost`] ([`Lost::ClockFailed`](crate::Lost)).
     pub(crate) async fn renew_sent_at(
         &self,
         lease_id: u64,
         deadline: Instant,
-        now: &(dyn Fn() -> Duration + Sync),
+        now: &(dyn Fn() -> Result<Duration, ClockError> + Sync),
     ) -> Result<(RenewResult, Duration), ClientError> {
         let attempt_timeout = self.inner.options.attempt_timeout;
         let client_id = self.inner.client_id;
@@ -367,7 +395,11 @@ impl Client {
                 client_id,
                 sequence,
             };
-            let sent_at = now();
+            let sent_at = match now() {
+                Ok(sent_at) => sent_at,
+                // Not retried: a validity from a made-up time is a lie (S5).
+                Err(error) => return Ok(Err(crate::Lost::ClockFailed { error }.into())),
+            };
             let reply = within(attempt_timeout, client.renew(request)).await?;
             if reply.sequence != sequence {
                 // Not retried: a server that does not echo would fail again.
@@ -738,7 +770,14 @@ impl Client {
         }
     }
 
-    fn header(&self, in_flight: &InFlight) -> v1::RequestHeader {
+    /// A new request id for a mutating call (S7); answered when dropped.
+    pub(crate) async fn begin_request(&self) -> InFlight {
+        InFlight::begin(&self.inner.request_ids).await
+    }
+
+    /// The request header of `in_flight`: this client's id, the request id
+    /// and the acknowledged watermark, the same on every retry (S7).
+    pub(crate) fn header(&self, in_flight: &InFlight) -> v1::RequestHeader {
         v1::RequestHeader {
             client_id: self.inner.client_id,
             request_id: in_flight.request_id,
@@ -766,7 +805,10 @@ impl Client {
             // Detects a dead or partitioned leader during a long wait.
             .http2_keep_alive_interval(Duration::from_secs(1))
             .keep_alive_timeout(attempt_timeout.max(Duration::from_secs(1)));
-        let channel = crate::transport::connect_lazy(endpoint);
+        let channel = match &self.inner.options.connector {
+            Some(connector) => connector.channel(endpoint),
+            None => TcpConnector.channel(endpoint),
+        };
         channels.insert(address.to_string(), channel.clone());
         Ok(channel)
     }
@@ -796,29 +838,96 @@ impl Client {
         .await
     }
 
+    /// Runs `attempt` on the leader with this client's leader following and
+    /// retries (hints, rotation, backoff; see [`Client`]) until it succeeds,
+    /// fails for good, or `deadline` (from now) passes: for a request this
+    /// crate has no call for, e.g. a test that sends hand-made request ids.
+    /// `attempt` gets a channel to one node (any of Warden's services) and
+    /// bounds its own wait: no attempt timeout is added (a waiting acquire
+    /// may wait long).
+    ///
+    /// Every failure that is not a final answer is retried, timeouts and
+    /// dropped connections included, so `attempt` must be safe to repeat: a
+    /// read, a renew, or a mutation that carries a request id (S7).
+    ///
+    /// # Errors
+    ///
+    /// The final answer's status mapped to a [`ClientError`] (as every call
+    /// maps it); [`ClientError::NoQuorum`] / [`ClientError::Unavailable`]
+    /// once `deadline` has passed.
+    pub async fn call_raw<T, F, Fut>(
+        &self,
+        op: &'static str,
+        deadline: Duration,
+        attempt: F,
+    ) -> Result<T, ClientError>
+    where
+        F: FnMut(Channel) -> Fut,
+        Fut: Future<Output = Result<T, Status>>,
+    {
+        let deadline = checked_deadline(Instant::now(), deadline);
+        self.call_channel(op, deadline, attempt).await
+    }
+
     /// [`Self::call_at`] for an attempt that needs only the channel (any of
-    /// Warden's services).
+    /// Warden's services), retried [`Retry::Always`].
     pub(crate) async fn call_channel<T, F, Fut>(
         &self,
         op: &'static str,
         deadline: Instant,
+        attempt: F,
+    ) -> Result<T, ClientError>
+    where
+        F: FnMut(Channel) -> Fut,
+        Fut: Future<Output = Result<T, Status>>,
+    {
+        self.call_channel_retrying(op, deadline, Retry::Always, attempt)
+            .await
+    }
+
+    /// [`Self::call_channel`] with an explicit retry class.
+    pub(crate) async fn call_channel_retrying<T, F, Fut>(
+        &self,
+        op: &'static str,
+        deadline: Instant,
+        retry: Retry,
         mut attempt: F,
     ) -> Result<T, ClientError>
     where
         F: FnMut(Channel) -> Fut,
         Fut: Future<Output = Result<T, Status>>,
     {
-        self.call_at(op, deadline, move |_address, channel| attempt(channel))
-            .await
+        self.call_retrying(op, deadline, retry, move |_address, channel| {
+            attempt(channel)
+        })
+        .await
     }
 
-    /// Runs `attempt` against the leader, following hints and rotating over
-    /// the endpoints, until it succeeds, fails for good, or `deadline` passes.
-    /// `attempt` gets the node's address (`host:port`) and a channel to it.
+    /// [`Self::call_retrying`] with [`Retry::Always`].
     async fn call_at<T, F, Fut>(
         &self,
         op: &'static str,
         deadline: Instant,
+        attempt: F,
+    ) -> Result<T, ClientError>
+    where
+        F: FnMut(String, Channel) -> Fut,
+        Fut: Future<Output = Result<T, Status>>,
+    {
+        self.call_retrying(op, deadline, Retry::Always, attempt)
+            .await
+    }
+
+    /// The client's one retry loop: runs `attempt` against the leader,
+    /// following hints and rotating over the endpoints, until it succeeds,
+    /// fails for good, `retry` forbids another attempt, or `deadline`
+    /// passes. `attempt` gets the node's address (`host:port`) and a channel
+    /// to it.
+    async fn call_retrying<T, F, Fut>(
+        &self,
+        op: &'static str,
+        deadline: Instant,
+        retry: Retry,
         mut attempt: F,
     ) -> Result<T, ClientError>
     where
@@ -843,6 +952,13 @@ impl Client {
             let status = match outcome {
                 Err(_deadline) => {
                     last_error = format!("{target}: no answer before the deadline");
+                    if matches!(retry, Retry::IfCertainlyNotApplied { .. }) {
+                        // The attempt was cut mid-way: it may have applied.
+                        return Err(ClientError::OutcomeUnknown {
+                            tried: plan.tried().to_vec(),
+                            last_error,
+                        });
+                    }
                     break;
                 }
                 Ok(Ok(value)) => {
@@ -864,9 +980,24 @@ impl Client {
             }
             let hint = leader_hint(status.metadata());
             last_error = format!("{target}: {}", describe(&status));
+            if matches!(retry, Retry::IfCertainlyNotApplied { .. }) && !certainly_not_acted(&status)
+            {
+                debug!(op, target, error = %last_error, "attempt may have applied; not repeated");
+                return Err(ClientError::OutcomeUnknown {
+                    tried: plan.tried().to_vec(),
+                    last_error,
+                });
+            }
             debug!(op, target, error = %last_error, ?hint, "attempt failed; retrying");
             let (pause, next) = plan.after_failure(&target, hint, answered);
-            if Instant::now() + pause >= deadline {
+            let next_start = Instant::now() + pause;
+            let fits = match retry {
+                Retry::Always => next_start < deadline,
+                Retry::IfCertainlyNotApplied { attempt_timeout } => {
+                    next_start + attempt_timeout <= deadline
+                }
+            };
+            if !fits {
                 break;
             }
             if !pause.is_zero() {
@@ -929,7 +1060,7 @@ fn unexpected_answer(op: &str, answer: &Answer) -> Status {
 
 /// One attempt of a unary call, bounded by `timeout` (a slow node is left
 /// for the next endpoint rather than waited on).
-async fn within<T>(
+pub(crate) async fn within<T>(
     timeout: Duration,
     call: impl Future<Output = Result<tonic::Response<T>, Status>>,
 ) -> Result<T, Status> {
@@ -975,6 +1106,44 @@ mod tests {
             .unwrap();
         assert!((1..=MAX_ID).contains(&client.client_id()));
         assert_eq!(client.endpoints(), &["127.0.0.1:1".to_string()]);
+    }
+
+    // S7/L3: `call_raw` is the client's own loop: an attempt that timed out
+    // is repeated (the caller's request must be safe to repeat), a final
+    // answer ends the call at once, typed.
+    #[tokio::test(start_paused = true)]
+    async fn call_raw_repeats_a_timed_out_attempt_and_stops_at_a_final_answer() {
+        let client = Client::connect(vec!["127.0.0.1:1".into()], ClientOptions::default())
+            .await
+            .unwrap();
+        let attempts = AtomicU64::new(0);
+        let attempts = &attempts;
+        let answer = client
+            .call_raw("test", Duration::from_secs(5), move |_channel| async move {
+                match attempts.fetch_add(1, Ordering::SeqCst) {
+                    0 => Err(attempt_timed_out(Duration::from_millis(500))),
+                    n => Ok(n),
+                }
+            })
+            .await;
+        assert_eq!(answer, Ok(1));
+        let refused = client
+            .call_raw("test", Duration::from_secs(5), move |_channel| async move {
+                attempts.fetch_add(1, Ordering::SeqCst);
+                Err::<(), _>(Status::failed_precondition("held by lease 3"))
+            })
+            .await;
+        assert_eq!(
+            refused,
+            Err(ClientError::FailedPrecondition {
+                message: "held by lease 3".into()
+            })
+        );
+        assert_eq!(
+            attempts.load(Ordering::SeqCst),
+            3,
+            "the refusal was not repeated"
+        );
     }
 
     // Deadline arithmetic never overflows.

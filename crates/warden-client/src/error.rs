@@ -48,6 +48,14 @@ pub enum ClientError {
         /// The server's message.
         message: String,
     },
+    /// The serving node refuses the caller this call (gRPC
+    /// `PermissionDenied`), e.g. a membership change or a forced release on a
+    /// node started without `--allow-admin`.
+    #[error("permission denied: {message}")]
+    PermissionDenied {
+        /// The server's message: names what is refused and how to allow it.
+        message: String,
+    },
     /// A table or counter is full (gRPC `ResourceExhausted`).
     #[error("resource exhausted: {message}")]
     ResourceExhausted {
@@ -89,6 +97,23 @@ pub enum ClientError {
         /// How long the client kept trying, in milliseconds.
         waited_ms: u64,
         /// The last failure seen, prefixed with the address it came from.
+        last_error: String,
+    },
+    /// A call that is not repeated once it may have reached the leader (a
+    /// membership change: it carries no request id, so the server cannot
+    /// recognise a second attempt, S7) failed without a final answer: the
+    /// attempt timed out, its connection dropped, or the leader answered
+    /// `Unavailable` without naming another leader (e.g. "the membership
+    /// change did not commit within 10 s"). The change may or may not have
+    /// been applied: look (`warden cluster status`) before trying again.
+    #[error(
+        "outcome unknown: {last_error} (tried {}); the change may or may not have been applied: check before trying again",
+        tried.join(", ")
+    )]
+    OutcomeUnknown {
+        /// Every address tried, in order of first attempt.
+        tried: Vec<String>,
+        /// The failure that ended the call, prefixed with the address it came from.
         last_error: String,
     },
     /// The [`Session`](crate::Session) the call depends on is lost (S5): its
@@ -151,6 +176,48 @@ pub(crate) fn is_server_unavailable(status: &Status) -> bool {
     status.code() == Code::Unavailable && status.source().is_none()
 }
 
+/// True when a failed attempt certainly did nothing on the cluster, so that
+/// even a call without a request id may be repeated: the connection to the
+/// node never opened (refused, or the connect timed out: the request was
+/// never sent); the node redirected to the leader (`Unavailable` naming it in
+/// `warden-leader`: a node that is not the leader, or a leader that handed
+/// leadership over before changing anything, acts on nothing); or the node
+/// does not serve the method (`Unimplemented`). Anything else (an attempt
+/// that timed out, a dropped connection, `Unavailable` without a redirect)
+/// may have been applied.
+pub(crate) fn certainly_not_acted(status: &Status) -> bool {
+    match status.code() {
+        Code::Unimplemented => true,
+        Code::Unavailable if is_server_unavailable(status) => {
+            crate::routing::leader_hint(status.metadata()).is_some()
+        }
+        _ => never_connected(status),
+    }
+}
+
+/// True when the status comes from a connection that never opened: its
+/// source chain holds tonic's `ConnectError` (refused, unreachable) or the
+/// connect timeout's `TimedOut` (tonic wraps the connector in one).
+fn never_connected(status: &Status) -> bool {
+    let mut source = status.source();
+    while let Some(e) = source {
+        if e.is::<tonic::ConnectError>() {
+            return true;
+        }
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            let connect_timeout = io.kind() == std::io::ErrorKind::TimedOut
+                && io
+                    .get_ref()
+                    .is_some_and(|inner| inner.is::<tokio::time::error::Elapsed>());
+            if connect_timeout {
+                return true;
+            }
+        }
+        source = e.source();
+    }
+    false
+}
+
 /// A short description of a failed attempt for [`ClientError::NoQuorum`] and
 /// [`ClientError::Unavailable`].
 pub(crate) fn describe(status: &Status) -> String {
@@ -175,6 +242,7 @@ impl ClientError {
             Code::NotFound => ClientError::NotFound { message },
             Code::FailedPrecondition => ClientError::FailedPrecondition { message },
             Code::ResourceExhausted => ClientError::ResourceExhausted { message },
+            Code::PermissionDenied => ClientError::PermissionDenied { message },
             code => ClientError::Transport {
                 message: if message.is_empty() {
                     format!("{code:?}")
@@ -223,9 +291,47 @@ mod tests {
             ClientError::ResourceExhausted { .. }
         ));
         assert!(matches!(
+            ClientError::from_status(&Status::permission_denied("start with --allow-admin")),
+            ClientError::PermissionDenied { .. }
+        ));
+        assert!(matches!(
             ClientError::from_status(&Status::internal("boom")),
             ClientError::Transport { .. }
         ));
+    }
+
+    // S7 for calls without a request id (membership): only an attempt that
+    // certainly did nothing may be repeated. A redirect naming the leader
+    // did nothing; a timeout, or "no quorum" without a redirect, may have
+    // applied the change.
+    #[test]
+    fn only_a_redirect_or_a_connection_that_never_opened_certainly_did_nothing() {
+        let mut redirect = Status::unavailable("not the leader; the leader is node 2");
+        redirect.metadata_mut().insert(
+            warden_proto::LEADER_METADATA,
+            tonic::metadata::MetadataValue::from_static("127.0.0.1:7002"),
+        );
+        assert!(certainly_not_acted(&redirect));
+        assert!(certainly_not_acted(&Status::unimplemented(
+            "no such method"
+        )));
+        for may_have_applied in [
+            Status::unavailable("the membership change did not commit within 10 s"),
+            Status::unavailable("no quorum: no leader is known"),
+            Status::deadline_exceeded("no answer within 45000 ms"),
+            Status::cancelled("Timeout expired"),
+            Status::unknown("h2 protocol error: connection reset"),
+        ] {
+            assert!(
+                !certainly_not_acted(&may_have_applied),
+                "{may_have_applied:?}"
+            );
+        }
+        let refused = Status::from_error(Box::new(tonic::ConnectError(Box::new(
+            std::io::Error::from(std::io::ErrorKind::ConnectionRefused),
+        ))));
+        assert_eq!(refused.code(), Code::Unavailable);
+        assert!(certainly_not_acted(&refused), "{refused:?}");
     }
 
     // S7: a retry whose outcome record is gone is reported as RequestExpired, whatever the code.

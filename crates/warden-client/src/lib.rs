@@ -42,14 +42,21 @@
 //!   [`Client::renew`], [`Client::release`], [`Client::revoke`],
 //!   [`Client::lease_grant`], [`Client::proclaim`], [`Client::status`],
 //!   [`Client::validate`], [`Client::cluster_status`]) and the retry loop
-//!   they share.
+//!   they share, [`Client::call_raw`] for a request this crate has no
+//!   call for.
+//! - [`Admin`] (`admin.rs`): the operator's calls ([`Client::admin`]: list,
+//!   forced release, audit trail, membership changes, snapshot save) on the
+//!   same loop, each with its retry class (membership changes, which carry
+//!   no request id, are repeated only after an attempt that certainly did
+//!   nothing), and their results.
 //! - [`Session`], [`LockGuard`], [`Lost`] (`session.rs`): a lease with a
 //!   background keep-alive, `valid_until` / `check()` / `lost()` (S5), and
 //!   the locks taken on it.
 //! - [`Election`], [`Leadership`], [`Observer`] (`election.rs`): campaign,
 //!   proclaim, leader, observe, resign, in a namespace apart from locks.
-//! - [`Clock`], [`BootClock`], [`TokioClock`] (`clock.rs`): the clock
-//!   validity is measured on (CLOCK_BOOTTIME by default).
+//! - [`Clock`], [`ClockError`], [`BootClock`], [`TokioClock`]: the clock
+//!   validity is measured on (CLOCK_BOOTTIME by default), re-exported from
+//!   `warden-clock`, the one the server uses too.
 //! - `calls.rs`: one `Calls` stream per node, shared by the client's
 //!   acquires and releases to it (one HTTP/2 stream instead of one per call),
 //!   with the unary calls for a node that does not serve it (asked again
@@ -59,11 +66,13 @@
 //!   and backoff (pure logic).
 //! - `requests.rs`: request ids and the acknowledged watermark (S7).
 //! - [`ClientError`] (`error.rs`): typed errors, and the one place gRPC
-//!   statuses are mapped to them.
+//!   statuses are mapped to them and judged for a retry (whether an attempt
+//!   may be repeated, and whether it certainly did nothing).
 //! - `types.rs`: [`ClientOptions`], [`AcquireOptions`] and the results.
 //! - [`Watcher`] (`watch.rs`): a resumable stream of lock-table events.
-//! - [`transport`]: the connector that opens channels (TCP; the simulator
-//!   injects its own network).
+//! - [`transport`]: the [`Connector`](transport::Connector) that opens
+//!   channels, one per client in [`ClientOptions::connector`] (TCP by
+//!   default; the simulator passes its own network).
 //!
 //! # The path of a call
 //!
@@ -74,8 +83,10 @@
 //! (25 ms doubling, capped at 200 ms). Each attempt waits at most 500 ms, the
 //! whole call at most 5 s (defaults); then it fails with
 //! [`ClientError::NoQuorum`] or [`ClientError::Unavailable`], naming what it
-//! tried. A retried acquire, release, revoke or lease grant reuses its request
-//! id, so the server applies it once.
+//! tried. A retried acquire, release, revoke, lease grant or forced release
+//! reuses its request id, so the server applies it once. A membership change
+//! has no request id: it is repeated only after an attempt that certainly did
+//! nothing, else it fails with [`ClientError::OutcomeUnknown`] ([`Admin`]).
 //!
 //! # What a session promises (S5)
 //!
@@ -85,7 +96,9 @@
 //! TTL × (1 − ρ) after that send (S4), so while `check()` passes, nobody else
 //! holds the session's locks. `lost()` fires no later than `valid_until`,
 //! also when no server answers; after a process pause, `check()` fails at
-//! once even if the timer has not run yet.
+//! once even if the timer has not run yet. A session clock that cannot be
+//! read loses the session ([`Lost::ClockFailed`], naming the clock and the
+//! OS error): no validity is ever computed from a made-up time.
 //!
 //! # What this crate does not do
 //!
@@ -95,9 +108,9 @@
 
 #![warn(missing_docs)]
 
+mod admin;
 mod calls;
 mod client;
-mod clock;
 mod election;
 mod error;
 mod requests;
@@ -107,10 +120,15 @@ pub mod transport;
 mod types;
 mod watch;
 
+pub use admin::{
+    Admin, AuditRecord, AuditTrail, ForceReleased, ListedHolder, ListedLock, ListedWaiter, Listing,
+    Membership, SavedSnapshot, ADMIN_ATTEMPT_TIMEOUT, MAX_SNAPSHOT_BYTES,
+    MEMBERSHIP_ATTEMPT_TIMEOUT, MEMBERSHIP_DEADLINE,
+};
 pub use client::Client;
-pub use clock::{BootClock, Clock, TokioClock};
 pub use election::{election_key, Election, LeaderInfo, Leadership, Observer, ELECTION_PREFIX};
 pub use session::{LockGuard, Lost, Session, SessionOptions};
+pub use warden_clock::{BootClock, Clock, ClockError, TokioClock};
 
 /// ρ: the documented bound on clock *rate* drift between any two machines
 /// (SEMANTICS "Words"): 1 %, in parts per million.

@@ -11,9 +11,8 @@ use tokio::time::Instant;
 use tracing::debug;
 
 use crate::client::{checked_deadline, Client};
-use crate::clock::{BootClock, Clock};
 use crate::types::{AcquireOptions, AcquireResult, ReleaseResult};
-use crate::{validity, ClientError};
+use crate::{validity, BootClock, ClientError, Clock, ClockError};
 
 /// A lost-timer fires this much before `valid_until`: tokio timers never fire
 /// early but may fire up to a millisecond or so late, and `lost()` must resolve
@@ -70,6 +69,15 @@ pub enum Lost {
         /// The lease.
         lease_id: u64,
     },
+    /// The session clock could not be read: validity cannot be measured, so
+    /// nothing on the session can be trusted (S5: no validity is ever
+    /// computed from a made-up time). The server may still hold the lease
+    /// until it expires or the best-effort revoke lands.
+    #[error("session lost: {error}; its validity cannot be measured")]
+    ClockFailed {
+        /// Which clock failed, with the OS error.
+        error: ClockError,
+    },
     /// [`Session::close`] was called.
     #[error("session closed")]
     Closed,
@@ -120,12 +128,20 @@ impl Shared {
         kept
     }
 
+    /// The session clock's reading. A failed read loses the session for
+    /// good ([`Lost::ClockFailed`]); returns the reason in force.
+    fn now(&self) -> Result<Duration, Lost> {
+        self.clock
+            .now()
+            .map_err(|error| self.lose(Lost::ClockFailed { error }))
+    }
+
     fn check(&self) -> Result<(), Lost> {
         let s = self.state();
         if let Some(lost) = s.lost {
             return Err(lost);
         }
-        if self.clock.now() >= s.valid_until {
+        if self.now()? >= s.valid_until {
             return Err(self.lose(Lost::Expired {
                 valid_until_ms: millis(s.valid_until),
             }));
@@ -133,11 +149,14 @@ impl Shared {
         Ok(())
     }
 
-    /// Sleeps until `lost_at` on the session clock (minus the timer slack),
-    /// re-reading the clock at least every [`MAX_SLEEP`].
+    /// Sleeps until `at` on the session clock (minus the timer slack),
+    /// re-reading the clock at least every [`MAX_SLEEP`]; returns at once
+    /// when the clock cannot be read (the session is then lost).
     async fn sleep_until(&self, at: Duration) {
         loop {
-            let now = self.clock.now();
+            let Ok(now) = self.now() else {
+                return;
+            };
             let left = at.saturating_sub(now).saturating_sub(LOST_TIMER_SLACK);
             if left.is_zero() {
                 return;
@@ -187,8 +206,10 @@ impl Drop for Inner {
 /// or as soon as the server says the lease is gone. A timer can fire late
 /// after a process pause, so call [`check`](Session::check) right before each
 /// protected write: it compares the clock with `valid_until` synchronously.
-/// Once lost, a session stays lost, even if a late renew succeeds: open a new
-/// one.
+/// A session clock that cannot be read loses the session too
+/// ([`Lost::ClockFailed`]): `check()` fails naming the clock, `lost()`
+/// resolves. Once lost, a session stays lost, even if a late renew succeeds
+/// or the clock reads again: open a new one.
 ///
 /// **Leader changes** are invisible here: renewals follow the leader like
 /// every call, and the first leader after a lease's last committed renew
@@ -233,7 +254,9 @@ impl Client {
         let clock = options.clock;
         // The grant is retried with one request id: it took effect at or after
         // the first attempt's send, so validity counts from there (S5).
-        let sent_at = clock.now();
+        let sent_at = clock
+            .now()
+            .map_err(|error| ClientError::from(Lost::ClockFailed { error }))?;
         let granted = self.lease_grant(options.ttl).await?;
         let valid_until = sent_at.saturating_add(validity(Duration::from_millis(granted.ttl_ms)));
         let (state, _) = watch::channel(State {
@@ -264,7 +287,10 @@ async fn keep_alive(shared: Arc<Shared>, mut last_sent: Duration) {
     loop {
         let valid_until = shared.state().valid_until;
         let next = if failed {
-            shared.clock.now()
+            match shared.now() {
+                Ok(now) => now,
+                Err(_) => break,
+            }
         } else {
             last_sent.saturating_add(period)
         };
@@ -274,7 +300,9 @@ async fn keep_alive(shared: Arc<Shared>, mut last_sent: Duration) {
                 .sleep_until(next.saturating_add(LOST_TIMER_SLACK))
                 .await;
         }
-        let now = shared.clock.now();
+        let Ok(now) = shared.now() else {
+            break;
+        };
         if now.saturating_add(LOST_TIMER_SLACK) >= valid_until {
             shared.lose(Lost::Expired {
                 valid_until_ms: millis(valid_until),
@@ -320,14 +348,20 @@ async fn keep_alive(shared: Arc<Shared>, mut last_sent: Duration) {
                 });
                 return;
             }
+            // The clock failed at the attempt's send: nothing it says counts.
+            Some(Err(ClientError::SessionLost { reason })) => {
+                shared.lose(reason);
+                break;
+            }
             Some(Err(e)) => {
                 debug!(lease_id = shared.lease_id, error = %e, "session keep-alive failed; retrying");
                 failed = true;
             }
         }
     }
-    // Lost by time: the lease may still be live on the server, and nobody
-    // here trusts it any more. Revoking frees its locks sooner (best effort).
+    // Lost by time (or by the clock): the lease may still be live on the
+    // server, and nobody here trusts it any more. Revoking frees its locks
+    // sooner (best effort).
     let _ = tokio::time::timeout(
         Duration::from_secs(1),
         shared.client.revoke(shared.lease_id),
@@ -363,13 +397,16 @@ impl Session {
         self.inner.shared.state().valid_until
     }
 
-    /// Time left until [`valid_until`](Session::valid_until); zero once lost.
+    /// Time left until [`valid_until`](Session::valid_until); zero once lost
+    /// (also when the clock cannot be read).
     pub fn time_left(&self) -> Duration {
         if self.check().is_err() {
             return Duration::ZERO;
         }
-        self.valid_until()
-            .saturating_sub(self.inner.shared.clock.now())
+        self.inner
+            .shared
+            .now()
+            .map_or(Duration::ZERO, |now| self.valid_until().saturating_sub(now))
     }
 
     /// `Ok` while the session is valid: not lost and the session clock is
@@ -379,14 +416,17 @@ impl Session {
     ///
     /// # Errors
     ///
-    /// The [`Lost`] reason.
+    /// The [`Lost`] reason: [`Lost::ClockFailed`] (naming the clock and the
+    /// OS error) when the session clock cannot be read.
     pub fn check(&self) -> Result<(), Lost> {
         self.inner.shared.check()
     }
 
     /// Resolves when the session is lost: no later than `valid_until` without
     /// an acknowledged renew, at once when the server reports the lease gone,
-    /// or on [`close`](Session::close). Cancel-safe; any number of callers.
+    /// within 1 s of the session clock failing (sooner if
+    /// `check()` saw it first), or on [`close`](Session::close). Cancel-safe;
+    /// any number of callers.
     pub async fn lost(&self) -> Lost {
         let mut rx = self.inner.shared.state.subscribe();
         let lost = match rx.wait_for(|s| s.lost.is_some()).await {

@@ -1,30 +1,27 @@
-//! How the client opens a channel to a node: TCP by default; the simulator
-//! (`warden-sim`) sets its own network once per process.
+//! How the client opens a channel to a node: through the [`Connector`] in
+//! [`ClientOptions::connector`](crate::ClientOptions::connector), one per
+//! client; none is plain TCP ([`TcpConnector`]). The simulator (`warden-sim`)
+//! passes its own network there; a TLS connector belongs there too.
 
 use std::fmt::Debug;
-use std::sync::{Arc, OnceLock};
 
 use tonic::transport::{Channel, Endpoint};
 
 /// Opens lazily connected channels for configured endpoints.
 pub trait Connector: Send + Sync + Debug + 'static {
-    /// A lazily connected channel for `endpoint` (its timeouts already set).
+    /// A lazily connected channel for `endpoint` (`http://host:port`, its
+    /// connect timeout, TCP_NODELAY and HTTP/2 keep-alive already set by the
+    /// client). It must not connect here: the client asks for a channel when
+    /// it first needs one, and the connection opens on the first call.
     fn channel(&self, endpoint: Endpoint) -> Channel;
 }
 
-static CONNECTOR: OnceLock<Arc<dyn Connector>> = OnceLock::new();
+/// Plain TCP (tonic's lazy connect): what a client without a connector uses.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TcpConnector;
 
-/// Sets the process-wide connector (the simulator, once, before any client
-/// connects). Returns false if one was already set. Applications never need it.
-pub fn set_connector(connector: Arc<dyn Connector>) -> bool {
-    CONNECTOR.set(connector).is_ok()
-}
-
-/// A lazily connected channel: through the connector set by
-/// [`set_connector`], else TCP.
-pub(crate) fn connect_lazy(endpoint: Endpoint) -> Channel {
-    match CONNECTOR.get() {
-        Some(c) => c.channel(endpoint),
-        None => endpoint.connect_lazy(),
+impl Connector for TcpConnector {
+    fn channel(&self, endpoint: Endpoint) -> Channel {
+        endpoint.connect_lazy()
     }
 }

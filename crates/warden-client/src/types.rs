@@ -2,15 +2,19 @@
 //! [`std::time::Duration`] on the way in; what the server reports comes back
 //! in milliseconds, with `_ms` in the field name.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use warden_proto::v1;
 
-/// How a [`Client`](crate::Client) retries and how long it may take.
+use crate::transport::Connector;
+
+/// How a [`Client`](crate::Client) reaches the nodes, retries and how long
+/// it may take.
 ///
 /// Build it from the defaults, `ClientOptions { deadline, ..ClientOptions::default() }`,
 /// so that an option added in a later version does not break your code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ClientOptions {
     /// Total time a non-waiting call may take, across all retries and leader
     /// changes: 5 s. A waiting acquire gets its wait time plus this. When it
@@ -31,6 +35,12 @@ pub struct ClientOptions {
     /// asks again on every call (one extra round trip per call to such a
     /// node).
     pub recheck_calls_after: Duration,
+    /// Opens the channels to the nodes: `None` (the default) is plain TCP
+    /// ([`TcpConnector`](crate::transport::TcpConnector)). Per client, so two
+    /// clients of one process may use different networks or credentials: the
+    /// simulator passes its simulated network here, and a TLS connector
+    /// belongs here too.
+    pub connector: Option<Arc<dyn Connector>>,
 }
 
 impl Default for ClientOptions {
@@ -40,6 +50,7 @@ impl Default for ClientOptions {
             attempt_timeout: Duration::from_millis(500),
             backoff_cap: Duration::from_millis(200),
             recheck_calls_after: Duration::from_secs(30),
+            connector: None,
         }
     }
 }
@@ -304,6 +315,13 @@ pub struct Member {
     pub last_contact_ms: Option<u64>,
     /// Last log index known to match the leader's; 0 if unknown.
     pub matched_index: u64,
+    /// The member's term as the leader knows it (the leader's own term for
+    /// itself and for every member that acknowledged it recently); 0 if
+    /// unknown.
+    pub term: u64,
+    /// Replication lag in log entries: the leader's last log index minus
+    /// the member's matched index (0 for the leader itself).
+    pub lag_entries: u64,
 }
 
 /// The cluster's timing parameters, limits and derived bounds, in
@@ -353,6 +371,8 @@ pub struct ClusterStatus {
     pub timing: Option<Timing>,
     /// The node that answered.
     pub node_id: u64,
+    /// The leader's last log index (lag is measured against it).
+    pub last_log_index: u64,
 }
 
 impl From<v1::Granted> for AcquireResult {
@@ -429,10 +449,13 @@ impl From<v1::ClusterStatusResponse> for ClusterStatus {
                     applied_index: m.applied_index,
                     last_contact_ms: m.contacted.then_some(m.last_contact_ms),
                     matched_index: m.matched_index,
+                    term: m.term,
+                    lag_entries: m.lag_entries,
                 })
                 .collect(),
             timing: c.timing.map(Timing::from),
             node_id: c.node_id,
+            last_log_index: c.last_log_index,
         }
     }
 }

@@ -11,10 +11,12 @@ use futures::Stream;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::metadata::MetadataValue;
 use tonic::{Request, Response, Status};
+use warden_client::transport::{Connector, TcpConnector};
 use warden_client::{
-    AcquireOptions, AcquireResult, Client, ClientError, ClientOptions, Queued, SessionOptions,
-    TokioClock,
+    AcquireOptions, AcquireResult, Client, ClientError, ClientOptions, Clock, ClockError, Lost,
+    Queued, SessionOptions, TokioClock,
 };
+use warden_proto::v1;
 use warden_proto::v1::lease_server::{Lease, LeaseServer};
 use warden_proto::v1::lock_server::{Lock, LockServer};
 use warden_proto::v1::{
@@ -374,6 +376,211 @@ async fn start_node(role: Role, serve_calls: bool) -> Started {
     }
 }
 
+/// A fake node reached in memory (a `tokio::io::duplex` pipe per
+/// connection) instead of over loopback TCP: with tokio's time paused, a
+/// loopback reply in flight would let the clock jump to the next timer (an
+/// attempt timeout); an in-memory one wakes its reader directly.
+/// Every endpoint of a client with this connector reaches the same node.
+#[derive(Clone, Debug)]
+struct InMemory {
+    routes: tonic::service::Routes,
+}
+
+impl Connector for InMemory {
+    fn channel(&self, endpoint: tonic::transport::Endpoint) -> tonic::transport::Channel {
+        let routes = self.routes.clone();
+        endpoint.connect_with_connector_lazy(tower::service_fn(move |_uri| {
+            let routes = routes.clone();
+            async move {
+                let (client, server) = tokio::io::duplex(64 * 1024);
+                tokio::spawn(
+                    tonic::transport::Server::builder()
+                        .add_routes(routes)
+                        .serve_with_incoming(futures::stream::iter([Ok::<_, std::io::Error>(
+                            server,
+                        )])),
+                );
+                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(client))
+            }
+        }))
+    }
+}
+
+/// A client of one in-memory node serving `routes` (its address is a name
+/// only: nothing listens on it).
+async fn in_memory_client_of(routes: tonic::service::Routes) -> Client {
+    let options = ClientOptions {
+        connector: Some(Arc::new(InMemory { routes })),
+        ..ClientOptions::default()
+    };
+    Client::connect(vec!["fake-node:7001".into()], options)
+        .await
+        .unwrap()
+}
+
+/// A client of one in-memory fake node with this role.
+async fn in_memory_client(role: Role) -> Client {
+    let fake = Fake {
+        role,
+        serve_calls: Arc::new(AtomicBool::new(false)),
+        calls_opened: Arc::default(),
+        cut_streams: Arc::default(),
+        renewed: Arc::default(),
+        acquires: Arc::default(),
+    };
+    in_memory_client_of(
+        tonic::service::Routes::new(LeaseServer::new(fake.clone()))
+            .add_service(LockServer::new(fake)),
+    )
+    .await
+}
+
+/// tokio's clock until [`FailingClock::fail`] is called; from then on every
+/// read fails with EIO, as a broken CLOCK_BOOTTIME would.
+#[derive(Debug)]
+struct FailingClock {
+    inner: TokioClock,
+    failing: AtomicBool,
+}
+
+impl FailingClock {
+    fn new() -> Arc<FailingClock> {
+        Arc::new(FailingClock {
+            inner: TokioClock::new(),
+            failing: AtomicBool::new(false),
+        })
+    }
+
+    fn fail(&self, failing: bool) {
+        self.failing.store(failing, Ordering::SeqCst);
+    }
+}
+
+/// What [`FailingClock`] returns once failing.
+const CLOCK_ERROR: ClockError = ClockError {
+    clock: "test clock",
+    errno: 5,
+};
+
+impl Clock for FailingClock {
+    fn now(&self) -> Result<Duration, ClockError> {
+        if self.failing.load(Ordering::SeqCst) {
+            Err(CLOCK_ERROR)
+        } else {
+            self.inner.now()
+        }
+    }
+}
+
+/// A session (TTL 3 s) on `clock` against an in-memory [`Role::SlowRenew`]
+/// node, once its first renew has been acknowledged.
+async fn renewed_session(clock: Arc<FailingClock>) -> warden_client::Session {
+    let client = in_memory_client(Role::SlowRenew).await;
+    let session = client
+        .session_with(SessionOptions {
+            ttl: Duration::from_secs(3),
+            clock,
+        })
+        .await
+        .unwrap();
+    let first = session.valid_until();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while session.valid_until() == first {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no renew acknowledged"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(session.check(), Ok(()));
+    session
+}
+
+// S5: a session clock that starts failing loses the session on its own: the
+// keep-alive's next read (within 1 s) fires `lost()` with the clock's error,
+// long before `valid_until`; `check()` then fails naming the clock, the time
+// left is zero, and the session stays lost once the clock reads again (no
+// validity is ever computed from a made-up time, and nothing panics).
+#[tokio::test(start_paused = true)]
+async fn a_failing_clock_loses_the_session_and_it_stays_lost() {
+    let clock = FailingClock::new();
+    let session = renewed_session(clock.clone()).await;
+    let valid_until = session.valid_until();
+    clock.fail(true);
+    let failed_at = tokio::time::Instant::now();
+    let lost = tokio::time::timeout(Duration::from_millis(1_100), session.lost())
+        .await
+        .expect("lost() fires within the keep-alive's longest sleep");
+    let expected = Lost::ClockFailed { error: CLOCK_ERROR };
+    assert_eq!(lost, expected);
+    assert!(failed_at.elapsed() <= Duration::from_millis(1_000));
+    assert_eq!(session.check(), Err(expected));
+    let text = session.check().unwrap_err().to_string();
+    assert!(
+        text.contains("reading test clock failed") && text.contains("os error 5"),
+        "{text}"
+    );
+    assert_eq!(session.time_left(), Duration::ZERO);
+    assert_eq!(
+        session.valid_until(),
+        valid_until,
+        "no validity from a failed read"
+    );
+
+    clock.fail(false);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(session.check(), Err(expected), "a lost session stays lost");
+    assert_eq!(session.lost().await, expected);
+    assert_eq!(session.valid_until(), valid_until);
+    match session.try_lock("orders").await {
+        Err(ClientError::SessionLost { reason }) => assert_eq!(reason, expected),
+        other => panic!("a lock on a lost session: {other:?}"),
+    }
+}
+
+// S5: the synchronous `check()` right before a protected write is the first
+// to see the failure: it fails at once, naming the clock, and `lost()`
+// resolves at once too (no waiting for the keep-alive).
+#[tokio::test(start_paused = true)]
+async fn check_sees_a_failing_clock_at_once_and_lost_follows() {
+    let clock = FailingClock::new();
+    let session = renewed_session(clock.clone()).await;
+    clock.fail(true);
+    let expected = Lost::ClockFailed { error: CLOCK_ERROR };
+    assert_eq!(session.check(), Err(expected));
+    let lost = tokio::time::timeout(Duration::ZERO, session.lost())
+        .await
+        .expect("lost() has already resolved");
+    assert_eq!(lost, expected);
+}
+
+// S5: a session cannot start on a clock that cannot be read: the send time
+// of the grant is unknown, so there is no validity to count from. The error
+// names the clock.
+#[tokio::test(start_paused = true)]
+async fn a_session_is_not_opened_on_a_failing_clock() {
+    let clock = FailingClock::new();
+    clock.fail(true);
+    let client = in_memory_client(Role::SlowRenew).await;
+    let err = client
+        .session_with(SessionOptions {
+            ttl: Duration::from_secs(3),
+            clock,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ClientError::SessionLost {
+            reason: Lost::ClockFailed { error: CLOCK_ERROR }
+        }
+    );
+    assert!(
+        err.to_string().contains("reading test clock failed"),
+        "{err}"
+    );
+}
+
 fn ten_seconds() -> AcquireOptions {
     AcquireOptions::with_ttl(Duration::from_secs(10))
 }
@@ -595,7 +802,7 @@ async fn session_validity_counts_from_the_renew_send() {
     // The first renew goes out at TTL/3 = 1 s and is answered 300 ms later.
     let arrived = loop {
         if session.valid_until() > first {
-            break clock.now();
+            break clock.now().unwrap();
         }
         assert!(
             tokio::time::Instant::now() < deadline,
@@ -733,4 +940,513 @@ async fn a_stream_cut_mid_wait_is_replaced_and_the_call_resent_with_its_id() {
         "a new stream replaced the cut one"
     );
     assert_eq!(queued, 2, "a queued report from each");
+}
+
+/// A TCP connector that counts the channels it opened.
+#[derive(Debug, Default)]
+struct CountingConnector {
+    opened: AtomicUsize,
+}
+
+impl Connector for CountingConnector {
+    fn channel(&self, endpoint: tonic::transport::Endpoint) -> tonic::transport::Channel {
+        self.opened.fetch_add(1, Ordering::SeqCst);
+        TcpConnector.channel(endpoint)
+    }
+}
+
+// Injection without globals (the simulator's network, TLS): a connector is
+// per client. The client given one opens its channels through it, once per
+// node (channels are cached); another client of the same process is not
+// affected by it.
+#[tokio::test]
+async fn a_connector_serves_only_the_client_it_was_given_to() {
+    let (leader, log) = start(Role::Leader { drops: 0 }).await;
+    let counting = Arc::new(CountingConnector::default());
+    let options = ClientOptions {
+        connector: Some(counting.clone()),
+        ..ClientOptions::default()
+    };
+    let injected = Client::connect(vec![leader.clone()], options)
+        .await
+        .unwrap();
+    let plain = Client::connect(vec![leader], ClientOptions::default())
+        .await
+        .unwrap();
+    for client in [&injected, &injected, &plain] {
+        let result = client.acquire("orders", ten_seconds()).await.unwrap();
+        assert!(
+            matches!(result, AcquireResult::Granted { lease_id: 7, .. }),
+            "{result:?}"
+        );
+    }
+    assert_eq!(
+        log.lock().unwrap().len(),
+        3,
+        "every acquire reached the node"
+    );
+    assert_eq!(
+        counting.opened.load(Ordering::SeqCst),
+        1,
+        "one channel, opened through the injected connector, for its two calls"
+    );
+}
+
+// ---------------------------------------------------------------- admin
+
+/// How a fake node answers `warden.v1.Admin`.
+#[derive(Clone)]
+enum AdminRole {
+    /// Not the leader: every call is `Unavailable` naming this leader.
+    Follower(String),
+    /// The leader: answers every call.
+    Leader,
+    /// The leader, but its membership changes never answer, nor does the
+    /// first forced release.
+    Silent,
+    /// The leader; its membership changes answer `Unavailable` without a
+    /// redirect, as one that did not commit in time does.
+    NoCommit,
+}
+
+/// A call a fake admin node saw: (method, client id, request id); 0, 0
+/// for calls without a request header.
+type AdminCall = (&'static str, u64, u64);
+
+#[derive(Clone)]
+struct FakeAdmin {
+    role: AdminRole,
+    /// Every call seen, in order.
+    seen: Arc<Mutex<Vec<AdminCall>>>,
+}
+
+impl FakeAdmin {
+    fn new(role: AdminRole) -> FakeAdmin {
+        FakeAdmin {
+            role,
+            seen: Arc::default(),
+        }
+    }
+
+    /// Logs the call; `Err` when this node redirects it.
+    fn arrive(
+        &self,
+        method: &'static str,
+        header: Option<&warden_proto::v1::RequestHeader>,
+    ) -> Result<usize, Status> {
+        let mut seen = self.seen.lock().unwrap();
+        seen.push((
+            method,
+            header.map_or(0, |h| h.client_id),
+            header.map_or(0, |h| h.request_id),
+        ));
+        let count = seen.iter().filter(|s| s.0 == method).count();
+        match &self.role {
+            AdminRole::Follower(leader) => Err(not_leader(&Some(leader.clone()))),
+            _ => Ok(count),
+        }
+    }
+
+    async fn change(
+        &self,
+        method: &'static str,
+    ) -> Result<Response<v1::MembershipResponse>, Status> {
+        self.arrive(method, None)?;
+        match self.role {
+            AdminRole::Silent => std::future::pending().await,
+            AdminRole::NoCommit => Err(Status::unavailable(
+                "the membership change did not commit within 10 s; check `warden cluster status`",
+            )),
+            _ => Ok(Response::new(v1::MembershipResponse {
+                voters: vec![1, 2, 4],
+                learners: vec![5],
+                log_index: 30,
+            })),
+        }
+    }
+
+    /// How many times `method` reached this node.
+    fn count(&self, method: &str) -> usize {
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s.0 == method)
+            .count()
+    }
+}
+
+#[tonic::async_trait]
+impl v1::admin_server::Admin for FakeAdmin {
+    async fn list(
+        &self,
+        _request: Request<v1::ListRequest>,
+    ) -> Result<Response<v1::ListResponse>, Status> {
+        self.arrive("list", None)?;
+        Ok(Response::new(v1::ListResponse {
+            locks: vec![
+                v1::ListedLock {
+                    resource: warden_client::election_key("scheduler"),
+                    holder: None,
+                    waiters: vec![],
+                },
+                v1::ListedLock {
+                    resource: "orders".into(),
+                    holder: Some(v1::ListHolder {
+                        lease_id: 3,
+                        fencing_token: 9,
+                        age_ms: 10,
+                        ttl_remaining_ms: 900,
+                    }),
+                    waiters: vec![v1::ListWaiter {
+                        lease_id: 4,
+                        age_ms: 5,
+                    }],
+                },
+            ],
+            read_index: 12,
+        }))
+    }
+
+    async fn force_release(
+        &self,
+        request: Request<v1::ForceReleaseRequest>,
+    ) -> Result<Response<v1::ForceReleaseResponse>, Status> {
+        let r = request.into_inner();
+        let n = self.arrive("force_release", r.header.as_ref())?;
+        if matches!(self.role, AdminRole::Silent) && n == 1 {
+            return std::future::pending().await;
+        }
+        Ok(Response::new(v1::ForceReleaseResponse {
+            resource: r.resource,
+            lease_id: 3,
+            fencing_token: r.fencing_token,
+        }))
+    }
+
+    async fn audit_trail(
+        &self,
+        _request: Request<v1::AuditTrailRequest>,
+    ) -> Result<Response<v1::AuditTrailResponse>, Status> {
+        self.arrive("audit_trail", None)?;
+        Ok(Response::new(v1::AuditTrailResponse {
+            records: vec![v1::AuditRecord {
+                index: 17,
+                resource: "orders".into(),
+                lease_id: 3,
+                fencing_token: 9,
+                requested_by: "alice from 127.0.0.1:4000".into(),
+                at_unix_ms: 1_700_000_000_000,
+            }],
+            read_index: 18,
+        }))
+    }
+
+    async fn add_node(
+        &self,
+        _request: Request<v1::AddNodeRequest>,
+    ) -> Result<Response<v1::MembershipResponse>, Status> {
+        self.change("add_node").await
+    }
+
+    async fn remove_node(
+        &self,
+        _request: Request<v1::RemoveNodeRequest>,
+    ) -> Result<Response<v1::MembershipResponse>, Status> {
+        self.change("remove_node").await
+    }
+
+    async fn replace_node(
+        &self,
+        _request: Request<v1::ReplaceNodeRequest>,
+    ) -> Result<Response<v1::MembershipResponse>, Status> {
+        self.change("replace_node").await
+    }
+
+    async fn save_snapshot(
+        &self,
+        _request: Request<v1::SaveSnapshotRequest>,
+    ) -> Result<Response<v1::SaveSnapshotResponse>, Status> {
+        self.arrive("save_snapshot", None)?;
+        Ok(Response::new(v1::SaveSnapshotResponse {
+            cluster_id: "c1".into(),
+            applied_index: 40,
+            term: 3,
+            leader_node_id: 2,
+            data: vec![1, 2, 3],
+            node_id: 2,
+        }))
+    }
+}
+
+/// Starts a fake admin node on 127.0.0.1:0; returns its address.
+async fn start_admin(fake: FakeAdmin) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(v1::admin_server::AdminServer::new(fake))
+            .serve_with_incoming(TcpListenerStream::new(listener)),
+    );
+    addr
+}
+
+async fn client_of(endpoints: &[&str]) -> Client {
+    Client::connect(
+        endpoints.iter().map(|e| e.to_string()).collect(),
+        ClientOptions::default(),
+    )
+    .await
+    .unwrap()
+}
+
+/// A port nothing listens on (bound, then closed): connects are refused.
+fn refused_port() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().to_string()
+}
+
+// L3: every admin call follows a follower's redirect to the leader and its
+// answer is converted field for field; a forced release carries the
+// client's id and request id 1 on both attempts (S7); a membership change
+// is repeated after a redirect (the follower did nothing).
+#[tokio::test]
+async fn admin_calls_follow_the_leader_hint() {
+    let leader = FakeAdmin::new(AdminRole::Leader);
+    let leader_addr = start_admin(leader.clone()).await;
+    let follower = FakeAdmin::new(AdminRole::Follower(leader_addr.clone()));
+    let follower_addr = start_admin(follower.clone()).await;
+
+    let listing = client_of(&[&follower_addr])
+        .await
+        .admin()
+        .list("")
+        .await
+        .unwrap();
+    assert_eq!(listing.read_index, 12);
+    assert_eq!(listing.locks.len(), 2);
+    assert_eq!(listing.locks[0].election(), Some("scheduler"));
+    assert_eq!(listing.locks[1].election(), None);
+    assert_eq!(
+        listing.locks[1],
+        warden_client::ListedLock {
+            resource: "orders".into(),
+            holder: Some(warden_client::ListedHolder {
+                lease_id: 3,
+                fencing_token: 9,
+                age_ms: 10,
+                ttl_remaining_ms: 900,
+            }),
+            waiters: vec![warden_client::ListedWaiter {
+                lease_id: 4,
+                age_ms: 5
+            }],
+        }
+    );
+
+    let trail = client_of(&[&follower_addr])
+        .await
+        .admin()
+        .audit_trail()
+        .await
+        .unwrap();
+    assert_eq!(trail.read_index, 18);
+    assert_eq!(
+        trail.records,
+        vec![warden_client::AuditRecord {
+            index: 17,
+            resource: "orders".into(),
+            lease_id: 3,
+            fencing_token: 9,
+            requested_by: "alice from 127.0.0.1:4000".into(),
+            at_unix_ms: 1_700_000_000_000,
+        }]
+    );
+
+    let saved = client_of(&[&follower_addr])
+        .await
+        .admin()
+        .save_snapshot()
+        .await
+        .unwrap();
+    assert_eq!(
+        (saved.cluster_id.as_str(), saved.applied_index, saved.term),
+        ("c1", 40, 3)
+    );
+    assert_eq!((saved.leader_node_id, saved.node_id), (2, 2));
+    assert_eq!(saved.data, vec![1, 2, 3]);
+
+    let client = client_of(&[&follower_addr]).await;
+    let released = client
+        .admin()
+        .force_release("orders", Some(9), "alice")
+        .await
+        .unwrap();
+    assert_eq!(
+        released,
+        warden_client::ForceReleased {
+            resource: "orders".into(),
+            lease_id: 3,
+            fencing_token: 9,
+        }
+    );
+    let attempt = ("force_release", client.client_id(), 1);
+    assert!(follower.seen.lock().unwrap().contains(&attempt));
+    assert!(leader.seen.lock().unwrap().contains(&attempt));
+
+    let membership = client_of(&[&follower_addr])
+        .await
+        .admin()
+        .remove_node(3)
+        .await
+        .unwrap();
+    assert_eq!(
+        membership,
+        warden_client::Membership {
+            voters: vec![1, 2, 4],
+            learners: vec![5],
+            log_index: 30,
+        }
+    );
+    assert_eq!(
+        (follower.count("remove_node"), leader.count("remove_node")),
+        (1, 1)
+    );
+}
+
+// S7 for membership changes (no request id): a connection that never opened
+// sent nothing, so the change goes on to the next endpoint, and reaches the
+// leader exactly once.
+#[tokio::test]
+async fn a_membership_change_is_repeated_when_the_connection_never_opened() {
+    let leader = FakeAdmin::new(AdminRole::Leader);
+    let leader_addr = start_admin(leader.clone()).await;
+    let dead = refused_port();
+    let client = client_of(&[&dead, &leader_addr]).await;
+    let membership = client.admin().add_node(4, "127.0.0.1:7004").await.unwrap();
+    assert_eq!(membership.voters, vec![1, 2, 4]);
+    assert_eq!(leader.count("add_node"), 1);
+    assert_eq!(client.cached_leader(), Some(leader_addr));
+}
+
+// S7 for membership changes: an attempt that timed out may have applied the
+// change, so it is not repeated: the call ends with OutcomeUnknown after one
+// attempt (at the 45 s attempt timeout, not the 60 s deadline), naming what
+// happened. Paused time; no real wait.
+#[tokio::test(start_paused = true)]
+async fn a_membership_change_that_timed_out_is_not_repeated() {
+    let node = FakeAdmin::new(AdminRole::Silent);
+    let client = in_memory_client_of(tonic::service::Routes::new(
+        v1::admin_server::AdminServer::new(node.clone()),
+    ))
+    .await;
+    let started = tokio::time::Instant::now();
+    let err = client.admin().remove_node(3).await.unwrap_err();
+    assert_eq!(started.elapsed(), warden_client::MEMBERSHIP_ATTEMPT_TIMEOUT);
+    match &err {
+        ClientError::OutcomeUnknown { tried, last_error } => {
+            assert_eq!(tried, &vec!["fake-node:7001".to_string()]);
+            assert!(
+                last_error.contains("no answer within 45000 ms"),
+                "{last_error}"
+            );
+        }
+        other => panic!("expected OutcomeUnknown, got {other:?}"),
+    }
+    assert!(
+        err.to_string().contains("may or may not have been applied"),
+        "{err}"
+    );
+    assert_eq!(node.count("remove_node"), 1, "never repeated");
+}
+
+// S7 for membership changes: `Unavailable` without a redirect ("did not
+// commit within 10 s") may follow an applied change: not repeated either,
+// and the server's message reaches the caller.
+#[tokio::test(start_paused = true)]
+async fn a_membership_change_answered_unavailable_without_a_redirect_is_not_repeated() {
+    let node = FakeAdmin::new(AdminRole::NoCommit);
+    let client = in_memory_client_of(tonic::service::Routes::new(
+        v1::admin_server::AdminServer::new(node.clone()),
+    ))
+    .await;
+    let err = client
+        .admin()
+        .replace_node(3, 4, "127.0.0.1:7004")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ClientError::OutcomeUnknown { last_error, .. } if last_error.contains("did not commit within 10 s")),
+        "{err:?}"
+    );
+    assert_eq!(node.count("replace_node"), 1, "never repeated");
+}
+
+// S7: a forced release carries a request id, so an attempt that timed out
+// (4 s) is repeated, with the same client id and request id, and the
+// second answer is the call's.
+#[tokio::test(start_paused = true)]
+async fn a_forced_release_that_timed_out_is_repeated_with_its_request_id() {
+    let node = FakeAdmin::new(AdminRole::Silent);
+    let client = in_memory_client_of(tonic::service::Routes::new(
+        v1::admin_server::AdminServer::new(node.clone()),
+    ))
+    .await;
+    let released = client
+        .admin()
+        .force_release("orders", None, "alice")
+        .await
+        .unwrap();
+    assert_eq!(released.resource, "orders");
+    let seen = node.seen.lock().unwrap().clone();
+    let attempt = ("force_release", client.client_id(), 1);
+    assert_eq!(seen, vec![attempt, attempt]);
+}
+
+/// A network on which no connection ever opens (every connect hangs).
+#[derive(Debug)]
+struct NeverConnects;
+
+impl Connector for NeverConnects {
+    fn channel(&self, endpoint: tonic::transport::Endpoint) -> tonic::transport::Channel {
+        endpoint.connect_with_connector_lazy(tower::service_fn(|_uri| {
+            std::future::pending::<
+                Result<hyper_util::rt::TokioIo<tokio::io::DuplexStream>, std::io::Error>,
+            >()
+        }))
+    }
+}
+
+// S7 for membership changes: an attempt whose connect timed out sent
+// nothing, so it is repeated (each attempt costs the 500 ms connect
+// timeout), as long as a whole attempt (45 s) still fits before the 60 s
+// deadline; then the call ends as Unavailable (no node reachable, nothing
+// applied), never cut mid-attempt into OutcomeUnknown. Paused time.
+#[tokio::test(start_paused = true)]
+async fn a_membership_change_is_repeated_when_the_connect_timed_out() {
+    let options = ClientOptions {
+        connector: Some(Arc::new(NeverConnects)),
+        ..ClientOptions::default()
+    };
+    let client = Client::connect(vec!["a:7001".into(), "b:7002".into()], options)
+        .await
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    let err = client.admin().remove_node(3).await.unwrap_err();
+    match &err {
+        ClientError::Unavailable {
+            tried, last_error, ..
+        } => {
+            assert_eq!(tried, &vec!["a:7001".to_string(), "b:7002".to_string()]);
+            assert!(!last_error.contains("deadline"), "{last_error}");
+        }
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
+    let last_start = warden_client::MEMBERSHIP_DEADLINE - warden_client::MEMBERSHIP_ATTEMPT_TIMEOUT;
+    let waited = started.elapsed();
+    assert!(
+        waited > last_start - Duration::from_secs(1)
+            && waited <= last_start + Duration::from_secs(1),
+        "{waited:?}"
+    );
 }

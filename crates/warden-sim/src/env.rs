@@ -146,10 +146,13 @@ impl warden_client::transport::Connector for TurmoilConnector {
     }
 }
 
-/// Installs the turmoil connector for clients (once per process; each
-/// server takes it in its `Injected`).
-pub fn install_network() {
-    let _ = warden_client::transport::set_connector(Arc::new(TurmoilConnector));
+/// The client options of every simulated client: the defaults, over turmoil
+/// (each server takes the same connector in its `Injected`).
+pub fn client_options() -> warden_client::ClientOptions {
+    warden_client::ClientOptions {
+        connector: Some(Arc::new(TurmoilConnector)),
+        ..warden_client::ClientOptions::default()
+    }
 }
 
 // ---------------------------------------------------------------- clock

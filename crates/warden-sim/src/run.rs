@@ -96,7 +96,6 @@ pub struct World {
 
 /// Runs one seed.
 pub fn run(cfg: RunConfig) -> Outcome {
-    crate::env::install_network();
     crate::env::install_logs();
     let mut rng = StdRng::seed_from_u64(cfg.seed);
     let n_nodes: u64 = match cfg.scenario {
@@ -556,7 +555,7 @@ fn spawn_worker(
     sim.client(name, async move {
         let mut rng = StdRng::seed_from_u64(seed);
         sleep(Duration::from_millis(rng.random_range(500..1500))).await;
-        let client = Client::connect(endpoints, ClientOptions::default()).await?;
+        let client = Client::connect(endpoints, crate::env::client_options()).await?;
         while global_now() < until {
             let resource = resources[rng.random_range(0..resources.len())].clone();
             let ttl = Duration::from_millis(rng.random_range(1_500..4_000));
@@ -635,7 +634,7 @@ fn spawn_prober(
             deadline: Duration::from_millis(400),
             attempt_timeout: Duration::from_millis(200),
             backoff_cap: Duration::from_millis(50),
-            ..ClientOptions::default()
+            ..crate::env::client_options()
         };
         let client = Client::connect(endpoints, options).await?;
         let mut last_ok = global_now();
@@ -680,7 +679,7 @@ fn spawn_healer(
     sim.client("healer", async move {
         let now = global_now();
         sleep(heal_at.saturating_sub(now)).await;
-        let client = Client::connect(endpoints, ClientOptions::default()).await?;
+        let client = Client::connect(endpoints, crate::env::client_options()).await?;
         // L1: the longest TTL + lock-delay (0) + E, plus election time.
         let bound = Duration::from_millis(4_000 + bound_e_ms() + 2_000);
         for resource in &resources {

@@ -224,7 +224,7 @@ pub fn spawn(
             let a = ctx(world, "a", 5, 3_000);
             sim.client("a", async move {
                 sleep_until(secs(1_000)).await;
-                let client = Client::connect(endpoints, ClientOptions::default()).await?;
+                let client = Client::connect(endpoints, crate::env::client_options()).await?;
                 let opts = AcquireOptions::with_ttl(secs(3_000));
                 if let Some((lease, token, _, _)) = a.acquire(&client, "r0", opts).await {
                     sleep(secs(500)).await;
@@ -246,7 +246,7 @@ pub fn spawn(
             let eps = endpoints.clone();
             sim.client("h", async move {
                 sleep_until(secs(1_000)).await;
-                let client = Client::connect(eps, ClientOptions::default()).await?;
+                let client = Client::connect(eps, crate::env::client_options()).await?;
                 let opts = AcquireOptions::with_ttl(secs(10_000));
                 if let Some((lease, token, _, _)) = h.acquire(&client, "r0", opts).await {
                     sleep_until(secs(3_000)).await;
@@ -259,7 +259,7 @@ pub fn spawn(
             });
             sim.client("w", async move {
                 sleep_until(secs(2_000)).await;
-                let client = Client::connect(endpoints, ClientOptions::default()).await?;
+                let client = Client::connect(endpoints, crate::env::client_options()).await?;
                 let opts = AcquireOptions {
                     ttl: secs(1_500),
                     lease_id: None,
@@ -278,7 +278,7 @@ pub fn spawn(
             let a = ctx(world, "a", 13, -4_000);
             sim.client("a", async move {
                 sleep_until(secs(1_000)).await;
-                let client = Client::connect(endpoints, ClientOptions::default()).await?;
+                let client = Client::connect(endpoints, crate::env::client_options()).await?;
                 let opts = AcquireOptions::with_ttl(secs(2_000));
                 if let Some((lease, token, _, _)) = a.acquire(&client, "r0", opts).await {
                     while global_now() < secs(9_000) {
@@ -303,7 +303,7 @@ pub fn spawn(
                 sleep_until(secs(1_000)).await;
                 let options = ClientOptions {
                     attempt_timeout: secs(2_000),
-                    ..ClientOptions::default()
+                    ..crate::env::client_options()
                 };
                 let client = Client::connect(eps, options).await?;
                 let opts = AcquireOptions::with_ttl(secs(4_000));
@@ -316,7 +316,7 @@ pub fn spawn(
             });
             sim.client("b", async move {
                 sleep_until(secs(4_000)).await;
-                let client = Client::connect(endpoints, ClientOptions::default()).await?;
+                let client = Client::connect(endpoints, crate::env::client_options()).await?;
                 let opts = AcquireOptions {
                     ttl: secs(4_000),
                     lease_id: None,
@@ -342,7 +342,7 @@ pub fn spawn(
             let (eps_h, eps_w) = (endpoints.clone(), endpoints.clone());
             sim.client("h", async move {
                 sleep_until(secs(1_000)).await;
-                let client = Client::connect(eps_h, ClientOptions::default()).await?;
+                let client = Client::connect(eps_h, crate::env::client_options()).await?;
                 let opts = AcquireOptions::with_ttl(secs(3_000));
                 if let Some((lease, token, _, _)) = h.acquire(&client, "r0", opts).await {
                     while global_now() < secs(7_000) {
@@ -355,7 +355,7 @@ pub fn spawn(
             });
             sim.client("w", async move {
                 sleep_until(secs(1_500)).await;
-                let client = Client::connect(eps_w, ClientOptions::default()).await?;
+                let client = Client::connect(eps_w, crate::env::client_options()).await?;
                 let opts = AcquireOptions {
                     ttl: secs(3_000),
                     lease_id: None,
@@ -372,7 +372,7 @@ pub fn spawn(
             // the waiter's acquire before the crash.
             sim.client("k", async move {
                 sleep_until(secs(1_600)).await;
-                let client = Client::connect(endpoints, ClientOptions::default()).await?;
+                let client = Client::connect(endpoints, crate::env::client_options()).await?;
                 let lease = client.lease_grant(secs(3_000)).await?.lease_id;
                 for _ in 0..240 {
                     let _ = client.renew(lease).await;
@@ -392,7 +392,7 @@ pub fn spawn(
             let eps = endpoints.clone();
             sim.client("a", async move {
                 sleep_until(secs(1_000)).await;
-                let client = Client::connect(eps, ClientOptions::default()).await?;
+                let client = Client::connect(eps, crate::env::client_options()).await?;
                 let opts = AcquireOptions::with_ttl(secs(3_000));
                 let Some((la, token, _, _)) = a.acquire(&client, "r0", opts).await else {
                     return Ok(());
@@ -414,7 +414,7 @@ pub fn spawn(
             });
             sim.client("c", async move {
                 sleep_until(secs(1_800)).await;
-                let client = Client::connect(endpoints, ClientOptions::default()).await?;
+                let client = Client::connect(endpoints, crate::env::client_options()).await?;
                 let opts = AcquireOptions {
                     ttl: secs(10_000),
                     lease_id: None,
@@ -441,7 +441,7 @@ pub fn spawn(
             let hosts = node_hosts(&endpoints);
             sim.client("a", async move {
                 sleep_until(secs(1_000)).await;
-                let client = Client::connect(eps_a, ClientOptions::default()).await?;
+                let client = Client::connect(eps_a, crate::env::client_options()).await?;
                 let opts = AcquireOptions::with_ttl(secs(3_000));
                 let Some((lease, token, _, _)) = a.acquire(&client, "r0", opts).await else {
                     return Ok(());
@@ -460,7 +460,7 @@ pub fn spawn(
             });
             sim.client("b", async move {
                 sleep_until(secs(2_500)).await;
-                let client = Client::connect(eps_b, ClientOptions::default()).await?;
+                let client = Client::connect(eps_b, crate::env::client_options()).await?;
                 let opts = AcquireOptions {
                     ttl: secs(3_000),
                     lease_id: None,
@@ -487,7 +487,7 @@ pub fn spawn(
                 sleep_until(secs(1_000)).await;
                 let options = ClientOptions {
                     deadline: secs(8_000),
-                    ..ClientOptions::default()
+                    ..crate::env::client_options()
                 };
                 let client = Client::connect(endpoints, options).await?;
                 // A first grant makes the client send its next call to the leader.
@@ -542,7 +542,7 @@ pub fn spawn(
             let history = world.history.clone();
             sim.client("x2", async move {
                 sleep_until(secs(1_000)).await;
-                let client = Client::connect(eps, ClientOptions::default()).await?;
+                let client = Client::connect(eps, crate::env::client_options()).await?;
                 let lease = client.lease_grant(secs(5_000)).await?.lease_id;
                 let opts = AcquireOptions {
                     ttl: secs(5_000),
@@ -586,7 +586,7 @@ pub fn spawn(
                 sleep_until(secs(1_000)).await;
                 let options = ClientOptions {
                     deadline: secs(8_000),
-                    ..ClientOptions::default()
+                    ..crate::env::client_options()
                 };
                 let client = Client::connect(endpoints, options).await?;
                 // Warm the connections: a status read from every node.
@@ -634,7 +634,7 @@ pub fn spawn(
             let (eps_a, eps_w) = (endpoints.clone(), endpoints.clone());
             sim.client("a", async move {
                 sleep_until(secs(1_000)).await;
-                let client = Client::connect(eps_a, ClientOptions::default()).await?;
+                let client = Client::connect(eps_a, crate::env::client_options()).await?;
                 sleep_until(secs(3_200)).await;
                 let mut cycles = 0u64;
                 while global_now() + secs(1_000) < end {
@@ -670,7 +670,7 @@ pub fn spawn(
             // `w` takes r1 at 4 s and walks away (TTL 1.5 s).
             sim.client("w", async move {
                 sleep_until(secs(1_000)).await;
-                let client = Client::connect(eps_w, ClientOptions::default()).await?;
+                let client = Client::connect(eps_w, crate::env::client_options()).await?;
                 sleep_until(secs(4_000)).await;
                 match w
                     .acquire(&client, "r1", AcquireOptions::with_ttl(secs(1_500)))
@@ -686,7 +686,7 @@ pub fn spawn(
             });
             sim.client("b", async move {
                 sleep_until(secs(1_000)).await;
-                let client = Client::connect(endpoints, ClientOptions::default()).await?;
+                let client = Client::connect(endpoints, crate::env::client_options()).await?;
                 sleep_until(secs(4_500)).await;
                 let opts = AcquireOptions {
                     ttl: secs(3_000),

@@ -1,23 +1,18 @@
-//! Administration commands (issue 3, item 5): `warden list [PREFIX]`,
-//! `warden release --force RESOURCE` and `warden audit`, over the
-//! `warden.v1.Admin` gRPC service.
+//! Administration commands: `warden list [PREFIX]`, `warden release --force
+//! RESOURCE` and `warden audit`, over the client's [`Admin`] calls.
 //!
-//! Each call follows the leader (a follower answers `Unavailable` with the
-//! leader's address in `warden-leader`) and retries within
-//! [`crate::commands::CLI_DEADLINE`]; a retried force-release reuses its
-//! request id, so the server applies it once (S7).
+//! Each call follows the leader and retries within
+//! [`crate::commands::CLI_DEADLINE`] (the client's loop); a retried
+//! force-release reuses its request id, so the server applies it once (S7).
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use clap::Args;
 use serde_json::{json, Value};
-use tonic::transport::{Channel, Endpoint};
-use tonic::{Code, Status};
-use warden_proto::v1 as pb;
-use warden_proto::v1::admin_client::AdminClient;
+use warden_client::{Admin, ListedLock};
 
 use crate::cli::{ClientArgs, OutputFormat, ReleaseArgs};
-use crate::commands::{check_resource, CLI_DEADLINE};
+use crate::commands::{check_resource, connect, describe_error};
 use crate::output::{self, Report};
 
 /// `warden list`.
@@ -36,132 +31,36 @@ pub struct AuditArgs {
     pub client: ClientArgs,
 }
 
-/// The endpoints of `--endpoints` / `WARDEN_ENDPOINTS`, each checked.
-pub(crate) fn endpoints(args: &ClientArgs) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    for e in args
-        .endpoints
-        .iter()
-        .map(|e| e.trim())
-        .filter(|e| !e.is_empty())
-    {
-        out.push(warden_client::parse_endpoint(e).map_err(|m| format!("--endpoints: {e:?}: {m}"))?);
+/// The admin calls of a client for `args` (`--endpoints`, checked by the
+/// client), or the error report.
+pub(crate) async fn admin(args: &ClientArgs) -> Result<Admin, Report> {
+    match connect(args).await {
+        Ok(client) => Ok(client.admin()),
+        Err(e) => Err(output::error(&e)),
     }
-    if out.is_empty() {
-        return Err("no endpoints: pass --endpoints HOST:PORT,... or set WARDEN_ENDPOINTS (`warden dev` prints the line to use)".into());
-    }
-    Ok(out)
-}
-
-async fn connect(addr: &str, request_timeout: Duration) -> Result<Channel, Status> {
-    Endpoint::from_shared(format!("http://{addr}"))
-        .map_err(|e| Status::invalid_argument(e.to_string()))?
-        .connect_timeout(Duration::from_millis(500))
-        .timeout(request_timeout)
-        .connect()
-        .await
-        .map_err(|e| Status::unavailable(format!("{addr}: {e}")))
-}
-
-/// Calls `f` on the leader: follows `warden-leader`, tries the next endpoint
-/// on `Unavailable`, until `deadline` has passed; each attempt may take
-/// `request_timeout`.
-pub(crate) async fn on_leader<T, F, Fut>(
-    endpoints: &[String],
-    deadline: Duration,
-    request_timeout: Duration,
-    f: F,
-) -> Result<T, Status>
-where
-    F: Fn(Channel) -> Fut,
-    Fut: std::future::Future<Output = Result<T, Status>>,
-{
-    let deadline = Instant::now() + deadline;
-    let mut next = 0usize;
-    let mut target = endpoints[0].clone();
-    loop {
-        let result = match connect(&target, request_timeout).await {
-            Ok(c) => f(c).await,
-            Err(e) => Err(e),
-        };
-        match result {
-            Err(s)
-                if matches!(
-                    s.code(),
-                    Code::Unavailable | Code::Unknown | Code::Cancelled
-                ) =>
-            {
-                if Instant::now() >= deadline {
-                    return Err(s);
-                }
-                match warden_client::leader_hint(s.metadata()) {
-                    Some(leader) if leader != target => target = leader,
-                    _ => {
-                        next += 1;
-                        target = endpoints[next % endpoints.len()].clone();
-                        if next.is_multiple_of(endpoints.len()) {
-                            tokio::time::sleep(Duration::from_millis(100)).await;
-                        }
-                    }
-                }
-            }
-            other => return other,
-        }
-    }
-}
-
-/// [`on_leader`] with the Admin client, within [`CLI_DEADLINE`].
-async fn call<T, F, Fut>(endpoints: &[String], f: F) -> Result<T, Status>
-where
-    F: Fn(AdminClient<Channel>) -> Fut,
-    Fut: std::future::Future<Output = Result<T, Status>>,
-{
-    on_leader(
-        endpoints,
-        CLI_DEADLINE,
-        Duration::from_millis(3_500),
-        |ch| f(AdminClient::new(ch)),
-    )
-    .await
-}
-
-/// A gRPC error as the CLI prints it (one line, exit 1).
-pub(crate) fn status_error(s: &Status) -> Report {
-    let code = match s.code() {
-        Code::PermissionDenied => "permission denied",
-        Code::NotFound => "not found",
-        Code::InvalidArgument => "invalid argument",
-        Code::FailedPrecondition => "failed precondition",
-        Code::ResourceExhausted => "limit reached",
-        Code::Unavailable => "unavailable",
-        Code::DeadlineExceeded => "deadline exceeded",
-        _ => "error",
-    };
-    output::error(&format!("{code}: {}", s.message()))
 }
 
 fn ms(v: u64) -> String {
     humantime::format_duration(Duration::from_millis(v)).to_string()
 }
 
-/// A listed key as shown: `(true, NAME)` for election NAME (its key is
-/// `ELECTION_PREFIX` + NAME, which no lock name can be), else
+/// A listed key as shown: `(true, NAME)` for election NAME, else
 /// `(false, RESOURCE)`.
-fn listed_name(key: &str) -> (bool, &str) {
-    match key.strip_prefix(warden_client::ELECTION_PREFIX) {
+fn listed_name(lock: &ListedLock) -> (bool, &str) {
+    match lock.election() {
         Some(name) => (true, name),
-        None => (false, key),
+        None => (false, &lock.resource),
     }
 }
 
-/// The JSON contract of `warden list --output json` (issue 3, CLI contract):
-/// `"election": true` marks an election, whose `"resource"` is its NAME.
-pub fn list_json(locks: &[pb::ListedLock]) -> Value {
+/// The JSON contract of `warden list --output json`: `"election": true`
+/// marks an election, whose `"resource"` is its NAME.
+pub fn list_json(locks: &[ListedLock]) -> Value {
     Value::Array(
         locks
             .iter()
             .map(|l| {
-                let (election, name) = listed_name(&l.resource);
+                let (election, name) = listed_name(l);
                 json!({
                     "resource": name,
                     "election": election,
@@ -183,10 +82,6 @@ pub fn list_json(locks: &[pb::ListedLock]) -> Value {
 
 /// `warden list [PREFIX]`.
 pub async fn list(args: ListArgs) -> Report {
-    let eps = match endpoints(&args.client) {
-        Ok(e) => e,
-        Err(e) => return output::error(&e),
-    };
     let prefix = args.prefix.unwrap_or_default();
     if prefix.len() > warden_core::limits::MAX_RESOURCE_BYTES {
         return output::error(&format!(
@@ -195,18 +90,17 @@ pub async fn list(args: ListArgs) -> Report {
             warden_core::limits::MAX_RESOURCE_BYTES
         ));
     }
-    let result = call(&eps, |mut c| {
-        let prefix = prefix.clone();
-        async move { Ok(c.list(pb::ListRequest { prefix }).await?.into_inner()) }
-    })
-    .await;
-    let r = match result {
-        Ok(r) => r,
-        Err(s) => return status_error(&s),
+    let admin = match admin(&args.client).await {
+        Ok(a) => a,
+        Err(report) => return report,
+    };
+    let listing = match admin.list(prefix).await {
+        Ok(l) => l,
+        Err(e) => return output::error(&describe_error(&e)),
     };
     let stdout = match args.client.output {
-        OutputFormat::Json => list_json(&r.locks).to_string(),
-        OutputFormat::Text => list_text(&r.locks),
+        OutputFormat::Json => list_json(&listing.locks).to_string(),
+        OutputFormat::Text => list_text(&listing.locks),
     };
     Report {
         stdout: Some(stdout),
@@ -217,7 +111,7 @@ pub async fn list(args: ListArgs) -> Report {
 
 /// The text of `warden list`: one line per lock (`"NAME": ...`) or
 /// election (`election "NAME": ...`).
-fn list_text(locks: &[pb::ListedLock]) -> String {
+fn list_text(locks: &[ListedLock]) -> String {
     if locks.is_empty() {
         return "no locks".to_string();
     }
@@ -239,7 +133,7 @@ fn list_text(locks: &[pb::ListedLock]) -> String {
                 .iter()
                 .map(|w| format!("lease {} ({})", w.lease_id, ms(w.age_ms)))
                 .collect();
-            let name = match listed_name(&l.resource) {
+            let name = match listed_name(l) {
                 (true, name) => format!("election {name:?}"),
                 (false, resource) => format!("{resource:?}"),
             };
@@ -253,16 +147,6 @@ fn list_text(locks: &[pb::ListedLock]) -> String {
         .join("\n")
 }
 
-/// A client id for one CLI run: never 0, below 2^53 (S7).
-fn client_id() -> u64 {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    let mixed = nanos ^ (u64::from(std::process::id()) << 32);
-    (mixed & warden_core::limits::MAX_ID).max(1)
-}
-
 /// `warden release --force RESOURCE [--token T]`.
 pub async fn force_release(args: ReleaseArgs) -> Report {
     let Some(resource) = args.force.clone() else {
@@ -271,31 +155,18 @@ pub async fn force_release(args: ReleaseArgs) -> Report {
     if let Err(e) = check_resource(&resource) {
         return output::error(&e);
     }
-    let eps = match endpoints(&args.client) {
-        Ok(e) => e,
-        Err(e) => return output::error(&e),
+    let admin = match admin(&args.client).await {
+        Ok(a) => a,
+        Err(report) => return report,
     };
     let user = std::env::var("USER").unwrap_or_else(|_| "unknown".into());
     let requested_by = format!("{user} (warden release --force)");
-    let header = pb::RequestHeader {
-        client_id: client_id(),
-        request_id: 1,
-        acked_request_id: 0,
-    };
-    let req = pb::ForceReleaseRequest {
-        header: Some(header),
-        resource,
-        fencing_token: args.token.unwrap_or(0),
-        requested_by,
-    };
-    let result = call(&eps, |mut c| {
-        let req = req.clone();
-        async move { Ok(c.force_release(req).await?.into_inner()) }
-    })
-    .await;
-    let r = match result {
+    let r = match admin
+        .force_release(resource, args.token, requested_by)
+        .await
+    {
         Ok(r) => r,
-        Err(s) => return status_error(&s),
+        Err(e) => return output::error(&describe_error(&e)),
     };
     let stdout = match args.client.output {
         OutputFormat::Json => json!({
@@ -320,17 +191,13 @@ pub async fn force_release(args: ReleaseArgs) -> Report {
 
 /// `warden audit`.
 pub async fn audit(args: AuditArgs) -> Report {
-    let eps = match endpoints(&args.client) {
-        Ok(e) => e,
-        Err(e) => return output::error(&e),
+    let admin = match admin(&args.client).await {
+        Ok(a) => a,
+        Err(report) => return report,
     };
-    let result = call(&eps, |mut c| async move {
-        Ok(c.audit_trail(pb::AuditTrailRequest {}).await?.into_inner())
-    })
-    .await;
-    let r = match result {
+    let r = match admin.audit_trail().await {
         Ok(r) => r,
-        Err(s) => return status_error(&s),
+        Err(e) => return output::error(&describe_error(&e)),
     };
     let stdout = match args.client.output {
         OutputFormat::Json => Value::Array(
@@ -381,6 +248,7 @@ mod tests {
     use super::*;
     use crate::cli::{Cli, Command};
     use clap::Parser;
+    use warden_client::{ListedHolder, ListedWaiter};
 
     fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
         Cli::try_parse_from(std::iter::once("warden").chain(args.iter().copied()))
@@ -405,20 +273,20 @@ mod tests {
     #[test]
     fn list_json_has_the_contract_shape() {
         let locks = vec![
-            pb::ListedLock {
+            ListedLock {
                 resource: "a".into(),
-                holder: Some(pb::ListHolder {
+                holder: Some(ListedHolder {
                     lease_id: 3,
                     fencing_token: 9,
                     age_ms: 10,
                     ttl_remaining_ms: 900,
                 }),
-                waiters: vec![pb::ListWaiter {
+                waiters: vec![ListedWaiter {
                     lease_id: 4,
                     age_ms: 5,
                 }],
             },
-            pb::ListedLock {
+            ListedLock {
                 resource: "b".into(),
                 holder: None,
                 waiters: vec![],
@@ -440,9 +308,9 @@ mod tests {
     // `"election": true` with the NAME (JSON).
     #[test]
     fn list_shows_elections_by_name() {
-        let locks = vec![pb::ListedLock {
+        let locks = vec![ListedLock {
             resource: warden_client::election_key("scheduler"),
-            holder: Some(pb::ListHolder {
+            holder: Some(ListedHolder {
                 lease_id: 3,
                 fencing_token: 9,
                 age_ms: 1_000,

@@ -1,28 +1,23 @@
-//! `warden cluster status | add-node | remove-node | replace-node` (issue 8).
+//! `warden cluster status | add-node | remove-node | replace-node`.
 //!
-//! Membership commands go to the leader (followed like every admin command)
-//! and may take up to [`MEMBERSHIP_DEADLINE`]: adding a node waits until it
-//! has caught up. `status` shows each member's role, term, applied and
-//! matched index, replication lag and last contact, as the leader sees them.
+//! Membership commands are the client's [`Admin`](warden_client::Admin)
+//! calls: they go to the leader and may take up to
+//! [`warden_client::MEMBERSHIP_DEADLINE`] (adding a node waits until it has
+//! caught up), and are repeated only after an attempt that certainly did
+//! nothing (else "outcome unknown": check `cluster status` first). `status`
+//! shows each member's role, term, applied and matched index, replication
+//! lag and last contact, as the leader sees them.
 
 use std::time::Duration;
 
 use clap::Args;
 use serde_json::{json, Value};
-use tonic::Status;
-use warden_proto::v1 as pb;
-use warden_proto::v1::admin_client::AdminClient;
-use warden_proto::v1::lock_client::LockClient;
+use warden_client::{ClientError, ClusterStatus, Membership};
 
-use crate::admin_cmd::{endpoints, on_leader, status_error};
+use crate::admin_cmd::admin;
 use crate::cli::{parse_id, ClientArgs, ClusterStatusArgs, OutputFormat};
-use crate::commands::CLI_DEADLINE;
+use crate::commands::{connect, describe_error};
 use crate::output::{self, Report};
-
-/// How long a membership command may take in all (a catch-up is bounded by
-/// 30 s on the server, the change by 10 s).
-pub const MEMBERSHIP_DEADLINE: Duration = Duration::from_secs(60);
-const MEMBERSHIP_ATTEMPT: Duration = Duration::from_secs(45);
 
 /// `warden cluster add-node`.
 #[derive(Debug, Args)]
@@ -67,27 +62,16 @@ fn check_addr(addr: &str) -> Result<String, String> {
     warden_client::parse_endpoint(addr).map_err(|e| format!("--addr {addr:?}: {e}"))
 }
 
-async fn membership<F, Fut>(client: &ClientArgs, f: F) -> Report
-where
-    F: Fn(AdminClient<tonic::transport::Channel>) -> Fut,
-    Fut: std::future::Future<Output = Result<tonic::Response<pb::MembershipResponse>, Status>>,
-{
-    let eps = match endpoints(client) {
-        Ok(e) => e,
-        Err(e) => return output::error(&e),
-    };
-    let r = on_leader(&eps, MEMBERSHIP_DEADLINE, MEMBERSHIP_ATTEMPT, |ch| {
-        f(AdminClient::new(ch))
-    })
-    .await;
-    match r {
-        Ok(r) => membership_report(&r.into_inner(), client.output),
-        Err(s) => status_error(&s),
+/// The report of a membership change's outcome.
+fn membership(result: Result<Membership, ClientError>, format: OutputFormat) -> Report {
+    match result {
+        Ok(m) => membership_report(&m, format),
+        Err(e) => output::error(&describe_error(&e)),
     }
 }
 
 /// The JSON (`{"voters","learners","log_index"}`) or text of a change.
-pub fn membership_report(r: &pb::MembershipResponse, format: OutputFormat) -> Report {
+pub fn membership_report(r: &Membership, format: OutputFormat) -> Report {
     let stdout = match format {
         OutputFormat::Json => json!({
             "voters": r.voters,
@@ -113,21 +97,20 @@ pub async fn add_node(args: AddNodeArgs) -> Report {
         Ok(a) => a,
         Err(e) => return output::error(&e),
     };
-    let id = args.node_id;
-    membership(&args.client, |mut c| {
-        let addr = addr.clone();
-        async move { c.add_node(pb::AddNodeRequest { node_id: id, addr }).await }
-    })
-    .await
+    let admin = match admin(&args.client).await {
+        Ok(a) => a,
+        Err(report) => return report,
+    };
+    membership(admin.add_node(args.node_id, addr).await, args.client.output)
 }
 
 /// `warden cluster remove-node ID`.
 pub async fn remove_node(args: RemoveNodeArgs) -> Report {
-    let id = args.node_id;
-    membership(&args.client, |mut c| async move {
-        c.remove_node(pb::RemoveNodeRequest { node_id: id }).await
-    })
-    .await
+    let admin = match admin(&args.client).await {
+        Ok(a) => a,
+        Err(report) => return report,
+    };
+    membership(admin.remove_node(args.node_id).await, args.client.output)
 }
 
 /// `warden cluster replace-node OLD --id NEW --addr HOST:PORT`.
@@ -141,19 +124,14 @@ pub async fn replace_node(args: ReplaceNodeArgs) -> Report {
             "--id: the replacement needs a new id, not the old node's (a reused id could vote twice in one term)",
         );
     }
-    let (old, new) = (args.old_node_id, args.new_node_id);
-    membership(&args.client, |mut c| {
-        let addr = addr.clone();
-        async move {
-            c.replace_node(pb::ReplaceNodeRequest {
-                old_node_id: old,
-                new_node_id: new,
-                addr,
-            })
-            .await
-        }
-    })
-    .await
+    let admin = match admin(&args.client).await {
+        Ok(a) => a,
+        Err(report) => return report,
+    };
+    let result = admin
+        .replace_node(args.old_node_id, args.new_node_id, addr)
+        .await;
+    membership(result, args.client.output)
 }
 
 fn ms(v: u64) -> String {
@@ -163,8 +141,8 @@ fn ms(v: u64) -> String {
 /// `warden cluster status`: the base report (see `output::cluster_status`)
 /// plus, per member, `term`, `last_contact_ms`, `matched_index` and
 /// `lag_entries`, and the leader's `last_log_index`.
-pub fn status_report(r: &pb::ClusterStatusResponse, format: OutputFormat) -> Report {
-    let base = output::cluster_status(&warden_client::ClusterStatus::from(r.clone()), format);
+pub fn status_report(r: &ClusterStatus, format: OutputFormat) -> Report {
+    let base = output::cluster_status(r, format);
     let Some(stdout) = base.stdout.clone() else {
         return base;
     };
@@ -178,7 +156,7 @@ pub fn status_report(r: &pb::ClusterStatusResponse, format: OutputFormat) -> Rep
                 for (j, m) in members.iter_mut().zip(&r.members) {
                     j["term"] = json!(m.term);
                     // null: never heard from (or a follower answered).
-                    j["last_contact_ms"] = json!(m.contacted.then_some(m.last_contact_ms));
+                    j["last_contact_ms"] = json!(m.last_contact_ms);
                     j["matched_index"] = json!(m.matched_index);
                     j["lag_entries"] = json!(m.lag_entries);
                 }
@@ -211,12 +189,10 @@ pub fn status_report(r: &pb::ClusterStatusResponse, format: OutputFormat) -> Rep
                 } else {
                     m.term.to_string()
                 };
-                let contact = if m.role == "leader" {
-                    "-".to_string()
-                } else if !m.contacted {
-                    "never".to_string()
-                } else {
-                    format!("{} ago", ms(m.last_contact_ms))
+                let contact = match m.last_contact_ms {
+                    _ if m.role == "leader" => "-".to_string(),
+                    None => "never".to_string(),
+                    Some(last) => format!("{} ago", ms(last)),
                 };
                 out.push_str(&format!(
                     "{:<4} {:<w$}  {:<11} {:>6} {:>9} {:>9} {:>6}  {}\n",
@@ -242,33 +218,27 @@ pub fn status_report(r: &pb::ClusterStatusResponse, format: OutputFormat) -> Rep
 
 /// `warden cluster status`.
 pub async fn status(args: ClusterStatusArgs) -> Report {
-    let eps = match endpoints(&args.client) {
-        Ok(e) => e,
+    let client = match connect(&args.client).await {
+        Ok(c) => c,
         Err(e) => return output::error(&e),
     };
-    let r = on_leader(
-        &eps,
-        CLI_DEADLINE,
-        Duration::from_millis(3_500),
-        |ch| async move {
-            Ok(LockClient::new(ch)
-                .cluster_status(pb::ClusterStatusRequest {})
-                .await?
-                .into_inner())
-        },
-    )
-    .await;
-    match r {
+    match client.cluster_status().await {
         Ok(r) => status_report(&r, args.client.output),
-        Err(s) => status_error(&s),
+        Err(e) => output::error(&describe_error(&e)),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use warden_proto::v1 as pb;
 
-    fn sample() -> pb::ClusterStatusResponse {
+    /// As the server sends it; the tests report it as the client converts it.
+    fn sample() -> ClusterStatus {
+        ClusterStatus::from(sample_response())
+    }
+
+    fn sample_response() -> pb::ClusterStatusResponse {
         pb::ClusterStatusResponse {
             cluster_id: "c1".into(),
             leader_id: 1,

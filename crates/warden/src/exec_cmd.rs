@@ -408,9 +408,11 @@ async fn supervise(
     let clock = session.clock().clone();
     let mut stopped = Stopped::default();
     let status = loop {
-        let now = clock.now();
         let valid_until = session.valid_until();
         let lost = session.check().err();
+        // A clock that cannot be read loses the session (S5; check() reports
+        // it): the unknown now counts as valid_until, so CMD is killed.
+        let now = clock.now().unwrap_or(valid_until);
         let wait = if stopped.kill_before.is_some() {
             // Killed: only the exit is left to see.
             TICK

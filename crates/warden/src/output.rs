@@ -511,6 +511,8 @@ mod tests {
                     applied_index: 118,
                     last_contact_ms: Some(0),
                     matched_index: 118,
+                    term: 4,
+                    lag_entries: 0,
                 })
                 .collect(),
             timing: Some(Timing {
@@ -528,6 +530,7 @@ mod tests {
                 bound_g_ms: 1_000,
             }),
             node_id: 1,
+            last_log_index: 118,
         }
     }
 

@@ -1,5 +1,7 @@
-//! `warden snapshot save FILE` and `warden snapshot restore FILE ...`
-//! (issue 8). The file format and the restore itself live in
+//! `warden snapshot save FILE` (the client's
+//! [`Admin::save_snapshot`](warden_client::Admin::save_snapshot), on the
+//! leader) and `warden snapshot restore FILE ...`. The file format and the
+//! restore itself live in
 //! `warden_server::raft::backup`; docs/operations.md "Backup and restore" says how
 //! to use them.
 
@@ -11,17 +13,12 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 use warden_core::restore::{RestoreOptions, DEFAULT_TOKEN_GAP};
 use warden_core::table::LockTable;
-use warden_proto::v1 as pb;
-use warden_proto::v1::admin_client::AdminClient;
 use warden_server::raft::backup::{restore_data_dir, RestoreTarget, SnapshotFile};
 
-use crate::admin_cmd::{endpoints, on_leader, status_error};
+use crate::admin_cmd::admin;
 use crate::cli::{parse_duration, parse_id, parse_peers, ClientArgs, OutputFormat, Peers};
-use crate::commands::CLI_DEADLINE;
+use crate::commands::describe_error;
 use crate::output::{self, Report};
-
-/// Largest snapshot the CLI accepts from a server: 256 MiB (the peer limit).
-const MAX_SNAPSHOT_BYTES: usize = 256 * 1024 * 1024;
 
 /// `warden snapshot`.
 #[derive(Debug, Args)]
@@ -113,26 +110,13 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// `warden snapshot save FILE`.
 pub async fn save(args: SaveArgs) -> Report {
-    let eps = match endpoints(&args.client) {
-        Ok(e) => e,
-        Err(e) => return output::error(&e),
+    let admin = match admin(&args.client).await {
+        Ok(a) => a,
+        Err(report) => return report,
     };
-    let r = on_leader(
-        &eps,
-        CLI_DEADLINE,
-        Duration::from_secs(4),
-        |ch| async move {
-            Ok(AdminClient::new(ch)
-                .max_decoding_message_size(MAX_SNAPSHOT_BYTES)
-                .save_snapshot(pb::SaveSnapshotRequest {})
-                .await?
-                .into_inner())
-        },
-    )
-    .await;
-    let r = match r {
+    let r = match admin.save_snapshot().await {
         Ok(r) => r,
-        Err(s) => return status_error(&s),
+        Err(e) => return output::error(&describe_error(&e)),
     };
     let table = match LockTable::from_snapshot(&r.data) {
         Ok(t) => t,

@@ -271,7 +271,7 @@ async fn stopped_leader_wakes_and_does_not_act_as_leader() {
 
     kill(pid, Signal::SIGSTOP).expect("SIGSTOP");
     let clock = session.clock().clone();
-    let stopped_at = clock.now();
+    let stopped_at = clock.now().expect("session clock");
     // Frozen past the election timeout and past the TTL: the others elect a
     // new leader and the session renews through it beyond the old deadline.
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -287,7 +287,7 @@ async fn stopped_leader_wakes_and_does_not_act_as_leader() {
         if let Some(l) = found {
             // The fault's length: frozen past the TTL, so that its own
             // deadline table sees the lease overdue when it wakes.
-            if clock.now() > stopped_at + ttl + Duration::from_millis(500)
+            if clock.now().expect("session clock") > stopped_at + ttl + Duration::from_millis(500)
                 && session.valid_until() > stopped_at + ttl
             {
                 break l;

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tonic::Code;
+use warden_client::ClientError;
 
 use crate::harness::{cluster_status_at, free_port, warden_bin, Api, Cluster, Final, NodeProc};
 
@@ -79,14 +79,14 @@ fn cli_running(cluster: &Cluster, args: &[&str]) -> (i32, serde_json::Value, Str
 }
 
 fn api_running(cluster: &Cluster) -> Api {
-    Api {
-        endpoints: cluster
+    Api::new(
+        cluster
             .nodes
             .values()
             .filter(|n| n.child.is_some())
             .map(|n| n.addr.clone())
             .collect(),
-    }
+    )
 }
 
 fn ids(v: &serde_json::Value) -> BTreeSet<u64> {
@@ -256,9 +256,7 @@ async fn three_to_five_to_three_under_load_loses_nothing() {
     let stop = Arc::new(AtomicBool::new(false));
     let acked: Acked = Arc::default();
     let load = {
-        let api = Api {
-            endpoints: (1..=5).map(|id| cluster.addr(id)).collect(),
-        };
+        let api = Api::new((1..=5).map(|id| cluster.addr(id)).collect());
         let (stop, acked) = (stop.clone(), acked.clone());
         tokio::spawn(async move {
             let mut i = 0u64;
@@ -626,7 +624,7 @@ async fn rolling_restart_keeps_a_renewing_holders_lock() {
     let h = s.holder.expect("still held");
     assert_eq!((h.lease_id, h.fencing_token), (lease, token));
     let e = api.renew(lease + 1000).await.expect_err("unknown lease");
-    assert_eq!(e.code(), Code::NotFound, "{e:?}");
+    assert!(matches!(e, ClientError::NotFound { .. }), "{e:?}");
 }
 
 /// Polls `GET /readyz` at `http` until it is 200 (`ready`) or 503 (not),

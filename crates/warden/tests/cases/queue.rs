@@ -13,26 +13,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
-use tonic::transport::Channel;
 use tonic::{Code, Status};
+use warden_client::ClientError;
 use warden_proto::v1 as pb;
 use warden_proto::v1::acquire_response::Event;
 use warden_proto::v1::admin_client::AdminClient;
 use warden_proto::v1::lock_client::LockClient;
 
-use crate::harness::{self, warden_bin, Cluster};
+use crate::harness::{self, call_leader, warden_bin, Cluster};
 
 /// E with the default timing (see cluster.rs).
 const E: Duration = Duration::from_millis(2_500);
-
-/// Calls `f` on the leader with no per-call timeout (waits may be long).
-async fn on_leader<T, F, Fut>(eps: &[String], within: Duration, f: F) -> Result<T, Status>
-where
-    F: Fn(Channel) -> Fut,
-    Fut: Future<Output = Result<T, Status>>,
-{
-    harness::on_leader(eps, within, None, f).await
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Outcome {
@@ -90,8 +81,8 @@ async fn acquire(
     eps: &[String],
     r: pb::AcquireRequest,
     queued: Option<mpsc::UnboundedSender<(u64, u64)>>,
-) -> Result<Outcome, Status> {
-    on_leader(eps, Duration::from_secs(60), |ch| {
+) -> Result<Outcome, ClientError> {
+    call_leader(eps, Duration::from_secs(60), |ch| {
         let r = r.clone();
         let queued = queued.clone();
         async move {
@@ -129,7 +120,7 @@ async fn acquire(
 async fn enqueue(
     eps: &[String],
     r: pb::AcquireRequest,
-) -> (u64, tokio::task::JoinHandle<Result<Outcome, Status>>) {
+) -> (u64, tokio::task::JoinHandle<Result<Outcome, ClientError>>) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let eps = eps.to_vec();
     let task = tokio::spawn(async move { acquire(&eps, r, Some(tx)).await });
@@ -148,8 +139,8 @@ async fn release(
     resource: &str,
     lease_id: u64,
     token: u64,
-) -> Result<(), Status> {
-    on_leader(eps, Duration::from_secs(20), |ch| {
+) -> Result<(), ClientError> {
+    call_leader(eps, Duration::from_secs(20), |ch| {
         let resource = resource.to_string();
         async move {
             LockClient::new(ch)
@@ -167,7 +158,7 @@ async fn release(
 }
 
 async fn status(eps: &[String], resource: &str) -> pb::StatusResponse {
-    on_leader(eps, Duration::from_secs(20), |ch| {
+    call_leader(eps, Duration::from_secs(20), |ch| {
         let resource = resource.to_string();
         async move {
             Ok(LockClient::new(ch)
@@ -214,7 +205,7 @@ impl Renewer {
                 for id in ids {
                     let eps = eps.clone();
                     jobs.spawn(async move {
-                        let r = on_leader(&eps, Duration::from_secs(3), |ch| async move {
+                        let r = call_leader(&eps, Duration::from_secs(3), |ch| async move {
                             LockClient::new(ch)
                                 .renew(pb::RenewRequest {
                                     lease_id: id,
@@ -224,11 +215,11 @@ impl Renewer {
                                 .await
                         })
                         .await;
-                        (id, r.err().map(|s| s.code()))
+                        (id, matches!(r, Err(ClientError::NotFound { .. })))
                     });
                 }
-                while let Some(Ok((id, err))) = jobs.join_next().await {
-                    if err == Some(Code::NotFound) {
+                while let Some(Ok((id, gone))) = jobs.join_next().await {
+                    if gone {
                         set.lock().unwrap().remove(&id);
                     }
                 }
@@ -359,7 +350,7 @@ async fn a_waiter_is_told_each_move_up_the_queue() {
     let hand_off = |client,
                     lease,
                     token,
-                    waiter: tokio::task::JoinHandle<Result<Outcome, Status>>,
+                    waiter: tokio::task::JoinHandle<Result<Outcome, ClientError>>,
                     expect_lease| {
         let eps = eps.clone();
         async move {
@@ -461,7 +452,7 @@ async fn timed_out_waiter_leaves_before_it_is_told_and_cancelled_waiter_at_once(
     // Cancel: revoke the waiter's lease; it leaves at once (well within a TTL).
     let (c_lease, c) = enqueue(&eps, req(3, "qt", 3_000, 0, 30_000)).await;
     let t = Instant::now();
-    on_leader(&eps, Duration::from_secs(10), |ch| async move {
+    call_leader(&eps, Duration::from_secs(10), |ch| async move {
         LockClient::new(ch)
             .lease_revoke(pb::LeaseRevokeRequest {
                 header: header(3, 2),
@@ -794,14 +785,20 @@ async fn force_release_is_audited_and_the_next_token_is_larger() {
     // Issue 3 item 7: a request above --max-request-bytes (4096) is refused
     // before it reaches a handler.
     let big = "x".repeat(8_192);
-    let e = on_leader(&eps, Duration::from_secs(10), |ch| {
+    let e = call_leader(&eps, Duration::from_secs(10), |ch| {
         let prefix = big.clone();
         let mut c = AdminClient::new(ch);
         async move { c.list(pb::ListRequest { prefix }).await }
     })
     .await
     .expect_err("too large");
-    assert_eq!(e.code(), Code::OutOfRange, "{e:?}");
+    // OutOfRange, mapped by the client like InvalidArgument.
+    match &e {
+        ClientError::InvalidArgument { message } => {
+            assert!(message.contains("too large"), "{message}")
+        }
+        other => panic!("expected InvalidArgument (OutOfRange), got {other:?}"),
+    }
 }
 
 /// Issue 3 item 5: without --allow-admin, force-release is refused with a
@@ -1045,7 +1042,7 @@ async fn calls_stream_answers_by_id_and_a_bad_call_leaves_it_running() {
 /// oversized message and the client re-sent it until its deadline.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oversized_call_is_refused_alone_and_the_stream_keeps_serving() {
-    use warden_client::{AcquireOptions, AcquireResult, Client, ClientError, ClientOptions};
+    use warden_client::{AcquireOptions, AcquireResult, Client, ClientOptions};
 
     let cluster = Cluster::start(3, &["--max-request-bytes", "4096"]).await;
     cluster.wait_leader(Duration::from_secs(10)).await;

@@ -79,13 +79,13 @@ async fn cut_off_session_is_lost_before_anyone_else_is_granted() {
                 .await
                 .expect("session");
             let g = s.lock("s5-cut").await.expect("lock");
-            (clock.now(), g.fencing_token(), s, g)
+            (clock.now().expect("session clock"), g.fencing_token(), s, g)
         }
     });
     let lost = tokio::time::timeout(ttl * 2, guard.lost())
         .await
         .expect("lost() within 2 × TTL of the cut");
-    let lost_at = clock.now();
+    let lost_at = clock.now().expect("session clock");
     let valid_until = session.valid_until();
     assert!(matches!(lost, Lost::Expired { .. }), "{lost:?}");
     // The server cannot expire the lease before (last acknowledged send) +
@@ -292,7 +292,7 @@ async fn session_survives_a_leader_kill() {
     let clock = session.clock().clone();
 
     cluster.kill(leader);
-    let killed_at = clock.now();
+    let killed_at = clock.now().expect("session clock");
     let new_leader = cluster.wait_leader(Duration::from_secs(10)).await;
     assert_ne!(new_leader, leader);
     // Until a renew sent after the kill is acknowledged, the session must

@@ -1,6 +1,9 @@
 //! A real-process test cluster: `warden server` children on loopback ports
-//! picked from :0, data in a temp dir, and a small gRPC client that follows
-//! the leader. Everything waits with deadlines; nothing sleeps to synchronise.
+//! picked from :0, data in a temp dir, and [`Api`], raw gRPC requests with
+//! hand-made request ids sent on warden-client's leader-following loop
+//! ([`Client::call_raw`]). Calls meant for one specific node
+//! ([`cluster_status_at`], the Peer-service snapshot read) go to that node
+//! only. Everything waits with deadlines; nothing sleeps to synchronise.
 
 #![allow(dead_code)]
 
@@ -10,10 +13,12 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tonic::transport::Channel;
-use tonic::{Code, Status};
+use tonic::Status;
+use warden_client::{Client, ClientError, ClientOptions};
 use warden_proto::peer::peer_client::PeerClient;
 use warden_proto::peer::TakeSnapshotRequest;
 use warden_proto::v1 as pb;
@@ -272,9 +277,7 @@ impl Cluster {
     }
 
     pub fn api(&self) -> Api {
-        Api {
-            endpoints: self.nodes.values().map(|n| n.addr.clone()).collect(),
-        }
+        Api::new(self.nodes.values().map(|n| n.addr.clone()).collect())
     }
 
     /// Waits until a running node reports a leader that is running; returns it.
@@ -418,54 +421,24 @@ async fn connect(addr: &str) -> Result<LockClient<Channel>, Status> {
     ))
 }
 
-/// Calls `f` on the leader, following `warden-leader` hints and rotating over
-/// `endpoints`, retrying `Unavailable` and dropped connections until `within`
-/// has passed (the pause between attempts is back-off, not synchronisation).
-pub async fn on_leader<T, F, Fut>(
+/// Runs `f` on the leader with warden-client's loop ([`Client::call_raw`]:
+/// hints, rotation, backoff), with a client of `endpoints` made for the
+/// call, until `within` has passed. `f` bounds its own wait (none is added:
+/// a waiting acquire may wait long) and must be safe to repeat: a read, a
+/// renew, or a request with a hand-made request id (S7).
+pub async fn call_leader<T, F, Fut>(
     endpoints: &[String],
     within: Duration,
-    request_timeout: Option<Duration>,
     f: F,
-) -> Result<T, Status>
+) -> Result<T, ClientError>
 where
-    F: Fn(Channel) -> Fut,
+    F: FnMut(Channel) -> Fut,
     Fut: std::future::Future<Output = Result<T, Status>>,
 {
-    let deadline = Instant::now() + within;
-    let mut i = 0usize;
-    let mut target = endpoints[0].clone();
-    loop {
-        let res = match channel(&target, request_timeout).await {
-            Ok(c) => f(c).await,
-            Err(e) => Err(e),
-        };
-        match res {
-            Err(s)
-                if matches!(
-                    s.code(),
-                    Code::Unavailable | Code::Unknown | Code::Cancelled
-                ) =>
-            {
-                if Instant::now() > deadline {
-                    return Err(s);
-                }
-                if let Some(l) = s
-                    .metadata()
-                    .get(warden_proto::LEADER_METADATA)
-                    .and_then(|v| v.to_str().ok())
-                {
-                    if l != target {
-                        target = l.to_string();
-                        continue;
-                    }
-                }
-                i += 1;
-                target = endpoints[i % endpoints.len()].clone();
-                tokio::time::sleep(Duration::from_millis(30)).await;
-            }
-            other => return other,
-        }
-    }
+    Client::connect(endpoints.to_vec(), ClientOptions::default())
+        .await?
+        .call_raw("test call", within, f)
+        .await
 }
 
 pub async fn cluster_status_at(addr: &str) -> Result<pb::ClusterStatusResponse, Status> {
@@ -506,32 +479,58 @@ async fn take_snapshot(addr: &str, cluster_id: &str) -> Result<(u64, Vec<u8>), S
     Ok((r.index, r.data))
 }
 
-/// A minimal gRPC client that follows the leader and retries `Unavailable`
-/// within a deadline (10 s).
+/// Raw `Lock` requests with hand-made client and request ids (S7 tests need
+/// them), on warden-client's leader-following loop: retried, with the same
+/// ids, until [`API_DEADLINE`]; each attempt bounded by [`API_ATTEMPT`].
 #[derive(Clone, Debug)]
 pub struct Api {
     pub endpoints: Vec<String>,
+    /// Made on first use, then shared by every clone (one leader cache).
+    client: Arc<tokio::sync::OnceCell<Client>>,
 }
 
 const API_DEADLINE: Duration = Duration::from_secs(10);
+const API_ATTEMPT: Duration = Duration::from_secs(5);
 
 impl Api {
-    async fn with_leader<T, F, Fut>(&self, f: F) -> Result<T, Status>
-    where
-        F: Fn(LockClient<tonic::transport::Channel>) -> Fut,
-        Fut: std::future::Future<Output = Result<T, Status>>,
-    {
-        on_leader(
-            &self.endpoints,
-            API_DEADLINE,
-            Some(Duration::from_secs(5)),
-            |ch| f(LockClient::new(ch)),
-        )
-        .await
+    pub fn new(endpoints: Vec<String>) -> Api {
+        Api {
+            endpoints,
+            client: Arc::default(),
+        }
     }
 
-    async fn acquire_req(&self, req: pb::AcquireRequest) -> Result<Final, Status> {
-        self.with_leader(|mut c| {
+    /// The warden-client client of these endpoints.
+    pub async fn client(&self) -> Client {
+        self.client
+            .get_or_init(|| async {
+                Client::connect(self.endpoints.clone(), ClientOptions::default())
+                    .await
+                    .expect("test endpoints")
+            })
+            .await
+            .clone()
+    }
+
+    /// `f` with a `Lock` client of the node tried, on the client's loop.
+    async fn call<T, F, Fut>(&self, f: F) -> Result<T, ClientError>
+    where
+        F: Fn(LockClient<Channel>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Status>>,
+    {
+        let f = &f;
+        self.client()
+            .await
+            .call_raw("test api", API_DEADLINE, move |ch| async move {
+                tokio::time::timeout(API_ATTEMPT, f(LockClient::new(ch)))
+                    .await
+                    .unwrap_or_else(|_| Err(Status::deadline_exceeded("no answer within 5 s")))
+            })
+            .await
+    }
+
+    async fn acquire_req(&self, req: pb::AcquireRequest) -> Result<Final, ClientError> {
+        self.call(|mut c| {
             let req = req.clone();
             async move {
                 let mut s = c.acquire(req).await?.into_inner();
@@ -577,7 +576,7 @@ impl Api {
         request_id: u64,
         resource: &str,
         ttl_ms: u64,
-    ) -> Result<Final, Status> {
+    ) -> Result<Final, ClientError> {
         self.acquire_req(pb::AcquireRequest {
             header: Self::header(client_id, request_id),
             resource: resource.into(),
@@ -594,7 +593,7 @@ impl Api {
         request_id: u64,
         resource: &str,
         lease_id: u64,
-    ) -> Result<Final, Status> {
+    ) -> Result<Final, ClientError> {
         self.acquire_req(pb::AcquireRequest {
             header: Self::header(client_id, request_id),
             resource: resource.into(),
@@ -604,8 +603,8 @@ impl Api {
         .await
     }
 
-    pub async fn renew(&self, lease_id: u64) -> Result<u64, Status> {
-        self.with_leader(|mut c| async move {
+    pub async fn renew(&self, lease_id: u64) -> Result<u64, ClientError> {
+        self.call(|mut c| async move {
             Ok(c.renew(pb::RenewRequest {
                 lease_id,
                 client_id: 1,
@@ -625,8 +624,8 @@ impl Api {
         resource: &str,
         lease_id: u64,
         fencing_token: u64,
-    ) -> Result<(), Status> {
-        self.with_leader(|mut c| {
+    ) -> Result<(), ClientError> {
+        self.call(|mut c| {
             let resource = resource.to_string();
             async move {
                 c.release(pb::ReleaseRequest {
@@ -642,8 +641,8 @@ impl Api {
         .await
     }
 
-    pub async fn status(&self, resource: &str) -> Result<pb::StatusResponse, Status> {
-        self.with_leader(|mut c| {
+    pub async fn status(&self, resource: &str) -> Result<pb::StatusResponse, ClientError> {
+        self.call(|mut c| {
             let resource = resource.to_string();
             async move { Ok(c.status(pb::StatusRequest { resource }).await?.into_inner()) }
         })
