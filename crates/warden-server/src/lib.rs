@@ -99,6 +99,9 @@ pub enum ServerError {
     /// Storage failure.
     #[error("storage: {0}")]
     Storage(String),
+    /// The node's clock could not be read: the node stopped.
+    #[error("clock: {0}; the node stopped (it cannot keep lease deadlines without its clock)")]
+    Clock(crate::clock::ClockError),
     /// Anything else.
     #[error("{0}")]
     Other(String),

@@ -15,6 +15,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_stream::Stream;
 use tonic::transport::server::Connected;
 
+use crate::clock::NodeClock;
 use crate::config::{self, ServerConfig};
 use crate::inject::Injected;
 use crate::node::{self, Node, NodeCell, NodeParts};
@@ -97,7 +98,8 @@ where
     IE: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
 {
     validate_config(&config)?;
-    let clock = injected.clock.clone();
+    let clock = NodeClock::new(injected.clock.clone());
+    let mut clock_failure = clock.failure();
     let storage = |e: std::io::Error| ServerError::Storage(e.to_string());
     let db = Db::open_on(&config.data_dir, injected.disk.as_deref()).map_err(storage)?;
     // A data dir belongs to one node id: a copy of another node's dir would
@@ -335,7 +337,12 @@ where
             ))
         });
 
-    shutdown.await;
+    // The node stops on its own when its clock fails (it cannot keep lease
+    // deadlines without it; see `NodeClock`).
+    let failed = tokio::select! {
+        _ = shutdown => None,
+        f = clock_failure.wait_for(|f| f.is_some()) => f.ok().and_then(|f| *f),
+    };
     tracing::info!("shutting down");
     node.transfer_leadership().await;
     duty_task.abort();
@@ -350,7 +357,10 @@ where
     if let Some(t) = health_task {
         let _ = tokio::time::timeout(Duration::from_secs(1), t).await;
     }
-    Ok(())
+    match failed {
+        Some(e) => Err(ServerError::Clock(e)),
+        None => Ok(()),
+    }
 }
 
 /// How long the forming node tries to commit its token floor.
@@ -429,6 +439,75 @@ mod tests {
         assert_eq!(
             e,
             "invalid config: grpc-keepalive-timeout: must be within 100..=600000 ms; got 600001"
+        );
+    }
+
+    /// A clock that reads tokio's time `reads_left` times, then fails.
+    #[derive(Debug)]
+    struct FailingClock {
+        inner: crate::clock::TokioClock,
+        reads_left: std::sync::atomic::AtomicU64,
+    }
+
+    impl crate::clock::Clock for FailingClock {
+        fn now(&self) -> Result<Duration, crate::clock::ClockError> {
+            use std::sync::atomic::Ordering::SeqCst;
+            let left = self
+                .reads_left
+                .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1));
+            if left.is_err() {
+                return Err(crate::clock::ClockError {
+                    clock: "CLOCK_BOOTTIME",
+                    errno: 22,
+                });
+            }
+            crate::clock::Clock::now(&self.inner)
+        }
+    }
+
+    // docs/semantics.md "Time": a node whose clock cannot be read stops and
+    // says which clock failed (`warden server` then exits non-zero), rather
+    // than carry on with a made-up time (a reading of zero is time running
+    // backwards: a lease would outlive its TTL).
+    #[tokio::test]
+    async fn a_node_whose_clock_fails_stops_naming_the_clock() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let config = ServerConfig {
+            node_id: 1,
+            listen: addr,
+            peers: BTreeMap::from([(1, addr.to_string())]),
+            data_dir: dir.path().to_path_buf(),
+            initial_cluster_state_new: true,
+            timing: Timing::default(),
+            allow_admin: false,
+            max_request_bytes: config::DEFAULT_MAX_REQUEST_BYTES,
+            token_floor: 0,
+            join: false,
+            admin_listen: None,
+        };
+        // It forms its one-node cluster and serves (its leader duties read
+        // the clock every duty interval), then its clock breaks.
+        let clock = Arc::new(FailingClock {
+            inner: crate::clock::TokioClock::new(),
+            reads_left: std::sync::atomic::AtomicU64::new(100),
+        });
+        let node = tokio::spawn(crate::run_with(
+            config,
+            listener,
+            clock,
+            std::future::pending(),
+        ));
+        let result = tokio::time::timeout(Duration::from_secs(20), node)
+            .await
+            .expect("the node stops on its own")
+            .expect("join");
+        let e = result.expect_err("a failed clock is an error");
+        assert!(matches!(e, ServerError::Clock(_)), "{e}");
+        assert!(
+            e.to_string().contains("reading CLOCK_BOOTTIME failed"),
+            "{e}"
         );
     }
 }

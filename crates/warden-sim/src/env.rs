@@ -191,8 +191,8 @@ impl SimClock {
 }
 
 impl warden_server::clock::Clock for SimClock {
-    fn now(&self) -> Duration {
-        SimClock::now(self)
+    fn now(&self) -> Result<Duration, warden_server::clock::ClockError> {
+        Ok(SimClock::now(self))
     }
     fn epoch(&self) -> Option<u64> {
         Some(self.epoch)

@@ -667,7 +667,7 @@ mod tests {
 
         let dir = tempfile::tempdir().expect("tempdir");
         let db = Db::open(dir.path()).expect("db");
-        let clock = crate::clock::TokioClock::shared();
+        let clock = crate::clock::NodeClock::new(crate::clock::TokioClock::shared());
         let stamps = Arc::new(Mutex::new(BTreeMap::new()));
         let log = LogStore::new(db.clone(), stamps.clone(), clock.clone()).expect("log store");
         let sm = StateMachineStore::open(db, clock, stamps).expect("sm");

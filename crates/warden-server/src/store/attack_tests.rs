@@ -426,8 +426,8 @@ fn every_torn_crash_point_recovers_the_acknowledged_log() {
 #[derive(Debug, Default)]
 struct ZeroClock;
 impl crate::clock::Clock for ZeroClock {
-    fn now(&self) -> std::time::Duration {
-        std::time::Duration::ZERO
+    fn now(&self) -> Result<std::time::Duration, crate::clock::ClockError> {
+        Ok(std::time::Duration::ZERO)
     }
 }
 
@@ -450,7 +450,7 @@ async fn queued_entries_below_a_stale_flushed_are_not_evicted() {
     let mut log = LogStore {
         db: db.clone(),
         stamps,
-        clock: Arc::new(ZeroClock),
+        clock: crate::clock::NodeClock::new(Arc::new(ZeroClock)),
         tail: tail.clone(),
         disk: disk.clone(),
         writer: None,

@@ -18,7 +18,7 @@ use super::log_writer::{
 };
 use super::rows::{decode_row_entry, encode_row, encode_stamp};
 use super::{decode, encode, io_err, KEY_COMMITTED, KEY_PURGED, KEY_VOTE, LOG};
-use crate::clock::Clock;
+use crate::clock::NodeClock;
 use crate::types::{Entry, LogId, TypeConfig, Vote};
 
 /// The Raft log store: a write-ahead file folded into redb.
@@ -26,7 +26,7 @@ use crate::types::{Entry, LogId, TypeConfig, Vote};
 pub struct LogStore {
     pub(super) db: Db,
     pub(super) stamps: Stamps,
-    pub(super) clock: Arc<dyn Clock>,
+    pub(super) clock: Arc<NodeClock>,
     pub(super) tail: Arc<Mutex<Tail>>,
     /// The log's disk; the writer thread holds its lock while it runs.
     pub(super) disk: Arc<Mutex<LogDisk>>,
@@ -46,7 +46,7 @@ impl Debug for LogStore {
 impl LogStore {
     /// A log store over `db`, stamping appends with `clock`. Takes the
     /// database's write-ahead file: a second store on one [`Db`] is refused.
-    pub fn new(db: Db, stamps: Stamps, clock: Arc<dyn Clock>) -> Result<Self, io::Error> {
+    pub fn new(db: Db, stamps: Stamps, clock: Arc<NodeClock>) -> Result<Self, io::Error> {
         let wal =
             db.wal.lock().map_err(io_err)?.take().ok_or_else(|| {
                 io::Error::other("the log store of this database is already open")

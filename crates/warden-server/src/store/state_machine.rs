@@ -18,7 +18,7 @@ use warden_core::types::{Command, LogEntry, Response};
 use super::db::Db;
 use super::log_writer::Stamps;
 use super::{decode, encode, io_err, StoredSnapshot, KEY_SNAPSHOT, KEY_SNAPSHOT_DEADLINES};
-use crate::clock::Clock;
+use crate::clock::NodeClock;
 use crate::types::{leader_of, LogId, Snapshot, SnapshotMeta, StoredMembership, TypeConfig};
 
 /// What the state machine holds: the replicated lock table and this node's
@@ -43,7 +43,7 @@ pub struct Shared {
     /// The last applied log index; services wait on it.
     pub applied: watch::Sender<u64>,
     /// This node's clock.
-    pub clock: Arc<dyn Clock>,
+    pub clock: Arc<NodeClock>,
     /// Append stamps.
     pub stamps: Stamps,
     /// Node-local event log for the Watch service, fed at apply.
@@ -74,14 +74,14 @@ pub struct StateMachineStore {
 
 impl StateMachineStore {
     /// Opens the state machine: loads the last snapshot from `db`, if any.
-    pub fn open(db: Db, clock: Arc<dyn Clock>, stamps: Stamps) -> Result<Self, io::Error> {
+    pub fn open(db: Db, clock: Arc<NodeClock>, stamps: Stamps) -> Result<Self, io::Error> {
         Self::open_injected(db, clock, stamps, 0, None, Default::default())
     }
 
     /// [`Self::open`] with the simulator's observer and bug switches.
     pub fn open_injected(
         db: Db,
-        clock: Arc<dyn Clock>,
+        clock: Arc<NodeClock>,
         stamps: Stamps,
         node_id: u64,
         observer: Option<Arc<dyn crate::sim_hooks::Observer>>,

@@ -14,7 +14,7 @@ use warden_core::types::{Command, LeaseGrant, LogEntry, RequestHeader};
 
 use super::wal::{self, Wal};
 use super::{decode, Db, LogStore, Stamps, StateMachineStore, KEY_COMMITTED, LOG, META, WAL_FILE};
-use crate::clock::Clock;
+use crate::clock::{Clock, ClockError, NodeClock};
 use crate::types::{Entry, LogId, Request};
 
 /// A clock the test sets by hand.
@@ -22,8 +22,8 @@ use crate::types::{Entry, LogId, Request};
 pub(super) struct FixedClock(pub(super) Mutex<Duration>);
 
 impl Clock for FixedClock {
-    fn now(&self) -> Duration {
-        *self.0.lock().expect("clock")
+    fn now(&self) -> Result<Duration, ClockError> {
+        Ok(*self.0.lock().expect("clock"))
     }
 }
 
@@ -46,14 +46,15 @@ pub(super) async fn apply_entries(sm: &mut StateMachineStore, entries: Vec<Entry
 pub(super) fn open_stores(dir: &Path, clock: Arc<EpochClock>) -> (LogStore, StateMachineStore) {
     let db = Db::open(dir).expect("db");
     let stamps: Stamps = Arc::new(Mutex::new(BTreeMap::new()));
+    let clock = NodeClock::new(clock);
     let log = LogStore::new(db.clone(), stamps.clone(), clock.clone()).expect("log store");
     let sm = StateMachineStore::open(db, clock, stamps).expect("sm");
     (log, sm)
 }
 
 impl Clock for EpochClock {
-    fn now(&self) -> Duration {
-        *self.0.lock().expect("clock")
+    fn now(&self) -> Result<Duration, ClockError> {
+        Ok(*self.0.lock().expect("clock"))
     }
     fn epoch(&self) -> Option<u64> {
         Some(42)
@@ -85,6 +86,7 @@ pub(super) fn grant(request_id: u64, ttl_ms: u64) -> Command {
 pub(super) fn stores(dir: &Path, clock: Arc<FixedClock>) -> (LogStore, StateMachineStore) {
     let db = Db::open(dir).expect("open db");
     let stamps: Stamps = Arc::new(Mutex::new(BTreeMap::new()));
+    let clock = NodeClock::new(clock);
     let log = LogStore::new(db.clone(), stamps.clone(), clock.clone()).expect("log store");
     let sm = StateMachineStore::open(db, clock, stamps).expect("open sm");
     (log, sm)
