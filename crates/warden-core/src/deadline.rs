@@ -178,8 +178,8 @@ impl Deadlines {
             Effect::Freed { resource, .. } => {
                 self.held_since.remove(resource);
             }
-            // A published value has no deadline of its own.
-            Effect::Proclaimed { .. } => {}
+            // A published value and an auth change have no deadline.
+            Effect::Proclaimed { .. } | Effect::AuthChanged { .. } => {}
         }
     }
 
