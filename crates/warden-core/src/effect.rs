@@ -1,7 +1,7 @@
 //! What one applied entry changed, as a list of [`Effect`]s.
 //!
 //! The replicated table stores durations only; the node-local
-//! [`crate::deadline::Deadlines`] turns these effects into instants (SEMANTICS
+//! [`crate::deadline::Deadlines`] turns these effects into instants (docs/semantics.md
 //! "Time"), and the server forwards grants and removals to waiting clients and
 //! watchers. Effects are deterministic (same entry, same table → same list),
 //! but they are not replicated state: they are derived again on every replica.

@@ -1,5 +1,5 @@
 //! Documented bounds on every duration, name and table that input can grow
-//! (SEMANTICS "What bad input gets"). Each bound is enforced in
+//! (docs/semantics.md "What bad input gets"). Each bound is enforced in
 //! [`crate::validate`] before a command is proposed and again at apply.
 
 /// Longest resource name, in bytes of UTF-8.
@@ -37,7 +37,7 @@ pub const MAX_BATCH_COMMANDS: usize = 256;
 pub const MAX_REQUESTED_BY_BYTES: usize = 256;
 
 /// Prefix of every election's key in the lock table: elections live in their
-/// own namespace (SEMANTICS "Words"). It starts with a control character, which
+/// own namespace (docs/semantics.md "Words"). It starts with a control character, which
 /// no lock resource may contain, so an election `"x"` never meets a lock `"x"`.
 /// The name after the prefix obeys the resource rules (1..=512 bytes).
 pub const ELECTION_PREFIX: &str = "\u{1}election/";

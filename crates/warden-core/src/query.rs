@@ -80,7 +80,9 @@ pub struct ClientView<'a> {
 /// Size of the outcome table (S7 bounds).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OutcomeStats {
-    /// Client records kept (<= [`crate::limits::MAX_CLIENTS`]).
+    /// Client records kept, of every principal (unwrapped commands keep it
+    /// at most [`crate::limits::MAX_CLIENTS`]; wrapped ones add records only
+    /// below the replicated `max_clients`).
     pub clients: usize,
     /// Outcomes stored over all clients.
     pub outcomes: usize,

@@ -47,7 +47,7 @@ use crate::types::{
 };
 use crate::validate::{self, error};
 
-/// A lease: a TTL that locks and waits hang on (SEMANTICS "Words").
+/// A lease: a TTL that locks and waits hang on (docs/semantics.md "Words").
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct LeaseRecord {
     /// The id, from `next_lease_id`; never reused.
@@ -94,7 +94,9 @@ pub struct Grant {
     pub lock_delay_ms: u64,
 }
 
-/// A queued acquire (S8).
+/// A queued acquire (S8). Its principal is its lease's owner
+/// ([`LeaseRecord::owner`]): an acquire on an existing lease requires
+/// ownership, so a waiter stores no principal of its own.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct Waiter {
     /// The waiting lease.

@@ -19,7 +19,7 @@ pub type RequestId = u64;
 
 /// The leader that proposed an entry: its term and node id. Leader-duty
 /// entries carry the proposer's id; apply compares it with the leader id in the
-/// entry's own log id and ignores the entry on a mismatch (SEMANTICS "Time").
+/// entry's own log id and ignores the entry on a mismatch (docs/semantics.md "Time").
 #[derive(
     Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default,
 )]
@@ -77,7 +77,7 @@ pub enum Command {
     ForceRelease(ForceRelease),
     /// Does nothing (used by tests and as a barrier).
     Noop,
-    /// Operator: raise the fencing-token counter above a floor (SEMANTICS
+    /// Operator: raise the fencing-token counter above a floor (docs/semantics.md
     /// "Membership and data loss").
     RaiseTokenFloor(RaiseTokenFloor),
     /// Publish a value for a lease on a resource (an election's candidate or
@@ -119,7 +119,7 @@ pub enum LeaseSpec {
 }
 
 /// Leases and waiters the proposing leader saw as due, guarded by its leader id
-/// and by each lease's `last_index` (SEMANTICS "Time"; etcd issue 15247).
+/// and by each lease's `last_index` (docs/semantics.md "Time"; etcd issue 15247).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 pub struct DueList {
     /// The proposer.
@@ -211,7 +211,7 @@ pub struct Revoke {
     pub due: Option<DueList>,
 }
 
-/// A new leader's first entry (SEMANTICS "Time", L4).
+/// A new leader's first entry (docs/semantics.md "Time", L4).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Promote {
     /// The new leader.
@@ -338,7 +338,7 @@ pub struct ForceRelease {
     /// it from the request and the caller's address).
     pub requested_by: String,
     /// Wall-clock time (ms since the Unix epoch) on the proposing server when
-    /// it proposed the entry. DISPLAY ONLY (SEMANTICS "Time": wall-clock stamps
+    /// it proposed the entry. DISPLAY ONLY (docs/semantics.md "Time": wall-clock stamps
     /// may ride in entries for audit): never compared, never used in logic,
     /// ignored by the S7 fingerprint.
     pub at_unix_ms: u64,

@@ -1,5 +1,5 @@
 //! Input validation: every bound from [`crate::limits`], checked with a typed
-//! error that names the field and the limit (SEMANTICS "What bad input gets").
+//! error that names the field and the limit (docs/semantics.md "What bad input gets").
 //!
 //! The server calls [`command`] before proposing a client command, and
 //! [`crate::table::LockTable::apply`] calls it again at apply time, so a

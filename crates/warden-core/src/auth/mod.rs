@@ -77,8 +77,8 @@
 //!    lease whose owner differs from the caller (as `Option<Principal>`s: a
 //!    named principal never acts on an ownerless lease, an anonymous caller
 //!    never on an owned one) are refused PermissionDenied naming the lease,
-//!    even with the right id and token (etcd PR 8031). `ForceRelease`
-//!    ignores ownership;
+//!    even with the right id and token (etcd PR 8031). `root` is bound by
+//!    ownership too. `ForceRelease` ignores ownership;
 //! 6. quotas (below);
 //! 7. the command itself;
 //! 8. the outcome is recorded: refusals of steps 4–7 too, like any other
