@@ -139,15 +139,71 @@
 //! record (proposed unwrapped before the upgrade) is refused
 //! `request_expired` rather than run again.
 //!
+//! Lowering `max_clients` below the records in use refuses every new client
+//! id (root's too) until idle records are dropped; client ids that have a
+//! record go on.
+//!
+//! # Auth changes
+//!
+//! [`AuthOp`](crate::types::AuthOp), always inside `Authorized`, each with a
+//! request header (S7) and a display-only `at_unix_ms`, each needing admin on
+//! `""`:
+//!
+//! * `GrantPermission { role, prefix, permission }` sets the role's
+//!   permission on the prefix, creating the role (at most 1,000 roles, 100
+//!   grants per role);
+//! * `RevokePermission { role, prefix }` removes that grant (NotFound if the
+//!   role or the grant is missing);
+//! * `DeleteRole { role }` removes the role and takes it from every
+//!   principal (a principal left with no role is dropped);
+//! * `GrantRole { user, role }` (the role must exist; at most 1,000
+//!   principals with roles, 32 roles each; granting a held role again
+//!   changes nothing) and `RevokeRole { user, role }` (NotFound if not held);
+//! * `SetRoleQuota { role, quota }`: `Some` sets it (creating the role),
+//!   `None` clears it (NotFound for an unknown role);
+//! * `SetLimits(limits)`: `max_leases`, `max_clients` and the default quota,
+//!   all at once.
+//!
+//! Each applied change (no-ops included) is kept in the replicated auth audit
+//! trail ([`AuthAuditRecord`](crate::types::AuthAuditRecord): index,
+//! principal, change, `at_unix_ms`; the last 1,000) and reported as
+//! [`Effect::AuthChanged`](crate::effect::Effect::AuthChanged). A forced
+//! release by a principal is audited with `requested_by` = the principal's
+//! name, followed by the request's free text in parentheses when that
+//! differs (`root (ops console 10.0.0.7)`).
+//!
+//! # Errors
+//!
+//! * PermissionDenied, field `resource` for a lock or election
+//!   (`principal alice has no lock permission on "orders/1"`,
+//!   `... on election "scheduler"`), none for a lease grant
+//!   (`... on any prefix`) or an admin command (`principal alice has no
+//!   admin permission on prefix ""`), field `lease_id` for ownership
+//!   (`lease 7 belongs to another principal`);
+//! * ResourceExhausted, field `quota.leases` / `quota.locks` /
+//!   `quota.waiters` / `quota.clients` for a quota, `lease_id` for
+//!   `max_leases`, `client_id` for `max_clients` and the legacy bound;
+//! * InvalidArgument, field `principal`, `command` (a wrapped command that is
+//!   not a client command, a bare auth change), `role`, `user`, `prefix`,
+//!   `quota.*`, `max_leases`, `max_clients`, `default_quota.*`;
+//! * NotFound, field `role` or `prefix`, for an auth change naming what is
+//!   not there.
+//!
 //! # Upgrade
 //!
-//! Unwrapped client commands apply exactly as before identities existed: no
-//! permission check, ownerless leases, the legacy outcome-table behaviour. New
-//! rules bind only the new variants, so an old and a new binary in one
-//! cluster never diverge as long as nothing wraps commands before every
-//! member reads them. Snapshots of versions 1–3 load with no roles, ownerless
-//! leases and `(None, id)` records: then only `root` (and anonymous callers)
-//! can act until roles are granted.
+//! Unwrapped client commands apply as before identities existed: no
+//! permission, ownership or quota check, ownerless leases, the key
+//! `(None, client id)` and the legacy outcome-table bound. Two differences
+//! appear only in tables that wrapped commands have changed, which an old
+//! binary never applies: the lease bound is the replicated `max_leases`
+//! (equal to [`MAX_LEASES`](crate::limits::MAX_LEASES) until a `SetLimits`),
+//! and the legacy eviction never takes a principal's record. A hand-off made
+//! by any entry checks the waiter's lease owner (an ownerless lease always
+//! passes). So an old and a new binary in one cluster never diverge as long
+//! as nothing wraps commands before every member reads them. Snapshots of
+//! versions 1–3 load with no roles, default limits, ownerless leases and
+//! `(None, id)` records: then only `root` (and anonymous callers) can act
+//! until roles are granted.
 
 pub(crate) mod quota;
 mod roles;
