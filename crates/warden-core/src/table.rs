@@ -263,30 +263,6 @@ fn sub_usage(
     }
 }
 
-/// The due list a client command carries (None for any other command).
-fn due_of(cmd: &Command) -> Option<&DueList> {
-    match cmd {
-        Command::Acquire(a) => a.due.as_ref(),
-        Command::Release(r) => r.due.as_ref(),
-        Command::Revoke(r) => r.due.as_ref(),
-        Command::ForceRelease(f) => f.due.as_ref(),
-        _ => None,
-    }
-}
-
-/// The request header of a client command that has one.
-fn header_of(cmd: &Command) -> Option<&RequestHeader> {
-    match cmd {
-        Command::Acquire(a) => Some(&a.header),
-        Command::Release(r) => Some(&r.header),
-        Command::Revoke(r) => Some(&r.header),
-        Command::LeaseGrant(g) => Some(&g.header),
-        Command::ForceRelease(f) => Some(&f.header),
-        Command::AuthChange(c) => Some(&c.header),
-        _ => None,
-    }
-}
-
 use crate::types::CommandError;
 
 impl LockTable {
@@ -346,7 +322,7 @@ impl LockTable {
             | Command::ForceRelease(_)
             | Command::LeaseGrant(_)
             | Command::Proclaim(_) => {
-                self.apply_due(index, log_leader, due_of(cmd), fx);
+                self.apply_due(index, log_leader, cmd.client_due(), fx);
                 match validate::command(cmd) {
                     Ok(()) => self.client_command(index, Caller::LEGACY, cmd, fx),
                     Err(e) => Response::Error(e),
@@ -425,8 +401,13 @@ impl LockTable {
     ) -> Response {
         let inner = &*w.command;
         // Leader duties never depend on an identity; a leader duty wrapped
-        // here is refused below and its due list is not applied.
-        self.apply_due(index, log_leader, due_of(inner), fx);
+        // here (or a nested Authorized) is refused below and its due list is
+        // not applied.
+        let due = match inner {
+            Command::Authorized(_) => None,
+            c => c.client_due(),
+        };
+        self.apply_due(index, log_leader, due, fx);
         if let Err(e) = validate::authorized(w) {
             return Response::Error(e);
         }
@@ -448,7 +429,7 @@ impl LockTable {
         cmd: &Command,
         fx: &mut Vec<Effect>,
     ) -> Response {
-        let Some(header) = header_of(cmd) else {
+        let Some(header) = cmd.request_header() else {
             return self
                 .authorize(caller, cmd)
                 .and_then(|()| self.execute(index, caller, cmd, fx))

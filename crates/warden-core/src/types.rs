@@ -103,6 +103,70 @@ pub enum Command {
     AuthChange(AuthChange),
 }
 
+impl Command {
+    /// The command a client asked for: the inner command of a
+    /// [`Command::Authorized`], else the command itself.
+    pub fn unwrapped(&self) -> &Command {
+        match self {
+            Command::Authorized(w) => &w.command,
+            c => c,
+        }
+    }
+
+    /// The principal a [`Command::Authorized`] names (None for an anonymous
+    /// caller and for any other command).
+    pub fn principal(&self) -> Option<&Principal> {
+        match self {
+            Command::Authorized(w) => w.principal.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The request header (S7) of a client command (`Acquire`, `Release`,
+    /// `Revoke`, `LeaseGrant`, `ForceRelease`, `AuthChange`), also inside a
+    /// [`Command::Authorized`].
+    pub fn request_header(&self) -> Option<&RequestHeader> {
+        match self.unwrapped() {
+            Command::Acquire(a) => Some(&a.header),
+            Command::Release(r) => Some(&r.header),
+            Command::Revoke(r) => Some(&r.header),
+            Command::LeaseGrant(g) => Some(&g.header),
+            Command::ForceRelease(f) => Some(&f.header),
+            Command::AuthChange(c) => Some(&c.header),
+            _ => None,
+        }
+    }
+
+    /// The due list of a client command that can hand a resource off
+    /// (`Acquire`, `Release`, `Revoke`, `ForceRelease`), also inside a
+    /// [`Command::Authorized`]; None for any other command.
+    pub fn client_due(&self) -> Option<&DueList> {
+        match self.unwrapped() {
+            Command::Acquire(a) => a.due.as_ref(),
+            Command::Release(r) => r.due.as_ref(),
+            Command::Revoke(r) => r.due.as_ref(),
+            Command::ForceRelease(f) => f.due.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The due-list slot of the commands [`Self::client_due`] reads, for the
+    /// leader to fill.
+    pub fn client_due_mut(&mut self) -> Option<&mut Option<DueList>> {
+        let cmd = match self {
+            Command::Authorized(w) => &mut *w.command,
+            c => c,
+        };
+        match cmd {
+            Command::Acquire(a) => Some(&mut a.due),
+            Command::Release(r) => Some(&mut r.due),
+            Command::Revoke(r) => Some(&mut r.due),
+            Command::ForceRelease(f) => Some(&mut f.due),
+            _ => None,
+        }
+    }
+}
+
 /// How an acquire gets its lease.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LeaseSpec {

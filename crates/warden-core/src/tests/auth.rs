@@ -982,3 +982,37 @@ fn a_batch_checks_each_authorized_command_on_its_own() {
     assert_eq!(log.t.lease_owner(1), Some(Some("alice")));
     assert_eq!(log.t.lease_owner(2), Some(Some("bob")));
 }
+
+// S8 with identities: the leader attaches its due list to a wrapped client
+// command as to a bare one (the helpers see through one Authorized), and
+// apply removes those due leases first; S7: the header is found the same way.
+#[test]
+fn a_due_list_inside_an_authorized_command_is_applied_first() {
+    let mut log = with_jobs_role(&["alice", "bob"]);
+    let (dead, _) = granted(&log.apply(as_(
+        "bob",
+        acquire(hdr(2, 1), "jobs/1", new_lease(1_000), 0, 0),
+    )));
+    let last = log.t.lease(dead).expect("live").last_index;
+    let mut cmd = as_(
+        "alice",
+        acquire(hdr(1, 1), "jobs/1", new_lease(10_000), 0, 0),
+    );
+    assert_eq!(cmd.request_header(), Some(&hdr(1, 1)));
+    assert_eq!(cmd.principal().map(Principal::as_str), Some("alice"));
+    assert!(matches!(cmd.unwrapped(), Command::Acquire(_)));
+    *cmd.client_due_mut().expect("an acquire has a due slot") = Some(DueList {
+        leader: L1,
+        leases: vec![DueLease {
+            lease_id: dead,
+            last_index: last,
+        }],
+        waiters: vec![],
+    });
+    assert!(cmd.client_due().is_some());
+    assert!(as_("alice", Command::Noop).client_due_mut().is_none());
+    let out = log.apply(cmd);
+    let (lease, _) = granted(&out);
+    assert_eq!(log.t.lease_owner(lease), Some(Some("alice")));
+    assert!(log.t.lease(dead).is_none(), "the due lease ended first");
+}
