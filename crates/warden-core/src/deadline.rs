@@ -1,7 +1,7 @@
 //! The node-local deadline table (not replicated), pure.
 //!
 //! The replicated [`LockTable`] holds durations only. Each node turns them into
-//! instants on its own monotonic clock (SEMANTICS "Time, without comparing
+//! instants on its own monotonic clock (docs/semantics.md "Time, without comparing
 //! clocks"): times here are [`Duration`]s since the node's clock origin, passed
 //! in by the caller; this module reads no clock.
 //!
@@ -146,7 +146,7 @@ impl Deadlines {
             } => {
                 // Counted from this node's *apply* of the entry that started
                 // it, not its append: the append can precede the commit, and a
-                // lock-delay must never end early (SEMANTICS "Time").
+                // lock-delay must never end early (docs/semantics.md "Time").
                 self.lock_delays
                     .insert((resource.clone(), *start_index), add(now, *lock_delay_ms));
             }
@@ -178,8 +178,8 @@ impl Deadlines {
             Effect::Freed { resource, .. } => {
                 self.held_since.remove(resource);
             }
-            // A published value has no deadline of its own.
-            Effect::Proclaimed { .. } => {}
+            // A published value and an auth change have no deadline.
+            Effect::Proclaimed { .. } | Effect::AuthChanged { .. } => {}
         }
     }
 

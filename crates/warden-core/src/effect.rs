@@ -1,7 +1,7 @@
 //! What one applied entry changed, as a list of [`Effect`]s.
 //!
 //! The replicated table stores durations only; the node-local
-//! [`crate::deadline::Deadlines`] turns these effects into instants (SEMANTICS
+//! [`crate::deadline::Deadlines`] turns these effects into instants (docs/semantics.md
 //! "Time"), and the server forwards grants and removals to waiting clients and
 //! watchers. Effects are deterministic (same entry, same table → same list),
 //! but they are not replicated state: they are derived again on every replica.
@@ -47,6 +47,10 @@ pub enum WaiterRemovedReason {
     TimedOut,
     /// Its lease ended (expiry, revoke), S8.
     LeaseEnded,
+    /// At a hand-off, its lease's owner no longer had `lock` on the resource
+    /// (the permission was revoked after it queued; see [`crate::auth`]). The
+    /// next live waiter is granted in the same entry.
+    PermissionRevoked,
 }
 
 /// One change made by an applied entry. Millisecond durations; `stamp` and
@@ -172,5 +176,12 @@ pub enum Effect {
         lease_id: LeaseId,
         /// The grant it was published under; 0 for a candidate's value.
         fencing_token: FencingToken,
+    },
+    /// The auth table changed (an `AuthChange` applied): roles, grants,
+    /// quotas or limits. The server re-checks long-lived streams (watches)
+    /// it authorized against the table. No deadline changes.
+    AuthChanged {
+        /// Index of the entry that applied the change.
+        index: LogIndex,
     },
 }

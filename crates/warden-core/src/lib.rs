@@ -1,7 +1,7 @@
 //! Warden's lock table: the pure, deterministic core of a replicated lock
 //! service.
 //!
-//! The contract is `SEMANTICS.md` (properties S1–S8, L1–L4 and the "Time"
+//! The contract is docs/semantics.md (properties S1–S8, L1–L4 and the "Time"
 //! section); doc comments here cite those numbers.
 //!
 //! # Modules
@@ -14,13 +14,20 @@
 //! * [`validate`]: checks a command against [`limits`] and returns a typed
 //!   error naming the field. The server calls it before proposing; apply calls
 //!   it again.
-//! * [`table`]: the replicated [`LockTable`] (leases, grants, FIFO waiters,
-//!   lock-delays, the fencing-token and lease-id counters) and
-//!   [`LockTable::apply`], the state machine.
+//! * [`table`]: the replicated [`LockTable`] (leases and their owners,
+//!   grants, FIFO waiters, lock-delays, the fencing-token and lease-id
+//!   counters, the auth table, the audit trails) and [`LockTable::apply`],
+//!   the state machine.
 //! * [`query`]: read-only views of the table (holders, waiters, lock-delays,
-//!   counters) and [`LockTable::check_invariants`].
-//! * [`outcome`]: the replicated, bounded outcome table that gives client
-//!   commands exactly-once effect (S7).
+//!   counters, permission checks, lease owners, roles, quotas and usage) and
+//!   [`LockTable::check_invariants`].
+//! * [`auth`]: identities: principals, roles and their grants, permissions
+//!   and prefix matching, the cluster-wide limits and per-principal quotas,
+//!   and the rules apply follows for [`types::Command::Authorized`] (order of
+//!   checks, lease ownership, quotas, upgrade behaviour).
+//! * [`outcome`]: the replicated, bounded outcome table, keyed by
+//!   (principal, client id), that gives client commands exactly-once effect
+//!   (S7).
 //! * [`effect`]: the [`Effect`]s an applied entry reports (grants, frees,
 //!   lease and wait changes) for the deadline table and for watchers.
 //! * [`snapshot`]: [`LockTable::to_snapshot`] / [`LockTable::from_snapshot`],
@@ -34,16 +41,19 @@
 //!
 //! # The path of a command
 //!
-//! 1. The server builds a [`types::Command`] from a client request and checks
-//!    it with [`validate::command`]. As leader it attaches the due list from
+//! 1. The server builds a [`types::Command`] from a client request, wraps it
+//!    in [`types::Command::Authorized`] with the caller's principal (once
+//!    every member reads that format), and checks it with
+//!    [`validate::command`]. As leader it attaches the due list from
 //!    [`Deadlines::due`] to commands that can hand a resource off.
 //! 2. openraft commits a [`types::LogEntry::V1`]; every node stamps the entry
 //!    when it reaches its local log.
 //! 3. Every node calls [`LockTable::apply`] with the entry's index and the
 //!    leader id from its log id. Apply removes due leases and waiters (when the
-//!    leader ids match), validates again, consults the outcome table, executes,
-//!    and returns an [`Applied`]: the [`types::Response`] for the client and
-//!    the [`Effect`]s.
+//!    leader ids match), validates again, consults the outcome table, checks
+//!    permission, ownership and quotas (wrapped commands), executes, and
+//!    returns an [`Applied`]: the [`types::Response`] for the client and the
+//!    [`Effect`]s.
 //! 4. Every node feeds the effects to its [`Deadlines`] with the entry's stamp
 //!    and the apply time. The leader (after its own `Promote` has applied) asks
 //!    [`Deadlines::due`], [`Deadlines::due_lock_delays`] and
@@ -59,6 +69,7 @@
 
 #![warn(missing_docs)]
 
+pub mod auth;
 pub mod deadline;
 pub mod effect;
 pub mod limits;
@@ -70,9 +81,10 @@ pub mod table;
 pub mod types;
 pub mod validate;
 
+pub use auth::{AuthTable, QuotaField, RoleView, Target, Usage};
 pub use deadline::Deadlines;
 pub use effect::{Effect, FreeReason, LeaseEndReason, WaiterRemovedReason};
-pub use query::{HolderView, LockDelayView, OutcomeStats, TokenState, WaiterView};
+pub use query::{ClientView, HolderView, LockDelayView, OutcomeStats, TokenState, WaiterView};
 pub use snapshot::{SnapshotError, SNAPSHOT_VERSION};
 pub use table::{Applied, Grant, LeaseRecord, LockDelay, LockTable, ResourceState, Waiter};
 

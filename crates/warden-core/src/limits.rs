@@ -1,5 +1,5 @@
 //! Documented bounds on every duration, name and table that input can grow
-//! (SEMANTICS "What bad input gets"). Each bound is enforced in
+//! (docs/semantics.md "What bad input gets"). Each bound is enforced in
 //! [`crate::validate`] before a command is proposed and again at apply.
 
 /// Longest resource name, in bytes of UTF-8.
@@ -37,7 +37,7 @@ pub const MAX_BATCH_COMMANDS: usize = 256;
 pub const MAX_REQUESTED_BY_BYTES: usize = 256;
 
 /// Prefix of every election's key in the lock table: elections live in their
-/// own namespace (SEMANTICS "Words"). It starts with a control character, which
+/// own namespace (docs/semantics.md "Words"). It starts with a control character, which
 /// no lock resource may contain, so an election `"x"` never meets a lock `"x"`.
 /// The name after the prefix obeys the resource rules (1..=512 bytes).
 pub const ELECTION_PREFIX: &str = "\u{1}election/";
@@ -46,3 +46,57 @@ pub const ELECTION_PREFIX: &str = "\u{1}election/";
 pub const MAX_VALUE_BYTES: usize = 4_096;
 /// Most published values the table keeps at once (one per lease and resource).
 pub const MAX_VALUES: usize = 100_000;
+
+// ---------------------------------------------------------------- identities
+
+/// Longest principal (client certificate name) and role name, in bytes: the
+/// name becomes a file name (`client.NAME.crt`), see [`crate::auth`].
+pub const MAX_PRINCIPAL_BYTES: usize = 64;
+/// Longest grant prefix, in bytes (the resource bound). An election prefix
+/// `election:NAME` may be as long as `election:` plus this.
+pub const MAX_PREFIX_BYTES: usize = MAX_RESOURCE_BYTES;
+/// Roles in the auth table.
+pub const MAX_ROLES: usize = 1_000;
+/// Grants `(prefix, permission)` held by one role.
+pub const MAX_GRANTS_PER_ROLE: usize = 100;
+/// Principals that hold at least one role.
+pub const MAX_USERS: usize = 1_000;
+/// Roles held by one principal.
+pub const MAX_ROLES_PER_USER: usize = 32;
+/// Auth changes kept in the replicated auth audit trail (oldest dropped first).
+pub const MAX_AUTH_AUDIT_RECORDS: usize = 1_000;
+
+// ---------------------------------------------------------------- replicated limits and quotas
+
+/// Default cluster-wide `max_leases` (live leases; [`MAX_LEASES`]).
+pub const DEFAULT_MAX_LEASES: u64 = MAX_LEASES as u64;
+/// Highest `max_leases` an operator may set.
+pub const MAX_LEASES_CEILING: u64 = 1_000_000;
+/// Default cluster-wide `max_clients`: outcome records (S7) that commands
+/// wrapped in `Authorized` may create. Legacy unwrapped commands keep their
+/// own bound, [`MAX_CLIENTS`].
+pub const DEFAULT_MAX_CLIENTS: u64 = 65_536;
+/// Highest `max_clients` an operator may set. A record holds up to
+/// [`MAX_OUTCOMES_PER_CLIENT`] outcomes (a few KiB), so this caps the outcome
+/// table near a gigabyte in the worst case.
+pub const MAX_CLIENTS_CEILING: u64 = 262_144;
+/// Default per-principal quota: leases the principal owns.
+pub const DEFAULT_QUOTA_LEASES: u64 = 10_000;
+/// Default per-principal quota: locks (held grants plus queued waits) on the
+/// principal's leases.
+pub const DEFAULT_QUOTA_LOCKS: u64 = 100_000;
+/// Default per-principal quota: queued waits on the principal's leases.
+pub const DEFAULT_QUOTA_WAITERS: u64 = 10_000;
+/// Default per-principal quota: outcome records (client ids) of the principal.
+pub const DEFAULT_QUOTA_CLIENTS: u64 = 4_096;
+/// Highest quota of leases (also [`MAX_LEASES_CEILING`]).
+pub const QUOTA_LEASES_CEILING: u64 = MAX_LEASES_CEILING;
+/// Highest quota of locks.
+pub const QUOTA_LOCKS_CEILING: u64 = 10_000_000;
+/// Highest quota of waiters.
+pub const QUOTA_WAITERS_CEILING: u64 = 1_000_000;
+/// Highest quota of client records (also [`MAX_CLIENTS_CEILING`]).
+pub const QUOTA_CLIENTS_CEILING: u64 = MAX_CLIENTS_CEILING;
+/// A grant prefix that starts with this names elections: `election:sched`
+/// matches the elections whose name starts with `sched` (see [`crate::auth`]).
+pub const ELECTION_GRANT_PREFIX: &str = "election:";

@@ -1,20 +1,39 @@
 //! The replicated outcome table: exactly-once effect for client commands (S7).
 //!
-//! Per client id it keeps a [`ClientRecord`]: the outcomes of requests above
-//! the client's acknowledged watermark (at most
-//! [`MAX_OUTCOMES_PER_CLIENT`]), the highest request id whose outcome was
-//! dropped (`floor`) and the index of the last entry that touched it. At most
-//! [`MAX_CLIENTS`] records are kept; the least recently used (lowest
-//! `last_index`) is dropped first, and a leader drops idle ones with a
-//! `DropClients` entry. A retry whose record is gone gets `RequestExpired`,
-//! never a second execution.
+//! Records are keyed by `(principal, client id)`: `(None, id)` for unwrapped
+//! legacy commands and anonymous wrapped ones, `(Some(p), id)` for commands a
+//! principal made ([`crate::types::Command::Authorized`]), so nobody reads or
+//! poisons another principal's records. Per key it keeps a [`ClientRecord`]:
+//! the outcomes of requests above the client's acknowledged watermark (at
+//! most [`MAX_OUTCOMES_PER_CLIENT`]), the highest request id whose outcome
+//! was dropped (`floor`) and the index of the last entry that touched it. A
+//! retry whose record is gone gets `RequestExpired`, never a second
+//! execution.
+//!
+//! Bounds (see [`crate::auth`], "Quotas and limits"):
+//! * a legacy command from a new client, when the table holds
+//!   [`MAX_CLIENTS`] records or more, replaces the least recently used
+//!   `(None, _)` record (lowest `last_index`, then client id), never a
+//!   principal's; with none to replace it is refused;
+//! * a wrapped command from a new client is refused when the table holds
+//!   `max_clients` records, or its principal its `clients` quota: nothing is
+//!   evicted for it;
+//! * a leader drops idle records with a `DropClients` entry.
+//!
+//! Encoding: the `(None, _)` records are the table body's outcome map (as in
+//! snapshot versions 1–3); the principals' records are a section of their own
+//! (version 4). The eviction order and the per-index lookup are rebuilt on
+//! load.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::limits::{MAX_CLIENTS, MAX_OUTCOMES_PER_CLIENT};
-use crate::types::{ClientId, Command, ErrorCode, LogIndex, RequestHeader, RequestId, Response};
+use crate::types::CommandError;
+use crate::types::{
+    ClientId, Command, ErrorCode, LogIndex, Principal, RequestHeader, RequestId, Response,
+};
 use crate::validate::error;
 
 /// One stored outcome.
@@ -51,13 +70,22 @@ pub(crate) enum Check {
     Refuse(Response),
 }
 
-/// The outcome table. Serialized as its `clients` map only; the
-/// least-recently-used index is rebuilt on load.
+/// The outcome table. Serialized as its `(None, _)` records only (the table
+/// body); the principals' records are a snapshot section of their own, and
+/// the indexes are rebuilt on load.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct OutcomeTable {
+    /// `(None, id)` records, by client id.
     clients: BTreeMap<ClientId, ClientRecord>,
-    /// (last_index, client) for every record: eviction order.
+    /// `(Some(p), id)` records, by principal then client id (no empty map).
+    named: BTreeMap<Principal, BTreeMap<ClientId, ClientRecord>>,
+    /// (last_index, client) for every `(None, _)` record: eviction order.
     lru: BTreeSet<(LogIndex, ClientId)>,
+    /// (last_index, client, principal) for every principal's record, for
+    /// `DropClients`.
+    named_by_index: BTreeSet<(LogIndex, ClientId, Principal)>,
+    /// Number of principals' records.
+    named_count: usize,
 }
 
 impl Serialize for OutcomeTable {
@@ -70,14 +98,23 @@ impl<'de> Deserialize<'de> for OutcomeTable {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let clients = BTreeMap::<ClientId, ClientRecord>::deserialize(d)?;
         let lru = clients.iter().map(|(id, r)| (r.last_index, *id)).collect();
-        Ok(Self { clients, lru })
+        Ok(Self {
+            clients,
+            lru,
+            ..Self::default()
+        })
     }
 }
 
+/// The principals' records, as snapshot version 4 encodes them.
+pub(crate) type NamedRecords = BTreeMap<Principal, BTreeMap<ClientId, ClientRecord>>;
+
 /// A deterministic 64-bit fingerprint of a command's arguments: FNV-1a over
-/// the postcard bytes of the command with every due list set to `None` and
-/// `acked_request_id` set to 0 (a retry may carry a newer watermark and other
-/// due lists, yet it is the same request).
+/// the postcard bytes of the command with every due list set to `None`,
+/// `acked_request_id` set to 0 and display-only wall-clock stamps set to 0
+/// (a retry may carry a newer watermark, other due lists and a new stamp, yet
+/// it is the same request). A [`Command::Authorized`]'s fingerprint is its
+/// inner command's.
 pub fn fingerprint(cmd: &Command) -> u64 {
     let mut c = cmd.clone();
     match &mut c {
@@ -101,6 +138,14 @@ pub fn fingerprint(cmd: &Command) -> u64 {
         }
         Command::LeaseGrant(g) => g.header.acked_request_id = 0,
         Command::EndLockDelay(e) => e.due = None,
+        Command::AuthChange(a) => {
+            a.header.acked_request_id = 0;
+            a.at_unix_ms = 0;
+        }
+        // A wrapped command is the same request as its inner command: an
+        // unwrapped first attempt and a wrapped retry match (the principal is
+        // part of the record's key, not of the fingerprint).
+        Command::Authorized(w) => return fingerprint(&w.command),
         _ => {}
     }
     // The postcard bytes go straight into the hash (no buffer): the same
@@ -130,16 +175,47 @@ impl postcard::ser_flavors::Flavor for Fnv1a {
     }
 }
 
+fn expired_record() -> Response {
+    Response::Error(error(
+        ErrorCode::RequestExpired,
+        Some("client_id"),
+        "request_expired: this client's outcome record was dropped (idle or evicted); \
+         start over with a new client id",
+    ))
+}
+
 impl OutcomeTable {
+    fn get(&self, principal: Option<&str>, client: ClientId) -> Option<&ClientRecord> {
+        match principal {
+            None => self.clients.get(&client),
+            Some(p) => self.named.get(p).and_then(|m| m.get(&client)),
+        }
+    }
+
     /// Looks a request up (S7). Does not change anything.
-    pub(crate) fn check(&self, header: &RequestHeader, fingerprint: u64) -> Check {
-        let Some(rec) = self.clients.get(&header.client_id) else {
+    pub(crate) fn check(
+        &self,
+        principal: Option<&str>,
+        header: &RequestHeader,
+        fingerprint: u64,
+    ) -> Check {
+        let Some(rec) = self.get(principal, header.client_id) else {
             if header.acked_request_id > 0 {
+                return Check::Refuse(expired_record());
+            }
+            if principal.is_some()
+                && self
+                    .clients
+                    .get(&header.client_id)
+                    .is_some_and(|r| r.outcomes.contains_key(&header.request_id))
+            {
+                // First applied unwrapped (before the upgrade to identities):
+                // its outcome belongs to no principal. Never run it twice.
                 return Check::Refuse(Response::Error(error(
                     ErrorCode::RequestExpired,
-                    Some("client_id"),
-                    "request_expired: this client's outcome record was dropped (idle or evicted); \
-                     start over with a new client id",
+                    Some("request_id"),
+                    "request_expired: this request was first applied without a principal \
+                     (before the upgrade to identities); start over with a new request",
                 )));
             }
             return Check::Execute;
@@ -167,12 +243,34 @@ impl OutcomeTable {
         Check::Execute
     }
 
-    /// Touches the client's record at `index` (creating it if needed), stores
-    /// `response` under the request id when given, raises `acked` and applies
-    /// the bounds: outcomes <= acked are dropped, at most
-    /// [`MAX_OUTCOMES_PER_CLIENT`] are kept (the oldest go first, raising
-    /// `floor`), and at most [`MAX_CLIENTS`] records (the least recently used go
-    /// first, by `last_index` then client id).
+    /// True if the key has a record.
+    pub(crate) fn has(&self, principal: Option<&str>, client: ClientId) -> bool {
+        self.get(principal, client).is_some()
+    }
+
+    /// Room for a legacy (unwrapped) command's new record: refused only when
+    /// the table holds [`MAX_CLIENTS`] records or more and none of them is a
+    /// `(None, _)` record that [`Self::record`] could replace.
+    ///
+    /// # Errors
+    /// ResourceExhausted, field `client_id`.
+    pub(crate) fn legacy_room(&self, client: ClientId) -> Result<(), CommandError> {
+        if self.clients.contains_key(&client) || self.len() < MAX_CLIENTS || !self.lru.is_empty() {
+            return Ok(());
+        }
+        Err(error(
+            ErrorCode::ResourceExhausted,
+            Some("client_id"),
+            format!(
+                "the outcome table holds {} records (MAX_CLIENTS = {MAX_CLIENTS} for unwrapped commands), none of them an unwrapped client's to replace",
+                self.len()
+            ),
+        ))
+    }
+
+    /// [`Self::record_for`] a legacy (unwrapped) command: key `(None, client)`,
+    /// with the legacy replacement rule.
+    #[cfg(test)]
     pub(crate) fn record(
         &mut self,
         index: LogIndex,
@@ -180,11 +278,53 @@ impl OutcomeTable {
         fingerprint: u64,
         response: Option<&Response>,
     ) {
+        self.record_for(index, None, header, fingerprint, response, true);
+    }
+
+    /// Touches the record of `(principal, client)` at `index` (creating it if
+    /// needed), stores `response` under the request id when given, raises
+    /// `acked` and applies the bounds: outcomes <= acked are dropped, at most
+    /// [`MAX_OUTCOMES_PER_CLIENT`] are kept (the oldest go first, raising
+    /// `floor`). With `legacy`, a new record made while the table holds
+    /// [`MAX_CLIENTS`] records or more replaces the least recently used
+    /// `(None, _)` record (by `last_index` then client id); a principal's
+    /// record is never replaced.
+    pub(crate) fn record_for(
+        &mut self,
+        index: LogIndex,
+        principal: Option<&Principal>,
+        header: &RequestHeader,
+        fingerprint: u64,
+        response: Option<&Response>,
+        legacy: bool,
+    ) {
         let client = header.client_id;
-        let rec = self.clients.entry(client).or_default();
-        self.lru.remove(&(rec.last_index, client));
+        let before = self.len();
+        let rec = match principal {
+            None => {
+                let rec = self.clients.entry(client).or_default();
+                self.lru.remove(&(rec.last_index, client));
+                self.lru.insert((index, client));
+                rec
+            }
+            Some(p) => {
+                let map = match self.named.get_mut(p.as_str()) {
+                    Some(m) => m,
+                    None => self.named.entry(p.clone()).or_default(),
+                };
+                let fresh = !map.contains_key(&client);
+                let rec = map.entry(client).or_default();
+                if fresh {
+                    self.named_count += 1;
+                } else {
+                    self.named_by_index
+                        .remove(&(rec.last_index, client, p.clone()));
+                }
+                self.named_by_index.insert((index, client, p.clone()));
+                rec
+            }
+        };
         rec.last_index = index;
-        self.lru.insert((index, client));
         if let Some(resp) = response {
             rec.outcomes.insert(
                 header.request_id,
@@ -209,16 +349,20 @@ impl OutcomeTable {
                 rec.floor = rec.floor.max(id);
             }
         }
-        while self.clients.len() > MAX_CLIENTS {
+        let created = self.len() > before;
+        if legacy && created && before >= MAX_CLIENTS {
             let victim = self.lru.iter().find(|(_, c)| *c != client).copied();
-            let Some(key) = victim else { break };
-            self.lru.remove(&key);
-            self.clients.remove(&key.1);
+            if let Some(key) = victim {
+                self.lru.remove(&key);
+                self.clients.remove(&key.1);
+            }
         }
     }
 
-    /// Drops `client`'s record if its `last_index` is `last_index`
-    /// (`DropClients`: a record touched since the proposal stays).
+    /// Drops every record of `client` whose `last_index` is `last_index`
+    /// (`DropClients`: a record touched since the proposal stays). Records of
+    /// one client id under several principals with the same `last_index`
+    /// were touched by the same entry, so they are equally idle.
     pub(crate) fn drop_client(&mut self, client: ClientId, last_index: LogIndex) {
         if self
             .clients
@@ -228,24 +372,113 @@ impl OutcomeTable {
             self.clients.remove(&client);
             self.lru.remove(&(last_index, client));
         }
+        let named: Vec<Principal> = self
+            .named_by_index
+            .range((last_index, client, Principal::from_checked(String::new()))..)
+            .take_while(|(li, c, _)| *li == last_index && *c == client)
+            .map(|(_, _, p)| p.clone())
+            .collect();
+        for p in named {
+            self.named_by_index.remove(&(last_index, client, p.clone()));
+            if let Some(map) = self.named.get_mut(p.as_str()) {
+                if map.remove(&client).is_some() {
+                    self.named_count -= 1;
+                }
+                if map.is_empty() {
+                    self.named.remove(p.as_str());
+                }
+            }
+        }
     }
 
-    /// The record of `client`, if kept.
+    /// The `(None, client)` record, if kept.
     pub fn client(&self, client: ClientId) -> Option<&ClientRecord> {
         self.clients.get(&client)
     }
 
-    /// Every record, by client id.
+    /// The record of `(principal, client)`, if kept.
+    pub fn record_of(&self, principal: Option<&str>, client: ClientId) -> Option<&ClientRecord> {
+        self.get(principal, client)
+    }
+
+    /// Every `(None, _)` record, by client id.
     pub fn clients(&self) -> impl Iterator<Item = (&ClientId, &ClientRecord)> {
         self.clients.iter()
+    }
+
+    /// Every record: `(principal, client id, record)`, the `(None, _)`
+    /// records first by client id, then each principal's by name and client id.
+    pub fn records(&self) -> impl Iterator<Item = (Option<&Principal>, ClientId, &ClientRecord)> {
+        self.clients.iter().map(|(c, r)| (None, *c, r)).chain(
+            self.named
+                .iter()
+                .flat_map(|(p, m)| m.iter().map(move |(c, r)| (Some(p), *c, r))),
+        )
+    }
+
+    /// Number of records, of every principal.
+    pub fn len(&self) -> usize {
+        self.clients.len() + self.named_count
+    }
+
+    /// True when no record is kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Number of records keyed by `principal`.
+    pub fn count_of(&self, principal: &str) -> usize {
+        self.named.get(principal).map_or(0, BTreeMap::len)
     }
 
     /// Number of client records and of stored outcomes.
     pub fn stats(&self) -> (usize, usize) {
         (
-            self.clients.len(),
-            self.clients.values().map(|r| r.outcomes.len()).sum(),
+            self.len(),
+            self.records().map(|(_, _, r)| r.outcomes.len()).sum(),
         )
+    }
+
+    /// The principals' records (snapshot version 4 section).
+    pub(crate) fn named(&self) -> &NamedRecords {
+        &self.named
+    }
+
+    /// Installs the principals' records of a loaded snapshot and rebuilds
+    /// their indexes.
+    pub(crate) fn set_named(&mut self, named: NamedRecords) {
+        self.named_by_index = named
+            .iter()
+            .flat_map(|(p, m)| m.iter().map(move |(c, r)| (r.last_index, *c, p.clone())))
+            .collect();
+        self.named_count = named.values().map(BTreeMap::len).sum();
+        self.named = named;
+    }
+
+    /// Checks the derived indexes and the principals' records.
+    pub(crate) fn check_invariants(&self) -> Result<(), String> {
+        let lru: BTreeSet<(LogIndex, ClientId)> = self
+            .clients
+            .iter()
+            .map(|(c, r)| (r.last_index, *c))
+            .collect();
+        if lru != self.lru {
+            return Err("outcome table: eviction order out of step".into());
+        }
+        let mut by_index = BTreeSet::new();
+        for (p, m) in &self.named {
+            crate::validate::principal(p.as_str()).map_err(|e| e.message)?;
+            if m.is_empty() {
+                return Err(format!("outcome table: empty map of principal {p}"));
+            }
+            for (c, r) in m {
+                by_index.insert((r.last_index, *c, p.clone()));
+            }
+        }
+        if by_index != self.named_by_index || by_index.len() != self.named_count {
+            return Err("outcome table: principals' index out of step".into());
+        }
+        Ok(())
     }
 }
 

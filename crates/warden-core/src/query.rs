@@ -1,14 +1,20 @@
 //! Read-only views of the [`LockTable`]: holders, leases, waiters,
-//! lock-delays, counters, the outcome table's size, and
-//! [`LockTable::check_invariants`]. The server's status endpoints, the
-//! deadline table and the simulator's checkers read the table only through
-//! these.
+//! lock-delays, counters, the outcome table's size, identities (permission
+//! checks, lease owners, roles, principals, limits, quotas and usage, the
+//! auth audit trail) and [`LockTable::check_invariants`]. The server's status
+//! endpoints and read paths, the deadline table and the simulator's checkers
+//! read the table only through these.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
+use crate::auth::{AuthTable, RoleView, Target, Usage};
+use crate::limits::MAX_AUTH_AUDIT_RECORDS;
 use crate::outcome::OutcomeTable;
 use crate::table::{LeaseRecord, LockTable, ResourceState};
-use crate::types::{AuditRecord, ClientId, FencingToken, LeaderId, LeaseId, LogIndex};
+use crate::types::{
+    AuditRecord, AuthAuditRecord, ClientId, ClusterLimits, FencingToken, LeaderId, LeaseId,
+    LogIndex, Permission, Principal, Quota,
+};
 
 /// The holder of a resource, as [`LockTable::holder`] reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,10 +64,25 @@ pub struct LockDelayView {
     pub remaining_ms: u64,
 }
 
+/// One outcome record's key and age, as [`LockTable::client_records`]
+/// reports it (the leader's idle-client duty).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClientView<'a> {
+    /// The principal the record belongs to; None for unwrapped and
+    /// anonymous commands.
+    pub principal: Option<&'a str>,
+    /// The client id.
+    pub client_id: ClientId,
+    /// Index of the last entry that touched the record.
+    pub last_index: LogIndex,
+}
+
 /// Size of the outcome table (S7 bounds).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OutcomeStats {
-    /// Client records kept (<= [`crate::limits::MAX_CLIENTS`]).
+    /// Client records kept, of every principal (unwrapped commands keep it
+    /// at most [`crate::limits::MAX_CLIENTS`]; wrapped ones add records only
+    /// below the replicated `max_clients`).
     pub clients: usize,
     /// Outcomes stored over all clients.
     pub outcomes: usize,
@@ -204,10 +225,34 @@ impl LockTable {
         OutcomeStats { clients, outcomes }
     }
 
-    /// Every client record: (client id, `last_index`), by client id. The leader
-    /// proposes `DropClients` for those idle too long.
+    /// One pair per client id: (client id, the highest `last_index` among its
+    /// records of every principal), by client id. The leader proposes
+    /// `DropClients` for those idle too long; that drops every record of the
+    /// id with that `last_index`, and a record of the same id left behind
+    /// (older, under another principal) shows up here next. Prefer
+    /// [`Self::client_records`], which lists each record.
     pub fn clients(&self) -> impl Iterator<Item = (ClientId, LogIndex)> + '_ {
-        self.outcomes.clients().map(|(id, r)| (*id, r.last_index))
+        let mut by_client: BTreeMap<ClientId, LogIndex> = BTreeMap::new();
+        for (_, client, r) in self.outcomes.records() {
+            let e = by_client.entry(client).or_insert(r.last_index);
+            *e = (*e).max(r.last_index);
+        }
+        by_client.into_iter()
+    }
+
+    /// Every outcome record of every principal: the `(None, _)` records by
+    /// client id, then each principal's by name and client id. The leader
+    /// tracks each `(principal, client_id)` for its idle timeout and proposes
+    /// `DropClients { clients: vec![(client_id, last_index), ..] }` for the
+    /// idle ones (the entry format names no principal: it drops every record
+    /// of that id whose `last_index` matches, and records touched by one
+    /// entry are equally idle).
+    pub fn client_records(&self) -> impl Iterator<Item = ClientView<'_>> + '_ {
+        self.outcomes.records().map(|(p, client_id, r)| ClientView {
+            principal: p.map(Principal::as_str),
+            client_id,
+            last_index: r.last_index,
+        })
     }
 
     /// The outcome table itself (read-only).
@@ -241,7 +286,72 @@ impl LockTable {
             .take_while(move |(name, _)| name.starts_with(prefix))
     }
 
-    /// Number of live leases (bounded by [`crate::limits::MAX_LEASES`]).
+    // ------------------------------------------------------------ identities
+
+    /// True when `principal` has `permission` on `target`, at the table's
+    /// current index (see [`crate::auth`] for matching; `None`, an anonymous
+    /// caller in insecure mode, and `root` are always allowed). The server's
+    /// read paths (`list`, `watch`: [`Target::Prefix`]) ask this.
+    pub fn allows(
+        &self,
+        principal: Option<&str>,
+        permission: Permission,
+        target: Target<'_>,
+    ) -> bool {
+        self.auth.allows(principal, permission, target)
+    }
+
+    /// The owner of lease `lease_id`: None if the lease is not live,
+    /// `Some(None)` for an ownerless lease, `Some(Some(name))` otherwise. The
+    /// server renews a lease for a caller only when this is
+    /// `Some(caller's principal)`.
+    pub fn lease_owner(&self, lease_id: LeaseId) -> Option<Option<&str>> {
+        self.leases
+            .get(&lease_id)
+            .map(|l| l.owner.as_ref().map(Principal::as_str))
+    }
+
+    /// The auth table (roles, principals, limits).
+    pub fn auth(&self) -> &AuthTable {
+        &self.auth
+    }
+
+    /// Every role, by name (`role list`).
+    pub fn roles(&self) -> impl Iterator<Item = RoleView<'_>> + '_ {
+        self.auth.roles()
+    }
+
+    /// Every principal with roles, and its roles, by name (`user list`).
+    pub fn users(&self) -> impl Iterator<Item = (&str, &BTreeSet<String>)> + '_ {
+        self.auth.users()
+    }
+
+    /// The cluster-wide limits and the default per-principal quota.
+    pub fn limits(&self) -> &ClusterLimits {
+        self.auth.limits()
+    }
+
+    /// The quota binding `principal` (None: root or anonymous, bound only by
+    /// the cluster-wide limits).
+    pub fn effective_quota(&self, principal: Option<&str>) -> Option<Quota> {
+        self.auth.effective_quota(principal)
+    }
+
+    /// What `principal` holds: leases it owns, locks and waits on them, and
+    /// its outcome records.
+    pub fn usage(&self, principal: &str) -> Usage {
+        let mut u = self.usage.get(principal).copied().unwrap_or_default();
+        u.clients = self.outcomes.count_of(principal) as u64;
+        u
+    }
+
+    /// The auth audit trail, oldest first (at most
+    /// [`crate::limits::MAX_AUTH_AUDIT_RECORDS`] records).
+    pub fn auth_audit_trail(&self) -> impl DoubleEndedIterator<Item = &AuthAuditRecord> + '_ {
+        self.auth_audit.iter()
+    }
+
+    /// Number of live leases (bounded by the replicated `max_leases`).
     pub fn lease_count(&self) -> usize {
         self.leases.len()
     }
@@ -257,13 +367,31 @@ impl LockTable {
     /// Checks the table's internal consistency: S1 (at most one holder, never
     /// together with a lock-delay), every holder and waiter on a live lease and
     /// listed in it, waiters in strictly increasing enqueue order, counters
-    /// above every id and token in use. Used on snapshot load and by tests.
+    /// above every id and token in use; the auth table valid and bounded,
+    /// lease owners valid principals, the per-principal usage equal to a
+    /// recount, the outcome table's indexes in step. A waiter stores no
+    /// principal (its principal is its lease's owner), so there is nothing
+    /// more to compare for it. Used on snapshot load and by tests.
     ///
     /// # Errors
     /// A description of the first inconsistency found.
     pub fn check_invariants(&self) -> Result<(), String> {
         if self.next_token == 0 || self.next_lease_id == 0 {
             return Err("counters must start at 1".into());
+        }
+        self.auth.check_invariants()?;
+        self.outcomes.check_invariants()?;
+        if self.auth_audit.len() > MAX_AUTH_AUDIT_RECORDS {
+            return Err("auth audit trail over its bound".into());
+        }
+        for l in self.leases.values() {
+            if let Some(owner) = &l.owner {
+                crate::validate::principal(owner.as_str())
+                    .map_err(|e| format!("lease {}: {}", l.lease_id, e.message))?;
+            }
+        }
+        if self.usage != self.computed_usage() {
+            return Err("per-principal usage out of step with the leases".into());
         }
         for (id, l) in &self.leases {
             if *id != l.lease_id || *id >= self.next_lease_id {

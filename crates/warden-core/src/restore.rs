@@ -1,4 +1,4 @@
-//! Restoring a backup into a NEW cluster (SEMANTICS "Membership and data
+//! Restoring a backup into a NEW cluster (docs/semantics.md "Membership and data
 //! loss"): the pure transformation of a saved [`LockTable`] before it seeds
 //! the new cluster's data dirs.
 //!
@@ -25,7 +25,8 @@
 //! 5. The last `Promote` is forgotten (it names a leader of the old cluster).
 //!
 //! Lease ids, tokens of existing grants, log indexes inside the table, the
-//! outcome table (S7) and the audit trail are kept as they are.
+//! outcome table (S7), the audit trails and identities (roles, grants,
+//! quotas, limits, lease owners) are kept as they are.
 
 use crate::limits::{MAX_ID, MAX_LOCK_DELAY_MS};
 use crate::table::LockTable;

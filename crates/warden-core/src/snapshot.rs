@@ -1,18 +1,37 @@
 //! Snapshot encoding of the [`LockTable`]: one version byte, then postcard.
 //!
 //! Every collection in the table is ordered (`BTreeMap`, `BTreeSet`, `Vec`),
-//! so equal tables give byte-identical snapshots on every replica (SEMANTICS
-//! "Time", last point). Decoding never panics: garbage gives a
-//! [`SnapshotError`], and a decoded table must pass
+//! so equal tables give byte-identical snapshots on every replica
+//! (docs/semantics.md "Time", last point). Decoding never panics: garbage
+//! gives a [`SnapshotError`], and a decoded table must pass
 //! [`LockTable::check_invariants`].
+//!
+//! Layout (each part postcard, one after the other):
+//!
+//! | part | since version |
+//! |---|---|
+//! | the table body (leases without owners, resources, `(None, _)` outcome records, counters) | 1 |
+//! | the forced-release audit trail | 2 |
+//! | published values (elections) | 3 |
+//! | the auth table (roles, grants, role quotas, principals' roles, cluster-wide limits and default quota) | 4 |
+//! | lease owners: lease id → principal, for owned leases | 4 |
+//! | principals' outcome records: principal → client id → record | 4 |
+//! | the auth audit trail | 4 |
+//!
+//! An older version loads with the parts it lacks empty: no roles (only
+//! `root` and anonymous callers can act), default limits, ownerless leases,
+//! every outcome record `(None, id)`, empty trails. Derived state (per
+//! principal usage, the outcome table's indexes) is rebuilt on load.
 
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::outcome::NamedRecords;
 use crate::table::LockTable;
+use crate::types::{AuthAuditRecord, LeaseId, Principal};
 
-/// The current snapshot format version (the first byte). Version 2 is
-/// version 1's table followed by the forced-release audit trail; version 3
-/// adds the published values (elections) after the trail. Versions 1 and 2
-/// still load (with an empty trail / no values).
-pub const SNAPSHOT_VERSION: u8 = 3;
+/// The current snapshot format version (the first byte): see the module
+/// docs for what each version adds. Versions 1 to 3 still load.
+pub const SNAPSHOT_VERSION: u8 = 4;
 
 /// Why a snapshot could not be loaded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -34,6 +53,10 @@ pub enum SnapshotError {
     Inconsistent(String),
 }
 
+fn decode(e: postcard::Error) -> SnapshotError {
+    SnapshotError::Decode(e.to_string())
+}
+
 impl LockTable {
     /// Encodes the whole table: [`SNAPSHOT_VERSION`] then postcard. Equal
     /// tables give identical bytes.
@@ -41,9 +64,18 @@ impl LockTable {
         // postcard cannot fail on these types (every sequence and map has a
         // known length); should it ever, the bare version byte is refused by
         // `from_snapshot` instead of loading a wrong table.
+        let owners: BTreeMap<LeaseId, &Principal> = self
+            .leases
+            .iter()
+            .filter_map(|(id, l)| l.owner.as_ref().map(|p| (*id, p)))
+            .collect();
         postcard::to_extend(self, vec![SNAPSHOT_VERSION])
             .and_then(|bytes| postcard::to_extend(&self.audit, bytes))
             .and_then(|bytes| postcard::to_extend(&self.values, bytes))
+            .and_then(|bytes| postcard::to_extend(&self.auth, bytes))
+            .and_then(|bytes| postcard::to_extend(&owners, bytes))
+            .and_then(|bytes| postcard::to_extend(self.outcomes.named(), bytes))
+            .and_then(|bytes| postcard::to_extend(&self.auth_audit, bytes))
             .unwrap_or_else(|_| vec![SNAPSHOT_VERSION])
     }
 
@@ -72,6 +104,26 @@ impl LockTable {
             table.values = values;
             rest = after;
         }
+        if *version >= 4 {
+            let (auth, after) = postcard::take_from_bytes(rest).map_err(decode)?;
+            table.auth = auth;
+            let (owners, after): (BTreeMap<LeaseId, Principal>, _) =
+                postcard::take_from_bytes(after).map_err(decode)?;
+            for (id, owner) in owners {
+                let lease = table.leases.get_mut(&id).ok_or_else(|| {
+                    SnapshotError::Inconsistent(format!("owner of lease {id}, which is not live"))
+                })?;
+                lease.owner = Some(owner);
+            }
+            let (named, after): (NamedRecords, _) =
+                postcard::take_from_bytes(after).map_err(decode)?;
+            table.outcomes.set_named(named);
+            let (auth_audit, after): (VecDeque<AuthAuditRecord>, _) =
+                postcard::take_from_bytes(after).map_err(decode)?;
+            table.auth_audit = auth_audit;
+            rest = after;
+        }
+        table.usage = table.computed_usage();
         if !rest.is_empty() {
             return Err(SnapshotError::TrailingBytes(rest.len()));
         }

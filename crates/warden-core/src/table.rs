@@ -18,6 +18,12 @@
 //! 4. the command itself, all checks before any change;
 //! 5. the outcome is stored.
 //!
+//! A command wrapped in [`Command::Authorized`] adds, between 3 and 4, the
+//! room check for a new client record, the permission and ownership checks,
+//! and quotas inside 4 (see [`crate::auth`] for the rules and their order).
+//! Unwrapped client commands apply exactly as they did before identities
+//! existed.
+//!
 //! A packed entry (`Command::Batch`) runs 1–5 for each of its commands in
 //! order, all at the entry's index; see [`LockTable::apply`].
 
@@ -25,19 +31,23 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
+use crate::auth::quota::check_one_more;
+use crate::auth::{AuthTable, QuotaField, Target, Usage};
 use crate::effect::{Effect, FreeReason, LeaseEndReason, WaiterRemovedReason};
 use crate::limits::{
-    MAX_AUDIT_RECORDS, MAX_ID, MAX_LEASES, MAX_LOCKS_PER_LEASE, MAX_WAITERS_PER_RESOURCE,
+    MAX_AUDIT_RECORDS, MAX_AUTH_AUDIT_RECORDS, MAX_ID, MAX_LEASES, MAX_LOCKS_PER_LEASE,
+    MAX_WAITERS_PER_RESOURCE,
 };
 use crate::outcome::{fingerprint, Check, OutcomeTable};
 use crate::types::{
-    Acquire, AcquireOutcome, AcquireReply, AuditRecord, Checkpoint, Command, DueList, EndLockDelay,
-    ErrorCode, FencingToken, ForceRelease, LeaderId, LeaseGrant, LeaseId, LeaseSpec, LogIndex,
-    NotGrantedReason, Proclaim, Promote, Release, RenewBatch, RequestHeader, Response, Revoke,
+    Acquire, AcquireOutcome, AcquireReply, AuditRecord, AuthAuditRecord, AuthChange, Authorized,
+    Checkpoint, Command, DueList, EndLockDelay, ErrorCode, FencingToken, ForceRelease, LeaderId,
+    LeaseGrant, LeaseId, LeaseSpec, LogIndex, NotGrantedReason, Permission, Principal, Proclaim,
+    Promote, Release, RenewBatch, RequestHeader, Response, Revoke,
 };
 use crate::validate::{self, error};
 
-/// A lease: a TTL that locks and waits hang on (SEMANTICS "Words").
+/// A lease: a TTL that locks and waits hang on (docs/semantics.md "Words").
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct LeaseRecord {
     /// The id, from `next_lease_id`; never reused.
@@ -60,6 +70,13 @@ pub struct LeaseRecord {
     pub locks: BTreeSet<String>,
     /// Resources it waits on.
     pub waits: BTreeSet<String>,
+    /// The principal that created it; None for a lease made by an unwrapped
+    /// legacy command or by an anonymous caller. Only a caller with the same
+    /// `Option<Principal>` acquires on, releases, revokes or proclaims with
+    /// it (see [`crate::auth`]); its waiters' principal is this owner.
+    /// Encoded in a snapshot section of its own (version 4).
+    #[serde(skip)]
+    pub owner: Option<Principal>,
 }
 
 /// The holder of a resource: one grant.
@@ -77,7 +94,9 @@ pub struct Grant {
     pub lock_delay_ms: u64,
 }
 
-/// A queued acquire (S8).
+/// A queued acquire (S8). Its principal is its lease's owner
+/// ([`LeaseRecord::owner`]): an acquire on an existing lease requires
+/// ownership, so a waiter stores no principal of its own.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct Waiter {
     /// The waiting lease.
@@ -157,6 +176,20 @@ pub struct LockTable {
     /// ends or when the lease's grant of the resource ends.
     #[serde(skip)]
     pub(crate) values: BTreeMap<(LeaseId, String), String>,
+    /// Roles, grants, quotas and cluster-wide limits ([`crate::auth`]).
+    /// Encoded after the values (snapshot version 4).
+    #[serde(skip)]
+    pub(crate) auth: AuthTable,
+    /// The last [`MAX_AUTH_AUDIT_RECORDS`] auth changes, oldest first.
+    /// Encoded last (snapshot version 4).
+    #[serde(skip)]
+    pub(crate) auth_audit: VecDeque<AuthAuditRecord>,
+    /// Derived, never saved: per lease owner, its leases, locks (held grants
+    /// and queued waits) and waiters (`clients` stays 0 here: the outcome
+    /// table counts those). No entry is all zero. Kept up to date at every change,
+    /// rebuilt on snapshot load, recomputed by `check_invariants`.
+    #[serde(skip)]
+    pub(crate) usage: BTreeMap<Principal, Usage>,
     /// Simulator-only bug switch (`warden-sim --inject-bug
     /// token-is-log-index`); never set in production, never saved.
     #[serde(skip)]
@@ -173,6 +206,63 @@ fn exhausted(field: Option<&str>, message: impl Into<String>) -> CommandError {
     error(ErrorCode::ResourceExhausted, field, message)
 }
 
+/// Who a client command is applied for.
+#[derive(Clone, Copy, Debug)]
+struct Caller<'a> {
+    /// The principal; None for an anonymous caller or a legacy command.
+    principal: Option<&'a Principal>,
+    /// False for an unwrapped legacy command: no permission, ownership or
+    /// quota check, the legacy outcome-table rules.
+    wrapped: bool,
+}
+
+impl Caller<'_> {
+    const LEGACY: Caller<'static> = Caller {
+        principal: None,
+        wrapped: false,
+    };
+}
+
+/// Adds to the usage of `owner` (nothing for an ownerless lease).
+fn add_usage(
+    usage: &mut BTreeMap<Principal, Usage>,
+    owner: Option<&Principal>,
+    leases: u64,
+    locks: u64,
+    waiters: u64,
+) {
+    let Some(owner) = owner else { return };
+    let u = match usage.get_mut(owner.as_str()) {
+        Some(u) => u,
+        None => usage.entry(owner.clone()).or_default(),
+    };
+    u.leases += leases;
+    u.locks += locks;
+    u.waiters += waiters;
+}
+
+/// Subtracts from the usage of `owner`; drops an entry that reaches zero.
+fn sub_usage(
+    usage: &mut BTreeMap<Principal, Usage>,
+    owner: Option<&Principal>,
+    leases: u64,
+    locks: u64,
+    waiters: u64,
+) {
+    let Some(owner) = owner else { return };
+    let Some(u) = usage.get_mut(owner.as_str()) else {
+        debug_assert!(false, "usage of {owner} missing");
+        return;
+    };
+    debug_assert!(u.leases >= leases && u.locks >= locks && u.waiters >= waiters);
+    u.leases = u.leases.saturating_sub(leases);
+    u.locks = u.locks.saturating_sub(locks);
+    u.waiters = u.waiters.saturating_sub(waiters);
+    if u.is_zero() {
+        usage.remove(owner.as_str());
+    }
+}
+
 use crate::types::CommandError;
 
 impl LockTable {
@@ -187,6 +277,9 @@ impl LockTable {
             last_promote: None,
             audit: VecDeque::new(),
             values: BTreeMap::new(),
+            auth: AuthTable::default(),
+            auth_audit: VecDeque::new(),
+            usage: BTreeMap::new(),
             token_is_log_index: false,
         }
     }
@@ -223,27 +316,24 @@ impl LockTable {
         fx: &mut Vec<Effect>,
     ) -> Response {
         match cmd {
-            Command::Acquire(a) => {
-                self.apply_due(index, log_leader, a.due.as_ref(), fx);
-                self.client_command(index, &a.header, cmd, fx, |t, fx| t.acquire(index, a, fx))
+            Command::Acquire(_)
+            | Command::Release(_)
+            | Command::Revoke(_)
+            | Command::ForceRelease(_)
+            | Command::LeaseGrant(_)
+            | Command::Proclaim(_) => {
+                self.apply_due(index, log_leader, cmd.client_due(), fx);
+                match validate::command(cmd) {
+                    Ok(()) => self.client_command(index, Caller::LEGACY, cmd, fx),
+                    Err(e) => Response::Error(e),
+                }
             }
-            Command::Release(r) => {
-                self.apply_due(index, log_leader, r.due.as_ref(), fx);
-                self.client_command(index, &r.header, cmd, fx, |t, fx| t.release(index, r, fx))
-            }
-            Command::Revoke(r) => {
-                self.apply_due(index, log_leader, r.due.as_ref(), fx);
-                self.client_command(index, &r.header, cmd, fx, |t, fx| t.revoke(index, r, fx))
-            }
-            Command::ForceRelease(f) => {
-                self.apply_due(index, log_leader, f.due.as_ref(), fx);
-                self.client_command(index, &f.header, cmd, fx, |t, fx| {
-                    t.force_release(index, f, fx)
-                })
-            }
-            Command::LeaseGrant(g) => self.client_command(index, &g.header, cmd, fx, |t, fx| {
-                t.lease_grant(index, g, fx)
-            }),
+            Command::Authorized(w) => self.authorized(index, log_leader, w, fx),
+            // Always refused: an auth change must come wrapped.
+            Command::AuthChange(_) => match validate::command(cmd) {
+                Ok(()) => Response::Done,
+                Err(e) => Response::Error(e),
+            },
             Command::RenewBatch(b) => self.renew(index, b, fx),
             Command::Promote(p) => self.promote(index, log_leader, p, fx),
             Command::Checkpoint(c) => self.checkpoint(index, log_leader, c, fx),
@@ -262,12 +352,6 @@ impl LockTable {
             }
             Command::Noop => Response::Done,
             Command::RaiseTokenFloor(r) => self.raise_token_floor(r.floor),
-            Command::Proclaim(p) => {
-                match validate::command(cmd).and_then(|()| self.proclaim(p, fx)) {
-                    Ok(response) => response,
-                    Err(e) => Response::Error(e),
-                }
-            }
             Command::Batch(cmds) => match validate::command(cmd) {
                 Err(e) => Response::Error(e),
                 Ok(()) => Response::Batch(
@@ -306,23 +390,58 @@ impl LockTable {
         }
     }
 
-    /// Validation, then the outcome table (S7), then `exec`, then the record.
+    /// [`Command::Authorized`]: the inner command's due list, validation,
+    /// then [`Self::client_command`] for the principal (see [`crate::auth`]).
+    fn authorized(
+        &mut self,
+        index: LogIndex,
+        log_leader: LeaderId,
+        w: &Authorized,
+        fx: &mut Vec<Effect>,
+    ) -> Response {
+        let inner = &*w.command;
+        // Leader duties never depend on an identity; a leader duty wrapped
+        // here (or a nested Authorized) is refused below and its due list is
+        // not applied.
+        let due = match inner {
+            Command::Authorized(_) => None,
+            c => c.client_due(),
+        };
+        self.apply_due(index, log_leader, due, fx);
+        if let Err(e) = validate::authorized(w) {
+            return Response::Error(e);
+        }
+        let caller = Caller {
+            principal: w.principal.as_ref(),
+            wrapped: true,
+        };
+        self.client_command(index, caller, inner, fx)
+    }
+
+    /// A validated client command: the outcome table (S7), then room for a
+    /// new record, permission and ownership (wrapped commands only), then
+    /// the command, then the record. A command without a header (`Proclaim`)
+    /// skips the outcome table.
     fn client_command(
         &mut self,
         index: LogIndex,
-        header: &RequestHeader,
+        caller: Caller<'_>,
         cmd: &Command,
         fx: &mut Vec<Effect>,
-        exec: impl FnOnce(&mut Self, &mut Vec<Effect>) -> Result<Response, CommandError>,
     ) -> Response {
-        if let Err(e) = validate::command(cmd) {
-            return Response::Error(e);
-        }
+        let Some(header) = cmd.request_header() else {
+            return self
+                .authorize(caller, cmd)
+                .and_then(|()| self.execute(index, caller, cmd, fx))
+                .unwrap_or_else(Response::Error);
+        };
         let fp = fingerprint(cmd);
-        match self.outcomes.check(header, fp) {
+        let key = caller.principal;
+        match self.outcomes.check(key.map(Principal::as_str), header, fp) {
             Check::Refuse(resp) => resp,
             Check::Replay(resp) => {
-                self.outcomes.record(index, header, fp, None);
+                self.outcomes
+                    .record_for(index, key, header, fp, None, !caller.wrapped);
                 match (cmd, resp) {
                     (Command::Acquire(a), Response::Acquire(reply)) => {
                         Response::Acquire(self.replay_acquire(a, reply))
@@ -331,11 +450,142 @@ impl LockTable {
                 }
             }
             Check::Execute => {
-                let resp = exec(self, fx).unwrap_or_else(Response::Error);
-                self.outcomes.record(index, header, fp, Some(&resp));
+                if let Err(e) = self.client_room(caller, header.client_id) {
+                    // No room for a record: nothing is recorded.
+                    return Response::Error(e);
+                }
+                let resp = self
+                    .authorize(caller, cmd)
+                    .and_then(|()| self.execute(index, caller, cmd, fx))
+                    .unwrap_or_else(Response::Error);
+                self.outcomes
+                    .record_for(index, key, header, fp, Some(&resp), !caller.wrapped);
                 resp
             }
         }
+    }
+
+    /// Runs a checked client command.
+    fn execute(
+        &mut self,
+        index: LogIndex,
+        caller: Caller<'_>,
+        cmd: &Command,
+        fx: &mut Vec<Effect>,
+    ) -> Result<Response, CommandError> {
+        match cmd {
+            Command::Acquire(a) => self.acquire(index, caller, a, fx),
+            Command::Release(r) => self.release(index, r, fx),
+            Command::Revoke(r) => self.revoke(index, r, fx),
+            Command::ForceRelease(f) => self.force_release(index, caller, f, fx),
+            Command::LeaseGrant(g) => self.lease_grant(index, caller, g, fx),
+            Command::Proclaim(p) => self.proclaim(p, fx),
+            Command::AuthChange(c) => self.auth_change(index, caller, c, fx),
+            // Validation lets nothing else through.
+            other => Err(error(
+                ErrorCode::InvalidArgument,
+                Some("command"),
+                format!("{} is not a client command", validate::kind(other)),
+            )),
+        }
+    }
+
+    /// S7 bounds: room for the record of a new client id (see
+    /// [`crate::outcome`]). Nothing is ever evicted for a wrapped command.
+    fn client_room(&self, caller: Caller<'_>, client: u64) -> Result<(), CommandError> {
+        let name = caller.principal.map(Principal::as_str);
+        if self.outcomes.has(name, client) {
+            return Ok(());
+        }
+        if !caller.wrapped {
+            return self.outcomes.legacy_room(client);
+        }
+        if let (Some(p), Some(q)) = (name, self.auth.effective_quota(name)) {
+            let usage = Usage {
+                clients: self.outcomes.count_of(p) as u64,
+                ..Usage::default()
+            };
+            check_one_more(p, &q, &usage, QuotaField::Clients)?;
+        }
+        let max = self.auth.limits().max_clients;
+        if self.outcomes.len() as u64 >= max {
+            return Err(exhausted(
+                Some("client_id"),
+                format!(
+                    "the cluster keeps at most {max} client records (max_clients); reuse a client id that has one, or wait until idle ones are dropped"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Permission (step 4) and ownership (step 5) of a wrapped command; an
+    /// unwrapped one passes (see [`crate::auth`]).
+    fn authorize(&self, caller: Caller<'_>, cmd: &Command) -> Result<(), CommandError> {
+        if !caller.wrapped {
+            return Ok(());
+        }
+        let p = caller.principal;
+        match cmd {
+            Command::Acquire(a) => {
+                self.auth.check(
+                    p,
+                    Permission::Lock,
+                    Target::Resource(&a.resource),
+                    Some("resource"),
+                )?;
+                if let LeaseSpec::Existing { lease_id } = a.lease {
+                    self.check_owner(caller, lease_id)?;
+                }
+                Ok(())
+            }
+            Command::LeaseGrant(_) => self.auth.check(p, Permission::Lock, Target::Any, None),
+            Command::Proclaim(pr) => {
+                self.auth.check(
+                    p,
+                    Permission::Lock,
+                    Target::Resource(&pr.resource),
+                    Some("resource"),
+                )?;
+                self.check_owner(caller, pr.lease_id)
+            }
+            Command::Release(r) => self.check_owner(caller, r.lease_id),
+            Command::Revoke(r) => self.check_owner(caller, r.lease_id),
+            Command::ForceRelease(_) | Command::AuthChange(_) => {
+                self.auth
+                    .check(p, Permission::Admin, Target::Prefix(""), None)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A live lease acts only for its owner (etcd PR 8031); an unknown lease
+    /// is left to the command's own NotFound.
+    fn check_owner(&self, caller: Caller<'_>, lease_id: LeaseId) -> Result<(), CommandError> {
+        match self.leases.get(&lease_id) {
+            Some(l) if l.owner.as_ref() != caller.principal => Err(error(
+                ErrorCode::PermissionDenied,
+                Some("lease_id"),
+                format!("lease {lease_id} belongs to another principal"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Quotas (step 6): refuses when one more of each of `fields` would take
+    /// a wrapped command's principal over its quota (root and anonymous
+    /// callers have none).
+    fn check_quota(&self, caller: Caller<'_>, fields: &[QuotaField]) -> Result<(), CommandError> {
+        let Some(p) = caller.principal.filter(|_| caller.wrapped) else {
+            return Ok(());
+        };
+        let Some(q) = self.auth.effective_quota(Some(p.as_str())) else {
+            return Ok(());
+        };
+        let usage = self.usage.get(p.as_str()).copied().unwrap_or_default();
+        fields
+            .iter()
+            .try_for_each(|f| check_one_more(p.as_str(), &q, &usage, *f))
     }
 
     /// A retried acquire: the first outcome plus the lease's current state (S7).
@@ -426,6 +676,7 @@ impl LockTable {
     fn acquire(
         &mut self,
         index: LogIndex,
+        caller: Caller<'_>,
         a: &Acquire,
         fx: &mut Vec<Effect>,
     ) -> Result<Response, CommandError> {
@@ -501,9 +752,13 @@ impl LockTable {
                     format!("fencing tokens exhausted (limit {MAX_ID})"),
                 ));
             }
+            // The quota is the caller's: it owns the lease (checked before).
             if new_lease {
+                self.check_quota(caller, &[QuotaField::Leases, QuotaField::Locks])?;
                 self.check_lease_limit()?;
-                self.create_lease(index, ttl_ms, true, fx);
+                self.create_lease(index, ttl_ms, true, caller.principal.cloned(), fx);
+            } else {
+                self.check_quota(caller, &[QuotaField::Locks])?;
             }
             let token = self.grant(index, &a.resource, lease_id, a.lock_delay_ms, fx);
             return Ok(acquire_reply(
@@ -545,8 +800,14 @@ impl LockTable {
             ));
         }
         if new_lease {
+            self.check_quota(
+                caller,
+                &[QuotaField::Leases, QuotaField::Locks, QuotaField::Waiters],
+            )?;
             self.check_lease_limit()?;
-            self.create_lease(index, ttl_ms, true, fx);
+            self.create_lease(index, ttl_ms, true, caller.principal.cloned(), fx);
+        } else {
+            self.check_quota(caller, &[QuotaField::Locks, QuotaField::Waiters])?;
         }
         let state = self.resources.entry(a.resource.clone()).or_default();
         state.waiters.push(Waiter {
@@ -559,7 +820,9 @@ impl LockTable {
         });
         let position = state.waiters.len() as u64;
         if let Some(l) = self.leases.get_mut(&lease_id) {
-            l.waits.insert(a.resource.clone());
+            if l.waits.insert(a.resource.clone()) {
+                add_usage(&mut self.usage, l.owner.as_ref(), 0, 1, 1);
+            }
         }
         fx.push(Effect::Queued {
             resource: a.resource.clone(),
@@ -638,6 +901,7 @@ impl LockTable {
     fn force_release(
         &mut self,
         index: LogIndex,
+        caller: Caller<'_>,
         f: &ForceRelease,
         fx: &mut Vec<Effect>,
     ) -> Result<Response, CommandError> {
@@ -659,12 +923,19 @@ impl LockTable {
         if self.audit.len() >= MAX_AUDIT_RECORDS {
             self.audit.pop_front();
         }
+        // A principal's forced release names the principal, never the
+        // caller's free text alone.
+        let requested_by = match caller.principal.filter(|_| caller.wrapped) {
+            Some(p) if f.requested_by == p.as_str() => p.to_string(),
+            Some(p) => format!("{p} ({})", f.requested_by),
+            None => f.requested_by.clone(),
+        };
         self.audit.push_back(AuditRecord {
             index,
             resource: f.resource.clone(),
             lease_id,
             fencing_token: token,
-            requested_by: f.requested_by.clone(),
+            requested_by,
             at_unix_ms: f.at_unix_ms,
         });
         Ok(Response::Released {
@@ -677,6 +948,7 @@ impl LockTable {
     fn lease_grant(
         &mut self,
         index: LogIndex,
+        caller: Caller<'_>,
         g: &LeaseGrant,
         fx: &mut Vec<Effect>,
     ) -> Result<Response, CommandError> {
@@ -686,8 +958,9 @@ impl LockTable {
                 format!("lease ids exhausted (limit {MAX_ID})"),
             ));
         }
+        self.check_quota(caller, &[QuotaField::Leases])?;
         self.check_lease_limit()?;
-        let lease_id = self.create_lease(index, g.ttl_ms, false, fx);
+        let lease_id = self.create_lease(index, g.ttl_ms, false, caller.principal.cloned(), fx);
         Ok(Response::LeaseGranted {
             lease_id,
             ttl_ms: g.ttl_ms,
@@ -714,6 +987,29 @@ impl LockTable {
         Ok(Response::Revoked {
             lease_id: r.lease_id,
         })
+    }
+
+    /// An auth change (admin, checked before): applied to the auth table and
+    /// kept in the bounded auth audit trail.
+    fn auth_change(
+        &mut self,
+        index: LogIndex,
+        caller: Caller<'_>,
+        c: &AuthChange,
+        fx: &mut Vec<Effect>,
+    ) -> Result<Response, CommandError> {
+        self.auth.apply(&c.op)?;
+        if self.auth_audit.len() >= MAX_AUTH_AUDIT_RECORDS {
+            self.auth_audit.pop_front();
+        }
+        self.auth_audit.push_back(AuthAuditRecord {
+            index,
+            principal: caller.principal.cloned(),
+            op: c.op.clone(),
+            at_unix_ms: c.at_unix_ms,
+        });
+        fx.push(Effect::AuthChanged { index });
+        Ok(Response::AuthChanged)
     }
 
     /// S4: every live lease restarts its countdown with its full TTL and may
@@ -853,13 +1149,15 @@ impl LockTable {
 
     // ---------------------------------------------------------------- building blocks
 
-    /// Issue 3 limits: at most [`MAX_LEASES`] live leases in the cluster.
+    /// At most `max_leases` live leases in the cluster (replicated; default
+    /// [`MAX_LEASES`]), for every command, wrapped or not.
     fn check_lease_limit(&self) -> Result<(), CommandError> {
-        if self.leases.len() >= MAX_LEASES {
+        let max = self.auth.limits().max_leases;
+        if self.leases.len() as u64 >= max {
             return Err(exhausted(
                 Some("lease_id"),
                 format!(
-                    "the cluster holds at most {MAX_LEASES} live leases (MAX_LEASES); revoke or let some expire"
+                    "the cluster holds at most {max} live leases (max_leases, default MAX_LEASES = {MAX_LEASES}); revoke or let some expire"
                 ),
             ));
         }
@@ -871,6 +1169,7 @@ impl LockTable {
         index: LogIndex,
         ttl_ms: u64,
         auto: bool,
+        owner: Option<Principal>,
         fx: &mut Vec<Effect>,
     ) -> LeaseId {
         let lease_id = self.next_lease_id;
@@ -886,8 +1185,12 @@ impl LockTable {
                 auto,
                 locks: BTreeSet::new(),
                 waits: BTreeSet::new(),
+                owner,
             },
         );
+        if let Some(l) = self.leases.get(&lease_id) {
+            add_usage(&mut self.usage, l.owner.as_ref(), 1, 0, 0);
+        }
         fx.push(Effect::LeaseSet { lease_id, ttl_ms });
         lease_id
     }
@@ -911,8 +1214,12 @@ impl LockTable {
         self.next_token = self.next_token.saturating_add(1);
         let ttl_ms = self.leases.get(&lease_id).map_or(0, |l| l.ttl_ms);
         if let Some(l) = self.leases.get_mut(&lease_id) {
-            l.waits.remove(resource);
-            l.locks.insert(resource.to_owned());
+            if l.waits.remove(resource) {
+                sub_usage(&mut self.usage, l.owner.as_ref(), 0, 1, 1);
+            }
+            if l.locks.insert(resource.to_owned()) {
+                add_usage(&mut self.usage, l.owner.as_ref(), 0, 1, 0);
+            }
         }
         let state = self.resources.entry(resource.to_owned()).or_default();
         state.holder = Some(Grant {
@@ -965,14 +1272,18 @@ impl LockTable {
             });
         }
         if let Some(l) = self.leases.get_mut(&g.lease_id) {
-            l.locks.remove(resource);
+            if l.locks.remove(resource) {
+                sub_usage(&mut self.usage, l.owner.as_ref(), 0, 1, 0);
+            }
         }
         self.settle(index, resource, fx);
     }
 
     /// S8 handoff: if `resource` is free and not in lock-delay, grants it to
-    /// the first waiter whose lease is live (dead ones are removed), with a new
-    /// token; drops the resource entry when nothing is left on it.
+    /// the first waiter whose lease is live and whose principal (its lease's
+    /// owner) still has `lock` on it, with a new token; the others before it
+    /// are removed (an acquire-made lease left with nothing dies); drops the
+    /// resource entry when nothing is left on it.
     fn settle(&mut self, index: LogIndex, resource: &str, fx: &mut Vec<Effect>) {
         loop {
             let Some(state) = self.resources.get_mut(resource) else {
@@ -986,19 +1297,38 @@ impl LockTable {
                 break;
             }
             let w = state.waiters.remove(0);
-            let live = self.leases.contains_key(&w.lease_id);
+            // Permission is decided at this index, for the lease's owner.
+            let allowed = self.leases.get(&w.lease_id).map(|l| {
+                self.auth.allows(
+                    l.owner.as_ref().map(Principal::as_str),
+                    Permission::Lock,
+                    Target::Resource(resource),
+                )
+            });
+            let reason = match allowed {
+                None => WaiterRemovedReason::LeaseEnded,
+                Some(false) => WaiterRemovedReason::PermissionRevoked,
+                Some(true) => WaiterRemovedReason::Granted,
+            };
             fx.push(Effect::WaiterRemoved {
                 resource: resource.to_owned(),
                 lease_id: w.lease_id,
                 enqueue_index: w.enqueue_index,
-                reason: if live {
-                    WaiterRemovedReason::Granted
-                } else {
-                    WaiterRemovedReason::LeaseEnded
-                },
+                reason,
             });
-            if live {
-                self.grant(index, resource, w.lease_id, w.lock_delay_ms, fx);
+            match reason {
+                WaiterRemovedReason::Granted => {
+                    self.grant(index, resource, w.lease_id, w.lock_delay_ms, fx);
+                }
+                WaiterRemovedReason::PermissionRevoked => {
+                    if let Some(l) = self.leases.get_mut(&w.lease_id) {
+                        if l.waits.remove(resource) {
+                            sub_usage(&mut self.usage, l.owner.as_ref(), 0, 1, 1);
+                        }
+                    }
+                    self.drop_auto_if_idle(w.lease_id, fx);
+                }
+                _ => {}
             }
         }
         if self
@@ -1031,7 +1361,9 @@ impl LockTable {
         };
         state.waiters.remove(pos);
         if let Some(l) = self.leases.get_mut(&lease_id) {
-            l.waits.remove(resource);
+            if l.waits.remove(resource) {
+                sub_usage(&mut self.usage, l.owner.as_ref(), 0, 1, 1);
+            }
         }
         fx.push(Effect::WaiterRemoved {
             resource: resource.to_owned(),
@@ -1053,7 +1385,7 @@ impl LockTable {
         involuntary: bool,
         fx: &mut Vec<Effect>,
     ) {
-        let Some(lease) = self.leases.remove(&lease_id) else {
+        let Some(lease) = self.remove_lease(lease_id) else {
             return;
         };
         self.drop_values(lease_id);
@@ -1079,6 +1411,26 @@ impl LockTable {
             }
         }
         fx.push(Effect::LeaseEnded { lease_id, reason });
+    }
+
+    /// Takes a lease out of the table, and its counts out of its owner's usage.
+    fn remove_lease(&mut self, lease_id: LeaseId) -> Option<LeaseRecord> {
+        let l = self.leases.remove(&lease_id)?;
+        let (locks, waits) = (l.locks.len() as u64, l.waits.len() as u64);
+        sub_usage(&mut self.usage, l.owner.as_ref(), 1, locks + waits, waits);
+        Some(l)
+    }
+
+    /// Usage computed from the leases (for snapshot load and
+    /// `check_invariants`; apply keeps `usage` up to date incrementally).
+    pub(crate) fn computed_usage(&self) -> BTreeMap<Principal, Usage> {
+        let mut usage = BTreeMap::new();
+        for l in self.leases.values() {
+            let (locks, waits) = (l.locks.len() as u64, l.waits.len() as u64);
+            add_usage(&mut usage, l.owner.as_ref(), 1, locks + waits, waits);
+        }
+        usage.retain(|_, u: &mut Usage| !u.is_zero());
+        usage
     }
 
     /// Forgets every value `lease_id` published.
@@ -1146,7 +1498,7 @@ impl LockTable {
             .get(&lease_id)
             .is_some_and(|l| l.auto && l.locks.is_empty() && l.waits.is_empty())
         {
-            self.leases.remove(&lease_id);
+            self.remove_lease(lease_id);
             self.drop_values(lease_id);
             fx.push(Effect::LeaseEnded {
                 lease_id,

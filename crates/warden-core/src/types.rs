@@ -19,7 +19,7 @@ pub type RequestId = u64;
 
 /// The leader that proposed an entry: its term and node id. Leader-duty
 /// entries carry the proposer's id; apply compares it with the leader id in the
-/// entry's own log id and ignores the entry on a mismatch (SEMANTICS "Time").
+/// entry's own log id and ignores the entry on a mismatch (docs/semantics.md "Time").
 #[derive(
     Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default,
 )]
@@ -77,7 +77,7 @@ pub enum Command {
     ForceRelease(ForceRelease),
     /// Does nothing (used by tests and as a barrier).
     Noop,
-    /// Operator: raise the fencing-token counter above a floor (SEMANTICS
+    /// Operator: raise the fencing-token counter above a floor (docs/semantics.md
     /// "Membership and data loss").
     RaiseTokenFloor(RaiseTokenFloor),
     /// Publish a value for a lease on a resource (an election's candidate or
@@ -89,8 +89,82 @@ pub enum Command {
     /// own response in [`Response::Batch`]; one command's refusal neither
     /// fails nor undoes the others. 1..=[`crate::limits::MAX_BATCH_COMMANDS`]
     /// commands, none of them a `Batch`; otherwise the whole entry is refused
-    /// (field `commands`) and nothing changes.
+    /// (field `commands`) and nothing changes. A batch may hold
+    /// [`Command::Authorized`] commands, each checked on its own.
     Batch(Vec<Command>),
+    /// A client command made on behalf of a principal (or of an anonymous
+    /// caller in an insecure cluster). Apply checks permission, lease
+    /// ownership and quotas against the table at this entry's index; see
+    /// [`crate::auth`] for the rules and their order.
+    Authorized(Authorized),
+    /// A change of roles, grants, quotas or limits. Valid only inside
+    /// [`Command::Authorized`] (the principal must be known); alone it is
+    /// refused (InvalidArgument, field `command`). Needs admin on `""`.
+    AuthChange(AuthChange),
+}
+
+impl Command {
+    /// The command a client asked for: the inner command of a
+    /// [`Command::Authorized`], else the command itself.
+    pub fn unwrapped(&self) -> &Command {
+        match self {
+            Command::Authorized(w) => &w.command,
+            c => c,
+        }
+    }
+
+    /// The principal a [`Command::Authorized`] names (None for an anonymous
+    /// caller and for any other command).
+    pub fn principal(&self) -> Option<&Principal> {
+        match self {
+            Command::Authorized(w) => w.principal.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The request header (S7) of a client command (`Acquire`, `Release`,
+    /// `Revoke`, `LeaseGrant`, `ForceRelease`, `AuthChange`), also inside a
+    /// [`Command::Authorized`].
+    pub fn request_header(&self) -> Option<&RequestHeader> {
+        match self.unwrapped() {
+            Command::Acquire(a) => Some(&a.header),
+            Command::Release(r) => Some(&r.header),
+            Command::Revoke(r) => Some(&r.header),
+            Command::LeaseGrant(g) => Some(&g.header),
+            Command::ForceRelease(f) => Some(&f.header),
+            Command::AuthChange(c) => Some(&c.header),
+            _ => None,
+        }
+    }
+
+    /// The due list of a client command that can hand a resource off
+    /// (`Acquire`, `Release`, `Revoke`, `ForceRelease`), also inside a
+    /// [`Command::Authorized`]; None for any other command.
+    pub fn client_due(&self) -> Option<&DueList> {
+        match self.unwrapped() {
+            Command::Acquire(a) => a.due.as_ref(),
+            Command::Release(r) => r.due.as_ref(),
+            Command::Revoke(r) => r.due.as_ref(),
+            Command::ForceRelease(f) => f.due.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The due-list slot of the commands [`Self::client_due`] reads, for the
+    /// leader to fill.
+    pub fn client_due_mut(&mut self) -> Option<&mut Option<DueList>> {
+        let cmd = match self {
+            Command::Authorized(w) => &mut *w.command,
+            c => c,
+        };
+        match cmd {
+            Command::Acquire(a) => Some(&mut a.due),
+            Command::Release(r) => Some(&mut r.due),
+            Command::Revoke(r) => Some(&mut r.due),
+            Command::ForceRelease(f) => Some(&mut f.due),
+            _ => None,
+        }
+    }
 }
 
 /// How an acquire gets its lease.
@@ -109,7 +183,7 @@ pub enum LeaseSpec {
 }
 
 /// Leases and waiters the proposing leader saw as due, guarded by its leader id
-/// and by each lease's `last_index` (SEMANTICS "Time"; etcd issue 15247).
+/// and by each lease's `last_index` (docs/semantics.md "Time"; etcd issue 15247).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 pub struct DueList {
     /// The proposer.
@@ -201,7 +275,7 @@ pub struct Revoke {
     pub due: Option<DueList>,
 }
 
-/// A new leader's first entry (SEMANTICS "Time", L4).
+/// A new leader's first entry (docs/semantics.md "Time", L4).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Promote {
     /// The new leader.
@@ -328,13 +402,13 @@ pub struct ForceRelease {
     /// it from the request and the caller's address).
     pub requested_by: String,
     /// Wall-clock time (ms since the Unix epoch) on the proposing server when
-    /// it proposed the entry. DISPLAY ONLY (SEMANTICS "Time": wall-clock stamps
+    /// it proposed the entry. DISPLAY ONLY (docs/semantics.md "Time": wall-clock stamps
     /// may ride in entries for audit): never compared, never used in logic,
     /// ignored by the S7 fingerprint.
     pub at_unix_ms: u64,
 }
 
-/// One forced release, as the replicated audit trail keeps it (issue 3, item 5).
+/// One forced release, as the replicated audit trail keeps it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct AuditRecord {
     /// Index of the `ForceRelease` entry.
@@ -345,7 +419,10 @@ pub struct AuditRecord {
     pub lease_id: LeaseId,
     /// The grant that was ended.
     pub fencing_token: FencingToken,
-    /// Who asked (see [`ForceRelease::requested_by`]).
+    /// Who asked (see [`ForceRelease::requested_by`]). For a forced release
+    /// wrapped in [`Command::Authorized`] with a principal, the principal's
+    /// name, followed by the request's `requested_by` in parentheses when
+    /// that differs from the name (`alice (ops console 10.0.0.7)`).
     pub requested_by: String,
     /// The proposer's wall clock, display only (see [`ForceRelease::at_unix_ms`]).
     pub at_unix_ms: u64,
@@ -393,6 +470,8 @@ pub enum Response {
     },
     /// For a [`Command::Batch`]: one response per command, in order.
     Batch(Vec<Response>),
+    /// For an [`AuthChange`]: the change is applied and in the auth audit trail.
+    AuthChanged,
 }
 
 /// An acquire's answer.
@@ -486,4 +565,228 @@ pub enum ErrorCode {
     /// A retry whose outcome record is gone (S7): gRPC FailedPrecondition with
     /// message prefix `request_expired`.
     RequestExpired,
+    /// The principal lacks the permission, or the lease belongs to another
+    /// principal: gRPC PermissionDenied.
+    PermissionDenied,
+}
+
+// ---------------------------------------------------------------- identities
+
+/// A principal: the name of a client certificate (mutual TLS), 1..=64 bytes of
+/// ASCII letters, digits, `.`, `_`, `-`, `@`, not starting with `.` or `-`
+/// (it becomes a file name, `client.NAME.crt`). Build one with
+/// [`Principal::new`] (defined in [`crate::validate`]); a principal decoded
+/// from a log entry is checked again at apply, one from a snapshot on load.
+/// The principal `root` holds admin on `""` always (see [`crate::auth`]).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Principal(String);
+
+impl Principal {
+    /// Wraps a name the caller has validated.
+    pub(crate) fn from_checked(name: String) -> Self {
+        Self(name)
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for Principal {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Principal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What a grant allows. Each level includes the ones before it:
+/// `Admin` ⊇ `Lock` ⊇ `Read` (the derived order: `Read < Lock < Admin`).
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default,
+)]
+pub enum Permission {
+    /// List, watch, read holders and values.
+    #[default]
+    Read,
+    /// Also acquire, wait, create leases, campaign and proclaim.
+    Lock,
+    /// Also force-release and change roles, grants, quotas and limits.
+    Admin,
+}
+
+impl Permission {
+    /// True when `self` includes `other` (`Admin` includes everything).
+    pub fn includes(self, other: Permission) -> bool {
+        self >= other
+    }
+
+    /// `read`, `lock` or `admin`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Permission::Read => "read",
+            Permission::Lock => "lock",
+            Permission::Admin => "admin",
+        }
+    }
+}
+
+impl std::fmt::Display for Permission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A per-principal quota (see [`crate::auth`]): the most a principal may
+/// hold at once. Each field is at most its ceiling in [`crate::limits`].
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Quota {
+    /// Live leases the principal owns ([`crate::limits::QUOTA_LEASES_CEILING`]).
+    pub leases: u64,
+    /// Held grants plus queued waits on its leases
+    /// ([`crate::limits::QUOTA_LOCKS_CEILING`]).
+    pub locks: u64,
+    /// Queued waits on its leases ([`crate::limits::QUOTA_WAITERS_CEILING`]).
+    pub waiters: u64,
+    /// Outcome records (client ids) it keeps (S7;
+    /// [`crate::limits::QUOTA_CLIENTS_CEILING`]).
+    pub clients: u64,
+}
+
+impl Default for Quota {
+    /// The documented defaults: 10,000 leases, 100,000 locks, 10,000 waiters,
+    /// 4,096 clients.
+    fn default() -> Self {
+        use crate::limits::{
+            DEFAULT_QUOTA_CLIENTS, DEFAULT_QUOTA_LEASES, DEFAULT_QUOTA_LOCKS, DEFAULT_QUOTA_WAITERS,
+        };
+        Quota {
+            leases: DEFAULT_QUOTA_LEASES,
+            locks: DEFAULT_QUOTA_LOCKS,
+            waiters: DEFAULT_QUOTA_WAITERS,
+            clients: DEFAULT_QUOTA_CLIENTS,
+        }
+    }
+}
+
+/// Replicated cluster-wide limits and the default per-principal quota.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClusterLimits {
+    /// Live leases in the cluster, 1..=[`crate::limits::MAX_LEASES_CEILING`]
+    /// (default [`crate::limits::DEFAULT_MAX_LEASES`]). Binds every command,
+    /// wrapped or not.
+    pub max_leases: u64,
+    /// Outcome records in the cluster beyond which a wrapped command from a
+    /// new client id is refused, 1..=[`crate::limits::MAX_CLIENTS_CEILING`]
+    /// (default [`crate::limits::DEFAULT_MAX_CLIENTS`]).
+    pub max_clients: u64,
+    /// The quota of a principal none of whose roles sets one.
+    pub default_quota: Quota,
+}
+
+impl Default for ClusterLimits {
+    fn default() -> Self {
+        ClusterLimits {
+            max_leases: crate::limits::DEFAULT_MAX_LEASES,
+            max_clients: crate::limits::DEFAULT_MAX_CLIENTS,
+            default_quota: Quota::default(),
+        }
+    }
+}
+
+/// A client command on behalf of `principal` ([`Command::Authorized`]).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Authorized {
+    /// The caller's principal (its client certificate's name); None = an
+    /// anonymous caller of a node in insecure mode (passes every permission
+    /// check, owns only ownerless leases).
+    pub principal: Option<Principal>,
+    /// One of `Acquire`, `Release`, `Revoke`, `LeaseGrant`, `Proclaim`,
+    /// `ForceRelease`, `AuthChange`; anything else is refused
+    /// (InvalidArgument, field `command`).
+    pub command: Box<Command>,
+}
+
+/// A change of the auth table ([`Command::AuthChange`], inside
+/// [`Command::Authorized`]). Needs admin on `""`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct AuthChange {
+    /// Exactly-once header (S7).
+    pub header: RequestHeader,
+    /// The change.
+    pub op: AuthOp,
+    /// Wall-clock time (ms since the Unix epoch) on the proposing server.
+    /// DISPLAY ONLY (like [`ForceRelease::at_unix_ms`]): never used in logic,
+    /// ignored by the S7 fingerprint.
+    pub at_unix_ms: u64,
+}
+
+/// One auth change. Role names follow the principal syntax; prefixes follow
+/// the resource rules (`""` allowed; `election:NAME` names elections), see
+/// [`crate::auth`].
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub enum AuthOp {
+    /// Sets `role`'s permission on `prefix` (replacing a previous one on the
+    /// same prefix); creates the role if needed.
+    GrantPermission {
+        /// The role.
+        role: String,
+        /// The prefix.
+        prefix: String,
+        /// The permission.
+        permission: Permission,
+    },
+    /// Removes `role`'s grant on `prefix` (NotFound if it has none).
+    RevokePermission {
+        /// The role.
+        role: String,
+        /// The prefix.
+        prefix: String,
+    },
+    /// Deletes `role` and takes it from every principal that held it.
+    DeleteRole {
+        /// The role.
+        role: String,
+    },
+    /// Gives `role` (which must exist) to `user`.
+    GrantRole {
+        /// The principal.
+        user: Principal,
+        /// The role.
+        role: String,
+    },
+    /// Takes `role` from `user` (NotFound if it does not hold it).
+    RevokeRole {
+        /// The principal.
+        user: Principal,
+        /// The role.
+        role: String,
+    },
+    /// Sets (Some; creates the role if needed) or clears (None) `role`'s quota.
+    SetRoleQuota {
+        /// The role.
+        role: String,
+        /// The quota.
+        quota: Option<Quota>,
+    },
+    /// Sets the cluster-wide limits and the default per-principal quota.
+    SetLimits(ClusterLimits),
+}
+
+/// One applied auth change, as the replicated auth audit trail keeps it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct AuthAuditRecord {
+    /// Index of the entry that applied it.
+    pub index: LogIndex,
+    /// Who made it (None: an anonymous caller of an insecure cluster).
+    pub principal: Option<Principal>,
+    /// The change.
+    pub op: AuthOp,
+    /// The proposer's wall clock, display only ([`AuthChange::at_unix_ms`]).
+    pub at_unix_ms: u64,
 }

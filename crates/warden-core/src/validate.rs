@@ -1,5 +1,5 @@
 //! Input validation: every bound from [`crate::limits`], checked with a typed
-//! error that names the field and the limit (SEMANTICS "What bad input gets").
+//! error that names the field and the limit (docs/semantics.md "What bad input gets").
 //!
 //! The server calls [`command`] before proposing a client command, and
 //! [`crate::table::LockTable::apply`] calls it again at apply time, so a
@@ -9,12 +9,22 @@
 //! client-chosen durations that need bounds: apply treats their contents
 //! defensively (unknown ids are skipped, arithmetic is checked) and they always
 //! pass here.
+//!
+//! Identities ([`crate::auth`]): [`principal`] (also [`Principal::new`]),
+//! [`role`], [`prefix`], [`quota`] and [`limits`]. A
+//! [`Command::Authorized`] passes when its principal is valid and it wraps a
+//! client command that passes; a bare [`Command::AuthChange`] never passes.
 
 use crate::limits::{
-    MAX_BATCH_COMMANDS, MAX_ID, MAX_LOCK_DELAY_MS, MAX_REQUESTED_BY_BYTES, MAX_RESOURCE_BYTES,
-    MAX_TTL_MS, MAX_WAIT_TIMEOUT_MS, MIN_TTL_MS,
+    MAX_BATCH_COMMANDS, MAX_CLIENTS_CEILING, MAX_ID, MAX_LEASES_CEILING, MAX_LOCK_DELAY_MS,
+    MAX_PREFIX_BYTES, MAX_PRINCIPAL_BYTES, MAX_REQUESTED_BY_BYTES, MAX_RESOURCE_BYTES, MAX_TTL_MS,
+    MAX_WAIT_TIMEOUT_MS, MIN_TTL_MS, QUOTA_CLIENTS_CEILING, QUOTA_LEASES_CEILING,
+    QUOTA_LOCKS_CEILING, QUOTA_WAITERS_CEILING,
 };
-use crate::types::{Command, CommandError, ErrorCode, LeaseSpec, RequestHeader};
+use crate::types::{
+    AuthChange, AuthOp, Authorized, ClusterLimits, Command, CommandError, ErrorCode, LeaseSpec,
+    Principal, Quota, RequestHeader,
+};
 
 /// Builds a [`CommandError`] for `field`.
 pub(crate) fn error(
@@ -236,6 +246,225 @@ pub fn batch(cmds: &[Command]) -> Result<(), CommandError> {
     Ok(())
 }
 
+/// A principal name (the `field` named in the error): 1..=[`MAX_PRINCIPAL_BYTES`]
+/// bytes of ASCII letters, digits, `.`, `_`, `-`, `@`, not starting with `.`
+/// or `-` (it becomes a file name, `client.NAME.crt`).
+fn name_in(name: &str, field: &str) -> Result<(), CommandError> {
+    if name.is_empty() || name.len() > MAX_PRINCIPAL_BYTES {
+        return Err(invalid(
+            field,
+            format!(
+                "{field} must be 1..={MAX_PRINCIPAL_BYTES} bytes; got {} bytes",
+                name.len()
+            ),
+        ));
+    }
+    if let Some(pos) = name
+        .bytes()
+        .position(|b| !(b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'@')))
+    {
+        return Err(invalid(
+            field,
+            format!(
+                "{field} may hold only ASCII letters, digits, '.', '_', '-' and '@' (byte {pos} is not one)"
+            ),
+        ));
+    }
+    if name.starts_with(['.', '-']) {
+        return Err(invalid(
+            field,
+            format!("{field} must not start with '.' or '-'"),
+        ));
+    }
+    Ok(())
+}
+
+/// A principal: see [`Principal`] for the syntax.
+///
+/// # Errors
+/// `InvalidArgument`, field `"principal"`, naming the limit.
+pub fn principal(name: &str) -> Result<Principal, CommandError> {
+    name_in(name, "principal")?;
+    Ok(Principal::from_checked(name.to_owned()))
+}
+
+impl Principal {
+    /// A checked principal: see the type's docs for the syntax.
+    ///
+    /// # Errors
+    /// `InvalidArgument`, field `"principal"`, naming the limit.
+    pub fn new(name: &str) -> Result<Principal, CommandError> {
+        principal(name)
+    }
+}
+
+/// A role name: the principal syntax ([`Principal`]).
+///
+/// # Errors
+/// `InvalidArgument`, field `"role"`, naming the limit.
+pub fn role(name: &str) -> Result<(), CommandError> {
+    name_in(name, "role")
+}
+
+/// A grant prefix: `""` (everything), `election:NAME-PREFIX` (elections whose
+/// name starts with `NAME-PREFIX`), or a lock prefix. The prefix (for an
+/// election prefix, the part after `election:`) is at most
+/// [`MAX_PREFIX_BYTES`] bytes of UTF-8 without control characters.
+///
+/// # Errors
+/// `InvalidArgument`, field `"prefix"`, naming the limit.
+pub fn prefix(prefix: &str) -> Result<(), CommandError> {
+    let rest = prefix
+        .strip_prefix(crate::limits::ELECTION_GRANT_PREFIX)
+        .unwrap_or(prefix);
+    if rest.len() > MAX_PREFIX_BYTES {
+        return Err(invalid(
+            "prefix",
+            format!(
+                "prefix must be at most {MAX_PREFIX_BYTES} bytes of UTF-8 (after `election:` for an election prefix); got {} bytes",
+                rest.len()
+            ),
+        ));
+    }
+    if rest.chars().any(char::is_control) {
+        return Err(invalid(
+            "prefix",
+            "prefix must not contain NUL or control characters",
+        ));
+    }
+    Ok(())
+}
+
+fn at_most(field: &str, value: u64, min: u64, max: u64) -> Result<(), CommandError> {
+    if !(min..=max).contains(&value) {
+        return Err(invalid(
+            field,
+            format!("{field} must be within {min}..={max}; got {value}"),
+        ));
+    }
+    Ok(())
+}
+
+/// A quota: each field at most its ceiling
+/// ([`QUOTA_LEASES_CEILING`], [`QUOTA_LOCKS_CEILING`],
+/// [`QUOTA_WAITERS_CEILING`], [`QUOTA_CLIENTS_CEILING`]); 0 is allowed (the
+/// principal may hold none).
+///
+/// # Errors
+/// `InvalidArgument`, field `"quota.leases"` (or `.locks`, `.waiters`,
+/// `.clients`), naming the limit.
+pub fn quota(q: &Quota) -> Result<(), CommandError> {
+    quota_in(q, "quota")
+}
+
+fn quota_in(q: &Quota, name: &str) -> Result<(), CommandError> {
+    at_most(&format!("{name}.leases"), q.leases, 0, QUOTA_LEASES_CEILING)?;
+    at_most(&format!("{name}.locks"), q.locks, 0, QUOTA_LOCKS_CEILING)?;
+    at_most(
+        &format!("{name}.waiters"),
+        q.waiters,
+        0,
+        QUOTA_WAITERS_CEILING,
+    )?;
+    at_most(
+        &format!("{name}.clients"),
+        q.clients,
+        0,
+        QUOTA_CLIENTS_CEILING,
+    )
+}
+
+/// Cluster-wide limits: `max_leases` 1..=[`MAX_LEASES_CEILING`],
+/// `max_clients` 1..=[`MAX_CLIENTS_CEILING`], and a valid default quota.
+///
+/// # Errors
+/// `InvalidArgument`, field `"max_leases"`, `"max_clients"` or
+/// `"default_quota.leases"` (…), naming the limit.
+pub fn limits(l: &ClusterLimits) -> Result<(), CommandError> {
+    at_most("max_leases", l.max_leases, 1, MAX_LEASES_CEILING)?;
+    at_most("max_clients", l.max_clients, 1, MAX_CLIENTS_CEILING)?;
+    quota_in(&l.default_quota, "default_quota")
+}
+
+/// An auth change: its header and every name, prefix and number in it.
+///
+/// # Errors
+/// The first failing check's `InvalidArgument`, naming the field.
+pub fn auth_change(c: &AuthChange) -> Result<(), CommandError> {
+    header(&c.header)?;
+    match &c.op {
+        AuthOp::GrantPermission {
+            role: r, prefix: p, ..
+        }
+        | AuthOp::RevokePermission { role: r, prefix: p } => {
+            role(r)?;
+            prefix(p)
+        }
+        AuthOp::DeleteRole { role: r } => role(r),
+        AuthOp::GrantRole { user, role: r } | AuthOp::RevokeRole { user, role: r } => {
+            name_in(user.as_str(), "user")?;
+            role(r)
+        }
+        AuthOp::SetRoleQuota { role: r, quota: q } => {
+            role(r)?;
+            q.as_ref().map_or(Ok(()), quota)
+        }
+        AuthOp::SetLimits(l) => limits(l),
+    }
+}
+
+/// The name of a command's kind, for messages.
+pub(crate) fn kind(cmd: &Command) -> &'static str {
+    match cmd {
+        Command::Acquire(_) => "acquire",
+        Command::Release(_) => "release",
+        Command::RenewBatch(_) => "renew batch",
+        Command::LeaseGrant(_) => "lease grant",
+        Command::Revoke(_) => "revoke",
+        Command::Promote(_) => "promote",
+        Command::Checkpoint(_) => "checkpoint",
+        Command::Expire(_) => "expire",
+        Command::EndLockDelay(_) => "end lock-delay",
+        Command::DropClients(_) => "drop clients",
+        Command::ForceRelease(_) => "force release",
+        Command::Noop => "noop",
+        Command::RaiseTokenFloor(_) => "raise token floor",
+        Command::Proclaim(_) => "proclaim",
+        Command::Batch(_) => "batch",
+        Command::Authorized(_) => "authorized",
+        Command::AuthChange(_) => "auth change",
+    }
+}
+
+/// An authorized command: a valid principal (or none) and a client command
+/// (acquire, release, revoke, lease grant, proclaim, force release, auth
+/// change) that passes [`command`]; anything else inside is refused.
+///
+/// # Errors
+/// `InvalidArgument`, field `"principal"`, `"command"` or the inner
+/// command's field.
+pub fn authorized(w: &Authorized) -> Result<(), CommandError> {
+    if let Some(p) = &w.principal {
+        name_in(p.as_str(), "principal")?;
+    }
+    match &*w.command {
+        inner @ (Command::Acquire(_)
+        | Command::Release(_)
+        | Command::Revoke(_)
+        | Command::LeaseGrant(_)
+        | Command::Proclaim(_)
+        | Command::ForceRelease(_)) => command(inner),
+        Command::AuthChange(c) => auth_change(c),
+        other => Err(invalid(
+            "command",
+            format!(
+                "Authorized wraps only a client command (acquire, release, revoke, lease grant, proclaim, force release, auth change); got {}",
+                kind(other)
+            ),
+        )),
+    }
+}
+
 /// Validates any command. Client commands get every check above; leader-duty
 /// commands, `RenewBatch` and `Noop` always pass (see the module docs).
 ///
@@ -283,6 +512,11 @@ pub fn command(cmd: &Command) -> Result<(), CommandError> {
             value(&p.value)
         }
         Command::Batch(cmds) => batch(cmds),
+        Command::Authorized(w) => authorized(w),
+        Command::AuthChange(_) => Err(invalid(
+            "command",
+            "an auth change must come wrapped in Authorized (the principal must be known)",
+        )),
         Command::RenewBatch(_)
         | Command::Promote(_)
         | Command::Checkpoint(_)

@@ -1,10 +1,13 @@
 //! Unit tests with real values. Each test names the property (S1..S8, L1..L4)
 //! or public bug it defends.
 
+mod auth;
 mod batch;
 mod deadline;
 mod election;
 mod proptests;
+mod quota;
+mod snapshot;
 mod table;
 
 use crate::outcome::OutcomeTable;
@@ -135,4 +138,66 @@ pub(crate) fn lock_state(t: &LockTable) -> Vec<u8> {
     let mut c = t.clone();
     c.outcomes = OutcomeTable::default();
     c.to_snapshot()
+}
+
+/// A principal, by name (the test names are valid).
+pub(crate) fn who(name: &str) -> Principal {
+    Principal::new(name).expect("valid principal")
+}
+
+/// `cmd` made on behalf of `principal` (None: an anonymous caller).
+pub(crate) fn by(principal: Option<&str>, cmd: Command) -> Command {
+    Command::Authorized(Authorized {
+        principal: principal.map(who),
+        command: Box::new(cmd),
+    })
+}
+
+/// `cmd` made by the principal `name`.
+pub(crate) fn as_(name: &str, cmd: Command) -> Command {
+    by(Some(name), cmd)
+}
+
+/// An auth change (unwrapped: wrap it with [`as_`]).
+pub(crate) fn change(h: RequestHeader, op: AuthOp) -> Command {
+    Command::AuthChange(AuthChange {
+        header: h,
+        op,
+        at_unix_ms: 0,
+    })
+}
+
+/// Grants `permission` on `prefix` to `role`.
+pub(crate) fn grant_perm(role: &str, prefix: &str, permission: Permission) -> AuthOp {
+    AuthOp::GrantPermission {
+        role: role.into(),
+        prefix: prefix.into(),
+        permission,
+    }
+}
+
+/// Gives `role` to `user`.
+pub(crate) fn grant_role(user: &str, role: &str) -> AuthOp {
+    AuthOp::GrantRole {
+        user: who(user),
+        role: role.into(),
+    }
+}
+
+impl Log {
+    /// Applies `op` as root (client id 999_999, the next request id) and
+    /// asserts it applied.
+    pub fn root(&mut self, op: AuthOp) {
+        let request = self.index + 1;
+        let out = self.apply(as_("root", change(hdr(999_999, request), op)));
+        assert_eq!(out.response, Response::AuthChanged, "root's change");
+    }
+}
+
+/// The error of a response, or a panic naming what came back.
+pub(crate) fn refused(r: &Response) -> &CommandError {
+    match r {
+        Response::Error(e) => e,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
 }
