@@ -39,6 +39,8 @@ pub fn command_name(cmd: &warden_core::types::Command) -> &'static str {
         RaiseTokenFloor(_) => "raise_token_floor",
         Proclaim(_) => "proclaim",
         Batch(_) => "batch",
+        Authorized(a) => command_name(&a.command),
+        AuthChange(_) => "auth_change",
     }
 }
 

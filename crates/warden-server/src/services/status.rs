@@ -51,6 +51,9 @@ pub fn command_status(e: &CommandError) -> Status {
         ErrorCode::ResourceExhausted => {
             detailed(Code::ResourceExhausted, msg, "RESOURCE_EXHAUSTED", field)
         }
+        ErrorCode::PermissionDenied => {
+            detailed(Code::PermissionDenied, msg, "PERMISSION_DENIED", field)
+        }
         ErrorCode::RequestExpired => detailed(
             Code::FailedPrecondition,
             format!("request_expired: {msg}"),
