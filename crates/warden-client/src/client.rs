@@ -71,7 +71,7 @@ pub(crate) enum Retry {
 ///
 /// Mutating calls (acquire, release) carry this client's id and a request id
 /// that every retry reuses, so a retry after a lost reply or a leader change
-/// never takes effect twice (SEMANTICS S7).
+/// never takes effect twice (docs/semantics.md S7).
 #[derive(Clone, Debug)]
 pub struct Client {
     inner: Arc<Inner>,
@@ -268,7 +268,7 @@ impl Client {
         let attempt_timeout = self.inner.options.attempt_timeout;
         // Each Queued message names the waiter's lease; the keep-alive below
         // renews it every TTL/3 while the acquire waits (a waiter whose lease
-        // dies is removed, SEMANTICS S8).
+        // dies is removed, docs/semantics.md S8).
         let (waiting_lease_tx, waiting_lease_rx) = tokio::sync::watch::channel(None::<u64>);
         let report_queued = move |q: Queued| {
             waiting_lease_tx.send_replace(Some(q.lease_id));

@@ -15,7 +15,7 @@ use tonic::{Code, Status};
 /// never retried. [`NoQuorum`](Self::NoQuorum) and
 /// [`Unavailable`](Self::Unavailable) come only after the client kept retrying
 /// (following the leader, then the other endpoints) until the caller's
-/// deadline ran out (SEMANTICS L3: a call never hangs).
+/// deadline ran out (docs/semantics.md L3: a call never hangs).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ClientError {
     /// The request was refused as malformed or out of bounds (gRPC
@@ -42,7 +42,7 @@ pub enum ClientError {
     },
     /// The request does not fit the current state (gRPC
     /// `FailedPrecondition`), e.g. a stale fencing token or another holder
-    /// (SEMANTICS S6).
+    /// (docs/semantics.md S6).
     #[error("failed precondition: {message}")]
     FailedPrecondition {
         /// The server's message.
@@ -64,7 +64,7 @@ pub enum ClientError {
     },
     /// The server no longer remembers the outcome of this retried request
     /// (its status message starts with `request_expired`). The request may or
-    /// may not have taken effect; it was not executed twice (SEMANTICS S7).
+    /// may not have taken effect; it was not executed twice (docs/semantics.md S7).
     #[error("request expired: {message}")]
     RequestExpired {
         /// The server's message.
@@ -72,7 +72,7 @@ pub enum ClientError {
     },
     /// Servers answered, but none of them could serve the call before the
     /// deadline: no leader was elected or no quorum was reachable
-    /// (SEMANTICS L3).
+    /// (docs/semantics.md L3).
     #[error(
         "no quorum: no leader served the call within {waited_ms} ms (tried {}); last error: {last_error}",
         tried.join(", ")
@@ -142,7 +142,7 @@ pub(crate) enum Disposition {
 }
 
 /// Whether a failed attempt may be retried. Retrying a mutating request is
-/// safe because it reuses its request id (SEMANTICS S7).
+/// safe because it reuses its request id (docs/semantics.md S7).
 pub(crate) fn disposition(status: &Status) -> Disposition {
     match status.code() {
         Code::Unavailable | Code::Cancelled | Code::DeadlineExceeded | Code::Aborted => {

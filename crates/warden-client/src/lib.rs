@@ -1,6 +1,6 @@
 //! Warden's async client: talks to a Warden cluster over gRPC, follows the
 //! leader, retries within a deadline, makes every mutating request
-//! exactly-once with request ids (SEMANTICS S7), and tells a lock holder the
+//! exactly-once with request ids (docs/semantics.md S7), and tells a lock holder the
 //! truth about its lease (S5).
 //!
 //! # Example
@@ -131,7 +131,7 @@ pub use session::{LockGuard, Lost, Session, SessionOptions};
 pub use warden_clock::{BootClock, Clock, ClockError, TokioClock};
 
 /// ρ: the documented bound on clock *rate* drift between any two machines
-/// (SEMANTICS "Words"): 1 %, in parts per million.
+/// (docs/semantics.md "Words"): 1 %, in parts per million.
 pub const DRIFT_RHO_PPM: u64 = 10_000;
 
 /// Margin subtracted from every validity the client computes (S5): 50 ms.

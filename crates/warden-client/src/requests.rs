@@ -1,4 +1,4 @@
-//! Request ids and the acknowledged watermark (SEMANTICS S7).
+//! Request ids and the acknowledged watermark (docs/semantics.md S7).
 //!
 //! Each new mutating request takes the next id; its retries reuse it. The
 //! watermark (`acked_request_id`) is the highest id such that it and every

@@ -1,5 +1,5 @@
 //! [`Session`]: one lease kept alive in the background, with an honest
-//! `valid_until` (SEMANTICS S5), and the [`LockGuard`]s that hang on it.
+//! `valid_until` (docs/semantics.md S5), and the [`LockGuard`]s that hang on it.
 
 use std::fmt;
 use std::sync::Arc;
@@ -193,7 +193,7 @@ impl Drop for Inner {
 /// ZooKeeper's session): one heartbeat for every lock taken with
 /// [`Session::lock`].
 ///
-/// **Validity (SEMANTICS S5).** [`valid_until`](Session::valid_until) is, on
+/// **Validity (docs/semantics.md S5).** [`valid_until`](Session::valid_until) is, on
 /// the session clock (CLOCK_BOOTTIME by default), the *send* time of the
 /// attempt whose acknowledgement was last received (matched by the echoed
 /// sequence number; for the lease grant, its first attempt) plus

@@ -94,7 +94,7 @@ pub enum AcquireResult {
         /// The lease holding it; renew it within its TTL to keep the lock.
         lease_id: u64,
         /// This grant's fencing token: larger than every token issued before
-        /// for this resource (SEMANTICS S2). Pass it to the protected resource.
+        /// for this resource (docs/semantics.md S2). Pass it to the protected resource.
         fencing_token: u64,
         /// The lease's TTL as granted, in milliseconds.
         ttl_ms: u64,
@@ -161,7 +161,7 @@ pub struct Queued {
 }
 
 /// An acknowledged renew: the lease's countdown restarted with `ttl_ms` once
-/// the renew committed (SEMANTICS S4).
+/// the renew committed (docs/semantics.md S4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RenewResult {
     /// The lease renewed.

@@ -1,4 +1,4 @@
-//! [`Client::watch`]: a resumable stream of lock events (issue 3, Watch).
+//! [`Client::watch`]: a resumable stream of lock events.
 //!
 //! Any node serves a watch (followers apply the same committed entries; one
 //! may lag the leader). The [`Watcher`] remembers where it is (the last index

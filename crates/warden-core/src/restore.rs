@@ -174,7 +174,7 @@ mod tests {
         t.holder(resource).expect("granted").fencing_token
     }
 
-    // S2 + issue 8 ("restore"): the first token after a restore is above every
+    // S2 and docs/semantics.md "Membership and data loss" (restore): the first token after a restore is above every
     // token in the backup plus the gap; leases get their full TTL back and
     // every held grant gets a lock-delay.
     #[test]

@@ -1,5 +1,5 @@
 //! `warden-fence`: the check the *protected resource* runs on every write
-//! (SEMANTICS S2 and "The fencing story"). A lease only bounds how long a
+//! (docs/semantics.md S2 and "The fencing story"). A lease only bounds how long a
 //! holder *believes* it holds a lock; a holder that pauses past its TTL wakes
 //! up believing it still does. The resource closes that window by keeping the
 //! highest fencing token it has accepted per resource and refusing a lower

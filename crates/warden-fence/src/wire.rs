@@ -17,7 +17,7 @@ use tonic::metadata::{AsciiMetadataValue, MetadataMap};
 pub const RESOURCE_HEADER: &str = "warden-resource";
 /// Header / metadata key carrying the fencing token (decimal).
 pub const TOKEN_HEADER: &str = "warden-fencing-token";
-/// The largest token Warden issues (tokens stay below 2^53, SEMANTICS).
+/// The largest token Warden issues (tokens stay below 2^53, docs/semantics.md "Words").
 pub const MAX_TOKEN: u64 = (1 << 53) - 1;
 /// The longest resource name Warden accepts, in bytes.
 const MAX_RESOURCE_BYTES: usize = 512;

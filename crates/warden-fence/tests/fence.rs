@@ -1,4 +1,4 @@
-//! The resource-side check (SEMANTICS S2, "The fencing story"): stores,
+//! The resource-side check (docs/semantics.md S2, "The fencing story"): stores,
 //! durability across a restart, racing holders, and the HTTP layer on a real
 //! loopback socket.
 

@@ -1,5 +1,5 @@
 //! The SQL recipe of `docs/fencing.md` against a real PostgreSQL ("The
-//! fencing story" in SEMANTICS: the resource keeps the highest token it
+//! fencing story" in docs/semantics.md: the resource keeps the highest token it
 //! accepted, in the same transaction as the write, and rejects a lower one).
 //!
 //! The test starts its own throw-away server: `initdb` into a temp dir (as the

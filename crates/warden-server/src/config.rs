@@ -30,7 +30,7 @@ pub struct ServerConfig {
     pub max_request_bytes: usize,
     /// Token floor (`--token-floor`, default 0 = none): the node that forms a
     /// new cluster commits `RaiseTokenFloor` before serving clients, so every
-    /// token is above it (SEMANTICS "Membership and data loss"). Only applied
+    /// token is above it (docs/semantics.md "Membership and data loss"). Only applied
     /// at cluster formation; ignored by a node whose cluster already exists.
     pub token_floor: u64,
     /// `--join`: with an empty data dir, do not take part in forming a
@@ -61,7 +61,7 @@ pub struct Timing {
     pub election_timeout_max_ms: u64,
     /// Interval between checkpoints of remaining TTLs: 1 s.
     pub checkpoint_interval_ms: u64,
-    /// Grace a new leader gives each lease once (G, SEMANTICS L4): 1 s.
+    /// Grace a new leader gives each lease once (G, docs/semantics.md L4): 1 s.
     pub promotion_grace_ms: u64,
     /// Window in which renewals are collected into one entry: 10 ms. Each
     /// entry costs the leader an fsync group and a round of AppendEntries;

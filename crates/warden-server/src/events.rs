@@ -350,7 +350,7 @@ mod tests {
         events.iter().map(|e| e.index).collect()
     }
 
-    // Watch (docs/operations.md "Watching locks"): each effect kind a watcher sees maps to its event name;
+    // Watch (docs/operations.md "Watch"): each effect kind a watcher sees maps to its event name;
     // bookkeeping effects and the waiter removal that precedes a grant do not.
     #[test]
     fn effects_map_to_event_kinds() {
@@ -409,7 +409,7 @@ mod tests {
         assert_eq!(kind(lease_ended), None);
     }
 
-    // Watch (docs/operations.md "Watching locks"): replay from a start index, then resume from last + 1:
+    // Watch (docs/operations.md "Watch"): replay from a start index, then resume from last + 1:
     // no gaps, no duplicates, commit order; the filter does not move the
     // cursor differently from the unfiltered stream.
     #[test]
@@ -442,7 +442,7 @@ mod tests {
         assert!(prefix.matches("b") && prefix.matches("bc") && !prefix.matches("a"));
     }
 
-    // Watch (docs/operations.md "Watching locks"): a start index below the window gets `compacted` naming
+    // Watch (docs/operations.md "Watch"): a start index below the window gets `compacted` naming
     // the oldest retained index; eviction drops whole entries.
     #[test]
     fn below_the_window_is_compacted() {
@@ -459,7 +459,7 @@ mod tests {
         assert_eq!(indexes(&evs), vec![3, 3]);
     }
 
-    // Watch (docs/operations.md "Watching locks"): entries applied before this process (snapshot load) or
+    // Watch (docs/operations.md "Watch"): entries applied before this process (snapshot load) or
     // covered by an installed snapshot are not in the window.
     #[test]
     fn snapshot_load_and_install_move_the_floor() {
@@ -474,7 +474,7 @@ mod tests {
         assert_eq!(log.start(0), Ok(21));
     }
 
-    // Watch (docs/operations.md "Watching locks"): a subscriber catching up reads the window in slices
+    // Watch (docs/operations.md "Watch"): a subscriber catching up reads the window in slices
     // that never split an entry, and the slices join without gaps.
     #[test]
     fn slices_join_without_gaps() {

@@ -1,4 +1,4 @@
-//! The holder's side of SEMANTICS S5, as a program: take a lock on a session,
+//! The holder's side of docs/semantics.md S5, as a program: take a lock on a session,
 //! then, before each protected write, `check()` the session — synchronously,
 //! so that a process that was paused (SIGSTOP, a long GC, a suspended VM)
 //! notices the lost lease before it writes, even if no timer has run yet.

@@ -1,4 +1,4 @@
-//! Benchmark: handoff under contention (issue 3). C clients contend for one
+//! Benchmark: handoff under contention. C clients contend for one
 //! resource with waiting acquires on their own sessions; each releases as soon
 //! as it is granted. Handoff latency = the next grant's arrival − the previous
 //! holder's release send (both measured in this process). Reports grants per

@@ -1,5 +1,5 @@
 //! A job scheduler run as several instances, of which exactly one — the
-//! leader of the election `scheduler` — runs jobs (issue 4).
+//! leader of the election `scheduler` — runs jobs.
 //!
 //! ```sh
 //! cargo run -p warden -- dev                  # a local cluster; note its WARDEN_ENDPOINTS

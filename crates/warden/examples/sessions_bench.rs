@@ -1,5 +1,5 @@
 //! Benchmark: N sessions kept alive at one heartbeat per second each, on a
-//! three-node cluster on this machine (issue 3). Reports acknowledged
+//! three-node cluster on this machine. Reports acknowledged
 //! keep-alives per second, Raft entries per second (renewals are batched: S4),
 //! and each node's CPU and resident memory.
 //!

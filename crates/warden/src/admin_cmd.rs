@@ -254,7 +254,7 @@ mod tests {
         Cli::try_parse_from(std::iter::once("warden").chain(args.iter().copied()))
     }
 
-    // Issue 3 CLI contract: `release --force RESOURCE` needs no lease id, the
+    // CLI contract (README, docs/operations.md): `release --force RESOURCE` needs no lease id, the
     // plain form still needs one, and the two forms do not mix.
     #[test]
     fn release_force_parses_beside_the_plain_form() {
@@ -269,7 +269,7 @@ mod tests {
         assert!(parse(&["audit", "--output", "json"]).is_ok());
     }
 
-    // Issue 3 CLI contract: the JSON shape of `warden list`.
+    // CLI contract (README, docs/operations.md): the JSON shape of `warden list`.
     #[test]
     fn list_json_has_the_contract_shape() {
         let locks = vec![

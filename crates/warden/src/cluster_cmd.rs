@@ -285,7 +285,7 @@ mod tests {
         }
     }
 
-    // Issue 8 item 4: the JSON contract of `cluster status` has role, term,
+    // docs/operations.md: the JSON contract of `cluster status` has role, term,
     // applied index, last contact and lag per member.
     #[test]
     fn status_json_has_term_lag_and_last_contact() {

@@ -1,5 +1,5 @@
 //! `warden demo split-brain` and its hidden helper `warden demo-holder`: the
-//! fencing story of SEMANTICS ("The fencing story") with real processes.
+//! fencing story of docs/semantics.md ("The fencing story") with real processes.
 //!
 //! A holder (client 1) acquires a lock with a 1 s TTL and keeps its lease
 //! alive, then is stopped with SIGSTOP just before its write (a GC pause, a

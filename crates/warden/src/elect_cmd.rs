@@ -283,7 +283,7 @@ mod tests {
         }
     }
 
-    // Issue 4 CLI contract: exactly one of --value, --observe, --leader; TTL defaults to 10 s.
+    // CLI contract (README): exactly one of --value, --observe, --leader; TTL defaults to 10 s.
     #[test]
     fn exactly_one_mode() {
         let a = parse(&["sched", "--value", "a"]).unwrap();
@@ -318,7 +318,7 @@ mod tests {
         );
     }
 
-    // Issue 4 CLI contract: one JSON object {"name","value","fencing_token"}, `null` for none.
+    // CLI contract (README): one JSON object {"name","value","fencing_token"}, `null` for none.
     #[test]
     fn lines_follow_the_contract() {
         let l = LeaderInfo {

@@ -1,5 +1,5 @@
 //! `warden exec RESOURCE -- CMD ARGS...`: run CMD while holding a lock, and
-//! make sure CMD is gone by the lease's `valid_until` (SEMANTICS S5).
+//! make sure CMD is gone by the lease's `valid_until` (docs/semantics.md S5).
 //!
 //! A [`Session`] (TTL `--ttl`, renewed every TTL/3 in the background) takes
 //! the lock; CMD runs in its own process group with `WARDEN_RESOURCE`,
@@ -554,7 +554,7 @@ mod tests {
         assert!(release_outcome(false, false).starts_with("NOT released"));
     }
 
-    // Issue 4 CLI contract: kill-grace defaults to min(1 s, TTL/5); CMD comes after `--`.
+    // CLI contract (README): kill-grace defaults to min(1 s, TTL/5); CMD comes after `--`.
     #[test]
     fn defaults_and_command_after_double_dash() {
         let a = exec_args(&["job", "--", "sh", "-c", "exit 7"]).unwrap();
@@ -595,7 +595,7 @@ mod tests {
         }
     }
 
-    // S5 / issue 4 timing rule: SIGTERM at valid_until − kill_grace, SIGKILL at valid_until
+    // S5, the exec timing rule (README): SIGTERM at valid_until − kill_grace, SIGKILL at valid_until
     // (KILL_EARLY before it), at once on loss; a renew moving valid_until on cancels the SIGTERM.
     #[test]
     fn timing_rule() {

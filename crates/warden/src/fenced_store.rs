@@ -1,6 +1,6 @@
 //! `warden fenced-store`: the reference protected resource. A small
 //! key-value service over HTTP that enforces fencing tokens per key, durably,
-//! through `warden-fence` (SEMANTICS S2, "The fencing story").
+//! through `warden-fence` (docs/semantics.md S2, "The fencing story").
 //!
 //! - `PUT /kv/{key}` with `warden-resource` and `warden-fencing-token`
 //!   headers and the value as the body: 200 when accepted; 409

@@ -237,7 +237,7 @@ fn shutdown_signal() -> anyhow::Result<impl Future<Output = ()> + Send + 'static
 
 #[cfg(test)]
 mod tests {
-    // Elections live in their own namespace (SEMANTICS "Words"): the client
+    // Elections live in their own namespace (docs/semantics.md "Words"): the client
     // (which must not depend on the server's crates) and the lock table agree
     // on the election key prefix, and no lock name can carry it.
     #[test]

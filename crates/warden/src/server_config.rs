@@ -370,7 +370,7 @@ pub fn validate_timing(t: &Timing) -> Result<(), String> {
 mod tests {
     use super::*;
 
-    // SEMANTICS "Membership and data loss": the token floor comes from the
+    // docs/semantics.md "Membership and data loss": the token floor comes from the
     // flag or the file, defaults to 0 and is bounded below MAX_ID.
     #[test]
     fn token_floor_is_resolved_and_bounded() {
@@ -475,7 +475,7 @@ mod tests {
         assert_eq!(config.data_dir, PathBuf::from("/var/lib/warden"));
     }
 
-    // Issue 3 items 5 and 7: force-release is off unless --allow-admin (flag
+    // docs/operations.md: force-release is off unless --allow-admin (flag
     // or `allow-admin = true`); the request size bound defaults to 64 KiB, is
     // configurable, and out-of-range values name the flag and the limit.
     #[test]
@@ -497,7 +497,7 @@ mod tests {
         );
     }
 
-    // Issue 8: `--join` and `--admin-listen` come from the flag or the file;
+    // docs/operations.md: `--join` and `--admin-listen` come from the flag or the file;
     // a bad or clashing admin address names the flag.
     #[test]
     fn join_and_admin_listen() {

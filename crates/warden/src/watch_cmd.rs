@@ -117,7 +117,7 @@ pub async fn run(args: WatchArgs) -> Report {
 mod tests {
     use super::*;
 
-    // CLI contract (issue 3 Watch): one JSON object per event with exactly
+    // CLI contract: one JSON object per event with exactly
     // these keys; text mode is one readable line.
     #[test]
     fn event_lines_follow_the_contract() {

@@ -5,7 +5,7 @@
 //! spurious elections.
 //!
 //! Every wait is a poll with a deadline, never a bare sleep. Each test names
-//! the property of `SEMANTICS.md` (or the public bug) it defends.
+//! the property of `docs/semantics.md` (or the public bug) it defends.
 
 mod harness;
 // `warden dev` tests live in their own file but in this binary, so no two
@@ -483,7 +483,7 @@ async fn retried_acquire_returns_the_same_grant_after_leader_change() {
     );
 }
 
-/// L3, SEMANTICS "Membership": a request sent to a follower is served; a node
+/// L3, docs/semantics.md "Membership": a request sent to a follower is served; a node
 /// whose data dir was wiped refuses to start ("lost its data") and the other
 /// two keep serving; with only one node left, commands fail with a clear
 /// "no quorum" error within the CLI deadline.
@@ -543,7 +543,7 @@ async fn sigterm_on_leader_transfers_leadership() {
 #[allow(dead_code)]
 fn _unused(_: Api) {}
 
-/// SEMANTICS "Membership": with `--initial-cluster-state new`, a majority
+/// docs/semantics.md "Membership": with `--initial-cluster-state new`, a majority
 /// forms the cluster and serves; the member that was down receives the
 /// cluster id when it starts, and catches up.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -670,7 +670,7 @@ impl Piped {
     }
 }
 
-/// S2 fencing, "The fencing story" (SEMANTICS), with real processes: client 1
+/// S2 fencing, "The fencing story" (docs/semantics.md), with real processes: client 1
 /// acquires (token t) and is SIGSTOPped before its write; its lease expires;
 /// client 2 acquires t' > t and writes; client 1 is SIGCONTinued and writes
 /// with t: the fenced store rejects it with 409, and the value is client 2's.

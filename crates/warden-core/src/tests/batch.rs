@@ -310,7 +310,7 @@ fn snapshot_after_batches_restores_the_same_table() {
     assert!(a.effects.is_empty());
 }
 
-// Review of issue 7 (S7 with the per-client outcome cap): one entry packing more
+// S7 with the per-client outcome cap (a review of packing): one entry packing more
 // commands of one client than MAX_OUTCOMES_PER_CLIENT executes each exactly once, each
 // with its own response; afterwards a retry of the oldest (its outcome dropped by the
 // cap) is refused RequestExpired, never executed again, and a retry of the newest is

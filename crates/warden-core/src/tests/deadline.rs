@@ -320,7 +320,7 @@ fn timed_out_waiter_is_due() {
     );
 }
 
-// SEMANTICS "Time" (lock-delay): the delay counts from this node's apply of
+// docs/semantics.md "Time" (lock-delay): the delay counts from this node's apply of
 // the expiry, not its append, so a lagging new leader never ends it early.
 #[test]
 fn lock_delay_counts_from_apply() {

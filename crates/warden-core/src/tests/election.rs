@@ -1,4 +1,4 @@
-//! Published values (`Proclaim`) and the election namespace (issue 4).
+//! Published values (`Proclaim`) and the election namespace.
 
 use super::*;
 use crate::limits::{ELECTION_PREFIX, MAX_VALUE_BYTES};
@@ -16,7 +16,7 @@ fn key(name: &str) -> String {
     format!("{ELECTION_PREFIX}{name}")
 }
 
-// Elections live in their own namespace (SEMANTICS "Words"): an election key
+// Elections live in their own namespace (docs/semantics.md "Words"): an election key
 // never meets the lock of the same name, and its name obeys the resource rules.
 #[test]
 fn election_keys_are_apart_from_lock_names() {

@@ -892,7 +892,7 @@ fn force(h: RequestHeader, resource: &str, who: &str, at_unix_ms: u64) -> Comman
     })
 }
 
-// Issue 3 item 5, S2, S7: a forced release is recorded (who, when, which
+// S2, S7 and the audit trail (docs/operations.md): a forced release is recorded (who, when, which
 // grant) in the replicated audit trail, saved in snapshots; a retry with a new
 // display-only wall-clock stamp replays instead of being refused or recorded
 // twice; the next grant's token is larger.
@@ -939,7 +939,7 @@ fn force_release_is_audited_and_next_token_is_larger() {
     assert_eq!(lock_state(&log.t), before);
 }
 
-// Issue 3 item 5: the audit trail is bounded (oldest records dropped first).
+// The audit trail (docs/operations.md): is bounded (oldest records dropped first).
 #[test]
 fn audit_trail_is_bounded() {
     use crate::limits::MAX_AUDIT_RECORDS;
@@ -970,7 +970,7 @@ fn audit_trail_is_bounded() {
     assert_eq!(trail[MAX_AUDIT_RECORDS - 1].at_unix_ms, n);
 }
 
-// Issue 3 item 7: the cluster-wide lease limit; a refusal is ResourceExhausted
+// "What bad input gets", the cluster-wide lease limit; a refusal is ResourceExhausted
 // naming MAX_LEASES and changes nothing; an existing lease still acquires.
 #[test]
 fn lease_limit_is_enforced_with_a_named_error() {
@@ -1029,7 +1029,7 @@ fn deadlines_track_ages_for_display() {
     assert_eq!(d.held_for_ms("r", 3, s(20)), Some(8_000));
 }
 
-// S2, SEMANTICS "Membership and data loss": a token floor puts every later
+// S2, docs/semantics.md "Membership and data loss": a token floor puts every later
 // token above it; a lower floor changes nothing; a floor >= MAX_ID is refused
 // with a named field and nothing changes; the floor survives a snapshot.
 #[test]

@@ -1,5 +1,5 @@
 //! Leader duties: the first `Promote`, expiry of due leases and waiters,
-//! lock-delay ends and checkpoints (SEMANTICS "Time").
+//! lock-delay ends and checkpoints (docs/semantics.md "Time").
 //!
 //! Every duty entry is proposed to the *local* Raft handle, never through a
 //! forwarding path (etcd issue 15247), and carries this leader's id and each

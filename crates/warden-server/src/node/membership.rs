@@ -1,4 +1,4 @@
-//! Membership changes (issue 8): add a node, remove a node, replace a dead
+//! Membership changes: add a node, remove a node, replace a dead
 //! node, and what `cluster status` shows per member.
 //!
 //! Rules (docs/operations.md "Changing membership"):
@@ -496,7 +496,7 @@ mod tests {
         ids.iter().copied().collect()
     }
 
-    // Issue 8: a change that would lose quorum is refused, naming the voters.
+    // docs/operations.md "Changing membership": a change that would lose quorum is refused, naming the voters.
     #[test]
     fn quorum_check() {
         // 3 → 2 with one of the remaining two down: refused.

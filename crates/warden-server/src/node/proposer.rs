@@ -445,7 +445,7 @@ mod tests {
         }
     }
 
-    // Issue 7 (packing): an uncontended command goes out alone and at once; commands
+    // Packing (docs/performance.md): an uncontended command goes out alone and at once; commands
     // that arrive while it is uncommitted wait and then go out together as
     // ONE Batch entry, in arrival order, each caller getting its own response (S3: only
     // after that entry answered); the batch carries a fresh due list (S8).
@@ -503,7 +503,7 @@ mod tests {
         assert!(seen.try_recv().is_err(), "exactly two packed entries");
     }
 
-    // Issue 7 (packing): with two slots a second concurrent command goes out at once,
+    // Packing (docs/performance.md): with two slots a second concurrent command goes out at once,
     // alone (no wait behind the first), and only a third queues; a caller that gave up
     // before its entry went out is left out of it.
     #[tokio::test]
@@ -635,7 +635,7 @@ mod tests {
         })
     }
 
-    // Review of issue 7 (docs/performance.md, change 10's landing condition "a release
+    // A review of packing (docs/performance.md, change 10's landing condition "a release
     // that never waits behind an acquire"; the contended hand-off, S8's release hands the
     // lock to the next waiter in its own entry): a release that arrives while an acquire
     // entry is uncommitted goes out at once, instead of queueing behind that entry.
@@ -667,7 +667,7 @@ mod tests {
         assert!(seen.try_recv().is_err());
     }
 
-    // Packing under load (issue 7, 64 clients): a release that finds commands
+    // Packing under load (64 clients): a release that finds commands
     // already queued packs with them instead of going alone, so releases keep
     // sharing entries when many clients cycle; the hand-off case (nothing
     // queued) is the test above.

@@ -1,4 +1,4 @@
-//! Backups (issue 8): the snapshot file `warden snapshot save` writes, and
+//! Backups: the snapshot file `warden snapshot save` writes, and
 //! `warden snapshot restore`, which seeds the data dir of one member of a NEW
 //! cluster from it.
 //!
@@ -314,7 +314,7 @@ mod tests {
         }
     }
 
-    // Issue 8 "bad input": a corrupt, truncated, foreign or future file is a
+    // "What bad input gets": a corrupt, truncated, foreign or future file is a
     // typed error, never a panic or a half-loaded table.
     #[test]
     fn bad_files_get_typed_errors() {
@@ -370,7 +370,7 @@ mod tests {
         }
     }
 
-    // Issue 8: restore refuses a data dir that holds node data, and a
+    // docs/operations.md "Backup and restore": restore refuses a data dir that holds node data, and a
     // cluster id that is the backup's own; a good restore is reloadable.
     #[test]
     fn restore_refuses_used_dirs_and_the_old_cluster_id() {
@@ -417,7 +417,7 @@ mod tests {
         assert!(!db.raft_state_is_empty().expect("state"));
     }
 
-    // Issue 8 "bad input": a data dir held open by a running node, and a
+    // "What bad input gets": a data dir held open by a running node, and a
     // --data-dir that is a file, are refused with a reason an operator can
     // act on (not redb's "Database already open. Cannot acquire lock.").
     #[test]

@@ -1,4 +1,4 @@
-//! Forming a cluster once, with one cluster id (SEMANTICS "Membership").
+//! Forming a cluster once, with one cluster id (docs/semantics.md "Membership").
 //!
 //! The initiator is the member with the lowest id. It waits until every
 //! member answers and none holds a committed cluster id, mints a random id,
@@ -17,7 +17,7 @@
 //! pushing the id to the others, and an empty member that finds its peers
 //! already formed waits for that push instead of refusing.
 //!
-//! With `--join` (issue 8) an empty node takes no part in forming a cluster:
+//! With `--join` an empty node takes no part in forming a cluster:
 //! it waits until a leader adding it (`warden cluster add-node` /
 //! `replace-node`) hands it the committed id with the same prepare + commit
 //! RPCs ([`hand_over_cluster_id`]). While it waits it asks the leader for the

@@ -43,7 +43,7 @@ impl LeaderContact {
 mod tests {
     use super::*;
 
-    // /readyz of a removed node (docs/operations.md "Health"): contact with the leader is
+    // /readyz of a removed node (docs/operations.md "Rolling restart"): contact with the leader is
     // "never" until an AppendEntries is accepted, then counts from it.
     #[test]
     fn leader_contact_counts_from_the_last_append() {

@@ -190,7 +190,7 @@ pub async fn follow_membership(raft: crate::raft::Raft, formats: Arc<LogFormats>
 mod tests {
     use super::*;
 
-    // Rolling upgrade (issue 7 packing gate): packing starts only once every other member,
+    // Rolling upgrade (the packing gate): packing starts only once every other member,
     // learners too, has reported format 2; a member that reports an older format, or a
     // new member, stops it again.
     #[test]

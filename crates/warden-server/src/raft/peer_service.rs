@@ -1,5 +1,5 @@
 //! The internal `Peer` gRPC service: Raft RPCs and the two-phase bootstrap of
-//! the cluster id (SEMANTICS "Membership").
+//! the cluster id (docs/semantics.md "Membership").
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -541,7 +541,7 @@ impl Peer for PeerService {
 mod tests {
     use super::*;
 
-    // Packing gate (rolling upgrade; issue 7): every Raft answer of this peer
+    // Packing gate (rolling upgrade): every Raft answer of this peer
     // service, success or Raft-level error, advertises LOG_FORMAT 2.
     #[test]
     fn raft_answers_advertise_the_log_format() {

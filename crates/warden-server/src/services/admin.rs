@@ -1,5 +1,5 @@
-//! The public `warden.v1.Admin` gRPC service (issue 3, item 5): `List`,
-//! `ForceRelease` and `AuditTrail`; and (issue 8) `AddNode`, `RemoveNode`,
+//! The public `warden.v1.Admin` gRPC service: `List`,
+//! `ForceRelease` and `AuditTrail`; and `AddNode`, `RemoveNode`,
 //! `ReplaceNode` (see [`crate::node::membership`]) and `SaveSnapshot` (a
 //! read-index-confirmed copy of the leader's table, see [`crate::raft::backup`]).
 //!
@@ -10,7 +10,7 @@
 //! node runs with `--allow-admin` (until authentication exists); when allowed
 //! it is proposed like any client command (S7 header, due list attached, reply
 //! after commit) and recorded in the replicated audit trail with who asked and
-//! the proposer's wall-clock time (display only, SEMANTICS "Time").
+//! the proposer's wall-clock time (display only, docs/semantics.md "Time").
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -218,7 +218,7 @@ fn membership(m: Membership) -> pb::MembershipResponse {
 mod tests {
     use super::*;
 
-    // Issue 3 item 5 / "What bad input gets": requested_by is bounded, names
+    // "What bad input gets": requested_by is bounded, names
     // the field, and carries the caller's address.
     #[test]
     fn requested_by_is_bounded_and_names_the_caller() {

@@ -1,4 +1,4 @@
-//! The public `warden.v1.Lease` gRPC service: sessions (SEMANTICS "Words").
+//! The public `warden.v1.Lease` gRPC service: sessions (docs/semantics.md "Words").
 //!
 //! A session is a lease created without a lock; many locks and waits hang on
 //! it and one keep-alive renews them all. Renewals go through the same batcher

@@ -25,7 +25,7 @@
 //!
 //! Each entry is stamped with this node's clock when it reaches the local log
 //! (kept in memory, and persisted with the clock's epoch beside the entry):
-//! apply uses it as the start of a lease's countdown (SEMANTICS "Time"). An
+//! apply uses it as the start of a lease's countdown (docs/semantics.md "Time"). An
 //! entry replayed after a restart on the same epoch gets its persisted stamp;
 //! one with no usable stamp uses the apply time, which is later still.
 //!
@@ -87,7 +87,7 @@ pub(super) const KEY_PURGED: &str = "last_purged";
 pub(super) const KEY_SNAPSHOT: &str = "snapshot";
 /// The node id this data dir belongs to.
 pub const KEY_NODE_ID: &str = "node_id";
-/// The committed cluster id (SEMANTICS "Membership").
+/// The committed cluster id (docs/semantics.md "Membership").
 pub const KEY_CLUSTER_ID: &str = "cluster_id";
 /// A cluster id proposed in bootstrap phase 1, not yet committed.
 pub const KEY_PREPARED_CLUSTER_ID: &str = "prepared_cluster_id";

@@ -27,7 +27,7 @@ use crate::types::{leader_of, LogId, Snapshot, SnapshotMeta, StoredMembership, T
 pub struct Machine {
     /// The replicated lock table.
     pub table: LockTable,
-    /// This node's deadlines, filled at apply (SEMANTICS "Time").
+    /// This node's deadlines, filled at apply (docs/semantics.md "Time").
     pub deadlines: Deadlines,
     /// Last applied log id.
     pub last_applied: Option<LogId>,

@@ -1,4 +1,4 @@
-//! Real-process chaos on real disks (issue 6, part 3): a kill -9 loop under a
+//! Real-process chaos on real disks : a kill -9 loop under a
 //! client load, and a leader frozen with SIGSTOP past the election timeout.
 //!
 //! The loop's round count comes from `WARDEN_CHAOS_ROUNDS` (default 20, about
@@ -133,7 +133,7 @@ async fn resync(client: &Client, t: &mut Track) -> Result<(), ClientError> {
     Ok(())
 }
 
-/// S3, S2 (issue 6: kill -9 loop): each round kills one node with SIGKILL
+/// S3, S2 (a kill -9 loop): each round kills one node with SIGKILL
 /// (the leader two rounds in three, else a follower) under a load of
 /// acquire/release cycles, restarts it, lets it catch up, stops the load and
 /// checks that every acknowledged grant is still held and every acknowledged
@@ -582,7 +582,7 @@ fn cli_until(
     }
 }
 
-/// L3, S1, S3 across a real network partition (issue 6): the leader's link
+/// L3, S1, S3 across a real network partition: the leader's link
 /// goes down (veth in network namespaces; root only). The isolated leader
 /// fails requests with "no quorum" within the deadline and never hangs; the
 /// majority elects a leader and serves; the held lock keeps its holder and

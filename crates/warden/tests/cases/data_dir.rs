@@ -1,4 +1,4 @@
-//! SEMANTICS "Membership and data loss": a data dir belongs to one node. A
+//! docs/semantics.md "Membership and data loss": a data dir belongs to one node. A
 //! copy of another node's dir would carry that node's vote (it could vote
 //! twice in one term), so a node refuses to start on it.
 
@@ -38,7 +38,7 @@ async fn a_node_refuses_another_nodes_data_dir() {
     );
 }
 
-/// SEMANTICS "Membership": a data dir from another cluster is refused at
+/// docs/semantics.md "Membership": a data dir from another cluster is refused at
 /// start (its peers all name a different cluster id) instead of lingering as
 /// a node whose every peer RPC is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

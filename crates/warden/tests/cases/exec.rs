@@ -1,4 +1,4 @@
-//! `warden exec` and `warden elect` as real processes (issue 4): the child
+//! `warden exec` and `warden elect` as real processes: the child
 //! sees its grant, its exit status passes through, it is gone by the lease's
 //! `valid_until` when the cluster goes away (S5), and an election fails over
 //! to the next campaigner with a larger token (S2, L1).
@@ -90,7 +90,7 @@ fn read_pid(path: &Path) -> Option<i32> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
-/// Issue 4 `warden exec` contract: the child sees its grant (resource, lease,
+/// The `warden exec` contract (README): the child sees its grant (resource, lease,
 /// fencing token) while the cluster reports the same holder; CMD's stdout
 /// passes through untouched and its exit status is exec's; the lock is
 /// released (committed) before exec exits; --wait that runs out exits 2; a
@@ -191,7 +191,7 @@ exit 7"#;
 
     // The lease revoked under it (`warden lease revoke`): the session learns
     // it at its next renew (TTL/3) and CMD is killed at once, exit 3 — or
-    // the code given with `--exit-code-on-loss` (issue 4 CLI contract).
+    // the code given with `--exit-code-on-loss` (the CLI contract, README).
     for (extra, want) in [(None, 3), (Some("9"), 9)] {
         let resource = format!("revoked-{want}");
         let pid_file = dir.join(format!("{resource}.pid"));
@@ -232,7 +232,7 @@ exit 7"#;
     }
 }
 
-/// S5, issue 4: when exec is cut off from every server (all nodes killed),
+/// S5: when exec is cut off from every server (all nodes killed),
 /// CMD gets SIGTERM at valid_until − kill_grace and is gone by valid_until,
 /// which is less than TTL after the send of the last acknowledged renew (so
 /// before the cut + TTL); exec exits 3 with one line saying why. A
@@ -404,11 +404,11 @@ fn leader(cluster: &Cluster, name: &str) -> serde_json::Value {
     v
 }
 
-/// Issue 4 Election, S2, L1: two campaigners, one leader; the leader's
+/// Elections, S2, L1: two campaigners, one leader; the leader's
 /// process is killed (-9); the other is elected with a larger token within
 /// TTL + E (elections have no lock-delay); an observer sees both leaders in
 /// order; SIGINT on a leader with a campaigner waiting resigns (exit 0) and
-/// the waiting one is elected at once with a larger token (issue 4); SIGTERM
+/// the waiting one is elected at once with a larger token; SIGTERM
 /// resigns (exit 0) and leaves no leader.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn elect_fails_over_to_the_other_campaigner() {

@@ -1,4 +1,4 @@
-//! Sessions (issue 3, SEMANTICS "Words": a session is a lease that holds
+//! Sessions (docs/semantics.md "Words": a session is a lease that holds
 //! several locks): `warden lease grant | keep-alive | ttl | revoke`, the
 //! keep-alive stream's echoed sequence numbers (S5), and `valid_for_ms`.
 

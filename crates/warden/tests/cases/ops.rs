@@ -1,4 +1,4 @@
-//! Operating a cluster (issue 8), with real processes: replacing a node whose
+//! Operating a cluster, with real processes: replacing a node whose
 //! disk was lost, growing 3 → 5 → 3 under load, backup and restore into a new
 //! cluster, and a rolling restart under a renewing holder. Each test names
 //! the property it defends.
@@ -122,7 +122,7 @@ async fn wait_healthy_members(cluster: &Cluster, want: &BTreeSet<u64>, timeout: 
     }
 }
 
-// SEMANTICS "Membership and data loss", issue 8 item 1: a node whose data
+// docs/semantics.md "Membership and data loss": a node whose data
 // dir was wiped refuses to start ("lost its data"); `replace-node` with a
 // fresh node (a new id, started with --join) catches it up by snapshot and
 // restores three healthy members; every lock and token survives (S1, S2),
@@ -241,7 +241,7 @@ async fn wiped_node_is_replaced_and_every_lock_survives() {
     assert!(held.iter().all(|(_, _, t)| token > *t), "token {token}");
 }
 
-// Issue 8 item 1, S3 (acknowledged means committed): growing 3 → 5 and
+// docs/operations.md "Changing membership", S3 (acknowledged means committed): growing 3 → 5 and
 // shrinking back to 3, one change at a time and removing the leader itself,
 // under a client that keeps acquiring, loses no acknowledged grant; tokens
 // stay increasing (S2); a change that would lose quorum is refused.
@@ -386,7 +386,7 @@ async fn three_to_five_to_three_under_load_loses_nothing() {
     }
 }
 
-// Issue 8 item 2, S2 with SEMANTICS "Membership and data loss": a saved
+// docs/operations.md "Backup and restore", S2 with docs/semantics.md "Membership and data loss": a saved
 // snapshot restored into a NEW cluster (new cluster id) shows the same
 // holders with the same tokens; their leases can be renewed; the first new
 // grant's token is above every token in the snapshot (by the safety gap).
@@ -542,7 +542,7 @@ async fn save_and_restore_into_a_new_cluster() {
     assert!(err.contains("--data-dir"), "{err}");
 }
 
-// Issue 8 item 3, L2/L4 and S1: restarting all three nodes one at a time
+// docs/operations.md "Rolling restart", L2/L4 and S1: restarting all three nodes one at a time
 // with SIGTERM (a leader hands leadership over first) under a holder that
 // renews every 500 ms (TTL 2 s, so the lease lives only through its renews):
 // its lease is never lost and nobody else is granted its lock.

@@ -1,5 +1,5 @@
 //! The server-side fair queue (S8), lock-delay, sessions with many locks and
-//! lock administration (issue 3, items 1, 3, 5 and 7), with real processes.
+//! lock administration, with real processes.
 //!
 //! Waiting acquires use the raw gRPC API: a dropped stream is not a cancel
 //! (S8), so after a leader change a waiter re-attaches with the same request
@@ -243,7 +243,7 @@ impl Drop for Renewer {
     }
 }
 
-/// S8, S2, S1, issue 3 ("16 clients ... a leader change in the middle keeps
+/// S8, S2, S1 ("16 clients ... a leader change in the middle keeps
 /// the order"): 16 waiters are granted in their enqueue order, each exactly
 /// once, with strictly growing tokens, although the leader is killed after
 /// half of them were served (their streams drop; they re-attach with the same
@@ -524,7 +524,7 @@ async fn killed_clients_waiter_leaves_when_its_lease_expires() {
     );
 }
 
-/// S8, issue 3 ("expiring a session with 100 locks frees them all in one
+/// S8 ("expiring a session with 100 locks frees them all in one
 /// committed entry and grants their waiters"), S2: one lease holds 100
 /// locks; another lease waits on all 100; when the first expires, all 100
 /// grants come from one entry, with distinct, larger tokens.
@@ -587,7 +587,7 @@ async fn expiring_a_session_with_100_locks_hands_all_off_in_one_entry() {
     assert_eq!(indexes.len(), 1, "one committed entry: {indexes:?}");
 }
 
-/// Lock-delay (Chubby, Consul; issue 3 item 3): after an expiry nobody gets
+/// Lock-delay (Chubby, Consul): after an expiry nobody gets
 /// the lock for `lock_delay` (a try-lock meanwhile is told `lock_delay`);
 /// after a clean release the next waiter gets it at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -660,7 +660,7 @@ async fn lock_delay_after_expiry_but_not_after_a_clean_release() {
     );
 }
 
-/// Lock-delay, SEMANTICS "Time" (issue 3: "a leader change in between does
+/// Lock-delay, docs/semantics.md "Time" ("a leader change in between does
 /// not shorten the delay"): the leader is killed right after the expiry; the
 /// new leader ends the delay no earlier than its own apply + lock_delay.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -700,7 +700,7 @@ async fn leader_change_does_not_shorten_lock_delay() {
     );
 }
 
-/// Issue 3 item 5, S2: `warden list` shows the holder and the waiters in
+/// S2: `warden list` shows the holder and the waiters in
 /// queue order with the JSON contract; `warden release --force` (with
 /// --allow-admin) frees the resource, the next waiter's grant has a larger
 /// token, and `warden audit` shows who did it; a request above
@@ -782,7 +782,7 @@ async fn force_release_is_audited_and_the_next_token_is_larger() {
     assert_eq!(code, 1);
     assert!(err.contains("not found"), "{err}");
 
-    // Issue 3 item 7: a request above --max-request-bytes (4096) is refused
+    // "What bad input gets": a request above --max-request-bytes (4096) is refused
     // before it reaches a handler.
     let big = "x".repeat(8_192);
     let e = call_leader(&eps, Duration::from_secs(10), |ch| {
@@ -801,7 +801,7 @@ async fn force_release_is_audited_and_the_next_token_is_larger() {
     }
 }
 
-/// Issue 3 item 5: without --allow-admin, force-release is refused with a
+/// docs/operations.md: without --allow-admin, force-release is refused with a
 /// clear PermissionDenied and nothing changes; List still works.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn force_release_without_allow_admin_is_refused() {
@@ -1034,7 +1034,7 @@ async fn calls_stream_answers_by_id_and_a_bad_call_leaves_it_running() {
     }
 }
 
-/// Request size limit over `Calls` (docs/operations.md, issue 3 item 7): an
+/// Request size limit over `Calls` (docs/operations.md): an
 /// acquire above --max-request-bytes is refused to its caller alone, at once,
 /// as the unary call refuses it (OutOfRange, not retried), and a waiter
 /// queued on the same client's stream is still granted with a larger token
@@ -1299,7 +1299,7 @@ async fn a_vanished_clients_connection_is_closed_and_its_waiter_stays() {
 /// What the leader logs (info) when every member has reported log format 2.
 const PACKING: &str = "every member reads packed entries";
 
-// Packing gate (rolling upgrade; issue 7): when every member runs this binary the
+// Packing gate (rolling upgrade): when every member runs this binary the
 // leader notices (each peer's answers report log format 2) and logs that it packs;
 // 32 concurrent acquires of distinct resources, packed or not, are each granted
 // exactly once, with 32 distinct fencing tokens (S2).

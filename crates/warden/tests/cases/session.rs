@@ -1,4 +1,4 @@
-//! The client library's sessions against real processes (issue 4): S5 with a
+//! The client library's sessions against real processes: S5 with a
 //! proxy that cuts the client off and with a frozen (SIGSTOP) holder, S7 with a
 //! dropped acquire reply, and L4 across a leader kill.
 

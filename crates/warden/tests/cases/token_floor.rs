@@ -1,11 +1,11 @@
-//! The operator-supplied token floor (S2, SEMANTICS "Membership and data
+//! The operator-supplied token floor (S2, docs/semantics.md "Membership and data
 //! loss"): a cluster re-created from empty data dirs with `--token-floor N`
 //! issues only tokens above N, so fences that saw the old cluster's tokens
 //! keep refusing stale writers. Real processes.
 
 use crate::harness::Cluster;
 
-// S2, SEMANTICS "Membership and data loss": after total loss, the new
+// S2, docs/semantics.md "Membership and data loss": after total loss, the new
 // cluster's first token is above the floor, and tokens keep increasing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn new_cluster_tokens_start_above_the_floor() {

@@ -1,4 +1,4 @@
-//! `warden watch` (issue 3, item 4), with real processes: a watcher sees every
+//! `warden watch`, with real processes: a watcher sees every
 //! grant of a contended resource in token order, resumes without gaps or
 //! duplicates (from `last index + 1` after a disconnect, and by itself when
 //! its node dies), and a start index below a node's window gets `compacted`.
@@ -105,7 +105,7 @@ async fn hand_off(api: &harness::Api, grants: &[(u64, u64)]) -> (u64, u64) {
     next_holder(api, "contended", t).await
 }
 
-/// S8 / issue 3 Watch: every grant of a contended resource (a holder and
+/// S8 and watch (docs/operations.md): every grant of a contended resource (a holder and
 /// four queued waiters, handed off on the server at each release) reaches
 /// the watcher, in token order, each lease once. A watcher killed after a
 /// grant and restarted with `--start-index last+1`, and then cut off by its
@@ -212,7 +212,7 @@ async fn watcher_sees_every_grant_in_token_order_and_resumes_without_gaps() {
     assert_eq!(status.code(), Some(0));
     assert_eq!(
         seen, replay,
-        "issue 3 Watch: resumed streams differ from a full replay (gap or duplicate)"
+        "watch: resumed streams differ from a full replay (gap or duplicate)"
     );
 
     // Commit order, and every grant in token order, each lease once.
@@ -232,7 +232,7 @@ async fn watcher_sees_every_grant_in_token_order_and_resumes_without_gaps() {
             )
         })
         .collect();
-    assert_eq!(granted, grants, "S8 / issue 3 Watch: every grant, in order");
+    assert_eq!(granted, grants, "S8, watch: every grant, in order");
     assert!(
         granted.windows(2).all(|w| w[0].1 < w[1].1),
         "S2: {granted:?}"
@@ -258,7 +258,7 @@ async fn watcher_sees_every_grant_in_token_order_and_resumes_without_gaps() {
     }
 }
 
-/// Issue 3 Watch: events of entries applied before a node process started
+/// Watch (docs/operations.md): events of entries applied before a node process started
 /// (it loaded them from its snapshot) are not in its window: a start index
 /// below it gets OutOfRange `compacted` naming the oldest retained index
 /// (message and `warden-oldest-index` metadata), through gRPC and the CLI;

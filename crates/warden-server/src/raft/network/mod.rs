@@ -2,8 +2,8 @@
 //!
 //! Payloads are postcard-encoded openraft messages inside a `Blob`; the reply
 //! blob is a postcard `Result<Response, String>`. Every call carries the
-//! cluster id in the `warden-cluster-id` metadata entry (SEMANTICS
-//! "Membership"), and the receiver refuses a mismatch.
+//! cluster id in the `warden-cluster-id` metadata entry (docs/semantics.md
+//! "Membership and data loss"), and the receiver refuses a mismatch.
 //!
 //! Replication (openraft's `stream_append`) runs over one `AppendStream` per
 //! session: each AppendEntries is one message on a stream already open, its

@@ -257,7 +257,7 @@ async fn one_append(c: &mut PeerConnection) {
     assert!(matches!(answers.as_slice(), [Ok(Ok(None))]), "{answers:?}");
 }
 
-// Packing gate (rolling upgrade; issue 7): a peer that advertises log
+// Packing gate (rolling upgrade): a peer that advertises log
 // format 2 is recorded as 2, on the AppendStream and on unary calls; one
 // that sends no header (an older binary) as 0; a dropped connection keeps
 // the report (another connection to the peer may be live) and the next
@@ -291,7 +291,7 @@ async fn each_answer_records_the_peers_log_format() {
     server.abort();
 }
 
-// Review of the packing gate (issue 7; docs/safety.md S3 "reported, in its latest
+// Review of the packing gate (docs/safety.md S3 "reported, in its latest
 // answer on a live connection"): openraft opens one connection per purpose to a
 // peer (replication, heartbeats, votes, snapshots). One of them being dropped (a
 // heartbeat connection that timed out) must not forget the format that the
