@@ -42,6 +42,11 @@ pub struct ServerConfig {
     /// `--admin-listen`: serve `/healthz` and `/readyz` over HTTP here
     /// (none by default).
     pub admin_listen: Option<SocketAddr>,
+    /// `--certs-dir`: the node's certificates (`ca.crt`, `node.crt`,
+    /// `node.key`); every client and peer connection is TLS 1.3 and calls
+    /// carry the principal of the caller's certificate. None: an insecure
+    /// node (plaintext, every caller anonymous).
+    pub certs_dir: Option<PathBuf>,
 }
 
 /// Default `--max-request-bytes`: 64 KiB (a resource name is at most 512 bytes).

@@ -426,6 +426,7 @@ mod tests {
             token_floor: 0,
             join: false,
             admin_listen: None,
+            certs_dir: None,
         };
         assert!(validate_config(&config(5_000, 5_000)).is_ok());
         let e = validate_config(&config(0, 5_000)).unwrap_err().to_string();
@@ -486,6 +487,7 @@ mod tests {
             token_floor: 0,
             join: false,
             admin_listen: None,
+            certs_dir: None,
         };
         // It forms its one-node cluster and serves (its leader duties read
         // the clock every duty interval), then its clock breaks.

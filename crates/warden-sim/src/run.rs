@@ -307,6 +307,7 @@ fn spawn_node(sim: &mut turmoil::Sim<'_>, world: &World, id: u64, clock: SimCloc
                 token_floor: 0,
                 join: false,
                 admin_listen: None,
+                certs_dir: None,
             };
             let listener = turmoil::net::TcpListener::bind(config.listen).await?;
             let observer_dyn: Arc<dyn warden_server::sim_hooks::Observer> = observer;

@@ -239,6 +239,7 @@ pub fn resolve(args: &ServerArgs, file: FileConfig) -> Result<ServerConfig, Stri
         token_floor,
         join,
         admin_listen,
+        certs_dir: None,
     })
 }
 

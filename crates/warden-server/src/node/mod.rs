@@ -49,7 +49,7 @@ use renew::RenewJob;
 
 /// Who a client command is made for: the principal of the caller's verified
 /// certificate, or None on an insecure node (anonymous).
-pub type Principal = Option<String>;
+pub type Principal = Option<warden_core::types::Principal>;
 
 /// The node once it has started. The gRPC services hold one from before
 /// bootstrap and answer `Unavailable` until it is set.

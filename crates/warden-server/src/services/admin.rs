@@ -115,7 +115,7 @@ impl Admin for AdminService {
         if !node.config().allow_admin {
             return Err(admin_disabled("force-release is disabled on this node"));
         }
-        let principal = principal(&req);
+        let principal = principal(&req)?;
         let peer = req.remote_addr();
         let r = req.into_inner();
         let cmd = Command::ForceRelease(ForceRelease {

@@ -63,7 +63,7 @@ impl Lease for LeaseService {
         req: Request<pb::LeaseGrantRequest>,
     ) -> Result<Response<pb::LeaseGrantResponse>, Status> {
         let node = self.node.get()?;
-        let principal = principal(&req);
+        let principal = principal(&req)?;
         let r = req.into_inner();
         let cmd = Command::LeaseGrant(LeaseGrant {
             header: request_header(r.header)?,
@@ -81,7 +81,7 @@ impl Lease for LeaseService {
     ) -> Result<Response<Self::LeaseKeepAliveStream>, Status> {
         let node = self.node.get()?;
         node.require_leader()?;
-        let principal = principal(&req);
+        let principal = principal(&req)?;
         let mut incoming = req.into_inner();
         let (tx, rx) = mpsc::channel(MAX_KEEPALIVES_IN_FLIGHT);
         // One task per stream: each renew waits for its own batch inside it

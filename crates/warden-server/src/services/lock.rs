@@ -58,7 +58,7 @@ impl Lock for LockService {
         req: Request<pb::AcquireRequest>,
     ) -> Result<Response<Self::AcquireStream>, Status> {
         let node = self.node.get()?;
-        let principal = principal(&req);
+        let principal = principal(&req)?;
         let (tx, rx) = mpsc::channel(8);
         match start_acquire(&node, &principal, req.into_inner()).await? {
             AcquireStart::Final(m) => {
@@ -86,7 +86,7 @@ impl Lock for LockService {
         req: Request<tonic::Streaming<pb::CallRequest>>,
     ) -> Result<Response<Self::CallsStream>, Status> {
         let node = self.node.get()?;
-        let principal = principal(&req);
+        let principal = principal(&req)?;
         let (tx, rx) = mpsc::channel(CALLS_OUTBOUND_BUFFER);
         tokio::spawn(serve_calls(
             req.into_inner(),
@@ -103,7 +103,7 @@ impl Lock for LockService {
         req: Request<pb::RenewRequest>,
     ) -> Result<Response<pb::RenewResponse>, Status> {
         let node = self.node.get()?;
-        let principal = principal(&req);
+        let principal = principal(&req)?;
         let r = req.into_inner();
         match node.renew(&principal, r.lease_id).await? {
             Some(ttl_ms) => Ok(Response::new(pb::RenewResponse {
@@ -120,7 +120,7 @@ impl Lock for LockService {
         req: Request<pb::ReleaseRequest>,
     ) -> Result<Response<pb::ReleaseResponse>, Status> {
         let node = self.node.get()?;
-        let principal = principal(&req);
+        let principal = principal(&req)?;
         release(&node, &principal, req.into_inner())
             .await
             .map(Response::new)
@@ -131,7 +131,7 @@ impl Lock for LockService {
         req: Request<pb::LeaseRevokeRequest>,
     ) -> Result<Response<pb::LeaseRevokeResponse>, Status> {
         let node = self.node.get()?;
-        let principal = principal(&req);
+        let principal = principal(&req)?;
         let r = req.into_inner();
         let cmd = Command::Revoke(Revoke {
             header: request_header(r.header)?,
@@ -150,7 +150,7 @@ impl Lock for LockService {
         req: Request<pb::ProclaimRequest>,
     ) -> Result<Response<pb::ProclaimResponse>, Status> {
         let node = self.node.get()?;
-        let principal = principal(&req);
+        let principal = principal(&req)?;
         let r = req.into_inner();
         let cmd = Command::Proclaim(Proclaim {
             resource: r.resource,

@@ -26,8 +26,12 @@ pub use waiter::QUEUE_POSITION_REPORT_INTERVAL;
 
 use crate::node::Principal;
 
-/// The principal a request is made for. An insecure node has none: every
-/// caller is anonymous.
-fn principal<T>(_req: &tonic::Request<T>) -> Principal {
-    None
+/// The principal a request is made for: the name in the caller's verified
+/// client certificate. An insecure node has none: every caller is
+/// anonymous (`Ok(None)`).
+///
+/// # Errors
+/// `Unauthenticated` when a secure node's caller presented no certificate.
+fn principal<T>(_req: &tonic::Request<T>) -> Result<Principal, tonic::Status> {
+    Ok(None)
 }
