@@ -263,7 +263,12 @@ where
     .map_err(storage)?;
     let shared = sm.shared.clone();
     let log_store = LogStore::new(db.clone(), stamps, clock.clone()).map_err(storage)?;
-    let formats = Arc::new(raft::log_format::LogFormats::new(config.node_id));
+    // A secure node's peers are TLS node certificates, which only binaries
+    // that read authorized entries hold (see `raft::log_format`).
+    let formats = Arc::new(match config.certs_dir {
+        Some(_) => raft::log_format::LogFormats::secure(config.node_id),
+        None => raft::log_format::LogFormats::new(config.node_id),
+    });
     let raft = raft::Raft::new(
         config.node_id,
         Arc::new(raft_config),

@@ -542,18 +542,21 @@ mod tests {
     use super::*;
 
     // Packing gate (rolling upgrade): every Raft answer of this peer
-    // service, success or Raft-level error, advertises LOG_FORMAT 2.
+    // service, success or Raft-level error, advertises LOG_FORMAT (3).
     #[test]
     fn raft_answers_advertise_the_log_format() {
         let ok = reply(Ok::<u8, String>(1)).expect("encodes");
-        assert_eq!(crate::raft::log_format::reported_format(ok.metadata()), 2);
+        assert_eq!(
+            crate::raft::log_format::reported_format(ok.metadata()),
+            crate::raft::log_format::LOG_FORMAT
+        );
         let refused = reply(Err::<u8, String>("higher vote".into())).expect("encodes");
         assert_eq!(
             refused
                 .metadata()
                 .get(warden_proto::LOG_FORMAT_METADATA)
                 .map(|v| v.to_str().expect("ascii").to_string()),
-            Some("2".to_string())
+            Some(crate::raft::log_format::LOG_FORMAT_HEADER_VALUE.to_string())
         );
     }
 

@@ -1298,19 +1298,22 @@ async fn a_vanished_clients_connection_is_closed_and_its_waiter_stays() {
 
 /// What the leader logs (info) when every member has reported log format 2.
 const PACKING: &str = "every member reads packed entries";
+/// What the leader logs (info) when every member has reported log format 3.
+const WRAPPING: &str = "every member reads log format 3";
 
-// Packing gate (rolling upgrade): when every member runs this binary the
-// leader notices (each peer's answers report log format 2) and logs that it packs;
-// 32 concurrent acquires of distinct resources, packed or not, are each granted
-// exactly once, with 32 distinct fencing tokens (S2).
+// Log-format gates (rolling upgrade): when every member runs this binary the
+// leader notices (each peer's answers report log format 3) and logs that it packs
+// (format 2) and that client commands carry their principal (format 3); 32
+// concurrent acquires of distinct resources, packed and wrapped or not, are each
+// granted exactly once, with 32 distinct fencing tokens (S2).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_leader_packs_once_every_member_reports_log_format_2() {
+async fn the_leader_packs_and_wraps_once_every_member_reports_log_format_3() {
     let cluster = Cluster::start(3, &[]).await;
     let leader = cluster.wait_leader(Duration::from_secs(10)).await;
     until(
-        "the leader logs that it packs",
+        "the leader logs that it packs and wraps",
         Duration::from_secs(10),
-        || async { cluster.logged(leader, PACKING) },
+        || async { cluster.logged(leader, PACKING) && cluster.logged(leader, WRAPPING) },
     )
     .await;
     let api = cluster.api();
