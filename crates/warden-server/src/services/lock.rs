@@ -4,7 +4,9 @@
 //! error naming the field and the limit, nothing changed; proposed to the
 //! local Raft handle; answered after the entry commits and applies, S3).
 //! A call to a follower gets `Unavailable` with the leader's address in
-//! `warden-leader`. Reads are linearizable (read-index).
+//! `warden-leader`. Reads are linearizable (read-index) and need `read` on
+//! the resource ([`crate::node::read`]); `ClusterStatus` needs only an
+//! authenticated caller.
 
 use std::pin::Pin;
 
@@ -167,8 +169,9 @@ impl Lock for LockService {
         req: Request<pb::StatusRequest>,
     ) -> Result<Response<pb::StatusResponse>, Status> {
         let node = self.node.get()?;
+        let principal = principal(&req)?;
         let resource = req.into_inner().resource;
-        let s = node.resource_status(&resource).await?;
+        let s = node.resource_status(&principal, &resource).await?;
         Ok(Response::new(pb::StatusResponse {
             resource,
             holder: s.holder.map(|h| pb::Holder {
@@ -188,8 +191,11 @@ impl Lock for LockService {
         req: Request<pb::ValidateRequest>,
     ) -> Result<Response<pb::ValidateResponse>, Status> {
         let node = self.node.get()?;
+        let principal = principal(&req)?;
         let r = req.into_inner();
-        let check = node.token_check(&r.resource, r.fencing_token).await?;
+        let check = node
+            .token_check(&principal, &r.resource, r.fencing_token)
+            .await?;
         let state = match check.state {
             TokenState::Current => pb::TokenState::Current,
             TokenState::Stale => pb::TokenState::Stale,
@@ -206,9 +212,11 @@ impl Lock for LockService {
 
     async fn cluster_status(
         &self,
-        _req: Request<pb::ClusterStatusRequest>,
+        req: Request<pb::ClusterStatusRequest>,
     ) -> Result<Response<pb::ClusterStatusResponse>, Status> {
         let node = self.node.get()?;
+        // Any authenticated principal (and any caller of an insecure node).
+        principal(&req)?;
         let view = node.cluster_view()?;
         let timing = &node.config().timing;
         Ok(Response::new(pb::ClusterStatusResponse {

@@ -392,7 +392,9 @@ async fn three_to_five_to_three_under_load_loses_nothing() {
 // grant's token is above every token in the snapshot (by the safety gap).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn save_and_restore_into_a_new_cluster() {
-    let mut old = Cluster::start(3, &[]).await;
+    // `snapshot save` copies every lease and owner: an insecure node serves
+    // it only with --allow-admin (docs/security.md).
+    let mut old = Cluster::start(3, &["--allow-admin"]).await;
     let api = old.api();
     let mut held = Vec::new();
     for i in 0..3u64 {
