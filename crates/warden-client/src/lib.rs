@@ -45,10 +45,11 @@
 //!   they share, [`Client::call_raw`] for a request this crate has no
 //!   call for.
 //! - [`Admin`] (`admin.rs`): the operator's calls ([`Client::admin`]: list,
-//!   forced release, audit trail, membership changes, snapshot save) on the
-//!   same loop, each with its retry class (membership changes, which carry
-//!   no request id, are repeated only after an attempt that certainly did
-//!   nothing), and their results.
+//!   forced release, audit trail, membership changes, snapshot save, and
+//!   identities: roles, grants, principals' roles, quotas, limits, the auth
+//!   audit trail) on the same loop, each with its retry class (membership
+//!   changes, which carry no request id, are repeated only after an attempt
+//!   that certainly did nothing), and their results.
 //! - [`Session`], [`LockGuard`], [`Lost`] (`session.rs`): a lease with a
 //!   background keep-alive, `valid_until` / `check()` / `lost()` (S5), and
 //!   the locks taken on it.
@@ -121,9 +122,10 @@ mod types;
 mod watch;
 
 pub use admin::{
-    Admin, AuditRecord, AuditTrail, ForceReleased, ListedHolder, ListedLock, ListedWaiter, Listing,
-    Membership, SavedSnapshot, ADMIN_ATTEMPT_TIMEOUT, MAX_SNAPSHOT_BYTES,
-    MEMBERSHIP_ATTEMPT_TIMEOUT, MEMBERSHIP_DEADLINE,
+    Admin, AuditRecord, AuditTrail, AuthAuditRecord, AuthAuditTrail, AuthChange, ClusterLimits,
+    ForceReleased, Limits, ListedHolder, ListedLock, ListedWaiter, Listing, Membership, Permission,
+    Quota, QuotaUsage, RoleGrant, RoleInfo, Roles, SavedSnapshot, UserInfo, Users,
+    ADMIN_ATTEMPT_TIMEOUT, MAX_SNAPSHOT_BYTES, MEMBERSHIP_ATTEMPT_TIMEOUT, MEMBERSHIP_DEADLINE,
 };
 pub use client::Client;
 pub use election::{election_key, Election, LeaderInfo, Leadership, Observer, ELECTION_PREFIX};

@@ -1177,6 +1177,159 @@ impl v1::admin_server::Admin for FakeAdmin {
             node_id: 2,
         }))
     }
+
+    async fn grant_permission(
+        &self,
+        request: Request<v1::GrantPermissionRequest>,
+    ) -> Result<Response<v1::AuthChangeResponse>, Status> {
+        let r = request.into_inner();
+        self.arrive("grant_permission", r.header.as_ref())?;
+        if r.permission == v1::Permission::Admin as i32 {
+            return Err(Status::permission_denied(
+                "principal alice has no admin permission on prefix \"\"",
+            ));
+        }
+        Ok(Response::new(v1::AuthChangeResponse {}))
+    }
+
+    async fn revoke_permission(
+        &self,
+        request: Request<v1::RevokePermissionRequest>,
+    ) -> Result<Response<v1::AuthChangeResponse>, Status> {
+        self.arrive("revoke_permission", request.get_ref().header.as_ref())?;
+        Ok(Response::new(v1::AuthChangeResponse {}))
+    }
+
+    async fn delete_role(
+        &self,
+        request: Request<v1::DeleteRoleRequest>,
+    ) -> Result<Response<v1::AuthChangeResponse>, Status> {
+        self.arrive("delete_role", request.get_ref().header.as_ref())?;
+        Ok(Response::new(v1::AuthChangeResponse {}))
+    }
+
+    async fn grant_role(
+        &self,
+        request: Request<v1::GrantRoleRequest>,
+    ) -> Result<Response<v1::AuthChangeResponse>, Status> {
+        self.arrive("grant_role", request.get_ref().header.as_ref())?;
+        Ok(Response::new(v1::AuthChangeResponse {}))
+    }
+
+    async fn revoke_role(
+        &self,
+        request: Request<v1::RevokeRoleRequest>,
+    ) -> Result<Response<v1::AuthChangeResponse>, Status> {
+        self.arrive("revoke_role", request.get_ref().header.as_ref())?;
+        Ok(Response::new(v1::AuthChangeResponse {}))
+    }
+
+    async fn set_role_quota(
+        &self,
+        request: Request<v1::SetRoleQuotaRequest>,
+    ) -> Result<Response<v1::AuthChangeResponse>, Status> {
+        self.arrive("set_role_quota", request.get_ref().header.as_ref())?;
+        Ok(Response::new(v1::AuthChangeResponse {}))
+    }
+
+    async fn set_limits(
+        &self,
+        request: Request<v1::SetLimitsRequest>,
+    ) -> Result<Response<v1::AuthChangeResponse>, Status> {
+        self.arrive("set_limits", request.get_ref().header.as_ref())?;
+        Ok(Response::new(v1::AuthChangeResponse {}))
+    }
+
+    async fn list_roles(
+        &self,
+        _request: Request<v1::ListRolesRequest>,
+    ) -> Result<Response<v1::ListRolesResponse>, Status> {
+        self.arrive("list_roles", None)?;
+        Ok(Response::new(v1::ListRolesResponse {
+            roles: vec![v1::RoleInfo {
+                name: "payments".into(),
+                grants: vec![v1::RoleGrant {
+                    prefix: "payments/".into(),
+                    permission: v1::Permission::Lock as i32,
+                }],
+                quota: Some(v1::Quota {
+                    leases: 5,
+                    locks: 6,
+                    waiters: 7,
+                    clients: 8,
+                }),
+            }],
+            read_index: 21,
+        }))
+    }
+
+    async fn list_users(
+        &self,
+        _request: Request<v1::ListUsersRequest>,
+    ) -> Result<Response<v1::ListUsersResponse>, Status> {
+        self.arrive("list_users", None)?;
+        Ok(Response::new(v1::ListUsersResponse {
+            users: vec![v1::UserInfo {
+                principal: "carol".into(),
+                roles: vec!["payments".into()],
+                quota: None,
+                usage: Some(v1::QuotaUsage {
+                    leases: 1,
+                    locks: 2,
+                    waiters: 1,
+                    clients: 3,
+                }),
+            }],
+            read_index: 22,
+        }))
+    }
+
+    async fn get_limits(
+        &self,
+        _request: Request<v1::GetLimitsRequest>,
+    ) -> Result<Response<v1::GetLimitsResponse>, Status> {
+        self.arrive("get_limits", None)?;
+        Ok(Response::new(v1::GetLimitsResponse {
+            limits: Some(v1::ClusterLimits {
+                max_leases: 500,
+                max_clients: 600,
+                default_quota: Some(v1::Quota {
+                    leases: 1,
+                    locks: 2,
+                    waiters: 3,
+                    clients: 4,
+                }),
+            }),
+            read_index: 23,
+        }))
+    }
+
+    async fn auth_audit_trail(
+        &self,
+        _request: Request<v1::AuthAuditTrailRequest>,
+    ) -> Result<Response<v1::AuthAuditTrailResponse>, Status> {
+        self.arrive("auth_audit_trail", None)?;
+        Ok(Response::new(v1::AuthAuditTrailResponse {
+            records: vec![
+                v1::AuthAuditRecord {
+                    index: 5,
+                    principal: "root".into(),
+                    op: "grant_role".into(),
+                    user: "carol".into(),
+                    role: "payments".into(),
+                    at_unix_ms: 1_700_000_000_000,
+                    ..Default::default()
+                },
+                v1::AuthAuditRecord {
+                    index: 6,
+                    op: "set_role_quota".into(),
+                    role: "payments".into(),
+                    ..Default::default()
+                },
+            ],
+            read_index: 24,
+        }))
+    }
 }
 
 /// Starts a fake admin node on 127.0.0.1:0; returns its address.
@@ -1311,6 +1464,95 @@ async fn admin_calls_follow_the_leader_hint() {
     assert_eq!(
         (follower.count("remove_node"), leader.count("remove_node")),
         (1, 1)
+    );
+}
+
+// S7 and L3 for the auth calls: an auth change follows the follower's
+// redirect and carries the client's id and one request id on both attempts
+// (the server applies it once); a refusal (PermissionDenied) is final and
+// keeps the server's message; the auth reads convert field for field.
+#[tokio::test]
+async fn auth_calls_carry_a_request_id_and_convert_their_answers() {
+    use warden_client::{AuthChange, Permission};
+    let leader = FakeAdmin::new(AdminRole::Leader);
+    let leader_addr = start_admin(leader.clone()).await;
+    let follower = FakeAdmin::new(AdminRole::Follower(leader_addr.clone()));
+    let follower_addr = start_admin(follower.clone()).await;
+    let client = client_of(&[&follower_addr]).await;
+    let admin = client.admin();
+    admin
+        .grant_permission("payments", "payments/", Permission::Lock)
+        .await
+        .unwrap();
+    let attempt = ("grant_permission", client.client_id(), 1);
+    assert!(follower.seen.lock().unwrap().contains(&attempt));
+    assert!(leader.seen.lock().unwrap().contains(&attempt));
+    admin.grant_role("carol", "payments").await.unwrap();
+    assert!(leader
+        .seen
+        .lock()
+        .unwrap()
+        .contains(&("grant_role", client.client_id(), 2)));
+    let err = admin
+        .grant_permission("payments", "", Permission::Admin)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ClientError::PermissionDenied { message } if message.contains("no admin permission on prefix")),
+        "{err:?}"
+    );
+    assert_eq!(
+        leader.count("grant_permission"),
+        2,
+        "a refusal is not retried"
+    );
+
+    let roles = admin.roles().await.unwrap();
+    assert_eq!(roles.read_index, 21);
+    assert_eq!(
+        roles.roles,
+        vec![warden_client::RoleInfo {
+            name: "payments".into(),
+            grants: vec![warden_client::RoleGrant {
+                prefix: "payments/".into(),
+                permission: Some(Permission::Lock),
+            }],
+            quota: Some(warden_client::Quota {
+                leases: 5,
+                locks: 6,
+                waiters: 7,
+                clients: 8,
+            }),
+        }]
+    );
+    let users = admin.users().await.unwrap();
+    assert_eq!(users.users.len(), 1);
+    assert_eq!(users.users[0].principal, "carol");
+    assert_eq!(users.users[0].quota, None);
+    assert_eq!(users.users[0].usage.clients, 3);
+    let limits = admin.limits().await.unwrap();
+    assert_eq!(
+        (limits.limits.max_leases, limits.limits.max_clients),
+        (500, 600)
+    );
+    assert_eq!(limits.limits.default_quota.waiters, 3);
+    let trail = admin.auth_audit_trail().await.unwrap();
+    assert_eq!(trail.records.len(), 2);
+    assert_eq!(trail.records[0].principal.as_deref(), Some("root"));
+    assert_eq!(
+        trail.records[0].change,
+        AuthChange::GrantRole {
+            user: "carol".into(),
+            role: "payments".into(),
+        }
+    );
+    assert_eq!(trail.records[1].principal, None, "anonymous");
+    assert_eq!(
+        trail.records[1].change,
+        AuthChange::SetRoleQuota {
+            role: "payments".into(),
+            quota: None,
+        }
     );
 }
 

@@ -34,8 +34,13 @@ pub enum Command {
     Cluster(ClusterArgs),
     /// List locks (holder, token, ages, remaining TTL, waiters in queue order).
     List(crate::admin_cmd::ListArgs),
-    /// Print the audit trail of forced releases.
+    /// Print the audit trail of forced releases (--auth: of auth changes).
     Audit(crate::admin_cmd::AuditArgs),
+    /// Roles: `role grant | revoke | delete | list | quota` (permissions on
+    /// prefixes; needs admin).
+    Role(crate::role_cmd::RoleArgs),
+    /// Principals' roles: `user grant-role | revoke-role | list` (needs admin).
+    User(crate::role_cmd::UserArgs),
     /// Sessions: `lease grant | keep-alive | revoke | ttl`.
     Lease(crate::lease_cmd::LeaseArgs),
     /// Stream lock events of RESOURCE (or --prefix P) until Ctrl-C.
@@ -306,7 +311,8 @@ pub struct ReleaseArgs {
     /// The resource to release; without it, the lease's single lock.
     pub resource: Option<String>,
     /// Admin: release RESOURCE whoever holds it (lock-delay applies; recorded
-    /// in the audit trail). The server must run with --allow-admin.
+    /// in the audit trail). Needs admin on "" (an insecure server must run
+    /// with --insecure --allow-admin).
     #[arg(long, value_name = "RESOURCE", conflicts_with_all = ["lease_id", "resource"])]
     pub force: Option<String>,
     /// Release only the grant with this fencing token.
@@ -344,6 +350,9 @@ pub enum ClusterCommand {
     RemoveNode(crate::cluster_cmd::RemoveNodeArgs),
     /// Swap a dead voter for a new node (started with --join) under a new id.
     ReplaceNode(crate::cluster_cmd::ReplaceNodeArgs),
+    /// Show the cluster-wide limits and default quota, or set the ones given
+    /// (needs admin).
+    Limits(crate::role_cmd::LimitsArgs),
 }
 
 /// `warden cluster status`.
