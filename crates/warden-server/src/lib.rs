@@ -53,6 +53,14 @@
 //! event log. The reply is sent after apply. A follower answers `Unavailable`
 //! with the leader's address.
 //!
+//! Every call carries its principal (`services::principal`: the caller's
+//! client certificate; none on an insecure node). `Node::submit` proposes the
+//! command wrapped in `Authorized` with it (once every member reads log
+//! format 3, `raft::log_format`), and the table decides permission, lease
+//! ownership and quotas when the entry applies; the renew batcher renews
+//! only the caller's own leases; reads check the table they are served from
+//! (`node::read`, docs/security.md). Leader duties carry no principal.
+//!
 //! # What this crate does not do
 //!
 //! It never reads a wall clock in replicated logic, never forwards leader
