@@ -231,6 +231,8 @@ async fn run_story(exe: &Path, dir: &Path) -> anyhow::Result<u8> {
             "--data-dir".into(),
             dir.join(format!("node-{id}")).display().to_string(),
             "--exit-with-parent".into(),
+            // Until the demo mints its certificates (secure by default).
+            "--insecure".into(),
         ];
         nodes.push(spawn(
             exe,

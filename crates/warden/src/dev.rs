@@ -206,6 +206,8 @@ fn spawn_node(
         .arg(state.peers_flag())
         .arg("--data-dir")
         .arg(&data_dir)
+        // Until `warden dev` mints its certificates (secure by default).
+        .arg("--insecure")
         // If `warden dev` dies without stopping them (SIGKILL, a closed
         // terminal), the nodes notice and stop by themselves.
         .arg("--exit-with-parent")

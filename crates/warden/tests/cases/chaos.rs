@@ -486,7 +486,7 @@ impl NetnsCluster {
                 .args(["netns", "exec", &format!("{}-{k}", self.prefix)])
                 .arg(crate::harness::warden_bin())
                 .args(["server", "--id", &k.to_string(), "--listen", &Self::addr(k)])
-                .args(["--peers", &peers, "--data-dir"])
+                .args(["--insecure", "--peers", &peers, "--data-dir"])
                 .arg(self.tmp.path().join(format!("node-{k}")))
                 .env("RUST_LOG", "info,openraft=warn")
                 .stdin(std::process::Stdio::null())

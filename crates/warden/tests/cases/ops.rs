@@ -44,6 +44,7 @@ fn spawn_joiner(cluster: &mut Cluster, id: u64, extra: &[String]) -> String {
         .arg("--data-dir")
         .arg(&n.dir)
         .arg("--join")
+        .arg("--insecure")
         .args(&cluster.extra)
         .args(extra)
         .env("RUST_LOG", "info,openraft=warn")

@@ -158,6 +158,8 @@ impl Cluster {
             .arg(self.peers())
             .arg("--data-dir")
             .arg(&n.dir)
+            // Until the harness mints certificates (TLS by default).
+            .arg("--insecure")
             .args(&self.extra)
             .env("RUST_LOG", "info,openraft=warn")
             .stdin(Stdio::null());
