@@ -251,9 +251,42 @@ pub struct ClientArgs {
         value_delimiter = ','
     )]
     pub endpoints: Vec<String>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
     /// `json`: stdout carries exactly one JSON value; messages go to stderr.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub output: OutputFormat,
+}
+
+/// Who a client command is and how it reaches the cluster: mutual TLS with
+/// `--certs-dir` as `--user`, or plaintext with `--insecure` for a cluster
+/// started with `--insecure`. Exactly one of the two (flag or variable).
+#[derive(Debug, Args, Clone, PartialEq, Eq)]
+pub struct TlsArgs {
+    /// Certs dir with ca.crt and client.USER.crt / client.USER.key (`warden
+    /// cert create-client USER` makes them; `warden dev` prints the export
+    /// line).
+    #[arg(long, env = "WARDEN_CERTS_DIR", value_name = "DIR")]
+    pub certs_dir: Option<PathBuf>,
+    /// The principal to act as: its certificate client.NAME.crt in
+    /// --certs-dir is presented (ignored with --insecure).
+    #[arg(long, env = "WARDEN_USER", value_name = "NAME",
+          default_value = warden_client::DEFAULT_USER)]
+    pub user: String,
+    /// Talk to a cluster started with --insecure: plaintext, no identity.
+    /// `WARDEN_INSECURE=true` does the same.
+    #[arg(long, env = "WARDEN_INSECURE")]
+    pub insecure: bool,
+}
+
+impl Default for TlsArgs {
+    fn default() -> Self {
+        TlsArgs {
+            certs_dir: None,
+            user: warden_client::DEFAULT_USER.to_string(),
+            insecure: false,
+        }
+    }
 }
 
 /// `--output`.
@@ -454,6 +487,72 @@ mod tests {
     fn cli_definition_is_valid() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+
+    /// Every subcommand at any depth, with its path (`lease grant`).
+    fn all_commands(cmd: &clap::Command, path: String, out: &mut Vec<(String, clap::Command)>) {
+        for sub in cmd.get_subcommands() {
+            let name = format!("{path} {}", sub.get_name()).trim().to_string();
+            out.push((name.clone(), sub.clone()));
+            all_commands(sub, name, out);
+        }
+    }
+
+    // Every client command (one that takes --endpoints) takes --certs-dir,
+    // --user and --insecure, with their variables, and the default user is
+    // root; no other command takes --user or --insecure from the
+    // environment (the server never reads --insecure from it).
+    #[test]
+    fn every_client_command_takes_the_tls_flags() {
+        use clap::CommandFactory;
+        let mut commands = Vec::new();
+        all_commands(&Cli::command(), String::new(), &mut commands);
+        let mut clients = 0;
+        for (name, cmd) in &commands {
+            let arg = |id: &str| cmd.get_arguments().find(|a| a.get_id() == id).cloned();
+            if arg("endpoints").is_none() {
+                assert!(
+                    arg("insecure")
+                        .and_then(|a| a.get_env().map(ToOwned::to_owned))
+                        .is_none(),
+                    "{name}: --insecure from the environment"
+                );
+                continue;
+            }
+            clients += 1;
+            for (id, env) in [
+                ("certs_dir", "WARDEN_CERTS_DIR"),
+                ("user", "WARDEN_USER"),
+                ("insecure", "WARDEN_INSECURE"),
+            ] {
+                let a = arg(id).unwrap_or_else(|| panic!("{name}: no --{id}"));
+                assert_eq!(a.get_env().and_then(|e| e.to_str()), Some(env), "{name}");
+            }
+            let user = arg("user").unwrap();
+            assert_eq!(user.get_default_values(), ["root"], "{name}");
+        }
+        // acquire renew release status validate cluster{status,add,remove,
+        // replace} list audit lease{grant,keep-alive,revoke,ttl} watch exec
+        // elect snapshot save demo-holder.
+        assert!(clients >= 20, "only {clients} client commands found");
+        let cli = parse(&[
+            "status",
+            "orders",
+            "--certs-dir",
+            "/c",
+            "--user",
+            "alice",
+            "--endpoints",
+            "a:1",
+        ])
+        .unwrap();
+        let Command::Status(s) = cli.command else {
+            panic!("not status")
+        };
+        assert_eq!(s.client.tls.certs_dir, Some(PathBuf::from("/c")));
+        assert_eq!(s.client.tls.user, "alice");
+        assert!(!s.client.tls.insecure);
+        assert!(parse(&["exec", "r", "--insecure", "--", "true"]).is_ok());
     }
 
     // Bad input names the field: each malformed --peers entry says what is wrong.

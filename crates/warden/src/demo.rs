@@ -34,10 +34,9 @@ const EXIT_REFUSED: u8 = 2;
 
 /// `warden demo-holder`.
 pub async fn holder(args: DemoHolderArgs) -> anyhow::Result<u8> {
-    let endpoints: Vec<String> = args.client.endpoints.clone();
-    let client = Client::connect(endpoints, ClientOptions::default())
+    let client = crate::commands::connect(&args.client)
         .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        .map_err(anyhow::Error::msg)?;
     let options = AcquireOptions {
         ttl: args.ttl,
         lease_id: None,
