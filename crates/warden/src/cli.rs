@@ -85,6 +85,11 @@ pub struct FencedStoreArgs {
     /// Where the store's redb file lives.
     #[arg(long, value_name = "DIR")]
     pub data_dir: PathBuf,
+    /// Serve on a --listen address other than loopback. The store speaks
+    /// plain HTTP and authenticates nobody: anyone who reaches the port can
+    /// write with a token they saw, so by default it serves loopback only.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 /// `warden demo`.
@@ -110,6 +115,11 @@ pub struct SplitBrainArgs {
     /// temporary directory, removed on success].
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
+    /// Run the cluster and its clients with --insecure (plaintext, no
+    /// identities). By default certificates are minted under the data dir
+    /// and every node and client uses them.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 /// `warden demo-holder` (hidden; used by the demo and the tests).
@@ -235,9 +245,15 @@ pub struct DevArgs {
     /// Number of nodes (1..=7) [default: 3, or what DIR/dev.toml says].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=7))]
     pub nodes: Option<u64>,
-    /// Where the nodes' data, logs and dev.toml live.
+    /// Where the nodes' data, logs, dev.toml and certificates live.
     #[arg(long, value_name = "DIR", default_value = "./warden-dev")]
     pub data_dir: PathBuf,
+    /// Start the nodes with --insecure: plaintext, no identities, anyone
+    /// who reaches a port owns the cluster. By default the cluster is
+    /// secure: a CA, node certificates and root's client certificate are
+    /// minted under DIR (DIR/ca.key, DIR/certs) on the first run.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 /// Flags every client command takes.
@@ -693,6 +709,24 @@ mod tests {
         assert!(parse(&["dev"]).is_ok());
         assert!(parse(&["dev", "--nodes", "0"]).is_err());
         assert!(parse(&["dev", "--nodes", "8"]).is_err());
+        // Secure unless told: --insecure is a flag of its own.
+        let Command::Dev(d) = parse(&["dev"]).unwrap().command else {
+            panic!("not dev")
+        };
+        assert!(!d.insecure);
+        let Command::Dev(d) = parse(&["dev", "--insecure"]).unwrap().command else {
+            panic!("not dev")
+        };
+        assert!(d.insecure);
+        let Command::Demo(DemoArgs {
+            command: DemoCommand::SplitBrain(b),
+        }) = parse(&["demo", "split-brain", "--insecure"])
+            .unwrap()
+            .command
+        else {
+            panic!("not demo split-brain")
+        };
+        assert!(b.insecure);
     }
 
     // The fencing surface: validate takes a positive token; fenced-store needs a data dir.
@@ -717,6 +751,7 @@ mod tests {
             panic!("not fenced-store")
         };
         assert_eq!(f.listen, "127.0.0.1:0");
+        assert!(!f.insecure);
         assert!(parse(&["demo", "split-brain"]).is_ok());
     }
 

@@ -146,3 +146,30 @@ fn insecure_and_a_certs_dir_together_are_refused() {
         "{err}"
     );
 }
+
+// The fenced store authenticates no writer: it refuses a --listen that is
+// not loopback unless --insecure, naming both, before binding or creating
+// anything.
+#[test]
+fn the_fenced_store_serves_loopback_only_unless_insecure() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("store");
+    let out = warden(
+        &[
+            "fenced-store",
+            "--listen",
+            "0.0.0.0:0",
+            "--data-dir",
+            dir.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(!dir.exists(), "refused, yet the data dir was made");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("--listen 0.0.0.0:0: 0.0.0.0 is not a loopback address")
+            && err.contains("--insecure"),
+        "{err}"
+    );
+}
