@@ -416,6 +416,9 @@ pub struct ClusterStatus {
     pub node_id: u64,
     /// The leader's last log index (lag is measured against it).
     pub last_log_index: u64,
+    /// The node that answered runs without certificates (`warden server
+    /// --insecure`): plaintext, every caller anonymous.
+    pub insecure: bool,
 }
 
 impl From<v1::Granted> for AcquireResult {
@@ -499,6 +502,7 @@ impl From<v1::ClusterStatusResponse> for ClusterStatus {
             timing: c.timing.map(Timing::from),
             node_id: c.node_id,
             last_log_index: c.last_log_index,
+            insecure: c.insecure,
         }
     }
 }

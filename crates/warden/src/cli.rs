@@ -18,7 +18,8 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run one node of a cluster (serves peers and clients on --listen).
+    /// Run one node of a cluster (serves peers and clients on --listen);
+    /// needs --certs-dir DIR (TLS) or --insecure.
     Server(Box<ServerArgs>),
     /// Start a local cluster of `warden server` child processes on 127.0.0.1.
     Dev(DevArgs),
@@ -152,7 +153,7 @@ pub struct DemoHolderArgs {
 
 /// `warden server`: flags override the config file, which overrides the
 /// defaults.
-#[derive(Debug, Args, Default)]
+#[derive(Debug, Args, Default, Clone)]
 pub struct ServerArgs {
     /// This node's id (>= 1); must be one of the ids in --peers.
     #[arg(long, value_name = "N")]
@@ -202,10 +203,26 @@ pub struct ServerArgs {
     /// within this (100ms..=10m) [default: 5s].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub grpc_keepalive_timeout: Option<Duration>,
-    /// Allow admin calls through this node: `warden release --force`
-    /// (Admin/ForceRelease) and the membership changes `warden cluster
-    /// add-node | remove-node | replace-node`; refused with PermissionDenied
-    /// otherwise. Config file: `allow-admin = true`.
+    /// The node's certificates: `ca.crt` (one or more CAs), `node.crt` and
+    /// `node.key` for this --id (`warden cert create-node`). Clients and
+    /// peers are then served TLS 1.3 only, calls carry the principal of the
+    /// caller's certificate, and SIGHUP re-reads the directory (new
+    /// handshakes use the new files; a bad set is refused and logged, the
+    /// old one stays). Config file: `certs-dir = "DIR"`. Required unless
+    /// --insecure.
+    #[arg(long, value_name = "DIR")]
+    pub certs_dir: Option<PathBuf>,
+    /// Serve plaintext with no authentication: anyone who can reach the
+    /// port can act as any client and as a peer. For a test cluster on a
+    /// trusted network only. Command line only (never the config file or
+    /// the environment).
+    #[arg(long, conflicts_with = "certs_dir")]
+    pub insecure: bool,
+    /// With --insecure only: allow admin calls (`warden release --force`,
+    /// `warden cluster add-node | remove-node | replace-node`, `warden
+    /// snapshot save`) from anonymous callers; refused with
+    /// PermissionDenied otherwise. With --certs-dir the caller's `admin`
+    /// permission decides. Command line only.
     #[arg(long)]
     pub allow_admin: bool,
     /// Largest request the public services decode, in bytes (1024..=4194304)
@@ -221,7 +238,8 @@ pub struct ServerArgs {
     /// or `replace-node` instead of forming a cluster. Config file: `join = true`.
     #[arg(long)]
     pub join: bool,
-    /// Serve /healthz and /readyz over HTTP on HOST:PORT [default: none].
+    /// Serve /healthz and /readyz over HTTP on HOST:PORT (over TLS, with no
+    /// client certificate needed, when --certs-dir is given) [default: none].
     #[arg(long, value_name = "HOST:PORT")]
     pub admin_listen: Option<String>,
     /// Stop (as on SIGTERM) when the parent process exits; `warden dev` sets it.
@@ -700,6 +718,44 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("--peers"), "{err}");
+    }
+
+    // docs/security.md "Insecure mode": --insecure and --certs-dir conflict
+    // at the parser, and neither is read from the environment.
+    #[test]
+    fn server_security_flags_parse() {
+        let base = ["server", "--id", "1"];
+        let server = |extra: &[&str]| -> Result<ServerArgs, clap::Error> {
+            let mut all = base.to_vec();
+            all.extend_from_slice(extra);
+            parse(&all).map(|cli| match cli.command {
+                Command::Server(s) => *s,
+                _ => panic!("not server"),
+            })
+        };
+        let s = server(&["--certs-dir", "/etc/warden/certs"]).unwrap();
+        assert_eq!(s.certs_dir, Some(PathBuf::from("/etc/warden/certs")));
+        assert!(!s.insecure && !s.allow_admin);
+        let s = server(&["--insecure", "--allow-admin"]).unwrap();
+        assert!(s.insecure && s.allow_admin && s.certs_dir.is_none());
+        let e = server(&["--insecure", "--certs-dir", "c"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--insecure") && e.contains("--certs-dir"), "{e}");
+        use clap::CommandFactory;
+        let cmd = Cli::command();
+        let server_cmd = cmd.find_subcommand("server").expect("server");
+        for id in ["insecure", "allow_admin", "certs_dir"] {
+            let arg = server_cmd
+                .get_arguments()
+                .find(|a| a.get_id() == id)
+                .expect(id);
+            assert_eq!(
+                arg.get_env(),
+                None,
+                "{id} must not be read from the environment"
+            );
+        }
     }
 
     // `warden cluster status` and `warden dev` parse; dev's node count is bounded.

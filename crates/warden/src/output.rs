@@ -531,6 +531,7 @@ mod tests {
             }),
             node_id: 1,
             last_log_index: 118,
+            insecure: false,
         }
     }
 

@@ -1,5 +1,10 @@
 //! `/healthz` and `/readyz` over HTTP on `--admin-listen`, for load
-//! balancers and orchestrators.
+//! balancers and orchestrators. On a node with certificates they are served
+//! over TLS 1.3 (ALPN `h2` and `http/1.1`, warden-tls'
+//! `ServerTls::listener`, reloaded on SIGHUP with the rest) and need no
+//! client certificate: probes have none, and neither endpoint names a lease,
+//! a holder or a principal. Anything added here that does must read the
+//! caller's `PeerInfo` (`ConnectInfo<PeerInfo>`) and check its permission.
 //!
 //! - `GET /healthz`: 200 `ok` while the process runs (also while it is
 //!   bootstrapping).
@@ -66,12 +71,14 @@ async fn readyz(
     (code, [(header::CONTENT_TYPE, "application/json")], body)
 }
 
-/// Binds `addr` and serves `/healthz` and `/readyz` until `stop` turns true.
+/// Binds `addr` and serves `/healthz` and `/readyz` until `stop` turns true:
+/// over TLS with `tls`, plaintext without (an insecure node).
 ///
 /// # Errors
 /// `ServerError::Config` naming `--admin-listen` when the address cannot be bound.
 pub async fn serve(
     addr: SocketAddr,
+    tls: Option<warden_tls::ServerTls>,
     node_id: u64,
     cell: NodeCell,
     contact: LeaderContact,
@@ -84,7 +91,6 @@ pub async fn serve(
         .local_addr()
         .map(|a| a.to_string())
         .unwrap_or_default();
-    tracing::info!(addr = %bound, "serving /healthz and /readyz");
     let app = Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -93,11 +99,24 @@ pub async fn serve(
             cell,
             contact,
         });
+    let stopped = async move {
+        let _ = stop.wait_for(|s| *s).await;
+    };
+    let Some(tls) = tls else {
+        tracing::info!(addr = %bound, "serving /healthz and /readyz over plaintext HTTP");
+        return Ok(tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(stopped)
+                .await;
+        }));
+    };
+    let listener = tls
+        .listener(listener)
+        .map_err(|e| ServerError::Config(format!("admin-listen: {addr}: {e}")))?;
+    tracing::info!(addr = %bound, "serving /healthz and /readyz over TLS");
     Ok(tokio::spawn(async move {
         let _ = axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = stop.wait_for(|s| *s).await;
-            })
+            .with_graceful_shutdown(stopped)
             .await;
     }))
 }

@@ -233,6 +233,7 @@ impl Lock for LockService {
                 .collect(),
             node_id: view.node_id,
             last_log_index: view.last_log_index,
+            insecure: node.config().certs_dir.is_none(),
             timing: Some(pb::Timing {
                 heartbeat_ms: timing.heartbeat_ms,
                 election_timeout_min_ms: timing.election_timeout_min_ms,

@@ -239,6 +239,22 @@ pub fn shutting_down() -> Status {
     )
 }
 
+/// `Unauthenticated` for a call to a node with certificates whose caller
+/// presented no client certificate (or one whose name is not a principal);
+/// `reason` says which. Nothing was read from the request.
+pub fn unauthenticated(reason: &str) -> Status {
+    detailed(
+        Code::Unauthenticated,
+        format!(
+            "{reason}: this node serves TLS with client certificates; connect with \
+             --certs-dir DIR --user NAME (or WARDEN_CERTS_DIR, WARDEN_USER) holding \
+             ca.crt and client.NAME.crt/.key (warden cert create-client)"
+        ),
+        "UNAUTHENTICATED",
+        None,
+    )
+}
+
 /// `PermissionDenied` for an admin call on a node without `--allow-admin`;
 /// `what` says what is disabled ("force-release is disabled on this node").
 pub fn admin_disabled(what: &str) -> Status {
