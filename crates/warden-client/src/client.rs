@@ -21,7 +21,7 @@ use crate::error::{
 };
 use crate::requests::{InFlight, RequestIds};
 use crate::routing::{leader_hint, parse_endpoint, CallPlan};
-use crate::transport::{Connector as _, TcpConnector};
+use crate::transport::{Connector, TcpConnector};
 use crate::types::{
     millis, AcquireOptions, AcquireResult, ClientOptions, ClusterStatus, LeaseGrantResult,
     LeaseInfo, Queued, ReleaseResult, RenewResult, StatusResult, ValidateResult,
@@ -82,6 +82,9 @@ struct Inner {
     /// The endpoints given to `connect`, canonical `host:port`.
     endpoints: Vec<String>,
     options: ClientOptions,
+    /// Opens the channels: [`ClientOptions::connector`], else the TLS
+    /// connector of [`ClientOptions::tls`], else plain TCP.
+    connector: Arc<dyn Connector>,
     /// Random, non-zero, below 2^53; chosen once per client.
     client_id: u64,
     /// Lazily connected channels by `host:port` (endpoints and leader hints).
@@ -118,8 +121,10 @@ impl Client {
     /// # Errors
     ///
     /// [`ClientError::InvalidEndpoint`] when an endpoint is not `host:port`;
-    /// [`ClientError::InvalidArgument`] when the list is empty or an option is
-    /// zero.
+    /// [`ClientError::InvalidArgument`] when the list is empty, an option is
+    /// zero, or both [`ClientOptions::tls`] and [`ClientOptions::connector`]
+    /// are set; [`ClientError::Tls`] naming the file when the TLS files
+    /// cannot be used (read here, once).
     pub async fn connect(
         endpoints: Vec<String>,
         options: ClientOptions,
@@ -153,10 +158,22 @@ impl Client {
                 canonical.push(endpoint);
             }
         }
+        let connector: Arc<dyn Connector> = match (&options.tls, &options.connector) {
+            (Some(_), Some(_)) => {
+                return Err(ClientError::InvalidArgument {
+                    message: "tls and connector: set one of them (a connector does its own TLS)"
+                        .into(),
+                })
+            }
+            (None, Some(connector)) => connector.clone(),
+            (Some(tls), None) => crate::tls::connector(tls)?,
+            (None, None) => Arc::new(TcpConnector),
+        };
         Ok(Client {
             inner: Arc::new(Inner {
                 endpoints: canonical,
                 options,
+                connector,
                 client_id: rand::random_range(1..=MAX_ID),
                 channels: Mutex::new(HashMap::new()),
                 call_streams: Mutex::new(HashMap::new()),
@@ -805,10 +822,7 @@ impl Client {
             // Detects a dead or partitioned leader during a long wait.
             .http2_keep_alive_interval(Duration::from_secs(1))
             .keep_alive_timeout(attempt_timeout.max(Duration::from_secs(1)));
-        let channel = match &self.inner.options.connector {
-            Some(connector) => connector.channel(endpoint),
-            None => TcpConnector.channel(endpoint),
-        };
+        let channel = self.inner.connector.channel(endpoint);
         channels.insert(address.to_string(), channel.clone());
         Ok(channel)
     }
@@ -941,7 +955,7 @@ impl Client {
             self.inner.options.backoff_cap,
         );
         let mut server_said_unavailable = false;
-        let mut last_error: String;
+        let mut last_error = String::new();
         loop {
             let outcome = match self.channel(&target) {
                 Ok(channel) => {
@@ -951,7 +965,13 @@ impl Client {
             };
             let status = match outcome {
                 Err(_deadline) => {
-                    last_error = format!("{target}: no answer before the deadline");
+                    // An earlier attempt's failure (a refused handshake, a
+                    // node without a leader) says more than the cut one.
+                    last_error = if last_error.is_empty() {
+                        format!("{target}: no answer before the deadline")
+                    } else {
+                        format!("{target}: no answer before the deadline; before that {last_error}")
+                    };
                     if matches!(retry, Retry::IfCertainlyNotApplied { .. }) {
                         // The attempt was cut mid-way: it may have applied.
                         return Err(ClientError::OutcomeUnknown {

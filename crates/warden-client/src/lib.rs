@@ -69,11 +69,40 @@
 //! - [`ClientError`] (`error.rs`): typed errors, and the one place gRPC
 //!   statuses are mapped to them and judged for a retry (whether an attempt
 //!   may be repeated, and whether it certainly did nothing).
-//! - `types.rs`: [`ClientOptions`], [`AcquireOptions`] and the results.
+//! - `types.rs`: [`ClientOptions`], [`TlsOptions`], [`AcquireOptions`] and the results.
 //! - [`Watcher`] (`watch.rs`): a resumable stream of lock-table events.
 //! - [`transport`]: the [`Connector`](transport::Connector) that opens
-//!   channels, one per client in [`ClientOptions::connector`] (TCP by
-//!   default; the simulator passes its own network).
+//!   channels, one per client: [`ClientOptions::connector`] when given
+//!   (the simulator passes its own network; a [`warden_tls::ClientTls`] is
+//!   one), else mutual TLS for [`ClientOptions::tls`], else plain TCP.
+//! - `tls.rs`: loading [`ClientOptions::tls`] ([`TlsOptions`]: certs dir and
+//!   user) and [`ClientError::Tls`], naming the file at fault.
+//!
+//! # TLS
+//!
+//! A secure cluster (the default: nodes started with `--certs-dir`) serves
+//! only mutual TLS 1.3, and its nodes take the caller's principal from the
+//! verified client certificate alone. Give the client the certs dir that
+//! holds `ca.crt` and `client.USER.crt` / `client.USER.key`:
+//!
+//! ```no_run
+//! # async fn f() -> Result<(), warden_client::ClientError> {
+//! use warden_client::{Client, ClientOptions, TlsOptions};
+//! let options = ClientOptions {
+//!     tls: Some(TlsOptions::new("/home/me/warden-dev/certs", "root")),
+//!     ..ClientOptions::default()
+//! };
+//! let client = Client::connect(vec!["127.0.0.1:7001".into()], options).await?;
+//! # drop(client); Ok(()) }
+//! ```
+//!
+//! Files that cannot be used fail [`Client::connect`] with
+//! [`ClientError::Tls`] naming the file. A node whose certificate does not
+//! chain to `ca.crt`, does not name the host dialled, or is not a node
+//! certificate fails the handshake: that attempt is retried like any
+//! connection that never opened, and the error at the deadline quotes the
+//! reason. Without `tls` the client speaks plaintext, for a cluster started
+//! with `--insecure`.
 //!
 //! # The path of a call
 //!
@@ -117,6 +146,7 @@ mod error;
 mod requests;
 mod routing;
 mod session;
+mod tls;
 pub mod transport;
 mod types;
 mod watch;
@@ -154,7 +184,7 @@ pub use routing::{leader_hint, parse_endpoint};
 pub use types::{
     AcquireOptions, AcquireResult, ClientOptions, ClusterStatus, Holder, LeaseGrantResult,
     LeaseInfo, Member, NotGrantedReason, Queued, ReleaseResult, RenewResult, StatusResult, Timing,
-    TokenState, ValidateResult,
+    TlsOptions, TokenState, ValidateResult, DEFAULT_USER,
 };
 pub use watch::{WatchError, WatchEvent, WatchTarget, Watcher};
 

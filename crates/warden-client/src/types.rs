@@ -2,6 +2,7 @@
 //! [`std::time::Duration`] on the way in; what the server reports comes back
 //! in milliseconds, with `_ms` in the field name.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,12 +36,53 @@ pub struct ClientOptions {
     /// asks again on every call (one extra round trip per call to such a
     /// node).
     pub recheck_calls_after: Duration,
-    /// Opens the channels to the nodes: `None` (the default) is plain TCP
-    /// ([`TcpConnector`](crate::transport::TcpConnector)). Per client, so two
-    /// clients of one process may use different networks or credentials: the
-    /// simulator passes its simulated network here, and a TLS connector
-    /// belongs here too.
+    /// Mutual TLS: the certs dir and the principal whose certificate the
+    /// client presents. `None` (the default) is plaintext, which only a
+    /// cluster started with `--insecure` accepts (a secure node refuses the
+    /// connection). Loaded and checked by [`Client::connect`]: a missing,
+    /// unreadable, expired or mismatched file, or a user name that is not a
+    /// principal, fails there with [`ClientError::Tls`] naming the file, and
+    /// nothing is sent. Cannot be combined with [`connector`](Self::connector).
+    ///
+    /// [`Client::connect`]: crate::Client::connect
+    /// [`ClientError::Tls`]: crate::ClientError::Tls
+    pub tls: Option<TlsOptions>,
+    /// Opens the channels to the nodes, instead of what [`tls`](Self::tls)
+    /// says: e.g. a [`warden_tls::ClientTls`] the program reloads itself, or
+    /// the simulator's network. Per client, so two clients of one process
+    /// may use different networks or credentials. `None` (the default):
+    /// [`tls`](Self::tls) decides.
     pub connector: Option<Arc<dyn Connector>>,
+}
+
+/// Where a client's TLS files are: `certs_dir/ca.crt` (the CA bundle the
+/// nodes' certificates must chain to), `certs_dir/client.USER.crt` and
+/// `certs_dir/client.USER.key` (the user's certificate, made by `warden cert
+/// create-client USER`). The server takes the principal from the verified
+/// certificate only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsOptions {
+    /// The certs dir.
+    pub certs_dir: PathBuf,
+    /// The principal: 1..=64 bytes of `[A-Za-z0-9._-]`, not `node` or a
+    /// node-like name (warden-tls `validate_principal`). The CLI's default
+    /// is [`DEFAULT_USER`].
+    pub user: String,
+}
+
+/// The principal a CLI command acts as unless told otherwise: `root`, which
+/// holds `admin` on every resource from the start (as in etcd and
+/// CockroachDB).
+pub const DEFAULT_USER: &str = "root";
+
+impl TlsOptions {
+    /// TLS options for `user`'s certificate in `certs_dir`.
+    pub fn new(certs_dir: impl Into<PathBuf>, user: impl Into<String>) -> TlsOptions {
+        TlsOptions {
+            certs_dir: certs_dir.into(),
+            user: user.into(),
+        }
+    }
 }
 
 impl Default for ClientOptions {
@@ -50,6 +92,7 @@ impl Default for ClientOptions {
             attempt_timeout: Duration::from_millis(500),
             backoff_cap: Duration::from_millis(200),
             recheck_calls_after: Duration::from_secs(30),
+            tls: None,
             connector: None,
         }
     }

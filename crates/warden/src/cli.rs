@@ -91,6 +91,11 @@ pub struct FencedStoreArgs {
     /// Where the store's redb file lives.
     #[arg(long, value_name = "DIR")]
     pub data_dir: PathBuf,
+    /// Serve on a --listen address other than loopback. The store speaks
+    /// plain HTTP and authenticates nobody: anyone who reaches the port can
+    /// write with a token they saw, so by default it serves loopback only.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 /// `warden demo`.
@@ -116,6 +121,11 @@ pub struct SplitBrainArgs {
     /// temporary directory, removed on success].
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
+    /// Run the cluster and its clients with --insecure (plaintext, no
+    /// identities). By default certificates are minted under the data dir
+    /// and every node and client uses them.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 /// `warden demo-holder` (hidden; used by the demo and the tests).
@@ -258,9 +268,15 @@ pub struct DevArgs {
     /// Number of nodes (1..=7) [default: 3, or what DIR/dev.toml says].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=7))]
     pub nodes: Option<u64>,
-    /// Where the nodes' data, logs and dev.toml live.
+    /// Where the nodes' data, logs, dev.toml and certificates live.
     #[arg(long, value_name = "DIR", default_value = "./warden-dev")]
     pub data_dir: PathBuf,
+    /// Start the nodes with --insecure: plaintext, no identities, anyone
+    /// who reaches a port owns the cluster. By default the cluster is
+    /// secure: a CA, node certificates and root's client certificate are
+    /// minted under DIR (DIR/ca.key, DIR/certs) on the first run.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 /// Flags every client command takes.
@@ -274,9 +290,42 @@ pub struct ClientArgs {
         value_delimiter = ','
     )]
     pub endpoints: Vec<String>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
     /// `json`: stdout carries exactly one JSON value; messages go to stderr.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub output: OutputFormat,
+}
+
+/// Who a client command is and how it reaches the cluster: mutual TLS with
+/// `--certs-dir` as `--user`, or plaintext with `--insecure` for a cluster
+/// started with `--insecure`. Exactly one of the two (flag or variable).
+#[derive(Debug, Args, Clone, PartialEq, Eq)]
+pub struct TlsArgs {
+    /// Certs dir with ca.crt and client.USER.crt / client.USER.key (`warden
+    /// cert create-client USER` makes them; `warden dev` prints the export
+    /// line).
+    #[arg(long, env = "WARDEN_CERTS_DIR", value_name = "DIR")]
+    pub certs_dir: Option<PathBuf>,
+    /// The principal to act as: its certificate client.NAME.crt in
+    /// --certs-dir is presented (ignored with --insecure).
+    #[arg(long, env = "WARDEN_USER", value_name = "NAME",
+          default_value = warden_client::DEFAULT_USER)]
+    pub user: String,
+    /// Talk to a cluster started with --insecure: plaintext, no identity.
+    /// `WARDEN_INSECURE=true` does the same.
+    #[arg(long, env = "WARDEN_INSECURE")]
+    pub insecure: bool,
+}
+
+impl Default for TlsArgs {
+    fn default() -> Self {
+        TlsArgs {
+            certs_dir: None,
+            user: warden_client::DEFAULT_USER.to_string(),
+            insecure: false,
+        }
+    }
 }
 
 /// `--output`.
@@ -483,6 +532,72 @@ mod tests {
         Cli::command().debug_assert();
     }
 
+    /// Every subcommand at any depth, with its path (`lease grant`).
+    fn all_commands(cmd: &clap::Command, path: String, out: &mut Vec<(String, clap::Command)>) {
+        for sub in cmd.get_subcommands() {
+            let name = format!("{path} {}", sub.get_name()).trim().to_string();
+            out.push((name.clone(), sub.clone()));
+            all_commands(sub, name, out);
+        }
+    }
+
+    // Every client command (one that takes --endpoints) takes --certs-dir,
+    // --user and --insecure, with their variables, and the default user is
+    // root; no other command takes --user or --insecure from the
+    // environment (the server never reads --insecure from it).
+    #[test]
+    fn every_client_command_takes_the_tls_flags() {
+        use clap::CommandFactory;
+        let mut commands = Vec::new();
+        all_commands(&Cli::command(), String::new(), &mut commands);
+        let mut clients = 0;
+        for (name, cmd) in &commands {
+            let arg = |id: &str| cmd.get_arguments().find(|a| a.get_id() == id).cloned();
+            if arg("endpoints").is_none() {
+                assert!(
+                    arg("insecure")
+                        .and_then(|a| a.get_env().map(ToOwned::to_owned))
+                        .is_none(),
+                    "{name}: --insecure from the environment"
+                );
+                continue;
+            }
+            clients += 1;
+            for (id, env) in [
+                ("certs_dir", "WARDEN_CERTS_DIR"),
+                ("user", "WARDEN_USER"),
+                ("insecure", "WARDEN_INSECURE"),
+            ] {
+                let a = arg(id).unwrap_or_else(|| panic!("{name}: no --{id}"));
+                assert_eq!(a.get_env().and_then(|e| e.to_str()), Some(env), "{name}");
+            }
+            let user = arg("user").unwrap();
+            assert_eq!(user.get_default_values(), ["root"], "{name}");
+        }
+        // acquire renew release status validate cluster{status,add,remove,
+        // replace} list audit lease{grant,keep-alive,revoke,ttl} watch exec
+        // elect snapshot save demo-holder.
+        assert!(clients >= 20, "only {clients} client commands found");
+        let cli = parse(&[
+            "status",
+            "orders",
+            "--certs-dir",
+            "/c",
+            "--user",
+            "alice",
+            "--endpoints",
+            "a:1",
+        ])
+        .unwrap();
+        let Command::Status(s) = cli.command else {
+            panic!("not status")
+        };
+        assert_eq!(s.client.tls.certs_dir, Some(PathBuf::from("/c")));
+        assert_eq!(s.client.tls.user, "alice");
+        assert!(!s.client.tls.insecure);
+        assert!(parse(&["exec", "r", "--insecure", "--", "true"]).is_ok());
+    }
+
     // Bad input names the field: each malformed --peers entry says what is wrong.
     #[test]
     fn peers_parse_errors_name_the_field() {
@@ -659,6 +774,24 @@ mod tests {
         assert!(parse(&["dev"]).is_ok());
         assert!(parse(&["dev", "--nodes", "0"]).is_err());
         assert!(parse(&["dev", "--nodes", "8"]).is_err());
+        // Secure unless told: --insecure is a flag of its own.
+        let Command::Dev(d) = parse(&["dev"]).unwrap().command else {
+            panic!("not dev")
+        };
+        assert!(!d.insecure);
+        let Command::Dev(d) = parse(&["dev", "--insecure"]).unwrap().command else {
+            panic!("not dev")
+        };
+        assert!(d.insecure);
+        let Command::Demo(DemoArgs {
+            command: DemoCommand::SplitBrain(b),
+        }) = parse(&["demo", "split-brain", "--insecure"])
+            .unwrap()
+            .command
+        else {
+            panic!("not demo split-brain")
+        };
+        assert!(b.insecure);
     }
 
     // The fencing surface: validate takes a positive token; fenced-store needs a data dir.
@@ -683,6 +816,7 @@ mod tests {
             panic!("not fenced-store")
         };
         assert_eq!(f.listen, "127.0.0.1:0");
+        assert!(!f.insecure);
         assert!(parse(&["demo", "split-brain"]).is_ok());
     }
 

@@ -4,6 +4,7 @@
 //! - `cli.rs`: clap types and parsers.
 //! - `server_config.rs`: flags over config file over defaults, with limits.
 //! - `dev.rs`: the local cluster of child processes.
+//! - `dev_certs.rs`: the certificates `dev` and `demo` mint under their dir.
 //! - `commands.rs`: the client subcommands.
 //! - `exec_cmd.rs`: `warden exec`, a command run under a lock.
 //! - `elect_cmd.rs`: `warden elect`, leader election.
@@ -21,6 +22,7 @@ mod cluster_cmd;
 mod commands;
 mod demo;
 mod dev;
+mod dev_certs;
 mod elect_cmd;
 mod exec_cmd;
 mod fenced_store;

@@ -6,9 +6,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use warden_client::{
-    validity, AcquireOptions, AcquireResult, Client, ClientOptions, Lost, WatchTarget,
-};
+use warden_client::{validity, AcquireOptions, AcquireResult, Client, Lost, WatchTarget};
 
 use crate::harness::proxy::{Mode, Proxy};
 use crate::harness::Cluster;
@@ -18,9 +16,7 @@ fn endpoints(cluster: &Cluster) -> Vec<String> {
 }
 
 async fn client(endpoints: Vec<String>) -> Client {
-    Client::connect(endpoints, ClientOptions::default())
-        .await
-        .expect("client")
+    crate::harness::client_of(endpoints).await
 }
 
 /// The (lease id, fencing token) holding `resource`, by a linearizable read;
