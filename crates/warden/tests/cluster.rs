@@ -10,6 +10,8 @@
 mod harness;
 // `warden dev` tests live in their own file but in this binary, so no two
 // clusters ever run at once.
+#[path = "cases/auth.rs"]
+mod auth;
 #[path = "cases/chaos.rs"]
 mod chaos;
 #[path = "cases/crash_loop.rs"]

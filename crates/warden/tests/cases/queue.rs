@@ -705,12 +705,12 @@ async fn leader_change_does_not_shorten_lock_delay() {
 
 /// S2: `warden list` shows the holder and the waiters in
 /// queue order with the JSON contract; `warden release --force` (with
-/// --allow-admin) frees the resource, the next waiter's grant has a larger
+/// admin on "", as root) frees the resource, the next waiter's grant has a larger
 /// token, and `warden audit` shows who did it; a request above
 /// --max-request-bytes is refused before any handler.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn force_release_is_audited_and_the_next_token_is_larger() {
-    let cluster = Cluster::start(3, &["--allow-admin", "--max-request-bytes", "4096"]).await;
+    let cluster = Cluster::start(3, &["--max-request-bytes", "4096"]).await;
     let eps = cluster.api().endpoints;
     let renewer = Renewer::start(&eps, Duration::from_millis(300));
     let (holder, token) = acquire(&eps, req(1, "adm/a", 3_000, 0, 0), None)
@@ -775,8 +775,10 @@ async fn force_release_is_audited_and_the_next_token_is_larger() {
     assert!(
         records[0]["requested_by"]
             .as_str()
-            .is_some_and(|s| s.contains("--force") && s.contains("127.0.0.1")),
-        "{audit}"
+            .is_some_and(|s| s.starts_with("root (")
+                && s.contains("--force")
+                && s.contains("127.0.0.1")),
+        "who asked is the caller's principal, then its text: {audit}"
     );
     assert!(records[0]["at_unix_ms"].as_u64() > Some(1_600_000_000_000));
 

@@ -762,6 +762,27 @@ impl Api {
         .await
     }
 
+    /// Acquire with a new lease of `ttl_ms`, waiting in the queue up to
+    /// `wait_ms` (the final answer; a `PermissionDenied` end of the stream,
+    /// as a revoked waiter gets, is the call's error).
+    pub async fn acquire_waiting(
+        &self,
+        client_id: u64,
+        request_id: u64,
+        resource: &str,
+        ttl_ms: u64,
+        wait_ms: u64,
+    ) -> Result<Final, ClientError> {
+        self.acquire_req(pb::AcquireRequest {
+            header: Self::header(client_id, request_id),
+            resource: resource.into(),
+            ttl_ms,
+            wait_timeout_ms: wait_ms,
+            ..Default::default()
+        })
+        .await
+    }
+
     /// Try-acquire on an existing lease.
     pub async fn acquire_on_lease(
         &self,
