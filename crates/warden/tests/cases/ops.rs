@@ -126,7 +126,7 @@ async fn wait_healthy_members(cluster: &Cluster, want: &BTreeSet<u64>, timeout: 
 // the new member counts towards quorum, and /healthz and /readyz report it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wiped_node_is_replaced_and_every_lock_survives() {
-    let mut cluster = Cluster::start(3, &["--allow-admin", "--snapshot-threshold", "20"]).await;
+    let mut cluster = Cluster::start(3, &["--snapshot-threshold", "20"]).await;
     let api = cluster.api();
     let mut held = Vec::new();
     for i in 0..5u64 {
@@ -237,7 +237,7 @@ async fn wiped_node_is_replaced_and_every_lock_survives() {
 // stay increasing (S2); a change that would lose quorum is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_to_five_to_three_under_load_loses_nothing() {
-    let mut cluster = Cluster::start(3, &["--allow-admin"]).await;
+    let mut cluster = Cluster::start(3, &[]).await;
     let http4 = format!("127.0.0.1:{}", free_port());
     let a4 = spawn_joiner(&mut cluster, 4, &["--admin-listen".into(), http4.clone()]);
     wait_listening(&http4);
@@ -406,7 +406,7 @@ async fn save_and_restore_into_a_new_cluster() {
     }
 
     // Restore every member of the new cluster from the same file.
-    let mut new = Cluster::prepare(3, &["--allow-admin"]);
+    let mut new = Cluster::prepare(3, &[]);
     let mut cluster_id = String::new();
     for id in 1..=3u64 {
         let mut cmd = Command::new(warden_bin());

@@ -704,13 +704,13 @@ async fn leader_change_does_not_shorten_lock_delay() {
 }
 
 /// S2: `warden list` shows the holder and the waiters in
-/// queue order with the JSON contract; `warden release --force` (with
-/// --allow-admin) frees the resource, the next waiter's grant has a larger
+/// queue order with the JSON contract; `warden release --force` (by root,
+/// who holds `admin`) frees the resource, the next waiter's grant has a larger
 /// token, and `warden audit` shows who did it; a request above
 /// --max-request-bytes is refused before any handler.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn force_release_is_audited_and_the_next_token_is_larger() {
-    let cluster = Cluster::start(3, &["--allow-admin", "--max-request-bytes", "4096"]).await;
+    let cluster = Cluster::start(3, &["--max-request-bytes", "4096"]).await;
     let eps = cluster.api().endpoints;
     let renewer = Renewer::start(&eps, Duration::from_millis(300));
     let (holder, token) = acquire(&eps, req(1, "adm/a", 3_000, 0, 0), None)
