@@ -140,8 +140,8 @@ fn dev_cluster_serves_and_comes_back_with_its_state() {
     let lease = g["lease_id"].as_u64().expect("lease");
     let token = g["fencing_token"].as_u64().expect("token");
 
-    // Without a client certificate (plaintext, as an insecure client): no
-    // answer, and nothing changed.
+    // A newcomer's client that has not pasted the certs line: plaintext
+    // (`--insecure`) gets no answer ...
     let endpoints = dev
         .export("WARDEN_ENDPOINTS")
         .expect("endpoints")
@@ -152,6 +152,34 @@ fn dev_cluster_serves_and_comes_back_with_its_state() {
         .output()
         .expect("cli");
     assert_eq!(out.status.code(), Some(1));
+    // Over TLS without a client certificate: Unauthenticated.
+    let anonymous = warden_tls::ClientTls::anonymous(&certs_dir.join("ca.crt")).expect("ca.crt");
+    let refused = tokio::runtime::Runtime::new()
+        .expect("runtime")
+        .block_on(async {
+            let client = warden_client::Client::connect(
+                endpoints.split(',').map(str::to_owned).collect(),
+                warden_client::ClientOptions {
+                    connector: Some(std::sync::Arc::new(anonymous)),
+                    ..warden_client::ClientOptions::default()
+                },
+            )
+            .await
+            .expect("client");
+            client
+                .acquire(
+                    "orders-2",
+                    warden_client::AcquireOptions::with_ttl(Duration::from_secs(10)),
+                )
+                .await
+        });
+    assert!(
+        matches!(
+            refused,
+            Err(warden_client::ClientError::Unauthenticated { .. })
+        ),
+        "{refused:?}"
+    );
     let (code, s, _) = cli(&dev, &[], &["status", "orders-2"]);
     assert_eq!(code, 0);
     assert!(s["holder"].is_null(), "{s}");

@@ -586,8 +586,8 @@ async fn connect(addr: &str) -> Result<LockClient<Channel>, Status> {
 }
 
 /// Runs `f` on the leader with warden-client's loop ([`Client::call_raw`]:
-/// hints, rotation, backoff), with a client of `endpoints` made for the
-/// call, until `within` has passed. `f` bounds its own wait (none is added:
+/// hints, rotation, backoff), with the test's client of `endpoints`
+/// ([`shared_client`]), until `within` has passed. `f` bounds its own wait (none is added:
 /// a waiting acquire may wait long) and must be safe to repeat: a read, a
 /// renew, or a request with a hand-made request id (S7).
 pub async fn call_leader<T, F, Fut>(
@@ -599,14 +599,37 @@ where
     F: FnMut(Channel) -> Fut,
     Fut: std::future::Future<Output = Result<T, Status>>,
 {
+    shared_client(endpoints)
+        .await?
+        .call_raw("test call", within, f)
+        .await
+}
+
+/// One warden-client client (as `root`) per endpoint list and runtime,
+/// shared by every [`call_leader`] of a test: its connections (one TLS
+/// handshake per node, not per call) and its leader cache. Per runtime,
+/// because a client's connections run on the runtime that opened them.
+async fn shared_client(endpoints: &[String]) -> Result<Client, ClientError> {
+    type Key = (tokio::runtime::Id, Vec<String>);
+    static CLIENTS: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<Key, Client>>> =
+        std::sync::OnceLock::new();
+    let clients = CLIENTS.get_or_init(Default::default);
+    let key = (tokio::runtime::Handle::current().id(), endpoints.to_vec());
+    if let Some(client) = clients.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(client.clone());
+    }
     let security = transport::security_of_all(endpoints);
-    Client::connect(
+    let client = Client::connect(
         endpoints.to_vec(),
         transport::client_options(security, "root"),
     )
-    .await?
-    .call_raw("test call", within, f)
-    .await
+    .await?;
+    Ok(clients
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(key)
+        .or_insert(client)
+        .clone())
 }
 
 pub async fn cluster_status_at(addr: &str) -> Result<pb::ClusterStatusResponse, Status> {
