@@ -8,7 +8,11 @@
 //!
 //! - [`env`]: the injected network (tonic over turmoil TCP), clocks (own
 //!   origin, own rate within ρ) and disks (unsynced writes lost on a crash).
-//! - [`history`]: what a run records and the checkers, one per property.
+//! - [`world`]: the record of a run ([`world::History`]).
+//! - [`history`]: the observer every node's state machine calls after each
+//!   apply: records it and calls the checkers in a fixed order.
+//! - [`checkers`]: one checker per property of docs/semantics.md (S1–S8,
+//!   the fence, L2), each in its own file.
 //! - [`faults`]: the fault schedule (partitions, one-way partitions, an
 //!   isolated leader, crash/restart, pauses, slow links).
 //! - [`run`]: one run: cluster, workload, faults, healing phase, checkers.
@@ -19,10 +23,12 @@
 //! S..S+N−1 and exits 0 only if every checker passed on every seed, printing
 //! the replay command of each failing seed.
 
+pub mod checkers;
 pub mod env;
 pub mod faults;
 pub mod history;
 pub mod run;
 pub mod scenarios;
+pub mod world;
 
 pub use run::{run, Bugs, Outcome, RunConfig, Scenario, BUG_NAMES};

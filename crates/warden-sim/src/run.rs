@@ -16,10 +16,10 @@ use warden_fence::{Fence, MemoryStore};
 use warden_server::config::{ServerConfig, Timing, DEFAULT_MAX_REQUEST_BYTES};
 use warden_server::inject::Injected;
 
+use crate::checkers::Bounds;
 use crate::env::{global_now, incoming, Disks, SimClock};
-use crate::history::{
-    self, check_end, Belief, Bounds, FenceWrite, History, SimObserver, Violation,
-};
+use crate::history::SimObserver;
+use crate::world::{lock, Belief, FenceWrite, History, SharedHistory, Violation};
 
 /// Port every node listens on.
 const PORT: u16 = 7000;
@@ -86,7 +86,7 @@ pub(crate) fn bound_e_ms() -> u64 {
 
 /// The simulated world the orchestrator drives.
 pub struct World {
-    history: history::Shared,
+    history: SharedHistory,
     observer: Arc<SimObserver>,
     disks: Arc<Disks>,
     nodes: Vec<u64>,
@@ -105,19 +105,23 @@ pub fn run(cfg: RunConfig) -> Outcome {
     };
     let nodes: Vec<u64> = (1..=n_nodes).collect();
     let resources: Vec<String> = (0..2).map(|i| format!("r{i}")).collect();
-    let mut h = History::default();
-    h.resources = resources.clone();
-    let history: history::Shared = Arc::new(Mutex::new(h));
+    let history: SharedHistory = Arc::new(Mutex::new(History {
+        resources: resources.clone(),
+        ..History::default()
+    }));
     let mut clocks = BTreeMap::new();
     for id in &nodes {
         clocks.insert(*id, random_clock(&mut rng, *id));
     }
-    let observer = Arc::new(SimObserver {
-        history: history.clone(),
-        clocks: clocks.clone(),
-        nodes: Mutex::new(BTreeMap::new()),
-        s8_slack: Duration::from_millis(500),
-    });
+    let observer = Arc::new(SimObserver::new(
+        history.clone(),
+        clocks.clone(),
+        Bounds {
+            e_ms: bound_e_ms(),
+            slack_ms: 1_000,
+            s8_slack: Duration::from_millis(500),
+        },
+    ));
     let mut sim = turmoil::Builder::new()
         .simulation_duration(Duration::from_secs(600))
         .tick_duration(Duration::from_millis(1))
@@ -205,19 +209,19 @@ pub fn run(cfg: RunConfig) -> Outcome {
         let done = match sim.step() {
             Ok(done) => done,
             Err(e) => {
-                history::lock(&history).violation("L3", format!("simulation error: {e}"));
+                lock(&history).violation("L3", format!("simulation error: {e}"));
                 break;
             }
         };
         let now = sim.elapsed();
         faults.step(&mut sim, &mut world, now, fault_start, fault_end);
-        if now >= fault_end && history::lock(&history).healed_at.is_none() {
+        if now >= fault_end && lock(&history).healed_at.is_none() {
             faults.heal(&mut sim, &mut world);
-            history::lock(&history).healed_at = Some(now);
+            lock(&history).healed_at = Some(now);
         }
         if done || now > limit {
             if now > limit {
-                history::lock(&history).violation(
+                lock(&history).violation(
                     "L3",
                     "clients did not finish within the run's time limit".into(),
                 );
@@ -227,15 +231,8 @@ pub fn run(cfg: RunConfig) -> Outcome {
     }
     let simulated = sim.elapsed();
     drop(sim);
-    let mut h = history::lock(&history);
-    h.ended_at = simulated;
-    check_end(
-        &mut h,
-        Bounds {
-            e_ms: bound_e_ms(),
-            slack_ms: 1_000,
-        },
-    );
+    observer.finish(simulated);
+    let h = lock(&history);
     Outcome {
         violations: h.violations.clone(),
         simulated,
@@ -249,7 +246,7 @@ pub fn run(cfg: RunConfig) -> Outcome {
 /// What scenarios need of the world.
 pub struct WorldCtx {
     /// History.
-    pub history: history::Shared,
+    pub history: SharedHistory,
     /// The fence.
     pub fence: Arc<Fence<MemoryStore>>,
     /// Bugs.
@@ -368,7 +365,7 @@ pub struct ClientCtx {
     /// Its clock.
     pub clock: SimClock,
     /// History.
-    pub history: history::Shared,
+    pub history: SharedHistory,
     /// Fence.
     pub fence: Arc<Fence<MemoryStore>>,
     /// Bugs.
@@ -390,7 +387,7 @@ impl ClientCtx {
     /// Records a belief from now until `valid_until` (own clock).
     pub fn believe(&self, resource: &str, lease_id: u64, token: u64, valid_until: Duration) {
         let until = self.clock.global_at(valid_until);
-        history::lock(&self.history).beliefs.push(Belief {
+        lock(&self.history).beliefs.push(Belief {
             client: self.name.clone(),
             resource: resource.into(),
             lease_id,
@@ -402,7 +399,7 @@ impl ClientCtx {
 
     /// Ends the latest belief about `lease_id` at global time `at`.
     pub fn stop_believing(&self, lease_id: u64, at: Duration) {
-        let mut h = history::lock(&self.history);
+        let mut h = lock(&self.history);
         for b in h.beliefs.iter_mut().filter(|b| b.lease_id == lease_id) {
             b.until = b.until.min(at);
         }
@@ -411,7 +408,7 @@ impl ClientCtx {
     /// Writes to the fenced resource with `token` and records the outcome.
     pub fn fenced_write(&self, resource: &str, lease_id: u64, token: u64) -> bool {
         let accepted = self.fence.check(resource, token).is_ok();
-        history::lock(&self.history).fence_writes.push(FenceWrite {
+        lock(&self.history).fence_writes.push(FenceWrite {
             resource: resource.into(),
             token,
             lease_id,
@@ -440,7 +437,7 @@ impl ClientCtx {
                 ..
             }) => {
                 {
-                    let mut h = history::lock(&self.history);
+                    let mut h = lock(&self.history);
                     h.calls_ok += 1;
                     h.acked_grants
                         .push((resource.to_string(), lease_id, fencing_token));
@@ -452,11 +449,11 @@ impl ClientCtx {
                 Some((lease_id, fencing_token, ttl_ms, vu))
             }
             Ok(_) => {
-                history::lock(&self.history).calls_ok += 1;
+                lock(&self.history).calls_ok += 1;
                 None
             }
             Err(_) => {
-                history::lock(&self.history).calls_failed += 1;
+                lock(&self.history).calls_failed += 1;
                 None
             }
         }
@@ -475,14 +472,14 @@ impl ClientCtx {
         let r = client.renew(lease_id).await;
         let receipt = self.clock.now();
         {
-            let mut h = history::lock(&self.history);
+            let mut h = lock(&self.history);
             let ttl = h.last_call_end.get(&lease_id).map(|(_, t)| *t).unwrap_or(0);
             h.last_call_end.insert(lease_id, (global_now(), ttl));
         }
         match r {
             Ok(res) => {
                 {
-                    let mut h = history::lock(&self.history);
+                    let mut h = lock(&self.history);
                     h.calls_ok += 1;
                     h.last_ack_send.insert(lease_id, (send_g, res.ttl_ms));
                 }
@@ -491,7 +488,7 @@ impl ClientCtx {
                 Some(vu)
             }
             Err(_) => {
-                history::lock(&self.history).calls_failed += 1;
+                lock(&self.history).calls_failed += 1;
                 None
             }
         }
@@ -512,7 +509,7 @@ impl ClientCtx {
             .await
         {
             Ok(r) => {
-                let mut h = history::lock(&self.history);
+                let mut h = lock(&self.history);
                 h.calls_ok += 1;
                 if r.released {
                     h.acked_releases.push((resource.into(), lease_id, token));
@@ -522,7 +519,7 @@ impl ClientCtx {
                 r.released
             }
             Err(_) => {
-                history::lock(&self.history).calls_failed += 1;
+                lock(&self.history).calls_failed += 1;
                 false
             }
         }
@@ -644,7 +641,7 @@ fn spawn_prober(
             if client.status("warden-sim-probe").await.is_ok() {
                 let now = global_now();
                 if now.saturating_sub(last_ok) > Duration::from_millis(250) {
-                    history::lock(&history).leaderless.push((last_ok, now));
+                    lock(&history).leaderless.push((last_ok, now));
                 }
                 last_ok = now;
             }
@@ -702,7 +699,7 @@ fn spawn_healer(
                     ctx.fenced_write(resource, lease, token);
                     ctx.release(&client, resource, lease, token).await;
                 }
-                None => history::lock(&ctx.history).violation(
+                None => lock(&ctx.history).violation(
                     "L1",
                     format!("{resource} was not grantable within {bound:?} after the heal"),
                 ),
@@ -712,12 +709,11 @@ fn spawn_healer(
         match client.lease_grant(Duration::from_secs(3)).await {
             Ok(l) => {
                 if client.renew(l.lease_id).await.is_err() {
-                    history::lock(&ctx.history)
-                        .violation("L3", "renew failed after the heal".into());
+                    lock(&ctx.history).violation("L3", "renew failed after the heal".into());
                 }
                 let _ = client.revoke(l.lease_id).await;
             }
-            Err(e) => history::lock(&ctx.history)
+            Err(e) => lock(&ctx.history)
                 .violation("L3", format!("lease grant failed after the heal: {e}")),
         }
         done.store(true, Ordering::Relaxed);

@@ -10,8 +10,8 @@ use warden_client::{AcquireOptions, AcquireResult, Client, ClientOptions};
 use warden_server::inject::BugSwitches;
 
 use crate::env::{global_now, SimClock};
-use crate::history;
 use crate::run::{bound_e_ms, sleep, ClientCtx, WorldCtx};
+use crate::world::lock;
 
 /// Bugs the simulator can reintroduce (`--inject-bug NAME`).
 pub const BUG_NAMES: &[&str] = &[
@@ -519,7 +519,7 @@ pub fn spawn(
                         x.fenced_write("r0", lease, token);
                         x.release(&client, "r0", lease, token).await;
                     }
-                    None => history::lock(&x.history).violation(
+                    None => lock(&x.history).violation(
                         "L3",
                         "lost-reply-new-leader: the retried acquire was not granted".into(),
                     ),
@@ -569,13 +569,13 @@ pub fn spawn(
                     Ok(s) => {
                         let holder = s.holder.map(|h| (h.lease_id, h.fencing_token));
                         if holder != Some((lease, t2)) {
-                            history::lock(&x2.history).violation(
+                            lock(&x2.history).violation(
                                 "S6",
                                 format!("retried-release: r0 is held by {holder:?}, not by lease {lease} token {t2}"),
                             );
                         }
                     }
-                    Err(e) => history::lock(&x2.history)
+                    Err(e) => lock(&x2.history)
                         .violation("L3", format!("retried-release: status failed: {e}")),
                 }
                 x2.fenced_write("r0", lease, t2);
@@ -610,9 +610,7 @@ pub fn spawn(
                 });
                 if let Ok(r) = client.release(lease, Some("r0".into()), Some(t1)).await {
                     if r.released {
-                        history::lock(&history)
-                            .acked_releases
-                            .push(("r0".into(), lease, t1));
+                        lock(&history).acked_releases.push(("r0".into(), lease, t1));
                     }
                 }
                 Ok(())
@@ -641,14 +639,14 @@ pub fn spawn(
                     let sent = global_now();
                     let opts = AcquireOptions::with_ttl(secs(3_000));
                     let Some((lease, token, _, _)) = a.acquire(&client, "r0", opts).await else {
-                        history::lock(&a.history).violation(
+                        lock(&a.history).violation(
                             "L3",
                             format!("slow-links: acquire of r0 sent at {sent:?} was not granted (after {cycles} cycles)"),
                         );
                         break;
                     };
                     if a.renew(&client, "r0", lease, token).await.is_none() {
-                        history::lock(&a.history).violation(
+                        lock(&a.history).violation(
                             "L3",
                             format!("slow-links: renew of lease {lease} failed (after {cycles} cycles)"),
                         );
@@ -656,7 +654,7 @@ pub fn spawn(
                     }
                     a.fenced_write("r0", lease, token);
                     if !a.release(&client, "r0", lease, token).await {
-                        history::lock(&a.history).violation(
+                        lock(&a.history).violation(
                             "L3",
                             format!("slow-links: release of lease {lease} was not acknowledged (after {cycles} cycles)"),
                         );
@@ -679,7 +677,7 @@ pub fn spawn(
                     Some((lease, token, _, _)) => {
                         w.fenced_write("r1", lease, token);
                     }
-                    None => history::lock(&w.history)
+                    None => lock(&w.history)
                         .violation("L3", "slow-links: acquire of r1 was not granted".into()),
                 }
                 Ok(())
@@ -701,7 +699,7 @@ pub fn spawn(
                     Some((lease, token, _, _)) => {
                         let granted_at = global_now();
                         if granted_at > bound {
-                            history::lock(&b.history).violation(
+                            lock(&b.history).violation(
                                 "L1",
                                 format!(
                                     "slow-links: r1 granted at {granted_at:?}, after {bound:?}"
@@ -710,7 +708,7 @@ pub fn spawn(
                         }
                         b.fenced_write("r1", lease, token);
                         if !b.release(&client, "r1", lease, token).await {
-                            history::lock(&b.history).violation(
+                            lock(&b.history).violation(
                                 "L3",
                                 format!(
                                     "slow-links: release of lease {lease} was not acknowledged"
@@ -718,7 +716,7 @@ pub fn spawn(
                             );
                         }
                     }
-                    None => history::lock(&b.history).violation(
+                    None => lock(&b.history).violation(
                         "L1",
                         "slow-links: r1 was not granted to the waiter while the links were slow"
                             .into(),
