@@ -1,17 +1,18 @@
 //! The fault schedule: one fault at a time (a majority stays up and
 //! connected between faults), drawn from the seed, or a scenario's script.
+//! Crashing and restarting a node are here too: a crash drops the writes
+//! its disks had not synced.
 
-use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::run::{crash, leader_of, nodes, restart, Scenario, World as SimWorld};
-
-fn host(id: u64) -> String {
-    format!("n{id}")
-}
+use crate::env::Disks;
+use crate::history::SimObserver;
+use crate::scenarios::{Scenario, SLOW_LINK_MS};
+use crate::world::{data_dir, host};
 
 #[derive(Debug)]
 enum Fault {
@@ -40,27 +41,30 @@ pub struct Faults {
     rng: StdRng,
     active: Option<(Fault, Duration)>,
     next_at: Duration,
-    isolated: BTreeSet<u64>,
-    step_no: u64,
+    observer: Arc<SimObserver>,
+    disks: Arc<Disks>,
 }
 
 impl Faults {
-    /// A schedule for `scenario`.
-    pub fn new(scenario: Scenario, nodes: Vec<u64>, seed: u64) -> Self {
+    /// A schedule for `scenario` over `nodes`, drawing from `seed`;
+    /// `observer` knows the leader and forgets a crashed node, `disks`
+    /// crash with it.
+    pub fn new(
+        scenario: Scenario,
+        nodes: Vec<u64>,
+        seed: u64,
+        observer: Arc<SimObserver>,
+        disks: Arc<Disks>,
+    ) -> Self {
         Faults {
             scenario,
             nodes,
             rng: StdRng::seed_from_u64(seed ^ 0xfa17),
             active: None,
             next_at: Duration::ZERO,
-            isolated: BTreeSet::new(),
-            step_no: 0,
+            observer,
+            disks,
         }
-    }
-
-    /// True while `id` is cut off from the majority.
-    pub fn isolated(&self, id: u64) -> bool {
-        self.isolated.contains(&id)
     }
 
     fn others(&self, id: u64) -> Vec<u64> {
@@ -78,7 +82,30 @@ impl Faults {
         pairs
     }
 
-    fn start(&mut self, sim: &mut turmoil::Sim<'_>, world: &mut SimWorld, f: Fault) -> Fault {
+    /// The node that leads now, if any.
+    fn leader(&self) -> Option<u64> {
+        self.observer.leader_node(None).map(|n| n.id)
+    }
+
+    /// Crashes node `id`: its unsynced writes are lost, and the observer
+    /// forgets it.
+    fn crash(&self, sim: &mut turmoil::Sim<'_>, id: u64) {
+        for disk in self.disks.disks_of(&data_dir(id)) {
+            disk.crash();
+        }
+        self.observer.forget(id);
+        sim.crash(host(id));
+    }
+
+    /// Restarts node `id` on what its disks had synced.
+    fn restart(&self, sim: &mut turmoil::Sim<'_>, id: u64) {
+        for disk in self.disks.disks_of(&data_dir(id)) {
+            disk.restart();
+        }
+        sim.bounce(host(id));
+    }
+
+    fn start(&mut self, sim: &mut turmoil::Sim<'_>, f: Fault) -> Fault {
         match &f {
             Fault::Partition(a, b) => {
                 for x in a {
@@ -86,20 +113,17 @@ impl Faults {
                         sim.partition(host(*x), host(*y));
                     }
                 }
-                let minority = if a.len() < b.len() { a } else { b };
-                self.isolated.extend(minority.iter().copied());
             }
             Fault::OneWay(from, to) => {
                 for y in to {
                     sim.partition_oneway(host(*from), host(*y));
                 }
             }
-            Fault::Crash(id) => crash(sim, world, *id),
+            Fault::Crash(id) => self.crash(sim, *id),
             Fault::Pause(id) => {
                 for y in self.others(*id) {
                     sim.hold(host(*id), host(y));
                 }
-                self.isolated.insert(*id);
             }
             Fault::Latency(id) => {
                 for y in self.others(*id) {
@@ -125,7 +149,7 @@ impl Faults {
         f
     }
 
-    fn end(&mut self, sim: &mut turmoil::Sim<'_>, world: &mut SimWorld, f: Fault) {
+    fn end(&mut self, sim: &mut turmoil::Sim<'_>, f: Fault) {
         match f {
             Fault::Partition(a, b) => {
                 for x in &a {
@@ -139,7 +163,7 @@ impl Faults {
                     sim.repair_oneway(host(from), host(y));
                 }
             }
-            Fault::Crash(id) => restart(sim, world, id),
+            Fault::Crash(id) => self.restart(sim, id),
             Fault::Pause(id) => {
                 for y in self.others(id) {
                     sim.release(host(id), host(y));
@@ -166,12 +190,12 @@ impl Faults {
                 }
             }
         }
-        self.isolated.clear();
     }
 
-    fn pick(&mut self, world: &mut SimWorld) -> Fault {
+    /// A fault drawn from the seed (random runs).
+    fn pick(&mut self) -> Fault {
         let n = self.nodes.len();
-        let leader = leader_of(world).unwrap_or(self.nodes[0]);
+        let leader = self.leader().unwrap_or(self.nodes[0]);
         let victim = if self.rng.random_bool(0.5) {
             leader
         } else {
@@ -186,7 +210,7 @@ impl Faults {
                     1
                 };
                 let mut minority = vec![victim];
-                for x in nodes(world).to_vec() {
+                for x in self.nodes.clone() {
                     if minority.len() < k && x != victim {
                         minority.push(x);
                     }
@@ -211,20 +235,18 @@ impl Faults {
         }
     }
 
-    /// Advances the schedule to `now`.
+    /// Advances the schedule to `now`, in a fault phase from `start` to `end`.
     pub fn step(
         &mut self,
         sim: &mut turmoil::Sim<'_>,
-        world: &mut SimWorld,
         now: Duration,
         start: Duration,
         end: Duration,
     ) {
-        self.step_no += 1;
         if let Some((_, until)) = &self.active {
             if now >= *until || now >= end {
                 if let Some((f, _)) = self.active.take() {
-                    self.end(sim, world, f);
+                    self.end(sim, f);
                 }
                 self.next_at = now.saturating_add(self.gap());
             }
@@ -235,17 +257,17 @@ impl Faults {
         }
         let scripted = match self.scenario {
             Scenario::Random => {
-                let f = self.pick(world);
+                let f = self.pick();
                 let len = Duration::from_millis(self.rng.random_range(500..5_000));
                 Some((f, len))
             }
-            Scenario::RepeatedElections => leader_of(world).map(|l| {
+            Scenario::RepeatedElections => self.leader().map(|l| {
                 (
                     Fault::Partition(vec![l], self.others(l)),
                     Duration::from_millis(1_200),
                 )
             }),
-            Scenario::StalledLeaderExpiry => leader_of(world).map(|l| {
+            Scenario::StalledLeaderExpiry => self.leader().map(|l| {
                 self.next_at = Duration::MAX;
                 (Fault::Pause(l), Duration::from_millis(6_000))
             }),
@@ -260,10 +282,7 @@ impl Faults {
             // Every peer link slow for the whole fault phase.
             Scenario::SlowLinks => {
                 self.next_at = Duration::MAX;
-                Some((
-                    Fault::SlowLinks(crate::scenarios::SLOW_LINK_MS),
-                    Duration::from_secs(600),
-                ))
+                Some((Fault::SlowLinks(SLOW_LINK_MS), Duration::from_secs(600)))
             }
             // The leader crashes 2 s into the faults (snapshots exist by
             // then) and restarts from its snapshot 1 s later; once.
@@ -272,7 +291,8 @@ impl Faults {
                     return;
                 }
                 self.next_at = Duration::MAX;
-                leader_of(world).map(|l| (Fault::Crash(l), Duration::from_secs(1)))
+                self.leader()
+                    .map(|l| (Fault::Crash(l), Duration::from_secs(1)))
             }
             // These scenarios make their own faults (scenarios.rs).
             _ => None,
@@ -281,7 +301,7 @@ impl Faults {
             if std::env::var_os("WARDEN_SIM_VERBOSE").is_some() {
                 eprintln!("{:>8.3} s fault {f:?} for {len:?}", now.as_secs_f64());
             }
-            let f = self.start(sim, world, f);
+            let f = self.start(sim, f);
             self.active = Some((f, now + len));
         } else if self.scenario != Scenario::RepeatedElections {
             self.next_at = Duration::MAX;
@@ -297,9 +317,9 @@ impl Faults {
     }
 
     /// Ends every fault (the healing phase starts).
-    pub fn heal(&mut self, sim: &mut turmoil::Sim<'_>, world: &mut SimWorld) {
+    pub fn heal(&mut self, sim: &mut turmoil::Sim<'_>) {
         if let Some((f, _)) = self.active.take() {
-            self.end(sim, world, f);
+            self.end(sim, f);
         }
         self.next_at = Duration::MAX;
     }

@@ -1,61 +1,14 @@
 //! Named scenarios: scripted clients (and scripted faults, here or in
 //! `faults.rs`) that replay a public bug's shape against the production
-//! code, each naming the bug it guards against; and the `--inject-bug`
-//! switches that reintroduce known bugs so the checkers can be shown to bite.
+//! code, each naming the bug it guards against.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use warden_client::{AcquireOptions, AcquireResult, Client, ClientOptions};
-use warden_server::inject::BugSwitches;
 
 use crate::env::{global_now, SimClock};
-use crate::run::{bound_e_ms, sleep, ClientCtx, WorldCtx};
-use crate::world::lock;
-
-/// Bugs the simulator can reintroduce (`--inject-bug NAME`).
-pub const BUG_NAMES: &[&str] = &[
-    "full-ttl-reset-at-election",
-    "grant-to-due-waiter",
-    "expiry-via-forwarding",
-    "token-is-log-index",
-    "outcome-table-not-in-snapshot",
-    "renew-acked-before-commit",
-    "valid-until-from-receipt",
-    "instant-across-nodes",
-];
-
-/// What a run injects: server-side switches and the client-side one.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Bugs {
-    /// Server-side switches.
-    pub server: BugSwitches,
-    /// Clients compute `valid_until` from the reply's receipt, not the send.
-    pub valid_until_from_receipt: bool,
-}
-
-impl Bugs {
-    /// Parses one `--inject-bug` name.
-    pub fn add(&mut self, name: &str) -> Result<(), String> {
-        match name {
-            "full-ttl-reset-at-election" => self.server.full_ttl_reset_at_election = true,
-            "grant-to-due-waiter" => self.server.grant_to_due_waiter = true,
-            "expiry-via-forwarding" => self.server.expiry_via_forwarding = true,
-            "token-is-log-index" => self.server.token_is_log_index = true,
-            "outcome-table-not-in-snapshot" => self.server.outcome_table_not_in_snapshot = true,
-            "renew-acked-before-commit" => self.server.renew_acked_before_commit = true,
-            "valid-until-from-receipt" => self.valid_until_from_receipt = true,
-            "instant-across-nodes" => self.server.instant_across_nodes = true,
-            other => {
-                return Err(format!(
-                    "--inject-bug: unknown bug {other:?}; known: {}",
-                    BUG_NAMES.join(", ")
-                ))
-            }
-        }
-        Ok(())
-    }
-}
+use crate::world::{bound_e_ms, lock, sleep, ClientCtx, World};
 
 /// The shape of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,18 +107,15 @@ async fn sleep_until(t: Duration) {
     sleep(t.saturating_sub(global_now())).await;
 }
 
-fn ctx(world: &WorldCtx, name: &str, origin_h: u64, rate_ppm: i64) -> ClientCtx {
-    ClientCtx {
-        name: name.into(),
-        clock: SimClock {
+fn ctx(world: &World, name: &str, origin_h: u64, rate_ppm: i64) -> ClientCtx {
+    world.client(
+        name,
+        SimClock {
             origin: Duration::from_secs(origin_h * 3_600),
             rate_ppm,
             epoch: 1_000 + origin_h,
         },
-        history: world.history.clone(),
-        fence: world.fence.clone(),
-        bugs: world.bugs,
-    }
+    )
 }
 
 fn secs(ms: u64) -> Duration {
@@ -210,7 +160,7 @@ fn reconnect(host: &str, others: &[String]) {
 /// Spawns the scenario's clients.
 pub fn spawn(
     sim: &mut turmoil::Sim<'_>,
-    world: &WorldCtx,
+    world: &World,
     scenario: Scenario,
     endpoints: Vec<String>,
     end: Duration,
