@@ -1,7 +1,8 @@
 //! The fault schedule: one fault at a time (a majority stays up and
-//! connected between faults), drawn from the seed, or a scenario's script.
-//! Crashing and restarting a node are here too: a crash drops the writes
-//! its disks had not synced.
+//! connected between faults), drawn from the seed ([`Script::Random`]) or
+//! following a named scenario's script ([`Script::Scripted`], given by the
+//! scenario's row in `scenarios`). Crashing and restarting a node are here
+//! too: a crash drops the writes its disks had not synced.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,7 +12,6 @@ use rand::{Rng, SeedableRng};
 
 use crate::env::Disks;
 use crate::history::SimObserver;
-use crate::scenarios::{Scenario, SLOW_LINK_MS};
 use crate::world::{data_dir, host};
 
 #[derive(Debug)]
@@ -34,9 +34,72 @@ enum Fault {
     PauseClient(&'static str),
 }
 
+/// A scenario's fault schedule.
+#[derive(Clone, Copy, Debug)]
+pub enum Script {
+    /// Faults drawn from the seed: a minority partitioned, the leader
+    /// isolated, a one-way partition, a crash, a pause or slow links around
+    /// one node (the leader half the time), each for 0.5–5 s, 0.5–4 s apart.
+    Random,
+    /// None: the scenario's clients make their own faults, if any.
+    None,
+    /// `aim`, first `after` into the fault phase, for `len` each time (a
+    /// fault also ends with the fault phase), then again `gap` after each
+    /// one ends. A fault aimed at the leader while none is known waits for
+    /// one, unless the script has `Gap::Never`: then it is dropped.
+    Scripted {
+        /// What the fault is, and where.
+        aim: Aim,
+        /// From the start of the fault phase to the first fault.
+        after: Duration,
+        /// How long each lasts.
+        len: Duration,
+        /// From the end of one to the start of the next.
+        gap: Gap,
+    },
+}
+
+/// The fault of a [`Script::Scripted`].
+#[derive(Clone, Copy, Debug)]
+pub enum Aim {
+    /// The leader cut off from every other node, both ways.
+    IsolateLeader,
+    /// Everything to and from the leader held, then delivered.
+    PauseLeader,
+    /// The leader crashed (unsynced writes lost), restarted at the end.
+    CrashLeader,
+    /// Everything to and from a client host held.
+    PauseClient(&'static str),
+    /// Every link between a client host and the nodes slow (ms each way).
+    ClientLatency(&'static str, u64),
+    /// Every link between two nodes slow (ms each way).
+    SlowLinks(u64),
+}
+
+/// The time between two faults of a [`Script::Scripted`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gap {
+    /// Drawn from the seed, 0.5–4 s.
+    Drawn,
+    /// Always this long.
+    Fixed(Duration),
+    /// Never again: one fault only.
+    Never,
+}
+
+/// What the schedule does at a step with no fault active.
+enum Due {
+    /// Start this fault, for this long.
+    Start(Fault, Duration),
+    /// Nothing yet; ask again at the next step.
+    Wait,
+    /// Nothing, now or later.
+    Stop,
+}
+
 /// The active fault schedule.
 pub struct Faults {
-    scenario: Scenario,
+    script: Script,
     nodes: Vec<u64>,
     rng: StdRng,
     active: Option<(Fault, Duration)>,
@@ -46,18 +109,18 @@ pub struct Faults {
 }
 
 impl Faults {
-    /// A schedule for `scenario` over `nodes`, drawing from `seed`;
+    /// A schedule following `script` over `nodes`, drawing from `seed`;
     /// `observer` knows the leader and forgets a crashed node, `disks`
     /// crash with it.
     pub fn new(
-        scenario: Scenario,
+        script: Script,
         nodes: Vec<u64>,
         seed: u64,
         observer: Arc<SimObserver>,
         disks: Arc<Disks>,
     ) -> Self {
         Faults {
-            scenario,
+            script,
             nodes,
             rng: StdRng::seed_from_u64(seed ^ 0xfa17),
             active: None,
@@ -192,7 +255,7 @@ impl Faults {
         }
     }
 
-    /// A fault drawn from the seed (random runs).
+    /// A fault drawn from the seed ([`Script::Random`]).
     fn pick(&mut self) -> Fault {
         let n = self.nodes.len();
         let leader = self.leader().unwrap_or(self.nodes[0]);
@@ -235,6 +298,43 @@ impl Faults {
         }
     }
 
+    /// The script's next fault, `now`, in a fault phase that started at `start`.
+    fn due(&mut self, now: Duration, start: Duration) -> Due {
+        match self.script {
+            Script::Random => {
+                let f = self.pick();
+                let len = Duration::from_millis(self.rng.random_range(500..5_000));
+                Due::Start(f, len)
+            }
+            Script::None => Due::Stop,
+            Script::Scripted {
+                aim,
+                after,
+                len,
+                gap,
+            } => {
+                if now < start + after {
+                    return Due::Wait;
+                }
+                let fault = match aim {
+                    Aim::IsolateLeader => self
+                        .leader()
+                        .map(|l| Fault::Partition(vec![l], self.others(l))),
+                    Aim::PauseLeader => self.leader().map(Fault::Pause),
+                    Aim::CrashLeader => self.leader().map(Fault::Crash),
+                    Aim::PauseClient(c) => Some(Fault::PauseClient(c)),
+                    Aim::ClientLatency(c, ms) => Some(Fault::ClientLatency(c, ms)),
+                    Aim::SlowLinks(ms) => Some(Fault::SlowLinks(ms)),
+                };
+                match fault {
+                    Some(f) => Due::Start(f, len),
+                    None if gap == Gap::Never => Due::Stop,
+                    None => Due::Wait,
+                }
+            }
+        }
+    }
+
     /// Advances the schedule to `now`, in a fault phase from `start` to `end`.
     pub fn step(
         &mut self,
@@ -255,64 +355,29 @@ impl Faults {
         if now < start || now >= end || now < self.next_at {
             return;
         }
-        let scripted = match self.scenario {
-            Scenario::Random => {
-                let f = self.pick();
-                let len = Duration::from_millis(self.rng.random_range(500..5_000));
-                Some((f, len))
-            }
-            Scenario::RepeatedElections => self.leader().map(|l| {
-                (
-                    Fault::Partition(vec![l], self.others(l)),
-                    Duration::from_millis(1_200),
-                )
-            }),
-            Scenario::StalledLeaderExpiry => self.leader().map(|l| {
-                self.next_at = Duration::MAX;
-                (Fault::Pause(l), Duration::from_millis(6_000))
-            }),
-            Scenario::DueWaiter => {
-                self.next_at = Duration::MAX;
-                Some((Fault::PauseClient("w"), Duration::from_secs(30)))
-            }
-            Scenario::SlowRenewAck => {
-                self.next_at = Duration::MAX;
-                Some((Fault::ClientLatency("a", 700), Duration::from_secs(30)))
-            }
-            // Every peer link slow for the whole fault phase.
-            Scenario::SlowLinks => {
-                self.next_at = Duration::MAX;
-                Some((Fault::SlowLinks(SLOW_LINK_MS), Duration::from_secs(600)))
-            }
-            // The leader crashes 2 s into the faults (snapshots exist by
-            // then) and restarts from its snapshot 1 s later; once.
-            Scenario::RetryAfterSnapshot => {
-                if now < start + Duration::from_secs(2) {
-                    return;
+        match self.due(now, start) {
+            Due::Start(f, len) => {
+                if std::env::var_os("WARDEN_SIM_VERBOSE").is_some() {
+                    eprintln!("{:>8.3} s fault {f:?} for {len:?}", now.as_secs_f64());
                 }
-                self.next_at = Duration::MAX;
-                self.leader()
-                    .map(|l| (Fault::Crash(l), Duration::from_secs(1)))
+                let f = self.start(sim, f);
+                self.active = Some((f, now + len));
             }
-            // These scenarios make their own faults (scenarios.rs).
-            _ => None,
-        };
-        if let Some((f, len)) = scripted {
-            if std::env::var_os("WARDEN_SIM_VERBOSE").is_some() {
-                eprintln!("{:>8.3} s fault {f:?} for {len:?}", now.as_secs_f64());
-            }
-            let f = self.start(sim, f);
-            self.active = Some((f, now + len));
-        } else if self.scenario != Scenario::RepeatedElections {
-            self.next_at = Duration::MAX;
+            Due::Wait => {}
+            Due::Stop => self.next_at = Duration::MAX,
         }
     }
 
+    /// The time from the end of one fault to the start of the next.
     fn gap(&mut self) -> Duration {
-        match self.scenario {
-            Scenario::RepeatedElections => Duration::from_millis(900),
-            Scenario::StalledLeaderExpiry | Scenario::RetryAfterSnapshot => Duration::MAX,
-            _ => Duration::from_millis(self.rng.random_range(500..4_000)),
+        let gap = match self.script {
+            Script::Scripted { gap, .. } => gap,
+            Script::Random | Script::None => Gap::Drawn,
+        };
+        match gap {
+            Gap::Drawn => Duration::from_millis(self.rng.random_range(500..4_000)),
+            Gap::Fixed(d) => d,
+            Gap::Never => Duration::MAX,
         }
     }
 

@@ -1,9 +1,9 @@
 //! The observer every node's state machine calls after each apply
 //! (`warden_server::inject::Observer`): it records the apply in the run's
-//! [`History`](crate::world::History), runs the inline checkers
-//! (`checkers`, in their fixed order), knows which nodes run (for the
-//! leader and for a stale leader's forwarded expiries), and at the end of
-//! the run calls the end-of-run checkers.
+//! [`History`], runs the inline checkers (`checkers`, in their fixed
+//! order), knows which nodes run (for the leader and for a stale leader's
+//! forwarded expiries), and at the end of the run calls the end-of-run
+//! checkers.
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};

@@ -6,11 +6,15 @@
 //!
 //! # Map
 //!
-//! - [`run`]: one run: cluster, workload, faults, healing phase, checkers.
+//! - [`run`](mod@run): one run: the cluster, the scenario's clients, the fault
+//!   schedule, the healing phase, the end-of-run checkers; [`RunConfig`],
+//!   [`Outcome`], the regression seeds.
+//! - [`scenarios`]: the shapes of a run ([`Scenario`]): the random workload
+//!   and the named scenarios, each after a public bug, one function each,
+//!   with its default length and fault script, listed in one table.
 //! - [`faults`]: the fault schedule (partitions, one-way partitions, an
-//!   isolated leader, crash/restart, pauses, slow links).
-//! - [`scenarios`]: named scenarios, each after a public bug, with their
-//!   default lengths.
+//!   isolated leader, crash/restart, pauses, slow links): drawn from the
+//!   seed or following a scenario's script.
 //! - [`history`]: the observer every node's state machine calls after each
 //!   apply: records it and calls the checkers in a fixed order.
 //! - [`checkers`]: one checker per property of docs/semantics.md (S1–S8,
@@ -18,7 +22,7 @@
 //! - [`world`]: what several of the above share: the record of a run
 //!   ([`world::History`]), host names and timings, the clients' bookkeeping.
 //! - [`bugs`]: the `--inject-bug` switches ([`Bugs`], [`BUG_NAMES`]).
-//! - [`env`]: the injected network (tonic over turmoil TCP), clocks (own
+//! - [`env`](mod@env): the injected network (tonic over turmoil TCP), clocks (own
 //!   origin, own rate within ρ) and disks (unsynced writes lost on a crash).
 //!
 //! The runner (`src/main.rs`): `--seed-start S --seeds N` runs seeds
@@ -33,9 +37,8 @@
 //! ```text
 //! main.rs, lib.rs
 //! run
-//! faults          (reads the scenario; asks history's observer for the
-//!                  leader, tells it of a crash)
-//! scenarios
+//! scenarios/      (names the fault scripts of faults)
+//! faults          (asks history's observer for the leader, tells it of a crash)
 //! history
 //! checkers/
 //! world

@@ -1,6 +1,7 @@
-//! One simulated run: a cluster of production nodes on turmoil, clients
-//! running a lock workload against a fenced resource, a fault schedule drawn
-//! from the seed, a healing phase, then the checkers.
+//! One simulated run: a cluster of production nodes on turmoil, the
+//! scenario's clients (the random workload or a named scenario's script)
+//! against a fenced resource, the scenario's fault schedule, a healing
+//! phase, then the end-of-run checkers.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -10,7 +11,7 @@ use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use warden_client::{AcquireOptions, Client, ClientOptions};
+use warden_client::{Client, ClientOptions};
 use warden_fence::{Fence, MemoryStore};
 use warden_server::config::{ServerConfig, DEFAULT_MAX_REQUEST_BYTES};
 use warden_server::inject::{BugSwitches, Injected};
@@ -20,9 +21,9 @@ use crate::checkers::Bounds;
 use crate::env::{global_now, incoming, Disks, SimClock};
 use crate::faults::Faults;
 use crate::history::SimObserver;
-use crate::scenarios::Scenario;
+use crate::scenarios::{Scenario, Setup};
 use crate::world::{
-    bound_e_ms, data_dir, endpoint, host, lock, random_clock, sleep, timing, ClientCtx, History,
+    bound_e_ms, data_dir, endpoint, host, lock, random_clock, sleep, timing, History,
     SharedHistory, Violation, World, PORT,
 };
 
@@ -129,37 +130,23 @@ pub fn run(cfg: RunConfig) -> Outcome {
     let fault_start = Duration::from_secs(3);
     let fault_end = fault_start + Duration::from_secs(cfg.fault_secs);
     let heal_end = fault_end + Duration::from_secs(20);
-    let world = World {
-        history: history.clone(),
-        fence: Arc::new(Fence::new(MemoryStore::default())),
-        bugs: cfg.bugs,
-    };
-    match cfg.scenario {
-        Scenario::Random => {
-            let n_clients: u64 = rng.random_range(2..=4);
-            for c in 0..n_clients {
-                let name = format!("c{c}");
-                let clock = random_clock(&mut rng, 100 + c);
-                spawn_worker(
-                    &mut sim,
-                    world.client(&name, clock),
-                    endpoints.clone(),
-                    resources.clone(),
-                    fault_end,
-                    cfg.seed.wrapping_add(1000 + c),
-                );
-            }
-            spawn_healer(
-                &mut sim,
-                &world,
-                endpoints.clone(),
-                resources.clone(),
-                (fault_end, heal_end),
-                healer_done.clone(),
-            );
-        }
-        s => crate::scenarios::spawn(&mut sim, &world, s, endpoints.clone(), fault_end),
-    }
+    cfg.scenario.spawn(
+        &mut sim,
+        &mut Setup {
+            world: World {
+                history: history.clone(),
+                fence: Arc::new(Fence::new(MemoryStore::default())),
+                bugs: cfg.bugs,
+            },
+            endpoints: endpoints.clone(),
+            resources,
+            fault_end,
+            heal_end,
+            healer_done: healer_done.clone(),
+            seed: cfg.seed,
+            rng: &mut rng,
+        },
+    );
     // The prober keeps the run going. A random run ends once the healer is
     // done, but no sooner than 8 s after the heal (longest TTL 4 s + E +
     // 1 s: the fault phase's leases have ended, L2), and at heal_end at
@@ -179,7 +166,7 @@ pub fn run(cfg: RunConfig) -> Outcome {
     );
     // The orchestrator: faults, leaderless-time accounting, crash/restart.
     let mut faults = Faults::new(
-        cfg.scenario,
+        cfg.scenario.faults(),
         nodes.clone(),
         cfg.seed,
         observer.clone(),
@@ -310,151 +297,6 @@ fn spawn_prober(
             }
             sleep(Duration::from_millis(50)).await;
         }
-        Ok(())
-    });
-}
-
-/// One worker, drawing from `seed` until global time `until`: acquire
-/// (try-lock or queued), then a few rounds of renews, honest writes (after
-/// checking `valid_until`, S5), a pause past the TTL and a write without a
-/// check (the fence must refuse it if another grant wrote since), or
-/// walking away (L1: the lock must free itself); release if still held.
-fn spawn_worker(
-    sim: &mut turmoil::Sim<'_>,
-    ctx: ClientCtx,
-    endpoints: Vec<String>,
-    resources: Vec<String>,
-    until: Duration,
-    seed: u64,
-) {
-    sim.client(ctx.name.clone(), async move {
-        let mut rng = StdRng::seed_from_u64(seed);
-        sleep(Duration::from_millis(rng.random_range(500..1500))).await;
-        let client = Client::connect(endpoints, ClientOptions::default()).await?;
-        while global_now() < until {
-            let resource = resources[rng.random_range(0..resources.len())].clone();
-            let ttl = Duration::from_millis(rng.random_range(1_500..4_000));
-            let wait = if rng.random_bool(0.5) {
-                Duration::ZERO
-            } else {
-                Duration::from_millis(rng.random_range(500..3_000))
-            };
-            let opts = AcquireOptions {
-                ttl,
-                lease_id: None,
-                wait,
-                lock_delay: Duration::ZERO,
-            };
-            let Some((lease, token, ttl_ms, mut vu)) = ctx.acquire(&client, &resource, opts).await
-            else {
-                sleep(Duration::from_millis(rng.random_range(50..400))).await;
-                continue;
-            };
-            let rounds = rng.random_range(1..8);
-            let mut ended = false;
-            for _ in 0..rounds {
-                match rng.random_range(0..10) {
-                    // Renew.
-                    0..=4 => {
-                        if let Some(v) = ctx.renew(&client, &resource, lease, token).await {
-                            vu = v;
-                        }
-                    }
-                    // An honest write: check validity first (S5's `check()`).
-                    5..=7 => {
-                        if ctx.clock.now() < vu {
-                            ctx.fenced_write(&resource, lease, token);
-                        }
-                    }
-                    // A pause past the TTL, then a write without a check:
-                    // the fence must refuse it if another grant wrote since.
-                    8 => {
-                        sleep(Duration::from_millis(ttl_ms + rng.random_range(100..2_000))).await;
-                        ctx.fenced_write(&resource, lease, token);
-                        ended = true;
-                        break;
-                    }
-                    // Stop renewing: walk away (L1: the lock must free itself).
-                    _ => {
-                        ended = true;
-                        break;
-                    }
-                }
-                sleep(Duration::from_millis(
-                    rng.random_range(100..(ttl_ms / 3).max(101)),
-                ))
-                .await;
-            }
-            if !ended {
-                ctx.release(&client, &resource, lease, token).await;
-            }
-        }
-        Ok(())
-    });
-}
-
-/// After the heal (from `heal_at`, until `heal_end` at the latest): every
-/// resource must become grantable (L1) and calls must complete (L3). Sets
-/// `done` when it is.
-fn spawn_healer(
-    sim: &mut turmoil::Sim<'_>,
-    world: &World,
-    endpoints: Vec<String>,
-    resources: Vec<String>,
-    (heal_at, heal_end): (Duration, Duration),
-    done: Arc<AtomicBool>,
-) {
-    let ctx = world.client(
-        "healer",
-        SimClock {
-            origin: Duration::from_secs(7_200),
-            rate_ppm: 0,
-            epoch: 99,
-        },
-    );
-    sim.client("healer", async move {
-        let now = global_now();
-        sleep(heal_at.saturating_sub(now)).await;
-        let client = Client::connect(endpoints, ClientOptions::default()).await?;
-        // L1: the longest TTL + lock-delay (0) + E, plus election time.
-        let bound = Duration::from_millis(4_000 + bound_e_ms() + 2_000);
-        for resource in &resources {
-            let started = global_now();
-            let mut granted = None;
-            while global_now() < started + bound && global_now() < heal_end {
-                let opts = AcquireOptions {
-                    ttl: Duration::from_secs(5),
-                    lease_id: None,
-                    wait: Duration::from_millis(1_000),
-                    lock_delay: Duration::ZERO,
-                };
-                if let Some(g) = ctx.acquire(&client, resource, opts).await {
-                    granted = Some(g);
-                    break;
-                }
-            }
-            match granted {
-                Some((lease, token, _, _)) => {
-                    ctx.fenced_write(resource, lease, token);
-                    ctx.release(&client, resource, lease, token).await;
-                }
-                None => ctx.violation(
-                    "L1",
-                    format!("{resource} was not grantable within {bound:?} after the heal"),
-                ),
-            }
-        }
-        // L3: renew and release complete with a majority up.
-        match client.lease_grant(Duration::from_secs(3)).await {
-            Ok(l) => {
-                if client.renew(l.lease_id).await.is_err() {
-                    ctx.violation("L3", "renew failed after the heal".into());
-                }
-                let _ = client.revoke(l.lease_id).await;
-            }
-            Err(e) => ctx.violation("L3", format!("lease grant failed after the heal: {e}")),
-        }
-        done.store(true, Ordering::Relaxed);
         Ok(())
     });
 }
