@@ -1,17 +1,18 @@
 //! The fault schedule: one fault at a time (a majority stays up and
-//! connected between faults), drawn from the seed, or a scenario's script.
+//! connected between faults), drawn from the seed ([`Script::Random`]) or
+//! following a named scenario's script ([`Script::Scripted`], given by the
+//! scenario's row in `scenarios`). Crashing and restarting a node are here
+//! too: a crash drops the writes its disks had not synced.
 
-use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::run::{crash, leader_of, nodes, restart, Scenario, World as SimWorld};
-
-fn host(id: u64) -> String {
-    format!("n{id}")
-}
+use crate::env::Disks;
+use crate::history::SimObserver;
+use crate::world::{data_dir, host};
 
 #[derive(Debug)]
 enum Fault {
@@ -33,34 +34,100 @@ enum Fault {
     PauseClient(&'static str),
 }
 
+/// A scenario's fault schedule.
+#[derive(Clone, Copy, Debug)]
+pub enum Script {
+    /// Faults drawn from the seed: a minority partitioned, the leader
+    /// isolated, a one-way partition, a crash, a pause or slow links around
+    /// one node (the leader half the time), each for 0.5–5 s, 0.5–4 s apart.
+    Random,
+    /// None: the scenario's clients make their own faults, if any.
+    None,
+    /// `aim`, first `after` into the fault phase, for `len` each time (a
+    /// fault also ends with the fault phase), then again `gap` after each
+    /// one ends. A fault aimed at the leader while none is known waits for
+    /// one, unless the script has `Gap::Never`: then it is dropped.
+    Scripted {
+        /// What the fault is, and where.
+        aim: Aim,
+        /// From the start of the fault phase to the first fault.
+        after: Duration,
+        /// How long each lasts.
+        len: Duration,
+        /// From the end of one to the start of the next.
+        gap: Gap,
+    },
+}
+
+/// The fault of a [`Script::Scripted`].
+#[derive(Clone, Copy, Debug)]
+pub enum Aim {
+    /// The leader cut off from every other node, both ways.
+    IsolateLeader,
+    /// Everything to and from the leader held, then delivered.
+    PauseLeader,
+    /// The leader crashed (unsynced writes lost), restarted at the end.
+    CrashLeader,
+    /// Everything to and from a client host held.
+    PauseClient(&'static str),
+    /// Every link between a client host and the nodes slow (ms each way).
+    ClientLatency(&'static str, u64),
+    /// Every link between two nodes slow (ms each way).
+    SlowLinks(u64),
+}
+
+/// The time between two faults of a [`Script::Scripted`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gap {
+    /// Drawn from the seed, 0.5–4 s.
+    Drawn,
+    /// Always this long.
+    Fixed(Duration),
+    /// Never again: one fault only.
+    Never,
+}
+
+/// What the schedule does at a step with no fault active.
+enum Due {
+    /// Start this fault, for this long.
+    Start(Fault, Duration),
+    /// Nothing yet; ask again at the next step.
+    Wait,
+    /// Nothing, now or later.
+    Stop,
+}
+
 /// The active fault schedule.
 pub struct Faults {
-    scenario: Scenario,
+    script: Script,
     nodes: Vec<u64>,
     rng: StdRng,
     active: Option<(Fault, Duration)>,
     next_at: Duration,
-    isolated: BTreeSet<u64>,
-    step_no: u64,
+    observer: Arc<SimObserver>,
+    disks: Arc<Disks>,
 }
 
 impl Faults {
-    /// A schedule for `scenario`.
-    pub fn new(scenario: Scenario, nodes: Vec<u64>, seed: u64) -> Self {
+    /// A schedule following `script` over `nodes`, drawing from `seed`;
+    /// `observer` knows the leader and forgets a crashed node, `disks`
+    /// crash with it.
+    pub fn new(
+        script: Script,
+        nodes: Vec<u64>,
+        seed: u64,
+        observer: Arc<SimObserver>,
+        disks: Arc<Disks>,
+    ) -> Self {
         Faults {
-            scenario,
+            script,
             nodes,
             rng: StdRng::seed_from_u64(seed ^ 0xfa17),
             active: None,
             next_at: Duration::ZERO,
-            isolated: BTreeSet::new(),
-            step_no: 0,
+            observer,
+            disks,
         }
-    }
-
-    /// True while `id` is cut off from the majority.
-    pub fn isolated(&self, id: u64) -> bool {
-        self.isolated.contains(&id)
     }
 
     fn others(&self, id: u64) -> Vec<u64> {
@@ -78,7 +145,30 @@ impl Faults {
         pairs
     }
 
-    fn start(&mut self, sim: &mut turmoil::Sim<'_>, world: &mut SimWorld, f: Fault) -> Fault {
+    /// The node that leads now, if any.
+    fn leader(&self) -> Option<u64> {
+        self.observer.leader_node(None).map(|n| n.node_id())
+    }
+
+    /// Crashes node `id`: its unsynced writes are lost, and the observer
+    /// forgets it.
+    fn crash(&self, sim: &mut turmoil::Sim<'_>, id: u64) {
+        for disk in self.disks.disks_of(&data_dir(id)) {
+            disk.crash();
+        }
+        self.observer.forget(id);
+        sim.crash(host(id));
+    }
+
+    /// Restarts node `id` on what its disks had synced.
+    fn restart(&self, sim: &mut turmoil::Sim<'_>, id: u64) {
+        for disk in self.disks.disks_of(&data_dir(id)) {
+            disk.restart();
+        }
+        sim.bounce(host(id));
+    }
+
+    fn start(&mut self, sim: &mut turmoil::Sim<'_>, f: Fault) -> Fault {
         match &f {
             Fault::Partition(a, b) => {
                 for x in a {
@@ -86,20 +176,17 @@ impl Faults {
                         sim.partition(host(*x), host(*y));
                     }
                 }
-                let minority = if a.len() < b.len() { a } else { b };
-                self.isolated.extend(minority.iter().copied());
             }
             Fault::OneWay(from, to) => {
                 for y in to {
                     sim.partition_oneway(host(*from), host(*y));
                 }
             }
-            Fault::Crash(id) => crash(sim, world, *id),
+            Fault::Crash(id) => self.crash(sim, *id),
             Fault::Pause(id) => {
                 for y in self.others(*id) {
                     sim.hold(host(*id), host(y));
                 }
-                self.isolated.insert(*id);
             }
             Fault::Latency(id) => {
                 for y in self.others(*id) {
@@ -125,7 +212,7 @@ impl Faults {
         f
     }
 
-    fn end(&mut self, sim: &mut turmoil::Sim<'_>, world: &mut SimWorld, f: Fault) {
+    fn end(&mut self, sim: &mut turmoil::Sim<'_>, f: Fault) {
         match f {
             Fault::Partition(a, b) => {
                 for x in &a {
@@ -139,7 +226,7 @@ impl Faults {
                     sim.repair_oneway(host(from), host(y));
                 }
             }
-            Fault::Crash(id) => restart(sim, world, id),
+            Fault::Crash(id) => self.restart(sim, id),
             Fault::Pause(id) => {
                 for y in self.others(id) {
                     sim.release(host(id), host(y));
@@ -166,12 +253,12 @@ impl Faults {
                 }
             }
         }
-        self.isolated.clear();
     }
 
-    fn pick(&mut self, world: &mut SimWorld) -> Fault {
+    /// A fault drawn from the seed ([`Script::Random`]).
+    fn pick(&mut self) -> Fault {
         let n = self.nodes.len();
-        let leader = leader_of(world).unwrap_or(self.nodes[0]);
+        let leader = self.leader().unwrap_or(self.nodes[0]);
         let victim = if self.rng.random_bool(0.5) {
             leader
         } else {
@@ -186,7 +273,7 @@ impl Faults {
                     1
                 };
                 let mut minority = vec![victim];
-                for x in nodes(world).to_vec() {
+                for x in self.nodes.clone() {
                     if minority.len() < k && x != victim {
                         minority.push(x);
                     }
@@ -211,20 +298,55 @@ impl Faults {
         }
     }
 
-    /// Advances the schedule to `now`.
+    /// The script's next fault, `now`, in a fault phase that started at `start`.
+    fn due(&mut self, now: Duration, start: Duration) -> Due {
+        match self.script {
+            Script::Random => {
+                let f = self.pick();
+                let len = Duration::from_millis(self.rng.random_range(500..5_000));
+                Due::Start(f, len)
+            }
+            Script::None => Due::Stop,
+            Script::Scripted {
+                aim,
+                after,
+                len,
+                gap,
+            } => {
+                if now < start + after {
+                    return Due::Wait;
+                }
+                let fault = match aim {
+                    Aim::IsolateLeader => self
+                        .leader()
+                        .map(|l| Fault::Partition(vec![l], self.others(l))),
+                    Aim::PauseLeader => self.leader().map(Fault::Pause),
+                    Aim::CrashLeader => self.leader().map(Fault::Crash),
+                    Aim::PauseClient(c) => Some(Fault::PauseClient(c)),
+                    Aim::ClientLatency(c, ms) => Some(Fault::ClientLatency(c, ms)),
+                    Aim::SlowLinks(ms) => Some(Fault::SlowLinks(ms)),
+                };
+                match fault {
+                    Some(f) => Due::Start(f, len),
+                    None if gap == Gap::Never => Due::Stop,
+                    None => Due::Wait,
+                }
+            }
+        }
+    }
+
+    /// Advances the schedule to `now`, in a fault phase from `start` to `end`.
     pub fn step(
         &mut self,
         sim: &mut turmoil::Sim<'_>,
-        world: &mut SimWorld,
         now: Duration,
         start: Duration,
         end: Duration,
     ) {
-        self.step_no += 1;
         if let Some((_, until)) = &self.active {
             if now >= *until || now >= end {
                 if let Some((f, _)) = self.active.take() {
-                    self.end(sim, world, f);
+                    self.end(sim, f);
                 }
                 self.next_at = now.saturating_add(self.gap());
             }
@@ -233,73 +355,36 @@ impl Faults {
         if now < start || now >= end || now < self.next_at {
             return;
         }
-        let scripted = match self.scenario {
-            Scenario::Random => {
-                let f = self.pick(world);
-                let len = Duration::from_millis(self.rng.random_range(500..5_000));
-                Some((f, len))
-            }
-            Scenario::RepeatedElections => leader_of(world).map(|l| {
-                (
-                    Fault::Partition(vec![l], self.others(l)),
-                    Duration::from_millis(1_200),
-                )
-            }),
-            Scenario::StalledLeaderExpiry => leader_of(world).map(|l| {
-                self.next_at = Duration::MAX;
-                (Fault::Pause(l), Duration::from_millis(6_000))
-            }),
-            Scenario::DueWaiter => {
-                self.next_at = Duration::MAX;
-                Some((Fault::PauseClient("w"), Duration::from_secs(30)))
-            }
-            Scenario::SlowRenewAck => {
-                self.next_at = Duration::MAX;
-                Some((Fault::ClientLatency("a", 700), Duration::from_secs(30)))
-            }
-            // Every peer link slow for the whole fault phase.
-            Scenario::SlowLinks => {
-                self.next_at = Duration::MAX;
-                Some((
-                    Fault::SlowLinks(crate::scenarios::SLOW_LINK_MS),
-                    Duration::from_secs(600),
-                ))
-            }
-            // The leader crashes 2 s into the faults (snapshots exist by
-            // then) and restarts from its snapshot 1 s later; once.
-            Scenario::RetryAfterSnapshot => {
-                if now < start + Duration::from_secs(2) {
-                    return;
+        match self.due(now, start) {
+            Due::Start(f, len) => {
+                if std::env::var_os("WARDEN_SIM_VERBOSE").is_some() {
+                    eprintln!("{:>8.3} s fault {f:?} for {len:?}", now.as_secs_f64());
                 }
-                self.next_at = Duration::MAX;
-                leader_of(world).map(|l| (Fault::Crash(l), Duration::from_secs(1)))
+                let f = self.start(sim, f);
+                self.active = Some((f, now + len));
             }
-            // These scenarios make their own faults (scenarios.rs).
-            _ => None,
-        };
-        if let Some((f, len)) = scripted {
-            if std::env::var_os("WARDEN_SIM_VERBOSE").is_some() {
-                eprintln!("{:>8.3} s fault {f:?} for {len:?}", now.as_secs_f64());
-            }
-            let f = self.start(sim, world, f);
-            self.active = Some((f, now + len));
-        } else if self.scenario != Scenario::RepeatedElections {
-            self.next_at = Duration::MAX;
+            Due::Wait => {}
+            Due::Stop => self.next_at = Duration::MAX,
         }
     }
 
+    /// The time from the end of one fault to the start of the next.
     fn gap(&mut self) -> Duration {
-        match self.scenario {
-            Scenario::RepeatedElections => Duration::from_millis(900),
-            Scenario::StalledLeaderExpiry | Scenario::RetryAfterSnapshot => Duration::MAX,
-            _ => Duration::from_millis(self.rng.random_range(500..4_000)),
+        let gap = match self.script {
+            Script::Scripted { gap, .. } => gap,
+            Script::Random | Script::None => Gap::Drawn,
+        };
+        match gap {
+            Gap::Drawn => Duration::from_millis(self.rng.random_range(500..4_000)),
+            Gap::Fixed(d) => d,
+            Gap::Never => Duration::MAX,
         }
     }
 
     /// Ends every fault (the healing phase starts).
-    pub fn heal(&mut self, sim: &mut turmoil::Sim<'_>, world: &mut SimWorld) {
+    pub fn heal(&mut self, sim: &mut turmoil::Sim<'_>) {
         if let Some((f, _)) = self.active.take() {
-            self.end(sim, world, f);
+            self.end(sim, f);
         }
         self.next_at = Duration::MAX;
     }

@@ -73,8 +73,8 @@ fn regression_seeds_pass() {
 }
 
 // Each named scenario passes without injected bugs; each cites its public
-// bug in scenarios.rs (etcd 9395, Jepsen etcd 3.4.3, etcd 15247, Kleppmann,
-// Raft §6.3/§8 and etcd 18424, etcd 22082, SEMANTICS S2).
+// bug in src/scenarios/ (etcd 9395, Jepsen etcd 3.4.3, etcd 15247,
+// Kleppmann, Raft §6.3/§8 and etcd 18424, etcd 22082, docs/semantics.md S2).
 #[test]
 fn named_scenarios_pass() {
     for s in [
@@ -93,10 +93,11 @@ fn named_scenarios_pass() {
     }
 }
 
-// L3, L1 on slow links (issue 6 finding: with over ~25 ms one way between
-// nodes nothing committed, every append timed out after 50 ms): with 40 ms on
-// every peer link, acquire, renew and release are acknowledged while the
-// links are slow, and a walked-away holder's lock reaches its waiter.
+// L3, L1 on slow links (a finding of this simulator: with over ~25 ms one
+// way between nodes nothing committed, every append timed out after 50 ms):
+// with 40 ms on every peer link, acquire, renew and release are acknowledged
+// while the links are slow, and a walked-away holder's lock reaches its
+// waiter.
 #[test]
 fn slow_links_commit_while_slow() {
     let found = outcome(1, Scenario::SlowLinks, None);
@@ -131,8 +132,9 @@ fn expiry_via_forwarding_is_caught() {
     );
 }
 
-// S2 (SEMANTICS: "the bare log index is not enough"): a token equal to the
-// log index, shared by the two grants one entry makes, is caught.
+// S2 (docs/semantics.md S2: "the bare log index is not enough"): a token
+// equal to the log index, shared by the two grants one entry makes, is
+// caught.
 #[test]
 fn token_is_log_index_is_caught() {
     assert_caught(1, Scenario::BatchedHandoff, "token-is-log-index", "S2");

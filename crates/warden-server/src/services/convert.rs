@@ -76,6 +76,7 @@ pub fn reason_str(r: NotGrantedReason) -> &'static str {
         NotGrantedReason::Held => "held",
         NotGrantedReason::LockDelay => "lock_delay",
         NotGrantedReason::WaitTimeout => "wait_timeout",
+        NotGrantedReason::Cancelled => "cancelled",
     }
 }
 

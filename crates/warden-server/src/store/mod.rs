@@ -57,6 +57,8 @@ mod wal;
 #[cfg(test)]
 mod attack_tests;
 #[cfg(test)]
+mod suite;
+#[cfg(test)]
 mod test_support;
 
 pub use db::{Db, DiskFactory};
