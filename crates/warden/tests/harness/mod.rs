@@ -60,6 +60,9 @@ pub struct Cluster {
     pub tmp: tempfile::TempDir,
     pub nodes: BTreeMap<u64, NodeProc>,
     pub extra: Vec<String>,
+    /// With certificates ([`Cluster::prepare_secure`]): what was minted;
+    /// node N runs with `--certs-dir` its `node_dirs[N]`. None: `--insecure`.
+    pub certs: Option<warden_tls::mint::LoopbackSet>,
 }
 
 /// The final message of an acquire.
@@ -123,7 +126,21 @@ impl Cluster {
             tmp,
             nodes,
             extra: extra.iter().map(|s| s.to_string()).collect(),
+            certs: None,
         }
+    }
+
+    /// [`Cluster::prepare`] with certificates minted in its temp dir: one
+    /// CA (key `certs/ca.key`), node certificates for ids `1..=n` and
+    /// `more_nodes` (SANs 127.0.0.1, localhost), and client certificates of
+    /// `principals` in `certs/clients`.
+    pub fn prepare_secure(n: u64, more_nodes: &[u64], principals: &[&str], extra: &[&str]) -> Cluster {
+        let mut c = Cluster::prepare(n, extra);
+        let ids: Vec<u64> = (1..=n).chain(more_nodes.iter().copied()).collect();
+        let set = warden_tls::mint::loopback_set(&c.tmp.path().join("certs"), &ids, principals)
+            .expect("mint test certificates");
+        c.certs = Some(set);
+        c
     }
 
     pub fn peers(&self) -> String {
@@ -158,12 +175,23 @@ impl Cluster {
             .arg(self.peers())
             .arg("--data-dir")
             .arg(&n.dir)
-            // Until the harness mints certificates (TLS by default).
-            .arg("--insecure")
+            .args(self.security_args(id))
             .args(&self.extra)
             .env("RUST_LOG", "info,openraft=warn")
             .stdin(Stdio::null());
         cmd
+    }
+
+    /// `--certs-dir` of node `id` when the cluster has certificates, else
+    /// `--insecure`.
+    pub fn security_args(&self, id: u64) -> Vec<std::ffi::OsString> {
+        match &self.certs {
+            Some(set) => vec![
+                "--certs-dir".into(),
+                set.node_dirs[&id].clone().into_os_string(),
+            ],
+            None => vec!["--insecure".into()],
+        }
     }
 
     /// Starts node `id` (again), appending its output to its log file.
