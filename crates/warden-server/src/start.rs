@@ -34,9 +34,13 @@ use crate::config::{self, ServerConfig};
 use crate::inject::Injected;
 use crate::node::{self, Node, NodeCell, NodeParts};
 use crate::raft::network::{Network, TlsPeerConnector, MAX_PEER_MESSAGE_BYTES};
+use crate::raft::peer_access::{
+    follow_removals, PeerAccess, PeerGate, RemovedNodes, MAX_PEER_CONTROL_MESSAGE_BYTES,
+};
 use crate::raft::peer_service::{PeerService, PeerState};
 use crate::store::{self, Db, LogStore, StateMachineStore};
 use crate::{raft, services, types, ServerError};
+use warden_proto::peer::peer_server::PeerServer;
 
 /// Accepted connections with TCP_NODELAY (clients' and peers'): with Nagle
 /// on, a reply written in two segments waits for the peer's delayed ACK (up
@@ -199,6 +203,11 @@ where
     let committed = db.get_meta_string(store::KEY_CLUSTER_ID).map_err(storage)?;
     let empty_at_start = committed.is_none() && db.raft_state_is_empty().map_err(storage)?;
     let (cluster_tx, _) = watch::channel(committed);
+    let access = Arc::new(PeerAccess::new(
+        tls.is_some(),
+        cluster_tx.subscribe(),
+        RemovedNodes::open(db.clone()).map_err(storage)?,
+    ));
     let peer_state = Arc::new(PeerState {
         node_id: config.node_id,
         db: db.clone(),
@@ -208,6 +217,7 @@ where
         bootstrap_lock: Mutex::new(()),
         connector: injected.peer_connector.clone(),
         leader_contact: raft::LeaderContact::default(),
+        access: access.clone(),
         early_campaign: raft::peer_service::EarlyCampaign::new(
             config.node_id,
             config.timing.election_timeout_min_ms,
@@ -228,11 +238,15 @@ where
         .http2_keepalive_timeout(Some(Duration::from_millis(
             config.timing.grpc_keepalive_timeout_ms,
         )))
-        .add_service(
-            warden_proto::peer::peer_server::PeerServer::new(PeerService::new(peer_state.clone()))
+        .add_service(PeerGate::new(
+            access.clone(),
+            PeerServer::new(PeerService::new(peer_state.clone()))
                 .max_decoding_message_size(MAX_PEER_MESSAGE_BYTES)
                 .max_encoding_message_size(MAX_PEER_MESSAGE_BYTES),
-        )
+            PeerServer::new(PeerService::new(peer_state.clone()))
+                .max_decoding_message_size(MAX_PEER_CONTROL_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_PEER_MESSAGE_BYTES),
+        ))
         .add_service(
             warden_proto::v1::lock_server::LockServer::new(services::lock::LockService::new(
                 node_cell.clone(),
@@ -419,6 +433,7 @@ where
     ));
     let duty_task = tokio::spawn(node::duties::run(Arc::downgrade(&node)));
     let membership_task = tokio::spawn(raft::log_format::follow_membership(raft.clone(), formats));
+    let removals_task = tokio::spawn(follow_removals(raft.clone(), access));
     if let Some(observer) = &injected.observer {
         observer.on_started(node.clone());
     }
@@ -443,6 +458,7 @@ where
     duty_task.abort();
     renew_task.abort();
     membership_task.abort();
+    removals_task.abort();
     if let Some(t) = reload_task {
         t.abort();
     }

@@ -28,6 +28,8 @@ mod lease;
 mod ops;
 #[path = "cases/queue.rs"]
 mod queue;
+#[path = "cases/security.rs"]
+mod security;
 #[path = "cases/session.rs"]
 mod session;
 #[path = "cases/token_floor.rs"]

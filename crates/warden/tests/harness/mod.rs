@@ -84,6 +84,10 @@ pub struct Cluster {
     pub extra: Vec<String>,
     /// How its nodes serve (and its clients connect).
     pub security: Security,
+    /// Certificates of its own ([`Cluster::prepare_secure`], for tests of
+    /// the CA itself: rotation, refusals); node N then runs with
+    /// `--certs-dir` `node_dirs[N]`. None: the binary's ([`certs`]).
+    pub certs: Option<warden_tls::mint::LoopbackSet>,
 }
 
 /// The final message of an acquire.
@@ -153,6 +157,7 @@ impl Cluster {
             nodes: BTreeMap::new(),
             extra: extra.iter().map(|s| s.to_string()).collect(),
             security,
+            certs: None,
         };
         for id in 1..=n {
             c.lay_out(id);
@@ -182,7 +187,13 @@ impl Cluster {
     /// The server flags of node `id`: `--certs-dir` of its certificate, or
     /// `--insecure`.
     pub fn server_flags(&self, id: u64) -> Vec<std::ffi::OsString> {
-        transport::server_flags(self.security, id)
+        match &self.certs {
+            Some(set) => vec![
+                "--certs-dir".into(),
+                set.node_dirs[&id].clone().into_os_string(),
+            ],
+            None => transport::server_flags(self.security, id),
+        }
     }
 
     /// The client flags of a CLI call as `root`: `--certs-dir DIR --user
@@ -240,6 +251,19 @@ impl Cluster {
         )
         .await
         .expect("test endpoints and certificates")
+    }
+
+    /// [`Cluster::prepare`] with certificates minted in its temp dir: one
+    /// CA (key `certs/ca.key`), node certificates for ids `1..=n` and
+    /// `more_nodes` (SANs 127.0.0.1, localhost), and client certificates of
+    /// `principals` in `certs/clients`.
+    pub fn prepare_secure(n: u64, more_nodes: &[u64], principals: &[&str], extra: &[&str]) -> Cluster {
+        let mut c = Cluster::prepare(n, extra);
+        let ids: Vec<u64> = (1..=n).chain(more_nodes.iter().copied()).collect();
+        let set = warden_tls::mint::loopback_set(&c.tmp.path().join("certs"), &ids, principals)
+            .expect("mint test certificates");
+        c.certs = Some(set);
+        c
     }
 
     pub fn peers(&self) -> String {
