@@ -95,7 +95,12 @@ async fn a_principal_locks_its_prefix_only_and_nobody_touches_its_lease() {
         permission_denied(&e, "principal alice has no lock permission on \"orders/1\""),
         "{e:?}"
     );
-    assert!(root.status("orders/1").await.expect("status").holder.is_none());
+    assert!(root
+        .status("orders/1")
+        .await
+        .expect("status")
+        .holder
+        .is_none());
     let (code, users, err) = cluster.cli(&["user", "list"]);
     assert_eq!(code, 0, "{err}");
     let usage = users
@@ -105,17 +110,26 @@ async fn a_principal_locks_its_prefix_only_and_nobody_touches_its_lease() {
         .find(|u| u["user"] == "alice")
         .map(|u| u["usage"].clone())
         .expect("alice listed");
-    assert_eq!(usage["leases"], 1, "the refused acquire left no lease: {users}");
+    assert_eq!(
+        usage["leases"], 1,
+        "the refused acquire left no lease: {users}"
+    );
 
     let lease_named = format!("lease {lease}");
-    let e = bob.renew(lease).await.expect_err("bob renews alice's lease");
+    let e = bob
+        .renew(lease)
+        .await
+        .expect_err("bob renews alice's lease");
     assert!(permission_denied(&e, &lease_named), "{e:?}");
     let e = bob
         .release(lease, Some("jobs/1".into()), Some(token))
         .await
         .expect_err("bob releases alice's grant");
     assert!(permission_denied(&e, &lease_named), "{e:?}");
-    let e = bob.revoke(lease).await.expect_err("bob revokes alice's lease");
+    let e = bob
+        .revoke(lease)
+        .await
+        .expect_err("bob revokes alice's lease");
     assert!(permission_denied(&e, &lease_named), "{e:?}");
     let e = bob
         .lease_time_to_live(lease)
@@ -134,7 +148,12 @@ async fn a_principal_locks_its_prefix_only_and_nobody_touches_its_lease() {
         Some((lease, token)),
         "alice still holds"
     );
-    assert!(root.status("jobs/2").await.expect("status").holder.is_none());
+    assert!(root
+        .status("jobs/2")
+        .await
+        .expect("status")
+        .holder
+        .is_none());
     let own = alice.lease_time_to_live(lease).await.expect("alice's ttl");
     assert_eq!(own.locks, vec!["jobs/1".to_string()], "nothing of bob's");
 
@@ -171,7 +190,10 @@ async fn a_principal_locks_its_prefix_only_and_nobody_touches_its_lease() {
         .acquire("jobs/3", warden_client::AcquireOptions::with_ttl(short))
         .await
         .expect_err("revoked");
-    assert!(permission_denied(&e, "no lock permission on \"jobs/3\""), "{e:?}");
+    assert!(
+        permission_denied(&e, "no lock permission on \"jobs/3\""),
+        "{e:?}"
+    );
     let ttl = short;
     loop {
         let sent = Instant::now();
@@ -286,7 +308,10 @@ async fn a_granted_acquire_retried_after_a_revoke_gets_its_grant_back() {
         .acquire(40, 3, "r/2", 30_000)
         .await
         .expect_err("a new acquire is refused");
-    assert!(permission_denied(&e, "no lock permission on \"r/2\""), "{e:?}");
+    assert!(
+        permission_denied(&e, "no lock permission on \"r/2\""),
+        "{e:?}"
+    );
 }
 
 /// Quotas and limits: mallory, whose role's quota allows 20 leases,
@@ -304,7 +329,10 @@ async fn mallorys_quotas_stop_her_while_alice_is_served() {
     let (code, j, err) = cluster.cli(&["role", "quota", "mallory", "--leases", "20"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(j["quota"]["leases"], 20);
-    assert_eq!(j["quota"]["clients"], 4_096, "the other fields keep the default");
+    assert_eq!(
+        j["quota"]["clients"], 4_096,
+        "the other fields keep the default"
+    );
 
     let alice = cluster.api_as("alice");
     // Long enough to outlive the flood below.
@@ -324,7 +352,10 @@ async fn mallorys_quotas_stop_her_while_alice_is_served() {
             if message.contains("quota leases of principal mallory reached: 20")),
         "{refusal:?}"
     );
-    let second = alice.acquire(50, 2, "a/2", 60_000).await.expect("alice still acquires");
+    let second = alice
+        .acquire(50, 2, "a/2", 60_000)
+        .await
+        .expect("alice still acquires");
     assert!(matches!(second, Final::Granted { .. }), "{second:?}");
 
     // 16,500 new client ids, each one request (denied: m/ is hers, x/ not),
@@ -373,7 +404,10 @@ async fn mallorys_quotas_stop_her_while_alice_is_served() {
     assert_eq!(exhausted, IDS - 4_095, "her lease grants used one record");
 
     let retried = alice.acquire(50, 1, "a/1", 600_000).await.expect("retry");
-    assert_eq!(retried, first, "S7: alice's retry got its grant, it did not run twice");
+    assert_eq!(
+        retried, first,
+        "S7: alice's retry got its grant, it did not run twice"
+    );
 }
 
 /// Sends one acquire of `x/1` (which mallory may not lock) from each client
@@ -389,51 +423,53 @@ async fn denied_or_exhausted(
     use warden_proto::v1::call_response::Answer;
     let ids = &ids;
     client
-        .call_raw("flood", Duration::from_secs(60), move |channel| async move {
-            let calls: Vec<pb::CallRequest> = ids
-                .iter()
-                .zip(1u64..)
-                .map(|(client_id, call_id)| pb::CallRequest {
-                    call_id,
-                    call: Some(pb::call_request::Call::Acquire(pb::AcquireRequest {
-                        header: Some(pb::RequestHeader {
-                            client_id: *client_id,
-                            request_id: 1,
-                            acked_request_id: 0,
-                        }),
-                        resource: "x/1".into(),
-                        ttl_ms: 5_000,
-                        ..Default::default()
-                    })),
-                })
-                .collect();
-            let mut lock = pb::lock_client::LockClient::new(channel);
-            let mut answers = lock
-                .calls(tokio_stream::iter(calls))
-                .await?
-                .into_inner();
-            let (mut denied, mut exhausted) = (0u64, 0u64);
-            while let Some(answer) = answers.message().await? {
-                match answer.answer {
-                    Some(Answer::Error(e)) => match tonic::Code::from_i32(e.code) {
-                        tonic::Code::PermissionDenied => denied += 1,
-                        tonic::Code::ResourceExhausted => {
-                            assert!(
-                                e.message
-                                    .contains("quota clients of principal mallory reached: 4096"),
-                                "{}",
-                                e.message
-                            );
-                            exhausted += 1;
-                        }
-                        _ => return Err(warden_proto::call_error_status(e)),
-                    },
-                    other => panic!("an acquire of x/1 by mallory answered {other:?}"),
+        .call_raw(
+            "flood",
+            Duration::from_secs(60),
+            move |channel| async move {
+                let calls: Vec<pb::CallRequest> = ids
+                    .iter()
+                    .zip(1u64..)
+                    .map(|(client_id, call_id)| pb::CallRequest {
+                        call_id,
+                        call: Some(pb::call_request::Call::Acquire(pb::AcquireRequest {
+                            header: Some(pb::RequestHeader {
+                                client_id: *client_id,
+                                request_id: 1,
+                                acked_request_id: 0,
+                            }),
+                            resource: "x/1".into(),
+                            ttl_ms: 5_000,
+                            ..Default::default()
+                        })),
+                    })
+                    .collect();
+                let mut lock = pb::lock_client::LockClient::new(channel);
+                let mut answers = lock.calls(tokio_stream::iter(calls)).await?.into_inner();
+                let (mut denied, mut exhausted) = (0u64, 0u64);
+                while let Some(answer) = answers.message().await? {
+                    match answer.answer {
+                        Some(Answer::Error(e)) => match tonic::Code::from_i32(e.code) {
+                            tonic::Code::PermissionDenied => denied += 1,
+                            tonic::Code::ResourceExhausted => {
+                                assert!(
+                                    e.message.contains(
+                                        "quota clients of principal mallory reached: 4096"
+                                    ),
+                                    "{}",
+                                    e.message
+                                );
+                                exhausted += 1;
+                            }
+                            _ => return Err(warden_proto::call_error_status(e)),
+                        },
+                        other => panic!("an acquire of x/1 by mallory answered {other:?}"),
+                    }
                 }
-            }
-            assert_eq!(denied + exhausted, ids.len() as u64, "every call answered");
-            Ok((denied, exhausted))
-        })
+                assert_eq!(denied + exhausted, ids.len() as u64, "every call answered");
+                Ok((denied, exhausted))
+            },
+        )
         .await
 }
 

@@ -48,7 +48,10 @@ async fn client(cluster: &Cluster, tls: &ClientTls) -> Client {
 }
 
 /// `ClusterStatus` of the node at `addr` over `tls` (one attempt, 2 s).
-async fn status_at(tls: &ClientTls, addr: &str) -> Result<pb::ClusterStatusResponse, tonic::Status> {
+async fn status_at(
+    tls: &ClientTls,
+    addr: &str,
+) -> Result<pb::ClusterStatusResponse, tonic::Status> {
     let mut c = LockClient::new(tls.channel_lazy(addr).expect("channel"));
     let mut req = tonic::Request::new(pb::ClusterStatusRequest {});
     req.set_timeout(Duration::from_secs(2));
@@ -56,7 +59,11 @@ async fn status_at(tls: &ClientTls, addr: &str) -> Result<pb::ClusterStatusRespo
 }
 
 /// The leader every running node names, read over TLS, within `within`.
-async fn wait_leader(cluster: &Cluster, tls: &ClientTls, within: Duration) -> pb::ClusterStatusResponse {
+async fn wait_leader(
+    cluster: &Cluster,
+    tls: &ClientTls,
+    within: Duration,
+) -> pb::ClusterStatusResponse {
     let deadline = Instant::now() + within;
     loop {
         for n in cluster.nodes.values().filter(|n| n.child.is_some()) {
@@ -76,7 +83,15 @@ async fn wait_leader(cluster: &Cluster, tls: &ClientTls, within: Duration) -> pb
 fn run_server(cluster: &Cluster, args: &[&str]) -> (Option<i32>, String) {
     let n = &cluster.nodes[&1];
     let out = std::process::Command::new(harness::warden_bin())
-        .args(["server", "--id", "1", "--listen", &n.addr, "--peers", &cluster.peers()])
+        .args([
+            "server",
+            "--id",
+            "1",
+            "--listen",
+            &n.addr,
+            "--peers",
+            &cluster.peers(),
+        ])
         .arg("--data-dir")
         .arg(&n.dir)
         .args(args)
@@ -85,7 +100,10 @@ fn run_server(cluster: &Cluster, args: &[&str]) -> (Option<i32>, String) {
         .stdin(std::process::Stdio::null())
         .output()
         .expect("run warden server");
-    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 /// docs/security.md "Insecure mode", "What bad input gets": without
@@ -106,7 +124,10 @@ fn a_server_needs_certs_or_insecure() {
     let certs_text = certs.to_str().expect("utf-8 path");
     let (code, stderr) = run_server(&cluster, &["--certs-dir", certs_text, "--allow-admin"]);
     assert_eq!(code, Some(1), "{stderr}");
-    assert!(stderr.contains("--allow-admin: only with --insecure"), "{stderr}");
+    assert!(
+        stderr.contains("--allow-admin: only with --insecure"),
+        "{stderr}"
+    );
     std::fs::remove_file(certs.join("node.key")).expect("remove the key");
     let (code, stderr) = run_server(&cluster, &["--certs-dir", certs_text]);
     assert_eq!(code, Some(1), "{stderr}");
@@ -135,7 +156,10 @@ async fn a_tls_cluster_serves_its_clients_and_refuses_the_rest() {
         .acquire("secured", AcquireOptions::with_ttl(Duration::from_secs(30)))
         .await
         .expect("root acquires");
-    assert!(matches!(granted, AcquireResult::Granted { .. }), "{granted:?}");
+    assert!(
+        matches!(granted, AcquireResult::Granted { .. }),
+        "{granted:?}"
+    );
 
     // No certificate: Unauthenticated, nothing created.
     let leader_addr = cluster.addr(before.leader_id);
@@ -203,13 +227,21 @@ async fn a_tls_cluster_serves_its_clients_and_refuses_the_rest() {
         };
         let junk = || Blob { data: vec![0; 64] };
         for e in [
-            peer.append_entries(stamp(junk())).await.expect_err("append"),
+            peer.append_entries(stamp(junk()))
+                .await
+                .expect_err("append"),
             peer.vote(stamp(junk())).await.expect_err("vote"),
             peer.pre_vote(stamp(junk())).await.expect_err("pre-vote"),
-            peer.install_snapshot(stamp(junk())).await.expect_err("snapshot"),
+            peer.install_snapshot(stamp(junk()))
+                .await
+                .expect_err("snapshot"),
         ] {
             assert_eq!(e.code(), Code::PermissionDenied, "node {id}: {e:?}");
-            assert!(e.message().contains("node certificates only"), "{}", e.message());
+            assert!(
+                e.message().contains("node certificates only"),
+                "{}",
+                e.message()
+            );
         }
     }
     // A node certificate of another CA: no handshake with any node.
@@ -275,7 +307,11 @@ async fn raw_handshake_is_refused(dir: &Path, user: &str, addr: &str) {
             matches!(read, Err(_) | Ok(0))
         }
     };
-    assert!(refused, "the server accepted {user}'s certificate from {}", dir.display());
+    assert!(
+        refused,
+        "the server accepted {user}'s certificate from {}",
+        dir.display()
+    );
 }
 
 /// Appends `extra` (PEM) to the CA bundle `ca_file`.
@@ -299,7 +335,10 @@ async fn wait_logged(cluster: &Cluster, id: u64, text: &str, n: usize) {
         if log.matches(text).count() >= n {
             return;
         }
-        assert!(Instant::now() < deadline, "node {id} never logged {text:?} {n} times");
+        assert!(
+            Instant::now() < deadline,
+            "node {id} never logged {text:?} {n} times"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -365,7 +404,9 @@ async fn certificates_rotate_on_sighup_one_node_at_a_time() {
     sighup(&cluster, 1);
     wait_logged(&cluster, 1, "the certificates in use stay", 1).await;
     std::fs::write(node1.join("node.key"), key).expect("restore");
-    status_at(&root, &cluster.addr(1)).await.expect("node 1 serves");
+    status_at(&root, &cluster.addr(1))
+        .await
+        .expect("node 1 serves");
 
     // 1. The new CA joins every node's bundle.
     for id in 1..=3u64 {
@@ -391,8 +432,7 @@ async fn certificates_rotate_on_sighup_one_node_at_a_time() {
         wait_leader(&cluster, &root, Duration::from_secs(10)).await;
     }
     // 3. A client of the new CA only.
-    mint::create_client(&new_ca_dir, &new_key, "root", &CertOptions::default())
-        .expect("new root");
+    mint::create_client(&new_ca_dir, &new_key, "root", &CertOptions::default()).expect("new root");
     let new_root = client_tls(&new_ca_dir, "root");
     let fresh = client(&cluster, &new_root).await;
     let st = fresh.status("rotated").await.expect("new client reads");
@@ -412,12 +452,22 @@ async fn certificates_rotate_on_sighup_one_node_at_a_time() {
     let after = renewed.load(std::sync::atomic::Ordering::SeqCst);
     let deadline = Instant::now() + Duration::from_secs(10);
     while renewed.load(std::sync::atomic::Ordering::SeqCst) < after + 2 {
-        assert!(!holder.is_finished(), "the holder's renewal failed: {:?}", holder.await);
-        assert!(Instant::now() < deadline, "no renewal after the leader change");
+        assert!(
+            !holder.is_finished(),
+            "the holder's renewal failed: {:?}",
+            holder.await
+        );
+        assert!(
+            Instant::now() < deadline,
+            "no renewal after the leader change"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let _ = stop.send(true);
-    holder.await.expect("holder").expect("every renewal succeeded");
+    holder
+        .await
+        .expect("holder")
+        .expect("every renewal succeeded");
     let st = fresh.status("rotated").await.expect("status");
     assert_eq!(st.holder.map(|h| h.lease_id), Some(lease_id));
     for id in 1..=3 {

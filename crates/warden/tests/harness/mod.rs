@@ -257,7 +257,12 @@ impl Cluster {
     /// CA (key `certs/ca.key`), node certificates for ids `1..=n` and
     /// `more_nodes` (SANs 127.0.0.1, localhost), and client certificates of
     /// `principals` in `certs/clients`.
-    pub fn prepare_secure(n: u64, more_nodes: &[u64], principals: &[&str], extra: &[&str]) -> Cluster {
+    pub fn prepare_secure(
+        n: u64,
+        more_nodes: &[u64],
+        principals: &[&str],
+        extra: &[&str],
+    ) -> Cluster {
         let mut c = Cluster::prepare(n, extra);
         let ids: Vec<u64> = (1..=n).chain(more_nodes.iter().copied()).collect();
         let set = warden_tls::mint::loopback_set(&c.tmp.path().join("certs"), &ids, principals)
