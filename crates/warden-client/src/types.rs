@@ -162,6 +162,9 @@ pub enum NotGrantedReason {
     LockDelay,
     /// The wait ran out; the waiter's removal has committed.
     WaitTimeout,
+    /// Its caller took it back with a cancel before it applied
+    /// ([`Client::cancel_wait`](crate::Client::cancel_wait)).
+    Cancelled,
     /// A reason this client version does not know, as the server sent it.
     Other(String),
 }
@@ -172,17 +175,19 @@ impl NotGrantedReason {
             "held" => NotGrantedReason::Held,
             "lock_delay" => NotGrantedReason::LockDelay,
             "wait_timeout" => NotGrantedReason::WaitTimeout,
+            "cancelled" => NotGrantedReason::Cancelled,
             other => NotGrantedReason::Other(other.to_string()),
         }
     }
 
-    /// The wire form: `held`, `lock_delay`, `wait_timeout` or the unknown
+    /// The wire form: `held`, `lock_delay`, `wait_timeout`, `cancelled` or the unknown
     /// reason as sent.
     pub fn as_str(&self) -> &str {
         match self {
             NotGrantedReason::Held => "held",
             NotGrantedReason::LockDelay => "lock_delay",
             NotGrantedReason::WaitTimeout => "wait_timeout",
+            NotGrantedReason::Cancelled => "cancelled",
             NotGrantedReason::Other(other) => other,
         }
     }
@@ -252,6 +257,25 @@ pub struct ReleaseResult {
     /// True when the grant was released by this request (or its first
     /// attempt).
     pub released: bool,
+}
+
+/// What a [`Client::cancel_wait`](crate::Client::cancel_wait) did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelWaitOutcome {
+    /// The waiter left the queue.
+    Removed,
+    /// The grant had won the race; it was released (the next waiter is
+    /// granted in the same entry).
+    Released {
+        /// The released grant's token.
+        fencing_token: u64,
+    },
+    /// The acquire had not applied yet; it is refused ("cancelled") when
+    /// it does, queueing nothing.
+    Preempted,
+    /// Nothing to cancel: the acquire had already ended (granted and
+    /// released, timed out, refused, or its lease ended).
+    Nothing,
 }
 
 /// The holder of a resource.
@@ -419,6 +443,12 @@ pub struct ClusterStatus {
     /// The node that answered runs without certificates (`warden server
     /// --insecure`): plaintext, every caller anonymous.
     pub insecure: bool,
+    /// The prefix of every election's resource key, as the server names it
+    /// ("" from a server that does not say).
+    pub election_prefix: String,
+    /// Mutating requests a client may have in flight beyond its
+    /// acknowledged watermark (0 from a server that does not say).
+    pub max_requests_in_flight: u64,
 }
 
 impl From<v1::Granted> for AcquireResult {
@@ -503,6 +533,8 @@ impl From<v1::ClusterStatusResponse> for ClusterStatus {
             node_id: c.node_id,
             last_log_index: c.last_log_index,
             insecure: c.insecure,
+            election_prefix: c.election_prefix,
+            max_requests_in_flight: c.max_requests_in_flight,
         }
     }
 }

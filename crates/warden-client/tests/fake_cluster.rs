@@ -43,6 +43,8 @@ enum Role {
     /// Grants sessions (lease 1, TTL 3 s) and answers each renew only after
     /// [`SLOW_RENEW`].
     SlowRenew,
+    /// Sends `Queued` and never a final answer; records every CancelWait.
+    QueuesForever,
 }
 
 /// How long a [`Role::SlowRenew`] node sits on a renew before answering.
@@ -65,6 +67,9 @@ struct Fake {
     renewed: Arc<tokio::sync::Notify>,
     /// Every acquire header seen: (client_id, request_id, acked_request_id).
     acquires: Arc<Mutex<Vec<(u64, u64, u64)>>>,
+    /// Every CancelWait seen: (client_id, request_id, acquire_request_id,
+    /// resource).
+    cancels: Arc<Mutex<Vec<(u64, u64, u64, String)>>>,
 }
 
 fn not_leader(hint: &Option<String>) -> Status {
@@ -214,9 +219,36 @@ impl Lock for Fake {
                     futures::StreamExt::chain(futures::stream::iter(vec![Ok(queued)]), after_renew);
                 return Ok(Response::new(Box::pin(stream)));
             }
+            Role::QueuesForever => {
+                let stream = futures::StreamExt::chain(
+                    futures::stream::iter(vec![Ok(queued)]),
+                    futures::stream::pending(),
+                );
+                return Ok(Response::new(Box::pin(stream)));
+            }
             Role::Leader { .. } | Role::BadEcho => vec![Ok(queued), Ok(granted)],
         };
         Ok(Response::new(Box::pin(futures::stream::iter(items))))
+    }
+
+    async fn cancel_wait(
+        &self,
+        request: Request<v1::CancelWaitRequest>,
+    ) -> Result<Response<v1::CancelWaitResponse>, Status> {
+        let req = request.into_inner();
+        let header = req.header.unwrap_or_default();
+        self.cancels.lock().unwrap().push((
+            header.client_id,
+            header.request_id,
+            req.acquire_request_id,
+            req.resource.clone(),
+        ));
+        Ok(Response::new(v1::CancelWaitResponse {
+            resource: req.resource,
+            lease_id: 7,
+            outcome: "removed".into(),
+            fencing_token: 0,
+        }))
     }
 
     async fn renew(
@@ -335,6 +367,8 @@ struct Started {
     cut_streams: Arc<AtomicUsize>,
     /// See [`Fake::serve_calls`].
     serves_calls: Arc<AtomicBool>,
+    /// See [`Fake::cancels`].
+    cancels: Arc<Mutex<Vec<(u64, u64, u64, String)>>>,
 }
 
 /// Starts a fake node on 127.0.0.1:0 that does not serve `Calls` (so these
@@ -356,8 +390,10 @@ async fn start_node(role: Role, serve_calls: bool) -> Started {
         cut_streams: Arc::default(),
         renewed: Arc::default(),
         acquires: Arc::default(),
+        cancels: Arc::default(),
     };
     let acquires = Arc::clone(&fake.acquires);
+    let cancels = Arc::clone(&fake.cancels);
     let calls_opened = Arc::clone(&fake.calls_opened);
     let cut_streams = Arc::clone(&fake.cut_streams);
     let serves_calls = Arc::clone(&fake.serve_calls);
@@ -373,6 +409,7 @@ async fn start_node(role: Role, serve_calls: bool) -> Started {
         calls_opened,
         cut_streams,
         serves_calls,
+        cancels,
     }
 }
 
@@ -427,6 +464,7 @@ async fn in_memory_client(role: Role) -> Client {
         cut_streams: Arc::default(),
         renewed: Arc::default(),
         acquires: Arc::default(),
+        cancels: Arc::default(),
     };
     in_memory_client_of(
         tonic::service::Routes::new(LeaseServer::new(fake.clone()))
@@ -1691,4 +1729,80 @@ async fn a_membership_change_is_repeated_when_the_connect_timed_out() {
             && waited <= last_start + Duration::from_secs(1),
         "{waited:?}"
     );
+}
+
+// S8: a caller that drops its waiting acquire (once it is queued) takes the
+// wait back: the client sends one CancelWait naming that acquire's request
+// id and resource, with a request id of its own (S7), in the background.
+#[tokio::test]
+async fn an_abandoned_waiting_acquire_sends_cancel_wait() {
+    let node = start_node(Role::QueuesForever, false).await;
+    let client = Client::connect(vec![node.addr.clone()], ClientOptions::default())
+        .await
+        .unwrap();
+    let (queued_tx, queued_rx) = tokio::sync::oneshot::channel();
+    let queued_tx = Mutex::new(Some(queued_tx));
+    let options = AcquireOptions {
+        wait: Duration::from_secs(30),
+        ..ten_seconds()
+    };
+    let waiting = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            client
+                .acquire_with_progress("orders", options, move |_: Queued| {
+                    if let Some(tx) = queued_tx.lock().unwrap().take() {
+                        let _ = tx.send(());
+                    }
+                })
+                .await
+        })
+    };
+    queued_rx.await.expect("queued");
+    assert!(
+        node.cancels.lock().unwrap().is_empty(),
+        "nothing cancelled while it waits"
+    );
+    waiting.abort();
+    assert!(waiting.await.unwrap_err().is_cancelled());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while node.cancels.lock().unwrap().is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no CancelWait was sent"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let acquires = node.acquires.lock().unwrap().clone();
+    let cancels = node.cancels.lock().unwrap().clone();
+    assert_eq!(acquires.len(), 1);
+    assert_eq!(
+        cancels,
+        vec![(client.client_id(), 2, acquires[0].1, "orders".to_string())],
+        "one cancel, for that acquire, with the next request id"
+    );
+}
+
+// A try-lock (no wait) and a waiting acquire that got its final answer
+// send no CancelWait.
+#[tokio::test]
+async fn a_finished_acquire_sends_no_cancel_wait() {
+    let node = start_node(Role::Leader { drops: 0 }, false).await;
+    let client = Client::connect(vec![node.addr.clone()], ClientOptions::default())
+        .await
+        .unwrap();
+    let options = AcquireOptions {
+        wait: Duration::from_secs(5),
+        ..ten_seconds()
+    };
+    let result = client.acquire("orders", options).await.unwrap();
+    assert!(
+        matches!(result, AcquireResult::Granted { .. }),
+        "{result:?}"
+    );
+    client.acquire("orders", ten_seconds()).await.unwrap();
+    // Any cancel would have been sent from a task spawned when the acquire
+    // ended; a status call after both puts one round trip behind them.
+    let _ = client.status("orders").await;
+    assert!(node.cancels.lock().unwrap().is_empty());
 }

@@ -83,6 +83,12 @@ impl Lock for WhoAmI {
     ) -> Result<Response<v1::ProclaimResponse>, Status> {
         none()
     }
+    async fn cancel_wait(
+        &self,
+        _: Request<v1::CancelWaitRequest>,
+    ) -> Result<Response<v1::CancelWaitResponse>, Status> {
+        none()
+    }
     async fn cluster_status(
         &self,
         request: Request<v1::ClusterStatusRequest>,

@@ -231,6 +231,13 @@ where
     // HTTP/2 keep-alive: a client that vanished silently loses its
     // connection (and with it its streams' tasks) within interval + timeout;
     // its waiters stay queued (S8). See `Timing::grpc_keepalive_interval_ms`.
+    // The health task ends when `stop_rx` turns true, as the servers do.
+    let (grpc_health, _grpc_health_task) = services::health::grpc_health(
+        config.node_id,
+        node_cell.clone(),
+        peer_state.leader_contact.clone(),
+        stop_rx.clone(),
+    );
     let server = tonic::transport::Server::builder()
         .http2_keepalive_interval(Some(Duration::from_millis(
             config.timing.grpc_keepalive_interval_ms,
@@ -247,6 +254,8 @@ where
                 .max_decoding_message_size(MAX_PEER_CONTROL_MESSAGE_BYTES)
                 .max_encoding_message_size(MAX_PEER_MESSAGE_BYTES),
         ))
+        .add_service(grpc_health)
+        .add_service(services::health::grpc_reflection()?)
         .add_service(
             warden_proto::v1::lock_server::LockServer::new(services::lock::LockService::new(
                 node_cell.clone(),

@@ -153,6 +153,8 @@ pub fn status_report(r: &ClusterStatus, format: OutputFormat) -> Report {
             };
             v["last_log_index"] = json!(r.last_log_index);
             v["insecure"] = json!(r.insecure);
+            v["election_prefix"] = json!(r.election_prefix);
+            v["max_requests_in_flight"] = json!(r.max_requests_in_flight);
             if let Some(members) = v["members"].as_array_mut() {
                 for (j, m) in members.iter_mut().zip(&r.members) {
                     j["term"] = json!(m.term);
@@ -289,6 +291,8 @@ mod tests {
             node_id: 1,
             last_log_index: 121,
             insecure: false,
+            election_prefix: "\u{1}election/".into(),
+            max_requests_in_flight: 64,
         }
     }
 

@@ -14,6 +14,8 @@ mod harness;
 mod auth;
 #[path = "cases/chaos.rs"]
 mod chaos;
+#[path = "cases/conformance.rs"]
+mod conformance;
 #[path = "cases/crash_loop.rs"]
 mod crash_loop;
 #[path = "cases/data_dir.rs"]

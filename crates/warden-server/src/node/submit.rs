@@ -115,6 +115,38 @@ impl Reply for Revoked {
     }
 }
 
+/// What a `CancelWait` did (`warden_core::types::CancelOutcome`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitCancelled {
+    /// The resource.
+    pub resource: String,
+    /// The acquire's lease (0 when the acquire had not applied).
+    pub lease_id: LeaseId,
+    /// What the cancel did.
+    pub outcome: warden_core::types::CancelOutcome,
+    /// The grant released, for `CancelOutcome::Released`.
+    pub fencing_token: Option<FencingToken>,
+}
+
+impl Reply for WaitCancelled {
+    fn from_response(response: Response) -> Result<Self, Response> {
+        match response {
+            Response::WaitCancelled {
+                resource,
+                lease_id,
+                outcome,
+                fencing_token,
+            } => Ok(WaitCancelled {
+                resource,
+                lease_id,
+                outcome,
+                fencing_token,
+            }),
+            other => Err(other),
+        }
+    }
+}
+
 /// A published value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Proclaimed {

@@ -149,7 +149,7 @@ impl Admin for AdminService {
         let principal = principal(&req)?;
         node.insecure_admin_gate(&principal, "force-release")
             .map_err(SubmitError::from)?;
-        let peer = req.remote_addr();
+        let peer = super::remote_addr(&req);
         let r = req.into_inner();
         let cmd = Command::ForceRelease(ForceRelease {
             header: request_header(r.header)?,

@@ -14,7 +14,7 @@ use futures::Stream;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
-use warden_core::types::{Command, Proclaim, Revoke};
+use warden_core::types::{CancelOutcome, CancelWait, Command, Proclaim, Revoke};
 use warden_core::TokenState;
 use warden_proto::v1 as pb;
 use warden_proto::v1::lock_server::Lock;
@@ -27,7 +27,7 @@ use super::convert::{nonzero, request_header, AcquireStart};
 use super::principal;
 use super::status::lease_not_live;
 use super::waiter::{follow_waiter, WaiterOut};
-use crate::node::submit::{Proclaimed, Revoked};
+use crate::node::submit::{Proclaimed, Revoked, WaitCancelled};
 use crate::node::NodeCell;
 
 /// The service; answers `Unavailable` until the node has bootstrapped.
@@ -147,6 +147,39 @@ impl Lock for LockService {
         }))
     }
 
+    async fn cancel_wait(
+        &self,
+        req: Request<pb::CancelWaitRequest>,
+    ) -> Result<Response<pb::CancelWaitResponse>, Status> {
+        let node = self.node.get()?;
+        let principal = principal(&req)?;
+        let r = req.into_inner();
+        let cmd = Command::CancelWait(CancelWait {
+            header: request_header(r.header)?,
+            acquire_request_id: r.acquire_request_id,
+            resource: r.resource,
+            due: None,
+        });
+        let WaitCancelled {
+            resource,
+            lease_id,
+            outcome,
+            fencing_token,
+        } = node.submit(&principal, cmd).await?;
+        Ok(Response::new(pb::CancelWaitResponse {
+            resource,
+            lease_id,
+            outcome: match outcome {
+                CancelOutcome::Removed => "removed",
+                CancelOutcome::Released => "released",
+                CancelOutcome::Preempted => "preempted",
+                CancelOutcome::NothingToCancel => "none",
+            }
+            .to_string(),
+            fencing_token: fencing_token.unwrap_or(0),
+        }))
+    }
+
     async fn proclaim(
         &self,
         req: Request<pb::ProclaimRequest>,
@@ -242,6 +275,8 @@ impl Lock for LockService {
             node_id: view.node_id,
             last_log_index: view.last_log_index,
             insecure: node.config().certs_dir.is_none(),
+            election_prefix: warden_core::limits::ELECTION_PREFIX.to_string(),
+            max_requests_in_flight: warden_core::limits::MAX_OUTCOMES_PER_CLIENT as u64,
             timing: Some(pb::Timing {
                 heartbeat_ms: timing.heartbeat_ms,
                 election_timeout_min_ms: timing.election_timeout_min_ms,

@@ -61,6 +61,14 @@ fn principal<T>(req: &tonic::Request<T>) -> Result<Principal, tonic::Status> {
     principal_of(warden_tls::peer_identity(req))
 }
 
+/// The caller's address: the TLS connection's (warden-tls' `PeerInfo`), or
+/// the plaintext connection's; None when neither is known.
+fn remote_addr<T>(req: &tonic::Request<T>) -> Option<std::net::SocketAddr> {
+    warden_tls::peer_info(req)
+        .map(warden_tls::PeerInfo::remote_addr)
+        .or_else(|| req.remote_addr())
+}
+
 /// [`principal`] from the connection's identity (None: not TLS).
 fn principal_of(identity: Option<&Identity>) -> Result<Principal, tonic::Status> {
     let name = match identity {
