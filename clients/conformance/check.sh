@@ -6,7 +6,7 @@ cd "$(dirname "$0")/../.."
 
 ids=$(grep -oE '^## C[0-9]{2}-[a-z0-9-]+' clients/conformance/scenarios.md | sed 's/^## //')
 declare -A where=(
-  [rust]=crates/warden-client/tests
+  [rust]=crates/warden/tests
   [go]=clients/go
   [python]=clients/python/tests
   [java]=clients/java/src/test

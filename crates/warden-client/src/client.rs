@@ -135,6 +135,7 @@ impl Client {
     fn new(endpoints: Vec<String>, options: ClientOptions) -> Result<Client, ClientError> {
         if endpoints.is_empty() {
             return Err(ClientError::InvalidArgument {
+                field: Some("endpoints".into()),
                 message: "endpoints: at least one host:port is required".into(),
             });
         }
@@ -144,6 +145,7 @@ impl Client {
         ] {
             if value.is_zero() {
                 return Err(ClientError::InvalidArgument {
+                    field: Some(name.into()),
                     message: format!("{name}: must be greater than 0"),
                 });
             }
@@ -161,6 +163,7 @@ impl Client {
         let connector: Arc<dyn Connector> = match (&options.tls, &options.connector) {
             (Some(_), Some(_)) => {
                 return Err(ClientError::InvalidArgument {
+                    field: Some("tls".into()),
                     message: "tls and connector: set one of them (a connector does its own TLS)"
                         .into(),
                 })

@@ -22,6 +22,10 @@ pub enum ClientError {
     /// `InvalidArgument` or `OutOfRange`), or a client-side argument was bad.
     #[error("invalid argument: {message}")]
     InvalidArgument {
+        /// The field at fault, as the server named it in the status's
+        /// `google.rpc.BadRequest` details (`ttl_ms`, `resource`, ...), or
+        /// the client's own option; `None` when neither says.
+        field: Option<String>,
         /// The server's message: names the field and the limit.
         message: String,
     },
@@ -281,16 +285,37 @@ pub(crate) fn describe(status: &Status) -> String {
     text
 }
 
+/// The `google.rpc.ErrorInfo` domain of Warden's errors.
+pub const ERROR_DOMAIN: &str = "warden.v1";
+
 impl ClientError {
     /// Maps a final (non-retried) gRPC status to a typed error, keeping the
     /// server's message.
+    ///
+    /// The kind is read from the status's structured details where the
+    /// server attached them (`google.rpc.ErrorInfo` reason, domain
+    /// `warden.v1`; `google.rpc.BadRequest` field), never from its text;
+    /// a status without details (an older server, a proxy) falls back to
+    /// its code.
     pub(crate) fn from_status(status: &Status) -> ClientError {
+        use tonic_types::StatusExt as _;
         let message = status.message().to_string();
-        if message.starts_with("request_expired") {
+        let details = status.get_error_details();
+        let reason = details
+            .error_info()
+            .filter(|info| info.domain == ERROR_DOMAIN)
+            .map(|info| info.reason.as_str());
+        if reason == Some("REQUEST_EXPIRED") {
             return ClientError::RequestExpired { message };
         }
         match status.code() {
-            Code::InvalidArgument | Code::OutOfRange => ClientError::InvalidArgument { message },
+            Code::InvalidArgument | Code::OutOfRange => ClientError::InvalidArgument {
+                field: details
+                    .bad_request()
+                    .and_then(|b| b.field_violations.first())
+                    .map(|v| v.field.clone()),
+                message,
+            },
             Code::NotFound => ClientError::NotFound { message },
             Code::FailedPrecondition => ClientError::FailedPrecondition { message },
             Code::ResourceExhausted => ClientError::ResourceExhausted { message },
@@ -328,9 +353,45 @@ mod tests {
         assert_eq!(
             e,
             ClientError::InvalidArgument {
+                field: None,
                 message: "ttl_ms: 10 is below 1000".into()
             }
         );
+        // With details, the field comes from BadRequest and the kind from
+        // ErrorInfo, whatever the text says.
+        let mut details = tonic_types::ErrorDetails::with_error_info(
+            "INVALID_ARGUMENT",
+            ERROR_DOMAIN,
+            std::collections::HashMap::<String, String>::new(),
+        );
+        details.add_bad_request_violation("wait_timeout_ms", "at most 1 h");
+        let status = {
+            use tonic_types::StatusExt as _;
+            Status::with_error_details(Code::InvalidArgument, "no field here", details)
+        };
+        assert_eq!(
+            ClientError::from_status(&status),
+            ClientError::InvalidArgument {
+                field: Some("wait_timeout_ms".into()),
+                message: "no field here".into()
+            }
+        );
+        let expired = {
+            use tonic_types::StatusExt as _;
+            Status::with_error_details(
+                Code::FailedPrecondition,
+                "request 3 is below the acknowledged watermark",
+                tonic_types::ErrorDetails::with_error_info(
+                    "REQUEST_EXPIRED",
+                    ERROR_DOMAIN,
+                    std::collections::HashMap::<String, String>::new(),
+                ),
+            )
+        };
+        assert!(matches!(
+            ClientError::from_status(&expired),
+            ClientError::RequestExpired { .. }
+        ));
         assert!(matches!(
             ClientError::from_status(&Status::not_found("lease 7")),
             ClientError::NotFound { .. }

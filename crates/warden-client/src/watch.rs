@@ -65,7 +65,7 @@ impl From<v1::WatchEvent> for WatchEvent {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WatchError {
     /// The index to resume from is older than the node's retained window
-    /// (gRPC `OutOfRange`, message starting `compacted`).
+    /// (gRPC `OutOfRange`, `ErrorInfo` reason `COMPACTED`).
     #[error("{message}")]
     Compacted {
         /// The oldest index the node still retains.
@@ -78,9 +78,25 @@ pub enum WatchError {
     Client(#[from] ClientError),
 }
 
+/// The compaction refusal, told by the status's `google.rpc.ErrorInfo`
+/// reason `COMPACTED` (domain `warden.v1`), never by its text; a status
+/// without details counts when it is `OutOfRange` naming the oldest index
+/// in its metadata.
 fn compacted(status: &Status) -> Option<WatchError> {
-    if status.code() != Code::OutOfRange || !status.message().starts_with("compacted") {
+    use tonic_types::StatusExt as _;
+    if status.code() != Code::OutOfRange {
         return None;
+    }
+    let reason = status
+        .get_error_details()
+        .error_info()
+        .filter(|info| info.domain == crate::error::ERROR_DOMAIN)
+        .map(|info| info.reason.clone());
+    let named_oldest = status.metadata().get(OLDEST_INDEX_METADATA).is_some();
+    match reason.as_deref() {
+        Some("COMPACTED") => {}
+        None if named_oldest => {}
+        _ => return None,
     }
     let oldest_index = status
         .metadata()

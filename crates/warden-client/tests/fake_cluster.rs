@@ -771,6 +771,7 @@ async fn refusal_is_typed_and_not_retried() {
     assert_eq!(
         err,
         ClientError::InvalidArgument {
+            field: None,
             message: "ttl_ms: 10 is below the minimum 1000".into()
         }
     );

@@ -283,7 +283,7 @@ async fn bad_certs_dirs_fail_connect_naming_the_file() {
         ..tls_options(dir, "alice")
     };
     match Client::connect(vec!["127.0.0.1:1".into()], both).await {
-        Err(ClientError::InvalidArgument { message }) => {
+        Err(ClientError::InvalidArgument { message, .. }) => {
             assert!(message.contains("tls and connector"), "{message}")
         }
         other => panic!("expected InvalidArgument, got {other:?}"),

@@ -799,7 +799,7 @@ async fn force_release_is_audited_and_the_next_token_is_larger() {
     .expect_err("too large");
     // OutOfRange, mapped by the client like InvalidArgument.
     match &e {
-        ClientError::InvalidArgument { message } => {
+        ClientError::InvalidArgument { message, .. } => {
             assert!(message.contains("too large"), "{message}")
         }
         other => panic!("expected InvalidArgument (OutOfRange), got {other:?}"),
@@ -1097,7 +1097,7 @@ async fn an_oversized_call_is_refused_alone_and_the_stream_keeps_serving() {
     .expect("refused without retrying until the deadline")
     .expect_err("too large");
     match &e {
-        ClientError::InvalidArgument { message } => {
+        ClientError::InvalidArgument { message, .. } => {
             assert!(message.contains("too large"), "{message}")
         }
         other => panic!("expected InvalidArgument (OutOfRange), got {other:?}"),

@@ -40,6 +40,7 @@ async fn until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// conformance: C06-cut-off-client-sees-lost-first.
 /// S5: a client cut off from every server (a proxy that stops forwarding)
 /// reports `lost()` before the server could grant its lock to anyone else,
 /// and never reports a valid lease after its `valid_until`, even once the
@@ -225,6 +226,7 @@ async fn frozen_client_fails_check_before_its_next_write() {
     );
 }
 
+/// conformance: C07-dropped-acquire-reply-one-grant.
 /// S7: the reply to an acquire is dropped (the proxy forwards the request and
 /// swallows the answer); the client retries elsewhere with the same request
 /// id and gets the same grant: one grant, not two.
@@ -286,6 +288,7 @@ async fn dropped_acquire_reply_is_retried_into_one_grant() {
     assert_eq!(holder(&c, "s7").await, (lease_id, fencing_token));
 }
 
+/// conformance: C05-leader-kill-keeps-lock-and-session.
 /// L4: the leader is killed while a session holds locks; the client follows
 /// the new leader by itself and the session is never lost; the locks keep
 /// their tokens.
