@@ -41,14 +41,14 @@ func (e *Election) Name() string { return e.name }
 func (e *Election) Key(ctx context.Context) string { return e.s.c.electionPrefix(ctx) + e.name }
 
 // Campaign stands with value (at most 4,096 bytes) and waits until elected
-// or ctx ends: the session publishes its value as a candidate, queues for
+// or ctx ends (opts as for [Session.Lock], e.g. OnQueued): the session publishes its value as a candidate, queues for
 // the election, and once granted publishes the value again with the term's
 // token. The wait survives leader changes of the cluster (S8); a ctx that
 // ends first takes the wait back (as [Session.Lock]).
 //
 // Errors: a [*LostError] when the session is lost first (the candidacy goes
 // with the lease); KindInvalidArgument for a bad name or value; ctx's error.
-func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, error) {
+func (e *Election) Campaign(ctx context.Context, value string, opts ...LockOption) (*Leadership, error) {
 	if err := e.s.Check(); err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, err
 	if err := e.s.c.Proclaim(ctx, key, e.s.leaseID, 0, value); err != nil {
 		return nil, err
 	}
-	g, err := e.s.Lock(ctx, key)
+	g, err := e.s.Lock(ctx, key, opts...)
 	if err != nil {
 		return nil, err
 	}

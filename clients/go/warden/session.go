@@ -52,6 +52,9 @@ type LostError struct {
 	ValidUntil time.Duration
 	// LostClockFailed: the clock's error.
 	Err error
+	// The session clock's reading when the loss was declared (0 if the
+	// clock failed).
+	At time.Duration
 }
 
 func (e *LostError) Error() string {
@@ -241,6 +244,9 @@ func (s *Session) lose(reason *LostError) *LostError {
 		kept := s.lost
 		s.mu.Unlock()
 		return kept
+	}
+	if reason.At == 0 {
+		reason.At, _ = s.clock.Now()
 	}
 	s.lost = reason
 	s.mu.Unlock()

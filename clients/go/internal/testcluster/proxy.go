@@ -9,9 +9,9 @@ import (
 // ways until told otherwise:
 //   - Cut: stop forwarding in both directions, close the client side's
 //     sockets, and close every later connection at once;
-//   - SwallowNextReply: keep forwarding client→node but drop node→client;
-//     at the first dropped reply bytes, close that connection (the client
-//     sees its attempt fail) and go back to forwarding.
+//   - SwallowReplies: keep forwarding client→node but drop node→client;
+//     Resume closes every connection that lost bytes (its HTTP/2 framing is
+//     broken) and forwards again.
 type Proxy struct {
 	ln     net.Listener
 	target string
@@ -22,8 +22,8 @@ type Proxy struct {
 	accepted  int
 	swallowed int
 	pairs     map[*pair]struct{}
-	// Closed at the first swallowed reply.
-	swallowedCh chan struct{}
+	// Connections that lost reply bytes.
+	dirty map[*pair]struct{}
 }
 
 type pair struct{ client, node net.Conn }
@@ -39,7 +39,7 @@ func NewProxy(target string) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{ln: ln, target: target, pairs: map[*pair]struct{}{}}
+	p := &Proxy{ln: ln, target: target, pairs: map[*pair]struct{}{}, dirty: map[*pair]struct{}{}}
 	go p.serve()
 	return p, nil
 }
@@ -73,14 +73,27 @@ func (p *Proxy) Cut() {
 	}
 }
 
-// SwallowNextReply drops the next reply bytes from the node, then closes
-// that connection. The returned channel is closed once a reply was dropped.
-func (p *Proxy) SwallowNextReply() <-chan struct{} {
+// SwallowReplies drops every node→client byte from now on, on every
+// connection, until Resume.
+func (p *Proxy) SwallowReplies() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.swallow = true
-	p.swallowedCh = make(chan struct{})
-	return p.swallowedCh
+}
+
+// Resume closes the connections that lost reply bytes and forwards again.
+func (p *Proxy) Resume() {
+	p.mu.Lock()
+	p.swallow = false
+	dirty := p.dirty
+	p.dirty = map[*pair]struct{}{}
+	for pr := range dirty {
+		delete(p.pairs, pr)
+	}
+	p.mu.Unlock()
+	for pr := range dirty {
+		pr.close()
+	}
 }
 
 // Close stops the proxy and closes every connection.
@@ -125,19 +138,19 @@ func (p *Proxy) pipe(pr *pair, from, to net.Conn, reply bool) {
 		if n > 0 {
 			p.mu.Lock()
 			_, live := p.pairs[pr]
-			swallow := reply && p.swallow
-			if swallow {
-				p.swallow = false
+			drop := reply && p.swallow
+			if drop {
 				p.swallowed++
-				close(p.swallowedCh)
-				delete(p.pairs, pr)
+				p.dirty[pr] = struct{}{}
 			}
 			p.mu.Unlock()
-			if !live || swallow {
+			if !live {
 				return
 			}
-			if _, werr := to.Write(buf[:n]); werr != nil {
-				return
+			if !drop {
+				if _, werr := to.Write(buf[:n]); werr != nil {
+					return
+				}
 			}
 		}
 		if err != nil {
