@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -118,14 +119,23 @@ func (w *Watcher) connect(ctx context.Context) error {
 			cancel()
 			return newRPCError(err)
 		}
-		timer := time.AfterFunc(c.opts.AttemptTimeout, cancel)
+		var timedOut atomic.Bool
+		timer := time.AfterFunc(c.opts.AttemptTimeout, func() { timedOut.Store(true); cancel() })
 		header, herr := st.Header()
 		timer.Stop()
-		if herr != nil || header == nil {
+		if herr == nil && len(header) == 0 {
+			// Ended without headers (a trailers-only refusal): the status
+			// comes with the first read.
+			_, herr = st.Recv()
+			if herr == nil || errors.Is(herr, io.EOF) {
+				herr = status.Error(codes.Unavailable, "watch stream ended without headers")
+			}
+		}
+		if herr != nil {
 			stop()
 			cancel()
-			if herr == nil {
-				herr = status.Error(codes.DeadlineExceeded, "no watch headers within the attempt timeout")
+			if timedOut.Load() {
+				herr = status.Errorf(codes.DeadlineExceeded, "no watch headers within %d ms", c.opts.AttemptTimeout.Milliseconds())
 			}
 			e := newRPCError(herr, header, st.Trailer())
 			if ce := judge(e).compacted(); ce != nil {

@@ -398,6 +398,25 @@ func (c *Cluster) Restart(n *Node) error {
 		"--data-dir", n.DataDir, "--initial-cluster-state", "existing", "--admin-listen", n.AdminAddr})
 }
 
+// WaitReady polls the node's /readyz until it answers 200 or ctx ends.
+func (c *Cluster) WaitReady(ctx context.Context, n *Node) error {
+	var last error
+	for {
+		ok, err := c.Ready(ctx, n)
+		if ok {
+			return nil
+		}
+		if err != nil {
+			last = err
+		} else {
+			last = errors.New("/readyz is not 200")
+		}
+		if err := pause(ctx, 50*time.Millisecond); err != nil {
+			return fmt.Errorf("node %d not ready before the deadline: %v\n%s", n.ID, last, c.LogTails())
+		}
+	}
+}
+
 // Ready asks the node's /readyz (HTTPS on a TLS cluster, no client
 // certificate).
 func (c *Cluster) Ready(ctx context.Context, n *Node) (bool, error) {
