@@ -142,7 +142,7 @@ func (c *Client) acquire(ctx context.Context, resource string, opts AcquireOptio
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.CallTimeout)
 	defer cancel()
 	if _, cerr := c.cancelWait(cctx, req.requestID, resource); cerr != nil {
-		return nil, errors.Join(err, fmt.Errorf("cancel of the wait on %q: %w", resource, cerr))
+		return nil, errors.Join(err, fmt.Errorf("cancel of the wait on %q (%s): %w", resource, cancelWaitMethod, cerr))
 	}
 	return nil, err
 }
