@@ -21,7 +21,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
-	reflectionalphapb "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
 	"google.golang.org/grpc/status"
 
 	"github.com/warden-locks/warden/clients/go/warden"
@@ -209,8 +208,8 @@ func TestC13GrpcHealthAndReflection(t *testing.T) {
 	}
 }
 
-// reflectedServices lists services through grpc.reflection.v1, or v1alpha
-// when the server has only that.
+// reflectedServices lists services through grpc.reflection.v1 (what
+// grpcurl asks first; tonic-reflection serves it).
 func reflectedServices(ctx context.Context, conn *grpc.ClientConn) ([]string, error) {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -222,28 +221,6 @@ func reflectedServices(ctx context.Context, conn *grpc.ClientConn) ([]string, er
 	if err == nil {
 		resp, err = st.Recv()
 	}
-	if status.Code(err) == codes.Unimplemented {
-		return reflectedServicesV1Alpha(cctx, conn)
-	}
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, s := range resp.GetListServicesResponse().GetService() {
-		names = append(names, s.GetName())
-	}
-	return names, nil
-}
-
-func reflectedServicesV1Alpha(ctx context.Context, conn *grpc.ClientConn) ([]string, error) {
-	st, err := reflectionalphapb.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := st.Send(&reflectionalphapb.ServerReflectionRequest{MessageRequest: &reflectionalphapb.ServerReflectionRequest_ListServices{}}); err != nil {
-		return nil, err
-	}
-	resp, err := st.Recv()
 	if err != nil {
 		return nil, err
 	}
