@@ -1,6 +1,6 @@
 module github.com/warden-locks/warden/clients/go
 
-go 1.26.8
+go 1.26.0
 
 require (
 	golang.org/x/sys v0.50.0

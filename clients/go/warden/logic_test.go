@@ -18,9 +18,9 @@ import (
 // naming what is wrong, never a panic.
 func TestParseEndpointRefusesWithAReason(t *testing.T) {
 	good := map[string]string{
-		"127.0.0.1:7001":        "127.0.0.1:7001",
+		"127.0.0.1:7001":       "127.0.0.1:7001",
 		" http://node1:7001/ ": "node1:7001",
-		"[::1]:7001":            "[::1]:7001",
+		"[::1]:7001":           "[::1]:7001",
 	}
 	for in, want := range good {
 		if got, err := ParseEndpoint(in); err != nil || got != want {
