@@ -20,7 +20,6 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/warden-locks/warden/clients/go/wardenpb"
 )
@@ -44,6 +43,8 @@ type fakeNode struct {
 	cancels []cancelSeen
 	// Principal (client certificate common name) of each Status call.
 	statusPeers []string
+	// Answers ClusterStatus (nil: Unimplemented, as a server without it).
+	clusterStatus *wardenpb.ClusterStatusResponse
 }
 
 type cancelSeen struct {
@@ -58,7 +59,7 @@ func startFake(t *testing.T, opts ...grpc.ServerOption) *fakeNode {
 		t.Fatal(err)
 	}
 	n := &fakeNode{addr: ln.Addr().String()}
-	srv := grpc.NewServer(append(opts, grpc.UnknownServiceHandler(n.unknown))...)
+	srv := grpc.NewServer(opts...)
 	wardenpb.RegisterLockServer(srv, n)
 	wardenpb.RegisterLeaseServer(srv, n)
 	go func() { _ = srv.Serve(ln) }()
@@ -132,34 +133,25 @@ func (n *fakeNode) Acquire(req *wardenpb.AcquireRequest, st grpc.ServerStreaming
 	return status.Error(codes.Canceled, "client went away")
 }
 
-// unknown serves Lock/CancelWait, which wardenpb does not have yet.
-func (n *fakeNode) unknown(_ any, st grpc.ServerStream) error {
-	method, _ := grpc.MethodFromServerStream(st)
-	if method != cancelWaitMethod {
-		return status.Error(codes.Unimplemented, method)
+func (n *fakeNode) ClusterStatus(context.Context, *wardenpb.ClusterStatusRequest) (*wardenpb.ClusterStatusResponse, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.clusterStatus == nil {
+		return nil, status.Error(codes.Unimplemented, "ClusterStatus")
 	}
-	types, err := cancelWaitTypes()
-	if err != nil {
-		return err
-	}
-	req := types[0].New()
-	if err := st.RecvMsg(req.Interface()); err != nil {
-		return err
-	}
-	f := req.Descriptor().Fields()
-	h := req.Get(f.ByName("header")).Message()
-	hf := h.Descriptor().Fields()
+	return proto.Clone(n.clusterStatus).(*wardenpb.ClusterStatusResponse), nil
+}
+
+// CancelWait records the request and answers "removed".
+func (n *fakeNode) CancelWait(_ context.Context, req *wardenpb.CancelWaitRequest) (*wardenpb.CancelWaitResponse, error) {
+	h := req.GetHeader()
 	n.mu.Lock()
 	n.cancels = append(n.cancels, cancelSeen{
-		clientID: h.Get(hf.ByName("client_id")).Uint(), requestID: h.Get(hf.ByName("request_id")).Uint(),
-		acked: h.Get(hf.ByName("acked_request_id")).Uint(), acquireID: req.Get(f.ByName("acquire_request_id")).Uint(),
-		resource: req.Get(f.ByName("resource")).String(),
+		clientID: h.GetClientId(), requestID: h.GetRequestId(), acked: h.GetAckedRequestId(),
+		acquireID: req.GetAcquireRequestId(), resource: req.GetResource(),
 	})
 	n.mu.Unlock()
-	reply := types[1].New()
-	rf := reply.Descriptor().Fields()
-	reply.Set(rf.ByName("outcome"), protoreflect.ValueOfString(string(CancelRemoved)))
-	return st.SendMsg(reply.Interface())
+	return &wardenpb.CancelWaitResponse{Resource: req.GetResource(), LeaseId: 7, Outcome: string(CancelRemoved)}, nil
 }
 
 // L3 and S7: a follower's redirect is followed at once, and every attempt
@@ -354,5 +346,46 @@ func TestAbandonedLockSendsCancelWait(t *testing.T) {
 	}
 	if cw.requestID <= acq.GetRequestId() || cw.acked >= acq.GetRequestId() {
 		t.Fatalf("cancel request %d with watermark %d: the acquire %d must still be in flight", cw.requestID, cw.acked, acq.GetRequestId())
+	}
+}
+
+// S7 and elections: the in-flight window and the election key prefix are
+// the ones the server publishes in ClusterStatus, not the client's
+// defaults; a server that sends 0 / "" leaves the defaults.
+func TestPublishedWindowAndElectionPrefixAreRead(t *testing.T) {
+	cases := []struct {
+		name       string
+		published  *wardenpb.ClusterStatusResponse
+		wantWindow uint64
+		wantPrefix string
+	}{
+		{"published", &wardenpb.ClusterStatusResponse{MaxRequestsInFlight: 3, ElectionPrefix: "\x01votes/"}, 3, "\x01votes/"},
+		{"zero values", &wardenpb.ClusterStatusResponse{}, DefaultMaxRequestsInFlight, DefaultElectionPrefix},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			n := startFake(t)
+			n.clusterStatus = tc.published
+			c, err := New([]string{n.addr}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			// The first mutating call reads the published settings.
+			if _, err := c.LeaseGrant(ctx, 3*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			c.ids.mu.Lock()
+			window := c.ids.window
+			c.ids.mu.Unlock()
+			if window != tc.wantWindow {
+				t.Fatalf("window %d, want %d", window, tc.wantWindow)
+			}
+			if got := c.electionPrefix(ctx); got != tc.wantPrefix {
+				t.Fatalf("election prefix %q, want %q", got, tc.wantPrefix)
+			}
+		})
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/protobuf/reflect/protoreflect"
-
 	"github.com/warden-locks/warden/clients/go/wardenpb"
 )
 
@@ -16,23 +14,16 @@ import (
 const DefaultElectionPrefix = "\x01election/"
 
 // publishedSettings are what the server publishes in ClusterStatus so that
-// no client hard-codes them: the in-flight window (the server's per-client
-// outcome cap) and the election key prefix. They are read by field name,
-// so a regenerated wardenpb that has the fields makes the client use them
-// with no code change; with a wardenpb that lacks them nothing is fetched
-// and the defaults hold.
+// no client hard-codes them: the in-flight window
+// (max_requests_in_flight, the server's per-client outcome cap) and the
+// election key prefix (election_prefix). A server that sends 0 / "" (one
+// that predates them) leaves the defaults in place.
 type publishedSettings struct {
 	mu             sync.Mutex
 	loaded         bool
 	lastTry        time.Time
 	electionPrefix string
 }
-
-var (
-	clusterStatusFields = (&wardenpb.ClusterStatusResponse{}).ProtoReflect().Descriptor().Fields()
-	windowField         = clusterStatusFields.ByName("max_requests_in_flight")
-	electionPrefixField = clusterStatusFields.ByName("election_prefix")
-)
 
 // publishedRetry is how long after a failed read the client tries again.
 const publishedRetry = 10 * time.Second
@@ -43,7 +34,7 @@ func (c *Client) loadPublished(ctx context.Context) {
 	p := &c.published
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.loaded || (windowField == nil && electionPrefixField == nil) {
+	if p.loaded {
 		return
 	}
 	if !p.lastTry.IsZero() && time.Since(p.lastTry) < publishedRetry {
@@ -57,16 +48,12 @@ func (c *Client) loadPublished(ctx context.Context) {
 	c.applyPublished(reply)
 }
 
-// applyPublished takes the settings from any ClusterStatus reply.
+// applyPublished takes the settings from a ClusterStatus reply (with
+// c.published.mu held).
 func (c *Client) applyPublished(reply *wardenpb.ClusterStatusResponse) {
-	m := reply.ProtoReflect()
-	if windowField != nil && windowField.Kind() == protoreflect.Uint64Kind {
-		c.ids.setWindow(m.Get(windowField).Uint())
-	}
-	if electionPrefixField != nil && electionPrefixField.Kind() == protoreflect.StringKind {
-		if v := m.Get(electionPrefixField).String(); v != "" {
-			c.published.electionPrefix = v
-		}
+	c.ids.setWindow(reply.GetMaxRequestsInFlight())
+	if v := reply.GetElectionPrefix(); v != "" {
+		c.published.electionPrefix = v
 	}
 	c.published.loaded = true
 }

@@ -24,6 +24,62 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// What a grant allows; each includes the ones before it (admin ⊇ lock ⊇ read).
+type Permission int32
+
+const (
+	Permission_PERMISSION_UNSPECIFIED Permission = 0
+	// Status, validate, list and watch, observe an election.
+	Permission_PERMISSION_READ Permission = 1
+	// Also acquire, wait, create leases, campaign and proclaim.
+	Permission_PERMISSION_LOCK Permission = 2
+	// Also force-release, membership, snapshots, roles, users and limits.
+	Permission_PERMISSION_ADMIN Permission = 3
+)
+
+// Enum value maps for Permission.
+var (
+	Permission_name = map[int32]string{
+		0: "PERMISSION_UNSPECIFIED",
+		1: "PERMISSION_READ",
+		2: "PERMISSION_LOCK",
+		3: "PERMISSION_ADMIN",
+	}
+	Permission_value = map[string]int32{
+		"PERMISSION_UNSPECIFIED": 0,
+		"PERMISSION_READ":        1,
+		"PERMISSION_LOCK":        2,
+		"PERMISSION_ADMIN":       3,
+	}
+)
+
+func (x Permission) Enum() *Permission {
+	p := new(Permission)
+	*p = x
+	return p
+}
+
+func (x Permission) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Permission) Descriptor() protoreflect.EnumDescriptor {
+	return file_admin_proto_enumTypes[0].Descriptor()
+}
+
+func (Permission) Type() protoreflect.EnumType {
+	return &file_admin_proto_enumTypes[0]
+}
+
+func (x Permission) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Permission.Descriptor instead.
+func (Permission) EnumDescriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{0}
+}
+
 type ListRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Only resources whose name starts with this; empty = all. At most 512 bytes.
@@ -962,6 +1018,1336 @@ func (x *SaveSnapshotResponse) GetNodeId() uint64 {
 	return 0
 }
 
+// The most a principal may hold at once.
+type Quota struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Live leases it owns (0..=1,000,000).
+	Leases uint64 `protobuf:"varint,1,opt,name=leases,proto3" json:"leases,omitempty"`
+	// Held grants plus queued waits on its leases (0..=10,000,000).
+	Locks uint64 `protobuf:"varint,2,opt,name=locks,proto3" json:"locks,omitempty"`
+	// Queued waits on its leases (0..=1,000,000).
+	Waiters uint64 `protobuf:"varint,3,opt,name=waiters,proto3" json:"waiters,omitempty"`
+	// Outcome records (client ids) it keeps (0..=262,144; S7).
+	Clients       uint64 `protobuf:"varint,4,opt,name=clients,proto3" json:"clients,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Quota) Reset() {
+	*x = Quota{}
+	mi := &file_admin_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Quota) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Quota) ProtoMessage() {}
+
+func (x *Quota) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Quota.ProtoReflect.Descriptor instead.
+func (*Quota) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *Quota) GetLeases() uint64 {
+	if x != nil {
+		return x.Leases
+	}
+	return 0
+}
+
+func (x *Quota) GetLocks() uint64 {
+	if x != nil {
+		return x.Locks
+	}
+	return 0
+}
+
+func (x *Quota) GetWaiters() uint64 {
+	if x != nil {
+		return x.Waiters
+	}
+	return 0
+}
+
+func (x *Quota) GetClients() uint64 {
+	if x != nil {
+		return x.Clients
+	}
+	return 0
+}
+
+// Cluster-wide limits and the default quota.
+type ClusterLimits struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Live leases in the cluster, 1..=1,000,000 (default 100,000).
+	MaxLeases uint64 `protobuf:"varint,1,opt,name=max_leases,json=maxLeases,proto3" json:"max_leases,omitempty"`
+	// Outcome records beyond which a new client id is refused,
+	// 1..=262,144 (default 65,536).
+	MaxClients uint64 `protobuf:"varint,2,opt,name=max_clients,json=maxClients,proto3" json:"max_clients,omitempty"`
+	// The quota of a principal none of whose roles sets one (default 10,000
+	// leases, 100,000 locks, 10,000 waiters, 4,096 clients).
+	DefaultQuota  *Quota `protobuf:"bytes,3,opt,name=default_quota,json=defaultQuota,proto3" json:"default_quota,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusterLimits) Reset() {
+	*x = ClusterLimits{}
+	mi := &file_admin_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterLimits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterLimits) ProtoMessage() {}
+
+func (x *ClusterLimits) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterLimits.ProtoReflect.Descriptor instead.
+func (*ClusterLimits) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ClusterLimits) GetMaxLeases() uint64 {
+	if x != nil {
+		return x.MaxLeases
+	}
+	return 0
+}
+
+func (x *ClusterLimits) GetMaxClients() uint64 {
+	if x != nil {
+		return x.MaxClients
+	}
+	return 0
+}
+
+func (x *ClusterLimits) GetDefaultQuota() *Quota {
+	if x != nil {
+		return x.DefaultQuota
+	}
+	return nil
+}
+
+type GrantPermissionRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Header *RequestHeader         `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	// 1..=64 bytes of ASCII letters, digits, `.`, `_`, `-`, `@`, not starting
+	// with `.` or `-`.
+	Role string `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	// A lock prefix (e.g. "payments/"), "election:" + an election name prefix,
+	// or "" (everything). At most 512 bytes, no control characters.
+	Prefix        string     `protobuf:"bytes,3,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	Permission    Permission `protobuf:"varint,4,opt,name=permission,proto3,enum=warden.v1.Permission" json:"permission,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GrantPermissionRequest) Reset() {
+	*x = GrantPermissionRequest{}
+	mi := &file_admin_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GrantPermissionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GrantPermissionRequest) ProtoMessage() {}
+
+func (x *GrantPermissionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GrantPermissionRequest.ProtoReflect.Descriptor instead.
+func (*GrantPermissionRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *GrantPermissionRequest) GetHeader() *RequestHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *GrantPermissionRequest) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *GrantPermissionRequest) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+func (x *GrantPermissionRequest) GetPermission() Permission {
+	if x != nil {
+		return x.Permission
+	}
+	return Permission_PERMISSION_UNSPECIFIED
+}
+
+type RevokePermissionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *RequestHeader         `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Role          string                 `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	Prefix        string                 `protobuf:"bytes,3,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokePermissionRequest) Reset() {
+	*x = RevokePermissionRequest{}
+	mi := &file_admin_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokePermissionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokePermissionRequest) ProtoMessage() {}
+
+func (x *RevokePermissionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokePermissionRequest.ProtoReflect.Descriptor instead.
+func (*RevokePermissionRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *RevokePermissionRequest) GetHeader() *RequestHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *RevokePermissionRequest) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *RevokePermissionRequest) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+type DeleteRoleRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *RequestHeader         `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Role          string                 `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteRoleRequest) Reset() {
+	*x = DeleteRoleRequest{}
+	mi := &file_admin_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteRoleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteRoleRequest) ProtoMessage() {}
+
+func (x *DeleteRoleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteRoleRequest.ProtoReflect.Descriptor instead.
+func (*DeleteRoleRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *DeleteRoleRequest) GetHeader() *RequestHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *DeleteRoleRequest) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+type GrantRoleRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Header *RequestHeader         `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	// The principal: a client certificate's name.
+	User          string `protobuf:"bytes,2,opt,name=user,proto3" json:"user,omitempty"`
+	Role          string `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GrantRoleRequest) Reset() {
+	*x = GrantRoleRequest{}
+	mi := &file_admin_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GrantRoleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GrantRoleRequest) ProtoMessage() {}
+
+func (x *GrantRoleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GrantRoleRequest.ProtoReflect.Descriptor instead.
+func (*GrantRoleRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *GrantRoleRequest) GetHeader() *RequestHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *GrantRoleRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *GrantRoleRequest) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+type RevokeRoleRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *RequestHeader         `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	User          string                 `protobuf:"bytes,2,opt,name=user,proto3" json:"user,omitempty"`
+	Role          string                 `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeRoleRequest) Reset() {
+	*x = RevokeRoleRequest{}
+	mi := &file_admin_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeRoleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeRoleRequest) ProtoMessage() {}
+
+func (x *RevokeRoleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeRoleRequest.ProtoReflect.Descriptor instead.
+func (*RevokeRoleRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *RevokeRoleRequest) GetHeader() *RequestHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *RevokeRoleRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *RevokeRoleRequest) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+type SetRoleQuotaRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Header *RequestHeader         `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Role   string                 `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	// Absent: clear the role's quota.
+	Quota         *Quota `protobuf:"bytes,3,opt,name=quota,proto3" json:"quota,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetRoleQuotaRequest) Reset() {
+	*x = SetRoleQuotaRequest{}
+	mi := &file_admin_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetRoleQuotaRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetRoleQuotaRequest) ProtoMessage() {}
+
+func (x *SetRoleQuotaRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetRoleQuotaRequest.ProtoReflect.Descriptor instead.
+func (*SetRoleQuotaRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *SetRoleQuotaRequest) GetHeader() *RequestHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *SetRoleQuotaRequest) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *SetRoleQuotaRequest) GetQuota() *Quota {
+	if x != nil {
+		return x.Quota
+	}
+	return nil
+}
+
+type SetLimitsRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Header *RequestHeader         `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	// Required.
+	Limits        *ClusterLimits `protobuf:"bytes,2,opt,name=limits,proto3" json:"limits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetLimitsRequest) Reset() {
+	*x = SetLimitsRequest{}
+	mi := &file_admin_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetLimitsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetLimitsRequest) ProtoMessage() {}
+
+func (x *SetLimitsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetLimitsRequest.ProtoReflect.Descriptor instead.
+func (*SetLimitsRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *SetLimitsRequest) GetHeader() *RequestHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *SetLimitsRequest) GetLimits() *ClusterLimits {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+// The change applied and is in the auth audit trail (or, for a retried
+// request, had applied before).
+type AuthChangeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthChangeResponse) Reset() {
+	*x = AuthChangeResponse{}
+	mi := &file_admin_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthChangeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthChangeResponse) ProtoMessage() {}
+
+func (x *AuthChangeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthChangeResponse.ProtoReflect.Descriptor instead.
+func (*AuthChangeResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{25}
+}
+
+type ListRolesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRolesRequest) Reset() {
+	*x = ListRolesRequest{}
+	mi := &file_admin_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRolesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRolesRequest) ProtoMessage() {}
+
+func (x *ListRolesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRolesRequest.ProtoReflect.Descriptor instead.
+func (*ListRolesRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{26}
+}
+
+type RoleGrant struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Prefix        string                 `protobuf:"bytes,1,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	Permission    Permission             `protobuf:"varint,2,opt,name=permission,proto3,enum=warden.v1.Permission" json:"permission,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RoleGrant) Reset() {
+	*x = RoleGrant{}
+	mi := &file_admin_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RoleGrant) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RoleGrant) ProtoMessage() {}
+
+func (x *RoleGrant) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RoleGrant.ProtoReflect.Descriptor instead.
+func (*RoleGrant) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *RoleGrant) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+func (x *RoleGrant) GetPermission() Permission {
+	if x != nil {
+		return x.Permission
+	}
+	return Permission_PERMISSION_UNSPECIFIED
+}
+
+type RoleInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// By prefix.
+	Grants []*RoleGrant `protobuf:"bytes,2,rep,name=grants,proto3" json:"grants,omitempty"`
+	// Absent when the role sets none.
+	Quota         *Quota `protobuf:"bytes,3,opt,name=quota,proto3" json:"quota,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RoleInfo) Reset() {
+	*x = RoleInfo{}
+	mi := &file_admin_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RoleInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RoleInfo) ProtoMessage() {}
+
+func (x *RoleInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RoleInfo.ProtoReflect.Descriptor instead.
+func (*RoleInfo) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *RoleInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RoleInfo) GetGrants() []*RoleGrant {
+	if x != nil {
+		return x.Grants
+	}
+	return nil
+}
+
+func (x *RoleInfo) GetQuota() *Quota {
+	if x != nil {
+		return x.Quota
+	}
+	return nil
+}
+
+type ListRolesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// By name.
+	Roles         []*RoleInfo `protobuf:"bytes,1,rep,name=roles,proto3" json:"roles,omitempty"`
+	ReadIndex     uint64      `protobuf:"varint,2,opt,name=read_index,json=readIndex,proto3" json:"read_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRolesResponse) Reset() {
+	*x = ListRolesResponse{}
+	mi := &file_admin_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRolesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRolesResponse) ProtoMessage() {}
+
+func (x *ListRolesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRolesResponse.ProtoReflect.Descriptor instead.
+func (*ListRolesResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ListRolesResponse) GetRoles() []*RoleInfo {
+	if x != nil {
+		return x.Roles
+	}
+	return nil
+}
+
+func (x *ListRolesResponse) GetReadIndex() uint64 {
+	if x != nil {
+		return x.ReadIndex
+	}
+	return 0
+}
+
+type ListUsersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUsersRequest) Reset() {
+	*x = ListUsersRequest{}
+	mi := &file_admin_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUsersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUsersRequest) ProtoMessage() {}
+
+func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
+func (*ListUsersRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{30}
+}
+
+// What a principal holds, counted against its quota.
+type QuotaUsage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Leases        uint64                 `protobuf:"varint,1,opt,name=leases,proto3" json:"leases,omitempty"`
+	Locks         uint64                 `protobuf:"varint,2,opt,name=locks,proto3" json:"locks,omitempty"`
+	Waiters       uint64                 `protobuf:"varint,3,opt,name=waiters,proto3" json:"waiters,omitempty"`
+	Clients       uint64                 `protobuf:"varint,4,opt,name=clients,proto3" json:"clients,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuotaUsage) Reset() {
+	*x = QuotaUsage{}
+	mi := &file_admin_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuotaUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuotaUsage) ProtoMessage() {}
+
+func (x *QuotaUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuotaUsage.ProtoReflect.Descriptor instead.
+func (*QuotaUsage) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *QuotaUsage) GetLeases() uint64 {
+	if x != nil {
+		return x.Leases
+	}
+	return 0
+}
+
+func (x *QuotaUsage) GetLocks() uint64 {
+	if x != nil {
+		return x.Locks
+	}
+	return 0
+}
+
+func (x *QuotaUsage) GetWaiters() uint64 {
+	if x != nil {
+		return x.Waiters
+	}
+	return 0
+}
+
+func (x *QuotaUsage) GetClients() uint64 {
+	if x != nil {
+		return x.Clients
+	}
+	return 0
+}
+
+type UserInfo struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Principal string                 `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	// By name.
+	Roles []string `protobuf:"bytes,2,rep,name=roles,proto3" json:"roles,omitempty"`
+	// The quota that binds it: per field the largest of its roles' quotas,
+	// else the default quota. Absent for `root` (bound only by the cluster
+	// limits).
+	Quota         *Quota      `protobuf:"bytes,3,opt,name=quota,proto3" json:"quota,omitempty"`
+	Usage         *QuotaUsage `protobuf:"bytes,4,opt,name=usage,proto3" json:"usage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UserInfo) Reset() {
+	*x = UserInfo{}
+	mi := &file_admin_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UserInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UserInfo) ProtoMessage() {}
+
+func (x *UserInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UserInfo.ProtoReflect.Descriptor instead.
+func (*UserInfo) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *UserInfo) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *UserInfo) GetRoles() []string {
+	if x != nil {
+		return x.Roles
+	}
+	return nil
+}
+
+func (x *UserInfo) GetQuota() *Quota {
+	if x != nil {
+		return x.Quota
+	}
+	return nil
+}
+
+func (x *UserInfo) GetUsage() *QuotaUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+type ListUsersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// By principal.
+	Users         []*UserInfo `protobuf:"bytes,1,rep,name=users,proto3" json:"users,omitempty"`
+	ReadIndex     uint64      `protobuf:"varint,2,opt,name=read_index,json=readIndex,proto3" json:"read_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUsersResponse) Reset() {
+	*x = ListUsersResponse{}
+	mi := &file_admin_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUsersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUsersResponse) ProtoMessage() {}
+
+func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
+func (*ListUsersResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ListUsersResponse) GetUsers() []*UserInfo {
+	if x != nil {
+		return x.Users
+	}
+	return nil
+}
+
+func (x *ListUsersResponse) GetReadIndex() uint64 {
+	if x != nil {
+		return x.ReadIndex
+	}
+	return 0
+}
+
+type GetLimitsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetLimitsRequest) Reset() {
+	*x = GetLimitsRequest{}
+	mi := &file_admin_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetLimitsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetLimitsRequest) ProtoMessage() {}
+
+func (x *GetLimitsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetLimitsRequest.ProtoReflect.Descriptor instead.
+func (*GetLimitsRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{34}
+}
+
+type GetLimitsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Limits        *ClusterLimits         `protobuf:"bytes,1,opt,name=limits,proto3" json:"limits,omitempty"`
+	ReadIndex     uint64                 `protobuf:"varint,2,opt,name=read_index,json=readIndex,proto3" json:"read_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetLimitsResponse) Reset() {
+	*x = GetLimitsResponse{}
+	mi := &file_admin_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetLimitsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetLimitsResponse) ProtoMessage() {}
+
+func (x *GetLimitsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetLimitsResponse.ProtoReflect.Descriptor instead.
+func (*GetLimitsResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *GetLimitsResponse) GetLimits() *ClusterLimits {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+func (x *GetLimitsResponse) GetReadIndex() uint64 {
+	if x != nil {
+		return x.ReadIndex
+	}
+	return 0
+}
+
+type AuthAuditTrailRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthAuditTrailRequest) Reset() {
+	*x = AuthAuditTrailRequest{}
+	mi := &file_admin_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthAuditTrailRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthAuditTrailRequest) ProtoMessage() {}
+
+func (x *AuthAuditTrailRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthAuditTrailRequest.ProtoReflect.Descriptor instead.
+func (*AuthAuditTrailRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{36}
+}
+
+// One applied auth change. `op` names it; the fields it does not use are
+// empty.
+type AuthAuditRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Log index of the entry that applied it.
+	Index uint64 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// Who made it; "" for an anonymous caller of an insecure node.
+	Principal string `protobuf:"bytes,2,opt,name=principal,proto3" json:"principal,omitempty"`
+	// grant_permission, revoke_permission, delete_role, grant_role,
+	// revoke_role, set_role_quota or set_limits.
+	Op         string     `protobuf:"bytes,3,opt,name=op,proto3" json:"op,omitempty"`
+	Role       string     `protobuf:"bytes,4,opt,name=role,proto3" json:"role,omitempty"`
+	Prefix     string     `protobuf:"bytes,5,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	Permission Permission `protobuf:"varint,6,opt,name=permission,proto3,enum=warden.v1.Permission" json:"permission,omitempty"`
+	User       string     `protobuf:"bytes,7,opt,name=user,proto3" json:"user,omitempty"`
+	// set_role_quota: the quota set (absent: cleared).
+	Quota *Quota `protobuf:"bytes,8,opt,name=quota,proto3" json:"quota,omitempty"`
+	// set_limits: the limits set.
+	Limits *ClusterLimits `protobuf:"bytes,9,opt,name=limits,proto3" json:"limits,omitempty"`
+	// The proposing server's wall clock (ms since the Unix epoch); display only.
+	AtUnixMs      uint64 `protobuf:"varint,10,opt,name=at_unix_ms,json=atUnixMs,proto3" json:"at_unix_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthAuditRecord) Reset() {
+	*x = AuthAuditRecord{}
+	mi := &file_admin_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthAuditRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthAuditRecord) ProtoMessage() {}
+
+func (x *AuthAuditRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthAuditRecord.ProtoReflect.Descriptor instead.
+func (*AuthAuditRecord) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *AuthAuditRecord) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *AuthAuditRecord) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *AuthAuditRecord) GetOp() string {
+	if x != nil {
+		return x.Op
+	}
+	return ""
+}
+
+func (x *AuthAuditRecord) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *AuthAuditRecord) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+func (x *AuthAuditRecord) GetPermission() Permission {
+	if x != nil {
+		return x.Permission
+	}
+	return Permission_PERMISSION_UNSPECIFIED
+}
+
+func (x *AuthAuditRecord) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *AuthAuditRecord) GetQuota() *Quota {
+	if x != nil {
+		return x.Quota
+	}
+	return nil
+}
+
+func (x *AuthAuditRecord) GetLimits() *ClusterLimits {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+func (x *AuthAuditRecord) GetAtUnixMs() uint64 {
+	if x != nil {
+		return x.AtUnixMs
+	}
+	return 0
+}
+
+type AuthAuditTrailResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Records       []*AuthAuditRecord     `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	ReadIndex     uint64                 `protobuf:"varint,2,opt,name=read_index,json=readIndex,proto3" json:"read_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthAuditTrailResponse) Reset() {
+	*x = AuthAuditTrailResponse{}
+	mi := &file_admin_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthAuditTrailResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthAuditTrailResponse) ProtoMessage() {}
+
+func (x *AuthAuditTrailResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthAuditTrailResponse.ProtoReflect.Descriptor instead.
+func (*AuthAuditTrailResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *AuthAuditTrailResponse) GetRecords() []*AuthAuditRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+func (x *AuthAuditTrailResponse) GetReadIndex() uint64 {
+	if x != nil {
+		return x.ReadIndex
+	}
+	return 0
+}
+
 var File_admin_proto protoreflect.FileDescriptor
 
 const file_admin_proto_rawDesc = "" +
@@ -1031,7 +2417,110 @@ const file_admin_proto_rawDesc = "" +
 	"\x04term\x18\x03 \x01(\x04R\x04term\x12$\n" +
 	"\x0eleader_node_id\x18\x04 \x01(\x04R\fleaderNodeId\x12\x12\n" +
 	"\x04data\x18\x05 \x01(\fR\x04data\x12\x17\n" +
-	"\anode_id\x18\x06 \x01(\x04R\x06nodeId2\x8a\x04\n" +
+	"\anode_id\x18\x06 \x01(\x04R\x06nodeId\"i\n" +
+	"\x05Quota\x12\x16\n" +
+	"\x06leases\x18\x01 \x01(\x04R\x06leases\x12\x14\n" +
+	"\x05locks\x18\x02 \x01(\x04R\x05locks\x12\x18\n" +
+	"\awaiters\x18\x03 \x01(\x04R\awaiters\x12\x18\n" +
+	"\aclients\x18\x04 \x01(\x04R\aclients\"\x86\x01\n" +
+	"\rClusterLimits\x12\x1d\n" +
+	"\n" +
+	"max_leases\x18\x01 \x01(\x04R\tmaxLeases\x12\x1f\n" +
+	"\vmax_clients\x18\x02 \x01(\x04R\n" +
+	"maxClients\x125\n" +
+	"\rdefault_quota\x18\x03 \x01(\v2\x10.warden.v1.QuotaR\fdefaultQuota\"\xad\x01\n" +
+	"\x16GrantPermissionRequest\x120\n" +
+	"\x06header\x18\x01 \x01(\v2\x18.warden.v1.RequestHeaderR\x06header\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\x12\x16\n" +
+	"\x06prefix\x18\x03 \x01(\tR\x06prefix\x125\n" +
+	"\n" +
+	"permission\x18\x04 \x01(\x0e2\x15.warden.v1.PermissionR\n" +
+	"permission\"w\n" +
+	"\x17RevokePermissionRequest\x120\n" +
+	"\x06header\x18\x01 \x01(\v2\x18.warden.v1.RequestHeaderR\x06header\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\x12\x16\n" +
+	"\x06prefix\x18\x03 \x01(\tR\x06prefix\"Y\n" +
+	"\x11DeleteRoleRequest\x120\n" +
+	"\x06header\x18\x01 \x01(\v2\x18.warden.v1.RequestHeaderR\x06header\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\"l\n" +
+	"\x10GrantRoleRequest\x120\n" +
+	"\x06header\x18\x01 \x01(\v2\x18.warden.v1.RequestHeaderR\x06header\x12\x12\n" +
+	"\x04user\x18\x02 \x01(\tR\x04user\x12\x12\n" +
+	"\x04role\x18\x03 \x01(\tR\x04role\"m\n" +
+	"\x11RevokeRoleRequest\x120\n" +
+	"\x06header\x18\x01 \x01(\v2\x18.warden.v1.RequestHeaderR\x06header\x12\x12\n" +
+	"\x04user\x18\x02 \x01(\tR\x04user\x12\x12\n" +
+	"\x04role\x18\x03 \x01(\tR\x04role\"\x83\x01\n" +
+	"\x13SetRoleQuotaRequest\x120\n" +
+	"\x06header\x18\x01 \x01(\v2\x18.warden.v1.RequestHeaderR\x06header\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\x12&\n" +
+	"\x05quota\x18\x03 \x01(\v2\x10.warden.v1.QuotaR\x05quota\"v\n" +
+	"\x10SetLimitsRequest\x120\n" +
+	"\x06header\x18\x01 \x01(\v2\x18.warden.v1.RequestHeaderR\x06header\x120\n" +
+	"\x06limits\x18\x02 \x01(\v2\x18.warden.v1.ClusterLimitsR\x06limits\"\x14\n" +
+	"\x12AuthChangeResponse\"\x12\n" +
+	"\x10ListRolesRequest\"Z\n" +
+	"\tRoleGrant\x12\x16\n" +
+	"\x06prefix\x18\x01 \x01(\tR\x06prefix\x125\n" +
+	"\n" +
+	"permission\x18\x02 \x01(\x0e2\x15.warden.v1.PermissionR\n" +
+	"permission\"t\n" +
+	"\bRoleInfo\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12,\n" +
+	"\x06grants\x18\x02 \x03(\v2\x14.warden.v1.RoleGrantR\x06grants\x12&\n" +
+	"\x05quota\x18\x03 \x01(\v2\x10.warden.v1.QuotaR\x05quota\"]\n" +
+	"\x11ListRolesResponse\x12)\n" +
+	"\x05roles\x18\x01 \x03(\v2\x13.warden.v1.RoleInfoR\x05roles\x12\x1d\n" +
+	"\n" +
+	"read_index\x18\x02 \x01(\x04R\treadIndex\"\x12\n" +
+	"\x10ListUsersRequest\"n\n" +
+	"\n" +
+	"QuotaUsage\x12\x16\n" +
+	"\x06leases\x18\x01 \x01(\x04R\x06leases\x12\x14\n" +
+	"\x05locks\x18\x02 \x01(\x04R\x05locks\x12\x18\n" +
+	"\awaiters\x18\x03 \x01(\x04R\awaiters\x12\x18\n" +
+	"\aclients\x18\x04 \x01(\x04R\aclients\"\x93\x01\n" +
+	"\bUserInfo\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x14\n" +
+	"\x05roles\x18\x02 \x03(\tR\x05roles\x12&\n" +
+	"\x05quota\x18\x03 \x01(\v2\x10.warden.v1.QuotaR\x05quota\x12+\n" +
+	"\x05usage\x18\x04 \x01(\v2\x15.warden.v1.QuotaUsageR\x05usage\"]\n" +
+	"\x11ListUsersResponse\x12)\n" +
+	"\x05users\x18\x01 \x03(\v2\x13.warden.v1.UserInfoR\x05users\x12\x1d\n" +
+	"\n" +
+	"read_index\x18\x02 \x01(\x04R\treadIndex\"\x12\n" +
+	"\x10GetLimitsRequest\"d\n" +
+	"\x11GetLimitsResponse\x120\n" +
+	"\x06limits\x18\x01 \x01(\v2\x18.warden.v1.ClusterLimitsR\x06limits\x12\x1d\n" +
+	"\n" +
+	"read_index\x18\x02 \x01(\x04R\treadIndex\"\x17\n" +
+	"\x15AuthAuditTrailRequest\"\xc4\x02\n" +
+	"\x0fAuthAuditRecord\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x1c\n" +
+	"\tprincipal\x18\x02 \x01(\tR\tprincipal\x12\x0e\n" +
+	"\x02op\x18\x03 \x01(\tR\x02op\x12\x12\n" +
+	"\x04role\x18\x04 \x01(\tR\x04role\x12\x16\n" +
+	"\x06prefix\x18\x05 \x01(\tR\x06prefix\x125\n" +
+	"\n" +
+	"permission\x18\x06 \x01(\x0e2\x15.warden.v1.PermissionR\n" +
+	"permission\x12\x12\n" +
+	"\x04user\x18\a \x01(\tR\x04user\x12&\n" +
+	"\x05quota\x18\b \x01(\v2\x10.warden.v1.QuotaR\x05quota\x120\n" +
+	"\x06limits\x18\t \x01(\v2\x18.warden.v1.ClusterLimitsR\x06limits\x12\x1c\n" +
+	"\n" +
+	"at_unix_ms\x18\n" +
+	" \x01(\x04R\batUnixMs\"m\n" +
+	"\x16AuthAuditTrailResponse\x124\n" +
+	"\arecords\x18\x01 \x03(\v2\x1a.warden.v1.AuthAuditRecordR\arecords\x12\x1d\n" +
+	"\n" +
+	"read_index\x18\x02 \x01(\x04R\treadIndex*h\n" +
+	"\n" +
+	"Permission\x12\x1a\n" +
+	"\x16PERMISSION_UNSPECIFIED\x10\x00\x12\x13\n" +
+	"\x0fPERMISSION_READ\x10\x01\x12\x13\n" +
+	"\x0fPERMISSION_LOCK\x10\x02\x12\x14\n" +
+	"\x10PERMISSION_ADMIN\x10\x032\xdc\n" +
+	"\n" +
 	"\x05Admin\x127\n" +
 	"\x04List\x12\x16.warden.v1.ListRequest\x1a\x17.warden.v1.ListResponse\x12O\n" +
 	"\fForceRelease\x12\x1e.warden.v1.ForceReleaseRequest\x1a\x1f.warden.v1.ForceReleaseResponse\x12I\n" +
@@ -1041,7 +2530,20 @@ const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"RemoveNode\x12\x1c.warden.v1.RemoveNodeRequest\x1a\x1d.warden.v1.MembershipResponse\x12K\n" +
 	"\vReplaceNode\x12\x1d.warden.v1.ReplaceNodeRequest\x1a\x1d.warden.v1.MembershipResponse\x12O\n" +
-	"\fSaveSnapshot\x12\x1e.warden.v1.SaveSnapshotRequest\x1a\x1f.warden.v1.SaveSnapshotResponseb\x06proto3"
+	"\fSaveSnapshot\x12\x1e.warden.v1.SaveSnapshotRequest\x1a\x1f.warden.v1.SaveSnapshotResponse\x12S\n" +
+	"\x0fGrantPermission\x12!.warden.v1.GrantPermissionRequest\x1a\x1d.warden.v1.AuthChangeResponse\x12U\n" +
+	"\x10RevokePermission\x12\".warden.v1.RevokePermissionRequest\x1a\x1d.warden.v1.AuthChangeResponse\x12I\n" +
+	"\n" +
+	"DeleteRole\x12\x1c.warden.v1.DeleteRoleRequest\x1a\x1d.warden.v1.AuthChangeResponse\x12G\n" +
+	"\tGrantRole\x12\x1b.warden.v1.GrantRoleRequest\x1a\x1d.warden.v1.AuthChangeResponse\x12I\n" +
+	"\n" +
+	"RevokeRole\x12\x1c.warden.v1.RevokeRoleRequest\x1a\x1d.warden.v1.AuthChangeResponse\x12M\n" +
+	"\fSetRoleQuota\x12\x1e.warden.v1.SetRoleQuotaRequest\x1a\x1d.warden.v1.AuthChangeResponse\x12G\n" +
+	"\tSetLimits\x12\x1b.warden.v1.SetLimitsRequest\x1a\x1d.warden.v1.AuthChangeResponse\x12F\n" +
+	"\tListRoles\x12\x1b.warden.v1.ListRolesRequest\x1a\x1c.warden.v1.ListRolesResponse\x12F\n" +
+	"\tListUsers\x12\x1b.warden.v1.ListUsersRequest\x1a\x1c.warden.v1.ListUsersResponse\x12F\n" +
+	"\tGetLimits\x12\x1b.warden.v1.GetLimitsRequest\x1a\x1c.warden.v1.GetLimitsResponse\x12U\n" +
+	"\x0eAuthAuditTrail\x12 .warden.v1.AuthAuditTrailRequest\x1a!.warden.v1.AuthAuditTrailResponseb\x06proto3"
 
 var (
 	file_admin_proto_rawDescOnce sync.Once
@@ -1055,51 +2557,121 @@ func file_admin_proto_rawDescGZIP() []byte {
 	return file_admin_proto_rawDescData
 }
 
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_admin_proto_goTypes = []any{
-	(*ListRequest)(nil),          // 0: warden.v1.ListRequest
-	(*ListHolder)(nil),           // 1: warden.v1.ListHolder
-	(*ListWaiter)(nil),           // 2: warden.v1.ListWaiter
-	(*ListedLock)(nil),           // 3: warden.v1.ListedLock
-	(*ListResponse)(nil),         // 4: warden.v1.ListResponse
-	(*ForceReleaseRequest)(nil),  // 5: warden.v1.ForceReleaseRequest
-	(*ForceReleaseResponse)(nil), // 6: warden.v1.ForceReleaseResponse
-	(*AuditTrailRequest)(nil),    // 7: warden.v1.AuditTrailRequest
-	(*AuditRecord)(nil),          // 8: warden.v1.AuditRecord
-	(*AuditTrailResponse)(nil),   // 9: warden.v1.AuditTrailResponse
-	(*AddNodeRequest)(nil),       // 10: warden.v1.AddNodeRequest
-	(*RemoveNodeRequest)(nil),    // 11: warden.v1.RemoveNodeRequest
-	(*ReplaceNodeRequest)(nil),   // 12: warden.v1.ReplaceNodeRequest
-	(*MembershipResponse)(nil),   // 13: warden.v1.MembershipResponse
-	(*SaveSnapshotRequest)(nil),  // 14: warden.v1.SaveSnapshotRequest
-	(*SaveSnapshotResponse)(nil), // 15: warden.v1.SaveSnapshotResponse
-	(*RequestHeader)(nil),        // 16: warden.v1.RequestHeader
+	(Permission)(0),                 // 0: warden.v1.Permission
+	(*ListRequest)(nil),             // 1: warden.v1.ListRequest
+	(*ListHolder)(nil),              // 2: warden.v1.ListHolder
+	(*ListWaiter)(nil),              // 3: warden.v1.ListWaiter
+	(*ListedLock)(nil),              // 4: warden.v1.ListedLock
+	(*ListResponse)(nil),            // 5: warden.v1.ListResponse
+	(*ForceReleaseRequest)(nil),     // 6: warden.v1.ForceReleaseRequest
+	(*ForceReleaseResponse)(nil),    // 7: warden.v1.ForceReleaseResponse
+	(*AuditTrailRequest)(nil),       // 8: warden.v1.AuditTrailRequest
+	(*AuditRecord)(nil),             // 9: warden.v1.AuditRecord
+	(*AuditTrailResponse)(nil),      // 10: warden.v1.AuditTrailResponse
+	(*AddNodeRequest)(nil),          // 11: warden.v1.AddNodeRequest
+	(*RemoveNodeRequest)(nil),       // 12: warden.v1.RemoveNodeRequest
+	(*ReplaceNodeRequest)(nil),      // 13: warden.v1.ReplaceNodeRequest
+	(*MembershipResponse)(nil),      // 14: warden.v1.MembershipResponse
+	(*SaveSnapshotRequest)(nil),     // 15: warden.v1.SaveSnapshotRequest
+	(*SaveSnapshotResponse)(nil),    // 16: warden.v1.SaveSnapshotResponse
+	(*Quota)(nil),                   // 17: warden.v1.Quota
+	(*ClusterLimits)(nil),           // 18: warden.v1.ClusterLimits
+	(*GrantPermissionRequest)(nil),  // 19: warden.v1.GrantPermissionRequest
+	(*RevokePermissionRequest)(nil), // 20: warden.v1.RevokePermissionRequest
+	(*DeleteRoleRequest)(nil),       // 21: warden.v1.DeleteRoleRequest
+	(*GrantRoleRequest)(nil),        // 22: warden.v1.GrantRoleRequest
+	(*RevokeRoleRequest)(nil),       // 23: warden.v1.RevokeRoleRequest
+	(*SetRoleQuotaRequest)(nil),     // 24: warden.v1.SetRoleQuotaRequest
+	(*SetLimitsRequest)(nil),        // 25: warden.v1.SetLimitsRequest
+	(*AuthChangeResponse)(nil),      // 26: warden.v1.AuthChangeResponse
+	(*ListRolesRequest)(nil),        // 27: warden.v1.ListRolesRequest
+	(*RoleGrant)(nil),               // 28: warden.v1.RoleGrant
+	(*RoleInfo)(nil),                // 29: warden.v1.RoleInfo
+	(*ListRolesResponse)(nil),       // 30: warden.v1.ListRolesResponse
+	(*ListUsersRequest)(nil),        // 31: warden.v1.ListUsersRequest
+	(*QuotaUsage)(nil),              // 32: warden.v1.QuotaUsage
+	(*UserInfo)(nil),                // 33: warden.v1.UserInfo
+	(*ListUsersResponse)(nil),       // 34: warden.v1.ListUsersResponse
+	(*GetLimitsRequest)(nil),        // 35: warden.v1.GetLimitsRequest
+	(*GetLimitsResponse)(nil),       // 36: warden.v1.GetLimitsResponse
+	(*AuthAuditTrailRequest)(nil),   // 37: warden.v1.AuthAuditTrailRequest
+	(*AuthAuditRecord)(nil),         // 38: warden.v1.AuthAuditRecord
+	(*AuthAuditTrailResponse)(nil),  // 39: warden.v1.AuthAuditTrailResponse
+	(*RequestHeader)(nil),           // 40: warden.v1.RequestHeader
 }
 var file_admin_proto_depIdxs = []int32{
-	1,  // 0: warden.v1.ListedLock.holder:type_name -> warden.v1.ListHolder
-	2,  // 1: warden.v1.ListedLock.waiters:type_name -> warden.v1.ListWaiter
-	3,  // 2: warden.v1.ListResponse.locks:type_name -> warden.v1.ListedLock
-	16, // 3: warden.v1.ForceReleaseRequest.header:type_name -> warden.v1.RequestHeader
-	8,  // 4: warden.v1.AuditTrailResponse.records:type_name -> warden.v1.AuditRecord
-	0,  // 5: warden.v1.Admin.List:input_type -> warden.v1.ListRequest
-	5,  // 6: warden.v1.Admin.ForceRelease:input_type -> warden.v1.ForceReleaseRequest
-	7,  // 7: warden.v1.Admin.AuditTrail:input_type -> warden.v1.AuditTrailRequest
-	10, // 8: warden.v1.Admin.AddNode:input_type -> warden.v1.AddNodeRequest
-	11, // 9: warden.v1.Admin.RemoveNode:input_type -> warden.v1.RemoveNodeRequest
-	12, // 10: warden.v1.Admin.ReplaceNode:input_type -> warden.v1.ReplaceNodeRequest
-	14, // 11: warden.v1.Admin.SaveSnapshot:input_type -> warden.v1.SaveSnapshotRequest
-	4,  // 12: warden.v1.Admin.List:output_type -> warden.v1.ListResponse
-	6,  // 13: warden.v1.Admin.ForceRelease:output_type -> warden.v1.ForceReleaseResponse
-	9,  // 14: warden.v1.Admin.AuditTrail:output_type -> warden.v1.AuditTrailResponse
-	13, // 15: warden.v1.Admin.AddNode:output_type -> warden.v1.MembershipResponse
-	13, // 16: warden.v1.Admin.RemoveNode:output_type -> warden.v1.MembershipResponse
-	13, // 17: warden.v1.Admin.ReplaceNode:output_type -> warden.v1.MembershipResponse
-	15, // 18: warden.v1.Admin.SaveSnapshot:output_type -> warden.v1.SaveSnapshotResponse
-	12, // [12:19] is the sub-list for method output_type
-	5,  // [5:12] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	2,  // 0: warden.v1.ListedLock.holder:type_name -> warden.v1.ListHolder
+	3,  // 1: warden.v1.ListedLock.waiters:type_name -> warden.v1.ListWaiter
+	4,  // 2: warden.v1.ListResponse.locks:type_name -> warden.v1.ListedLock
+	40, // 3: warden.v1.ForceReleaseRequest.header:type_name -> warden.v1.RequestHeader
+	9,  // 4: warden.v1.AuditTrailResponse.records:type_name -> warden.v1.AuditRecord
+	17, // 5: warden.v1.ClusterLimits.default_quota:type_name -> warden.v1.Quota
+	40, // 6: warden.v1.GrantPermissionRequest.header:type_name -> warden.v1.RequestHeader
+	0,  // 7: warden.v1.GrantPermissionRequest.permission:type_name -> warden.v1.Permission
+	40, // 8: warden.v1.RevokePermissionRequest.header:type_name -> warden.v1.RequestHeader
+	40, // 9: warden.v1.DeleteRoleRequest.header:type_name -> warden.v1.RequestHeader
+	40, // 10: warden.v1.GrantRoleRequest.header:type_name -> warden.v1.RequestHeader
+	40, // 11: warden.v1.RevokeRoleRequest.header:type_name -> warden.v1.RequestHeader
+	40, // 12: warden.v1.SetRoleQuotaRequest.header:type_name -> warden.v1.RequestHeader
+	17, // 13: warden.v1.SetRoleQuotaRequest.quota:type_name -> warden.v1.Quota
+	40, // 14: warden.v1.SetLimitsRequest.header:type_name -> warden.v1.RequestHeader
+	18, // 15: warden.v1.SetLimitsRequest.limits:type_name -> warden.v1.ClusterLimits
+	0,  // 16: warden.v1.RoleGrant.permission:type_name -> warden.v1.Permission
+	28, // 17: warden.v1.RoleInfo.grants:type_name -> warden.v1.RoleGrant
+	17, // 18: warden.v1.RoleInfo.quota:type_name -> warden.v1.Quota
+	29, // 19: warden.v1.ListRolesResponse.roles:type_name -> warden.v1.RoleInfo
+	17, // 20: warden.v1.UserInfo.quota:type_name -> warden.v1.Quota
+	32, // 21: warden.v1.UserInfo.usage:type_name -> warden.v1.QuotaUsage
+	33, // 22: warden.v1.ListUsersResponse.users:type_name -> warden.v1.UserInfo
+	18, // 23: warden.v1.GetLimitsResponse.limits:type_name -> warden.v1.ClusterLimits
+	0,  // 24: warden.v1.AuthAuditRecord.permission:type_name -> warden.v1.Permission
+	17, // 25: warden.v1.AuthAuditRecord.quota:type_name -> warden.v1.Quota
+	18, // 26: warden.v1.AuthAuditRecord.limits:type_name -> warden.v1.ClusterLimits
+	38, // 27: warden.v1.AuthAuditTrailResponse.records:type_name -> warden.v1.AuthAuditRecord
+	1,  // 28: warden.v1.Admin.List:input_type -> warden.v1.ListRequest
+	6,  // 29: warden.v1.Admin.ForceRelease:input_type -> warden.v1.ForceReleaseRequest
+	8,  // 30: warden.v1.Admin.AuditTrail:input_type -> warden.v1.AuditTrailRequest
+	11, // 31: warden.v1.Admin.AddNode:input_type -> warden.v1.AddNodeRequest
+	12, // 32: warden.v1.Admin.RemoveNode:input_type -> warden.v1.RemoveNodeRequest
+	13, // 33: warden.v1.Admin.ReplaceNode:input_type -> warden.v1.ReplaceNodeRequest
+	15, // 34: warden.v1.Admin.SaveSnapshot:input_type -> warden.v1.SaveSnapshotRequest
+	19, // 35: warden.v1.Admin.GrantPermission:input_type -> warden.v1.GrantPermissionRequest
+	20, // 36: warden.v1.Admin.RevokePermission:input_type -> warden.v1.RevokePermissionRequest
+	21, // 37: warden.v1.Admin.DeleteRole:input_type -> warden.v1.DeleteRoleRequest
+	22, // 38: warden.v1.Admin.GrantRole:input_type -> warden.v1.GrantRoleRequest
+	23, // 39: warden.v1.Admin.RevokeRole:input_type -> warden.v1.RevokeRoleRequest
+	24, // 40: warden.v1.Admin.SetRoleQuota:input_type -> warden.v1.SetRoleQuotaRequest
+	25, // 41: warden.v1.Admin.SetLimits:input_type -> warden.v1.SetLimitsRequest
+	27, // 42: warden.v1.Admin.ListRoles:input_type -> warden.v1.ListRolesRequest
+	31, // 43: warden.v1.Admin.ListUsers:input_type -> warden.v1.ListUsersRequest
+	35, // 44: warden.v1.Admin.GetLimits:input_type -> warden.v1.GetLimitsRequest
+	37, // 45: warden.v1.Admin.AuthAuditTrail:input_type -> warden.v1.AuthAuditTrailRequest
+	5,  // 46: warden.v1.Admin.List:output_type -> warden.v1.ListResponse
+	7,  // 47: warden.v1.Admin.ForceRelease:output_type -> warden.v1.ForceReleaseResponse
+	10, // 48: warden.v1.Admin.AuditTrail:output_type -> warden.v1.AuditTrailResponse
+	14, // 49: warden.v1.Admin.AddNode:output_type -> warden.v1.MembershipResponse
+	14, // 50: warden.v1.Admin.RemoveNode:output_type -> warden.v1.MembershipResponse
+	14, // 51: warden.v1.Admin.ReplaceNode:output_type -> warden.v1.MembershipResponse
+	16, // 52: warden.v1.Admin.SaveSnapshot:output_type -> warden.v1.SaveSnapshotResponse
+	26, // 53: warden.v1.Admin.GrantPermission:output_type -> warden.v1.AuthChangeResponse
+	26, // 54: warden.v1.Admin.RevokePermission:output_type -> warden.v1.AuthChangeResponse
+	26, // 55: warden.v1.Admin.DeleteRole:output_type -> warden.v1.AuthChangeResponse
+	26, // 56: warden.v1.Admin.GrantRole:output_type -> warden.v1.AuthChangeResponse
+	26, // 57: warden.v1.Admin.RevokeRole:output_type -> warden.v1.AuthChangeResponse
+	26, // 58: warden.v1.Admin.SetRoleQuota:output_type -> warden.v1.AuthChangeResponse
+	26, // 59: warden.v1.Admin.SetLimits:output_type -> warden.v1.AuthChangeResponse
+	30, // 60: warden.v1.Admin.ListRoles:output_type -> warden.v1.ListRolesResponse
+	34, // 61: warden.v1.Admin.ListUsers:output_type -> warden.v1.ListUsersResponse
+	36, // 62: warden.v1.Admin.GetLimits:output_type -> warden.v1.GetLimitsResponse
+	39, // 63: warden.v1.Admin.AuthAuditTrail:output_type -> warden.v1.AuthAuditTrailResponse
+	46, // [46:64] is the sub-list for method output_type
+	28, // [28:46] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -1113,13 +2685,14 @@ func file_admin_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   16,
+			NumEnums:      1,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_admin_proto_goTypes,
 		DependencyIndexes: file_admin_proto_depIdxs,
+		EnumInfos:         file_admin_proto_enumTypes,
 		MessageInfos:      file_admin_proto_msgTypes,
 	}.Build()
 	File_admin_proto = out.File

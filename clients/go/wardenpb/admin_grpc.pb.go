@@ -22,37 +22,59 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Admin_List_FullMethodName         = "/warden.v1.Admin/List"
-	Admin_ForceRelease_FullMethodName = "/warden.v1.Admin/ForceRelease"
-	Admin_AuditTrail_FullMethodName   = "/warden.v1.Admin/AuditTrail"
-	Admin_AddNode_FullMethodName      = "/warden.v1.Admin/AddNode"
-	Admin_RemoveNode_FullMethodName   = "/warden.v1.Admin/RemoveNode"
-	Admin_ReplaceNode_FullMethodName  = "/warden.v1.Admin/ReplaceNode"
-	Admin_SaveSnapshot_FullMethodName = "/warden.v1.Admin/SaveSnapshot"
+	Admin_List_FullMethodName             = "/warden.v1.Admin/List"
+	Admin_ForceRelease_FullMethodName     = "/warden.v1.Admin/ForceRelease"
+	Admin_AuditTrail_FullMethodName       = "/warden.v1.Admin/AuditTrail"
+	Admin_AddNode_FullMethodName          = "/warden.v1.Admin/AddNode"
+	Admin_RemoveNode_FullMethodName       = "/warden.v1.Admin/RemoveNode"
+	Admin_ReplaceNode_FullMethodName      = "/warden.v1.Admin/ReplaceNode"
+	Admin_SaveSnapshot_FullMethodName     = "/warden.v1.Admin/SaveSnapshot"
+	Admin_GrantPermission_FullMethodName  = "/warden.v1.Admin/GrantPermission"
+	Admin_RevokePermission_FullMethodName = "/warden.v1.Admin/RevokePermission"
+	Admin_DeleteRole_FullMethodName       = "/warden.v1.Admin/DeleteRole"
+	Admin_GrantRole_FullMethodName        = "/warden.v1.Admin/GrantRole"
+	Admin_RevokeRole_FullMethodName       = "/warden.v1.Admin/RevokeRole"
+	Admin_SetRoleQuota_FullMethodName     = "/warden.v1.Admin/SetRoleQuota"
+	Admin_SetLimits_FullMethodName        = "/warden.v1.Admin/SetLimits"
+	Admin_ListRoles_FullMethodName        = "/warden.v1.Admin/ListRoles"
+	Admin_ListUsers_FullMethodName        = "/warden.v1.Admin/ListUsers"
+	Admin_GetLimits_FullMethodName        = "/warden.v1.Admin/GetLimits"
+	Admin_AuthAuditTrail_FullMethodName   = "/warden.v1.Admin/AuthAuditTrail"
 )
 
 // AdminClient is the client API for Admin service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// Lock administration. `List` and `AuditTrail` are
-// linearizable reads served by the leader. `ForceRelease` is refused
-// (PermissionDenied) unless the serving node runs with `--allow-admin`.
+// Lock administration, identities and permissions. Every read here is a
+// linearizable read served by the leader.
+//
+// Permissions (docs/security.md): the caller is the principal of its client
+// certificate. Each call says the permission it needs; without it the call
+// is refused PermissionDenied naming the principal, the permission and the
+// prefix, and nothing changes. `root` holds admin on "" always. On an
+// insecure node (no certificates) every caller is anonymous and passes every
+// permission check, but the calls that change the cluster's administration
+// (ForceRelease, membership changes, SaveSnapshot, the auth changes) are
+// refused (PermissionDenied) unless the node runs with `--insecure
+// --allow-admin`.
 type AdminClient interface {
 	// Every resource whose name starts with `prefix` (empty = all): its holder
-	// and its waiters in queue order.
+	// and its waiters in queue order. Needs read on a prefix of `prefix`.
 	List(ctx context.Context, in *ListRequest, opts ...grpc.CallOption) (*ListResponse, error)
 	// Release whoever holds `resource` (an involuntary loss: the holder's
 	// lock-delay applies; the next grant gets a larger token). Recorded in the
-	// audit trail with who asked and when.
+	// audit trail with who asked (the caller's principal) and when. Needs
+	// admin on "", checked when the entry applies.
 	ForceRelease(ctx context.Context, in *ForceReleaseRequest, opts ...grpc.CallOption) (*ForceReleaseResponse, error)
 	// The replicated trail of forced releases (the last 1,000), oldest first.
+	// Needs admin on "".
 	AuditTrail(ctx context.Context, in *AuditTrailRequest, opts ...grpc.CallOption) (*AuditTrailResponse, error)
-	// Operations. Membership changes are refused (PermissionDenied)
-	// unless the serving node runs with `--allow-admin`, one change at a time,
-	// and refused (FailedPrecondition) when the new voter set would have no
-	// reachable majority. A change naming the leader first hands leadership to
-	// another voter and answers Unavailable with the new leader: retry there.
+	// Operations. Membership changes need admin on "", go one change at a
+	// time, and are refused (FailedPrecondition) when the new voter set would
+	// have no reachable majority. A change naming the leader first hands
+	// leadership to another voter and answers Unavailable with the new leader:
+	// retry there.
 	//
 	// Add NODE as a learner (it must run with `--join`), wait until it has
 	// caught up, then make it a voter.
@@ -63,8 +85,44 @@ type AdminClient interface {
 	// for `old_node_id` in one joint-consensus change.
 	ReplaceNode(ctx context.Context, in *ReplaceNodeRequest, opts ...grpc.CallOption) (*MembershipResponse, error)
 	// A consistent snapshot of the lock table, from the leader's state machine
-	// at its applied index after a read-index confirmation.
+	// at its applied index after a read-index confirmation. Needs admin on "".
 	SaveSnapshot(ctx context.Context, in *SaveSnapshotRequest, opts ...grpc.CallOption) (*SaveSnapshotResponse, error)
+	// Identities: roles hold permissions on prefixes, principals hold roles
+	// (docs/security.md "Roles and prefixes"). Each change below is committed
+	// through Raft with the caller's principal, applied once per request id
+	// (S7), decided against the auth table when it applies, and kept in the
+	// auth audit trail. Each needs admin on "". Refusals: InvalidArgument
+	// naming the field (`role`, `user`, `prefix`, `quota.leases`, ...),
+	// NotFound (`role`, `prefix`) for what is not there, ResourceExhausted for
+	// the table's bounds (1,000 roles, 100 grants per role, 1,000 principals
+	// with roles, 32 roles each).
+	//
+	// Sets `role`'s permission on `prefix` (replacing one on the same prefix),
+	// creating the role.
+	GrantPermission(ctx context.Context, in *GrantPermissionRequest, opts ...grpc.CallOption) (*AuthChangeResponse, error)
+	// Removes `role`'s grant on `prefix`.
+	RevokePermission(ctx context.Context, in *RevokePermissionRequest, opts ...grpc.CallOption) (*AuthChangeResponse, error)
+	// Deletes `role` and takes it from every principal.
+	DeleteRole(ctx context.Context, in *DeleteRoleRequest, opts ...grpc.CallOption) (*AuthChangeResponse, error)
+	// Gives the existing `role` to principal `user` (again: no change).
+	GrantRole(ctx context.Context, in *GrantRoleRequest, opts ...grpc.CallOption) (*AuthChangeResponse, error)
+	// Takes `role` from `user`.
+	RevokeRole(ctx context.Context, in *RevokeRoleRequest, opts ...grpc.CallOption) (*AuthChangeResponse, error)
+	// Sets `role`'s quota (creating the role), or clears it when `quota` is
+	// absent. A principal with several roles gets, per field, the largest.
+	SetRoleQuota(ctx context.Context, in *SetRoleQuotaRequest, opts ...grpc.CallOption) (*AuthChangeResponse, error)
+	// Sets the cluster-wide limits and the default quota, all at once.
+	SetLimits(ctx context.Context, in *SetLimitsRequest, opts ...grpc.CallOption) (*AuthChangeResponse, error)
+	// Every role with its grants and quota, by name. Needs admin on "".
+	ListRoles(ctx context.Context, in *ListRolesRequest, opts ...grpc.CallOption) (*ListRolesResponse, error)
+	// Every principal that holds a role: its roles, the quota that binds it
+	// and what it holds. Needs admin on "".
+	ListUsers(ctx context.Context, in *ListUsersRequest, opts ...grpc.CallOption) (*ListUsersResponse, error)
+	// The cluster-wide limits and the default quota. Needs admin on "".
+	GetLimits(ctx context.Context, in *GetLimitsRequest, opts ...grpc.CallOption) (*GetLimitsResponse, error)
+	// The replicated trail of auth changes (the last 1,000), oldest first.
+	// Needs admin on "".
+	AuthAuditTrail(ctx context.Context, in *AuthAuditTrailRequest, opts ...grpc.CallOption) (*AuthAuditTrailResponse, error)
 }
 
 type adminClient struct {
@@ -145,28 +203,149 @@ func (c *adminClient) SaveSnapshot(ctx context.Context, in *SaveSnapshotRequest,
 	return out, nil
 }
 
+func (c *adminClient) GrantPermission(ctx context.Context, in *GrantPermissionRequest, opts ...grpc.CallOption) (*AuthChangeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AuthChangeResponse)
+	err := c.cc.Invoke(ctx, Admin_GrantPermission_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) RevokePermission(ctx context.Context, in *RevokePermissionRequest, opts ...grpc.CallOption) (*AuthChangeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AuthChangeResponse)
+	err := c.cc.Invoke(ctx, Admin_RevokePermission_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) DeleteRole(ctx context.Context, in *DeleteRoleRequest, opts ...grpc.CallOption) (*AuthChangeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AuthChangeResponse)
+	err := c.cc.Invoke(ctx, Admin_DeleteRole_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) GrantRole(ctx context.Context, in *GrantRoleRequest, opts ...grpc.CallOption) (*AuthChangeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AuthChangeResponse)
+	err := c.cc.Invoke(ctx, Admin_GrantRole_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) RevokeRole(ctx context.Context, in *RevokeRoleRequest, opts ...grpc.CallOption) (*AuthChangeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AuthChangeResponse)
+	err := c.cc.Invoke(ctx, Admin_RevokeRole_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) SetRoleQuota(ctx context.Context, in *SetRoleQuotaRequest, opts ...grpc.CallOption) (*AuthChangeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AuthChangeResponse)
+	err := c.cc.Invoke(ctx, Admin_SetRoleQuota_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) SetLimits(ctx context.Context, in *SetLimitsRequest, opts ...grpc.CallOption) (*AuthChangeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AuthChangeResponse)
+	err := c.cc.Invoke(ctx, Admin_SetLimits_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) ListRoles(ctx context.Context, in *ListRolesRequest, opts ...grpc.CallOption) (*ListRolesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListRolesResponse)
+	err := c.cc.Invoke(ctx, Admin_ListRoles_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) ListUsers(ctx context.Context, in *ListUsersRequest, opts ...grpc.CallOption) (*ListUsersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListUsersResponse)
+	err := c.cc.Invoke(ctx, Admin_ListUsers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) GetLimits(ctx context.Context, in *GetLimitsRequest, opts ...grpc.CallOption) (*GetLimitsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetLimitsResponse)
+	err := c.cc.Invoke(ctx, Admin_GetLimits_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) AuthAuditTrail(ctx context.Context, in *AuthAuditTrailRequest, opts ...grpc.CallOption) (*AuthAuditTrailResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AuthAuditTrailResponse)
+	err := c.cc.Invoke(ctx, Admin_AuthAuditTrail_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
 //
-// Lock administration. `List` and `AuditTrail` are
-// linearizable reads served by the leader. `ForceRelease` is refused
-// (PermissionDenied) unless the serving node runs with `--allow-admin`.
+// Lock administration, identities and permissions. Every read here is a
+// linearizable read served by the leader.
+//
+// Permissions (docs/security.md): the caller is the principal of its client
+// certificate. Each call says the permission it needs; without it the call
+// is refused PermissionDenied naming the principal, the permission and the
+// prefix, and nothing changes. `root` holds admin on "" always. On an
+// insecure node (no certificates) every caller is anonymous and passes every
+// permission check, but the calls that change the cluster's administration
+// (ForceRelease, membership changes, SaveSnapshot, the auth changes) are
+// refused (PermissionDenied) unless the node runs with `--insecure
+// --allow-admin`.
 type AdminServer interface {
 	// Every resource whose name starts with `prefix` (empty = all): its holder
-	// and its waiters in queue order.
+	// and its waiters in queue order. Needs read on a prefix of `prefix`.
 	List(context.Context, *ListRequest) (*ListResponse, error)
 	// Release whoever holds `resource` (an involuntary loss: the holder's
 	// lock-delay applies; the next grant gets a larger token). Recorded in the
-	// audit trail with who asked and when.
+	// audit trail with who asked (the caller's principal) and when. Needs
+	// admin on "", checked when the entry applies.
 	ForceRelease(context.Context, *ForceReleaseRequest) (*ForceReleaseResponse, error)
 	// The replicated trail of forced releases (the last 1,000), oldest first.
+	// Needs admin on "".
 	AuditTrail(context.Context, *AuditTrailRequest) (*AuditTrailResponse, error)
-	// Operations. Membership changes are refused (PermissionDenied)
-	// unless the serving node runs with `--allow-admin`, one change at a time,
-	// and refused (FailedPrecondition) when the new voter set would have no
-	// reachable majority. A change naming the leader first hands leadership to
-	// another voter and answers Unavailable with the new leader: retry there.
+	// Operations. Membership changes need admin on "", go one change at a
+	// time, and are refused (FailedPrecondition) when the new voter set would
+	// have no reachable majority. A change naming the leader first hands
+	// leadership to another voter and answers Unavailable with the new leader:
+	// retry there.
 	//
 	// Add NODE as a learner (it must run with `--join`), wait until it has
 	// caught up, then make it a voter.
@@ -177,8 +356,44 @@ type AdminServer interface {
 	// for `old_node_id` in one joint-consensus change.
 	ReplaceNode(context.Context, *ReplaceNodeRequest) (*MembershipResponse, error)
 	// A consistent snapshot of the lock table, from the leader's state machine
-	// at its applied index after a read-index confirmation.
+	// at its applied index after a read-index confirmation. Needs admin on "".
 	SaveSnapshot(context.Context, *SaveSnapshotRequest) (*SaveSnapshotResponse, error)
+	// Identities: roles hold permissions on prefixes, principals hold roles
+	// (docs/security.md "Roles and prefixes"). Each change below is committed
+	// through Raft with the caller's principal, applied once per request id
+	// (S7), decided against the auth table when it applies, and kept in the
+	// auth audit trail. Each needs admin on "". Refusals: InvalidArgument
+	// naming the field (`role`, `user`, `prefix`, `quota.leases`, ...),
+	// NotFound (`role`, `prefix`) for what is not there, ResourceExhausted for
+	// the table's bounds (1,000 roles, 100 grants per role, 1,000 principals
+	// with roles, 32 roles each).
+	//
+	// Sets `role`'s permission on `prefix` (replacing one on the same prefix),
+	// creating the role.
+	GrantPermission(context.Context, *GrantPermissionRequest) (*AuthChangeResponse, error)
+	// Removes `role`'s grant on `prefix`.
+	RevokePermission(context.Context, *RevokePermissionRequest) (*AuthChangeResponse, error)
+	// Deletes `role` and takes it from every principal.
+	DeleteRole(context.Context, *DeleteRoleRequest) (*AuthChangeResponse, error)
+	// Gives the existing `role` to principal `user` (again: no change).
+	GrantRole(context.Context, *GrantRoleRequest) (*AuthChangeResponse, error)
+	// Takes `role` from `user`.
+	RevokeRole(context.Context, *RevokeRoleRequest) (*AuthChangeResponse, error)
+	// Sets `role`'s quota (creating the role), or clears it when `quota` is
+	// absent. A principal with several roles gets, per field, the largest.
+	SetRoleQuota(context.Context, *SetRoleQuotaRequest) (*AuthChangeResponse, error)
+	// Sets the cluster-wide limits and the default quota, all at once.
+	SetLimits(context.Context, *SetLimitsRequest) (*AuthChangeResponse, error)
+	// Every role with its grants and quota, by name. Needs admin on "".
+	ListRoles(context.Context, *ListRolesRequest) (*ListRolesResponse, error)
+	// Every principal that holds a role: its roles, the quota that binds it
+	// and what it holds. Needs admin on "".
+	ListUsers(context.Context, *ListUsersRequest) (*ListUsersResponse, error)
+	// The cluster-wide limits and the default quota. Needs admin on "".
+	GetLimits(context.Context, *GetLimitsRequest) (*GetLimitsResponse, error)
+	// The replicated trail of auth changes (the last 1,000), oldest first.
+	// Needs admin on "".
+	AuthAuditTrail(context.Context, *AuthAuditTrailRequest) (*AuthAuditTrailResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -209,6 +424,39 @@ func (UnimplementedAdminServer) ReplaceNode(context.Context, *ReplaceNodeRequest
 }
 func (UnimplementedAdminServer) SaveSnapshot(context.Context, *SaveSnapshotRequest) (*SaveSnapshotResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SaveSnapshot not implemented")
+}
+func (UnimplementedAdminServer) GrantPermission(context.Context, *GrantPermissionRequest) (*AuthChangeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GrantPermission not implemented")
+}
+func (UnimplementedAdminServer) RevokePermission(context.Context, *RevokePermissionRequest) (*AuthChangeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RevokePermission not implemented")
+}
+func (UnimplementedAdminServer) DeleteRole(context.Context, *DeleteRoleRequest) (*AuthChangeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteRole not implemented")
+}
+func (UnimplementedAdminServer) GrantRole(context.Context, *GrantRoleRequest) (*AuthChangeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GrantRole not implemented")
+}
+func (UnimplementedAdminServer) RevokeRole(context.Context, *RevokeRoleRequest) (*AuthChangeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RevokeRole not implemented")
+}
+func (UnimplementedAdminServer) SetRoleQuota(context.Context, *SetRoleQuotaRequest) (*AuthChangeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetRoleQuota not implemented")
+}
+func (UnimplementedAdminServer) SetLimits(context.Context, *SetLimitsRequest) (*AuthChangeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetLimits not implemented")
+}
+func (UnimplementedAdminServer) ListRoles(context.Context, *ListRolesRequest) (*ListRolesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListRoles not implemented")
+}
+func (UnimplementedAdminServer) ListUsers(context.Context, *ListUsersRequest) (*ListUsersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListUsers not implemented")
+}
+func (UnimplementedAdminServer) GetLimits(context.Context, *GetLimitsRequest) (*GetLimitsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetLimits not implemented")
+}
+func (UnimplementedAdminServer) AuthAuditTrail(context.Context, *AuthAuditTrailRequest) (*AuthAuditTrailResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AuthAuditTrail not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -357,6 +605,204 @@ func _Admin_SaveSnapshot_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_GrantPermission_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GrantPermissionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).GrantPermission(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_GrantPermission_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).GrantPermission(ctx, req.(*GrantPermissionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_RevokePermission_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevokePermissionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).RevokePermission(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_RevokePermission_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).RevokePermission(ctx, req.(*RevokePermissionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_DeleteRole_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteRoleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).DeleteRole(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_DeleteRole_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).DeleteRole(ctx, req.(*DeleteRoleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_GrantRole_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GrantRoleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).GrantRole(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_GrantRole_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).GrantRole(ctx, req.(*GrantRoleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_RevokeRole_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevokeRoleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).RevokeRole(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_RevokeRole_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).RevokeRole(ctx, req.(*RevokeRoleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_SetRoleQuota_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetRoleQuotaRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).SetRoleQuota(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_SetRoleQuota_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).SetRoleQuota(ctx, req.(*SetRoleQuotaRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_SetLimits_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetLimitsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).SetLimits(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_SetLimits_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).SetLimits(ctx, req.(*SetLimitsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_ListRoles_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRolesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).ListRoles(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_ListRoles_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).ListRoles(ctx, req.(*ListRolesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_ListUsers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListUsersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).ListUsers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_ListUsers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).ListUsers(ctx, req.(*ListUsersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_GetLimits_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetLimitsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).GetLimits(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_GetLimits_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).GetLimits(ctx, req.(*GetLimitsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_AuthAuditTrail_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AuthAuditTrailRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).AuthAuditTrail(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_AuthAuditTrail_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).AuthAuditTrail(ctx, req.(*AuthAuditTrailRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -391,6 +837,50 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SaveSnapshot",
 			Handler:    _Admin_SaveSnapshot_Handler,
+		},
+		{
+			MethodName: "GrantPermission",
+			Handler:    _Admin_GrantPermission_Handler,
+		},
+		{
+			MethodName: "RevokePermission",
+			Handler:    _Admin_RevokePermission_Handler,
+		},
+		{
+			MethodName: "DeleteRole",
+			Handler:    _Admin_DeleteRole_Handler,
+		},
+		{
+			MethodName: "GrantRole",
+			Handler:    _Admin_GrantRole_Handler,
+		},
+		{
+			MethodName: "RevokeRole",
+			Handler:    _Admin_RevokeRole_Handler,
+		},
+		{
+			MethodName: "SetRoleQuota",
+			Handler:    _Admin_SetRoleQuota_Handler,
+		},
+		{
+			MethodName: "SetLimits",
+			Handler:    _Admin_SetLimits_Handler,
+		},
+		{
+			MethodName: "ListRoles",
+			Handler:    _Admin_ListRoles_Handler,
+		},
+		{
+			MethodName: "ListUsers",
+			Handler:    _Admin_ListUsers_Handler,
+		},
+		{
+			MethodName: "GetLimits",
+			Handler:    _Admin_GetLimits_Handler,
+		},
+		{
+			MethodName: "AuthAuditTrail",
+			Handler:    _Admin_AuthAuditTrail_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -91,6 +91,143 @@ func (TokenState) EnumDescriptor() ([]byte, []int) {
 	return file_warden_proto_rawDescGZIP(), []int{0}
 }
 
+type CancelWaitRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The cancel's own request id, above the acquire's.
+	Header *RequestHeader `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	// The waiting acquire's request id (same client id).
+	AcquireRequestId uint64 `protobuf:"varint,2,opt,name=acquire_request_id,json=acquireRequestId,proto3" json:"acquire_request_id,omitempty"`
+	// The acquire's resource (1..=512 bytes of UTF-8).
+	Resource      string `protobuf:"bytes,3,opt,name=resource,proto3" json:"resource,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelWaitRequest) Reset() {
+	*x = CancelWaitRequest{}
+	mi := &file_warden_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelWaitRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelWaitRequest) ProtoMessage() {}
+
+func (x *CancelWaitRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_warden_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelWaitRequest.ProtoReflect.Descriptor instead.
+func (*CancelWaitRequest) Descriptor() ([]byte, []int) {
+	return file_warden_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *CancelWaitRequest) GetHeader() *RequestHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *CancelWaitRequest) GetAcquireRequestId() uint64 {
+	if x != nil {
+		return x.AcquireRequestId
+	}
+	return 0
+}
+
+func (x *CancelWaitRequest) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+type CancelWaitResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Resource string                 `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	// The acquire's lease; 0 when nothing was cancelled.
+	LeaseId uint64 `protobuf:"varint,2,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
+	// "removed": the waiter left the queue; "released": the grant had won
+	// the race and was released; "preempted": the acquire had not applied
+	// yet and will be refused ("cancelled") when it does; "none": nothing to
+	// cancel (already answered: timed out, not granted, released).
+	Outcome string `protobuf:"bytes,3,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	// The released grant's token when outcome = "released", else 0.
+	FencingToken  uint64 `protobuf:"varint,4,opt,name=fencing_token,json=fencingToken,proto3" json:"fencing_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelWaitResponse) Reset() {
+	*x = CancelWaitResponse{}
+	mi := &file_warden_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelWaitResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelWaitResponse) ProtoMessage() {}
+
+func (x *CancelWaitResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_warden_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelWaitResponse.ProtoReflect.Descriptor instead.
+func (*CancelWaitResponse) Descriptor() ([]byte, []int) {
+	return file_warden_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *CancelWaitResponse) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *CancelWaitResponse) GetLeaseId() uint64 {
+	if x != nil {
+		return x.LeaseId
+	}
+	return 0
+}
+
+func (x *CancelWaitResponse) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *CancelWaitResponse) GetFencingToken() uint64 {
+	if x != nil {
+		return x.FencingToken
+	}
+	return 0
+}
+
 type CallRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Chosen by the client, unique among its calls open on this stream; the
@@ -107,7 +244,7 @@ type CallRequest struct {
 
 func (x *CallRequest) Reset() {
 	*x = CallRequest{}
-	mi := &file_warden_proto_msgTypes[0]
+	mi := &file_warden_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -119,7 +256,7 @@ func (x *CallRequest) String() string {
 func (*CallRequest) ProtoMessage() {}
 
 func (x *CallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[0]
+	mi := &file_warden_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -132,7 +269,7 @@ func (x *CallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallRequest.ProtoReflect.Descriptor instead.
 func (*CallRequest) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{0}
+	return file_warden_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *CallRequest) GetCallId() uint64 {
@@ -198,7 +335,7 @@ type CallResponse struct {
 
 func (x *CallResponse) Reset() {
 	*x = CallResponse{}
-	mi := &file_warden_proto_msgTypes[1]
+	mi := &file_warden_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -210,7 +347,7 @@ func (x *CallResponse) String() string {
 func (*CallResponse) ProtoMessage() {}
 
 func (x *CallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[1]
+	mi := &file_warden_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -223,7 +360,7 @@ func (x *CallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallResponse.ProtoReflect.Descriptor instead.
 func (*CallResponse) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{1}
+	return file_warden_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CallResponse) GetCallId() uint64 {
@@ -307,7 +444,7 @@ type CallError struct {
 
 func (x *CallError) Reset() {
 	*x = CallError{}
-	mi := &file_warden_proto_msgTypes[2]
+	mi := &file_warden_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -319,7 +456,7 @@ func (x *CallError) String() string {
 func (*CallError) ProtoMessage() {}
 
 func (x *CallError) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[2]
+	mi := &file_warden_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -332,7 +469,7 @@ func (x *CallError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallError.ProtoReflect.Descriptor instead.
 func (*CallError) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{2}
+	return file_warden_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CallError) GetCode() int32 {
@@ -372,7 +509,7 @@ type RequestHeader struct {
 
 func (x *RequestHeader) Reset() {
 	*x = RequestHeader{}
-	mi := &file_warden_proto_msgTypes[3]
+	mi := &file_warden_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -384,7 +521,7 @@ func (x *RequestHeader) String() string {
 func (*RequestHeader) ProtoMessage() {}
 
 func (x *RequestHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[3]
+	mi := &file_warden_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -397,7 +534,7 @@ func (x *RequestHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestHeader.ProtoReflect.Descriptor instead.
 func (*RequestHeader) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{3}
+	return file_warden_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RequestHeader) GetClientId() uint64 {
@@ -442,7 +579,7 @@ type AcquireRequest struct {
 
 func (x *AcquireRequest) Reset() {
 	*x = AcquireRequest{}
-	mi := &file_warden_proto_msgTypes[4]
+	mi := &file_warden_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -454,7 +591,7 @@ func (x *AcquireRequest) String() string {
 func (*AcquireRequest) ProtoMessage() {}
 
 func (x *AcquireRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[4]
+	mi := &file_warden_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -467,7 +604,7 @@ func (x *AcquireRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireRequest.ProtoReflect.Descriptor instead.
 func (*AcquireRequest) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{4}
+	return file_warden_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *AcquireRequest) GetHeader() *RequestHeader {
@@ -526,7 +663,7 @@ type AcquireResponse struct {
 
 func (x *AcquireResponse) Reset() {
 	*x = AcquireResponse{}
-	mi := &file_warden_proto_msgTypes[5]
+	mi := &file_warden_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -538,7 +675,7 @@ func (x *AcquireResponse) String() string {
 func (*AcquireResponse) ProtoMessage() {}
 
 func (x *AcquireResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[5]
+	mi := &file_warden_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -551,7 +688,7 @@ func (x *AcquireResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireResponse.ProtoReflect.Descriptor instead.
 func (*AcquireResponse) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{5}
+	return file_warden_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *AcquireResponse) GetEvent() isAcquireResponse_Event {
@@ -621,7 +758,7 @@ type Queued struct {
 
 func (x *Queued) Reset() {
 	*x = Queued{}
-	mi := &file_warden_proto_msgTypes[6]
+	mi := &file_warden_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -633,7 +770,7 @@ func (x *Queued) String() string {
 func (*Queued) ProtoMessage() {}
 
 func (x *Queued) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[6]
+	mi := &file_warden_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -646,7 +783,7 @@ func (x *Queued) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Queued.ProtoReflect.Descriptor instead.
 func (*Queued) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{6}
+	return file_warden_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Queued) GetPosition() uint64 {
@@ -678,7 +815,7 @@ type Granted struct {
 
 func (x *Granted) Reset() {
 	*x = Granted{}
-	mi := &file_warden_proto_msgTypes[7]
+	mi := &file_warden_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -690,7 +827,7 @@ func (x *Granted) String() string {
 func (*Granted) ProtoMessage() {}
 
 func (x *Granted) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[7]
+	mi := &file_warden_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -703,7 +840,7 @@ func (x *Granted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Granted.ProtoReflect.Descriptor instead.
 func (*Granted) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{7}
+	return file_warden_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Granted) GetResource() string {
@@ -754,7 +891,7 @@ type NotGranted struct {
 
 func (x *NotGranted) Reset() {
 	*x = NotGranted{}
-	mi := &file_warden_proto_msgTypes[8]
+	mi := &file_warden_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -766,7 +903,7 @@ func (x *NotGranted) String() string {
 func (*NotGranted) ProtoMessage() {}
 
 func (x *NotGranted) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[8]
+	mi := &file_warden_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -779,7 +916,7 @@ func (x *NotGranted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotGranted.ProtoReflect.Descriptor instead.
 func (*NotGranted) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{8}
+	return file_warden_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *NotGranted) GetResource() string {
@@ -816,7 +953,7 @@ type RenewRequest struct {
 
 func (x *RenewRequest) Reset() {
 	*x = RenewRequest{}
-	mi := &file_warden_proto_msgTypes[9]
+	mi := &file_warden_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -828,7 +965,7 @@ func (x *RenewRequest) String() string {
 func (*RenewRequest) ProtoMessage() {}
 
 func (x *RenewRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[9]
+	mi := &file_warden_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -841,7 +978,7 @@ func (x *RenewRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewRequest.ProtoReflect.Descriptor instead.
 func (*RenewRequest) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{9}
+	return file_warden_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RenewRequest) GetLeaseId() uint64 {
@@ -876,7 +1013,7 @@ type RenewResponse struct {
 
 func (x *RenewResponse) Reset() {
 	*x = RenewResponse{}
-	mi := &file_warden_proto_msgTypes[10]
+	mi := &file_warden_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -888,7 +1025,7 @@ func (x *RenewResponse) String() string {
 func (*RenewResponse) ProtoMessage() {}
 
 func (x *RenewResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[10]
+	mi := &file_warden_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -901,7 +1038,7 @@ func (x *RenewResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewResponse.ProtoReflect.Descriptor instead.
 func (*RenewResponse) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{10}
+	return file_warden_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RenewResponse) GetLeaseId() uint64 {
@@ -939,7 +1076,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_warden_proto_msgTypes[11]
+	mi := &file_warden_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -951,7 +1088,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[11]
+	mi := &file_warden_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -964,7 +1101,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{11}
+	return file_warden_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ReleaseRequest) GetHeader() *RequestHeader {
@@ -1006,7 +1143,7 @@ type ReleaseResponse struct {
 
 func (x *ReleaseResponse) Reset() {
 	*x = ReleaseResponse{}
-	mi := &file_warden_proto_msgTypes[12]
+	mi := &file_warden_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1018,7 +1155,7 @@ func (x *ReleaseResponse) String() string {
 func (*ReleaseResponse) ProtoMessage() {}
 
 func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[12]
+	mi := &file_warden_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1031,7 +1168,7 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{12}
+	return file_warden_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ReleaseResponse) GetResource() string {
@@ -1064,7 +1201,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_warden_proto_msgTypes[13]
+	mi := &file_warden_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1076,7 +1213,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[13]
+	mi := &file_warden_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1089,7 +1226,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{13}
+	return file_warden_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StatusRequest) GetResource() string {
@@ -1115,7 +1252,7 @@ type Holder struct {
 
 func (x *Holder) Reset() {
 	*x = Holder{}
-	mi := &file_warden_proto_msgTypes[14]
+	mi := &file_warden_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1127,7 +1264,7 @@ func (x *Holder) String() string {
 func (*Holder) ProtoMessage() {}
 
 func (x *Holder) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[14]
+	mi := &file_warden_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1140,7 +1277,7 @@ func (x *Holder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Holder.ProtoReflect.Descriptor instead.
 func (*Holder) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{14}
+	return file_warden_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Holder) GetLeaseId() uint64 {
@@ -1193,7 +1330,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_warden_proto_msgTypes[15]
+	mi := &file_warden_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1205,7 +1342,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[15]
+	mi := &file_warden_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1218,7 +1355,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{15}
+	return file_warden_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *StatusResponse) GetResource() string {
@@ -1257,7 +1394,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_warden_proto_msgTypes[16]
+	mi := &file_warden_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1269,7 +1406,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[16]
+	mi := &file_warden_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1282,7 +1419,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{16}
+	return file_warden_proto_rawDescGZIP(), []int{18}
 }
 
 type Member struct {
@@ -1316,7 +1453,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_warden_proto_msgTypes[17]
+	mi := &file_warden_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1328,7 +1465,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[17]
+	mi := &file_warden_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1341,7 +1478,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{17}
+	return file_warden_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Member) GetId() uint64 {
@@ -1429,7 +1566,7 @@ type Timing struct {
 
 func (x *Timing) Reset() {
 	*x = Timing{}
-	mi := &file_warden_proto_msgTypes[18]
+	mi := &file_warden_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1441,7 +1578,7 @@ func (x *Timing) String() string {
 func (*Timing) ProtoMessage() {}
 
 func (x *Timing) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[18]
+	mi := &file_warden_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1454,7 +1591,7 @@ func (x *Timing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timing.ProtoReflect.Descriptor instead.
 func (*Timing) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{18}
+	return file_warden_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Timing) GetHeartbeatMs() uint64 {
@@ -1552,14 +1689,25 @@ type ClusterStatusResponse struct {
 	// The node that answered.
 	NodeId uint64 `protobuf:"varint,7,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
 	// The leader's last log index (lag is measured against it).
-	LastLogIndex  uint64 `protobuf:"varint,8,opt,name=last_log_index,json=lastLogIndex,proto3" json:"last_log_index,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	LastLogIndex uint64 `protobuf:"varint,8,opt,name=last_log_index,json=lastLogIndex,proto3" json:"last_log_index,omitempty"`
+	// True when the node that answered runs without certificates
+	// (`warden server --insecure`): plaintext, every caller anonymous.
+	Insecure bool `protobuf:"varint,9,opt,name=insecure,proto3" json:"insecure,omitempty"`
+	// The prefix of every election's internal resource key: an election
+	// NAME is the resource ELECTION_PREFIX + NAME (U+0001 "election/").
+	ElectionPrefix string `protobuf:"bytes,10,opt,name=election_prefix,json=electionPrefix,proto3" json:"election_prefix,omitempty"`
+	// How many mutating requests a client may have in flight beyond its
+	// acknowledged watermark (request ids above acked_request_id +
+	// max_requests_in_flight are refused): the server keeps this many
+	// outcome records per client (S7).
+	MaxRequestsInFlight uint64 `protobuf:"varint,11,opt,name=max_requests_in_flight,json=maxRequestsInFlight,proto3" json:"max_requests_in_flight,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_warden_proto_msgTypes[19]
+	mi := &file_warden_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1571,7 +1719,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[19]
+	mi := &file_warden_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1584,7 +1732,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{19}
+	return file_warden_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ClusterStatusResponse) GetClusterId() string {
@@ -1643,6 +1791,27 @@ func (x *ClusterStatusResponse) GetLastLogIndex() uint64 {
 	return 0
 }
 
+func (x *ClusterStatusResponse) GetInsecure() bool {
+	if x != nil {
+		return x.Insecure
+	}
+	return false
+}
+
+func (x *ClusterStatusResponse) GetElectionPrefix() string {
+	if x != nil {
+		return x.ElectionPrefix
+	}
+	return ""
+}
+
+func (x *ClusterStatusResponse) GetMaxRequestsInFlight() uint64 {
+	if x != nil {
+		return x.MaxRequestsInFlight
+	}
+	return 0
+}
+
 type ValidateRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// 1..=512 bytes of UTF-8, no NUL or control characters.
@@ -1655,7 +1824,7 @@ type ValidateRequest struct {
 
 func (x *ValidateRequest) Reset() {
 	*x = ValidateRequest{}
-	mi := &file_warden_proto_msgTypes[20]
+	mi := &file_warden_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1667,7 +1836,7 @@ func (x *ValidateRequest) String() string {
 func (*ValidateRequest) ProtoMessage() {}
 
 func (x *ValidateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[20]
+	mi := &file_warden_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1680,7 +1849,7 @@ func (x *ValidateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateRequest.ProtoReflect.Descriptor instead.
 func (*ValidateRequest) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{20}
+	return file_warden_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ValidateRequest) GetResource() string {
@@ -1712,7 +1881,7 @@ type ValidateResponse struct {
 
 func (x *ValidateResponse) Reset() {
 	*x = ValidateResponse{}
-	mi := &file_warden_proto_msgTypes[21]
+	mi := &file_warden_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1724,7 +1893,7 @@ func (x *ValidateResponse) String() string {
 func (*ValidateResponse) ProtoMessage() {}
 
 func (x *ValidateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[21]
+	mi := &file_warden_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1737,7 +1906,7 @@ func (x *ValidateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateResponse.ProtoReflect.Descriptor instead.
 func (*ValidateResponse) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{21}
+	return file_warden_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ValidateResponse) GetResource() string {
@@ -1785,7 +1954,7 @@ type LeaseRevokeRequest struct {
 
 func (x *LeaseRevokeRequest) Reset() {
 	*x = LeaseRevokeRequest{}
-	mi := &file_warden_proto_msgTypes[22]
+	mi := &file_warden_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1797,7 +1966,7 @@ func (x *LeaseRevokeRequest) String() string {
 func (*LeaseRevokeRequest) ProtoMessage() {}
 
 func (x *LeaseRevokeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[22]
+	mi := &file_warden_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1810,7 +1979,7 @@ func (x *LeaseRevokeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRevokeRequest.ProtoReflect.Descriptor instead.
 func (*LeaseRevokeRequest) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{22}
+	return file_warden_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *LeaseRevokeRequest) GetHeader() *RequestHeader {
@@ -1837,7 +2006,7 @@ type LeaseRevokeResponse struct {
 
 func (x *LeaseRevokeResponse) Reset() {
 	*x = LeaseRevokeResponse{}
-	mi := &file_warden_proto_msgTypes[23]
+	mi := &file_warden_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1849,7 +2018,7 @@ func (x *LeaseRevokeResponse) String() string {
 func (*LeaseRevokeResponse) ProtoMessage() {}
 
 func (x *LeaseRevokeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[23]
+	mi := &file_warden_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1862,7 +2031,7 @@ func (x *LeaseRevokeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRevokeResponse.ProtoReflect.Descriptor instead.
 func (*LeaseRevokeResponse) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{23}
+	return file_warden_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *LeaseRevokeResponse) GetLeaseId() uint64 {
@@ -1895,7 +2064,7 @@ type ProclaimRequest struct {
 
 func (x *ProclaimRequest) Reset() {
 	*x = ProclaimRequest{}
-	mi := &file_warden_proto_msgTypes[24]
+	mi := &file_warden_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1907,7 +2076,7 @@ func (x *ProclaimRequest) String() string {
 func (*ProclaimRequest) ProtoMessage() {}
 
 func (x *ProclaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[24]
+	mi := &file_warden_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1920,7 +2089,7 @@ func (x *ProclaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProclaimRequest.ProtoReflect.Descriptor instead.
 func (*ProclaimRequest) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{24}
+	return file_warden_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ProclaimRequest) GetResource() string {
@@ -1961,7 +2130,7 @@ type ProclaimResponse struct {
 
 func (x *ProclaimResponse) Reset() {
 	*x = ProclaimResponse{}
-	mi := &file_warden_proto_msgTypes[25]
+	mi := &file_warden_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1973,7 +2142,7 @@ func (x *ProclaimResponse) String() string {
 func (*ProclaimResponse) ProtoMessage() {}
 
 func (x *ProclaimResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[25]
+	mi := &file_warden_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1986,7 +2155,7 @@ func (x *ProclaimResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProclaimResponse.ProtoReflect.Descriptor instead.
 func (*ProclaimResponse) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{25}
+	return file_warden_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ProclaimResponse) GetResource() string {
@@ -2007,7 +2176,16 @@ var File_warden_proto protoreflect.FileDescriptor
 
 const file_warden_proto_rawDesc = "" +
 	"\n" +
-	"\fwarden.proto\x12\twarden.v1\"\x9c\x01\n" +
+	"\fwarden.proto\x12\twarden.v1\"\x8f\x01\n" +
+	"\x11CancelWaitRequest\x120\n" +
+	"\x06header\x18\x01 \x01(\v2\x18.warden.v1.RequestHeaderR\x06header\x12,\n" +
+	"\x12acquire_request_id\x18\x02 \x01(\x04R\x10acquireRequestId\x12\x1a\n" +
+	"\bresource\x18\x03 \x01(\tR\bresource\"\x8a\x01\n" +
+	"\x12CancelWaitResponse\x12\x1a\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\x12\x19\n" +
+	"\blease_id\x18\x02 \x01(\x04R\aleaseId\x12\x18\n" +
+	"\aoutcome\x18\x03 \x01(\tR\aoutcome\x12#\n" +
+	"\rfencing_token\x18\x04 \x01(\x04R\ffencingToken\"\x9c\x01\n" +
 	"\vCallRequest\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\x04R\x06callId\x125\n" +
 	"\aacquire\x18\x02 \x01(\v2\x19.warden.v1.AcquireRequestH\x00R\aacquire\x125\n" +
@@ -2115,7 +2293,7 @@ const file_warden_proto_rawDesc = "" +
 	"\n" +
 	"bound_e_ms\x18\v \x01(\x04R\bboundEMs\x12\x1c\n" +
 	"\n" +
-	"bound_g_ms\x18\f \x01(\x04R\bboundGMs\"\xa1\x02\n" +
+	"bound_g_ms\x18\f \x01(\x04R\bboundGMs\"\x9b\x03\n" +
 	"\x15ClusterStatusResponse\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12\x1b\n" +
@@ -2125,7 +2303,11 @@ const file_warden_proto_rawDesc = "" +
 	"\amembers\x18\x05 \x03(\v2\x11.warden.v1.MemberR\amembers\x12)\n" +
 	"\x06timing\x18\x06 \x01(\v2\x11.warden.v1.TimingR\x06timing\x12\x17\n" +
 	"\anode_id\x18\a \x01(\x04R\x06nodeId\x12$\n" +
-	"\x0elast_log_index\x18\b \x01(\x04R\flastLogIndex\"R\n" +
+	"\x0elast_log_index\x18\b \x01(\x04R\flastLogIndex\x12\x1a\n" +
+	"\binsecure\x18\t \x01(\bR\binsecure\x12'\n" +
+	"\x0felection_prefix\x18\n" +
+	" \x01(\tR\x0eelectionPrefix\x123\n" +
+	"\x16max_requests_in_flight\x18\v \x01(\x04R\x13maxRequestsInFlight\"R\n" +
 	"\x0fValidateRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12#\n" +
 	"\rfencing_token\x18\x02 \x01(\x04R\ffencingToken\"\xc2\x01\n" +
@@ -2155,7 +2337,7 @@ const file_warden_proto_rawDesc = "" +
 	"\x17TOKEN_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13TOKEN_STATE_CURRENT\x10\x01\x12\x15\n" +
 	"\x11TOKEN_STATE_STALE\x10\x02\x12\x17\n" +
-	"\x13TOKEN_STATE_UNKNOWN\x10\x032\xf1\x04\n" +
+	"\x13TOKEN_STATE_UNKNOWN\x10\x032\xbc\x05\n" +
 	"\x04Lock\x12B\n" +
 	"\aAcquire\x12\x19.warden.v1.AcquireRequest\x1a\x1a.warden.v1.AcquireResponse0\x01\x12:\n" +
 	"\x05Renew\x12\x17.warden.v1.RenewRequest\x1a\x18.warden.v1.RenewResponse\x12@\n" +
@@ -2165,7 +2347,9 @@ const file_warden_proto_rawDesc = "" +
 	"\bValidate\x12\x1a.warden.v1.ValidateRequest\x1a\x1b.warden.v1.ValidateResponse\x12L\n" +
 	"\vLeaseRevoke\x12\x1d.warden.v1.LeaseRevokeRequest\x1a\x1e.warden.v1.LeaseRevokeResponse\x12C\n" +
 	"\bProclaim\x12\x1a.warden.v1.ProclaimRequest\x1a\x1b.warden.v1.ProclaimResponse\x12<\n" +
-	"\x05Calls\x12\x16.warden.v1.CallRequest\x1a\x17.warden.v1.CallResponse(\x010\x01b\x06proto3"
+	"\x05Calls\x12\x16.warden.v1.CallRequest\x1a\x17.warden.v1.CallResponse(\x010\x01\x12I\n" +
+	"\n" +
+	"CancelWait\x12\x1c.warden.v1.CancelWaitRequest\x1a\x1d.warden.v1.CancelWaitResponseb\x06proto3"
 
 var (
 	file_warden_proto_rawDescOnce sync.Once
@@ -2180,75 +2364,80 @@ func file_warden_proto_rawDescGZIP() []byte {
 }
 
 var file_warden_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_warden_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_warden_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_warden_proto_goTypes = []any{
 	(TokenState)(0),               // 0: warden.v1.TokenState
-	(*CallRequest)(nil),           // 1: warden.v1.CallRequest
-	(*CallResponse)(nil),          // 2: warden.v1.CallResponse
-	(*CallError)(nil),             // 3: warden.v1.CallError
-	(*RequestHeader)(nil),         // 4: warden.v1.RequestHeader
-	(*AcquireRequest)(nil),        // 5: warden.v1.AcquireRequest
-	(*AcquireResponse)(nil),       // 6: warden.v1.AcquireResponse
-	(*Queued)(nil),                // 7: warden.v1.Queued
-	(*Granted)(nil),               // 8: warden.v1.Granted
-	(*NotGranted)(nil),            // 9: warden.v1.NotGranted
-	(*RenewRequest)(nil),          // 10: warden.v1.RenewRequest
-	(*RenewResponse)(nil),         // 11: warden.v1.RenewResponse
-	(*ReleaseRequest)(nil),        // 12: warden.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),       // 13: warden.v1.ReleaseResponse
-	(*StatusRequest)(nil),         // 14: warden.v1.StatusRequest
-	(*Holder)(nil),                // 15: warden.v1.Holder
-	(*StatusResponse)(nil),        // 16: warden.v1.StatusResponse
-	(*ClusterStatusRequest)(nil),  // 17: warden.v1.ClusterStatusRequest
-	(*Member)(nil),                // 18: warden.v1.Member
-	(*Timing)(nil),                // 19: warden.v1.Timing
-	(*ClusterStatusResponse)(nil), // 20: warden.v1.ClusterStatusResponse
-	(*ValidateRequest)(nil),       // 21: warden.v1.ValidateRequest
-	(*ValidateResponse)(nil),      // 22: warden.v1.ValidateResponse
-	(*LeaseRevokeRequest)(nil),    // 23: warden.v1.LeaseRevokeRequest
-	(*LeaseRevokeResponse)(nil),   // 24: warden.v1.LeaseRevokeResponse
-	(*ProclaimRequest)(nil),       // 25: warden.v1.ProclaimRequest
-	(*ProclaimResponse)(nil),      // 26: warden.v1.ProclaimResponse
+	(*CancelWaitRequest)(nil),     // 1: warden.v1.CancelWaitRequest
+	(*CancelWaitResponse)(nil),    // 2: warden.v1.CancelWaitResponse
+	(*CallRequest)(nil),           // 3: warden.v1.CallRequest
+	(*CallResponse)(nil),          // 4: warden.v1.CallResponse
+	(*CallError)(nil),             // 5: warden.v1.CallError
+	(*RequestHeader)(nil),         // 6: warden.v1.RequestHeader
+	(*AcquireRequest)(nil),        // 7: warden.v1.AcquireRequest
+	(*AcquireResponse)(nil),       // 8: warden.v1.AcquireResponse
+	(*Queued)(nil),                // 9: warden.v1.Queued
+	(*Granted)(nil),               // 10: warden.v1.Granted
+	(*NotGranted)(nil),            // 11: warden.v1.NotGranted
+	(*RenewRequest)(nil),          // 12: warden.v1.RenewRequest
+	(*RenewResponse)(nil),         // 13: warden.v1.RenewResponse
+	(*ReleaseRequest)(nil),        // 14: warden.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),       // 15: warden.v1.ReleaseResponse
+	(*StatusRequest)(nil),         // 16: warden.v1.StatusRequest
+	(*Holder)(nil),                // 17: warden.v1.Holder
+	(*StatusResponse)(nil),        // 18: warden.v1.StatusResponse
+	(*ClusterStatusRequest)(nil),  // 19: warden.v1.ClusterStatusRequest
+	(*Member)(nil),                // 20: warden.v1.Member
+	(*Timing)(nil),                // 21: warden.v1.Timing
+	(*ClusterStatusResponse)(nil), // 22: warden.v1.ClusterStatusResponse
+	(*ValidateRequest)(nil),       // 23: warden.v1.ValidateRequest
+	(*ValidateResponse)(nil),      // 24: warden.v1.ValidateResponse
+	(*LeaseRevokeRequest)(nil),    // 25: warden.v1.LeaseRevokeRequest
+	(*LeaseRevokeResponse)(nil),   // 26: warden.v1.LeaseRevokeResponse
+	(*ProclaimRequest)(nil),       // 27: warden.v1.ProclaimRequest
+	(*ProclaimResponse)(nil),      // 28: warden.v1.ProclaimResponse
 }
 var file_warden_proto_depIdxs = []int32{
-	5,  // 0: warden.v1.CallRequest.acquire:type_name -> warden.v1.AcquireRequest
-	12, // 1: warden.v1.CallRequest.release:type_name -> warden.v1.ReleaseRequest
-	6,  // 2: warden.v1.CallResponse.acquire:type_name -> warden.v1.AcquireResponse
-	13, // 3: warden.v1.CallResponse.release:type_name -> warden.v1.ReleaseResponse
-	3,  // 4: warden.v1.CallResponse.error:type_name -> warden.v1.CallError
-	4,  // 5: warden.v1.AcquireRequest.header:type_name -> warden.v1.RequestHeader
-	7,  // 6: warden.v1.AcquireResponse.queued:type_name -> warden.v1.Queued
-	8,  // 7: warden.v1.AcquireResponse.granted:type_name -> warden.v1.Granted
-	9,  // 8: warden.v1.AcquireResponse.not_granted:type_name -> warden.v1.NotGranted
-	4,  // 9: warden.v1.ReleaseRequest.header:type_name -> warden.v1.RequestHeader
-	15, // 10: warden.v1.StatusResponse.holder:type_name -> warden.v1.Holder
-	18, // 11: warden.v1.ClusterStatusResponse.members:type_name -> warden.v1.Member
-	19, // 12: warden.v1.ClusterStatusResponse.timing:type_name -> warden.v1.Timing
-	0,  // 13: warden.v1.ValidateResponse.state:type_name -> warden.v1.TokenState
-	4,  // 14: warden.v1.LeaseRevokeRequest.header:type_name -> warden.v1.RequestHeader
-	5,  // 15: warden.v1.Lock.Acquire:input_type -> warden.v1.AcquireRequest
-	10, // 16: warden.v1.Lock.Renew:input_type -> warden.v1.RenewRequest
-	12, // 17: warden.v1.Lock.Release:input_type -> warden.v1.ReleaseRequest
-	14, // 18: warden.v1.Lock.Status:input_type -> warden.v1.StatusRequest
-	17, // 19: warden.v1.Lock.ClusterStatus:input_type -> warden.v1.ClusterStatusRequest
-	21, // 20: warden.v1.Lock.Validate:input_type -> warden.v1.ValidateRequest
-	23, // 21: warden.v1.Lock.LeaseRevoke:input_type -> warden.v1.LeaseRevokeRequest
-	25, // 22: warden.v1.Lock.Proclaim:input_type -> warden.v1.ProclaimRequest
-	1,  // 23: warden.v1.Lock.Calls:input_type -> warden.v1.CallRequest
-	6,  // 24: warden.v1.Lock.Acquire:output_type -> warden.v1.AcquireResponse
-	11, // 25: warden.v1.Lock.Renew:output_type -> warden.v1.RenewResponse
-	13, // 26: warden.v1.Lock.Release:output_type -> warden.v1.ReleaseResponse
-	16, // 27: warden.v1.Lock.Status:output_type -> warden.v1.StatusResponse
-	20, // 28: warden.v1.Lock.ClusterStatus:output_type -> warden.v1.ClusterStatusResponse
-	22, // 29: warden.v1.Lock.Validate:output_type -> warden.v1.ValidateResponse
-	24, // 30: warden.v1.Lock.LeaseRevoke:output_type -> warden.v1.LeaseRevokeResponse
-	26, // 31: warden.v1.Lock.Proclaim:output_type -> warden.v1.ProclaimResponse
-	2,  // 32: warden.v1.Lock.Calls:output_type -> warden.v1.CallResponse
-	24, // [24:33] is the sub-list for method output_type
-	15, // [15:24] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	6,  // 0: warden.v1.CancelWaitRequest.header:type_name -> warden.v1.RequestHeader
+	7,  // 1: warden.v1.CallRequest.acquire:type_name -> warden.v1.AcquireRequest
+	14, // 2: warden.v1.CallRequest.release:type_name -> warden.v1.ReleaseRequest
+	8,  // 3: warden.v1.CallResponse.acquire:type_name -> warden.v1.AcquireResponse
+	15, // 4: warden.v1.CallResponse.release:type_name -> warden.v1.ReleaseResponse
+	5,  // 5: warden.v1.CallResponse.error:type_name -> warden.v1.CallError
+	6,  // 6: warden.v1.AcquireRequest.header:type_name -> warden.v1.RequestHeader
+	9,  // 7: warden.v1.AcquireResponse.queued:type_name -> warden.v1.Queued
+	10, // 8: warden.v1.AcquireResponse.granted:type_name -> warden.v1.Granted
+	11, // 9: warden.v1.AcquireResponse.not_granted:type_name -> warden.v1.NotGranted
+	6,  // 10: warden.v1.ReleaseRequest.header:type_name -> warden.v1.RequestHeader
+	17, // 11: warden.v1.StatusResponse.holder:type_name -> warden.v1.Holder
+	20, // 12: warden.v1.ClusterStatusResponse.members:type_name -> warden.v1.Member
+	21, // 13: warden.v1.ClusterStatusResponse.timing:type_name -> warden.v1.Timing
+	0,  // 14: warden.v1.ValidateResponse.state:type_name -> warden.v1.TokenState
+	6,  // 15: warden.v1.LeaseRevokeRequest.header:type_name -> warden.v1.RequestHeader
+	7,  // 16: warden.v1.Lock.Acquire:input_type -> warden.v1.AcquireRequest
+	12, // 17: warden.v1.Lock.Renew:input_type -> warden.v1.RenewRequest
+	14, // 18: warden.v1.Lock.Release:input_type -> warden.v1.ReleaseRequest
+	16, // 19: warden.v1.Lock.Status:input_type -> warden.v1.StatusRequest
+	19, // 20: warden.v1.Lock.ClusterStatus:input_type -> warden.v1.ClusterStatusRequest
+	23, // 21: warden.v1.Lock.Validate:input_type -> warden.v1.ValidateRequest
+	25, // 22: warden.v1.Lock.LeaseRevoke:input_type -> warden.v1.LeaseRevokeRequest
+	27, // 23: warden.v1.Lock.Proclaim:input_type -> warden.v1.ProclaimRequest
+	3,  // 24: warden.v1.Lock.Calls:input_type -> warden.v1.CallRequest
+	1,  // 25: warden.v1.Lock.CancelWait:input_type -> warden.v1.CancelWaitRequest
+	8,  // 26: warden.v1.Lock.Acquire:output_type -> warden.v1.AcquireResponse
+	13, // 27: warden.v1.Lock.Renew:output_type -> warden.v1.RenewResponse
+	15, // 28: warden.v1.Lock.Release:output_type -> warden.v1.ReleaseResponse
+	18, // 29: warden.v1.Lock.Status:output_type -> warden.v1.StatusResponse
+	22, // 30: warden.v1.Lock.ClusterStatus:output_type -> warden.v1.ClusterStatusResponse
+	24, // 31: warden.v1.Lock.Validate:output_type -> warden.v1.ValidateResponse
+	26, // 32: warden.v1.Lock.LeaseRevoke:output_type -> warden.v1.LeaseRevokeResponse
+	28, // 33: warden.v1.Lock.Proclaim:output_type -> warden.v1.ProclaimResponse
+	4,  // 34: warden.v1.Lock.Calls:output_type -> warden.v1.CallResponse
+	2,  // 35: warden.v1.Lock.CancelWait:output_type -> warden.v1.CancelWaitResponse
+	26, // [26:36] is the sub-list for method output_type
+	16, // [16:26] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_warden_proto_init() }
@@ -2256,16 +2445,16 @@ func file_warden_proto_init() {
 	if File_warden_proto != nil {
 		return
 	}
-	file_warden_proto_msgTypes[0].OneofWrappers = []any{
+	file_warden_proto_msgTypes[2].OneofWrappers = []any{
 		(*CallRequest_Acquire)(nil),
 		(*CallRequest_Release)(nil),
 	}
-	file_warden_proto_msgTypes[1].OneofWrappers = []any{
+	file_warden_proto_msgTypes[3].OneofWrappers = []any{
 		(*CallResponse_Acquire)(nil),
 		(*CallResponse_Release)(nil),
 		(*CallResponse_Error)(nil),
 	}
-	file_warden_proto_msgTypes[5].OneofWrappers = []any{
+	file_warden_proto_msgTypes[7].OneofWrappers = []any{
 		(*AcquireResponse_Queued)(nil),
 		(*AcquireResponse_Granted)(nil),
 		(*AcquireResponse_NotGranted)(nil),
@@ -2276,7 +2465,7 @@ func file_warden_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_warden_proto_rawDesc), len(file_warden_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   26,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -40,6 +40,7 @@ const (
 	Lock_LeaseRevoke_FullMethodName   = "/warden.v1.Lock/LeaseRevoke"
 	Lock_Proclaim_FullMethodName      = "/warden.v1.Lock/Proclaim"
 	Lock_Calls_FullMethodName         = "/warden.v1.Lock/Calls"
+	Lock_CancelWait_FullMethodName    = "/warden.v1.Lock/CancelWait"
 )
 
 // LockClient is the client API for Lock service.
@@ -96,6 +97,16 @@ type LockClient interface {
 	// task on the leader, the largest block of leader CPU at 64 clients
 	// (docs/performance.md).
 	Calls(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[CallRequest, CallResponse], error)
+	// Takes back the caller's own waiting acquire, named by its request id
+	// (the same client id, and the same principal): committed and exactly-once
+	// like every mutating call (S7). Its waiter leaves the queue; if the grant
+	// won the race, that grant is released (handed to the next waiter in the
+	// same entry, S6); if the acquire has not applied yet, it is refused with
+	// reason "cancelled" when it does. Clients send it when their caller
+	// abandons a waiting acquire (a dropped future, a cancelled context): a
+	// dropped stream alone cancels nothing (docs/semantics.md S8).
+	// Permission: `lock` on the resource.
+	CancelWait(ctx context.Context, in *CancelWaitRequest, opts ...grpc.CallOption) (*CancelWaitResponse, error)
 }
 
 type lockClient struct {
@@ -208,6 +219,16 @@ func (c *lockClient) Calls(ctx context.Context, opts ...grpc.CallOption) (grpc.B
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Lock_CallsClient = grpc.BidiStreamingClient[CallRequest, CallResponse]
 
+func (c *lockClient) CancelWait(ctx context.Context, in *CancelWaitRequest, opts ...grpc.CallOption) (*CancelWaitResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CancelWaitResponse)
+	err := c.cc.Invoke(ctx, Lock_CancelWait_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LockServer is the server API for Lock service.
 // All implementations must embed UnimplementedLockServer
 // for forward compatibility.
@@ -262,6 +283,16 @@ type LockServer interface {
 	// task on the leader, the largest block of leader CPU at 64 clients
 	// (docs/performance.md).
 	Calls(grpc.BidiStreamingServer[CallRequest, CallResponse]) error
+	// Takes back the caller's own waiting acquire, named by its request id
+	// (the same client id, and the same principal): committed and exactly-once
+	// like every mutating call (S7). Its waiter leaves the queue; if the grant
+	// won the race, that grant is released (handed to the next waiter in the
+	// same entry, S6); if the acquire has not applied yet, it is refused with
+	// reason "cancelled" when it does. Clients send it when their caller
+	// abandons a waiting acquire (a dropped future, a cancelled context): a
+	// dropped stream alone cancels nothing (docs/semantics.md S8).
+	// Permission: `lock` on the resource.
+	CancelWait(context.Context, *CancelWaitRequest) (*CancelWaitResponse, error)
 	mustEmbedUnimplementedLockServer()
 }
 
@@ -298,6 +329,9 @@ func (UnimplementedLockServer) Proclaim(context.Context, *ProclaimRequest) (*Pro
 }
 func (UnimplementedLockServer) Calls(grpc.BidiStreamingServer[CallRequest, CallResponse]) error {
 	return status.Error(codes.Unimplemented, "method Calls not implemented")
+}
+func (UnimplementedLockServer) CancelWait(context.Context, *CancelWaitRequest) (*CancelWaitResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CancelWait not implemented")
 }
 func (UnimplementedLockServer) mustEmbedUnimplementedLockServer() {}
 func (UnimplementedLockServer) testEmbeddedByValue()              {}
@@ -464,6 +498,24 @@ func _Lock_Calls_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Lock_CallsServer = grpc.BidiStreamingServer[CallRequest, CallResponse]
 
+func _Lock_CancelWait_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelWaitRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LockServer).CancelWait(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Lock_CancelWait_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LockServer).CancelWait(ctx, req.(*CancelWaitRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Lock_ServiceDesc is the grpc.ServiceDesc for Lock service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -498,6 +550,10 @@ var Lock_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Proclaim",
 			Handler:    _Lock_Proclaim_Handler,
+		},
+		{
+			MethodName: "CancelWait",
+			Handler:    _Lock_CancelWait_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
