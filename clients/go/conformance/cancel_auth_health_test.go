@@ -1,10 +1,9 @@
 package conformance
 
-// The scenarios here need server features the binary may not have yet
-// (Lock/CancelWait, TLS with principals and roles, gRPC health and
-// reflection). Each detects the missing feature (Unimplemented, or the
-// binary's help) and skips with a reason naming it; with a server that has
-// it, it runs in full.
+// The scenarios of the cancel of a wait (Lock/CancelWait), of lease owners
+// (principals from client certificates, roles granted by root through the
+// CLI) and of gRPC's standard services (health and reflection, over TLS
+// without a client certificate).
 
 import (
 	"context"
@@ -16,12 +15,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
-	"google.golang.org/grpc/status"
 
 	"github.com/warden-locks/warden/clients/go/warden"
 )
@@ -59,9 +55,6 @@ func TestC11AbandonedWaitLeavesNoWaiter(t *testing.T) {
 	}
 	abandon()
 	err = <-done
-	if errors.Is(err, warden.ErrUnimplemented) {
-		t.Skipf("the server does not serve Lock/CancelWait (Unimplemented): %v", err)
-	}
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("abandoned lock: want context.Canceled, got %v", err)
 	}
@@ -99,13 +92,6 @@ func TestC11AbandonedWaitLeavesNoWaiter(t *testing.T) {
 // exact lease id and token, bob can release, renew, revoke and acquire on
 // nothing of hers.
 func TestC12OtherPrincipalLeaseRefused(t *testing.T) {
-	f := shared.Features
-	if !f.ServerTLS {
-		t.Skip("the server has no TLS (`warden server --help` has no --certs-dir): principals come from client certificates")
-	}
-	if !f.Roles {
-		t.Skip("the binary has no `warden role` command: no permissions to grant")
-	}
 	ctx := ctxFor(t, 60*time.Second)
 	if _, err := shared.CLI(ctx, "root", "role", "grant", "c12-lockers", "--prefix", "c12-", "--permission", "lock"); err != nil {
 		t.Fatal(err)
@@ -160,14 +146,11 @@ func TestC12OtherPrincipalLeaseRefused(t *testing.T) {
 // client certificate), and server reflection lists Warden's services.
 func TestC13GrpcHealthAndReflection(t *testing.T) {
 	ctx := ctxFor(t, 60*time.Second)
-	creds := insecure.NewCredentials()
-	if shared.Features.ServerTLS {
-		cfg, err := shared.CAOnlyTLS()
-		if err != nil {
-			t.Fatal(err)
-		}
-		creds = credentials.NewTLS(cfg)
+	cfg, err := shared.CAOnlyTLS()
+	if err != nil {
+		t.Fatal(err)
 	}
+	creds := credentials.NewTLS(cfg)
 	for _, n := range shared.Nodes {
 		if err := shared.WaitReady(ctx, n); err != nil {
 			t.Fatal(err)
@@ -177,26 +160,21 @@ func TestC13GrpcHealthAndReflection(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = conn.Close() })
-		var reply *healthpb.HealthCheckResponse
+		// /readyz said ready: the health check must say SERVING (polled
+		// only across a connection that is still being set up).
 		eventually(t, 10*time.Second, fmt.Sprintf("node %d health check", n.ID), func(ctx context.Context) error {
 			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
-			reply, err = healthpb.NewHealthClient(conn).Check(cctx, &healthpb.HealthCheckRequest{Service: ""})
-			if status.Code(err) == codes.Unimplemented {
-				return nil
+			reply, err := healthpb.NewHealthClient(conn).Check(cctx, &healthpb.HealthCheckRequest{Service: ""})
+			if err != nil {
+				return err
 			}
-			return err
+			if got := reply.GetStatus(); got != healthpb.HealthCheckResponse_SERVING {
+				return fmt.Errorf("node %d (ready) answers %v", n.ID, got)
+			}
+			return nil
 		})
-		if status.Code(err) == codes.Unimplemented {
-			t.Skipf("the server does not serve grpc.health.v1.Health (Unimplemented): %v", err)
-		}
-		if got := reply.GetStatus(); got != healthpb.HealthCheckResponse_SERVING {
-			t.Fatalf("node %d (ready) answers %v", n.ID, got)
-		}
 		services, err := reflectedServices(ctx, conn)
-		if status.Code(err) == codes.Unimplemented {
-			t.Skipf("the server does not serve gRPC server reflection (Unimplemented): %v", err)
-		}
 		if err != nil {
 			t.Fatal(err)
 		}

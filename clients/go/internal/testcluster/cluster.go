@@ -1,8 +1,8 @@
 // Package testcluster starts a real three-node Warden cluster from the
 // `warden` binary for the conformance tests (clients/conformance/README.md):
-// loopback only, ports from :0, temp dirs, TLS with minted certificates
-// when the binary serves it, and a loopback TCP proxy (proxy.go) for the
-// scenarios that cut a client off.
+// loopback only, ports from :0, temp dirs, mutual TLS with certificates the
+// binary mints (root, alice, bob), and a loopback TCP proxy (proxy.go) for
+// the scenarios that cut a client off.
 package testcluster
 
 import (
@@ -66,32 +66,18 @@ func moduleRoot() (string, error) {
 	}
 }
 
-// Features are what the binary offers, read from its help texts.
-type Features struct {
-	// `warden server` takes --certs-dir (and then refuses to start
-	// without it unless --insecure).
-	ServerTLS bool
-	// `warden server` takes --insecure.
-	ServerInsecureFlag bool
-	// The CLI's client commands take --certs-dir / --user.
-	CLITLS bool
-	// `warden role` exists (permissions).
-	Roles bool
-}
-
-// Detect reads the features of bin.
-func Detect(bin string) Features {
-	help := func(args ...string) string {
-		out, _ := exec.Command(bin, append(args, "--help")...).CombinedOutput()
-		return string(out)
+// requireTLS fails unless bin is a server that serves mutual TLS (its
+// `warden server --help` offers --certs-dir): the scenarios run on a TLS
+// cluster, whose principals come from client certificates.
+func requireTLS(bin string) error {
+	out, err := exec.Command(bin, "server", "--help").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s server --help: %w\n%s", bin, err, out)
 	}
-	server := help("server")
-	return Features{
-		ServerTLS:          strings.Contains(server, "--certs-dir"),
-		ServerInsecureFlag: strings.Contains(server, "--insecure"),
-		CLITLS:             strings.Contains(help("cluster", "status"), "--certs-dir"),
-		Roles:              strings.Contains(help("role"), "grant"),
+	if !strings.Contains(string(out), "--certs-dir") {
+		return fmt.Errorf("%s predates TLS (`warden server --help` has no --certs-dir): rebuild it from this checkout (`cargo build -p warden`)", bin)
 	}
+	return nil
 }
 
 // Node is one `warden server` process.
@@ -111,31 +97,34 @@ type Node struct {
 
 // Cluster is three nodes and what they need.
 type Cluster struct {
-	Bin      string
-	Dir      string
-	Features Features
-	// With TLS: ca.crt and client.NAME.crt/.key for root, alice, bob.
+	Bin string
+	Dir string
+	// ca.crt and client.NAME.crt/.key for every principal of Principals.
 	CertsDir string
 	Nodes    []*Node
 	// Extra `warden server` flags given to every node.
 	extra []string
 }
 
-// Principals minted for every TLS cluster.
+// Principals minted for every cluster.
 var Principals = []string{"root", "alice", "bob"}
 
-// Start starts a fresh three-node cluster under a new temp dir and waits
-// (deadline 30 s) until it has a leader that every node follows.
+// Start starts a fresh three-node cluster on mutual TLS (certificates
+// minted by the binary under a new temp dir) and waits (deadline 30 s)
+// until it has a leader that every node follows.
 func Start(extra ...string) (*Cluster, error) {
 	bin, err := Binary()
 	if err != nil {
+		return nil, err
+	}
+	if err := requireTLS(bin); err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "warden-go-conformance-")
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{Bin: bin, Dir: dir, Features: Detect(bin), extra: extra}
+	c := &Cluster{Bin: bin, Dir: dir, extra: extra}
 	if err := c.start(); err != nil {
 		c.Stop()
 		return nil, err
@@ -168,10 +157,8 @@ func (c *Cluster) start() error {
 		c.Nodes = append(c.Nodes, n)
 		peers = append(peers, fmt.Sprintf("%d=%s", id, addr))
 	}
-	if c.Features.ServerTLS {
-		if err := c.mintCertificates(); err != nil {
-			return err
-		}
+	if err := c.mintCertificates(); err != nil {
+		return err
 	}
 	for _, n := range c.Nodes {
 		args := []string{"server", "--id", strconv.Itoa(n.ID), "--listen", n.Addr, "--peers", strings.Join(peers, ","),
@@ -187,11 +174,7 @@ func (c *Cluster) start() error {
 }
 
 func (c *Cluster) serverArgs(n *Node, args []string) []string {
-	if c.Features.ServerTLS {
-		args = append(args, "--certs-dir", n.CertsDir)
-	} else if c.Features.ServerInsecureFlag {
-		args = append(args, "--insecure")
-	}
+	args = append(args, "--certs-dir", n.CertsDir)
 	return append(args, c.extra...)
 }
 
@@ -202,7 +185,7 @@ func (c *Cluster) launch(n *Node, args []string) error {
 	}
 	cmd := exec.Command(c.Bin, c.serverArgs(n, args)...)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Env = append(os.Environ(), "RUST_LOG=info")
+	cmd.Env = append(cliEnv(), "RUST_LOG=info")
 	// The node dies with the test process, whatever happens to it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -226,6 +209,7 @@ func (c *Cluster) Run(ctx context.Context, args ...string) (string, error) {
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, c.Bin, args...)
 	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Env = cliEnv()
 	err := cmd.Run()
 	if err != nil {
 		return out.String(), fmt.Errorf("warden %s: %w\n%s", strings.Join(args, " "), err, out.String())
@@ -233,17 +217,23 @@ func (c *Cluster) Run(ctx context.Context, args ...string) (string, error) {
 	return out.String(), nil
 }
 
-// CLI runs a client command of the CLI against the cluster as user (with
-// --endpoints and, on TLS, --certs-dir/--user).
-func (c *Cluster) CLI(ctx context.Context, user string, args ...string) (string, error) {
-	args = append(args, "--endpoints", strings.Join(c.Endpoints(), ","))
-	if c.Features.CLITLS {
-		if c.Features.ServerTLS {
-			args = append(args, "--certs-dir", c.CertsDir, "--user", user)
-		} else {
-			args = append(args, "--insecure")
+// cliEnv is this process's environment without the CLI's WARDEN_*
+// settings (endpoints, certs dir, user, insecure), so that a developer's
+// shell never points the binary elsewhere than its flags say.
+func cliEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "WARDEN_") || strings.HasPrefix(kv, "WARDEN_BIN=") {
+			env = append(env, kv)
 		}
 	}
+	return env
+}
+
+// CLI runs a client command of the CLI against the cluster as principal
+// user (with --endpoints, --certs-dir and --user).
+func (c *Cluster) CLI(ctx context.Context, user string, args ...string) (string, error) {
+	args = append(args, "--endpoints", strings.Join(c.Endpoints(), ","), "--certs-dir", c.CertsDir, "--user", user)
 	return c.Run(ctx, args...)
 }
 
@@ -292,13 +282,10 @@ func (c *Cluster) Endpoints() []string {
 	return eps
 }
 
-// Options are client options for principal user (mTLS on a TLS cluster).
+// Options are client options for principal user (mutual TLS with its
+// certificate).
 func (c *Cluster) Options(user string) warden.Options {
-	var o warden.Options
-	if c.Features.ServerTLS {
-		o.TLS = &warden.TLSOptions{CertsDir: c.CertsDir, User: user}
-	}
-	return o
+	return warden.Options{TLS: &warden.TLSOptions{CertsDir: c.CertsDir, User: user}}
 }
 
 // Client is a client of every node as principal user.
@@ -417,20 +404,14 @@ func (c *Cluster) WaitReady(ctx context.Context, n *Node) error {
 	}
 }
 
-// Ready asks the node's /readyz (HTTPS on a TLS cluster, no client
-// certificate).
+// Ready asks the node's /readyz (HTTPS, no client certificate).
 func (c *Cluster) Ready(ctx context.Context, n *Node) (bool, error) {
-	client := &http.Client{Timeout: 2 * time.Second}
-	scheme := "http"
-	if c.Features.ServerTLS {
-		tlsCfg, err := caOnlyTLS(filepath.Join(c.CertsDir, "ca.crt"))
-		if err != nil {
-			return false, err
-		}
-		client.Transport = &http.Transport{TLSClientConfig: tlsCfg}
-		scheme = "https"
+	tlsCfg, err := c.CAOnlyTLS()
+	if err != nil {
+		return false, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+n.AdminAddr+"/readyz", nil)
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+n.AdminAddr+"/readyz", nil)
 	if err != nil {
 		return false, err
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"os"
+	"path/filepath"
 )
 
 // caOnlyTLS trusts the cluster's CA and presents no client certificate.
@@ -20,5 +21,8 @@ func caOnlyTLS(caFile string) (*tls.Config, error) {
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13}, nil
 }
 
-// CAOnlyTLS is caOnlyTLS for the cluster's CA (TLS clusters only).
-func (c *Cluster) CAOnlyTLS() (*tls.Config, error) { return caOnlyTLS(c.CertsDir + "/ca.crt") }
+// CAOnlyTLS trusts the cluster's CA and presents no client certificate
+// (what a health probe does).
+func (c *Cluster) CAOnlyTLS() (*tls.Config, error) {
+	return caOnlyTLS(filepath.Join(c.CertsDir, "ca.crt"))
+}
