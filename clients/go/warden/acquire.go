@@ -69,9 +69,9 @@ type Grant struct {
 // When ctx ends before the final answer, the client sends the server's
 // CancelWait for this acquire (committed, exactly-once; if the grant won
 // the race, the cancel releases it) and returns once it is answered: the
-// error then matches ctx's error, and, if the cancel itself failed, also
-// that failure (e.g. ErrUnimplemented from a server without CancelWait: the
-// waiter then stays queued until its wait ends or its lease does).
+// error then matches ctx's error, and, if the cancel itself failed (no
+// node answered within Options.CallTimeout), also that failure: the waiter
+// then stays queued until its wait ends or its lease does.
 //
 // Errors: KindInvalidArgument naming the field (resource, ttl_ms,
 // wait_timeout_ms, lock_delay_ms); KindNotFound for an unknown lease;
