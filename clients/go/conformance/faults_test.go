@@ -16,12 +16,13 @@ import (
 // Defends S3 (a renewed lease is held), L3 (calls follow the new leader)
 // and L4 (a new leader keeps a live lease): SIGKILL of the leader loses
 // neither the lock nor the session.
+//
+// It kills the shared cluster's leader (one cluster at a time on the
+// machine) and brings it back at the end, waiting until all three nodes
+// follow a leader and the restarted one is ready, for the scenarios after
+// it.
 func TestC05LeaderKillKeepsLockAndSession(t *testing.T) {
-	c, err := testcluster.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
+	c := shared
 	ctx := ctxFor(t, 60*time.Second)
 	cl := newClient(t, c, "root")
 	s := newSession(t, cl, 10*time.Second)
@@ -55,6 +56,7 @@ func TestC05LeaderKillKeepsLockAndSession(t *testing.T) {
 	if err := c.Kill(leader); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { restore(t, c, leader) })
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	eventually(t, 10*time.Second, "another node leads", func(context.Context) error {
@@ -319,6 +321,23 @@ func TestC08ElectionFailoverLargerToken(t *testing.T) {
 		t.Fatalf("leader(c08-e) = %+v", leader)
 	}
 	if err := r.l.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// restore restarts node n of c (killed by the test) and waits (deadline
+// 30 s) until every node follows a leader and n is ready again.
+func restore(t *testing.T, c *testcluster.Cluster, n *testcluster.Node) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.Restart(n); err != nil {
+		t.Fatalf("restart node %d: %v", n.ID, err)
+	}
+	if _, err := c.WaitForLeader(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReady(ctx, n); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -67,17 +67,14 @@ func TestC09WatchEveryGrantInOrder(t *testing.T) {
 
 // testC09Compacted: a node that loaded a snapshot at start never applied
 // the entries the snapshot covers, so its (node-local) window starts above
-// them. On a cluster of its own that snapshots every 10 entries, a
-// restarted follower no longer retains index 1.
+// them. The shared cluster snapshots every testcluster.SnapshotThreshold
+// entries: after more entries than that, a restarted follower no longer
+// retains index 1.
 func testC09Compacted(t *testing.T) {
-	c, err := testcluster.Start("--snapshot-threshold", "10")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
+	c := shared
 	ctx := ctxFor(t, 60*time.Second)
 	s := newSession(t, newClient(t, c, "root"), 5*time.Second)
-	for i := 0; i < 15; i++ {
+	for i := 0; i < testcluster.SnapshotThreshold; i++ {
 		g, err := s.TryLock(ctx, "c09-compact")
 		if err != nil {
 			t.Fatal(err)
@@ -97,12 +94,7 @@ func testC09Compacted(t *testing.T) {
 	if err := c.Kill(follower); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Restart(follower); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.WaitReady(ctx, follower); err != nil {
-		t.Fatal(err)
-	}
+	restore(t, c, follower)
 	one, err := warden.New([]string{follower.Addr}, c.Options("root"))
 	if err != nil {
 		t.Fatal(err)
