@@ -11,7 +11,7 @@ import (
 // which fails when protoc is missing).
 func TestGeneratedCodeIsCurrent(t *testing.T) {
 	if _, err := exec.LookPath("protoc"); err != nil {
-		t.Skip("protoc is not installed (Debian: apt-get install protobuf-compiler); .ci/run runs gen.sh --check")
+		t.Skip("protoc is not installed (Debian: apt-get install protobuf-compiler); clients/go/ci.sh runs gen.sh --check and installs it")
 	}
 	out, err := exec.Command("bash", "../../gen.sh", "--check").CombinedOutput()
 	if err != nil {
