@@ -161,6 +161,10 @@ const (
 	ReasonHeld        NotGrantedReason = "held"
 	ReasonLockDelay   NotGrantedReason = "lock_delay"
 	ReasonWaitTimeout NotGrantedReason = "wait_timeout"
+	// This client's CancelWait reached the server before the acquire
+	// applied (its outcome "preempted"): the acquire is refused when it
+	// does. Seen only by an acquire whose caller had abandoned it.
+	ReasonCancelled NotGrantedReason = "cancelled"
 )
 
 // NotGrantedError is an acquire the server refused because of the
