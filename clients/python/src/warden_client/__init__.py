@@ -150,6 +150,7 @@ __all__ = [
     "ValidateResult",
     "WaitTimeoutError",
     "WardenError",
+    "WatchEvent",
     "Watcher",
     "aio",
     "validity_s",

@@ -180,6 +180,9 @@ class Client:
     def renew(self, lease_id: int) -> RenewResult:
         return self._run(self._aio.renew(lease_id))
 
+    def keep_alive_once(self, lease_id: int) -> RenewResult:
+        return self._run(self._aio.keep_alive_once(lease_id))
+
     def revoke(self, lease_id: int) -> int:
         return self._run(self._aio.revoke(lease_id))
 

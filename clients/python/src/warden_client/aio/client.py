@@ -41,6 +41,7 @@ from .._proto import (
 from ..clock import Clock
 from ..errors import (
     InvalidArgumentError,
+    LeaseNotFoundError,
     NoQuorumError,
     StatusInfo,
     TransportError,
@@ -570,6 +571,31 @@ class Client:
             return RenewResult(lease_id=reply.lease_id, ttl_ms=reply.ttl_ms, sequence=sequence)
 
         return await self.call("renew", self._deadline(deadline_s), attempt)
+
+    async def keep_alive_once(self, lease_id: int) -> RenewResult:
+        """One keep-alive of ``lease_id`` on a ``Lease/LeaseKeepAlive`` stream
+        of its own (etcd's KeepAliveOnce); sessions keep one stream open
+        instead. LeaseNotFoundError when the reply says the lease is not
+        live."""
+        attempt_timeout = self._options.attempt_timeout_s
+
+        async def attempt(_address: str, node: _Node) -> RenewResult:
+            sequence = self.next_renew_sequence()
+            call = node.lease.LeaseKeepAlive()
+            try:
+                await call.write(lease_pb2.LeaseKeepAliveRequest(lease_id=lease_id, sequence=sequence))
+                await call.done_writing()
+                while True:
+                    reply: lease_pb2.LeaseKeepAliveResponse = await read_within(call, attempt_timeout)
+                    if reply.sequence == sequence:
+                        break
+            finally:
+                call.cancel()
+            if not reply.live:
+                raise LeaseNotFoundError(f"lease_id: lease {lease_id} is not live")
+            return RenewResult(lease_id=reply.lease_id, ttl_ms=reply.ttl_ms, sequence=sequence)
+
+        return await self.call("keep-alive", self._deadline(), attempt)
 
     async def revoke(self, lease_id: int) -> int:
         """Revokes a lease: every lock it holds is released (no lock-delay) and

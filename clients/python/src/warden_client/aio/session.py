@@ -47,7 +47,7 @@ log = logging.getLogger("warden_client")
 #: The lost timer fires this much before ``valid_until``: asyncio timers never
 #: fire early but may fire late when the loop is busy, and the loss must be
 #: signalled no later than ``valid_until`` (S5).
-LOST_TIMER_SLACK_S = 0.025
+LOST_TIMER_SLACK_S = 0.05
 
 #: A timer never sleeps longer than this in one go: the event loop's clock
 #: stops while the machine is suspended, the session's (boot) clock does not,
@@ -357,7 +357,9 @@ class Session:
         revokes the lease, which releases every lock on it (no lock-delay) in
         one committed entry. A lease the server no longer has is no error;
         ClusterUnavailableError if the revoke did not commit in time (the
-        lease then expires after its TTL)."""
+        lease then expires after its TTL). Closing a session that was already
+        lost sends nothing and raises nothing: the loss was signalled, and the
+        keep-alive already tried to revoke a lease it stopped trusting."""
         already = self._lost
         self._lose(Lost(LostKind.CLOSED, self._lease_id))
         if self._keep_alive is not None:
@@ -367,7 +369,7 @@ class Session:
             except asyncio.CancelledError:
                 pass
         self._stream.close()
-        if already is not None and already.kind is LostKind.LEASE_GONE:
+        if already is not None:
             return
         try:
             await self._client.revoke(self._lease_id)
