@@ -145,12 +145,14 @@ def status_of(call: _CallLike) -> StatusInfo:
 
 class WardenError(Exception):
     """Every error this client raises. ``status`` is the server's status when
-    one ended the call (``None`` for a client-side error)."""
+    one ended the call (``None`` for a client-side error); ``field`` is the
+    field its BadRequest details name, if any."""
 
-    def __init__(self, message: str, status: StatusInfo | None = None) -> None:
+    def __init__(self, message: str, status: StatusInfo | None = None, field: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
+        self.field = field if field is not None else (status.field if status else None)
 
     @property
     def code(self) -> grpc.StatusCode | None:
@@ -166,12 +168,6 @@ class InvalidArgumentError(WardenError, ValueError):
     """A request (or a client-side argument) was refused as malformed or out of
     bounds; ``field`` names it (from the status's BadRequest, e.g. ``ttl_ms``,
     ``resource``, ``wait_timeout_ms``). Nothing was changed."""
-
-    def __init__(
-        self, message: str, status: StatusInfo | None = None, field: str | None = None
-    ) -> None:
-        super().__init__(message, status)
-        self.field = field if field is not None else (status.field if status else None)
 
 
 class NotFoundError(WardenError):

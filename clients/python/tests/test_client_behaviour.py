@@ -1,0 +1,179 @@
+"""The client's behaviour against a scripted node (tests/fake_server.py): the
+paths a real cluster cannot be made to take on demand."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import pytest
+
+from fake_server import FakeNode, Script
+from warden_client import (
+    ClientOptions,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    LostKind,
+    RequestExpiredError,
+    SessionLostError,
+    TransportError,
+    aio,
+)
+
+
+async def test_abandoning_a_waiting_lock_sends_cancel_wait_before_the_cancellation_propagates() -> None:
+    """S8 (C11's client side, on a server that has CancelWait): cancelling a
+    waiting lock sends Lock/CancelWait naming the acquire's request id and
+    resource, with its own request id; the acquire's id is still
+    unacknowledged in the cancel's header (the server still knows it); and
+    CancelledError reaches the caller only after the cancel was answered."""
+    async with FakeNode() as node, aio.Client([node.addr]) as client:
+        session = await client.session(ttl_s=5.0)
+        queued = asyncio.Event()
+        waiting = asyncio.ensure_future(session.lock("r", on_queued=lambda _q: queued.set()))
+        await asyncio.wait_for(queued.wait(), 5.0)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        assert node.script.cancel_seen.is_set(), "the cancel was answered before CancelledError propagated"
+        [acquire] = node.script.acquires
+        [cancel] = node.script.cancels
+        assert acquire.lease_id == session.lease_id and acquire.wait_timeout_ms == 3_600_000
+        assert (cancel.acquire_request_id, cancel.resource) == (acquire.header.request_id, "r")
+        assert cancel.header.client_id == acquire.header.client_id == client.client_id
+        assert cancel.header.request_id > acquire.header.request_id
+        assert cancel.header.acked_request_id < acquire.header.request_id
+        # Both are answered now: the watermark passed them.
+        assert client.request_ids.acked >= cancel.header.request_id
+        await session.close()
+
+
+async def test_a_caller_timeout_on_a_waiting_lock_sends_cancel_wait() -> None:
+    """S8: the caller's own timeout (asyncio.timeout) abandons the wait the
+    same way: CancelWait is sent, and TimeoutError reaches the caller."""
+    async with FakeNode() as node, aio.Client([node.addr]) as client:
+        session = await client.session(ttl_s=5.0)
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.3):
+                await session.lock("r")
+        assert [c.resource for c in node.script.cancels] == ["r"]
+        await session.close()
+
+
+async def test_a_server_without_cancel_wait_is_not_asked_again_and_again() -> None:
+    """An older server answers CancelWait UNIMPLEMENTED: the abandoning caller
+    is not held up for the call deadline (UNIMPLEMENTED is final for it)."""
+    async with FakeNode(Script(cancel_wait=False)) as node, aio.Client([node.addr]) as client:
+        session = await client.session(ttl_s=5.0)
+        loop = asyncio.get_running_loop()
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.3):
+                await session.lock("r")
+        started = loop.time()
+        await client.close()  # waits for cancels in flight: there are none left
+        assert loop.time() - started < 1.0
+        assert node.script.calls.count("CancelWait") == 1
+
+
+async def test_a_lease_gone_reply_loses_the_session_and_ends_its_waits() -> None:
+    """S5: a keep-alive answered live=false loses the session at once (event,
+    callback, check()), a lost session stays lost, and a lock waiting on it
+    ends with SessionLostError rather than a generic cancellation."""
+    async with FakeNode() as node, aio.Client([node.addr]) as client:
+        session = await client.session(ttl_s=5.0)
+        seen: list[LostKind] = []
+        session.on_lost(lambda lost: seen.append(lost.kind))
+        queued = asyncio.Event()
+        waiting = asyncio.ensure_future(session.lock("r", on_queued=lambda _q: queued.set()))
+        await asyncio.wait_for(queued.wait(), 5.0)
+        node.script.lease_live = False
+        with pytest.raises(SessionLostError) as lost:
+            await session.renew()
+        assert lost.value.lost.kind is LostKind.LEASE_GONE
+        assert session.lost_event.is_set() and seen == [LostKind.LEASE_GONE]
+        with pytest.raises(SessionLostError):
+            await asyncio.wait_for(waiting, 5.0)
+        node.script.lease_live = True
+        with pytest.raises(SessionLostError):
+            session.check()
+        assert session.time_left_s() == 0.0
+        await session.close()
+
+
+async def test_a_failing_session_clock_loses_the_session() -> None:
+    """S5 and "Time": a session clock that cannot be read loses the session
+    (CLOCK_FAILED, naming the clock); no validity is made up."""
+    from warden_client import ClockError
+
+    class FailingClock:
+        name = "test-clock"
+        fail = False
+
+        def now(self) -> float:
+            if self.fail:
+                raise ClockError(self.name, "no such device")
+            return 1000.0
+
+    clock = FailingClock()
+    async with FakeNode() as node, aio.Client([node.addr]) as client:
+        session = await client.session(ttl_s=5.0, clock=clock)
+        assert session.valid_until == pytest.approx(1000.0 + 4.85)
+        clock.fail = True
+        with pytest.raises(SessionLostError) as lost:
+            session.check()
+        assert lost.value.lost.kind is LostKind.CLOCK_FAILED
+        assert "test-clock" in str(lost.value)
+        await asyncio.wait_for(session.lost_event.wait(), 1.0)
+        await session.close()
+
+
+async def test_a_follower_redirect_is_followed_at_once() -> None:
+    """L3: a node that is not the leader answers Unavailable naming the leader
+    in warden-leader; the call goes there at once (no backoff pause) and the
+    leader is cached for the next call."""
+    async with FakeNode() as leader, FakeNode() as follower:
+        follower.script.redirect = leader.addr
+        async with aio.Client([follower.addr], ClientOptions(backoff_cap_s=5.0)) as client:
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            status = await client.status("x")
+            assert status.read_index == 7
+            assert loop.time() - started < 1.0
+            assert client.cached_leader == leader.addr
+            await client.status("y")
+        assert follower.script.calls.count("Status") == 1
+        assert leader.script.calls.count("Status") == 2
+
+
+async def test_error_types_come_from_the_details_not_the_message() -> None:
+    """"What bad input gets" and S7: the exception class and field come from
+    google.rpc ErrorInfo/BadRequest; a status without details falls back to
+    its code, and a message text that looks like another error changes
+    nothing."""
+    script = Script()
+    async with FakeNode(script) as node, aio.Client([node.addr]) as client:
+        script.status_error = (grpc.StatusCode.INVALID_ARGUMENT, "resource: too long", "INVALID_ARGUMENT", "resource")
+        with pytest.raises(InvalidArgumentError) as bad:
+            await client.status("x")
+        assert (bad.value.field, bad.value.reason, bad.value.message) == (
+            "resource",
+            "INVALID_ARGUMENT",
+            "resource: too long",
+        )
+        script.status_error = (grpc.StatusCode.FAILED_PRECONDITION, "gone", "REQUEST_EXPIRED", None)
+        with pytest.raises(RequestExpiredError):
+            await client.status("x")
+        script.status_error = (grpc.StatusCode.FAILED_PRECONDITION, "request_expired: looks like one", None, None)
+        with pytest.raises(FailedPreconditionError) as plain:
+            await client.status("x")
+        assert not isinstance(plain.value, RequestExpiredError)
+        assert plain.value.reason is None and plain.value.field is None
+
+
+async def test_a_renew_reply_must_echo_the_attempt_sequence() -> None:
+    """S5: an acknowledgement is matched to the send time of its own attempt
+    by the echoed sequence; a reply with another sequence is refused."""
+    async with FakeNode(Script(renew_sequence=999_999)) as node, aio.Client([node.addr]) as client:
+        with pytest.raises(TransportError) as refused:
+            await client.renew(5)
+        assert "sequence" in str(refused.value)
