@@ -56,9 +56,8 @@ def _relative_imports(text: str) -> str:
 
 def generate(out: Path) -> list[Path]:
     """Generates every module into `out` (created); returns the files written."""
-    from grpc_tools import protoc  # dev dependency: imported only when generating
-
     import grpc_tools
+    from grpc_tools import protoc  # dev dependency: imported only when generating
 
     well_known = Path(grpc_tools.__file__).parent / "_proto"
     out.mkdir(parents=True, exist_ok=True)

@@ -73,8 +73,10 @@ class _Lock(warden_pb2_grpc.LockServicer):
             await context.abort(
                 grpc.StatusCode.UNAVAILABLE,
                 message,
-                trailing_metadata=(("warden-leader", self.s.redirect),)
-                + details_trailer(code_pb2.UNAVAILABLE, message, "NOT_LEADER"),
+                trailing_metadata=(
+                    ("warden-leader", self.s.redirect),
+                    *details_trailer(code_pb2.UNAVAILABLE, message, "NOT_LEADER"),
+                ),
             )
 
     async def Status(self, request: Any, context: Any) -> Any:

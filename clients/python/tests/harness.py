@@ -146,9 +146,7 @@ class Cluster:
         return cluster
 
     def _warden(self, *args: str) -> subprocess.CompletedProcess[str]:
-        out = subprocess.run(
-            [str(warden_bin()), *args], capture_output=True, text=True, timeout=60, check=False
-        )
+        out = subprocess.run([str(warden_bin()), *args], capture_output=True, text=True, timeout=60, check=False)
         if out.returncode != 0:
             raise AssertionError(f"warden {' '.join(args)} failed ({out.returncode}): {out.stderr.strip()}")
         return out

@@ -146,7 +146,7 @@ async def test_a_follower_redirect_is_followed_at_once() -> None:
 
 
 async def test_error_types_come_from_the_details_not_the_message() -> None:
-    """"What bad input gets" and S7: the exception class and field come from
+    """ "What bad input gets" and S7: the exception class and field come from
     google.rpc ErrorInfo/BadRequest; a status without details falls back to
     its code, and a message text that looks like another error changes
     nothing."""
@@ -177,3 +177,49 @@ async def test_a_renew_reply_must_echo_the_attempt_sequence() -> None:
         with pytest.raises(TransportError) as refused:
             await client.renew(5)
         assert "sequence" in str(refused.value)
+
+
+def test_ctrl_c_on_a_waiting_sync_lock_sends_cancel_wait() -> None:
+    """S8 through the synchronous API: KeyboardInterrupt while ``lock()``
+    blocks cancels the wait with CancelWait before the interrupt reaches the
+    caller, and the session stays usable."""
+    import signal
+    import threading
+
+    from warden_client import Client
+
+    ready = threading.Event()
+    stop: asyncio.Future[None] | None = None
+    holder: dict[str, object] = {}
+
+    def serve() -> None:
+        async def main() -> None:
+            nonlocal stop
+            stop = asyncio.get_running_loop().create_future()
+            async with FakeNode() as node:
+                holder["node"] = node
+                ready.set()
+                await stop
+
+        asyncio.run(main())
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    assert ready.wait(10.0)
+    node = holder["node"]
+    assert isinstance(node, FakeNode)
+    try:
+        with Client([node.addr]) as client, client.session(ttl_s=5.0) as session:
+
+            def ctrl_c(_q: object) -> None:
+                signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+
+            with pytest.raises(KeyboardInterrupt):
+                session.lock("r", on_queued=ctrl_c)
+            assert [c.resource for c in node.script.cancels] == ["r"]
+            assert session.lost is None
+            session.check()
+    finally:
+        assert stop is not None
+        stop.get_loop().call_soon_threadsafe(stop.set_result, None)
+        server.join(10.0)

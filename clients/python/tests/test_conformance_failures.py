@@ -131,4 +131,3 @@ async def test_c07_dropped_acquire_reply_one_grant(cluster: Cluster) -> None:
                 await observer.revoke(result.lease_id)
         finally:
             await proxy.close()
-

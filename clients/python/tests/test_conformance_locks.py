@@ -4,6 +4,7 @@ sessions, refusals as typed answers, the FIFO queue, wait timeouts."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import pytest
 
@@ -112,7 +113,7 @@ async def test_c03_fifo_five_waiters(cluster: Cluster) -> None:
         await asyncio.wait_for(asyncio.gather(*waiters), 30.0)
         assert [i for i, _ in granted] == [0, 1, 2, 3, 4], "grants in the order the waiters queued"
         tokens = [t for _, t in granted]
-        assert all(a < b for a, b in zip(tokens, tokens[1:], strict=False)), tokens
+        assert all(a < b for a, b in itertools.pairwise(tokens)), tokens
         assert tokens[0] > held.fencing_token
         for s in sessions:
             await s.close()
@@ -141,4 +142,3 @@ async def test_c04_wait_timeout_leaves_no_waiter(cluster: Cluster) -> None:
             assert status.holder.fencing_token == held.fencing_token
             info = await w_client.lease_time_to_live(w.lease_id)
             assert info.waits == () and info.locks == ()
-

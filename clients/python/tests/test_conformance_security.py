@@ -146,4 +146,3 @@ async def test_c13_grpc_health_and_reflection(cluster: Cluster) -> None:
             pytest.skip("the server does not serve gRPC server reflection (UNIMPLEMENTED for v1 and v1alpha)")
         raise
     assert {"warden.v1.Lock", "warden.v1.Lease", "warden.v1.Watch", "warden.v1.Admin"} <= services, services
-

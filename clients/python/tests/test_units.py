@@ -166,7 +166,7 @@ def test_validity_takes_drift_and_margin_off_the_ttl() -> None:
 
 
 def test_the_session_clock_counts_suspended_time() -> None:
-    """"Time" (docs/semantics.md): on Linux the session clock is
+    """ "Time" (docs/semantics.md): on Linux the session clock is
     CLOCK_BOOTTIME, which counts time spent suspended."""
     assert BOOT_CLOCK.name == "CLOCK_BOOTTIME" and BOOT_CLOCK.counts_suspend
     assert abs(BOOT_CLOCK.now() - time.clock_gettime(time.CLOCK_BOOTTIME)) < 1.0
@@ -202,7 +202,7 @@ def _rpc_error(
 
 
 def test_the_exception_class_comes_from_the_error_info_reason() -> None:
-    """"What bad input gets": the class comes from ErrorInfo (domain
+    """ "What bad input gets": the class comes from ErrorInfo (domain
     warden.v1), the field from BadRequest; the server's message is kept."""
     bad = error_from_status(
         status_of(_rpc_error(grpc.StatusCode.INVALID_ARGUMENT, "ttl_ms: 500 < 1000", "INVALID_ARGUMENT", "ttl_ms"))

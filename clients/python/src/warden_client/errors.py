@@ -89,11 +89,7 @@ def _text_metadata(*groups: object) -> dict[str, str]:
     for group in groups:
         if not group:
             continue
-        items: Iterable[tuple[str, object]]
-        if isinstance(group, Mapping):
-            items = group.items()
-        else:
-            items = group  # type: ignore[assignment]
+        items: Iterable[tuple[str, object]] = group.items() if isinstance(group, Mapping) else group  # type: ignore[assignment]
         for key, value in items:
             if isinstance(value, str) and not key.endswith("-bin"):
                 out.setdefault(key, value)
@@ -126,10 +122,7 @@ def status_of(call: _CallLike) -> StatusInfo:
         elif detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
             bad = error_details_pb2.BadRequest()
             detail.Unpack(bad)
-            violations.extend(
-                FieldViolation(field=v.field, description=v.description)
-                for v in bad.field_violations
-            )
+            violations.extend(FieldViolation(field=v.field, description=v.description) for v in bad.field_violations)
     return StatusInfo(
         code=code,
         message=message,

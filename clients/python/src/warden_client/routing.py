@@ -126,11 +126,11 @@ class CallPlan:
             self._silent = [s for s in self._silent if s != failed]
         elif failed not in self._silent:
             self._silent.append(failed)
-        if hint is not None and hint != failed and hint not in self._silent:
-            if self._hops_in_a_row < len(self._endpoints):
-                self._hops_in_a_row += 1
-                self._note(hint)
-                return 0.0, hint
+        followable = hint is not None and hint != failed and hint not in self._silent
+        if followable and hint is not None and self._hops_in_a_row < len(self._endpoints):
+            self._hops_in_a_row += 1
+            self._note(hint)
+            return 0.0, hint
         self._hops_in_a_row = 0
         n = len(self._endpoints)
         nxt = self._endpoints[self._cursor]

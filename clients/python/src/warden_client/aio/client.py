@@ -413,9 +413,7 @@ class Client:
         async def attempt(_address: str, node: _Node) -> Any:
             return await method(node)(request, timeout=attempt_timeout)
 
-        return await self.call(
-            op, self._deadline(deadline_s), attempt, unimplemented_is_final=unimplemented_is_final
-        )
+        return await self.call(op, self._deadline(deadline_s), attempt, unimplemented_is_final=unimplemented_is_final)
 
     # --- what the server publishes --------------------------------------
 
@@ -602,9 +600,7 @@ class Client:
         its waits removed, in one entry. LeaseNotFoundError if not live."""
         with await self.begin_request() as in_flight:
             request = warden_pb2.LeaseRevokeRequest(header=self.header(in_flight), lease_id=lease_id)
-            reply: warden_pb2.LeaseRevokeResponse = await self._unary(
-                "revoke", lambda n: n.lock.LeaseRevoke, request
-            )
+            reply: warden_pb2.LeaseRevokeResponse = await self._unary("revoke", lambda n: n.lock.LeaseRevoke, request)
         return reply.lease_id
 
     async def release(
@@ -787,9 +783,7 @@ class Client:
         request id counts as answered."""
         try:
             result = await self.cancel_wait(resource, acquire.request_id)
-            log.debug(
-                "abandoned acquire %d of %r: cancel outcome %s", acquire.request_id, resource, result.outcome
-            )
+            log.debug("abandoned acquire %d of %r: cancel outcome %s", acquire.request_id, resource, result.outcome)
         except UnimplementedError:
             if not self._warned_no_cancel_wait:
                 self._warned_no_cancel_wait = True
@@ -812,9 +806,7 @@ class Client:
             request = _cancel_wait_request_type()(
                 header=self.header(in_flight), acquire_request_id=acquire_request_id, resource=resource
             )
-            reply = await self._unary(
-                "cancel wait", lambda n: n.cancel_wait, request, unimplemented_is_final=True
-            )
+            reply = await self._unary("cancel wait", lambda n: n.cancel_wait, request, unimplemented_is_final=True)
         return CancelWaitResult(
             resource=reply.resource,
             lease_id=reply.lease_id,
@@ -831,9 +823,7 @@ class Client:
 
         return await Session.open(self, ttl_s, clock)
 
-    async def watch(
-        self, *, resource: str | None = None, prefix: str | None = None, start_index: int = 0
-    ) -> Watcher:
+    async def watch(self, *, resource: str | None = None, prefix: str | None = None, start_index: int = 0) -> Watcher:
         """Watches one resource or a prefix from ``start_index`` (0 = from
         now); see :class:`~warden_client.aio.Watcher`. CompactedError when
         the start is older than the node's retained window."""

@@ -554,4 +554,3 @@ class Lock:
 
     async def __aexit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         await self.exit_block(exc_type is not None)
-

@@ -84,9 +84,7 @@ class Watcher:
         self._ended: BaseException | None = None
 
     @classmethod
-    async def open(
-        cls, client: Client, *, resource: str | None, prefix: str | None, start_index: int
-    ) -> Watcher:
+    async def open(cls, client: Client, *, resource: str | None, prefix: str | None, start_index: int) -> Watcher:
         if (resource is None) == (prefix is None):
             raise InvalidArgumentError("resource: set exactly one of resource and prefix", field="resource")
         target = {"resource": resource} if resource is not None else {"prefix": prefix or ""}
