@@ -304,7 +304,10 @@ class Cluster:
         )  # fmt: skip
         if out.returncode != 0:
             raise AssertionError(f"warden {' '.join(args)} failed ({out.returncode}): {out.stderr.strip()}")
-        return json.loads(out.stdout) if out.stdout.strip() else None
+        try:
+            return json.loads(out.stdout) if out.stdout.strip() else None
+        except json.JSONDecodeError:
+            return out.stdout
 
 
 # --- the proxy --------------------------------------------------------------

@@ -57,8 +57,10 @@ async def _server_has_cancel_wait(client: aio.Client) -> bool:
 
 
 async def _abandon_and_check(cluster: Cluster, resource: str, abandon: str) -> None:
+    async with cluster.client() as probe:
+        has_cancel_wait = await _server_has_cancel_wait(probe)
     async with cluster.client() as h_client, cluster.client() as w_client:
-        if not await _server_has_cancel_wait(w_client):
+        if not has_cancel_wait:
             pytest.skip(
                 "the server does not implement Lock/CancelWait (UNIMPLEMENTED): an abandoned waiter "
                 "cannot be taken back yet (C11 needs the server's committed CancelWait)"
@@ -74,10 +76,17 @@ async def _abandon_and_check(cluster: Cluster, resource: str, abandon: str) -> N
             with pytest.raises(asyncio.CancelledError):
                 await waiting
         else:
-            # The caller's own timeout fires while the acquire waits.
+            # The caller's own timeout, set to fire shortly after the wait is
+            # reported queued.
+            loop = asyncio.get_running_loop()
             with pytest.raises(TimeoutError):
-                async with asyncio.timeout(1.0):
-                    await _lock(w, resource, queued)
+                async with asyncio.timeout(None) as deadline:
+
+                    def on_queued(_q: object) -> None:
+                        queued.set()
+                        deadline.reschedule(loop.time() + 0.2)
+
+                    await w.lock(resource, wait_timeout_s=30.0, on_queued=on_queued)
             assert queued.is_set()
 
         async def no_waiter() -> bool:
