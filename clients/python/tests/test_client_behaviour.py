@@ -223,3 +223,17 @@ def test_ctrl_c_on_a_waiting_sync_lock_sends_cancel_wait() -> None:
         assert stop is not None
         stop.get_loop().call_soon_threadsafe(stop.set_result, None)
         server.join(10.0)
+
+
+async def test_closing_the_client_stops_its_sessions() -> None:
+    """S5: once its client is closed nothing renews a session, so the session
+    says so at once (lost, CLOSED) instead of looking valid until its
+    valid_until; its lease is left to expire (no revoke is sent)."""
+    async with FakeNode() as node:
+        client = aio.Client([node.addr])
+        session = await client.session(ttl_s=5.0)
+        await client.close()
+        assert session.lost is not None and session.lost.kind is LostKind.CLOSED
+        with pytest.raises(SessionLostError):
+            session.check()
+        assert "LeaseRevoke" not in node.script.calls

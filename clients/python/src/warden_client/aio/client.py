@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -208,6 +209,7 @@ class Client:
         self._params_lock: asyncio.Lock | None = None
         self._election_prefix = DEFAULT_ELECTION_PREFIX
         self._background: set[asyncio.Task[Any]] = set()
+        self._sessions: weakref.WeakSet[Session] = weakref.WeakSet()
         self._warned_no_cancel_wait = False
         self._closed = False
 
@@ -249,11 +251,15 @@ class Client:
         await self.close()
 
     async def close(self) -> None:
-        """Waits (at most the call deadline) for cancels still being sent,
-        then closes every channel."""
+        """Stops the keep-alive of every session still open on this client
+        (they are lost, CLOSED; their leases expire after their TTL: close
+        the sessions first to revoke them), waits (at most the call deadline)
+        for cancels still being sent, then closes every channel."""
         if self._closed:
             return
         self._closed = True
+        for session in list(self._sessions):
+            await session.stop()
         if self._background:
             await asyncio.wait(set(self._background), timeout=self._options.deadline_s)
         for task in list(self._background):
@@ -821,7 +827,9 @@ class Client:
         (see :class:`~warden_client.aio.Session`)."""
         from .session import Session
 
-        return await Session.open(self, ttl_s, clock)
+        session = await Session.open(self, ttl_s, clock)
+        self._sessions.add(session)
+        return session
 
     async def watch(self, *, resource: str | None = None, prefix: str | None = None, start_index: int = 0) -> Watcher:
         """Watches one resource or a prefix from ``start_index`` (0 = from

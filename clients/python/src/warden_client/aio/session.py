@@ -322,6 +322,9 @@ class Session:
                 timer = asyncio.ensure_future(self._sleep_until(valid_until))
                 try:
                     await asyncio.wait({renew, timer}, return_when=asyncio.FIRST_COMPLETED)
+                except asyncio.CancelledError:
+                    renew.cancel()
+                    raise
                 finally:
                     timer.cancel()
                 if not renew.done():
@@ -339,8 +342,16 @@ class Session:
                 except WardenError as e:
                     log.debug("session %d keep-alive failed (%s); retrying", self._lease_id, e)
                     failed = True
+                except Exception:
+                    log.exception("session %d keep-alive failed unexpectedly; retrying", self._lease_id)
+                    failed = True
         except SessionLostError:
             pass
+        except Exception:
+            # Never leave a session that nobody renews looking alive: losing
+            # it early is safe, not signalling the loss is not.
+            log.exception("session %d keep-alive stopped", self._lease_id)
+            self._lose(Lost(LostKind.EXPIRED, self._lease_id, self._valid_until))
         finally:
             self._stream.close()
         lost = self._lost
@@ -352,6 +363,18 @@ class Session:
             except (WardenError, TimeoutError):
                 pass
 
+    async def stop(self) -> None:
+        """Stops the keep-alive without revoking the lease (it expires after
+        its TTL); the session is lost (CLOSED)."""
+        self._lose(Lost(LostKind.CLOSED, self._lease_id))
+        if self._keep_alive is not None:
+            self._keep_alive.cancel()
+            try:
+                await self._keep_alive
+            except asyncio.CancelledError:
+                pass
+        self._stream.close()
+
     async def close(self) -> None:
         """Ends the session: marks it lost (CLOSED), stops the keep-alive and
         revokes the lease, which releases every lock on it (no lock-delay) in
@@ -361,14 +384,7 @@ class Session:
         lost sends nothing and raises nothing: the loss was signalled, and the
         keep-alive already tried to revoke a lease it stopped trusting."""
         already = self._lost
-        self._lose(Lost(LostKind.CLOSED, self._lease_id))
-        if self._keep_alive is not None:
-            self._keep_alive.cancel()
-            try:
-                await self._keep_alive
-            except asyncio.CancelledError:
-                pass
-        self._stream.close()
+        await self.stop()
         if already is not None:
             return
         try:
