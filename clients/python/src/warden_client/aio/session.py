@@ -59,6 +59,13 @@ MAX_SLEEP_S = 1.0
 MAX_WAIT_S = 3600.0
 
 
+def _discard(task: asyncio.Task[Any]) -> None:
+    """Cancels a task whose outcome no longer matters (it may still end with
+    its own error, which is then dropped, not reported as unretrieved)."""
+    task.cancel()
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+
 class _KeepAliveStream:
     """The session's ``Lease/LeaseKeepAlive`` stream to one node, reopened
     (possibly elsewhere) when it fails."""
@@ -323,12 +330,12 @@ class Session:
                 try:
                     await asyncio.wait({renew, timer}, return_when=asyncio.FIRST_COMPLETED)
                 except asyncio.CancelledError:
-                    renew.cancel()
+                    _discard(renew)
                     raise
                 finally:
                     timer.cancel()
                 if not renew.done():
-                    renew.cancel()
+                    _discard(renew)
                     self._lose(Lost(LostKind.EXPIRED, self._lease_id, valid_until))
                     break
                 try:
