@@ -1,8 +1,7 @@
 """Regenerates the committed gRPC code in src/warden_client/_proto/.
 
 Input: the server's public protos (crates/warden-proto/proto: warden, lease,
-watch, admin; peer.proto is internal and skipped) and proto_pending/ (shapes
-the client codes against before the server's protos have them). Generators:
+watch, admin; peer.proto is internal and skipped). Generators:
 grpcio-tools (messages and stubs) and mypy-protobuf (type stubs), at the
 versions pinned in pyproject.toml's `dev` extra, so the output is
 byte-for-byte reproducible. tests/test_generated.py runs this into a temp dir
@@ -24,7 +23,6 @@ HERE = Path(__file__).resolve().parent
 PACKAGE_ROOT = HERE.parent
 REPO_ROOT = PACKAGE_ROOT.parent.parent
 SERVER_PROTO_DIR = REPO_ROOT / "crates" / "warden-proto" / "proto"
-PENDING_PROTO_DIR = PACKAGE_ROOT / "proto_pending"
 DEFAULT_OUT = PACKAGE_ROOT / "src" / "warden_client" / "_proto"
 
 # peer.proto is the nodes' internal service: not part of the client API.
@@ -64,11 +62,9 @@ def generate(out: Path) -> list[Path]:
     with tempfile.TemporaryDirectory() as scratch:
         raw = Path(scratch)
         sources = [str(SERVER_PROTO_DIR / p) for p in SERVER_PROTOS]
-        sources += sorted(str(p) for p in PENDING_PROTO_DIR.glob("*.proto"))
         args = [
             "grpc_tools.protoc",
             f"-I{SERVER_PROTO_DIR}",
-            f"-I{PENDING_PROTO_DIR}",
             f"-I{well_known}",
             f"--plugin=protoc-gen-mypy={_plugin('protoc-gen-mypy')}",
             f"--plugin=protoc-gen-mypy_grpc={_plugin('protoc-gen-mypy_grpc')}",

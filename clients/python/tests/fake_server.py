@@ -1,7 +1,7 @@
 """A scripted, in-process stand-in for a Warden node (grpc.aio server on
 127.0.0.1:0), for the client behaviours a real cluster cannot be made to show
-on demand: a redirect, a reply that says a lease is gone, a server that has
-CancelWait before the real one does, a reply with the wrong sequence."""
+on demand: a redirect, a reply that says a lease is gone, a server without
+CancelWait (an older one), a reply with the wrong sequence."""
 
 from __future__ import annotations
 
@@ -15,10 +15,7 @@ from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc import aio
 
-from warden_client._proto import lease_pb2, lease_pb2_grpc, warden_pb2, warden_pb2_grpc, warden_pending_pb2
-
-CancelWaitRequest: Any = getattr(warden_pb2, "CancelWaitRequest", warden_pending_pb2.CancelWaitRequest)
-CancelWaitResponse: Any = getattr(warden_pb2, "CancelWaitResponse", warden_pending_pb2.CancelWaitResponse)
+from warden_client._proto import lease_pb2, lease_pb2_grpc, warden_pb2, warden_pb2_grpc
 
 
 def details_trailer(
@@ -55,6 +52,9 @@ class Script:
     renew_sequence: int | None = None
     #: Serve CancelWait (else UNIMPLEMENTED, like an older server).
     cancel_wait: bool = True
+    #: What ClusterStatus publishes for clients: (max_requests_in_flight,
+    #: election_prefix); 0 / "" as a server that publishes none.
+    published: tuple[int, str] = (0, "")
     #: Seen: every method called, in order.
     calls: list[str] = field(default_factory=list)
     acquires: list[Any] = field(default_factory=list)
@@ -91,7 +91,10 @@ class _Lock(warden_pb2_grpc.LockServicer):
     async def ClusterStatus(self, request: Any, context: Any) -> Any:
         self.s.calls.append("ClusterStatus")
         await self._redirect(context)
-        return warden_pb2.ClusterStatusResponse(cluster_id="fake", leader_id=1, term=1, node_id=1)
+        window, prefix = self.s.published
+        return warden_pb2.ClusterStatusResponse(
+            cluster_id="fake", leader_id=1, term=1, node_id=1, max_requests_in_flight=window, election_prefix=prefix
+        )
 
     async def Renew(self, request: Any, context: Any) -> Any:
         self.s.calls.append("Renew")
@@ -108,16 +111,13 @@ class _Lock(warden_pb2_grpc.LockServicer):
         yield warden_pb2.AcquireResponse(queued=warden_pb2.Queued(position=1, lease_id=request.lease_id))
         await asyncio.Event().wait()  # waits until the client goes away
 
-    async def CancelWait(self, request: Any, context: Any) -> Any:  # once warden.proto has it
-        return await self.cancel_wait_handler(request, context)
-
-    async def cancel_wait_handler(self, request: Any, context: Any) -> Any:
+    async def CancelWait(self, request: Any, context: Any) -> Any:
         self.s.calls.append("CancelWait")
         if not self.s.cancel_wait:
             await context.abort(grpc.StatusCode.UNIMPLEMENTED, "")
         self.s.cancels.append(request)
         self.s.cancel_seen.set()
-        return CancelWaitResponse(resource=request.resource, lease_id=0, outcome="removed")
+        return warden_pb2.CancelWaitResponse(resource=request.resource, lease_id=0, outcome="removed")
 
 
 class _Lease(lease_pb2_grpc.LeaseServicer):
@@ -152,21 +152,6 @@ class FakeNode:
         lock = _Lock(self.script)  # type: ignore[abstract]  # unscripted methods answer UNIMPLEMENTED
         warden_pb2_grpc.add_LockServicer_to_server(lock, server)
         lease_pb2_grpc.add_LeaseServicer_to_server(_Lease(self.script), server)  # type: ignore[abstract]
-        if not hasattr(warden_pb2, "CancelWaitRequest"):
-            server.add_generic_rpc_handlers(
-                (
-                    grpc.method_handlers_generic_handler(
-                        "warden.v1.Lock",
-                        {
-                            "CancelWait": grpc.unary_unary_rpc_method_handler(
-                                lock.cancel_wait_handler,
-                                request_deserializer=CancelWaitRequest.FromString,
-                                response_serializer=CancelWaitResponse.SerializeToString,
-                            )
-                        },
-                    ),
-                )
-            )
         if self._credentials is not None:
             port = server.add_secure_port("127.0.0.1:0", self._credentials)
         else:

@@ -75,6 +75,26 @@ async def test_a_server_without_cancel_wait_is_not_asked_again_and_again() -> No
         assert node.script.calls.count("CancelWait") == 1
 
 
+@pytest.mark.parametrize(
+    ("published", "window", "prefix"),
+    [((3, "\x01votes/"), 3, "\x01votes/"), ((0, ""), 64, "\x01election/")],
+    ids=["published", "zero-values"],
+)
+async def test_the_window_and_election_prefix_are_what_the_server_publishes(
+    published: tuple[int, str], window: int, prefix: str
+) -> None:
+    """S7 and elections: the in-flight window and the election key prefix come
+    from ClusterStatus (max_requests_in_flight, election_prefix), read before
+    the first mutating call; a server that sends 0 / "" leaves the defaults
+    (64, U+0001 "election/")."""
+    async with FakeNode(Script(published=published)) as node, aio.Client([node.addr]) as client:
+        session = await client.session(ttl_s=5.0)
+        assert node.script.calls.index("ClusterStatus") < node.script.calls.index("LeaseGrant")
+        assert client.max_requests_in_flight == window
+        assert await client.election_prefix() == prefix
+        await session.close()
+
+
 async def test_a_lease_gone_reply_loses_the_session_and_ends_its_waits() -> None:
     """S5: a keep-alive answered live=false loses the session at once (event,
     callback, check()), a lost session stays lost, and a lock waiting on it

@@ -26,13 +26,15 @@ _sym_db = _symbol_database.Default()
 from . import warden_pb2 as warden__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0b\x61\x64min.proto\x12\twarden.v1\x1a\x0cwarden.proto\"\x1d\n\x0bListRequest\x12\x0e\n\x06prefix\x18\x01 \x01(\t\"_\n\nListHolder\x12\x10\n\x08lease_id\x18\x01 \x01(\x04\x12\x15\n\rfencing_token\x18\x02 \x01(\x04\x12\x0e\n\x06\x61ge_ms\x18\x03 \x01(\x04\x12\x18\n\x10ttl_remaining_ms\x18\x04 \x01(\x04\".\n\nListWaiter\x12\x10\n\x08lease_id\x18\x01 \x01(\x04\x12\x0e\n\x06\x61ge_ms\x18\x02 \x01(\x04\"m\n\nListedLock\x12\x10\n\x08resource\x18\x01 \x01(\t\x12%\n\x06holder\x18\x02 \x01(\x0b\x32\x15.warden.v1.ListHolder\x12&\n\x07waiters\x18\x03 \x03(\x0b\x32\x15.warden.v1.ListWaiter\"H\n\x0cListResponse\x12$\n\x05locks\x18\x01 \x03(\x0b\x32\x15.warden.v1.ListedLock\x12\x12\n\nread_index\x18\x02 \x01(\x04\"~\n\x13\x46orceReleaseRequest\x12(\n\x06header\x18\x01 \x01(\x0b\x32\x18.warden.v1.RequestHeader\x12\x10\n\x08resource\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x04\x12\x14\n\x0crequested_by\x18\x04 \x01(\t\"Q\n\x14\x46orceReleaseResponse\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x10\n\x08lease_id\x18\x02 \x01(\x04\x12\x15\n\rfencing_token\x18\x03 \x01(\x04\"\x13\n\x11\x41uditTrailRequest\"\x81\x01\n\x0b\x41uditRecord\x12\r\n\x05index\x18\x01 \x01(\x04\x12\x10\n\x08resource\x18\x02 \x01(\t\x12\x10\n\x08lease_id\x18\x03 \x01(\x04\x12\x15\n\rfencing_token\x18\x04 \x01(\x04\x12\x14\n\x0crequested_by\x18\x05 \x01(\t\x12\x12\n\nat_unix_ms\x18\x06 \x01(\x04\"Q\n\x12\x41uditTrailResponse\x12\'\n\x07records\x18\x01 \x03(\x0b\x32\x16.warden.v1.AuditRecord\x12\x12\n\nread_index\x18\x02 \x01(\x04\"/\n\x0e\x41\x64\x64NodeRequest\x12\x0f\n\x07node_id\x18\x01 \x01(\x04\x12\x0c\n\x04\x61\x64\x64r\x18\x02 \x01(\t\"$\n\x11RemoveNodeRequest\x12\x0f\n\x07node_id\x18\x01 \x01(\x04\"L\n\x12ReplaceNodeRequest\x12\x13\n\x0bold_node_id\x18\x01 \x01(\x04\x12\x13\n\x0bnew_node_id\x18\x02 \x01(\x04\x12\x0c\n\x04\x61\x64\x64r\x18\x03 \x01(\t\"I\n\x12MembershipResponse\x12\x0e\n\x06voters\x18\x01 \x03(\x04\x12\x10\n\x08learners\x18\x02 \x03(\x04\x12\x11\n\tlog_index\x18\x03 \x01(\x04\"\x15\n\x13SaveSnapshotRequest\"\x86\x01\n\x14SaveSnapshotResponse\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x15\n\rapplied_index\x18\x02 \x01(\x04\x12\x0c\n\x04term\x18\x03 \x01(\x04\x12\x16\n\x0eleader_node_id\x18\x04 \x01(\x04\x12\x0c\n\x04\x64\x61ta\x18\x05 \x01(\x0c\x12\x0f\n\x07node_id\x18\x06 \x01(\x04\x32\x8a\x04\n\x05\x41\x64min\x12\x37\n\x04List\x12\x16.warden.v1.ListRequest\x1a\x17.warden.v1.ListResponse\x12O\n\x0c\x46orceRelease\x12\x1e.warden.v1.ForceReleaseRequest\x1a\x1f.warden.v1.ForceReleaseResponse\x12I\n\nAuditTrail\x12\x1c.warden.v1.AuditTrailRequest\x1a\x1d.warden.v1.AuditTrailResponse\x12\x43\n\x07\x41\x64\x64Node\x12\x19.warden.v1.AddNodeRequest\x1a\x1d.warden.v1.MembershipResponse\x12I\n\nRemoveNode\x12\x1c.warden.v1.RemoveNodeRequest\x1a\x1d.warden.v1.MembershipResponse\x12K\n\x0bReplaceNode\x12\x1d.warden.v1.ReplaceNodeRequest\x1a\x1d.warden.v1.MembershipResponse\x12O\n\x0cSaveSnapshot\x12\x1e.warden.v1.SaveSnapshotRequest\x1a\x1f.warden.v1.SaveSnapshotResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0b\x61\x64min.proto\x12\twarden.v1\x1a\x0cwarden.proto\"\x1d\n\x0bListRequest\x12\x0e\n\x06prefix\x18\x01 \x01(\t\"_\n\nListHolder\x12\x10\n\x08lease_id\x18\x01 \x01(\x04\x12\x15\n\rfencing_token\x18\x02 \x01(\x04\x12\x0e\n\x06\x61ge_ms\x18\x03 \x01(\x04\x12\x18\n\x10ttl_remaining_ms\x18\x04 \x01(\x04\".\n\nListWaiter\x12\x10\n\x08lease_id\x18\x01 \x01(\x04\x12\x0e\n\x06\x61ge_ms\x18\x02 \x01(\x04\"m\n\nListedLock\x12\x10\n\x08resource\x18\x01 \x01(\t\x12%\n\x06holder\x18\x02 \x01(\x0b\x32\x15.warden.v1.ListHolder\x12&\n\x07waiters\x18\x03 \x03(\x0b\x32\x15.warden.v1.ListWaiter\"H\n\x0cListResponse\x12$\n\x05locks\x18\x01 \x03(\x0b\x32\x15.warden.v1.ListedLock\x12\x12\n\nread_index\x18\x02 \x01(\x04\"~\n\x13\x46orceReleaseRequest\x12(\n\x06header\x18\x01 \x01(\x0b\x32\x18.warden.v1.RequestHeader\x12\x10\n\x08resource\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x04\x12\x14\n\x0crequested_by\x18\x04 \x01(\t\"Q\n\x14\x46orceReleaseResponse\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x10\n\x08lease_id\x18\x02 \x01(\x04\x12\x15\n\rfencing_token\x18\x03 \x01(\x04\"\x13\n\x11\x41uditTrailRequest\"\x81\x01\n\x0b\x41uditRecord\x12\r\n\x05index\x18\x01 \x01(\x04\x12\x10\n\x08resource\x18\x02 \x01(\t\x12\x10\n\x08lease_id\x18\x03 \x01(\x04\x12\x15\n\rfencing_token\x18\x04 \x01(\x04\x12\x14\n\x0crequested_by\x18\x05 \x01(\t\x12\x12\n\nat_unix_ms\x18\x06 \x01(\x04\"Q\n\x12\x41uditTrailResponse\x12\'\n\x07records\x18\x01 \x03(\x0b\x32\x16.warden.v1.AuditRecord\x12\x12\n\nread_index\x18\x02 \x01(\x04\"/\n\x0e\x41\x64\x64NodeRequest\x12\x0f\n\x07node_id\x18\x01 \x01(\x04\x12\x0c\n\x04\x61\x64\x64r\x18\x02 \x01(\t\"$\n\x11RemoveNodeRequest\x12\x0f\n\x07node_id\x18\x01 \x01(\x04\"L\n\x12ReplaceNodeRequest\x12\x13\n\x0bold_node_id\x18\x01 \x01(\x04\x12\x13\n\x0bnew_node_id\x18\x02 \x01(\x04\x12\x0c\n\x04\x61\x64\x64r\x18\x03 \x01(\t\"I\n\x12MembershipResponse\x12\x0e\n\x06voters\x18\x01 \x03(\x04\x12\x10\n\x08learners\x18\x02 \x03(\x04\x12\x11\n\tlog_index\x18\x03 \x01(\x04\"\x15\n\x13SaveSnapshotRequest\"\x86\x01\n\x14SaveSnapshotResponse\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x15\n\rapplied_index\x18\x02 \x01(\x04\x12\x0c\n\x04term\x18\x03 \x01(\x04\x12\x16\n\x0eleader_node_id\x18\x04 \x01(\x04\x12\x0c\n\x04\x64\x61ta\x18\x05 \x01(\x0c\x12\x0f\n\x07node_id\x18\x06 \x01(\x04\"H\n\x05Quota\x12\x0e\n\x06leases\x18\x01 \x01(\x04\x12\r\n\x05locks\x18\x02 \x01(\x04\x12\x0f\n\x07waiters\x18\x03 \x01(\x04\x12\x0f\n\x07\x63lients\x18\x04 \x01(\x04\"a\n\rClusterLimits\x12\x12\n\nmax_leases\x18\x01 \x01(\x04\x12\x13\n\x0bmax_clients\x18\x02 \x01(\x04\x12\'\n\rdefault_quota\x18\x03 \x01(\x0b\x32\x10.warden.v1.Quota\"\x8b\x01\n\x16GrantPermissionRequest\x12(\n\x06header\x18\x01 \x01(\x0b\x32\x18.warden.v1.RequestHeader\x12\x0c\n\x04role\x18\x02 \x01(\t\x12\x0e\n\x06prefix\x18\x03 \x01(\t\x12)\n\npermission\x18\x04 \x01(\x0e\x32\x15.warden.v1.Permission\"a\n\x17RevokePermissionRequest\x12(\n\x06header\x18\x01 \x01(\x0b\x32\x18.warden.v1.RequestHeader\x12\x0c\n\x04role\x18\x02 \x01(\t\x12\x0e\n\x06prefix\x18\x03 \x01(\t\"K\n\x11\x44\x65leteRoleRequest\x12(\n\x06header\x18\x01 \x01(\x0b\x32\x18.warden.v1.RequestHeader\x12\x0c\n\x04role\x18\x02 \x01(\t\"X\n\x10GrantRoleRequest\x12(\n\x06header\x18\x01 \x01(\x0b\x32\x18.warden.v1.RequestHeader\x12\x0c\n\x04user\x18\x02 \x01(\t\x12\x0c\n\x04role\x18\x03 \x01(\t\"Y\n\x11RevokeRoleRequest\x12(\n\x06header\x18\x01 \x01(\x0b\x32\x18.warden.v1.RequestHeader\x12\x0c\n\x04user\x18\x02 \x01(\t\x12\x0c\n\x04role\x18\x03 \x01(\t\"n\n\x13SetRoleQuotaRequest\x12(\n\x06header\x18\x01 \x01(\x0b\x32\x18.warden.v1.RequestHeader\x12\x0c\n\x04role\x18\x02 \x01(\t\x12\x1f\n\x05quota\x18\x03 \x01(\x0b\x32\x10.warden.v1.Quota\"f\n\x10SetLimitsRequest\x12(\n\x06header\x18\x01 \x01(\x0b\x32\x18.warden.v1.RequestHeader\x12(\n\x06limits\x18\x02 \x01(\x0b\x32\x18.warden.v1.ClusterLimits\"\x14\n\x12\x41uthChangeResponse\"\x12\n\x10ListRolesRequest\"F\n\tRoleGrant\x12\x0e\n\x06prefix\x18\x01 \x01(\t\x12)\n\npermission\x18\x02 \x01(\x0e\x32\x15.warden.v1.Permission\"_\n\x08RoleInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12$\n\x06grants\x18\x02 \x03(\x0b\x32\x14.warden.v1.RoleGrant\x12\x1f\n\x05quota\x18\x03 \x01(\x0b\x32\x10.warden.v1.Quota\"K\n\x11ListRolesResponse\x12\"\n\x05roles\x18\x01 \x03(\x0b\x32\x13.warden.v1.RoleInfo\x12\x12\n\nread_index\x18\x02 \x01(\x04\"\x12\n\x10ListUsersRequest\"M\n\nQuotaUsage\x12\x0e\n\x06leases\x18\x01 \x01(\x04\x12\r\n\x05locks\x18\x02 \x01(\x04\x12\x0f\n\x07waiters\x18\x03 \x01(\x04\x12\x0f\n\x07\x63lients\x18\x04 \x01(\x04\"s\n\x08UserInfo\x12\x11\n\tprincipal\x18\x01 \x01(\t\x12\r\n\x05roles\x18\x02 \x03(\t\x12\x1f\n\x05quota\x18\x03 \x01(\x0b\x32\x10.warden.v1.Quota\x12$\n\x05usage\x18\x04 \x01(\x0b\x32\x15.warden.v1.QuotaUsage\"K\n\x11ListUsersResponse\x12\"\n\x05users\x18\x01 \x03(\x0b\x32\x13.warden.v1.UserInfo\x12\x12\n\nread_index\x18\x02 \x01(\x04\"\x12\n\x10GetLimitsRequest\"Q\n\x11GetLimitsResponse\x12(\n\x06limits\x18\x01 \x01(\x0b\x32\x18.warden.v1.ClusterLimits\x12\x12\n\nread_index\x18\x02 \x01(\x04\"\x17\n\x15\x41uthAuditTrailRequest\"\xf5\x01\n\x0f\x41uthAuditRecord\x12\r\n\x05index\x18\x01 \x01(\x04\x12\x11\n\tprincipal\x18\x02 \x01(\t\x12\n\n\x02op\x18\x03 \x01(\t\x12\x0c\n\x04role\x18\x04 \x01(\t\x12\x0e\n\x06prefix\x18\x05 \x01(\t\x12)\n\npermission\x18\x06 \x01(\x0e\x32\x15.warden.v1.Permission\x12\x0c\n\x04user\x18\x07 \x01(\t\x12\x1f\n\x05quota\x18\x08 \x01(\x0b\x32\x10.warden.v1.Quota\x12(\n\x06limits\x18\t \x01(\x0b\x32\x18.warden.v1.ClusterLimits\x12\x12\n\nat_unix_ms\x18\n \x01(\x04\"Y\n\x16\x41uthAuditTrailResponse\x12+\n\x07records\x18\x01 \x03(\x0b\x32\x1a.warden.v1.AuthAuditRecord\x12\x12\n\nread_index\x18\x02 \x01(\x04*h\n\nPermission\x12\x1a\n\x16PERMISSION_UNSPECIFIED\x10\x00\x12\x13\n\x0fPERMISSION_READ\x10\x01\x12\x13\n\x0fPERMISSION_LOCK\x10\x02\x12\x14\n\x10PERMISSION_ADMIN\x10\x03\x32\xdc\n\n\x05\x41\x64min\x12\x37\n\x04List\x12\x16.warden.v1.ListRequest\x1a\x17.warden.v1.ListResponse\x12O\n\x0c\x46orceRelease\x12\x1e.warden.v1.ForceReleaseRequest\x1a\x1f.warden.v1.ForceReleaseResponse\x12I\n\nAuditTrail\x12\x1c.warden.v1.AuditTrailRequest\x1a\x1d.warden.v1.AuditTrailResponse\x12\x43\n\x07\x41\x64\x64Node\x12\x19.warden.v1.AddNodeRequest\x1a\x1d.warden.v1.MembershipResponse\x12I\n\nRemoveNode\x12\x1c.warden.v1.RemoveNodeRequest\x1a\x1d.warden.v1.MembershipResponse\x12K\n\x0bReplaceNode\x12\x1d.warden.v1.ReplaceNodeRequest\x1a\x1d.warden.v1.MembershipResponse\x12O\n\x0cSaveSnapshot\x12\x1e.warden.v1.SaveSnapshotRequest\x1a\x1f.warden.v1.SaveSnapshotResponse\x12S\n\x0fGrantPermission\x12!.warden.v1.GrantPermissionRequest\x1a\x1d.warden.v1.AuthChangeResponse\x12U\n\x10RevokePermission\x12\".warden.v1.RevokePermissionRequest\x1a\x1d.warden.v1.AuthChangeResponse\x12I\n\nDeleteRole\x12\x1c.warden.v1.DeleteRoleRequest\x1a\x1d.warden.v1.AuthChangeResponse\x12G\n\tGrantRole\x12\x1b.warden.v1.GrantRoleRequest\x1a\x1d.warden.v1.AuthChangeResponse\x12I\n\nRevokeRole\x12\x1c.warden.v1.RevokeRoleRequest\x1a\x1d.warden.v1.AuthChangeResponse\x12M\n\x0cSetRoleQuota\x12\x1e.warden.v1.SetRoleQuotaRequest\x1a\x1d.warden.v1.AuthChangeResponse\x12G\n\tSetLimits\x12\x1b.warden.v1.SetLimitsRequest\x1a\x1d.warden.v1.AuthChangeResponse\x12\x46\n\tListRoles\x12\x1b.warden.v1.ListRolesRequest\x1a\x1c.warden.v1.ListRolesResponse\x12\x46\n\tListUsers\x12\x1b.warden.v1.ListUsersRequest\x1a\x1c.warden.v1.ListUsersResponse\x12\x46\n\tGetLimits\x12\x1b.warden.v1.GetLimitsRequest\x1a\x1c.warden.v1.GetLimitsResponse\x12U\n\x0e\x41uthAuditTrail\x12 .warden.v1.AuthAuditTrailRequest\x1a!.warden.v1.AuthAuditTrailResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'admin_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_PERMISSION']._serialized_start=3184
+  _globals['_PERMISSION']._serialized_end=3288
   _globals['_LISTREQUEST']._serialized_start=40
   _globals['_LISTREQUEST']._serialized_end=69
   _globals['_LISTHOLDER']._serialized_start=71
@@ -65,6 +67,52 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SAVESNAPSHOTREQUEST']._serialized_end=1109
   _globals['_SAVESNAPSHOTRESPONSE']._serialized_start=1112
   _globals['_SAVESNAPSHOTRESPONSE']._serialized_end=1246
-  _globals['_ADMIN']._serialized_start=1249
-  _globals['_ADMIN']._serialized_end=1771
+  _globals['_QUOTA']._serialized_start=1248
+  _globals['_QUOTA']._serialized_end=1320
+  _globals['_CLUSTERLIMITS']._serialized_start=1322
+  _globals['_CLUSTERLIMITS']._serialized_end=1419
+  _globals['_GRANTPERMISSIONREQUEST']._serialized_start=1422
+  _globals['_GRANTPERMISSIONREQUEST']._serialized_end=1561
+  _globals['_REVOKEPERMISSIONREQUEST']._serialized_start=1563
+  _globals['_REVOKEPERMISSIONREQUEST']._serialized_end=1660
+  _globals['_DELETEROLEREQUEST']._serialized_start=1662
+  _globals['_DELETEROLEREQUEST']._serialized_end=1737
+  _globals['_GRANTROLEREQUEST']._serialized_start=1739
+  _globals['_GRANTROLEREQUEST']._serialized_end=1827
+  _globals['_REVOKEROLEREQUEST']._serialized_start=1829
+  _globals['_REVOKEROLEREQUEST']._serialized_end=1918
+  _globals['_SETROLEQUOTAREQUEST']._serialized_start=1920
+  _globals['_SETROLEQUOTAREQUEST']._serialized_end=2030
+  _globals['_SETLIMITSREQUEST']._serialized_start=2032
+  _globals['_SETLIMITSREQUEST']._serialized_end=2134
+  _globals['_AUTHCHANGERESPONSE']._serialized_start=2136
+  _globals['_AUTHCHANGERESPONSE']._serialized_end=2156
+  _globals['_LISTROLESREQUEST']._serialized_start=2158
+  _globals['_LISTROLESREQUEST']._serialized_end=2176
+  _globals['_ROLEGRANT']._serialized_start=2178
+  _globals['_ROLEGRANT']._serialized_end=2248
+  _globals['_ROLEINFO']._serialized_start=2250
+  _globals['_ROLEINFO']._serialized_end=2345
+  _globals['_LISTROLESRESPONSE']._serialized_start=2347
+  _globals['_LISTROLESRESPONSE']._serialized_end=2422
+  _globals['_LISTUSERSREQUEST']._serialized_start=2424
+  _globals['_LISTUSERSREQUEST']._serialized_end=2442
+  _globals['_QUOTAUSAGE']._serialized_start=2444
+  _globals['_QUOTAUSAGE']._serialized_end=2521
+  _globals['_USERINFO']._serialized_start=2523
+  _globals['_USERINFO']._serialized_end=2638
+  _globals['_LISTUSERSRESPONSE']._serialized_start=2640
+  _globals['_LISTUSERSRESPONSE']._serialized_end=2715
+  _globals['_GETLIMITSREQUEST']._serialized_start=2717
+  _globals['_GETLIMITSREQUEST']._serialized_end=2735
+  _globals['_GETLIMITSRESPONSE']._serialized_start=2737
+  _globals['_GETLIMITSRESPONSE']._serialized_end=2818
+  _globals['_AUTHAUDITTRAILREQUEST']._serialized_start=2820
+  _globals['_AUTHAUDITTRAILREQUEST']._serialized_end=2843
+  _globals['_AUTHAUDITRECORD']._serialized_start=2846
+  _globals['_AUTHAUDITRECORD']._serialized_end=3091
+  _globals['_AUTHAUDITTRAILRESPONSE']._serialized_start=3093
+  _globals['_AUTHAUDITTRAILRESPONSE']._serialized_end=3182
+  _globals['_ADMIN']._serialized_start=3291
+  _globals['_ADMIN']._serialized_end=4663
 # @@protoc_insertion_point(module_scope)

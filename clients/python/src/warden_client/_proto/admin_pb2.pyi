@@ -9,6 +9,7 @@ from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -20,6 +21,32 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _Permission:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _PermissionEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Permission.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    PERMISSION_UNSPECIFIED: _Permission.ValueType  # 0
+    PERMISSION_READ: _Permission.ValueType  # 1
+    """Status, validate, list and watch, observe an election."""
+    PERMISSION_LOCK: _Permission.ValueType  # 2
+    """Also acquire, wait, create leases, campaign and proclaim."""
+    PERMISSION_ADMIN: _Permission.ValueType  # 3
+    """Also force-release, membership, snapshots, roles, users and limits."""
+
+class Permission(_Permission, metaclass=_PermissionEnumTypeWrapper):
+    """What a grant allows; each includes the ones before it (admin ⊇ lock ⊇ read)."""
+
+PERMISSION_UNSPECIFIED: Permission.ValueType  # 0
+PERMISSION_READ: Permission.ValueType  # 1
+"""Status, validate, list and watch, observe an election."""
+PERMISSION_LOCK: Permission.ValueType  # 2
+"""Also acquire, wait, create leases, campaign and proclaim."""
+PERMISSION_ADMIN: Permission.ValueType  # 3
+"""Also force-release, membership, snapshots, roles, users and limits."""
+Global___Permission: _TypeAlias = Permission  # noqa: Y015
 
 @_typing.final
 class ListRequest(_message.Message):
@@ -440,3 +467,623 @@ class SaveSnapshotResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___SaveSnapshotResponse: _TypeAlias = SaveSnapshotResponse  # noqa: Y015
+
+@_typing.final
+class Quota(_message.Message):
+    """The most a principal may hold at once."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LEASES_FIELD_NUMBER: _builtins.int
+    LOCKS_FIELD_NUMBER: _builtins.int
+    WAITERS_FIELD_NUMBER: _builtins.int
+    CLIENTS_FIELD_NUMBER: _builtins.int
+    leases: _builtins.int
+    """Live leases it owns (0..=1,000,000)."""
+    locks: _builtins.int
+    """Held grants plus queued waits on its leases (0..=10,000,000)."""
+    waiters: _builtins.int
+    """Queued waits on its leases (0..=1,000,000)."""
+    clients: _builtins.int
+    """Outcome records (client ids) it keeps (0..=262,144; S7)."""
+    def __init__(
+        self,
+        *,
+        leases: _builtins.int = ...,
+        locks: _builtins.int = ...,
+        waiters: _builtins.int = ...,
+        clients: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["clients", b"clients", "leases", b"leases", "locks", b"locks", "waiters", b"waiters"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Quota: _TypeAlias = Quota  # noqa: Y015
+
+@_typing.final
+class ClusterLimits(_message.Message):
+    """Cluster-wide limits and the default quota."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MAX_LEASES_FIELD_NUMBER: _builtins.int
+    MAX_CLIENTS_FIELD_NUMBER: _builtins.int
+    DEFAULT_QUOTA_FIELD_NUMBER: _builtins.int
+    max_leases: _builtins.int
+    """Live leases in the cluster, 1..=1,000,000 (default 100,000)."""
+    max_clients: _builtins.int
+    """Outcome records beyond which a new client id is refused,
+    1..=262,144 (default 65,536).
+    """
+    @_builtins.property
+    def default_quota(self) -> Global___Quota:
+        """The quota of a principal none of whose roles sets one (default 10,000
+        leases, 100,000 locks, 10,000 waiters, 4,096 clients).
+        """
+
+    def __init__(
+        self,
+        *,
+        max_leases: _builtins.int = ...,
+        max_clients: _builtins.int = ...,
+        default_quota: Global___Quota | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["default_quota", b"default_quota"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["default_quota", b"default_quota", "max_clients", b"max_clients", "max_leases", b"max_leases"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ClusterLimits: _TypeAlias = ClusterLimits  # noqa: Y015
+
+@_typing.final
+class GrantPermissionRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HEADER_FIELD_NUMBER: _builtins.int
+    ROLE_FIELD_NUMBER: _builtins.int
+    PREFIX_FIELD_NUMBER: _builtins.int
+    PERMISSION_FIELD_NUMBER: _builtins.int
+    role: _builtins.str
+    """1..=64 bytes of ASCII letters, digits, `.`, `_`, `-`, `@`, not starting
+    with `.` or `-`.
+    """
+    prefix: _builtins.str
+    """A lock prefix (e.g. "payments/"), "election:" + an election name prefix,
+    or "" (everything). At most 512 bytes, no control characters.
+    """
+    permission: Global___Permission.ValueType
+    @_builtins.property
+    def header(self) -> _warden_pb2.RequestHeader: ...
+    def __init__(
+        self,
+        *,
+        header: _warden_pb2.RequestHeader | None = ...,
+        role: _builtins.str = ...,
+        prefix: _builtins.str = ...,
+        permission: Global___Permission.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["header", b"header"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["header", b"header", "permission", b"permission", "prefix", b"prefix", "role", b"role"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GrantPermissionRequest: _TypeAlias = GrantPermissionRequest  # noqa: Y015
+
+@_typing.final
+class RevokePermissionRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HEADER_FIELD_NUMBER: _builtins.int
+    ROLE_FIELD_NUMBER: _builtins.int
+    PREFIX_FIELD_NUMBER: _builtins.int
+    role: _builtins.str
+    prefix: _builtins.str
+    @_builtins.property
+    def header(self) -> _warden_pb2.RequestHeader: ...
+    def __init__(
+        self,
+        *,
+        header: _warden_pb2.RequestHeader | None = ...,
+        role: _builtins.str = ...,
+        prefix: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["header", b"header"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["header", b"header", "prefix", b"prefix", "role", b"role"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RevokePermissionRequest: _TypeAlias = RevokePermissionRequest  # noqa: Y015
+
+@_typing.final
+class DeleteRoleRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HEADER_FIELD_NUMBER: _builtins.int
+    ROLE_FIELD_NUMBER: _builtins.int
+    role: _builtins.str
+    @_builtins.property
+    def header(self) -> _warden_pb2.RequestHeader: ...
+    def __init__(
+        self,
+        *,
+        header: _warden_pb2.RequestHeader | None = ...,
+        role: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["header", b"header"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["header", b"header", "role", b"role"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteRoleRequest: _TypeAlias = DeleteRoleRequest  # noqa: Y015
+
+@_typing.final
+class GrantRoleRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HEADER_FIELD_NUMBER: _builtins.int
+    USER_FIELD_NUMBER: _builtins.int
+    ROLE_FIELD_NUMBER: _builtins.int
+    user: _builtins.str
+    """The principal: a client certificate's name."""
+    role: _builtins.str
+    @_builtins.property
+    def header(self) -> _warden_pb2.RequestHeader: ...
+    def __init__(
+        self,
+        *,
+        header: _warden_pb2.RequestHeader | None = ...,
+        user: _builtins.str = ...,
+        role: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["header", b"header"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["header", b"header", "role", b"role", "user", b"user"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GrantRoleRequest: _TypeAlias = GrantRoleRequest  # noqa: Y015
+
+@_typing.final
+class RevokeRoleRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HEADER_FIELD_NUMBER: _builtins.int
+    USER_FIELD_NUMBER: _builtins.int
+    ROLE_FIELD_NUMBER: _builtins.int
+    user: _builtins.str
+    role: _builtins.str
+    @_builtins.property
+    def header(self) -> _warden_pb2.RequestHeader: ...
+    def __init__(
+        self,
+        *,
+        header: _warden_pb2.RequestHeader | None = ...,
+        user: _builtins.str = ...,
+        role: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["header", b"header"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["header", b"header", "role", b"role", "user", b"user"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RevokeRoleRequest: _TypeAlias = RevokeRoleRequest  # noqa: Y015
+
+@_typing.final
+class SetRoleQuotaRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HEADER_FIELD_NUMBER: _builtins.int
+    ROLE_FIELD_NUMBER: _builtins.int
+    QUOTA_FIELD_NUMBER: _builtins.int
+    role: _builtins.str
+    @_builtins.property
+    def header(self) -> _warden_pb2.RequestHeader: ...
+    @_builtins.property
+    def quota(self) -> Global___Quota:
+        """Absent: clear the role's quota."""
+
+    def __init__(
+        self,
+        *,
+        header: _warden_pb2.RequestHeader | None = ...,
+        role: _builtins.str = ...,
+        quota: Global___Quota | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["header", b"header", "quota", b"quota"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["header", b"header", "quota", b"quota", "role", b"role"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetRoleQuotaRequest: _TypeAlias = SetRoleQuotaRequest  # noqa: Y015
+
+@_typing.final
+class SetLimitsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HEADER_FIELD_NUMBER: _builtins.int
+    LIMITS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def header(self) -> _warden_pb2.RequestHeader: ...
+    @_builtins.property
+    def limits(self) -> Global___ClusterLimits:
+        """Required."""
+
+    def __init__(
+        self,
+        *,
+        header: _warden_pb2.RequestHeader | None = ...,
+        limits: Global___ClusterLimits | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["header", b"header", "limits", b"limits"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["header", b"header", "limits", b"limits"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetLimitsRequest: _TypeAlias = SetLimitsRequest  # noqa: Y015
+
+@_typing.final
+class AuthChangeResponse(_message.Message):
+    """The change applied and is in the auth audit trail (or, for a retried
+    request, had applied before).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AuthChangeResponse: _TypeAlias = AuthChangeResponse  # noqa: Y015
+
+@_typing.final
+class ListRolesRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListRolesRequest: _TypeAlias = ListRolesRequest  # noqa: Y015
+
+@_typing.final
+class RoleGrant(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PREFIX_FIELD_NUMBER: _builtins.int
+    PERMISSION_FIELD_NUMBER: _builtins.int
+    prefix: _builtins.str
+    permission: Global___Permission.ValueType
+    def __init__(
+        self,
+        *,
+        prefix: _builtins.str = ...,
+        permission: Global___Permission.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["permission", b"permission", "prefix", b"prefix"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RoleGrant: _TypeAlias = RoleGrant  # noqa: Y015
+
+@_typing.final
+class RoleInfo(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    GRANTS_FIELD_NUMBER: _builtins.int
+    QUOTA_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    @_builtins.property
+    def grants(self) -> _containers.RepeatedCompositeFieldContainer[Global___RoleGrant]:
+        """By prefix."""
+
+    @_builtins.property
+    def quota(self) -> Global___Quota:
+        """Absent when the role sets none."""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        grants: _abc.Iterable[Global___RoleGrant] | None = ...,
+        quota: Global___Quota | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["quota", b"quota"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["grants", b"grants", "name", b"name", "quota", b"quota"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RoleInfo: _TypeAlias = RoleInfo  # noqa: Y015
+
+@_typing.final
+class ListRolesResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ROLES_FIELD_NUMBER: _builtins.int
+    READ_INDEX_FIELD_NUMBER: _builtins.int
+    read_index: _builtins.int
+    @_builtins.property
+    def roles(self) -> _containers.RepeatedCompositeFieldContainer[Global___RoleInfo]:
+        """By name."""
+
+    def __init__(
+        self,
+        *,
+        roles: _abc.Iterable[Global___RoleInfo] | None = ...,
+        read_index: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["read_index", b"read_index", "roles", b"roles"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListRolesResponse: _TypeAlias = ListRolesResponse  # noqa: Y015
+
+@_typing.final
+class ListUsersRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListUsersRequest: _TypeAlias = ListUsersRequest  # noqa: Y015
+
+@_typing.final
+class QuotaUsage(_message.Message):
+    """What a principal holds, counted against its quota."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LEASES_FIELD_NUMBER: _builtins.int
+    LOCKS_FIELD_NUMBER: _builtins.int
+    WAITERS_FIELD_NUMBER: _builtins.int
+    CLIENTS_FIELD_NUMBER: _builtins.int
+    leases: _builtins.int
+    locks: _builtins.int
+    waiters: _builtins.int
+    clients: _builtins.int
+    def __init__(
+        self,
+        *,
+        leases: _builtins.int = ...,
+        locks: _builtins.int = ...,
+        waiters: _builtins.int = ...,
+        clients: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["clients", b"clients", "leases", b"leases", "locks", b"locks", "waiters", b"waiters"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QuotaUsage: _TypeAlias = QuotaUsage  # noqa: Y015
+
+@_typing.final
+class UserInfo(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PRINCIPAL_FIELD_NUMBER: _builtins.int
+    ROLES_FIELD_NUMBER: _builtins.int
+    QUOTA_FIELD_NUMBER: _builtins.int
+    USAGE_FIELD_NUMBER: _builtins.int
+    principal: _builtins.str
+    @_builtins.property
+    def roles(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """By name."""
+
+    @_builtins.property
+    def quota(self) -> Global___Quota:
+        """The quota that binds it: per field the largest of its roles' quotas,
+        else the default quota. Absent for `root` (bound only by the cluster
+        limits).
+        """
+
+    @_builtins.property
+    def usage(self) -> Global___QuotaUsage: ...
+    def __init__(
+        self,
+        *,
+        principal: _builtins.str = ...,
+        roles: _abc.Iterable[_builtins.str] | None = ...,
+        quota: Global___Quota | None = ...,
+        usage: Global___QuotaUsage | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["quota", b"quota", "usage", b"usage"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["principal", b"principal", "quota", b"quota", "roles", b"roles", "usage", b"usage"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___UserInfo: _TypeAlias = UserInfo  # noqa: Y015
+
+@_typing.final
+class ListUsersResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    USERS_FIELD_NUMBER: _builtins.int
+    READ_INDEX_FIELD_NUMBER: _builtins.int
+    read_index: _builtins.int
+    @_builtins.property
+    def users(self) -> _containers.RepeatedCompositeFieldContainer[Global___UserInfo]:
+        """By principal."""
+
+    def __init__(
+        self,
+        *,
+        users: _abc.Iterable[Global___UserInfo] | None = ...,
+        read_index: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["read_index", b"read_index", "users", b"users"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListUsersResponse: _TypeAlias = ListUsersResponse  # noqa: Y015
+
+@_typing.final
+class GetLimitsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetLimitsRequest: _TypeAlias = GetLimitsRequest  # noqa: Y015
+
+@_typing.final
+class GetLimitsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LIMITS_FIELD_NUMBER: _builtins.int
+    READ_INDEX_FIELD_NUMBER: _builtins.int
+    read_index: _builtins.int
+    @_builtins.property
+    def limits(self) -> Global___ClusterLimits: ...
+    def __init__(
+        self,
+        *,
+        limits: Global___ClusterLimits | None = ...,
+        read_index: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["limits", b"limits"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["limits", b"limits", "read_index", b"read_index"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetLimitsResponse: _TypeAlias = GetLimitsResponse  # noqa: Y015
+
+@_typing.final
+class AuthAuditTrailRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AuthAuditTrailRequest: _TypeAlias = AuthAuditTrailRequest  # noqa: Y015
+
+@_typing.final
+class AuthAuditRecord(_message.Message):
+    """One applied auth change. `op` names it; the fields it does not use are
+    empty.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    INDEX_FIELD_NUMBER: _builtins.int
+    PRINCIPAL_FIELD_NUMBER: _builtins.int
+    OP_FIELD_NUMBER: _builtins.int
+    ROLE_FIELD_NUMBER: _builtins.int
+    PREFIX_FIELD_NUMBER: _builtins.int
+    PERMISSION_FIELD_NUMBER: _builtins.int
+    USER_FIELD_NUMBER: _builtins.int
+    QUOTA_FIELD_NUMBER: _builtins.int
+    LIMITS_FIELD_NUMBER: _builtins.int
+    AT_UNIX_MS_FIELD_NUMBER: _builtins.int
+    index: _builtins.int
+    """Log index of the entry that applied it."""
+    principal: _builtins.str
+    """Who made it; "" for an anonymous caller of an insecure node."""
+    op: _builtins.str
+    """grant_permission, revoke_permission, delete_role, grant_role,
+    revoke_role, set_role_quota or set_limits.
+    """
+    role: _builtins.str
+    prefix: _builtins.str
+    permission: Global___Permission.ValueType
+    user: _builtins.str
+    at_unix_ms: _builtins.int
+    """The proposing server's wall clock (ms since the Unix epoch); display only."""
+    @_builtins.property
+    def quota(self) -> Global___Quota:
+        """set_role_quota: the quota set (absent: cleared)."""
+
+    @_builtins.property
+    def limits(self) -> Global___ClusterLimits:
+        """set_limits: the limits set."""
+
+    def __init__(
+        self,
+        *,
+        index: _builtins.int = ...,
+        principal: _builtins.str = ...,
+        op: _builtins.str = ...,
+        role: _builtins.str = ...,
+        prefix: _builtins.str = ...,
+        permission: Global___Permission.ValueType = ...,
+        user: _builtins.str = ...,
+        quota: Global___Quota | None = ...,
+        limits: Global___ClusterLimits | None = ...,
+        at_unix_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["limits", b"limits", "quota", b"quota"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["at_unix_ms", b"at_unix_ms", "index", b"index", "limits", b"limits", "op", b"op", "permission", b"permission", "prefix", b"prefix", "principal", b"principal", "quota", b"quota", "role", b"role", "user", b"user"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AuthAuditRecord: _TypeAlias = AuthAuditRecord  # noqa: Y015
+
+@_typing.final
+class AuthAuditTrailResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RECORDS_FIELD_NUMBER: _builtins.int
+    READ_INDEX_FIELD_NUMBER: _builtins.int
+    read_index: _builtins.int
+    @_builtins.property
+    def records(self) -> _containers.RepeatedCompositeFieldContainer[Global___AuthAuditRecord]: ...
+    def __init__(
+        self,
+        *,
+        records: _abc.Iterable[Global___AuthAuditRecord] | None = ...,
+        read_index: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["read_index", b"read_index", "records", b"records"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AuthAuditTrailResponse: _TypeAlias = AuthAuditTrailResponse  # noqa: Y015

@@ -27,9 +27,18 @@ if _version_not_supported:
 
 
 class AdminStub:
-    """Lock administration. `List` and `AuditTrail` are
-    linearizable reads served by the leader. `ForceRelease` is refused
-    (PermissionDenied) unless the serving node runs with `--allow-admin`.
+    """Lock administration, identities and permissions. Every read here is a
+    linearizable read served by the leader.
+
+    Permissions (docs/security.md): the caller is the principal of its client
+    certificate. Each call says the permission it needs; without it the call
+    is refused PermissionDenied naming the principal, the permission and the
+    prefix, and nothing changes. `root` holds admin on "" always. On an
+    insecure node (no certificates) every caller is anonymous and passes every
+    permission check, but the calls that change the cluster's administration
+    (ForceRelease, membership changes, SaveSnapshot, the auth changes) are
+    refused (PermissionDenied) unless the node runs with `--insecure
+    --allow-admin`.
     """
 
     def __init__(self, channel):
@@ -73,17 +82,81 @@ class AdminStub:
                 request_serializer=admin__pb2.SaveSnapshotRequest.SerializeToString,
                 response_deserializer=admin__pb2.SaveSnapshotResponse.FromString,
                 _registered_method=True)
+        self.GrantPermission = channel.unary_unary(
+                '/warden.v1.Admin/GrantPermission',
+                request_serializer=admin__pb2.GrantPermissionRequest.SerializeToString,
+                response_deserializer=admin__pb2.AuthChangeResponse.FromString,
+                _registered_method=True)
+        self.RevokePermission = channel.unary_unary(
+                '/warden.v1.Admin/RevokePermission',
+                request_serializer=admin__pb2.RevokePermissionRequest.SerializeToString,
+                response_deserializer=admin__pb2.AuthChangeResponse.FromString,
+                _registered_method=True)
+        self.DeleteRole = channel.unary_unary(
+                '/warden.v1.Admin/DeleteRole',
+                request_serializer=admin__pb2.DeleteRoleRequest.SerializeToString,
+                response_deserializer=admin__pb2.AuthChangeResponse.FromString,
+                _registered_method=True)
+        self.GrantRole = channel.unary_unary(
+                '/warden.v1.Admin/GrantRole',
+                request_serializer=admin__pb2.GrantRoleRequest.SerializeToString,
+                response_deserializer=admin__pb2.AuthChangeResponse.FromString,
+                _registered_method=True)
+        self.RevokeRole = channel.unary_unary(
+                '/warden.v1.Admin/RevokeRole',
+                request_serializer=admin__pb2.RevokeRoleRequest.SerializeToString,
+                response_deserializer=admin__pb2.AuthChangeResponse.FromString,
+                _registered_method=True)
+        self.SetRoleQuota = channel.unary_unary(
+                '/warden.v1.Admin/SetRoleQuota',
+                request_serializer=admin__pb2.SetRoleQuotaRequest.SerializeToString,
+                response_deserializer=admin__pb2.AuthChangeResponse.FromString,
+                _registered_method=True)
+        self.SetLimits = channel.unary_unary(
+                '/warden.v1.Admin/SetLimits',
+                request_serializer=admin__pb2.SetLimitsRequest.SerializeToString,
+                response_deserializer=admin__pb2.AuthChangeResponse.FromString,
+                _registered_method=True)
+        self.ListRoles = channel.unary_unary(
+                '/warden.v1.Admin/ListRoles',
+                request_serializer=admin__pb2.ListRolesRequest.SerializeToString,
+                response_deserializer=admin__pb2.ListRolesResponse.FromString,
+                _registered_method=True)
+        self.ListUsers = channel.unary_unary(
+                '/warden.v1.Admin/ListUsers',
+                request_serializer=admin__pb2.ListUsersRequest.SerializeToString,
+                response_deserializer=admin__pb2.ListUsersResponse.FromString,
+                _registered_method=True)
+        self.GetLimits = channel.unary_unary(
+                '/warden.v1.Admin/GetLimits',
+                request_serializer=admin__pb2.GetLimitsRequest.SerializeToString,
+                response_deserializer=admin__pb2.GetLimitsResponse.FromString,
+                _registered_method=True)
+        self.AuthAuditTrail = channel.unary_unary(
+                '/warden.v1.Admin/AuthAuditTrail',
+                request_serializer=admin__pb2.AuthAuditTrailRequest.SerializeToString,
+                response_deserializer=admin__pb2.AuthAuditTrailResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServicer:
-    """Lock administration. `List` and `AuditTrail` are
-    linearizable reads served by the leader. `ForceRelease` is refused
-    (PermissionDenied) unless the serving node runs with `--allow-admin`.
+    """Lock administration, identities and permissions. Every read here is a
+    linearizable read served by the leader.
+
+    Permissions (docs/security.md): the caller is the principal of its client
+    certificate. Each call says the permission it needs; without it the call
+    is refused PermissionDenied naming the principal, the permission and the
+    prefix, and nothing changes. `root` holds admin on "" always. On an
+    insecure node (no certificates) every caller is anonymous and passes every
+    permission check, but the calls that change the cluster's administration
+    (ForceRelease, membership changes, SaveSnapshot, the auth changes) are
+    refused (PermissionDenied) unless the node runs with `--insecure
+    --allow-admin`.
     """
 
     def List(self, request, context):
         """Every resource whose name starts with `prefix` (empty = all): its holder
-        and its waiters in queue order.
+        and its waiters in queue order. Needs read on a prefix of `prefix`.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -92,7 +165,8 @@ class AdminServicer:
     def ForceRelease(self, request, context):
         """Release whoever holds `resource` (an involuntary loss: the holder's
         lock-delay applies; the next grant gets a larger token). Recorded in the
-        audit trail with who asked and when.
+        audit trail with who asked (the caller's principal) and when. Needs
+        admin on "", checked when the entry applies.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -100,17 +174,18 @@ class AdminServicer:
 
     def AuditTrail(self, request, context):
         """The replicated trail of forced releases (the last 1,000), oldest first.
+        Needs admin on "".
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def AddNode(self, request, context):
-        """Operations. Membership changes are refused (PermissionDenied)
-        unless the serving node runs with `--allow-admin`, one change at a time,
-        and refused (FailedPrecondition) when the new voter set would have no
-        reachable majority. A change naming the leader first hands leadership to
-        another voter and answers Unavailable with the new leader: retry there.
+        """Operations. Membership changes need admin on "", go one change at a
+        time, and are refused (FailedPrecondition) when the new voter set would
+        have no reachable majority. A change naming the leader first hands
+        leadership to another voter and answers Unavailable with the new leader:
+        retry there.
 
         Add NODE as a learner (it must run with `--join`), wait until it has
         caught up, then make it a voter.
@@ -136,7 +211,98 @@ class AdminServicer:
 
     def SaveSnapshot(self, request, context):
         """A consistent snapshot of the lock table, from the leader's state machine
-        at its applied index after a read-index confirmation.
+        at its applied index after a read-index confirmation. Needs admin on "".
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GrantPermission(self, request, context):
+        """Identities: roles hold permissions on prefixes, principals hold roles
+        (docs/security.md "Roles and prefixes"). Each change below is committed
+        through Raft with the caller's principal, applied once per request id
+        (S7), decided against the auth table when it applies, and kept in the
+        auth audit trail. Each needs admin on "". Refusals: InvalidArgument
+        naming the field (`role`, `user`, `prefix`, `quota.leases`, ...),
+        NotFound (`role`, `prefix`) for what is not there, ResourceExhausted for
+        the table's bounds (1,000 roles, 100 grants per role, 1,000 principals
+        with roles, 32 roles each).
+
+        Sets `role`'s permission on `prefix` (replacing one on the same prefix),
+        creating the role.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RevokePermission(self, request, context):
+        """Removes `role`'s grant on `prefix`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteRole(self, request, context):
+        """Deletes `role` and takes it from every principal.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GrantRole(self, request, context):
+        """Gives the existing `role` to principal `user` (again: no change).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RevokeRole(self, request, context):
+        """Takes `role` from `user`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetRoleQuota(self, request, context):
+        """Sets `role`'s quota (creating the role), or clears it when `quota` is
+        absent. A principal with several roles gets, per field, the largest.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetLimits(self, request, context):
+        """Sets the cluster-wide limits and the default quota, all at once.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListRoles(self, request, context):
+        """Every role with its grants and quota, by name. Needs admin on "".
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListUsers(self, request, context):
+        """Every principal that holds a role: its roles, the quota that binds it
+        and what it holds. Needs admin on "".
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetLimits(self, request, context):
+        """The cluster-wide limits and the default quota. Needs admin on "".
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AuthAuditTrail(self, request, context):
+        """The replicated trail of auth changes (the last 1,000), oldest first.
+        Needs admin on "".
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -180,6 +346,61 @@ def add_AdminServicer_to_server(servicer, server):
                     request_deserializer=admin__pb2.SaveSnapshotRequest.FromString,
                     response_serializer=admin__pb2.SaveSnapshotResponse.SerializeToString,
             ),
+            'GrantPermission': grpc.unary_unary_rpc_method_handler(
+                    servicer.GrantPermission,
+                    request_deserializer=admin__pb2.GrantPermissionRequest.FromString,
+                    response_serializer=admin__pb2.AuthChangeResponse.SerializeToString,
+            ),
+            'RevokePermission': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokePermission,
+                    request_deserializer=admin__pb2.RevokePermissionRequest.FromString,
+                    response_serializer=admin__pb2.AuthChangeResponse.SerializeToString,
+            ),
+            'DeleteRole': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteRole,
+                    request_deserializer=admin__pb2.DeleteRoleRequest.FromString,
+                    response_serializer=admin__pb2.AuthChangeResponse.SerializeToString,
+            ),
+            'GrantRole': grpc.unary_unary_rpc_method_handler(
+                    servicer.GrantRole,
+                    request_deserializer=admin__pb2.GrantRoleRequest.FromString,
+                    response_serializer=admin__pb2.AuthChangeResponse.SerializeToString,
+            ),
+            'RevokeRole': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokeRole,
+                    request_deserializer=admin__pb2.RevokeRoleRequest.FromString,
+                    response_serializer=admin__pb2.AuthChangeResponse.SerializeToString,
+            ),
+            'SetRoleQuota': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetRoleQuota,
+                    request_deserializer=admin__pb2.SetRoleQuotaRequest.FromString,
+                    response_serializer=admin__pb2.AuthChangeResponse.SerializeToString,
+            ),
+            'SetLimits': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetLimits,
+                    request_deserializer=admin__pb2.SetLimitsRequest.FromString,
+                    response_serializer=admin__pb2.AuthChangeResponse.SerializeToString,
+            ),
+            'ListRoles': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListRoles,
+                    request_deserializer=admin__pb2.ListRolesRequest.FromString,
+                    response_serializer=admin__pb2.ListRolesResponse.SerializeToString,
+            ),
+            'ListUsers': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListUsers,
+                    request_deserializer=admin__pb2.ListUsersRequest.FromString,
+                    response_serializer=admin__pb2.ListUsersResponse.SerializeToString,
+            ),
+            'GetLimits': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetLimits,
+                    request_deserializer=admin__pb2.GetLimitsRequest.FromString,
+                    response_serializer=admin__pb2.GetLimitsResponse.SerializeToString,
+            ),
+            'AuthAuditTrail': grpc.unary_unary_rpc_method_handler(
+                    servicer.AuthAuditTrail,
+                    request_deserializer=admin__pb2.AuthAuditTrailRequest.FromString,
+                    response_serializer=admin__pb2.AuthAuditTrailResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'warden.v1.Admin', rpc_method_handlers)
@@ -189,9 +410,18 @@ def add_AdminServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class Admin:
-    """Lock administration. `List` and `AuditTrail` are
-    linearizable reads served by the leader. `ForceRelease` is refused
-    (PermissionDenied) unless the serving node runs with `--allow-admin`.
+    """Lock administration, identities and permissions. Every read here is a
+    linearizable read served by the leader.
+
+    Permissions (docs/security.md): the caller is the principal of its client
+    certificate. Each call says the permission it needs; without it the call
+    is refused PermissionDenied naming the principal, the permission and the
+    prefix, and nothing changes. `root` holds admin on "" always. On an
+    insecure node (no certificates) every caller is anonymous and passes every
+    permission check, but the calls that change the cluster's administration
+    (ForceRelease, membership changes, SaveSnapshot, the auth changes) are
+    refused (PermissionDenied) unless the node runs with `--insecure
+    --allow-admin`.
     """
 
     @staticmethod
@@ -373,6 +603,303 @@ class Admin:
             '/warden.v1.Admin/SaveSnapshot',
             admin__pb2.SaveSnapshotRequest.SerializeToString,
             admin__pb2.SaveSnapshotResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GrantPermission(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/warden.v1.Admin/GrantPermission',
+            admin__pb2.GrantPermissionRequest.SerializeToString,
+            admin__pb2.AuthChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevokePermission(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/warden.v1.Admin/RevokePermission',
+            admin__pb2.RevokePermissionRequest.SerializeToString,
+            admin__pb2.AuthChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteRole(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/warden.v1.Admin/DeleteRole',
+            admin__pb2.DeleteRoleRequest.SerializeToString,
+            admin__pb2.AuthChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GrantRole(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/warden.v1.Admin/GrantRole',
+            admin__pb2.GrantRoleRequest.SerializeToString,
+            admin__pb2.AuthChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevokeRole(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/warden.v1.Admin/RevokeRole',
+            admin__pb2.RevokeRoleRequest.SerializeToString,
+            admin__pb2.AuthChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetRoleQuota(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/warden.v1.Admin/SetRoleQuota',
+            admin__pb2.SetRoleQuotaRequest.SerializeToString,
+            admin__pb2.AuthChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetLimits(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/warden.v1.Admin/SetLimits',
+            admin__pb2.SetLimitsRequest.SerializeToString,
+            admin__pb2.AuthChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListRoles(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/warden.v1.Admin/ListRoles',
+            admin__pb2.ListRolesRequest.SerializeToString,
+            admin__pb2.ListRolesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListUsers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/warden.v1.Admin/ListUsers',
+            admin__pb2.ListUsersRequest.SerializeToString,
+            admin__pb2.ListUsersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetLimits(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/warden.v1.Admin/GetLimits',
+            admin__pb2.GetLimitsRequest.SerializeToString,
+            admin__pb2.GetLimitsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AuthAuditTrail(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/warden.v1.Admin/AuthAuditTrail',
+            admin__pb2.AuthAuditTrailRequest.SerializeToString,
+            admin__pb2.AuthAuditTrailResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -29,9 +29,18 @@ GRPC_GENERATED_VERSION: str
 GRPC_VERSION: str
 
 class AdminStub:
-    """Lock administration. `List` and `AuditTrail` are
-    linearizable reads served by the leader. `ForceRelease` is refused
-    (PermissionDenied) unless the serving node runs with `--allow-admin`.
+    """Lock administration, identities and permissions. Every read here is a
+    linearizable read served by the leader.
+
+    Permissions (docs/security.md): the caller is the principal of its client
+    certificate. Each call says the permission it needs; without it the call
+    is refused PermissionDenied naming the principal, the permission and the
+    prefix, and nothing changes. `root` holds admin on "" always. On an
+    insecure node (no certificates) every caller is anonymous and passes every
+    permission check, but the calls that change the cluster's administration
+    (ForceRelease, membership changes, SaveSnapshot, the auth changes) are
+    refused (PermissionDenied) unless the node runs with `--insecure
+    --allow-admin`.
     """
 
     @_typing.overload
@@ -40,21 +49,24 @@ class AdminStub:
     def __new__(cls, channel: _aio.Channel) -> AdminAsyncStub: ...
     List: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListRequest, _admin_pb2.ListResponse]
     """Every resource whose name starts with `prefix` (empty = all): its holder
-    and its waiters in queue order.
+    and its waiters in queue order. Needs read on a prefix of `prefix`.
     """
     ForceRelease: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ForceReleaseRequest, _admin_pb2.ForceReleaseResponse]
     """Release whoever holds `resource` (an involuntary loss: the holder's
     lock-delay applies; the next grant gets a larger token). Recorded in the
-    audit trail with who asked and when.
+    audit trail with who asked (the caller's principal) and when. Needs
+    admin on "", checked when the entry applies.
     """
     AuditTrail: _grpc.UnaryUnaryMultiCallable[_admin_pb2.AuditTrailRequest, _admin_pb2.AuditTrailResponse]
-    """The replicated trail of forced releases (the last 1,000), oldest first."""
+    """The replicated trail of forced releases (the last 1,000), oldest first.
+    Needs admin on "".
+    """
     AddNode: _grpc.UnaryUnaryMultiCallable[_admin_pb2.AddNodeRequest, _admin_pb2.MembershipResponse]
-    """Operations. Membership changes are refused (PermissionDenied)
-    unless the serving node runs with `--allow-admin`, one change at a time,
-    and refused (FailedPrecondition) when the new voter set would have no
-    reachable majority. A change naming the leader first hands leadership to
-    another voter and answers Unavailable with the new leader: retry there.
+    """Operations. Membership changes need admin on "", go one change at a
+    time, and are refused (FailedPrecondition) when the new voter set would
+    have no reachable majority. A change naming the leader first hands
+    leadership to another voter and answers Unavailable with the new leader:
+    retry there.
 
     Add NODE as a learner (it must run with `--join`), wait until it has
     caught up, then make it a voter.
@@ -67,34 +79,86 @@ class AdminStub:
     """
     SaveSnapshot: _grpc.UnaryUnaryMultiCallable[_admin_pb2.SaveSnapshotRequest, _admin_pb2.SaveSnapshotResponse]
     """A consistent snapshot of the lock table, from the leader's state machine
-    at its applied index after a read-index confirmation.
+    at its applied index after a read-index confirmation. Needs admin on "".
+    """
+    GrantPermission: _grpc.UnaryUnaryMultiCallable[_admin_pb2.GrantPermissionRequest, _admin_pb2.AuthChangeResponse]
+    """Identities: roles hold permissions on prefixes, principals hold roles
+    (docs/security.md "Roles and prefixes"). Each change below is committed
+    through Raft with the caller's principal, applied once per request id
+    (S7), decided against the auth table when it applies, and kept in the
+    auth audit trail. Each needs admin on "". Refusals: InvalidArgument
+    naming the field (`role`, `user`, `prefix`, `quota.leases`, ...),
+    NotFound (`role`, `prefix`) for what is not there, ResourceExhausted for
+    the table's bounds (1,000 roles, 100 grants per role, 1,000 principals
+    with roles, 32 roles each).
+
+    Sets `role`'s permission on `prefix` (replacing one on the same prefix),
+    creating the role.
+    """
+    RevokePermission: _grpc.UnaryUnaryMultiCallable[_admin_pb2.RevokePermissionRequest, _admin_pb2.AuthChangeResponse]
+    """Removes `role`'s grant on `prefix`."""
+    DeleteRole: _grpc.UnaryUnaryMultiCallable[_admin_pb2.DeleteRoleRequest, _admin_pb2.AuthChangeResponse]
+    """Deletes `role` and takes it from every principal."""
+    GrantRole: _grpc.UnaryUnaryMultiCallable[_admin_pb2.GrantRoleRequest, _admin_pb2.AuthChangeResponse]
+    """Gives the existing `role` to principal `user` (again: no change)."""
+    RevokeRole: _grpc.UnaryUnaryMultiCallable[_admin_pb2.RevokeRoleRequest, _admin_pb2.AuthChangeResponse]
+    """Takes `role` from `user`."""
+    SetRoleQuota: _grpc.UnaryUnaryMultiCallable[_admin_pb2.SetRoleQuotaRequest, _admin_pb2.AuthChangeResponse]
+    """Sets `role`'s quota (creating the role), or clears it when `quota` is
+    absent. A principal with several roles gets, per field, the largest.
+    """
+    SetLimits: _grpc.UnaryUnaryMultiCallable[_admin_pb2.SetLimitsRequest, _admin_pb2.AuthChangeResponse]
+    """Sets the cluster-wide limits and the default quota, all at once."""
+    ListRoles: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListRolesRequest, _admin_pb2.ListRolesResponse]
+    """Every role with its grants and quota, by name. Needs admin on ""."""
+    ListUsers: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListUsersRequest, _admin_pb2.ListUsersResponse]
+    """Every principal that holds a role: its roles, the quota that binds it
+    and what it holds. Needs admin on "".
+    """
+    GetLimits: _grpc.UnaryUnaryMultiCallable[_admin_pb2.GetLimitsRequest, _admin_pb2.GetLimitsResponse]
+    """The cluster-wide limits and the default quota. Needs admin on ""."""
+    AuthAuditTrail: _grpc.UnaryUnaryMultiCallable[_admin_pb2.AuthAuditTrailRequest, _admin_pb2.AuthAuditTrailResponse]
+    """The replicated trail of auth changes (the last 1,000), oldest first.
+    Needs admin on "".
     """
 
 @_typing.type_check_only
 class AdminAsyncStub(AdminStub):
-    """Lock administration. `List` and `AuditTrail` are
-    linearizable reads served by the leader. `ForceRelease` is refused
-    (PermissionDenied) unless the serving node runs with `--allow-admin`.
+    """Lock administration, identities and permissions. Every read here is a
+    linearizable read served by the leader.
+
+    Permissions (docs/security.md): the caller is the principal of its client
+    certificate. Each call says the permission it needs; without it the call
+    is refused PermissionDenied naming the principal, the permission and the
+    prefix, and nothing changes. `root` holds admin on "" always. On an
+    insecure node (no certificates) every caller is anonymous and passes every
+    permission check, but the calls that change the cluster's administration
+    (ForceRelease, membership changes, SaveSnapshot, the auth changes) are
+    refused (PermissionDenied) unless the node runs with `--insecure
+    --allow-admin`.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     List: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListRequest, _admin_pb2.ListResponse]  # type: ignore[assignment]
     """Every resource whose name starts with `prefix` (empty = all): its holder
-    and its waiters in queue order.
+    and its waiters in queue order. Needs read on a prefix of `prefix`.
     """
     ForceRelease: _aio.UnaryUnaryMultiCallable[_admin_pb2.ForceReleaseRequest, _admin_pb2.ForceReleaseResponse]  # type: ignore[assignment]
     """Release whoever holds `resource` (an involuntary loss: the holder's
     lock-delay applies; the next grant gets a larger token). Recorded in the
-    audit trail with who asked and when.
+    audit trail with who asked (the caller's principal) and when. Needs
+    admin on "", checked when the entry applies.
     """
     AuditTrail: _aio.UnaryUnaryMultiCallable[_admin_pb2.AuditTrailRequest, _admin_pb2.AuditTrailResponse]  # type: ignore[assignment]
-    """The replicated trail of forced releases (the last 1,000), oldest first."""
+    """The replicated trail of forced releases (the last 1,000), oldest first.
+    Needs admin on "".
+    """
     AddNode: _aio.UnaryUnaryMultiCallable[_admin_pb2.AddNodeRequest, _admin_pb2.MembershipResponse]  # type: ignore[assignment]
-    """Operations. Membership changes are refused (PermissionDenied)
-    unless the serving node runs with `--allow-admin`, one change at a time,
-    and refused (FailedPrecondition) when the new voter set would have no
-    reachable majority. A change naming the leader first hands leadership to
-    another voter and answers Unavailable with the new leader: retry there.
+    """Operations. Membership changes need admin on "", go one change at a
+    time, and are refused (FailedPrecondition) when the new voter set would
+    have no reachable majority. A change naming the leader first hands
+    leadership to another voter and answers Unavailable with the new leader:
+    retry there.
 
     Add NODE as a learner (it must run with `--join`), wait until it has
     caught up, then make it a voter.
@@ -107,13 +171,62 @@ class AdminAsyncStub(AdminStub):
     """
     SaveSnapshot: _aio.UnaryUnaryMultiCallable[_admin_pb2.SaveSnapshotRequest, _admin_pb2.SaveSnapshotResponse]  # type: ignore[assignment]
     """A consistent snapshot of the lock table, from the leader's state machine
-    at its applied index after a read-index confirmation.
+    at its applied index after a read-index confirmation. Needs admin on "".
+    """
+    GrantPermission: _aio.UnaryUnaryMultiCallable[_admin_pb2.GrantPermissionRequest, _admin_pb2.AuthChangeResponse]  # type: ignore[assignment]
+    """Identities: roles hold permissions on prefixes, principals hold roles
+    (docs/security.md "Roles and prefixes"). Each change below is committed
+    through Raft with the caller's principal, applied once per request id
+    (S7), decided against the auth table when it applies, and kept in the
+    auth audit trail. Each needs admin on "". Refusals: InvalidArgument
+    naming the field (`role`, `user`, `prefix`, `quota.leases`, ...),
+    NotFound (`role`, `prefix`) for what is not there, ResourceExhausted for
+    the table's bounds (1,000 roles, 100 grants per role, 1,000 principals
+    with roles, 32 roles each).
+
+    Sets `role`'s permission on `prefix` (replacing one on the same prefix),
+    creating the role.
+    """
+    RevokePermission: _aio.UnaryUnaryMultiCallable[_admin_pb2.RevokePermissionRequest, _admin_pb2.AuthChangeResponse]  # type: ignore[assignment]
+    """Removes `role`'s grant on `prefix`."""
+    DeleteRole: _aio.UnaryUnaryMultiCallable[_admin_pb2.DeleteRoleRequest, _admin_pb2.AuthChangeResponse]  # type: ignore[assignment]
+    """Deletes `role` and takes it from every principal."""
+    GrantRole: _aio.UnaryUnaryMultiCallable[_admin_pb2.GrantRoleRequest, _admin_pb2.AuthChangeResponse]  # type: ignore[assignment]
+    """Gives the existing `role` to principal `user` (again: no change)."""
+    RevokeRole: _aio.UnaryUnaryMultiCallable[_admin_pb2.RevokeRoleRequest, _admin_pb2.AuthChangeResponse]  # type: ignore[assignment]
+    """Takes `role` from `user`."""
+    SetRoleQuota: _aio.UnaryUnaryMultiCallable[_admin_pb2.SetRoleQuotaRequest, _admin_pb2.AuthChangeResponse]  # type: ignore[assignment]
+    """Sets `role`'s quota (creating the role), or clears it when `quota` is
+    absent. A principal with several roles gets, per field, the largest.
+    """
+    SetLimits: _aio.UnaryUnaryMultiCallable[_admin_pb2.SetLimitsRequest, _admin_pb2.AuthChangeResponse]  # type: ignore[assignment]
+    """Sets the cluster-wide limits and the default quota, all at once."""
+    ListRoles: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListRolesRequest, _admin_pb2.ListRolesResponse]  # type: ignore[assignment]
+    """Every role with its grants and quota, by name. Needs admin on ""."""
+    ListUsers: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListUsersRequest, _admin_pb2.ListUsersResponse]  # type: ignore[assignment]
+    """Every principal that holds a role: its roles, the quota that binds it
+    and what it holds. Needs admin on "".
+    """
+    GetLimits: _aio.UnaryUnaryMultiCallable[_admin_pb2.GetLimitsRequest, _admin_pb2.GetLimitsResponse]  # type: ignore[assignment]
+    """The cluster-wide limits and the default quota. Needs admin on ""."""
+    AuthAuditTrail: _aio.UnaryUnaryMultiCallable[_admin_pb2.AuthAuditTrailRequest, _admin_pb2.AuthAuditTrailResponse]  # type: ignore[assignment]
+    """The replicated trail of auth changes (the last 1,000), oldest first.
+    Needs admin on "".
     """
 
 class AdminServicer(metaclass=_abc_1.ABCMeta):
-    """Lock administration. `List` and `AuditTrail` are
-    linearizable reads served by the leader. `ForceRelease` is refused
-    (PermissionDenied) unless the serving node runs with `--allow-admin`.
+    """Lock administration, identities and permissions. Every read here is a
+    linearizable read served by the leader.
+
+    Permissions (docs/security.md): the caller is the principal of its client
+    certificate. Each call says the permission it needs; without it the call
+    is refused PermissionDenied naming the principal, the permission and the
+    prefix, and nothing changes. `root` holds admin on "" always. On an
+    insecure node (no certificates) every caller is anonymous and passes every
+    permission check, but the calls that change the cluster's administration
+    (ForceRelease, membership changes, SaveSnapshot, the auth changes) are
+    refused (PermissionDenied) unless the node runs with `--insecure
+    --allow-admin`.
     """
 
     @_abc_1.abstractmethod
@@ -123,7 +236,7 @@ class AdminServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.ListResponse, _abc.Awaitable[_admin_pb2.ListResponse]]:
         """Every resource whose name starts with `prefix` (empty = all): its holder
-        and its waiters in queue order.
+        and its waiters in queue order. Needs read on a prefix of `prefix`.
         """
 
     @_abc_1.abstractmethod
@@ -134,7 +247,8 @@ class AdminServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_admin_pb2.ForceReleaseResponse, _abc.Awaitable[_admin_pb2.ForceReleaseResponse]]:
         """Release whoever holds `resource` (an involuntary loss: the holder's
         lock-delay applies; the next grant gets a larger token). Recorded in the
-        audit trail with who asked and when.
+        audit trail with who asked (the caller's principal) and when. Needs
+        admin on "", checked when the entry applies.
         """
 
     @_abc_1.abstractmethod
@@ -143,7 +257,9 @@ class AdminServicer(metaclass=_abc_1.ABCMeta):
         request: _admin_pb2.AuditTrailRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.AuditTrailResponse, _abc.Awaitable[_admin_pb2.AuditTrailResponse]]:
-        """The replicated trail of forced releases (the last 1,000), oldest first."""
+        """The replicated trail of forced releases (the last 1,000), oldest first.
+        Needs admin on "".
+        """
 
     @_abc_1.abstractmethod
     def AddNode(
@@ -151,11 +267,11 @@ class AdminServicer(metaclass=_abc_1.ABCMeta):
         request: _admin_pb2.AddNodeRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.MembershipResponse, _abc.Awaitable[_admin_pb2.MembershipResponse]]:
-        """Operations. Membership changes are refused (PermissionDenied)
-        unless the serving node runs with `--allow-admin`, one change at a time,
-        and refused (FailedPrecondition) when the new voter set would have no
-        reachable majority. A change naming the leader first hands leadership to
-        another voter and answers Unavailable with the new leader: retry there.
+        """Operations. Membership changes need admin on "", go one change at a
+        time, and are refused (FailedPrecondition) when the new voter set would
+        have no reachable majority. A change naming the leader first hands
+        leadership to another voter and answers Unavailable with the new leader:
+        retry there.
 
         Add NODE as a learner (it must run with `--join`), wait until it has
         caught up, then make it a voter.
@@ -186,7 +302,113 @@ class AdminServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.SaveSnapshotResponse, _abc.Awaitable[_admin_pb2.SaveSnapshotResponse]]:
         """A consistent snapshot of the lock table, from the leader's state machine
-        at its applied index after a read-index confirmation.
+        at its applied index after a read-index confirmation. Needs admin on "".
+        """
+
+    @_abc_1.abstractmethod
+    def GrantPermission(
+        self,
+        request: _admin_pb2.GrantPermissionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.AuthChangeResponse, _abc.Awaitable[_admin_pb2.AuthChangeResponse]]:
+        """Identities: roles hold permissions on prefixes, principals hold roles
+        (docs/security.md "Roles and prefixes"). Each change below is committed
+        through Raft with the caller's principal, applied once per request id
+        (S7), decided against the auth table when it applies, and kept in the
+        auth audit trail. Each needs admin on "". Refusals: InvalidArgument
+        naming the field (`role`, `user`, `prefix`, `quota.leases`, ...),
+        NotFound (`role`, `prefix`) for what is not there, ResourceExhausted for
+        the table's bounds (1,000 roles, 100 grants per role, 1,000 principals
+        with roles, 32 roles each).
+
+        Sets `role`'s permission on `prefix` (replacing one on the same prefix),
+        creating the role.
+        """
+
+    @_abc_1.abstractmethod
+    def RevokePermission(
+        self,
+        request: _admin_pb2.RevokePermissionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.AuthChangeResponse, _abc.Awaitable[_admin_pb2.AuthChangeResponse]]:
+        """Removes `role`'s grant on `prefix`."""
+
+    @_abc_1.abstractmethod
+    def DeleteRole(
+        self,
+        request: _admin_pb2.DeleteRoleRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.AuthChangeResponse, _abc.Awaitable[_admin_pb2.AuthChangeResponse]]:
+        """Deletes `role` and takes it from every principal."""
+
+    @_abc_1.abstractmethod
+    def GrantRole(
+        self,
+        request: _admin_pb2.GrantRoleRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.AuthChangeResponse, _abc.Awaitable[_admin_pb2.AuthChangeResponse]]:
+        """Gives the existing `role` to principal `user` (again: no change)."""
+
+    @_abc_1.abstractmethod
+    def RevokeRole(
+        self,
+        request: _admin_pb2.RevokeRoleRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.AuthChangeResponse, _abc.Awaitable[_admin_pb2.AuthChangeResponse]]:
+        """Takes `role` from `user`."""
+
+    @_abc_1.abstractmethod
+    def SetRoleQuota(
+        self,
+        request: _admin_pb2.SetRoleQuotaRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.AuthChangeResponse, _abc.Awaitable[_admin_pb2.AuthChangeResponse]]:
+        """Sets `role`'s quota (creating the role), or clears it when `quota` is
+        absent. A principal with several roles gets, per field, the largest.
+        """
+
+    @_abc_1.abstractmethod
+    def SetLimits(
+        self,
+        request: _admin_pb2.SetLimitsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.AuthChangeResponse, _abc.Awaitable[_admin_pb2.AuthChangeResponse]]:
+        """Sets the cluster-wide limits and the default quota, all at once."""
+
+    @_abc_1.abstractmethod
+    def ListRoles(
+        self,
+        request: _admin_pb2.ListRolesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.ListRolesResponse, _abc.Awaitable[_admin_pb2.ListRolesResponse]]:
+        """Every role with its grants and quota, by name. Needs admin on ""."""
+
+    @_abc_1.abstractmethod
+    def ListUsers(
+        self,
+        request: _admin_pb2.ListUsersRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.ListUsersResponse, _abc.Awaitable[_admin_pb2.ListUsersResponse]]:
+        """Every principal that holds a role: its roles, the quota that binds it
+        and what it holds. Needs admin on "".
+        """
+
+    @_abc_1.abstractmethod
+    def GetLimits(
+        self,
+        request: _admin_pb2.GetLimitsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.GetLimitsResponse, _abc.Awaitable[_admin_pb2.GetLimitsResponse]]:
+        """The cluster-wide limits and the default quota. Needs admin on ""."""
+
+    @_abc_1.abstractmethod
+    def AuthAuditTrail(
+        self,
+        request: _admin_pb2.AuthAuditTrailRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.AuthAuditTrailResponse, _abc.Awaitable[_admin_pb2.AuthAuditTrailResponse]]:
+        """The replicated trail of auth changes (the last 1,000), oldest first.
+        Needs admin on "".
         """
 
 def add_AdminServicer_to_server(servicer: AdminServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -66,6 +66,71 @@ cluster's data.
 Global___TokenState: _TypeAlias = TokenState  # noqa: Y015
 
 @_typing.final
+class CancelWaitRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HEADER_FIELD_NUMBER: _builtins.int
+    ACQUIRE_REQUEST_ID_FIELD_NUMBER: _builtins.int
+    RESOURCE_FIELD_NUMBER: _builtins.int
+    acquire_request_id: _builtins.int
+    """The waiting acquire's request id (same client id)."""
+    resource: _builtins.str
+    """The acquire's resource (1..=512 bytes of UTF-8)."""
+    @_builtins.property
+    def header(self) -> Global___RequestHeader:
+        """The cancel's own request id, above the acquire's."""
+
+    def __init__(
+        self,
+        *,
+        header: Global___RequestHeader | None = ...,
+        acquire_request_id: _builtins.int = ...,
+        resource: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["header", b"header"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["acquire_request_id", b"acquire_request_id", "header", b"header", "resource", b"resource"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CancelWaitRequest: _TypeAlias = CancelWaitRequest  # noqa: Y015
+
+@_typing.final
+class CancelWaitResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESOURCE_FIELD_NUMBER: _builtins.int
+    LEASE_ID_FIELD_NUMBER: _builtins.int
+    OUTCOME_FIELD_NUMBER: _builtins.int
+    FENCING_TOKEN_FIELD_NUMBER: _builtins.int
+    resource: _builtins.str
+    lease_id: _builtins.int
+    """The acquire's lease; 0 when nothing was cancelled."""
+    outcome: _builtins.str
+    """"removed": the waiter left the queue; "released": the grant had won
+    the race and was released; "preempted": the acquire had not applied
+    yet and will be refused ("cancelled") when it does; "none": nothing to
+    cancel (already answered: timed out, not granted, released).
+    """
+    fencing_token: _builtins.int
+    """The released grant's token when outcome = "released", else 0."""
+    def __init__(
+        self,
+        *,
+        resource: _builtins.str = ...,
+        lease_id: _builtins.int = ...,
+        outcome: _builtins.str = ...,
+        fencing_token: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["fencing_token", b"fencing_token", "lease_id", b"lease_id", "outcome", b"outcome", "resource", b"resource"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CancelWaitResponse: _TypeAlias = CancelWaitResponse  # noqa: Y015
+
+@_typing.final
 class CallRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -695,6 +760,9 @@ class ClusterStatusResponse(_message.Message):
     TIMING_FIELD_NUMBER: _builtins.int
     NODE_ID_FIELD_NUMBER: _builtins.int
     LAST_LOG_INDEX_FIELD_NUMBER: _builtins.int
+    INSECURE_FIELD_NUMBER: _builtins.int
+    ELECTION_PREFIX_FIELD_NUMBER: _builtins.int
+    MAX_REQUESTS_IN_FLIGHT_FIELD_NUMBER: _builtins.int
     cluster_id: _builtins.str
     leader_id: _builtins.int
     term: _builtins.int
@@ -703,6 +771,20 @@ class ClusterStatusResponse(_message.Message):
     """The node that answered."""
     last_log_index: _builtins.int
     """The leader's last log index (lag is measured against it)."""
+    insecure: _builtins.bool
+    """True when the node that answered runs without certificates
+    (`warden server --insecure`): plaintext, every caller anonymous.
+    """
+    election_prefix: _builtins.str
+    """The prefix of every election's internal resource key: an election
+    NAME is the resource ELECTION_PREFIX + NAME (U+0001 "election/").
+    """
+    max_requests_in_flight: _builtins.int
+    """How many mutating requests a client may have in flight beyond its
+    acknowledged watermark (request ids above acked_request_id +
+    max_requests_in_flight are refused): the server keeps this many
+    outcome records per client (S7).
+    """
     @_builtins.property
     def members(self) -> _containers.RepeatedCompositeFieldContainer[Global___Member]: ...
     @_builtins.property
@@ -718,10 +800,13 @@ class ClusterStatusResponse(_message.Message):
         timing: Global___Timing | None = ...,
         node_id: _builtins.int = ...,
         last_log_index: _builtins.int = ...,
+        insecure: _builtins.bool = ...,
+        election_prefix: _builtins.str = ...,
+        max_requests_in_flight: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["timing", b"timing"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster_id", b"cluster_id", "commit_index", b"commit_index", "last_log_index", b"last_log_index", "leader_id", b"leader_id", "members", b"members", "node_id", b"node_id", "term", b"term", "timing", b"timing"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster_id", b"cluster_id", "commit_index", b"commit_index", "election_prefix", b"election_prefix", "insecure", b"insecure", "last_log_index", b"last_log_index", "leader_id", b"leader_id", "max_requests_in_flight", b"max_requests_in_flight", "members", b"members", "node_id", b"node_id", "term", b"term", "timing", b"timing"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

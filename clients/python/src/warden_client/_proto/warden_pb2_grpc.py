@@ -80,6 +80,11 @@ class LockStub:
                 request_serializer=warden__pb2.CallRequest.SerializeToString,
                 response_deserializer=warden__pb2.CallResponse.FromString,
                 _registered_method=True)
+        self.CancelWait = channel.unary_unary(
+                '/warden.v1.Lock/CancelWait',
+                request_serializer=warden__pb2.CancelWaitRequest.SerializeToString,
+                response_deserializer=warden__pb2.CancelWaitResponse.FromString,
+                _registered_method=True)
 
 
 class LockServicer:
@@ -180,6 +185,21 @@ class LockServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CancelWait(self, request, context):
+        """Takes back the caller's own waiting acquire, named by its request id
+        (the same client id, and the same principal): committed and exactly-once
+        like every mutating call (S7). Its waiter leaves the queue; if the grant
+        won the race, that grant is released (handed to the next waiter in the
+        same entry, S6); if the acquire has not applied yet, it is refused with
+        reason "cancelled" when it does. Clients send it when their caller
+        abandons a waiting acquire (a dropped future, a cancelled context): a
+        dropped stream alone cancels nothing (docs/semantics.md S8).
+        Permission: `lock` on the resource.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LockServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -227,6 +247,11 @@ def add_LockServicer_to_server(servicer, server):
                     servicer.Calls,
                     request_deserializer=warden__pb2.CallRequest.FromString,
                     response_serializer=warden__pb2.CallResponse.SerializeToString,
+            ),
+            'CancelWait': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelWait,
+                    request_deserializer=warden__pb2.CancelWaitRequest.FromString,
+                    response_serializer=warden__pb2.CancelWaitResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -472,6 +497,33 @@ class Lock:
             '/warden.v1.Lock/Calls',
             warden__pb2.CallRequest.SerializeToString,
             warden__pb2.CallResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelWait(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/warden.v1.Lock/CancelWait',
+            warden__pb2.CancelWaitRequest.SerializeToString,
+            warden__pb2.CancelWaitResponse.FromString,
             options,
             channel_credentials,
             insecure,

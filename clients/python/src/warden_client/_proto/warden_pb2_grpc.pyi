@@ -98,6 +98,17 @@ class LockStub:
     task on the leader, the largest block of leader CPU at 64 clients
     (docs/performance.md).
     """
+    CancelWait: _grpc.UnaryUnaryMultiCallable[_warden_pb2.CancelWaitRequest, _warden_pb2.CancelWaitResponse]
+    """Takes back the caller's own waiting acquire, named by its request id
+    (the same client id, and the same principal): committed and exactly-once
+    like every mutating call (S7). Its waiter leaves the queue; if the grant
+    won the race, that grant is released (handed to the next waiter in the
+    same entry, S6); if the acquire has not applied yet, it is refused with
+    reason "cancelled" when it does. Clients send it when their caller
+    abandons a waiting acquire (a dropped future, a cancelled context): a
+    dropped stream alone cancels nothing (docs/semantics.md S8).
+    Permission: `lock` on the resource.
+    """
 
 @_typing.type_check_only
 class LockAsyncStub(LockStub):
@@ -157,6 +168,17 @@ class LockAsyncStub(LockStub):
     Why it exists: a unary call costs an HTTP/2 stream, its headers and a
     task on the leader, the largest block of leader CPU at 64 clients
     (docs/performance.md).
+    """
+    CancelWait: _aio.UnaryUnaryMultiCallable[_warden_pb2.CancelWaitRequest, _warden_pb2.CancelWaitResponse]  # type: ignore[assignment]
+    """Takes back the caller's own waiting acquire, named by its request id
+    (the same client id, and the same principal): committed and exactly-once
+    like every mutating call (S7). Its waiter leaves the queue; if the grant
+    won the race, that grant is released (handed to the next waiter in the
+    same entry, S6); if the acquire has not applied yet, it is refused with
+    reason "cancelled" when it does. Clients send it when their caller
+    abandons a waiting acquire (a dropped future, a cancelled context): a
+    dropped stream alone cancels nothing (docs/semantics.md S8).
+    Permission: `lock` on the resource.
     """
 
 class LockServicer(metaclass=_abc_1.ABCMeta):
@@ -268,6 +290,23 @@ class LockServicer(metaclass=_abc_1.ABCMeta):
         Why it exists: a unary call costs an HTTP/2 stream, its headers and a
         task on the leader, the largest block of leader CPU at 64 clients
         (docs/performance.md).
+        """
+
+    @_abc_1.abstractmethod
+    def CancelWait(
+        self,
+        request: _warden_pb2.CancelWaitRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_warden_pb2.CancelWaitResponse, _abc.Awaitable[_warden_pb2.CancelWaitResponse]]:
+        """Takes back the caller's own waiting acquire, named by its request id
+        (the same client id, and the same principal): committed and exactly-once
+        like every mutating call (S7). Its waiter leaves the queue; if the grant
+        won the race, that grant is released (handed to the next waiter in the
+        same entry, S6); if the acquire has not applied yet, it is refused with
+        reason "cancelled" when it does. Clients send it when their caller
+        abandons a waiting acquire (a dropped future, a cancelled context): a
+        dropped stream alone cancels nothing (docs/semantics.md S8).
+        Permission: `lock` on the resource.
         """
 
 def add_LockServicer_to_server(servicer: LockServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

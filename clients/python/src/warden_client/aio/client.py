@@ -36,7 +36,6 @@ from .._proto import (
     lease_pb2_grpc,
     warden_pb2,
     warden_pb2_grpc,
-    warden_pending_pb2,
     watch_pb2_grpc,
 )
 from ..clock import Clock
@@ -90,9 +89,6 @@ T = TypeVar("T")
 #: Largest id the cluster hands out (2**53 - 1); the client id stays below it.
 MAX_ID = (1 << 53) - 1
 
-#: The method path of the committed CancelWait.
-CANCEL_WAIT_METHOD = "/warden.v1.Lock/CancelWait"
-
 
 class AttemptFailed(Exception):
     """An attempt failed without a status of its own (it timed out, or its
@@ -120,30 +116,6 @@ class _Node:
         self.lease = lease_pb2_grpc.LeaseStub(channel)
         self.watch = watch_pb2_grpc.WatchStub(channel)
         self.admin = admin_pb2_grpc.AdminStub(channel)
-        # CancelWait: the generated method once warden.proto has it, else the
-        # same wire shape from proto_pending (see its header).
-        generated = getattr(self.lock, "CancelWait", None)
-        if generated is not None:
-            self.cancel_wait: Any = generated
-        else:
-            self.cancel_wait = channel.unary_unary(
-                CANCEL_WAIT_METHOD,
-                request_serializer=warden_pending_pb2.CancelWaitRequest.SerializeToString,
-                response_deserializer=warden_pending_pb2.CancelWaitResponse.FromString,
-            )
-
-
-def _cancel_wait_request_type() -> Any:
-    return getattr(warden_pb2, "CancelWaitRequest", warden_pending_pb2.CancelWaitRequest)
-
-
-def _published(message: Any, name: str) -> Any:
-    """A field the server may publish (absent from older protos): its value,
-    or ``None`` when this proto has no such field or it is unset."""
-    if name not in message.DESCRIPTOR.fields_by_name:
-        return None
-    value = getattr(message, name)
-    return value or None
 
 
 def ms(seconds: float, name: str) -> int:
@@ -471,8 +443,9 @@ class Client:
             members=tuple(
                 Member(id=m.id, addr=m.addr, role=m.role, applied_index=m.applied_index) for m in reply.members
             ),
-            max_requests_in_flight=_published(reply, "max_requests_in_flight"),
-            election_prefix=_published(reply, "election_prefix"),
+            # 0 / "" from a server that publishes none: the defaults hold.
+            max_requests_in_flight=reply.max_requests_in_flight or None,
+            election_prefix=reply.election_prefix or None,
         )
         self._adopt(status)
         return status
@@ -809,10 +782,12 @@ class Client:
         the grant won the race, releases it. UnimplementedError on a server
         without CancelWait."""
         with await self.begin_request() as in_flight:
-            request = _cancel_wait_request_type()(
+            request = warden_pb2.CancelWaitRequest(
                 header=self.header(in_flight), acquire_request_id=acquire_request_id, resource=resource
             )
-            reply = await self._unary("cancel wait", lambda n: n.cancel_wait, request, unimplemented_is_final=True)
+            reply: warden_pb2.CancelWaitResponse = await self._unary(
+                "cancel wait", lambda n: n.lock.CancelWait, request, unimplemented_is_final=True
+            )
         return CancelWaitResult(
             resource=reply.resource,
             lease_id=reply.lease_id,
