@@ -1,5 +1,6 @@
-"""Fixtures: the shared cluster of the conformance tests (one per run; C05
-and C06-like scenarios that break nodes start their own), and clients on it."""
+"""Fixtures: the cluster of the conformance tests (one per run, so that no
+two clusters run at once on a shared machine; the scenarios that kill a node
+start it again), and clients on it."""
 
 from __future__ import annotations
 
@@ -27,18 +28,6 @@ def _require_binary() -> None:
 @pytest.fixture(scope="session")
 async def cluster() -> AsyncIterator[Cluster]:
     """The three-node cluster the scenarios share."""
-    _require_binary()
-    c = Cluster.prepare()
-    try:
-        await c.start()
-        yield c
-    finally:
-        c.stop()
-
-
-@pytest.fixture
-async def own_cluster() -> AsyncIterator[Cluster]:
-    """A cluster of the test's own, for scenarios that kill nodes."""
     _require_binary()
     c = Cluster.prepare()
     try:

@@ -4,12 +4,15 @@ proxy (clients/conformance/README.md "The cluster a test run starts").
 - ``warden server`` children from ``WARDEN_BIN`` (default: the workspace's
   ``target/debug/warden``) on 127.0.0.1, ports from :0, data in a temp dir,
   ``--initial-cluster-state new`` and ``--admin-listen`` (for ``/readyz``).
-- Security: a binary whose ``warden server --help`` names ``--certs-dir``
-  serves TLS; the run then mints a CA, node certificates (SANs 127.0.0.1,
-  localhost) and client certificates for root, alice and bob with ``warden
-  cert``, starts the nodes with ``--certs-dir`` and every client connects
-  with mTLS. An older binary serves plaintext (``--insecure`` if it knows
-  the flag).
+- Security: the cluster runs on mutual TLS. The run mints a CA, node
+  certificates (SANs 127.0.0.1, localhost) and client certificates for root,
+  alice and bob with ``warden cert``, starts the nodes with ``--certs-dir``
+  and every client connects with mTLS. A binary without ``--certs-dir`` (one
+  that predates TLS) is refused with a message saying so.
+- The binary runs without the CLI's ``WARDEN_*`` settings of the caller's
+  environment (endpoints, certs dir, user, insecure): only its flags count.
+- One cluster per run; the scenarios that kill a node bring it back
+  (:meth:`Cluster.restore`).
 - Everything waits with deadlines; nothing sleeps to synchronise.
 """
 
@@ -42,7 +45,7 @@ PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 #: entries it never applied in this process (C09's compacted watch).
 SNAPSHOT_THRESHOLD = 32
 
-#: Principals every secure run mints certificates for.
+#: Principals every run mints certificates for.
 PRINCIPALS = ("root", "alice", "bob")
 
 
@@ -69,6 +72,14 @@ def bin_help(*command: str) -> str:
 def server_has_tls() -> bool:
     """Whether this binary serves TLS (``warden server --help`` names ``--certs-dir``)."""
     return "--certs-dir" in bin_help("server")
+
+
+def binary_env(**settings: str) -> dict[str, str]:
+    """This process's environment without the CLI's ``WARDEN_*`` settings
+    (``WARDEN_BIN`` stays), plus ``settings``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WARDEN_") or k == "WARDEN_BIN"}
+    env.update(settings)
+    return env
 
 
 _given_ports: set[int] = set()
@@ -114,7 +125,7 @@ class Node:
     admin_addr: str
     data_dir: Path
     log: Path
-    certs_dir: Path | None
+    certs_dir: Path
     proc: subprocess.Popen[bytes] | None = None
 
 
@@ -124,12 +135,17 @@ class Cluster:
 
     root: Path
     size: int = 3
-    secure: bool = field(default_factory=server_has_tls)
     nodes: dict[int, Node] = field(default_factory=dict)
-    client_certs: Path | None = None
+    #: ca.crt and client.NAME.crt/.key for every principal of PRINCIPALS.
+    client_certs: Path = Path()
 
     @classmethod
     def prepare(cls, size: int = 3) -> Cluster:
+        if not server_has_tls():
+            raise AssertionError(
+                f"{warden_bin()} predates TLS (`warden server --help` has no --certs-dir): "
+                "rebuild it from this checkout (cargo build -p warden) or set WARDEN_BIN"
+            )
         root = Path(tempfile.mkdtemp(prefix="warden-py-"))
         cluster = cls(root=root, size=size)
         for node_id in range(1, size + 1):
@@ -139,14 +155,15 @@ class Cluster:
                 admin_addr=f"127.0.0.1:{free_port()}",
                 data_dir=root / f"node-{node_id}",
                 log=root / f"node-{node_id}.log",
-                certs_dir=root / f"certs-node-{node_id}" if cluster.secure else None,
+                certs_dir=root / f"certs-node-{node_id}",
             )
-        if cluster.secure:
-            cluster._mint()
+        cluster._mint()
         return cluster
 
     def _warden(self, *args: str) -> subprocess.CompletedProcess[str]:
-        out = subprocess.run([str(warden_bin()), *args], capture_output=True, text=True, timeout=60, check=False)
+        out = subprocess.run(
+            [str(warden_bin()), *args], capture_output=True, text=True, timeout=60, env=binary_env(), check=False
+        )
         if out.returncode != 0:
             raise AssertionError(f"warden {' '.join(args)} failed ({out.returncode}): {out.stderr.strip()}")
         return out
@@ -160,7 +177,6 @@ class Cluster:
         for principal in PRINCIPALS:
             self._warden("cert", "create-client", principal, "--certs-dir", str(certs), "--ca-key", str(ca_key))
         for node in self.nodes.values():
-            assert node.certs_dir is not None
             node.certs_dir.mkdir(parents=True)
             shutil.copy(certs / "ca.crt", node.certs_dir / "ca.crt")
             self._warden(
@@ -189,13 +205,10 @@ class Cluster:
             "--initial-cluster-state", "new",
             "--admin-listen", node.admin_addr,
             "--snapshot-threshold", str(SNAPSHOT_THRESHOLD),
+            "--certs-dir", str(node.certs_dir),
         ]  # fmt: skip
-        if node.certs_dir is not None:
-            args += ["--certs-dir", str(node.certs_dir)]
-        elif "--insecure" in bin_help("server"):
-            args += ["--insecure"]
         log = open(node.log, "ab")  # noqa: SIM115 - handed to the child
-        env = dict(os.environ, RUST_LOG="info,openraft=warn")
+        env = binary_env(RUST_LOG="info,openraft=warn")
         node.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
         log.close()
 
@@ -225,6 +238,18 @@ class Cluster:
                 proc.wait(timeout=30)
         self.nodes[node_id].proc = None
 
+    async def restore(self, node_id: int, *, deadline_s: float = 30.0) -> None:
+        """Starts node ``node_id`` again (after :meth:`kill` or
+        :meth:`terminate`) on its data dir and waits until its ``/readyz``
+        says ready and a node leads, for the scenarios that run after."""
+        self.spawn(node_id)
+
+        async def ready() -> bool:
+            return await asyncio.to_thread(self.readyz, node_id) == 200
+
+        await wait_for(f"restarted node {node_id} is ready", ready, deadline_s=deadline_s, every_s=0.05)
+        await self.wait_leader(deadline_s=deadline_s)
+
     def stop(self) -> None:
         """Kills every node this cluster started and removes its files."""
         for node_id in self.nodes:
@@ -239,9 +264,7 @@ class Cluster:
 
     # --- clients --------------------------------------------------------
 
-    def tls(self, user: str = "root") -> TlsOptions | None:
-        if self.client_certs is None:
-            return None
+    def tls(self, user: str = "root") -> TlsOptions:
         return TlsOptions.from_certs_dir(self.client_certs, user)
 
     def options(self, user: str = "root", **overrides: float) -> ClientOptions:
@@ -276,14 +299,12 @@ class Cluster:
                 raise AssertionError(f"{e}\n{logs}") from None
 
     def readyz(self, node_id: int) -> int:
-        """The HTTP status of node ``node_id``'s ``/readyz`` (0 if unreachable)."""
+        """The HTTP status of node ``node_id``'s ``/readyz`` over HTTPS without a
+        client certificate (0 if unreachable)."""
         node = self.nodes[node_id]
-        scheme = "https" if self.secure else "http"
-        context = None
-        if self.secure and self.client_certs is not None:
-            context = ssl.create_default_context(cafile=str(self.client_certs / "ca.crt"))
+        context = ssl.create_default_context(cafile=str(self.client_certs / "ca.crt"))
         try:
-            with urllib.request.urlopen(f"{scheme}://{node.admin_addr}/readyz", timeout=2, context=context) as r:
+            with urllib.request.urlopen(f"https://{node.admin_addr}/readyz", timeout=2, context=context) as r:
                 return int(r.status)
         except urllib.error.HTTPError as e:
             return int(e.code)
@@ -293,14 +314,12 @@ class Cluster:
     def cli(self, *args: str, user: str = "root") -> object:
         """Runs ``warden ARGS --endpoints ... --output json`` as ``user``;
         returns the JSON it printed."""
-        env = dict(os.environ)
-        if self.client_certs is not None:
-            env.update(WARDEN_CERTS_DIR=str(self.client_certs), WARDEN_USER=user)
-        else:
-            env["WARDEN_INSECURE"] = "true"
         out = subprocess.run(
-            [str(warden_bin()), *args, "--endpoints", ",".join(self.endpoints), "--output", "json"],
-            capture_output=True, text=True, timeout=60, env=env, check=False,
+            [
+                str(warden_bin()), *args, "--endpoints", ",".join(self.endpoints),
+                "--certs-dir", str(self.client_certs), "--user", user, "--output", "json",
+            ],
+            capture_output=True, text=True, timeout=60, env=binary_env(), check=False,
         )  # fmt: skip
         if out.returncode != 0:
             raise AssertionError(f"warden {' '.join(args)} failed ({out.returncode}): {out.stderr.strip()}")

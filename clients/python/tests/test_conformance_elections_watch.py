@@ -92,7 +92,7 @@ async def test_c09_watch_every_grant_in_order(cluster: Cluster) -> None:
         leader = await cluster.leader_id(client)
         follower = next(i for i in cluster.nodes if i != leader)
         cluster.terminate(follower)
-        cluster.spawn(follower)
+        await cluster.restore(follower)
         async with cluster.client([cluster.nodes[follower].addr], deadline_s=15.0) as direct:
             with pytest.raises(CompactedError) as compacted:
                 await direct.watch(prefix="c09-", start_index=1)

@@ -8,16 +8,16 @@ import asyncio
 import pytest
 
 from harness import Cluster, Proxy, boot_now, wait_for
-from warden_client import Granted, Lost, LostKind, SessionLostError
+from warden_client import Granted, Lost, LostKind, SessionLostError, aio
 
 
 @pytest.mark.conformance("C05-leader-kill-keeps-lock-and-session")
-async def test_c05_leader_kill_keeps_lock_and_session(own_cluster: Cluster) -> None:
+async def test_c05_leader_kill_keeps_lock_and_session(cluster: Cluster) -> None:
     """conformance: C05-leader-kill-keeps-lock-and-session (S3, L3, L4): after
     SIGKILL of the leader the lock is still held by the session's lease with
     the same token, the session was never lost, and a new lock on it gets a
-    larger token."""
-    cluster = own_cluster
+    larger token. The killed node (of the run's one cluster) is started again
+    at the end, and ready, for the scenarios after this one."""
     async with cluster.client() as client:
         session = await client.session(ttl_s=10.0)
         lock = await session.try_lock("c05-r")
@@ -35,21 +35,29 @@ async def test_c05_leader_kill_keeps_lock_and_session(own_cluster: Cluster) -> N
         checker = asyncio.ensure_future(check_throughout())
         old_leader = await cluster.leader_id(client)
         cluster.kill(old_leader)
-        new_leader = await cluster.wait_leader(deadline_s=10.0, not_id=old_leader)
-        assert new_leader != old_leader
-
-        status = await client.status("c05-r")
-        assert status.holder is not None
-        assert (status.holder.lease_id, status.holder.fencing_token) == (session.lease_id, lock.fencing_token)
-        other = await session.try_lock("c05-other")
-        assert other.fencing_token > lock.fencing_token
-        # A keep-alive on the new leader is acknowledged: the session lives on.
-        await session.renew()
-        checker.cancel()
+        try:
+            await _failover_keeps_lock_and_session(cluster, client, session, lock, old_leader)
+        finally:
+            checker.cancel()
+            await cluster.restore(old_leader)
         assert failures == [], f"the session was lost during the failover: {failures}"
         assert session.lost is None
         session.check()
         await session.close()
+
+
+async def _failover_keeps_lock_and_session(
+    cluster: Cluster, client: aio.Client, session: aio.Session, lock: aio.Lock, old_leader: int
+) -> None:
+    new_leader = await cluster.wait_leader(deadline_s=10.0, not_id=old_leader)
+    assert new_leader != old_leader
+    status = await client.status("c05-r")
+    assert status.holder is not None
+    assert (status.holder.lease_id, status.holder.fencing_token) == (session.lease_id, lock.fencing_token)
+    other = await session.try_lock("c05-other")
+    assert other.fencing_token > lock.fencing_token
+    # A keep-alive on the new leader is acknowledged: the session lives on.
+    await session.renew()
 
 
 @pytest.mark.conformance("C06-cut-off-client-sees-lost-first")

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from harness import Cluster, wait_for
-from warden_client import InvalidArgumentError, UnimplementedError, WardenError, aio
+from warden_client import InvalidArgumentError, aio
 
 
 @pytest.mark.conformance("C10-bad-input-typed-error")
@@ -43,28 +43,8 @@ async def test_c10_bad_input_typed_error(client: aio.Client) -> None:
     await session.close()
 
 
-async def _server_has_cancel_wait(client: aio.Client) -> bool:
-    """Probes Lock/CancelWait (for an acquire this client never made, on a
-    resource nobody uses): any answer but Unimplemented means the server has
-    the RPC."""
-    try:
-        await client.cancel_wait("c11-probe", 1)
-    except UnimplementedError:
-        return False
-    except WardenError:
-        return True
-    return True
-
-
 async def _abandon_and_check(cluster: Cluster, resource: str, abandon: str) -> None:
-    async with cluster.client() as probe:
-        has_cancel_wait = await _server_has_cancel_wait(probe)
     async with cluster.client() as h_client, cluster.client() as w_client:
-        if not has_cancel_wait:
-            pytest.skip(
-                "the server does not implement Lock/CancelWait (UNIMPLEMENTED): an abandoned waiter "
-                "cannot be taken back yet (C11 needs the server's committed CancelWait)"
-            )
         h = await h_client.session(ttl_s=10.0)
         w = await w_client.session(ttl_s=10.0)
         held = await h.try_lock(resource)
