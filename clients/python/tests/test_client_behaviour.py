@@ -95,6 +95,19 @@ async def test_the_window_and_election_prefix_are_what_the_server_publishes(
         await session.close()
 
 
+@pytest.mark.parametrize(("own", "published", "window"), [(2, 3, 2), (10, 3, 3), (10, 0, 10)])
+async def test_a_window_of_the_callers_own_only_narrows_the_servers(own: int, published: int, window: int) -> None:
+    """S7: ClientOptions.max_requests_in_flight never widens the window past
+    what the server keeps outcomes for; with nothing published it holds."""
+    async with (
+        FakeNode(Script(published=(published, ""))) as node,
+        aio.Client([node.addr], ClientOptions(max_requests_in_flight=own)) as client,
+    ):
+        session = await client.session(ttl_s=5.0)
+        assert client.max_requests_in_flight == window
+        await session.close()
+
+
 async def test_a_lease_gone_reply_loses_the_session_and_ends_its_waits() -> None:
     """S5: a keep-alive answered live=false loses the session at once (event,
     callback, check()), a lost session stays lost, and a lock waiting on it

@@ -33,7 +33,9 @@ class ClientOptions:
     two rounds over the endpoints (the pause starts at 25 ms and doubles).
     ``max_requests_in_flight``: the in-flight window above the acknowledged
     watermark; ``None`` = what the server publishes in ClusterStatus, or
-    :data:`DEFAULT_MAX_REQUESTS_IN_FLIGHT` if it publishes none.
+    :data:`DEFAULT_MAX_REQUESTS_IN_FLIGHT` if it publishes none. A value set
+    here only narrows the server's: never more than the server keeps
+    outcomes for (S7).
     ``tls``: mutual TLS (see :class:`~warden_client.tls.TlsOptions`); ``None``
     = plaintext, for a cluster started with ``--insecure``.
     """

@@ -412,8 +412,11 @@ class Client:
                 log.debug("cluster status for the published limits failed (%s); using defaults", e)
 
     def _adopt(self, status: ClusterStatus) -> None:
-        if self._options.max_requests_in_flight is None and status.max_requests_in_flight:
-            self._ids.set_window(status.max_requests_in_flight)
+        if status.max_requests_in_flight:
+            # A window of the caller's own only narrows the server's: beyond
+            # it, the server no longer keeps the oldest outcome (S7).
+            own = self._options.max_requests_in_flight
+            self._ids.set_window(min(own, status.max_requests_in_flight) if own else status.max_requests_in_flight)
         if status.election_prefix:
             self._election_prefix = status.election_prefix
         self._params_known = True
