@@ -131,7 +131,9 @@ class ReleaseResult:
 class CancelWaitResult:
     """What a CancelWait did: ``outcome`` is ``removed`` (the waiter left the
     queue), ``released`` (the grant won the race and was released; its token is
-    ``fencing_token``) or ``none`` (there was nothing to cancel)."""
+    ``fencing_token``), ``preempted`` (the acquire had not applied yet; it is
+    refused, reason "cancelled", when it does) or ``none`` (there was nothing
+    to cancel: the acquire had been answered)."""
 
     resource: str
     lease_id: int
