@@ -290,7 +290,7 @@ def not_granted_error(resource: str, holder_lease_id: int, reason: NotGrantedRea
         NotGrantedReason.HELD: HeldError,
         NotGrantedReason.LOCK_DELAY: LockDelayError,
         NotGrantedReason.WAIT_TIMEOUT: WaitTimeoutError,
-    }[reason]
+    }.get(reason, NotGrantedError)
     return cls(resource, holder_lease_id, reason)
 
 

@@ -53,6 +53,10 @@ class NotGrantedReason(enum.Enum):
     HELD = "held"
     LOCK_DELAY = "lock_delay"
     WAIT_TIMEOUT = "wait_timeout"
+    #: This client's CancelWait reached the server before the acquire applied
+    #: (outcome "preempted"): the acquire is refused when it does. Seen only
+    #: by an acquire whose caller had abandoned it.
+    CANCELLED = "cancelled"
 
 
 @dataclass(frozen=True)
