@@ -1,0 +1,1 @@
+"""Generated from crates/warden-proto/proto by scripts/regen_proto.py; do not edit."""
