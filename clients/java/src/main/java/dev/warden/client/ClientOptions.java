@@ -1,0 +1,105 @@
+package dev.warden.client;
+
+import java.time.Duration;
+import java.util.Optional;
+
+/**
+ * How a {@link WardenClient} calls the cluster. Defaults: a whole call may take 5 s (a waiting
+ * acquire: its wait plus that), one attempt 500 ms, the pause between two rounds over the
+ * endpoints at most 200 ms, plaintext.
+ */
+public final class ClientOptions {
+  private final Duration deadline;
+  private final Duration attemptTimeout;
+  private final Duration backoffCap;
+  private final TlsOptions tls;
+
+  private ClientOptions(Builder b) {
+    this.deadline = b.deadline;
+    this.attemptTimeout = b.attemptTimeout;
+    this.backoffCap = b.backoffCap;
+    this.tls = b.tls;
+  }
+
+  /** The defaults. */
+  public static ClientOptions defaults() {
+    return builder().build();
+  }
+
+  /** A builder starting from the defaults. */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** The longest a call may take, retries included (a waiting acquire: its wait plus this). */
+  public Duration deadline() {
+    return deadline;
+  }
+
+  /** The longest one attempt waits for an answer before the next endpoint is tried. */
+  public Duration attemptTimeout() {
+    return attemptTimeout;
+  }
+
+  /** The longest pause between two rounds over the endpoints (backoff from 25 ms doubles). */
+  public Duration backoffCap() {
+    return backoffCap;
+  }
+
+  /** Mutual TLS, or empty for plaintext. */
+  public Optional<TlsOptions> tls() {
+    return Optional.ofNullable(tls);
+  }
+
+  /** A builder with these options. */
+  public Builder toBuilder() {
+    return new Builder().deadline(deadline).attemptTimeout(attemptTimeout)
+        .backoffCap(backoffCap).tls(tls);
+  }
+
+  /** Builds {@link ClientOptions}; each duration must be positive. */
+  public static final class Builder {
+    private Duration deadline = Duration.ofSeconds(5);
+    private Duration attemptTimeout = Duration.ofMillis(500);
+    private Duration backoffCap = Duration.ofMillis(200);
+    private TlsOptions tls;
+
+    private Builder() {}
+
+    /** See {@link ClientOptions#deadline()}. */
+    public Builder deadline(Duration deadline) {
+      this.deadline = positive("deadline", deadline);
+      return this;
+    }
+
+    /** See {@link ClientOptions#attemptTimeout()}. */
+    public Builder attemptTimeout(Duration attemptTimeout) {
+      this.attemptTimeout = positive("attemptTimeout", attemptTimeout);
+      return this;
+    }
+
+    /** See {@link ClientOptions#backoffCap()}. */
+    public Builder backoffCap(Duration backoffCap) {
+      this.backoffCap = positive("backoffCap", backoffCap);
+      return this;
+    }
+
+    /** Mutual TLS (null: plaintext). */
+    public Builder tls(TlsOptions tls) {
+      this.tls = tls;
+      return this;
+    }
+
+    /** The options. */
+    public ClientOptions build() {
+      return new ClientOptions(this);
+    }
+
+    private static Duration positive(String name, Duration d) {
+      if (d == null || d.isZero() || d.isNegative()) {
+        throw new InvalidArgumentException(name, "must be greater than 0; got " + d);
+      }
+      return d;
+    }
+  }
+}
