@@ -120,6 +120,9 @@ public final class Acquisition {
           renewTimer.cancel(false);
         }
       }
+      if (error == null) {
+        engine.requestIds().serverKnowsClient();
+      }
       if (!keep) {
         inFlight.finish();
       }

@@ -55,6 +55,7 @@ public final class Engine implements AutoCloseable {
   private final RequestIds requestIds = new RequestIds();
   private final AtomicLong sequences = new AtomicLong();
   private final ScheduledExecutorService timers;
+  private final ScheduledExecutorService alarms;
   private volatile boolean closed;
 
   /**
@@ -92,6 +93,12 @@ public final class Engine implements AutoCloseable {
       t.setDaemon(true);
       return t;
     });
+    this.alarms = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "warden-client-session-alarms");
+      t.setDaemon(true);
+      t.setPriority(Thread.MAX_PRIORITY);
+      return t;
+    });
   }
 
   /** This client's id: random, in 1..2^53-1, chosen once per client instance (S7). */
@@ -127,6 +134,14 @@ public final class Engine implements AutoCloseable {
   /** Runs {@code task} after {@code delay} on the timer thread. */
   public ScheduledFuture<?> schedule(Runnable task, Duration delay) {
     return timers.schedule(guarded(task), Math.max(0, delay.toNanos()), TimeUnit.NANOSECONDS);
+  }
+
+  /**
+   * Runs {@code task} after {@code delay} on the alarm thread, which runs nothing but session
+   * loss timers (so that no other work makes them late).
+   */
+  public ScheduledFuture<?> alarm(Runnable task, Duration delay) {
+    return alarms.schedule(guarded(task), Math.max(0, delay.toNanos()), TimeUnit.NANOSECONDS);
   }
 
   private static Runnable guarded(Runnable task) {
@@ -240,6 +255,9 @@ public final class Engine implements AutoCloseable {
         return;
       }
       inner.whenComplete((v, e) -> {
+        if (e == null) {
+          requestIds.serverKnowsClient();
+        }
         id.finish();
         if (e != null) {
           result.completeExceptionally(Failure.unwrap(e));
@@ -380,6 +398,7 @@ public final class Engine implements AutoCloseable {
   public void close() {
     closed = true;
     timers.shutdownNow();
+    alarms.shutdownNow();
     for (ManagedChannel c : channels.values()) {
       c.shutdownNow();
     }

@@ -18,6 +18,13 @@ import java.util.concurrent.CompletableFuture;
  * flight one slow request could arrive after its outcome slot was taken and be refused although
  * it never ran. A request beyond the window waits until the oldest one is answered, as a TCP
  * sender waits for its window.
+ *
+ * <p>The watermark sent stays 0 until a mutating request of this client has succeeded. A server
+ * that has no record of a client refuses, as expired, any request whose watermark is above 0
+ * (it cannot tell a client whose record it dropped from a new one), and a request refused before
+ * it ran (an invalid argument) leaves no record: a watermark past it would make every later
+ * request of the client fail. A lower watermark is always safe: it only lets the server keep
+ * more outcomes, and the server keeps the newest ones, which are the requests in flight.
  */
 public final class RequestIds {
   /**
@@ -30,6 +37,7 @@ public final class RequestIds {
   private final TreeSet<Long> inFlight = new TreeSet<>();
   private final ArrayDeque<CompletableFuture<InFlight>> waiting = new ArrayDeque<>();
   private long window = DEFAULT_WINDOW;
+  private boolean known;
 
   /** One request id in flight; {@link #finish()} marks it answered (idempotent). */
   public final class InFlight {
@@ -56,6 +64,14 @@ public final class RequestIds {
     public void finish() {
       RequestIds.this.finish(this);
     }
+  }
+
+  /**
+   * Notes that a mutating request succeeded: the server has a record of this client, so later
+   * requests carry the real watermark.
+   */
+  public synchronized void serverKnowsClient() {
+    known = true;
   }
 
   /** The number of ids that may be in flight past the watermark. */
@@ -98,7 +114,7 @@ public final class RequestIds {
     lastIssued++;
     inFlight.add(lastIssued);
     assert lastIssued - acked <= window : "a request id beyond the window";
-    return new InFlight(lastIssued, acked);
+    return new InFlight(lastIssued, known ? acked : 0);
   }
 
   private record Admitted(CompletableFuture<InFlight> slot, InFlight id) {}
