@@ -21,10 +21,10 @@ use crate::error::{
 };
 use crate::requests::{InFlight, RequestIds};
 use crate::routing::{leader_hint, parse_endpoint, CallPlan};
-use crate::transport::{Connector as _, TcpConnector};
+use crate::transport::{Connector, TcpConnector};
 use crate::types::{
-    millis, AcquireOptions, AcquireResult, ClientOptions, ClusterStatus, LeaseGrantResult,
-    LeaseInfo, Queued, ReleaseResult, RenewResult, StatusResult, ValidateResult,
+    millis, AcquireOptions, AcquireResult, CancelWaitOutcome, ClientOptions, ClusterStatus,
+    LeaseGrantResult, LeaseInfo, Queued, ReleaseResult, RenewResult, StatusResult, ValidateResult,
 };
 use crate::ClockError;
 
@@ -82,6 +82,9 @@ struct Inner {
     /// The endpoints given to `connect`, canonical `host:port`.
     endpoints: Vec<String>,
     options: ClientOptions,
+    /// Opens the channels: [`ClientOptions::connector`], else the TLS
+    /// connector of [`ClientOptions::tls`], else plain TCP.
+    connector: Arc<dyn Connector>,
     /// Random, non-zero, below 2^53; chosen once per client.
     client_id: u64,
     /// Lazily connected channels by `host:port` (endpoints and leader hints).
@@ -118,8 +121,10 @@ impl Client {
     /// # Errors
     ///
     /// [`ClientError::InvalidEndpoint`] when an endpoint is not `host:port`;
-    /// [`ClientError::InvalidArgument`] when the list is empty or an option is
-    /// zero.
+    /// [`ClientError::InvalidArgument`] when the list is empty, an option is
+    /// zero, or both [`ClientOptions::tls`] and [`ClientOptions::connector`]
+    /// are set; [`ClientError::Tls`] naming the file when the TLS files
+    /// cannot be used (read here, once).
     pub async fn connect(
         endpoints: Vec<String>,
         options: ClientOptions,
@@ -153,10 +158,22 @@ impl Client {
                 canonical.push(endpoint);
             }
         }
+        let connector: Arc<dyn Connector> = match (&options.tls, &options.connector) {
+            (Some(_), Some(_)) => {
+                return Err(ClientError::InvalidArgument {
+                    message: "tls and connector: set one of them (a connector does its own TLS)"
+                        .into(),
+                })
+            }
+            (None, Some(connector)) => connector.clone(),
+            (Some(tls), None) => crate::tls::connector(tls)?,
+            (None, None) => Arc::new(TcpConnector),
+        };
         Ok(Client {
             inner: Arc::new(Inner {
                 endpoints: canonical,
                 options,
+                connector,
                 client_id: rand::random_range(1..=MAX_ID),
                 channels: Mutex::new(HashMap::new()),
                 call_streams: Mutex::new(HashMap::new()),
@@ -262,6 +279,15 @@ impl Client {
             wait_timeout_ms: millis(options.wait),
             lock_delay_ms: millis(options.lock_delay),
         };
+        // A waiting acquire that is abandoned (this future dropped) or ends
+        // in an error takes its wait back with a committed CancelWait, sent
+        // in the background: a dropped stream alone cancels nothing (S8).
+        let mut abandon = AbandonedWait {
+            client: self.clone(),
+            resource: request.resource.clone(),
+            in_flight: Some(in_flight),
+            armed: !options.wait.is_zero(),
+        };
         let started = Instant::now();
         let wait_deadline = checked_deadline(started, options.wait);
         let deadline = checked_deadline(wait_deadline, self.inner.options.deadline);
@@ -320,6 +346,51 @@ impl Client {
             result = acquire => result,
             never = keep_alive => match never {},
         };
+        if result.is_ok() {
+            // A final answer: nothing waits any more.
+            abandon.armed = false;
+        }
+        drop(abandon);
+        result
+    }
+
+    /// Takes back this client's waiting acquire `acquire_request_id` of
+    /// `resource` with a committed, exactly-once `Lock/CancelWait` (its own
+    /// request id, S7): the waiter leaves the queue, a grant that won the
+    /// race is released, an acquire not applied yet is refused when it
+    /// applies (docs/semantics.md S8).
+    ///
+    /// # Errors
+    ///
+    /// `InvalidArgument` for a bad resource or request id; `NoQuorum` /
+    /// `Unavailable` when no leader committed it within the deadline.
+    pub(crate) async fn cancel_wait(
+        &self,
+        acquire_request_id: u64,
+        resource: String,
+    ) -> Result<CancelWaitOutcome, ClientError> {
+        let in_flight = InFlight::begin(&self.inner.request_ids).await;
+        let request = v1::CancelWaitRequest {
+            header: Some(self.header(&in_flight)),
+            acquire_request_id,
+            resource,
+        };
+        let deadline = checked_deadline(Instant::now(), self.inner.options.deadline);
+        let attempt_timeout = self.inner.options.attempt_timeout;
+        let request = &request;
+        let result = self
+            .call("cancel_wait", deadline, move |mut client| async move {
+                let reply = within(attempt_timeout, client.cancel_wait(request.clone())).await?;
+                Ok(match reply.outcome.as_str() {
+                    "removed" => CancelWaitOutcome::Removed,
+                    "released" => CancelWaitOutcome::Released {
+                        fencing_token: reply.fencing_token,
+                    },
+                    "preempted" => CancelWaitOutcome::Preempted,
+                    _ => CancelWaitOutcome::Nothing,
+                })
+            })
+            .await;
         drop(in_flight);
         result
     }
@@ -805,10 +876,7 @@ impl Client {
             // Detects a dead or partitioned leader during a long wait.
             .http2_keep_alive_interval(Duration::from_secs(1))
             .keep_alive_timeout(attempt_timeout.max(Duration::from_secs(1)));
-        let channel = match &self.inner.options.connector {
-            Some(connector) => connector.channel(endpoint),
-            None => TcpConnector.channel(endpoint),
-        };
+        let channel = self.inner.connector.channel(endpoint);
         channels.insert(address.to_string(), channel.clone());
         Ok(channel)
     }
@@ -941,7 +1009,7 @@ impl Client {
             self.inner.options.backoff_cap,
         );
         let mut server_said_unavailable = false;
-        let mut last_error: String;
+        let mut last_error = String::new();
         loop {
             let outcome = match self.channel(&target) {
                 Ok(channel) => {
@@ -951,7 +1019,13 @@ impl Client {
             };
             let status = match outcome {
                 Err(_deadline) => {
-                    last_error = format!("{target}: no answer before the deadline");
+                    // An earlier attempt's failure (a refused handshake, a
+                    // node without a leader) says more than the cut one.
+                    last_error = if last_error.is_empty() {
+                        format!("{target}: no answer before the deadline")
+                    } else {
+                        format!("{target}: no answer before the deadline; before that {last_error}")
+                    };
                     if matches!(retry, Retry::IfCertainlyNotApplied { .. }) {
                         // The attempt was cut mid-way: it may have applied.
                         return Err(ClientError::OutcomeUnknown {
@@ -1079,6 +1153,42 @@ pub(crate) fn checked_deadline(start: Instant, d: Duration) -> Instant {
     start
         .checked_add(d)
         .unwrap_or_else(|| start + Duration::from_secs(100 * 365 * 24 * 3600))
+}
+
+/// A waiting acquire's request: when dropped while `armed` (its caller
+/// abandoned the wait, or it ended in an error), sends the CancelWait in
+/// the background on the current runtime and keeps the acquire's request
+/// id in flight until the cancel is answered, so the server still holds
+/// the acquire's outcome record when the cancel applies (S7). Outside a
+/// runtime nothing is sent (the session's end removes the waiter, S8).
+struct AbandonedWait {
+    client: Client,
+    resource: String,
+    in_flight: Option<InFlight>,
+    armed: bool,
+}
+
+impl Drop for AbandonedWait {
+    fn drop(&mut self) {
+        let Some(in_flight) = self.in_flight.take() else {
+            return;
+        };
+        if !self.armed {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let client = self.client.clone();
+        let resource = std::mem::take(&mut self.resource);
+        runtime.spawn(async move {
+            let outcome = client
+                .cancel_wait(in_flight.request_id, resource.clone())
+                .await;
+            debug!(%resource, request_id = in_flight.request_id, ?outcome, "abandoned wait cancelled");
+            drop(in_flight);
+        });
+    }
 }
 
 #[cfg(test)]

@@ -33,6 +33,21 @@ pub enum ClientError {
         /// What is wrong with it.
         message: String,
     },
+    /// The TLS files of [`ClientOptions::tls`](crate::ClientOptions::tls)
+    /// cannot be used: missing, unreadable, not PEM, a key that is not the
+    /// certificate's, a certificate not signed by a CA in `ca.crt`, expired
+    /// or not yet valid, not a client certificate, or a user name that is
+    /// not a principal. Found by [`Client::connect`](crate::Client::connect)
+    /// before anything is sent.
+    #[error("TLS: {message}")]
+    Tls {
+        /// The file at fault (for a key that does not match, the key; for
+        /// rustls refusing the set, the certs dir); `None` when the user
+        /// name itself is refused.
+        file: Option<std::path::PathBuf>,
+        /// What is wrong, naming the file (or `user`) first.
+        message: String,
+    },
     /// The lease or resource named does not exist (gRPC `NotFound`), e.g. a
     /// lease that expired or was released.
     #[error("not found: {message}")]
@@ -54,6 +69,15 @@ pub enum ClientError {
     #[error("permission denied: {message}")]
     PermissionDenied {
         /// The server's message: names what is refused and how to allow it.
+        message: String,
+    },
+    /// The node does not know who is calling (gRPC `Unauthenticated`): a
+    /// secure node reached without a client certificate (e.g. a client
+    /// without [`ClientOptions::tls`](crate::ClientOptions::tls)).
+    /// Nothing was done.
+    #[error("unauthenticated: {message}")]
+    Unauthenticated {
+        /// The server's message.
         message: String,
     },
     /// A table or counter is full (gRPC `ResourceExhausted`).
@@ -220,13 +244,41 @@ fn never_connected(status: &Status) -> bool {
 
 /// A short description of a failed attempt for [`ClientError::NoQuorum`] and
 /// [`ClientError::Unavailable`].
+/// A transport failure's status says only "transport error": the reason
+/// (a refused TLS handshake, with rustls' verdict; a closed connection) is
+/// the innermost error of its source chain, which is added.
 pub(crate) fn describe(status: &Status) -> String {
     let message = status.message();
-    if message.is_empty() {
+    let mut text = if message.is_empty() {
         format!("{:?}", status.code())
     } else {
         format!("{:?}: {message}", status.code())
+    };
+    let mut cause = None;
+    let mut source = status.source();
+    while let Some(e) = source {
+        cause = Some(e);
+        source = e.source();
     }
+    let cause = cause.map(|e| {
+        let elapsed = e.is::<tokio::time::error::Elapsed>()
+            || e.downcast_ref::<std::io::Error>()
+                .and_then(|io| io.get_ref())
+                .is_some_and(|inner| inner.is::<tokio::time::error::Elapsed>());
+        if elapsed {
+            // tonic's connect timeout (the endpoint's, = attempt_timeout).
+            "no connection within the connect timeout".to_string()
+        } else {
+            e.to_string()
+        }
+    });
+    if let Some(cause) = cause {
+        if !cause.is_empty() && !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
 }
 
 impl ClientError {
@@ -243,6 +295,7 @@ impl ClientError {
             Code::FailedPrecondition => ClientError::FailedPrecondition { message },
             Code::ResourceExhausted => ClientError::ResourceExhausted { message },
             Code::PermissionDenied => ClientError::PermissionDenied { message },
+            Code::Unauthenticated => ClientError::Unauthenticated { message },
             code => ClientError::Transport {
                 message: if message.is_empty() {
                     format!("{code:?}")
@@ -294,6 +347,16 @@ mod tests {
             ClientError::from_status(&Status::permission_denied("start with --allow-admin")),
             ClientError::PermissionDenied { .. }
         ));
+        assert_eq!(
+            ClientError::from_status(&Status::unauthenticated("no client certificate")),
+            ClientError::Unauthenticated {
+                message: "no client certificate".into()
+            }
+        );
+        assert_eq!(
+            disposition(&Status::unauthenticated("no client certificate")),
+            Disposition::Fatal
+        );
         assert!(matches!(
             ClientError::from_status(&Status::internal("boom")),
             ClientError::Transport { .. }
@@ -332,6 +395,37 @@ mod tests {
         ))));
         assert_eq!(refused.code(), Code::Unavailable);
         assert!(certainly_not_acted(&refused), "{refused:?}");
+    }
+
+    // L3's final error must say why: a transport failure's status says
+    // only "transport error"; the innermost cause (rustls' verdict, a
+    // closed connection, the connect timeout) is added once.
+    #[test]
+    fn a_transport_failure_is_described_with_its_innermost_cause() {
+        #[derive(Debug)]
+        struct Transport(std::io::Error);
+        impl std::fmt::Display for Transport {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("transport error")
+            }
+        }
+        impl std::error::Error for Transport {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let broken = Status::from_error(Box::new(Transport(std::io::Error::other(
+            "received fatal alert: UnknownCA",
+        ))));
+        assert_eq!(
+            describe(&broken),
+            "Unknown: transport error: received fatal alert: UnknownCA"
+        );
+        let already_said = Status::unavailable("TLS handshake failed: UnknownIssuer");
+        assert_eq!(
+            describe(&already_said),
+            "Unavailable: TLS handshake failed: UnknownIssuer"
+        );
     }
 
     // S7: a retry whose outcome record is gone is reported as RequestExpired, whatever the code.

@@ -45,10 +45,11 @@
 //!   they share, [`Client::call_raw`] for a request this crate has no
 //!   call for.
 //! - [`Admin`] (`admin.rs`): the operator's calls ([`Client::admin`]: list,
-//!   forced release, audit trail, membership changes, snapshot save) on the
-//!   same loop, each with its retry class (membership changes, which carry
-//!   no request id, are repeated only after an attempt that certainly did
-//!   nothing), and their results.
+//!   forced release, audit trail, membership changes, snapshot save, and
+//!   identities: roles, grants, principals' roles, quotas, limits, the auth
+//!   audit trail) on the same loop, each with its retry class (membership
+//!   changes, which carry no request id, are repeated only after an attempt
+//!   that certainly did nothing), and their results.
 //! - [`Session`], [`LockGuard`], [`Lost`] (`session.rs`): a lease with a
 //!   background keep-alive, `valid_until` / `check()` / `lost()` (S5), and
 //!   the locks taken on it.
@@ -68,11 +69,40 @@
 //! - [`ClientError`] (`error.rs`): typed errors, and the one place gRPC
 //!   statuses are mapped to them and judged for a retry (whether an attempt
 //!   may be repeated, and whether it certainly did nothing).
-//! - `types.rs`: [`ClientOptions`], [`AcquireOptions`] and the results.
+//! - `types.rs`: [`ClientOptions`], [`TlsOptions`], [`AcquireOptions`] and the results.
 //! - [`Watcher`] (`watch.rs`): a resumable stream of lock-table events.
 //! - [`transport`]: the [`Connector`](transport::Connector) that opens
-//!   channels, one per client in [`ClientOptions::connector`] (TCP by
-//!   default; the simulator passes its own network).
+//!   channels, one per client: [`ClientOptions::connector`] when given
+//!   (the simulator passes its own network; a [`warden_tls::ClientTls`] is
+//!   one), else mutual TLS for [`ClientOptions::tls`], else plain TCP.
+//! - `tls.rs`: loading [`ClientOptions::tls`] ([`TlsOptions`]: certs dir and
+//!   user) and [`ClientError::Tls`], naming the file at fault.
+//!
+//! # TLS
+//!
+//! A secure cluster (the default: nodes started with `--certs-dir`) serves
+//! only mutual TLS 1.3, and its nodes take the caller's principal from the
+//! verified client certificate alone. Give the client the certs dir that
+//! holds `ca.crt` and `client.USER.crt` / `client.USER.key`:
+//!
+//! ```no_run
+//! # async fn f() -> Result<(), warden_client::ClientError> {
+//! use warden_client::{Client, ClientOptions, TlsOptions};
+//! let options = ClientOptions {
+//!     tls: Some(TlsOptions::new("/home/me/warden-dev/certs", "root")),
+//!     ..ClientOptions::default()
+//! };
+//! let client = Client::connect(vec!["127.0.0.1:7001".into()], options).await?;
+//! # drop(client); Ok(()) }
+//! ```
+//!
+//! Files that cannot be used fail [`Client::connect`] with
+//! [`ClientError::Tls`] naming the file. A node whose certificate does not
+//! chain to `ca.crt`, does not name the host dialled, or is not a node
+//! certificate fails the handshake: that attempt is retried like any
+//! connection that never opened, and the error at the deadline quotes the
+//! reason. Without `tls` the client speaks plaintext, for a cluster started
+//! with `--insecure`.
 //!
 //! # The path of a call
 //!
@@ -116,14 +146,16 @@ mod error;
 mod requests;
 mod routing;
 mod session;
+mod tls;
 pub mod transport;
 mod types;
 mod watch;
 
 pub use admin::{
-    Admin, AuditRecord, AuditTrail, ForceReleased, ListedHolder, ListedLock, ListedWaiter, Listing,
-    Membership, SavedSnapshot, ADMIN_ATTEMPT_TIMEOUT, MAX_SNAPSHOT_BYTES,
-    MEMBERSHIP_ATTEMPT_TIMEOUT, MEMBERSHIP_DEADLINE,
+    Admin, AuditRecord, AuditTrail, AuthAuditRecord, AuthAuditTrail, AuthChange, ClusterLimits,
+    ForceReleased, Limits, ListedHolder, ListedLock, ListedWaiter, Listing, Membership, Permission,
+    Quota, QuotaUsage, RoleGrant, RoleInfo, Roles, SavedSnapshot, UserInfo, Users,
+    ADMIN_ATTEMPT_TIMEOUT, MAX_SNAPSHOT_BYTES, MEMBERSHIP_ATTEMPT_TIMEOUT, MEMBERSHIP_DEADLINE,
 };
 pub use client::Client;
 pub use election::{election_key, Election, LeaderInfo, Leadership, Observer, ELECTION_PREFIX};
@@ -150,9 +182,9 @@ pub use error::ClientError;
 pub use requests::MAX_REQUESTS_AHEAD;
 pub use routing::{leader_hint, parse_endpoint};
 pub use types::{
-    AcquireOptions, AcquireResult, ClientOptions, ClusterStatus, Holder, LeaseGrantResult,
-    LeaseInfo, Member, NotGrantedReason, Queued, ReleaseResult, RenewResult, StatusResult, Timing,
-    TokenState, ValidateResult,
+    AcquireOptions, AcquireResult, CancelWaitOutcome, ClientOptions, ClusterStatus, Holder,
+    LeaseGrantResult, LeaseInfo, Member, NotGrantedReason, Queued, ReleaseResult, RenewResult,
+    StatusResult, Timing, TlsOptions, TokenState, ValidateResult, DEFAULT_USER,
 };
 pub use watch::{WatchError, WatchEvent, WatchTarget, Watcher};
 

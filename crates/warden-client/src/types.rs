@@ -2,6 +2,7 @@
 //! [`std::time::Duration`] on the way in; what the server reports comes back
 //! in milliseconds, with `_ms` in the field name.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,12 +36,53 @@ pub struct ClientOptions {
     /// asks again on every call (one extra round trip per call to such a
     /// node).
     pub recheck_calls_after: Duration,
-    /// Opens the channels to the nodes: `None` (the default) is plain TCP
-    /// ([`TcpConnector`](crate::transport::TcpConnector)). Per client, so two
-    /// clients of one process may use different networks or credentials: the
-    /// simulator passes its simulated network here, and a TLS connector
-    /// belongs here too.
+    /// Mutual TLS: the certs dir and the principal whose certificate the
+    /// client presents. `None` (the default) is plaintext, which only a
+    /// cluster started with `--insecure` accepts (a secure node refuses the
+    /// connection). Loaded and checked by [`Client::connect`]: a missing,
+    /// unreadable, expired or mismatched file, or a user name that is not a
+    /// principal, fails there with [`ClientError::Tls`] naming the file, and
+    /// nothing is sent. Cannot be combined with [`connector`](Self::connector).
+    ///
+    /// [`Client::connect`]: crate::Client::connect
+    /// [`ClientError::Tls`]: crate::ClientError::Tls
+    pub tls: Option<TlsOptions>,
+    /// Opens the channels to the nodes, instead of what [`tls`](Self::tls)
+    /// says: e.g. a [`warden_tls::ClientTls`] the program reloads itself, or
+    /// the simulator's network. Per client, so two clients of one process
+    /// may use different networks or credentials. `None` (the default):
+    /// [`tls`](Self::tls) decides.
     pub connector: Option<Arc<dyn Connector>>,
+}
+
+/// Where a client's TLS files are: `certs_dir/ca.crt` (the CA bundle the
+/// nodes' certificates must chain to), `certs_dir/client.USER.crt` and
+/// `certs_dir/client.USER.key` (the user's certificate, made by `warden cert
+/// create-client USER`). The server takes the principal from the verified
+/// certificate only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsOptions {
+    /// The certs dir.
+    pub certs_dir: PathBuf,
+    /// The principal: 1..=64 bytes of `[A-Za-z0-9._-]`, not `node` or a
+    /// node-like name (warden-tls `validate_principal`). The CLI's default
+    /// is [`DEFAULT_USER`].
+    pub user: String,
+}
+
+/// The principal a CLI command acts as unless told otherwise: `root`, which
+/// holds `admin` on every resource from the start (as in etcd and
+/// CockroachDB).
+pub const DEFAULT_USER: &str = "root";
+
+impl TlsOptions {
+    /// TLS options for `user`'s certificate in `certs_dir`.
+    pub fn new(certs_dir: impl Into<PathBuf>, user: impl Into<String>) -> TlsOptions {
+        TlsOptions {
+            certs_dir: certs_dir.into(),
+            user: user.into(),
+        }
+    }
 }
 
 impl Default for ClientOptions {
@@ -50,6 +92,7 @@ impl Default for ClientOptions {
             attempt_timeout: Duration::from_millis(500),
             backoff_cap: Duration::from_millis(200),
             recheck_calls_after: Duration::from_secs(30),
+            tls: None,
             connector: None,
         }
     }
@@ -119,6 +162,9 @@ pub enum NotGrantedReason {
     LockDelay,
     /// The wait ran out; the waiter's removal has committed.
     WaitTimeout,
+    /// Its caller took it back with a cancel before it applied
+    /// ([`Client::cancel_wait`](crate::Client::cancel_wait)).
+    Cancelled,
     /// A reason this client version does not know, as the server sent it.
     Other(String),
 }
@@ -129,17 +175,19 @@ impl NotGrantedReason {
             "held" => NotGrantedReason::Held,
             "lock_delay" => NotGrantedReason::LockDelay,
             "wait_timeout" => NotGrantedReason::WaitTimeout,
+            "cancelled" => NotGrantedReason::Cancelled,
             other => NotGrantedReason::Other(other.to_string()),
         }
     }
 
-    /// The wire form: `held`, `lock_delay`, `wait_timeout` or the unknown
+    /// The wire form: `held`, `lock_delay`, `wait_timeout`, `cancelled` or the unknown
     /// reason as sent.
     pub fn as_str(&self) -> &str {
         match self {
             NotGrantedReason::Held => "held",
             NotGrantedReason::LockDelay => "lock_delay",
             NotGrantedReason::WaitTimeout => "wait_timeout",
+            NotGrantedReason::Cancelled => "cancelled",
             NotGrantedReason::Other(other) => other,
         }
     }
@@ -209,6 +257,25 @@ pub struct ReleaseResult {
     /// True when the grant was released by this request (or its first
     /// attempt).
     pub released: bool,
+}
+
+/// What a [`Client::cancel_wait`](crate::Client::cancel_wait) did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelWaitOutcome {
+    /// The waiter left the queue.
+    Removed,
+    /// The grant had won the race; it was released (the next waiter is
+    /// granted in the same entry).
+    Released {
+        /// The released grant's token.
+        fencing_token: u64,
+    },
+    /// The acquire had not applied yet; it is refused ("cancelled") when
+    /// it does, queueing nothing.
+    Preempted,
+    /// Nothing to cancel: the acquire had already ended (granted and
+    /// released, timed out, refused, or its lease ended).
+    Nothing,
 }
 
 /// The holder of a resource.
@@ -373,6 +440,15 @@ pub struct ClusterStatus {
     pub node_id: u64,
     /// The leader's last log index (lag is measured against it).
     pub last_log_index: u64,
+    /// The node that answered runs without certificates (`warden server
+    /// --insecure`): plaintext, every caller anonymous.
+    pub insecure: bool,
+    /// The prefix of every election's resource key, as the server names it
+    /// ("" from a server that does not say).
+    pub election_prefix: String,
+    /// Mutating requests a client may have in flight beyond its
+    /// acknowledged watermark (0 from a server that does not say).
+    pub max_requests_in_flight: u64,
 }
 
 impl From<v1::Granted> for AcquireResult {
@@ -456,6 +532,9 @@ impl From<v1::ClusterStatusResponse> for ClusterStatus {
             timing: c.timing.map(Timing::from),
             node_id: c.node_id,
             last_log_index: c.last_log_index,
+            insecure: c.insecure,
+            election_prefix: c.election_prefix,
+            max_requests_in_flight: c.max_requests_in_flight,
         }
     }
 }

@@ -43,6 +43,8 @@ enum Role {
     /// Grants sessions (lease 1, TTL 3 s) and answers each renew only after
     /// [`SLOW_RENEW`].
     SlowRenew,
+    /// Sends `Queued` and never a final answer; records every CancelWait.
+    QueuesForever,
 }
 
 /// How long a [`Role::SlowRenew`] node sits on a renew before answering.
@@ -65,6 +67,9 @@ struct Fake {
     renewed: Arc<tokio::sync::Notify>,
     /// Every acquire header seen: (client_id, request_id, acked_request_id).
     acquires: Arc<Mutex<Vec<(u64, u64, u64)>>>,
+    /// Every CancelWait seen: (client_id, request_id, acquire_request_id,
+    /// resource).
+    cancels: Arc<Mutex<Vec<(u64, u64, u64, String)>>>,
 }
 
 fn not_leader(hint: &Option<String>) -> Status {
@@ -214,9 +219,36 @@ impl Lock for Fake {
                     futures::StreamExt::chain(futures::stream::iter(vec![Ok(queued)]), after_renew);
                 return Ok(Response::new(Box::pin(stream)));
             }
+            Role::QueuesForever => {
+                let stream = futures::StreamExt::chain(
+                    futures::stream::iter(vec![Ok(queued)]),
+                    futures::stream::pending(),
+                );
+                return Ok(Response::new(Box::pin(stream)));
+            }
             Role::Leader { .. } | Role::BadEcho => vec![Ok(queued), Ok(granted)],
         };
         Ok(Response::new(Box::pin(futures::stream::iter(items))))
+    }
+
+    async fn cancel_wait(
+        &self,
+        request: Request<v1::CancelWaitRequest>,
+    ) -> Result<Response<v1::CancelWaitResponse>, Status> {
+        let req = request.into_inner();
+        let header = req.header.unwrap_or_default();
+        self.cancels.lock().unwrap().push((
+            header.client_id,
+            header.request_id,
+            req.acquire_request_id,
+            req.resource.clone(),
+        ));
+        Ok(Response::new(v1::CancelWaitResponse {
+            resource: req.resource,
+            lease_id: 7,
+            outcome: "removed".into(),
+            fencing_token: 0,
+        }))
     }
 
     async fn renew(
@@ -335,6 +367,8 @@ struct Started {
     cut_streams: Arc<AtomicUsize>,
     /// See [`Fake::serve_calls`].
     serves_calls: Arc<AtomicBool>,
+    /// See [`Fake::cancels`].
+    cancels: Arc<Mutex<Vec<(u64, u64, u64, String)>>>,
 }
 
 /// Starts a fake node on 127.0.0.1:0 that does not serve `Calls` (so these
@@ -356,8 +390,10 @@ async fn start_node(role: Role, serve_calls: bool) -> Started {
         cut_streams: Arc::default(),
         renewed: Arc::default(),
         acquires: Arc::default(),
+        cancels: Arc::default(),
     };
     let acquires = Arc::clone(&fake.acquires);
+    let cancels = Arc::clone(&fake.cancels);
     let calls_opened = Arc::clone(&fake.calls_opened);
     let cut_streams = Arc::clone(&fake.cut_streams);
     let serves_calls = Arc::clone(&fake.serve_calls);
@@ -373,6 +409,7 @@ async fn start_node(role: Role, serve_calls: bool) -> Started {
         calls_opened,
         cut_streams,
         serves_calls,
+        cancels,
     }
 }
 
@@ -427,6 +464,7 @@ async fn in_memory_client(role: Role) -> Client {
         cut_streams: Arc::default(),
         renewed: Arc::default(),
         acquires: Arc::default(),
+        cancels: Arc::default(),
     };
     in_memory_client_of(
         tonic::service::Routes::new(LeaseServer::new(fake.clone()))
@@ -1177,6 +1215,159 @@ impl v1::admin_server::Admin for FakeAdmin {
             node_id: 2,
         }))
     }
+
+    async fn grant_permission(
+        &self,
+        request: Request<v1::GrantPermissionRequest>,
+    ) -> Result<Response<v1::AuthChangeResponse>, Status> {
+        let r = request.into_inner();
+        self.arrive("grant_permission", r.header.as_ref())?;
+        if r.permission == v1::Permission::Admin as i32 {
+            return Err(Status::permission_denied(
+                "principal alice has no admin permission on prefix \"\"",
+            ));
+        }
+        Ok(Response::new(v1::AuthChangeResponse {}))
+    }
+
+    async fn revoke_permission(
+        &self,
+        request: Request<v1::RevokePermissionRequest>,
+    ) -> Result<Response<v1::AuthChangeResponse>, Status> {
+        self.arrive("revoke_permission", request.get_ref().header.as_ref())?;
+        Ok(Response::new(v1::AuthChangeResponse {}))
+    }
+
+    async fn delete_role(
+        &self,
+        request: Request<v1::DeleteRoleRequest>,
+    ) -> Result<Response<v1::AuthChangeResponse>, Status> {
+        self.arrive("delete_role", request.get_ref().header.as_ref())?;
+        Ok(Response::new(v1::AuthChangeResponse {}))
+    }
+
+    async fn grant_role(
+        &self,
+        request: Request<v1::GrantRoleRequest>,
+    ) -> Result<Response<v1::AuthChangeResponse>, Status> {
+        self.arrive("grant_role", request.get_ref().header.as_ref())?;
+        Ok(Response::new(v1::AuthChangeResponse {}))
+    }
+
+    async fn revoke_role(
+        &self,
+        request: Request<v1::RevokeRoleRequest>,
+    ) -> Result<Response<v1::AuthChangeResponse>, Status> {
+        self.arrive("revoke_role", request.get_ref().header.as_ref())?;
+        Ok(Response::new(v1::AuthChangeResponse {}))
+    }
+
+    async fn set_role_quota(
+        &self,
+        request: Request<v1::SetRoleQuotaRequest>,
+    ) -> Result<Response<v1::AuthChangeResponse>, Status> {
+        self.arrive("set_role_quota", request.get_ref().header.as_ref())?;
+        Ok(Response::new(v1::AuthChangeResponse {}))
+    }
+
+    async fn set_limits(
+        &self,
+        request: Request<v1::SetLimitsRequest>,
+    ) -> Result<Response<v1::AuthChangeResponse>, Status> {
+        self.arrive("set_limits", request.get_ref().header.as_ref())?;
+        Ok(Response::new(v1::AuthChangeResponse {}))
+    }
+
+    async fn list_roles(
+        &self,
+        _request: Request<v1::ListRolesRequest>,
+    ) -> Result<Response<v1::ListRolesResponse>, Status> {
+        self.arrive("list_roles", None)?;
+        Ok(Response::new(v1::ListRolesResponse {
+            roles: vec![v1::RoleInfo {
+                name: "payments".into(),
+                grants: vec![v1::RoleGrant {
+                    prefix: "payments/".into(),
+                    permission: v1::Permission::Lock as i32,
+                }],
+                quota: Some(v1::Quota {
+                    leases: 5,
+                    locks: 6,
+                    waiters: 7,
+                    clients: 8,
+                }),
+            }],
+            read_index: 21,
+        }))
+    }
+
+    async fn list_users(
+        &self,
+        _request: Request<v1::ListUsersRequest>,
+    ) -> Result<Response<v1::ListUsersResponse>, Status> {
+        self.arrive("list_users", None)?;
+        Ok(Response::new(v1::ListUsersResponse {
+            users: vec![v1::UserInfo {
+                principal: "carol".into(),
+                roles: vec!["payments".into()],
+                quota: None,
+                usage: Some(v1::QuotaUsage {
+                    leases: 1,
+                    locks: 2,
+                    waiters: 1,
+                    clients: 3,
+                }),
+            }],
+            read_index: 22,
+        }))
+    }
+
+    async fn get_limits(
+        &self,
+        _request: Request<v1::GetLimitsRequest>,
+    ) -> Result<Response<v1::GetLimitsResponse>, Status> {
+        self.arrive("get_limits", None)?;
+        Ok(Response::new(v1::GetLimitsResponse {
+            limits: Some(v1::ClusterLimits {
+                max_leases: 500,
+                max_clients: 600,
+                default_quota: Some(v1::Quota {
+                    leases: 1,
+                    locks: 2,
+                    waiters: 3,
+                    clients: 4,
+                }),
+            }),
+            read_index: 23,
+        }))
+    }
+
+    async fn auth_audit_trail(
+        &self,
+        _request: Request<v1::AuthAuditTrailRequest>,
+    ) -> Result<Response<v1::AuthAuditTrailResponse>, Status> {
+        self.arrive("auth_audit_trail", None)?;
+        Ok(Response::new(v1::AuthAuditTrailResponse {
+            records: vec![
+                v1::AuthAuditRecord {
+                    index: 5,
+                    principal: "root".into(),
+                    op: "grant_role".into(),
+                    user: "carol".into(),
+                    role: "payments".into(),
+                    at_unix_ms: 1_700_000_000_000,
+                    ..Default::default()
+                },
+                v1::AuthAuditRecord {
+                    index: 6,
+                    op: "set_role_quota".into(),
+                    role: "payments".into(),
+                    ..Default::default()
+                },
+            ],
+            read_index: 24,
+        }))
+    }
 }
 
 /// Starts a fake admin node on 127.0.0.1:0; returns its address.
@@ -1311,6 +1502,95 @@ async fn admin_calls_follow_the_leader_hint() {
     assert_eq!(
         (follower.count("remove_node"), leader.count("remove_node")),
         (1, 1)
+    );
+}
+
+// S7 and L3 for the auth calls: an auth change follows the follower's
+// redirect and carries the client's id and one request id on both attempts
+// (the server applies it once); a refusal (PermissionDenied) is final and
+// keeps the server's message; the auth reads convert field for field.
+#[tokio::test]
+async fn auth_calls_carry_a_request_id_and_convert_their_answers() {
+    use warden_client::{AuthChange, Permission};
+    let leader = FakeAdmin::new(AdminRole::Leader);
+    let leader_addr = start_admin(leader.clone()).await;
+    let follower = FakeAdmin::new(AdminRole::Follower(leader_addr.clone()));
+    let follower_addr = start_admin(follower.clone()).await;
+    let client = client_of(&[&follower_addr]).await;
+    let admin = client.admin();
+    admin
+        .grant_permission("payments", "payments/", Permission::Lock)
+        .await
+        .unwrap();
+    let attempt = ("grant_permission", client.client_id(), 1);
+    assert!(follower.seen.lock().unwrap().contains(&attempt));
+    assert!(leader.seen.lock().unwrap().contains(&attempt));
+    admin.grant_role("carol", "payments").await.unwrap();
+    assert!(leader
+        .seen
+        .lock()
+        .unwrap()
+        .contains(&("grant_role", client.client_id(), 2)));
+    let err = admin
+        .grant_permission("payments", "", Permission::Admin)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ClientError::PermissionDenied { message } if message.contains("no admin permission on prefix")),
+        "{err:?}"
+    );
+    assert_eq!(
+        leader.count("grant_permission"),
+        2,
+        "a refusal is not retried"
+    );
+
+    let roles = admin.roles().await.unwrap();
+    assert_eq!(roles.read_index, 21);
+    assert_eq!(
+        roles.roles,
+        vec![warden_client::RoleInfo {
+            name: "payments".into(),
+            grants: vec![warden_client::RoleGrant {
+                prefix: "payments/".into(),
+                permission: Some(Permission::Lock),
+            }],
+            quota: Some(warden_client::Quota {
+                leases: 5,
+                locks: 6,
+                waiters: 7,
+                clients: 8,
+            }),
+        }]
+    );
+    let users = admin.users().await.unwrap();
+    assert_eq!(users.users.len(), 1);
+    assert_eq!(users.users[0].principal, "carol");
+    assert_eq!(users.users[0].quota, None);
+    assert_eq!(users.users[0].usage.clients, 3);
+    let limits = admin.limits().await.unwrap();
+    assert_eq!(
+        (limits.limits.max_leases, limits.limits.max_clients),
+        (500, 600)
+    );
+    assert_eq!(limits.limits.default_quota.waiters, 3);
+    let trail = admin.auth_audit_trail().await.unwrap();
+    assert_eq!(trail.records.len(), 2);
+    assert_eq!(trail.records[0].principal.as_deref(), Some("root"));
+    assert_eq!(
+        trail.records[0].change,
+        AuthChange::GrantRole {
+            user: "carol".into(),
+            role: "payments".into(),
+        }
+    );
+    assert_eq!(trail.records[1].principal, None, "anonymous");
+    assert_eq!(
+        trail.records[1].change,
+        AuthChange::SetRoleQuota {
+            role: "payments".into(),
+            quota: None,
+        }
     );
 }
 
@@ -1449,4 +1729,80 @@ async fn a_membership_change_is_repeated_when_the_connect_timed_out() {
             && waited <= last_start + Duration::from_secs(1),
         "{waited:?}"
     );
+}
+
+// S8: a caller that drops its waiting acquire (once it is queued) takes the
+// wait back: the client sends one CancelWait naming that acquire's request
+// id and resource, with a request id of its own (S7), in the background.
+#[tokio::test]
+async fn an_abandoned_waiting_acquire_sends_cancel_wait() {
+    let node = start_node(Role::QueuesForever, false).await;
+    let client = Client::connect(vec![node.addr.clone()], ClientOptions::default())
+        .await
+        .unwrap();
+    let (queued_tx, queued_rx) = tokio::sync::oneshot::channel();
+    let queued_tx = Mutex::new(Some(queued_tx));
+    let options = AcquireOptions {
+        wait: Duration::from_secs(30),
+        ..ten_seconds()
+    };
+    let waiting = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            client
+                .acquire_with_progress("orders", options, move |_: Queued| {
+                    if let Some(tx) = queued_tx.lock().unwrap().take() {
+                        let _ = tx.send(());
+                    }
+                })
+                .await
+        })
+    };
+    queued_rx.await.expect("queued");
+    assert!(
+        node.cancels.lock().unwrap().is_empty(),
+        "nothing cancelled while it waits"
+    );
+    waiting.abort();
+    assert!(waiting.await.unwrap_err().is_cancelled());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while node.cancels.lock().unwrap().is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no CancelWait was sent"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let acquires = node.acquires.lock().unwrap().clone();
+    let cancels = node.cancels.lock().unwrap().clone();
+    assert_eq!(acquires.len(), 1);
+    assert_eq!(
+        cancels,
+        vec![(client.client_id(), 2, acquires[0].1, "orders".to_string())],
+        "one cancel, for that acquire, with the next request id"
+    );
+}
+
+// A try-lock (no wait) and a waiting acquire that got its final answer
+// send no CancelWait.
+#[tokio::test]
+async fn a_finished_acquire_sends_no_cancel_wait() {
+    let node = start_node(Role::Leader { drops: 0 }, false).await;
+    let client = Client::connect(vec![node.addr.clone()], ClientOptions::default())
+        .await
+        .unwrap();
+    let options = AcquireOptions {
+        wait: Duration::from_secs(5),
+        ..ten_seconds()
+    };
+    let result = client.acquire("orders", options).await.unwrap();
+    assert!(
+        matches!(result, AcquireResult::Granted { .. }),
+        "{result:?}"
+    );
+    client.acquire("orders", ten_seconds()).await.unwrap();
+    // Any cancel would have been sent from a task spawned when the acquire
+    // ended; a status call after both puts one round trip behind them.
+    let _ = client.status("orders").await;
+    assert!(node.cancels.lock().unwrap().is_empty());
 }

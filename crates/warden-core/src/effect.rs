@@ -51,6 +51,8 @@ pub enum WaiterRemovedReason {
     /// (the permission was revoked after it queued; see [`crate::auth`]). The
     /// next live waiter is granted in the same entry.
     PermissionRevoked,
+    /// Its caller took it back (`CancelWait`, S8).
+    Cancelled,
 }
 
 /// One change made by an applied entry. Millisecond durations; `stamp` and

@@ -138,6 +138,10 @@ pub fn fingerprint(cmd: &Command) -> u64 {
         }
         Command::LeaseGrant(g) => g.header.acked_request_id = 0,
         Command::EndLockDelay(e) => e.due = None,
+        Command::CancelWait(c) => {
+            c.due = None;
+            c.header.acked_request_id = 0;
+        }
         Command::AuthChange(a) => {
             a.header.acked_request_id = 0;
             a.at_unix_ms = 0;
@@ -184,6 +188,34 @@ fn expired_record() -> Response {
     ))
 }
 
+/// The outcome a `CancelWait` stores for an acquire that has not applied
+/// yet: when the acquire applies it gets this refusal and queues nothing.
+pub(crate) fn preempted(resource: &str) -> Response {
+    Response::Acquire(crate::types::AcquireReply {
+        outcome: crate::types::AcquireOutcome::NotGranted {
+            resource: resource.to_owned(),
+            holder_lease_id: None,
+            reason: crate::types::NotGrantedReason::Cancelled,
+        },
+        retried: false,
+        lease_live: false,
+        current_token: None,
+    })
+}
+
+fn is_preempted(response: &Response) -> bool {
+    matches!(
+        response,
+        Response::Acquire(crate::types::AcquireReply {
+            outcome: crate::types::AcquireOutcome::NotGranted {
+                reason: crate::types::NotGrantedReason::Cancelled,
+                ..
+            },
+            ..
+        })
+    )
+}
+
 impl OutcomeTable {
     fn get(&self, principal: Option<&str>, client: ClientId) -> Option<&ClientRecord> {
         match principal {
@@ -221,7 +253,9 @@ impl OutcomeTable {
             return Check::Execute;
         };
         if let Some(stored) = rec.outcomes.get(&header.request_id) {
-            if stored.fingerprint == fingerprint {
+            // A preempted acquire (`CancelWait` before it applied) answers
+            // its refusal whatever it carries: it never runs.
+            if stored.fingerprint == fingerprint || is_preempted(&stored.response) {
                 return Check::Replay(stored.response.clone());
             }
             return Check::Refuse(Response::Error(error(
@@ -241,6 +275,28 @@ impl OutcomeTable {
             )));
         }
         Check::Execute
+    }
+
+    /// The outcome stored for `request_id` of `(principal, client)`, if kept.
+    pub(crate) fn stored(
+        &self,
+        principal: Option<&str>,
+        client: ClientId,
+        request_id: RequestId,
+    ) -> Option<&StoredOutcome> {
+        self.get(principal, client)?.outcomes.get(&request_id)
+    }
+
+    /// True if the outcome of `request_id` of `(principal, client)` is no
+    /// longer kept (acknowledged, or dropped to respect the per-client cap).
+    pub(crate) fn forgotten(
+        &self,
+        principal: Option<&str>,
+        client: ClientId,
+        request_id: RequestId,
+    ) -> bool {
+        self.get(principal, client)
+            .is_some_and(|r| request_id <= r.acked.max(r.floor))
     }
 
     /// True if the key has a record.

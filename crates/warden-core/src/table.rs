@@ -41,9 +41,9 @@ use crate::limits::{
 use crate::outcome::{fingerprint, Check, OutcomeTable};
 use crate::types::{
     Acquire, AcquireOutcome, AcquireReply, AuditRecord, AuthAuditRecord, AuthChange, Authorized,
-    Checkpoint, Command, DueList, EndLockDelay, ErrorCode, FencingToken, ForceRelease, LeaderId,
-    LeaseGrant, LeaseId, LeaseSpec, LogIndex, NotGrantedReason, Permission, Principal, Proclaim,
-    Promote, Release, RenewBatch, RequestHeader, Response, Revoke,
+    CancelOutcome, CancelWait, Checkpoint, Command, DueList, EndLockDelay, ErrorCode, FencingToken,
+    ForceRelease, LeaderId, LeaseGrant, LeaseId, LeaseSpec, LogIndex, NotGrantedReason, Permission,
+    Principal, Proclaim, Promote, Release, RenewBatch, RequestHeader, Response, Revoke,
 };
 use crate::validate::{self, error};
 
@@ -321,7 +321,8 @@ impl LockTable {
             | Command::Revoke(_)
             | Command::ForceRelease(_)
             | Command::LeaseGrant(_)
-            | Command::Proclaim(_) => {
+            | Command::Proclaim(_)
+            | Command::CancelWait(_) => {
                 self.apply_due(index, log_leader, cmd.client_due(), fx);
                 match validate::command(cmd) {
                     Ok(()) => self.client_command(index, Caller::LEGACY, cmd, fx),
@@ -481,6 +482,7 @@ impl LockTable {
             Command::LeaseGrant(g) => self.lease_grant(index, caller, g, fx),
             Command::Proclaim(p) => self.proclaim(p, fx),
             Command::AuthChange(c) => self.auth_change(index, caller, c, fx),
+            Command::CancelWait(c) => self.cancel_wait(index, caller, c, fx),
             // Validation lets nothing else through.
             other => Err(error(
                 ErrorCode::InvalidArgument,
@@ -965,6 +967,122 @@ impl LockTable {
             lease_id,
             ttl_ms: g.ttl_ms,
         })
+    }
+
+    /// [`Command::CancelWait`]: takes back the caller's own acquire named by
+    /// its request id (same principal and client id, so nobody cancels
+    /// another's wait): a queued waiter is removed (and the next one granted
+    /// if that is now due, S8); a grant that won the race is released as a
+    /// clean release (hand-off in this entry, no lock-delay); an acquire not
+    /// applied yet is preempted (it is refused when it applies, queueing
+    /// nothing); anything else changes nothing.
+    fn cancel_wait(
+        &mut self,
+        index: LogIndex,
+        caller: Caller<'_>,
+        c: &CancelWait,
+        fx: &mut Vec<Effect>,
+    ) -> Result<Response, CommandError> {
+        let key = caller.principal;
+        let name = key.map(Principal::as_str);
+        let client = c.header.client_id;
+        let answer = |lease_id, outcome, fencing_token| {
+            Ok(Response::WaitCancelled {
+                resource: c.resource.clone(),
+                lease_id,
+                outcome,
+                fencing_token,
+            })
+        };
+        let stored = self
+            .outcomes
+            .stored(name, client, c.acquire_request_id)
+            .map(|s| s.response.clone());
+        let outcome = match stored {
+            None if self.outcomes.forgotten(name, client, c.acquire_request_id) => {
+                return answer(0, CancelOutcome::NothingToCancel, None)
+            }
+            None => {
+                // Not applied yet (the cancel overtook it): it is refused
+                // when it applies.
+                let acquire = RequestHeader {
+                    client_id: client,
+                    request_id: c.acquire_request_id,
+                    acked_request_id: 0,
+                };
+                let refusal = crate::outcome::preempted(&c.resource);
+                self.outcomes
+                    .record_for(index, key, &acquire, 0, Some(&refusal), !caller.wrapped);
+                return answer(0, CancelOutcome::Preempted, None);
+            }
+            Some(Response::Acquire(reply)) => reply.outcome,
+            Some(_) => return answer(0, CancelOutcome::NothingToCancel, None),
+        };
+        let (resource, lease_id, since, token) = match outcome {
+            AcquireOutcome::Queued {
+                resource,
+                lease_id,
+                enqueue_index,
+                ..
+            } => (resource, lease_id, enqueue_index, None),
+            AcquireOutcome::Granted {
+                resource,
+                lease_id,
+                fencing_token,
+                grant_index,
+                ..
+            } => (resource, lease_id, grant_index, Some(fencing_token)),
+            AcquireOutcome::NotGranted { .. } => {
+                return answer(0, CancelOutcome::NothingToCancel, None)
+            }
+        };
+        if resource != c.resource {
+            return Err(error(
+                ErrorCode::InvalidArgument,
+                Some("resource"),
+                format!(
+                    "acquire {} asked for {resource:?}, not {:?}",
+                    c.acquire_request_id, c.resource
+                ),
+            ));
+        }
+        if token.is_none()
+            && self.remove_waiter(
+                &resource,
+                lease_id,
+                since,
+                WaiterRemovedReason::Cancelled,
+                fx,
+            )
+        {
+            self.settle(index, &resource, fx);
+            self.drop_auto_if_idle(lease_id, fx);
+            return answer(lease_id, CancelOutcome::Removed, None);
+        }
+        // Granted by this acquire (at once, or when it reached the head of
+        // the queue): its grant, and only its grant, is released.
+        let grant = self
+            .resources
+            .get(&resource)
+            .and_then(|s| s.holder.as_ref())
+            .filter(|g| {
+                g.lease_id == lease_id
+                    && g.grant_index >= since
+                    && token.is_none_or(|t| t == g.fencing_token)
+            })
+            .map(|g| g.fencing_token);
+        let Some(fencing_token) = grant else {
+            return answer(lease_id, CancelOutcome::NothingToCancel, None);
+        };
+        let release = Release {
+            header: c.header,
+            resource: Some(resource),
+            lease_id,
+            fencing_token: Some(fencing_token),
+            due: None,
+        };
+        self.release(index, &release, fx)?;
+        answer(lease_id, CancelOutcome::Released, Some(fencing_token))
     }
 
     fn revoke(

@@ -101,6 +101,13 @@ pub enum Command {
     /// [`Command::Authorized`] (the principal must be known); alone it is
     /// refused (InvalidArgument, field `command`). Needs admin on `""`.
     AuthChange(AuthChange),
+    /// Takes back a waiting acquire its caller abandoned (S8: a waiter whose
+    /// client cancelled is removed and never granted): removes the waiter,
+    /// or, if the grant won the race, releases that grant; an acquire that
+    /// has not applied yet is refused when it does. Exactly-once with its own
+    /// request header (S7). Needs no permission: it names the caller's own
+    /// acquire (same principal and client id).
+    CancelWait(CancelWait),
 }
 
 impl Command {
@@ -133,19 +140,21 @@ impl Command {
             Command::LeaseGrant(g) => Some(&g.header),
             Command::ForceRelease(f) => Some(&f.header),
             Command::AuthChange(c) => Some(&c.header),
+            Command::CancelWait(c) => Some(&c.header),
             _ => None,
         }
     }
 
     /// The due list of a client command that can hand a resource off
-    /// (`Acquire`, `Release`, `Revoke`, `ForceRelease`), also inside a
-    /// [`Command::Authorized`]; None for any other command.
+    /// (`Acquire`, `Release`, `Revoke`, `ForceRelease`, `CancelWait`), also
+    /// inside a [`Command::Authorized`]; None for any other command.
     pub fn client_due(&self) -> Option<&DueList> {
         match self.unwrapped() {
             Command::Acquire(a) => a.due.as_ref(),
             Command::Release(r) => r.due.as_ref(),
             Command::Revoke(r) => r.due.as_ref(),
             Command::ForceRelease(f) => f.due.as_ref(),
+            Command::CancelWait(c) => c.due.as_ref(),
             _ => None,
         }
     }
@@ -162,6 +171,7 @@ impl Command {
             Command::Release(r) => Some(&mut r.due),
             Command::Revoke(r) => Some(&mut r.due),
             Command::ForceRelease(f) => Some(&mut f.due),
+            Command::CancelWait(c) => Some(&mut c.due),
             _ => None,
         }
     }
@@ -366,6 +376,38 @@ pub struct RaiseTokenFloor {
     pub floor: FencingToken,
 }
 
+/// Takes back the waiting acquire `acquire_request_id` of the same client
+/// (see [`Command::CancelWait`]).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct CancelWait {
+    /// Exactly-once header of the cancel itself; its `request_id` is above
+    /// `acquire_request_id` (the cancel follows the acquire).
+    pub header: RequestHeader,
+    /// The request id of the acquire to take back (same client id).
+    pub acquire_request_id: RequestId,
+    /// The resource that acquire asked for; a mismatch is refused.
+    pub resource: String,
+    /// Due leases and waiters, removed first.
+    pub due: Option<DueList>,
+}
+
+/// What a [`CancelWait`] did.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CancelOutcome {
+    /// The acquire was queued: its waiter left the queue.
+    Removed,
+    /// The acquire had been granted (it won the race): that grant was
+    /// released (a clean release: no lock-delay; the next waiter is granted
+    /// in the same entry).
+    Released,
+    /// The acquire had not applied yet: it will be refused when it applies
+    /// (`NotGranted`, reason `Cancelled`), queueing nothing.
+    Preempted,
+    /// The acquire no longer waits or holds (it timed out, was refused, or
+    /// its lease ended): nothing changed.
+    NothingToCancel,
+}
+
 /// Publishes `value` for `lease_id` on `resource` (elections: the value a
 /// campaigner stands with, and that `leader` and `observe` report while it
 /// holds). Idempotent: a retry sets the same value again. The value lives
@@ -472,6 +514,17 @@ pub enum Response {
     Batch(Vec<Response>),
     /// For an [`AuthChange`]: the change is applied and in the auth audit trail.
     AuthChanged,
+    /// For a [`CancelWait`].
+    WaitCancelled {
+        /// The resource.
+        resource: String,
+        /// The acquire's lease (0 when the acquire had not applied).
+        lease_id: LeaseId,
+        /// What the cancel did.
+        outcome: CancelOutcome,
+        /// The grant released, for [`CancelOutcome::Released`].
+        fencing_token: Option<FencingToken>,
+    },
 }
 
 /// An acquire's answer.
@@ -537,6 +590,8 @@ pub enum NotGrantedReason {
     LockDelay,
     /// The wait timed out.
     WaitTimeout,
+    /// Its caller took it back with a [`CancelWait`] before it applied.
+    Cancelled,
 }
 
 /// A refused command. Nothing changed in the table.

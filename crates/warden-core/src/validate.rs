@@ -433,6 +433,7 @@ pub(crate) fn kind(cmd: &Command) -> &'static str {
         Command::Batch(_) => "batch",
         Command::Authorized(_) => "authorized",
         Command::AuthChange(_) => "auth change",
+        Command::CancelWait(_) => "cancel wait",
     }
 }
 
@@ -453,12 +454,13 @@ pub fn authorized(w: &Authorized) -> Result<(), CommandError> {
         | Command::Revoke(_)
         | Command::LeaseGrant(_)
         | Command::Proclaim(_)
-        | Command::ForceRelease(_)) => command(inner),
+        | Command::ForceRelease(_)
+        | Command::CancelWait(_)) => command(inner),
         Command::AuthChange(c) => auth_change(c),
         other => Err(invalid(
             "command",
             format!(
-                "Authorized wraps only a client command (acquire, release, revoke, lease grant, proclaim, force release, auth change); got {}",
+                "Authorized wraps only a client command (acquire, release, revoke, lease grant, proclaim, force release, cancel wait, auth change); got {}",
                 kind(other)
             ),
         )),
@@ -497,6 +499,20 @@ pub fn command(cmd: &Command) -> Result<(), CommandError> {
         Command::Revoke(r) => {
             header(&r.header)?;
             lease_id(r.lease_id)
+        }
+        Command::CancelWait(c) => {
+            header(&c.header)?;
+            resource(&c.resource)?;
+            if c.acquire_request_id == 0 || c.acquire_request_id >= c.header.request_id {
+                return Err(invalid(
+                    "acquire_request_id",
+                    format!(
+                        "acquire_request_id must be within 1..{} (the cancel's own request id; the cancel follows the acquire); got {}",
+                        c.header.request_id, c.acquire_request_id
+                    ),
+                ));
+            }
+            Ok(())
         }
         Command::ForceRelease(f) => {
             header(&f.header)?;

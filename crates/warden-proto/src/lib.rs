@@ -2,6 +2,8 @@
 //!
 //! - [`v1`]: the public API (`warden.v1`): `Lock` service with `Acquire`,
 //!   `Renew`, `Release`, `Status`, `ClusterStatus`.
+//! - [`FILE_DESCRIPTOR_SET`]: the public API's descriptors, for gRPC
+//!   server reflection.
 //! - [`peer`]: the internal node-to-node API (`warden.peer.v1`): Raft RPCs as
 //!   opaque postcard blobs, and the two-phase bootstrap of the cluster id.
 //!
@@ -21,6 +23,12 @@ pub mod v1 {
 pub mod peer {
     tonic::include_proto!("warden.peer.v1");
 }
+
+/// The public API's `.proto` files (`warden.v1`, with their imports) as an
+/// encoded `google.protobuf.FileDescriptorSet`, for gRPC server reflection.
+/// The internal peer API is not in it.
+pub const FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/warden_v1_descriptor.bin"));
 
 /// Metadata key carrying the cluster id on every peer RPC.
 pub const CLUSTER_ID_METADATA: &str = "warden-cluster-id";

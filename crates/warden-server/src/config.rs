@@ -20,8 +20,11 @@ pub struct ServerConfig {
     pub initial_cluster_state_new: bool,
     /// Timing parameters.
     pub timing: Timing,
-    /// Allow `Admin/ForceRelease` (`--allow-admin`); refused with
-    /// PermissionDenied otherwise. Default false.
+    /// Insecure mode only (`--insecure --allow-admin`): allow admin calls
+    /// (force release, membership changes, snapshot save) from anonymous
+    /// callers; refused with PermissionDenied otherwise. Default false. A
+    /// node with [`ServerConfig::certs_dir`] refuses to start with it: there
+    /// the caller's `admin` permission decides (docs/security.md).
     pub allow_admin: bool,
     /// Largest request a public service decodes, in bytes
     /// (`--max-request-bytes`, default [`DEFAULT_MAX_REQUEST_BYTES`]); a larger
@@ -43,9 +46,16 @@ pub struct ServerConfig {
     /// (none by default).
     pub admin_listen: Option<SocketAddr>,
     /// `--certs-dir`: the node's certificates (`ca.crt`, `node.crt`,
-    /// `node.key`); every client and peer connection is TLS 1.3 and calls
-    /// carry the principal of the caller's certificate. None: an insecure
-    /// node (plaintext, every caller anonymous).
+    /// `node.key`, read by `warden_tls::NodeTls::load` and again on SIGHUP);
+    /// every client and peer connection is TLS 1.3, client calls carry the
+    /// principal of the caller's certificate and the peer service admits
+    /// node certificates only (docs/security.md).
+    ///
+    /// None: an **insecure** node (`warden server --insecure`): plaintext,
+    /// every caller anonymous, a warning at start and `insecure` in
+    /// `cluster status`. There is no separate `insecure` field: `None` is
+    /// the insecure mode, and the binary refuses to build a config without
+    /// `--certs-dir` unless `--insecure` was given.
     pub certs_dir: Option<PathBuf>,
 }
 

@@ -6,9 +6,10 @@
 //! below it (checked by `tests/layering.rs`):
 //!
 //! 1. The crate root: [`run`], [`run_with`], [`run_injected`] (this file),
-//!    `start.rs` (config check, data dir, serving, bootstrap, Raft, the node
-//!    and its tasks, orderly stop) and [`inject`] (what a node takes from
-//!    outside: clock, disk, peer connector, randomness seed, simulator hooks).
+//!    `start.rs` (config check, TLS or insecure serving, data dir, bootstrap,
+//!    Raft, the node and its tasks, SIGHUP reload of the certificates,
+//!    orderly stop) and [`inject`] (what a node takes from outside: clock,
+//!    disk, peer connector, randomness seed, simulator hooks).
 //! 2. [`services`]: the gRPC and HTTP edge. `lock`, `lease`, `watch`,
 //!    `admin` (the public `warden.v1` services), `health` (`/healthz`,
 //!    `/readyz`), `calls` (acquire and release, unary or on a `Calls`
@@ -52,6 +53,14 @@
 //! deterministically, and its effects update this node's deadline table and
 //! event log. The reply is sent after apply. A follower answers `Unavailable`
 //! with the leader's address.
+//!
+//! Every call carries its principal (`services::principal`: the caller's
+//! client certificate; none on an insecure node). `Node::submit` proposes the
+//! command wrapped in `Authorized` with it (once every member reads log
+//! format 3, `raft::log_format`), and the table decides permission, lease
+//! ownership and quotas when the entry applies; the renew batcher renews
+//! only the caller's own leases; reads check the table they are served from
+//! (`node::read`, docs/security.md). Leader duties carry no principal.
 //!
 //! # What this crate does not do
 //!
@@ -109,6 +118,7 @@ pub enum ServerError {
 
 /// Runs a node on `config.listen` until `shutdown` resolves (then, if leader,
 /// transfers leadership within `leader_transfer_timeout_ms` and exits).
+/// With `config.certs_dir` it serves TLS 1.3 only (see [`ServerConfig`]).
 pub async fn run(
     config: ServerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -116,35 +126,30 @@ pub async fn run(
     let listener = TcpListener::bind(config.listen)
         .await
         .map_err(|e| ServerError::Config(format!("listen: cannot bind {}: {e}", config.listen)))?;
-    run_injected(
-        config,
-        start::nodelay_incoming(listener),
-        Injected::production(),
-        shutdown,
-    )
-    .await
+    run_with(config, listener, Injected::production().clock, shutdown).await
 }
 
-/// Runs a node on an already bound listener with an injected clock.
+/// Runs a node on an already bound listener with an injected clock (TLS
+/// when `config.certs_dir` is given, as [`run`]).
 pub async fn run_with(
     config: ServerConfig,
     listener: TcpListener,
     clock: Arc<dyn Clock>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
-    run_injected(
-        config,
-        start::nodelay_incoming(listener),
-        Injected::with_clock(clock),
-        shutdown,
-    )
-    .await
+    let injected = Injected::with_clock(clock);
+    let seed = injected.rng_seed.unwrap_or_else(rand::random);
+    types::Rt::scope(seed, start::serve_tcp(config, listener, injected, shutdown)).await
 }
 
 /// Runs a node on an injected stream of incoming connections with an
 /// injected clock, disk and randomness seed (see [`inject`]). openraft's
 /// randomness (election timeouts) is drawn from a generator seeded with
 /// `injected.rng_seed` (OS random when None), so a seed replays a run.
+///
+/// Insecure only: the connections are served as they come (no TLS), so a
+/// config with `certs_dir` is refused (`ServerError::Config` naming
+/// `certs-dir`); [`run`] and [`run_with`] serve TLS.
 pub async fn run_injected<I, IO, IE>(
     config: ServerConfig,
     incoming: I,
@@ -156,6 +161,16 @@ where
     IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
     IE: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
 {
+    if config.certs_dir.is_some() {
+        return Err(ServerError::Config(
+            "certs-dir: a node on injected connections serves no TLS; run it with run or run_with"
+                .into(),
+        ));
+    }
     let seed = injected.rng_seed.unwrap_or_else(rand::random);
-    types::Rt::scope(seed, start::run_node(config, incoming, injected, shutdown)).await
+    types::Rt::scope(
+        seed,
+        start::run_node(config, incoming, None, injected, shutdown),
+    )
+    .await
 }

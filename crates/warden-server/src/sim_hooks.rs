@@ -109,13 +109,10 @@ pub(crate) fn buggy_command(
     }
     let mut cmd = cmd.clone();
     let due = match &mut cmd {
-        Command::Acquire(a) => a.due.as_mut(),
-        Command::Release(r) => r.due.as_mut(),
-        Command::Revoke(r) => r.due.as_mut(),
-        Command::ForceRelease(f) => f.due.as_mut(),
         Command::EndLockDelay(e) => e.due.as_mut(),
         Command::Expire(d) => Some(d),
-        _ => None,
+        // A client command's list, bare or inside `Command::Authorized`.
+        c => c.client_due_mut().and_then(Option::as_mut),
     };
     if let Some(due) = due {
         if bugs.grant_to_due_waiter {

@@ -1,7 +1,21 @@
-//! Starting a node: checking its configuration, opening its data dir,
-//! serving peers and clients from the start (bootstrap needs the peer
-//! service), bootstrapping the cluster id, starting Raft, the node and its
-//! background tasks, and the orderly stop.
+//! Starting a node: checking its configuration, loading its certificates
+//! (TLS) or warning that it is insecure, opening its data dir, serving peers
+//! and clients from the start (bootstrap needs the peer service),
+//! bootstrapping the cluster id, starting Raft, the node and its background
+//! tasks (SIGHUP reloads the certificates), and the orderly stop.
+//!
+//! # TLS or insecure
+//!
+//! With `certs_dir` ([`serve_tcp`]) the node loads its certs dir once
+//! (`warden_tls::NodeTls::load`: a missing, unreadable or mismatched file
+//! refuses the start, naming the file), accepts only TLS 1.3 connections
+//! (`ServerTls::incoming`: every request then carries the caller's verified
+//! `PeerInfo`), dials its peers with its node certificate
+//! ([`TlsPeerConnector`]), serves `--admin-listen` over TLS, and re-reads
+//! the certs dir on SIGHUP. A TLS node never serves a plaintext connection,
+//! which is what lets `services::principal` read a request without a
+//! `PeerInfo` as one to an insecure node. Without `certs_dir` the node is
+//! insecure: plaintext, every caller anonymous, a warning at start.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -19,10 +33,14 @@ use crate::clock::NodeClock;
 use crate::config::{self, ServerConfig};
 use crate::inject::Injected;
 use crate::node::{self, Node, NodeCell, NodeParts};
-use crate::raft::network::{Network, MAX_PEER_MESSAGE_BYTES};
+use crate::raft::network::{Network, TlsPeerConnector, MAX_PEER_MESSAGE_BYTES};
+use crate::raft::peer_access::{
+    follow_removals, PeerAccess, PeerGate, RemovedNodes, MAX_PEER_CONTROL_MESSAGE_BYTES,
+};
 use crate::raft::peer_service::{PeerService, PeerState};
 use crate::store::{self, Db, LogStore, StateMachineStore};
 use crate::{raft, services, types, ServerError};
+use warden_proto::peer::peer_server::PeerServer;
 
 /// Accepted connections with TCP_NODELAY (clients' and peers'): with Nagle
 /// on, a reply written in two segments waits for the peer's delayed ACK (up
@@ -32,9 +50,65 @@ pub(crate) fn nodelay_incoming(listener: TcpListener) -> tonic::transport::serve
     tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true))
 }
 
+/// Serves `listener`: TLS with `config.certs_dir` (see the module docs),
+/// plaintext without.
+pub(crate) async fn serve_tcp(
+    config: ServerConfig,
+    listener: TcpListener,
+    mut injected: Injected,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    let Some(dir) = config.certs_dir.clone() else {
+        return run_node(config, nodelay_incoming(listener), None, injected, shutdown).await;
+    };
+    validate_config(&config)?;
+    let tls = warden_tls::NodeTls::load(&dir, config.node_id)
+        .map_err(|e| ServerError::Config(format!("certs-dir: {e}")))?;
+    // The acceptor sets TCP_NODELAY on every connection itself.
+    let incoming = tls
+        .server()
+        .incoming(tokio_stream::wrappers::TcpListenerStream::new(listener));
+    injected.peer_connector = Arc::new(TlsPeerConnector(tls.clone()));
+    run_node(config, incoming, Some(tls), injected, shutdown).await
+}
+
+/// Re-reads the certs dir on every SIGHUP (`NodeTls::reload`): the new set
+/// is installed only if all of it loads and matches this node, and then
+/// serves new handshakes (clients' and peers', both directions) while
+/// connections in use go on; a bad set is refused with one error line
+/// naming the file and the old set stays.
+fn reload_on_sighup(tls: warden_tls::NodeTls) -> Result<tokio::task::JoinHandle<()>, ServerError> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hup = signal(SignalKind::hangup())
+        .map_err(|e| ServerError::Other(format!("cannot handle SIGHUP: {e}")))?;
+    Ok(tokio::spawn(async move {
+        while hup.recv().await.is_some() {
+            let again = tls.clone();
+            match tokio::task::spawn_blocking(move || again.reload()).await {
+                Ok(Ok(installed)) => tracing::info!(
+                    node_id = installed.node_id,
+                    cas = installed.cas,
+                    not_after = %humantime::format_rfc3339_seconds(installed.not_after),
+                    "SIGHUP: reloaded the certs dir; new handshakes use it"
+                ),
+                Ok(Err(e)) => tracing::error!(
+                    "SIGHUP: the certs dir was refused, the certificates in use stay: {e}"
+                ),
+                Err(e) => tracing::error!("SIGHUP: reloading the certs dir failed: {e}"),
+            }
+        }
+    }))
+}
+
 fn validate_config(config: &ServerConfig) -> Result<(), ServerError> {
     if config.node_id == 0 {
         return Err(ServerError::Config("id: must be >= 1".into()));
+    }
+    if config.allow_admin && config.certs_dir.is_some() {
+        return Err(ServerError::Config(
+            "allow-admin: only with --insecure; with --certs-dir the caller's admin permission decides"
+                .into(),
+        ));
     }
     if !config.peers.contains_key(&config.node_id) {
         return Err(ServerError::Config(format!(
@@ -89,6 +163,7 @@ fn validate_config(config: &ServerConfig) -> Result<(), ServerError> {
 pub(crate) async fn run_node<I, IO, IE>(
     config: ServerConfig,
     incoming: I,
+    tls: Option<warden_tls::NodeTls>,
     injected: Injected,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError>
@@ -98,6 +173,14 @@ where
     IE: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
 {
     validate_config(&config)?;
+    if tls.is_none() {
+        tracing::warn!(
+            "insecure mode: plaintext, no authentication; anyone who can reach {} can act as \
+             any client and as a peer. Use --certs-dir DIR outside a trusted test network \
+             (docs/security.md)",
+            config.listen
+        );
+    }
     let clock = NodeClock::new(injected.clock.clone());
     let mut clock_failure = clock.failure();
     let storage = |e: std::io::Error| ServerError::Storage(e.to_string());
@@ -120,6 +203,11 @@ where
     let committed = db.get_meta_string(store::KEY_CLUSTER_ID).map_err(storage)?;
     let empty_at_start = committed.is_none() && db.raft_state_is_empty().map_err(storage)?;
     let (cluster_tx, _) = watch::channel(committed);
+    let access = Arc::new(PeerAccess::new(
+        tls.is_some(),
+        cluster_tx.subscribe(),
+        RemovedNodes::open(db.clone()).map_err(storage)?,
+    ));
     let peer_state = Arc::new(PeerState {
         node_id: config.node_id,
         db: db.clone(),
@@ -129,6 +217,7 @@ where
         bootstrap_lock: Mutex::new(()),
         connector: injected.peer_connector.clone(),
         leader_contact: raft::LeaderContact::default(),
+        access: access.clone(),
         early_campaign: raft::peer_service::EarlyCampaign::new(
             config.node_id,
             config.timing.election_timeout_min_ms,
@@ -142,6 +231,13 @@ where
     // HTTP/2 keep-alive: a client that vanished silently loses its
     // connection (and with it its streams' tasks) within interval + timeout;
     // its waiters stay queued (S8). See `Timing::grpc_keepalive_interval_ms`.
+    // The health task ends when `stop_rx` turns true, as the servers do.
+    let (grpc_health, _grpc_health_task) = services::health::grpc_health(
+        config.node_id,
+        node_cell.clone(),
+        peer_state.leader_contact.clone(),
+        stop_rx.clone(),
+    );
     let server = tonic::transport::Server::builder()
         .http2_keepalive_interval(Some(Duration::from_millis(
             config.timing.grpc_keepalive_interval_ms,
@@ -149,11 +245,17 @@ where
         .http2_keepalive_timeout(Some(Duration::from_millis(
             config.timing.grpc_keepalive_timeout_ms,
         )))
-        .add_service(
-            warden_proto::peer::peer_server::PeerServer::new(PeerService::new(peer_state.clone()))
+        .add_service(PeerGate::new(
+            access.clone(),
+            PeerServer::new(PeerService::new(peer_state.clone()))
                 .max_decoding_message_size(MAX_PEER_MESSAGE_BYTES)
                 .max_encoding_message_size(MAX_PEER_MESSAGE_BYTES),
-        )
+            PeerServer::new(PeerService::new(peer_state.clone()))
+                .max_decoding_message_size(MAX_PEER_CONTROL_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_PEER_MESSAGE_BYTES),
+        ))
+        .add_service(grpc_health)
+        .add_service(services::health::grpc_reflection()?)
         .add_service(
             warden_proto::v1::lock_server::LockServer::new(services::lock::LockService::new(
                 node_cell.clone(),
@@ -183,6 +285,7 @@ where
         Some(addr) => Some(
             services::health::serve(
                 addr,
+                tls.as_ref().map(|t| t.server().clone()),
                 config.node_id,
                 node_cell.clone(),
                 peer_state.leader_contact.clone(),
@@ -190,6 +293,10 @@ where
             )
             .await?,
         ),
+        None => None,
+    };
+    let reload_task = match &tls {
+        Some(tls) => Some(reload_on_sighup(tls.clone())?),
         None => None,
     };
     let server_task = tokio::spawn(async move {
@@ -206,6 +313,9 @@ where
         _ = &mut shutdown => {
             let _ = stop_tx.send(true);
             let _ = server_task.await;
+            if let Some(t) = reload_task {
+                t.abort();
+            }
             return Ok(());
         }
     };
@@ -214,6 +324,9 @@ where
         Err(e) => {
             let _ = stop_tx.send(true);
             let _ = server_task.await;
+            if let Some(t) = reload_task {
+                t.abort();
+            }
             return Err(e);
         }
     };
@@ -263,7 +376,12 @@ where
     .map_err(storage)?;
     let shared = sm.shared.clone();
     let log_store = LogStore::new(db.clone(), stamps, clock.clone()).map_err(storage)?;
-    let formats = Arc::new(raft::log_format::LogFormats::new(config.node_id));
+    // A secure node's peers are TLS node certificates, which only binaries
+    // that read authorized entries hold (see `raft::log_format`).
+    let formats = Arc::new(match config.certs_dir {
+        Some(_) => raft::log_format::LogFormats::secure(config.node_id),
+        None => raft::log_format::LogFormats::new(config.node_id),
+    });
     let raft = raft::Raft::new(
         config.node_id,
         Arc::new(raft_config),
@@ -324,6 +442,7 @@ where
     ));
     let duty_task = tokio::spawn(node::duties::run(Arc::downgrade(&node)));
     let membership_task = tokio::spawn(raft::log_format::follow_membership(raft.clone(), formats));
+    let removals_task = tokio::spawn(follow_removals(raft.clone(), access));
     if let Some(observer) = &injected.observer {
         observer.on_started(node.clone());
     }
@@ -348,6 +467,10 @@ where
     duty_task.abort();
     renew_task.abort();
     membership_task.abort();
+    removals_task.abort();
+    if let Some(t) = reload_task {
+        t.abort();
+    }
     if let Some(t) = forward_task {
         t.abort();
     }

@@ -41,6 +41,7 @@ pub fn command_name(cmd: &warden_core::types::Command) -> &'static str {
         Batch(_) => "batch",
         Authorized(a) => command_name(&a.command),
         AuthChange(_) => "auth_change",
+        CancelWait(_) => "cancel_wait",
     }
 }
 

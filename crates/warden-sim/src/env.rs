@@ -135,7 +135,7 @@ fn channel_over_turmoil(endpoint: Endpoint) -> Channel {
 }
 
 impl warden_server::raft::network::PeerConnector for TurmoilConnector {
-    fn channel(&self, endpoint: Endpoint) -> Channel {
+    fn channel(&self, _peer_id: u64, endpoint: Endpoint) -> Channel {
         channel_over_turmoil(endpoint)
     }
 }

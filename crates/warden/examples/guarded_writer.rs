@@ -6,7 +6,7 @@
 //! ```sh
 //! cargo run -p warden --example guarded_writer -- \
 //!     --endpoints 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003 \
-//!     --resource orders --ttl 2s --out /tmp/writes.log
+//!     --certs-dir ./warden-dev/certs --resource orders --ttl 2s --out /tmp/writes.log
 //! ```
 //!
 //! Each write appends `ok <fencing token> <n>` to `--out`; once `check()`
@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
-use warden_client::{Client, ClientOptions};
+use warden_client::{Client, ClientOptions, TlsOptions};
 
 #[derive(Parser)]
 struct Args {
@@ -38,12 +38,24 @@ struct Args {
     /// The file the writes are appended to.
     #[arg(long)]
     out: PathBuf,
+    /// Certs dir with ca.crt and client.USER.crt/.key: mutual TLS as
+    /// --user. Without it the client speaks plaintext, which only a cluster
+    /// started with --insecure accepts.
+    #[arg(long, env = "WARDEN_CERTS_DIR")]
+    certs_dir: Option<PathBuf>,
+    /// The principal whose certificate is presented.
+    #[arg(long, env = "WARDEN_USER", default_value = "root")]
+    user: String,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let client = Client::connect(args.endpoints, ClientOptions::default()).await?;
+    let options = ClientOptions {
+        tls: args.certs_dir.map(|dir| TlsOptions::new(dir, args.user)),
+        ..ClientOptions::default()
+    };
+    let client = Client::connect(args.endpoints, options).await?;
     let session = client.session(args.ttl).await?;
     let guard = session.lock(&args.resource).await?;
     let mut out = std::fs::OpenOptions::new()

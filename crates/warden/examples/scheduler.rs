@@ -2,9 +2,9 @@
 //! leader of the election `scheduler` — runs jobs.
 //!
 //! ```sh
-//! cargo run -p warden -- dev                  # a local cluster; note its WARDEN_ENDPOINTS
-//! cargo run -p warden --example scheduler -- --endpoints $WARDEN_ENDPOINTS --name a
-//! cargo run -p warden --example scheduler -- --endpoints $WARDEN_ENDPOINTS --name b
+//! cargo run -p warden -- dev                  # a local cluster; paste its two export lines
+//! cargo run -p warden --example scheduler -- --name a
+//! cargo run -p warden --example scheduler -- --name b
 //! ```
 //!
 //! The leader runs a job every `--every` (200 ms): it calls `check()` right
@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use tokio::signal::unix::{signal, Signal, SignalKind};
-use warden_client::{Client, ClientOptions, Election, Leadership};
+use warden_client::{Client, ClientOptions, Election, Leadership, TlsOptions};
 
 /// One scheduler instance.
 #[derive(Debug, Parser)]
@@ -51,6 +51,14 @@ struct Args {
     /// Append job lines to this file instead of stdout.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Certs dir with ca.crt and client.USER.crt/.key: mutual TLS as
+    /// --user. Without it the client speaks plaintext, which only a cluster
+    /// started with --insecure accepts.
+    #[arg(long, env = "WARDEN_CERTS_DIR")]
+    certs_dir: Option<PathBuf>,
+    /// The principal whose certificate is presented.
+    #[arg(long, env = "WARDEN_USER", default_value = "root")]
+    user: String,
 }
 
 /// Where job lines go: appended whole, one write per line.
@@ -99,7 +107,14 @@ async fn main() -> anyhow::Result<()> {
     let mut sink = Sink::open(args.out.as_ref())?;
     // Installed once, so that no Ctrl-C is missed between two waits.
     let mut interrupt = signal(SignalKind::interrupt())?;
-    let client = Client::connect(args.endpoints.clone(), ClientOptions::default()).await?;
+    let options = ClientOptions {
+        tls: args
+            .certs_dir
+            .as_ref()
+            .map(|dir| TlsOptions::new(dir, &args.user)),
+        ..ClientOptions::default()
+    };
+    let client = Client::connect(args.endpoints.clone(), options).await?;
     let mut retry = tokio::time::interval(Duration::from_secs(1));
     loop {
         let session = match client.session(args.ttl).await {

@@ -1,5 +1,6 @@
 //! Administration commands: `warden list [PREFIX]`, `warden release --force
-//! RESOURCE` and `warden audit`, over the client's [`Admin`] calls.
+//! RESOURCE` and `warden audit`, over the client's [`Admin`] calls (the
+//! identity commands are in `role_cmd.rs`).
 //!
 //! Each call follows the leader and retries within
 //! [`crate::commands::CLI_DEADLINE`] (the client's loop); a retried
@@ -27,6 +28,10 @@ pub struct ListArgs {
 /// `warden audit`.
 #[derive(Debug, Args)]
 pub struct AuditArgs {
+    /// The trail of auth changes (roles, grants, quotas, limits) instead of
+    /// forced releases.
+    #[arg(long)]
+    pub auth: bool,
     #[command(flatten)]
     pub client: ClientArgs,
 }

@@ -18,7 +18,8 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run one node of a cluster (serves peers and clients on --listen).
+    /// Run one node of a cluster (serves peers and clients on --listen);
+    /// needs --certs-dir DIR (TLS) or --insecure.
     Server(Box<ServerArgs>),
     /// Start a local cluster of `warden server` child processes on 127.0.0.1.
     Dev(DevArgs),
@@ -34,8 +35,13 @@ pub enum Command {
     Cluster(ClusterArgs),
     /// List locks (holder, token, ages, remaining TTL, waiters in queue order).
     List(crate::admin_cmd::ListArgs),
-    /// Print the audit trail of forced releases.
+    /// Print the audit trail of forced releases (--auth: of auth changes).
     Audit(crate::admin_cmd::AuditArgs),
+    /// Roles: `role grant | revoke | delete | list | quota` (permissions on
+    /// prefixes; needs admin).
+    Role(crate::role_cmd::RoleArgs),
+    /// Principals' roles: `user grant-role | revoke-role | list` (needs admin).
+    User(crate::role_cmd::UserArgs),
     /// Sessions: `lease grant | keep-alive | revoke | ttl`.
     Lease(crate::lease_cmd::LeaseArgs),
     /// Stream lock events of RESOURCE (or --prefix P) until Ctrl-C.
@@ -85,6 +91,11 @@ pub struct FencedStoreArgs {
     /// Where the store's redb file lives.
     #[arg(long, value_name = "DIR")]
     pub data_dir: PathBuf,
+    /// Serve on a --listen address other than loopback. The store speaks
+    /// plain HTTP and authenticates nobody: anyone who reaches the port can
+    /// write with a token they saw, so by default it serves loopback only.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 /// `warden demo`.
@@ -110,6 +121,11 @@ pub struct SplitBrainArgs {
     /// temporary directory, removed on success].
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
+    /// Run the cluster and its clients with --insecure (plaintext, no
+    /// identities). By default certificates are minted under the data dir
+    /// and every node and client uses them.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 /// `warden demo-holder` (hidden; used by the demo and the tests).
@@ -142,7 +158,7 @@ pub struct DemoHolderArgs {
 
 /// `warden server`: flags override the config file, which overrides the
 /// defaults.
-#[derive(Debug, Args, Default)]
+#[derive(Debug, Args, Default, Clone)]
 pub struct ServerArgs {
     /// This node's id (>= 1); must be one of the ids in --peers.
     #[arg(long, value_name = "N")]
@@ -192,10 +208,26 @@ pub struct ServerArgs {
     /// within this (100ms..=10m) [default: 5s].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub grpc_keepalive_timeout: Option<Duration>,
-    /// Allow admin calls through this node: `warden release --force`
-    /// (Admin/ForceRelease) and the membership changes `warden cluster
-    /// add-node | remove-node | replace-node`; refused with PermissionDenied
-    /// otherwise. Config file: `allow-admin = true`.
+    /// The node's certificates: `ca.crt` (one or more CAs), `node.crt` and
+    /// `node.key` for this --id (`warden cert create-node`). Clients and
+    /// peers are then served TLS 1.3 only, calls carry the principal of the
+    /// caller's certificate, and SIGHUP re-reads the directory (new
+    /// handshakes use the new files; a bad set is refused and logged, the
+    /// old one stays). Config file: `certs-dir = "DIR"`. Required unless
+    /// --insecure.
+    #[arg(long, value_name = "DIR")]
+    pub certs_dir: Option<PathBuf>,
+    /// Serve plaintext with no authentication: anyone who can reach the
+    /// port can act as any client and as a peer. For a test cluster on a
+    /// trusted network only. Command line only (never the config file or
+    /// the environment).
+    #[arg(long, conflicts_with = "certs_dir")]
+    pub insecure: bool,
+    /// With --insecure only: allow admin calls (`warden release --force`,
+    /// `warden cluster add-node | remove-node | replace-node`, `warden
+    /// snapshot save`) from anonymous callers; refused with
+    /// PermissionDenied otherwise. With --certs-dir the caller's `admin`
+    /// permission decides. Command line only.
     #[arg(long)]
     pub allow_admin: bool,
     /// Largest request the public services decode, in bytes (1024..=4194304)
@@ -211,7 +243,8 @@ pub struct ServerArgs {
     /// or `replace-node` instead of forming a cluster. Config file: `join = true`.
     #[arg(long)]
     pub join: bool,
-    /// Serve /healthz and /readyz over HTTP on HOST:PORT [default: none].
+    /// Serve /healthz and /readyz over HTTP on HOST:PORT (over TLS, with no
+    /// client certificate needed, when --certs-dir is given) [default: none].
     #[arg(long, value_name = "HOST:PORT")]
     pub admin_listen: Option<String>,
     /// Stop (as on SIGTERM) when the parent process exits; `warden dev` sets it.
@@ -235,9 +268,15 @@ pub struct DevArgs {
     /// Number of nodes (1..=7) [default: 3, or what DIR/dev.toml says].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=7))]
     pub nodes: Option<u64>,
-    /// Where the nodes' data, logs and dev.toml live.
+    /// Where the nodes' data, logs, dev.toml and certificates live.
     #[arg(long, value_name = "DIR", default_value = "./warden-dev")]
     pub data_dir: PathBuf,
+    /// Start the nodes with --insecure: plaintext, no identities, anyone
+    /// who reaches a port owns the cluster. By default the cluster is
+    /// secure: a CA, node certificates and root's client certificate are
+    /// minted under DIR (DIR/ca.key, DIR/certs) on the first run.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 /// Flags every client command takes.
@@ -251,9 +290,42 @@ pub struct ClientArgs {
         value_delimiter = ','
     )]
     pub endpoints: Vec<String>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
     /// `json`: stdout carries exactly one JSON value; messages go to stderr.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub output: OutputFormat,
+}
+
+/// Who a client command is and how it reaches the cluster: mutual TLS with
+/// `--certs-dir` as `--user`, or plaintext with `--insecure` for a cluster
+/// started with `--insecure`. Exactly one of the two (flag or variable).
+#[derive(Debug, Args, Clone, PartialEq, Eq)]
+pub struct TlsArgs {
+    /// Certs dir with ca.crt and client.USER.crt / client.USER.key (`warden
+    /// cert create-client USER` makes them; `warden dev` prints the export
+    /// line).
+    #[arg(long, env = "WARDEN_CERTS_DIR", value_name = "DIR")]
+    pub certs_dir: Option<PathBuf>,
+    /// The principal to act as: its certificate client.NAME.crt in
+    /// --certs-dir is presented (ignored with --insecure).
+    #[arg(long, env = "WARDEN_USER", value_name = "NAME",
+          default_value = warden_client::DEFAULT_USER)]
+    pub user: String,
+    /// Talk to a cluster started with --insecure: plaintext, no identity.
+    /// `WARDEN_INSECURE=true` does the same.
+    #[arg(long, env = "WARDEN_INSECURE")]
+    pub insecure: bool,
+}
+
+impl Default for TlsArgs {
+    fn default() -> Self {
+        TlsArgs {
+            certs_dir: None,
+            user: warden_client::DEFAULT_USER.to_string(),
+            insecure: false,
+        }
+    }
 }
 
 /// `--output`.
@@ -306,7 +378,8 @@ pub struct ReleaseArgs {
     /// The resource to release; without it, the lease's single lock.
     pub resource: Option<String>,
     /// Admin: release RESOURCE whoever holds it (lock-delay applies; recorded
-    /// in the audit trail). The server must run with --allow-admin.
+    /// in the audit trail). Needs admin on "" (an insecure server must run
+    /// with --insecure --allow-admin).
     #[arg(long, value_name = "RESOURCE", conflicts_with_all = ["lease_id", "resource"])]
     pub force: Option<String>,
     /// Release only the grant with this fencing token.
@@ -344,6 +417,9 @@ pub enum ClusterCommand {
     RemoveNode(crate::cluster_cmd::RemoveNodeArgs),
     /// Swap a dead voter for a new node (started with --join) under a new id.
     ReplaceNode(crate::cluster_cmd::ReplaceNodeArgs),
+    /// Show the cluster-wide limits and default quota, or set the ones given
+    /// (needs admin).
+    Limits(crate::role_cmd::LimitsArgs),
 }
 
 /// `warden cluster status`.
@@ -454,6 +530,72 @@ mod tests {
     fn cli_definition_is_valid() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+
+    /// Every subcommand at any depth, with its path (`lease grant`).
+    fn all_commands(cmd: &clap::Command, path: String, out: &mut Vec<(String, clap::Command)>) {
+        for sub in cmd.get_subcommands() {
+            let name = format!("{path} {}", sub.get_name()).trim().to_string();
+            out.push((name.clone(), sub.clone()));
+            all_commands(sub, name, out);
+        }
+    }
+
+    // Every client command (one that takes --endpoints) takes --certs-dir,
+    // --user and --insecure, with their variables, and the default user is
+    // root; no other command takes --user or --insecure from the
+    // environment (the server never reads --insecure from it).
+    #[test]
+    fn every_client_command_takes_the_tls_flags() {
+        use clap::CommandFactory;
+        let mut commands = Vec::new();
+        all_commands(&Cli::command(), String::new(), &mut commands);
+        let mut clients = 0;
+        for (name, cmd) in &commands {
+            let arg = |id: &str| cmd.get_arguments().find(|a| a.get_id() == id).cloned();
+            if arg("endpoints").is_none() {
+                assert!(
+                    arg("insecure")
+                        .and_then(|a| a.get_env().map(ToOwned::to_owned))
+                        .is_none(),
+                    "{name}: --insecure from the environment"
+                );
+                continue;
+            }
+            clients += 1;
+            for (id, env) in [
+                ("certs_dir", "WARDEN_CERTS_DIR"),
+                ("user", "WARDEN_USER"),
+                ("insecure", "WARDEN_INSECURE"),
+            ] {
+                let a = arg(id).unwrap_or_else(|| panic!("{name}: no --{id}"));
+                assert_eq!(a.get_env().and_then(|e| e.to_str()), Some(env), "{name}");
+            }
+            let user = arg("user").unwrap();
+            assert_eq!(user.get_default_values(), ["root"], "{name}");
+        }
+        // acquire renew release status validate cluster{status,add,remove,
+        // replace} list audit lease{grant,keep-alive,revoke,ttl} watch exec
+        // elect snapshot save demo-holder.
+        assert!(clients >= 20, "only {clients} client commands found");
+        let cli = parse(&[
+            "status",
+            "orders",
+            "--certs-dir",
+            "/c",
+            "--user",
+            "alice",
+            "--endpoints",
+            "a:1",
+        ])
+        .unwrap();
+        let Command::Status(s) = cli.command else {
+            panic!("not status")
+        };
+        assert_eq!(s.client.tls.certs_dir, Some(PathBuf::from("/c")));
+        assert_eq!(s.client.tls.user, "alice");
+        assert!(!s.client.tls.insecure);
+        assert!(parse(&["exec", "r", "--insecure", "--", "true"]).is_ok());
     }
 
     // Bad input names the field: each malformed --peers entry says what is wrong.
@@ -587,6 +729,44 @@ mod tests {
         assert!(err.contains("--peers"), "{err}");
     }
 
+    // docs/security.md "Insecure mode": --insecure and --certs-dir conflict
+    // at the parser, and neither is read from the environment.
+    #[test]
+    fn server_security_flags_parse() {
+        let base = ["server", "--id", "1"];
+        let server = |extra: &[&str]| -> Result<ServerArgs, clap::Error> {
+            let mut all = base.to_vec();
+            all.extend_from_slice(extra);
+            parse(&all).map(|cli| match cli.command {
+                Command::Server(s) => *s,
+                _ => panic!("not server"),
+            })
+        };
+        let s = server(&["--certs-dir", "/etc/warden/certs"]).unwrap();
+        assert_eq!(s.certs_dir, Some(PathBuf::from("/etc/warden/certs")));
+        assert!(!s.insecure && !s.allow_admin);
+        let s = server(&["--insecure", "--allow-admin"]).unwrap();
+        assert!(s.insecure && s.allow_admin && s.certs_dir.is_none());
+        let e = server(&["--insecure", "--certs-dir", "c"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--insecure") && e.contains("--certs-dir"), "{e}");
+        use clap::CommandFactory;
+        let cmd = Cli::command();
+        let server_cmd = cmd.find_subcommand("server").expect("server");
+        for id in ["insecure", "allow_admin", "certs_dir"] {
+            let arg = server_cmd
+                .get_arguments()
+                .find(|a| a.get_id() == id)
+                .expect(id);
+            assert_eq!(
+                arg.get_env(),
+                None,
+                "{id} must not be read from the environment"
+            );
+        }
+    }
+
     // `warden cluster status` and `warden dev` parse; dev's node count is bounded.
     #[test]
     fn cluster_and_dev_parse() {
@@ -594,6 +774,24 @@ mod tests {
         assert!(parse(&["dev"]).is_ok());
         assert!(parse(&["dev", "--nodes", "0"]).is_err());
         assert!(parse(&["dev", "--nodes", "8"]).is_err());
+        // Secure unless told: --insecure is a flag of its own.
+        let Command::Dev(d) = parse(&["dev"]).unwrap().command else {
+            panic!("not dev")
+        };
+        assert!(!d.insecure);
+        let Command::Dev(d) = parse(&["dev", "--insecure"]).unwrap().command else {
+            panic!("not dev")
+        };
+        assert!(d.insecure);
+        let Command::Demo(DemoArgs {
+            command: DemoCommand::SplitBrain(b),
+        }) = parse(&["demo", "split-brain", "--insecure"])
+            .unwrap()
+            .command
+        else {
+            panic!("not demo split-brain")
+        };
+        assert!(b.insecure);
     }
 
     // The fencing surface: validate takes a positive token; fenced-store needs a data dir.
@@ -618,6 +816,7 @@ mod tests {
             panic!("not fenced-store")
         };
         assert_eq!(f.listen, "127.0.0.1:0");
+        assert!(!f.insecure);
         assert!(parse(&["demo", "split-brain"]).is_ok());
     }
 

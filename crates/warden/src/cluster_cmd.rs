@@ -152,6 +152,9 @@ pub fn status_report(r: &ClusterStatus, format: OutputFormat) -> Report {
                 return base;
             };
             v["last_log_index"] = json!(r.last_log_index);
+            v["insecure"] = json!(r.insecure);
+            v["election_prefix"] = json!(r.election_prefix);
+            v["max_requests_in_flight"] = json!(r.max_requests_in_flight);
             if let Some(members) = v["members"].as_array_mut() {
                 for (j, m) in members.iter_mut().zip(&r.members) {
                     j["term"] = json!(m.term);
@@ -170,6 +173,11 @@ pub fn status_report(r: &ClusterStatus, format: OutputFormat) -> Report {
             let mut out = String::new();
             if let Some(head) = lines.next() {
                 out.push_str(&format!("{head}  last log index {}\n", r.last_log_index));
+            }
+            if r.insecure {
+                out.push_str(
+                    "insecure: this node serves plaintext without authentication (--insecure)\n",
+                );
             }
             let rest: Vec<&str> = lines.skip(1 + r.members.len()).collect();
             let w = r
@@ -282,6 +290,9 @@ mod tests {
             timing: None,
             node_id: 1,
             last_log_index: 121,
+            insecure: false,
+            election_prefix: "\u{1}election/".into(),
+            max_requests_in_flight: 64,
         }
     }
 
@@ -317,5 +328,40 @@ mod tests {
         let row = text.lines().find(|l| l.starts_with("3 ")).expect("row 3");
         assert!(row.ends_with("never"), "{row}");
         assert!(text.contains("timing: not reported"), "{text}");
+        assert!(!text.contains("insecure"), "{text}");
+    }
+
+    // docs/security.md "Insecure mode": `cluster status` says so when the
+    // answering node runs without certificates, in text and JSON.
+    #[test]
+    fn status_shows_insecure() {
+        let insecure = ClusterStatus::from(pb::ClusterStatusResponse {
+            insecure: true,
+            ..sample_response()
+        });
+        let text = status_report(&insecure, OutputFormat::Text)
+            .stdout
+            .expect("stdout");
+        assert_eq!(
+            text.lines().nth(1),
+            Some("insecure: this node serves plaintext without authentication (--insecure)"),
+            "{text}"
+        );
+        let v: Value = serde_json::from_str(
+            status_report(&insecure, OutputFormat::Json)
+                .stdout
+                .as_deref()
+                .expect("stdout"),
+        )
+        .expect("json");
+        assert_eq!(v["insecure"], true);
+        let v: Value = serde_json::from_str(
+            status_report(&sample(), OutputFormat::Json)
+                .stdout
+                .as_deref()
+                .expect("stdout"),
+        )
+        .expect("json");
+        assert_eq!(v["insecure"], false);
     }
 }

@@ -4,15 +4,42 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use warden_client::{AcquireOptions, Client, ClientError, ClientOptions};
+use warden_client::{AcquireOptions, Client, ClientError, ClientOptions, TlsOptions};
 use warden_core::limits;
 
-use crate::cli::{AcquireArgs, ClientArgs, ReleaseArgs, RenewArgs, StatusArgs, ValidateArgs};
+use crate::cli::{
+    AcquireArgs, ClientArgs, ReleaseArgs, RenewArgs, StatusArgs, TlsArgs, ValidateArgs,
+};
 use crate::output::{self, Report};
 
 /// Deadline of a non-waiting command: 5 s (a waiting acquire adds its wait).
 pub const CLI_DEADLINE: Duration = Duration::from_secs(5);
 
+/// The one line a client command prints when it was told neither how to
+/// authenticate nor that the cluster is insecure.
+pub const NO_CREDENTIALS: &str = "no credentials: pass --certs-dir DIR (or set WARDEN_CERTS_DIR; `warden dev` prints the export line) to use a secure cluster as --user (default root), or --insecure (or WARDEN_INSECURE=true) for a cluster started with --insecure";
+
+/// The TLS options of a client command: `Some` for `--certs-dir`, `None`
+/// for `--insecure`; an error when neither or both are given (a certs dir
+/// is never dropped silently for plaintext).
+pub(crate) fn tls_options(args: &TlsArgs) -> Result<Option<TlsOptions>, String> {
+    let certs_dir = args
+        .certs_dir
+        .as_ref()
+        .filter(|dir| !dir.as_os_str().is_empty());
+    match (certs_dir, args.insecure) {
+        (Some(dir), false) => Ok(Some(TlsOptions::new(dir, args.user.clone()))),
+        (None, true) => Ok(None),
+        (Some(dir), true) => Err(format!(
+            "--insecure and --certs-dir {} are both given (WARDEN_INSECURE and WARDEN_CERTS_DIR count too): use --certs-dir for a secure cluster, --insecure only for a cluster started with --insecure",
+            dir.display()
+        )),
+        (None, false) => Err(NO_CREDENTIALS.to_string()),
+    }
+}
+
+/// The client of a command: its endpoints and TLS options checked, the TLS
+/// files loaded (an unusable one is named: exit 1 before anything is sent).
 pub(crate) async fn connect(args: &ClientArgs) -> Result<Client, String> {
     let endpoints: Vec<String> = args
         .endpoints
@@ -25,11 +52,23 @@ pub(crate) async fn connect(args: &ClientArgs) -> Result<Client, String> {
     }
     let options = ClientOptions {
         deadline: CLI_DEADLINE,
+        tls: tls_options(&args.tls)?,
         ..ClientOptions::default()
     };
     Client::connect(endpoints, options)
         .await
-        .map_err(|e| describe_error(&e))
+        .map_err(|e| match e {
+            ClientError::Tls {
+                file: None,
+                message,
+            } => format!(
+                "--user {:?}: {}",
+                args.tls.user,
+                message.strip_prefix("user: ").unwrap_or(&message)
+            ),
+            ClientError::Tls { message, .. } => format!("--certs-dir: {message}"),
+            other => describe_error(&other),
+        })
 }
 
 pub(crate) fn describe_error(e: &ClientError) -> String {
@@ -362,11 +401,84 @@ mod tests {
         assert!(check_resource("a\nb").unwrap_err().contains("control"));
     }
 
+    fn tls(certs_dir: Option<&str>, user: &str, insecure: bool) -> TlsArgs {
+        TlsArgs {
+            certs_dir: certs_dir.map(Into::into),
+            user: user.into(),
+            insecure,
+        }
+    }
+
+    // "What bad input gets": a client command needs --certs-dir (secure) or
+    // --insecure; neither is one line naming both ways with their
+    // variables, both is refused (a certs dir is never dropped silently for
+    // plaintext), and an empty WARDEN_CERTS_DIR counts as none.
+    #[test]
+    fn exactly_one_of_certs_dir_and_insecure() {
+        assert_eq!(
+            tls_options(&tls(Some("/c"), "alice", false)).unwrap(),
+            Some(TlsOptions::new("/c", "alice"))
+        );
+        assert_eq!(tls_options(&tls(None, "alice", true)).unwrap(), None);
+        let neither = tls_options(&tls(None, "root", false)).unwrap_err();
+        assert_eq!(neither, NO_CREDENTIALS);
+        for needle in [
+            "--certs-dir",
+            "WARDEN_CERTS_DIR",
+            "--insecure",
+            "WARDEN_INSECURE=true",
+        ] {
+            assert!(neither.contains(needle), "{needle}: {neither}");
+        }
+        assert!(!neither.contains('\n'));
+        assert_eq!(
+            tls_options(&tls(Some(""), "root", false)).unwrap_err(),
+            NO_CREDENTIALS
+        );
+        let both = tls_options(&tls(Some("/c"), "root", true)).unwrap_err();
+        assert!(
+            both.contains("--insecure and --certs-dir /c are both given"),
+            "{both}"
+        );
+    }
+
+    // "What bad input gets": a bad certs dir ends the command before
+    // anything is sent, with one line naming the flag and the file; a user
+    // name that is no principal names --user.
+    #[tokio::test]
+    async fn a_bad_certs_dir_is_named_with_the_file() {
+        let root = tempfile::tempdir().unwrap();
+        let set = warden_tls::mint::loopback_set(root.path(), &[], &["root"]).unwrap();
+        let args = |dir: &std::path::Path, user: &str| ClientArgs {
+            endpoints: vec!["127.0.0.1:1".into()],
+            tls: tls(Some(dir.to_str().unwrap()), user, false),
+            output: OutputFormat::Text,
+        };
+        assert!(connect(&args(&set.client_dir, "root")).await.is_ok());
+        let missing = root.path().join("none");
+        let e = connect(&args(&missing, "root")).await.unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "--certs-dir: {}: missing (no such file)",
+                missing.join("ca.crt").display()
+            )
+        );
+        let e = connect(&args(&set.client_dir, "alice")).await.unwrap_err();
+        assert!(
+            e.starts_with("--certs-dir: ") && e.contains("client.alice.crt: missing"),
+            "{e}"
+        );
+        let e = connect(&args(&set.client_dir, "node")).await.unwrap_err();
+        assert!(e.starts_with("--user \"node\": "), "{e}");
+    }
+
     // A missing endpoint list is a clear error that names both the flag and the variable.
     #[tokio::test]
     async fn missing_endpoints_name_flag_and_env() {
         let args = ClientArgs {
             endpoints: vec![" ".into()],
+            tls: TlsArgs::default(),
             output: OutputFormat::Json,
         };
         let err = connect(&args).await.unwrap_err();
@@ -376,6 +488,10 @@ mod tests {
         );
         let bad = ClientArgs {
             endpoints: vec!["nohost".into()],
+            tls: TlsArgs {
+                insecure: true,
+                ..TlsArgs::default()
+            },
             output: OutputFormat::Text,
         };
         assert!(connect(&bad).await.unwrap_err().starts_with("--endpoints"));

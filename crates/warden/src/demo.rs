@@ -7,6 +7,11 @@
 //! Client 1 is resumed with SIGCONT, writes with its old token, and the
 //! fenced store rejects it (409). The final value is client 2's.
 //!
+//! Secure by default, as `warden dev`: the story's data dir gets a CA, the
+//! nodes' certificates and `root`'s (`dev_certs.rs`), every node runs with
+//! `--certs-dir` and every client as `root`; `--insecure` runs them all
+//! with `--insecure`. The fenced store serves loopback only.
+//!
 //! `demo-holder` prints JSON lines on stdout: `{"event":"granted",...}` once
 //! it holds the lock, then waits for a line on stdin before it writes, then
 //! `{"event":"write","status":S,...}`; it exits 0 when the write was
@@ -24,7 +29,7 @@ use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::time::Instant;
-use warden_client::{AcquireOptions, AcquireResult, Client, ClientOptions};
+use warden_client::{AcquireOptions, AcquireResult, Client};
 use warden_fence::http::client as http;
 
 use crate::cli::{DemoHolderArgs, SplitBrainArgs};
@@ -34,10 +39,9 @@ const EXIT_REFUSED: u8 = 2;
 
 /// `warden demo-holder`.
 pub async fn holder(args: DemoHolderArgs) -> anyhow::Result<u8> {
-    let endpoints: Vec<String> = args.client.endpoints.clone();
-    let client = Client::connect(endpoints, ClientOptions::default())
+    let client = crate::commands::connect(&args.client)
         .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        .map_err(anyhow::Error::msg)?;
     let options = AcquireOptions {
         ttl: args.ttl,
         lease_id: None,
@@ -150,6 +154,12 @@ fn spawn(exe: &Path, name: &str, args: &[String], log: &Path) -> anyhow::Result<
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(err)
+        // Each child is told how to connect by its flags alone: the
+        // caller's WARDEN_CERTS_DIR or WARDEN_INSECURE must not add to them.
+        .env_remove("WARDEN_ENDPOINTS")
+        .env_remove("WARDEN_CERTS_DIR")
+        .env_remove("WARDEN_USER")
+        .env_remove("WARDEN_INSECURE")
         .kill_on_drop(true)
         .spawn()
         .with_context(|| format!("cannot start {name}"))?;
@@ -193,7 +203,7 @@ pub async fn split_brain(args: SplitBrainArgs) -> anyhow::Result<u8> {
         std::fs::remove_dir_all(&dir).with_context(|| format!("cannot clear {}", dir.display()))?;
     }
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let result = run_story(&exe, &dir).await;
+    let result = run_story(&exe, &dir, args.insecure).await;
     if args.data_dir.is_none() && result.is_ok() {
         let _ = std::fs::remove_dir_all(&dir);
     } else {
@@ -202,7 +212,7 @@ pub async fn split_brain(args: SplitBrainArgs) -> anyhow::Result<u8> {
     result
 }
 
-async fn run_story(exe: &Path, dir: &Path) -> anyhow::Result<u8> {
+async fn run_story(exe: &Path, dir: &Path, insecure: bool) -> anyhow::Result<u8> {
     const RESOURCE: &str = "split-brain";
     const KEY: &str = "balance";
     let t = Timeline {
@@ -217,10 +227,20 @@ async fn run_story(exe: &Path, dir: &Path) -> anyhow::Result<u8> {
         .collect::<Vec<_>>()
         .join(",");
     let endpoints = addrs.join(",");
+    let certs = if insecure {
+        None
+    } else {
+        Some(crate::dev_certs::ensure(dir, &[1, 2, 3])?)
+    };
+    // How a client child connects: root's certificate, or --insecure.
+    let client_flags: Vec<String> = match &certs {
+        Some(c) => vec!["--certs-dir".into(), c.client_dir.display().to_string()],
+        None => vec!["--insecure".into()],
+    };
     let mut nodes = Vec::new();
     for (i, addr) in addrs.iter().enumerate() {
-        let id = i + 1;
-        let args: Vec<String> = vec![
+        let id = i as u64 + 1;
+        let mut args: Vec<String> = vec![
             "server".into(),
             "--id".into(),
             id.to_string(),
@@ -232,6 +252,11 @@ async fn run_story(exe: &Path, dir: &Path) -> anyhow::Result<u8> {
             dir.join(format!("node-{id}")).display().to_string(),
             "--exit-with-parent".into(),
         ];
+        args.extend(
+            crate::dev::tls_flags(certs.as_ref(), id)
+                .into_iter()
+                .map(|a| a.to_string_lossy().into_owned()),
+        );
         nodes.push(spawn(
             exe,
             &format!("node {id}"),
@@ -239,7 +264,7 @@ async fn run_story(exe: &Path, dir: &Path) -> anyhow::Result<u8> {
             &dir.join(format!("node-{id}.log")),
         )?);
     }
-    let client = Client::connect(addrs.clone(), ClientOptions::default())
+    let client = Client::connect(addrs.clone(), crate::dev::client_options(certs.as_ref()))
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -251,7 +276,11 @@ async fn run_story(exe: &Path, dir: &Path) -> anyhow::Result<u8> {
         }
     };
     t.say(format!(
-        "cluster up: 3 nodes at {endpoints}, leader node {leader}"
+        "cluster up: 3 nodes at {endpoints}, leader node {leader}, {}",
+        match &certs {
+            Some(c) => format!("mutual TLS (certificates in {})", c.client_dir.display()),
+            None => "insecure (plaintext, no identities)".to_string(),
+        }
     ));
 
     // The protected resource.
@@ -275,7 +304,7 @@ async fn run_story(exe: &Path, dir: &Path) -> anyhow::Result<u8> {
     t.say(format!("fenced store up at {store_addr}"));
 
     let holder_args = |name: &str, value: &str, wait: &str| -> Vec<String> {
-        vec![
+        let mut args: Vec<String> = vec![
             "demo-holder".into(),
             "--resource".into(),
             RESOURCE.into(),
@@ -293,7 +322,9 @@ async fn run_story(exe: &Path, dir: &Path) -> anyhow::Result<u8> {
             endpoints.clone(),
             "--name".into(),
             name.into(),
-        ]
+        ];
+        args.extend(client_flags.iter().cloned());
+        args
     };
 
     // Client 1 acquires, then pauses just before its write.

@@ -7,6 +7,12 @@
 //! DIR/node-N.log. Children run in their own process group: Ctrl-C reaches
 //! only this process, which then stops them in order (SIGTERM, leader last,
 //! SIGKILL after a bounded wait).
+//!
+//! Secure by default: the first run mints a CA, a certificate per node and
+//! `root`'s client certificate under DIR (`dev_certs.rs`), the nodes run
+//! with `--certs-dir`, and the endpoints line is followed by `export
+//! WARDEN_CERTS_DIR=DIR/certs`. `--insecure` starts them with `--insecure`
+//! and prints `export WARDEN_INSECURE=true` instead.
 
 use std::fs::{File, OpenOptions};
 use std::net::TcpListener;
@@ -21,9 +27,10 @@ use serde::{Deserialize, Serialize};
 use tokio::process::{Child, Command};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::time::Instant;
-use warden_client::{Client, ClientOptions, ClusterStatus};
+use warden_client::{Client, ClientOptions, ClusterStatus, TlsOptions};
 
 use crate::cli::DevArgs;
+use crate::dev_certs::{self, shell_word, DevCerts};
 
 /// Default number of nodes.
 const DEFAULT_NODES: u64 = 3;
@@ -181,11 +188,41 @@ fn log_tail(path: &Path, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n    ")
 }
 
+/// `--certs-dir` of node `id`, or `--insecure` without certificates.
+pub fn tls_flags(certs: Option<&DevCerts>, id: u64) -> Vec<std::ffi::OsString> {
+    match certs.and_then(|c| c.node_dirs.get(&id)) {
+        Some(dir) => vec!["--certs-dir".into(), dir.into()],
+        None => vec!["--insecure".into()],
+    }
+}
+
+/// The client options of a local cluster's own calls: `root`'s
+/// certificate, or plaintext for an insecure one.
+pub fn client_options(certs: Option<&DevCerts>) -> ClientOptions {
+    ClientOptions {
+        tls: certs.map(|c| TlsOptions::new(&c.client_dir, dev_certs::ROOT)),
+        ..ClientOptions::default()
+    }
+}
+
+/// The line that tells the CLI how to reach the cluster, next to the
+/// endpoints line.
+pub fn export_line(certs: Option<&DevCerts>) -> String {
+    match certs {
+        Some(c) => format!(
+            "export WARDEN_CERTS_DIR={}",
+            shell_word(&c.client_dir.display().to_string())
+        ),
+        None => "export WARDEN_INSECURE=true".to_string(),
+    }
+}
+
 fn spawn_node(
     exe: &Path,
     dir: &Path,
     state: &DevState,
     node: &DevNode,
+    certs: Option<&DevCerts>,
 ) -> anyhow::Result<NodeProcess> {
     let data_dir = dir.join(format!("node-{}", node.id));
     let log = dir.join(format!("node-{}.log", node.id));
@@ -206,6 +243,11 @@ fn spawn_node(
         .arg(state.peers_flag())
         .arg("--data-dir")
         .arg(&data_dir)
+        .args(tls_flags(certs, node.id))
+        // The flags alone say how the node serves: never the caller's
+        // environment.
+        .env_remove("WARDEN_CERTS_DIR")
+        .env_remove("WARDEN_INSECURE")
         // If `warden dev` dies without stopping them (SIGKILL, a closed
         // terminal), the nodes notice and stop by themselves.
         .arg("--exit-with-parent")
@@ -238,6 +280,12 @@ pub async fn run(args: DevArgs) -> anyhow::Result<u8> {
         .canonicalize()
         .with_context(|| format!("cannot resolve --data-dir {}", args.data_dir.display()))?;
     let mut state = load_or_create_state(&dir, args.nodes)?;
+    let ids: Vec<u64> = state.nodes.iter().map(|n| n.id).collect();
+    let certs = if args.insecure {
+        None
+    } else {
+        Some(dev_certs::ensure(&dir, &ids)?)
+    };
 
     for node in &state.nodes {
         if let Err(e) = TcpListener::bind(&node.addr) {
@@ -264,7 +312,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<u8> {
     let exe = std::env::current_exe().context("cannot find the warden executable")?;
     let mut nodes = Nodes(Vec::new());
     for node in state.nodes.clone() {
-        let process = spawn_node(&exe, &dir, &state, &node)?;
+        let process = spawn_node(&exe, &dir, &state, &node, certs.as_ref())?;
         state.nodes[(node.id - 1) as usize].last_pid = Some(process.pid);
         nodes.0.push(process);
     }
@@ -287,10 +335,16 @@ pub async fn run(args: DevArgs) -> anyhow::Result<u8> {
         ));
     }
     let _ = crate::output::line(&format!("export WARDEN_ENDPOINTS={}", state.endpoints()));
+    let _ = crate::output::line(&export_line(certs.as_ref()));
+    if certs.is_none() {
+        eprintln!(
+            "warning: insecure cluster: plaintext, no identities; anyone who reaches its ports owns it"
+        );
+    }
 
     let client = Client::connect(
         state.nodes.iter().map(|n| n.addr.clone()).collect(),
-        ClientOptions::default(),
+        client_options(certs.as_ref()),
     )
     .await?;
 
@@ -317,7 +371,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<u8> {
     ));
     let _ = crate::output::line("ready");
     eprintln!(
-        "try: warden acquire demo --ttl 30s   (with WARDEN_ENDPOINTS set as above); Ctrl-C stops the cluster"
+        "try: warden acquire demo --ttl 30s   (after the two export lines above); Ctrl-C stops the cluster"
     );
 
     let mut watch = tokio::time::interval(WATCH_INTERVAL);

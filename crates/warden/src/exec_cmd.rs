@@ -32,7 +32,7 @@ use tokio::signal::unix::{signal, Signal as SignalStream, SignalKind};
 use warden_client::{ClientError, LockGuard, Lost, Session};
 use warden_core::limits;
 
-use crate::cli::{parse_duration, ClientArgs, OutputFormat};
+use crate::cli::{parse_duration, ClientArgs, OutputFormat, TlsArgs};
 use crate::commands::{check_resource, connect, describe_error};
 use crate::output::{EXIT_ERROR, EXIT_LEASE_LOST, EXIT_NOT_GRANTED};
 
@@ -90,6 +90,8 @@ pub struct ExecArgs {
         value_delimiter = ','
     )]
     pub endpoints: Vec<String>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
     /// The command to run and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -241,6 +243,7 @@ pub async fn run(args: ExecArgs) -> u8 {
     };
     let client_args = ClientArgs {
         endpoints: args.endpoints.clone(),
+        tls: args.tls.clone(),
         output: OutputFormat::Text,
     };
     let client = match connect(&client_args).await {

@@ -15,6 +15,11 @@
 //! Every accepted and rejected write is logged to stderr, one line each. The
 //! first line on stdout is `fenced-store listening on HOST:PORT` (so
 //! `--listen 127.0.0.1:0` works).
+//!
+//! Plain HTTP, and nobody is authenticated: anyone who reaches the port can
+//! write with any token they have seen. So it serves loopback only (as the
+//! demo runs it) unless started with `--insecure`, which allows any
+//! `--listen` address and says so on stderr.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -58,6 +63,7 @@ fn store_err(e: impl std::fmt::Display) -> PutError {
 
 /// Runs the store until SIGTERM or SIGINT.
 pub async fn run(args: FencedStoreArgs) -> anyhow::Result<()> {
+    check_listen(&args).await?;
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("cannot create --data-dir {}", args.data_dir.display()))?;
     let path: PathBuf = args.data_dir.join("fenced-store.redb");
@@ -76,6 +82,11 @@ pub async fn run(args: FencedStoreArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("--listen {}: cannot bind", args.listen))?;
     let addr = listener.local_addr()?;
+    if !addr.ip().is_loopback() {
+        eprintln!(
+            "fenced-store: warning: serving plain, unauthenticated HTTP on {addr} (--insecure)"
+        );
+    }
     // A closed stdout does not stop the store (stderr says the same).
     let _ = crate::output::line(&format!("fenced-store listening on {addr}"));
     eprintln!(
@@ -87,6 +98,26 @@ pub async fn run(args: FencedStoreArgs) -> anyhow::Result<()> {
         .with_graceful_shutdown(shutdown)
         .await
         .context("serving HTTP")?;
+    Ok(())
+}
+
+/// Refuses a `--listen` that is not loopback unless `--insecure`, before
+/// anything is bound: the store authenticates no writer.
+async fn check_listen(args: &FencedStoreArgs) -> anyhow::Result<()> {
+    if args.insecure {
+        return Ok(());
+    }
+    let addrs: Vec<std::net::SocketAddr> = tokio::net::lookup_host(&args.listen)
+        .await
+        .with_context(|| format!("--listen {}: not a HOST:PORT", args.listen))?
+        .collect();
+    if let Some(open) = addrs.iter().find(|a| !a.ip().is_loopback()) {
+        anyhow::bail!(
+            "--listen {}: {} is not a loopback address; the store speaks plain HTTP and authenticates no writer: add --insecure to serve it there anyway",
+            args.listen,
+            open.ip()
+        );
+    }
     Ok(())
 }
 

@@ -4,12 +4,15 @@
 //! - `cli.rs`: clap types and parsers.
 //! - `server_config.rs`: flags over config file over defaults, with limits.
 //! - `dev.rs`: the local cluster of child processes.
+//! - `dev_certs.rs`: the certificates `dev` and `demo` mint under their dir.
 //! - `commands.rs`: the client subcommands.
 //! - `exec_cmd.rs`: `warden exec`, a command run under a lock.
 //! - `elect_cmd.rs`: `warden elect`, leader election.
 //! - `fenced_store.rs`: `warden fenced-store`, the reference fenced resource.
 //! - `demo.rs`: `warden demo split-brain` and its hidden `demo-holder` client.
 //! - `cert_cmd.rs`: `warden cert`, minting and listing certificates.
+//! - `role_cmd.rs`: identities and permissions: `warden role`, `warden user`,
+//!   `warden cluster limits`, `warden audit --auth`.
 //! - `output.rs`: what they print (text or one JSON value) and exit codes.
 
 mod admin_cmd;
@@ -19,11 +22,13 @@ mod cluster_cmd;
 mod commands;
 mod demo;
 mod dev;
+mod dev_certs;
 mod elect_cmd;
 mod exec_cmd;
 mod fenced_store;
 mod lease_cmd;
 mod output;
+mod role_cmd;
 mod server_config;
 mod snapshot_cmd;
 mod watch_cmd;
@@ -125,13 +130,17 @@ async fn run(command: Command) -> u8 {
         }
         Command::Release(args) => print(commands::release(args).await),
         Command::List(args) => print(admin_cmd::list(args).await),
+        Command::Audit(args) if args.auth => print(role_cmd::auth_audit(&args.client).await),
         Command::Audit(args) => print(admin_cmd::audit(args).await),
+        Command::Role(args) => print(role_cmd::role(args).await),
+        Command::User(args) => print(role_cmd::user(args).await),
         Command::Status(args) => print(commands::status(args).await),
         Command::Cluster(args) => match args.command {
             ClusterCommand::Status(args) => print(cluster_cmd::status(args).await),
             ClusterCommand::AddNode(args) => print(cluster_cmd::add_node(args).await),
             ClusterCommand::RemoveNode(args) => print(cluster_cmd::remove_node(args).await),
             ClusterCommand::ReplaceNode(args) => print(cluster_cmd::replace_node(args).await),
+            ClusterCommand::Limits(args) => print(role_cmd::limits(args).await),
         },
         Command::Validate(args) => print(commands::validate(args).await),
         Command::Snapshot(args) => match args.command {

@@ -531,6 +531,9 @@ mod tests {
             }),
             node_id: 1,
             last_log_index: 118,
+            insecure: false,
+            election_prefix: "\u{1}election/".into(),
+            max_requests_in_flight: 64,
         }
     }
 

@@ -31,7 +31,11 @@ pub struct FileConfig {
     leader_transfer_timeout: Option<String>,
     grpc_keepalive_interval: Option<String>,
     grpc_keepalive_timeout: Option<String>,
-    allow_admin: Option<bool>,
+    certs_dir: Option<PathBuf>,
+    /// Refused when present: `--insecure` is read from the command line only.
+    insecure: Option<toml::Value>,
+    /// Refused when present: `--allow-admin` is read from the command line only.
+    allow_admin: Option<toml::Value>,
     max_request_bytes: Option<u64>,
     token_floor: Option<u64>,
     join: Option<bool>,
@@ -89,6 +93,7 @@ pub mod limits {
 /// the defaults. Every error names the flag (the file key has the same name
 /// without `--`) and the limit.
 pub fn resolve(args: &ServerArgs, file: FileConfig) -> Result<ServerConfig, String> {
+    let certs_dir = transport(args, &file)?;
     let node_id = args
         .id
         .or(file.id)
@@ -195,7 +200,7 @@ pub fn resolve(args: &ServerArgs, file: FileConfig) -> Result<ServerConfig, Stri
         defaults.grpc_keepalive_timeout_ms,
     )?;
     validate_timing(&timing)?;
-    let allow_admin = args.allow_admin || file.allow_admin.unwrap_or(false);
+    let allow_admin = args.allow_admin;
     let max_request_bytes = args
         .max_request_bytes
         .or(file.max_request_bytes)
@@ -239,8 +244,56 @@ pub fn resolve(args: &ServerArgs, file: FileConfig) -> Result<ServerConfig, Stri
         token_floor,
         join,
         admin_listen,
-        certs_dir: None,
+        certs_dir,
     })
+}
+
+/// What the node serves: TLS with `--certs-dir` (flag, else `certs-dir` in
+/// the file), or plaintext with `--insecure`; neither or both is refused
+/// naming both flags. `--insecure` and `--allow-admin` are read from the
+/// command line only (not the file, not the environment), so that turning
+/// security off is always in plain sight on the command that starts the
+/// node; `--allow-admin` needs `--insecure`.
+fn transport(args: &ServerArgs, file: &FileConfig) -> Result<Option<PathBuf>, String> {
+    if file.insecure.is_some() {
+        return Err(
+            "insecure: not read from the config file; pass --insecure on the command line".into(),
+        );
+    }
+    if file.allow_admin.is_some() {
+        return Err(
+            "allow-admin: not read from the config file; pass --insecure --allow-admin \
+             on the command line (with --certs-dir, the admin permission decides)"
+                .into(),
+        );
+    }
+    let certs_dir = args.certs_dir.clone().or_else(|| file.certs_dir.clone());
+    match (&certs_dir, args.insecure) {
+        (Some(dir), true) => {
+            return Err(format!(
+                "--insecure and --certs-dir {}: give one, not both (--certs-dir serves TLS, \
+                 --insecure plaintext)",
+                dir.display()
+            ))
+        }
+        (None, false) => {
+            return Err(
+                "no --certs-dir: give --certs-dir DIR (ca.crt, node.crt, node.key; see \
+                 `warden cert create-node`) to serve TLS, or --insecure to serve plaintext \
+                 without authentication (a trusted test network only)"
+                    .into(),
+            )
+        }
+        _ => {}
+    }
+    if args.allow_admin && !args.insecure {
+        return Err(
+            "--allow-admin: only with --insecure; with --certs-dir the caller's admin \
+             permission decides (warden role grant ROLE --prefix \"\" --permission admin)"
+                .into(),
+        );
+    }
+    Ok(certs_dir)
 }
 
 /// `HOST:PORT` → a socket address (a host name is resolved once, here).
@@ -402,6 +455,7 @@ mod tests {
             listen: Some("127.0.0.1:7002".into()),
             peers: Some(parse_peers("1=127.0.0.1:7001,2=127.0.0.1:7002,3=127.0.0.1:7003").unwrap()),
             data_dir: Some("/tmp/w2".into()),
+            insecure: true,
             ..ServerArgs::default()
         }
     }
@@ -464,6 +518,7 @@ mod tests {
         let args = ServerArgs {
             heartbeat: Some(Duration::from_millis(40)),
             id: Some(2),
+            insecure: true,
             ..ServerArgs::default()
         };
         let config = resolve(&args, file).unwrap();
@@ -476,17 +531,22 @@ mod tests {
         assert_eq!(config.data_dir, PathBuf::from("/var/lib/warden"));
     }
 
-    // docs/operations.md: force-release is off unless --allow-admin (flag
-    // or `allow-admin = true`); the request size bound defaults to 64 KiB, is
+    // docs/operations.md: admin calls on an insecure node are off unless
+    // --allow-admin; the request size bound defaults to 64 KiB, is
     // configurable, and out-of-range values name the flag and the limit.
     #[test]
     fn allow_admin_and_max_request_bytes() {
         let config = resolve(&base_args(), FileConfig::default()).unwrap();
         assert!(!config.allow_admin);
         assert_eq!(config.max_request_bytes, 65_536);
-        let file = parse_config_file("allow-admin = true\nmax-request-bytes = 8192").unwrap();
-        let config = resolve(&base_args(), file).unwrap();
+        let file = parse_config_file("max-request-bytes = 8192").unwrap();
+        let args = ServerArgs {
+            allow_admin: true,
+            ..base_args()
+        };
+        let config = resolve(&args, file).unwrap();
         assert!(config.allow_admin);
+        assert_eq!(config.certs_dir, None);
         assert_eq!(config.max_request_bytes, 8_192);
         let mut args = base_args();
         args.allow_admin = true;
@@ -496,6 +556,80 @@ mod tests {
             err.starts_with("--max-request-bytes") && err.contains("1024"),
             "{err}"
         );
+    }
+
+    // docs/security.md "Insecure mode": a node serves TLS with --certs-dir
+    // (flag or file) or plaintext with --insecure; neither or both is
+    // refused naming both flags, and --allow-admin needs --insecure.
+    #[test]
+    fn certs_dir_or_insecure_exactly_one() {
+        let secure = ServerArgs {
+            insecure: false,
+            certs_dir: Some("/etc/warden/certs".into()),
+            ..base_args()
+        };
+        let config = resolve(&secure, FileConfig::default()).unwrap();
+        assert_eq!(config.certs_dir, Some(PathBuf::from("/etc/warden/certs")));
+        assert!(!config.allow_admin);
+        let from_file = ServerArgs {
+            insecure: false,
+            ..base_args()
+        };
+        let file = parse_config_file("certs-dir = \"/srv/certs\"").unwrap();
+        assert_eq!(
+            resolve(&from_file, file).unwrap().certs_dir,
+            Some(PathBuf::from("/srv/certs"))
+        );
+        // The flag wins over the file.
+        let file = parse_config_file("certs-dir = \"/srv/certs\"").unwrap();
+        assert_eq!(
+            resolve(&secure, file).unwrap().certs_dir,
+            Some(PathBuf::from("/etc/warden/certs"))
+        );
+
+        let err = resolve(&from_file, FileConfig::default()).unwrap_err();
+        assert!(err.starts_with("no --certs-dir"), "{err}");
+        assert!(err.contains("--insecure"), "{err}");
+        let both = ServerArgs {
+            insecure: true,
+            ..secure.clone()
+        };
+        let err = resolve(&both, FileConfig::default()).unwrap_err();
+        assert!(
+            err.starts_with("--insecure and --certs-dir /etc/warden/certs"),
+            "{err}"
+        );
+        let file = parse_config_file("certs-dir = \"/srv/certs\"").unwrap();
+        let err = resolve(&base_args(), file).unwrap_err();
+        assert!(
+            err.starts_with("--insecure and --certs-dir /srv/certs"),
+            "{err}"
+        );
+
+        let admin = ServerArgs {
+            allow_admin: true,
+            ..secure
+        };
+        let err = resolve(&admin, FileConfig::default()).unwrap_err();
+        assert!(
+            err.starts_with("--allow-admin: only with --insecure"),
+            "{err}"
+        );
+    }
+
+    // docs/security.md "Insecure mode": turning security off is read from
+    // the command line only; the config file's keys are refused by name.
+    #[test]
+    fn insecure_and_allow_admin_are_not_read_from_the_file() {
+        for (text, key) in [
+            ("insecure = true", "insecure:"),
+            ("insecure = false", "insecure:"),
+            ("allow-admin = true", "allow-admin:"),
+        ] {
+            let err = resolve(&base_args(), parse_config_file(text).unwrap()).unwrap_err();
+            assert!(err.starts_with(key), "{text}: {err}");
+            assert!(err.contains("command line"), "{text}: {err}");
+        }
     }
 
     // docs/operations.md: `--join` and `--admin-listen` come from the flag or the file;

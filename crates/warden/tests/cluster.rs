@@ -10,8 +10,12 @@
 mod harness;
 // `warden dev` tests live in their own file but in this binary, so no two
 // clusters ever run at once.
+#[path = "cases/auth.rs"]
+mod auth;
 #[path = "cases/chaos.rs"]
 mod chaos;
+#[path = "cases/conformance.rs"]
+mod conformance;
 #[path = "cases/crash_loop.rs"]
 mod crash_loop;
 #[path = "cases/data_dir.rs"]
@@ -26,6 +30,8 @@ mod lease;
 mod ops;
 #[path = "cases/queue.rs"]
 mod queue;
+#[path = "cases/security.rs"]
+mod security;
 #[path = "cases/session.rs"]
 mod session;
 #[path = "cases/token_floor.rs"]
@@ -580,22 +586,16 @@ async fn interrupted_waiting_acquire_cancels_its_wait() {
         .await
         .expect("holder")
         .grant();
-    let mut waiter = std::process::Command::new(harness::warden_bin())
-        .args([
-            "acquire",
-            "queue",
-            "--ttl",
-            "20s",
-            "--wait",
-            "30s",
-            "--endpoints",
-        ])
-        .arg(cluster.endpoints())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn waiter");
+    let mut waiter = harness::cli_command_at(
+        "root",
+        &cluster.endpoints(),
+        &["acquire", "queue", "--ttl", "20s", "--wait", "30s"],
+    )
+    .stdin(std::process::Stdio::null())
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .expect("spawn waiter");
     let deadline = Instant::now() + Duration::from_secs(10);
     while api.status("queue").await.expect("status").waiters != 1 {
         assert!(Instant::now() < deadline, "the waiter was never queued");
@@ -626,8 +626,13 @@ struct Piped {
 }
 
 impl Piped {
+    /// `warden ARGS` with the environment cleared of `WARDEN_*`.
     fn spawn(args: &[&str]) -> Piped {
-        let mut child = tokio::process::Command::new(harness::warden_bin())
+        let mut command = tokio::process::Command::new(harness::warden_bin());
+        for name in harness::CLEARED_ENV {
+            command.env_remove(name);
+        }
+        let mut child = command
             .args(args)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
@@ -694,8 +699,13 @@ async fn split_brain_stale_write_is_rejected_by_the_fenced_store() {
         .strip_prefix("fenced-store listening on ")
         .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
         .to_string();
+    let client_flags: Vec<String> = cluster
+        .cli_flags()
+        .into_iter()
+        .map(|f| f.to_string_lossy().into_owned())
+        .collect();
     let holder = |value: &'static str, wait: &'static str| {
-        Piped::spawn(&[
+        let mut args = vec![
             "demo-holder",
             "--resource",
             "ledger",
@@ -711,7 +721,9 @@ async fn split_brain_stale_write_is_rejected_by_the_fenced_store() {
             value,
             "--endpoints",
             &endpoints,
-        ])
+        ];
+        args.extend(client_flags.iter().map(String::as_str));
+        Piped::spawn(&args)
     };
 
     // Client 1 holds the lock and keeps its lease alive, then pauses.
@@ -779,21 +791,31 @@ async fn split_brain_stale_write_is_rejected_by_the_fenced_store() {
 }
 
 /// "The fencing story", as a user runs it: `warden demo split-brain` exits 0
-/// only when the stale write was rejected and client 2's value stands.
+/// only when the stale write was rejected and client 2's value stands;
+/// secure by default (its cluster runs on certificates it mints), and the
+/// same with `--insecure`.
 #[test]
 fn demo_split_brain_exits_zero_with_the_stale_write_rejected() {
-    let out = std::process::Command::new(harness::warden_bin())
-        .args(["demo", "split-brain"])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run warden demo split-brain");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains("HTTP 409"), "{stdout}");
-    assert!(stdout.contains("the stale write was rejected"), "{stdout}");
+    for (flags, transport) in [(&[][..], "mutual TLS"), (&["--insecure"][..], "insecure")] {
+        let mut cmd = std::process::Command::new(harness::warden_bin());
+        for name in harness::CLEARED_ENV {
+            cmd.env_remove(name);
+        }
+        let out = cmd
+            .args(["demo", "split-brain"])
+            .args(flags)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run warden demo split-brain");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{flags:?}: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains(transport), "{stdout}");
+        assert!(stdout.contains("HTTP 409"), "{stdout}");
+        assert!(stdout.contains("the stale write was rejected"), "{stdout}");
+    }
 }

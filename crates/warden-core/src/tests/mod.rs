@@ -3,6 +3,7 @@
 
 mod auth;
 mod batch;
+mod cancel;
 mod deadline;
 mod election;
 mod proptests;

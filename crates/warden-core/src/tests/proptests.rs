@@ -43,6 +43,7 @@ fn command() -> impl Strategy<Value = Command> {
         1 => proptest::collection::vec(0u64..8, 0..4).prop_map(|lease_ids| Command::RenewBatch(RenewBatch { lease_ids })),
         1 => (h.clone(), 500u64..5_000).prop_map(|(header, ttl_ms)| Command::LeaseGrant(LeaseGrant { header, ttl_ms })),
         1 => (h.clone(), 0u64..8, due()).prop_map(|(header, lease_id, due)| Command::Revoke(Revoke { header, lease_id, due })),
+        2 => (h.clone(), 1u64..40, res.clone(), due()).prop_map(|(header, acquire_request_id, resource, due)| Command::CancelWait(CancelWait { header, acquire_request_id, resource, due })),
         1 => (leader(), 0u64..2_000).prop_map(|(leader, grace_ms)| Command::Promote(Promote { leader, grace_ms })),
         2 => due().prop_map(|d| Command::Expire(d.unwrap_or_default())),
         1 => (leader(), res.clone(), 0u64..40, due()).prop_map(|(leader, resource, start_index, due)| Command::EndLockDelay(EndLockDelay { leader, resource, start_index, due })),
@@ -91,6 +92,7 @@ fn set_request_id(cmd: &mut Command, id: u64) {
         Command::LeaseGrant(g) => &mut g.header,
         Command::Revoke(r) => &mut r.header,
         Command::ForceRelease(f) => &mut f.header,
+        Command::CancelWait(c) => &mut c.header,
         _ => return,
     };
     h.request_id = id;

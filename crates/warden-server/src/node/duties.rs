@@ -5,12 +5,21 @@
 //! forwarding path (etcd issue 15247), and carries this leader's id and each
 //! lease's `last_index`, so apply ignores it if leadership or the lease moved
 //! on meanwhile. No duty runs before this leader's own `Promote` has applied.
+//!
+//! Leader duties never carry a principal and never pass the permission layer
+//! (`warden_core::auth`): expiry, checkpoints, promotion, lock-delay ends,
+//! waiter cancels (in due lists) and idle-client drops go on whatever the
+//! auth table says (etcd issues 13975 and 14616: leases stopped expiring
+//! when authentication broke). Idle clients are tracked per outcome record,
+//! `(principal, client id)` ([`idle_clients`]), so every principal's idle
+//! records leave, not only those of unwrapped commands.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use warden_core::types::{Command, DropClients, EndLockDelay, Promote};
+use warden_core::ClientView;
 
 use crate::node::Node;
 use crate::sim_hooks::Observer;
@@ -22,30 +31,49 @@ pub const CLIENT_IDLE_TIMEOUT_MS: u64 = 600_000;
 /// Most clients one `DropClients` entry names.
 pub const MAX_DROPPED_CLIENTS_PER_ENTRY: usize = 1_024;
 
-/// The clients whose outcome record has not moved (same `last_index`) for
-/// `idle_timeout` of this leader's clock (S7). `seen` is node-local: client →
-/// (last_index, when this leader first saw that last_index); it is rebuilt
-/// from `clients`, so records that were dropped leave it too.
-pub fn idle_clients(
-    seen: &mut BTreeMap<u64, (u64, Duration)>,
-    clients: impl Iterator<Item = (u64, u64)>,
+/// What the leader remembers of each outcome record (node-local): by
+/// principal (`""` for the records of unwrapped and anonymous commands; a
+/// principal is never empty), then by client id: (the record's
+/// `last_index`, when this leader first saw that `last_index`).
+pub type ClientsSeen = BTreeMap<String, BTreeMap<u64, (u64, Duration)>>;
+
+/// The outcome records (S7) that have not moved (same `last_index`) for
+/// `idle_timeout` of this leader's clock, as `DropClients` names them:
+/// `(client id, last_index)`, each pair once, at most
+/// [`MAX_DROPPED_CLIENTS_PER_ENTRY`]. `seen` is rebuilt from `records`
+/// ([`warden_core::LockTable::client_records`]), so records that were
+/// dropped leave it too. Records of one client id under several principals
+/// are tracked apart (`DropClients` drops every record of the id whose
+/// `last_index` matches).
+pub fn idle_clients<'a>(
+    seen: &mut ClientsSeen,
+    records: impl Iterator<Item = ClientView<'a>>,
     now: Duration,
     idle_timeout: Duration,
 ) -> Vec<(u64, u64)> {
-    let mut fresh = BTreeMap::new();
-    let mut idle = Vec::new();
-    for (client, last_index) in clients {
-        let since = match seen.get(&client) {
-            Some((li, t)) if *li == last_index => *t,
+    let mut fresh: ClientsSeen = BTreeMap::new();
+    let mut idle = BTreeSet::new();
+    for r in records {
+        let name = r.principal.unwrap_or("");
+        let since = match seen.get(name).and_then(|m| m.get(&r.client_id)) {
+            Some((li, t)) if *li == r.last_index => *t,
             _ => now,
         };
         if now.saturating_sub(since) >= idle_timeout && idle.len() < MAX_DROPPED_CLIENTS_PER_ENTRY {
-            idle.push((client, last_index));
+            idle.insert((r.client_id, r.last_index));
         }
-        fresh.insert(client, (last_index, since));
+        let entry = (r.last_index, since);
+        match fresh.get_mut(name) {
+            Some(m) => {
+                m.insert(r.client_id, entry);
+            }
+            None => {
+                fresh.insert(name.to_owned(), BTreeMap::from([(r.client_id, entry)]));
+            }
+        }
     }
     *seen = fresh;
-    idle
+    idle.into_iter().collect()
 }
 
 /// Runs the duty loop until the node is gone.
@@ -61,10 +89,11 @@ pub async fn run(node: Weak<Node>) {
     let mut interval = tokio::time::interval(tick);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_checkpoint = None;
-    // Node-local: client id → (its record's last_index, when this leader first
-    // saw that last_index). Never replicated; a new leader starts afresh, so
-    // a client is dropped no earlier than the idle timeout after its last request.
-    let mut client_seen: BTreeMap<u64, (u64, Duration)> = BTreeMap::new();
+    // Node-local: (principal, client id) → (its record's last_index, when
+    // this leader first saw that last_index). Never replicated; a new leader
+    // starts afresh, so a client is dropped no earlier than the idle timeout
+    // after its last request.
+    let mut client_seen = ClientsSeen::new();
     let idle_timeout = Duration::from_millis(CLIENT_IDLE_TIMEOUT_MS);
     loop {
         interval.tick().await;
@@ -147,7 +176,12 @@ pub async fn run(node: Weak<Node>) {
                 let Ok(m) = node.shared.machine.lock() else {
                     return;
                 };
-                idle_clients(&mut client_seen, m.table.clients(), now, idle_timeout)
+                idle_clients(
+                    &mut client_seen,
+                    m.table.client_records(),
+                    now,
+                    idle_timeout,
+                )
             };
             if !idle.is_empty() {
                 let cmd = Command::DropClients(DropClients {
@@ -196,6 +230,14 @@ pub(crate) async fn forward_stale_expiries(node: Weak<Node>, observer: Arc<dyn O
 mod tests {
     use super::*;
 
+    fn record(principal: Option<&str>, client_id: u64, last_index: u64) -> ClientView<'_> {
+        ClientView {
+            principal,
+            client_id,
+            last_index,
+        }
+    }
+
     // S7: a client is dropped only after its record stood still for the
     // whole idle timeout on this leader's clock; a new request (a moved
     // last_index) restarts its clock, and dropped records leave the map.
@@ -203,19 +245,70 @@ mod tests {
     fn idle_clients_wait_the_full_timeout() {
         let t = Duration::from_secs;
         let idle = t(600);
-        let mut seen = BTreeMap::new();
-        assert!(idle_clients(&mut seen, [(1, 10), (2, 20)].into_iter(), t(0), idle).is_empty());
-        assert!(idle_clients(&mut seen, [(1, 10), (2, 20)].into_iter(), t(599), idle).is_empty());
+        let mut seen = ClientsSeen::new();
+        let recs = |pairs: &[(u64, u64)]| {
+            pairs
+                .iter()
+                .map(|(c, li)| record(None, *c, *li))
+                .collect::<Vec<_>>()
+                .into_iter()
+        };
+        assert!(idle_clients(&mut seen, recs(&[(1, 10), (2, 20)]), t(0), idle).is_empty());
+        assert!(idle_clients(&mut seen, recs(&[(1, 10), (2, 20)]), t(599), idle).is_empty());
         // Client 2 sent a request at 300 s: its record moved to index 30.
-        seen.insert(2, (30, t(300)));
-        let due = idle_clients(&mut seen, [(1, 10), (2, 30)].into_iter(), t(600), idle);
+        seen.get_mut("").expect("anonymous").insert(2, (30, t(300)));
+        let due = idle_clients(&mut seen, recs(&[(1, 10), (2, 30)]), t(600), idle);
         assert_eq!(due, vec![(1, 10)]);
         // Client 1's record was dropped by the entry: it leaves the map.
-        assert!(idle_clients(&mut seen, [(2, 30)].into_iter(), t(899), idle).is_empty());
-        assert_eq!(seen.keys().copied().collect::<Vec<_>>(), vec![2]);
+        assert!(idle_clients(&mut seen, recs(&[(2, 30)]), t(899), idle).is_empty());
+        assert_eq!(seen[""].keys().copied().collect::<Vec<_>>(), vec![2]);
         assert_eq!(
-            idle_clients(&mut seen, [(2, 30)].into_iter(), t(900), idle),
+            idle_clients(&mut seen, recs(&[(2, 30)]), t(900), idle),
             vec![(2, 30)]
         );
+    }
+
+    // S7 with identities (16,500 one-shot client ids must not crowd out a
+    // victim, and idle ones must leave): every principal's records are
+    // tracked on their own, so alice's idle record is dropped while bob's
+    // record of the same client id, touched later, stays; two idle records
+    // of one id touched by one entry are named once.
+    #[test]
+    fn idle_clients_are_tracked_per_principal() {
+        let t = Duration::from_secs;
+        let idle = t(600);
+        let mut seen = ClientsSeen::new();
+        let first = [
+            record(Some("alice"), 7, 10),
+            record(Some("bob"), 7, 10),
+            record(Some("mallory"), 9, 12),
+            record(None, 7, 10),
+        ];
+        assert!(idle_clients(&mut seen, first.into_iter(), t(0), idle).is_empty());
+        // Bob's record of client 7 moved at 100 s.
+        let later = [
+            record(Some("alice"), 7, 10),
+            record(Some("bob"), 7, 40),
+            record(Some("mallory"), 9, 12),
+            record(None, 7, 10),
+        ];
+        assert!(idle_clients(&mut seen, later.into_iter(), t(100), idle).is_empty());
+        let due = idle_clients(&mut seen, later.into_iter(), t(600), idle);
+        assert_eq!(
+            due,
+            vec![(7, 10), (9, 12)],
+            "alice's, the anonymous and mallory's"
+        );
+        assert_eq!(
+            idle_clients(
+                &mut seen,
+                [record(Some("bob"), 7, 40)].into_iter(),
+                t(700),
+                idle
+            ),
+            vec![(7, 40)],
+            "bob's record idles from 100 s"
+        );
+        assert_eq!(seen.keys().collect::<Vec<_>>(), vec!["bob"]);
     }
 }

@@ -19,7 +19,12 @@
 //! - `duties.rs`: leader duties (Promote, Expire, EndLockDelay, Checkpoint,
 //!   DropClients), proposed to the local Raft handle only.
 //! - `membership.rs`: add, remove and replace members.
+//! - `test_node.rs`, `auth_tests.rs` (tests only): a one-node cluster in
+//!   this process, and the write, read and renew paths' permission tests
+//!   on it with injected principals.
 
+#[cfg(test)]
+mod auth_tests;
 pub mod cluster;
 pub mod duties;
 pub mod error;
@@ -28,6 +33,8 @@ pub mod proposer;
 pub mod read;
 pub mod renew;
 pub mod submit;
+#[cfg(test)]
+pub(crate) mod test_node;
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -89,6 +96,9 @@ pub struct Node {
     renew_tx: mpsc::Sender<RenewJob>,
     /// Packs queued client commands into one entry (see [`proposer`]).
     proposer: Proposer<RaftSink>,
+    /// The log formats the members report: [`Node::submit`] wraps client
+    /// commands in `Authorized` only while every member reads them.
+    formats: Arc<LogFormats>,
     /// Opens channels to peers (a new member gets the cluster id through it).
     connector: Arc<dyn PeerConnector>,
 }
@@ -147,10 +157,11 @@ impl Node {
             renew_tx: parts.renew_tx,
             proposer: Proposer::new(
                 RaftSink(me.clone()),
-                parts.formats,
+                parts.formats.clone(),
                 proposer::MAX_IN_FLIGHT,
                 Duration::from_millis(COMMIT_TIMEOUT_MS),
             ),
+            formats: parts.formats,
             connector: parts.connector,
         })
     }
@@ -263,18 +274,15 @@ impl crate::sim_hooks::SimNode for Node {
     }
 }
 
-/// Puts `due` into the first of `cmds` that can carry a due list and clears
-/// every later one's (see [`Node::refresh_due`], S8).
+/// Puts `due` into the first of `cmds` that can carry a due list (seeing
+/// through `Command::Authorized`) and clears every later one's (see
+/// [`Node::refresh_due`], S8).
 fn place_due(due: Option<DueList>, cmds: &mut [Command]) {
     let mut due = Some(due);
     for c in cmds {
-        let slot = match c {
-            Command::Acquire(a) => &mut a.due,
-            Command::Release(r) => &mut r.due,
-            Command::Revoke(r) => &mut r.due,
-            _ => continue,
-        };
-        *slot = due.take().flatten();
+        if let Some(slot) = c.client_due_mut() {
+            *slot = due.take().flatten();
+        }
     }
 }
 
@@ -318,13 +326,16 @@ mod tests {
 
     fn dues(cmds: &[Command]) -> Vec<Option<u64>> {
         cmds.iter()
-            .filter_map(|c| match c {
-                Command::Acquire(a) => Some(&a.due),
-                Command::Revoke(r) => Some(&r.due),
-                _ => None,
-            })
-            .map(|d| d.as_ref().map(|d| d.leases[0].lease_id))
+            .filter(|c| matches!(c.unwrapped(), Command::Acquire(_) | Command::Revoke(_)))
+            .map(|c| c.client_due().map(|d| d.leases[0].lease_id))
             .collect()
+    }
+
+    fn wrapped(principal: &str, cmd: Command) -> Command {
+        Command::Authorized(warden_core::types::Authorized {
+            principal: Some(warden_core::types::Principal::new(principal).expect("principal")),
+            command: Box::new(cmd),
+        })
     }
 
     // S8 (expiry before hand-off): commands that waited in the proposer's
@@ -349,5 +360,30 @@ mod tests {
         // Nothing due now: every stale list is cleared all the same.
         place_due(None, &mut cmds);
         assert_eq!(dues(&cmds), vec![None, None, None]);
+    }
+
+    // S8 with identities: the due list rides inside `Command::Authorized`
+    // too (apply reads the inner command's list), so a packed entry of
+    // wrapped acquires still carries the leader's fresh list, once.
+    #[test]
+    fn the_fresh_due_list_rides_inside_an_authorized_command() {
+        let mut cmds = vec![
+            wrapped(
+                "alice",
+                Command::LeaseGrant(warden_core::types::LeaseGrant {
+                    header: header(9),
+                    ttl_ms: 5_000,
+                }),
+            ),
+            wrapped("alice", acquire(1, Some(due(7)))),
+            wrapped("bob", acquire(2, Some(due(7)))),
+        ];
+        place_due(Some(due(42)), &mut cmds);
+        assert_eq!(dues(&cmds), vec![Some(42), None]);
+        assert!(
+            matches!(&cmds[1], Command::Authorized(w) if w.principal.as_ref().map(|p| p.as_str()) == Some("alice")),
+            "still wrapped, principal kept: {:?}",
+            cmds[1]
+        );
     }
 }

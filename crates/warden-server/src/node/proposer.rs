@@ -60,9 +60,10 @@ pub type Proposed = Result<(Response, LogId), SubmitError>;
 pub const MAX_IN_FLIGHT: usize = 1;
 
 /// Whether `cmd` may be packed with others into one entry: the per-client
-/// lock commands that arrive in numbers. Everything else goes alone.
+/// lock commands that arrive in numbers, bare or inside
+/// `Command::Authorized`. Everything else goes alone.
 pub fn packable(cmd: &Command) -> bool {
-    matches!(cmd, Command::Acquire(_) | Command::Release(_))
+    matches!(cmd.unwrapped(), Command::Acquire(_) | Command::Release(_))
 }
 
 /// Where entries go: the local Raft handle in production, a fake in tests.
@@ -258,7 +259,7 @@ impl<S: Sink> Proposer<S> {
         // grants in the release's own entry), so it must not sit behind the
         // previous holder's re-queued acquire for a commit round. When
         // commands are already queued (many clients), it packs with them.
-        let limit = match cmd {
+        let limit = match cmd.unwrapped() {
             Command::Release(_) => self.inner.max_in_flight + 1,
             _ => self.inner.max_in_flight,
         };
@@ -693,6 +694,54 @@ mod tests {
             assert!(call.await.expect("join").is_ok());
         }
         assert!(seen.try_recv().is_err(), "nothing went alone");
+    }
+
+    fn wrapped(cmd: Command) -> Command {
+        Command::Authorized(warden_core::types::Authorized {
+            principal: Some(warden_core::types::Principal::new("alice").expect("principal")),
+            command: Box::new(cmd),
+        })
+    }
+
+    // Packing with identities (docs/performance.md, "Packing queued
+    // commands"): acquires and releases wrapped in `Command::Authorized`
+    // (every client command once the cluster reads log format 3) queue and
+    // pack exactly like bare ones, still wrapped; a wrapped lease grant is
+    // not packable, as a bare one is not.
+    #[tokio::test]
+    async fn authorized_acquires_and_releases_pack_like_bare_ones() {
+        assert!(packable(&wrapped(acquire(1))) && packable(&wrapped(release(1))));
+        let grant = Command::LeaseGrant(warden_core::types::LeaseGrant {
+            header: RequestHeader {
+                client_id: 3,
+                request_id: 1,
+                acked_request_id: 0,
+            },
+            ttl_ms: 5_000,
+        });
+        assert!(!packable(&wrapped(grant)));
+        let (p, mut seen) = gated(upgraded(), 1);
+        let first = propose_on_task(&p, wrapped(acquire(1)));
+        let (cmd, go1) = seen.recv().await.expect("first entry");
+        assert_eq!(cmd, wrapped(acquire(1)), "alone, at once, still wrapped");
+        let second = propose_on_task(&p, wrapped(acquire(2)));
+        wait_queued(&p, 1).await;
+        let third = propose_on_task(&p, wrapped(release(3)));
+        wait_queued(&p, 2).await;
+        go1.send(()).expect("first waiting");
+        let (batch, go2) = seen.recv().await.expect("packed entry");
+        match &batch {
+            Command::Batch(cmds) => {
+                assert_eq!(cmds.len(), 2, "{cmds:?}");
+                assert!(cmds.iter().all(|c| matches!(c, Command::Authorized(_))));
+            }
+            other => panic!("expected one packed entry, got {other:?}"),
+        }
+        go2.send(()).expect("batch waiting");
+        for call in [first, second, third] {
+            assert!(call.await.expect("join").is_ok());
+        }
+        assert!(seen.try_recv().is_err());
     }
 
     // L3 / S3: a failed entry fails every caller packed into it with the same status

@@ -5,14 +5,43 @@
 //!
 //! Ages and remaining TTLs come from this node's own deadline table (display
 //! only, never replicated; docs/semantics.md "Time").
+//!
+//! # Permissions
+//!
+//! Every read takes the caller's principal and checks it against the auth
+//! table the read is served from (after the read-index wait, under the same
+//! machine lock: the table at the read's index; `warden_core::auth` for the
+//! matching rules). A refusal is `PermissionDenied` naming the principal,
+//! the permission and the target, and nothing is read:
+//!
+//! | read | needs |
+//! |---|---|
+//! | `status`, `validate` of a resource (an election's key too) | `read` on it |
+//! | `list` and `watch` of a prefix P | `read` on a prefix of P (never a silently filtered answer) |
+//! | `watch` of one resource | `read` on it |
+//! | `lease ttl` | ownership of the lease, or `admin` on `""` |
+//! | audit trails, roles, users, limits, `snapshot save`, membership changes | `admin` on `""` |
+//!
+//! An anonymous caller (`None`: an insecure node) and `root` pass every
+//! check. On an insecure node, the calls that change the cluster's
+//! administration (forced release, membership, snapshot save, auth changes)
+//! are refused unless it runs with `--insecure --allow-admin`
+//! ([`Node::insecure_admin_gate`]); with certificates the `admin`
+//! permission decides and `--allow-admin` plays no part.
 
 use std::time::Duration;
 
 use tokio::sync::watch;
-use warden_core::types::{AuditRecord, FencingToken, LeaseId, LogIndex};
-use warden_core::{validate, TokenState};
+use warden_core::auth::Target;
+use warden_core::types::{
+    AuditRecord, AuthAuditRecord, ClusterLimits, CommandError, ErrorCode, FencingToken, LeaseId,
+    LogIndex, Permission, Quota,
+};
+use warden_core::{validate, TokenState, Usage};
 
-use super::{Node, ReadError, COMMIT_TIMEOUT_MS};
+use super::error::command_error;
+use super::renew::{ownership, Ownership};
+use super::{Node, Principal, ReadError, COMMIT_TIMEOUT_MS};
 use crate::events::EventLog;
 use crate::store::Machine;
 use crate::types::leader_of;
@@ -140,6 +169,34 @@ pub enum WaiterStep {
         /// The lease holding the resource now.
         holder: Option<LeaseId>,
     },
+    /// Removed at a hand-off because its principal no longer had `lock` on
+    /// the resource (the permission was revoked after it queued).
+    PermissionRevoked,
+}
+
+/// One role, as `role list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoleInfo {
+    /// Its name.
+    pub name: String,
+    /// Its grants: (prefix, permission), by prefix.
+    pub grants: Vec<(String, Permission)>,
+    /// Its quota, if it sets one.
+    pub quota: Option<Quota>,
+}
+
+/// One principal with roles, as `user list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserInfo {
+    /// The principal.
+    pub principal: String,
+    /// Its roles, by name.
+    pub roles: Vec<String>,
+    /// The quota that binds it (the largest of its roles', else the default;
+    /// None for `root`, bound only by the cluster-wide limits).
+    pub quota: Option<Quota>,
+    /// What it holds now.
+    pub usage: Usage,
 }
 
 impl Node {
@@ -203,11 +260,22 @@ impl Node {
     }
 
     /// `status`: who holds `resource` and how many wait, linearizable.
-    pub async fn resource_status(&self, resource: &str) -> Result<ResourceStatus, ReadError> {
+    pub async fn resource_status(
+        &self,
+        principal: &Principal,
+        resource: &str,
+    ) -> Result<ResourceStatus, ReadError> {
         validate::resource(resource)?;
         let read_index = self.linearizable_read().await?;
         let now = self.shared.clock.now();
         let m = self.machine()?;
+        allowed(
+            &m,
+            principal,
+            Permission::Read,
+            Target::Resource(resource),
+            "resource",
+        )?;
         let holder = m.table.holder(resource).map(|h| HolderStatus {
             lease_id: h.lease_id,
             fencing_token: h.fencing_token,
@@ -230,6 +298,7 @@ impl Node {
     /// linearizable.
     pub async fn token_check(
         &self,
+        principal: &Principal,
         resource: &str,
         token: FencingToken,
     ) -> Result<TokenCheck, ReadError> {
@@ -237,6 +306,13 @@ impl Node {
         validate::fencing_token(token)?;
         let read_index = self.linearizable_read().await?;
         let m = self.machine()?;
+        allowed(
+            &m,
+            principal,
+            Permission::Read,
+            Target::Resource(resource),
+            "resource",
+        )?;
         Ok(TokenCheck {
             read_index,
             state: m.table.token_state(resource, token),
@@ -249,12 +325,32 @@ impl Node {
     }
 
     /// `lease ttl`: a lease's TTL, what it holds and waits on; None when it
-    /// is not live. Linearizable.
-    pub async fn lease_status(&self, lease_id: LeaseId) -> Result<Option<LeaseStatus>, ReadError> {
+    /// is not live. Linearizable. Only the lease's owner, or a principal
+    /// with `admin` on `""`, may read a live lease (the holder's resources
+    /// and TTL are the owner's business).
+    pub async fn lease_status(
+        &self,
+        principal: &Principal,
+        lease_id: LeaseId,
+    ) -> Result<Option<LeaseStatus>, ReadError> {
         validate::lease_id(lease_id)?;
         let read_index = self.linearizable_read().await?;
         let now = self.shared.clock.now();
         let m = self.machine()?;
+        if ownership(m.table.lease_owner(lease_id), principal) == Ownership::Foreign
+            && !m
+                .table
+                .allows(as_name(principal), Permission::Admin, Target::Prefix(""))
+        {
+            return Err(ReadError::Refused(command_error(
+                ErrorCode::PermissionDenied,
+                Some("lease_id"),
+                format!(
+                    "lease {lease_id} belongs to another principal (reading it needs admin \
+                     permission on prefix \"\")"
+                ),
+            )));
+        }
         Ok(m.table.lease(lease_id).map(|lease| LeaseStatus {
             read_index,
             lease_id,
@@ -267,8 +363,13 @@ impl Node {
     }
 
     /// `list`: every resource whose name starts with `prefix` that has a
-    /// holder or waiters, linearizable; with the read index.
-    pub async fn list(&self, prefix: &str) -> Result<(LogIndex, Vec<ListedLock>), ReadError> {
+    /// holder or waiters, linearizable; with the read index. Needs `read` on
+    /// a prefix of `prefix`.
+    pub async fn list(
+        &self,
+        principal: &Principal,
+        prefix: &str,
+    ) -> Result<(LogIndex, Vec<ListedLock>), ReadError> {
         let max = warden_core::limits::MAX_RESOURCE_BYTES;
         if prefix.len() > max {
             return Err(super::error::command_error(
@@ -281,6 +382,13 @@ impl Node {
         let read_index = self.linearizable_read().await?;
         let now = self.shared.clock.now();
         let m = self.machine()?;
+        allowed(
+            &m,
+            principal,
+            Permission::Read,
+            Target::Prefix(prefix),
+            "prefix",
+        )?;
         let locks = m
             .table
             .resources_with_prefix(prefix)
@@ -312,19 +420,147 @@ impl Node {
     }
 
     /// `audit`: the forced releases the table keeps, oldest first,
-    /// linearizable; with the read index.
-    pub async fn audit_trail(&self) -> Result<(LogIndex, Vec<AuditRecord>), ReadError> {
+    /// linearizable; with the read index. Needs `admin` on `""`.
+    pub async fn audit_trail(
+        &self,
+        principal: &Principal,
+    ) -> Result<(LogIndex, Vec<AuditRecord>), ReadError> {
         let read_index = self.linearizable_read().await?;
         let m = self.machine()?;
+        admin(&m, principal)?;
         Ok((read_index, m.table.audit_trail().cloned().collect()))
+    }
+
+    /// `auth audit`: the auth changes the table keeps (the last 1,000),
+    /// oldest first, linearizable; with the read index. Needs `admin` on
+    /// `""`.
+    pub async fn auth_audit_trail(
+        &self,
+        principal: &Principal,
+    ) -> Result<(LogIndex, Vec<AuthAuditRecord>), ReadError> {
+        let read_index = self.linearizable_read().await?;
+        let m = self.machine()?;
+        admin(&m, principal)?;
+        Ok((read_index, m.table.auth_audit_trail().cloned().collect()))
+    }
+
+    /// `role list`: every role with its grants and quota, by name,
+    /// linearizable. Needs `admin` on `""`.
+    pub async fn roles(
+        &self,
+        principal: &Principal,
+    ) -> Result<(LogIndex, Vec<RoleInfo>), ReadError> {
+        let read_index = self.linearizable_read().await?;
+        let m = self.machine()?;
+        admin(&m, principal)?;
+        let roles = m
+            .table
+            .roles()
+            .map(|r| RoleInfo {
+                name: r.name.to_owned(),
+                grants: r
+                    .grants
+                    .iter()
+                    .map(|(p, perm)| (p.clone(), *perm))
+                    .collect(),
+                quota: r.quota,
+            })
+            .collect();
+        Ok((read_index, roles))
+    }
+
+    /// `user list`: every principal that holds a role, with its roles, the
+    /// quota that binds it and its usage, by name, linearizable. Needs
+    /// `admin` on `""`.
+    pub async fn users(
+        &self,
+        principal: &Principal,
+    ) -> Result<(LogIndex, Vec<UserInfo>), ReadError> {
+        let read_index = self.linearizable_read().await?;
+        let m = self.machine()?;
+        admin(&m, principal)?;
+        let users = m
+            .table
+            .users()
+            .map(|(name, roles)| UserInfo {
+                principal: name.to_owned(),
+                roles: roles.iter().cloned().collect(),
+                quota: m.table.effective_quota(Some(name)),
+                usage: m.table.usage(name),
+            })
+            .collect();
+        Ok((read_index, users))
+    }
+
+    /// `cluster limits`: the cluster-wide limits and the default quota,
+    /// linearizable. Needs `admin` on `""`.
+    pub async fn limits(
+        &self,
+        principal: &Principal,
+    ) -> Result<(LogIndex, ClusterLimits), ReadError> {
+        let read_index = self.linearizable_read().await?;
+        let m = self.machine()?;
+        admin(&m, principal)?;
+        Ok((read_index, *m.table.limits()))
+    }
+
+    /// Checks `permission` on `target` for `principal` against the table as
+    /// this node has applied it now (no read-index: for streams that follow
+    /// the applied table, like `watch`, and for calls that are not reads of
+    /// the table, like membership changes); returns the applied index the
+    /// check was made at.
+    ///
+    /// # Errors
+    /// [`ReadError::Refused`] with PermissionDenied (field `field`).
+    pub fn check_applied(
+        &self,
+        principal: &Principal,
+        permission: Permission,
+        target: Target<'_>,
+        field: Option<&str>,
+    ) -> Result<LogIndex, ReadError> {
+        let m = self.machine()?;
+        m.table
+            .auth()
+            .check(principal.as_ref(), permission, target, field)?;
+        Ok(m.last_applied.as_ref().map(|l| l.index()).unwrap_or(0))
+    }
+
+    /// On an insecure node (`principal` None), `what` (an administration
+    /// call: forced release, membership change, snapshot save, auth change)
+    /// is allowed only with `--insecure --allow-admin`; a caller with a
+    /// principal passes here (the `admin` permission decides for it).
+    ///
+    /// # Errors
+    /// PermissionDenied naming the flags.
+    pub fn insecure_admin_gate(
+        &self,
+        principal: &Principal,
+        what: &str,
+    ) -> Result<(), CommandError> {
+        if principal.is_some() || self.config.allow_admin {
+            return Ok(());
+        }
+        Err(command_error(
+            ErrorCode::PermissionDenied,
+            None,
+            format!(
+                "{what} is disabled on this node: start `warden server` with --insecure \
+                 --allow-admin (or `allow-admin = true` in its config file) to allow it, or \
+                 serve with certificates (--certs-dir), where the admin permission decides"
+            ),
+        ))
     }
 
     /// `snapshot save`: the table at this leader's applied index, after a
     /// read-index (every entry committed before the request is in it), copied
-    /// under the machine lock (one consistent cut).
-    pub async fn snapshot_cut(&self) -> Result<SnapshotCut, ReadError> {
+    /// under the machine lock (one consistent cut). Needs `admin` on `""`
+    /// (the copy holds every lease, owner and outcome).
+    pub async fn snapshot_cut(&self, principal: &Principal) -> Result<SnapshotCut, ReadError> {
+        self.insecure_admin_gate(principal, "snapshot save")?;
         self.linearizable_read().await?;
         let m = self.machine()?;
+        admin(&m, principal)?;
         let log_id = m.last_applied.ok_or_else(|| ReadError::NotServing {
             reason: "nothing applied yet; retry shortly".into(),
         })?;
@@ -357,6 +593,12 @@ impl Node {
             }
             holder => match m.table.waiter_position(resource, lease_id) {
                 Some(position) => WaiterStep::Queued(position),
+                None if m
+                    .revoked_waiters
+                    .contains(resource, lease_id, enqueue_index) =>
+                {
+                    WaiterStep::PermissionRevoked
+                }
                 None => WaiterStep::Gone {
                     holder: holder.map(|h| h.lease_id),
                 },
@@ -373,4 +615,37 @@ impl Node {
     pub fn events(&self) -> &EventLog {
         &self.shared.events
     }
+}
+
+/// The caller's name for the table's permission checks (None: anonymous).
+fn as_name(principal: &Principal) -> Option<&str> {
+    principal.as_ref().map(|p| p.as_str())
+}
+
+/// `permission` on `target` for `principal` in `m`'s table, or
+/// PermissionDenied naming them (field `field`).
+fn allowed(
+    m: &Machine,
+    principal: &Principal,
+    permission: Permission,
+    target: Target<'_>,
+    field: &str,
+) -> Result<(), ReadError> {
+    m.table
+        .auth()
+        .check(principal.as_ref(), permission, target, Some(field))
+        .map_err(ReadError::Refused)
+}
+
+/// `admin` on `""` for `principal` in `m`'s table.
+fn admin(m: &Machine, principal: &Principal) -> Result<(), ReadError> {
+    m.table
+        .auth()
+        .check(
+            principal.as_ref(),
+            Permission::Admin,
+            Target::Prefix(""),
+            None,
+        )
+        .map_err(ReadError::Refused)
 }

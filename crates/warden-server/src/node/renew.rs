@@ -2,21 +2,39 @@
 //! short window naming every lease renewed in it, and each is acknowledged
 //! only after that entry commits. A renew is never acknowledged from leader
 //! memory.
+//!
+//! Leases have owners (`warden_core::auth`; etcd PR 8031): a lease goes into
+//! a batch only when its owner, in the leader's applied table when the batch
+//! is formed, is the caller's principal (compared as `Option`s: an anonymous
+//! caller renews only ownerless leases, a named one only its own). Another
+//! principal's live lease is refused PermissionDenied naming the lease,
+//! whatever id and token the caller knows. The owner of a lease never
+//! changes, so the check cannot go stale before the batch commits. A lease
+//! the table does not hold is answered "not live" at once, but only once
+//! this leader's own `Promote` has applied (every entry of earlier terms is
+//! applied then, so a lease a client knows of is in the table); before, the
+//! renew is refused as not proposed and the client retries.
+//!
+//! `RenewBatch` itself is a leader-made entry without a principal: renewals,
+//! like every leader duty, never depend on the permission layer (etcd issues
+//! 13975 and 14616: leases stopped expiring when auth broke).
 
 use std::collections::BTreeSet;
 use std::sync::Weak;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
-use warden_core::types::{Command, RenewBatch, Response};
+use warden_core::types::{Command, ErrorCode, RenewBatch, Response};
 
-use super::{Node, SubmitError};
+use super::{Node, Principal, SubmitError};
 
 /// One renew waiting for its batch.
 #[derive(Debug)]
 pub struct RenewJob {
     /// The lease to renew.
     pub lease_id: u64,
+    /// Who asks: the lease's owner must be this principal.
+    pub principal: Principal,
     /// Ok(Some(ttl_ms)) renewed; Ok(None) unknown lease; Err(status).
     pub reply: oneshot::Sender<Result<Option<u64>, SubmitError>>,
 }
@@ -38,6 +56,10 @@ pub async fn run(node: Weak<Node>, mut rx: mpsc::Receiver<RenewJob>, window: Dur
             }
         }
         let Some(node) = node.upgrade() else { return };
+        jobs = keep_owned(&node, jobs);
+        if jobs.is_empty() {
+            continue;
+        }
         if node.shared.bugs.renew_acked_before_commit {
             jobs = ack_renews_from_memory(&node, jobs);
         }
@@ -65,6 +87,66 @@ pub async fn run(node: Weak<Node>, mut rx: mpsc::Receiver<RenewJob>, window: Dur
     }
 }
 
+/// How the batcher answers one renew before any batch (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ownership {
+    /// The caller owns the live lease: it goes into the batch.
+    Owned,
+    /// A live lease of another principal (or ownerless, for a named caller;
+    /// owned, for an anonymous one).
+    Foreign,
+    /// Not in the table.
+    NotLive,
+}
+
+/// Whether `caller` may renew a lease whose owner the table reports as
+/// `owner` ([`warden_core::table::LockTable::lease_owner`]).
+pub fn ownership(owner: Option<Option<&str>>, caller: &Principal) -> Ownership {
+    match owner {
+        None => Ownership::NotLive,
+        Some(owner) if owner == caller.as_ref().map(|p| p.as_str()) => Ownership::Owned,
+        Some(_) => Ownership::Foreign,
+    }
+}
+
+/// The jobs whose lease the caller owns; every other job is answered now:
+/// PermissionDenied naming the lease for another principal's, "not live"
+/// (or, before this leader's `Promote` applied, "not proposed") for a lease
+/// the table does not hold.
+fn keep_owned(node: &Node, jobs: Vec<RenewJob>) -> Vec<RenewJob> {
+    let promoted = node.promoted_leader().is_some();
+    let Ok(m) = node.shared.machine.lock() else {
+        for job in jobs {
+            let _ = job.reply.send(Err(SubmitError::NotProposed {
+                reason: "state poisoned".into(),
+            }));
+        }
+        return Vec::new();
+    };
+    let mut kept = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        match ownership(m.table.lease_owner(job.lease_id), &job.principal) {
+            Ownership::Owned => kept.push(job),
+            Ownership::Foreign => {
+                let _ = job.reply.send(Err(SubmitError::refused(
+                    ErrorCode::PermissionDenied,
+                    Some("lease_id"),
+                    format!("lease {} belongs to another principal", job.lease_id),
+                )));
+            }
+            Ownership::NotLive if promoted => {
+                let _ = job.reply.send(Ok(None));
+            }
+            Ownership::NotLive => {
+                let _ = job.reply.send(Err(SubmitError::NotProposed {
+                    reason: "this leader has not applied its first entry yet".into(),
+                }));
+            }
+        }
+    }
+    kept
+}
+
 /// `renew_acked_before_commit`: a node that believes it leads answers every
 /// renew of the batch at once from its own table (the lease's TTL, or "not
 /// live"), before the batch is proposed; the returned jobs carry detached
@@ -83,8 +165,38 @@ pub(crate) fn ack_renews_from_memory(node: &Node, jobs: Vec<RenewJob>) -> Vec<Re
             let (reply, _) = tokio::sync::oneshot::channel();
             RenewJob {
                 lease_id: job.lease_id,
+                principal: job.principal,
                 reply,
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(name: &str) -> Principal {
+        Some(warden_core::types::Principal::new(name).expect("principal"))
+    }
+
+    // Leases have owners (etcd PR 8031): only the owner renews a lease, even
+    // with the right id; an anonymous caller renews only ownerless leases
+    // and a named one never an ownerless one (made before owners existed);
+    // a lease not in the table is not live.
+    #[test]
+    fn only_the_owner_renews_a_lease() {
+        let alice = named("alice");
+        assert_eq!(ownership(Some(Some("alice")), &alice), Ownership::Owned);
+        assert_eq!(ownership(Some(Some("bob")), &alice), Ownership::Foreign);
+        assert_eq!(
+            ownership(Some(Some("alice")), &named("root")),
+            Ownership::Foreign
+        );
+        assert_eq!(ownership(Some(None), &alice), Ownership::Foreign);
+        assert_eq!(ownership(Some(None), &None), Ownership::Owned);
+        assert_eq!(ownership(Some(Some("alice")), &None), Ownership::Foreign);
+        assert_eq!(ownership(None, &alice), Ownership::NotLive);
+        assert_eq!(ownership(None, &None), Ownership::NotLive);
+    }
 }

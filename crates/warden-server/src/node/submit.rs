@@ -3,12 +3,32 @@
 //! leader duties. All three end in one entry proposed to the **local** Raft
 //! handle, never forwarded (etcd issue 15247), answered only after it
 //! committed on a quorum and applied here (S3).
+//!
+//! # Identities
+//!
+//! [`Node::submit`] proposes every client command as
+//! `Command::Authorized { principal, command }` once every member reads
+//! that entry (the log-format gate, [`crate::raft::log_format`]): the
+//! table then decides permission, lease ownership and quotas when the entry
+//! applies, against the auth table at that index (`warden_core::auth`). The
+//! server never decides a write's permission itself: a retried request
+//! whose outcome is recorded must get that outcome even after a revoke (S7).
+//! While the gate is closed, a secure node (principal `Some`) proposes
+//! nothing and answers `Unavailable`; an insecure node (principal `None`)
+//! proposes the command unwrapped, as before identities existed (an auth
+//! change, which only exists wrapped, waits like a secure node's command).
+//!
+//! [`Node::renew`] is not wrapped (renews are batched by the leader): the
+//! batcher checks that the caller owns each lease (`warden_core::auth`,
+//! "Leases have owners"; etcd PR 8031) before the lease goes into a batch.
 
 use std::time::Duration;
 
 use openraft::errors::{ClientWriteError, Fatal, RaftError};
 use tokio::sync::oneshot;
-use warden_core::types::{AcquireReply, Command, FencingToken, LeaseId, LogEntry, Response};
+use warden_core::types::{
+    AcquireReply, Authorized, Command, FencingToken, LeaseId, LogEntry, Response,
+};
 use warden_core::validate;
 
 use super::renew::RenewJob;
@@ -95,6 +115,38 @@ impl Reply for Revoked {
     }
 }
 
+/// What a `CancelWait` did (`warden_core::types::CancelOutcome`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitCancelled {
+    /// The resource.
+    pub resource: String,
+    /// The acquire's lease (0 when the acquire had not applied).
+    pub lease_id: LeaseId,
+    /// What the cancel did.
+    pub outcome: warden_core::types::CancelOutcome,
+    /// The grant released, for `CancelOutcome::Released`.
+    pub fencing_token: Option<FencingToken>,
+}
+
+impl Reply for WaitCancelled {
+    fn from_response(response: Response) -> Result<Self, Response> {
+        match response {
+            Response::WaitCancelled {
+                resource,
+                lease_id,
+                outcome,
+                fencing_token,
+            } => Ok(WaitCancelled {
+                resource,
+                lease_id,
+                outcome,
+                fencing_token,
+            }),
+            other => Err(other),
+        }
+    }
+}
+
 /// A published value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Proclaimed {
@@ -126,39 +178,79 @@ impl Reply for Done {
     }
 }
 
-/// `cmd` with `due` in its due-list slot, for the commands that can hand a
-/// resource off (S8: apply removes what the list names first).
-fn with_due(mut cmd: Command, due: Option<warden_core::types::DueList>) -> Command {
-    match &mut cmd {
-        Command::Acquire(a) => a.due = due,
-        Command::Release(r) => r.due = due,
-        Command::Revoke(r) => r.due = due,
-        Command::ForceRelease(f) => f.due = due,
-        _ => {}
+/// `AuthChanged`: an auth change applied (and is in the auth audit trail).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuthChanged;
+
+impl Reply for AuthChanged {
+    fn from_response(response: Response) -> Result<Self, Response> {
+        match response {
+            Response::AuthChanged => Ok(AuthChanged),
+            other => Err(other),
+        }
     }
-    cmd
+}
+
+/// What the write path says while some member cannot read authorized
+/// entries (the gate of [`crate::raft::log_format`]).
+pub const WAITING_FOR_LOG_FORMAT_3: &str =
+    "waiting for every member to report log format 3 (authorized entries)";
+
+/// The entry [`Node::submit`] proposes for the client command `w.command`
+/// made by `w.principal` (see the module docs, "Identities"): `w` itself
+/// when `may_wrap`; otherwise the bare command for an anonymous caller, and
+/// `NotProposed` (retryable: nothing was proposed) for a named caller and
+/// for an auth change.
+///
+/// # Errors
+/// [`SubmitError::NotProposed`] while the gate is closed, as above.
+pub fn authorize(w: Authorized, may_wrap: bool) -> Result<Command, SubmitError> {
+    if may_wrap {
+        return Ok(Command::Authorized(w));
+    }
+    let reason = match (&w.principal, &*w.command) {
+        (None, Command::AuthChange(_)) => {
+            format!("{WAITING_FOR_LOG_FORMAT_3}: an auth change needs them")
+        }
+        (None, _) => return Ok(*w.command),
+        (Some(_), _) => format!(
+            "{WAITING_FOR_LOG_FORMAT_3}: a secure node proposes no client command without its \
+             principal"
+        ),
+    };
+    Err(SubmitError::NotProposed { reason })
 }
 
 impl Node {
     /// The one write path for client commands: validates `cmd` (a bad field
     /// is refused naming the field and the limit; nothing is proposed),
-    /// checks that this node leads, attaches the leader's due list where the
+    /// checks that this node leads, wraps it with `principal`, attaches the leader's due list where the
     /// command can hand a resource off (S8), proposes it through the
     /// proposer, and returns the state machine's typed answer after the
     /// entry committed and applied (S3). A refusal by the table comes back
     /// as [`SubmitError::Refused`].
     ///
-    /// `principal` is who the command is made for; it is carried to apply,
-    /// where permissions are decided against the table at that index.
+    /// `principal` is who the command is made for; it is carried to apply
+    /// in `Command::Authorized` ([`authorize`], the module docs), where
+    /// permissions, lease ownership and quotas are decided against the
+    /// table at that index.
     pub async fn submit<R: Reply>(
         &self,
         principal: &Principal,
         cmd: Command,
     ) -> Result<R, SubmitError> {
-        let _ = principal;
-        validate::command(&cmd)?;
+        let wrapped = Authorized {
+            principal: principal.clone(),
+            command: Box::new(cmd),
+        };
+        // The inner command's fields, and that it is a client command (a
+        // leader duty or an already wrapped command is refused).
+        validate::authorized(&wrapped)?;
         self.require_leader()?;
-        let cmd = with_due(cmd, self.due_list());
+        let mut cmd = authorize(wrapped, self.formats.may_wrap())?;
+        if let Some(slot) = cmd.client_due_mut() {
+            *slot = self.due_list();
+        }
         let (response, _) = self.proposer.propose(cmd).await?;
         match response {
             Response::Error(e) => Err(SubmitError::Refused(e)),
@@ -169,13 +261,17 @@ impl Node {
 
     /// Renews `lease_id` through the renew batcher: one `RenewBatch` entry per
     /// short window, acknowledged only after it commits (S4). `Some(ttl_ms)`
-    /// renewed; `None` not live.
+    /// renewed; `None` not live. The batcher renews only a lease `principal`
+    /// owns (see [`super::renew`]).
+    ///
+    /// # Errors
+    /// PermissionDenied (field `lease_id`, naming the lease) for a live
+    /// lease of another principal; the errors of any write.
     pub async fn renew(
         &self,
         principal: &Principal,
         lease_id: LeaseId,
     ) -> Result<Option<u64>, SubmitError> {
-        let _ = principal;
         validate::lease_id(lease_id)?;
         self.require_leader()?;
         let stopping = || SubmitError::NotProposed {
@@ -183,7 +279,11 @@ impl Node {
         };
         let (reply, rx) = oneshot::channel();
         self.renew_tx
-            .send(RenewJob { lease_id, reply })
+            .send(RenewJob {
+                lease_id,
+                principal: principal.clone(),
+                reply,
+            })
             .await
             .map_err(|_| stopping())?;
         rx.await.map_err(|_| SubmitError::Unknown {

@@ -56,10 +56,11 @@ const RPC_TIMEOUT: Duration = Duration::from_millis(500);
 
 async fn peer_state(
     connector: &dyn PeerConnector,
+    peer_id: u64,
     addr: &str,
     me: u64,
 ) -> Option<BootstrapStateResponse> {
-    let ch = channel(connector, addr).ok()?;
+    let ch = channel(connector, peer_id, addr).ok()?;
     let mut c = PeerClient::new(ch);
     let mut req = Request::new(BootstrapStateRequest { from_node_id: me });
     req.set_timeout(RPC_TIMEOUT);
@@ -79,18 +80,18 @@ async fn ask_peers(
 ) -> Vec<(u64, Option<BootstrapStateResponse>)> {
     let asks = peers
         .iter()
-        .map(|(id, addr)| async move { (*id, peer_state(connector, addr, me).await) });
+        .map(|(id, addr)| async move { (*id, peer_state(connector, *id, addr, me).await) });
     futures::future::join_all(asks).await
 }
 
 async fn send_id(
     connector: &dyn PeerConnector,
-    addr: &str,
+    (peer_id, addr): (u64, &str),
     me: u64,
     id: &str,
     commit: bool,
 ) -> Result<(), String> {
-    let ch = channel(connector, addr).map_err(|e| e.to_string())?;
+    let ch = channel(connector, peer_id, addr).map_err(|e| e.to_string())?;
     let mut c = PeerClient::new(ch);
     let mut req = Request::new(BootstrapId {
         from_node_id: me,
@@ -227,15 +228,15 @@ pub async fn bootstrap(
                 .put_meta(KEY_PREPARED_CLUSTER_ID, id.as_bytes())
                 .map_err(storage)?;
             let mut ok = true;
-            for (_, addr) in &reachable {
-                if let Err(e) = send_id(connector, addr, me, &id, false).await {
+            for (peer, addr) in &reachable {
+                if let Err(e) = send_id(connector, (*peer, addr), me, &id, false).await {
                     tracing::info!("bootstrap prepare: {e}");
                     ok = false;
                 }
             }
             if ok {
-                for (_, addr) in &reachable {
-                    if let Err(e) = send_id(connector, addr, me, &id, true).await {
+                for (peer, addr) in &reachable {
+                    if let Err(e) = send_id(connector, (*peer, addr), me, &id, true).await {
                         tracing::info!("bootstrap commit: {e}");
                         ok = false;
                     }
@@ -289,10 +290,10 @@ pub async fn push_to_pending(
     while !pending.is_empty() {
         let mut still = Vec::new();
         for (id, addr) in pending {
-            let ok = send_id(connector.as_ref(), &addr, me, &cluster_id, false)
+            let ok = send_id(connector.as_ref(), (id, &addr), me, &cluster_id, false)
                 .await
                 .is_ok()
-                && send_id(connector.as_ref(), &addr, me, &cluster_id, true)
+                && send_id(connector.as_ref(), (id, &addr), me, &cluster_id, true)
                     .await
                     .is_ok();
             if ok {
@@ -317,8 +318,8 @@ async fn leader_view(
 ) -> Option<(String, bool)> {
     use warden_proto::v1::lock_client::LockClient;
     use warden_proto::v1::ClusterStatusRequest;
-    let asks = peers.iter().map(|(_, addr)| async move {
-        let ch = channel(connector, addr).ok()?;
+    let asks = peers.iter().map(|(peer_id, addr)| async move {
+        let ch = channel(connector, *peer_id, addr).ok()?;
         let mut c = LockClient::new(ch);
         let mut req = Request::new(ClusterStatusRequest {});
         req.set_timeout(RPC_TIMEOUT);
@@ -405,12 +406,14 @@ pub async fn hand_over_cluster_id(
     expected: u64,
     cluster_id: &str,
 ) -> Result<(), String> {
-    let st = peer_state(connector, addr, me).await.ok_or_else(|| {
-        format!(
-            "unreachable (start it with --join first): no answer within {} ms",
-            RPC_TIMEOUT.as_millis()
-        )
-    })?;
+    let st = peer_state(connector, expected, addr, me)
+        .await
+        .ok_or_else(|| {
+            format!(
+                "unreachable (start it with --join first): no answer within {} ms",
+                RPC_TIMEOUT.as_millis()
+            )
+        })?;
     if st.node_id != expected {
         return Err(format!(
             "the node there is node {}, not node {expected}",
@@ -423,6 +426,6 @@ pub async fn hand_over_cluster_id(
             st.committed_cluster_id
         ));
     }
-    send_id(connector, addr, me, cluster_id, false).await?;
-    send_id(connector, addr, me, cluster_id, true).await
+    send_id(connector, (expected, addr), me, cluster_id, false).await?;
+    send_id(connector, (expected, addr), me, cluster_id, true).await
 }

@@ -1,10 +1,11 @@
-//! The cluster-version gate for packed entries: which log format each member
-//! can read, and whether this node may pack queued commands into one
-//! `Command::Batch` entry.
+//! The cluster-version gates: which log format each member can read, and
+//! so whether this node may pack queued commands into one `Command::Batch`
+//! entry (format 2) and wrap client commands in `Command::Authorized` with
+//! their principal (format 3).
 //!
-//! A binary older than packing cannot decode a `Batch` entry (postcard fails
-//! on the unknown variant index), so a follower or learner that runs one
-//! would stop taking the leader's log at the first packed entry. Every node
+//! A binary older than a format cannot decode its entries (postcard fails on
+//! the unknown variant index), so a follower or learner that runs one would
+//! stop taking the leader's log at the first such entry. Every node
 //! therefore advertises [`LOG_FORMAT`], the newest log format it reads, in
 //! the [`warden_proto::LOG_FORMAT_METADATA`] header of every answer of the
 //! peer service's Raft calls (AppendEntries, the AppendStream's opening,
@@ -14,29 +15,54 @@
 //! replaced node's first answer replaces it (openraft holds several
 //! connections to a peer, so one of them timing out forgets nothing).
 //!
-//! [`LogFormats::may_pack`] is true only while every member of the current
-//! membership other than this node (voters and learners, as openraft's
-//! metrics show it; fed by [`LogFormats::set_members`]) has reported at least
-//! [`BATCH_LOG_FORMAT`]. Until then the [`crate::node::proposer`] sends every
-//! command alone as a plain entry, as before packing existed. The flag is an
-//! atomic recomputed when a report or the membership changes, so the
-//! proposer reads it without a lock. Its changes are logged at info.
+//! A gate is open only while every member of the current membership other
+//! than this node (voters and learners, as openraft's metrics show it; fed by
+//! [`LogFormats::set_members`]) reads its format:
+//!
+//! * [`LogFormats::may_pack`]: every other member reads [`BATCH_LOG_FORMAT`]
+//!   (2). Until then the [`crate::node::proposer`] sends every command alone
+//!   as a plain entry, as before packing existed.
+//! * [`LogFormats::may_wrap`]: every other member reads [`AUTH_LOG_FORMAT`]
+//!   (3: `Command::Authorized`, `Command::AuthChange`). Until then
+//!   [`crate::node::Node::submit`] proposes an insecure node's client
+//!   commands unwrapped (as before identities existed) and refuses a secure
+//!   node's with `Unavailable` (a secure node never proposes a client command
+//!   without its principal).
+//!
+//! A member that has reported nothing yet counts as its *unreported floor*:
+//! 0 on an insecure node, [`AUTH_LOG_FORMAT`] on a secure one
+//! ([`LogFormats::secure`]). Every peer of a secure node authenticates with a
+//! node certificate over TLS, which only binaries that read format 3 can do,
+//! so a member that is down while a new leader takes over (and so has never
+//! answered it) cannot hold back that leader's writes. A member's own
+//! report always wins over the floor.
+//!
+//! Each flag is an atomic recomputed when a report or the membership
+//! changes, so the proposer reads it without a lock. Its changes are logged
+//! at info.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// The log format this binary reads (and advertises): 2, which includes
-/// packed entries (`Command::Batch`, `Response::Batch`). 1 is the log before
-/// packing; an older node advertises nothing, recorded as 0.
-pub const LOG_FORMAT: u32 = 2;
+/// The log format this binary reads (and advertises): 3, which includes
+/// authorized entries (`Command::Authorized`, `Command::AuthChange`,
+/// `Response::AuthChanged`) and everything of format 2 (packed entries,
+/// `Command::Batch`, `Response::Batch`). 1 is the log before packing; an
+/// older node advertises nothing, recorded as 0.
+pub const LOG_FORMAT: u32 = 3;
 
 /// The first log format that can decode `Command::Batch`: a leader packs
 /// only when every other member has reported at least this.
 pub const BATCH_LOG_FORMAT: u32 = 2;
 
+/// The first log format that can decode `Command::Authorized` and
+/// `Command::AuthChange`: a leader wraps client commands only when every
+/// other member has reported at least this.
+pub const AUTH_LOG_FORMAT: u32 = 3;
+
 /// What [`LOG_FORMAT_HEADER_VALUE`] is: [`LOG_FORMAT`] in decimal ASCII.
-pub const LOG_FORMAT_HEADER_VALUE: &str = "2";
+pub const LOG_FORMAT_HEADER_VALUE: &str = "3";
 
 /// The format a peer's answer reports: its
 /// [`warden_proto::LOG_FORMAT_METADATA`] value as a decimal `u32`; 0 when
@@ -67,31 +93,105 @@ struct Known {
     members: Option<BTreeSet<u64>>,
 }
 
-/// The formats the peers of one node reported, and whether it may pack
-/// (see the module docs). One per node, shared by its network (which
-/// records reports) and its proposer (which reads [`Self::may_pack`]).
+/// One gate: the format it needs, its flag, and what it logs.
+#[derive(Debug)]
+struct Gate {
+    format: u32,
+    open: AtomicBool,
+    opened: &'static str,
+    closed: &'static str,
+}
+
+impl Gate {
+    fn new(format: u32, opened: &'static str, closed: &'static str) -> Self {
+        Gate {
+            format,
+            open: AtomicBool::new(false),
+            opened,
+            closed,
+        }
+    }
+
+    fn is_open(&self) -> bool {
+        self.open.load(Ordering::Acquire)
+    }
+
+    /// Sets the flag from the members that do not read [`Self::format`]
+    /// yet, logging when it flips.
+    fn set(&self, lagging: Vec<u64>) {
+        let open = lagging.is_empty();
+        if self.open.swap(open, Ordering::AcqRel) == open {
+            return;
+        }
+        if open {
+            tracing::info!(log_format = self.format, "{}", self.opened);
+        } else {
+            tracing::info!(?lagging, log_format = self.format, "{}", self.closed);
+        }
+    }
+}
+
+/// The formats the peers of one node reported, and whether it may pack and
+/// wrap (see the module docs). One per node, shared by its network (which
+/// records reports), its proposer (which reads [`Self::may_pack`]) and its
+/// write path (which reads [`Self::may_wrap`]).
 #[derive(Debug)]
 pub struct LogFormats {
     me: u64,
+    /// The format a member that has not reported counts as.
+    unreported_floor: u32,
     known: Mutex<Known>,
-    may_pack: AtomicBool,
+    pack: Gate,
+    wrap: Gate,
 }
 
 impl LogFormats {
-    /// Nothing reported and no membership known yet, for node `me` (which
-    /// needs no report from itself): [`Self::may_pack`] is false.
+    /// An insecure node `me` (which needs no report from itself): nothing
+    /// reported and no membership known yet; both gates closed. A member
+    /// that has not reported counts as format 0.
     pub fn new(me: u64) -> Self {
+        Self::with_floor(me, 0)
+    }
+
+    /// A secure node `me`: as [`Self::new`], but a member that has not
+    /// reported counts as [`AUTH_LOG_FORMAT`] (its peers are TLS node
+    /// certificates; see the module docs).
+    pub fn secure(me: u64) -> Self {
+        Self::with_floor(me, AUTH_LOG_FORMAT)
+    }
+
+    fn with_floor(me: u64, unreported_floor: u32) -> Self {
         LogFormats {
             me,
+            unreported_floor,
             known: Mutex::new(Known::default()),
-            may_pack: AtomicBool::new(false),
+            pack: Gate::new(
+                BATCH_LOG_FORMAT,
+                "every member reads packed entries: queued commands are packed into one entry \
+                 while this node leads",
+                "not packing queued commands: these members have not reported log format 2",
+            ),
+            wrap: Gate::new(
+                AUTH_LOG_FORMAT,
+                "every member reads log format 3: client commands carry their principal \
+                 (authorized entries) while this node leads",
+                "not proposing authorized entries: these members have not reported log format \
+                 3 (an insecure node proposes client commands unwrapped, a secure node refuses \
+                 them as unavailable)",
+            ),
         }
     }
 
     /// Whether every other member has reported a format that reads packed
     /// entries (at least [`BATCH_LOG_FORMAT`]). One atomic load.
     pub fn may_pack(&self) -> bool {
-        self.may_pack.load(Ordering::Acquire)
+        self.pack.is_open()
+    }
+
+    /// Whether every other member has reported a format that reads
+    /// authorized entries (at least [`AUTH_LOG_FORMAT`]). One atomic load.
+    pub fn may_wrap(&self) -> bool {
+        self.wrap.is_open()
     }
 
     /// Peer `node` answered with `format` (0: no header).
@@ -123,7 +223,7 @@ impl LogFormats {
     }
 
     /// Applies `change` (true when it changed anything) and recomputes the
-    /// flag, logging when it flips.
+    /// flags, logging when one flips.
     fn update(&self, change: impl FnOnce(&mut Known) -> bool) {
         let known = &mut *self.lock();
         if !change(known) {
@@ -132,28 +232,19 @@ impl LogFormats {
         let Some(members) = &known.members else {
             return;
         };
-        let lagging: Vec<u64> = members
-            .iter()
-            .copied()
-            .filter(|id| *id != self.me)
-            .filter(|id| known.reported.get(id).is_none_or(|f| *f < BATCH_LOG_FORMAT))
-            .collect();
-        let may = lagging.is_empty();
-        if self.may_pack.swap(may, Ordering::AcqRel) != may {
-            if may {
-                tracing::info!(
-                    log_format = BATCH_LOG_FORMAT,
-                    "every member reads packed entries: queued commands are packed into one entry \
-                     while this node leads"
-                );
-            } else {
-                tracing::info!(
-                    ?lagging,
-                    log_format = BATCH_LOG_FORMAT,
-                    "not packing queued commands: these members have not reported log format 2"
-                );
-            }
-        }
+        let lagging = |format: u32| -> Vec<u64> {
+            members
+                .iter()
+                .copied()
+                .filter(|id| *id != self.me)
+                .filter(|id| {
+                    let reported = known.reported.get(id).copied();
+                    reported.unwrap_or(self.unreported_floor) < format
+                })
+                .collect()
+        };
+        self.pack.set(lagging(self.pack.format));
+        self.wrap.set(lagging(self.wrap.format));
     }
 }
 
@@ -216,6 +307,65 @@ mod tests {
         assert!(f.may_pack(), "a newer format reads packed entries too");
         f.set_members([1, 2, 3]);
         assert!(f.may_pack());
+    }
+
+    // Rolling upgrade (the authorized-entry gate; a format-2 binary cannot
+    // decode `Command::Authorized`): client commands are wrapped only once
+    // every other member, learners too, has reported format 3; a member
+    // answering with an older format closes the gate again, and the packing
+    // gate (format 2) opens independently of it.
+    #[test]
+    fn wrapping_waits_for_every_other_member_to_report_format_3() {
+        let f = LogFormats::new(1);
+        f.set_members([1, 2, 3]);
+        assert!(!f.may_wrap() && !f.may_pack(), "nothing reported yet");
+        f.record(2, 3);
+        f.record(3, 2);
+        assert!(f.may_pack(), "both read packed entries");
+        assert!(!f.may_wrap(), "node 3 reads format 2 only");
+        f.record(3, 3);
+        assert!(f.may_wrap() && f.may_pack());
+        f.set_members([1, 2, 3, 4]);
+        assert!(!f.may_wrap(), "learner 4 has not reported");
+        f.record(4, 3);
+        assert!(f.may_wrap());
+        f.record(2, 0);
+        assert!(
+            !f.may_wrap() && !f.may_pack(),
+            "node 2 answered without the header"
+        );
+        // A one-node cluster needs no report at all.
+        let single = LogFormats::new(7);
+        single.set_members([7]);
+        assert!(single.may_wrap() && single.may_pack());
+    }
+
+    // Availability of a secure cluster (L3: a majority serves): a member that
+    // has never answered this node (down while it took over as leader) counts
+    // as format 3, because a secure node's peers are TLS node certificates
+    // that only format-3 binaries hold; a member's own older report still
+    // closes the gate. An insecure node waits for every report.
+    #[test]
+    fn a_secure_node_counts_an_unreported_member_as_format_3() {
+        let secure = LogFormats::secure(1);
+        assert!(!secure.may_wrap(), "no membership known yet");
+        secure.set_members([1, 2, 3]);
+        assert!(
+            secure.may_wrap() && secure.may_pack(),
+            "2 and 3 never answered"
+        );
+        secure.record(3, 2);
+        assert!(!secure.may_wrap(), "a report wins over the floor");
+        assert!(secure.may_pack());
+        secure.record(3, 3);
+        assert!(secure.may_wrap());
+        let insecure = LogFormats::new(1);
+        insecure.set_members([1, 2, 3]);
+        insecure.record(2, 3);
+        assert!(
+            !insecure.may_wrap(),
+            "node 3 never answered an insecure node"
+        );
     }
 
     // The header round trip: what `advertise` puts in an answer is what

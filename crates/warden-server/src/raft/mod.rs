@@ -1,12 +1,16 @@
-//! Consensus glue: the Raft handle, the peer network (both sides), the
-//! two-phase cluster id, the log-format gate, and backups.
+//! Consensus glue: the Raft handle, the peer network (both sides), who may
+//! call the peer service (`peer_access`: checked before a body is read),
+//! the two-phase cluster id, the log-format gate, and backups.
 
 pub mod backup;
 pub mod bootstrap;
 mod leader_contact;
 pub mod log_format;
 pub mod network;
+pub mod peer_access;
 pub mod peer_service;
+#[cfg(test)]
+mod tls_cluster_tests;
 
 /// The Raft handle.
 pub type Raft = openraft::Raft<crate::types::TypeConfig, crate::store::StateMachineStore>;

@@ -1,5 +1,13 @@
 //! The internal `Peer` gRPC service: Raft RPCs and the two-phase bootstrap of
 //! the cluster id (docs/semantics.md "Membership").
+//!
+//! Every call reaches a handler through [`crate::raft::peer_access::PeerGate`],
+//! which has already checked the caller's certificate and cluster id from
+//! the headers alone. Each handler then checks the sender named inside the
+//! message ([`PeerService::check_sender`]): never this node itself; with
+//! certificates, the certificate's node id; without (insecure mode), a member
+//! of the membership this node knows. Every refusal is a
+//! [`PeerRefusal`], made a status in one place ([`peer_status`]).
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -17,6 +25,7 @@ use warden_proto::peer::{
 };
 
 use crate::raft::network::SnapshotEnvelope;
+use crate::raft::peer_access::{peer_status, PeerAccess, PeerCaller, PeerRefusal};
 use crate::raft::Raft;
 use crate::store::{Db, KEY_CLUSTER_ID, KEY_PREPARED_CLUSTER_ID};
 use crate::types::{Snapshot, TypeConfig, Vote};
@@ -43,6 +52,8 @@ pub struct PeerState {
     pub early_campaign: EarlyCampaign,
     /// Opens channels to peers (bootstrap RPCs).
     pub connector: Arc<dyn crate::raft::network::PeerConnector>,
+    /// Who may call (the gate's rules and the removed node ids).
+    pub access: Arc<PeerAccess>,
 }
 
 /// How long past the leader lease a follower waits before it campaigns
@@ -207,31 +218,47 @@ impl PeerService {
         PeerService { state }
     }
 
-    fn check_cluster<T>(&self, req: &Request<T>) -> Result<Raft, Status> {
-        let mine = self.state.cluster_id.borrow().clone();
-        let Some(mine) = mine else {
-            return Err(Status::unavailable("bootstrapping: no cluster id yet"));
-        };
-        let theirs = req
-            .metadata()
-            .get(warden_proto::CLUSTER_ID_METADATA)
-            .and_then(|v| v.to_str().ok());
-        if theirs != Some(mine.as_str()) {
-            return Err(Status::permission_denied(format!(
-                "cluster id mismatch: this node belongs to cluster {mine}, the caller sent {}",
-                theirs.unwrap_or("none")
-            )));
-        }
+    /// The cluster id of `req` (the gate checked it already; checked again
+    /// so that a handler is safe on its own), then the Raft handle.
+    fn check_cluster<T>(&self, req: &Request<T>) -> Result<Raft, PeerRefusal> {
+        self.state.access.check_cluster(req.metadata().as_ref())?;
+        self.raft()
+    }
+
+    fn raft(&self) -> Result<Raft, PeerRefusal> {
         self.state
             .raft
             .get()
             .cloned()
-            .ok_or_else(|| Status::unavailable("raft not started yet"))
+            .ok_or(PeerRefusal::RaftNotStarted)
     }
 
-    fn bootstrap_state(&self) -> Result<BootstrapStateResponse, Status> {
+    /// The sender `sender` named inside a message from `caller`: never this
+    /// node; with a certificate, the certificate's node; on an insecure node,
+    /// a voter or learner of the committed membership once one is known
+    /// (`members`: [`Membership::Committed`] for replication and
+    /// snapshots, [`Membership::Latest`] for votes, as before).
+    fn check_sender(
+        &self,
+        caller: PeerCaller,
+        sender: u64,
+        members: Membership,
+    ) -> Result<(), PeerRefusal> {
+        refuse_self(self.state.node_id, sender)?;
+        caller.check_claim(sender)?;
+        let insecure = !self.state.access.secure();
+        match (members, self.state.raft.get()) {
+            (Membership::Latest, Some(raft)) => refuse_non_member(raft, sender, false),
+            (Membership::Committed, Some(raft)) if insecure => {
+                refuse_non_member(raft, sender, true)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn bootstrap_state(&self) -> Result<BootstrapStateResponse, PeerRefusal> {
         let db = &self.state.db;
-        let internal = |e: std::io::Error| Status::internal(e.to_string());
+        let internal = |e: std::io::Error| PeerRefusal::Internal(e.to_string());
         Ok(BootstrapStateResponse {
             node_id: self.state.node_id,
             prepared_cluster_id: db
@@ -247,13 +274,23 @@ impl PeerService {
     }
 }
 
-fn decode<T: DeserializeOwned>(b: &Blob) -> Result<T, Status> {
-    postcard::from_bytes(&b.data).map_err(|e| Status::invalid_argument(format!("bad payload: {e}")))
+/// Which membership judges a sender (see [`PeerService::check_sender`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Membership {
+    /// The latest this node knows (openraft's effective membership).
+    Latest,
+    /// The committed one (in insecure mode only).
+    Committed,
+}
+
+fn decode<T: DeserializeOwned>(b: &Blob) -> Result<T, PeerRefusal> {
+    postcard::from_bytes(&b.data).map_err(|e| PeerRefusal::BadPayload(e.to_string()))
 }
 
 fn reply<T: Serialize, E: std::fmt::Display>(r: Result<T, E>) -> Result<Response<Blob>, Status> {
     let r: Result<T, String> = r.map_err(|e| e.to_string());
-    let data = postcard::to_allocvec(&r).map_err(|e| Status::internal(e.to_string()))?;
+    let data =
+        postcard::to_allocvec(&r).map_err(|e| peer_status(PeerRefusal::Internal(e.to_string())))?;
     let mut response = Response::new(Blob { data });
     crate::raft::log_format::advertise(&mut response);
     Ok(response)
@@ -264,30 +301,29 @@ fn reply<T: Serialize, E: std::fmt::Display>(r: Result<T, E>) -> Result<Response
 /// e.g. `localhost:7001` and `127.0.0.1:7001` for two ids) made a leader
 /// replicate to itself, and openraft's core panics on its own AppendEntries
 /// (found with two test nodes given one port). Typed, and nothing changes.
-fn refuse_self(me: u64, sender: u64) -> Result<(), Status> {
+fn refuse_self(me: u64, sender: u64) -> Result<(), PeerRefusal> {
     if sender == me {
-        return Err(Status::failed_precondition(format!(
-            "a Raft call from node {me} reached node {me} itself: another member's address \
-             points at this node; give each member its own address in --peers"
-        )));
+        return Err(PeerRefusal::FromItself { node_id: me });
     }
     Ok(())
 }
 
-/// openraft's answers on one replication stream.
-/// Vote/PreVote from `candidate`: refused when this node knows a membership
-/// and the candidate is not in it (removed, or never added).
-fn refuse_non_member(raft: &Raft, candidate: u64) -> Result<(), Status> {
+/// A Raft call from `sender`: refused when this node knows a membership
+/// (the committed one with `committed`, else the latest) and the sender is
+/// not in it (removed, or never added).
+fn refuse_non_member(raft: &Raft, sender: u64, committed: bool) -> Result<(), PeerRefusal> {
     let rx = raft.metrics();
     let m = rx.borrow_watched();
-    let membership = m.membership_config.membership();
-    if membership.nodes().next().is_none() || membership.get_node(&candidate).is_some() {
+    let config = if committed {
+        &m.committed_membership_config
+    } else {
+        &m.membership_config
+    };
+    let membership = config.membership();
+    if membership.nodes().next().is_none() || membership.get_node(&sender).is_some() {
         return Ok(());
     }
-    Err(Status::permission_denied(format!(
-        "node {candidate} is not a member of this cluster (removed or never added); \
-         stop it, wipe its data dir, and add it back under a new id if needed"
-    )))
+    Err(PeerRefusal::NotAMember { node_id: sender })
 }
 
 type RaftReplies = Pin<
@@ -312,24 +348,26 @@ impl Peer for PeerService {
     /// Replication over one long-lived stream (docs/perf-worker-side.md):
     /// each request goes to openraft's `stream_append`, which answers an entry
     /// only after the log store has it on disk (S3) and answers in order. A
-    /// request that does not decode, or that comes from this node itself,
-    /// ends the stream with that error after the replies already due.
+    /// request that does not decode, or whose sender is refused
+    /// ([`PeerService::check_sender`]), ends the stream with that error after
+    /// the replies already due.
     async fn append_stream(
         &self,
         req: Request<Streaming<Blob>>,
     ) -> Result<Response<Self::AppendStreamStream>, Status> {
         let raft = self.check_cluster(&req)?;
-        let me = self.state.node_id;
+        let caller = PeerCaller::of(&req);
         let refused: Arc<Mutex<Option<Status>>> = Arc::default();
         let slot = refused.clone();
         let state = self.state.clone();
+        let service = self.clone();
         let requests = req.into_inner().scan((), move |_, message| {
             if message.is_err() {
                 campaign_after_broken_stream(&state);
             }
             let rpc = message.and_then(|b| {
                 let rpc: AppendEntriesRequest<TypeConfig> = decode(&b)?;
-                refuse_self(me, rpc.vote.leader_id.node_id)?;
+                service.check_sender(caller, rpc.vote.leader_id.node_id, Membership::Committed)?;
                 Ok(rpc)
             });
             let next = match rpc {
@@ -363,9 +401,9 @@ impl Peer for PeerService {
                     }
                     postcard::to_allocvec(&result)
                         .map(|data| Blob { data })
-                        .map_err(|e| Status::internal(e.to_string()))
+                        .map_err(|e| peer_status(PeerRefusal::Internal(e.to_string())))
                 }
-                Err(fatal) => Err(Status::unavailable(fatal.to_string())),
+                Err(fatal) => Err(peer_status(PeerRefusal::Unavailable(fatal.to_string()))),
             })
             .chain(
                 futures::stream::once(
@@ -379,10 +417,14 @@ impl Peer for PeerService {
     }
 
     async fn append_entries(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
-        let raft = self.check_cluster(&req)?;
+        self.check_cluster(&req)?;
         let rpc: openraft::raft::AppendEntriesRequest<TypeConfig> = decode(req.get_ref())?;
-        refuse_self(self.state.node_id, rpc.vote.leader_id.node_id)?;
-        let r = raft.append_entries(rpc).await;
+        self.check_sender(
+            PeerCaller::of(&req),
+            rpc.vote.leader_id.node_id,
+            Membership::Committed,
+        )?;
+        let r = self.raft()?.append_entries(rpc).await;
         // Any answer but "your vote is stale" means the sender is the leader
         // this node follows (a log conflict is still contact).
         if matches!(&r, Ok(resp) if !matches!(resp, AppendEntriesResponse::HigherVote(_))) {
@@ -392,41 +434,58 @@ impl Peer for PeerService {
     }
 
     async fn vote(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
-        let raft = self.check_cluster(&req)?;
+        self.check_cluster(&req)?;
         let rpc: VoteRequest<TypeConfig> = decode(req.get_ref())?;
-        refuse_self(self.state.node_id, rpc.vote.leader_id.node_id)?;
-        refuse_non_member(&raft, rpc.vote.leader_id.node_id)?;
-        reply(raft.vote(rpc).await)
+        self.check_sender(
+            PeerCaller::of(&req),
+            rpc.vote.leader_id.node_id,
+            Membership::Latest,
+        )?;
+        reply(self.raft()?.vote(rpc).await)
     }
 
     async fn pre_vote(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
-        let raft = self.check_cluster(&req)?;
+        self.check_cluster(&req)?;
         let rpc: VoteRequest<TypeConfig> = decode(req.get_ref())?;
-        refuse_self(self.state.node_id, rpc.vote.leader_id.node_id)?;
-        refuse_non_member(&raft, rpc.vote.leader_id.node_id)?;
-        reply(raft.pre_vote(rpc).await)
+        self.check_sender(
+            PeerCaller::of(&req),
+            rpc.vote.leader_id.node_id,
+            Membership::Latest,
+        )?;
+        reply(self.raft()?.pre_vote(rpc).await)
     }
 
     async fn install_snapshot(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
-        let raft = self.check_cluster(&req)?;
+        self.check_cluster(&req)?;
         let env: SnapshotEnvelope = decode(req.get_ref())?;
+        self.check_sender(
+            PeerCaller::of(&req),
+            env.vote.leader_id.node_id,
+            Membership::Committed,
+        )?;
         let snapshot = Snapshot {
             meta: env.meta,
             snapshot: env.data,
         };
-        reply(raft.install_full_snapshot(env.vote, snapshot).await)
+        reply(self.raft()?.install_full_snapshot(env.vote, snapshot).await)
     }
 
     async fn transfer_leader(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
-        let raft = self.check_cluster(&req)?;
-        let rpc = decode(req.get_ref())?;
-        reply(raft.handle_transfer_leader(rpc).await)
+        self.check_cluster(&req)?;
+        let rpc: openraft::raft::TransferLeaderRequest<TypeConfig> = decode(req.get_ref())?;
+        self.check_sender(
+            PeerCaller::of(&req),
+            rpc.from_leader().leader_id.node_id,
+            Membership::Committed,
+        )?;
+        reply(self.raft()?.handle_transfer_leader(rpc).await)
     }
 
     async fn bootstrap_state(
         &self,
-        _req: Request<BootstrapStateRequest>,
+        req: Request<BootstrapStateRequest>,
     ) -> Result<Response<BootstrapStateResponse>, Status> {
+        PeerCaller::of(&req).check_claim(req.get_ref().from_node_id)?;
         Ok(Response::new(self.bootstrap_state()?))
     }
 
@@ -434,23 +493,23 @@ impl Peer for PeerService {
         &self,
         req: Request<BootstrapId>,
     ) -> Result<Response<BootstrapStateResponse>, Status> {
+        PeerCaller::of(&req).check_claim(req.get_ref().from_node_id)?;
         let id = req.into_inner().cluster_id;
         if id.is_empty() || id.len() > 64 {
-            return Err(Status::invalid_argument("cluster_id: 1..=64 bytes"));
+            return Err(PeerRefusal::BadPayload("cluster_id: 1..=64 bytes".into()).into());
         }
         {
             let _g = self
                 .state
                 .bootstrap_lock
                 .lock()
-                .map_err(|_| Status::internal("poisoned"))?;
+                .map_err(|_| PeerRefusal::Internal("poisoned".into()))?;
             let db = &self.state.db;
-            let committed = db
-                .get_meta_string(KEY_CLUSTER_ID)
-                .map_err(|e| Status::internal(e.to_string()))?;
+            let internal = |e: std::io::Error| PeerRefusal::Internal(e.to_string());
+            let committed = db.get_meta_string(KEY_CLUSTER_ID).map_err(internal)?;
             if committed.is_none() {
                 db.put_meta(KEY_PREPARED_CLUSTER_ID, id.as_bytes())
-                    .map_err(|e| Status::internal(e.to_string()))?;
+                    .map_err(internal)?;
             }
         }
         Ok(Response::new(self.bootstrap_state()?))
@@ -460,30 +519,33 @@ impl Peer for PeerService {
         &self,
         req: Request<BootstrapId>,
     ) -> Result<Response<BootstrapStateResponse>, Status> {
+        PeerCaller::of(&req).check_claim(req.get_ref().from_node_id)?;
         let id = req.into_inner().cluster_id;
         {
             let _g = self
                 .state
                 .bootstrap_lock
                 .lock()
-                .map_err(|_| Status::internal("poisoned"))?;
+                .map_err(|_| PeerRefusal::Internal("poisoned".into()))?;
             let db = &self.state.db;
-            let internal = |e: std::io::Error| Status::internal(e.to_string());
+            let internal = |e: std::io::Error| PeerRefusal::Internal(e.to_string());
             match db.get_meta_string(KEY_CLUSTER_ID).map_err(internal)? {
                 Some(c) if c == id => {}
                 Some(c) => {
-                    return Err(Status::failed_precondition(format!(
+                    return Err(PeerRefusal::Precondition(format!(
                         "this node already belongs to cluster {c}"
-                    )))
+                    ))
+                    .into())
                 }
                 None => {
                     let prepared = db
                         .get_meta_string(KEY_PREPARED_CLUSTER_ID)
                         .map_err(internal)?;
                     if prepared.as_deref() != Some(id.as_str()) {
-                        return Err(Status::failed_precondition(
-                            "commit of a cluster id this node has not prepared",
-                        ));
+                        return Err(PeerRefusal::Precondition(
+                            "commit of a cluster id this node has not prepared".into(),
+                        )
+                        .into());
                     }
                     db.put_meta(KEY_CLUSTER_ID, id.as_bytes())
                         .map_err(internal)?;
@@ -494,17 +556,20 @@ impl Peer for PeerService {
         Ok(Response::new(self.bootstrap_state()?))
     }
 
+    /// The whole state machine: a node certificate only (the gate), as every
+    /// Peer call.
     async fn take_snapshot(
         &self,
         req: Request<TakeSnapshotRequest>,
     ) -> Result<Response<TakeSnapshotResponse>, Status> {
         let raft = self.check_cluster(&req)?;
+        let unavailable = |e: String| peer_status(PeerRefusal::Unavailable(e));
         let mut rx = raft.metrics();
         let target = rx.borrow_watched().last_applied.as_ref().map(|l| l.index());
         raft.trigger()
             .snapshot()
             .await
-            .map_err(|e| Status::unavailable(e.to_string()))?;
+            .map_err(|e| unavailable(e.to_string()))?;
         let wait = async {
             loop {
                 let have = rx.borrow_watched().snapshot.as_ref().map(|l| l.index());
@@ -518,12 +583,12 @@ impl Peer for PeerService {
         };
         tokio::time::timeout(std::time::Duration::from_secs(10), wait)
             .await
-            .map_err(|_| Status::unavailable("snapshot did not complete in time"))?;
+            .map_err(|_| unavailable("snapshot did not complete in time".into()))?;
         let snap = raft
             .get_snapshot()
             .await
-            .map_err(|e| Status::unavailable(e.to_string()))?
-            .ok_or_else(|| Status::unavailable("no snapshot"))?;
+            .map_err(|e| unavailable(e.to_string()))?
+            .ok_or_else(|| unavailable("no snapshot".into()))?;
         Ok(Response::new(TakeSnapshotResponse {
             node_id: self.state.node_id,
             index: snap
@@ -542,18 +607,21 @@ mod tests {
     use super::*;
 
     // Packing gate (rolling upgrade): every Raft answer of this peer
-    // service, success or Raft-level error, advertises LOG_FORMAT 2.
+    // service, success or Raft-level error, advertises LOG_FORMAT (3).
     #[test]
     fn raft_answers_advertise_the_log_format() {
         let ok = reply(Ok::<u8, String>(1)).expect("encodes");
-        assert_eq!(crate::raft::log_format::reported_format(ok.metadata()), 2);
+        assert_eq!(
+            crate::raft::log_format::reported_format(ok.metadata()),
+            crate::raft::log_format::LOG_FORMAT
+        );
         let refused = reply(Err::<u8, String>("higher vote".into())).expect("encodes");
         assert_eq!(
             refused
                 .metadata()
                 .get(warden_proto::LOG_FORMAT_METADATA)
                 .map(|v| v.to_str().expect("ascii").to_string()),
-            Some("2".to_string())
+            Some(crate::raft::log_format::LOG_FORMAT_HEADER_VALUE.to_string())
         );
     }
 
@@ -641,7 +709,7 @@ mod tests {
     // calls from other nodes pass.
     #[test]
     fn a_raft_call_from_this_node_itself_is_refused() {
-        let e = refuse_self(3, 3).expect_err("own call");
+        let e = peer_status(refuse_self(3, 3).expect_err("own call"));
         assert_eq!(e.code(), tonic::Code::FailedPrecondition);
         assert!(e.message().contains("node 3 itself"), "{}", e.message());
         assert!(e.message().contains("--peers"), "{}", e.message());
@@ -650,7 +718,8 @@ mod tests {
 
     // A removed member cannot campaign (docs/operations.md "Changing
     // membership"): once a node knows a membership, Vote/PreVote from an id
-    // outside it are refused.
+    // outside it are refused; on an insecure node, replication and
+    // snapshots from outside the committed membership too.
     #[tokio::test]
     async fn votes_from_non_members_are_refused() {
         // openraft's runtime draws from a seeded generator set up per node
@@ -688,7 +757,8 @@ mod tests {
         .await
         .expect("raft");
         // No membership known yet: nothing to judge by.
-        refuse_non_member(&raft, 9).expect("unknown membership");
+        refuse_non_member(&raft, 9, false).expect("unknown membership");
+        refuse_non_member(&raft, 9, true).expect("unknown membership");
         let members = BTreeMap::from([(
             1,
             BasicNode {
@@ -700,7 +770,7 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(10), async {
             while rx
                 .borrow_watched()
-                .membership_config
+                .committed_membership_config
                 .membership()
                 .get_node(&1)
                 .is_none()
@@ -710,8 +780,15 @@ mod tests {
         })
         .await
         .expect("membership applied");
-        refuse_non_member(&raft, 1).expect("a member");
-        let e = refuse_non_member(&raft, 4).expect_err("a non-member");
+        refuse_non_member(&raft, 1, false).expect("a member");
+        // Insecure mode judges AppendEntries and snapshots by the committed
+        // membership: node 4 is refused there too, node 1 is not.
+        refuse_non_member(&raft, 1, true).expect("a committed member");
+        assert_eq!(
+            refuse_non_member(&raft, 4, true),
+            Err(PeerRefusal::NotAMember { node_id: 4 })
+        );
+        let e = peer_status(refuse_non_member(&raft, 4, false).expect_err("a non-member"));
         assert_eq!(e.code(), tonic::Code::PermissionDenied);
         assert!(
             e.message().contains("node 4 is not a member"),

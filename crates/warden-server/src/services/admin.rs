@@ -1,31 +1,36 @@
-//! The public `warden.v1.Admin` gRPC service: `List`,
-//! `ForceRelease` and `AuditTrail`; and `AddNode`, `RemoveNode`,
-//! `ReplaceNode` (see [`crate::node::membership`]) and `SaveSnapshot` (a
-//! read-index-confirmed copy of the leader's table, see [`crate::raft::backup`]).
+//! The public `warden.v1.Admin` gRPC service: `List`, `ForceRelease` and
+//! `AuditTrail`; `AddNode`, `RemoveNode`, `ReplaceNode` (see
+//! [`crate::node::membership`]) and `SaveSnapshot` (a read-index-confirmed
+//! copy of the leader's table, see [`crate::raft::backup`]); and the auth
+//! calls: roles, grants, principals' roles, quotas, limits and the auth
+//! audit trail (`warden_core::auth`).
 //!
-//! `List` and `AuditTrail` are linearizable reads (read-index, as `Status`).
-//! The ages `List` reports come from this node's own deadline table (when it
-//! applied the grant, when the enqueue reached its log): display only, never
-//! replicated. `ForceRelease` is refused with `PermissionDenied` unless the
-//! node runs with `--allow-admin` (until authentication exists); when allowed
-//! it is proposed like any client command (S7 header, due list attached, reply
-//! after commit) and recorded in the replicated audit trail with who asked and
-//! the proposer's wall-clock time (display only, docs/semantics.md "Time").
+//! Reads are linearizable (read-index, as `Status`) and check the caller's
+//! permission against the table they are served from (see
+//! [`crate::node::read`]). The ages `List` reports come from this node's own
+//! deadline table: display only, never replicated. `ForceRelease` and the
+//! auth changes are proposed like any client command (S7 header, due list
+//! attached, reply after commit) with the caller's principal: the table
+//! decides their `admin` permission when they apply, records who asked in
+//! the replicated audit trails with the proposer's wall-clock time (display
+//! only, docs/semantics.md "Time"). On an insecure node every administration
+//! call that changes something is refused unless it runs with `--insecure
+//! --allow-admin` ([`crate::node::Node::insecure_admin_gate`]).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tonic::{Request, Response, Status};
-use warden_core::types::{Command, ForceRelease};
+use warden_core::auth::Target;
+use warden_core::types::{AuthChange, AuthOp, Command, ForceRelease, Permission};
 use warden_core::validate;
 use warden_proto::v1 as pb;
 use warden_proto::v1::admin_server::Admin;
 
-use super::convert::{nonzero, request_header};
+use super::convert::{self, nonzero, request_header};
 use super::principal;
-use super::status::admin_disabled;
 use crate::node::membership::Membership;
-use crate::node::submit::Released;
-use crate::node::{NodeCell, SubmitError};
+use crate::node::submit::{AuthChanged, Released};
+use crate::node::{Node, NodeCell, Principal, SubmitError};
 
 /// Longest `requested_by` a caller may send, in bytes; the server appends
 /// " from <caller address>" and the whole stays within
@@ -76,6 +81,34 @@ fn wall_clock_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// The caller's permission for a membership change: `--allow-admin` on an
+/// insecure node, `admin` on `""` (in the applied table) with certificates.
+fn membership_allowed(node: &Node, principal: &Principal) -> Result<(), Status> {
+    node.insecure_admin_gate(principal, "membership changes")
+        .map_err(SubmitError::from)?;
+    node.check_applied(principal, Permission::Admin, Target::Prefix(""), None)?;
+    Ok(())
+}
+
+/// Proposes the auth change `op` for `principal` (refused first on an
+/// insecure node without `--allow-admin`).
+async fn auth_change(
+    node: &Node,
+    principal: &Principal,
+    header: Option<pb::RequestHeader>,
+    op: AuthOp,
+) -> Result<Response<pb::AuthChangeResponse>, Status> {
+    node.insecure_admin_gate(principal, "auth changes")
+        .map_err(SubmitError::from)?;
+    let cmd = Command::AuthChange(AuthChange {
+        header: request_header(header)?,
+        op,
+        at_unix_ms: wall_clock_ms(),
+    });
+    let AuthChanged = node.submit(principal, cmd).await?;
+    Ok(Response::new(pb::AuthChangeResponse {}))
+}
+
 #[tonic::async_trait]
 impl Admin for AdminService {
     async fn list(
@@ -83,7 +116,8 @@ impl Admin for AdminService {
         req: Request<pb::ListRequest>,
     ) -> Result<Response<pb::ListResponse>, Status> {
         let node = self.node.get()?;
-        let (read_index, locks) = node.list(&req.into_inner().prefix).await?;
+        let principal = principal(&req)?;
+        let (read_index, locks) = node.list(&principal, &req.into_inner().prefix).await?;
         let locks = locks
             .into_iter()
             .map(|l| pb::ListedLock {
@@ -112,11 +146,10 @@ impl Admin for AdminService {
         req: Request<pb::ForceReleaseRequest>,
     ) -> Result<Response<pb::ForceReleaseResponse>, Status> {
         let node = self.node.get()?;
-        if !node.config().allow_admin {
-            return Err(admin_disabled("force-release is disabled on this node"));
-        }
         let principal = principal(&req)?;
-        let peer = req.remote_addr();
+        node.insecure_admin_gate(&principal, "force-release")
+            .map_err(SubmitError::from)?;
+        let peer = super::remote_addr(&req);
         let r = req.into_inner();
         let cmd = Command::ForceRelease(ForceRelease {
             header: request_header(r.header)?,
@@ -136,10 +169,11 @@ impl Admin for AdminService {
 
     async fn audit_trail(
         &self,
-        _req: Request<pb::AuditTrailRequest>,
+        req: Request<pb::AuditTrailRequest>,
     ) -> Result<Response<pb::AuditTrailResponse>, Status> {
         let node = self.node.get()?;
-        let (read_index, records) = node.audit_trail().await?;
+        let principal = principal(&req)?;
+        let (read_index, records) = node.audit_trail(&principal).await?;
         let records = records
             .into_iter()
             .map(|a| pb::AuditRecord {
@@ -162,6 +196,7 @@ impl Admin for AdminService {
         req: Request<pb::AddNodeRequest>,
     ) -> Result<Response<pb::MembershipResponse>, Status> {
         let node = self.node.get()?;
+        membership_allowed(&node, &principal(&req)?)?;
         let r = req.into_inner();
         let m = node.add_node(r.node_id, &r.addr).await?;
         Ok(Response::new(membership(m)))
@@ -172,6 +207,7 @@ impl Admin for AdminService {
         req: Request<pb::RemoveNodeRequest>,
     ) -> Result<Response<pb::MembershipResponse>, Status> {
         let node = self.node.get()?;
+        membership_allowed(&node, &principal(&req)?)?;
         let m = node.remove_node(req.into_inner().node_id).await?;
         Ok(Response::new(membership(m)))
     }
@@ -181,6 +217,7 @@ impl Admin for AdminService {
         req: Request<pb::ReplaceNodeRequest>,
     ) -> Result<Response<pb::MembershipResponse>, Status> {
         let node = self.node.get()?;
+        membership_allowed(&node, &principal(&req)?)?;
         let r = req.into_inner();
         let m = node
             .replace_node(r.old_node_id, r.new_node_id, &r.addr)
@@ -190,10 +227,11 @@ impl Admin for AdminService {
 
     async fn save_snapshot(
         &self,
-        _req: Request<pb::SaveSnapshotRequest>,
+        req: Request<pb::SaveSnapshotRequest>,
     ) -> Result<Response<pb::SaveSnapshotResponse>, Status> {
         let node = self.node.get()?;
-        let cut = node.snapshot_cut().await?;
+        let principal = principal(&req)?;
+        let cut = node.snapshot_cut(&principal).await?;
         Ok(Response::new(pb::SaveSnapshotResponse {
             cluster_id: node.cluster_id().to_string(),
             applied_index: cut.applied_index,
@@ -201,6 +239,156 @@ impl Admin for AdminService {
             leader_node_id: cut.leader_node_id,
             data: cut.data,
             node_id: node.id(),
+        }))
+    }
+
+    async fn grant_permission(
+        &self,
+        req: Request<pb::GrantPermissionRequest>,
+    ) -> Result<Response<pb::AuthChangeResponse>, Status> {
+        let node = self.node.get()?;
+        let principal = principal(&req)?;
+        let r = req.into_inner();
+        let op = AuthOp::GrantPermission {
+            role: r.role,
+            prefix: r.prefix,
+            permission: convert::permission(r.permission)?,
+        };
+        auth_change(&node, &principal, r.header, op).await
+    }
+
+    async fn revoke_permission(
+        &self,
+        req: Request<pb::RevokePermissionRequest>,
+    ) -> Result<Response<pb::AuthChangeResponse>, Status> {
+        let node = self.node.get()?;
+        let principal = principal(&req)?;
+        let r = req.into_inner();
+        let op = AuthOp::RevokePermission {
+            role: r.role,
+            prefix: r.prefix,
+        };
+        auth_change(&node, &principal, r.header, op).await
+    }
+
+    async fn delete_role(
+        &self,
+        req: Request<pb::DeleteRoleRequest>,
+    ) -> Result<Response<pb::AuthChangeResponse>, Status> {
+        let node = self.node.get()?;
+        let principal = principal(&req)?;
+        let r = req.into_inner();
+        auth_change(
+            &node,
+            &principal,
+            r.header,
+            AuthOp::DeleteRole { role: r.role },
+        )
+        .await
+    }
+
+    async fn grant_role(
+        &self,
+        req: Request<pb::GrantRoleRequest>,
+    ) -> Result<Response<pb::AuthChangeResponse>, Status> {
+        let node = self.node.get()?;
+        let principal = principal(&req)?;
+        let r = req.into_inner();
+        let op = AuthOp::GrantRole {
+            user: convert::user(&r.user)?,
+            role: r.role,
+        };
+        auth_change(&node, &principal, r.header, op).await
+    }
+
+    async fn revoke_role(
+        &self,
+        req: Request<pb::RevokeRoleRequest>,
+    ) -> Result<Response<pb::AuthChangeResponse>, Status> {
+        let node = self.node.get()?;
+        let principal = principal(&req)?;
+        let r = req.into_inner();
+        let op = AuthOp::RevokeRole {
+            user: convert::user(&r.user)?,
+            role: r.role,
+        };
+        auth_change(&node, &principal, r.header, op).await
+    }
+
+    async fn set_role_quota(
+        &self,
+        req: Request<pb::SetRoleQuotaRequest>,
+    ) -> Result<Response<pb::AuthChangeResponse>, Status> {
+        let node = self.node.get()?;
+        let principal = principal(&req)?;
+        let r = req.into_inner();
+        let op = AuthOp::SetRoleQuota {
+            role: r.role,
+            quota: r.quota.map(convert::quota),
+        };
+        auth_change(&node, &principal, r.header, op).await
+    }
+
+    async fn set_limits(
+        &self,
+        req: Request<pb::SetLimitsRequest>,
+    ) -> Result<Response<pb::AuthChangeResponse>, Status> {
+        let node = self.node.get()?;
+        let principal = principal(&req)?;
+        let r = req.into_inner();
+        let op = AuthOp::SetLimits(convert::limits(r.limits)?);
+        auth_change(&node, &principal, r.header, op).await
+    }
+
+    async fn list_roles(
+        &self,
+        req: Request<pb::ListRolesRequest>,
+    ) -> Result<Response<pb::ListRolesResponse>, Status> {
+        let node = self.node.get()?;
+        let principal = principal(&req)?;
+        let (read_index, roles) = node.roles(&principal).await?;
+        Ok(Response::new(pb::ListRolesResponse {
+            roles: roles.into_iter().map(convert::role_pb).collect(),
+            read_index,
+        }))
+    }
+
+    async fn list_users(
+        &self,
+        req: Request<pb::ListUsersRequest>,
+    ) -> Result<Response<pb::ListUsersResponse>, Status> {
+        let node = self.node.get()?;
+        let principal = principal(&req)?;
+        let (read_index, users) = node.users(&principal).await?;
+        Ok(Response::new(pb::ListUsersResponse {
+            users: users.into_iter().map(convert::user_pb).collect(),
+            read_index,
+        }))
+    }
+
+    async fn get_limits(
+        &self,
+        req: Request<pb::GetLimitsRequest>,
+    ) -> Result<Response<pb::GetLimitsResponse>, Status> {
+        let node = self.node.get()?;
+        let principal = principal(&req)?;
+        let (read_index, limits) = node.limits(&principal).await?;
+        Ok(Response::new(pb::GetLimitsResponse {
+            limits: Some(convert::limits_pb(&limits)),
+            read_index,
+        }))
+    }
+
+    async fn auth_audit_trail(
+        &self,
+        req: Request<pb::AuthAuditTrailRequest>,
+    ) -> Result<Response<pb::AuthAuditTrailResponse>, Status> {
+        let node = self.node.get()?;
+        let principal = principal(&req)?;
+        let (read_index, records) = node.auth_audit_trail(&principal).await?;
+        Ok(Response::new(pb::AuthAuditTrailResponse {
+            records: records.iter().map(convert::audit_pb).collect(),
+            read_index,
         }))
     }
 }
@@ -217,6 +405,294 @@ fn membership(m: Membership) -> pb::MembershipResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn h(request_id: u64) -> Option<pb::RequestHeader> {
+        Some(pb::RequestHeader {
+            client_id: 77,
+            request_id,
+            acked_request_id: 0,
+        })
+    }
+
+    // docs/security.md "What insecure mode means": an insecure node (every
+    // caller anonymous) refuses every administration call that changes
+    // something, and snapshot save, unless it runs with --insecure
+    // --allow-admin; each refusal is PermissionDenied naming the flag, and
+    // nothing is proposed.
+    #[tokio::test]
+    async fn an_insecure_node_refuses_each_admin_change_without_allow_admin() {
+        use crate::node::test_node::{Setup, TestNode};
+        let t = TestNode::start(Setup::default()).await;
+        let cell = NodeCell::default();
+        cell.set(t.node.clone());
+        let admin = AdminService::new(cell);
+        let before = t.applied().len();
+        let quota = Some(pb::Quota {
+            leases: 1,
+            locks: 1,
+            waiters: 1,
+            clients: 1,
+        });
+        let limits = Some(pb::ClusterLimits {
+            max_leases: 10,
+            max_clients: 10,
+            default_quota: quota,
+        });
+        let refusals: Vec<(&str, Status)> = vec![
+            (
+                "force-release",
+                admin
+                    .force_release(Request::new(pb::ForceReleaseRequest {
+                        header: h(1),
+                        resource: "r".into(),
+                        fencing_token: 0,
+                        requested_by: String::new(),
+                    }))
+                    .await
+                    .expect_err("force release"),
+            ),
+            (
+                "membership",
+                admin
+                    .add_node(Request::new(pb::AddNodeRequest {
+                        node_id: 4,
+                        addr: "127.0.0.1:9".into(),
+                    }))
+                    .await
+                    .expect_err("add node"),
+            ),
+            (
+                "membership",
+                admin
+                    .remove_node(Request::new(pb::RemoveNodeRequest { node_id: 1 }))
+                    .await
+                    .expect_err("remove node"),
+            ),
+            (
+                "membership",
+                admin
+                    .replace_node(Request::new(pb::ReplaceNodeRequest {
+                        old_node_id: 1,
+                        new_node_id: 4,
+                        addr: "127.0.0.1:9".into(),
+                    }))
+                    .await
+                    .expect_err("replace node"),
+            ),
+            (
+                "snapshot save",
+                admin
+                    .save_snapshot(Request::new(pb::SaveSnapshotRequest {}))
+                    .await
+                    .expect_err("save snapshot"),
+            ),
+            (
+                "auth changes",
+                admin
+                    .grant_permission(Request::new(pb::GrantPermissionRequest {
+                        header: h(2),
+                        role: "r".into(),
+                        prefix: "a/".into(),
+                        permission: pb::Permission::Lock as i32,
+                    }))
+                    .await
+                    .expect_err("grant permission"),
+            ),
+            (
+                "auth changes",
+                admin
+                    .revoke_permission(Request::new(pb::RevokePermissionRequest {
+                        header: h(3),
+                        role: "r".into(),
+                        prefix: "a/".into(),
+                    }))
+                    .await
+                    .expect_err("revoke permission"),
+            ),
+            (
+                "auth changes",
+                admin
+                    .delete_role(Request::new(pb::DeleteRoleRequest {
+                        header: h(4),
+                        role: "r".into(),
+                    }))
+                    .await
+                    .expect_err("delete role"),
+            ),
+            (
+                "auth changes",
+                admin
+                    .grant_role(Request::new(pb::GrantRoleRequest {
+                        header: h(5),
+                        user: "alice".into(),
+                        role: "r".into(),
+                    }))
+                    .await
+                    .expect_err("grant role"),
+            ),
+            (
+                "auth changes",
+                admin
+                    .revoke_role(Request::new(pb::RevokeRoleRequest {
+                        header: h(6),
+                        user: "alice".into(),
+                        role: "r".into(),
+                    }))
+                    .await
+                    .expect_err("revoke role"),
+            ),
+            (
+                "auth changes",
+                admin
+                    .set_role_quota(Request::new(pb::SetRoleQuotaRequest {
+                        header: h(7),
+                        role: "r".into(),
+                        quota,
+                    }))
+                    .await
+                    .expect_err("set role quota"),
+            ),
+            (
+                "auth changes",
+                admin
+                    .set_limits(Request::new(pb::SetLimitsRequest {
+                        header: h(8),
+                        limits,
+                    }))
+                    .await
+                    .expect_err("set limits"),
+            ),
+        ];
+        for (what, status) in refusals {
+            assert_eq!(
+                status.code(),
+                tonic::Code::PermissionDenied,
+                "{what}: {status:?}"
+            );
+            assert!(
+                status.message().starts_with(what) && status.message().contains("--allow-admin"),
+                "{what}: {}",
+                status.message()
+            );
+        }
+        assert_eq!(t.applied().len(), before, "nothing was proposed");
+    }
+
+    // The auth RPCs end to end on an insecure node with --allow-admin (the
+    // anonymous caller passes every check): a granted permission shows in
+    // ListRoles and in the auth audit trail with an empty principal, a role
+    // given to a principal shows in ListUsers with the default quota, and
+    // GetLimits reports the defaults. Bad input names the field.
+    #[tokio::test]
+    async fn the_auth_rpcs_change_and_show_the_auth_table() {
+        use crate::node::test_node::{Setup, TestNode};
+        let t = TestNode::start(Setup {
+            allow_admin: true,
+            ..Setup::default()
+        })
+        .await;
+        let cell = NodeCell::default();
+        cell.set(t.node.clone());
+        let admin = AdminService::new(cell);
+        admin
+            .grant_permission(Request::new(pb::GrantPermissionRequest {
+                header: h(1),
+                role: "payments".into(),
+                prefix: "payments/".into(),
+                permission: pb::Permission::Lock as i32,
+            }))
+            .await
+            .expect("grant permission");
+        admin
+            .grant_role(Request::new(pb::GrantRoleRequest {
+                header: h(2),
+                user: "carol".into(),
+                role: "payments".into(),
+            }))
+            .await
+            .expect("grant role");
+        let roles = admin
+            .list_roles(Request::new(pb::ListRolesRequest {}))
+            .await
+            .expect("roles")
+            .into_inner();
+        assert_eq!(roles.roles.len(), 1);
+        assert_eq!(roles.roles[0].name, "payments");
+        assert_eq!(
+            roles.roles[0].grants,
+            vec![pb::RoleGrant {
+                prefix: "payments/".into(),
+                permission: pb::Permission::Lock as i32,
+            }]
+        );
+        let users = admin
+            .list_users(Request::new(pb::ListUsersRequest {}))
+            .await
+            .expect("users")
+            .into_inner();
+        assert_eq!(users.users.len(), 1);
+        assert_eq!(users.users[0].principal, "carol");
+        assert_eq!(users.users[0].roles, vec!["payments".to_string()]);
+        assert_eq!(
+            users.users[0].quota.as_ref().map(|q| q.leases),
+            Some(warden_core::limits::DEFAULT_QUOTA_LEASES)
+        );
+        let trail = admin
+            .auth_audit_trail(Request::new(pb::AuthAuditTrailRequest {}))
+            .await
+            .expect("trail")
+            .into_inner();
+        let ops: Vec<(&str, &str, &str)> = trail
+            .records
+            .iter()
+            .map(|r| (r.op.as_str(), r.principal.as_str(), r.role.as_str()))
+            .collect();
+        assert_eq!(
+            ops,
+            vec![
+                ("grant_permission", "", "payments"),
+                ("grant_role", "", "payments")
+            ]
+        );
+        assert_eq!(trail.records[1].user, "carol");
+        let limits = admin
+            .get_limits(Request::new(pb::GetLimitsRequest {}))
+            .await
+            .expect("limits")
+            .into_inner()
+            .limits
+            .expect("limits");
+        assert_eq!(limits.max_leases, warden_core::limits::DEFAULT_MAX_LEASES);
+
+        let bad = admin
+            .grant_permission(Request::new(pb::GrantPermissionRequest {
+                header: h(3),
+                role: "payments".into(),
+                prefix: "x/".into(),
+                permission: 0,
+            }))
+            .await
+            .expect_err("no permission");
+        assert_eq!(bad.code(), tonic::Code::InvalidArgument);
+        assert!(bad.message().starts_with("permission"), "{}", bad.message());
+        let bad = admin
+            .grant_role(Request::new(pb::GrantRoleRequest {
+                header: h(4),
+                user: "-x".into(),
+                role: "payments".into(),
+            }))
+            .await
+            .expect_err("bad user");
+        assert!(bad.message().starts_with("user"), "{}", bad.message());
+        let bad = admin
+            .set_limits(Request::new(pb::SetLimitsRequest {
+                header: h(5),
+                limits: None,
+            }))
+            .await
+            .expect_err("no limits");
+        assert!(bad.message().starts_with("limits"), "{}", bad.message());
+    }
 
     // "What bad input gets": requested_by is bounded, names
     // the field, and carries the caller's address.

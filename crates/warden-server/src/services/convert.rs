@@ -4,11 +4,13 @@
 //! `warden_core::validate` in [`crate::node::Node::submit`].
 
 use warden_core::types::{
-    Acquire, AcquireOutcome, AcquireReply, Command, LeaseSpec, NotGrantedReason, Release,
-    RequestHeader,
+    Acquire, AcquireOutcome, AcquireReply, AuthAuditRecord, AuthOp, ClusterLimits, Command,
+    LeaseSpec, NotGrantedReason, Permission, Principal, Quota, Release, RequestHeader,
 };
+use warden_core::Usage;
 use warden_proto::v1 as pb;
 
+use crate::node::read::{RoleInfo, UserInfo};
 use crate::node::SubmitError;
 
 /// The exactly-once header of a mutating request (S7).
@@ -74,6 +76,7 @@ pub fn reason_str(r: NotGrantedReason) -> &'static str {
         NotGrantedReason::Held => "held",
         NotGrantedReason::LockDelay => "lock_delay",
         NotGrantedReason::WaitTimeout => "wait_timeout",
+        NotGrantedReason::Cancelled => "cancelled",
     }
 }
 
@@ -175,4 +178,175 @@ pub fn acquire_start(reply: AcquireReply) -> Result<AcquireStart, (u64, u64)> {
             enqueue_index,
         },
     })
+}
+
+// ------------------------------------------------------------------ auth
+
+/// A wire permission; `PERMISSION_UNSPECIFIED` (or an unknown value) is
+/// refused naming the field.
+pub fn permission(p: i32) -> Result<Permission, SubmitError> {
+    match pb::Permission::try_from(p) {
+        Ok(pb::Permission::Read) => Ok(Permission::Read),
+        Ok(pb::Permission::Lock) => Ok(Permission::Lock),
+        Ok(pb::Permission::Admin) => Ok(Permission::Admin),
+        _ => Err(SubmitError::invalid(
+            "permission",
+            format!("must be read, lock or admin; got {p}"),
+        )),
+    }
+}
+
+/// A permission on the wire.
+pub fn permission_pb(p: Permission) -> pb::Permission {
+    match p {
+        Permission::Read => pb::Permission::Read,
+        Permission::Lock => pb::Permission::Lock,
+        Permission::Admin => pb::Permission::Admin,
+    }
+}
+
+/// The principal an auth change names (`user`), checked (field `user`).
+pub fn user(name: &str) -> Result<Principal, SubmitError> {
+    Principal::new(name).map_err(|e| SubmitError::invalid("user", e.message))
+}
+
+/// A wire quota (its bounds are checked with the command).
+pub fn quota(q: pb::Quota) -> Quota {
+    Quota {
+        leases: q.leases,
+        locks: q.locks,
+        waiters: q.waiters,
+        clients: q.clients,
+    }
+}
+
+/// A quota on the wire.
+pub fn quota_pb(q: &Quota) -> pb::Quota {
+    pb::Quota {
+        leases: q.leases,
+        locks: q.locks,
+        waiters: q.waiters,
+        clients: q.clients,
+    }
+}
+
+/// Wire limits: both the message and its default quota are required.
+pub fn limits(l: Option<pb::ClusterLimits>) -> Result<ClusterLimits, SubmitError> {
+    let l = l.ok_or_else(|| {
+        SubmitError::invalid(
+            "limits",
+            "required (max_leases, max_clients, default_quota)",
+        )
+    })?;
+    let default_quota = l.default_quota.ok_or_else(|| {
+        SubmitError::invalid(
+            "default_quota",
+            "required (leases, locks, waiters, clients)",
+        )
+    })?;
+    Ok(ClusterLimits {
+        max_leases: l.max_leases,
+        max_clients: l.max_clients,
+        default_quota: quota(default_quota),
+    })
+}
+
+/// Limits on the wire.
+pub fn limits_pb(l: &ClusterLimits) -> pb::ClusterLimits {
+    pb::ClusterLimits {
+        max_leases: l.max_leases,
+        max_clients: l.max_clients,
+        default_quota: Some(quota_pb(&l.default_quota)),
+    }
+}
+
+/// A role on the wire.
+pub fn role_pb(r: RoleInfo) -> pb::RoleInfo {
+    pb::RoleInfo {
+        name: r.name,
+        grants: r
+            .grants
+            .into_iter()
+            .map(|(prefix, p)| pb::RoleGrant {
+                prefix,
+                permission: permission_pb(p) as i32,
+            })
+            .collect(),
+        quota: r.quota.as_ref().map(quota_pb),
+    }
+}
+
+fn usage_pb(u: &Usage) -> pb::QuotaUsage {
+    pb::QuotaUsage {
+        leases: u.leases,
+        locks: u.locks,
+        waiters: u.waiters,
+        clients: u.clients,
+    }
+}
+
+/// A principal with roles on the wire.
+pub fn user_pb(u: UserInfo) -> pb::UserInfo {
+    pb::UserInfo {
+        principal: u.principal,
+        roles: u.roles,
+        quota: u.quota.as_ref().map(quota_pb),
+        usage: Some(usage_pb(&u.usage)),
+    }
+}
+
+/// An auth audit record on the wire: `op` names the change, its own fields
+/// are set and the others left empty.
+pub fn audit_pb(a: &AuthAuditRecord) -> pb::AuthAuditRecord {
+    let mut r = pb::AuthAuditRecord {
+        index: a.index,
+        principal: a
+            .principal
+            .as_ref()
+            .map(|p| p.as_str().to_owned())
+            .unwrap_or_default(),
+        at_unix_ms: a.at_unix_ms,
+        ..Default::default()
+    };
+    match &a.op {
+        AuthOp::GrantPermission {
+            role,
+            prefix,
+            permission,
+        } => {
+            r.op = "grant_permission".into();
+            r.role = role.clone();
+            r.prefix = prefix.clone();
+            r.permission = permission_pb(*permission) as i32;
+        }
+        AuthOp::RevokePermission { role, prefix } => {
+            r.op = "revoke_permission".into();
+            r.role = role.clone();
+            r.prefix = prefix.clone();
+        }
+        AuthOp::DeleteRole { role } => {
+            r.op = "delete_role".into();
+            r.role = role.clone();
+        }
+        AuthOp::GrantRole { user, role } => {
+            r.op = "grant_role".into();
+            r.user = user.as_str().to_owned();
+            r.role = role.clone();
+        }
+        AuthOp::RevokeRole { user, role } => {
+            r.op = "revoke_role".into();
+            r.user = user.as_str().to_owned();
+            r.role = role.clone();
+        }
+        AuthOp::SetRoleQuota { role, quota } => {
+            r.op = "set_role_quota".into();
+            r.role = role.clone();
+            r.quota = quota.as_ref().map(quota_pb);
+        }
+        AuthOp::SetLimits(l) => {
+            r.op = "set_limits".into();
+            r.limits = Some(limits_pb(l));
+        }
+    }
+    r
 }

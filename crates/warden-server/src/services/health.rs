@@ -1,5 +1,10 @@
 //! `/healthz` and `/readyz` over HTTP on `--admin-listen`, for load
-//! balancers and orchestrators.
+//! balancers and orchestrators. On a node with certificates they are served
+//! over TLS 1.3 (ALPN `h2` and `http/1.1`, warden-tls'
+//! `ServerTls::listener`, reloaded on SIGHUP with the rest) and need no
+//! client certificate: probes have none, and neither endpoint names a lease,
+//! a holder or a principal. Anything added here that does must read the
+//! caller's `PeerInfo` (`ConnectInfo<PeerInfo>`) and check its permission.
 //!
 //! - `GET /healthz`: 200 `ok` while the process runs (also while it is
 //!   bootstrapping).
@@ -19,6 +24,15 @@
 //!   `{"ready","node_id","leader_id","term","commit_index","applied_index","reason"}`.
 //!   A follower can be ready: reads and writes go to the leader anyway; ready
 //!   means "this member is caught up and sees a leader".
+//!
+//! On the client port, gRPC's standard `grpc.health.v1.Health` says the
+//! same ([`grpc_health`]): service `""` (and each public service) is
+//! SERVING exactly when `/readyz` would answer 200, re-read every
+//! [`GRPC_HEALTH_INTERVAL`]. Like `/readyz` it needs TLS on a secure node
+//! but no client certificate and no permission (`grpc_health_probe -tls`
+//! has none). Server reflection (`grpc.reflection.v1`, for `grpcurl`)
+//! lists the public API only, whose `.proto` files are public; it needs no
+//! permission either.
 
 use std::net::SocketAddr;
 
@@ -66,12 +80,14 @@ async fn readyz(
     (code, [(header::CONTENT_TYPE, "application/json")], body)
 }
 
-/// Binds `addr` and serves `/healthz` and `/readyz` until `stop` turns true.
+/// Binds `addr` and serves `/healthz` and `/readyz` until `stop` turns true:
+/// over TLS with `tls`, plaintext without (an insecure node).
 ///
 /// # Errors
 /// `ServerError::Config` naming `--admin-listen` when the address cannot be bound.
 pub async fn serve(
     addr: SocketAddr,
+    tls: Option<warden_tls::ServerTls>,
     node_id: u64,
     cell: NodeCell,
     contact: LeaderContact,
@@ -84,7 +100,6 @@ pub async fn serve(
         .local_addr()
         .map(|a| a.to_string())
         .unwrap_or_default();
-    tracing::info!(addr = %bound, "serving /healthz and /readyz");
     let app = Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -93,13 +108,96 @@ pub async fn serve(
             cell,
             contact,
         });
+    let stopped = async move {
+        let _ = stop.wait_for(|s| *s).await;
+    };
+    let Some(tls) = tls else {
+        tracing::info!(addr = %bound, "serving /healthz and /readyz over plaintext HTTP");
+        return Ok(tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(stopped)
+                .await;
+        }));
+    };
+    let listener = tls
+        .listener(listener)
+        .map_err(|e| ServerError::Config(format!("admin-listen: {addr}: {e}")))?;
+    tracing::info!(addr = %bound, "serving /healthz and /readyz over TLS");
     Ok(tokio::spawn(async move {
         let _ = axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = stop.wait_for(|s| *s).await;
-            })
+            .with_graceful_shutdown(stopped)
             .await;
     }))
+}
+
+/// How often the gRPC health status is re-read from the readiness rule.
+pub const GRPC_HEALTH_INTERVAL: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// The public services whose gRPC health follows the node's readiness, as
+/// well as the whole server's (`""`).
+const HEALTH_SERVICES: [&str; 5] = [
+    "",
+    "warden.v1.Lock",
+    "warden.v1.Lease",
+    "warden.v1.Watch",
+    "warden.v1.Admin",
+];
+
+/// `grpc.health.v1.Health` for the client port, and the task that keeps it
+/// equal to [`readiness`] until `stop` turns true (see the module docs).
+pub fn grpc_health(
+    node_id: u64,
+    cell: NodeCell,
+    contact: LeaderContact,
+    mut stop: watch::Receiver<bool>,
+) -> (
+    tonic_health::pb::health_server::HealthServer<impl tonic_health::pb::health_server::Health>,
+    tokio::task::JoinHandle<()>,
+) {
+    use tonic_health::ServingStatus;
+    let (reporter, service) = tonic_health::server::health_reporter();
+    let task = tokio::spawn(async move {
+        let mut last = None;
+        let mut tick = tokio::time::interval(GRPC_HEALTH_INTERVAL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let ready = readiness(node_id, &cell, &contact).ready;
+            if last != Some(ready) {
+                let status = if ready {
+                    ServingStatus::Serving
+                } else {
+                    ServingStatus::NotServing
+                };
+                for name in HEALTH_SERVICES {
+                    reporter.set_service_status(name, status).await;
+                }
+                last = Some(ready);
+            }
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
+        }
+    });
+    (service, task)
+}
+
+/// gRPC server reflection (`grpc.reflection.v1`) over the public API's
+/// descriptors ([`warden_proto::FILE_DESCRIPTOR_SET`]).
+///
+/// # Errors
+/// `ServerError::Other` if the embedded descriptors do not decode (a build
+/// defect).
+pub fn grpc_reflection() -> Result<
+    tonic_reflection::server::v1::ServerReflectionServer<
+        impl tonic_reflection::server::v1::ServerReflection,
+    >,
+    ServerError,
+> {
+    tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(warden_proto::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .map_err(|e| ServerError::Other(format!("gRPC reflection: {e}")))
 }
 
 #[cfg(test)]

@@ -3,7 +3,9 @@
 //! A session is a lease created without a lock; many locks and waits hang on
 //! it and one keep-alive renews them all. Renewals go through the same batcher
 //! as `Lock.Renew` (S4: committed in `RenewBatch` entries, acknowledged after
-//! commit); each reply echoes the request's sequence (S5).
+//! commit); each reply echoes the request's sequence (S5). A keep-alive and
+//! a lease's time-to-live need ownership of the lease (`admin` on `""` may
+//! read any lease's time-to-live): leases have owners (etcd PR 8031).
 
 use std::pin::Pin;
 
@@ -128,9 +130,10 @@ impl Lease for LeaseService {
         req: Request<pb::LeaseTimeToLiveRequest>,
     ) -> Result<Response<pb::LeaseTimeToLiveResponse>, Status> {
         let node = self.node.get()?;
+        let principal = principal(&req)?;
         let lease_id = req.into_inner().lease_id;
         let lease = node
-            .lease_status(lease_id)
+            .lease_status(&principal, lease_id)
             .await?
             .ok_or_else(|| lease_not_live(lease_id))?;
         Ok(Response::new(pb::LeaseTimeToLiveResponse {

@@ -4,7 +4,9 @@
 //! error naming the field and the limit, nothing changed; proposed to the
 //! local Raft handle; answered after the entry commits and applies, S3).
 //! A call to a follower gets `Unavailable` with the leader's address in
-//! `warden-leader`. Reads are linearizable (read-index).
+//! `warden-leader`. Reads are linearizable (read-index) and need `read` on
+//! the resource ([`crate::node::read`]); `ClusterStatus` needs only an
+//! authenticated caller.
 
 use std::pin::Pin;
 
@@ -12,7 +14,7 @@ use futures::Stream;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
-use warden_core::types::{Command, Proclaim, Revoke};
+use warden_core::types::{CancelOutcome, CancelWait, Command, Proclaim, Revoke};
 use warden_core::TokenState;
 use warden_proto::v1 as pb;
 use warden_proto::v1::lock_server::Lock;
@@ -25,7 +27,7 @@ use super::convert::{nonzero, request_header, AcquireStart};
 use super::principal;
 use super::status::lease_not_live;
 use super::waiter::{follow_waiter, WaiterOut};
-use crate::node::submit::{Proclaimed, Revoked};
+use crate::node::submit::{Proclaimed, Revoked, WaitCancelled};
 use crate::node::NodeCell;
 
 /// The service; answers `Unavailable` until the node has bootstrapped.
@@ -145,6 +147,39 @@ impl Lock for LockService {
         }))
     }
 
+    async fn cancel_wait(
+        &self,
+        req: Request<pb::CancelWaitRequest>,
+    ) -> Result<Response<pb::CancelWaitResponse>, Status> {
+        let node = self.node.get()?;
+        let principal = principal(&req)?;
+        let r = req.into_inner();
+        let cmd = Command::CancelWait(CancelWait {
+            header: request_header(r.header)?,
+            acquire_request_id: r.acquire_request_id,
+            resource: r.resource,
+            due: None,
+        });
+        let WaitCancelled {
+            resource,
+            lease_id,
+            outcome,
+            fencing_token,
+        } = node.submit(&principal, cmd).await?;
+        Ok(Response::new(pb::CancelWaitResponse {
+            resource,
+            lease_id,
+            outcome: match outcome {
+                CancelOutcome::Removed => "removed",
+                CancelOutcome::Released => "released",
+                CancelOutcome::Preempted => "preempted",
+                CancelOutcome::NothingToCancel => "none",
+            }
+            .to_string(),
+            fencing_token: fencing_token.unwrap_or(0),
+        }))
+    }
+
     async fn proclaim(
         &self,
         req: Request<pb::ProclaimRequest>,
@@ -167,8 +202,9 @@ impl Lock for LockService {
         req: Request<pb::StatusRequest>,
     ) -> Result<Response<pb::StatusResponse>, Status> {
         let node = self.node.get()?;
+        let principal = principal(&req)?;
         let resource = req.into_inner().resource;
-        let s = node.resource_status(&resource).await?;
+        let s = node.resource_status(&principal, &resource).await?;
         Ok(Response::new(pb::StatusResponse {
             resource,
             holder: s.holder.map(|h| pb::Holder {
@@ -188,8 +224,11 @@ impl Lock for LockService {
         req: Request<pb::ValidateRequest>,
     ) -> Result<Response<pb::ValidateResponse>, Status> {
         let node = self.node.get()?;
+        let principal = principal(&req)?;
         let r = req.into_inner();
-        let check = node.token_check(&r.resource, r.fencing_token).await?;
+        let check = node
+            .token_check(&principal, &r.resource, r.fencing_token)
+            .await?;
         let state = match check.state {
             TokenState::Current => pb::TokenState::Current,
             TokenState::Stale => pb::TokenState::Stale,
@@ -206,9 +245,11 @@ impl Lock for LockService {
 
     async fn cluster_status(
         &self,
-        _req: Request<pb::ClusterStatusRequest>,
+        req: Request<pb::ClusterStatusRequest>,
     ) -> Result<Response<pb::ClusterStatusResponse>, Status> {
         let node = self.node.get()?;
+        // Any authenticated principal (and any caller of an insecure node).
+        principal(&req)?;
         let view = node.cluster_view()?;
         let timing = &node.config().timing;
         Ok(Response::new(pb::ClusterStatusResponse {
@@ -233,6 +274,9 @@ impl Lock for LockService {
                 .collect(),
             node_id: view.node_id,
             last_log_index: view.last_log_index,
+            insecure: node.config().certs_dir.is_none(),
+            election_prefix: warden_core::limits::ELECTION_PREFIX.to_string(),
+            max_requests_in_flight: warden_core::limits::MAX_OUTCOMES_PER_CLIENT as u64,
             timing: Some(pb::Timing {
                 heartbeat_ms: timing.heartbeat_ms,
                 election_timeout_min_ms: timing.election_timeout_min_ms,

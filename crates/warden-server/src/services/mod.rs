@@ -10,6 +10,8 @@
 //! - `waiter.rs`: a queued acquire's stream of positions and its answer.
 //! - `convert.rs`: wire messages to commands, answers to wire messages.
 //! - `status.rs`: typed errors to gRPC statuses.
+//! - this file: [`principal`], the caller's principal from its TLS
+//!   handshake (tests in `tests.rs`).
 
 pub mod admin;
 mod calls;
@@ -24,14 +26,63 @@ pub mod watch;
 pub use calls::MAX_CALLS_IN_PROGRESS;
 pub use waiter::QUEUE_POSITION_REPORT_INTERVAL;
 
+use warden_tls::Identity;
+
 use crate::node::Principal;
 
-/// The principal a request is made for: the name in the caller's verified
-/// client certificate. An insecure node has none: every caller is
-/// anonymous (`Ok(None)`).
+/// What a node certificate's principal starts with: node N's calls to the
+/// public services (a joining node reads `ClusterStatus`) are made as
+/// principal `node.N`. No client certificate can carry such a name
+/// (`warden_tls::validate_principal` refuses anything that reads like a
+/// node), so `node.N` holds only what is granted to it by that name.
+pub const NODE_PRINCIPAL_PREFIX: &str = "node.";
+
+/// The principal of node `node_id`'s certificate: `node.N`.
+pub fn node_principal(node_id: u64) -> String {
+    format!("{NODE_PRINCIPAL_PREFIX}{node_id}")
+}
+
+/// The principal a request is made for, from the verified TLS handshake of
+/// its connection only (warden-tls' `PeerInfo`, which only its acceptor
+/// builds); no request field or metadata is read, so nothing a caller sends
+/// can set or override it (docs/security.md):
+///
+/// - a client certificate: `Some(its principal)`;
+/// - a node certificate: `Some("node.N")` ([`node_principal`]);
+/// - no certificate on a TLS connection: `Unauthenticated`;
+/// - no TLS at all: `Ok(None)`, anonymous. Only an insecure node serves
+///   plaintext connections: a node with certificates accepts TLS
+///   connections only (`start.rs`), so every request it serves has a
+///   `PeerInfo`.
 ///
 /// # Errors
 /// `Unauthenticated` when a secure node's caller presented no certificate.
-fn principal<T>(_req: &tonic::Request<T>) -> Result<Principal, tonic::Status> {
-    Ok(None)
+fn principal<T>(req: &tonic::Request<T>) -> Result<Principal, tonic::Status> {
+    principal_of(warden_tls::peer_identity(req))
 }
+
+/// The caller's address: the TLS connection's (warden-tls' `PeerInfo`), or
+/// the plaintext connection's; None when neither is known.
+fn remote_addr<T>(req: &tonic::Request<T>) -> Option<std::net::SocketAddr> {
+    warden_tls::peer_info(req)
+        .map(warden_tls::PeerInfo::remote_addr)
+        .or_else(|| req.remote_addr())
+}
+
+/// [`principal`] from the connection's identity (None: not TLS).
+fn principal_of(identity: Option<&Identity>) -> Result<Principal, tonic::Status> {
+    let name = match identity {
+        None => return Ok(None),
+        Some(Identity::Anonymous) => return Err(status::unauthenticated("no client certificate")),
+        Some(Identity::Client { principal }) => principal.clone(),
+        Some(Identity::Node { node_id }) => node_principal(*node_id),
+    };
+    // warden-tls' rules are stricter than the core's, so this holds for
+    // every certificate the handshake accepted; refuse rather than guess.
+    warden_core::types::Principal::new(&name)
+        .map(Some)
+        .map_err(|e| status::unauthenticated(&format!("certificate name {name:?}: {e}")))
+}
+
+#[cfg(test)]
+mod tests;

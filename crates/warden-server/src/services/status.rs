@@ -151,9 +151,6 @@ impl From<MembershipError> for Status {
     /// The one mapping of a membership change's failure.
     fn from(e: MembershipError) -> Status {
         match e {
-            MembershipError::Disabled => {
-                admin_disabled("membership changes are disabled on this node")
-            }
             MembershipError::Refused(e) => command_status(&e),
             MembershipError::LeadershipMoved { former, leader } => {
                 let mut s = detailed(
@@ -239,17 +236,35 @@ pub fn shutting_down() -> Status {
     )
 }
 
-/// `PermissionDenied` for an admin call on a node without `--allow-admin`;
-/// `what` says what is disabled ("force-release is disabled on this node").
-pub fn admin_disabled(what: &str) -> Status {
+/// `Unauthenticated` for a call to a node with certificates whose caller
+/// presented no client certificate (or one whose name is not a principal);
+/// `reason` says which. Nothing was read from the request.
+pub fn unauthenticated(reason: &str) -> Status {
+    detailed(
+        Code::Unauthenticated,
+        format!(
+            "{reason}: this node serves TLS with client certificates; connect with \
+             --certs-dir DIR --user NAME (or WARDEN_CERTS_DIR, WARDEN_USER) holding \
+             ca.crt and client.NAME.crt/.key (warden cert create-client)"
+        ),
+        "UNAUTHENTICATED",
+        None,
+    )
+}
+
+/// `PermissionDenied` on a queued acquire's stream when a hand-off removed
+/// the waiter because its principal no longer had `lock` on `resource` (the
+/// permission was revoked after it queued; the next waiter was granted
+/// instead). Not a timeout: waiting again needs the permission back.
+pub fn wait_permission_revoked(resource: &str, lease_id: LeaseId) -> Status {
     detailed(
         Code::PermissionDenied,
         format!(
-            "{what}: start `warden server` with --allow-admin (or `allow-admin = true` in its \
-             config file) to allow it"
+            "resource: the wait of lease {lease_id} on {resource:?} was removed: its principal \
+             no longer has lock permission on it (revoked while it waited)"
         ),
-        "ADMIN_DISABLED",
-        None,
+        "PERMISSION_REVOKED",
+        Some("resource"),
     )
 }
 

@@ -1,7 +1,10 @@
 //! A queued acquire's stream: its position while it waits (the first report
 //! at once, later moves at most every
 //! [`QUEUE_POSITION_REPORT_INTERVAL`]), then the final `Granted` or
-//! `NotGranted` as later entries apply (S8).
+//! `NotGranted` as later entries apply (S8), or `PermissionDenied` when a
+//! hand-off removed the waiter because its principal no longer had `lock`
+//! on the resource (`warden_core::auth`: a revoked waiter never blocks the
+//! queue), which a client must not take for a timed-out wait.
 
 use std::sync::Arc;
 
@@ -11,6 +14,7 @@ use warden_core::types::NotGrantedReason;
 use warden_proto::v1 as pb;
 
 use super::convert::{granted, not_granted, queued};
+use super::status::wait_permission_revoked;
 use crate::node::read::WaiterStep;
 use crate::node::Node;
 
@@ -87,6 +91,23 @@ impl WaiterOut {
         }
     }
 
+    /// Ends the call with `status` (sent once; false when the stream is
+    /// gone).
+    async fn fail(&self, status: Status) -> bool {
+        match self {
+            WaiterOut::Acquire(tx) => tx.send(Err(status)).await.is_ok(),
+            WaiterOut::Call { call_id, out } => out
+                .send(Ok(pb::CallResponse {
+                    call_id: *call_id,
+                    answer: Some(pb::call_response::Answer::Error(warden_proto::call_error(
+                        &status,
+                    ))),
+                }))
+                .await
+                .is_ok(),
+        }
+    }
+
     /// Resolves when the stream is gone (the client went away): the waiter
     /// stays queued (S8), its follower ends.
     async fn closed(&self) {
@@ -128,6 +149,10 @@ pub(super) async fn follow_waiter(
             WaiterStep::Gone { holder } => {
                 let msg = not_granted(resource, holder, NotGrantedReason::WaitTimeout);
                 tx.send(msg).await;
+                return;
+            }
+            WaiterStep::PermissionRevoked => {
+                tx.fail(wait_permission_revoked(&resource, lease_id)).await;
                 return;
             }
             WaiterStep::Queued(position) => {
@@ -192,6 +217,107 @@ mod tests {
             .await
             .expect("the waiter sees its stream gone");
         assert!(!waiter.send(queued).await, "nothing more is sent");
+    }
+
+    // A revoked waiter never blocks the queue, and its stream says why
+    // (warden_core::auth, "Waiters carry their principal"): bob and carol
+    // wait behind alice; bob's `lock` is revoked; when alice releases, the
+    // hand-off removes bob and grants carol in the same entry, and bob's
+    // stream ends with PermissionDenied naming the resource, not with a
+    // timed-out `not_granted`.
+    #[tokio::test]
+    async fn a_waiter_whose_lock_was_revoked_is_told_permission_denied() {
+        use crate::node::submit::Released;
+        use crate::node::test_node::{header, named, Setup, TestNode};
+        use warden_core::types::{
+            Acquire, AcquireOutcome, AcquireReply, Command, LeaseSpec, Permission, Release,
+        };
+
+        let t = TestNode::start(Setup::default()).await;
+        for who in ["alice", "bob", "carol"] {
+            t.grant(who, "q/", Permission::Lock).await;
+        }
+        let acquire = |client_id, wait_timeout_ms| {
+            Command::Acquire(Acquire {
+                header: header(client_id, 1),
+                resource: "q/1".into(),
+                lease: LeaseSpec::New { ttl_ms: 30_000 },
+                wait_timeout_ms,
+                lock_delay_ms: 0,
+                due: None,
+            })
+        };
+        let holder: AcquireReply = t
+            .node
+            .submit(&named("alice"), acquire(1, 0))
+            .await
+            .expect("alice");
+        let AcquireOutcome::Granted {
+            lease_id: alice_lease,
+            fencing_token,
+            ..
+        } = holder.outcome
+        else {
+            panic!("alice not granted: {holder:?}")
+        };
+        let mut waits = Vec::new();
+        for (client, who) in [(2, "bob"), (3, "carol")] {
+            let reply: AcquireReply = t
+                .node
+                .submit(&named(who), acquire(client, 60_000))
+                .await
+                .expect("wait");
+            let AcquireOutcome::Queued {
+                lease_id,
+                enqueue_index,
+                ..
+            } = reply.outcome
+            else {
+                panic!("{who} not queued: {reply:?}")
+            };
+            waits.push((lease_id, enqueue_index));
+        }
+        let (bob_lease, bob_enqueued) = waits[0];
+        let (tx, mut rx) = mpsc::channel(8);
+        let follower = tokio::spawn(follow_waiter(
+            t.node.clone(),
+            WaiterOut::Acquire(tx),
+            "q/1".into(),
+            bob_lease,
+            bob_enqueued,
+        ));
+        let first = rx.recv().await.expect("a report").expect("queued");
+        assert_eq!(first, queued(1, bob_lease));
+        t.revoke("bob", "q/").await;
+        let release = Command::Release(Release {
+            header: header(1, 2),
+            resource: Some("q/1".into()),
+            lease_id: alice_lease,
+            fencing_token: Some(fencing_token),
+            due: None,
+        });
+        let _: Released = t
+            .node
+            .submit(&named("alice"), release)
+            .await
+            .expect("release");
+        let status = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                match rx.recv().await.expect("the stream ends with an answer") {
+                    Ok(_) => continue,
+                    Err(status) => break status,
+                }
+            }
+        })
+        .await
+        .expect("an answer within 10 s");
+        assert_eq!(status.code(), tonic::Code::PermissionDenied, "{status:?}");
+        assert!(status.message().contains("\"q/1\""), "{}", status.message());
+        follower.await.expect("follower ends");
+        let carol_lease = waits[1].0;
+        let holder = t.table(|m| m.holder("q/1")).expect("handed off");
+        assert_eq!(holder.lease_id, carol_lease, "the next live waiter got it");
+        assert!(holder.fencing_token > fencing_token, "S2");
     }
 
     // The queue position a waiter sees (S8's `Queued` reports): the first

@@ -33,6 +33,46 @@ pub struct Machine {
     pub last_applied: Option<LogId>,
     /// Last applied membership.
     pub membership: StoredMembership,
+    /// Waiters removed because their principal lost `lock` (node-local).
+    pub revoked_waiters: RevokedWaiters,
+}
+
+/// Most waiters [`RevokedWaiters`] remembers.
+pub const MAX_REVOKED_WAITERS: usize = 4_096;
+
+/// The waiters this node saw removed at a hand-off because their lease's
+/// owner no longer had `lock` on the resource
+/// (`WaiterRemovedReason::PermissionRevoked`), so a queued acquire's stream
+/// can answer PermissionDenied rather than a timeout. Node-local, fed at
+/// apply, the last [`MAX_REVOKED_WAITERS`] only (a follower that finds its
+/// waiter gone and not here reports it as timed out).
+#[derive(Debug, Default)]
+pub struct RevokedWaiters {
+    order: std::collections::VecDeque<(String, u64, u64)>,
+    set: std::collections::BTreeSet<(String, u64, u64)>,
+}
+
+impl RevokedWaiters {
+    /// Records the waiter of `lease_id` on `resource` enqueued at
+    /// `enqueue_index`.
+    pub fn record(&mut self, resource: &str, lease_id: u64, enqueue_index: u64) {
+        let key = (resource.to_owned(), lease_id, enqueue_index);
+        if !self.set.insert(key.clone()) {
+            return;
+        }
+        self.order.push_back(key);
+        if self.order.len() > MAX_REVOKED_WAITERS {
+            if let Some(old) = self.order.pop_front() {
+                self.set.remove(&old);
+            }
+        }
+    }
+
+    /// Whether that waiter was removed for a revoked permission.
+    pub fn contains(&self, resource: &str, lease_id: u64, enqueue_index: u64) -> bool {
+        self.set
+            .contains(&(resource.to_owned(), lease_id, enqueue_index))
+    }
 }
 
 /// State shared between the state machine (writer) and the services (readers).
@@ -92,6 +132,7 @@ impl StateMachineStore {
             deadlines: Deadlines::default(),
             last_applied: None,
             membership: StoredMembership::default(),
+            revoked_waiters: RevokedWaiters::default(),
         };
         if let Some(bytes) = db.get_meta(KEY_SNAPSHOT)? {
             let snap: StoredSnapshot = decode(&bytes)?;
@@ -283,6 +324,16 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                         // for `LeaseGraced` only.
                         for effect in &applied.effects {
                             m.deadlines.on_effect(effect, stamp, stamp);
+                            if let warden_core::Effect::WaiterRemoved {
+                                resource,
+                                lease_id,
+                                enqueue_index,
+                                reason: warden_core::WaiterRemovedReason::PermissionRevoked,
+                            } = effect
+                            {
+                                m.revoked_waiters
+                                    .record(resource, *lease_id, *enqueue_index);
+                            }
                         }
                         if bugs.full_ttl_reset_at_election && matches!(cmd, Command::Promote(_)) {
                             let m = &mut *m;

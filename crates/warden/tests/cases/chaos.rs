@@ -151,7 +151,7 @@ async fn kill9_loop_loses_no_acknowledged_grant_or_release() {
         .unwrap_or(20);
     let mut cluster = Cluster::start(3, &[]).await;
     let endpoints: Vec<String> = cluster.endpoints().split(',').map(str::to_owned).collect();
-    let client = Client::connect(endpoints, ClientOptions::default())
+    let client = Client::connect(endpoints, cluster.client_options())
         .await
         .expect("client");
     let mut tracks: Vec<Track> = (0..CLIENTS)
@@ -248,7 +248,7 @@ async fn stopped_leader_wakes_and_does_not_act_as_leader() {
     let cluster = Cluster::start(3, &[]).await;
     let old = cluster.wait_leader(Duration::from_secs(10)).await;
     let endpoints: Vec<String> = cluster.endpoints().split(',').map(str::to_owned).collect();
-    let client = Client::connect(endpoints, ClientOptions::default())
+    let client = Client::connect(endpoints, cluster.client_options())
         .await
         .expect("client");
     // Long enough for the client's retry path around a silent leader (an
@@ -332,7 +332,7 @@ async fn stopped_leader_wakes_and_does_not_act_as_leader() {
         vec![cluster.addr(old)],
         ClientOptions {
             deadline: Duration::from_millis(800),
-            ..ClientOptions::default()
+            ..cluster.client_options()
         },
     )
     .await
@@ -474,20 +474,45 @@ impl NetnsCluster {
             .join(",")
     }
 
+    /// Node `k`'s certs dir: a certificate of the test CA naming its
+    /// namespace address (the harness's own name loopback only).
+    fn node_certs(&self, k: u64) -> std::path::PathBuf {
+        let certs = crate::harness::certs();
+        let dir = self.tmp.path().join(format!("certs-{k}"));
+        std::fs::create_dir_all(&dir).expect("certs dir");
+        std::fs::copy(certs.client_dir.join("ca.crt"), dir.join("ca.crt")).expect("ca.crt");
+        warden_tls::mint::create_node(
+            &dir,
+            &certs.ca_key,
+            k,
+            &[format!("10.77.0.{k}")],
+            &warden_tls::mint::CertOptions::default(),
+        )
+        .expect("mint a node certificate");
+        dir
+    }
+
     fn start(&mut self) {
         let peers = (1..=NETNS_NODES)
             .map(|k| format!("{k}={}", Self::addr(k)))
             .collect::<Vec<_>>()
             .join(",");
         for k in 1..=NETNS_NODES {
+            let certs_dir = self.node_certs(k);
             let log =
                 std::fs::File::create(self.tmp.path().join(format!("node-{k}.log"))).expect("log");
-            let child = std::process::Command::new("ip")
+            let mut cmd = std::process::Command::new("ip");
+            for name in crate::harness::CLEARED_ENV {
+                cmd.env_remove(name);
+            }
+            let child = cmd
                 .args(["netns", "exec", &format!("{}-{k}", self.prefix)])
                 .arg(crate::harness::warden_bin())
                 .args(["server", "--id", &k.to_string(), "--listen", &Self::addr(k)])
                 .args(["--peers", &peers, "--data-dir"])
                 .arg(self.tmp.path().join(format!("node-{k}")))
+                .arg("--certs-dir")
+                .arg(certs_dir)
                 .env("RUST_LOG", "info,openraft=warn")
                 .stdin(std::process::Stdio::null())
                 .stdout(log.try_clone().expect("log"))
@@ -506,11 +531,17 @@ impl NetnsCluster {
     /// The CLI run in namespace `k` (a node's own, to reach it when its
     /// link is down).
     fn cli_in(&self, k: u64, endpoints: &str, args: &[&str]) -> (i32, serde_json::Value, String) {
-        let out = std::process::Command::new("ip")
+        let mut cmd = std::process::Command::new("ip");
+        for name in crate::harness::CLEARED_ENV {
+            cmd.env_remove(name);
+        }
+        let out = cmd
             .args(["netns", "exec", &format!("{}-{k}", self.prefix)])
             .arg(crate::harness::warden_bin())
             .args(args)
             .args(["--endpoints", endpoints, "--output", "json"])
+            .arg("--certs-dir")
+            .arg(&crate::harness::certs().client_dir)
             .stdin(std::process::Stdio::null())
             .output()
             .expect("run the CLI");

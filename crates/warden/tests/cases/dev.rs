@@ -1,23 +1,48 @@
 //! `warden dev`, the README's first command: it starts a local three-node
-//! cluster, serves locks through it, stops on SIGINT, and comes back with its
-//! state when run again on the same directory (S2, S3 through the user's
-//! eyes). Real processes; ports picked from :0 by `warden dev` itself.
+//! cluster, secure by default, serves locks through it to a client that
+//! pastes the two printed export lines (and refuses one without a
+//! certificate), stops on SIGINT, and comes back with its state and its
+//! certificates when run again on the same directory (S2, S3 through the
+//! user's eyes). `--insecure` keeps the plaintext cluster. Real processes;
+//! ports picked from :0 by `warden dev` itself.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+/// `warden` with none of the caller's `WARDEN_*` variables.
 fn warden() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_warden"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_warden"));
+    for name in crate::harness::CLEARED_ENV {
+        cmd.env_remove(name);
+    }
+    cmd
 }
 
-/// Starts `warden dev` on `dir`; returns the child and the endpoints once it
-/// printed `ready` (deadline 60 s).
-fn start_dev(dir: &std::path::Path) -> (Child, String) {
+/// What `warden dev` printed before `ready`.
+struct Dev {
+    child: Child,
+    /// Every `export NAME=VALUE` line, in order.
+    exports: Vec<(String, String)>,
+}
+
+impl Dev {
+    fn export(&self, name: &str) -> Option<&str> {
+        self.exports
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Starts `warden dev` on `dir` with `flags`; returns once it printed
+/// `ready` (deadline 60 s).
+fn start_dev(dir: &std::path::Path, flags: &[&str]) -> Dev {
     let mut child = warden()
         .args(["dev", "--data-dir"])
         .arg(dir)
+        .args(flags)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -33,28 +58,31 @@ fn start_dev(dir: &std::path::Path) -> (Child, String) {
         }
     });
     let deadline = Instant::now() + Duration::from_secs(60);
-    let mut endpoints = None;
+    let mut exports = Vec::new();
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let line = rx
             .recv_timeout(left)
             .expect("warden dev printed ready in time");
-        if let Some(e) = line.strip_prefix("export WARDEN_ENDPOINTS=") {
-            endpoints = Some(e.trim().to_string());
+        if let Some((name, value)) = line
+            .strip_prefix("export ")
+            .and_then(|e| e.trim().split_once('='))
+        {
+            exports.push((name.to_string(), value.to_string()));
         }
         if line.trim() == "ready" {
             break;
         }
     }
-    (child, endpoints.expect("endpoints line"))
+    Dev { child, exports }
 }
 
-fn stop_dev(mut child: Child) {
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+fn stop_dev(mut dev: Dev) {
+    let pid = nix::unistd::Pid::from_raw(dev.child.id() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT");
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        if let Some(status) = child.try_wait().expect("wait") {
+        if let Some(status) = dev.child.try_wait().expect("wait") {
             assert!(status.success(), "warden dev exited with {status}");
             return;
         }
@@ -66,38 +94,132 @@ fn stop_dev(mut child: Child) {
     }
 }
 
-fn cli(endpoints: &str, args: &[&str]) -> (i32, serde_json::Value) {
+/// The CLI as a user runs it after pasting `dev`'s export lines (plus
+/// `extra` flags), with `--output json`: (exit code, stdout JSON, stderr).
+fn cli(dev: &Dev, extra: &[&str], args: &[&str]) -> (i32, serde_json::Value, String) {
     let out = warden()
+        .envs(dev.exports.iter().map(|(n, v)| (n.as_str(), v.as_str())))
         .args(args)
-        .args(["--endpoints", endpoints, "--output", "json"])
+        .args(extra)
+        .args(["--output", "json"])
         .output()
         .expect("cli");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let v = serde_json::from_str(stdout.trim()).unwrap_or(serde_json::Value::Null);
-    (out.status.code().unwrap_or(-1), v)
+    (
+        out.status.code().unwrap_or(-1),
+        v,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
-/// S2, S3: locks taken on a `warden dev` cluster survive its restart, and the
-/// next token is larger.
+/// S2, S3 and secure by default: `warden dev` prints `export
+/// WARDEN_CERTS_DIR=DIR/certs` next to the endpoints line (its CA key
+/// outside that dir); with both exports the CLI is served as root, and a
+/// client without a certificate is refused. Locks survive the cluster's
+/// restart, which reuses ports and certificates, and the next token is
+/// larger.
 #[test]
 fn dev_cluster_serves_and_comes_back_with_its_state() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("dev");
-    let (child, endpoints) = start_dev(&dir);
-    let (code, g) = cli(&endpoints, &["acquire", "orders", "--ttl", "1h"]);
-    assert_eq!(code, 0, "{g}");
+    let dev = start_dev(&dir, &[]);
+    let names: Vec<&str> = dev.exports.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["WARDEN_ENDPOINTS", "WARDEN_CERTS_DIR"]);
+    let certs_dir = std::path::PathBuf::from(dev.export("WARDEN_CERTS_DIR").expect("certs"));
+    assert_eq!(certs_dir, dir.canonicalize().expect("dir").join("certs"));
+    assert!(certs_dir.join("client.root.crt").exists());
+    assert!(
+        !certs_dir.join("ca.key").exists(),
+        "the CA key is not in the certs dir"
+    );
+    let root_cert = std::fs::read(certs_dir.join("client.root.crt")).expect("root cert");
+
+    let (code, g, err) = cli(&dev, &[], &["acquire", "orders", "--ttl", "1h"]);
+    assert_eq!(code, 0, "{g} {err}");
     let lease = g["lease_id"].as_u64().expect("lease");
     let token = g["fencing_token"].as_u64().expect("token");
-    stop_dev(child);
 
-    let (child, endpoints2) = start_dev(&dir);
-    assert_eq!(endpoints, endpoints2, "same ports on the same dir");
-    let (code, s) = cli(&endpoints2, &["status", "orders"]);
-    assert_eq!(code, 0, "{s}");
+    // A newcomer's client that has not pasted the certs line: plaintext
+    // (`--insecure`) gets no answer ...
+    let endpoints = dev
+        .export("WARDEN_ENDPOINTS")
+        .expect("endpoints")
+        .to_string();
+    let out = warden()
+        .args(["acquire", "orders-2", "--ttl", "10s", "--insecure"])
+        .args(["--endpoints", &endpoints])
+        .output()
+        .expect("cli");
+    assert_eq!(out.status.code(), Some(1));
+    // Over TLS without a client certificate: Unauthenticated.
+    let anonymous = warden_tls::ClientTls::anonymous(&certs_dir.join("ca.crt")).expect("ca.crt");
+    let refused = tokio::runtime::Runtime::new()
+        .expect("runtime")
+        .block_on(async {
+            let client = warden_client::Client::connect(
+                endpoints.split(',').map(str::to_owned).collect(),
+                warden_client::ClientOptions {
+                    connector: Some(std::sync::Arc::new(anonymous)),
+                    ..warden_client::ClientOptions::default()
+                },
+            )
+            .await
+            .expect("client");
+            client
+                .acquire(
+                    "orders-2",
+                    warden_client::AcquireOptions::with_ttl(Duration::from_secs(10)),
+                )
+                .await
+        });
+    assert!(
+        matches!(
+            refused,
+            Err(warden_client::ClientError::Unauthenticated { .. })
+        ),
+        "{refused:?}"
+    );
+    let (code, s, _) = cli(&dev, &[], &["status", "orders-2"]);
+    assert_eq!(code, 0);
+    assert!(s["holder"].is_null(), "{s}");
+    stop_dev(dev);
+
+    let dev = start_dev(&dir, &[]);
+    assert_eq!(
+        dev.export("WARDEN_ENDPOINTS"),
+        Some(endpoints.as_str()),
+        "same ports on the same dir"
+    );
+    assert_eq!(
+        std::fs::read(certs_dir.join("client.root.crt")).expect("root cert"),
+        root_cert,
+        "the same certificates on the same dir"
+    );
+    let (code, s, err) = cli(&dev, &[], &["status", "orders"]);
+    assert_eq!(code, 0, "{s} {err}");
     assert_eq!(s["holder"]["lease_id"].as_u64(), Some(lease));
     assert_eq!(s["holder"]["fencing_token"].as_u64(), Some(token));
-    let (code, g2) = cli(&endpoints2, &["acquire", "payments", "--ttl", "10s"]);
-    assert_eq!(code, 0, "{g2}");
+    let (code, g2, err) = cli(&dev, &[], &["acquire", "payments", "--ttl", "10s"]);
+    assert_eq!(code, 0, "{g2} {err}");
     assert!(g2["fencing_token"].as_u64().expect("token") > token);
-    stop_dev(child);
+    stop_dev(dev);
+}
+
+/// `warden dev --insecure` keeps the plaintext cluster: no certificates are
+/// minted, it prints `export WARDEN_INSECURE=true`, and the CLI is served
+/// with that export.
+#[test]
+fn dev_insecure_prints_the_insecure_export_and_serves() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("dev");
+    let dev = start_dev(&dir, &["--insecure"]);
+    let names: Vec<&str> = dev.exports.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["WARDEN_ENDPOINTS", "WARDEN_INSECURE"]);
+    assert_eq!(dev.export("WARDEN_INSECURE"), Some("true"));
+    assert!(!dir.join("certs").exists() && !dir.join("ca.key").exists());
+    let (code, g, err) = cli(&dev, &[], &["acquire", "orders", "--ttl", "10s"]);
+    assert_eq!(code, 0, "{g} {err}");
+    assert!(g["fencing_token"].as_u64().is_some(), "{g}");
+    stop_dev(dev);
 }

@@ -26,9 +26,15 @@ async fn poll_until(within: Duration, what: &str, mut done: impl FnMut() -> bool
     }
 }
 
-/// `warden exec ARGS --endpoints E -- CMD...` with stdout and stderr piped.
+/// `warden exec ARGS --endpoints E -- CMD...` with stdout and stderr piped,
+/// as `root` through the variables (which CMD inherits, for its own CLI
+/// calls).
 fn exec(cluster: &Cluster, args: &[&str], cmd: &[&str]) -> Command {
     let mut c = Command::new(warden_bin());
+    for name in crate::harness::CLEARED_ENV {
+        c.env_remove(name);
+    }
+    c.envs(cluster.cli_env_as("root"));
     c.arg("exec")
         .args(args)
         .arg("--endpoints")
@@ -381,9 +387,14 @@ impl LineReader {
 fn elect(cluster: &Cluster, name: &str, args: &[&str]) -> (tokio::process::Child, LineReader) {
     let stderr = cluster.tmp.path().join(format!("{name}.stderr"));
     let file = std::fs::File::create(&stderr).expect("stderr file");
-    let mut child = tokio::process::Command::new(warden_bin())
+    let mut command = tokio::process::Command::new(warden_bin());
+    for name in crate::harness::CLEARED_ENV {
+        command.env_remove(name);
+    }
+    let mut child = command
         .arg("elect")
         .args(args)
+        .args(cluster.cli_flags())
         .arg("--endpoints")
         .arg(cluster.endpoints())
         .arg("--output")

@@ -65,9 +65,11 @@ async fn keep_alive_stream_echoes_sequence_numbers() {
     let (code, g, _) = cluster.cli(&["lease", "grant", "--ttl", "5s"]);
     assert_eq!(code, 0);
     let lease = g["lease_id"].as_u64().expect("lease");
-    let mut client = LeaseClient::connect(format!("http://{}", cluster.addr(leader)))
-        .await
-        .expect("connect");
+    let mut client = LeaseClient::new(
+        crate::harness::channel(&cluster.addr(leader), None)
+            .await
+            .expect("connect"),
+    );
     let requests = tokio_stream::iter(vec![
         pb::LeaseKeepAliveRequest {
             lease_id: lease,
@@ -126,8 +128,11 @@ async fn acquire_reports_valid_for_from_the_renew_send() {
 async fn keep_alives_are_committed_in_batches() {
     let cluster = Cluster::start(3, &[]).await;
     let leader = cluster.wait_leader(Duration::from_secs(10)).await;
-    let addr = format!("http://{}", cluster.addr(leader));
-    let mut client = LeaseClient::connect(addr).await.expect("connect");
+    let mut client = LeaseClient::new(
+        crate::harness::channel(&cluster.addr(leader), None)
+            .await
+            .expect("connect"),
+    );
     let mut leases = Vec::new();
     for i in 0..50u64 {
         let g = client

@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use warden_client::ClientError;
 
-use crate::harness::{cluster_status_at, free_port, warden_bin, Api, Cluster, Final, NodeProc};
+use crate::harness::{
+    cluster_status_at, free_port, http_get, warden_bin, Api, Cluster, Final, CLEARED_ENV,
+};
 
 /// Acknowledged grants: (resource, lease id, fencing token), in ack order.
 type Acked = Arc<Mutex<Vec<(String, u64, u64)>>>;
@@ -19,17 +21,7 @@ type Acked = Arc<Mutex<Vec<(String, u64, u64)>>>;
 /// Lays out node `id` with a fresh address and data dir and starts it with
 /// `--join` (plus `extra`); returns its address.
 fn spawn_joiner(cluster: &mut Cluster, id: u64, extra: &[String]) -> String {
-    let addr = format!("127.0.0.1:{}", free_port());
-    cluster.nodes.insert(
-        id,
-        NodeProc {
-            id,
-            addr: addr.clone(),
-            dir: cluster.tmp.path().join(format!("node-{id}")),
-            log: cluster.tmp.path().join(format!("node-{id}.log")),
-            child: None,
-        },
-    );
+    let addr = cluster.lay_out(id);
     let n = &cluster.nodes[&id];
     let log = std::fs::OpenOptions::new()
         .create(true)
@@ -37,13 +29,18 @@ fn spawn_joiner(cluster: &mut Cluster, id: u64, extra: &[String]) -> String {
         .open(&n.log)
         .expect("log");
     let err = log.try_clone().expect("log");
-    let child = Command::new(warden_bin())
+    let mut cmd = Command::new(warden_bin());
+    for name in CLEARED_ENV {
+        cmd.env_remove(name);
+    }
+    let child = cmd
         .arg("server")
         .args(["--id", &id.to_string(), "--listen", &addr])
         .args(["--peers", &cluster.peers()])
         .arg("--data-dir")
         .arg(&n.dir)
         .arg("--join")
+        .args(cluster.server_flags(id))
         .args(&cluster.extra)
         .args(extra)
         .env("RUST_LOG", "info,openraft=warn")
@@ -129,7 +126,7 @@ async fn wait_healthy_members(cluster: &Cluster, want: &BTreeSet<u64>, timeout: 
 // the new member counts towards quorum, and /healthz and /readyz report it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wiped_node_is_replaced_and_every_lock_survives() {
-    let mut cluster = Cluster::start(3, &["--allow-admin", "--snapshot-threshold", "20"]).await;
+    let mut cluster = Cluster::start(3, &["--snapshot-threshold", "20"]).await;
     let api = cluster.api();
     let mut held = Vec::new();
     for i in 0..5u64 {
@@ -159,16 +156,9 @@ async fn wiped_node_is_replaced_and_every_lock_survives() {
     let get = |path: &'static str| {
         let http = http.clone();
         async move {
-            warden_fence::http::client::request(
-                &http,
-                "GET",
-                path,
-                &[],
-                b"",
-                Duration::from_secs(2),
-            )
-            .await
-            .expect("http")
+            http_get(&http, path, Duration::from_secs(2))
+                .await
+                .expect("http")
         }
     };
     assert_eq!(get("/healthz").await.status, 200);
@@ -247,7 +237,7 @@ async fn wiped_node_is_replaced_and_every_lock_survives() {
 // stay increasing (S2); a change that would lose quorum is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_to_five_to_three_under_load_loses_nothing() {
-    let mut cluster = Cluster::start(3, &["--allow-admin"]).await;
+    let mut cluster = Cluster::start(3, &[]).await;
     let http4 = format!("127.0.0.1:{}", free_port());
     let a4 = spawn_joiner(&mut cluster, 4, &["--admin-listen".into(), http4.clone()]);
     wait_listening(&http4);
@@ -392,6 +382,8 @@ async fn three_to_five_to_three_under_load_loses_nothing() {
 // grant's token is above every token in the snapshot (by the safety gap).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn save_and_restore_into_a_new_cluster() {
+    // `snapshot save` needs admin on "" (the harness's CLI calls run as
+    // root, which holds it; docs/security.md).
     let mut old = Cluster::start(3, &[]).await;
     let api = old.api();
     let mut held = Vec::new();
@@ -416,7 +408,7 @@ async fn save_and_restore_into_a_new_cluster() {
     }
 
     // Restore every member of the new cluster from the same file.
-    let mut new = Cluster::prepare(3, &["--allow-admin"]);
+    let mut new = Cluster::prepare(3, &[]);
     let mut cluster_id = String::new();
     for id in 1..=3u64 {
         let mut cmd = Command::new(warden_bin());
@@ -633,16 +625,9 @@ async fn readyz_until(http: &str, ready: bool) -> warden_fence::http::client::Re
     let want = if ready { 200 } else { 503 };
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let r = warden_fence::http::client::request(
-            http,
-            "GET",
-            "/readyz",
-            &[],
-            b"",
-            Duration::from_secs(2),
-        )
-        .await
-        .expect("http");
+        let r = http_get(http, "/readyz", Duration::from_secs(2))
+            .await
+            .expect("http");
         if r.status == want {
             assert_eq!(r.json()["ready"], ready, "{}", r.body);
             return r;
@@ -687,8 +672,8 @@ fn exit_of(mut child: std::process::Child, mut poke: impl FnMut()) -> (Option<i3
 async fn cli_stops_quietly_when_its_stdout_is_closed() {
     let cluster = Cluster::start(1, &[]).await;
     let spawn = |args: &[&str]| {
-        let mut child = Command::new(warden_bin())
-            .args(args)
+        let mut child = cluster
+            .cli_command("root", args)
             .args(["--endpoints", &cluster.endpoints()])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeSet;
 use std::future::Future;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,7 +20,7 @@ use warden_proto::v1::acquire_response::Event;
 use warden_proto::v1::admin_client::AdminClient;
 use warden_proto::v1::lock_client::LockClient;
 
-use crate::harness::{self, call_leader, warden_bin, Cluster};
+use crate::harness::{self, call_leader, Cluster};
 
 /// E with the default timing (see cluster.rs).
 const E: Duration = Duration::from_millis(2_500);
@@ -484,10 +484,13 @@ async fn killed_clients_waiter_leaves_when_its_lease_expires() {
         .expect("holder")
         .grant();
     renewer.add(holder);
-    let mut child = Command::new(warden_bin())
-        .args([
-            "acquire", "qk", "--ttl", "1s", "--wait", "30s", "--output", "json",
-        ])
+    let mut child = cluster
+        .cli_command(
+            "root",
+            &[
+                "acquire", "qk", "--ttl", "1s", "--wait", "30s", "--output", "json",
+            ],
+        )
         .arg("--endpoints")
         .arg(cluster.endpoints())
         .stdin(Stdio::null())
@@ -702,12 +705,12 @@ async fn leader_change_does_not_shorten_lock_delay() {
 
 /// S2: `warden list` shows the holder and the waiters in
 /// queue order with the JSON contract; `warden release --force` (with
-/// --allow-admin) frees the resource, the next waiter's grant has a larger
+/// admin on "", as root) frees the resource, the next waiter's grant has a larger
 /// token, and `warden audit` shows who did it; a request above
 /// --max-request-bytes is refused before any handler.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn force_release_is_audited_and_the_next_token_is_larger() {
-    let cluster = Cluster::start(3, &["--allow-admin", "--max-request-bytes", "4096"]).await;
+    let cluster = Cluster::start(3, &["--max-request-bytes", "4096"]).await;
     let eps = cluster.api().endpoints;
     let renewer = Renewer::start(&eps, Duration::from_millis(300));
     let (holder, token) = acquire(&eps, req(1, "adm/a", 3_000, 0, 0), None)
@@ -772,8 +775,10 @@ async fn force_release_is_audited_and_the_next_token_is_larger() {
     assert!(
         records[0]["requested_by"]
             .as_str()
-            .is_some_and(|s| s.contains("--force") && s.contains("127.0.0.1")),
-        "{audit}"
+            .is_some_and(|s| s.starts_with("root (")
+                && s.contains("--force")
+                && s.contains("127.0.0.1")),
+        "who asked is the caller's principal, then its text: {audit}"
     );
     assert!(records[0]["at_unix_ms"].as_u64() > Some(1_600_000_000_000));
 
@@ -801,11 +806,12 @@ async fn force_release_is_audited_and_the_next_token_is_larger() {
     }
 }
 
-/// docs/operations.md: without --allow-admin, force-release is refused with a
-/// clear PermissionDenied and nothing changes; List still works.
+/// docs/operations.md: an insecure node started without --allow-admin
+/// refuses force-release with a clear PermissionDenied and nothing changes;
+/// List still works. (With certificates, `admin` decides instead.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn force_release_without_allow_admin_is_refused() {
-    let cluster = Cluster::start(3, &[]).await;
+    let cluster = Cluster::start_insecure(3, &[]).await;
     let eps = cluster.api().endpoints;
     let (holder, token) = acquire(&eps, req(1, "na", 5_000, 0, 0), None)
         .await
@@ -1042,11 +1048,11 @@ async fn calls_stream_answers_by_id_and_a_bad_call_leaves_it_running() {
 /// oversized message and the client re-sent it until its deadline.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oversized_call_is_refused_alone_and_the_stream_keeps_serving() {
-    use warden_client::{AcquireOptions, AcquireResult, Client, ClientOptions};
+    use warden_client::{AcquireOptions, AcquireResult, Client};
 
     let cluster = Cluster::start(3, &["--max-request-bytes", "4096"]).await;
     cluster.wait_leader(Duration::from_secs(10)).await;
-    let client = Client::connect(cluster.api().endpoints, ClientOptions::default())
+    let client = Client::connect(cluster.api().endpoints, cluster.client_options())
         .await
         .expect("client");
     let ttl = Duration::from_secs(10);
@@ -1216,13 +1222,14 @@ async fn a_stopping_node_ends_its_calls_streams_with_unavailable() {
 /// network black-holes) loses it within keep-alive interval + timeout,
 /// instead of holding the node's connection and stream tasks until TCP gives
 /// up, and its waiter stays queued (a dropped stream cancels no waiter) and
-/// is granted at the holder's release with a larger token (S2).
+/// is granted at the holder's release with a larger token (S2). Insecure:
+/// the proxy counts the node's PING frames, which TLS would hide.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_vanished_clients_connection_is_closed_and_its_waiter_stays() {
     use crate::harness::proxy::{Mode, Proxy};
     use pb::call_request::Call;
 
-    let cluster = Cluster::start(
+    let cluster = Cluster::start_insecure(
         3,
         &[
             "--grpc-keepalive-interval",
@@ -1298,19 +1305,22 @@ async fn a_vanished_clients_connection_is_closed_and_its_waiter_stays() {
 
 /// What the leader logs (info) when every member has reported log format 2.
 const PACKING: &str = "every member reads packed entries";
+/// What the leader logs (info) when every member has reported log format 3.
+const WRAPPING: &str = "every member reads log format 3";
 
-// Packing gate (rolling upgrade): when every member runs this binary the
-// leader notices (each peer's answers report log format 2) and logs that it packs;
-// 32 concurrent acquires of distinct resources, packed or not, are each granted
-// exactly once, with 32 distinct fencing tokens (S2).
+// Log-format gates (rolling upgrade): when every member runs this binary the
+// leader notices (each peer's answers report log format 3) and logs that it packs
+// (format 2) and that client commands carry their principal (format 3); 32
+// concurrent acquires of distinct resources, packed and wrapped or not, are each
+// granted exactly once, with 32 distinct fencing tokens (S2).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_leader_packs_once_every_member_reports_log_format_2() {
+async fn the_leader_packs_and_wraps_once_every_member_reports_log_format_3() {
     let cluster = Cluster::start(3, &[]).await;
     let leader = cluster.wait_leader(Duration::from_secs(10)).await;
     until(
-        "the leader logs that it packs",
+        "the leader logs that it packs and wraps",
         Duration::from_secs(10),
-        || async { cluster.logged(leader, PACKING) },
+        || async { cluster.logged(leader, PACKING) && cluster.logged(leader, WRAPPING) },
     )
     .await;
     let api = cluster.api();

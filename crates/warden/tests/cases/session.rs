@@ -6,9 +6,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use warden_client::{
-    validity, AcquireOptions, AcquireResult, Client, ClientOptions, Lost, WatchTarget,
-};
+use warden_client::{validity, AcquireOptions, AcquireResult, Client, Lost, WatchTarget};
 
 use crate::harness::proxy::{Mode, Proxy};
 use crate::harness::Cluster;
@@ -18,9 +16,7 @@ fn endpoints(cluster: &Cluster) -> Vec<String> {
 }
 
 async fn client(endpoints: Vec<String>) -> Client {
-    Client::connect(endpoints, ClientOptions::default())
-        .await
-        .expect("client")
+    crate::harness::client_of(endpoints).await
 }
 
 /// The (lease id, fencing token) holding `resource`, by a linearizable read;
@@ -136,7 +132,19 @@ async fn frozen_client_fails_check_before_its_next_write() {
         .parent()
         .expect("target dir")
         .join("examples/guarded_writer");
-    let mut child = std::process::Command::new(&writer)
+    let mut command = std::process::Command::new(&writer);
+    for name in crate::harness::CLEARED_ENV {
+        command.env_remove(name);
+    }
+    // The example takes --certs-dir and --user as the CLI does (without
+    // them it speaks plaintext): the harness's flags fit.
+    let tls: Vec<std::ffi::OsString> = cluster
+        .cli_flags()
+        .into_iter()
+        .filter(|f| f != "--insecure")
+        .collect();
+    let mut child = command
+        .args(tls)
         .args([
             "--endpoints",
             &cluster.endpoints(),

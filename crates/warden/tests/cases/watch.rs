@@ -27,10 +27,10 @@ struct WatchProc {
 
 impl WatchProc {
     fn spawn(endpoints: &str, args: &[&str]) -> WatchProc {
-        let mut child = Command::new(harness::warden_bin())
-            .arg("watch")
-            .args(args)
-            .args(["--output", "json", "--endpoints", endpoints])
+        let mut watch = vec!["watch"];
+        watch.extend_from_slice(args);
+        watch.extend_from_slice(&["--output", "json"]);
+        let mut child = Command::from(harness::cli_command_at("root", endpoints, &watch))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -137,15 +137,26 @@ async fn watcher_sees_every_grant_in_token_order_and_resumes_without_gaps() {
     let mut waiters = Vec::new();
     for _ in 0..4 {
         waiters.push(
-            Command::new(harness::warden_bin())
-                .args(["acquire", "contended", "--ttl", "30s", "--wait", "60s"])
-                .args(["--output", "json", "--endpoints", &cluster.endpoints()])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .kill_on_drop(true)
-                .spawn()
-                .expect("spawn waiter"),
+            Command::from(harness::cli_command_at(
+                "root",
+                &cluster.endpoints(),
+                &[
+                    "acquire",
+                    "contended",
+                    "--ttl",
+                    "30s",
+                    "--wait",
+                    "60s",
+                    "--output",
+                    "json",
+                ],
+            ))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn waiter"),
         );
     }
     let deadline = Instant::now() + WAIT;
@@ -288,9 +299,7 @@ async fn start_index_below_the_window_is_compacted() {
 
     let deadline = Instant::now() + WAIT;
     let status = loop {
-        let mut c = WatchClient::connect(format!("http://{addr}"))
-            .await
-            .expect("connect");
+        let mut c = WatchClient::new(harness::channel(&addr, None).await.expect("connect"));
         let req = pb::WatchRequest {
             target: Some(pb::watch_request::Target::Resource("old".into())),
             start_index: 1,
@@ -316,12 +325,14 @@ async fn start_index_below_the_window_is_compacted() {
     );
 
     // The CLI says the same and exits 1.
-    let out = std::process::Command::new(harness::warden_bin())
-        .args(["watch", "old", "--start-index", "1", "--output", "json"])
-        .args(["--endpoints", &addr])
-        .stdin(Stdio::null())
-        .output()
-        .expect("run warden watch");
+    let out = harness::cli_command_at(
+        "root",
+        &addr,
+        &["watch", "old", "--start-index", "1", "--output", "json"],
+    )
+    .stdin(Stdio::null())
+    .output()
+    .expect("run warden watch");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("compacted"), "{stderr}");

@@ -4,10 +4,32 @@
 //! ([`Client::call_raw`]). Calls meant for one specific node
 //! ([`cluster_status_at`], the Peer-service snapshot read) go to that node
 //! only. Everything waits with deadlines; nothing sleeps to synchronise.
+//!
+//! # Secure by default
+//!
+//! [`Cluster::start`] / [`Cluster::prepare`] run every node with
+//! `--certs-dir` (certificates minted once per test binary: [`certs`]), and
+//! every CLI call and API client of the harness presents a client
+//! certificate: `root`'s unless a test names another principal
+//! ([`Cluster::client_as`], [`Cluster::cli_as`], [`Cluster::api_as`];
+//! certificates exist for [`PRINCIPALS`]: root, alice, bob, carol,
+//! mallory, and any other name is minted on first use).
+//! [`Cluster::start_insecure`] / [`Cluster::prepare_insecure`] run with
+//! `--insecure` for the tests that need plaintext (reading HTTP/2 frames
+//! on the wire, insecure-mode rules). A test that starts processes itself
+//! takes the flags from [`Cluster::server_flags`] and
+//! [`Cluster::cli_flags`] / [`Cluster::cli_flags_as`], and clears
+//! [`CLEARED_ENV`] (or uses [`Cluster::cli_command`]).
 
 #![allow(dead_code)]
 
+pub mod certs;
 pub mod proxy;
+pub mod transport;
+
+#[allow(unused_imports)]
+pub use certs::{certs, TestCerts, PRINCIPALS};
+pub use transport::{http_get, Security, CLEARED_ENV};
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -60,6 +82,12 @@ pub struct Cluster {
     pub tmp: tempfile::TempDir,
     pub nodes: BTreeMap<u64, NodeProc>,
     pub extra: Vec<String>,
+    /// How its nodes serve (and its clients connect).
+    pub security: Security,
+    /// Certificates of its own ([`Cluster::prepare_secure`], for tests of
+    /// the CA itself: rotation, refusals); node N then runs with
+    /// `--certs-dir` `node_dirs[N]`. None: the binary's ([`certs`]).
+    pub certs: Option<warden_tls::mint::LoopbackSet>,
 }
 
 /// The final message of an acquire.
@@ -92,9 +120,19 @@ impl Final {
 }
 
 impl Cluster {
-    /// Starts `n` nodes and waits until they elect a leader.
+    /// Starts `n` nodes over mutual TLS and waits until they elect a leader.
     pub async fn start(n: u64, extra: &[&str]) -> Cluster {
-        let mut c = Cluster::prepare(n, extra);
+        Cluster::start_with(Security::Tls, n, extra).await
+    }
+
+    /// Starts `n` nodes with `--insecure` (plaintext, no identities) and
+    /// waits until they elect a leader.
+    pub async fn start_insecure(n: u64, extra: &[&str]) -> Cluster {
+        Cluster::start_with(Security::Insecure, n, extra).await
+    }
+
+    async fn start_with(security: Security, n: u64, extra: &[&str]) -> Cluster {
+        let mut c = Cluster::prepare_with(security, n, extra);
         for id in 1..=n {
             c.spawn(id);
         }
@@ -102,28 +140,135 @@ impl Cluster {
         c
     }
 
-    /// Lays out `n` nodes (addresses, dirs) without starting any.
+    /// Lays out `n` nodes (addresses, dirs) over mutual TLS without
+    /// starting any.
     pub fn prepare(n: u64, extra: &[&str]) -> Cluster {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let mut nodes = BTreeMap::new();
-        for id in 1..=n {
-            let dir = tmp.path().join(format!("node-{id}"));
-            nodes.insert(
-                id,
-                NodeProc {
-                    id,
-                    addr: format!("127.0.0.1:{}", free_port()),
-                    log: tmp.path().join(format!("node-{id}.log")),
-                    dir,
-                    child: None,
-                },
-            );
-        }
-        Cluster {
-            tmp,
-            nodes,
+        Cluster::prepare_with(Security::Tls, n, extra)
+    }
+
+    /// Lays out `n` insecure nodes without starting any.
+    pub fn prepare_insecure(n: u64, extra: &[&str]) -> Cluster {
+        Cluster::prepare_with(Security::Insecure, n, extra)
+    }
+
+    fn prepare_with(security: Security, n: u64, extra: &[&str]) -> Cluster {
+        let mut c = Cluster {
+            tmp: tempfile::tempdir().expect("tempdir"),
+            nodes: BTreeMap::new(),
             extra: extra.iter().map(|s| s.to_string()).collect(),
+            security,
+            certs: None,
+        };
+        for id in 1..=n {
+            c.lay_out(id);
         }
+        c
+    }
+
+    /// Adds node `id` to the layout (a fresh address, registered with the
+    /// cluster's security; data dir and log in the cluster's temp dir)
+    /// without starting it; returns its address.
+    pub fn lay_out(&mut self, id: u64) -> String {
+        let addr = format!("127.0.0.1:{}", free_port());
+        transport::register(&addr, self.security);
+        self.nodes.insert(
+            id,
+            NodeProc {
+                id,
+                addr: addr.clone(),
+                dir: self.tmp.path().join(format!("node-{id}")),
+                log: self.tmp.path().join(format!("node-{id}.log")),
+                child: None,
+            },
+        );
+        addr
+    }
+
+    /// The server flags of node `id`: `--certs-dir` of its certificate, or
+    /// `--insecure`.
+    pub fn server_flags(&self, id: u64) -> Vec<std::ffi::OsString> {
+        match &self.certs {
+            Some(set) => vec![
+                "--certs-dir".into(),
+                set.node_dirs[&id].clone().into_os_string(),
+            ],
+            None => transport::server_flags(self.security, id),
+        }
+    }
+
+    /// The client flags of a CLI call as `root`: `--certs-dir DIR --user
+    /// root`, or `--insecure`.
+    pub fn cli_flags(&self) -> Vec<std::ffi::OsString> {
+        self.cli_flags_as("root")
+    }
+
+    /// The client flags of a CLI call as `user`.
+    pub fn cli_flags_as(&self, user: &str) -> Vec<std::ffi::OsString> {
+        transport::cli_flags(self.security, user)
+    }
+
+    /// The variables that say what [`Cluster::cli_flags_as`] says:
+    /// `WARDEN_CERTS_DIR` and `WARDEN_USER`, or `WARDEN_INSECURE=true` (for
+    /// a process whose children run the CLI too, e.g. `warden exec`).
+    pub fn cli_env_as(&self, user: &str) -> Vec<(&'static str, std::ffi::OsString)> {
+        match self.security {
+            Security::Tls => vec![
+                ("WARDEN_CERTS_DIR", certs().client_dir_with(user).into()),
+                ("WARDEN_USER", user.into()),
+            ],
+            Security::Insecure => vec![("WARDEN_INSECURE", "true".into())],
+        }
+    }
+
+    /// A `warden` command for a client call as `user`: the environment
+    /// cleared of [`CLEARED_ENV`], the client flags added after `args`
+    /// (add `--endpoints` yourself; `exec` needs them before its `--`).
+    pub fn cli_command(&self, user: &str, args: &[&str]) -> Command {
+        let mut cmd = Command::new(warden_bin());
+        for name in CLEARED_ENV {
+            cmd.env_remove(name);
+        }
+        cmd.args(args).args(self.cli_flags_as(user));
+        cmd
+    }
+
+    /// warden-client options of a client as `root`.
+    pub fn client_options(&self) -> ClientOptions {
+        self.client_options_as("root")
+    }
+
+    /// warden-client options of a client as `user` (TLS with its
+    /// certificate, or plaintext on an insecure cluster).
+    pub fn client_options_as(&self, user: &str) -> ClientOptions {
+        transport::client_options(self.security, user)
+    }
+
+    /// A client of every node as `user`.
+    pub async fn client_as(&self, user: &str) -> Client {
+        Client::connect(
+            self.nodes.values().map(|n| n.addr.clone()).collect(),
+            self.client_options_as(user),
+        )
+        .await
+        .expect("test endpoints and certificates")
+    }
+
+    /// [`Cluster::prepare`] with certificates minted in its temp dir: one
+    /// CA (key `certs/ca.key`), node certificates for ids `1..=n` and
+    /// `more_nodes` (SANs 127.0.0.1, localhost), and client certificates of
+    /// `principals` in `certs/clients`.
+    pub fn prepare_secure(
+        n: u64,
+        more_nodes: &[u64],
+        principals: &[&str],
+        extra: &[&str],
+    ) -> Cluster {
+        let mut c = Cluster::prepare(n, extra);
+        let ids: Vec<u64> = (1..=n).chain(more_nodes.iter().copied()).collect();
+        let set = warden_tls::mint::loopback_set(&c.tmp.path().join("certs"), &ids, principals)
+            .expect("mint test certificates");
+        c.certs = Some(set);
+        c
     }
 
     pub fn peers(&self) -> String {
@@ -158,9 +303,13 @@ impl Cluster {
             .arg(self.peers())
             .arg("--data-dir")
             .arg(&n.dir)
+            .args(self.server_flags(id))
             .args(&self.extra)
             .env("RUST_LOG", "info,openraft=warn")
             .stdin(Stdio::null());
+        for name in CLEARED_ENV {
+            cmd.env_remove(name);
+        }
         cmd
     }
 
@@ -249,15 +398,31 @@ impl Cluster {
         let _ = std::fs::remove_dir_all(&self.nodes[&id].dir);
     }
 
-    /// Runs the CLI with `--endpoints` of the whole cluster and `--output json`.
+    /// Runs the CLI as `root` with `--endpoints` of the whole cluster and
+    /// `--output json`.
     pub fn cli(&self, args: &[&str]) -> (i32, serde_json::Value, String) {
         self.cli_at(&self.endpoints(), args)
     }
 
-    /// Runs the CLI against the given endpoints.
+    /// Runs the CLI as `user` (its certificate) against the whole cluster.
+    pub fn cli_as(&self, user: &str, args: &[&str]) -> (i32, serde_json::Value, String) {
+        self.cli_at_as(user, &self.endpoints(), args)
+    }
+
+    /// Runs the CLI as `root` against the given endpoints.
     pub fn cli_at(&self, endpoints: &str, args: &[&str]) -> (i32, serde_json::Value, String) {
-        let out = Command::new(warden_bin())
-            .args(args)
+        self.cli_at_as("root", endpoints, args)
+    }
+
+    /// Runs the CLI as `user` against the given endpoints.
+    pub fn cli_at_as(
+        &self,
+        user: &str,
+        endpoints: &str,
+        args: &[&str],
+    ) -> (i32, serde_json::Value, String) {
+        let out = self
+            .cli_command(user, args)
             .arg("--endpoints")
             .arg(endpoints)
             .arg("--output")
@@ -276,8 +441,17 @@ impl Cluster {
         (out.status.code().unwrap_or(-1), json, stderr)
     }
 
+    /// Raw requests as `root` to every node.
     pub fn api(&self) -> Api {
-        Api::new(self.nodes.values().map(|n| n.addr.clone()).collect())
+        self.api_as("root")
+    }
+
+    /// Raw requests as `user` to every node.
+    pub fn api_as(&self, user: &str) -> Api {
+        Api::with(
+            self.nodes.values().map(|n| n.addr.clone()).collect(),
+            self.client_options_as(user),
+        )
     }
 
     /// Waits until a running node reports a leader that is running; returns it.
@@ -353,7 +527,7 @@ impl Cluster {
                 .unwrap_or_default();
             let mut out = Vec::new();
             for n in self.nodes.values().filter(|n| n.child.is_some()) {
-                if let Ok(s) = take_snapshot(&n.addr, &cluster_id).await {
+                if let Ok(s) = take_snapshot(&n.addr, n.id, &cluster_id).await {
                     out.push(s);
                 }
             }
@@ -401,18 +575,37 @@ impl Drop for Cluster {
     }
 }
 
-/// A channel to `addr` (connect timeout 300 ms; `request_timeout` per call,
-/// none for waiting acquires that may outlast any fixed bound).
-pub async fn channel(addr: &str, request_timeout: Option<Duration>) -> Result<Channel, Status> {
-    let mut ep = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-        .map_err(|e| Status::unavailable(e.to_string()))?
-        .connect_timeout(Duration::from_millis(300));
-    if let Some(t) = request_timeout {
-        ep = ep.timeout(t);
+/// A `warden` command for a client call as `user` on `endpoints`
+/// (`HOST:PORT,...`): the environment cleared of [`CLEARED_ENV`], then
+/// `args`, the client flags of what the endpoints serve, and `--endpoints`.
+pub fn cli_command_at(user: &str, endpoints: &str, args: &[&str]) -> Command {
+    let first: Vec<String> = endpoints.split(',').map(str::to_owned).collect();
+    let mut cmd = Command::new(warden_bin());
+    for name in CLEARED_ENV {
+        cmd.env_remove(name);
     }
-    ep.connect()
+    cmd.args(args)
+        .args(transport::cli_flags(
+            transport::security_of_all(&first),
+            user,
+        ))
+        .args(["--endpoints", endpoints]);
+    cmd
+}
+
+/// A warden-client client of `endpoints` as `root`, over what they serve.
+pub async fn client_of(endpoints: Vec<String>) -> Client {
+    let security = transport::security_of_all(&endpoints);
+    Client::connect(endpoints, transport::client_options(security, "root"))
         .await
-        .map_err(|e| Status::unavailable(e.to_string()))
+        .expect("test endpoints and certificates")
+}
+
+/// A channel to `addr` as `root`, over what `addr` serves (connect timeout
+/// 300 ms; `request_timeout` per call, none for waiting acquires that may
+/// outlast any fixed bound).
+pub async fn channel(addr: &str, request_timeout: Option<Duration>) -> Result<Channel, Status> {
+    transport::channel(addr, request_timeout).await
 }
 
 async fn connect(addr: &str) -> Result<LockClient<Channel>, Status> {
@@ -422,8 +615,8 @@ async fn connect(addr: &str) -> Result<LockClient<Channel>, Status> {
 }
 
 /// Runs `f` on the leader with warden-client's loop ([`Client::call_raw`]:
-/// hints, rotation, backoff), with a client of `endpoints` made for the
-/// call, until `within` has passed. `f` bounds its own wait (none is added:
+/// hints, rotation, backoff), with the test's client of `endpoints`
+/// ([`shared_client`]), until `within` has passed. `f` bounds its own wait (none is added:
 /// a waiting acquire may wait long) and must be safe to repeat: a read, a
 /// renew, or a request with a hand-made request id (S7).
 pub async fn call_leader<T, F, Fut>(
@@ -435,10 +628,37 @@ where
     F: FnMut(Channel) -> Fut,
     Fut: std::future::Future<Output = Result<T, Status>>,
 {
-    Client::connect(endpoints.to_vec(), ClientOptions::default())
+    shared_client(endpoints)
         .await?
         .call_raw("test call", within, f)
         .await
+}
+
+/// One warden-client client (as `root`) per endpoint list and runtime,
+/// shared by every [`call_leader`] of a test: its connections (one TLS
+/// handshake per node, not per call) and its leader cache. Per runtime,
+/// because a client's connections run on the runtime that opened them.
+async fn shared_client(endpoints: &[String]) -> Result<Client, ClientError> {
+    type Key = (tokio::runtime::Id, Vec<String>);
+    static CLIENTS: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<Key, Client>>> =
+        std::sync::OnceLock::new();
+    let clients = CLIENTS.get_or_init(Default::default);
+    let key = (tokio::runtime::Handle::current().id(), endpoints.to_vec());
+    if let Some(client) = clients.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(client.clone());
+    }
+    let security = transport::security_of_all(endpoints);
+    let client = Client::connect(
+        endpoints.to_vec(),
+        transport::client_options(security, "root"),
+    )
+    .await?;
+    Ok(clients
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(key)
+        .or_insert(client)
+        .clone())
 }
 
 pub async fn cluster_status_at(addr: &str) -> Result<pb::ClusterStatusResponse, Status> {
@@ -463,12 +683,10 @@ async fn confirmed_leader(addr: &str) -> bool {
     }
 }
 
-async fn take_snapshot(addr: &str, cluster_id: &str) -> Result<(u64, Vec<u8>), Status> {
-    let ch = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-        .map_err(|e| Status::unavailable(e.to_string()))?
-        .connect()
-        .await
-        .map_err(|e| Status::unavailable(e.to_string()))?;
+/// The Peer service's snapshot read on node `id` at `addr`, with node
+/// `id`'s own certificate (the Peer service serves node certificates only).
+async fn take_snapshot(addr: &str, id: u64, cluster_id: &str) -> Result<(u64, Vec<u8>), Status> {
+    let ch = transport::peer_channel(addr, id).await?;
     let mut c = PeerClient::new(ch);
     let mut req = tonic::Request::new(TakeSnapshotRequest {});
     req.metadata_mut().insert(
@@ -485,6 +703,8 @@ async fn take_snapshot(addr: &str, cluster_id: &str) -> Result<(u64, Vec<u8>), S
 #[derive(Clone, Debug)]
 pub struct Api {
     pub endpoints: Vec<String>,
+    /// How its client connects (and as whom).
+    options: ClientOptions,
     /// Made on first use, then shared by every clone (one leader cache).
     client: Arc<tokio::sync::OnceCell<Client>>,
 }
@@ -493,9 +713,17 @@ const API_DEADLINE: Duration = Duration::from_secs(10);
 const API_ATTEMPT: Duration = Duration::from_secs(5);
 
 impl Api {
+    /// Requests as `root` to `endpoints`, over what they serve.
     pub fn new(endpoints: Vec<String>) -> Api {
+        let security = transport::security_of_all(&endpoints);
+        Api::with(endpoints, transport::client_options(security, "root"))
+    }
+
+    /// Requests to `endpoints` by a client with `options`.
+    pub fn with(endpoints: Vec<String>, options: ClientOptions) -> Api {
         Api {
             endpoints,
+            options,
             client: Arc::default(),
         }
     }
@@ -504,7 +732,7 @@ impl Api {
     pub async fn client(&self) -> Client {
         self.client
             .get_or_init(|| async {
-                Client::connect(self.endpoints.clone(), ClientOptions::default())
+                Client::connect(self.endpoints.clone(), self.options.clone())
                     .await
                     .expect("test endpoints")
             })
@@ -581,6 +809,27 @@ impl Api {
             header: Self::header(client_id, request_id),
             resource: resource.into(),
             ttl_ms,
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// Acquire with a new lease of `ttl_ms`, waiting in the queue up to
+    /// `wait_ms` (the final answer; a `PermissionDenied` end of the stream,
+    /// as a revoked waiter gets, is the call's error).
+    pub async fn acquire_waiting(
+        &self,
+        client_id: u64,
+        request_id: u64,
+        resource: &str,
+        ttl_ms: u64,
+        wait_ms: u64,
+    ) -> Result<Final, ClientError> {
+        self.acquire_req(pb::AcquireRequest {
+            header: Self::header(client_id, request_id),
+            resource: resource.into(),
+            ttl_ms,
+            wait_timeout_ms: wait_ms,
             ..Default::default()
         })
         .await

@@ -3,7 +3,8 @@
 //! otherwise. The mode applies to open connections at once (each chunk is
 //! checked), so an established HTTP/2 connection can be cut mid-stream.
 //! It also counts, over all its connections, the HTTP/2 PINGs the node sent
-//! (its keep-alive) and the connections whose node side ended.
+//! (its keep-alive; readable only in front of an insecure node, TLS hides
+//! the frames) and the connections whose node side ended.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
@@ -50,6 +51,8 @@ impl Proxy {
     pub async fn start(target: &str) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind :0");
         let addr = listener.local_addr().expect("addr").to_string();
+        // Clients of the proxy speak what the node behind it speaks.
+        super::transport::register(&addr, super::transport::security_of(target));
         let mode = Arc::new(AtomicU8::new(Mode::Forward as u8));
         let target = target.to_string();
         let m = mode.clone();

@@ -130,33 +130,53 @@ impl Network {
     }
 }
 
-/// Opens channels to peers. Production: TCP (`Endpoint::connect_lazy`); the
-/// simulator injects its own network ([`crate::inject::Injected`]).
+/// Opens channels to peers. Production: plain TCP on an insecure node
+/// ([`TcpConnector`]), TLS with the node certificate on a secure one
+/// ([`TlsPeerConnector`]); the simulator injects its own network
+/// ([`crate::inject::Injected`]).
 pub trait PeerConnector: Send + Sync + Debug + 'static {
-    /// A lazily connected channel for a configured endpoint.
-    fn channel(&self, endpoint: Endpoint) -> Channel;
+    /// A lazily connected channel to node `peer_id` at `endpoint`
+    /// (`http://host:port`). A connector that authenticates peers must
+    /// refuse a server that is not node `peer_id`.
+    fn channel(&self, peer_id: u64, endpoint: Endpoint) -> Channel;
 }
 
-/// The production connector: TCP.
+/// The insecure node's connector: plain TCP.
 #[derive(Debug)]
 pub struct TcpConnector;
 
 impl PeerConnector for TcpConnector {
-    fn channel(&self, endpoint: Endpoint) -> Channel {
+    fn channel(&self, _peer_id: u64, endpoint: Endpoint) -> Channel {
         endpoint.connect_lazy()
     }
 }
 
-/// Opens a lazily connected channel to `addr` ("host:port") through
-/// `connector`.
+/// The secure node's connector: TLS 1.3 with this node's certificate as
+/// the client identity; the server reached must present node `peer_id`'s
+/// certificate from the node's CA bundle (`warden_tls::NodeTls::peer_connector`),
+/// checked before a byte of HTTP/2 is sent. Each new connection reads the
+/// certificates installed at that moment, so a SIGHUP reload applies to the
+/// next connection and established channels go on.
+#[derive(Debug, Clone)]
+pub struct TlsPeerConnector(pub warden_tls::NodeTls);
+
+impl PeerConnector for TlsPeerConnector {
+    fn channel(&self, peer_id: u64, endpoint: Endpoint) -> Channel {
+        endpoint.connect_with_connector_lazy(self.0.peer_connector(peer_id))
+    }
+}
+
+/// Opens a lazily connected channel to node `peer_id` at `addr`
+/// ("host:port") through `connector`.
 pub fn channel(
     connector: &dyn PeerConnector,
+    peer_id: u64,
     addr: &str,
 ) -> Result<Channel, tonic::transport::Error> {
     let endpoint = Endpoint::from_shared(format!("http://{addr}"))?
         .connect_timeout(Duration::from_millis(500))
         .tcp_nodelay(true);
-    Ok(connector.channel(endpoint))
+    Ok(connector.channel(peer_id, endpoint))
 }
 
 /// Most AppendEntries requests one replication stream has sent and not yet
@@ -300,7 +320,7 @@ impl PeerConnection {
 
     fn client(&mut self) -> Result<PeerClient<Channel>, RPCError<TypeConfig>> {
         if self.client.is_none() {
-            let ch = channel(self.connector.as_ref(), &self.addr)
+            let ch = channel(self.connector.as_ref(), self.target, &self.addr)
                 .map_err(|e| unreachable(format!("peer {} at {}: {e}", self.target, self.addr)))?;
             self.client = Some(
                 PeerClient::new(ch)

@@ -1,6 +1,7 @@
 //! The peer network against fake peers; each test names what it defends.
 
 use super::*;
+use crate::raft::log_format::LOG_FORMAT;
 use crate::types::Vote;
 
 fn connection() -> PeerConnection {
@@ -274,13 +275,25 @@ async fn each_answer_records_the_peers_log_format() {
         c.streaming = streams;
         assert_eq!(c.formats.reported(2), None);
         one_append(&mut c).await;
-        assert_eq!(c.formats.reported(2), Some(2), "streams: {streams}");
+        assert_eq!(
+            c.formats.reported(2),
+            Some(LOG_FORMAT),
+            "streams: {streams}"
+        );
         c.failed(&tonic::Status::unavailable("reset"));
         assert!(c.client.is_none(), "the channel was dropped");
-        assert_eq!(c.formats.reported(2), Some(2), "kept with the channel");
+        assert_eq!(
+            c.formats.reported(2),
+            Some(LOG_FORMAT),
+            "kept with the channel"
+        );
         c.formats.record(2, 0);
         one_append(&mut c).await;
-        assert_eq!(c.formats.reported(2), Some(2), "the new answer replaced it");
+        assert_eq!(
+            c.formats.reported(2),
+            Some(LOG_FORMAT),
+            "the new answer replaced it"
+        );
         server.abort();
     }
     // An older binary: no stream, no header.
@@ -329,7 +342,7 @@ async fn one_dropped_connection_does_not_forget_what_a_live_one_reported() {
     );
     assert_eq!(
         replication.formats.reported(2),
-        Some(2),
+        Some(LOG_FORMAT),
         "the live replication connection's report was forgotten"
     );
     assert!(replication.formats.may_pack());

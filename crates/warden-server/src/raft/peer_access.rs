@@ -1,0 +1,642 @@
+//! Who may call the internal `Peer` service, decided from the request's
+//! headers and its connection's verified certificate **before any body is
+//! read** (docs/security.md "The peer service").
+//!
+//! [`PeerGate`] sits in front of the generated `PeerServer` (it is what the
+//! node's gRPC server routes `/warden.peer.v1.Peer/*` to). For each call it
+//! asks [`PeerAccess::admit`]:
+//!
+//! - On a node with certificates, only a **node certificate** may call
+//!   (warden-tls' `PeerInfo` of the connection, which only its acceptor
+//!   builds): none is `Unauthenticated`, a client certificate is
+//!   `PermissionDenied`, and a node certificate whose id this node has seen
+//!   **removed** from the committed membership is `PermissionDenied`. A node
+//!   id not heard of yet is admitted: a member that was down while a node
+//!   was added and its old leader removed must still follow the new leader.
+//! - Raft calls (everything but the bootstrap calls) must carry this node's
+//!   cluster id in `warden-cluster-id`; none yet is `Unavailable`, another
+//!   is `PermissionDenied`.
+//!
+//! Only then is the call passed on, with a [`PeerCaller`] in its extensions
+//! naming the certificate's node id, so that the handler can check that the
+//! id claimed inside the Raft message is that one ([`PeerCaller::check_claim`]).
+//! A refused call's body is never polled: hyper stops reading it at the
+//! stream's flow-control window (at most 1 MiB a connection), and tonic
+//! never sizes a buffer from it.
+//!
+//! # Message sizes
+//!
+//! The gate routes each call to one of two instances of the same service:
+//! AppendEntries, AppendStream and InstallSnapshot (entry batches and whole
+//! snapshots, which travel as one message) decode up to
+//! [`crate::raft::network::MAX_PEER_MESSAGE_BYTES`]; every other call
+//! (votes, transfer-leader, bootstrap, the snapshot request) up to
+//! [`MAX_PEER_CONTROL_MESSAGE_BYTES`]. tonic refuses a message whose
+//! length prefix is above the bound (`OutOfRange`) before it reserves room
+//! for it, so even an admitted peer cannot make a node buffer a vote of
+//! 256 MiB.
+//!
+//! # Removed node ids
+//!
+//! [`RemovedNodes`] holds the ids that left the **committed** membership
+//! (voters and learners) and have not come back, persisted in the data dir's
+//! meta table (key [`KEY_REMOVED_NODE_IDS`], fsync'd) so that a restart
+//! still refuses them. A node learns a removal from openraft's server metrics
+//! ([`follow_removals`]): each time the committed membership changes, every
+//! id of the previous one that is missing from the new one is added (and
+//! every id of the new one dropped from the set). The committed membership,
+//! not the latest in the log: an uncommitted change can still be truncated,
+//! and the id it dropped would then be a member refused by this node. A
+//! node that was down while a member was removed learns it when it catches
+//! up (the entries or a snapshot carry the new membership); until then it
+//! cannot tell that member's certificate from a live one's: rotate the CA
+//! to retire a removed node's certificate everywhere at once.
+
+use std::collections::BTreeSet;
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+
+use tokio::sync::watch;
+use tonic::body::Body;
+use tonic::codegen::http;
+use tonic::server::NamedService;
+use tonic::{Code, Status};
+use warden_tls::{Identity, PeerInfo};
+
+use crate::store::Db;
+
+/// Largest message of a Peer call that carries no entries and no snapshot
+/// (votes, transfer-leader, bootstrap, the snapshot request): 64 KiB.
+pub const MAX_PEER_CONTROL_MESSAGE_BYTES: usize = 64 * 1024;
+
+/// Meta key of the removed node ids (decimal ids, comma-separated).
+pub const KEY_REMOVED_NODE_IDS: &str = "removed_node_ids";
+
+/// The gRPC name of the Peer service, as routed.
+const PEER_PATH_PREFIX: &str = "/warden.peer.v1.Peer/";
+
+/// Why a Peer call was refused. Every refusal of the peer service is one
+/// of these, and [`peer_status`] is the one place it becomes a gRPC status.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PeerRefusal {
+    /// A TLS connection without a client certificate.
+    #[error("the peer service needs a node certificate; the caller presented none")]
+    NoCertificate,
+    /// A client certificate (or any identity that is not a node's).
+    #[error("the peer service admits node certificates only; the caller is {identity}")]
+    NotANode {
+        /// What the certificate names.
+        identity: String,
+    },
+    /// A node certificate of a node removed from the membership.
+    #[error(
+        "node {node_id} was removed from this cluster's membership; its certificate is \
+         refused (stop it, wipe its data dir, and add it back under a new id if needed)"
+    )]
+    Removed {
+        /// The removed node.
+        node_id: u64,
+    },
+    /// The Raft message names another sender than the certificate.
+    #[error(
+        "the caller's certificate is node {certificate}'s, but the message is from node {claimed}"
+    )]
+    ClaimMismatch {
+        /// The certificate's node id.
+        certificate: u64,
+        /// The node id inside the message.
+        claimed: u64,
+    },
+    /// Insecure mode: the sender is not in the membership this node knows.
+    #[error(
+        "node {node_id} is not a member of this cluster (removed or never added); \
+         stop it, wipe its data dir, and add it back under a new id if needed"
+    )]
+    NotAMember {
+        /// The sender.
+        node_id: u64,
+    },
+    /// A Raft call from this node itself.
+    #[error(
+        "a Raft call from node {node_id} reached node {node_id} itself: another member's \
+         address points at this node; give each member its own address in --peers"
+    )]
+    FromItself {
+        /// This node.
+        node_id: u64,
+    },
+    /// This node has no committed cluster id yet.
+    #[error("bootstrapping: no cluster id yet")]
+    Bootstrapping,
+    /// Raft is not running yet.
+    #[error("raft not started yet")]
+    RaftNotStarted,
+    /// Another cluster id, or none.
+    #[error("cluster id mismatch: this node belongs to cluster {mine}, the caller sent {theirs}")]
+    ClusterMismatch {
+        /// This node's cluster id.
+        mine: String,
+        /// The caller's (`none` without the header).
+        theirs: String,
+    },
+    /// A payload that does not decode, or a bad field.
+    #[error("bad payload: {0}")]
+    BadPayload(String),
+    /// The request cannot be served now (Raft stopped, a snapshot timed out).
+    #[error("{0}")]
+    Unavailable(String),
+    /// Another bootstrap state than the call needs.
+    #[error("{0}")]
+    Precondition(String),
+    /// A local failure (storage).
+    #[error("{0}")]
+    Internal(String),
+}
+
+/// The one place a [`PeerRefusal`] becomes a gRPC status (the peer
+/// service's own wire; the public services' statuses are built in
+/// `services::status`).
+pub fn peer_status(refusal: PeerRefusal) -> Status {
+    let code = match &refusal {
+        PeerRefusal::NoCertificate => Code::Unauthenticated,
+        PeerRefusal::NotANode { .. }
+        | PeerRefusal::Removed { .. }
+        | PeerRefusal::ClaimMismatch { .. }
+        | PeerRefusal::NotAMember { .. }
+        | PeerRefusal::ClusterMismatch { .. } => Code::PermissionDenied,
+        PeerRefusal::FromItself { .. } | PeerRefusal::Precondition(_) => Code::FailedPrecondition,
+        PeerRefusal::Bootstrapping | PeerRefusal::RaftNotStarted | PeerRefusal::Unavailable(_) => {
+            Code::Unavailable
+        }
+        PeerRefusal::BadPayload(_) => Code::InvalidArgument,
+        PeerRefusal::Internal(_) => Code::Internal,
+    };
+    Status::new(code, refusal.to_string())
+}
+
+impl From<PeerRefusal> for Status {
+    fn from(refusal: PeerRefusal) -> Status {
+        peer_status(refusal)
+    }
+}
+
+/// Who called, as the gate admitted it: put into every admitted request's
+/// extensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerCaller {
+    /// The node id of the caller's certificate; None on an insecure node.
+    pub node_id: Option<u64>,
+}
+
+impl PeerCaller {
+    /// The caller of a request the gate admitted. A request that did not
+    /// pass the gate (a test calling a handler directly) has no caller and
+    /// counts as an insecure one.
+    pub fn of<T>(request: &tonic::Request<T>) -> PeerCaller {
+        request
+            .extensions()
+            .get::<PeerCaller>()
+            .copied()
+            .unwrap_or(PeerCaller { node_id: None })
+    }
+
+    /// With a certificate, the node id `claimed` inside a Raft message (the
+    /// vote's leader or candidate, a bootstrap call's sender) must be the
+    /// certificate's.
+    ///
+    /// # Errors
+    /// [`PeerRefusal::ClaimMismatch`].
+    pub fn check_claim(&self, claimed: u64) -> Result<(), PeerRefusal> {
+        match self.node_id {
+            Some(certificate) if certificate != claimed => Err(PeerRefusal::ClaimMismatch {
+                certificate,
+                claimed,
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The ids removed from the committed membership (see the module docs).
+#[derive(Debug)]
+pub struct RemovedNodes {
+    db: Db,
+    inner: Mutex<Removed>,
+}
+
+#[derive(Debug, Default)]
+struct Removed {
+    /// Removed and not back.
+    ids: BTreeSet<u64>,
+    /// The committed membership last observed (None before the first).
+    members: Option<BTreeSet<u64>>,
+}
+
+fn parse_ids(text: &str) -> BTreeSet<u64> {
+    text.split(',')
+        .filter_map(|id| id.trim().parse().ok())
+        .collect()
+}
+
+fn format_ids(ids: &BTreeSet<u64>) -> String {
+    ids.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+}
+
+impl RemovedNodes {
+    /// The removed ids persisted in `db` (none in a new data dir).
+    ///
+    /// # Errors
+    /// The meta table cannot be read.
+    pub fn open(db: Db) -> io::Result<RemovedNodes> {
+        let ids = db
+            .get_meta_string(KEY_REMOVED_NODE_IDS)?
+            .map(|text| parse_ids(&text))
+            .unwrap_or_default();
+        Ok(RemovedNodes {
+            db,
+            inner: Mutex::new(Removed { ids, members: None }),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Removed> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether `node_id` was removed and has not come back.
+    pub fn contains(&self, node_id: u64) -> bool {
+        self.lock().ids.contains(&node_id)
+    }
+
+    /// Every removed id.
+    pub fn ids(&self) -> BTreeSet<u64> {
+        self.lock().ids.clone()
+    }
+
+    /// The committed membership is now `members` (voters and learners):
+    /// every id of the one observed before that is missing is removed, every
+    /// id of `members` is not. Persists (fsync) before it returns when the
+    /// set changed, and returns the ids newly removed.
+    ///
+    /// # Errors
+    /// The meta table cannot be written; the set is unchanged then.
+    pub fn observe(&self, members: BTreeSet<u64>) -> io::Result<Vec<u64>> {
+        let mut inner = self.lock();
+        let mut ids = inner.ids.clone();
+        let gone: Vec<u64> = inner
+            .members
+            .as_ref()
+            .map(|before| before.difference(&members).copied().collect())
+            .unwrap_or_default();
+        ids.extend(gone.iter().copied());
+        ids.retain(|id| !members.contains(id));
+        if ids != inner.ids {
+            self.db
+                .put_meta(KEY_REMOVED_NODE_IDS, format_ids(&ids).as_bytes())?;
+            inner.ids = ids;
+        }
+        inner.members = Some(members);
+        debug_assert!(inner
+            .members
+            .as_ref()
+            .is_some_and(|m| m.is_disjoint(&inner.ids)));
+        Ok(gone)
+    }
+}
+
+/// What the gate decides with: this node's mode, its cluster id, and the
+/// removed ids.
+#[derive(Debug)]
+pub struct PeerAccess {
+    /// True on a node with certificates.
+    secure: bool,
+    /// The committed cluster id, once known.
+    cluster_id: watch::Receiver<Option<String>>,
+    /// Ids removed from the committed membership.
+    pub removed: RemovedNodes,
+}
+
+/// Whether a Peer method is a bootstrap call (sent before a cluster id
+/// exists, so it carries none).
+fn is_bootstrap(method: &str) -> bool {
+    matches!(
+        method,
+        "BootstrapState" | "BootstrapPrepare" | "BootstrapCommit"
+    )
+}
+
+/// Whether a Peer method carries entries or a snapshot (the large bound).
+fn is_bulk(method: &str) -> bool {
+    matches!(method, "AppendEntries" | "AppendStream" | "InstallSnapshot")
+}
+
+impl PeerAccess {
+    /// The access rules of a node: `secure` with certificates.
+    pub fn new(
+        secure: bool,
+        cluster_id: watch::Receiver<Option<String>>,
+        removed: RemovedNodes,
+    ) -> PeerAccess {
+        PeerAccess {
+            secure,
+            cluster_id,
+            removed,
+        }
+    }
+
+    /// True on a node with certificates.
+    pub fn secure(&self) -> bool {
+        self.secure
+    }
+
+    /// Decides a call to `path` from its headers and its connection's
+    /// identity alone (see the module docs).
+    ///
+    /// # Errors
+    /// The refusal; nothing of the body was read.
+    pub fn admit(
+        &self,
+        path: &str,
+        headers: &http::HeaderMap,
+        extensions: &http::Extensions,
+    ) -> Result<PeerCaller, PeerRefusal> {
+        let node_id = if self.secure {
+            let id = extensions.get::<PeerInfo>().map(PeerInfo::identity);
+            match id {
+                None | Some(Identity::Anonymous) => return Err(PeerRefusal::NoCertificate),
+                Some(Identity::Client { principal }) => {
+                    return Err(PeerRefusal::NotANode {
+                        identity: format!("client {principal}"),
+                    })
+                }
+                Some(Identity::Node { node_id }) => {
+                    if self.removed.contains(*node_id) {
+                        return Err(PeerRefusal::Removed { node_id: *node_id });
+                    }
+                    Some(*node_id)
+                }
+            }
+        } else {
+            None
+        };
+        let method = path.strip_prefix(PEER_PATH_PREFIX).unwrap_or("");
+        if !is_bootstrap(method) {
+            self.check_cluster(headers)?;
+        }
+        Ok(PeerCaller { node_id })
+    }
+
+    /// The call's `warden-cluster-id` must be this node's committed id.
+    ///
+    /// # Errors
+    /// [`PeerRefusal::Bootstrapping`] before the id is known,
+    /// [`PeerRefusal::ClusterMismatch`] for another id or none.
+    pub fn check_cluster(&self, headers: &http::HeaderMap) -> Result<(), PeerRefusal> {
+        let mine = self.cluster_id.borrow();
+        let Some(mine) = mine.as_deref() else {
+            return Err(PeerRefusal::Bootstrapping);
+        };
+        let theirs = headers
+            .get(warden_proto::CLUSTER_ID_METADATA)
+            .and_then(|v| v.to_str().ok());
+        if theirs != Some(mine) {
+            return Err(PeerRefusal::ClusterMismatch {
+                mine: mine.to_string(),
+                theirs: theirs.unwrap_or("none").to_string(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The Peer service behind its gate (see the module docs): `bulk` decodes
+/// up to the large bound, `control` up to [`MAX_PEER_CONTROL_MESSAGE_BYTES`];
+/// both are the same service.
+#[derive(Debug, Clone)]
+pub struct PeerGate<S> {
+    access: Arc<PeerAccess>,
+    bulk: S,
+    control: S,
+}
+
+impl<S> PeerGate<S> {
+    /// `bulk` and `control` behind the rules of `access`.
+    pub fn new(access: Arc<PeerAccess>, bulk: S, control: S) -> PeerGate<S> {
+        PeerGate {
+            access,
+            bulk,
+            control,
+        }
+    }
+}
+
+impl<S: NamedService> NamedService for PeerGate<S> {
+    const NAME: &'static str = S::NAME;
+}
+
+impl<S> tower::Service<http::Request<Body>> for PeerGate<S>
+where
+    S: tower::Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<http::Response<Body>, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        // tonic's generated servers are always ready.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, mut request: http::Request<Body>) -> Self::Future {
+        let path = request.uri().path();
+        let bulk = is_bulk(path.strip_prefix(PEER_PATH_PREFIX).unwrap_or(""));
+        let admitted = self
+            .access
+            .admit(path, request.headers(), request.extensions());
+        match admitted {
+            Err(refusal) => {
+                tracing::debug!(path = request.uri().path(), "peer call refused: {refusal}");
+                let response = peer_status(refusal).into_http();
+                Box::pin(std::future::ready(Ok(response)))
+            }
+            Ok(caller) => {
+                request.extensions_mut().insert(caller);
+                let mut inner = if bulk {
+                    self.bulk.clone()
+                } else {
+                    self.control.clone()
+                };
+                Box::pin(async move { inner.call(request).await })
+            }
+        }
+    }
+}
+
+/// Feeds [`RemovedNodes`] from openraft's server metrics until Raft stops:
+/// each change of the committed membership is observed (module docs).
+pub async fn follow_removals(raft: crate::raft::Raft, access: Arc<PeerAccess>) {
+    use openraft::async_runtime::WatchReceiver as _;
+    let mut rx = raft.server_metrics();
+    let mut seen = None;
+    loop {
+        let members = {
+            let m = rx.borrow_watched();
+            let config = &m.committed_membership_config;
+            let log_id = *config.log_id();
+            let changed = seen != Some(log_id);
+            seen = Some(log_id);
+            changed.then(|| config.nodes().map(|(id, _)| *id).collect::<BTreeSet<u64>>())
+        };
+        // An empty membership is a node that has not joined a cluster yet.
+        if let Some(members) = members.filter(|m| !m.is_empty()) {
+            let observe = {
+                let access = access.clone();
+                tokio::task::spawn_blocking(move || access.removed.observe(members)).await
+            };
+            match observe {
+                Ok(Ok(gone)) if !gone.is_empty() => tracing::info!(
+                    ?gone,
+                    "nodes left the committed membership: their certificates are refused from now on"
+                ),
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => tracing::error!("cannot record removed node ids: {e}"),
+                Err(e) => tracing::error!("recording removed node ids failed: {e}"),
+            }
+        }
+        if rx.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // docs/security.md "The peer service": an id that leaves the committed
+    // membership is removed for good (persisted: a reopened data dir still
+    // refuses it), an id that comes back is no longer removed, and the first
+    // membership observed removes nothing.
+    #[test]
+    fn removed_ids_follow_the_committed_membership_and_persist() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path()).expect("db");
+        let removed = RemovedNodes::open(db.clone()).expect("open");
+        let set = |ids: &[u64]| ids.iter().copied().collect::<BTreeSet<u64>>();
+        assert_eq!(
+            removed.observe(set(&[1, 2, 3])).expect("observe"),
+            Vec::<u64>::new()
+        );
+        assert!(removed.ids().is_empty());
+        // Node 4 added, then node 1 removed.
+        assert!(removed
+            .observe(set(&[1, 2, 3, 4]))
+            .expect("observe")
+            .is_empty());
+        assert_eq!(removed.observe(set(&[2, 3, 4])).expect("observe"), vec![1]);
+        assert!(removed.contains(1) && !removed.contains(4) && !removed.contains(9));
+        // Coalesced changes (two removals seen at once) lose nothing.
+        assert_eq!(removed.observe(set(&[4])).expect("observe"), vec![2, 3]);
+        assert_eq!(removed.ids(), set(&[1, 2, 3]));
+        drop(removed);
+        let reopened = RemovedNodes::open(db.clone()).expect("reopen");
+        assert_eq!(reopened.ids(), set(&[1, 2, 3]));
+        // The first membership after a restart removes nothing by itself;
+        // node 2 added back is no longer refused.
+        assert!(reopened.observe(set(&[2, 4])).expect("observe").is_empty());
+        assert_eq!(reopened.ids(), set(&[1, 3]));
+        assert_eq!(
+            db.get_meta_string(KEY_REMOVED_NODE_IDS)
+                .expect("meta")
+                .as_deref(),
+            Some("1,3")
+        );
+    }
+
+    // Bad input never panics: a corrupt persisted list keeps what parses.
+    #[test]
+    fn a_corrupt_removed_list_keeps_what_parses() {
+        assert_eq!(parse_ids("1,x,,3, 7"), [1, 3, 7].into_iter().collect());
+        assert_eq!(format_ids(&[5, 1].into_iter().collect()), "1,5");
+    }
+
+    // The peer service's wire: each refusal has one code, and the messages
+    // name what was refused.
+    #[test]
+    fn refusals_map_to_one_code_each() {
+        let cases = [
+            (PeerRefusal::NoCertificate, Code::Unauthenticated),
+            (
+                PeerRefusal::NotANode {
+                    identity: "client alice".into(),
+                },
+                Code::PermissionDenied,
+            ),
+            (PeerRefusal::Removed { node_id: 4 }, Code::PermissionDenied),
+            (
+                PeerRefusal::ClaimMismatch {
+                    certificate: 4,
+                    claimed: 1,
+                },
+                Code::PermissionDenied,
+            ),
+            (
+                PeerRefusal::NotAMember { node_id: 9 },
+                Code::PermissionDenied,
+            ),
+            (
+                PeerRefusal::FromItself { node_id: 3 },
+                Code::FailedPrecondition,
+            ),
+            (PeerRefusal::Bootstrapping, Code::Unavailable),
+            (
+                PeerRefusal::ClusterMismatch {
+                    mine: "a".into(),
+                    theirs: "none".into(),
+                },
+                Code::PermissionDenied,
+            ),
+            (PeerRefusal::BadPayload("x".into()), Code::InvalidArgument),
+        ];
+        for (refusal, code) in cases {
+            let text = refusal.to_string();
+            let status = peer_status(refusal);
+            assert_eq!(status.code(), code, "{text}");
+            assert_eq!(status.message(), text);
+        }
+        assert!(PeerRefusal::Removed { node_id: 4 }
+            .to_string()
+            .starts_with("node 4 was removed"));
+        assert!(PeerRefusal::ClaimMismatch {
+            certificate: 4,
+            claimed: 1
+        }
+        .to_string()
+        .contains("node 4's, but the message is from node 1"));
+    }
+
+    // A certificate's node id is the only sender a Raft message may claim;
+    // an insecure caller (no certificate) is judged by membership instead.
+    #[test]
+    fn a_claim_must_match_the_certificate() {
+        let node4 = PeerCaller { node_id: Some(4) };
+        node4.check_claim(4).expect("its own id");
+        assert_eq!(
+            node4.check_claim(1),
+            Err(PeerRefusal::ClaimMismatch {
+                certificate: 4,
+                claimed: 1
+            })
+        );
+        PeerCaller { node_id: None }
+            .check_claim(1)
+            .expect("insecure");
+    }
+}
