@@ -18,6 +18,10 @@ public record CancelWaitResult(String resource, long leaseId, Outcome outcome,
     REMOVED,
     /** The grant won the race; the cancel released it. */
     RELEASED,
+    /**
+     * The acquire had not been applied yet; the server will refuse it ("cancelled") when it is.
+     */
+    PREEMPTED,
     /** Nothing to cancel: no such waiter (it was never queued, or already gone). */
     NONE;
 
@@ -26,6 +30,7 @@ public record CancelWaitResult(String resource, long leaseId, Outcome outcome,
       return switch (wire) {
         case "removed" -> REMOVED;
         case "released" -> RELEASED;
+        case "preempted" -> PREEMPTED;
         default -> NONE;
       };
     }

@@ -1,6 +1,5 @@
 package dev.warden.client;
 
-import com.google.protobuf.Descriptors.FieldDescriptor;
 import dev.warden.client.internal.Acquisition;
 import dev.warden.client.internal.Attempts;
 import dev.warden.client.internal.Endpoint;
@@ -56,30 +55,22 @@ public final class WardenClient implements AutoCloseable {
   /** The election key prefix when the server does not publish one. */
   public static final String DEFAULT_ELECTION_PREFIX = "\u0001election/";
 
-  private static final FieldDescriptor WINDOW_FIELD =
-      Warden.ClusterStatusResponse.getDescriptor().findFieldByName("max_requests_in_flight");
-  private static final FieldDescriptor PREFIX_FIELD =
-      Warden.ClusterStatusResponse.getDescriptor().findFieldByName("election_prefix");
-
   private final Engine engine;
   private volatile String electionPrefix;
 
   private WardenClient(Engine engine) {
     this.engine = engine;
-    if (WINDOW_FIELD != null) {
-      // The proto publishes the window: learn it before more than one request is in flight.
-      engine.requestIds().setWindow(1);
-      clusterStatusRaw().whenComplete((status, error) -> {
-        long window = RequestIds.DEFAULT_WINDOW;
-        if (error == null && status.hasField(WINDOW_FIELD)) {
-          long published = ((Number) status.getField(WINDOW_FIELD)).longValue();
-          if (published > 0) {
-            window = published;
-          }
-        }
-        engine.requestIds().setWindow(window);
-      });
-    }
+    // The server publishes the window (ClusterStatus.max_requests_in_flight): learn it before
+    // more than one request is in flight; 0 (a server that does not publish it) means the
+    // default.
+    engine.requestIds().setWindow(1);
+    clusterStatusRaw().whenComplete((status, error) -> {
+      long window = RequestIds.DEFAULT_WINDOW;
+      if (error == null && status.getMaxRequestsInFlight() > 0) {
+        window = status.getMaxRequestsInFlight();
+      }
+      engine.requestIds().setWindow(window);
+    });
   }
 
   /**
@@ -419,22 +410,18 @@ public final class WardenClient implements AutoCloseable {
   }
 
   /**
-   * The key prefix of every election: the one the server publishes in {@code ClusterStatus}
-   * when its proto has it, else {@link #DEFAULT_ELECTION_PREFIX}.
+   * The key prefix of every election: the one the server publishes in {@code
+   * ClusterStatus.election_prefix}, or {@link #DEFAULT_ELECTION_PREFIX} when it publishes ""
+   * (read once per client).
    */
   public String electionPrefix() {
     String known = electionPrefix;
     if (known != null) {
       return known;
     }
-    String prefix = DEFAULT_ELECTION_PREFIX;
-    if (PREFIX_FIELD != null) {
-      Warden.ClusterStatusResponse status = Blocking.await(clusterStatusRaw(), "cluster status");
-      Object published = status.getField(PREFIX_FIELD);
-      if (published instanceof String s && !s.isEmpty()) {
-        prefix = s;
-      }
-    }
+    Warden.ClusterStatusResponse status = Blocking.await(clusterStatusRaw(), "cluster status");
+    String prefix = status.getElectionPrefix().isEmpty() ? DEFAULT_ELECTION_PREFIX
+        : status.getElectionPrefix();
     electionPrefix = prefix;
     return prefix;
   }

@@ -3,8 +3,6 @@ package dev.warden.client.internal;
 import dev.warden.client.CancelWaitResult;
 import dev.warden.client.LeaseNotFoundException;
 import dev.warden.client.UnsupportedByServerException;
-import dev.warden.client.internal.pending.CancelWaitProto.CancelWaitRequest;
-import dev.warden.client.internal.pending.CancelWaitProto.CancelWaitResponse;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ScheduledFuture;
@@ -14,6 +12,8 @@ import java.util.logging.Logger;
 import warden.v1.LockGrpc;
 import warden.v1.Warden.AcquireRequest;
 import warden.v1.Warden.AcquireResponse;
+import warden.v1.Warden.CancelWaitRequest;
+import warden.v1.Warden.CancelWaitResponse;
 import warden.v1.Warden.Queued;
 import warden.v1.Warden.ReleaseRequest;
 import warden.v1.Warden.RenewRequest;
@@ -238,8 +238,9 @@ public final class Acquisition {
           .setAcquireRequestId(acquireRequestId)
           .setResource(resource)
           .build();
-      return engine.call(CancelWaitRpc.NAME, Engine.deadlineAfter(engine.options().deadline()),
-          true, node -> Attempts.unary(node.channel(), CancelWaitRpc.METHOD, request,
+      return engine.call(LockGrpc.getCancelWaitMethod().getFullMethodName(),
+          Engine.deadlineAfter(engine.options().deadline()), true,
+          node -> Attempts.unary(node.channel(), LockGrpc.getCancelWaitMethod(), request,
               engine.options().attemptTimeout()));
     });
     cancel.whenComplete((reply, error) -> {

@@ -28,7 +28,7 @@ class C06CutOffClientSeesLostFirstTest {
   @Test
   void aCutOffHolderSeesLostBeforeAnyoneIsGranted(TestCluster cluster) throws Exception {
     int leader = cluster.leader();
-    try (TcpProxy proxy = new TcpProxy(cluster.addr(leader), false)) {
+    try (TcpProxy proxy = new TcpProxy(cluster.addr(leader))) {
       WardenClient a = cluster.clientAt(List.of(proxy.address()), "root");
       Session sa = a.session(Duration.ofSeconds(3));
       Lock la = sa.lock("c06-r");

@@ -10,7 +10,6 @@ import dev.warden.client.Lock;
 import dev.warden.client.LockStatus;
 import dev.warden.client.PendingLock;
 import dev.warden.client.Session;
-import dev.warden.client.UnsupportedByServerException;
 import dev.warden.client.WardenClient;
 import java.time.Duration;
 import java.util.List;
@@ -19,7 +18,6 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -61,15 +59,8 @@ class C11AbandonedWaitLeavesNoWaiterTest {
       if (pending.isCancelled()) {
         assertThrows(CancellationException.class, pending::join);
       }
-      CancelWaitResult outcome;
-      try {
-        outcome = pending.abandoned().get(10, TimeUnit.SECONDS);
-      } catch (ExecutionException e) {
-        Assumptions.assumeTrue(!(e.getCause() instanceof UnsupportedByServerException),
-            "the server has no warden.v1.Lock/CancelWait (UNIMPLEMENTED): " + e.getCause()
-                .getMessage());
-        throw e;
-      }
+      // A server without warden.v1.Lock/CancelWait fails this with UnsupportedByServerException.
+      CancelWaitResult outcome = pending.abandoned().get(10, TimeUnit.SECONDS);
       assertEquals(CancelWaitResult.Outcome.REMOVED, outcome.outcome(), "outcome " + outcome);
       assertEquals(w.leaseId(), outcome.leaseId());
       assertEquals(0, client.status(resource).waiters(), "the waiter is gone at once");

@@ -1,7 +1,5 @@
 package dev.warden.client.conformance;
 
-import java.io.DataInputStream;
-import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -10,21 +8,24 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A small loopback TCP proxy in front of one node (clients/conformance/README.md): accepts on
- * 127.0.0.1:0 and forwards each connection to the target.
+ * 127.0.0.1:0 and forwards each connection to the target, byte for byte (it works the same on a
+ * TLS connection: it never looks inside).
  *
  * <ul>
  *   <li>{@link #cut()}: stop forwarding in both directions, close every client-side socket, and
  *       close each new connection at once (the client is cut off);
- *   <li>"swallow replies" (constructed with {@code swallowFirstConnection}): on the first
- *       connection, forward client→node as is but drop every HTTP/2 frame node→client except
- *       the connection's own (stream 0: SETTINGS, PING, WINDOW_UPDATE, GOAWAY), so the
- *       connection stays up and each request on it reaches the node while its reply is lost;
- *       {@link #heal()} closes that connection and forwards later ones normally.
+ *   <li>{@link #swallowReplies()}: keep forwarding client→node but drop every node→client byte,
+ *       on every connection, so each request reaches the node while its reply is lost (the
+ *       connection stays open: the client sees silence, as after a lost packet);
+ *       {@link #heal()} closes every connection that lost bytes (its TLS and HTTP/2 streams are
+ *       broken) and forwards normally again.
  * </ul>
  */
 public final class TcpProxy implements AutoCloseable {
@@ -33,19 +34,18 @@ public final class TcpProxy implements AutoCloseable {
   private final ServerSocket listener;
   private final Thread acceptor;
   private final List<Socket> sockets = new CopyOnWriteArrayList<>();
+  private final Set<Socket> tainted = ConcurrentHashMap.newKeySet();
   private final AtomicInteger accepted = new AtomicInteger();
-  private final AtomicInteger swallowedFrames = new AtomicInteger();
+  private final AtomicInteger swallowedReads = new AtomicInteger();
   private volatile boolean cut;
   private volatile boolean swallowing;
-  private volatile Socket swallowed;
   private volatile boolean closed;
 
-  /** A proxy to {@code target} (host:port); {@code swallowFirstConnection}: see the class. */
-  public TcpProxy(String target, boolean swallowFirstConnection) throws IOException {
+  /** A proxy to {@code target} (host:port), forwarding. */
+  public TcpProxy(String target) throws IOException {
     int colon = target.lastIndexOf(':');
     this.targetHost = target.substring(0, colon);
     this.targetPort = Integer.parseInt(target.substring(colon + 1));
-    this.swallowing = swallowFirstConnection;
     this.listener = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
     this.acceptor = new Thread(this::acceptLoop, "tcp-proxy-accept");
     acceptor.setDaemon(true);
@@ -62,9 +62,9 @@ public final class TcpProxy implements AutoCloseable {
     return accepted.get();
   }
 
-  /** Node→client frames dropped by "swallow replies" so far. */
-  public int swallowedFrames() {
-    return swallowedFrames.get();
+  /** Node→client reads dropped by {@link #swallowReplies()} so far. */
+  public int swallowedReads() {
+    return swallowedReads.get();
   }
 
   /** Cuts every connection and refuses new ones. */
@@ -73,13 +73,18 @@ public final class TcpProxy implements AutoCloseable {
     closeAll();
   }
 
-  /** Ends "swallow replies": closes the swallowing connection; new ones are forwarded. */
+  /** From now on drops every node→client byte (until {@link #heal()}). */
+  public void swallowReplies() {
+    swallowing = true;
+  }
+
+  /** Ends {@link #swallowReplies()}: closes each connection that lost bytes; forwards again. */
   public void heal() {
     swallowing = false;
-    Socket s = swallowed;
-    if (s != null) {
+    for (Socket s : tainted) {
       closeQuietly(s);
     }
+    tainted.clear();
   }
 
   private void acceptLoop() {
@@ -107,27 +112,25 @@ public final class TcpProxy implements AutoCloseable {
       }
       sockets.add(client);
       sockets.add(server);
-      boolean swallow = swallowing && swallowed == null;
-      if (swallow) {
-        swallowed = client;
-      }
-      pump(client, server, false);
-      pump(server, client, swallow);
+      pump(client, server, null);
+      pump(server, client, client);
     }
   }
 
-  private void pump(Socket from, Socket to, boolean swallowStreams) {
+  /** Copies {@code from} to {@code to}; {@code replyTo} is set for the node→client direction. */
+  private void pump(Socket from, Socket to, Socket replyTo) {
     Thread t = new Thread(() -> {
       try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
-        if (swallowStreams) {
-          forwardConnectionFrames(new DataInputStream(in), out);
-        } else {
-          byte[] buf = new byte[16 * 1024];
-          int n;
-          while (!cut && (n = in.read(buf)) >= 0) {
-            out.write(buf, 0, n);
-            out.flush();
+        byte[] buf = new byte[16 * 1024];
+        int n;
+        while (!cut && (n = in.read(buf)) >= 0) {
+          if (replyTo != null && swallowing) {
+            tainted.add(replyTo);
+            swallowedReads.incrementAndGet();
+            continue;
           }
+          out.write(buf, 0, n);
+          out.flush();
         }
       } catch (IOException e) {
         // the connection ended
@@ -138,30 +141,6 @@ public final class TcpProxy implements AutoCloseable {
     }, "tcp-proxy-pump");
     t.setDaemon(true);
     t.start();
-  }
-
-  /** Forwards only HTTP/2 frames of stream 0 (server→client: the server sends no preface). */
-  private void forwardConnectionFrames(DataInputStream in, OutputStream out) throws IOException {
-    byte[] header = new byte[9];
-    while (!cut) {
-      try {
-        in.readFully(header);
-      } catch (EOFException e) {
-        return;
-      }
-      int length = ((header[0] & 0xff) << 16) | ((header[1] & 0xff) << 8) | (header[2] & 0xff);
-      int stream = ((header[5] & 0x7f) << 24) | ((header[6] & 0xff) << 16)
-          | ((header[7] & 0xff) << 8) | (header[8] & 0xff);
-      byte[] payload = new byte[length];
-      in.readFully(payload);
-      if (stream == 0) {
-        out.write(header);
-        out.write(payload);
-        out.flush();
-      } else {
-        swallowedFrames.incrementAndGet();
-      }
-    }
   }
 
   private void closeAll() {
