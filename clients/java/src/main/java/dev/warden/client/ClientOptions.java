@@ -5,18 +5,21 @@ import java.util.Optional;
 
 /**
  * How a {@link WardenClient} calls the cluster. Defaults: a whole call may take 5 s (a waiting
- * acquire: its wait plus that), one attempt 500 ms, the pause between two rounds over the
- * endpoints at most 200 ms, plaintext.
+ * acquire: its wait plus that), opening a connection (TCP and TLS handshake) 2 s, one attempt
+ * 500 ms once connected, the pause between two rounds over the endpoints at most 200 ms,
+ * plaintext.
  */
 public final class ClientOptions {
   private final Duration deadline;
   private final Duration attemptTimeout;
+  private final Duration connectTimeout;
   private final Duration backoffCap;
   private final TlsOptions tls;
 
   private ClientOptions(Builder b) {
     this.deadline = b.deadline;
     this.attemptTimeout = b.attemptTimeout;
+    this.connectTimeout = b.connectTimeout;
     this.backoffCap = b.backoffCap;
     this.tls = b.tls;
   }
@@ -41,6 +44,16 @@ public final class ClientOptions {
     return attemptTimeout;
   }
 
+  /**
+   * The longest an attempt waits for its connection to open (TCP connect and TLS handshake)
+   * before the next endpoint is tried; the attempt timeout starts once it is open. A connection
+   * not yet open keeps opening in the background for the next round. Never beyond the call's
+   * deadline.
+   */
+  public Duration connectTimeout() {
+    return connectTimeout;
+  }
+
   /** The longest pause between two rounds over the endpoints (backoff from 25 ms doubles). */
   public Duration backoffCap() {
     return backoffCap;
@@ -54,13 +67,14 @@ public final class ClientOptions {
   /** A builder with these options. */
   public Builder toBuilder() {
     return new Builder().deadline(deadline).attemptTimeout(attemptTimeout)
-        .backoffCap(backoffCap).tls(tls);
+        .connectTimeout(connectTimeout).backoffCap(backoffCap).tls(tls);
   }
 
   /** Builds {@link ClientOptions}; each duration must be positive. */
   public static final class Builder {
     private Duration deadline = Duration.ofSeconds(5);
     private Duration attemptTimeout = Duration.ofMillis(500);
+    private Duration connectTimeout = Duration.ofSeconds(2);
     private Duration backoffCap = Duration.ofMillis(200);
     private TlsOptions tls;
 
@@ -75,6 +89,12 @@ public final class ClientOptions {
     /** See {@link ClientOptions#attemptTimeout()}. */
     public Builder attemptTimeout(Duration attemptTimeout) {
       this.attemptTimeout = positive("attemptTimeout", attemptTimeout);
+      return this;
+    }
+
+    /** See {@link ClientOptions#connectTimeout()}. */
+    public Builder connectTimeout(Duration connectTimeout) {
+      this.connectTimeout = positive("connectTimeout", connectTimeout);
       return this;
     }
 

@@ -31,8 +31,9 @@ import warden.v1.LeaseGrpc;
  * loop follows the leader and backs off), until {@code validUntil}.
  *
  * <p><b>Loss.</b> {@link #lost()} completes no later than {@code validUntil} (its timer is set
- * up to 250 ms before, on a thread of its own) if no keep-alive was acknowledged by then, also when no server can be reached, at once when the server says
- * the lease is gone, and on {@link #close()}. A timer can fire late after a process pause (GC,
+ * up to 250 ms before, on a thread of its own) if no keep-alive was acknowledged by then, also
+ * when no server can be reached, at once when the server says the lease is gone, and on {@link
+ * #close()}. A timer can fire late after a process pause (GC,
  * SIGSTOP), so call {@link #check()} right before each protected write: it compares the clock
  * with {@code validUntil} synchronously. Once lost, a session stays lost, even if a late
  * keep-alive succeeds: open a new one. A session lost by time revokes its lease (best effort)

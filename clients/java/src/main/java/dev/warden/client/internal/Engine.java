@@ -7,9 +7,11 @@ import dev.warden.client.NoQuorumException;
 import dev.warden.client.UnavailableException;
 import dev.warden.client.WardenException;
 import io.grpc.ChannelCredentials;
+import io.grpc.ConnectivityState;
 import io.grpc.Grpc;
 import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
+import io.grpc.Status;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -22,6 +24,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
@@ -318,13 +321,71 @@ public final class Engine implements AutoCloseable {
     }
 
     void tryAt(Endpoint target) {
+      ManagedChannel channel;
+      synchronized (this) {
+        if (result.isDone()) {
+          return;
+        }
+        try {
+          channel = channel(target);
+        } catch (RuntimeException e) {
+          result.completeExceptionally(e);
+          return;
+        }
+      }
+      ConnectivityState state = channel.getState(true);
+      if (state == ConnectivityState.IDLE || state == ConnectivityState.CONNECTING) {
+        awaitConnection(target, channel, state);
+      } else {
+        // READY, or TRANSIENT_FAILURE (the attempt fails fast: next endpoint).
+        startAttempt(target, channel);
+      }
+    }
+
+    /**
+     * Starts the attempt once the channel's connection is open, so that the attempt timeout
+     * counts the request, not a TCP and TLS handshake (which takes longer than an attempt in a
+     * JVM that just started, on a loaded machine); fails it as a connect failure when the
+     * connection is neither open nor failed within the connect timeout.
+     */
+    void awaitConnection(Endpoint target, ManagedChannel channel, ConnectivityState seen) {
+      long budget = Math.min(options.connectTimeout().toNanos(),
+          deadlineNanos - System.nanoTime());
+      AtomicBoolean decided = new AtomicBoolean();
+      ScheduledFuture<?> timer = schedule(() -> {
+        if (decided.compareAndSet(false, true)) {
+          finished(target, null, Status.UNAVAILABLE.withDescription("connection to " + target
+              + " not open within " + Duration.ofNanos(budget).toMillis() + " ms")
+              .asRuntimeException());
+        }
+      }, Duration.ofNanos(Math.max(0, budget)));
+      watchConnection(target, channel, seen, decided, timer);
+    }
+
+    private void watchConnection(Endpoint target, ManagedChannel channel, ConnectivityState seen,
+        AtomicBoolean decided, ScheduledFuture<?> timer) {
+      channel.notifyWhenStateChanged(seen, () -> {
+        if (decided.get() || result.isDone()) {
+          return;
+        }
+        ConnectivityState now = channel.getState(false);
+        if (now == ConnectivityState.IDLE || now == ConnectivityState.CONNECTING) {
+          watchConnection(target, channel, now, decided, timer);
+        } else if (decided.compareAndSet(false, true)) {
+          timer.cancel(false);
+          startAttempt(target, channel);
+        }
+      });
+    }
+
+    void startAttempt(Endpoint target, ManagedChannel channel) {
       CompletableFuture<T> started;
       synchronized (this) {
         if (result.isDone()) {
           return;
         }
         try {
-          started = attempt.start(new Node(target, channel(target)));
+          started = attempt.start(new Node(target, channel));
         } catch (RuntimeException e) {
           result.completeExceptionally(e);
           return;
