@@ -17,4 +17,15 @@ class CancelWaitResultTest {
     assertEquals(CancelWaitResult.Outcome.NONE, CancelWaitResult.Outcome.of("Removed"));
     assertEquals(CancelWaitResult.Outcome.NONE, CancelWaitResult.Outcome.of(""));
   }
+
+  // Defends S8's preempted cancel: the acquire the cancel overtook is refused with reason
+  // "cancelled", typed like every other reason; an unknown reason is null, not a guess.
+  @Test
+  void theCancelledReasonIsTyped() {
+    assertEquals(NotGrantedReason.CANCELLED, NotGrantedReason.of("cancelled"));
+    assertEquals(NotGrantedReason.HELD, NotGrantedReason.of("held"));
+    assertEquals(NotGrantedReason.LOCK_DELAY, NotGrantedReason.of("lock_delay"));
+    assertEquals(NotGrantedReason.WAIT_TIMEOUT, NotGrantedReason.of("wait_timeout"));
+    assertEquals(null, NotGrantedReason.of("something_new"));
+  }
 }
