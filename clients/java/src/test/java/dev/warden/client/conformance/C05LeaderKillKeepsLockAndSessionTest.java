@@ -15,18 +15,22 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
+@ExtendWith(SharedCluster.class)
 class C05LeaderKillKeepsLockAndSessionTest {
 
   // conformance: C05-leader-kill-keeps-lock-and-session
   // Defends S3 (a committed grant survives the leader's death), L3 (the client follows the new
   // leader) and L4 (the new leader's grace keeps a renewing session alive): after SIGKILL of the
   // leader the lock is held with the same token, check() never fails, and a new lock on the same
-  // session gets a larger token. Its own cluster: it kills a node.
+  // session gets a larger token. On the shared cluster (one cluster at a time on the machine):
+  // the killed node is started again on its data dir, and serves, before the test ends.
   @Test
-  void killingTheLeaderKeepsTheLockAndTheSession() throws Exception {
+  void killingTheLeaderKeepsTheLockAndTheSession(TestCluster cluster) throws Exception {
     ScheduledExecutorService sampler = Executors.newSingleThreadScheduledExecutor();
-    try (TestCluster cluster = TestCluster.start(3)) {
+    int oldLeader = cluster.leader();
+    try {
       WardenClient client = cluster.client();
       Session session = client.session(Duration.ofSeconds(10));
       Lock lock = session.lock("c05-r");
@@ -40,7 +44,6 @@ class C05LeaderKillKeepsLockAndSessionTest {
         }
       }, 0, 10, TimeUnit.MILLISECONDS);
 
-      int oldLeader = cluster.leader();
       cluster.kill(oldLeader);
       int newLeader = cluster.waitLeader(Duration.ofSeconds(10));
       assertNotEquals(oldLeader, newLeader);
@@ -59,6 +62,10 @@ class C05LeaderKillKeepsLockAndSessionTest {
       session.close();
     } finally {
       sampler.shutdownNow();
+      if (cluster.process(oldLeader).map(p -> !p.isAlive()).orElse(false)) {
+        cluster.restart(oldLeader);
+        cluster.waitServing(oldLeader, Duration.ofSeconds(20));
+      }
     }
   }
 }
