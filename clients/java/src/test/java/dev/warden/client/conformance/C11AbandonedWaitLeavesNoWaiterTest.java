@@ -45,6 +45,47 @@ class C11AbandonedWaitLeavesNoWaiterTest {
     });
   }
 
+  // conformance: C11-abandoned-wait-leaves-no-waiter
+  // Defends S8 when the grant wins the race: W's grant commits while the proxy swallows its
+  // reply, so W's caller gives up on a wait the server already granted; the cancel releases
+  // that exact grant (outcome "released" with its token) and the resource is free.
+  @Test
+  void aCancelThatLosesTheRaceReleasesTheGrant(TestCluster cluster) throws Exception {
+    String resource = "c11-race";
+    WardenClient direct = cluster.client();
+    int leader = cluster.leader();
+    try (TcpProxy proxy = new TcpProxy(cluster.addr(leader));
+        Session h = direct.session(Duration.ofSeconds(10))) {
+      WardenClient viaProxy = cluster.clientAt(List.of(proxy.address()), "root");
+      try (Session w = viaProxy.session(Duration.ofSeconds(10))) {
+        Lock held = h.lock(resource);
+        PendingLock pending = w.lockAsync(resource, Duration.ofSeconds(30));
+        pending.queued().get(10, TimeUnit.SECONDS);
+
+        proxy.swallowReplies();
+        held.release();
+        Wait.until(Duration.ofSeconds(5), "W's grant commits", () -> direct.status(resource)
+            .holder().map(x -> x.leaseId() == w.leaseId()).orElse(false));
+        long token = direct.status(resource).holder().orElseThrow().fencingToken();
+        assertTrue(!pending.isDone(), "W's caller has not seen the grant");
+
+        pending.cancel(true);
+        proxy.heal();
+        CancelWaitResult outcome = pending.abandoned().get(10, TimeUnit.SECONDS);
+        assertEquals(CancelWaitResult.Outcome.RELEASED, outcome.outcome(), "outcome " + outcome);
+        assertEquals(w.leaseId(), outcome.leaseId());
+        assertEquals(token, outcome.fencingToken(), "the cancel released that exact grant");
+
+        LockStatus s = direct.status(resource);
+        assertTrue(s.holder().isEmpty(), "nobody holds " + resource + ": " + s);
+        assertEquals(0, s.waiters());
+        LeaseInfo wLease = direct.leaseTimeToLive(w.leaseId());
+        assertEquals(List.of(), wLease.locks(), "W holds nothing");
+        assertEquals(List.of(), wLease.waits(), "W waits on nothing");
+      }
+    }
+  }
+
   private static void abandonAndCheck(TestCluster cluster, String resource,
       Consumer<PendingLock> abandon) throws Exception {
     WardenClient client = cluster.client();
