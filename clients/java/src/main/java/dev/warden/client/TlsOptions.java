@@ -1,7 +1,10 @@
 package dev.warden.client;
 
 import io.grpc.ChannelCredentials;
-import io.grpc.TlsChannelCredentials;
+import io.grpc.netty.shaded.io.grpc.netty.GrpcSslContexts;
+import io.grpc.netty.shaded.io.grpc.netty.NettySslContextChannelCredentials;
+import io.grpc.netty.shaded.io.netty.handler.ssl.SslContext;
+import io.grpc.netty.shaded.io.netty.handler.ssl.SslContextBuilder;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -12,7 +15,8 @@ import java.util.Optional;
  * certificates, and this client's certificate and key (PEM; the key PKCS#8, as {@code warden
  * cert create-client} writes it). The certificate names the principal the server acts for. The
  * server's identity is checked against the endpoint's host (the node certificates carry the
- * hosts they are valid for). TLS itself is grpc-java's (grpc-netty-shaded).
+ * hosts they are valid for). TLS itself is grpc-java's: a Netty {@code SslContext} from {@code
+ * GrpcSslContexts} (grpc-netty-shaded), TLS 1.3 only, as the server serves.
  *
  * <p>Two ways, as the CLI takes them: {@link #of(Path, Path, Path)} with the three files, or
  * {@link #fromCertsDir(Path, String)} with a certs dir and a user ({@code ca.crt}, {@code
@@ -72,11 +76,11 @@ public final class TlsOptions {
    * @throws TlsConfigException naming the file that is missing, unreadable or not valid PEM
    */
   public ChannelCredentials credentials() {
-    TlsChannelCredentials.Builder builder = TlsChannelCredentials.newBuilder();
     readable(caCert, "CA certificate");
+    SslContextBuilder builder = GrpcSslContexts.forClient().protocols("TLSv1.3");
     try {
       builder.trustManager(caCert.toFile());
-    } catch (IOException | RuntimeException e) {
+    } catch (IllegalArgumentException e) {
       throw new TlsConfigException(caCert, "not a PEM CA certificate bundle: " + e.getMessage(),
           e);
     }
@@ -85,13 +89,22 @@ public final class TlsOptions {
       readable(clientKey, "client key");
       try {
         builder.keyManager(clientCert.toFile(), clientKey.toFile());
-      } catch (IOException | RuntimeException e) {
+      } catch (IllegalArgumentException e) {
         throw new TlsConfigException(clientCert,
             "certificate or key " + clientKey + " is not valid PEM (the key must be PKCS#8): "
                 + e.getMessage(), e);
       }
     }
-    return builder.build();
+    SslContext context;
+    try {
+      context = builder.build();
+    } catch (IOException | RuntimeException e) {
+      throw new TlsConfigException(clientCert != null ? clientCert : caCert,
+          "cannot build the TLS context from " + caCert
+              + (clientCert != null ? ", " + clientCert + " and " + clientKey : "") + ": "
+              + e.getMessage(), e);
+    }
+    return NettySslContextChannelCredentials.create(context);
   }
 
   private static void readable(Path file, String what) {
