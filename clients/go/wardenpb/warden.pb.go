@@ -437,7 +437,11 @@ type CallError struct {
 	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
 	// The `warden-leader` metadata entry of that status ("" if none): the
 	// leader's address when this node is not the leader.
-	Leader        string `protobuf:"bytes,3,opt,name=leader,proto3" json:"leader,omitempty"`
+	Leader string `protobuf:"bytes,3,opt,name=leader,proto3" json:"leader,omitempty"`
+	// The status's structured details as the unary call would carry them in
+	// `grpc-status-details-bin` (an encoded google.rpc.Status: ErrorInfo,
+	// BadRequest, ...); empty if none.
+	Details       []byte `protobuf:"bytes,4,opt,name=details,proto3" json:"details,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -491,6 +495,13 @@ func (x *CallError) GetLeader() string {
 		return x.Leader
 	}
 	return ""
+}
+
+func (x *CallError) GetDetails() []byte {
+	if x != nil {
+		return x.Details
+	}
+	return nil
 }
 
 // Who sent a mutating request, for exactly-once effect (S7).
@@ -883,7 +894,8 @@ type NotGranted struct {
 	Resource string                 `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
 	// The lease that holds the resource, 0 if none (e.g. lock-delay or timeout).
 	HolderLeaseId uint64 `protobuf:"varint,2,opt,name=holder_lease_id,json=holderLeaseId,proto3" json:"holder_lease_id,omitempty"`
-	// "held", "lock_delay" or "wait_timeout".
+	// "held", "lock_delay", "wait_timeout", or "cancelled" (its caller took it
+	// back with CancelWait before it applied).
 	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2196,11 +2208,12 @@ const file_warden_proto_rawDesc = "" +
 	"\aacquire\x18\x02 \x01(\v2\x1a.warden.v1.AcquireResponseH\x00R\aacquire\x126\n" +
 	"\arelease\x18\x03 \x01(\v2\x1a.warden.v1.ReleaseResponseH\x00R\arelease\x12,\n" +
 	"\x05error\x18\x04 \x01(\v2\x14.warden.v1.CallErrorH\x00R\x05errorB\b\n" +
-	"\x06answer\"Q\n" +
+	"\x06answer\"k\n" +
 	"\tCallError\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x16\n" +
-	"\x06leader\x18\x03 \x01(\tR\x06leader\"u\n" +
+	"\x06leader\x18\x03 \x01(\tR\x06leader\x12\x18\n" +
+	"\adetails\x18\x04 \x01(\fR\adetails\"u\n" +
 	"\rRequestHeader\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\x04R\bclientId\x12\x1d\n" +
 	"\n" +

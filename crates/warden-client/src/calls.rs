@@ -532,6 +532,7 @@ mod tests {
             code: Code::Unavailable as i32,
             message: "not the leader; the leader is node 2 at 127.0.0.1:7002".into(),
             leader: "127.0.0.1:7002".into(),
+            details: Vec::new(),
         });
         assert_eq!(status.code(), Code::Unavailable);
         assert_eq!(
@@ -546,11 +547,35 @@ mod tests {
             code: Code::InvalidArgument as i32,
             message: "resource: 1..=512 bytes".into(),
             leader: String::new(),
+            details: Vec::new(),
         });
         assert_eq!(plain.code(), Code::InvalidArgument);
         assert!(plain
             .metadata()
             .get(warden_proto::LEADER_METADATA)
             .is_none());
+    }
+
+    // "What bad input gets": a refusal on the stream keeps its structured
+    // details, so the field of an invalid argument is the one BadRequest
+    // names, as on the unary call.
+    #[test]
+    fn a_call_error_keeps_the_status_details() {
+        use tonic_types::StatusExt as _;
+        let mut details = tonic_types::ErrorDetails::with_error_info(
+            "INVALID_ARGUMENT",
+            crate::error::ERROR_DOMAIN,
+            std::collections::HashMap::<String, String>::new(),
+        );
+        details.add_bad_request_violation("ttl_ms", "below the minimum");
+        let refused = tonic::Status::with_error_details(Code::InvalidArgument, "ttl_ms: low", details);
+        let status = warden_proto::call_error_status(warden_proto::call_error(&refused));
+        assert_eq!(
+            crate::ClientError::from_status(&status),
+            crate::ClientError::InvalidArgument {
+                field: Some("ttl_ms".into()),
+                message: "ttl_ms: low".into()
+            }
+        );
     }
 }

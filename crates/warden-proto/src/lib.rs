@@ -47,7 +47,7 @@ pub const LEADER_METADATA: &str = "warden-leader";
 pub const SMALLEST_MAX_REQUEST_BYTES: usize = 1024;
 
 /// A failed `Calls` call as the stream carries it: the status's code,
-/// message and `warden-leader` entry ("" if none).
+/// message, details and `warden-leader` entry ("" if none).
 pub fn call_error(status: &tonic::Status) -> v1::CallError {
     v1::CallError {
         code: status.code() as i32,
@@ -58,14 +58,19 @@ pub fn call_error(status: &tonic::Status) -> v1::CallError {
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_string(),
+        details: status.details().to_vec(),
     }
 }
 
-/// The status a failed `Calls` call stands for (code, message, and the
-/// `warden-leader` entry when the node named the leader): what the unary
-/// call would have returned.
+/// The status a failed `Calls` call stands for (code, message, structured
+/// details, and the `warden-leader` entry when the node named the leader):
+/// what the unary call would have returned.
 pub fn call_error_status(e: v1::CallError) -> tonic::Status {
-    let mut status = tonic::Status::new(tonic::Code::from_i32(e.code), e.message);
+    let mut status = tonic::Status::with_details(
+        tonic::Code::from_i32(e.code),
+        e.message,
+        e.details.into(),
+    );
     if !e.leader.is_empty() {
         if let Ok(value) = e.leader.parse() {
             status.metadata_mut().insert(LEADER_METADATA, value);

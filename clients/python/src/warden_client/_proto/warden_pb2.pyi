@@ -208,6 +208,7 @@ class CallError(_message.Message):
     CODE_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
     LEADER_FIELD_NUMBER: _builtins.int
+    DETAILS_FIELD_NUMBER: _builtins.int
     code: _builtins.int
     """The gRPC status code (google.rpc.Code numbering, e.g. 3 InvalidArgument,
     14 Unavailable).
@@ -217,16 +218,22 @@ class CallError(_message.Message):
     """The `warden-leader` metadata entry of that status ("" if none): the
     leader's address when this node is not the leader.
     """
+    details: _builtins.bytes
+    """The status's structured details as the unary call would carry them in
+    `grpc-status-details-bin` (an encoded google.rpc.Status: ErrorInfo,
+    BadRequest, ...); empty if none.
+    """
     def __init__(
         self,
         *,
         code: _builtins.int = ...,
         message: _builtins.str = ...,
         leader: _builtins.str = ...,
+        details: _builtins.bytes = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "leader", b"leader", "message", b"message"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "details", b"details", "leader", b"leader", "message", b"message"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -405,7 +412,9 @@ class NotGranted(_message.Message):
     holder_lease_id: _builtins.int
     """The lease that holds the resource, 0 if none (e.g. lock-delay or timeout)."""
     reason: _builtins.str
-    """"held", "lock_delay" or "wait_timeout"."""
+    """"held", "lock_delay", "wait_timeout", or "cancelled" (its caller took it
+    back with CancelWait before it applied).
+    """
     def __init__(
         self,
         *,
