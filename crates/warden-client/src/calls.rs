@@ -568,7 +568,8 @@ mod tests {
             std::collections::HashMap::<String, String>::new(),
         );
         details.add_bad_request_violation("ttl_ms", "below the minimum");
-        let refused = tonic::Status::with_error_details(Code::InvalidArgument, "ttl_ms: low", details);
+        let refused =
+            tonic::Status::with_error_details(Code::InvalidArgument, "ttl_ms: low", details);
         let status = warden_proto::call_error_status(warden_proto::call_error(&refused));
         assert_eq!(
             crate::ClientError::from_status(&status),

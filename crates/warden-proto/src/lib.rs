@@ -66,11 +66,8 @@ pub fn call_error(status: &tonic::Status) -> v1::CallError {
 /// details, and the `warden-leader` entry when the node named the leader):
 /// what the unary call would have returned.
 pub fn call_error_status(e: v1::CallError) -> tonic::Status {
-    let mut status = tonic::Status::with_details(
-        tonic::Code::from_i32(e.code),
-        e.message,
-        e.details.into(),
-    );
+    let mut status =
+        tonic::Status::with_details(tonic::Code::from_i32(e.code), e.message, e.details.into());
     if !e.leader.is_empty() {
         if let Ok(value) = e.leader.parse() {
             status.metadata_mut().insert(LEADER_METADATA, value);
