@@ -26,6 +26,10 @@ use warden_proto::v1::{
 };
 use warden_proto::v1::{call_request, call_response::Answer, CallRequest, CallResponse};
 
+/// Every CancelWait a fake node saw: (client_id, request_id,
+/// acquire_request_id, resource).
+type CancelLog = Arc<Mutex<Vec<(u64, u64, u64, String)>>>;
+
 /// How a fake node answers.
 #[derive(Clone)]
 enum Role {
@@ -69,7 +73,7 @@ struct Fake {
     acquires: Arc<Mutex<Vec<(u64, u64, u64)>>>,
     /// Every CancelWait seen: (client_id, request_id, acquire_request_id,
     /// resource).
-    cancels: Arc<Mutex<Vec<(u64, u64, u64, String)>>>,
+    cancels: CancelLog,
 }
 
 fn not_leader(hint: &Option<String>) -> Status {
@@ -368,7 +372,7 @@ struct Started {
     /// See [`Fake::serve_calls`].
     serves_calls: Arc<AtomicBool>,
     /// See [`Fake::cancels`].
-    cancels: Arc<Mutex<Vec<(u64, u64, u64, String)>>>,
+    cancels: CancelLog,
 }
 
 /// Starts a fake node on 127.0.0.1:0 that does not serve `Calls` (so these
