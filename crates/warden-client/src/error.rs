@@ -489,18 +489,36 @@ mod tests {
         );
     }
 
-    // S7: a retry whose outcome record is gone is reported as RequestExpired, whatever the code.
+    // S7: a retry whose outcome record is gone is reported as RequestExpired
+    // whatever the code, told by its ErrorInfo reason; the text alone
+    // decides nothing.
     #[test]
-    fn request_expired_is_recognised_by_its_message_prefix() {
+    fn request_expired_is_recognised_by_its_error_info() {
+        use tonic_types::StatusExt as _;
+        let expired = |code| {
+            Status::with_error_details(
+                code,
+                "request 3 of client 9",
+                tonic_types::ErrorDetails::with_error_info(
+                    "REQUEST_EXPIRED",
+                    ERROR_DOMAIN,
+                    std::collections::HashMap::<String, String>::new(),
+                ),
+            )
+        };
         for status in [
-            Status::failed_precondition("request_expired: request 3 of client 9"),
-            Status::invalid_argument("request_expired"),
+            expired(Code::FailedPrecondition),
+            expired(Code::InvalidArgument),
         ] {
             assert!(matches!(
                 ClientError::from_status(&status),
                 ClientError::RequestExpired { .. }
             ));
         }
+        assert!(matches!(
+            ClientError::from_status(&Status::failed_precondition("request_expired: no details")),
+            ClientError::FailedPrecondition { .. }
+        ));
     }
 
     // L3: not-leader/no-quorum answers are retried; a server's refusal is final.

@@ -53,7 +53,12 @@ fn due_waiter(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
     sim.client("w", async move {
         let client = connect_at(ms(2_000), endpoints, crate::env::client_options()).await?;
         let opts = waiting(ms(1_500), ms(20_000));
-        let _ = tokio::time::timeout(ms(5_000), w.acquire(&client, "r0", opts)).await;
+        // The process stops mid-wait: the call is forgotten, not dropped (a
+        // dropped one would take its wait back with CancelWait), so only
+        // the lease's end can remove the waiter.
+        let mut call = Box::pin(w.acquire(&client, "r0", opts));
+        let _ = tokio::time::timeout(ms(5_000), call.as_mut()).await;
+        std::mem::forget(call);
         Ok(())
     });
 }
@@ -89,9 +94,14 @@ fn batched_handoff(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
             lease_id: Some(lb),
             ..waiting(ms(3_000), ms(30_000))
         };
-        // Queued, then the call is dropped: the waiter stays (a dropped
-        // stream is not a cancel, docs/semantics.md S8) and nobody renews lb.
-        let _ = tokio::time::timeout(ms(300), client.acquire("r0", wait)).await;
+        // Queued, then the call is abandoned without its cancel, as a client
+        // that froze or crashed mid-wait abandons it: the future is forgotten,
+        // not dropped (a dropped one would send CancelWait). The waiter stays
+        // (a stream that ends is not a cancel, docs/semantics.md S8) and
+        // nobody renews lb.
+        let mut call = Box::pin(client.acquire("r0", wait));
+        let _ = tokio::time::timeout(ms(300), call.as_mut()).await;
+        std::mem::forget(call);
         sleep_until(ms(2_000)).await;
         let (_, _) = tokio::join!(a.renew(&client, "r0", la, token), client.renew(lb));
         sleep_until(end).await;
