@@ -901,7 +901,11 @@ async fn an_oversized_peer_message_is_refused_before_its_body_is_buffered() {
 /// leader, node 4, whose certificate names an id the follower has never
 /// heard of (admitted: a valid node certificate of an id not known to be
 /// removed). Once caught up it follows node 4, applies a new grant, and
-/// knows the old leader was removed.
+/// knows the old leader was removed. Also defends the removal right after
+/// the add (docs/operations.md "Changing membership"): the leader the
+/// removal was handed to refused it with openraft's "already undergoing a
+/// configuration change" while the add's last entry, long committed, was
+/// not yet committed in its own term (2 runs of 6 here); it now waits.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_follower_down_across_an_add_and_the_leaders_removal_follows_the_new_leader() {
     let mut cluster = Cluster::prepare_secure(3, &[4], &["root"], &[]);
