@@ -2,7 +2,11 @@
 //! to start without `--certs-dir` or `--insecure`; a TLS cluster serves a
 //! client certificate of its CA and refuses everyone else; the peer
 //! service refuses client certificates; certificates rotate on SIGHUP one
-//! node at a time while a holder keeps its lock.
+//! node at a time while a holder keeps its lock; a removed node's
+//! certificate forges no entry and costs no leader, and a member's cannot
+//! claim another sender; a half-sent oversized peer message is refused
+//! before its body is buffered; a follower down across an add-node and the
+//! leader's removal follows the new leader it never heard of.
 
 use std::path::Path;
 use std::sync::Arc;
