@@ -4,7 +4,12 @@
 //! Rules (docs/operations.md "Changing membership"):
 //! - Only the leader changes membership, one change at a time (a joint config
 //!   in progress, or another change running on this leader, is refused with
-//!   `FailedPrecondition`).
+//!   `FailedPrecondition`). A leader whose latest membership entry is not
+//!   committed yet (a new leader commits the entries of the term before only
+//!   with its first entry) waits for it, up to two election timeouts, before
+//!   it checks: a removal right after the hand-over of an add was refused by
+//!   openraft ("already undergoing a configuration change") with the add
+//!   long committed.
 //! - A new member is first given the cluster id (bootstrap prepare + commit
 //!   on the node at its address, which must answer with the expected node id
 //!   and run with `--join`), then added as an openraft learner; openraft
@@ -219,8 +224,9 @@ fn check_addr(addr: &str) -> Result<(), MembershipError> {
 /// The leader's state for a change. Who may ask (the `admin` permission,
 /// or `--allow-admin` on an insecure node) is checked by the caller, the
 /// admin service.
-fn precondition(node: &Node) -> Result<View, MembershipError> {
+async fn precondition(node: &Node) -> Result<View, MembershipError> {
     node.require_leader()?;
+    latest_membership_committed(node).await?;
     let v = view(node);
     if v.joint {
         return Err(refused(
@@ -229,6 +235,35 @@ fn precondition(node: &Node) -> Result<View, MembershipError> {
         ));
     }
     Ok(v)
+}
+
+/// Waits (up to two election timeouts) until this leader's latest
+/// membership entry is committed (module docs).
+///
+/// # Errors
+/// `FailedPrecondition` when it is still not committed then.
+async fn latest_membership_committed(node: &Node) -> Result<(), MembershipError> {
+    let mut rx = node.raft.metrics();
+    let wait = async {
+        loop {
+            {
+                let m = rx.borrow_watched();
+                if m.membership_config.log_id() == m.committed_membership_config.log_id() {
+                    return;
+                }
+            }
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    };
+    let limit = Duration::from_millis(2 * node.config.timing.election_timeout_max_ms.max(500));
+    tokio::time::timeout(limit, wait).await.map_err(|_| {
+        refused(
+            ErrorCode::FailedPrecondition,
+            "the latest membership change is not committed yet; retry when it is",
+        )
+    })
 }
 
 /// Hands leadership to the most up-to-date voter other than this leader and
@@ -359,7 +394,7 @@ async fn add_node(node: &Node, id: u64, addr: &str) -> Result<Membership, Member
             "another membership change is running on this leader",
         )
     })?;
-    precondition(node)?;
+    precondition(node).await?;
     let v = check_quorum_settled(node, |v| {
         let mut new_voters = v.voters.clone();
         new_voters.insert(id);
@@ -383,7 +418,7 @@ async fn remove_node(node: &Node, id: u64) -> Result<Membership, MembershipError
             "another membership change is running on this leader",
         )
     })?;
-    let v = precondition(node)?;
+    let v = precondition(node).await?;
     if v.learners.contains(&id) {
         change(node, ChangeMembers::RemoveNodes(BTreeSet::from([id]))).await?;
         return Ok(response(node));
@@ -433,7 +468,7 @@ async fn replace_node(
             "another membership change is running on this leader",
         )
     })?;
-    let v = precondition(node)?;
+    let v = precondition(node).await?;
     if !v.voters.contains(&old) {
         return Err(MembershipError::Refused(command_error(
             ErrorCode::NotFound,

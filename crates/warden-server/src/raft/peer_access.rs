@@ -20,6 +20,13 @@
 //! Only then is the call passed on, with a [`PeerCaller`] in its extensions
 //! naming the certificate's node id, so that the handler can check that the
 //! id claimed inside the Raft message is that one ([`PeerCaller::check_claim`]).
+//!
+//! Every refusal that says who may not call (no certificate, a client's, a
+//! removed node's, a claim that is not the certificate's, another cluster)
+//! is logged by [`PeerAccess::refused`]: one `warn` line naming the remote
+//! address, the method and the reason, at most one per reason per
+//! [`REFUSAL_LOG_INTERVAL`] with the count of the lines suppressed since
+//! (so a scanner cannot fill the log; the same rule as failed handshakes).
 //! A refused call's body is never polled: hyper stops reading it at the
 //! stream's flow-control window (at most 1 MiB a connection), and tonic
 //! never sizes a buffer from it.
@@ -52,13 +59,15 @@
 //! cannot tell that member's certificate from a live one's: rotate the CA
 //! to retire a removed node's certificate everywhere at once.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 use tonic::body::Body;
@@ -75,6 +84,9 @@ pub const MAX_PEER_CONTROL_MESSAGE_BYTES: usize = 64 * 1024;
 
 /// Meta key of the removed node ids (decimal ids, comma-separated).
 pub const KEY_REMOVED_NODE_IDS: &str = "removed_node_ids";
+
+/// At most one `warn` line per refusal reason in this interval (module docs).
+pub const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The gRPC name of the Peer service, as routed.
 const PEER_PATH_PREFIX: &str = "/warden.peer.v1.Peer/";
@@ -157,6 +169,29 @@ pub enum PeerRefusal {
     Internal(String),
 }
 
+impl PeerRefusal {
+    /// The reason's name in log lines (one rate-limit window each), or None
+    /// for a refusal that says nothing about who called (a node starting
+    /// up, a bad payload, a local failure): those are logged at debug only.
+    pub fn reason(&self) -> Option<&'static str> {
+        match self {
+            PeerRefusal::NoCertificate => Some("no_certificate"),
+            PeerRefusal::NotANode { .. } => Some("not_a_node"),
+            PeerRefusal::Removed { .. } => Some("removed_node"),
+            PeerRefusal::ClaimMismatch { .. } => Some("claim_mismatch"),
+            PeerRefusal::NotAMember { .. } => Some("not_a_member"),
+            PeerRefusal::FromItself { .. } => Some("from_itself"),
+            PeerRefusal::ClusterMismatch { .. } => Some("cluster_mismatch"),
+            PeerRefusal::Bootstrapping
+            | PeerRefusal::RaftNotStarted
+            | PeerRefusal::BadPayload(_)
+            | PeerRefusal::Unavailable(_)
+            | PeerRefusal::Precondition(_)
+            | PeerRefusal::Internal(_) => None,
+        }
+    }
+}
+
 /// The one place a [`PeerRefusal`] becomes a gRPC status (the peer
 /// service's own wire; the public services' statuses are built in
 /// `services::status`).
@@ -190,6 +225,8 @@ impl From<PeerRefusal> for Status {
 pub struct PeerCaller {
     /// The node id of the caller's certificate; None on an insecure node.
     pub node_id: Option<u64>,
+    /// The caller's address, when the connection told it (for log lines).
+    pub remote: Option<SocketAddr>,
 }
 
 impl PeerCaller {
@@ -201,7 +238,10 @@ impl PeerCaller {
             .extensions()
             .get::<PeerCaller>()
             .copied()
-            .unwrap_or(PeerCaller { node_id: None })
+            .unwrap_or(PeerCaller {
+                node_id: None,
+                remote: None,
+            })
     }
 
     /// With a certificate, the node id `claimed` inside a Raft message (the
@@ -307,6 +347,61 @@ impl RemovedNodes {
     }
 }
 
+/// The rate limit of refusal lines: one per reason per interval (module
+/// docs).
+#[derive(Debug)]
+pub struct RefusalLog {
+    interval: Duration,
+    /// Per reason: when its last line was written, and how many refusals
+    /// were not written since.
+    windows: Mutex<BTreeMap<&'static str, (Instant, u64)>>,
+}
+
+impl RefusalLog {
+    /// A log allowing one line per reason per `interval`.
+    pub fn new(interval: Duration) -> RefusalLog {
+        RefusalLog {
+            interval,
+            windows: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Whether a refusal for `reason` at `now` gets a line: `Some(n)` with
+    /// the number suppressed since the previous line, or `None` (counted).
+    pub fn admit(&self, reason: &'static str, now: Instant) -> Option<u64> {
+        let mut windows = self.windows.lock().unwrap_or_else(PoisonError::into_inner);
+        match windows.get_mut(reason) {
+            None => {
+                windows.insert(reason, (now, 0));
+                Some(0)
+            }
+            Some((last, suppressed)) if now.saturating_duration_since(*last) >= self.interval => {
+                let n = *suppressed;
+                *last = now;
+                *suppressed = 0;
+                Some(n)
+            }
+            Some((_, suppressed)) => {
+                *suppressed += 1;
+                None
+            }
+        }
+    }
+}
+
+/// The remote address of a request's connection: the TLS acceptor's
+/// [`PeerInfo`], else tonic's TCP connection info (insecure mode).
+fn remote_of(extensions: &http::Extensions) -> Option<SocketAddr> {
+    extensions
+        .get::<PeerInfo>()
+        .map(PeerInfo::remote_addr)
+        .or_else(|| {
+            extensions
+                .get::<tonic::transport::server::TcpConnectInfo>()
+                .and_then(tonic::transport::server::TcpConnectInfo::remote_addr)
+        })
+}
+
 /// What the gate decides with: this node's mode, its cluster id, and the
 /// removed ids.
 #[derive(Debug)]
@@ -317,6 +412,8 @@ pub struct PeerAccess {
     cluster_id: watch::Receiver<Option<String>>,
     /// Ids removed from the committed membership.
     pub removed: RemovedNodes,
+    /// The rate limit of refusal lines.
+    log: RefusalLog,
 }
 
 /// Whether a Peer method is a bootstrap call (sent before a cluster id
@@ -344,6 +441,27 @@ impl PeerAccess {
             secure,
             cluster_id,
             removed,
+            log: RefusalLog::new(REFUSAL_LOG_INTERVAL),
+        }
+    }
+
+    /// Logs the refusal of a call to `method` from `remote`: a `warn` line
+    /// (rate-limited, see the module docs) when it says who may not call,
+    /// else a debug line.
+    pub fn refused(&self, remote: Option<SocketAddr>, method: &str, refusal: &PeerRefusal) {
+        let remote = remote.map_or_else(|| "unknown".to_string(), |a| a.to_string());
+        let Some(reason) = refusal.reason() else {
+            tracing::debug!(%remote, method, "peer call refused: {refusal}");
+            return;
+        };
+        if let Some(suppressed) = self.log.admit(reason, Instant::now()) {
+            tracing::warn!(
+                %remote,
+                method,
+                reason,
+                suppressed,
+                "peer call refused: {refusal}"
+            );
         }
     }
 
@@ -386,7 +504,10 @@ impl PeerAccess {
         if !is_bootstrap(method) {
             self.check_cluster(headers)?;
         }
-        Ok(PeerCaller { node_id })
+        Ok(PeerCaller {
+            node_id,
+            remote: remote_of(extensions),
+        })
     }
 
     /// The call's `warden-cluster-id` must be this node's committed id.
@@ -462,7 +583,9 @@ where
             .admit(path, request.headers(), request.extensions());
         match admitted {
             Err(refusal) => {
-                tracing::debug!(path = request.uri().path(), "peer call refused: {refusal}");
+                let method = path.strip_prefix(PEER_PATH_PREFIX).unwrap_or(path);
+                self.access
+                    .refused(remote_of(request.extensions()), method, &refusal);
                 let response = peer_status(refusal).into_http();
                 Box::pin(std::future::ready(Ok(response)))
             }
@@ -626,7 +749,10 @@ mod tests {
     // an insecure caller (no certificate) is judged by membership instead.
     #[test]
     fn a_claim_must_match_the_certificate() {
-        let node4 = PeerCaller { node_id: Some(4) };
+        let node4 = PeerCaller {
+            node_id: Some(4),
+            remote: None,
+        };
         node4.check_claim(4).expect("its own id");
         assert_eq!(
             node4.check_claim(1),
@@ -635,8 +761,42 @@ mod tests {
                 claimed: 1
             })
         );
-        PeerCaller { node_id: None }
-            .check_claim(1)
-            .expect("insecure");
+        PeerCaller {
+            node_id: None,
+            remote: None,
+        }
+        .check_claim(1)
+        .expect("insecure");
+    }
+
+    // What bad input gets (a scanner at the peer service): at most one line
+    // per reason per interval, the next line counts what was suppressed,
+    // and each reason has its own window; refusals that say nothing about
+    // the caller get no window.
+    #[test]
+    fn refusal_lines_are_rate_limited_per_reason() {
+        let log = RefusalLog::new(Duration::from_secs(1));
+        let t0 = Instant::now();
+        assert_eq!(log.admit("removed_node", t0), Some(0));
+        for i in 1..=20 {
+            assert_eq!(
+                log.admit("removed_node", t0 + Duration::from_millis(i * 10)),
+                None
+            );
+        }
+        assert_eq!(
+            log.admit("claim_mismatch", t0 + Duration::from_millis(300)),
+            Some(0)
+        );
+        assert_eq!(
+            log.admit("removed_node", t0 + Duration::from_secs(1)),
+            Some(20)
+        );
+        assert_eq!(
+            PeerRefusal::Removed { node_id: 4 }.reason(),
+            Some("removed_node")
+        );
+        assert_eq!(PeerRefusal::Bootstrapping.reason(), None);
+        assert_eq!(PeerRefusal::BadPayload("x".into()).reason(), None);
     }
 }

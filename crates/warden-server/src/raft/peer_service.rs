@@ -238,22 +238,40 @@ impl PeerService {
     /// a voter or learner of the committed membership once one is known
     /// (`members`: [`Membership::Committed`] for replication and
     /// snapshots, [`Membership::Latest`] for votes, as before).
+    /// A refusal is logged ([`PeerAccess::refused`]) under `method`.
     fn check_sender(
         &self,
+        method: &str,
         caller: PeerCaller,
         sender: u64,
         members: Membership,
     ) -> Result<(), PeerRefusal> {
-        refuse_self(self.state.node_id, sender)?;
-        caller.check_claim(sender)?;
-        let insecure = !self.state.access.secure();
-        match (members, self.state.raft.get()) {
-            (Membership::Latest, Some(raft)) => refuse_non_member(raft, sender, false),
-            (Membership::Committed, Some(raft)) if insecure => {
-                refuse_non_member(raft, sender, true)
+        let checked = (|| {
+            refuse_self(self.state.node_id, sender)?;
+            caller.check_claim(sender)?;
+            let insecure = !self.state.access.secure();
+            match (members, self.state.raft.get()) {
+                (Membership::Latest, Some(raft)) => refuse_non_member(raft, sender, false),
+                (Membership::Committed, Some(raft)) if insecure => {
+                    refuse_non_member(raft, sender, true)
+                }
+                _ => Ok(()),
             }
-            _ => Ok(()),
+        })();
+        if let Err(refusal) = &checked {
+            self.state.access.refused(caller.remote, method, refusal);
         }
+        checked
+    }
+
+    /// A bootstrap call's sender `claimed` must be the caller's certificate
+    /// ([`PeerCaller::check_claim`]); a refusal is logged.
+    fn check_claim<T>(&self, method: &str, req: &Request<T>, claimed: u64) -> Result<(), Status> {
+        let caller = PeerCaller::of(req);
+        caller.check_claim(claimed).map_err(|refusal| {
+            self.state.access.refused(caller.remote, method, &refusal);
+            peer_status(refusal)
+        })
     }
 
     fn bootstrap_state(&self) -> Result<BootstrapStateResponse, PeerRefusal> {
@@ -367,7 +385,12 @@ impl Peer for PeerService {
             }
             let rpc = message.and_then(|b| {
                 let rpc: AppendEntriesRequest<TypeConfig> = decode(&b)?;
-                service.check_sender(caller, rpc.vote.leader_id.node_id, Membership::Committed)?;
+                service.check_sender(
+                    "AppendStream",
+                    caller,
+                    rpc.vote.leader_id.node_id,
+                    Membership::Committed,
+                )?;
                 Ok(rpc)
             });
             let next = match rpc {
@@ -420,6 +443,7 @@ impl Peer for PeerService {
         self.check_cluster(&req)?;
         let rpc: openraft::raft::AppendEntriesRequest<TypeConfig> = decode(req.get_ref())?;
         self.check_sender(
+            "AppendEntries",
             PeerCaller::of(&req),
             rpc.vote.leader_id.node_id,
             Membership::Committed,
@@ -437,6 +461,7 @@ impl Peer for PeerService {
         self.check_cluster(&req)?;
         let rpc: VoteRequest<TypeConfig> = decode(req.get_ref())?;
         self.check_sender(
+            "Vote",
             PeerCaller::of(&req),
             rpc.vote.leader_id.node_id,
             Membership::Latest,
@@ -448,6 +473,7 @@ impl Peer for PeerService {
         self.check_cluster(&req)?;
         let rpc: VoteRequest<TypeConfig> = decode(req.get_ref())?;
         self.check_sender(
+            "PreVote",
             PeerCaller::of(&req),
             rpc.vote.leader_id.node_id,
             Membership::Latest,
@@ -459,6 +485,7 @@ impl Peer for PeerService {
         self.check_cluster(&req)?;
         let env: SnapshotEnvelope = decode(req.get_ref())?;
         self.check_sender(
+            "InstallSnapshot",
             PeerCaller::of(&req),
             env.vote.leader_id.node_id,
             Membership::Committed,
@@ -474,6 +501,7 @@ impl Peer for PeerService {
         self.check_cluster(&req)?;
         let rpc: openraft::raft::TransferLeaderRequest<TypeConfig> = decode(req.get_ref())?;
         self.check_sender(
+            "TransferLeader",
             PeerCaller::of(&req),
             rpc.from_leader().leader_id.node_id,
             Membership::Committed,
@@ -485,7 +513,7 @@ impl Peer for PeerService {
         &self,
         req: Request<BootstrapStateRequest>,
     ) -> Result<Response<BootstrapStateResponse>, Status> {
-        PeerCaller::of(&req).check_claim(req.get_ref().from_node_id)?;
+        self.check_claim("BootstrapState", &req, req.get_ref().from_node_id)?;
         Ok(Response::new(self.bootstrap_state()?))
     }
 
@@ -493,7 +521,7 @@ impl Peer for PeerService {
         &self,
         req: Request<BootstrapId>,
     ) -> Result<Response<BootstrapStateResponse>, Status> {
-        PeerCaller::of(&req).check_claim(req.get_ref().from_node_id)?;
+        self.check_claim("BootstrapPrepare", &req, req.get_ref().from_node_id)?;
         let id = req.into_inner().cluster_id;
         if id.is_empty() || id.len() > 64 {
             return Err(PeerRefusal::BadPayload("cluster_id: 1..=64 bytes".into()).into());
@@ -519,7 +547,7 @@ impl Peer for PeerService {
         &self,
         req: Request<BootstrapId>,
     ) -> Result<Response<BootstrapStateResponse>, Status> {
-        PeerCaller::of(&req).check_claim(req.get_ref().from_node_id)?;
+        self.check_claim("BootstrapCommit", &req, req.get_ref().from_node_id)?;
         let id = req.into_inner().cluster_id;
         {
             let _g = self

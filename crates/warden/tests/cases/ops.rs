@@ -12,56 +12,11 @@ use std::time::{Duration, Instant};
 use warden_client::ClientError;
 
 use crate::harness::{
-    cluster_status_at, free_port, http_get, warden_bin, Api, Cluster, Final, CLEARED_ENV,
+    cluster_status_at, free_port, http_get, wait_listening, warden_bin, Api, Cluster, Final,
 };
 
 /// Acknowledged grants: (resource, lease id, fencing token), in ack order.
 type Acked = Arc<Mutex<Vec<(String, u64, u64)>>>;
-
-/// Lays out node `id` with a fresh address and data dir and starts it with
-/// `--join` (plus `extra`); returns its address.
-fn spawn_joiner(cluster: &mut Cluster, id: u64, extra: &[String]) -> String {
-    let addr = cluster.lay_out(id);
-    let n = &cluster.nodes[&id];
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&n.log)
-        .expect("log");
-    let err = log.try_clone().expect("log");
-    let mut cmd = Command::new(warden_bin());
-    for name in CLEARED_ENV {
-        cmd.env_remove(name);
-    }
-    let child = cmd
-        .arg("server")
-        .args(["--id", &id.to_string(), "--listen", &addr])
-        .args(["--peers", &cluster.peers()])
-        .arg("--data-dir")
-        .arg(&n.dir)
-        .arg("--join")
-        .args(cluster.server_flags(id))
-        .args(&cluster.extra)
-        .args(extra)
-        .env("RUST_LOG", "info,openraft=warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(log))
-        .stderr(Stdio::from(err))
-        .spawn()
-        .expect("spawn joiner");
-    cluster.nodes.get_mut(&id).expect("node").child = Some(child);
-    wait_listening(&addr);
-    addr
-}
-
-/// Polls until `addr` accepts TCP connections (deadline 10 s).
-fn wait_listening(addr: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(addr).is_err() {
-        assert!(Instant::now() < deadline, "{addr} never listened");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 /// The CLI against `cluster`'s running nodes, with a membership command's
 /// JSON on stdout.
@@ -151,7 +106,7 @@ async fn wiped_node_is_replaced_and_every_lock_survives() {
     cluster.nodes.remove(&victim);
 
     let http = format!("127.0.0.1:{}", free_port());
-    let addr = spawn_joiner(&mut cluster, 4, &["--admin-listen".into(), http.clone()]);
+    let addr = cluster.spawn_joiner(4, &["--admin-listen".into(), http.clone()]);
     wait_listening(&http);
     let get = |path: &'static str| {
         let http = http.clone();
@@ -239,9 +194,9 @@ async fn wiped_node_is_replaced_and_every_lock_survives() {
 async fn three_to_five_to_three_under_load_loses_nothing() {
     let mut cluster = Cluster::start(3, &[]).await;
     let http4 = format!("127.0.0.1:{}", free_port());
-    let a4 = spawn_joiner(&mut cluster, 4, &["--admin-listen".into(), http4.clone()]);
+    let a4 = cluster.spawn_joiner(4, &["--admin-listen".into(), http4.clone()]);
     wait_listening(&http4);
-    let a5 = spawn_joiner(&mut cluster, 5, &[]);
+    let a5 = cluster.spawn_joiner(5, &[]);
 
     let stop = Arc::new(AtomicBool::new(false));
     let acked: Acked = Arc::default();

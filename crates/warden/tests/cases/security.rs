@@ -2,7 +2,11 @@
 //! to start without `--certs-dir` or `--insecure`; a TLS cluster serves a
 //! client certificate of its CA and refuses everyone else; the peer
 //! service refuses client certificates; certificates rotate on SIGHUP one
-//! node at a time while a holder keeps its lock.
+//! node at a time while a holder keeps its lock; a removed node's
+//! certificate forges no entry and costs no leader, and a member's cannot
+//! claim another sender; a half-sent oversized peer message is refused
+//! before its body is buffered; a follower down across an add-node and the
+//! leader's removal follows the new leader it never heard of.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -471,6 +475,573 @@ async fn certificates_rotate_on_sighup_one_node_at_a_time() {
     let st = fresh.status("rotated").await.expect("status");
     assert_eq!(st.holder.map(|h| h.lease_id), Some(lease_id));
     for id in 1..=3 {
+        cluster.kill(id);
+    }
+}
+
+/// Node `from`'s certificate (from the cluster's own CA) as a Peer client
+/// of the node at `addr`.
+fn node_peer(cluster: &Cluster, from: u64, addr: &str) -> PeerClient<Channel> {
+    let set = cluster.certs.as_ref().expect("certs");
+    let tls = ClientTls::load_node(&set.node_dirs[&from], from).expect("node certificate");
+    PeerClient::new(tls.channel_lazy(addr).expect("channel"))
+}
+
+/// `message` with `cluster_id` in the metadata, as the peer network sends it.
+fn stamped<T>(message: T, cluster_id: &str) -> tonic::Request<T> {
+    let mut r = tonic::Request::new(message);
+    r.metadata_mut().insert(
+        warden_proto::CLUSTER_ID_METADATA,
+        cluster_id.parse().expect("ascii"),
+    );
+    r.set_timeout(Duration::from_secs(5));
+    r
+}
+
+/// openraft's leader id (term, node) of a log id.
+fn raft_leader(term: u64, node_id: u64) -> openraft::vote::leader_id_adv::LeaderId<u64, u64> {
+    openraft::vote::leader_id_adv::LeaderId { term, node_id }
+}
+
+/// A forged AppendEntries from `sender` at `term`, after the entry
+/// `after` (the leader's last as ClusterStatus shows it): with `commands`,
+/// one entry each, committed at once (`leader_commit`); without, a
+/// heartbeat.
+fn forged_append(
+    sender: u64,
+    term: u64,
+    after: warden_server::types::LogId,
+    commands: Vec<warden_core::types::Command>,
+) -> Blob {
+    use warden_server::types::{Entry, LogId, Request, TypeConfig, Vote};
+    let entries: Vec<Entry> = commands
+        .into_iter()
+        .enumerate()
+        .map(|(i, command)| Entry {
+            log_id: LogId::new(raft_leader(term, sender), after.index() + 1 + i as u64),
+            payload: openraft::EntryPayload::Normal(Request(warden_core::types::LogEntry::V1(
+                command,
+            ))),
+        })
+        .collect();
+    let leader_commit = Some(entries.last().map_or(after, |e| e.log_id));
+    let rpc = openraft::raft::AppendEntriesRequest::<TypeConfig> {
+        vote: Vote::new_committed(term, sender),
+        prev_log_id: Some(after),
+        leader_commit,
+        entries,
+    };
+    Blob {
+        data: postcard::to_allocvec(&rpc).expect("encode"),
+    }
+}
+
+/// The two commands of the attack: a forced release of `resource` and a
+/// token floor just below the largest token (every later acquire would
+/// fail with "fencing tokens exhausted").
+fn forged_commands(resource: &str) -> Vec<warden_core::types::Command> {
+    use warden_core::types::{Command, ForceRelease, RaiseTokenFloor, RequestHeader};
+    vec![
+        Command::ForceRelease(ForceRelease {
+            header: RequestHeader {
+                client_id: 666,
+                request_id: 1,
+                acked_request_id: 0,
+            },
+            resource: resource.into(),
+            fencing_token: None,
+            due: None,
+            requested_by: "forged".into(),
+            at_unix_ms: 0,
+        }),
+        Command::RaiseTokenFloor(RaiseTokenFloor {
+            floor: warden_core::limits::MAX_ID - 1,
+        }),
+    ]
+}
+
+/// The leader's last log id as `s` (a leader's ClusterStatus) shows it:
+/// the forger's best guess of what a follower holds.
+fn last_log_id(s: &pb::ClusterStatusResponse) -> warden_server::types::LogId {
+    warden_server::types::LogId::new(raft_leader(s.term, s.leader_id), s.last_log_index)
+}
+
+/// Adds node `id` (started with `--join` at `addr`), again while it is
+/// not reachable yet (a joiner that has just started may take longer than
+/// the leader's probe to answer its first TLS call), within 20 s.
+async fn add_node(api: &Client, id: u64, addr: &str) -> warden_client::Membership {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match api.admin().add_node(id, addr).await {
+            Ok(m) => return m,
+            Err(e) if e.to_string().contains("unreachable") && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("add node {id}: {e:?}"),
+        }
+    }
+}
+
+/// Waits until node `id`'s log holds `text`.
+async fn wait_log_line(cluster: &Cluster, id: u64, text: &str) {
+    wait_logged(cluster, id, text, 1).await;
+}
+
+/// docs/security.md "The peer service", and the public attack on the peer
+/// service (a forged AppendEntries from a made-up node committed a
+/// ForceRelease and a token-floor raise on every follower; forged
+/// heartbeats at rising terms kept the cluster without a leader for 20 s),
+/// replayed with a real node certificate: node 4 joins and, while a member,
+/// its certificate claiming node 1 inside a message is refused (the sender
+/// must be the certificate's); once node 4 is removed, its certificate's
+/// forged AppendEntries (at a higher term, with both forged entries) and
+/// 2 s of heartbeats at rising terms are refused by every follower
+/// naming the removed id; the leader and the term do not move, the held
+/// lock is still held with its token, the audit trail stays empty, the
+/// next acquire's token is the next one (no floor raised), and each
+/// follower logs the refusals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removed_nodes_certificate_forges_nothing_and_costs_no_leader() {
+    let mut cluster = Cluster::prepare_secure(3, &[4], &["root"], &[]);
+    for id in 1..=3 {
+        cluster.spawn(id);
+    }
+    let root = client_tls(&cluster.certs.as_ref().expect("certs").client_dir, "root");
+    wait_leader(&cluster, &root, Duration::from_secs(20)).await;
+    let api = client(&cluster, &root).await;
+    let AcquireResult::Granted {
+        lease_id,
+        fencing_token,
+        ..
+    } = api
+        .acquire("held", AcquireOptions::with_ttl(Duration::from_secs(120)))
+        .await
+        .expect("acquire")
+    else {
+        panic!("not granted");
+    };
+
+    // Node 4 joins.
+    let addr4 = cluster.spawn_joiner(4, &[]);
+    let m = add_node(&api, 4, &addr4).await;
+    assert!(m.voters.contains(&4), "{m:?}");
+    let s = wait_leader(&cluster, &root, Duration::from_secs(10)).await;
+    let followers: Vec<u64> = (1..=3).filter(|id| *id != s.leader_id).collect();
+
+    // A member's certificate claiming another member inside the message.
+    for &f in &followers {
+        let mut peer = node_peer(&cluster, 4, &cluster.addr(f));
+        let forged = forged_append(s.leader_id, s.term + 1, last_log_id(&s), Vec::new());
+        let e = peer
+            .append_entries(stamped(forged, &s.cluster_id))
+            .await
+            .expect_err("a claim that is not the certificate's");
+        assert_eq!(e.code(), Code::PermissionDenied, "node {f}: {e:?}");
+        assert!(
+            e.message().contains(&format!(
+                "node 4's, but the message is from node {}",
+                s.leader_id
+            )),
+            "{}",
+            e.message()
+        );
+        wait_log_line(
+            &cluster,
+            f,
+            "peer call refused: the caller's certificate is node 4's",
+        )
+        .await;
+    }
+
+    // Node 4 is removed (every original node learns it) and stopped.
+    let m = api.admin().remove_node(4).await.expect("remove node 4");
+    assert!(!m.voters.contains(&4) && !m.learners.contains(&4), "{m:?}");
+    for id in 1..=3 {
+        wait_log_line(&cluster, id, "nodes left the committed membership").await;
+    }
+    cluster.terminate(4, Duration::from_secs(10));
+
+    let before = wait_leader(&cluster, &root, Duration::from_secs(10)).await;
+    let followers: Vec<u64> = (1..=3).filter(|id| *id != before.leader_id).collect();
+    let removed = "node 4 was removed from this cluster's membership";
+    for &f in &followers {
+        let mut peer = node_peer(&cluster, 4, &cluster.addr(f));
+        // The forged entries, at a higher term.
+        let forged = forged_append(
+            4,
+            before.term + 1,
+            last_log_id(&before),
+            forged_commands("held"),
+        );
+        let e = peer
+            .append_entries(stamped(forged, &before.cluster_id))
+            .await
+            .expect_err("forged entries");
+        assert_eq!(e.code(), Code::PermissionDenied, "node {f}: {e:?}");
+        assert!(e.message().contains(removed), "{}", e.message());
+        // A vote at a higher term.
+        let vote = openraft::raft::VoteRequest::<warden_server::types::TypeConfig>::new(
+            warden_server::types::Vote::new(before.term + 1, 4),
+            Some(last_log_id(&before)),
+        );
+        let blob = Blob {
+            data: postcard::to_allocvec(&vote).expect("encode"),
+        };
+        let e = peer
+            .vote(stamped(blob, &before.cluster_id))
+            .await
+            .expect_err("vote");
+        assert_eq!(e.code(), Code::PermissionDenied, "node {f}: {e:?}");
+        assert!(e.message().contains(removed), "{}", e.message());
+    }
+    // Heartbeats at rising terms, every 100 ms for 2 s, to both followers.
+    let mut peers: Vec<(u64, PeerClient<Channel>)> = followers
+        .iter()
+        .map(|&f| (f, node_peer(&cluster, 4, &cluster.addr(f))))
+        .collect();
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let mut refused = 0;
+    for round in 0..20u64 {
+        tick.tick().await;
+        for (f, peer) in &mut peers {
+            let heartbeat =
+                forged_append(4, before.term + 2 + round, last_log_id(&before), Vec::new());
+            let e = peer
+                .append_entries(stamped(heartbeat, &before.cluster_id))
+                .await
+                .expect_err("forged heartbeat");
+            assert_eq!(e.code(), Code::PermissionDenied, "node {f}: {e:?}");
+            assert!(e.message().contains(removed), "{}", e.message());
+            refused += 1;
+        }
+    }
+    assert_eq!(refused, 40);
+
+    // Nothing moved.
+    let after = wait_leader(&cluster, &root, Duration::from_secs(5)).await;
+    assert_eq!(
+        (after.leader_id, after.term),
+        (before.leader_id, before.term),
+        "the forged calls moved the leader or the term"
+    );
+    for &f in &followers {
+        // A follower answers with a hint naming the leader it follows.
+        let e = status_at(&root, &cluster.addr(f))
+            .await
+            .expect_err("a follower redirects");
+        assert_eq!(
+            warden_client::leader_hint(e.metadata()).as_deref(),
+            Some(cluster.addr(before.leader_id).as_str()),
+            "node {f}: {e:?}"
+        );
+        wait_log_line(&cluster, f, &format!("peer call refused: {removed}")).await;
+    }
+    let st = api.status("held").await.expect("status");
+    assert_eq!(
+        st.holder.map(|h| (h.lease_id, h.fencing_token)),
+        Some((lease_id, fencing_token)),
+        "the held lock was released"
+    );
+    let audit = api.admin().audit_trail().await.expect("audit trail");
+    assert!(audit.records.is_empty(), "{:?}", audit.records);
+    let AcquireResult::Granted {
+        fencing_token: next,
+        ..
+    } = api
+        .acquire("after", AcquireOptions::with_ttl(Duration::from_secs(30)))
+        .await
+        .expect("acquire after the attack")
+    else {
+        panic!("not granted");
+    };
+    assert!(
+        next > fencing_token && next < fencing_token + 1_000,
+        "S2: the next token is {next} after {fencing_token} (a forged floor?)"
+    );
+    for id in 1..=3 {
+        cluster.kill(id);
+    }
+}
+
+/// The resident memory of process `pid` (VmRSS), in bytes.
+fn resident_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS");
+    kib * 1024
+}
+
+/// A request body fed from a channel: what a test sends, as it sends it.
+struct ChannelBody(tokio::sync::mpsc::Receiver<tonic::codegen::Bytes>);
+
+impl http_body::Body for ChannelBody {
+    type Data = tonic::codegen::Bytes;
+    type Error = tonic::Status;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        self.0
+            .poll_recv(cx)
+            .map(|chunk| chunk.map(|c| Ok(http_body::Frame::data(c))))
+    }
+}
+
+/// A gRPC call to the Peer service's AppendEntries on `channel` whose one
+/// message announces `announced` bytes and sends `sent` of them; the body
+/// never ends while the returned sender lives. Returns the call's status
+/// (from the answer's headers) and that sender.
+async fn half_sent_append(
+    channel: Channel,
+    cluster_id: &str,
+    announced: u32,
+    sent: usize,
+) -> (
+    tonic::Status,
+    tokio::sync::mpsc::Sender<tonic::codegen::Bytes>,
+) {
+    use tonic::codegen::http;
+    use tower::ServiceExt as _;
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    // The gRPC message prefix: not compressed, then the length (big endian).
+    let mut prefix = vec![0u8];
+    prefix.extend_from_slice(&announced.to_be_bytes());
+    tx.send(prefix.into()).await.expect("body");
+    let chunk = tonic::codegen::Bytes::from(vec![0u8; 64 * 1024]);
+    for _ in 0..sent / chunk.len() {
+        // Buffered by the channel (and hyper) until the server reads it.
+        if tx.try_send(chunk.clone()).is_err() {
+            break;
+        }
+    }
+    let request = http::Request::builder()
+        .method(http::Method::POST)
+        .uri("http://warden/warden.peer.v1.Peer/AppendEntries")
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .header(warden_proto::CLUSTER_ID_METADATA, cluster_id)
+        .body(tonic::body::Body::new(ChannelBody(rx)))
+        .expect("request");
+    let response = tokio::time::timeout(Duration::from_secs(5), channel.oneshot(request))
+        .await
+        .expect("an answer within 5 s, before the body ends")
+        .expect("an HTTP answer");
+    let status = tonic::Status::from_header_map(response.headers())
+        .expect("a trailers-only gRPC answer (the status in the headers)");
+    (status, tx)
+}
+
+/// docs/security.md "The peer service", and the public bug (six half-sent
+/// peer messages took a leader from 91 MB to 725 MB resident, decoded
+/// before the cluster id was checked): an AppendEntries whose message
+/// announces 200 MiB and sends 4 MiB of it, six times without a
+/// certificate and six times with a client certificate, each call left
+/// open, is refused from its headers (Unauthenticated, PermissionDenied)
+/// before its body ends, and the node's resident memory grows by less
+/// than 32 MiB; the node serves afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_peer_message_is_refused_before_its_body_is_buffered() {
+    let cluster = Cluster::start(1, &[]).await;
+    let addr = cluster.addr(1);
+    let pid = cluster.nodes[&1].child.as_ref().expect("running").id();
+    let cluster_id = harness::cluster_status_at(&addr)
+        .await
+        .expect("status")
+        .cluster_id;
+    let certs = harness::certs();
+    let anonymous = ClientTls::anonymous(&certs.client_dir.join("ca.crt")).expect("anonymous");
+    let alice = client_tls(certs.client_dir_with("alice"), "alice");
+    let baseline = resident_bytes(pid);
+    let mut open_calls = Vec::new();
+    for (tls, code) in [
+        (&anonymous, Code::Unauthenticated),
+        (&alice, Code::PermissionDenied),
+    ] {
+        for _ in 0..6 {
+            // One connection per call: each has its own flow-control window.
+            let channel = tls.channel_lazy(&addr).expect("channel");
+            let (status, body) = half_sent_append(channel, &cluster_id, 200 << 20, 4 << 20).await;
+            assert_eq!(status.code(), code, "{status:?}");
+            open_calls.push(body);
+        }
+    }
+    // The peak over the next second, with every call still open.
+    let mut peak = resident_bytes(pid);
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    for _ in 0..10 {
+        tick.tick().await;
+        peak = peak.max(resident_bytes(pid));
+    }
+    let grown = peak.saturating_sub(baseline);
+    eprintln!(
+        "resident: {} MiB before, {} MiB at most after 12 half-sent calls",
+        baseline >> 20,
+        peak >> 20
+    );
+    assert!(
+        grown < 32 << 20,
+        "the node grew by {} MiB for 12 refused calls",
+        grown >> 20
+    );
+    drop(open_calls);
+    let root = client_tls(certs.client_dir_with("root"), "root");
+    status_at(&root, &addr).await.expect("the node serves");
+    assert!(cluster.logged(
+        1,
+        "peer call refused: the peer service needs a node certificate"
+    ));
+    assert!(cluster.logged(
+        1,
+        "peer call refused: the peer service admits node certificates only"
+    ));
+}
+
+/// docs/security.md "The peer service": a follower that was down while
+/// node 4 was added and the old leader removed must still follow the new
+/// leader, node 4, whose certificate names an id the follower has never
+/// heard of (admitted: a valid node certificate of an id not known to be
+/// removed). Once caught up it follows node 4, applies a new grant, and
+/// knows the old leader was removed. Also defends the removal right after
+/// the add (docs/operations.md "Changing membership"): the leader the
+/// removal was handed to refused it with openraft's "already undergoing a
+/// configuration change" while the add's last entry, long committed, was
+/// not yet committed in its own term (2 runs of 6 here); it now waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_down_across_an_add_and_the_leaders_removal_follows_the_new_leader() {
+    let mut cluster = Cluster::prepare_secure(3, &[4], &["root"], &[]);
+    for id in 1..=3 {
+        cluster.spawn(id);
+    }
+    let root = client_tls(&cluster.certs.as_ref().expect("certs").client_dir, "root");
+    let first = wait_leader(&cluster, &root, Duration::from_secs(20)).await;
+    let old_leader = first.leader_id;
+    let mut others = (1..=3).filter(|id| *id != old_leader);
+    let (down, other) = (
+        others.next().expect("a follower"),
+        others.next().expect("another"),
+    );
+    let api = client(&cluster, &root).await;
+    let AcquireResult::Granted {
+        fencing_token: before_token,
+        ..
+    } = api
+        .acquire("before", AcquireOptions::with_ttl(Duration::from_secs(120)))
+        .await
+        .expect("acquire")
+    else {
+        panic!("not granted");
+    };
+
+    cluster.terminate(down, Duration::from_secs(10));
+    let addr4 = cluster.spawn_joiner(4, &[]);
+    add_node(&api, 4, &addr4).await;
+    // The old leader hands over to the most up-to-date voter, the higher id
+    // on a tie: let node 4 catch up fully first.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let s = status_at(&root, &cluster.addr(old_leader)).await;
+        let caught_up = s.as_ref().is_ok_and(|s| {
+            [other, 4].iter().all(|id| {
+                s.members
+                    .iter()
+                    .any(|m| m.id == *id && m.applied_index >= s.commit_index)
+            })
+        });
+        if caught_up {
+            break;
+        }
+        assert!(Instant::now() < deadline, "node 4 never caught up: {s:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let m = api
+        .admin()
+        .remove_node(old_leader)
+        .await
+        .expect("remove the leader");
+    assert_eq!(
+        m.voters
+            .iter()
+            .copied()
+            .collect::<std::collections::BTreeSet<u64>>(),
+        [down, other, 4].into_iter().collect(),
+        "{m:?}"
+    );
+    cluster.terminate(old_leader, Duration::from_secs(10));
+    // Node 4 must lead (it is the one the down follower never heard of):
+    // when the hand-over went to the other node instead, restart that one
+    // until node 4 wins an election (both hold the same log).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let s = wait_leader(&cluster, &root, Duration::from_secs(20)).await;
+        if s.leader_id == 4 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "node 4 never became the leader");
+        cluster.terminate(other, Duration::from_secs(10));
+        cluster.spawn(other);
+    }
+
+    // The follower comes back knowing only 1, 2 and 3.
+    cluster.spawn(down);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let hint = match status_at(&root, &cluster.addr(down)).await {
+            Ok(s) => (s.leader_id == 4).then(|| addr4.clone()),
+            Err(e) => warden_client::leader_hint(e.metadata()),
+        };
+        if hint.as_deref() == Some(addr4.as_str()) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "node {down} never followed node 4: {hint:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let AcquireResult::Granted {
+        fencing_token: after_token,
+        ..
+    } = api
+        .acquire("after", AcquireOptions::with_ttl(Duration::from_secs(30)))
+        .await
+        .expect("acquire on the new leader")
+    else {
+        panic!("not granted");
+    };
+    assert!(after_token > before_token, "S2");
+    // The follower applies it: the leader sees it at the commit index.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let s = status_at(&root, &addr4).await.expect("node 4's status");
+        if s.members
+            .iter()
+            .any(|m| m.id == down && m.role == "follower" && m.applied_index >= s.commit_index)
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "node {down} never applied the new grant: {:?}",
+            s.members
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    wait_log_line(&cluster, down, "nodes left the committed membership").await;
+    assert!(
+        std::fs::read_to_string(&cluster.nodes[&down].log)
+            .expect("log")
+            .contains(&format!("gone=[{old_leader}]")),
+        "node {down} never learned that node {old_leader} was removed"
+    );
+    assert!(
+        !cluster.logged(down, "peer call refused"),
+        "node {down} refused a peer call"
+    );
+    for id in [down, other, 4] {
         cluster.kill(id);
     }
 }

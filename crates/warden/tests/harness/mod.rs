@@ -330,6 +330,43 @@ impl Cluster {
         self.nodes.get_mut(&id).expect("node").child = Some(child);
     }
 
+    /// Lays out node `id` with a fresh address and data dir and starts it
+    /// with `--join` (plus `extra`), then waits until it listens; returns
+    /// its address.
+    pub fn spawn_joiner(&mut self, id: u64, extra: &[String]) -> String {
+        let addr = self.lay_out(id);
+        let n = &self.nodes[&id];
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&n.log)
+            .expect("log");
+        let err = log.try_clone().expect("log");
+        let mut cmd = Command::new(warden_bin());
+        for name in CLEARED_ENV {
+            cmd.env_remove(name);
+        }
+        let child = cmd
+            .arg("server")
+            .args(["--id", &id.to_string(), "--listen", &addr])
+            .args(["--peers", &self.peers()])
+            .arg("--data-dir")
+            .arg(&n.dir)
+            .arg("--join")
+            .args(self.server_flags(id))
+            .args(&self.extra)
+            .args(extra)
+            .env("RUST_LOG", "info,openraft=warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(err))
+            .spawn()
+            .expect("spawn joiner");
+        self.nodes.get_mut(&id).expect("node").child = Some(child);
+        wait_listening(&addr);
+        addr
+    }
+
     /// Whether node `id`'s log (every run of it so far) contains `text`.
     pub fn logged(&self, id: u64, text: &str) -> bool {
         std::fs::read_to_string(&self.nodes[&id].log)
@@ -572,6 +609,15 @@ impl Drop for Cluster {
                 }
             }
         }
+    }
+}
+
+/// Polls until `addr` accepts TCP connections (deadline 10 s).
+pub fn wait_listening(addr: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(addr).is_err() {
+        assert!(Instant::now() < deadline, "{addr} never listened");
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
