@@ -4,7 +4,8 @@
 #   bench/profile.sh [OUT_DIR]     # default /tmp/warden-profile; run bench/run.sh once first (it builds)
 #
 # For each of the `uncontended` and `parallel` workloads it runs loadgen against a fresh
-# three-node Warden cluster three times, attaching one tool per pass to the three server
+# three-node plaintext Warden cluster (backend `warden-insecure`: the profile is of the server's
+# own work; run.sh gives the cost of mutual TLS beside it) three times, attaching one tool per pass to the three server
 # processes for WINDOW seconds in steady state:
 #   1. nothing:  Raft commit index and CPU ticks (/proc) over the window -> entries and CPU per cycle
 #   2. perf:     perf record -e cpu-clock (software clock: this VM has no hardware counters)
@@ -52,7 +53,7 @@ for workload in uncontended parallel; do
         tag="$workload-$tool"
         pidfile="$out/$tag.pids"
         : >"$pidfile"
-        (cd "$here" && BENCH_PIDFILE="$pidfile" exec "$loadgen" run --backends warden \
+        (cd "$here" && BENCH_PIDFILE="$pidfile" exec "$loadgen" run --backends warden-insecure \
             --workloads "$workload" --iterations 4000 --seconds 25 \
             --warden-bin "$warden" --out "$out/$tag.json") >"$out/$tag.log" 2>&1 &
         lg=$!

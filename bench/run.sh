@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Warden beside etcd, ZooKeeper and Redis, measured in one run on this machine.
+# Warden beside etcd, ZooKeeper and Redis, measured in one run on this machine. Warden runs
+# twice: in its default, mutual TLS 1.3 (backend `warden`: certificates minted per cluster by
+# `warden cert`), and with --insecure (backend `warden-insecure`), so the report gives the
+# cost of TLS beside the anchors.
 #
-#   bench/run.sh            # full run (about 10 minutes), writes bench/results/latest.{json,md,png}
+#   bench/run.sh            # full run (over 10 minutes), writes bench/results/latest.{json,md,png}
 #   bench/run.sh --quick    # smoke run, under 3 minutes
 #
-# Extra arguments go to `loadgen run` (e.g. --backends warden,etcd --workloads uncontended).
-# BENCH_LOAD_NOTE="..." is recorded as machine.load_note in latest.json.
+# Extra arguments go to `loadgen run` (e.g. --backends warden,warden-insecure,etcd
+# --workloads uncontended,parallel).
+# BENCH_LOAD_NOTE="..." is recorded as machine.load_note in the results.
+# BENCH_OUT=results/NAME.json writes NAME.{json,md,png} instead of latest.*.
 #
 # It installs what is missing (Debian packages: etcd-server, etcd-client, zookeeper,
 # redis-server, protobuf-compiler for etcd-client's build, fonts for the chart), builds
@@ -55,6 +60,6 @@ cd "$here"
 BENCH_PIDFILE="$pidfile" WARDEN_COMMIT="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)" \
     ./target/release/loadgen run \
     --warden-bin "$root/target/release/warden" \
-    --out results/latest.json \
+    --out "${BENCH_OUT:-results/latest.json}" \
     --load-note "${BENCH_LOAD_NOTE:-}" \
     "$@"

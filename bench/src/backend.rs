@@ -5,7 +5,8 @@
 //!
 //! | name | acquire | release |
 //! |---|---|---|
-//! | `warden` | `Acquire` on a new lease (TTL 10 s) | `Release` with the fencing token (the lease dies with its last lock) |
+//! | `warden` | `Acquire` on a new lease (TTL 10 s), over mutual TLS 1.3 as `root` | `Release` with the fencing token (the lease dies with its last lock) |
+//! | `warden-insecure` | as `warden`, plaintext (`--insecure` nodes) | as `warden` |
 //! | `etcd` | `LeaseGrant` (10 s) + `Lock` on that lease | `LeaseRevoke` (deletes the lock key) |
 //! | `etcd-session` | `Lock` on the client's one lease (granted at connect, kept alive) | `Unlock` |
 //! | `zookeeper` | `create /locks/R/lock-` EPHEMERAL_SEQUENTIAL (container parent made on `NoNode`), lowest wins, others watch their predecessor | `delete` own node |
@@ -58,17 +59,50 @@ pub trait Backend: Send {
 /// Which system, and how a client reaches it.
 #[derive(Debug, Clone)]
 pub struct Target {
-    /// Backend name: `warden`, `etcd`, `etcd-session`, `zookeeper`, `redis`.
+    /// Backend name: `warden`, `warden-insecure`, `etcd`, `etcd-session`,
+    /// `zookeeper`, `redis`.
     pub backend: &'static str,
     /// Client endpoints, `host:port`.
     pub endpoints: Vec<String>,
+    /// Warden with mutual TLS: the client certificate to present; None:
+    /// plaintext (and every other system).
+    pub warden_tls: Option<warden_client::TlsOptions>,
 }
 
 impl Target {
+    /// True for both Warden backends.
+    pub fn is_warden(&self) -> bool {
+        matches!(self.backend, "warden" | "warden-insecure")
+    }
+
+    /// Options of a Warden client of this target (defaults, and TLS if the
+    /// cluster serves it).
+    pub fn warden_options(&self) -> warden_client::ClientOptions {
+        warden_client::ClientOptions {
+            tls: self.warden_tls.clone(),
+            ..Default::default()
+        }
+    }
+
+    /// A lazily connected gRPC channel to the Warden node at `addr`
+    /// (`host:port`), over mutual TLS if the cluster serves it.
+    pub fn warden_channel(&self, addr: &str) -> Result<tonic::transport::Channel> {
+        Ok(match &self.warden_tls {
+            Some(tls) => {
+                warden_tls::ClientTls::load_client(&tls.certs_dir, &tls.user)?.channel_lazy(addr)?
+            }
+            None => {
+                tonic::transport::Endpoint::from_shared(format!("http://{addr}"))?.connect_lazy()
+            }
+        })
+    }
+
     /// Opens a new client (its own connection and session).
     pub async fn connect(&self) -> Result<Box<dyn Backend>> {
         Ok(match self.backend {
-            "warden" => Box::new(Warden::connect(&self.endpoints).await?),
+            "warden" | "warden-insecure" => {
+                Box::new(Warden::connect(&self.endpoints, self.warden_options()).await?)
+            }
             "etcd" => Box::new(Etcd::connect(&self.endpoints, false).await?),
             "etcd-session" => Box::new(Etcd::connect(&self.endpoints, true).await?),
             "zookeeper" => Box::new(Zk::connect(&self.endpoints).await?),
@@ -85,8 +119,11 @@ pub struct Warden {
 }
 
 impl Warden {
-    async fn connect(endpoints: &[String]) -> Result<Warden> {
-        let client = warden_client::Client::connect(endpoints.to_vec(), Default::default()).await?;
+    async fn connect(
+        endpoints: &[String],
+        options: warden_client::ClientOptions,
+    ) -> Result<Warden> {
+        let client = warden_client::Client::connect(endpoints.to_vec(), options).await?;
         Ok(Warden { client })
     }
 }

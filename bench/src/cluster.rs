@@ -3,6 +3,11 @@
 //! free, data under one temp dir on the real disk. Every spawned process id is
 //! appended to `$BENCH_PIDFILE` (run.sh kills exactly those on exit); the
 //! [`Cluster`] also kills its own processes when dropped.
+//!
+//! A Warden cluster with mutual TLS (the server's default) gets its own
+//! certificates, minted by the `warden` binary under the cluster's temp dir:
+//! `certs/ca.crt` and `root`'s client certificate in `certs/`, node N's in
+//! `certs/nN/`, the CA key beside `certs/` (never inside it).
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -10,11 +15,16 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use warden_client::TlsOptions;
 
 /// The systems, and the settings each cluster runs with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum System {
-    Warden,
+    /// Warden serving mutual TLS 1.3 (`tls`, its default: `--certs-dir`) or
+    /// plaintext (`--insecure`).
+    Warden {
+        tls: bool,
+    },
     /// etcd with heartbeat 50 ms / election timeout 500 ms (`tuned`) or at
     /// its defaults (100 ms / 1000 ms).
     Etcd {
@@ -28,7 +38,8 @@ impl System {
     /// The `config` label in the results.
     pub fn config(self) -> &'static str {
         match self {
-            System::Warden => "3 nodes, heartbeat 50ms, election after 500-600ms without the leader (min 200ms, max 300ms)",
+            System::Warden { tls: true } => "3 nodes, mutual TLS 1.3 (client root), heartbeat 50ms, election after 500-600ms without the leader (min 200ms, max 300ms)",
+            System::Warden { tls: false } => "3 nodes, --insecure (plaintext), heartbeat 50ms, election after 500-600ms without the leader (min 200ms, max 300ms)",
             System::Etcd { tuned: true } => "3 nodes, heartbeat 50ms, election timeout 500ms",
             System::Etcd { tuned: false } => {
                 "3 nodes, defaults (heartbeat 100ms, election timeout 1000ms)"
@@ -51,6 +62,8 @@ struct Node {
 pub struct Cluster {
     pub system: System,
     nodes: Vec<Node>,
+    /// Warden with mutual TLS: the certificate its clients present.
+    warden_tls: Option<TlsOptions>,
     _dir: tempfile::TempDir,
 }
 
@@ -85,6 +98,69 @@ fn record_pid(pid: u32) {
     }
 }
 
+/// Runs `warden cert ARGS` to completion; its output names files, never keys.
+fn warden_cert(warden_bin: &Path, args: &[&str]) -> Result<()> {
+    let out = Command::new(warden_bin)
+        .arg("cert")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("spawn {} cert", warden_bin.display()))?;
+    if !out.status.success() {
+        bail!(
+            "warden cert {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// Mints a CA, node `1..=nodes`'s certificates (valid for 127.0.0.1 and
+/// localhost) and `root`'s client certificate under `dir` (see the module
+/// docs); returns the client's certs dir.
+fn mint_certs(warden_bin: &Path, dir: &Path, nodes: usize) -> Result<PathBuf> {
+    let certs = dir.join("certs");
+    let ca_key = dir.join("ca.key").display().to_string();
+    let certs_s = certs.display().to_string();
+    warden_cert(
+        warden_bin,
+        &["create-ca", "--certs-dir", &certs_s, "--ca-key", &ca_key],
+    )?;
+    for id in 1..=nodes {
+        // create-node reads the CA certificate from the dir it writes to.
+        let node_dir = certs.join(format!("n{id}"));
+        std::fs::create_dir_all(&node_dir)?;
+        std::fs::copy(certs.join("ca.crt"), node_dir.join("ca.crt"))?;
+        warden_cert(
+            warden_bin,
+            &[
+                "create-node",
+                "--certs-dir",
+                &node_dir.display().to_string(),
+                "--ca-key",
+                &ca_key,
+                "--id",
+                &id.to_string(),
+                "127.0.0.1",
+                "localhost",
+            ],
+        )?;
+    }
+    warden_cert(
+        warden_bin,
+        &[
+            "create-client",
+            "root",
+            "--certs-dir",
+            &certs_s,
+            "--ca-key",
+            &ca_key,
+        ],
+    )?;
+    Ok(certs)
+}
+
 impl Node {
     fn spawn(&mut self) -> Result<()> {
         let log = std::fs::OpenOptions::new()
@@ -116,6 +192,10 @@ impl Cluster {
         let client: Vec<u16> = (0..n).map(|_| free_port()).collect();
         let peer: Vec<u16> = (0..n).map(|_| free_port()).collect();
         let election: Vec<u16> = (0..n).map(|_| free_port()).collect();
+        let certs = match system {
+            System::Warden { tls: true } => Some(mint_certs(warden_bin, dir.path(), n)?),
+            _ => None,
+        };
         let mut nodes = Vec::new();
         for i in 0..n {
             let id = i + 1;
@@ -123,13 +203,20 @@ impl Cluster {
             std::fs::create_dir_all(&ndir)?;
             let client_addr = format!("127.0.0.1:{}", client[i]);
             let (program, args): (PathBuf, Vec<String>) = match system {
-                System::Warden => {
+                System::Warden { .. } => {
                     let peers = client
                         .iter()
                         .enumerate()
                         .map(|(j, p)| format!("{}=127.0.0.1:{p}", j + 1))
                         .collect::<Vec<_>>()
                         .join(",");
+                    let security = match &certs {
+                        Some(certs) => vec![
+                            "--certs-dir".to_owned(),
+                            certs.join(format!("n{id}")).display().to_string(),
+                        ],
+                        None => vec!["--insecure".to_owned()],
+                    };
                     let args = [
                         "server",
                         "--id",
@@ -156,7 +243,7 @@ impl Cluster {
                     ];
                     (
                         warden_bin.to_path_buf(),
-                        args.iter().map(|s| s.to_string()).collect(),
+                        args.iter().map(|s| s.to_string()).chain(security).collect(),
                     )
                 }
                 System::Etcd { tuned } => {
@@ -275,6 +362,7 @@ impl Cluster {
         let cluster = Cluster {
             system,
             nodes,
+            warden_tls: certs.map(|c| TlsOptions::new(c, warden_client::DEFAULT_USER)),
             _dir: dir,
         };
         cluster.wait_leader(Duration::from_secs(60)).await?;
@@ -284,6 +372,12 @@ impl Cluster {
     /// Client endpoints, `127.0.0.1:port`, node order.
     pub fn endpoints(&self) -> Vec<String> {
         self.nodes.iter().map(|n| n.client_addr.clone()).collect()
+    }
+
+    /// Warden with mutual TLS: the client certificate to present (`root`'s);
+    /// None for a plaintext cluster and the other systems.
+    pub fn warden_tls(&self) -> Option<&TlsOptions> {
+        self.warden_tls.as_ref()
     }
 
     /// Process ids of the running nodes (None for a killed one).
@@ -331,7 +425,7 @@ impl Cluster {
                 continue;
             }
             let leads = match self.system {
-                System::Warden => warden_leads(&n.client_addr).await,
+                System::Warden { .. } => warden_leads(&n.client_addr, &self.warden_tls).await,
                 System::Etcd { .. } => etcd_leads(&n.client_addr).await,
                 System::Zookeeper => zk_mode(&n.client_addr)
                     .await
@@ -360,10 +454,11 @@ impl Cluster {
     }
 }
 
-async fn warden_leads(addr: &str) -> bool {
+async fn warden_leads(addr: &str, tls: &Option<TlsOptions>) -> bool {
     let options = warden_client::ClientOptions {
         deadline: Duration::from_millis(300),
         attempt_timeout: Duration::from_millis(300),
+        tls: tls.clone(),
         ..Default::default()
     };
     let Ok(c) = warden_client::Client::connect(vec![addr.to_owned()], options).await else {

@@ -1,4 +1,4 @@
-//! `loadgen`: Warden side by side with etcd, ZooKeeper and Redis (issue 7).
+//! `loadgen`: Warden side by side with etcd, ZooKeeper and Redis.
 //!
 //! - `loadgen run`: starts each system (cluster.rs), runs every workload
 //!   (workload.rs) through each backend (backend.rs), writes
@@ -48,7 +48,7 @@ struct RunArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "warden,etcd,etcd-session,zookeeper,redis"
+        default_value = "warden,warden-insecure,etcd,etcd-session,zookeeper,redis"
     )]
     backends: Vec<String>,
     /// Workloads, comma-separated.
@@ -113,7 +113,8 @@ fn main() -> Result<()> {
 
 fn system_of(backend: &str, tuned: bool) -> System {
     match backend {
-        "warden" => System::Warden,
+        "warden" => System::Warden { tls: true },
+        "warden-insecure" => System::Warden { tls: false },
         "etcd" | "etcd-session" => System::Etcd { tuned },
         "zookeeper" => System::Zookeeper,
         _ => System::Redis,
@@ -154,6 +155,7 @@ async fn run(args: RunArgs) -> Result<()> {
         let system = system_of(&backend, tuned);
         let name: &'static str = match backend.as_str() {
             "warden" => "warden",
+            "warden-insecure" => "warden-insecure",
             "etcd" => "etcd",
             "etcd-session" => "etcd-session",
             "zookeeper" => "zookeeper",
@@ -175,6 +177,7 @@ async fn run(args: RunArgs) -> Result<()> {
         let target = Target {
             backend: name,
             endpoints: cluster.endpoints(),
+            warden_tls: cluster.warden_tls().cloned(),
         };
         for w in &args.workloads {
             if w == "sessions" && (name == "etcd" || !tuned) {
@@ -283,10 +286,10 @@ async fn run(args: RunArgs) -> Result<()> {
 
 /// Warden's commit index (None for the other systems).
 async fn warden_commit_index(target: &Target) -> Option<u64> {
-    if target.backend != "warden" {
+    if !target.is_warden() {
         return None;
     }
-    let client = warden_client::Client::connect(target.endpoints.clone(), Default::default())
+    let client = warden_client::Client::connect(target.endpoints.clone(), target.warden_options())
         .await
         .ok()?;
     client.cluster_status().await.ok().map(|s| s.commit_index)

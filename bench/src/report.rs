@@ -1,5 +1,5 @@
-//! `latest.json` → `latest.md` (Warden's ratio to each anchor, the goals of
-//! issue 7, every row) and `latest.png` (four bar charts).
+//! `latest.json` → `latest.md` (Warden's ratio to each anchor and to itself
+//! without TLS, the goals, every row) and `latest.png` (four bar charts).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -10,8 +10,10 @@ use serde_json::{Map, Value};
 
 use crate::workload::Run;
 
-/// Columns of the ratio table: (label, backend, at etcd's defaults).
-const COLUMNS: [(&str, &str, bool); 6] = [
+/// Columns of the ratio table: (label, backend, at etcd's defaults). The
+/// first is Warden itself without TLS: its ratio is the cost of mutual TLS.
+const COLUMNS: [(&str, &str, bool); 7] = [
+    ("warden --insecure", "warden-insecure", false),
     ("etcd", "etcd", false),
     ("etcd-session", "etcd-session", false),
     ("zookeeper", "zookeeper", false),
@@ -150,7 +152,7 @@ fn markdown(machine: &Map<String, Value>, runs: &[Run]) -> String {
     }
     let _ = writeln!(
         s,
-        "\nEach cell: the anchor's value, then Warden ÷ anchor. For latencies and CPU a ratio below 1 means Warden is better; for rates, above 1.\n"
+        "\nWarden runs in its default, mutual TLS 1.3 (clients present `root`'s certificate); `warden --insecure` is the same cluster in plaintext, so Warden ÷ it is the cost of TLS. Each cell: the anchor's value, then Warden ÷ anchor. For latencies and CPU a ratio below 1 means Warden is better; for rates, above 1.\n"
     );
     let _ = write!(s, "| metric | Warden |");
     for (label, _, _) in COLUMNS {
@@ -198,7 +200,7 @@ fn markdown(machine: &Map<String, Value>, runs: &[Run]) -> String {
     }
     s.push('\n');
 
-    // The goals of issue 7.
+    // The goals.
     let safe_best_p50 = ["etcd", "etcd-session", "zookeeper"]
         .iter()
         .filter_map(|b| find(runs, "uncontended", b, false).and_then(|r| r.p50_ms))
@@ -238,6 +240,22 @@ fn markdown(machine: &Map<String, Value>, runs: &[Run]) -> String {
         ),
         hp50.zip(gps).map(|(h, g)| h <= 1.0 && g >= 1000.0),
     ));
+    // Mutual TLS against the same cluster in plaintext.
+    let insecure = |wl: &str| find(runs, wl, "warden-insecure", false);
+    let ratio =
+        |a: Option<f64>, b: Option<f64>| a.zip(b).filter(|(_, b)| *b > 0.0).map(|(a, b)| a / b);
+    let p50_tls = ratio(p50, insecure("uncontended").and_then(|r| r.p50_ms));
+    goals.push((
+        "mutual TLS: uncontended p50 ≤ 1.2× insecure".into(),
+        p50_tls.map(|r| format!("{r:.2}×")).unwrap_or_default(),
+        p50_tls.map(|r| r <= 1.2),
+    ));
+    let par_tls = ratio(par, insecure("parallel").and_then(|r| r.ops_per_s));
+    goals.push((
+        "mutual TLS: 64 clients ≥ 0.85× insecure".into(),
+        par_tls.map(|r| format!("{r:.2}×")).unwrap_or_default(),
+        par_tls.map(|r| r >= 0.85),
+    ));
     let fo = w("failover");
     let un = fo.and_then(|r| extra_f64(r, "unavailable_ms"));
     goals.push((
@@ -264,10 +282,7 @@ fn markdown(machine: &Map<String, Value>, runs: &[Run]) -> String {
         ),
         cpu.map(|c| c < 25.0 && n >= 10_000),
     ));
-    let _ = writeln!(
-        s,
-        "\n## Goals (issue 7)\n\n| goal | measured | met |\n|---|---|---|"
-    );
+    let _ = writeln!(s, "\n## Goals\n\n| goal | measured | met |\n|---|---|---|");
     for (g, v, met) in goals {
         let met = match met {
             Some(true) => "yes",
@@ -329,13 +344,14 @@ fn chart(runs: &[Run], png: &Path) -> Result<()> {
     root.fill(&WHITE)?;
     let (title, body) = root.split_vertically(50);
     title.draw(&Text::new(
-        "Warden beside etcd, ZooKeeper and Redis (3 nodes on loopback, same run; Redis: 1 node, unsafe)",
+        "Warden (mutual TLS; and --insecure) beside etcd, ZooKeeper and Redis (3 nodes on loopback, same run; Redis: 1 node, unsafe)",
         (20, 15),
         ("sans-serif", 22).into_font(),
     ))?;
     let panels = body.split_evenly((2, 2));
-    let order: [(&str, &str, bool); 7] = [
+    let order: [(&str, &str, bool); 8] = [
         ("Warden", "warden", false),
+        ("W. insecure", "warden-insecure", false),
         ("etcd", "etcd", false),
         ("etcd-session", "etcd-session", false),
         ("ZooKeeper", "zookeeper", false),
@@ -402,6 +418,8 @@ fn chart(runs: &[Run], png: &Path) -> Result<()> {
         for (i, (label, v)) in bars.iter().enumerate() {
             let color = if *label == "Warden" {
                 RGBColor(31, 119, 180)
+            } else if *label == "W. insecure" {
+                RGBColor(158, 202, 225)
             } else if label.starts_with("Redis") {
                 RGBColor(200, 200, 200)
             } else {

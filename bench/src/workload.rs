@@ -486,20 +486,19 @@ async fn keep_sessions(
     let failed = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let ramp = Duration::from_secs(2);
     match target.backend {
-        "warden" => {
+        "warden" | "warden-insecure" => {
             use warden_proto::v1 as pb;
-            let endpoint = format!("http://{}", target.endpoints[0]);
             // Find the leader: keep-alive streams go there.
             let client =
-                warden_client::Client::connect(target.endpoints.clone(), Default::default())
+                warden_client::Client::connect(target.endpoints.clone(), target.warden_options())
                     .await?;
             let status = client.cluster_status().await?;
             let leader = status
                 .members
                 .iter()
                 .find(|m| m.id == status.leader_id)
-                .map(|m| format!("http://{}", m.addr))
-                .unwrap_or(endpoint);
+                .map(|m| m.addr.clone())
+                .unwrap_or_else(|| target.endpoints[0].clone());
             let leases: Vec<u64> = futures::stream::iter(0..n)
                 .map(|_| {
                     let client = client.clone();
@@ -519,11 +518,9 @@ async fn keep_sessions(
             let mut tasks = Vec::new();
             for s in 0..streams {
                 let ids: Vec<u64> = leases.iter().copied().skip(s).step_by(streams).collect();
-                let (leader, acked, failed) = (leader.clone(), acked.clone(), failed.clone());
+                let mut c = pb::lease_client::LeaseClient::new(target.warden_channel(&leader)?);
+                let (acked, failed) = (acked.clone(), failed.clone());
                 tasks.push(tokio::spawn(async move {
-                    let Ok(mut c) = pb::lease_client::LeaseClient::connect(leader).await else {
-                        return;
-                    };
                     let (tx, rx) = tokio::sync::mpsc::channel(ids.len().max(1) * 2);
                     let Ok(replies) = c
                         .lease_keep_alive(tokio_stream::wrappers::ReceiverStream::new(rx))
