@@ -2,9 +2,15 @@
 # Warden beside etcd, ZooKeeper and Redis, measured in one run on this machine.
 #
 #   bench/run.sh            # full run (about 10 minutes), writes bench/results/latest.{json,md,png}
-#   bench/run.sh --quick    # smoke run, under 3 minutes
+#   bench/run.sh --quick    # smoke run, under 3 minutes (+ under 2 for the Go driver)
 #
-# Extra arguments go to `loadgen run` (e.g. --backends warden,etcd --workloads uncontended).
+# Extra arguments go to `loadgen run` (e.g. --backends warden,etcd --workloads uncontended);
+# of them only --quick also goes to the Go driver.
+#
+# After loadgen (the Rust drivers), the same run measures etcd through its own Go client's lock
+# (clientv3/concurrency) beside Warden's Go client: bench/go's `gobench`, on fresh clusters,
+# writing bench/results/latest-go.json (BENCH_GO_OUT=path picks another file) and printing a
+# markdown table. BENCH_SKIP_GO=1 leaves it out.
 # BENCH_LOAD_NOTE="..." is recorded as machine.load_note in latest.json.
 #
 # It installs what is missing (Debian packages: etcd-server, etcd-client, zookeeper,
@@ -24,6 +30,10 @@ command -v etcdctl >/dev/null || need+=(etcd-client)
 [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
 command -v java >/dev/null || need+=(default-jre-headless)
 command -v redis-server >/dev/null || need+=(redis-server)
+if [ -z "${BENCH_SKIP_GO:-}" ] && ! command -v go >/dev/null; then
+    echo "bench/run.sh: the Go driver needs Go 1.26 or newer (or set BENCH_SKIP_GO=1)" >&2
+    exit 1
+fi
 command -v protoc >/dev/null || need+=(protobuf-compiler)
 pkg-config --exists fontconfig 2>/dev/null || need+=(libfontconfig1-dev pkg-config)
 [ -d /usr/share/fonts/truetype/dejavu ] || need+=(fonts-dejavu-core)
@@ -58,3 +68,20 @@ BENCH_PIDFILE="$pidfile" WARDEN_COMMIT="$(git -C "$root" rev-parse --short HEAD 
     --out results/latest.json \
     --load-note "${BENCH_LOAD_NOTE:-}" \
     "$@"
+
+if [ -z "${BENCH_SKIP_GO:-}" ]; then
+    go_args=()
+    for a in "$@"; do
+        if [ "$a" = --quick ]; then go_args+=(--quick); fi
+    done
+    go_out="${BENCH_GO_OUT:-$here/results/latest-go.json}"
+    echo "building and running the Go driver (bench/go: etcd-go-concurrency, warden-go, warden-go-insecure)"
+    gobin="$(mktemp -d /tmp/warden-gobench.XXXXXX)"
+    (cd "$here/go" && go build -o "$gobin/gobench" ./cmd/gobench)
+    BENCH_PIDFILE="$pidfile" WARDEN_COMMIT="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)" \
+        "$gobin/gobench" "${go_args[@]}" \
+        --warden-bin "$root/target/release/warden" \
+        --out "$go_out" \
+        --load-note "${BENCH_LOAD_NOTE:-}" | tee "${go_out%.json}.md"
+    rm -rf "$gobin"
+fi
