@@ -18,6 +18,7 @@ package main
 
 import (
 	"context"
+	"debug/elf"
 	"errors"
 	"flag"
 	"fmt"
@@ -187,6 +188,19 @@ func machine(f flags, p workload.Params) map[string]any {
 	}
 }
 
+// debugInfo reports whether the binary carries DWARF debug info: the
+// workspace's release profile leaves it out and its dev profile puts it in,
+// so a Warden binary with it is (almost surely) unoptimised, and its rows say
+// little about the server.
+func debugInfo(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return f.Section(".debug_info") != nil
+}
+
 // etcdLeads: the member at addr says it is the leader.
 func etcdLeads(ctx context.Context, addr string) bool {
 	cli, err := clientv3.New(lockers.EtcdConfig(ctx, []string{addr}))
@@ -271,6 +285,10 @@ func run(ctx context.Context, f flags) error {
 	}
 	started := time.Now()
 	res := report.Results{Machine: machine(f, p)}
+	if len(f.wardenEndpoints) == 0 && debugInfo(f.wardenBin) {
+		fmt.Fprintf(os.Stderr, "gobench: warning: %s has debug info, so it is likely a debug build (unoptimised): Warden's rows will not be representative; build one with cargo build --release -p warden --bin warden\n", f.wardenBin)
+		res.Machine["warden_bin_warning"] = "debug info present: likely an unoptimised debug build"
+	}
 	for _, b := range f.backends {
 		if len(f.wardenEndpoints) > 0 && b == "warden-go-insecure" {
 			fmt.Fprintf(os.Stderr, "== %s: skipped (--warden-endpoints given; it needs a cluster started here)\n", b)
