@@ -12,6 +12,11 @@
 # BENCH_LOAD_NOTE="..." is recorded as machine.load_note in the results.
 # BENCH_OUT=results/NAME.json writes NAME.{json,md,png} instead of latest.*.
 #
+# After loadgen (the Rust drivers), the same run measures etcd through its own Go client's lock
+# (clientv3/concurrency) beside Warden's Go client: bench/go's `gobench`, on fresh clusters,
+# writing bench/results/latest-go.json (BENCH_GO_OUT=path picks another file) and printing a
+# markdown table; of loadgen's arguments only --quick goes to it. BENCH_SKIP_GO=1 leaves it out.
+#
 # It installs what is missing (Debian packages: etcd-server, etcd-client, zookeeper,
 # redis-server, protobuf-compiler for etcd-client's build, fonts for the chart), builds
 # `warden` (release, the main workspace) and `loadgen` (release, bench/'s own workspace),
@@ -29,6 +34,10 @@ command -v etcdctl >/dev/null || need+=(etcd-client)
 [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
 command -v java >/dev/null || need+=(default-jre-headless)
 command -v redis-server >/dev/null || need+=(redis-server)
+if [ -z "${BENCH_SKIP_GO:-}" ] && ! command -v go >/dev/null; then
+    echo "bench/run.sh: the Go driver needs Go 1.26 or newer (or set BENCH_SKIP_GO=1)" >&2
+    exit 1
+fi
 command -v protoc >/dev/null || need+=(protobuf-compiler)
 pkg-config --exists fontconfig 2>/dev/null || need+=(libfontconfig1-dev pkg-config)
 [ -d /usr/share/fonts/truetype/dejavu ] || need+=(fonts-dejavu-core)
@@ -63,3 +72,20 @@ BENCH_PIDFILE="$pidfile" WARDEN_COMMIT="$(git -C "$root" rev-parse --short HEAD 
     --out "${BENCH_OUT:-results/latest.json}" \
     --load-note "${BENCH_LOAD_NOTE:-}" \
     "$@"
+
+if [ -z "${BENCH_SKIP_GO:-}" ]; then
+    go_args=()
+    for a in "$@"; do
+        if [ "$a" = --quick ]; then go_args+=(--quick); fi
+    done
+    go_out="${BENCH_GO_OUT:-$here/results/latest-go.json}"
+    echo "building and running the Go driver (bench/go: etcd-go-concurrency, warden-go, warden-go-insecure)"
+    gobin="$(mktemp -d /tmp/warden-gobench.XXXXXX)"
+    (cd "$here/go" && go build -o "$gobin/gobench" ./cmd/gobench)
+    BENCH_PIDFILE="$pidfile" WARDEN_COMMIT="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)" \
+        "$gobin/gobench" "${go_args[@]}" \
+        --warden-bin "$root/target/release/warden" \
+        --out "$go_out" \
+        --load-note "${BENCH_LOAD_NOTE:-}" | tee "${go_out%.json}.md"
+    rm -rf "$gobin"
+fi
