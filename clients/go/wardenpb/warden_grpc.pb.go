@@ -105,7 +105,10 @@ type LockClient interface {
 	// reason "cancelled" when it does. Clients send it when their caller
 	// abandons a waiting acquire (a dropped future, a cancelled context): a
 	// dropped stream alone cancels nothing (docs/semantics.md S8).
-	// Permission: `lock` on the resource.
+	// Permission: none but being the acquire's own caller (same principal and
+	// client id, as a release needs the lease's owner): a wait can be given
+	// back after `lock` was revoked, and another principal's cancel finds
+	// nothing of the caller's.
 	CancelWait(ctx context.Context, in *CancelWaitRequest, opts ...grpc.CallOption) (*CancelWaitResponse, error)
 }
 
@@ -291,7 +294,10 @@ type LockServer interface {
 	// reason "cancelled" when it does. Clients send it when their caller
 	// abandons a waiting acquire (a dropped future, a cancelled context): a
 	// dropped stream alone cancels nothing (docs/semantics.md S8).
-	// Permission: `lock` on the resource.
+	// Permission: none but being the acquire's own caller (same principal and
+	// client id, as a release needs the lease's owner): a wait can be given
+	// back after `lock` was revoked, and another principal's cancel finds
+	// nothing of the caller's.
 	CancelWait(context.Context, *CancelWaitRequest) (*CancelWaitResponse, error)
 	mustEmbedUnimplementedLockServer()
 }

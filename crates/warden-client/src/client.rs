@@ -349,8 +349,12 @@ impl Client {
             result = acquire => result,
             never = keep_alive => match never {},
         };
-        if result.is_ok() {
-            // A final answer: nothing waits any more.
+        if result
+            .as_ref()
+            .map_or_else(ClientError::is_refusal, |_| true)
+        {
+            // A final answer, or a refusal (nothing was queued): nothing
+            // waits any more, and a cancel would only commit an entry.
             abandon.armed = false;
         }
         drop(abandon);

@@ -289,6 +289,25 @@ pub(crate) fn describe(status: &Status) -> String {
 pub const ERROR_DOMAIN: &str = "warden.v1";
 
 impl ClientError {
+    /// True for the server's (or the client's own) refusal of a request:
+    /// the request changed nothing, so it left no waiter behind (bad input,
+    /// not found, failed precondition, permission, quota, an expired
+    /// request id, bad TLS files or endpoints).
+    pub(crate) fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            ClientError::InvalidArgument { .. }
+                | ClientError::InvalidEndpoint { .. }
+                | ClientError::Tls { .. }
+                | ClientError::NotFound { .. }
+                | ClientError::FailedPrecondition { .. }
+                | ClientError::PermissionDenied { .. }
+                | ClientError::Unauthenticated { .. }
+                | ClientError::ResourceExhausted { .. }
+                | ClientError::RequestExpired { .. }
+        )
+    }
+
     /// Maps a final (non-retried) gRPC status to a typed error, keeping the
     /// server's message.
     ///

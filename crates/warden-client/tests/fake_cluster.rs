@@ -1811,3 +1811,26 @@ async fn a_finished_acquire_sends_no_cancel_wait() {
     let _ = client.status("orders").await;
     assert!(node.cancels.lock().unwrap().is_empty());
 }
+
+// A waiting acquire the server refused (InvalidArgument: nothing queued)
+// sends no CancelWait: the cancel would only commit a needless entry.
+#[tokio::test]
+async fn a_refused_waiting_acquire_sends_no_cancel_wait() {
+    let node = start_node(Role::Refuser, false).await;
+    let client = Client::connect(vec![node.addr.clone()], ClientOptions::default())
+        .await
+        .unwrap();
+    let options = AcquireOptions {
+        wait: Duration::from_secs(5),
+        ..ten_seconds()
+    };
+    let err = client.acquire("orders", options).await.unwrap_err();
+    assert!(
+        matches!(err, ClientError::InvalidArgument { .. }),
+        "{err:?}"
+    );
+    // Any cancel is sent from a task spawned as the acquire returned; a
+    // status call after it puts one round trip behind that task.
+    let _ = client.status("orders").await;
+    assert!(node.cancels.lock().unwrap().is_empty());
+}

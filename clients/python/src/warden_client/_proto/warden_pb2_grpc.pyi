@@ -107,7 +107,10 @@ class LockStub:
     reason "cancelled" when it does. Clients send it when their caller
     abandons a waiting acquire (a dropped future, a cancelled context): a
     dropped stream alone cancels nothing (docs/semantics.md S8).
-    Permission: `lock` on the resource.
+    Permission: none but being the acquire's own caller (same principal and
+    client id, as a release needs the lease's owner): a wait can be given
+    back after `lock` was revoked, and another principal's cancel finds
+    nothing of the caller's.
     """
 
 @_typing.type_check_only
@@ -178,7 +181,10 @@ class LockAsyncStub(LockStub):
     reason "cancelled" when it does. Clients send it when their caller
     abandons a waiting acquire (a dropped future, a cancelled context): a
     dropped stream alone cancels nothing (docs/semantics.md S8).
-    Permission: `lock` on the resource.
+    Permission: none but being the acquire's own caller (same principal and
+    client id, as a release needs the lease's owner): a wait can be given
+    back after `lock` was revoked, and another principal's cancel finds
+    nothing of the caller's.
     """
 
 class LockServicer(metaclass=_abc_1.ABCMeta):
@@ -306,7 +312,10 @@ class LockServicer(metaclass=_abc_1.ABCMeta):
         reason "cancelled" when it does. Clients send it when their caller
         abandons a waiting acquire (a dropped future, a cancelled context): a
         dropped stream alone cancels nothing (docs/semantics.md S8).
-        Permission: `lock` on the resource.
+        Permission: none but being the acquire's own caller (same principal and
+        client id, as a release needs the lease's owner): a wait can be given
+        back after `lock` was revoked, and another principal's cancel finds
+        nothing of the caller's.
         """
 
 def add_LockServicer_to_server(servicer: LockServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
