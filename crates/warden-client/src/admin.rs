@@ -200,9 +200,30 @@ impl Admin {
         node_id: u64,
         addr: impl Into<String>,
     ) -> Result<Membership, ClientError> {
+        self.add_node_with_peer_addr(node_id, addr, None).await
+    }
+
+    /// [`add_node`](Admin::add_node) for a node that serves its peer (Raft)
+    /// service on a port of its own (`warden server --peer-listen`): `addr`
+    /// is its client address, `peer_addr` (None: `addr` serves both) where
+    /// its peers reach it.
+    ///
+    /// # Errors
+    ///
+    /// As [`add_node`](Admin::add_node); `FailedPrecondition` while a
+    /// member has not reported log format 4 (it could not read the peer
+    /// address); `InvalidArgument` (field `peer_addr`) when it is not
+    /// `HOST:PORT` or equals `addr`.
+    pub async fn add_node_with_peer_addr(
+        &self,
+        node_id: u64,
+        addr: impl Into<String>,
+        peer_addr: Option<String>,
+    ) -> Result<Membership, ClientError> {
         let request = v1::AddNodeRequest {
             node_id,
             addr: addr.into(),
+            peer_addr: peer_addr.unwrap_or_default(),
         };
         let request = &request;
         self.membership("add node", move |mut admin| async move {
@@ -243,10 +264,29 @@ impl Admin {
         new_node_id: u64,
         addr: impl Into<String>,
     ) -> Result<Membership, ClientError> {
+        self.replace_node_with_peer_addr(old_node_id, new_node_id, addr, None)
+            .await
+    }
+
+    /// [`replace_node`](Admin::replace_node) with the new node's own peer
+    /// address, as [`add_node_with_peer_addr`](Admin::add_node_with_peer_addr).
+    ///
+    /// # Errors
+    ///
+    /// As [`replace_node`](Admin::replace_node) and
+    /// [`add_node_with_peer_addr`](Admin::add_node_with_peer_addr).
+    pub async fn replace_node_with_peer_addr(
+        &self,
+        old_node_id: u64,
+        new_node_id: u64,
+        addr: impl Into<String>,
+        peer_addr: Option<String>,
+    ) -> Result<Membership, ClientError> {
         let request = v1::ReplaceNodeRequest {
             old_node_id,
             new_node_id,
             addr: addr.into(),
+            peer_addr: peer_addr.unwrap_or_default(),
         };
         let request = &request;
         self.membership("replace node", move |mut admin| async move {

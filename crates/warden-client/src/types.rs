@@ -370,8 +370,12 @@ impl From<v1::ValidateResponse> for ValidateResult {
 pub struct Member {
     /// Node id.
     pub id: u64,
-    /// Client and peer address, `host:port`.
+    /// Client address, `host:port` (also its peer address unless
+    /// `peer_addr` is given).
     pub addr: String,
+    /// Its peer (Raft) service's own address, when it serves that apart
+    /// (`warden server --peer-listen`); clients never use it.
+    pub peer_addr: Option<String>,
     /// `leader`, `follower`, `learner`, `candidate` or `unknown`.
     pub role: String,
     /// Last log index applied to its lock table.
@@ -521,6 +525,7 @@ impl From<v1::ClusterStatusResponse> for ClusterStatus {
                 .map(|m| Member {
                     id: m.id,
                     addr: m.addr,
+                    peer_addr: (!m.peer_addr.is_empty()).then_some(m.peer_addr),
                     role: m.role,
                     applied_index: m.applied_index,
                     last_contact_ms: m.contacted.then_some(m.last_contact_ms),

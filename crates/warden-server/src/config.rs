@@ -9,10 +9,26 @@ use std::path::PathBuf;
 pub struct ServerConfig {
     /// This node's id (>= 1), unique in the cluster.
     pub node_id: u64,
-    /// Address to listen on; serves both peers and clients.
+    /// Address to listen on for clients; serves the peer (Raft) service too
+    /// unless [`ServerConfig::peer_listen`] is given.
     pub listen: SocketAddr,
-    /// Every member's address, this node included: id → "host:port".
+    /// `--peer-listen`: serve the peer service here, and only here (the
+    /// client port then refuses peer calls as `Unimplemented`, and this port
+    /// serves no client service), so a firewall can keep clients away from
+    /// it (docs/security.md "The peer service"). Must differ from `listen`
+    /// and `admin_listen`; this node's entry in [`ServerConfig::peer_addrs`]
+    /// is where its peers reach it. None: `listen` serves both.
+    pub peer_listen: Option<SocketAddr>,
+    /// Every member's client address, this node included: id → "host:port".
+    /// What a new cluster's membership holds, what leader hints name, and
+    /// where a member without a [`ServerConfig::peer_addrs`] entry is dialed.
     pub peers: BTreeMap<u64, String>,
+    /// `--peer-addrs`: the peer address of each member that serves its peer
+    /// service apart (`--peer-listen`): id → "host:port"; a subset of
+    /// `peers`' ids. This node has an entry exactly when it has
+    /// `peer_listen`. Empty by default (every member serves both on one
+    /// port).
+    pub peer_addrs: BTreeMap<u64, String>,
     /// Where the Raft log, vote, snapshots and cluster id live.
     pub data_dir: PathBuf,
     /// Form a new cluster even if some peers cannot be reached
@@ -57,6 +73,17 @@ pub struct ServerConfig {
     /// the insecure mode, and the binary refuses to build a config without
     /// `--certs-dir` unless `--insecure` was given.
     pub certs_dir: Option<PathBuf>,
+}
+
+impl ServerConfig {
+    /// Where this node dials member `id`'s peer service: its `peer_addrs`
+    /// entry, else its `peers` address; None for an id in neither.
+    pub fn peer_dial_addr(&self, id: u64) -> Option<&str> {
+        self.peer_addrs
+            .get(&id)
+            .or_else(|| self.peers.get(&id))
+            .map(String::as_str)
+    }
 }
 
 /// Default `--max-request-bytes`: 64 KiB (a resource name is at most 512 bytes).

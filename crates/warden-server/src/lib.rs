@@ -116,9 +116,11 @@ pub enum ServerError {
     Other(String),
 }
 
-/// Runs a node on `config.listen` until `shutdown` resolves (then, if leader,
-/// transfers leadership within `leader_transfer_timeout_ms` and exits).
-/// With `config.certs_dir` it serves TLS 1.3 only (see [`ServerConfig`]).
+/// Runs a node on `config.listen` (and the peer service on
+/// `config.peer_listen` alone when that is given) until `shutdown` resolves
+/// (then, if leader, transfers leadership within `leader_transfer_timeout_ms`
+/// and exits). With `config.certs_dir` it serves TLS 1.3 only (see
+/// [`ServerConfig`]).
 pub async fn run(
     config: ServerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -129,8 +131,9 @@ pub async fn run(
     run_with(config, listener, Injected::production().clock, shutdown).await
 }
 
-/// Runs a node on an already bound listener with an injected clock (TLS
-/// when `config.certs_dir` is given, as [`run`]).
+/// Runs a node on an already bound client listener with an injected clock
+/// (TLS when `config.certs_dir` is given, and `config.peer_listen` bound
+/// here, as [`run`]).
 pub async fn run_with(
     config: ServerConfig,
     listener: TcpListener,
@@ -167,10 +170,16 @@ where
                 .into(),
         ));
     }
+    if config.peer_listen.is_some() {
+        return Err(ServerError::Config(
+            "peer-listen: a node on injected connections serves one stream of them; run it with run or run_with"
+                .into(),
+        ));
+    }
     let seed = injected.rng_seed.unwrap_or_else(rand::random);
     types::Rt::scope(
         seed,
-        start::run_node(config, incoming, None, injected, shutdown),
+        start::run_node(config, incoming, None, None, injected, shutdown),
     )
     .await
 }

@@ -22,7 +22,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use openraft::{BasicNode, SnapshotPolicy};
+use openraft::SnapshotPolicy;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
@@ -58,18 +58,48 @@ pub(crate) async fn serve_tcp(
     mut injected: Injected,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
-    let Some(dir) = config.certs_dir.clone() else {
-        return run_node(config, nodelay_incoming(listener), None, injected, shutdown).await;
-    };
     validate_config(&config)?;
+    let peer_listener =
+        match config.peer_listen {
+            Some(addr) => Some(TcpListener::bind(addr).await.map_err(|e| {
+                ServerError::Config(format!("peer-listen: cannot bind {addr}: {e}"))
+            })?),
+            None => None,
+        };
+    let Some(dir) = config.certs_dir.clone() else {
+        let peer_incoming = peer_listener.map(nodelay_incoming);
+        return run_node(
+            config,
+            nodelay_incoming(listener),
+            peer_incoming,
+            None,
+            injected,
+            shutdown,
+        )
+        .await;
+    };
     let tls = warden_tls::NodeTls::load(&dir, config.node_id)
         .map_err(|e| ServerError::Config(format!("certs-dir: {e}")))?;
-    // The acceptor sets TCP_NODELAY on every connection itself.
+    // The acceptor sets TCP_NODELAY on every connection itself. The peer
+    // port takes the same handshakes: the peer gate, not the port, decides
+    // that only node certificates get through.
     let incoming = tls
         .server()
         .incoming(tokio_stream::wrappers::TcpListenerStream::new(listener));
+    let peer_incoming = peer_listener.map(|l| {
+        tls.server()
+            .incoming(tokio_stream::wrappers::TcpListenerStream::new(l))
+    });
     injected.peer_connector = Arc::new(TlsPeerConnector(tls.clone()));
-    run_node(config, incoming, Some(tls), injected, shutdown).await
+    run_node(
+        config,
+        incoming,
+        peer_incoming,
+        Some(tls),
+        injected,
+        shutdown,
+    )
+    .await
 }
 
 /// Re-reads the certs dir on every SIGHUP (`NodeTls::reload`): the new set
@@ -116,6 +146,7 @@ fn validate_config(config: &ServerConfig) -> Result<(), ServerError> {
             config.node_id
         )));
     }
+    check_peer_listen(config)?;
     let t = &config.timing;
     if t.heartbeat_ms == 0 || t.election_timeout_min_ms <= t.heartbeat_ms {
         return Err(ServerError::Config(
@@ -160,9 +191,68 @@ fn validate_config(config: &ServerConfig) -> Result<(), ServerError> {
     Ok(())
 }
 
+/// `--peer-listen` and `--peer-addrs` (see [`ServerConfig::peer_listen`]):
+/// the peer port is a port of its own, every peer address names a member
+/// and is a valid [`types::MemberAddr`] with its client address, and this
+/// node has a peer address exactly when it serves one.
+fn check_peer_listen(config: &ServerConfig) -> Result<(), ServerError> {
+    if let Some(peer) = config.peer_listen {
+        if peer == config.listen {
+            return Err(ServerError::Config(format!(
+                "peer-listen: {peer} is the --listen address; the peer port must be a port of its own"
+            )));
+        }
+        if config.admin_listen == Some(peer) {
+            return Err(ServerError::Config(format!(
+                "peer-listen: {peer} is the --admin-listen address; the peer port must be a port of its own"
+            )));
+        }
+    }
+    for (id, peer_addr) in &config.peer_addrs {
+        let Some(client_addr) = config.peers.get(id) else {
+            return Err(ServerError::Config(format!(
+                "peer-addrs: node {id} is not one of the --peers ids"
+            )));
+        };
+        types::MemberAddr::new(client_addr.clone(), Some(peer_addr.clone()))
+            .map_err(|e| ServerError::Config(format!("peer-addrs: node {id}: {e}")))?;
+    }
+    let me = config.node_id;
+    match (config.peer_listen, config.peer_addrs.contains_key(&me)) {
+        (Some(_), false) => Err(ServerError::Config(format!(
+            "peer-addrs: --peer-listen is given, so this node ({me}) needs its peer address in --peer-addrs (where its peers reach it)"
+        ))),
+        (None, true) => Err(ServerError::Config(format!(
+            "peer-listen: --peer-addrs gives this node ({me}) a peer address; serve it with --peer-listen"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The membership a new cluster starts with: every `--peers` member at its
+/// client address, with its `--peer-addrs` entry if it has one (checked by
+/// [`check_peer_listen`]).
+pub(crate) fn initial_members(
+    config: &ServerConfig,
+) -> Result<BTreeMap<u64, types::MemberAddr>, ServerError> {
+    config
+        .peers
+        .iter()
+        .map(|(id, addr)| {
+            let peer = config.peer_addrs.get(id).cloned();
+            types::MemberAddr::new(addr.clone(), peer)
+                .map(|m| (*id, m))
+                .map_err(|e| ServerError::Config(format!("peers: node {id}: {e}")))
+        })
+        .collect()
+}
+
+/// Runs a node serving clients on `incoming`, and the peer service there
+/// too, or only on `peer_incoming` when that is given (`--peer-listen`).
 pub(crate) async fn run_node<I, IO, IE>(
     config: ServerConfig,
     incoming: I,
+    peer_incoming: Option<I>,
     tls: Option<warden_tls::NodeTls>,
     injected: Injected,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -238,22 +328,35 @@ where
         peer_state.leader_contact.clone(),
         stop_rx.clone(),
     );
-    let server = tonic::transport::Server::builder()
+    let mut builder = tonic::transport::Server::builder()
         .http2_keepalive_interval(Some(Duration::from_millis(
             config.timing.grpc_keepalive_interval_ms,
         )))
         .http2_keepalive_timeout(Some(Duration::from_millis(
             config.timing.grpc_keepalive_timeout_ms,
-        )))
-        .add_service(PeerGate::new(
-            access.clone(),
-            PeerServer::new(PeerService::new(peer_state.clone()))
-                .max_decoding_message_size(MAX_PEER_MESSAGE_BYTES)
-                .max_encoding_message_size(MAX_PEER_MESSAGE_BYTES),
-            PeerServer::new(PeerService::new(peer_state.clone()))
-                .max_decoding_message_size(MAX_PEER_CONTROL_MESSAGE_BYTES)
-                .max_encoding_message_size(MAX_PEER_MESSAGE_BYTES),
-        ))
+        )));
+    let peer_gate = PeerGate::new(
+        access.clone(),
+        PeerServer::new(PeerService::new(peer_state.clone()))
+            .max_decoding_message_size(MAX_PEER_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_PEER_MESSAGE_BYTES),
+        PeerServer::new(PeerService::new(peer_state.clone()))
+            .max_decoding_message_size(MAX_PEER_CONTROL_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_PEER_MESSAGE_BYTES),
+    );
+    // With a peer port of its own (`--peer-listen`) the peer service is
+    // served there only, and that port serves nothing else: a peer call on
+    // the client port finds no route (`Unimplemented`), a client call on the
+    // peer port neither (docs/security.md "The peer service").
+    let (gate_on_client_port, peer_server) = match peer_incoming {
+        Some(peer_incoming) => (
+            None,
+            Some((builder.clone().add_service(peer_gate), peer_incoming)),
+        ),
+        None => (Some(peer_gate), None),
+    };
+    let server = builder
+        .add_optional_service(gate_on_client_port)
         .add_service(grpc_health)
         .add_service(services::health::grpc_reflection()?)
         .add_service(
@@ -299,12 +402,29 @@ where
         Some(tls) => Some(reload_on_sighup(tls.clone())?),
         None => None,
     };
-    let server_task = tokio::spawn(async move {
+    let peer_server_task = peer_server.map(|(peer_server, peer_incoming)| {
+        let mut stop_rx = stop_rx.clone();
+        tokio::spawn(async move {
+            let _ = peer_server
+                .serve_with_incoming_shutdown(peer_incoming, async move {
+                    let _ = stop_rx.wait_for(|s| *s).await;
+                })
+                .await;
+        })
+    });
+    let client_server_task = tokio::spawn(async move {
         let _ = server
             .serve_with_incoming_shutdown(incoming, async move {
                 let _ = stop_rx.wait_for(|s| *s).await;
             })
             .await;
+    });
+    // Both servers stop on `stop_tx`; this waits for both.
+    let server_task = tokio::spawn(async move {
+        let _ = client_server_task.await;
+        if let Some(t) = peer_server_task {
+            let _ = t.await;
+        }
     });
 
     let mut shutdown = Box::pin(shutdown);
@@ -406,12 +526,7 @@ where
         ));
     }
     if boot.initialize {
-        let members: BTreeMap<u64, BasicNode> = config
-            .peers
-            .iter()
-            .map(|(id, addr)| (*id, BasicNode { addr: addr.clone() }))
-            .collect();
-        match raft.initialize(members).await {
+        match raft.initialize(initial_members(&config)?).await {
             Err(e) => tracing::info!("initialize: {e}"),
             Ok(()) if config.token_floor > 0 => {
                 // Before clients are served (node_cell is still empty), so no
@@ -549,6 +664,8 @@ mod tests {
             token_floor: 0,
             join: false,
             admin_listen: None,
+            peer_listen: None,
+            peer_addrs: BTreeMap::new(),
             certs_dir: None,
         };
         assert!(validate_config(&config(5_000, 5_000)).is_ok());
@@ -563,6 +680,80 @@ mod tests {
         assert_eq!(
             e,
             "invalid config: grpc-keepalive-timeout: must be within 100..=600000 ms; got 600001"
+        );
+    }
+
+    // What bad input gets (`--peer-listen`, docs/operations.md): a peer port
+    // that is the client or admin port, a peer address of no member or equal
+    // to its client address, and a peer port without this node's peer
+    // address (or the reverse) are refused naming the flag; a valid split
+    // puts both addresses into the first membership.
+    #[test]
+    fn peer_listen_is_checked_naming_the_flag() {
+        let config = |peer_listen: Option<&str>, peer_addrs: &[(u64, &str)]| ServerConfig {
+            node_id: 1,
+            listen: "127.0.0.1:7001".parse().unwrap(),
+            peer_listen: peer_listen.map(|a| a.parse().unwrap()),
+            peers: BTreeMap::from([
+                (1, "127.0.0.1:7001".to_string()),
+                (2, "127.0.0.1:7002".to_string()),
+            ]),
+            peer_addrs: peer_addrs
+                .iter()
+                .map(|(id, a)| (*id, a.to_string()))
+                .collect(),
+            data_dir: "/nonexistent".into(),
+            initial_cluster_state_new: true,
+            timing: Timing::default(),
+            allow_admin: false,
+            max_request_bytes: config::DEFAULT_MAX_REQUEST_BYTES,
+            token_floor: 0,
+            join: false,
+            admin_listen: Some("127.0.0.1:7080".parse().unwrap()),
+            certs_dir: None,
+        };
+        let err = |c: ServerConfig| validate_config(&c).unwrap_err().to_string();
+        let good = config(Some("127.0.0.1:7101"), &[(1, "127.0.0.1:7101")]);
+        validate_config(&good).expect("valid");
+        let members = initial_members(&good).expect("members");
+        assert_eq!(members[&1].client_addr(), "127.0.0.1:7001");
+        assert_eq!(members[&1].peer_addr(), Some("127.0.0.1:7101"));
+        assert_eq!(
+            members[&2],
+            types::MemberAddr::client_only("127.0.0.1:7002")
+        );
+        validate_config(&config(None, &[])).expect("no split");
+        validate_config(&config(None, &[(2, "127.0.0.1:7102")])).expect("only node 2 splits");
+        assert_eq!(
+            err(config(Some("127.0.0.1:7001"), &[(1, "127.0.0.1:7101")])),
+            "invalid config: peer-listen: 127.0.0.1:7001 is the --listen address; the peer port must be a port of its own"
+        );
+        assert_eq!(
+            err(config(Some("127.0.0.1:7080"), &[(1, "127.0.0.1:7101")])),
+            "invalid config: peer-listen: 127.0.0.1:7080 is the --admin-listen address; the peer port must be a port of its own"
+        );
+        assert_eq!(
+            err(config(Some("127.0.0.1:7101"), &[])),
+            "invalid config: peer-addrs: --peer-listen is given, so this node (1) needs its peer address in --peer-addrs (where its peers reach it)"
+        );
+        assert_eq!(
+            err(config(None, &[(1, "127.0.0.1:7101")])),
+            "invalid config: peer-listen: --peer-addrs gives this node (1) a peer address; serve it with --peer-listen"
+        );
+        assert_eq!(
+            err(config(
+                Some("127.0.0.1:7101"),
+                &[(1, "127.0.0.1:7101"), (3, "127.0.0.1:7103")]
+            )),
+            "invalid config: peer-addrs: node 3 is not one of the --peers ids"
+        );
+        let e = err(config(
+            Some("127.0.0.1:7101"),
+            &[(1, "127.0.0.1:7101"), (2, "127.0.0.1:7002")],
+        ));
+        assert!(
+            e.starts_with("invalid config: peer-addrs: node 2: peer_addr: \"127.0.0.1:7002\" is the client address"),
+            "{e}"
         );
     }
 
@@ -610,6 +801,8 @@ mod tests {
             token_floor: 0,
             join: false,
             admin_listen: None,
+            peer_listen: None,
+            peer_addrs: BTreeMap::new(),
             certs_dir: None,
         };
         // It forms its one-node cluster and serves (its leader duties read

@@ -243,6 +243,8 @@ fn spawn_node(sim: &mut turmoil::Sim<'_>, cluster: &Cluster, id: u64, clock: Sim
                 token_floor: 0,
                 join: false,
                 admin_listen: None,
+                peer_listen: None,
+                peer_addrs: BTreeMap::new(),
                 certs_dir: None,
             };
             let listener = turmoil::net::TcpListener::bind(config.listen).await?;

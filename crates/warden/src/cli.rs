@@ -163,12 +163,22 @@ pub struct ServerArgs {
     /// This node's id (>= 1); must be one of the ids in --peers.
     #[arg(long, value_name = "N")]
     pub id: Option<u64>,
-    /// Address to serve peers and clients on.
+    /// Address to serve clients on, and peers unless --peer-listen is given.
     #[arg(long, value_name = "HOST:PORT")]
     pub listen: Option<String>,
-    /// Every member, this node included.
+    /// Serve the peer (Raft) service on this address only, apart from the
+    /// clients' --listen (so a firewall can keep clients away from it, as
+    /// etcd's 2379/2380 split); this node's --peer-addrs entry says where
+    /// its peers reach it [default: --listen serves both].
+    #[arg(long, value_name = "HOST:PORT")]
+    pub peer_listen: Option<String>,
+    /// Every member, this node included, at its client address.
     #[arg(long, value_name = "ID=HOST:PORT,...", value_parser = parse_peers)]
     pub peers: Option<Peers>,
+    /// The peer address of each member that runs with --peer-listen (ids
+    /// of --peers; the others are reached at their --peers address).
+    #[arg(long, value_name = "ID=HOST:PORT,...", value_parser = parse_peer_addrs)]
+    pub peer_addrs: Option<Peers>,
     /// Where the Raft log, vote, snapshots and cluster id live.
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
@@ -481,6 +491,12 @@ pub fn parse_peers(text: &str) -> Result<Peers, String> {
         return Err("--peers: no members given; expected ID=HOST:PORT,...".into());
     }
     Ok(peers)
+}
+
+/// Parses `--peer-addrs 1=HOST:PORT,...`: as [`parse_peers`], naming
+/// `--peer-addrs`.
+pub fn parse_peer_addrs(text: &str) -> Result<Peers, String> {
+    parse_peers(text).map_err(|e| e.replacen("--peers", "--peer-addrs", 1))
 }
 
 /// Parses a member id: 1..=2^53-1.

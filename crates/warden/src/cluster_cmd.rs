@@ -25,9 +25,14 @@ pub struct AddNodeArgs {
     /// The new node's id (never one a member ever had).
     #[arg(value_parser = parse_id)]
     pub node_id: u64,
-    /// The address it serves peers on (it must already run with `--join`).
+    /// The address it serves clients on, and peers unless --peer-addr is
+    /// given (it must already run with `--join`).
     #[arg(long, value_name = "HOST:PORT")]
     pub addr: String,
+    /// Where its peers reach its peer (Raft) service, when it runs with
+    /// `--peer-listen` (needs every member on log format 4).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub peer_addr: Option<String>,
     #[command(flatten)]
     pub client: ClientArgs,
 }
@@ -51,15 +56,35 @@ pub struct ReplaceNodeArgs {
     /// The replacement's id: a new id, never a reused one.
     #[arg(long = "id", value_name = "NEW_ID", value_parser = parse_id)]
     pub new_node_id: u64,
-    /// The replacement's address (it must already run with `--join`).
+    /// The replacement's client address, and peer address unless
+    /// --peer-addr is given (it must already run with `--join`).
     #[arg(long, value_name = "HOST:PORT")]
     pub addr: String,
+    /// Where its peers reach its peer (Raft) service, when it runs with
+    /// `--peer-listen` (needs every member on log format 4).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub peer_addr: Option<String>,
     #[command(flatten)]
     pub client: ClientArgs,
 }
 
 fn check_addr(addr: &str) -> Result<String, String> {
     warden_client::parse_endpoint(addr).map_err(|e| format!("--addr {addr:?}: {e}"))
+}
+
+/// `--peer-addr`: HOST:PORT, not the `--addr` (one port serves both then:
+/// leave it out).
+fn check_peer_addr(peer_addr: Option<&str>, addr: &str) -> Result<Option<String>, String> {
+    let Some(p) = peer_addr else {
+        return Ok(None);
+    };
+    let p = warden_client::parse_endpoint(p).map_err(|e| format!("--peer-addr {p:?}: {e}"))?;
+    if p == addr {
+        return Err(format!(
+            "--peer-addr: {p} is the --addr; leave --peer-addr out when one port serves both"
+        ));
+    }
+    Ok(Some(p))
 }
 
 /// The report of a membership change's outcome.
@@ -91,17 +116,26 @@ pub fn membership_report(r: &Membership, format: OutputFormat) -> Report {
     }
 }
 
-/// `warden cluster add-node ID --addr HOST:PORT`.
+/// `warden cluster add-node ID --addr HOST:PORT [--peer-addr HOST:PORT]`.
 pub async fn add_node(args: AddNodeArgs) -> Report {
     let addr = match check_addr(&args.addr) {
         Ok(a) => a,
+        Err(e) => return output::error(&e),
+    };
+    let peer_addr = match check_peer_addr(args.peer_addr.as_deref(), &addr) {
+        Ok(p) => p,
         Err(e) => return output::error(&e),
     };
     let admin = match admin(&args.client).await {
         Ok(a) => a,
         Err(report) => return report,
     };
-    membership(admin.add_node(args.node_id, addr).await, args.client.output)
+    membership(
+        admin
+            .add_node_with_peer_addr(args.node_id, addr, peer_addr)
+            .await,
+        args.client.output,
+    )
 }
 
 /// `warden cluster remove-node ID`.
@@ -113,10 +147,14 @@ pub async fn remove_node(args: RemoveNodeArgs) -> Report {
     membership(admin.remove_node(args.node_id).await, args.client.output)
 }
 
-/// `warden cluster replace-node OLD --id NEW --addr HOST:PORT`.
+/// `warden cluster replace-node OLD --id NEW --addr HOST:PORT [--peer-addr HOST:PORT]`.
 pub async fn replace_node(args: ReplaceNodeArgs) -> Report {
     let addr = match check_addr(&args.addr) {
         Ok(a) => a,
+        Err(e) => return output::error(&e),
+    };
+    let peer_addr = match check_peer_addr(args.peer_addr.as_deref(), &addr) {
+        Ok(p) => p,
         Err(e) => return output::error(&e),
     };
     if args.old_node_id == args.new_node_id {
@@ -129,7 +167,7 @@ pub async fn replace_node(args: ReplaceNodeArgs) -> Report {
         Err(report) => return report,
     };
     let result = admin
-        .replace_node(args.old_node_id, args.new_node_id, addr)
+        .replace_node_with_peer_addr(args.old_node_id, args.new_node_id, addr, peer_addr)
         .await;
     membership(result, args.client.output)
 }
@@ -202,8 +240,14 @@ pub fn status_report(r: &ClusterStatus, format: OutputFormat) -> Report {
                     None => "never".to_string(),
                     Some(last) => format!("{} ago", ms(last)),
                 };
+                // A member with a peer port of its own (`--peer-listen`)
+                // names it last; clients use ADDRESS.
+                let peer = match &m.peer_addr {
+                    Some(p) => format!("  peer {p}"),
+                    None => String::new(),
+                };
                 out.push_str(&format!(
-                    "{:<4} {:<w$}  {:<11} {:>6} {:>9} {:>9} {:>6}  {}\n",
+                    "{:<4} {:<w$}  {:<11} {:>6} {:>9} {:>9} {:>6}  {}{}\n",
                     m.id,
                     m.addr,
                     m.role,
@@ -211,7 +255,8 @@ pub fn status_report(r: &ClusterStatus, format: OutputFormat) -> Report {
                     m.applied_index,
                     m.matched_index,
                     m.lag_entries,
-                    contact
+                    contact,
+                    peer
                 ));
             }
             out.push_str(&rest.join("\n"));
@@ -263,6 +308,7 @@ mod tests {
                     term: 4,
                     lag_entries: 0,
                     contacted: true,
+                    peer_addr: String::new(),
                 },
                 pb::Member {
                     id: 2,
@@ -274,6 +320,7 @@ mod tests {
                     term: 0,
                     lag_entries: 31,
                     contacted: true,
+                    peer_addr: "127.0.0.1:7102".into(),
                 },
                 pb::Member {
                     id: 3,
@@ -285,6 +332,7 @@ mod tests {
                     term: 0,
                     lag_entries: 121,
                     contacted: false,
+                    peer_addr: String::new(),
                 },
             ],
             timing: None,
@@ -313,6 +361,11 @@ mod tests {
         assert_eq!(v["members"][0]["last_contact_ms"], 0);
         // Never heard from is null, not 0 (0 is the answering node itself).
         assert_eq!(v["members"][2]["last_contact_ms"], Value::Null);
+        // `--peer-listen`: a member's own peer address, null without one;
+        // `addr` stays the client address.
+        assert_eq!(m["peer_addr"], "127.0.0.1:7102");
+        assert_eq!(m["addr"], "127.0.0.1:7002");
+        assert_eq!(v["members"][0]["peer_addr"], Value::Null);
     }
 
     #[test]
@@ -325,6 +378,7 @@ mod tests {
             row.contains("unreachable") && row.contains(" 31 ") && row.contains("4s ago"),
             "{row}"
         );
+        assert!(row.ends_with("4s ago  peer 127.0.0.1:7102"), "{row}");
         let row = text.lines().find(|l| l.starts_with("3 ")).expect("row 3");
         assert!(row.ends_with("never"), "{row}");
         assert!(text.contains("timing: not reported"), "{text}");

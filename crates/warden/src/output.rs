@@ -241,6 +241,8 @@ pub fn cluster_status(result: &ClusterStatus, format: OutputFormat) -> Report {
             "members": result.members.iter().map(|m| json!({
                 "id": m.id,
                 "addr": m.addr,
+                // null: `addr` serves the peer service too.
+                "peer_addr": m.peer_addr,
                 "role": m.role,
                 "applied_index": m.applied_index,
             })).collect::<Vec<_>>(),
@@ -507,6 +509,7 @@ mod tests {
                 .map(|id| Member {
                     id,
                     addr: format!("127.0.0.1:700{id}"),
+                    peer_addr: None,
                     role: if id == 2 { "leader" } else { "follower" }.into(),
                     applied_index: 118,
                     last_contact_ms: Some(0),
@@ -554,7 +557,7 @@ mod tests {
         );
         assert_eq!(
             keys(&v["members"][0]),
-            ["addr", "applied_index", "id", "role"]
+            ["addr", "applied_index", "id", "peer_addr", "role"]
         );
         assert_eq!(v["timing"]["bound_e_ms"], 2_500);
         assert_eq!(v["timing"]["bound_g_ms"], 1_000);

@@ -19,7 +19,9 @@ use crate::cli::{
 pub struct FileConfig {
     id: Option<u64>,
     listen: Option<String>,
+    peer_listen: Option<String>,
     peers: Option<FilePeers>,
+    peer_addrs: Option<FilePeers>,
     data_dir: Option<PathBuf>,
     initial_cluster_state: Option<InitialClusterState>,
     heartbeat: Option<String>,
@@ -48,6 +50,72 @@ pub struct FileConfig {
 enum FilePeers {
     Text(String),
     Table(BTreeMap<String, String>),
+}
+
+impl FilePeers {
+    /// The members it lists (errors name `--peers`).
+    fn parse(self) -> Result<Peers, String> {
+        match self {
+            FilePeers::Text(text) => parse_peers(&text),
+            FilePeers::Table(table) => {
+                let mut peers = Peers::new();
+                for (id, addr) in table {
+                    insert_peer(&mut peers, parse_peer_id(id.trim())?, &addr)?;
+                }
+                Ok(peers)
+            }
+        }
+    }
+}
+
+/// `--peer-listen` and `--peer-addrs`: the peer port is a port of its own
+/// (not --listen, not --admin-listen); every --peer-addrs id is a --peers
+/// id, and every peer address is nobody's client address and no other
+/// member's peer address; this node has a --peer-addrs entry exactly when
+/// it has --peer-listen.
+fn check_peer_split(
+    node_id: u64,
+    listen: SocketAddr,
+    admin_listen: Option<SocketAddr>,
+    peer_listen: Option<SocketAddr>,
+    peers: &Peers,
+    peer_addrs: &Peers,
+) -> Result<(), String> {
+    if let Some(p) = peer_listen {
+        if p == listen {
+            return Err(format!(
+                "--peer-listen: {p} is the --listen address; the peer port must be a port of its own"
+            ));
+        }
+        if admin_listen == Some(p) {
+            return Err(format!(
+                "--peer-listen: {p} is the --admin-listen address; the peer port must be a port of its own"
+            ));
+        }
+    }
+    for (id, addr) in peer_addrs {
+        if !peers.contains_key(id) {
+            let ids: Vec<String> = peers.keys().map(u64::to_string).collect();
+            return Err(format!(
+                "--peer-addrs: node {id} is not one of the --peers ids ({})",
+                ids.join(", ")
+            ));
+        }
+        if let Some((other, _)) = peers.iter().find(|(_, a)| *a == addr) {
+            return Err(format!(
+                "--peer-addrs: {addr} (node {id}) is the --peers address of node {other}; a peer port serves the peer service only"
+            ));
+        }
+    }
+    match (peer_listen, peer_addrs.contains_key(&node_id)) {
+        (Some(_), false) => Err(format!(
+            "--peer-addrs: --peer-listen is given, so this node ({node_id}) needs its entry in --peer-addrs (where its peers reach it)"
+        )),
+        (None, true) => Err(format!(
+            "--peer-listen: --peer-addrs gives this node ({node_id}) a peer address; serve it with --peer-listen HOST:PORT"
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Reads and parses a config file.
@@ -112,17 +180,17 @@ pub fn resolve(args: &ServerArgs, file: FileConfig) -> Result<ServerConfig, Stri
     let listen = resolve_listen(&listen_text)?;
     let peers = match (&args.peers, file.peers) {
         (Some(peers), _) => peers.clone(),
-        (None, Some(FilePeers::Text(text))) => parse_peers(&text)?,
-        (None, Some(FilePeers::Table(table))) => {
-            let mut peers = Peers::new();
-            for (id, addr) in table {
-                insert_peer(&mut peers, parse_peer_id(id.trim())?, &addr)?;
-            }
-            peers
-        }
+        (None, Some(file_peers)) => file_peers.parse()?,
         (None, None) => {
             return Err("missing --peers ID=HOST:PORT,... (or `peers` in the config file)".into())
         }
+    };
+    let peer_addrs = match (&args.peer_addrs, file.peer_addrs) {
+        (Some(peer_addrs), _) => peer_addrs.clone(),
+        (None, Some(file_peers)) => file_peers
+            .parse()
+            .map_err(|e| e.replacen("--peers", "--peer-addrs", 1))?,
+        (None, None) => Peers::new(),
     };
     if peers.is_empty() {
         return Err("--peers: no members given; expected ID=HOST:PORT,...".into());
@@ -231,11 +299,27 @@ pub fn resolve(args: &ServerArgs, file: FileConfig) -> Result<ServerConfig, Stri
             "--admin-listen: {listen} is the --listen address; give the HTTP endpoints their own port"
         ));
     }
+    let peer_listen = match args.peer_listen.clone().or(file.peer_listen) {
+        Some(text) => {
+            Some(resolve_listen(&text).map_err(|e| e.replacen("--listen", "--peer-listen", 1))?)
+        }
+        None => None,
+    };
+    check_peer_split(
+        node_id,
+        listen,
+        admin_listen,
+        peer_listen,
+        &peers,
+        &peer_addrs,
+    )?;
 
     Ok(ServerConfig {
         node_id,
         listen,
+        peer_listen,
         peers,
+        peer_addrs,
         data_dir,
         initial_cluster_state_new,
         timing,
@@ -423,6 +507,7 @@ pub fn validate_timing(t: &Timing) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::parse_peer_addrs;
 
     // docs/semantics.md "Membership and data loss": the token floor comes from the
     // flag or the file, defaults to 0 and is bounded below MAX_ID.
@@ -653,6 +738,88 @@ mod tests {
             err.starts_with("--admin-listen") && err.contains("own port"),
             "{err}"
         );
+    }
+
+    // What bad input gets (`--peer-listen`, docs/operations.md): the split
+    // resolves from flags or the file; a peer port that is --listen or
+    // --admin-listen, a --peer-addrs id not in --peers, a peer address that
+    // is a client address, and a --peer-listen without this node's peer
+    // address (or the reverse) are refused naming the flag.
+    #[test]
+    fn peer_listen_and_peer_addrs() {
+        let config = resolve(&base_args(), FileConfig::default()).unwrap();
+        assert_eq!(config.peer_listen, None);
+        assert!(config.peer_addrs.is_empty());
+        let split = || ServerArgs {
+            peer_listen: Some("127.0.0.1:7102".into()),
+            peer_addrs: Some(parse_peer_addrs("1=127.0.0.1:7101,2=127.0.0.1:7102").unwrap()),
+            ..base_args()
+        };
+        let config = resolve(&split(), FileConfig::default()).unwrap();
+        assert_eq!(config.peer_listen, Some("127.0.0.1:7102".parse().unwrap()));
+        assert_eq!(config.peer_dial_addr(1), Some("127.0.0.1:7101"));
+        assert_eq!(config.peer_dial_addr(3), Some("127.0.0.1:7003"));
+        let file = parse_config_file(
+            "peer-listen = \"127.0.0.1:7102\"\n[peer-addrs]\n2 = \"127.0.0.1:7102\"",
+        )
+        .unwrap();
+        let config = resolve(&base_args(), file).unwrap();
+        assert_eq!(config.peer_listen, Some("127.0.0.1:7102".parse().unwrap()));
+        assert_eq!(
+            config.peer_addrs.get(&2).map(String::as_str),
+            Some("127.0.0.1:7102")
+        );
+
+        let err = |args: ServerArgs| resolve(&args, FileConfig::default()).unwrap_err();
+        assert_eq!(
+            err(ServerArgs {
+                peer_listen: Some("127.0.0.1:7002".into()),
+                ..split()
+            }),
+            "--peer-listen: 127.0.0.1:7002 is the --listen address; the peer port must be a port of its own"
+        );
+        assert_eq!(
+            err(ServerArgs {
+                admin_listen: Some("127.0.0.1:7102".into()),
+                ..split()
+            }),
+            "--peer-listen: 127.0.0.1:7102 is the --admin-listen address; the peer port must be a port of its own"
+        );
+        assert!(err(ServerArgs {
+            peer_listen: Some("nowhere".into()),
+            ..split()
+        })
+        .starts_with("--peer-listen \"nowhere\""));
+        assert_eq!(
+            err(ServerArgs {
+                peer_addrs: Some(parse_peer_addrs("2=127.0.0.1:7102,4=127.0.0.1:7104").unwrap()),
+                ..split()
+            }),
+            "--peer-addrs: node 4 is not one of the --peers ids (1, 2, 3)"
+        );
+        assert_eq!(
+            err(ServerArgs {
+                peer_addrs: Some(parse_peer_addrs("2=127.0.0.1:7102,3=127.0.0.1:7001").unwrap()),
+                ..split()
+            }),
+            "--peer-addrs: 127.0.0.1:7001 (node 3) is the --peers address of node 1; a peer port serves the peer service only"
+        );
+        assert_eq!(
+            err(ServerArgs {
+                peer_addrs: Some(parse_peer_addrs("1=127.0.0.1:7101").unwrap()),
+                ..split()
+            }),
+            "--peer-addrs: --peer-listen is given, so this node (2) needs its entry in --peer-addrs (where its peers reach it)"
+        );
+        assert_eq!(
+            err(ServerArgs {
+                peer_listen: None,
+                ..split()
+            }),
+            "--peer-listen: --peer-addrs gives this node (2) a peer address; serve it with --peer-listen HOST:PORT"
+        );
+        let e = parse_peer_addrs("2=nowhere").unwrap_err();
+        assert!(e.starts_with("--peer-addrs: address of node 2"), "{e}");
     }
 
     // Bad input names the field: unknown keys and bad values in the file are refused.

@@ -16,7 +16,9 @@ use warden_core::table::LockTable;
 use warden_server::raft::backup::{restore_data_dir, RestoreTarget, SnapshotFile};
 
 use crate::admin_cmd::admin;
-use crate::cli::{parse_duration, parse_id, parse_peers, ClientArgs, OutputFormat, Peers};
+use crate::cli::{
+    parse_duration, parse_id, parse_peer_addrs, parse_peers, ClientArgs, OutputFormat, Peers,
+};
 use crate::commands::describe_error;
 use crate::output::{self, Report};
 
@@ -57,9 +59,14 @@ pub struct RestoreArgs {
     /// This member's id in the new cluster.
     #[arg(long, value_name = "N", value_parser = parse_id)]
     pub id: u64,
-    /// Every member of the new cluster, this one included (same on every member).
+    /// Every member of the new cluster, this one included, at its client
+    /// address (same on every member).
     #[arg(long, value_name = "ID=HOST:PORT,...", value_parser = parse_peers)]
     pub peers: Peers,
+    /// The peer address of each member that will run with --peer-listen
+    /// (same on every member; as `warden server --peer-addrs`).
+    #[arg(long, value_name = "ID=HOST:PORT,...", value_parser = parse_peer_addrs)]
+    pub peer_addrs: Option<Peers>,
     /// The new cluster's id, as printed by the first member's restore
     /// [default: mint a new one].
     #[arg(long, value_name = "ID")]
@@ -187,6 +194,7 @@ pub fn restore(args: RestoreArgs) -> Report {
         data_dir: args.data_dir.clone(),
         node_id: args.id,
         peers: args.peers,
+        peer_addrs: args.peer_addrs.unwrap_or_default(),
         cluster_id: args.cluster_id,
         options: RestoreOptions {
             token_gap: args.token_gap,

@@ -17,6 +17,9 @@ pub struct MemberView {
     pub id: u64,
     /// Its client address.
     pub addr: String,
+    /// Its peer address when it serves the peer service apart
+    /// (`--peer-listen`); None: the client address serves both.
+    pub peer_addr: Option<String>,
     /// leader, follower, learner, candidate, unreachable or unknown.
     pub role: &'static str,
     /// Its applied (for itself) or matched (for a peer) log index.
@@ -163,7 +166,8 @@ impl Node {
             let (term, lag_entries) = term_and_lag(&m, *id, role, applied_index);
             members.push(MemberView {
                 id: *id,
-                addr: n.addr.clone(),
+                addr: n.client_addr().to_string(),
+                peer_addr: n.peer_addr().map(str::to_string),
                 role,
                 applied_index,
                 last_contact_ms: last_contact.unwrap_or(0),

@@ -10,9 +10,14 @@
 //!   it checks: a removal right after the hand-over of an add was refused by
 //!   openraft ("already undergoing a configuration change") with the add
 //!   long committed.
+//! - A new member has a client address and, when it runs with
+//!   `--peer-listen`, a peer address of its own ([`MemberAddr`]); a peer
+//!   address is refused (`FailedPrecondition`) until every other member
+//!   reports log format 4 (`raft::log_format`).
 //! - A new member is first given the cluster id (bootstrap prepare + commit
-//!   on the node at its address, which must answer with the expected node id
-//!   and run with `--join`), then added as an openraft learner; openraft
+//!   on the node at its peer address, else its address, which must answer
+//!   with the expected node id and run with `--join`), then added as an
+//!   openraft learner; openraft
 //!   blocks until the learner has caught up (log or snapshot); only then does
 //!   it become a voter.
 //! - A change is refused when the NEW voter set would not have a reachable
@@ -28,12 +33,13 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use openraft::async_runtime::WatchReceiver as _;
-use openraft::{BasicNode, ChangeMembers, Instant as _};
+use openraft::{ChangeMembers, Instant as _};
 use tokio::sync::Mutex;
 use warden_core::types::ErrorCode;
 
 use super::error::command_error;
 use super::{LeaderHint, Node, SubmitError};
+use crate::types::MemberAddr;
 
 /// Longest a learner may take to catch up before `AddNode`/`ReplaceNode`
 /// gives up (the learner stays; retrying the same command resumes).
@@ -205,20 +211,52 @@ fn check_id(field: &str, id: u64) -> Result<(), MembershipError> {
     Ok(())
 }
 
-fn check_addr(addr: &str) -> Result<(), MembershipError> {
+fn check_addr(field: &str, addr: &str) -> Result<(), MembershipError> {
     let ok = !addr.is_empty()
         && addr.len() <= 255
         && !addr.contains("://")
+        && !addr.chars().any(char::is_whitespace)
         && addr
             .rsplit_once(':')
             .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok_and(|p| p > 0));
     if !ok {
         return Err(invalid(
-            "addr",
-            format!("expected HOST:PORT (at most 255 bytes, port 1..=65535); got {addr:?}"),
+            field,
+            format!(
+                "expected HOST:PORT (at most 255 bytes, no whitespace, port 1..=65535); got {addr:?}"
+            ),
         ));
     }
     Ok(())
+}
+
+/// The new member's addresses: `addr` (clients, and peers without
+/// `peer_addr`) and `peer_addr` (its `--peer-listen` port), each checked,
+/// and different.
+fn member_addr(addr: &str, peer_addr: Option<&str>) -> Result<MemberAddr, MembershipError> {
+    check_addr("addr", addr)?;
+    if let Some(p) = peer_addr {
+        check_addr("peer_addr", p)?;
+    }
+    MemberAddr::new(addr, peer_addr.map(str::to_string))
+        .map_err(|e| invalid("peer_addr", e.to_string()))
+}
+
+/// A peer address may enter the membership only once every other member
+/// reads log format 4 (`raft::log_format`, the peer-address gate).
+fn check_peer_addr_readers(node: &Node, member: &MemberAddr) -> Result<(), MembershipError> {
+    if member.peer_addr().is_none() || node.formats.may_name_peer_addrs() {
+        return Ok(());
+    }
+    let lagging = node.formats.lagging_peer_addr_readers();
+    Err(refused(
+        ErrorCode::FailedPrecondition,
+        format!(
+            "a member with its own peer address needs every member to read log format 4; \
+             members {lagging:?} have not reported it (upgrade them, or add the node without \
+             peer_addr)"
+        ),
+    ))
 }
 
 /// The leader's state for a change. Who may ask (the `admin` permission,
@@ -316,9 +354,15 @@ async fn step_down(node: &Node, exclude: u64) -> MembershipError {
     }
 }
 
-/// Gives the node at `addr` the cluster id and adds it as a learner, waiting
-/// until it has caught up. A learner already at `addr` is resumed.
-async fn add_learner(node: &Node, v: &View, id: u64, addr: &str) -> Result<(), MembershipError> {
+/// Gives the node at `member` the cluster id and adds it as a learner,
+/// waiting until it has caught up. A learner already at `member` (both
+/// addresses) is resumed.
+async fn add_learner(
+    node: &Node,
+    v: &View,
+    id: u64,
+    member: &MemberAddr,
+) -> Result<(), MembershipError> {
     if v.voters.contains(&id) {
         return Err(refused(
             ErrorCode::FailedPrecondition,
@@ -332,7 +376,7 @@ async fn add_learner(node: &Node, v: &View, id: u64, addr: &str) -> Result<(), M
             .membership_config
             .membership()
             .get_node(&id)
-            .is_some_and(|n| n.addr == addr);
+            .is_some_and(|n| n == member);
         if !same {
             return Err(refused(
                 ErrorCode::FailedPrecondition,
@@ -342,7 +386,7 @@ async fn add_learner(node: &Node, v: &View, id: u64, addr: &str) -> Result<(), M
     }
     crate::raft::bootstrap::hand_over_cluster_id(
         node.connector.as_ref(),
-        addr,
+        member.dial_addr(),
         node.id,
         id,
         &node.cluster_id,
@@ -351,16 +395,10 @@ async fn add_learner(node: &Node, v: &View, id: u64, addr: &str) -> Result<(), M
     .map_err(|e| {
         refused(
             ErrorCode::FailedPrecondition,
-            format!("node {id} at {addr}: {e}"),
+            format!("node {id} at {}: {e}", member.dial_addr()),
         )
     })?;
-    let fut = node.raft.add_learner(
-        id,
-        BasicNode {
-            addr: addr.to_string(),
-        },
-        true,
-    );
+    let fut = node.raft.add_learner(id, member.clone(), true);
     match tokio::time::timeout(CATCH_UP_TIMEOUT, fut).await {
         Err(_) => Err(MembershipError::CatchUpTimeout {
             node_id: id,
@@ -373,7 +411,7 @@ async fn add_learner(node: &Node, v: &View, id: u64, addr: &str) -> Result<(), M
 
 async fn change(
     node: &Node,
-    members: ChangeMembers<u64, BasicNode>,
+    members: ChangeMembers<u64, MemberAddr>,
 ) -> Result<(), MembershipError> {
     match tokio::time::timeout(CHANGE_TIMEOUT, node.raft.change_membership(members, false)).await {
         Err(_) => Err(MembershipError::NotCommitted {
@@ -384,10 +422,15 @@ async fn change(
     }
 }
 
-/// Adds node `id` at `addr` as a voter (`Admin/AddNode`).
-async fn add_node(node: &Node, id: u64, addr: &str) -> Result<Membership, MembershipError> {
+/// Adds node `id` at `addr` (and `peer_addr`) as a voter (`Admin/AddNode`).
+async fn add_node(
+    node: &Node,
+    id: u64,
+    addr: &str,
+    peer_addr: Option<&str>,
+) -> Result<Membership, MembershipError> {
     check_id("node_id", id)?;
-    check_addr(addr)?;
+    let member = member_addr(addr, peer_addr)?;
     let _one = CHANGE.try_lock().map_err(|_| {
         refused(
             ErrorCode::FailedPrecondition,
@@ -395,6 +438,7 @@ async fn add_node(node: &Node, id: u64, addr: &str) -> Result<Membership, Member
         )
     })?;
     precondition(node).await?;
+    check_peer_addr_readers(node, &member)?;
     let v = check_quorum_settled(node, |v| {
         let mut new_voters = v.voters.clone();
         new_voters.insert(id);
@@ -403,9 +447,9 @@ async fn add_node(node: &Node, id: u64, addr: &str) -> Result<Membership, Member
         (new_voters, reachable)
     })
     .await?;
-    add_learner(node, &v, id, addr).await?;
+    add_learner(node, &v, id, &member).await?;
     change(node, ChangeMembers::AddVoterIds(BTreeSet::from([id]))).await?;
-    tracing::info!(node_id = id, addr, "membership: added a voter");
+    tracing::info!(node_id = id, addr, ?peer_addr, "membership: added a voter");
     Ok(response(node))
 }
 
@@ -446,16 +490,18 @@ async fn remove_node(node: &Node, id: u64) -> Result<Membership, MembershipError
     Ok(response(node))
 }
 
-/// Replaces voter `old` by a new node `new` at `addr` (`Admin/ReplaceNode`).
+/// Replaces voter `old` by a new node `new` at `addr` (and `peer_addr`)
+/// (`Admin/ReplaceNode`).
 async fn replace_node(
     node: &Node,
     old: u64,
     new: u64,
     addr: &str,
+    peer_addr: Option<&str>,
 ) -> Result<Membership, MembershipError> {
     check_id("old_node_id", old)?;
     check_id("new_node_id", new)?;
-    check_addr(addr)?;
+    let member = member_addr(addr, peer_addr)?;
     if old == new {
         return Err(invalid(
             "new_node_id",
@@ -469,6 +515,7 @@ async fn replace_node(
         )
     })?;
     let v = precondition(node).await?;
+    check_peer_addr_readers(node, &member)?;
     if !v.voters.contains(&old) {
         return Err(MembershipError::Refused(command_error(
             ErrorCode::NotFound,
@@ -491,17 +538,23 @@ async fn replace_node(
     if old == v.leader {
         return Err(step_down(node, old).await);
     }
-    add_learner(node, &v, new, addr).await?;
+    add_learner(node, &v, new, &member).await?;
     change(node, ChangeMembers::ReplaceAllVoters(new_voters_of(&v))).await?;
-    tracing::info!(old, new, addr, "membership: replaced a voter");
+    tracing::info!(old, new, addr, ?peer_addr, "membership: replaced a voter");
     Ok(response(node))
 }
 
 impl Node {
-    /// Adds node `id` at `addr`: hands it the cluster id, adds it as a
-    /// learner, waits until it caught up, then makes it a voter.
-    pub async fn add_node(&self, id: u64, addr: &str) -> Result<Membership, MembershipError> {
-        add_node(self, id, addr).await
+    /// Adds node `id` at client address `addr` (and its own `peer_addr`,
+    /// when it runs with `--peer-listen`): hands it the cluster id, adds it
+    /// as a learner, waits until it caught up, then makes it a voter.
+    pub async fn add_node(
+        &self,
+        id: u64,
+        addr: &str,
+        peer_addr: Option<&str>,
+    ) -> Result<Membership, MembershipError> {
+        add_node(self, id, addr, peer_addr).await
     }
 
     /// Removes member `id` (a leader hands leadership over first).
@@ -509,14 +562,16 @@ impl Node {
         remove_node(self, id).await
     }
 
-    /// Replaces voter `old` by the new node `new` at `addr`.
+    /// Replaces voter `old` by the new node `new` at `addr` (and
+    /// `peer_addr`, as [`Node::add_node`]).
     pub async fn replace_node(
         &self,
         old: u64,
         new: u64,
         addr: &str,
+        peer_addr: Option<&str>,
     ) -> Result<Membership, MembershipError> {
-        replace_node(self, old, new, addr).await
+        replace_node(self, old, new, addr, peer_addr).await
     }
 }
 
@@ -555,13 +610,34 @@ mod tests {
             (ErrorCode::InvalidArgument, Some("node_id".to_string()))
         );
         assert!(check_id("node_id", 1 << 53).is_err());
-        check_addr("127.0.0.1:7001").expect("ok");
-        check_addr("[::1]:7001").expect("ok");
-        for bad in ["", "host", "host:0", "host:70000", ":7001", "http://a:1"] {
-            let e = check_addr(bad).expect_err(bad);
+        check_addr("addr", "127.0.0.1:7001").expect("ok");
+        check_addr("addr", "[::1]:7001").expect("ok");
+        for bad in [
+            "",
+            "host",
+            "host:0",
+            "host:70000",
+            ":7001",
+            "http://a:1",
+            "a peer=b:1",
+        ] {
+            let e = check_addr("addr", bad).expect_err(bad);
             assert_eq!(
                 field(e),
                 (ErrorCode::InvalidArgument, Some("addr".to_string())),
+                "{bad}"
+            );
+        }
+        // A peer address is checked the same way and must differ from the
+        // client address (`--peer-listen`).
+        let m = member_addr("a:7001", Some("a:7101")).expect("ok");
+        assert_eq!((m.client_addr(), m.peer_addr()), ("a:7001", Some("a:7101")));
+        assert_eq!(member_addr("a:7001", None).expect("ok").peer_addr(), None);
+        for bad in ["a:7001", "a:0", "a b:1"] {
+            let e = member_addr("a:7001", Some(bad)).expect_err(bad);
+            assert_eq!(
+                field(e),
+                (ErrorCode::InvalidArgument, Some("peer_addr".to_string())),
                 "{bad}"
             );
         }

@@ -191,7 +191,7 @@ impl Node {
             .membership_config
             .membership()
             .get_node(&id)
-            .map(|n| n.addr.clone())
+            .map(|n| n.client_addr().to_string())
             .or_else(|| self.config.peers.get(&id).cloned())?;
         Some((id, addr))
     }

@@ -322,7 +322,7 @@ impl Node {
             RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => SubmitError::NotLeader {
                 leader: f
                     .leader_id
-                    .zip(f.leader_node.map(|n| n.addr))
+                    .zip(f.leader_node.map(|n| n.client_addr().to_string()))
                     .or_else(|| self.leader()),
             },
             RaftError::APIError(ClientWriteError::LogEntryDiscarded(f)) => SubmitError::Unknown {

@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use openraft::BasicNode;
 use tokio::sync::mpsc;
 use warden_core::types::{
     AuthChange, AuthOp, Command, LeaderId, Permission, Principal, RequestHeader,
@@ -23,6 +22,7 @@ use crate::raft::network::{call_timeout_floor, Network, TcpConnector};
 use crate::raft::Raft;
 use crate::sim_hooks::{BugSwitches, Observer};
 use crate::store::{Db, LogStore, StateMachineStore};
+use crate::types::MemberAddr;
 
 /// Records every command applied (the entry's command as it was proposed).
 #[derive(Debug, Default)]
@@ -104,6 +104,8 @@ impl TestNode {
             token_floor: 0,
             join: false,
             admin_listen: None,
+            peer_listen: None,
+            peer_addrs: BTreeMap::new(),
             certs_dir: None,
         };
         let db = Db::open(dir.path()).expect("db");
@@ -141,7 +143,7 @@ impl TestNode {
             let raft = Raft::new(1, Arc::new(raft_config), network, log_store, sm)
                 .await
                 .expect("raft");
-            raft.initialize(BTreeMap::from([(1, BasicNode { addr })]))
+            raft.initialize(BTreeMap::from([(1, MemberAddr::client_only(addr))]))
                 .await
                 .expect("initialize");
             raft

@@ -33,7 +33,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use openraft::impls::leader_id_adv::LeaderId as RaftLeaderId;
-use openraft::{BasicNode, Membership};
+use openraft::Membership;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use warden_core::restore::{for_new_cluster, RestoreOptions, RestoreSummary};
@@ -41,7 +41,7 @@ use warden_core::table::LockTable;
 use warden_core::SnapshotError;
 
 use crate::store::{Db, KEY_CLUSTER_ID, KEY_NODE_ID};
-use crate::types::{LogId, SnapshotMeta, StoredMembership, Vote};
+use crate::types::{LogId, MemberAddr, SnapshotMeta, StoredMembership, Vote};
 
 /// The file's first 8 bytes.
 pub const FILE_MAGIC: &[u8; 8] = b"WDNSNAP\n";
@@ -155,8 +155,12 @@ pub struct RestoreTarget {
     pub data_dir: PathBuf,
     /// This member's id.
     pub node_id: u64,
-    /// Every member of the new cluster (all voters), this one included.
+    /// Every member of the new cluster (all voters), this one included:
+    /// id → client address.
     pub peers: BTreeMap<u64, String>,
+    /// The peer address of each member that serves its peer service apart
+    /// (`--peer-addrs`, as for `warden server`); a subset of `peers`' ids.
+    pub peer_addrs: BTreeMap<u64, String>,
     /// The new cluster's id: None on the first member (one is minted), the
     /// printed id on the others.
     pub cluster_id: Option<String>,
@@ -202,6 +206,25 @@ pub fn restore_data_dir(
             target.peers.keys().collect::<Vec<_>>()
         ));
     }
+    if let Some(id) = target
+        .peer_addrs
+        .keys()
+        .find(|id| !target.peers.contains_key(id))
+    {
+        return Err(format!(
+            "--peer-addrs: node {id} is not one of the --peers ids"
+        ));
+    }
+    let nodes = target
+        .peers
+        .iter()
+        .map(|(id, addr)| {
+            let peer = target.peer_addrs.get(id).cloned();
+            MemberAddr::new(addr.clone(), peer)
+                .map(|m| (*id, m))
+                .map_err(|e| format!("--peer-addrs: node {id}: {e}"))
+        })
+        .collect::<Result<BTreeMap<u64, MemberAddr>, String>>()?;
     if let Some(id) = &target.cluster_id {
         check_cluster_id(id)?;
         if *id == file.cluster_id {
@@ -227,11 +250,6 @@ pub fn restore_data_dir(
         file.applied_index,
     );
     let voters: BTreeSet<u64> = target.peers.keys().copied().collect();
-    let nodes: BTreeMap<u64, BasicNode> = target
-        .peers
-        .iter()
-        .map(|(id, addr)| (*id, BasicNode { addr: addr.clone() }))
-        .collect();
     let membership = Membership::new(vec![voters], nodes).map_err(|e| format!("--peers: {e}"))?;
     let meta = SnapshotMeta {
         last_log_id: Some(log_id),
@@ -382,9 +400,20 @@ mod tests {
                 (1, "127.0.0.1:1".to_string()),
                 (2, "127.0.0.1:2".to_string()),
             ]),
+            peer_addrs: BTreeMap::new(),
             cluster_id: None,
             options: RestoreOptions::default(),
         };
+        // A peer address of no member, or one equal to the client address,
+        // is refused before anything is written.
+        let mut bad = target.clone();
+        bad.peer_addrs = BTreeMap::from([(3, "127.0.0.1:3".to_string())]);
+        let e = restore_data_dir(&sample(), &bad).expect_err("not a member");
+        assert_eq!(e, "--peer-addrs: node 3 is not one of the --peers ids");
+        bad.peer_addrs = BTreeMap::from([(2, "127.0.0.1:2".to_string())]);
+        let e = restore_data_dir(&sample(), &bad).expect_err("same address");
+        assert!(e.starts_with("--peer-addrs: node 2: peer_addr:"), "{e}");
+        assert!(!target.data_dir.exists(), "nothing written");
         let report = restore_data_dir(&sample(), &target).expect("restore");
         assert_ne!(report.cluster_id, "abc");
         assert_eq!(
@@ -427,6 +456,7 @@ mod tests {
             data_dir: dir.path().join("n1"),
             node_id: 1,
             peers: BTreeMap::from([(1, "127.0.0.1:1".to_string())]),
+            peer_addrs: BTreeMap::new(),
             cluster_id: None,
             options: RestoreOptions::default(),
         };

@@ -132,12 +132,7 @@ pub async fn bootstrap(
         // different committed cluster id. Refuse rather than sit there
         // holding elections the others refuse.
         let me = config.node_id;
-        let peers: Vec<(u64, String)> = config
-            .peers
-            .iter()
-            .filter(|(pid, _)| **pid != me)
-            .map(|(pid, a)| (*pid, a.clone()))
-            .collect();
+        let peers = other_peers(config);
         let theirs: Vec<String> = ask_peers(connector, &peers, me)
             .await
             .into_iter()
@@ -337,8 +332,19 @@ async fn leader_view(
         .next()
 }
 
-/// Every peer but this node: (id, address).
+/// Every peer but this node: (id, where its peer service is dialed: its
+/// `--peer-addrs` entry, else its `--peers` address).
 fn other_peers(config: &ServerConfig) -> Vec<(u64, String)> {
+    config
+        .peers
+        .keys()
+        .filter(|id| **id != config.node_id)
+        .filter_map(|id| Some((*id, config.peer_dial_addr(*id)?.to_string())))
+        .collect()
+}
+
+/// Every peer but this node: (id, client address).
+fn other_clients(config: &ServerConfig) -> Vec<(u64, String)> {
     config
         .peers
         .iter()
@@ -362,7 +368,8 @@ impl Bootstrapped {
 async fn join(config: &ServerConfig, state: Arc<PeerState>) -> Result<Bootstrapped, ServerError> {
     let connector = state.connector.as_ref();
     let me = config.node_id;
-    let others = other_peers(config);
+    // The leader's view is a client call (`ClusterStatus`): client addresses.
+    let others = other_clients(config);
     let mut rx = state.cluster_id.subscribe();
     let mut rounds: u64 = 0;
     loop {
@@ -381,7 +388,7 @@ async fn join(config: &ServerConfig, state: Arc<PeerState>) -> Result<Bootstrapp
                 });
             }
             if rounds % 25 == 1 {
-                tracing::info!(%cluster_id, "join: waiting to be added: run `warden cluster add-node {me} --addr HOST:PORT` (or replace-node) against the cluster");
+                tracing::info!(%cluster_id, "join: waiting to be added: run `warden cluster add-node {me} --addr HOST:PORT [--peer-addr HOST:PORT]` (or replace-node) against the cluster");
             }
         } else if rounds % 25 == 1 {
             tracing::info!("join: no leader among --peers answers yet; waiting");
@@ -393,7 +400,8 @@ async fn join(config: &ServerConfig, state: Arc<PeerState>) -> Result<Bootstrapp
     }
 }
 
-/// Gives the committed cluster id `cluster_id` to the node at `addr`, which
+/// Gives the committed cluster id `cluster_id` to the node whose peer
+/// service is at `addr` (its peer address, else its client address), which
 /// must answer as node `expected` (bootstrap prepare, then commit). A node
 /// that already has this id accepts it again; one of another cluster refuses.
 ///

@@ -1,11 +1,16 @@
 //! The cluster-version gates: which log format each member can read, and
 //! so whether this node may pack queued commands into one `Command::Batch`
-//! entry (format 2) and wrap client commands in `Command::Authorized` with
-//! their principal (format 3).
+//! entry (format 2), wrap client commands in `Command::Authorized` with
+//! their principal (format 3), and put a member's own peer address into the
+//! membership (format 4).
 //!
 //! A binary older than a format cannot decode its entries (postcard fails on
 //! the unknown variant index), so a follower or learner that runs one would
-//! stop taking the leader's log at the first such entry. Every node
+//! stop taking the leader's log at the first such entry. Format 4 is
+//! subtler: its membership entries decode in an older binary (a
+//! [`crate::types::MemberAddr`] is one string, as `BasicNode` was), but there
+//! a member with a peer address reads as one address that nothing serves,
+//! so that binary, once leader, could not reach the member. Every node
 //! therefore advertises [`LOG_FORMAT`], the newest log format it reads, in
 //! the [`warden_proto::LOG_FORMAT_METADATA`] header of every answer of the
 //! peer service's Raft calls (AppendEntries, the AppendStream's opening,
@@ -28,6 +33,15 @@
 //!   commands unwrapped (as before identities existed) and refuses a secure
 //!   node's with `Unavailable` (a secure node never proposes a client command
 //!   without its principal).
+//! * [`LogFormats::may_name_peer_addrs`]: every other member reads
+//!   [`PEER_ADDR_LOG_FORMAT`] (4: a [`crate::types::MemberAddr`] with a peer
+//!   address). Until then [`crate::node::Node::add_node`] and `replace_node`
+//!   refuse a member with a peer address (`FailedPrecondition`, naming the
+//!   members that have not reported format 4). The node being added needs no
+//!   report: it runs with `--peer-listen`, which only a format-4 binary has.
+//!   A new cluster's first membership (`--peers` with `--peer-addrs`) and a
+//!   restore are written by the operator for binaries they start, and are
+//!   not gated.
 //!
 //! A member that has reported nothing yet counts as its *unreported floor*:
 //! 0 on an insecure node, [`AUTH_LOG_FORMAT`] on a secure one
@@ -35,7 +49,10 @@
 //! node certificate over TLS, which only binaries that read format 3 can do,
 //! so a member that is down while a new leader takes over (and so has never
 //! answered it) cannot hold back that leader's writes. A member's own
-//! report always wins over the floor.
+//! report always wins over the floor. The floor is below
+//! [`PEER_ADDR_LOG_FORMAT`] on purpose: a format-3 binary also holds node
+//! certificates, so only a member's own report of format 4 opens that gate
+//! (it gates a membership change, which waits without harm, not writes).
 //!
 //! Each flag is an atomic recomputed when a report or the membership
 //! changes, so the proposer reads it without a lock. Its changes are logged
@@ -45,12 +62,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// The log format this binary reads (and advertises): 3, which includes
-/// authorized entries (`Command::Authorized`, `Command::AuthChange`,
-/// `Response::AuthChanged`) and everything of format 2 (packed entries,
-/// `Command::Batch`, `Response::Batch`). 1 is the log before packing; an
-/// older node advertises nothing, recorded as 0.
-pub const LOG_FORMAT: u32 = 3;
+/// The log format this binary reads (and advertises): 4, which includes
+/// members with a peer address of their own (`MemberAddr`'s two-address
+/// form), everything of format 3 (authorized entries: `Command::Authorized`,
+/// `Command::AuthChange`, `Response::AuthChanged`) and of format 2 (packed
+/// entries, `Command::Batch`, `Response::Batch`). 1 is the log before
+/// packing; an older node advertises nothing, recorded as 0.
+pub const LOG_FORMAT: u32 = 4;
 
 /// The first log format that can decode `Command::Batch`: a leader packs
 /// only when every other member has reported at least this.
@@ -61,8 +79,13 @@ pub const BATCH_LOG_FORMAT: u32 = 2;
 /// other member has reported at least this.
 pub const AUTH_LOG_FORMAT: u32 = 3;
 
+/// The first log format that reads a member's own peer address
+/// (`MemberAddr`'s two-address form) as such: a leader puts one into the
+/// membership only when every other member has reported at least this.
+pub const PEER_ADDR_LOG_FORMAT: u32 = 4;
+
 /// What [`LOG_FORMAT_HEADER_VALUE`] is: [`LOG_FORMAT`] in decimal ASCII.
-pub const LOG_FORMAT_HEADER_VALUE: &str = "3";
+pub const LOG_FORMAT_HEADER_VALUE: &str = "4";
 
 /// The format a peer's answer reports: its
 /// [`warden_proto::LOG_FORMAT_METADATA`] value as a decimal `u32`; 0 when
@@ -143,6 +166,7 @@ pub struct LogFormats {
     known: Mutex<Known>,
     pack: Gate,
     wrap: Gate,
+    peer_addrs: Gate,
 }
 
 impl LogFormats {
@@ -179,6 +203,13 @@ impl LogFormats {
                  3 (an insecure node proposes client commands unwrapped, a secure node refuses \
                  them as unavailable)",
             ),
+            peer_addrs: Gate::new(
+                PEER_ADDR_LOG_FORMAT,
+                "every member reads log format 4: a membership change may give a member its \
+                 own peer address",
+                "refusing peer addresses in membership changes: these members have not \
+                 reported log format 4",
+            ),
         }
     }
 
@@ -192,6 +223,38 @@ impl LogFormats {
     /// authorized entries (at least [`AUTH_LOG_FORMAT`]). One atomic load.
     pub fn may_wrap(&self) -> bool {
         self.wrap.is_open()
+    }
+
+    /// Whether every other member has reported a format that reads a
+    /// member's own peer address (at least [`PEER_ADDR_LOG_FORMAT`]; the
+    /// unreported floor never reaches it). One atomic load.
+    pub fn may_name_peer_addrs(&self) -> bool {
+        self.peer_addrs.is_open()
+    }
+
+    /// The other members that have not reported [`PEER_ADDR_LOG_FORMAT`]
+    /// (what a refused membership change names); empty when the gate is
+    /// open or no membership is known.
+    pub fn lagging_peer_addr_readers(&self) -> Vec<u64> {
+        let known = self.lock();
+        self.lagging(&known, PEER_ADDR_LOG_FORMAT)
+    }
+
+    /// The members of `known` other than this node whose format (reported,
+    /// else the unreported floor) is below `format`.
+    fn lagging(&self, known: &Known, format: u32) -> Vec<u64> {
+        let Some(members) = &known.members else {
+            return Vec::new();
+        };
+        members
+            .iter()
+            .copied()
+            .filter(|id| *id != self.me)
+            .filter(|id| {
+                let reported = known.reported.get(id).copied();
+                reported.unwrap_or(self.unreported_floor) < format
+            })
+            .collect()
     }
 
     /// Peer `node` answered with `format` (0: no header).
@@ -226,25 +289,12 @@ impl LogFormats {
     /// flags, logging when one flips.
     fn update(&self, change: impl FnOnce(&mut Known) -> bool) {
         let known = &mut *self.lock();
-        if !change(known) {
+        if !change(known) || known.members.is_none() {
             return;
         }
-        let Some(members) = &known.members else {
-            return;
-        };
-        let lagging = |format: u32| -> Vec<u64> {
-            members
-                .iter()
-                .copied()
-                .filter(|id| *id != self.me)
-                .filter(|id| {
-                    let reported = known.reported.get(id).copied();
-                    reported.unwrap_or(self.unreported_floor) < format
-                })
-                .collect()
-        };
-        self.pack.set(lagging(self.pack.format));
-        self.wrap.set(lagging(self.wrap.format));
+        for gate in [&self.pack, &self.wrap, &self.peer_addrs] {
+            gate.set(self.lagging(known, gate.format));
+        }
     }
 }
 
@@ -365,6 +415,46 @@ mod tests {
         assert!(
             !insecure.may_wrap(),
             "node 3 never answered an insecure node"
+        );
+    }
+
+    // Rolling upgrade (the peer-address gate; a format-3 binary reads a
+    // two-address member as one address nothing serves): a membership change
+    // may name a peer address only once every other member, learners too,
+    // has itself reported format 4. The secure unreported floor (3) does not
+    // open it, though it opens wrapping; the refusal names who lags.
+    #[test]
+    fn peer_addresses_wait_for_every_other_member_to_report_format_4() {
+        let secure = LogFormats::secure(1);
+        assert!(!secure.may_name_peer_addrs(), "no membership known yet");
+        assert_eq!(secure.lagging_peer_addr_readers(), Vec::<u64>::new());
+        secure.set_members([1, 2, 3]);
+        assert!(secure.may_wrap(), "the floor opens wrapping");
+        assert!(
+            !secure.may_name_peer_addrs(),
+            "but not peer addresses: 2 and 3 never answered"
+        );
+        assert_eq!(secure.lagging_peer_addr_readers(), vec![2, 3]);
+        secure.record(2, 4);
+        secure.record(3, 3);
+        assert!(!secure.may_name_peer_addrs());
+        assert_eq!(secure.lagging_peer_addr_readers(), vec![3]);
+        assert!(secure.may_wrap() && secure.may_pack());
+        secure.record(3, 4);
+        assert!(secure.may_name_peer_addrs());
+        assert_eq!(secure.lagging_peer_addr_readers(), Vec::<u64>::new());
+        secure.set_members([1, 2, 3, 4]);
+        assert!(!secure.may_name_peer_addrs(), "learner 4 has not reported");
+        assert_eq!(secure.lagging_peer_addr_readers(), vec![4]);
+        secure.record(4, 5);
+        assert!(secure.may_name_peer_addrs(), "a newer format reads it too");
+        secure.record(2, 0);
+        assert!(!secure.may_name_peer_addrs() && !secure.may_wrap());
+        let single = LogFormats::new(7);
+        single.set_members([7]);
+        assert!(
+            single.may_name_peer_addrs(),
+            "a one-node cluster needs no report"
         );
     }
 

@@ -635,7 +635,7 @@ mod tests {
     use super::*;
 
     // Packing gate (rolling upgrade): every Raft answer of this peer
-    // service, success or Raft-level error, advertises LOG_FORMAT (3).
+    // service, success or Raft-level error, advertises LOG_FORMAT (4).
     #[test]
     fn raft_answers_advertise_the_log_format() {
         let ok = reply(Ok::<u8, String>(1)).expect("encodes");
@@ -756,7 +756,7 @@ mod tests {
     }
 
     async fn votes_from_non_members_are_refused_body() {
-        use openraft::BasicNode;
+        use crate::types::MemberAddr;
         use std::collections::BTreeMap;
         use std::sync::{Arc, Mutex};
 
@@ -787,12 +787,7 @@ mod tests {
         // No membership known yet: nothing to judge by.
         refuse_non_member(&raft, 9, false).expect("unknown membership");
         refuse_non_member(&raft, 9, true).expect("unknown membership");
-        let members = BTreeMap::from([(
-            1,
-            BasicNode {
-                addr: "127.0.0.1:1".into(),
-            },
-        )]);
+        let members = BTreeMap::from([(1, MemberAddr::client_only("127.0.0.1:1"))]);
         raft.initialize(members).await.expect("initialize");
         let mut rx = raft.metrics();
         tokio::time::timeout(Duration::from_secs(10), async {

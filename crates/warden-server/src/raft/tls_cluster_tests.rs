@@ -16,7 +16,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use openraft::async_runtime::WatchReceiver as _;
-use openraft::{BasicNode, ChangeMembers};
+use openraft::ChangeMembers;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::watch;
 use tokio_stream::StreamExt as _;
@@ -35,7 +35,7 @@ use crate::raft::peer_access::{
 use crate::raft::peer_service::{EarlyCampaign, PeerService, PeerState};
 use crate::raft::Raft;
 use crate::store::{Db, LogStore, StateMachineStore};
-use crate::types::{Entry, LogId, TypeConfig, Vote};
+use crate::types::{Entry, LogId, MemberAddr, TypeConfig, Vote};
 
 const CLUSTER: &str = "tls-test-cluster";
 const WAIT: Duration = Duration::from_secs(20);
@@ -353,15 +353,8 @@ async fn follower_and_removed_body() {
         let node = TestNode::start(id, listener, &set.node_dirs[&id], &dir).await;
         nodes.insert(id, node);
     }
-    let members: BTreeMap<u64, BasicNode> = (1..=3)
-        .map(|id| {
-            (
-                id,
-                BasicNode {
-                    addr: nodes[&id].addr.clone(),
-                },
-            )
-        })
+    let members: BTreeMap<u64, MemberAddr> = (1..=3)
+        .map(|id| (id, MemberAddr::client_only(nodes[&id].addr.clone())))
         .collect();
     nodes[&1]
         .raft
@@ -393,15 +386,9 @@ async fn follower_and_removed_body() {
     // Node 3 goes down; node 4 is added and node 1 removed meanwhile.
     nodes[&3].set_off(true);
     let n1 = &nodes[&1].raft;
-    n1.add_learner(
-        4,
-        BasicNode {
-            addr: nodes[&4].addr.clone(),
-        },
-        true,
-    )
-    .await
-    .expect("add learner 4");
+    n1.add_learner(4, MemberAddr::client_only(nodes[&4].addr.clone()), true)
+        .await
+        .expect("add learner 4");
     n1.change_membership(ChangeMembers::AddVoterIds(BTreeSet::from([4])), false)
         .await
         .expect("4 a voter");
@@ -576,9 +563,7 @@ async fn gate_body() {
     node.raft
         .initialize(BTreeMap::from([(
             1,
-            BasicNode {
-                addr: node.addr.clone(),
-            },
+            MemberAddr::client_only(node.addr.clone()),
         )]))
         .await
         .expect("initialize");

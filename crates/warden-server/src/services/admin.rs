@@ -198,7 +198,9 @@ impl Admin for AdminService {
         let node = self.node.get()?;
         membership_allowed(&node, &principal(&req)?)?;
         let r = req.into_inner();
-        let m = node.add_node(r.node_id, &r.addr).await?;
+        let m = node
+            .add_node(r.node_id, &r.addr, non_empty(r.peer_addr).as_deref())
+            .await?;
         Ok(Response::new(membership(m)))
     }
 
@@ -220,7 +222,12 @@ impl Admin for AdminService {
         membership_allowed(&node, &principal(&req)?)?;
         let r = req.into_inner();
         let m = node
-            .replace_node(r.old_node_id, r.new_node_id, &r.addr)
+            .replace_node(
+                r.old_node_id,
+                r.new_node_id,
+                &r.addr,
+                non_empty(r.peer_addr).as_deref(),
+            )
             .await?;
         Ok(Response::new(membership(m)))
     }
@@ -394,6 +401,11 @@ impl Admin for AdminService {
 }
 
 /// The membership after a change, on the wire.
+/// A proto3 string field: empty means not given.
+fn non_empty(text: String) -> Option<String> {
+    (!text.is_empty()).then_some(text)
+}
+
 fn membership(m: Membership) -> pb::MembershipResponse {
     pb::MembershipResponse {
         voters: m.voters,
@@ -457,6 +469,7 @@ mod tests {
                     .add_node(Request::new(pb::AddNodeRequest {
                         node_id: 4,
                         addr: "127.0.0.1:9".into(),
+                        peer_addr: String::new(),
                     }))
                     .await
                     .expect_err("add node"),
@@ -475,6 +488,7 @@ mod tests {
                         old_node_id: 1,
                         new_node_id: 4,
                         addr: "127.0.0.1:9".into(),
+                        peer_addr: String::new(),
                     }))
                     .await
                     .expect_err("replace node"),

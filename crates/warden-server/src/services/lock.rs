@@ -263,6 +263,7 @@ impl Lock for LockService {
                 .map(|m| pb::Member {
                     id: m.id,
                     addr: m.addr,
+                    peer_addr: m.peer_addr.unwrap_or_default(),
                     role: m.role.to_string(),
                     applied_index: m.applied_index,
                     last_contact_ms: m.last_contact_ms,

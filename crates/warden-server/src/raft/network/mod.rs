@@ -29,7 +29,7 @@ use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, StreamAppendResult,
     TransferLeaderRequest, TransferLeaderResponse, VoteRequest, VoteResponse,
 };
-use openraft::{AnyError, BasicNode, RaftNetworkV2};
+use openraft::{AnyError, RaftNetworkV2};
 use serde::{de::DeserializeOwned, Serialize};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
@@ -38,7 +38,7 @@ use warden_proto::peer::peer_client::PeerClient;
 use warden_proto::peer::Blob;
 
 use crate::raft::log_format::{reported_format, LogFormats};
-use crate::types::{Snapshot, SnapshotMeta, TypeConfig, Vote};
+use crate::types::{MemberAddr, Snapshot, SnapshotMeta, TypeConfig, Vote};
 
 /// Largest gRPC message between peers (snapshots travel whole): 256 MiB.
 pub const MAX_PEER_MESSAGE_BYTES: usize = 256 * 1024 * 1024;
@@ -189,10 +189,12 @@ pub fn channel(
 pub const MAX_APPENDS_IN_FLIGHT: usize = 1;
 
 impl Network {
-    fn connection(&self, target: u64, node: &BasicNode, streaming: bool) -> PeerConnection {
+    /// A connection to `target`'s peer service: its peer address when it
+    /// serves one apart (`--peer-listen`), else its client address.
+    fn connection(&self, target: u64, node: &MemberAddr, streaming: bool) -> PeerConnection {
         PeerConnection {
             target,
-            addr: node.addr.clone(),
+            addr: node.dial_addr().to_string(),
             cluster_id: self.cluster_id.clone(),
             call_timeout_floor: self.call_timeout_floor,
             formats: self.formats.clone(),
@@ -209,14 +211,14 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = PeerConnection;
 
     /// Replication: AppendEntries over one `AppendStream` per session.
-    async fn new_client(&mut self, target: u64, node: &BasicNode) -> Self::Network {
+    async fn new_client(&mut self, target: u64, node: &MemberAddr) -> Self::Network {
         self.connection(target, node, true)
     }
 
     /// Heartbeats: one unary AppendEntries each (openraft sends a heartbeat
     /// as a stream of one request; a gRPC stream per heartbeat would cost
     /// more than the call).
-    async fn new_heartbeat_client(&mut self, target: u64, node: &BasicNode) -> Self::Network {
+    async fn new_heartbeat_client(&mut self, target: u64, node: &MemberAddr) -> Self::Network {
         self.connection(target, node, false)
     }
 }
