@@ -28,6 +28,8 @@ mod exec;
 mod lease;
 #[path = "cases/ops.rs"]
 mod ops;
+#[path = "cases/peer_listen.rs"]
+mod peer_listen;
 #[path = "cases/queue.rs"]
 mod queue;
 #[path = "cases/security.rs"]

@@ -71,7 +71,11 @@ pub fn free_port() -> u16 {
 /// One server process.
 pub struct NodeProc {
     pub id: u64,
+    /// Its client address (`--listen`), which serves peers too unless it
+    /// has a `peer_addr`.
     pub addr: String,
+    /// Its peer port (`--peer-listen`), with [`Cluster::use_peer_ports`].
+    pub peer_addr: Option<String>,
     pub dir: PathBuf,
     pub log: PathBuf,
     pub child: Option<Child>,
@@ -88,6 +92,9 @@ pub struct Cluster {
     /// the CA itself: rotation, refusals); node N then runs with
     /// `--certs-dir` `node_dirs[N]`. None: the binary's ([`certs`]).
     pub certs: Option<warden_tls::mint::LoopbackSet>,
+    /// Every node serves the peer service on a port of its own
+    /// (`--peer-listen`, `--peer-addrs`): [`Cluster::use_peer_ports`].
+    pub peer_ports: bool,
 }
 
 /// The final message of an acquire.
@@ -158,6 +165,7 @@ impl Cluster {
             extra: extra.iter().map(|s| s.to_string()).collect(),
             security,
             certs: None,
+            peer_ports: false,
         };
         for id in 1..=n {
             c.lay_out(id);
@@ -171,17 +179,64 @@ impl Cluster {
     pub fn lay_out(&mut self, id: u64) -> String {
         let addr = format!("127.0.0.1:{}", free_port());
         transport::register(&addr, self.security);
+        let peer_addr = self.peer_ports.then(|| {
+            let p = format!("127.0.0.1:{}", free_port());
+            transport::register(&p, self.security);
+            p
+        });
         self.nodes.insert(
             id,
             NodeProc {
                 id,
                 addr: addr.clone(),
+                peer_addr,
                 dir: self.tmp.path().join(format!("node-{id}")),
                 log: self.tmp.path().join(format!("node-{id}.log")),
                 child: None,
             },
         );
         addr
+    }
+
+    /// From now on every node (those laid out already and those to come)
+    /// serves the peer service on a port of its own: `--peer-listen` its
+    /// `peer_addr`, and `--peer-addrs` naming every node's.
+    pub fn use_peer_ports(&mut self) {
+        self.peer_ports = true;
+        for n in self.nodes.values_mut() {
+            if n.peer_addr.is_none() {
+                let p = format!("127.0.0.1:{}", free_port());
+                transport::register(&p, self.security);
+                n.peer_addr = Some(p);
+            }
+        }
+    }
+
+    /// `--peer-addrs`: `id=peer_addr` of every node that has one.
+    pub fn peer_addrs(&self) -> String {
+        self.nodes
+            .values()
+            .filter_map(|n| Some(format!("{}={}", n.id, n.peer_addr.as_ref()?)))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Node `id`'s peer port (panics without [`Cluster::use_peer_ports`]).
+    pub fn peer_addr(&self, id: u64) -> String {
+        self.nodes[&id].peer_addr.clone().expect("a peer port")
+    }
+
+    /// `--peer-listen` and `--peer-addrs` of node `id`, if it has a peer port.
+    fn peer_flags(&self, id: u64) -> Vec<String> {
+        match &self.nodes[&id].peer_addr {
+            Some(p) => vec![
+                "--peer-listen".into(),
+                p.clone(),
+                "--peer-addrs".into(),
+                self.peer_addrs(),
+            ],
+            None => Vec::new(),
+        }
     }
 
     /// The server flags of node `id`: `--certs-dir` of its certificate, or
@@ -304,6 +359,7 @@ impl Cluster {
             .arg("--data-dir")
             .arg(&n.dir)
             .args(self.server_flags(id))
+            .args(self.peer_flags(id))
             .args(&self.extra)
             .env("RUST_LOG", "info,openraft=warn")
             .stdin(Stdio::null());
@@ -354,6 +410,7 @@ impl Cluster {
             .arg(&n.dir)
             .arg("--join")
             .args(self.server_flags(id))
+            .args(self.peer_flags(id))
             .args(&self.extra)
             .args(extra)
             .env("RUST_LOG", "info,openraft=warn")
