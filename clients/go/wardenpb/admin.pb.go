@@ -675,8 +675,13 @@ type AddNodeRequest struct {
 	// 1..=2^53-1; must not be a member yet (or be a learner at the same addr,
 	// to resume an interrupted add).
 	NodeId uint64 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	// HOST:PORT the node serves peers on.
-	Addr          string `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
+	// HOST:PORT the node serves clients on (and its peers, unless
+	// `peer_addr` is given); what leader hints and cluster status show.
+	Addr string `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
+	// HOST:PORT the node serves the peer (Raft) service on when it runs with
+	// `--peer-listen`; empty: `addr` serves both. Must differ from `addr`.
+	// Refused (FailedPrecondition) until every member reads log format 4.
+	PeerAddr      string `protobuf:"bytes,3,opt,name=peer_addr,json=peerAddr,proto3" json:"peer_addr,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -721,6 +726,13 @@ func (x *AddNodeRequest) GetNodeId() uint64 {
 func (x *AddNodeRequest) GetAddr() string {
 	if x != nil {
 		return x.Addr
+	}
+	return ""
+}
+
+func (x *AddNodeRequest) GetPeerAddr() string {
+	if x != nil {
+		return x.PeerAddr
 	}
 	return ""
 }
@@ -774,8 +786,12 @@ type ReplaceNodeRequest struct {
 	// The voter to remove.
 	OldNodeId uint64 `protobuf:"varint,1,opt,name=old_node_id,json=oldNodeId,proto3" json:"old_node_id,omitempty"`
 	// The new member (running with `--join`); a new id, never a reused one.
-	NewNodeId     uint64 `protobuf:"varint,2,opt,name=new_node_id,json=newNodeId,proto3" json:"new_node_id,omitempty"`
-	Addr          string `protobuf:"bytes,3,opt,name=addr,proto3" json:"addr,omitempty"`
+	NewNodeId uint64 `protobuf:"varint,2,opt,name=new_node_id,json=newNodeId,proto3" json:"new_node_id,omitempty"`
+	// HOST:PORT the new node serves clients on (and peers, unless
+	// `peer_addr` is given).
+	Addr string `protobuf:"bytes,3,opt,name=addr,proto3" json:"addr,omitempty"`
+	// As AddNodeRequest.peer_addr.
+	PeerAddr      string `protobuf:"bytes,4,opt,name=peer_addr,json=peerAddr,proto3" json:"peer_addr,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -827,6 +843,13 @@ func (x *ReplaceNodeRequest) GetNewNodeId() uint64 {
 func (x *ReplaceNodeRequest) GetAddr() string {
 	if x != nil {
 		return x.Addr
+	}
+	return ""
+}
+
+func (x *ReplaceNodeRequest) GetPeerAddr() string {
+	if x != nil {
+		return x.PeerAddr
 	}
 	return ""
 }
@@ -2395,16 +2418,18 @@ const file_admin_proto_rawDesc = "" +
 	"\x12AuditTrailResponse\x120\n" +
 	"\arecords\x18\x01 \x03(\v2\x16.warden.v1.AuditRecordR\arecords\x12\x1d\n" +
 	"\n" +
-	"read_index\x18\x02 \x01(\x04R\treadIndex\"=\n" +
+	"read_index\x18\x02 \x01(\x04R\treadIndex\"Z\n" +
 	"\x0eAddNodeRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x12\x12\n" +
-	"\x04addr\x18\x02 \x01(\tR\x04addr\",\n" +
+	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x1b\n" +
+	"\tpeer_addr\x18\x03 \x01(\tR\bpeerAddr\",\n" +
 	"\x11RemoveNodeRequest\x12\x17\n" +
-	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\"h\n" +
+	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\"\x85\x01\n" +
 	"\x12ReplaceNodeRequest\x12\x1e\n" +
 	"\vold_node_id\x18\x01 \x01(\x04R\toldNodeId\x12\x1e\n" +
 	"\vnew_node_id\x18\x02 \x01(\x04R\tnewNodeId\x12\x12\n" +
-	"\x04addr\x18\x03 \x01(\tR\x04addr\"e\n" +
+	"\x04addr\x18\x03 \x01(\tR\x04addr\x12\x1b\n" +
+	"\tpeer_addr\x18\x04 \x01(\tR\bpeerAddr\"e\n" +
 	"\x12MembershipResponse\x12\x16\n" +
 	"\x06voters\x18\x01 \x03(\x04R\x06voters\x12\x1a\n" +
 	"\blearners\x18\x02 \x03(\x04R\blearners\x12\x1b\n" +

@@ -1437,7 +1437,8 @@ func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
 type Member struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Addr  string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
+	// HOST:PORT clients reach it at (leader hints name this address too).
+	Addr string `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
 	// "leader", "follower", "learner", "candidate", "unknown", or "unreachable"
 	// (the leader has not heard from it within two election timeouts).
 	Role         string `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
@@ -1458,7 +1459,11 @@ type Member struct {
 	// or it leads and has heard from the member. False for a member the leader
 	// never heard from (e.g. killed before the leader was elected) and for
 	// every other member when a follower answers.
-	Contacted     bool `protobuf:"varint,9,opt,name=contacted,proto3" json:"contacted,omitempty"`
+	Contacted bool `protobuf:"varint,9,opt,name=contacted,proto3" json:"contacted,omitempty"`
+	// HOST:PORT of its peer (Raft) service when it serves that on a port of
+	// its own (`--peer-listen`); empty when `addr` serves both. Clients never
+	// connect to it: `addr` is the address to use.
+	PeerAddr      string `protobuf:"bytes,10,opt,name=peer_addr,json=peerAddr,proto3" json:"peer_addr,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1554,6 +1559,13 @@ func (x *Member) GetContacted() bool {
 		return x.Contacted
 	}
 	return false
+}
+
+func (x *Member) GetPeerAddr() string {
+	if x != nil {
+		return x.PeerAddr
+	}
+	return ""
 }
 
 type Timing struct {
@@ -2277,7 +2289,7 @@ const file_warden_proto_rawDesc = "" +
 	"\awaiters\x18\x03 \x01(\x04R\awaiters\x12\x1d\n" +
 	"\n" +
 	"read_index\x18\x04 \x01(\x04R\treadIndex\"\x16\n" +
-	"\x14ClusterStatusRequest\"\x85\x02\n" +
+	"\x14ClusterStatusRequest\"\xa2\x02\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x12\n" +
@@ -2288,7 +2300,9 @@ const file_warden_proto_rawDesc = "" +
 	"\x04term\x18\a \x01(\x04R\x04term\x12\x1f\n" +
 	"\vlag_entries\x18\b \x01(\x04R\n" +
 	"lagEntries\x12\x1c\n" +
-	"\tcontacted\x18\t \x01(\bR\tcontacted\"\x82\x04\n" +
+	"\tcontacted\x18\t \x01(\bR\tcontacted\x12\x1b\n" +
+	"\tpeer_addr\x18\n" +
+	" \x01(\tR\bpeerAddr\"\x82\x04\n" +
 	"\x06Timing\x12!\n" +
 	"\fheartbeat_ms\x18\x01 \x01(\x04R\vheartbeatMs\x125\n" +
 	"\x17election_timeout_min_ms\x18\x02 \x01(\x04R\x14electionTimeoutMinMs\x125\n" +

@@ -317,21 +317,30 @@ class AddNodeRequest(_message.Message):
 
     NODE_ID_FIELD_NUMBER: _builtins.int
     ADDR_FIELD_NUMBER: _builtins.int
+    PEER_ADDR_FIELD_NUMBER: _builtins.int
     node_id: _builtins.int
     """1..=2^53-1; must not be a member yet (or be a learner at the same addr,
     to resume an interrupted add).
     """
     addr: _builtins.str
-    """HOST:PORT the node serves peers on."""
+    """HOST:PORT the node serves clients on (and its peers, unless
+    `peer_addr` is given); what leader hints and cluster status show.
+    """
+    peer_addr: _builtins.str
+    """HOST:PORT the node serves the peer (Raft) service on when it runs with
+    `--peer-listen`; empty: `addr` serves both. Must differ from `addr`.
+    Refused (FailedPrecondition) until every member reads log format 4.
+    """
     def __init__(
         self,
         *,
         node_id: _builtins.int = ...,
         addr: _builtins.str = ...,
+        peer_addr: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["addr", b"addr", "node_id", b"node_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["addr", b"addr", "node_id", b"node_id", "peer_addr", b"peer_addr"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -363,21 +372,28 @@ class ReplaceNodeRequest(_message.Message):
     OLD_NODE_ID_FIELD_NUMBER: _builtins.int
     NEW_NODE_ID_FIELD_NUMBER: _builtins.int
     ADDR_FIELD_NUMBER: _builtins.int
+    PEER_ADDR_FIELD_NUMBER: _builtins.int
     old_node_id: _builtins.int
     """The voter to remove."""
     new_node_id: _builtins.int
     """The new member (running with `--join`); a new id, never a reused one."""
     addr: _builtins.str
+    """HOST:PORT the new node serves clients on (and peers, unless
+    `peer_addr` is given).
+    """
+    peer_addr: _builtins.str
+    """As AddNodeRequest.peer_addr."""
     def __init__(
         self,
         *,
         old_node_id: _builtins.int = ...,
         new_node_id: _builtins.int = ...,
         addr: _builtins.str = ...,
+        peer_addr: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["addr", b"addr", "new_node_id", b"new_node_id", "old_node_id", b"old_node_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["addr", b"addr", "new_node_id", b"new_node_id", "old_node_id", b"old_node_id", "peer_addr", b"peer_addr"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

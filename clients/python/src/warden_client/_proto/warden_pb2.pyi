@@ -654,8 +654,10 @@ class Member(_message.Message):
     TERM_FIELD_NUMBER: _builtins.int
     LAG_ENTRIES_FIELD_NUMBER: _builtins.int
     CONTACTED_FIELD_NUMBER: _builtins.int
+    PEER_ADDR_FIELD_NUMBER: _builtins.int
     id: _builtins.int
     addr: _builtins.str
+    """HOST:PORT clients reach it at (leader hints name this address too)."""
     role: _builtins.str
     """"leader", "follower", "learner", "candidate", "unknown", or "unreachable"
     (the leader has not heard from it within two election timeouts).
@@ -682,6 +684,11 @@ class Member(_message.Message):
     never heard from (e.g. killed before the leader was elected) and for
     every other member when a follower answers.
     """
+    peer_addr: _builtins.str
+    """HOST:PORT of its peer (Raft) service when it serves that on a port of
+    its own (`--peer-listen`); empty when `addr` serves both. Clients never
+    connect to it: `addr` is the address to use.
+    """
     def __init__(
         self,
         *,
@@ -694,10 +701,11 @@ class Member(_message.Message):
         term: _builtins.int = ...,
         lag_entries: _builtins.int = ...,
         contacted: _builtins.bool = ...,
+        peer_addr: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["addr", b"addr", "applied_index", b"applied_index", "contacted", b"contacted", "id", b"id", "lag_entries", b"lag_entries", "last_contact_ms", b"last_contact_ms", "matched_index", b"matched_index", "role", b"role", "term", b"term"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["addr", b"addr", "applied_index", b"applied_index", "contacted", b"contacted", "id", b"id", "lag_entries", b"lag_entries", "last_contact_ms", b"last_contact_ms", "matched_index", b"matched_index", "peer_addr", b"peer_addr", "role", b"role", "term", b"term"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
