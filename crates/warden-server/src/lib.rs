@@ -6,7 +6,8 @@
 //! below it (checked by `tests/layering.rs`):
 //!
 //! 1. The crate root: [`run`], [`run_with`], [`run_injected`] (this file),
-//!    `start.rs` (config check, TLS or insecure serving, data dir, bootstrap,
+//!    `start.rs` (config check, TLS or insecure serving, the peer service on
+//!    the client port or on `--peer-listen` alone, data dir, bootstrap,
 //!    Raft, the node and its tasks, SIGHUP reload of the certificates,
 //!    orderly stop) and [`inject`] (what a node takes from outside: clock,
 //!    disk, peer connector, randomness seed, simulator hooks).
@@ -28,14 +29,16 @@
 //!    internal `Peer` service, its append stream), `peer_service` (the
 //!    receiving side, bootstrap RPCs, the early campaign), `bootstrap` (the
 //!    two-phase cluster id, docs/semantics.md "Membership and data loss"),
-//!    `log_format` (the log format each peer reads, the packing gate),
+//!    `log_format` (the log format each peer reads; the packing, wrapping
+//!    and peer-address gates),
 //!    `backup` (the snapshot file and seeding a restored cluster), and
 //!    [`raft::LeaderContact`].
 //! 5. [`store`]: the log store (a write-ahead file with group commit, folded
 //!    into redb; durable before acknowledged, S3) and the state machine (the
 //!    `warden-core` lock table + this node's deadline table).
 //! 6. The vocabulary every layer speaks: [`types`] (the openraft type
-//!    configuration), [`config`] (configuration and timing defaults, E and
+//!    configuration and [`types::MemberAddr`], a member's client and peer
+//!    addresses), [`config`] (configuration and timing defaults, E and
 //!    G), [`clock`] (the injected node clock), [`events`] (the watch event
 //!    log, fed by apply), [`sim_hooks`] (the simulator's observer and bug
 //!    switches, on core types only).

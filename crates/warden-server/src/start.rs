@@ -16,6 +16,14 @@
 //! which is what lets `services::principal` read a request without a
 //! `PeerInfo` as one to an insecure node. Without `certs_dir` the node is
 //! insecure: plaintext, every caller anonymous, a warning at start.
+//!
+//! # One port or two
+//!
+//! Without `peer_listen` the client port serves the peer service too. With
+//! it ([`ServerConfig::peer_listen`]) a second server on that port serves
+//! the peer service (behind the same gate) and nothing else, and the client
+//! port's server has no peer route: a peer call there is `Unimplemented`.
+//! Both take the same kind of connection (TLS with `certs_dir`).
 
 use std::collections::BTreeMap;
 use std::future::Future;
