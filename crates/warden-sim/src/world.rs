@@ -125,7 +125,7 @@ impl RolesGranted {
 /// A checker's finding.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
-    /// The property (S1, S2, FENCE, S3, S4, S5, S6, S7, S8, L1, L2, L3).
+    /// The property (S1, S2, FENCE, S3, S4, S5, S6, S7, S8, OWNERS, L1, L2, L3).
     pub property: &'static str,
     /// Global simulated time of the finding.
     pub at: Duration,
