@@ -203,3 +203,166 @@ impl Checker for LeaseOwners {
         h.acked_renews = renews;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use warden_core::table::LockTable;
+    use warden_core::types::{
+        AuthChange, AuthOp, Authorized, LeaderId, LeaseGrant, Principal, RequestHeader, Revoke,
+    };
+    use warden_core::Deadlines;
+
+    use super::*;
+
+    const LEADER: LeaderId = LeaderId {
+        term: 1,
+        node_id: 1,
+    };
+
+    fn as_(who: &str, command: Command) -> Command {
+        Command::Authorized(Authorized {
+            principal: Some(Principal::new(who).expect("principal")),
+            command: Box::new(command),
+        })
+    }
+
+    fn hdr(client_id: u64, request_id: u64) -> RequestHeader {
+        RequestHeader {
+            client_id,
+            request_id,
+            acked_request_id: request_id - 1,
+        }
+    }
+
+    fn auth(request_id: u64, op: AuthOp) -> Command {
+        as_(
+            "root",
+            Command::AuthChange(AuthChange {
+                header: hdr(9, request_id),
+                op,
+                at_unix_ms: 0,
+            }),
+        )
+    }
+
+    /// Applies `cmds` in order on one table (indexes from 1), feeding the
+    /// checker as the observer does, then ends the run with `acked_renews`;
+    /// returns the findings.
+    fn findings(
+        table: &mut LockTable,
+        cmds: &[Command],
+        acked_renews: Vec<(String, u64, Duration)>,
+    ) -> Vec<String> {
+        let mut checker = LeaseOwners::default();
+        let mut h = History::default();
+        let deadlines = Deadlines::default();
+        for (i, cmd) in cmds.iter().enumerate() {
+            let index = i as u64 + 1;
+            let applied = table.apply(index, LEADER, cmd);
+            let entry = Entry {
+                node_id: 1,
+                index,
+                log_leader: LEADER,
+                cmd,
+                parts: vec![(cmd, &applied.response)],
+                table,
+                deadlines: &deadlines,
+                stamp: Duration::ZERO,
+                now: Duration::ZERO,
+                at: Duration::ZERO,
+                digest: 0,
+            };
+            checker.on_entry(&entry, &mut h);
+        }
+        h.acked_renews = acked_renews;
+        checker.at_end(&mut h);
+        h.violations.into_iter().map(|v| v.message).collect()
+    }
+
+    /// alice and bob may lock anything; alice makes lease 1, then bob
+    /// revokes it.
+    fn bob_revokes_alices_lease() -> Vec<Command> {
+        let role = "r".to_string();
+        vec![
+            auth(
+                1,
+                AuthOp::GrantPermission {
+                    role: role.clone(),
+                    prefix: String::new(),
+                    permission: Permission::Lock,
+                },
+            ),
+            auth(
+                2,
+                AuthOp::GrantRole {
+                    user: Principal::new("alice").expect("principal"),
+                    role: role.clone(),
+                },
+            ),
+            auth(
+                3,
+                AuthOp::GrantRole {
+                    user: Principal::new("bob").expect("principal"),
+                    role,
+                },
+            ),
+            as_(
+                "alice",
+                Command::LeaseGrant(LeaseGrant {
+                    header: hdr(1, 1),
+                    ttl_ms: 5_000,
+                }),
+            ),
+            as_(
+                "bob",
+                Command::Revoke(Revoke {
+                    header: hdr(2, 1),
+                    lease_id: 1,
+                    due: None,
+                }),
+            ),
+        ]
+    }
+
+    // OWNERS (docs/security.md "Leases have owners", etcd PR 8031): the
+    // core refuses bob's revoke of alice's lease, and the checker, fed the
+    // real table's answers, finds nothing; with the owner check skipped the
+    // revoke applies and the checker names bob, the lease and alice.
+    #[test]
+    fn a_revoke_of_another_principals_lease_is_found_only_when_it_applies() {
+        let cmds = bob_revokes_alices_lease();
+        let mut table = LockTable::default();
+        assert_eq!(
+            findings(&mut table, &cmds, Vec::new()),
+            Vec::<String>::new()
+        );
+        assert_eq!(table.lease_owner(1), Some(Some("alice")), "still alive");
+
+        let mut buggy = LockTable::default();
+        buggy.inject_skip_lease_owner_check();
+        assert_eq!(
+            findings(&mut buggy, &cmds, Vec::new()),
+            ["node 1 index 5: principal bob's revoke of lease 1 of principal alice"]
+        );
+        assert_eq!(buggy.lease_owner(1), None, "revoked");
+    }
+
+    // OWNERS, renewals: an acknowledged renew is judged by the caller's
+    // principal against the owner recorded at creation; the owner's own
+    // renew passes, another principal's is a finding.
+    #[test]
+    fn an_acknowledged_renew_of_another_principals_lease_is_found() {
+        let mut cmds = bob_revokes_alices_lease();
+        cmds.pop();
+        let renews = vec![
+            ("alice".into(), 1, Duration::from_millis(1_000)),
+            ("bob".into(), 1, Duration::from_millis(2_000)),
+        ];
+        assert_eq!(
+            findings(&mut LockTable::default(), &cmds, renews),
+            ["principal bob's renew of lease 1 of principal alice was acknowledged at 2.000 s"]
+        );
+    }
+}
