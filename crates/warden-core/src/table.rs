@@ -194,6 +194,10 @@ pub struct LockTable {
     /// token-is-log-index`); never set in production, never saved.
     #[serde(skip)]
     pub(crate) token_is_log_index: bool,
+    /// Simulator-only bug switch (`warden-sim --inject-bug
+    /// skip-lease-owner-check`); never set in production, never saved.
+    #[serde(skip)]
+    pub(crate) skip_lease_owner_check: bool,
 }
 
 impl Default for LockTable {
@@ -281,6 +285,7 @@ impl LockTable {
             auth_audit: VecDeque::new(),
             usage: BTreeMap::new(),
             token_is_log_index: false,
+            skip_lease_owner_check: false,
         }
     }
 
@@ -370,6 +375,15 @@ impl LockTable {
     #[doc(hidden)]
     pub fn inject_token_is_log_index(&mut self) {
         self.token_is_log_index = true;
+    }
+
+    /// Simulator only (`warden-sim --inject-bug skip-lease-owner-check`):
+    /// lease ownership is no longer checked (step 5 of `crate::auth`), so a
+    /// principal may act on another's lease, the hole of etcd PR 8031.
+    /// Production never calls it.
+    #[doc(hidden)]
+    pub fn inject_skip_lease_owner_check(&mut self) {
+        self.skip_lease_owner_check = true;
     }
 
     /// `next_token = max(next_token, floor + 1)`; refused (nothing changes)
@@ -565,11 +579,13 @@ impl LockTable {
     /// is left to the command's own NotFound.
     fn check_owner(&self, caller: Caller<'_>, lease_id: LeaseId) -> Result<(), CommandError> {
         match self.leases.get(&lease_id) {
-            Some(l) if l.owner.as_ref() != caller.principal => Err(error(
-                ErrorCode::PermissionDenied,
-                Some("lease_id"),
-                format!("lease {lease_id} belongs to another principal"),
-            )),
+            Some(l) if l.owner.as_ref() != caller.principal && !self.skip_lease_owner_check => {
+                Err(error(
+                    ErrorCode::PermissionDenied,
+                    Some("lease_id"),
+                    format!("lease {lease_id} belongs to another principal"),
+                ))
+            }
             _ => Ok(()),
         }
     }

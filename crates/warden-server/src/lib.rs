@@ -15,8 +15,9 @@
 //!    `admin` (the public `warden.v1` services), `health` (`/healthz`,
 //!    `/readyz`), `calls` (acquire and release, unary or on a `Calls`
 //!    stream), `waiter` (a queued acquire's stream), `convert` (wire to
-//!    commands), and `status`, the one place a typed error becomes a gRPC
-//!    status.
+//!    commands), `status`, the one place a typed error becomes a gRPC
+//!    status, and `injected` (simulator only: a connection's injected
+//!    identity, where a TLS handshake would put it).
 //! 3. [`node`]: a running node. [`node::Node::submit`] is the one write path
 //!    for client commands (validate, leader check, due list, propose, typed
 //!    answer, [`node::SubmitError`]); `renew` batches keep-alives (S4);
@@ -58,7 +59,8 @@
 //! with the leader's address.
 //!
 //! Every call carries its principal (`services::principal`: the caller's
-//! client certificate; none on an insecure node). `Node::submit` proposes the
+//! client certificate; none on an insecure node; in the simulator, the
+//! identity `Injected::identities` gives its plaintext connection). `Node::submit` proposes the
 //! command wrapped in `Authorized` with it (once every member reads log
 //! format 3, `raft::log_format`), and the table decides permission, lease
 //! ownership and quotas when the entry applies; the renew batcher renews

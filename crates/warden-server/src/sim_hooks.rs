@@ -1,13 +1,17 @@
 //! Simulator-only hooks: an observer of each apply, a view of a running
-//! node for the simulator's fault scripts, and the switches that reintroduce
-//! known bugs so the simulator's checkers can be shown to catch them.
+//! node for the simulator's fault scripts, the identity a simulated
+//! connection carries where a TLS handshake would put it
+//! ([`IdentitySource`]), and the switches that reintroduce known bugs so the
+//! simulator's checkers can be shown to catch them.
 //!
-//! Everything here takes core types (the lock table, deadlines, commands)
-//! and the small [`SimNode`] view, never the server's own structures.
-//! Production never turns a bug switch on and never sets an observer.
+//! Everything here takes core types (the lock table, deadlines, commands),
+//! warden-tls' [`Identity`] and the small [`SimNode`] view, never the
+//! server's own structures. Production never turns a bug switch on, never
+//! sets an observer and never sets an identity source.
 
 use std::fmt::Debug;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +19,20 @@ use std::time::Duration;
 use warden_core::deadline::Deadlines;
 use warden_core::table::{Applied, LockTable};
 use warden_core::types::{Command, LeaderId};
+use warden_tls::Identity;
+
+/// Simulator only: the identity a verified TLS handshake would have given
+/// the connection from `remote` (the simulator's network is plaintext
+/// turmoil TCP; TLS itself is not simulated). Set through
+/// `Injected::identities`, it is read only by a node served on injected
+/// connections without certificates (`run_injected`); see
+/// `services::injected` for where the identity enters a request.
+pub trait IdentitySource: Send + Sync + Debug + 'static {
+    /// The identity of the peer at `remote`: a client principal, a node,
+    /// or [`Identity::Anonymous`] (no certificate: refused as
+    /// `Unauthenticated`, as on a secure node).
+    fn identity_of(&self, remote: SocketAddr) -> Identity;
+}
 
 /// What the simulator may ask of a running node.
 pub trait SimNode: Send + Sync + Debug + 'static {
@@ -56,6 +74,11 @@ pub struct BugSwitches {
     /// A leader acknowledges each renew from its own memory before the
     /// renew's entry commits; a deposed leader keeps doing so (breaks S4/S5).
     pub renew_acked_before_commit: bool,
+    /// Lease ownership is not checked: a principal may release, revoke,
+    /// proclaim on, acquire on and renew another principal's lease
+    /// (`warden_core::auth`, "Leases have owners"; etcd PR 8031). Breaks the
+    /// simulator's OWNERS checker.
+    pub skip_lease_owner_check: bool,
 }
 
 /// Simulator-only observer of a node's state machine.

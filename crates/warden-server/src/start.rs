@@ -24,6 +24,15 @@
 //! the peer service (behind the same gate) and nothing else, and the client
 //! port's server has no peer route: a peer call there is `Unimplemented`.
 //! Both take the same kind of connection (TLS with `certs_dir`).
+//!
+//! The simulator's nodes are a third case: plaintext (`run_injected`) with
+//! `Injected::identities` set, they authorize as a secure node does (every
+//! request's principal is the injected identity of its connection,
+//! `services::injected`; the log-format gate as [`LogFormats::secure`]).
+//! [`serve_tcp`], the production path, drops any source, and a node with
+//! certificates never installs one.
+//!
+//! [`LogFormats::secure`]: crate::raft::log_format::LogFormats::secure
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -66,6 +75,9 @@ pub(crate) async fn serve_tcp(
     mut injected: Injected,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
+    // Injected identities are the simulator's (on `run_injected`); a real
+    // listener's callers are identified by TLS or not at all.
+    injected.identities = None;
     validate_config(&config)?;
     let peer_listener =
         match config.peer_listen {
@@ -271,7 +283,17 @@ where
     IE: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
 {
     validate_config(&config)?;
-    if tls.is_none() {
+    // A node with certificates reads identities from its handshakes only.
+    let identities = match tls {
+        Some(_) => None,
+        None => injected.identities.clone(),
+    };
+    if identities.is_some() {
+        tracing::info!(
+            "simulated identities: plaintext connections, principals injected where a TLS \
+             handshake would put them (simulator only)"
+        );
+    } else if tls.is_none() {
         tracing::warn!(
             "insecure mode: plaintext, no authentication; anyone who can reach {} can act as \
              any client and as a peer. Use --certs-dir DIR outside a trusted test network \
@@ -336,7 +358,9 @@ where
         peer_state.leader_contact.clone(),
         stop_rx.clone(),
     );
+    let authorizes = tls.is_some() || identities.is_some();
     let mut builder = tonic::transport::Server::builder()
+        .layer(services::injected::InjectIdentities::new(identities))
         .http2_keepalive_interval(Some(Duration::from_millis(
             config.timing.grpc_keepalive_interval_ms,
         )))
@@ -505,10 +529,12 @@ where
     let shared = sm.shared.clone();
     let log_store = LogStore::new(db.clone(), stamps, clock.clone()).map_err(storage)?;
     // A secure node's peers are TLS node certificates, which only binaries
-    // that read authorized entries hold (see `raft::log_format`).
-    let formats = Arc::new(match config.certs_dir {
-        Some(_) => raft::log_format::LogFormats::secure(config.node_id),
-        None => raft::log_format::LogFormats::new(config.node_id),
+    // that read authorized entries hold (see `raft::log_format`); the
+    // simulator's nodes with injected identities all run this binary.
+    let formats = Arc::new(if authorizes {
+        raft::log_format::LogFormats::secure(config.node_id)
+    } else {
+        raft::log_format::LogFormats::new(config.node_id)
     });
     let raft = raft::Raft::new(
         config.node_id,

@@ -20,7 +20,7 @@ pub struct Bugs {
 type SwitchOn = fn(&mut Bugs);
 
 /// Each `--inject-bug` name and the switch it turns on.
-const SWITCHES: [(&str, SwitchOn); 8] = [
+const SWITCHES: [(&str, SwitchOn); 9] = [
     ("full-ttl-reset-at-election", |b| {
         b.server.full_ttl_reset_at_election = true
     }),
@@ -42,6 +42,9 @@ const SWITCHES: [(&str, SwitchOn); 8] = [
     }),
     ("instant-across-nodes", |b| {
         b.server.instant_across_nodes = true
+    }),
+    ("skip-lease-owner-check", |b| {
+        b.server.skip_lease_owner_check = true
     }),
 ];
 
@@ -106,6 +109,6 @@ mod tests {
             assert!(!seen.contains(&bugs), "{name} repeats another switch");
             seen.push(bugs);
         }
-        assert_eq!(seen.len(), 8);
+        assert_eq!(seen.len(), 9);
     }
 }

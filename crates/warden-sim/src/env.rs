@@ -1,6 +1,7 @@
 //! What the simulator injects into the production code: turmoil's network
-//! (a tonic connector and an incoming-connection stream), a drifting clock
-//! per host, and a disk whose unsynced writes a crash drops.
+//! (a tonic connector and an incoming-connection stream), the identity each
+//! connection carries where a TLS handshake would put it ([`SimIdentities`]),
+//! a drifting clock per host, and a disk whose unsynced writes a crash drops.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -74,12 +75,52 @@ impl tracing_subscriber::fmt::time::FormatTime for SimTime {
 
 // ---------------------------------------------------------------- network
 
-/// A turmoil TCP stream that tonic's server accepts.
+/// A turmoil TCP stream that tonic's server accepts. Its connection info
+/// is a plaintext TCP connection's (both addresses), from which the node's
+/// [`SimIdentities`] tells the peer's identity.
 pub struct SimConn(pub turmoil::net::TcpStream);
 
 impl tonic::transport::server::Connected for SimConn {
-    type ConnectInfo = ();
-    fn connect_info(&self) -> Self::ConnectInfo {}
+    type ConnectInfo = tonic::transport::server::TcpConnectInfo;
+    fn connect_info(&self) -> Self::ConnectInfo {
+        tonic::transport::server::TcpConnectInfo {
+            local_addr: self.0.local_addr().ok(),
+            remote_addr: self.0.peer_addr().ok(),
+        }
+    }
+}
+
+/// What each simulated host would present in a TLS handshake (TLS itself is
+/// not simulated): a node host its node certificate, a client host the
+/// client certificate of its principal, any other host none. Given to every
+/// node as `Injected::identities`; asked with a connection's remote address,
+/// it names the host by turmoil's reverse lookup.
+#[derive(Debug, Clone, Default)]
+pub struct SimIdentities {
+    /// Node host name → node id.
+    pub nodes: BTreeMap<String, u64>,
+    /// Client host name → its principal (shared with the run's
+    /// `world::World`, whose scenarios fill it as they spawn clients).
+    pub clients: Arc<Mutex<BTreeMap<String, String>>>,
+}
+
+impl warden_server::sim_hooks::IdentitySource for SimIdentities {
+    fn identity_of(&self, remote: std::net::SocketAddr) -> warden_tls::Identity {
+        use warden_tls::Identity;
+        let Some(host) = turmoil::reverse_lookup(remote.ip()) else {
+            return Identity::Anonymous;
+        };
+        if let Some(node_id) = self.nodes.get(&host) {
+            return Identity::Node { node_id: *node_id };
+        }
+        let clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+        match clients.get(&host) {
+            Some(principal) => Identity::Client {
+                principal: principal.clone(),
+            },
+            None => Identity::Anonymous,
+        }
+    }
 }
 
 impl AsyncRead for SimConn {

@@ -19,13 +19,13 @@ use warden_server::sim_hooks::BugSwitches;
 
 use crate::bugs::Bugs;
 use crate::checkers::Bounds;
-use crate::env::{global_now, incoming, Disks, SimClock};
+use crate::env::{global_now, incoming, Disks, SimClock, SimIdentities};
 use crate::faults::Faults;
 use crate::history::SimObserver;
 use crate::scenarios::{Scenario, Setup};
 use crate::world::{
-    bound_e_ms, data_dir, endpoint, host, lock, random_clock, sleep, timing, History,
-    SharedHistory, Violation, World, PORT,
+    bound_e_ms, data_dir, endpoint, host, lock, random_clock, sleep, timing, History, Principals,
+    RolesGranted, SharedHistory, Violation, World, CLIENT_ROLE, PORT, ROOT_HOST,
 };
 
 /// Seeds that once failed on a bug in the production code, now fixed:
@@ -76,6 +76,7 @@ struct Cluster {
     nodes: Vec<u64>,
     bugs: BugSwitches,
     seed: u64,
+    identities: SimIdentities,
 }
 
 /// Runs one seed.
@@ -115,12 +116,18 @@ pub fn run(cfg: RunConfig) -> Outcome {
         .enable_random_order()
         .rng_seed(cfg.seed)
         .build();
+    let principals = Principals::default();
+    let roles = RolesGranted::default();
     let cluster = Cluster {
         observer: observer.clone(),
         disks: Arc::new(Disks::default()),
         nodes: nodes.clone(),
         bugs: cfg.bugs.server,
         seed: cfg.seed,
+        identities: SimIdentities {
+            nodes: nodes.iter().map(|id| (host(*id), *id)).collect(),
+            clients: principals.clone(),
+        },
     };
     for id in &nodes {
         spawn_node(&mut sim, &cluster, *id, clocks[id]);
@@ -130,14 +137,19 @@ pub fn run(cfg: RunConfig) -> Outcome {
     let fault_start = Duration::from_secs(3);
     let fault_end = fault_start + Duration::from_secs(cfg.fault_secs);
     let heal_end = fault_end + Duration::from_secs(20);
+    let world = World {
+        history: history.clone(),
+        fence: Arc::new(Fence::new(MemoryStore::default())),
+        bugs: cfg.bugs,
+        principals: principals.clone(),
+        roles: roles.clone(),
+    };
+    world.act_as(ROOT_HOST, warden_core::auth::ROOT);
+    world.principal(PROBER_HOST);
     cfg.scenario.spawn(
         &mut sim,
         &mut Setup {
-            world: World {
-                history: history.clone(),
-                fence: Arc::new(Fence::new(MemoryStore::default())),
-                bugs: cfg.bugs,
-            },
+            world,
             endpoints: endpoints.clone(),
             resources,
             fault_end,
@@ -157,12 +169,27 @@ pub fn run(cfg: RunConfig) -> Outcome {
         _ => fault_end,
     };
     let probe_min = (fault_end + Duration::from_secs(8)).min(probe_until);
+    let clients: Vec<String> = {
+        let p = lock(&principals);
+        let mut names: Vec<String> = p.values().cloned().collect();
+        names.sort();
+        names.dedup();
+        names.retain(|n| n != warden_core::auth::ROOT);
+        names
+    };
+    spawn_root(
+        &mut sim,
+        history.clone(),
+        endpoints.clone(),
+        clients,
+        roles.clone(),
+    );
     spawn_prober(
         &mut sim,
         history.clone(),
         endpoints,
         (probe_min, probe_until),
-        healer_done,
+        (healer_done, roles),
     );
     // The orchestrator: faults, leaderless-time accounting, crash/restart.
     let mut faults = Faults::new(
@@ -219,12 +246,14 @@ fn spawn_node(sim: &mut turmoil::Sim<'_>, cluster: &Cluster, id: u64, clock: Sim
     let observer = cluster.observer.clone();
     let disks = cluster.disks.clone();
     let (bugs, seed) = (cluster.bugs, cluster.seed);
+    let identities = cluster.identities.clone();
     let restarts = Arc::new(Mutex::new(0u64));
     sim.host(host(id), move || {
         let peers = peers.clone();
         let observer = observer.clone();
         let disks = disks.clone();
         let restarts = restarts.clone();
+        let identities = identities.clone();
         async move {
             let n = {
                 let mut r = lock(&restarts);
@@ -255,6 +284,7 @@ fn spawn_node(sim: &mut turmoil::Sim<'_>, cluster: &Cluster, id: u64, clock: Sim
                 peer_connector: Arc::new(crate::env::TurmoilConnector),
                 rng_seed: Some(seed.wrapping_mul(31).wrapping_add(id * 1_000 + n)),
                 observer: Some(observer_dyn),
+                identities: Some(Arc::new(identities)),
                 bugs,
             };
             warden_server::run_injected(
@@ -270,17 +300,66 @@ fn spawn_node(sim: &mut turmoil::Sim<'_>, cluster: &Cluster, id: u64, clock: Sim
     });
 }
 
+/// The prober's host (and principal).
+const PROBER_HOST: &str = "prober";
+
+/// How long root may take to grant the roles before the run gives up (L3).
+const ROOT_GRANTS_WITHIN: Duration = Duration::from_secs(30);
+
+/// Root, at the start of the run: gives role [`CLIENT_ROLE`] (`lock` on
+/// `""`) to every client principal through the admin RPCs, as an operator
+/// would once (docs/security.md, "Roles and prefixes"), then lets the
+/// clients start ([`RolesGranted`]).
+fn spawn_root(
+    sim: &mut turmoil::Sim<'_>,
+    history: SharedHistory,
+    endpoints: Vec<String>,
+    clients: Vec<String>,
+    roles: RolesGranted,
+) {
+    sim.client(ROOT_HOST, async move {
+        let client = Client::connect(endpoints, crate::env::client_options()).await?;
+        let admin = client.admin();
+        let until = global_now() + ROOT_GRANTS_WITHIN;
+        let mut done = false;
+        while !done && global_now() < until {
+            done = admin
+                .grant_permission(CLIENT_ROLE, "", warden_client::Permission::Lock)
+                .await
+                .is_ok();
+        }
+        for user in &clients {
+            let mut granted = false;
+            while done && !granted && global_now() < until {
+                granted = admin.grant_role(user.as_str(), CLIENT_ROLE).await.is_ok();
+            }
+            done &= granted;
+        }
+        if done {
+            roles.set();
+        } else {
+            lock(&history).violation(
+                "L3",
+                format!("root could not grant the clients' roles within {ROOT_GRANTS_WITHIN:?}"),
+            );
+        }
+        Ok(())
+    });
+}
+
 /// Measures the time without a quorum (L1/L2 allow for it): every 50 ms a
 /// linearizable read (it needs a leader confirmed by a quorum); a gap of more
 /// than 250 ms between two answered reads counts as time without a quorum.
+/// It starts once the clients' roles are granted (its reads need `read`).
 fn spawn_prober(
     sim: &mut turmoil::Sim<'_>,
     history: SharedHistory,
     endpoints: Vec<String>,
     (min_until, until): (Duration, Duration),
-    healer_done: Arc<AtomicBool>,
+    (healer_done, roles): (Arc<AtomicBool>, RolesGranted),
 ) {
-    sim.client("prober", async move {
+    sim.client(PROBER_HOST, async move {
+        roles.wait().await;
         let options = ClientOptions {
             deadline: Duration::from_millis(400),
             attempt_timeout: Duration::from_millis(200),

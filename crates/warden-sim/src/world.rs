@@ -1,11 +1,13 @@
 //! The shared world of one run, below everything but `env` and `bugs`: the
 //! record of what happened ([`History`], behind [`SharedHistory`]), host
-//! names and the nodes' timings, and the clients' honest bookkeeping
-//! ([`World`], [`ClientCtx`]). The checkers read the record; the clients,
-//! the prober and the observer write it.
+//! names and the nodes' timings, the clients' principals ([`Principals`],
+//! [`RolesGranted`]), and the clients' honest bookkeeping ([`World`],
+//! [`ClientCtx`]). The checkers read the record; the clients, the prober
+//! and the observer write it.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -77,12 +79,53 @@ pub async fn sleep(d: Duration) {
     tokio::time::sleep(d).await;
 }
 
+// ---------------------------------------------------------------- principals
+
+/// The principal of the run's administrator, who grants every client its
+/// role at the start (`warden_core::auth::ROOT`).
+pub const ROOT_HOST: &str = "root";
+
+/// The role every client principal gets: `lock` on `""` (every resource;
+/// `lock` includes `read`). Isolation between principals is by lease
+/// ownership, which no role changes (docs/security.md "Leases have owners").
+pub const CLIENT_ROLE: &str = "sim-client";
+
+/// Client host name → the principal its connections carry (where a TLS
+/// handshake would put its certificate's name). A host is its own
+/// principal unless a scenario says it acts for another's
+/// ([`World::act_as`]: two hosts of one client process).
+pub type Principals = Arc<Mutex<BTreeMap<String, String>>>;
+
+/// Set once root's grants have committed; clients wait for it before their
+/// first call ([`RolesGranted::wait`]).
+#[derive(Clone, Debug, Default)]
+pub struct RolesGranted(Arc<AtomicBool>);
+
+impl RolesGranted {
+    /// Root's grants committed.
+    pub fn set(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether they have.
+    pub fn is_set(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Waits (polling every 10 ms of simulated time) until they have.
+    pub async fn wait(&self) {
+        while !self.is_set() {
+            sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
 // ---------------------------------------------------------------- the record
 
 /// A checker's finding.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
-    /// The property (S1, S2, FENCE, S3, S4, S5, S6, S7, S8, L1, L2, L3).
+    /// The property (S1, S2, FENCE, S3, S4, S5, S6, S7, S8, OWNERS, L1, L2, L3).
     pub property: &'static str,
     /// Global simulated time of the finding.
     pub at: Duration,
@@ -172,6 +215,10 @@ pub struct History {
     pub calls_ok: u64,
     /// Client calls that failed.
     pub calls_failed: u64,
+    /// Acknowledged renews: (the caller's principal, lease, global time).
+    /// A renew is a leader-made `RenewBatch` without a principal, so the
+    /// OWNERS checker judges renews from these.
+    pub acked_renews: Vec<(String, u64, Duration)>,
 }
 
 impl History {
@@ -203,25 +250,48 @@ pub struct World {
     pub fence: Arc<Fence<MemoryStore>>,
     /// Injected bugs (clients read `valid_until_from_receipt`).
     pub bugs: Bugs,
+    /// Every client host's principal.
+    pub principals: Principals,
+    /// Set once every principal has its role.
+    pub roles: RolesGranted,
 }
 
 impl World {
-    /// The bookkeeping of client `name`, on its own `clock`.
+    /// The bookkeeping of client `name` (a host of that name, its own
+    /// principal), on its own `clock`.
     pub fn client(&self, name: &str, clock: SimClock) -> ClientCtx {
+        self.principal(name);
         ClientCtx {
             name: name.into(),
+            principal: name.into(),
             clock,
             history: self.history.clone(),
             fence: self.fence.clone(),
             bugs: self.bugs,
+            roles: self.roles.clone(),
         }
+    }
+
+    /// Host `name` is a client whose principal is `name` (for a host
+    /// without bookkeeping of its own).
+    pub fn principal(&self, name: &str) {
+        self.act_as(name, name);
+    }
+
+    /// Host `host` is a client whose connections carry `principal`'s
+    /// certificate: another host of the same client (a request held in the
+    /// network, sent from its own host).
+    pub fn act_as(&self, host: &str, principal: &str) {
+        lock(&self.principals).insert(host.into(), principal.into());
     }
 }
 
 /// A client's own view of time and its honest bookkeeping.
 pub struct ClientCtx {
-    /// Name.
+    /// Name (its host's).
     pub name: String,
+    /// Its principal.
+    pub principal: String,
     /// Its clock.
     pub clock: SimClock,
     /// History.
@@ -230,6 +300,8 @@ pub struct ClientCtx {
     pub fence: Arc<Fence<MemoryStore>>,
     /// Bugs.
     pub bugs: Bugs,
+    /// Set once every principal has its role.
+    pub roles: RolesGranted,
 }
 
 impl ClientCtx {
@@ -348,6 +420,8 @@ impl ClientCtx {
                     let mut h = lock(&self.history);
                     h.calls_ok += 1;
                     h.last_ack_send.insert(lease_id, (send_g, res.ttl_ms));
+                    h.acked_renews
+                        .push((self.principal.clone(), lease_id, global_now()));
                 }
                 let vu = self.valid_until(send, receipt, res.ttl_ms);
                 self.believe(resource, lease_id, token, vu);

@@ -125,7 +125,11 @@ fn keep_owned(node: &Node, jobs: Vec<RenewJob>) -> Vec<RenewJob> {
     };
     let mut kept = Vec::with_capacity(jobs.len());
     for job in jobs {
-        match ownership(m.table.lease_owner(job.lease_id), &job.principal) {
+        let mut owns = ownership(m.table.lease_owner(job.lease_id), &job.principal);
+        if node.shared.bugs.skip_lease_owner_check && owns == Ownership::Foreign {
+            owns = Ownership::Owned;
+        }
+        match owns {
             Ownership::Owned => kept.push(job),
             Ownership::Foreign => {
                 let _ = job.reply.send(Err(SubmitError::refused(

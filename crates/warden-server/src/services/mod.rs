@@ -10,6 +10,8 @@
 //! - `waiter.rs`: a queued acquire's stream of positions and its answer.
 //! - `convert.rs`: wire messages to commands, answers to wire messages.
 //! - `status.rs`: typed errors to gRPC statuses.
+//! - `injected.rs`: simulator only, the layer that puts an injected
+//!   identity where a TLS handshake would put one.
 //! - this file: [`principal`], the caller's principal from its TLS
 //!   handshake (tests in `tests.rs`).
 
@@ -17,6 +19,7 @@ pub mod admin;
 mod calls;
 mod convert;
 pub mod health;
+pub mod injected;
 pub mod lease;
 pub mod lock;
 pub mod status;
@@ -55,10 +58,15 @@ pub fn node_principal(node_id: u64) -> String {
 ///   connections only (`start.rs`), so every request it serves has a
 ///   `PeerInfo`.
 ///
+/// The simulator's nodes (plaintext, no certificates) read the identity
+/// its `IdentitySource` gave the connection instead ([`injected`]), by the
+/// same rules; no other node has one, and a node with certificates never
+/// installs a source, so for it the TLS handshake alone decides.
+///
 /// # Errors
 /// `Unauthenticated` when a secure node's caller presented no certificate.
 fn principal<T>(req: &tonic::Request<T>) -> Result<Principal, tonic::Status> {
-    principal_of(warden_tls::peer_identity(req))
+    principal_of(warden_tls::peer_identity(req).or_else(|| injected::injected_identity(req)))
 }
 
 /// The caller's address: the TLS connection's (warden-tls' `PeerInfo`), or

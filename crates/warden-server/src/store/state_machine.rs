@@ -306,6 +306,9 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                             if bugs.token_is_log_index {
                                 m.table.inject_token_is_log_index();
                             }
+                            if bugs.skip_lease_owner_check {
+                                m.table.inject_skip_lease_owner_check();
+                            }
                             buggy =
                                 crate::sim_hooks::buggy_command(&bugs, &m.table, log_leader, cmd);
                             &buggy

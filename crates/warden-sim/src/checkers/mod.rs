@@ -17,6 +17,7 @@
 //! | `s4_no_early_expiry.rs` | S4: no expiry before TTL × (1 − ρ) after the last acknowledged send |
 //! | `s5_client_honesty.rs` | S5: no client's `valid_until` reaches into another's grant |
 //! | `s6_ownership.rs` | S6: a release frees only the grant it names |
+//! | `lease_owners.rs` | OWNERS: no command of principal P changes a lease of principal Q (docs/security.md "Leases have owners") |
 //! | `s7_exactly_once.rs` | S7: a request executes at most once per node |
 //! | `s8_clean_waiters.rs` | S8: no hand-off to a lease the proposing leader saw as due |
 //! | `l2_bounded_extension.rs` | L2: a lease is gone by its last renew + TTL + E (+ time without a quorum) |
@@ -28,6 +29,7 @@ pub use checker::{parts, Checker, Entry, Next};
 mod checker;
 mod fence;
 mod l2_bounded_extension;
+mod lease_owners;
 mod s1_exclusion;
 mod s2_fencing;
 mod s3_durability;
@@ -64,6 +66,7 @@ pub fn all(bounds: Bounds) -> Vec<Box<dyn Checker>> {
         Box::new(s7_exactly_once::ExactlyOnce::default()),
         Box::new(s8_clean_waiters::CleanWaiters::new(bounds.s8_slack)),
         Box::new(s6_ownership::Ownership),
+        Box::new(lease_owners::LeaseOwners::default()),
         Box::new(s4_no_early_expiry::NoEarlyExpiry),
         Box::new(s5_client_honesty::ClientHonesty),
         Box::new(l2_bounded_extension::BoundedExtension::new(
@@ -90,7 +93,7 @@ mod tests {
         let order: Vec<&str> = all(bounds).iter().map(|c| c.property()).collect();
         assert_eq!(
             order,
-            ["S2", "FENCE", "S1", "S3", "S7", "S8", "S6", "S4", "S5", "L2"]
+            ["S2", "FENCE", "S1", "S3", "S7", "S8", "S6", "OWNERS", "S4", "S5", "L2"]
         );
     }
 }

@@ -8,7 +8,7 @@ use warden_client::{AcquireOptions, Client, ClientError, ClientOptions};
 
 use super::shape::ms;
 use crate::env::{global_now, SimClock};
-use crate::world::{host, sleep, ClientCtx, World};
+use crate::world::{host, sleep, ClientCtx, RolesGranted, World};
 
 /// Sleeps until global time `t` (at once if it has passed).
 pub async fn sleep_until(t: Duration) {
@@ -29,13 +29,16 @@ pub fn client_ctx(world: &World, name: &str, origin_h: u64, rate_ppm: i64) -> Cl
     )
 }
 
-/// At global time `at`, a client of `endpoints` with `options`.
+/// At global time `at`, once every principal has its role (`roles`), a
+/// client of `endpoints` with `options`.
 pub async fn connect_at(
+    roles: &RolesGranted,
     at: Duration,
     endpoints: Vec<String>,
     options: ClientOptions,
 ) -> Result<Client, ClientError> {
     sleep_until(at).await;
+    roles.wait().await;
     Client::connect(endpoints, options).await
 }
 
@@ -107,7 +110,8 @@ pub fn spawn_waiter(
     waiter: Waiter,
 ) {
     sim.client(ctx.name.clone(), async move {
-        let client = connect_at(waiter.at, endpoints, crate::env::client_options()).await?;
+        let roles = ctx.roles.clone();
+        let client = connect_at(&roles, waiter.at, endpoints, crate::env::client_options()).await?;
         let opts = waiting(waiter.ttl, waiter.wait);
         if let Some((lease, token, _, _)) = ctx.acquire(&client, "r0", opts).await {
             if waiter.fenced_write {

@@ -37,8 +37,9 @@ fn due_waiter(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
     let h = client_ctx(&s.world, "h", 7, -2_000);
     let w = client_ctx(&s.world, "w", 11, 4_000);
     let (endpoints, end) = (s.endpoints.clone(), s.fault_end);
+    let roles = s.world.roles.clone();
     sim.client("h", async move {
-        let client = connect_at(ms(1_000), endpoints, crate::env::client_options()).await?;
+        let client = connect_at(&roles, ms(1_000), endpoints, crate::env::client_options()).await?;
         let opts = AcquireOptions::with_ttl(ms(10_000));
         if let Some((lease, token, _, _)) = h.acquire(&client, "r0", opts).await {
             sleep_until(ms(3_000)).await;
@@ -50,8 +51,9 @@ fn due_waiter(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
         Ok(())
     });
     let endpoints = s.endpoints.clone();
+    let roles = s.world.roles.clone();
     sim.client("w", async move {
-        let client = connect_at(ms(2_000), endpoints, crate::env::client_options()).await?;
+        let client = connect_at(&roles, ms(2_000), endpoints, crate::env::client_options()).await?;
         let opts = waiting(ms(1_500), ms(20_000));
         // The process stops mid-wait: the call is forgotten, not dropped (a
         // dropped one would take its wait back with CancelWait), so only
@@ -83,8 +85,9 @@ fn batched_handoff(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
     let a = client_ctx(&s.world, "a", 37, 2_000);
     let c = client_ctx(&s.world, "c", 41, -2_000);
     let (endpoints, end) = (s.endpoints.clone(), s.fault_end);
+    let roles = s.world.roles.clone();
     sim.client("a", async move {
-        let client = connect_at(ms(1_000), endpoints, crate::env::client_options()).await?;
+        let client = connect_at(&roles, ms(1_000), endpoints, crate::env::client_options()).await?;
         let opts = AcquireOptions::with_ttl(ms(3_000));
         let Some((la, token, _, _)) = a.acquire(&client, "r0", opts).await else {
             return Ok(());
@@ -138,8 +141,9 @@ fn retried_release(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
     let endpoints = s.endpoints.clone();
     let hosts = node_hosts(&s.endpoints);
     let history = s.world.history.clone();
+    let roles = s.world.roles.clone();
     sim.client("x2", async move {
-        let client = connect_at(ms(1_000), endpoints, crate::env::client_options()).await?;
+        let client = connect_at(&roles, ms(1_000), endpoints, crate::env::client_options()).await?;
         let lease = client.lease_grant(ms(5_000)).await?.lease_id;
         let opts = AcquireOptions {
             lease_id: Some(lease),
@@ -176,12 +180,16 @@ fn retried_release(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
         Ok(())
     });
     let endpoints = s.endpoints.clone();
+    let roles = s.world.roles.clone();
+    // x1 is x2's second host (the same client, the same lease): it sends as
+    // principal x2.
+    s.world.act_as("x1", "x2");
     sim.client("x1", async move {
         let options = ClientOptions {
             deadline: ms(8_000),
             ..crate::env::client_options()
         };
-        let client = connect_at(ms(1_000), endpoints, options).await?;
+        let client = connect_at(&roles, ms(1_000), endpoints, options).await?;
         // Warm the connections: a status read from every node.
         let _ = client.cluster_status().await;
         sleep_until(ms(2_000)).await;

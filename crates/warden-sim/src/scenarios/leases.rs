@@ -33,8 +33,9 @@ pub(super) const REPEATED_ELECTIONS: Def = Def {
 fn repeated_elections(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
     let a = client_ctx(&s.world, "a", 5, 3_000);
     let (endpoints, end) = (s.endpoints.clone(), s.fault_end);
+    let roles = s.world.roles.clone();
     sim.client("a", async move {
-        let client = connect_at(ms(1_000), endpoints, crate::env::client_options()).await?;
+        let client = connect_at(&roles, ms(1_000), endpoints, crate::env::client_options()).await?;
         let opts = AcquireOptions::with_ttl(ms(3_000));
         if let Some((lease, token, _, _)) = a.acquire(&client, "r0", opts).await {
             sleep(ms(500)).await;
@@ -69,8 +70,9 @@ pub(super) const STALLED_LEADER_EXPIRY: Def = Def {
 fn stalled_leader_expiry(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
     let a = client_ctx(&s.world, "a", 13, -4_000);
     let (endpoints, end) = (s.endpoints.clone(), s.fault_end);
+    let roles = s.world.roles.clone();
     sim.client("a", async move {
-        let client = connect_at(ms(1_000), endpoints, crate::env::client_options()).await?;
+        let client = connect_at(&roles, ms(1_000), endpoints, crate::env::client_options()).await?;
         let opts = AcquireOptions::with_ttl(ms(2_000));
         if let Some((lease, token, _, _)) = a.acquire(&client, "r0", opts).await {
             a.renew_every(&client, "r0", (lease, token), ms(300), ms(9_000))
@@ -106,12 +108,13 @@ fn slow_renew_ack(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
     let a = client_ctx(&s.world, "a", 17, 0);
     let b = client_ctx(&s.world, "b", 19, 0);
     let (endpoints, end) = (s.endpoints.clone(), s.fault_end);
+    let roles = s.world.roles.clone();
     sim.client("a", async move {
         let options = ClientOptions {
             attempt_timeout: ms(2_000),
             ..crate::env::client_options()
         };
-        let client = connect_at(ms(1_000), endpoints, options).await?;
+        let client = connect_at(&roles, ms(1_000), endpoints, options).await?;
         let opts = AcquireOptions::with_ttl(ms(4_000));
         if let Some((lease, token, _, _)) = a.acquire(&client, "r0", opts).await {
             sleep_until(ms(3_500)).await;
@@ -149,8 +152,9 @@ fn deposed_leader_renew(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
     let b = client_ctx(&s.world, "b", 47, -3_000);
     let (endpoints, end) = (s.endpoints.clone(), s.fault_end);
     let hosts = node_hosts(&s.endpoints);
+    let roles = s.world.roles.clone();
     sim.client("a", async move {
-        let client = connect_at(ms(1_000), endpoints, crate::env::client_options()).await?;
+        let client = connect_at(&roles, ms(1_000), endpoints, crate::env::client_options()).await?;
         let opts = AcquireOptions::with_ttl(ms(3_000));
         let Some((lease, token, _, _)) = a.acquire(&client, "r0", opts).await else {
             return Ok(());

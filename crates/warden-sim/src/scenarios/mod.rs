@@ -11,6 +11,7 @@
 //! | `handoff.rs` | hand-offs and releases: `due-waiter` (S8), `batched-handoff` (S2), `retried-release` (S6) |
 //! | `retries.rs` | retried requests: `retry-after-snapshot`, `lost-reply-new-leader` (S7) |
 //! | `slow_links.rs` | `slow-links` (L3, L1) |
+//! | `owners.rs` | principals: `foreign-lease` (OWNERS) |
 //! | `client.rs` | what the scripted clients share (own clocks, finding the leader, cutting a node off, a waiter) |
 //! | `shape.rs` | what a scenario is: [`Scenario`], its row, the [`Setup`] its clients get |
 
@@ -22,13 +23,14 @@ pub use shape::{Scenario, Setup};
 mod client;
 mod handoff;
 mod leases;
+mod owners;
 mod random;
 mod retries;
 mod shape;
 mod slow_links;
 
 /// Every scenario, in the order of [`Scenario`]'s variants.
-const TABLE: [Def; 11] = [
+const TABLE: [Def; 12] = [
     random::RANDOM,
     leases::REPEATED_ELECTIONS,
     handoff::DUE_WAITER,
@@ -40,6 +42,7 @@ const TABLE: [Def; 11] = [
     retries::LOST_REPLY_NEW_LEADER,
     handoff::RETRIED_RELEASE,
     slow_links::SLOW_LINKS,
+    owners::FOREIGN_LEASE,
 ];
 
 // Row i of the table is the scenario whose discriminant is i.
@@ -116,6 +119,7 @@ mod tests {
         }
         assert_eq!(Scenario::NAMES[0], "random");
         assert_eq!(Scenario::NAMES[10], "slow-links");
+        assert_eq!(Scenario::NAMES[11], "foreign-lease");
         let err = Scenario::parse("no-such").unwrap_err();
         assert!(err.starts_with("--scenario: unknown \"no-such\"; known: random, "));
     }

@@ -66,6 +66,7 @@ fn spawn_worker(
     sim.client(ctx.name.clone(), async move {
         let mut rng = StdRng::seed_from_u64(seed);
         sleep(Duration::from_millis(rng.random_range(500..1500))).await;
+        ctx.roles.wait().await;
         let client = Client::connect(endpoints, crate::env::client_options()).await?;
         while global_now() < until {
             let resource = resources[rng.random_range(0..resources.len())].clone();
@@ -146,6 +147,7 @@ fn spawn_healer(
     sim.client("healer", async move {
         let now = global_now();
         sleep(heal_at.saturating_sub(now)).await;
+        ctx.roles.wait().await;
         let client = Client::connect(endpoints, crate::env::client_options()).await?;
         // L1: the longest TTL + lock-delay (0) + E, plus election time.
         let bound = Duration::from_millis(4_000 + bound_e_ms() + 2_000);

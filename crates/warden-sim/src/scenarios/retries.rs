@@ -38,8 +38,9 @@ fn retry_after_snapshot(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
     let h = client_ctx(&s.world, "h", 23, 1_000);
     let w = client_ctx(&s.world, "w", 29, -1_000);
     let endpoints = s.endpoints.clone();
+    let roles = s.world.roles.clone();
     sim.client("h", async move {
-        let client = connect_at(ms(1_000), endpoints, crate::env::client_options()).await?;
+        let client = connect_at(&roles, ms(1_000), endpoints, crate::env::client_options()).await?;
         let opts = AcquireOptions::with_ttl(ms(3_000));
         if let Some((lease, token, _, _)) = h.acquire(&client, "r0", opts).await {
             h.renew_every(&client, "r0", (lease, token), ms(500), ms(7_000))
@@ -59,8 +60,10 @@ fn retry_after_snapshot(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
     // snapshot (every 200 entries in the simulator) covers the waiter's
     // acquire before the crash.
     let endpoints = s.endpoints.clone();
+    let roles = s.world.roles.clone();
+    s.world.principal("k");
     sim.client("k", async move {
-        let client = connect_at(ms(1_600), endpoints, crate::env::client_options()).await?;
+        let client = connect_at(&roles, ms(1_600), endpoints, crate::env::client_options()).await?;
         let lease = client.lease_grant(ms(3_000)).await?.lease_id;
         for _ in 0..240 {
             let _ = client.renew(lease).await;
@@ -90,12 +93,13 @@ fn lost_reply_new_leader(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
     let x = client_ctx(&s.world, "x", 53, 0);
     let endpoints = s.endpoints.clone();
     let hosts = node_hosts(&s.endpoints);
+    let roles = s.world.roles.clone();
     sim.client("x", async move {
         let options = ClientOptions {
             deadline: ms(8_000),
             ..crate::env::client_options()
         };
-        let client = connect_at(ms(1_000), endpoints, options).await?;
+        let client = connect_at(&roles, ms(1_000), endpoints, options).await?;
         // A first grant makes the client send its next call to the leader.
         if let Ok(AcquireResult::Granted { lease_id, .. }) = client
             .acquire("warm", AcquireOptions::with_ttl(ms(2_000)))

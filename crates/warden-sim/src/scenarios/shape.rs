@@ -37,6 +37,9 @@ pub enum Scenario {
     RetriedRelease,
     /// Every peer link slow: calls still complete while it lasts (L3, L1).
     SlowLinks,
+    /// One principal tries to renew, use, release and revoke another's
+    /// lease (OWNERS, etcd PR 8031).
+    ForeignLease,
 }
 
 /// What a scenario's clients are given.

@@ -43,8 +43,9 @@ fn slow_links(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
     let w = client_ctx(&s.world, "w", 67, -2_000);
     let b = client_ctx(&s.world, "b", 71, 0);
     let (endpoints, end) = (s.endpoints.clone(), s.fault_end);
+    let roles = s.world.roles.clone();
     sim.client("a", async move {
-        let client = connect_at(ms(1_000), endpoints, crate::env::client_options()).await?;
+        let client = connect_at(&roles, ms(1_000), endpoints, crate::env::client_options()).await?;
         sleep_until(ms(3_200)).await;
         let mut cycles = 0u64;
         while global_now() + ms(1_000) < end {
@@ -79,8 +80,9 @@ fn slow_links(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
     });
     // `w` takes r1 at 4 s and walks away (TTL 1.5 s).
     let endpoints = s.endpoints.clone();
+    let roles = s.world.roles.clone();
     sim.client("w", async move {
-        let client = connect_at(ms(1_000), endpoints, crate::env::client_options()).await?;
+        let client = connect_at(&roles, ms(1_000), endpoints, crate::env::client_options()).await?;
         sleep_until(ms(4_000)).await;
         match w
             .acquire(&client, "r1", AcquireOptions::with_ttl(ms(1_500)))
@@ -94,8 +96,9 @@ fn slow_links(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
         Ok(())
     });
     let endpoints = s.endpoints.clone();
+    let roles = s.world.roles.clone();
     sim.client("b", async move {
-        let client = connect_at(ms(1_000), endpoints, crate::env::client_options()).await?;
+        let client = connect_at(&roles, ms(1_000), endpoints, crate::env::client_options()).await?;
         sleep_until(ms(4_500)).await;
         let opts = waiting(ms(3_000), ms(6_000));
         // L1: w's acquire was sent at 4 s; its lease ends and r1 is granted
