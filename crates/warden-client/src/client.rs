@@ -19,6 +19,7 @@ use crate::calls::{CallStream, OpenCall};
 use crate::error::{
     certainly_not_acted, describe, disposition, is_server_unavailable, ClientError, Disposition,
 };
+use crate::published::Published;
 use crate::requests::{InFlight, RequestIds};
 use crate::routing::{leader_hint, parse_endpoint, CallPlan};
 use crate::transport::{Connector, TcpConnector};
@@ -98,6 +99,8 @@ struct Inner {
     leader: Mutex<Option<String>>,
     /// Request-id bookkeeping for mutating calls (S7).
     request_ids: Arc<Mutex<RequestIds>>,
+    /// What the server publishes in `ClusterStatus` (`published.rs`).
+    published: tokio::sync::Mutex<Published>,
     /// Renew sequence numbers: one per attempt, echoed by the server (S5).
     renew_sequence: AtomicU64,
 }
@@ -182,6 +185,7 @@ impl Client {
                 call_streams: Mutex::new(HashMap::new()),
                 leader: Mutex::new(None),
                 request_ids: Arc::new(Mutex::new(RequestIds::default())),
+                published: tokio::sync::Mutex::new(Published::default()),
                 renew_sequence: AtomicU64::new(0),
             }),
         })
@@ -269,7 +273,7 @@ impl Client {
         on_queued: impl Fn(Queued) + Send + Sync,
         renew_while_waiting: bool,
     ) -> Result<AcquireResult, ClientError> {
-        let in_flight = InFlight::begin(&self.inner.request_ids).await;
+        let in_flight = self.begin_request().await;
         let request = v1::AcquireRequest {
             header: Some(self.header(&in_flight)),
             resource,
@@ -376,7 +380,7 @@ impl Client {
         acquire_request_id: u64,
         resource: String,
     ) -> Result<CancelWaitOutcome, ClientError> {
-        let in_flight = InFlight::begin(&self.inner.request_ids).await;
+        let in_flight = self.begin_request().await;
         let request = v1::CancelWaitRequest {
             header: Some(self.header(&in_flight)),
             acquire_request_id,
@@ -542,7 +546,7 @@ impl Client {
     /// the cluster's lease limit is reached; `NoQuorum`/`Unavailable`.
     /// Retried across leader changes with the same request id (S7).
     pub async fn lease_grant(&self, ttl: Duration) -> Result<LeaseGrantResult, ClientError> {
-        let in_flight = InFlight::begin(&self.inner.request_ids).await;
+        let in_flight = self.begin_request().await;
         let request = v1::LeaseGrantRequest {
             header: Some(self.header(&in_flight)),
             ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
@@ -596,7 +600,7 @@ impl Client {
     /// when no leader commits it within the deadline. Retried across leader
     /// changes with the same request id (S7).
     pub async fn revoke(&self, lease_id: u64) -> Result<u64, ClientError> {
-        let in_flight = InFlight::begin(&self.inner.request_ids).await;
+        let in_flight = self.begin_request().await;
         let request = v1::LeaseRevokeRequest {
             header: Some(self.header(&in_flight)),
             lease_id,
@@ -632,7 +636,7 @@ impl Client {
         resource: Option<String>,
         fencing_token: Option<u64>,
     ) -> Result<ReleaseResult, ClientError> {
-        let in_flight = InFlight::begin(&self.inner.request_ids).await;
+        let in_flight = self.begin_request().await;
         let request = v1::ReleaseRequest {
             header: Some(self.header(&in_flight)),
             resource: resource.unwrap_or_default(),
@@ -849,8 +853,47 @@ impl Client {
     }
 
     /// A new request id for a mutating call (S7); answered when dropped.
+    /// The first one reads what the server publishes (its window).
     pub(crate) async fn begin_request(&self) -> InFlight {
+        drop(self.published().await);
         InFlight::begin(&self.inner.request_ids).await
+    }
+
+    /// The settings the server publishes, read first if they are due
+    /// (`published.rs`): one `ClusterStatus` within one attempt's timeout;
+    /// a failure keeps the defaults and is tried again later.
+    async fn published(&self) -> tokio::sync::MutexGuard<'_, Published> {
+        let mut published = self.inner.published.lock().await;
+        if published.due(Instant::now()) {
+            match self
+                .cluster_status_within(self.inner.options.attempt_timeout)
+                .await
+            {
+                Ok(status) => {
+                    self.inner
+                        .request_ids
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .set_window(status.max_requests_in_flight);
+                    if !status.election_prefix.is_empty() {
+                        published.election_prefix = Some(status.election_prefix);
+                    }
+                    published.loaded = true;
+                }
+                Err(e) => {
+                    debug!(error = %e, "published settings not read; defaults kept");
+                    published.failed_at = Some(Instant::now());
+                }
+            }
+        }
+        published
+    }
+
+    /// The lock-table key of election `name`: the server's published
+    /// election prefix (the default [`ELECTION_PREFIX`](crate::ELECTION_PREFIX)
+    /// until it is known) followed by `name`.
+    pub async fn election_key(&self, name: &str) -> String {
+        format!("{}{name}", self.published().await.election_prefix())
     }
 
     /// The request header of `in_flight`: this client's id, the request id

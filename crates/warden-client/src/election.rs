@@ -17,12 +17,14 @@ use crate::types::{ReleaseResult, StatusResult};
 use crate::watch::{WatchError, WatchTarget, Watcher};
 use crate::{Client, ClientError};
 
-/// The key prefix of every election (must equal warden-core's
-/// `limits::ELECTION_PREFIX`): U+0001, which no lock name may contain, then
-/// `election/`.
+/// The key prefix of every election until the server has published its
+/// own (`ClusterStatus`'s `election_prefix`, which
+/// [`Client::election_key`] uses): U+0001, which no lock name may contain,
+/// then `election/`.
 pub const ELECTION_PREFIX: &str = "\u{1}election/";
 
-/// The lock-table key of election `name`.
+/// The lock-table key of election `name` under the default
+/// [`ELECTION_PREFIX`] ([`Client::election_key`] uses the server's).
 pub fn election_key(name: &str) -> String {
     format!("{ELECTION_PREFIX}{name}")
 }
@@ -43,16 +45,16 @@ pub struct LeaderInfo {
 pub struct Election {
     session: Session,
     name: String,
-    key: String,
 }
 
 impl Election {
     /// The election `name` (1..=512 bytes of UTF-8 without control
     /// characters, as a resource name) for this session.
     pub fn new(session: Session, name: impl Into<String>) -> Election {
-        let name = name.into();
-        let key = election_key(&name);
-        Election { session, name, key }
+        Election {
+            session,
+            name: name.into(),
+        }
     }
 
     /// The election's name.
@@ -73,13 +75,15 @@ impl Election {
     pub async fn campaign(&self, value: impl Into<String>) -> Result<Leadership, ClientError> {
         self.session.check()?;
         let client = self.session.client();
+        let key = client.election_key(&self.name).await;
         client
-            .proclaim(&self.key, self.session.lease_id(), 0, value)
+            .proclaim(&key, self.session.lease_id(), 0, value)
             .await?;
-        let guard = self.session.lock(&self.key).await?;
+        let guard = self.session.lock(&key).await?;
         Ok(Leadership {
             guard,
             name: self.name.clone(),
+            key,
         })
     }
 
@@ -89,7 +93,8 @@ impl Election {
     ///
     /// `InvalidArgument` for a bad name; `NoQuorum` / `Unavailable`.
     pub async fn leader(&self) -> Result<Option<LeaderInfo>, ClientError> {
-        leader_of(self.session.client(), &self.key).await
+        let client = self.session.client();
+        leader_of(client, &client.election_key(&self.name).await).await
     }
 
     /// Follows the election: see [`Observer`].
@@ -120,6 +125,8 @@ async fn leader_of(client: &Client, key: &str) -> Result<Option<LeaderInfo>, Cli
 pub struct Leadership {
     guard: LockGuard,
     name: String,
+    /// The election's lock-table key ([`Client::election_key`]).
+    key: String,
 }
 
 impl Leadership {
@@ -171,7 +178,7 @@ impl Leadership {
             .session()
             .client()
             .proclaim(
-                election_key(&self.name),
+                self.key.clone(),
                 self.lease_id(),
                 self.fencing_token(),
                 value,
@@ -210,7 +217,7 @@ impl Observer {
     ///
     /// As [`Client::watch`].
     pub async fn start(client: Client, name: &str) -> Result<Observer, WatchError> {
-        let key = election_key(name);
+        let key = client.election_key(name).await;
         // Watch first, then read: a change between the two shows up as an
         // event, and is read again (duplicates are filtered).
         let watcher = client.watch(WatchTarget::Resource(key.clone()), 0).await?;

@@ -66,6 +66,9 @@
 //!   `warden-leader` hint ([`leader_hint`]) and the per-call plan of targets
 //!   and backoff (pure logic).
 //! - `requests.rs`: request ids and the acknowledged watermark (S7).
+//! - `published.rs`: what the server publishes in `ClusterStatus` (the
+//!   election prefix, the in-flight window), read once before the first
+//!   call that needs it ([`Client::election_key`]).
 //! - [`ClientError`] (`error.rs`): typed errors, and the one place gRPC
 //!   statuses are mapped to them and judged for a retry (whether an attempt
 //!   may be repeated, and whether it certainly did nothing).
@@ -143,6 +146,7 @@ mod calls;
 mod client;
 mod election;
 mod error;
+mod published;
 mod requests;
 mod routing;
 mod session;

@@ -5,8 +5,10 @@
 //! lower id have been answered: the client will never retry them, so the
 //! server may forget their outcomes. A request counts as answered when its
 //! call returns (with any result) or is dropped, because the client never
-//! re-sends an id after that. At most [`MAX_REQUESTS_AHEAD`] ids are handed
-//! out past the watermark; a further request waits for the oldest to return.
+//! re-sends an id after that. At most a window of ids are handed out past the
+//! watermark (the server's published `max_requests_in_flight`, until it is
+//! known [`MAX_REQUESTS_AHEAD`]); a further request waits for the oldest to
+//! return.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -14,8 +16,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::Notify;
 
 /// The id bookkeeping of one client.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct RequestIds {
+    /// Most ids handed out past the watermark: [`MAX_REQUESTS_AHEAD`] until
+    /// [`RequestIds::set_window`] applies the server's published value.
+    window: u64,
     /// The last id handed out; 0 before the first (ids start at 1, 0 is
     /// "none" on the wire).
     last_issued: u64,
@@ -26,8 +31,10 @@ pub(crate) struct RequestIds {
     returned: Arc<Notify>,
 }
 
-/// Most request ids a client hands out past its acknowledged watermark:
-/// the server keeps at most this many outcomes per client above the
+/// Most request ids a client hands out past its acknowledged watermark
+/// until the server has published its own window (`ClusterStatus`'s
+/// `max_requests_in_flight`; a server that predates it publishes 0 and this
+/// stays): the server keeps at most this many outcomes per client above the
 /// watermark it knows (`warden_core::limits::MAX_OUTCOMES_PER_CLIENT`), and
 /// refuses as expired any id at or below the floor its evictions leave. With
 /// more in flight, one slow request (its id stuck at the watermark) could
@@ -38,7 +45,28 @@ pub(crate) struct RequestIds {
 /// until the oldest returns, as a TCP sender waits for its window.
 pub const MAX_REQUESTS_AHEAD: u64 = 64;
 
+impl Default for RequestIds {
+    fn default() -> Self {
+        RequestIds {
+            window: MAX_REQUESTS_AHEAD,
+            last_issued: 0,
+            in_flight: BTreeSet::new(),
+            returned: Arc::default(),
+        }
+    }
+}
+
 impl RequestIds {
+    /// Applies the window the server publishes; 0 (a server that does not
+    /// publish one) changes nothing. Requests waiting for room look again.
+    pub(crate) fn set_window(&mut self, window: u64) {
+        if window == 0 || window == self.window {
+            return;
+        }
+        self.window = window;
+        self.returned.notify_waiters();
+    }
+
     /// Takes the next id. Returns `(request_id, acked_request_id)`; the
     /// watermark is fixed here, so every retry of the request is byte-identical.
     pub(crate) fn begin(&mut self) -> (u64, u64) {
@@ -49,10 +77,9 @@ impl RequestIds {
         (self.last_issued, acked)
     }
 
-    /// Whether the next id stays within [`MAX_REQUESTS_AHEAD`] of the
-    /// watermark.
+    /// Whether the next id stays within the window of the watermark.
     pub(crate) fn has_room(&self) -> bool {
-        self.last_issued - self.acked() < MAX_REQUESTS_AHEAD
+        self.last_issued - self.acked() < self.window
     }
 
     /// Marks `request_id` answered.
@@ -83,7 +110,7 @@ pub(crate) struct InFlight {
 
 impl InFlight {
     /// Takes the next request id, first waiting (if needed) until it is
-    /// within [`MAX_REQUESTS_AHEAD`] of the watermark.
+    /// within the window of the watermark.
     pub(crate) async fn begin(ids: &Arc<Mutex<RequestIds>>) -> InFlight {
         loop {
             let returned = {
@@ -208,5 +235,27 @@ mod tests {
             (next.request_id, next.acked_request_id),
             (MAX_REQUESTS_AHEAD + 1, MAX_REQUESTS_AHEAD)
         );
+    }
+
+    // S7: the window the server publishes replaces the default: with a
+    // published window of 2, a third request waits for the oldest, and one
+    // waiting is let go when the window grows.
+    #[tokio::test]
+    async fn the_published_window_replaces_the_default() {
+        use futures::FutureExt as _;
+        let ids = Arc::new(Mutex::new(RequestIds::default()));
+        ids.lock().unwrap().set_window(2);
+        let first = InFlight::begin(&ids).await;
+        let _second = InFlight::begin(&ids).await;
+        let third = InFlight::begin(&ids);
+        tokio::pin!(third);
+        assert!(third.as_mut().now_or_never().is_none(), "3 is 3 past 0");
+        ids.lock().unwrap().set_window(0);
+        assert!(third.as_mut().now_or_never().is_none(), "0 changes nothing");
+        ids.lock().unwrap().set_window(3);
+        let third = third.now_or_never().expect("the window grew to 3");
+        assert_eq!((third.request_id, third.acked_request_id), (3, 0));
+        drop(first);
+        assert_eq!(ids.lock().unwrap().acked(), 1);
     }
 }

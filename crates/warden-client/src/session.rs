@@ -57,7 +57,7 @@ pub enum Lost {
     /// `valid_until` (no server reachable, no quorum, or this process was
     /// paused). The server may already have expired the lease and granted
     /// its locks to others.
-    #[error("session lost: valid until {valid_until_ms} ms on the session clock, no renew acknowledged in time")]
+    #[error("session lost: no renew was acknowledged before its validity ran out (the cluster may have expired the lease and granted its locks to others)")]
     Expired {
         /// The `valid_until` that passed, in milliseconds on the session clock.
         valid_until_ms: u64,
@@ -547,7 +547,7 @@ impl Session {
 ///
 /// Dropping a guard releases the lock in the background (its exact grant,
 /// S6); [`release`](LockGuard::release) releases it and waits for the commit.
-/// A forced release by an operator (`warden admin force-release`) is not
+/// A forced release by an operator (`warden release --force`) is not
 /// seen here; the fence rejects the holder's next write.
 ///
 /// [`check`]: LockGuard::check

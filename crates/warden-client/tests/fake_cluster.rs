@@ -49,6 +49,8 @@ enum Role {
     SlowRenew,
     /// Sends `Queued` and never a final answer; records every CancelWait.
     QueuesForever,
+    /// Grants, and publishes this election prefix in `ClusterStatus`.
+    Publishes { election_prefix: &'static str },
 }
 
 /// How long a [`Role::SlowRenew`] node sits on a renew before answering.
@@ -74,6 +76,8 @@ struct Fake {
     /// Every CancelWait seen: (client_id, request_id, acquire_request_id,
     /// resource).
     cancels: CancelLog,
+    /// How many `ClusterStatus` calls this node answered.
+    statuses: Arc<AtomicUsize>,
 }
 
 fn not_leader(hint: &Option<String>) -> Status {
@@ -230,7 +234,9 @@ impl Lock for Fake {
                 );
                 return Ok(Response::new(Box::pin(stream)));
             }
-            Role::Leader { .. } | Role::BadEcho => vec![Ok(queued), Ok(granted)],
+            Role::Leader { .. } | Role::BadEcho | Role::Publishes { .. } => {
+                vec![Ok(queued), Ok(granted)]
+            }
         };
         Ok(Response::new(Box::pin(futures::stream::iter(items))))
     }
@@ -318,8 +324,14 @@ impl Lock for Fake {
         &self,
         _request: Request<ClusterStatusRequest>,
     ) -> Result<Response<ClusterStatusResponse>, Status> {
+        self.statuses.fetch_add(1, Ordering::SeqCst);
         match &self.role {
             Role::Follower(hint) => Err(not_leader(hint)),
+            Role::Publishes { election_prefix } => Ok(Response::new(ClusterStatusResponse {
+                election_prefix: (*election_prefix).to_string(),
+                max_requests_in_flight: 8,
+                ..ClusterStatusResponse::default()
+            })),
             _ => Err(Status::unimplemented("fake")),
         }
     }
@@ -373,6 +385,8 @@ struct Started {
     serves_calls: Arc<AtomicBool>,
     /// See [`Fake::cancels`].
     cancels: CancelLog,
+    /// See [`Fake::statuses`].
+    statuses: Arc<AtomicUsize>,
 }
 
 /// Starts a fake node on 127.0.0.1:0 that does not serve `Calls` (so these
@@ -395,8 +409,10 @@ async fn start_node(role: Role, serve_calls: bool) -> Started {
         renewed: Arc::default(),
         acquires: Arc::default(),
         cancels: Arc::default(),
+        statuses: Arc::default(),
     };
     let acquires = Arc::clone(&fake.acquires);
+    let statuses = Arc::clone(&fake.statuses);
     let cancels = Arc::clone(&fake.cancels);
     let calls_opened = Arc::clone(&fake.calls_opened);
     let cut_streams = Arc::clone(&fake.cut_streams);
@@ -414,6 +430,7 @@ async fn start_node(role: Role, serve_calls: bool) -> Started {
         cut_streams,
         serves_calls,
         cancels,
+        statuses,
     }
 }
 
@@ -469,6 +486,7 @@ async fn in_memory_client(role: Role) -> Client {
         renewed: Arc::default(),
         acquires: Arc::default(),
         cancels: Arc::default(),
+        statuses: Arc::default(),
     };
     in_memory_client_of(
         tonic::service::Routes::new(LeaseServer::new(fake.clone()))
@@ -1833,4 +1851,47 @@ async fn a_refused_waiting_acquire_sends_no_cancel_wait() {
     // status call after it puts one round trip behind that task.
     let _ = client.status("orders").await;
     assert!(node.cancels.lock().unwrap().is_empty());
+}
+
+// No client hard-codes what the server publishes: the election key is the
+// server's published prefix and the name, and the settings are read once
+// (one ClusterStatus) however many mutating calls follow.
+#[tokio::test]
+async fn the_election_key_and_the_window_are_read_from_cluster_status_once() {
+    let node = start_node(
+        Role::Publishes {
+            election_prefix: "\u{1}elect-v2/",
+        },
+        false,
+    )
+    .await;
+    let client = Client::connect(vec![node.addr.clone()], ClientOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        client.election_key("scheduler").await,
+        "\u{1}elect-v2/scheduler"
+    );
+    for _ in 0..3 {
+        let granted = client.acquire("orders", ten_seconds()).await.unwrap();
+        assert!(matches!(granted, AcquireResult::Granted { .. }));
+    }
+    assert_eq!(node.statuses.load(Ordering::SeqCst), 1, "asked once");
+    assert_eq!(node.acquires.lock().unwrap().len(), 3);
+}
+
+// A server that does not answer ClusterStatus (older, or unreachable for
+// it) leaves the defaults in place and the calls go on.
+#[tokio::test]
+async fn without_published_settings_the_defaults_hold() {
+    let node = start_node(Role::Leader { drops: 0 }, false).await;
+    let client = Client::connect(vec![node.addr.clone()], ClientOptions::default())
+        .await
+        .unwrap();
+    let granted = client.acquire("orders", ten_seconds()).await.unwrap();
+    assert!(matches!(granted, AcquireResult::Granted { .. }));
+    assert_eq!(
+        client.election_key("scheduler").await,
+        warden_client::election_key("scheduler")
+    );
 }

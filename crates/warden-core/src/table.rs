@@ -1666,11 +1666,19 @@ fn acquire_reply(
 /// A release naming a token acts only on that exact grant (S6).
 fn check_token(named: Option<FencingToken>, grant: &Grant) -> Result<(), CommandError> {
     match named {
-        Some(t) if t != grant.fencing_token => Err(error(
+        Some(t) if t < grant.fencing_token => Err(error(
             ErrorCode::FailedPrecondition,
             Some("fencing_token"),
             format!(
                 "stale fencing_token {t}: the current grant has token {}",
+                grant.fencing_token
+            ),
+        )),
+        Some(t) if t > grant.fencing_token => Err(error(
+            ErrorCode::FailedPrecondition,
+            Some("fencing_token"),
+            format!(
+                "fencing_token {t} was never this grant's: the current grant has the lower token {}",
                 grant.fencing_token
             ),
         )),

@@ -347,14 +347,15 @@ pub enum OutputFormat {
     Json,
 }
 
-/// `warden acquire`.
+/// `warden acquire`: a new lease (`--ttl`) or an existing one (`--lease`),
+/// exactly one of them (clap's error names both).
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("lease_source").required(true).args(["ttl", "lease"])))]
 pub struct AcquireArgs {
     /// The lock's name (1..=512 bytes of UTF-8, no control characters).
     pub resource: String,
     /// TTL of a new lease (1s ..= 1h).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration,
-          required_unless_present = "lease", conflicts_with = "lease")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub ttl: Option<Duration>,
     /// Wait this long in the queue if the resource is held (<= 1h; 0 = try once).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
@@ -687,7 +688,14 @@ mod tests {
         assert_eq!(a.lock_delay, Duration::ZERO);
         assert_eq!(a.client.endpoints, vec!["a:1", "b:2"]);
         assert_eq!(a.client.output, OutputFormat::Text);
-        assert!(parse(&["acquire", "orders", "--endpoints", "a:1"]).is_err());
+        // Neither: the error names both ways to give a lease.
+        let neither = parse(&["acquire", "orders", "--endpoints", "a:1"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            neither.contains("--ttl") && neither.contains("--lease"),
+            "{neither}"
+        );
         assert!(parse(&["acquire", "orders", "--ttl", "1s", "--lease", "4"]).is_err());
         assert!(parse(&["acquire", "orders", "--lease", "4", "--output", "json"]).is_ok());
         assert!(parse(&["acquire", "orders", "--ttl", "ten"]).is_err());

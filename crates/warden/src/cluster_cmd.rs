@@ -105,8 +105,10 @@ pub fn membership_report(r: &Membership, format: OutputFormat) -> Report {
         })
         .to_string(),
         OutputFormat::Text => format!(
-            "membership committed at log index {}: voters {:?}, learners {:?}",
-            r.log_index, r.voters, r.learners
+            "membership committed at log index {}: voters {}; learners {}",
+            r.log_index,
+            id_list(&r.voters),
+            id_list(&r.learners)
         ),
     };
     Report {
@@ -114,6 +116,17 @@ pub fn membership_report(r: &Membership, format: OutputFormat) -> Report {
         stderr: None,
         exit_code: output::EXIT_OK,
     }
+}
+
+/// Node ids for text output: `1, 2, 3`, or `none`.
+fn id_list(ids: &[u64]) -> String {
+    if ids.is_empty() {
+        return "none".into();
+    }
+    ids.iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `warden cluster add-node ID --addr HOST:PORT [--peer-addr HOST:PORT]`.

@@ -45,6 +45,10 @@ const WATCH_INTERVAL: Duration = Duration::from_millis(200);
 /// DIR/dev.toml.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DevState {
+    /// PID of the `warden dev` process that last started the cluster (for
+    /// the "port in use" hint: stopping it stops its nodes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dev_pid: Option<u32>,
     /// The nodes, by id.
     pub nodes: Vec<DevNode>,
 }
@@ -134,6 +138,7 @@ fn load_or_create_state(dir: &Path, nodes: Option<u64>) -> anyhow::Result<DevSta
     }
     let count = nodes.unwrap_or(DEFAULT_NODES);
     let state = DevState {
+        dev_pid: None,
         nodes: pick_addresses(count)?
             .into_iter()
             .zip(1..)
@@ -289,13 +294,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<u8> {
 
     for node in &state.nodes {
         if let Err(e) = TcpListener::bind(&node.addr) {
-            let hint = match node.last_pid {
-                Some(pid) => format!(
-                    " (node {} last ran as pid {pid}; stop it with `kill {pid}`)",
-                    node.id
-                ),
-                None => String::new(),
-            };
+            let hint = busy_port_hint(&state, node);
             bail!(
                 "{} (node {}) is not free ({e}): is an earlier `warden dev --data-dir {}` still running?{hint}",
                 node.addr,
@@ -316,6 +315,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<u8> {
         state.nodes[(node.id - 1) as usize].last_pid = Some(process.pid);
         nodes.0.push(process);
     }
+    state.dev_pid = Some(std::process::id());
     save_state(&dir, &state)?;
 
     // A closed stdout (`warden dev | head -1`) does not stop the cluster:
@@ -507,14 +507,54 @@ async fn stop_all(client: &Client, nodes: &mut Nodes) {
     }
 }
 
+/// What to stop when a node's port is taken: the `warden dev` that last
+/// started the cluster (it stops its nodes on SIGTERM), else the node's own
+/// last process; nothing when neither is known.
+fn busy_port_hint(state: &DevState, node: &DevNode) -> String {
+    match (state.dev_pid, node.last_pid) {
+        (Some(pid), _) => format!(
+            " (`warden dev` last ran as pid {pid}: stop it with Ctrl-C in its terminal or `kill {pid}`, which stops its nodes)"
+        ),
+        (None, Some(pid)) => format!(
+            " (node {} last ran as pid {pid}; stop it with `kill {pid}`)",
+            node.id
+        ),
+        (None, None) => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // A second `warden dev` on a busy dir names the process to stop: the
+    // earlier `warden dev` (whose SIGTERM stops its nodes), not one node.
+    #[test]
+    fn busy_port_hint_names_the_dev_process() {
+        let node = DevNode {
+            id: 2,
+            addr: "127.0.0.1:41002".into(),
+            last_pid: Some(4242),
+        };
+        let mut state = DevState {
+            dev_pid: Some(4000),
+            nodes: vec![node.clone()],
+        };
+        let hint = busy_port_hint(&state, &node);
+        assert!(
+            hint.contains("pid 4000") && hint.contains("kill 4000"),
+            "{hint}"
+        );
+        assert!(!hint.contains("4242"), "{hint}");
+        state.dev_pid = None;
+        assert!(busy_port_hint(&state, &node).contains("kill 4242"));
+    }
 
     // `warden dev` reuses ids and ports across runs: dev.toml round-trips.
     #[test]
     fn dev_state_round_trips() {
         let state = DevState {
+            dev_pid: Some(77),
             nodes: (1..=3)
                 .map(|id| DevNode {
                     id,

@@ -19,7 +19,7 @@ use std::time::Duration;
 use clap::{ArgGroup, Args};
 use serde_json::json;
 use tokio::signal::unix::{signal, SignalKind};
-use warden_client::{election_key, Election, LeaderInfo, Observer, WatchError};
+use warden_client::{Election, LeaderInfo, Observer, WatchError};
 use warden_core::limits;
 
 use crate::cli::{parse_duration, ClientArgs, OutputFormat};
@@ -152,7 +152,7 @@ pub async fn run(args: ElectArgs) -> u8 {
     };
     let format = args.client.output;
     if args.leader {
-        return match client.status(election_key(&args.name)).await {
+        return match client.status(client.election_key(&args.name).await).await {
             Ok(s) => {
                 let leader = s.holder.map(|h| LeaderInfo {
                     lease_id: h.lease_id,

@@ -132,15 +132,18 @@ async fn keep_alive(args: LeaseKeepAliveArgs) -> Report {
         renewed += 1;
         // One line per acknowledgement (JSON lines in json mode).
         let line = match args.client.output {
-            OutputFormat::Json => {
-                json!({"lease_id": ack.lease_id, "ttl_ms": ack.ttl_ms, "sequence": ack.sequence})
-                    .to_string()
-            }
+            OutputFormat::Json => json!({
+                "lease_id": ack.lease_id,
+                "ttl_ms": ack.ttl_ms,
+                "renewal": renewed,
+                "sequence": ack.sequence,
+            })
+            .to_string(),
             OutputFormat::Text => format!(
-                "renewed lease {} (TTL {}, sequence {})",
+                "renewed lease {}: TTL {} (renewal {renewed}{})",
                 ack.lease_id,
                 fmt_ms(ack.ttl_ms),
-                ack.sequence
+                args.count.map(|c| format!(" of {c}")).unwrap_or_default()
             ),
         };
         if let Err(e) = crate::output::line(&line) {
@@ -199,14 +202,27 @@ async fn ttl(args: LeaseIdArgs) -> Report {
             })
             .to_string(),
             OutputFormat::Text => format!(
-                "lease {}: TTL {}, {} left; holds {:?}; waits on {:?}",
+                "lease {}: TTL {}, {} left; holds {}; waits on {}",
                 l.lease_id,
                 fmt_ms(l.ttl_ms),
                 fmt_ms(l.ttl_remaining_ms),
-                l.locks,
-                l.waits
+                name_list(&l.locks),
+                name_list(&l.waits)
             ),
         }),
         Err(e) => error(describe_error(&e)),
     }
+}
+
+/// Resource names for text output, each quoted as every text line quotes
+/// one: `"R1", "R2"`, or `nothing`.
+fn name_list(names: &[String]) -> String {
+    if names.is_empty() {
+        return "nothing".into();
+    }
+    names
+        .iter()
+        .map(|n| format!("{n:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -110,6 +110,20 @@ fn stale_release_after_reacquire_by_same_lease_is_refused() {
     }
     assert!(late.effects.is_empty());
     assert_eq!(lock_state(&log.t), before);
+    // A token above the grant's was never this grant's: said so, not "stale".
+    let high = log.apply(release(hdr(2, 1), Some("R1"), 1, Some(129)));
+    match &high.response {
+        Response::Error(e) => {
+            assert_eq!(e.code, ErrorCode::FailedPrecondition);
+            assert_eq!(e.field.as_deref(), Some("fencing_token"));
+            assert_eq!(
+                e.message,
+                "fencing_token 129 was never this grant's: the current grant has the lower token 3"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(lock_state(&log.t), before);
     assert_eq!(
         log.t.holder("R1"),
         Some(HolderView {

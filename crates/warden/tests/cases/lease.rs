@@ -40,6 +40,8 @@ async fn session_holds_many_locks_and_revoke_frees_them() {
     let (code, k, err) = cluster.cli(&["lease", "keep-alive", &lease_s, "--count", "1"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(k["lease_id"].as_u64(), Some(lease));
+    // Counted from 1 for the reader (the wire sequence is the client's own).
+    assert_eq!(k["renewal"].as_u64(), Some(1), "{k}");
 
     let (code, v, err) = cluster.cli(&["lease", "revoke", &lease_s]);
     assert_eq!(code, 0, "{err}");
