@@ -272,6 +272,21 @@ impl Deadlines {
             .copied()
     }
 
+    /// For display (`status`, `list`, an acquire refused or queued during a
+    /// lock-delay): milliseconds left at `now` on the lock-delay of
+    /// `resource` started at `start_index` (0 once passed; rounded up, as
+    /// [`remaining_ms`](Self::remaining_ms) for a lease). None when this
+    /// node has no deadline for it.
+    pub fn lock_delay_remaining_ms(
+        &self,
+        resource: &str,
+        start_index: LogIndex,
+        now: Duration,
+    ) -> Option<u64> {
+        self.lock_delay_deadline(resource, start_index)
+            .map(|d| until_ms(d, now))
+    }
+
     /// The earliest deadline of any kind, for the leader's timer.
     pub fn next_deadline(&self) -> Option<Duration> {
         self.leases

@@ -157,6 +157,20 @@ impl LockTable {
             .collect()
     }
 
+    /// The running lock-delay of `resource`, if any (a resource in
+    /// lock-delay has no holder). Its time left is node-local: see
+    /// [`crate::Deadlines::lock_delay_remaining_ms`].
+    pub fn lock_delay(&self, resource: &str) -> Option<LockDelayView> {
+        self.resources.get(resource).and_then(|s| {
+            s.lock_delay.as_ref().map(|d| LockDelayView {
+                resource: resource.to_owned(),
+                start_index: d.start_index,
+                lock_delay_ms: d.lock_delay_ms,
+                remaining_ms: d.remaining_ms,
+            })
+        })
+    }
+
     /// Every waiter: (resource, view, remaining wait in ms as of the last
     /// checkpoint or enqueue), by resource then position.
     pub fn all_waiters(&self) -> Vec<(String, WaiterView, u64)> {

@@ -321,7 +321,8 @@ fn timed_out_waiter_is_due() {
 }
 
 // docs/semantics.md "Time" (lock-delay): the delay counts from this node's apply of
-// the expiry, not its append, so a lagging new leader never ends it early.
+// the expiry, not its append, so a lagging new leader never ends it early; the
+// time left that `status` shows is in (0, lock-delay] while it runs, 0 once past.
 #[test]
 fn lock_delay_counts_from_apply() {
     let (mut log, mut d) = (Log::new(), Deadlines::new());
@@ -337,6 +338,17 @@ fn lock_delay_counts_from_apply() {
     step(&mut log, &mut d, expire(L1, &[(1, 1)]), s(110), s(112));
     assert_eq!(d.lock_delay_deadline("r", 2), Some(s(117)));
     assert!(d.due_lock_delays(&log.t, ms(116_999)).is_empty());
+    // What `status` shows: the time left of the 5 s delay, counted from the
+    // apply (112 s) and rounded up; 0 once past; none for another start.
+    assert_eq!(log.t.lock_delay("r").map(|v| v.start_index), Some(2));
+    assert_eq!(d.lock_delay_remaining_ms("r", 2, s(112)), Some(5_000));
+    assert_eq!(
+        d.lock_delay_remaining_ms("r", 2, Duration::from_micros(115_800_001)),
+        Some(1_200)
+    );
+    assert_eq!(d.lock_delay_remaining_ms("r", 2, s(117)), Some(0));
+    assert_eq!(d.lock_delay_remaining_ms("r", 2, s(500)), Some(0));
+    assert_eq!(d.lock_delay_remaining_ms("r", 1, s(112)), None);
     assert_eq!(
         d.due_lock_delays(&log.t, s(117)),
         vec![("r".to_string(), 2)]

@@ -70,6 +70,9 @@ pub struct ResourceStatus {
     pub holder: Option<HolderStatus>,
     /// Waiters queued on it.
     pub waiters: u64,
+    /// The lock-delay left on this node's clock, in milliseconds, when the
+    /// resource is in its lock-delay (no holder); 0 = none.
+    pub lock_delay_remaining_ms: u64,
 }
 
 /// A fencing token checked against the table (`validate`).
@@ -133,6 +136,9 @@ pub struct ListedLock {
     pub holder: Option<ListedHolder>,
     /// Waiters in FIFO order.
     pub waiters: Vec<ListedWaiter>,
+    /// The lock-delay left on this node's clock, in milliseconds, when the
+    /// resource is in its lock-delay (no holder); 0 = none.
+    pub lock_delay_remaining_ms: u64,
 }
 
 /// A consistent copy of the table for a backup (`snapshot save`).
@@ -161,8 +167,13 @@ pub enum WaiterStep {
         /// The entry that made the grant.
         grant_index: LogIndex,
     },
-    /// Still queued, at this position (1 = next).
-    Queued(u64),
+    /// Still queued, at this position (1 = next), behind this.
+    Queued {
+        /// 1 = next in line.
+        position: u64,
+        /// What it waits behind.
+        behind: QueueBehind,
+    },
     /// No longer queued and not granted (its wait ended or its lease died);
     /// the holder now, if any.
     Gone {
@@ -172,6 +183,59 @@ pub enum WaiterStep {
     /// Removed at a hand-off because its principal no longer had `lock` on
     /// the resource (the permission was revoked after it queued).
     PermissionRevoked,
+}
+
+/// What a queued acquire waits behind (its `Queued` reports say it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueBehind {
+    /// Next in line, and the resource is held by this lease.
+    Holder {
+        /// The holding lease.
+        lease_id: LeaseId,
+    },
+    /// Next in line, and the resource is in its lock-delay after an
+    /// involuntary loss: no grant before it ends.
+    LockDelay {
+        /// The lock-delay left on this node's clock, in milliseconds
+        /// (rounded up; 0 when it has run out and its end is not yet
+        /// applied).
+        remaining_ms: u64,
+    },
+    /// Behind this many earlier waiters (position - 1).
+    Waiters {
+        /// Waiters ahead of it.
+        count: u64,
+    },
+    /// Next in line with neither a holder nor a lock-delay: a moment
+    /// between two entries (the next one grants it).
+    Nothing,
+}
+
+impl QueueBehind {
+    /// The wire name (`Queued.behind`): "holder", "lock_delay", "waiters",
+    /// or "" for [`QueueBehind::Nothing`].
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            QueueBehind::Holder { .. } => "holder",
+            QueueBehind::LockDelay { .. } => "lock_delay",
+            QueueBehind::Waiters { .. } => "waiters",
+            QueueBehind::Nothing => "",
+        }
+    }
+}
+
+/// The lock-delay left on `resource` at `now` on this node's deadline table,
+/// in milliseconds (0: none). As the TTL left of a lease: display only
+/// (docs/semantics.md "Time"); a delay whose local deadline is unknown
+/// shows 0.
+fn lock_delay_left_ms(m: &Machine, resource: &str, now: Duration) -> u64 {
+    m.table
+        .lock_delay(resource)
+        .and_then(|d| {
+            m.deadlines
+                .lock_delay_remaining_ms(resource, d.start_index, now)
+        })
+        .unwrap_or(0)
 }
 
 /// One role, as `role list` shows it.
@@ -291,6 +355,7 @@ impl Node {
             read_index,
             holder,
             waiters: m.table.waiters(resource).len() as u64,
+            lock_delay_remaining_ms: lock_delay_left_ms(&m, resource, now),
         })
     }
 
@@ -414,6 +479,7 @@ impl Node {
                             .unwrap_or(0),
                     })
                     .collect(),
+                lock_delay_remaining_ms: lock_delay_left_ms(&m, name, now),
             })
             .collect();
         Ok((read_index, locks))
@@ -573,6 +639,19 @@ impl Node {
         })
     }
 
+    /// The lock-delay left on `resource` in this node's applied table, in
+    /// milliseconds (0: none, or the state is unusable). No read-index: for
+    /// the answer to an acquire this node just applied (refused for the
+    /// lock-delay), which is at least as new as that entry.
+    pub fn lock_delay_remaining_ms(&self, resource: &str) -> u64 {
+        let now = self.shared.clock.now();
+        self.shared
+            .machine
+            .lock()
+            .map(|m| lock_delay_left_ms(&m, resource, now))
+            .unwrap_or(0)
+    }
+
     /// Where the acquire of `lease_id` on `resource`, queued at
     /// `enqueue_index`, stands in this node's applied table. None when the
     /// state is unusable.
@@ -582,6 +661,7 @@ impl Node {
         lease_id: LeaseId,
         enqueue_index: LogIndex,
     ) -> Option<WaiterStep> {
+        let now = self.shared.clock.now();
         let m = self.shared.machine.lock().ok()?;
         Some(match m.table.holder(resource) {
             Some(h) if h.lease_id == lease_id && h.grant_index >= enqueue_index => {
@@ -592,7 +672,21 @@ impl Node {
                 }
             }
             holder => match m.table.waiter_position(resource, lease_id) {
-                Some(position) => WaiterStep::Queued(position),
+                Some(position) => WaiterStep::Queued {
+                    position,
+                    behind: match holder {
+                        _ if position > 1 => QueueBehind::Waiters {
+                            count: position - 1,
+                        },
+                        Some(h) => QueueBehind::Holder {
+                            lease_id: h.lease_id,
+                        },
+                        None if m.table.lock_delay(resource).is_some() => QueueBehind::LockDelay {
+                            remaining_ms: lock_delay_left_ms(&m, resource, now),
+                        },
+                        None => QueueBehind::Nothing,
+                    },
+                },
                 None if m
                     .revoked_waiters
                     .contains(resource, lease_id, enqueue_index) =>

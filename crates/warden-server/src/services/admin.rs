@@ -136,6 +136,7 @@ impl Admin for AdminService {
                         age_ms: w.age_ms,
                     })
                     .collect(),
+                lock_delay_remaining_ms: l.lock_delay_remaining_ms,
             })
             .collect();
         Ok(Response::new(pb::ListResponse { locks, read_index }))

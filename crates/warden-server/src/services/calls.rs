@@ -24,7 +24,8 @@ pub(super) async fn start_acquire(
     r: pb::AcquireRequest,
 ) -> Result<AcquireStart, Status> {
     let reply: AcquireReply = node.submit(principal, convert::acquire(r)?).await?;
-    acquire_start(reply).map_err(|(token, lease_id)| grant_ended(token, lease_id))
+    acquire_start(reply, |resource| node.lock_delay_remaining_ms(resource))
+        .map_err(|(token, lease_id)| grant_ended(token, lease_id))
 }
 
 /// Validates and submits a release, as both `Release` and `Calls` serve it.

@@ -10,7 +10,7 @@ use warden_core::types::{
 use warden_core::Usage;
 use warden_proto::v1 as pb;
 
-use crate::node::read::{RoleInfo, UserInfo};
+use crate::node::read::{QueueBehind, RoleInfo, UserInfo};
 use crate::node::SubmitError;
 
 /// The exactly-once header of a mutating request (S7).
@@ -99,27 +99,43 @@ pub fn granted(
     }
 }
 
-/// A `NotGranted` acquire answer.
+/// A `NotGranted` acquire answer; `lock_delay_remaining_ms` is sent only
+/// with reason `lock_delay` (0 otherwise).
 pub fn not_granted(
     resource: String,
     holder: Option<u64>,
     reason: NotGrantedReason,
+    lock_delay_remaining_ms: u64,
 ) -> pb::AcquireResponse {
     pb::AcquireResponse {
         event: Some(pb::acquire_response::Event::NotGranted(pb::NotGranted {
             resource,
             holder_lease_id: holder.unwrap_or(0),
             reason: reason_str(reason).to_string(),
+            lock_delay_remaining_ms: if reason == NotGrantedReason::LockDelay {
+                lock_delay_remaining_ms
+            } else {
+                0
+            },
         })),
     }
 }
 
-/// A `Queued` acquire answer.
-pub fn queued(position: u64, lease_id: u64) -> pb::AcquireResponse {
+/// A `Queued` acquire answer: the waiter's position and lease, and what it
+/// waits behind.
+pub fn queued(position: u64, lease_id: u64, behind: QueueBehind) -> pb::AcquireResponse {
+    let (holder_lease_id, lock_delay_remaining_ms) = match behind {
+        QueueBehind::Holder { lease_id } => (lease_id, 0),
+        QueueBehind::LockDelay { remaining_ms } => (0, remaining_ms),
+        QueueBehind::Waiters { .. } | QueueBehind::Nothing => (0, 0),
+    };
     pb::AcquireResponse {
         event: Some(pb::acquire_response::Event::Queued(pb::Queued {
             position,
             lease_id,
+            behind: behind.as_str().to_string(),
+            holder_lease_id,
+            lock_delay_remaining_ms,
         })),
     }
 }
@@ -141,8 +157,13 @@ pub enum AcquireStart {
 
 /// An acquire's reply as what to send. A retried acquire whose grant has
 /// ended since is refused `request_expired` (S7: the first outcome, but the
-/// lease no longer holds it): `Err(fencing_token, lease_id)`.
-pub fn acquire_start(reply: AcquireReply) -> Result<AcquireStart, (u64, u64)> {
+/// lease no longer holds it): `Err(fencing_token, lease_id)`. A refusal for
+/// the lock-delay carries `lock_delay_left(resource)`: the milliseconds left
+/// on the node's deadline table (display only).
+pub fn acquire_start(
+    reply: AcquireReply,
+    lock_delay_left: impl FnOnce(&str) -> u64,
+) -> Result<AcquireStart, (u64, u64)> {
     Ok(match reply.outcome {
         AcquireOutcome::Granted {
             resource,
@@ -166,7 +187,14 @@ pub fn acquire_start(reply: AcquireReply) -> Result<AcquireStart, (u64, u64)> {
             resource,
             holder_lease_id,
             reason,
-        } => AcquireStart::Final(not_granted(resource, holder_lease_id, reason)),
+        } => {
+            let left = if reason == NotGrantedReason::LockDelay {
+                lock_delay_left(&resource)
+            } else {
+                0
+            };
+            AcquireStart::Final(not_granted(resource, holder_lease_id, reason, left))
+        }
         AcquireOutcome::Queued {
             resource,
             lease_id,

@@ -216,6 +216,7 @@ impl Lock for LockService {
             }),
             waiters: s.waiters,
             read_index: s.read_index,
+            lock_delay_remaining_ms: s.lock_delay_remaining_ms,
         }))
     }
 

@@ -1,5 +1,6 @@
-//! A queued acquire's stream: its position while it waits (the first report
-//! at once, later moves at most every
+//! A queued acquire's stream: its position while it waits, and what it waits
+//! behind (the holder, the lock-delay, or earlier waiters; the first report
+//! at once, later changes at most every
 //! [`QUEUE_POSITION_REPORT_INTERVAL`]), then the final `Granted` or
 //! `NotGranted` as later entries apply (S8), or `PermissionDenied` when a
 //! hand-off removed the waiter because its principal no longer had `lock`
@@ -15,7 +16,7 @@ use warden_proto::v1 as pb;
 
 use super::convert::{granted, not_granted, queued};
 use super::status::wait_permission_revoked;
-use crate::node::read::WaiterStep;
+use crate::node::read::{QueueBehind, WaiterStep};
 use crate::node::Node;
 
 /// Shortest time between two `Queued` position reports to one waiter after
@@ -28,12 +29,30 @@ use crate::node::Node;
 pub const QUEUE_POSITION_REPORT_INTERVAL: std::time::Duration =
     std::time::Duration::from_millis(100);
 
+/// What a `Queued` report says, for the throttle: the position and what
+/// the waiter waits behind, without the lock-delay's time left (which
+/// changes every millisecond and alone is not news).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ReportKey {
+    position: u64,
+    behind: QueueBehind,
+}
+
+fn report_key(position: u64, behind: QueueBehind) -> ReportKey {
+    let behind = match behind {
+        QueueBehind::LockDelay { .. } => QueueBehind::LockDelay { remaining_ms: 0 },
+        other => other,
+    };
+    ReportKey { position, behind }
+}
+
 /// When a waiter's `Queued` position reports go out: the first at once,
-/// a changed position at most every [`QUEUE_POSITION_REPORT_INTERVAL`].
+/// a changed position (or what it waits behind: a holder that expired into
+/// a lock-delay) at most every [`QUEUE_POSITION_REPORT_INTERVAL`].
 #[derive(Debug, Default)]
 struct ReportThrottle {
-    /// The position last reported (0: none yet).
-    reported: u64,
+    /// What was last reported (None: nothing yet).
+    reported: Option<ReportKey>,
     /// When the next report may go.
     next_at: Option<tokio::time::Instant>,
 }
@@ -50,14 +69,14 @@ enum Report {
 }
 
 impl ReportThrottle {
-    fn offer(&mut self, position: u64, now: tokio::time::Instant) -> Report {
-        if position == self.reported {
+    fn offer(&mut self, key: ReportKey, now: tokio::time::Instant) -> Report {
+        if Some(key) == self.reported {
             return Report::Nothing;
         }
         match self.next_at {
             Some(at) if now < at => Report::HoldUntil(at),
             _ => {
-                self.reported = position;
+                self.reported = Some(key);
                 self.next_at = Some(now + QUEUE_POSITION_REPORT_INTERVAL);
                 Report::Send
             }
@@ -147,7 +166,7 @@ pub(super) async fn follow_waiter(
                 return;
             }
             WaiterStep::Gone { holder } => {
-                let msg = not_granted(resource, holder, NotGrantedReason::WaitTimeout);
+                let msg = not_granted(resource, holder, NotGrantedReason::WaitTimeout, 0);
                 tx.send(msg).await;
                 return;
             }
@@ -155,10 +174,10 @@ pub(super) async fn follow_waiter(
                 tx.fail(wait_permission_revoked(&resource, lease_id)).await;
                 return;
             }
-            WaiterStep::Queued(position) => {
-                match throttle.offer(position, tokio::time::Instant::now()) {
+            WaiterStep::Queued { position, behind } => {
+                match throttle.offer(report_key(position, behind), tokio::time::Instant::now()) {
                     Report::Send => {
-                        if !tx.send(queued(position, lease_id)).await {
+                        if !tx.send(queued(position, lease_id, behind)).await {
                             // A dropped stream is not a cancel (S8): the waiter stays.
                             return;
                         }
@@ -203,6 +222,8 @@ mod tests {
             event: Some(pb::acquire_response::Event::Queued(pb::Queued {
                 position: 2,
                 lease_id: 9,
+                behind: "waiters".into(),
+                ..Default::default()
             })),
         };
         assert!(waiter.send(queued.clone()).await);
@@ -287,7 +308,24 @@ mod tests {
             bob_enqueued,
         ));
         let first = rx.recv().await.expect("a report").expect("queued");
-        assert_eq!(first, queued(1, bob_lease));
+        // Next in line, behind alice's grant (the report names her lease).
+        assert_eq!(
+            first,
+            queued(
+                1,
+                bob_lease,
+                QueueBehind::Holder {
+                    lease_id: alice_lease
+                }
+            )
+        );
+        let Some(pb::acquire_response::Event::Queued(q)) = first.event else {
+            panic!("not a queued report: {first:?}")
+        };
+        assert_eq!(
+            (q.behind.as_str(), q.holder_lease_id),
+            ("holder", alice_lease)
+        );
         t.revoke("bob", "q/").await;
         let release = Command::Release(Release {
             header: header(1, 2),
@@ -320,6 +358,128 @@ mod tests {
         assert!(holder.fencing_token > fencing_token, "S2");
     }
 
+    // Lock-delay is visible (docs/semantics.md "Words", lock-delay): after a
+    // forced release of a grant with a 5 s lock-delay the resource has no
+    // holder, and `status`, a try-lock's refusal and a waiter's first
+    // `Queued` report each carry the time left, in (0, 5 s], read from this
+    // node's deadline table as the TTL left of a holder is.
+    #[tokio::test]
+    async fn a_lock_delay_shows_its_time_left_in_status_refusal_and_queue() {
+        use super::super::calls::start_acquire;
+        use super::super::convert::AcquireStart;
+        use crate::node::submit::Released;
+        use crate::node::test_node::{header, Setup, TestNode};
+        use warden_core::types::{
+            Acquire, AcquireOutcome, AcquireReply, Command, ForceRelease, LeaseSpec,
+        };
+
+        let t = TestNode::start(Setup {
+            allow_admin: true,
+            ..Setup::default()
+        })
+        .await;
+        let holder: AcquireReply = t
+            .node
+            .submit(
+                &None,
+                Command::Acquire(Acquire {
+                    header: header(1, 1),
+                    resource: "d/1".into(),
+                    lease: LeaseSpec::New { ttl_ms: 30_000 },
+                    wait_timeout_ms: 0,
+                    lock_delay_ms: 5_000,
+                    due: None,
+                }),
+            )
+            .await
+            .expect("holder");
+        assert!(
+            matches!(holder.outcome, AcquireOutcome::Granted { .. }),
+            "{holder:?}"
+        );
+        let fresh = t.node.resource_status(&None, "d/1").await.expect("status");
+        assert_eq!(fresh.lock_delay_remaining_ms, 0, "held: no lock-delay");
+        let _: Released = t
+            .node
+            .submit(
+                &None,
+                Command::ForceRelease(ForceRelease {
+                    header: header(2, 1),
+                    resource: "d/1".into(),
+                    fencing_token: None,
+                    due: None,
+                    requested_by: "test".into(),
+                    at_unix_ms: 0,
+                }),
+            )
+            .await
+            .expect("force release");
+        let in_delay = |ms: u64| ms > 0 && ms <= 5_000;
+
+        let status = t.node.resource_status(&None, "d/1").await.expect("status");
+        assert_eq!(status.holder, None);
+        assert!(in_delay(status.lock_delay_remaining_ms), "{status:?}");
+
+        let try_lock = pb::AcquireRequest {
+            header: Some(pb::RequestHeader {
+                client_id: 3,
+                request_id: 1,
+                acked_request_id: 0,
+            }),
+            resource: "d/1".into(),
+            ttl_ms: 10_000,
+            ..Default::default()
+        };
+        let Ok(AcquireStart::Final(refusal)) = start_acquire(&t.node, &None, try_lock).await else {
+            panic!("the try-lock is answered at once")
+        };
+        let Some(pb::acquire_response::Event::NotGranted(n)) = refusal.event else {
+            panic!("not refused: {refusal:?}")
+        };
+        assert_eq!((n.reason.as_str(), n.holder_lease_id), ("lock_delay", 0));
+        assert!(in_delay(n.lock_delay_remaining_ms), "{n:?}");
+
+        let wait = pb::AcquireRequest {
+            header: Some(pb::RequestHeader {
+                client_id: 4,
+                request_id: 1,
+                acked_request_id: 0,
+            }),
+            resource: "d/1".into(),
+            ttl_ms: 10_000,
+            wait_timeout_ms: 60_000,
+            ..Default::default()
+        };
+        let Ok(AcquireStart::Queued {
+            resource,
+            lease_id,
+            enqueue_index,
+        }) = start_acquire(&t.node, &None, wait).await
+        else {
+            panic!("the wait is queued")
+        };
+        let (tx, mut rx) = mpsc::channel(8);
+        let follower = tokio::spawn(follow_waiter(
+            t.node.clone(),
+            WaiterOut::Acquire(tx),
+            resource,
+            lease_id,
+            enqueue_index,
+        ));
+        let first = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("a report within 10 s")
+            .expect("a report")
+            .expect("queued");
+        let Some(pb::acquire_response::Event::Queued(q)) = first.event else {
+            panic!("not a queued report: {first:?}")
+        };
+        assert_eq!((q.position, q.lease_id), (1, lease_id));
+        assert_eq!((q.behind.as_str(), q.holder_lease_id), ("lock_delay", 0));
+        assert!(in_delay(q.lock_delay_remaining_ms), "{q:?}");
+        follower.abort();
+    }
+
     // The queue position a waiter sees (S8's `Queued` reports): the first
     // report goes at once, a changed position is held back at most
     // QUEUE_POSITION_REPORT_INTERVAL and then sent, an unchanged one never
@@ -329,14 +489,39 @@ mod tests {
     fn position_reports_are_held_back_at_most_the_interval() {
         let t0 = tokio::time::Instant::now();
         let ms = |n| t0 + Duration::from_millis(n);
+        let at = |position: u64| {
+            report_key(
+                position,
+                QueueBehind::Waiters {
+                    count: position - 1,
+                },
+            )
+        };
         let mut t = ReportThrottle::default();
-        assert_eq!(t.offer(3, t0), Report::Send);
-        assert_eq!(t.offer(3, ms(1)), Report::Nothing);
-        assert_eq!(t.offer(2, ms(10)), Report::HoldUntil(ms(100)));
-        assert_eq!(t.offer(1, ms(99)), Report::HoldUntil(ms(100)));
-        assert_eq!(t.offer(1, ms(100)), Report::Send);
-        assert_eq!(t.offer(1, ms(500)), Report::Nothing);
+        assert_eq!(t.offer(at(3), t0), Report::Send);
+        assert_eq!(t.offer(at(3), ms(1)), Report::Nothing);
+        assert_eq!(t.offer(at(2), ms(10)), Report::HoldUntil(ms(100)));
+        assert_eq!(t.offer(at(1), ms(99)), Report::HoldUntil(ms(100)));
+        assert_eq!(t.offer(at(1), ms(100)), Report::Send);
+        assert_eq!(t.offer(at(1), ms(500)), Report::Nothing);
         // A move after a quiet spell goes at once.
-        assert_eq!(t.offer(2, ms(500)), Report::Send);
+        assert_eq!(t.offer(at(2), ms(500)), Report::Send);
+    }
+
+    // What a waiter waits behind is news at an unchanged position (the
+    // holder expired into a lock-delay: the report says so), but the
+    // lock-delay's time left running down is not (no report per
+    // millisecond).
+    #[test]
+    fn a_holder_turning_into_a_lock_delay_is_reported_once() {
+        let t0 = tokio::time::Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let holder = report_key(1, QueueBehind::Holder { lease_id: 7 });
+        let delay = |remaining_ms| report_key(1, QueueBehind::LockDelay { remaining_ms });
+        let mut t = ReportThrottle::default();
+        assert_eq!(t.offer(holder, t0), Report::Send);
+        assert_eq!(t.offer(delay(5_000), ms(200)), Report::Send);
+        assert_eq!(t.offer(delay(4_800), ms(400)), Report::Nothing);
+        assert_eq!(t.offer(delay(1), ms(4_999)), Report::Nothing);
     }
 }
