@@ -639,6 +639,12 @@ pub struct ListedLock {
     pub holder: Option<ListedHolder>,
     /// Its waiters, the next to be granted first.
     pub waiters: Vec<ListedWaiter>,
+    /// When nobody holds it because of a lock-delay after an involuntary
+    /// loss: the lock-delay left, in milliseconds on the serving node's
+    /// clock (display only, rounded up, as
+    /// [`ListedHolder::ttl_remaining_ms`]). `None`: no lock-delay (or a
+    /// server that does not say).
+    pub lock_delay_remaining_ms: Option<u64>,
 }
 
 impl ListedLock {
@@ -760,6 +766,8 @@ impl From<v1::ListResponse> for Listing {
                             age_ms: w.age_ms,
                         })
                         .collect(),
+                    lock_delay_remaining_ms: (l.lock_delay_remaining_ms != 0)
+                        .then_some(l.lock_delay_remaining_ms),
                 })
                 .collect(),
             read_index: r.read_index,

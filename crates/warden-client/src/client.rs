@@ -324,10 +324,7 @@ impl Client {
                     .await
                     .map_err(|_| attempt_timed_out(budget))??;
                 match message.and_then(|m| m.event) {
-                    Some(Event::Queued(q)) => on_queued(Queued {
-                        position: q.position,
-                        lease_id: q.lease_id,
-                    }),
+                    Some(Event::Queued(q)) => on_queued(Queued::from(q)),
                     Some(Event::Granted(g)) => return Ok(AcquireResult::from(g)),
                     Some(Event::NotGranted(n)) => return Ok(AcquireResult::from(n)),
                     // A stream that ends without a final message was cut:

@@ -187,8 +187,8 @@ pub use requests::MAX_REQUESTS_AHEAD;
 pub use routing::{leader_hint, parse_endpoint};
 pub use types::{
     AcquireOptions, AcquireResult, CancelWaitOutcome, ClientOptions, ClusterStatus, Holder,
-    LeaseGrantResult, LeaseInfo, Member, NotGrantedReason, Queued, ReleaseResult, RenewResult,
-    StatusResult, Timing, TlsOptions, TokenState, ValidateResult, DEFAULT_USER,
+    LeaseGrantResult, LeaseInfo, Member, NotGrantedReason, QueueBehind, Queued, ReleaseResult,
+    RenewResult, StatusResult, Timing, TlsOptions, TokenState, ValidateResult, DEFAULT_USER,
 };
 pub use watch::{WatchError, WatchEvent, WatchTarget, Watcher};
 

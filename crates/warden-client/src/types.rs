@@ -150,6 +150,12 @@ pub enum AcquireResult {
         holder_lease_id: Option<u64>,
         /// Why.
         reason: NotGrantedReason,
+        /// With [`NotGrantedReason::LockDelay`]: the lock-delay left, in
+        /// milliseconds on the serving leader's clock (display only,
+        /// rounded up); no grant is made before it ends. `None` for the
+        /// other reasons, from a server that does not say, or when the
+        /// delay ended as the answer was made.
+        lock_delay_remaining_ms: Option<u64>,
     },
 }
 
@@ -199,13 +205,70 @@ impl std::fmt::Display for NotGrantedReason {
     }
 }
 
-/// A progress message of a waiting acquire.
+/// A progress message of a waiting acquire: one when it is queued, then
+/// one whenever its position or what it waits behind changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Queued {
     /// Place in the queue; 1 = next in line.
     pub position: u64,
     /// The lease the waiter hangs on.
     pub lease_id: u64,
+    /// What it waits behind.
+    pub behind: QueueBehind,
+}
+
+/// What a waiting acquire waits behind ([`Queued::behind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueBehind {
+    /// Next in line; the resource is held by this lease.
+    Holder {
+        /// The holding lease.
+        lease_id: u64,
+    },
+    /// Next in line; the resource is in its lock-delay after an involuntary
+    /// loss (expiry, forced release), granted to nobody until it ends.
+    LockDelay {
+        /// The lock-delay left, in milliseconds on the serving leader's
+        /// clock (display only, rounded up; 0 when it has just run out).
+        remaining_ms: u64,
+    },
+    /// Behind this many earlier waiters (position - 1).
+    Waiters {
+        /// Waiters ahead.
+        count: u64,
+    },
+    /// Not said: a server from before these reports, or a moment between
+    /// two entries.
+    Unknown,
+}
+
+impl QueueBehind {
+    /// From the wire's `Queued` (`behind`: "holder", "lock_delay",
+    /// "waiters"; anything else is [`QueueBehind::Unknown`]).
+    pub(crate) fn from_wire(q: &v1::Queued) -> QueueBehind {
+        match q.behind.as_str() {
+            "holder" => QueueBehind::Holder {
+                lease_id: q.holder_lease_id,
+            },
+            "lock_delay" => QueueBehind::LockDelay {
+                remaining_ms: q.lock_delay_remaining_ms,
+            },
+            "waiters" => QueueBehind::Waiters {
+                count: q.position.saturating_sub(1),
+            },
+            _ => QueueBehind::Unknown,
+        }
+    }
+}
+
+impl From<v1::Queued> for Queued {
+    fn from(q: v1::Queued) -> Self {
+        Queued {
+            position: q.position,
+            lease_id: q.lease_id,
+            behind: QueueBehind::from_wire(&q),
+        }
+    }
 }
 
 /// An acknowledged renew: the lease's countdown restarted with `ttl_ms` once
@@ -307,6 +370,12 @@ pub struct StatusResult {
     pub waiters: u64,
     /// The log index the read was served at.
     pub read_index: u64,
+    /// When it is free because of a lock-delay after an involuntary loss
+    /// (expiry, forced release): the lock-delay left, in milliseconds on the
+    /// serving leader's clock (display only, rounded up, as
+    /// [`Holder::ttl_remaining_ms`]); no grant is made before it ends.
+    /// `None`: no lock-delay (or a server that does not say).
+    pub lock_delay_remaining_ms: Option<u64>,
 }
 
 /// A token's standing, as [`Client::validate`](crate::Client::validate) reports it.
@@ -472,6 +541,8 @@ impl From<v1::NotGranted> for AcquireResult {
             resource: n.resource,
             holder_lease_id: (n.holder_lease_id != 0).then_some(n.holder_lease_id),
             reason: NotGrantedReason::from_wire(&n.reason),
+            lock_delay_remaining_ms: (n.lock_delay_remaining_ms != 0)
+                .then_some(n.lock_delay_remaining_ms),
         }
     }
 }
@@ -489,6 +560,8 @@ impl From<v1::StatusResponse> for StatusResult {
             }),
             waiters: s.waiters,
             read_index: s.read_index,
+            lock_delay_remaining_ms: (s.lock_delay_remaining_ms != 0)
+                .then_some(s.lock_delay_remaining_ms),
         }
     }
 }
@@ -548,4 +621,59 @@ impl From<v1::ClusterStatusResponse> for ClusterStatus {
 /// bounds, naming the field and the limit).
 pub(crate) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The wire's lock-delay fields (warden.proto): 0 is "none", and a
+    // `Queued` report says what it waits behind; an unknown or missing
+    // `behind` (an older server) is Unknown, never a guess.
+    #[test]
+    fn lock_delay_and_queue_fields_from_the_wire() {
+        let refused = AcquireResult::from(v1::NotGranted {
+            resource: "r".into(),
+            holder_lease_id: 0,
+            reason: "lock_delay".into(),
+            lock_delay_remaining_ms: 3_900,
+        });
+        assert_eq!(
+            refused,
+            AcquireResult::NotGranted {
+                resource: "r".into(),
+                holder_lease_id: None,
+                reason: NotGrantedReason::LockDelay,
+                lock_delay_remaining_ms: Some(3_900),
+            }
+        );
+        let status = StatusResult::from(v1::StatusResponse {
+            resource: "r".into(),
+            holder: None,
+            waiters: 1,
+            read_index: 9,
+            lock_delay_remaining_ms: 0,
+        });
+        assert_eq!(status.lock_delay_remaining_ms, None);
+        let queued = |behind: &str, position| {
+            Queued::from(v1::Queued {
+                position,
+                lease_id: 8,
+                behind: behind.into(),
+                holder_lease_id: if behind == "holder" { 7 } else { 0 },
+                lock_delay_remaining_ms: if behind == "lock_delay" { 2_000 } else { 0 },
+            })
+            .behind
+        };
+        assert_eq!(queued("holder", 1), QueueBehind::Holder { lease_id: 7 });
+        assert_eq!(
+            queued("lock_delay", 1),
+            QueueBehind::LockDelay {
+                remaining_ms: 2_000
+            }
+        );
+        assert_eq!(queued("waiters", 4), QueueBehind::Waiters { count: 3 });
+        assert_eq!(queued("", 1), QueueBehind::Unknown);
+        assert_eq!(queued("a later kind", 1), QueueBehind::Unknown);
+    }
 }

@@ -14,7 +14,7 @@ use tonic::{Request, Response, Status};
 use warden_client::transport::{Connector, TcpConnector};
 use warden_client::{
     AcquireOptions, AcquireResult, Client, ClientError, ClientOptions, Clock, ClockError, Lost,
-    Queued, SessionOptions, TokioClock,
+    QueueBehind, Queued, SessionOptions, TokioClock,
 };
 use warden_proto::v1;
 use warden_proto::v1::lease_server::{Lease, LeaseServer};
@@ -204,6 +204,9 @@ impl Lock for Fake {
             event: Some(Event::Queued(WireQueued {
                 position: 1,
                 lease_id: 7,
+                behind: "holder".into(),
+                holder_lease_id: 5,
+                lock_delay_remaining_ms: 0,
             })),
         };
         let items: Vec<Result<AcquireResponse, Status>> = match &self.role {
@@ -652,7 +655,7 @@ fn request_ids(log: &Mutex<Vec<(u64, u64, u64)>>) -> Vec<u64> {
 
 /// Acquires "orders" at `addr`, waiting up to 5 s in the queue; asserts
 /// the fake leader's grant (fencing token 41) and returns how many `Queued`
-/// reports reached the callback.
+/// reports reached the callback (each saying it waits behind lease 5).
 async fn waiting_acquire(addr: &str) -> usize {
     let client = Client::connect(vec![addr.to_string()], ClientOptions::default())
         .await
@@ -664,8 +667,11 @@ async fn waiting_acquire(addr: &str) -> usize {
         ..ten_seconds()
     };
     let result = client
-        .acquire_with_progress("orders", options, move |_: Queued| {
-            sink.fetch_add(1, Ordering::SeqCst);
+        .acquire_with_progress("orders", options, move |q: Queued| {
+            // Counted only as the fake leader sent it: behind holder lease 5.
+            if q.lease_id == 7 && q.behind == (QueueBehind::Holder { lease_id: 5 }) {
+                sink.fetch_add(1, Ordering::SeqCst);
+            }
         })
         .await
         .unwrap();
@@ -1150,6 +1156,7 @@ impl v1::admin_server::Admin for FakeAdmin {
                     resource: warden_client::election_key("scheduler"),
                     holder: None,
                     waiters: vec![],
+                    lock_delay_remaining_ms: 2_500,
                 },
                 v1::ListedLock {
                     resource: "orders".into(),
@@ -1163,6 +1170,7 @@ impl v1::admin_server::Admin for FakeAdmin {
                         lease_id: 4,
                         age_ms: 5,
                     }],
+                    lock_delay_remaining_ms: 0,
                 },
             ],
             read_index: 12,
@@ -1441,6 +1449,8 @@ async fn admin_calls_follow_the_leader_hint() {
     assert_eq!(listing.locks.len(), 2);
     assert_eq!(listing.locks[0].election(), Some("scheduler"));
     assert_eq!(listing.locks[1].election(), None);
+    // A free key in its lock-delay carries the time left; 0 on the wire is none.
+    assert_eq!(listing.locks[0].lock_delay_remaining_ms, Some(2_500));
     assert_eq!(
         listing.locks[1],
         warden_client::ListedLock {
@@ -1455,6 +1465,7 @@ async fn admin_calls_follow_the_leader_hint() {
                 lease_id: 4,
                 age_ms: 5
             }],
+            lock_delay_remaining_ms: None,
         }
     );
 
