@@ -79,6 +79,8 @@ pub fn list_json(locks: &[ListedLock]) -> Value {
                         "lease_id": w.lease_id,
                         "age_ms": w.age_ms,
                     })).collect::<Vec<_>>(),
+                    // null unless free because of a lock-delay.
+                    "lock_delay_remaining_ms": l.lock_delay_remaining_ms,
                 })
             })
             .collect(),
@@ -131,7 +133,10 @@ fn list_text(locks: &[ListedLock]) -> String {
                     ms(h.age_ms),
                     ms(h.ttl_remaining_ms)
                 ),
-                None => "free (lock-delay)".to_string(),
+                None => match l.lock_delay_remaining_ms {
+                    Some(left) => format!("free (lock-delay: {} left)", ms(left)),
+                    None => "free".to_string(),
+                },
             };
             let waiters: Vec<String> = l
                 .waiters
@@ -290,11 +295,13 @@ mod tests {
                     lease_id: 4,
                     age_ms: 5,
                 }],
+                lock_delay_remaining_ms: None,
             },
             ListedLock {
                 resource: "b".into(),
                 holder: None,
                 waiters: vec![],
+                lock_delay_remaining_ms: Some(2_500),
             },
         ];
         assert_eq!(
@@ -302,9 +309,31 @@ mod tests {
             json!([
                 {"resource": "a", "election": false,
                  "holder": {"lease_id": 3, "fencing_token": 9, "age_ms": 10, "ttl_remaining_ms": 900},
-                 "waiters": [{"lease_id": 4, "age_ms": 5}]},
-                {"resource": "b", "election": false, "holder": null, "waiters": []}
+                 "waiters": [{"lease_id": 4, "age_ms": 5}],
+                 "lock_delay_remaining_ms": null},
+                {"resource": "b", "election": false, "holder": null, "waiters": [],
+                 "lock_delay_remaining_ms": 2_500}
             ])
+        );
+    }
+
+    // Lock-delay is visible (docs/semantics.md "Words", lock-delay): a
+    // listed resource free because of its lock-delay shows the time left,
+    // with its waiters listed after it.
+    #[test]
+    fn list_text_shows_the_lock_delay_left() {
+        let locks = vec![ListedLock {
+            resource: "R".into(),
+            holder: None,
+            waiters: vec![ListedWaiter {
+                lease_id: 4,
+                age_ms: 1_500,
+            }],
+            lock_delay_remaining_ms: Some(2_500),
+        }];
+        assert_eq!(
+            list_text(&locks),
+            "\"R\": free (lock-delay: 2s 500ms left); waiting: lease 4 (1s 500ms)"
         );
     }
 
@@ -322,6 +351,7 @@ mod tests {
                 ttl_remaining_ms: 9_000,
             }),
             waiters: vec![],
+            lock_delay_remaining_ms: None,
         }];
         assert_eq!(
             list_text(&locks),

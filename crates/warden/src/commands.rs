@@ -167,10 +167,7 @@ pub async fn acquire(args: AcquireArgs) -> Report {
     let progress = move |q: warden_client::Queued| {
         seen.store(q.lease_id, Ordering::SeqCst);
         // Progress goes to stderr in every format: stdout is for the result.
-        eprintln!(
-            "queued behind the holder: position {} (lease {})",
-            q.position, q.lease_id
-        );
+        eprintln!("{}", output::queued(&q));
     };
     let created_lease = args.lease.is_none();
     let mut acquire =

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use warden_client::{
-    AcquireResult, ClusterStatus, ReleaseResult, RenewResult, StatusResult, Timing, TokenState,
-    ValidateResult,
+    AcquireResult, ClusterStatus, NotGrantedReason, QueueBehind, Queued, ReleaseResult,
+    RenewResult, StatusResult, Timing, TokenState, ValidateResult,
 };
 
 use crate::cli::OutputFormat;
@@ -86,12 +86,21 @@ pub fn acquire(result: &AcquireResult, valid_for_ms: Option<u64>, format: Output
             resource,
             holder_lease_id,
             reason,
+            lock_delay_remaining_ms,
         } => {
-            let holder = match holder_lease_id {
-                Some(id) => format!("held by lease {id}"),
-                None => "no holder".to_string(),
+            let line = match (reason, holder_lease_id) {
+                (NotGrantedReason::LockDelay, None) => format!(
+                    "not granted: {resource:?} is in its lock-delay{}",
+                    match lock_delay_remaining_ms {
+                        Some(left) => format!(" ({} left)", ms(*left)),
+                        None => String::new(),
+                    }
+                ),
+                (_, Some(id)) => {
+                    format!("not granted: {resource:?} held by lease {id} (reason: {reason})")
+                }
+                (_, None) => format!("not granted: {resource:?} no holder (reason: {reason})"),
             };
-            let line = format!("not granted: {resource:?} {holder} (reason: {reason})");
             Report {
                 stdout: match format {
                     OutputFormat::Json => Some(json_text(&json!({
@@ -99,6 +108,8 @@ pub fn acquire(result: &AcquireResult, valid_for_ms: Option<u64>, format: Output
                         "granted": false,
                         "holder_lease_id": holder_lease_id,
                         "reason": reason.as_str(),
+                        // null unless the reason is lock_delay.
+                        "lock_delay_remaining_ms": lock_delay_remaining_ms,
                     }))),
                     OutputFormat::Text => None,
                 },
@@ -107,6 +118,25 @@ pub fn acquire(result: &AcquireResult, valid_for_ms: Option<u64>, format: Output
             }
         }
     }
+}
+
+/// The stderr line of a waiting `warden acquire`'s progress report: what it
+/// waits behind (the holder, the lock-delay with its time left, or earlier
+/// waiters), its position, and the lease it waits on.
+pub fn queued(q: &Queued) -> String {
+    let behind = match q.behind {
+        QueueBehind::Holder { lease_id } => format!("queued behind the holder (lease {lease_id})"),
+        QueueBehind::LockDelay { remaining_ms } => {
+            format!("queued behind the lock-delay ({} left)", ms(remaining_ms))
+        }
+        QueueBehind::Waiters { count: 1 } => "queued behind 1 earlier waiter".to_string(),
+        QueueBehind::Waiters { count } => format!("queued behind {count} earlier waiters"),
+        QueueBehind::Unknown => "queued".to_string(),
+    };
+    format!(
+        "{behind}: position {} (waiting as lease {})",
+        q.position, q.lease_id
+    )
 }
 
 /// `warden renew`.
@@ -158,6 +188,8 @@ pub fn status(result: &StatusResult, format: OutputFormat) -> Report {
                 "fencing_token": h.fencing_token,
                 "ttl_remaining_ms": h.ttl_remaining_ms,
             })),
+            // null unless free because of a lock-delay.
+            "lock_delay_remaining_ms": result.lock_delay_remaining_ms,
         })),
         OutputFormat::Text => match &result.holder {
             Some(h) => {
@@ -173,7 +205,20 @@ pub fn status(result: &StatusResult, format: OutputFormat) -> Report {
                 }
                 line
             }
-            None => format!("{:?} is free", result.resource),
+            None => {
+                let mut line = match result.lock_delay_remaining_ms {
+                    Some(left) => format!(
+                        "{:?} is free (lock-delay: {} left, no new grant until then)",
+                        result.resource,
+                        ms(left)
+                    ),
+                    None => format!("{:?} is free", result.resource),
+                };
+                if result.waiters > 0 {
+                    line.push_str(&format!("; {} waiting", result.waiters));
+                }
+                line
+            }
         },
     })
 }
@@ -409,18 +454,29 @@ mod tests {
             resource: "orders".into(),
             holder_lease_id: Some(5),
             reason: NotGrantedReason::Held,
+            lock_delay_remaining_ms: None,
         };
         let r = acquire(&result, None, OutputFormat::Json);
         assert_eq!(r.exit_code, EXIT_NOT_GRANTED);
-        assert!(r.stderr.as_deref().unwrap().contains("lease 5"));
+        assert_eq!(
+            r.stderr.as_deref(),
+            Some("not granted: \"orders\" held by lease 5 (reason: held)")
+        );
         let v = parse_one(&r);
         assert_eq!(
             keys(&v),
-            ["granted", "holder_lease_id", "reason", "resource"]
+            [
+                "granted",
+                "holder_lease_id",
+                "lock_delay_remaining_ms",
+                "reason",
+                "resource"
+            ]
         );
         assert_eq!(v["granted"], false);
         assert_eq!(v["holder_lease_id"], 5);
         assert_eq!(v["reason"], "held");
+        assert_eq!(v["lock_delay_remaining_ms"], Value::Null);
         let text = acquire(&result, None, OutputFormat::Text);
         assert_eq!(text.stdout, None);
         assert_eq!(text.exit_code, EXIT_NOT_GRANTED);
@@ -429,11 +485,89 @@ mod tests {
                 resource: "orders".into(),
                 holder_lease_id: None,
                 reason: NotGrantedReason::WaitTimeout,
+                lock_delay_remaining_ms: None,
             },
             None,
             OutputFormat::Json,
         );
         assert_eq!(parse_one(&no_holder)["holder_lease_id"], Value::Null);
+    }
+
+    // Lock-delay is visible (docs/semantics.md "Words", lock-delay): a
+    // refusal for the lock-delay says so with the time left, in text and in
+    // JSON, instead of "no holder (reason: lock_delay)"; exit 2.
+    #[test]
+    fn acquire_refused_for_the_lock_delay_names_it_with_the_time_left() {
+        let result = AcquireResult::NotGranted {
+            resource: "R".into(),
+            holder_lease_id: None,
+            reason: NotGrantedReason::LockDelay,
+            lock_delay_remaining_ms: Some(3_900),
+        };
+        let text = acquire(&result, None, OutputFormat::Text);
+        assert_eq!(
+            (text.stdout, text.stderr.as_deref(), text.exit_code),
+            (
+                None,
+                Some("not granted: \"R\" is in its lock-delay (3s 900ms left)"),
+                EXIT_NOT_GRANTED
+            )
+        );
+        let v = parse_one(&acquire(&result, None, OutputFormat::Json));
+        assert_eq!(v["reason"], "lock_delay");
+        assert_eq!(v["lock_delay_remaining_ms"], 3_900);
+        assert_eq!(v["holder_lease_id"], Value::Null);
+        // A server that does not say how long: the lock-delay is still named.
+        let unknown = AcquireResult::NotGranted {
+            resource: "R".into(),
+            holder_lease_id: None,
+            reason: NotGrantedReason::LockDelay,
+            lock_delay_remaining_ms: None,
+        };
+        assert_eq!(
+            acquire(&unknown, None, OutputFormat::Text)
+                .stderr
+                .as_deref(),
+            Some("not granted: \"R\" is in its lock-delay")
+        );
+    }
+
+    // A waiter's queue message says what it waits behind (S8's `Queued`
+    // reports): the holder with its lease, the lock-delay with its time
+    // left, or the earlier waiters; never "behind the holder" when there is
+    // none.
+    #[test]
+    fn queued_lines_say_what_the_waiter_waits_behind() {
+        let q = |position, behind| Queued {
+            position,
+            lease_id: 9,
+            behind,
+        };
+        assert_eq!(
+            queued(&q(1, QueueBehind::Holder { lease_id: 4 })),
+            "queued behind the holder (lease 4): position 1 (waiting as lease 9)"
+        );
+        assert_eq!(
+            queued(&q(
+                1,
+                QueueBehind::LockDelay {
+                    remaining_ms: 2_000
+                }
+            )),
+            "queued behind the lock-delay (2s left): position 1 (waiting as lease 9)"
+        );
+        assert_eq!(
+            queued(&q(2, QueueBehind::Waiters { count: 1 })),
+            "queued behind 1 earlier waiter: position 2 (waiting as lease 9)"
+        );
+        assert_eq!(
+            queued(&q(4, QueueBehind::Waiters { count: 3 })),
+            "queued behind 3 earlier waiters: position 4 (waiting as lease 9)"
+        );
+        assert_eq!(
+            queued(&q(1, QueueBehind::Unknown)),
+            "queued: position 1 (waiting as lease 9)"
+        );
     }
 
     // JSON contract of `warden renew` and `warden release`.
@@ -480,9 +614,11 @@ mod tests {
             }),
             waiters: 0,
             read_index: 40,
+            lock_delay_remaining_ms: None,
         };
         let v = parse_one(&status(&held, OutputFormat::Json));
-        assert_eq!(keys(&v), ["holder", "resource"]);
+        assert_eq!(keys(&v), ["holder", "lock_delay_remaining_ms", "resource"]);
+        assert_eq!(v["lock_delay_remaining_ms"], Value::Null);
         assert_eq!(
             keys(&v["holder"]),
             ["fencing_token", "lease_id", "ttl_remaining_ms"]
@@ -496,6 +632,35 @@ mod tests {
         assert_eq!(
             status(&free, OutputFormat::Text).stdout.unwrap(),
             "\"orders\" is free"
+        );
+    }
+
+    // Lock-delay is visible (docs/semantics.md "Words", lock-delay): a
+    // resource free because of its lock-delay is not shown as plainly free;
+    // the text names the lock-delay and its time left, JSON carries it.
+    #[test]
+    fn status_in_lock_delay_shows_the_time_left() {
+        let delayed = StatusResult {
+            resource: "R".into(),
+            holder: None,
+            waiters: 0,
+            read_index: 41,
+            lock_delay_remaining_ms: Some(4_200),
+        };
+        assert_eq!(
+            status(&delayed, OutputFormat::Text).stdout.unwrap(),
+            "\"R\" is free (lock-delay: 4s 200ms left, no new grant until then)"
+        );
+        let v = parse_one(&status(&delayed, OutputFormat::Json));
+        assert_eq!(v["holder"], Value::Null);
+        assert_eq!(v["lock_delay_remaining_ms"], 4_200);
+        let with_waiters = StatusResult {
+            waiters: 2,
+            ..delayed
+        };
+        assert_eq!(
+            status(&with_waiters, OutputFormat::Text).stdout.unwrap(),
+            "\"R\" is free (lock-delay: 4s 200ms left, no new grant until then); 2 waiting"
         );
     }
 

@@ -297,6 +297,7 @@ async fn c02_held_not_granted() {
             resource: "c02-r".into(),
             holder_lease_id: Some(sa.lease_id()),
             reason: NotGrantedReason::Held,
+            lock_delay_remaining_ms: None,
         }
     );
     let st = a.status("c02-r").await.expect("status");

@@ -663,6 +663,95 @@ async fn lock_delay_after_expiry_but_not_after_a_clean_release() {
     );
 }
 
+/// Lock-delay is visible (docs/semantics.md "Words", lock-delay): while a
+/// resource is in its lock-delay after an expiry, `warden status` (JSON and
+/// text), `warden list`, a try-lock's refusal and a waiting acquire's queue
+/// message each say so, with a time left in (0, lock-delay]; the waiter is
+/// granted once it ends. A newcomer saw `"R" is free`, `no holder (reason:
+/// lock_delay)` and `queued behind the holder` when there was no holder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_delay_is_shown_by_status_list_refusal_and_queue() {
+    let cluster = Cluster::start(3, &[]).await;
+    let eps = cluster.api().endpoints;
+    let text = |args: &[&str]| {
+        let out = cluster
+            .cli_command("root", args)
+            .arg("--endpoints")
+            .arg(cluster.endpoints())
+            .stdin(Stdio::null())
+            .output()
+            .expect("run warden cli");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let in_delay = |v: &serde_json::Value| v.as_u64().is_some_and(|ms| ms > 0 && ms <= 5_000);
+    // A 1 s lease with a 5 s lock-delay; the CLI does not keep it alive.
+    let (code, held, err) = cluster.cli(&["acquire", "ldv", "--ttl", "1s", "--lock-delay", "5s"]);
+    assert_eq!(code, 0, "{err}");
+    let holder = held["lease_id"].as_u64().expect("lease");
+    let fresh = status(&eps, "ldv").await;
+    assert_eq!(
+        (
+            fresh.holder.map(|h| h.lease_id),
+            fresh.lock_delay_remaining_ms
+        ),
+        (Some(holder), 0),
+        "held: no lock-delay"
+    );
+    let e2 = eps.clone();
+    until(
+        "the holder expires into its lock-delay",
+        Duration::from_secs(2) + E + Duration::from_secs(1),
+        || {
+            let e2 = e2.clone();
+            async move {
+                let s = status(&e2, "ldv").await;
+                s.holder.is_none() && s.lock_delay_remaining_ms > 0
+            }
+        },
+    )
+    .await;
+
+    let (code, st, err) = cluster.cli(&["status", "ldv"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(st["holder"].is_null(), "{st}");
+    assert!(in_delay(&st["lock_delay_remaining_ms"]), "{st}");
+
+    let (code, refused, err) = cluster.cli(&["acquire", "ldv", "--ttl", "3s"]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(refused["reason"], "lock_delay", "{refused}");
+    assert!(in_delay(&refused["lock_delay_remaining_ms"]), "{refused}");
+    assert!(
+        err.contains("not granted: \"ldv\" is in its lock-delay (") && err.contains(" left)"),
+        "{err}"
+    );
+
+    let (code, out, err) = text(&["status", "ldv"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("\"ldv\" is free (lock-delay: ") && out.contains(" left"),
+        "{out}"
+    );
+    let (code, listed, err) = cluster.cli(&["list", "ldv"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(in_delay(&listed[0]["lock_delay_remaining_ms"]), "{listed}");
+    let (code, out, err) = text(&["list", "ldv"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("\"ldv\": free (lock-delay: "), "{out}");
+
+    // A waiter queues behind the lock-delay, and is granted when it ends.
+    let (code, granted, err) = cluster.cli(&["acquire", "ldv", "--ttl", "3s", "--wait", "30s"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(granted["fencing_token"].as_u64().is_some(), "{granted}");
+    assert!(
+        err.contains("queued behind the lock-delay (") && err.contains("left): position 1"),
+        "{err}"
+    );
+}
+
 /// Lock-delay, docs/semantics.md "Time" ("a leader change in between does
 /// not shorten the delay"): the leader is killed right after the expiry; the
 /// new leader ends the delay no earlier than its own apply + lock_delay.
