@@ -255,9 +255,14 @@ type ListedLock struct {
 	// Absent when nobody holds it (waiters during a lock-delay).
 	Holder *ListHolder `protobuf:"bytes,2,opt,name=holder,proto3" json:"holder,omitempty"`
 	// In queue order (the next to be granted first).
-	Waiters       []*ListWaiter `protobuf:"bytes,3,rep,name=waiters,proto3" json:"waiters,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Waiters []*ListWaiter `protobuf:"bytes,3,rep,name=waiters,proto3" json:"waiters,omitempty"`
+	// Milliseconds of lock-delay left when nobody holds it because of a
+	// lock-delay after an involuntary loss (no grant before it ends); 0 = no
+	// lock-delay. On the serving node's deadline table, as
+	// `ListHolder.ttl_remaining_ms` (display only, rounded up).
+	LockDelayRemainingMs uint64 `protobuf:"varint,4,opt,name=lock_delay_remaining_ms,json=lockDelayRemainingMs,proto3" json:"lock_delay_remaining_ms,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *ListedLock) Reset() {
@@ -309,6 +314,13 @@ func (x *ListedLock) GetWaiters() []*ListWaiter {
 		return x.Waiters
 	}
 	return nil
+}
+
+func (x *ListedLock) GetLockDelayRemainingMs() uint64 {
+	if x != nil {
+		return x.LockDelayRemainingMs
+	}
+	return 0
 }
 
 type ListResponse struct {
@@ -2387,12 +2399,13 @@ const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"ListWaiter\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\x04R\aleaseId\x12\x15\n" +
-	"\x06age_ms\x18\x02 \x01(\x04R\x05ageMs\"\x88\x01\n" +
+	"\x06age_ms\x18\x02 \x01(\x04R\x05ageMs\"\xbf\x01\n" +
 	"\n" +
 	"ListedLock\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12-\n" +
 	"\x06holder\x18\x02 \x01(\v2\x15.warden.v1.ListHolderR\x06holder\x12/\n" +
-	"\awaiters\x18\x03 \x03(\v2\x15.warden.v1.ListWaiterR\awaiters\"Z\n" +
+	"\awaiters\x18\x03 \x03(\v2\x15.warden.v1.ListWaiterR\awaiters\x125\n" +
+	"\x17lock_delay_remaining_ms\x18\x04 \x01(\x04R\x14lockDelayRemainingMs\"Z\n" +
 	"\fListResponse\x12+\n" +
 	"\x05locks\x18\x01 \x03(\v2\x15.warden.v1.ListedLockR\x05locks\x12\x1d\n" +
 	"\n" +

@@ -761,10 +761,22 @@ func (*AcquireResponse_NotGranted) isAcquireResponse_Event() {}
 type Queued struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// 1 = next in line.
-	Position      uint64 `protobuf:"varint,1,opt,name=position,proto3" json:"position,omitempty"`
-	LeaseId       uint64 `protobuf:"varint,2,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Position uint64 `protobuf:"varint,1,opt,name=position,proto3" json:"position,omitempty"`
+	// The waiter's own lease.
+	LeaseId uint64 `protobuf:"varint,2,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
+	// What the waiter waits behind: "holder" (position 1, the resource is
+	// held: `holder_lease_id`), "lock_delay" (position 1, the resource is in
+	// its lock-delay after an involuntary loss: `lock_delay_remaining_ms`),
+	// "waiters" (position - 1 earlier waiters are ahead of it), or "" (not
+	// known: an older server, or a moment between two entries).
+	Behind string `protobuf:"bytes,3,opt,name=behind,proto3" json:"behind,omitempty"`
+	// The holding lease when behind = "holder", else 0.
+	HolderLeaseId uint64 `protobuf:"varint,4,opt,name=holder_lease_id,json=holderLeaseId,proto3" json:"holder_lease_id,omitempty"`
+	// When behind = "lock_delay": milliseconds of lock-delay left, on the
+	// serving leader's deadline table (display only, rounded up); else 0.
+	LockDelayRemainingMs uint64 `protobuf:"varint,5,opt,name=lock_delay_remaining_ms,json=lockDelayRemainingMs,proto3" json:"lock_delay_remaining_ms,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *Queued) Reset() {
@@ -807,6 +819,27 @@ func (x *Queued) GetPosition() uint64 {
 func (x *Queued) GetLeaseId() uint64 {
 	if x != nil {
 		return x.LeaseId
+	}
+	return 0
+}
+
+func (x *Queued) GetBehind() string {
+	if x != nil {
+		return x.Behind
+	}
+	return ""
+}
+
+func (x *Queued) GetHolderLeaseId() uint64 {
+	if x != nil {
+		return x.HolderLeaseId
+	}
+	return 0
+}
+
+func (x *Queued) GetLockDelayRemainingMs() uint64 {
+	if x != nil {
+		return x.LockDelayRemainingMs
 	}
 	return 0
 }
@@ -896,9 +929,14 @@ type NotGranted struct {
 	HolderLeaseId uint64 `protobuf:"varint,2,opt,name=holder_lease_id,json=holderLeaseId,proto3" json:"holder_lease_id,omitempty"`
 	// "held", "lock_delay", "wait_timeout", or "cancelled" (its caller took it
 	// back with CancelWait before it applied).
-	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// When reason = "lock_delay": milliseconds of lock-delay left, on the
+	// serving leader's deadline table (display only, rounded up; no grant is
+	// made before it ends: docs/semantics.md "Words"); 0 otherwise, or
+	// when it ended before the answer was made.
+	LockDelayRemainingMs uint64 `protobuf:"varint,4,opt,name=lock_delay_remaining_ms,json=lockDelayRemainingMs,proto3" json:"lock_delay_remaining_ms,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *NotGranted) Reset() {
@@ -950,6 +988,13 @@ func (x *NotGranted) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *NotGranted) GetLockDelayRemainingMs() uint64 {
+	if x != nil {
+		return x.LockDelayRemainingMs
+	}
+	return 0
 }
 
 type RenewRequest struct {
@@ -1335,9 +1380,14 @@ type StatusResponse struct {
 	// Waiters queued on this resource.
 	Waiters uint64 `protobuf:"varint,3,opt,name=waiters,proto3" json:"waiters,omitempty"`
 	// The log index the read was served at.
-	ReadIndex     uint64 `protobuf:"varint,4,opt,name=read_index,json=readIndex,proto3" json:"read_index,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ReadIndex uint64 `protobuf:"varint,4,opt,name=read_index,json=readIndex,proto3" json:"read_index,omitempty"`
+	// Milliseconds of lock-delay left when the resource is free but in its
+	// lock-delay after an involuntary loss (no grant is made before it ends);
+	// 0 = no lock-delay. On the serving leader's deadline table, as
+	// `Holder.ttl_remaining_ms` (display only, rounded up).
+	LockDelayRemainingMs uint64 `protobuf:"varint,5,opt,name=lock_delay_remaining_ms,json=lockDelayRemainingMs,proto3" json:"lock_delay_remaining_ms,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
@@ -1394,6 +1444,13 @@ func (x *StatusResponse) GetWaiters() uint64 {
 func (x *StatusResponse) GetReadIndex() uint64 {
 	if x != nil {
 		return x.ReadIndex
+	}
+	return 0
+}
+
+func (x *StatusResponse) GetLockDelayRemainingMs() uint64 {
+	if x != nil {
+		return x.LockDelayRemainingMs
 	}
 	return 0
 }
@@ -2243,21 +2300,25 @@ const file_warden_proto_rawDesc = "" +
 	"\agranted\x18\x02 \x01(\v2\x12.warden.v1.GrantedH\x00R\agranted\x128\n" +
 	"\vnot_granted\x18\x03 \x01(\v2\x15.warden.v1.NotGrantedH\x00R\n" +
 	"notGrantedB\a\n" +
-	"\x05event\"?\n" +
+	"\x05event\"\xb6\x01\n" +
 	"\x06Queued\x12\x1a\n" +
 	"\bposition\x18\x01 \x01(\x04R\bposition\x12\x19\n" +
-	"\blease_id\x18\x02 \x01(\x04R\aleaseId\"\x99\x01\n" +
+	"\blease_id\x18\x02 \x01(\x04R\aleaseId\x12\x16\n" +
+	"\x06behind\x18\x03 \x01(\tR\x06behind\x12&\n" +
+	"\x0fholder_lease_id\x18\x04 \x01(\x04R\rholderLeaseId\x125\n" +
+	"\x17lock_delay_remaining_ms\x18\x05 \x01(\x04R\x14lockDelayRemainingMs\"\x99\x01\n" +
 	"\aGranted\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x19\n" +
 	"\blease_id\x18\x02 \x01(\x04R\aleaseId\x12#\n" +
 	"\rfencing_token\x18\x03 \x01(\x04R\ffencingToken\x12\x15\n" +
 	"\x06ttl_ms\x18\x04 \x01(\x04R\x05ttlMs\x12\x1b\n" +
-	"\tlog_index\x18\x05 \x01(\x04R\blogIndex\"h\n" +
+	"\tlog_index\x18\x05 \x01(\x04R\blogIndex\"\x9f\x01\n" +
 	"\n" +
 	"NotGranted\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12&\n" +
 	"\x0fholder_lease_id\x18\x02 \x01(\x04R\rholderLeaseId\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"b\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x125\n" +
+	"\x17lock_delay_remaining_ms\x18\x04 \x01(\x04R\x14lockDelayRemainingMs\"b\n" +
 	"\fRenewRequest\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\x04R\aleaseId\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\x04R\bclientId\x12\x1a\n" +
@@ -2282,13 +2343,14 @@ const file_warden_proto_rawDesc = "" +
 	"\rfencing_token\x18\x02 \x01(\x04R\ffencingToken\x12(\n" +
 	"\x10ttl_remaining_ms\x18\x03 \x01(\x04R\x0ettlRemainingMs\x12\x15\n" +
 	"\x06ttl_ms\x18\x04 \x01(\x04R\x05ttlMs\x12\x14\n" +
-	"\x05value\x18\x05 \x01(\tR\x05value\"\x90\x01\n" +
+	"\x05value\x18\x05 \x01(\tR\x05value\"\xc7\x01\n" +
 	"\x0eStatusResponse\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12)\n" +
 	"\x06holder\x18\x02 \x01(\v2\x11.warden.v1.HolderR\x06holder\x12\x18\n" +
 	"\awaiters\x18\x03 \x01(\x04R\awaiters\x12\x1d\n" +
 	"\n" +
-	"read_index\x18\x04 \x01(\x04R\treadIndex\"\x16\n" +
+	"read_index\x18\x04 \x01(\x04R\treadIndex\x125\n" +
+	"\x17lock_delay_remaining_ms\x18\x05 \x01(\x04R\x14lockDelayRemainingMs\"\x16\n" +
 	"\x14ClusterStatusRequest\"\xa2\x02\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +

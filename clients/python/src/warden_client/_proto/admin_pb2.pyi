@@ -130,7 +130,14 @@ class ListedLock(_message.Message):
     RESOURCE_FIELD_NUMBER: _builtins.int
     HOLDER_FIELD_NUMBER: _builtins.int
     WAITERS_FIELD_NUMBER: _builtins.int
+    LOCK_DELAY_REMAINING_MS_FIELD_NUMBER: _builtins.int
     resource: _builtins.str
+    lock_delay_remaining_ms: _builtins.int
+    """Milliseconds of lock-delay left when nobody holds it because of a
+    lock-delay after an involuntary loss (no grant before it ends); 0 = no
+    lock-delay. On the serving node's deadline table, as
+    `ListHolder.ttl_remaining_ms` (display only, rounded up).
+    """
     @_builtins.property
     def holder(self) -> Global___ListHolder:
         """Absent when nobody holds it (waiters during a lock-delay)."""
@@ -145,10 +152,11 @@ class ListedLock(_message.Message):
         resource: _builtins.str = ...,
         holder: Global___ListHolder | None = ...,
         waiters: _abc.Iterable[Global___ListWaiter] | None = ...,
+        lock_delay_remaining_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["holder", b"holder"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["holder", b"holder", "resource", b"resource", "waiters", b"waiters"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["holder", b"holder", "lock_delay_remaining_ms", b"lock_delay_remaining_ms", "resource", b"resource", "waiters", b"waiters"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -351,18 +351,38 @@ class Queued(_message.Message):
 
     POSITION_FIELD_NUMBER: _builtins.int
     LEASE_ID_FIELD_NUMBER: _builtins.int
+    BEHIND_FIELD_NUMBER: _builtins.int
+    HOLDER_LEASE_ID_FIELD_NUMBER: _builtins.int
+    LOCK_DELAY_REMAINING_MS_FIELD_NUMBER: _builtins.int
     position: _builtins.int
     """1 = next in line."""
     lease_id: _builtins.int
+    """The waiter's own lease."""
+    behind: _builtins.str
+    """What the waiter waits behind: "holder" (position 1, the resource is
+    held: `holder_lease_id`), "lock_delay" (position 1, the resource is in
+    its lock-delay after an involuntary loss: `lock_delay_remaining_ms`),
+    "waiters" (position - 1 earlier waiters are ahead of it), or "" (not
+    known: an older server, or a moment between two entries).
+    """
+    holder_lease_id: _builtins.int
+    """The holding lease when behind = "holder", else 0."""
+    lock_delay_remaining_ms: _builtins.int
+    """When behind = "lock_delay": milliseconds of lock-delay left, on the
+    serving leader's deadline table (display only, rounded up); else 0.
+    """
     def __init__(
         self,
         *,
         position: _builtins.int = ...,
         lease_id: _builtins.int = ...,
+        behind: _builtins.str = ...,
+        holder_lease_id: _builtins.int = ...,
+        lock_delay_remaining_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["lease_id", b"lease_id", "position", b"position"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["behind", b"behind", "holder_lease_id", b"holder_lease_id", "lease_id", b"lease_id", "lock_delay_remaining_ms", b"lock_delay_remaining_ms", "position", b"position"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -408,6 +428,7 @@ class NotGranted(_message.Message):
     RESOURCE_FIELD_NUMBER: _builtins.int
     HOLDER_LEASE_ID_FIELD_NUMBER: _builtins.int
     REASON_FIELD_NUMBER: _builtins.int
+    LOCK_DELAY_REMAINING_MS_FIELD_NUMBER: _builtins.int
     resource: _builtins.str
     holder_lease_id: _builtins.int
     """The lease that holds the resource, 0 if none (e.g. lock-delay or timeout)."""
@@ -415,16 +436,23 @@ class NotGranted(_message.Message):
     """"held", "lock_delay", "wait_timeout", or "cancelled" (its caller took it
     back with CancelWait before it applied).
     """
+    lock_delay_remaining_ms: _builtins.int
+    """When reason = "lock_delay": milliseconds of lock-delay left, on the
+    serving leader's deadline table (display only, rounded up; no grant is
+    made before it ends: docs/semantics.md "Words"); 0 otherwise, or
+    when it ended before the answer was made.
+    """
     def __init__(
         self,
         *,
         resource: _builtins.str = ...,
         holder_lease_id: _builtins.int = ...,
         reason: _builtins.str = ...,
+        lock_delay_remaining_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["holder_lease_id", b"holder_lease_id", "reason", b"reason", "resource", b"resource"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["holder_lease_id", b"holder_lease_id", "lock_delay_remaining_ms", b"lock_delay_remaining_ms", "reason", b"reason", "resource", b"resource"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -601,11 +629,18 @@ class StatusResponse(_message.Message):
     HOLDER_FIELD_NUMBER: _builtins.int
     WAITERS_FIELD_NUMBER: _builtins.int
     READ_INDEX_FIELD_NUMBER: _builtins.int
+    LOCK_DELAY_REMAINING_MS_FIELD_NUMBER: _builtins.int
     resource: _builtins.str
     waiters: _builtins.int
     """Waiters queued on this resource."""
     read_index: _builtins.int
     """The log index the read was served at."""
+    lock_delay_remaining_ms: _builtins.int
+    """Milliseconds of lock-delay left when the resource is free but in its
+    lock-delay after an involuntary loss (no grant is made before it ends);
+    0 = no lock-delay. On the serving leader's deadline table, as
+    `Holder.ttl_remaining_ms` (display only, rounded up).
+    """
     @_builtins.property
     def holder(self) -> Global___Holder:
         """Absent when the resource is free."""
@@ -617,10 +652,11 @@ class StatusResponse(_message.Message):
         holder: Global___Holder | None = ...,
         waiters: _builtins.int = ...,
         read_index: _builtins.int = ...,
+        lock_delay_remaining_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["holder", b"holder"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["holder", b"holder", "read_index", b"read_index", "resource", b"resource", "waiters", b"waiters"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["holder", b"holder", "lock_delay_remaining_ms", b"lock_delay_remaining_ms", "read_index", b"read_index", "resource", b"resource", "waiters", b"waiters"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
