@@ -3,8 +3,9 @@
 //! and the views the services read, each a method that says what it reads
 //! and returns plain values (never a lock on the state machine).
 //!
-//! Ages and remaining TTLs come from this node's own deadline table (display
-//! only, never replicated; docs/semantics.md "Time").
+//! Ages, remaining TTLs and the lock-delay left come from this node's own
+//! deadline table (display only, never replicated; docs/semantics.md
+//! "Time").
 //!
 //! # Permissions
 //!
