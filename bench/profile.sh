@@ -3,9 +3,10 @@
 #
 #   bench/profile.sh [OUT_DIR]     # default /tmp/warden-profile; run bench/run.sh once first (it builds)
 #
-# For each of the `uncontended` and `parallel` workloads it runs loadgen against a fresh
-# three-node plaintext Warden cluster (backend `warden-insecure`: the profile is of the server's
-# own work; run.sh gives the cost of mutual TLS beside it) three times, attaching one tool per pass to the three server
+# For each of the `uncontended` and `parallel` workloads (WORKLOADS="parallel" picks) it runs
+# loadgen against a fresh three-node Warden cluster, plaintext by default (BACKEND=warden-insecure:
+# the profile is of the server's own work; BACKEND=warden profiles the mutual-TLS default, for the
+# cost of TLS) three times (TOOLS="none perf" picks), attaching one tool per pass to the three server
 # processes for WINDOW seconds in steady state:
 #   1. nothing:  Raft commit index and CPU ticks (/proc) over the window -> entries and CPU per cycle
 #   2. perf:     perf record -e cpu-clock (software clock: this VM has no hardware counters)
@@ -38,7 +39,7 @@ ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 commit_index() {
     local json
     for _ in $(seq 40); do
-        if json=$("$warden" cluster status --endpoints "$1" --output json 2>/dev/null); then
+        if json=$("$warden" cluster status --endpoints "$1" $client_security --output json 2>/dev/null); then
             python3 -c 'import json,sys; print(json.loads(sys.argv[1])["commit_index"])' "$json"
             return
         fi
@@ -48,12 +49,13 @@ commit_index() {
     return 1
 }
 
-for workload in uncontended parallel; do
-    for tool in none perf strace; do
+backend="${BACKEND:-warden-insecure}"
+for workload in ${WORKLOADS:-uncontended parallel}; do
+    for tool in ${TOOLS:-none perf strace}; do
         tag="$workload-$tool"
         pidfile="$out/$tag.pids"
         : >"$pidfile"
-        (cd "$here" && BENCH_PIDFILE="$pidfile" exec "$loadgen" run --backends warden-insecure \
+        (cd "$here" && BENCH_PIDFILE="$pidfile" exec "$loadgen" run --backends "$backend" \
             --workloads "$workload" --iterations 4000 --seconds 25 \
             --warden-bin "$warden" --out "$out/$tag.json") >"$out/$tag.log" 2>&1 &
         lg=$!
@@ -64,6 +66,14 @@ for workload in uncontended parallel; do
         ports=$(for p in "${pids[@]}"; do
             printf '%s\n' "$(tr '\0' ' ' <"/proc/$p/cmdline" | sed 's/.*--listen \([^ ]*\).*/\1/')"
         done | paste -sd,)
+        # The CLI's credentials: --insecure for plaintext nodes; for TLS nodes
+        # (--certs-dir DIR/nN) root's certificate in DIR, where loadgen minted it.
+        node_certs=$(tr '\0' ' ' <"/proc/${pids[0]}/cmdline" | sed -n 's/.*--certs-dir \([^ ]*\).*/\1/p')
+        if [ -n "$node_certs" ]; then
+            client_security="--certs-dir $(dirname "$node_certs")"
+        else
+            client_security="--insecure"
+        fi
         c0=$(commit_index "$ports")
         t0=(); for p in "${pids[@]}"; do t0+=("$(ticks "$p")"); done
         case $tool in
@@ -90,6 +100,7 @@ for workload in uncontended parallel; do
         lg=""
     done
     # perf: self time by where it is spent.
+    [ -f "$out/$workload-perf.data" ] || continue
     perf report -i "$out/$workload-perf.data" --stdio --no-children --sort comm,dso,sym 2>/dev/null \
         >"$out/$workload-perf.txt" || true
     python3 - "$out/$workload-perf.txt" <<'EOF' | tee "$out/$workload-perf-groups.txt"

@@ -1,6 +1,6 @@
 //! [`Client`]: leader following, retries within a deadline, request ids.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -17,7 +17,8 @@ use warden_proto::v1::{
 
 use crate::calls::{CallStream, OpenCall};
 use crate::error::{
-    certainly_not_acted, describe, disposition, is_server_unavailable, ClientError, Disposition,
+    certainly_not_acted, connection_refused, describe, disposition, is_server_unavailable,
+    ClientError, Disposition,
 };
 use crate::published::Published;
 use crate::requests::{InFlight, RequestIds};
@@ -1057,6 +1058,9 @@ impl Client {
         );
         let mut server_said_unavailable = false;
         let mut last_error = String::new();
+        // Endpoints whose latest attempt was refused at connect
+        // (`ClientOptions::fail_fast_when_refused`), with that failure.
+        let mut refused: BTreeMap<String, String> = BTreeMap::new();
         loop {
             let outcome = match self.channel(&target) {
                 Ok(channel) => {
@@ -1101,6 +1105,25 @@ impl Client {
             }
             let hint = leader_hint(status.metadata());
             last_error = format!("{target}: {}", describe(&status));
+            if connection_refused(&status) {
+                refused.insert(target.clone(), last_error.clone());
+            } else {
+                refused.remove(&target);
+            }
+            if self.inner.options.fail_fast_when_refused
+                && self
+                    .inner
+                    .endpoints
+                    .iter()
+                    .all(|e| refused.contains_key(e))
+            {
+                last_error = refused.into_values().collect::<Vec<_>>().join("; ");
+                return Err(ClientError::Unavailable {
+                    tried: plan.tried().to_vec(),
+                    waited_ms: millis(started.elapsed()),
+                    last_error,
+                });
+            }
             if matches!(retry, Retry::IfCertainlyNotApplied { .. }) && !certainly_not_acted(&status)
             {
                 debug!(op, target, error = %last_error, "attempt may have applied; not repeated");

@@ -282,7 +282,50 @@ pub(crate) fn describe(status: &Status) -> String {
             text.push_str(&cause);
         }
     }
+    if let Some(hint) = not_warden_hint(status) {
+        text.push_str(" (");
+        text.push_str(hint);
+        text.push(')');
+    }
     text
+}
+
+/// Whether the attempt failed because the node refused the TCP connection
+/// (nothing listens on the port): an `io::Error` of kind
+/// `ConnectionRefused` anywhere in the status's source chain (tonic's
+/// plaintext connector and warden-tls' both keep it).
+pub(crate) fn connection_refused(status: &Status) -> bool {
+    let mut source = status.source();
+    while let Some(e) = source {
+        if e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+        {
+            return true;
+        }
+        source = e.source();
+    }
+    false
+}
+
+/// What a transport failure says about the server, for a reader: a port
+/// that answered the TLS handshake with plaintext, or a connection that
+/// opened but got no gRPC answer (another service on the port). `None`
+/// when the status came from a server or says nothing of the kind.
+fn not_warden_hint(status: &Status) -> Option<&'static str> {
+    let mut source = status.source();
+    while let Some(e) = source {
+        if e.downcast_ref::<warden_tls::ConnectError>()
+            .is_some_and(warden_tls::ConnectError::is_not_tls)
+        {
+            return Some(
+                "the port does not speak TLS: a node started with --insecure (then pass --insecure), or not a Warden node",
+            );
+        }
+        source = e.source();
+    }
+    let transport = status.source().is_some();
+    (transport && matches!(status.code(), tonic::Code::Unknown | tonic::Code::Cancelled))
+        .then_some("the port answered, but not as a gRPC server: is it a Warden node's client port?")
 }
 
 /// The `google.rpc.ErrorInfo` domain of Warden's errors.

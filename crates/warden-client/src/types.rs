@@ -53,6 +53,15 @@ pub struct ClientOptions {
     /// may use different networks or credentials. `None` (the default):
     /// [`tls`](Self::tls) decides.
     pub connector: Option<Arc<dyn Connector>>,
+    /// Fail a call at once, with [`ClientError::Unavailable`] naming each
+    /// endpoint, when every endpoint has refused the connection (nothing
+    /// listens there), instead of retrying until the
+    /// [`deadline`](Self::deadline): for one-shot commands, where a wrong
+    /// port should say so quickly. False (the default) keeps retrying, as a
+    /// session's keep-alive must through a restart of the whole cluster.
+    ///
+    /// [`ClientError::Unavailable`]: crate::ClientError::Unavailable
+    pub fail_fast_when_refused: bool,
 }
 
 /// Where a client's TLS files are: `certs_dir/ca.crt` (the CA bundle the
@@ -94,6 +103,7 @@ impl Default for ClientOptions {
             recheck_calls_after: Duration::from_secs(30),
             tls: None,
             connector: None,
+            fail_fast_when_refused: false,
         }
     }
 }

@@ -73,6 +73,46 @@ pub fn resource(name: &str) -> Result<(), CommandError> {
     Ok(())
 }
 
+/// The stricter rule for the name of a *new* acquire, checked at the
+/// service edge only (never at apply): [`resource`], and no leading or
+/// trailing whitespace and no Unicode format character (general category
+/// Cf: bidi controls such as U+202E, zero-width spaces and joiners, U+FEFF),
+/// which make two names look alike in a list or a dashboard ("orders" and
+/// "orders " or "or\u{200B}ders"). Apply, release, forced release and
+/// status keep the old rule, so entries written before this one replay the
+/// same on every version and a lock already held on such a name can still
+/// be released.
+///
+/// # Errors
+/// `InvalidArgument`, field `"resource"`, naming the character and where.
+pub fn new_resource_name(name: &str) -> Result<(), CommandError> {
+    use unicode_properties::{GeneralCategory, UnicodeGeneralCategory as _};
+    resource(name)?;
+    let bare = name
+        .strip_prefix(crate::limits::ELECTION_PREFIX)
+        .unwrap_or(name);
+    if bare.trim() != bare {
+        return Err(invalid(
+            "resource",
+            "resource must not start or end with whitespace (it would look like the name without it)",
+        ));
+    }
+    if let Some((pos, c)) = bare
+        .chars()
+        .enumerate()
+        .find(|(_, c)| c.general_category() == GeneralCategory::Format)
+    {
+        return Err(invalid(
+            "resource",
+            format!(
+                "resource must not contain Unicode format characters such as bidi controls or zero-width spaces (found U+{:04X} at char {pos})",
+                u32::from(c)
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// A published value: at most [`crate::limits::MAX_VALUE_BYTES`] bytes.
 ///
 /// # Errors
@@ -546,6 +586,37 @@ pub fn command(cmd: &Command) -> Result<(), CommandError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // "What bad input gets": a new acquire's name may not look like another
+    // name (trailing space, bidi override, zero-width space), while the old
+    // rule, which apply and release keep, still accepts those names.
+    #[test]
+    fn new_names_refuse_lookalikes_the_old_rule_still_accepts() {
+        for ok in ["orders", "payments/eu-1", "caf\u{e9}", "a b"] {
+            assert!(new_resource_name(ok).is_ok(), "{ok:?}");
+        }
+        let e = new_resource_name(&format!(
+            "{}scheduler",
+            crate::limits::ELECTION_PREFIX
+        ));
+        assert!(e.is_ok(), "an election key's prefix is not the name");
+        for (bad, needle) in [
+            ("orders ", "whitespace"),
+            (" orders", "whitespace"),
+            ("orders\u{a0}", "whitespace"),
+            ("ord\u{202e}sre", "U+202E at char 3"),
+            ("or\u{200b}ders", "U+200B at char 2"),
+            ("\u{feff}orders", "U+FEFF at char 0"),
+        ] {
+            let e = new_resource_name(bad).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidArgument, "{bad:?}");
+            assert_eq!(e.field.as_deref(), Some("resource"), "{bad:?}");
+            assert!(e.message.contains(needle), "{bad:?}: {}", e.message);
+            assert!(resource(bad).is_ok(), "{bad:?}: the old rule accepts it");
+        }
+        // The old rule's refusals come first.
+        assert!(new_resource_name("").unwrap_err().message.contains("1..=512"));
+    }
 
     // "What bad input gets": each bound is exact and the error names the field.
     #[test]

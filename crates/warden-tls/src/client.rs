@@ -120,6 +120,26 @@ pub enum ConnectError {
     },
 }
 
+impl ConnectError {
+    /// Whether the server answered the handshake with something that is not
+    /// TLS at all (rustls' `InvalidContentType`): a plaintext port, e.g. a
+    /// node started with `--insecure` or another service.
+    pub fn is_not_tls(&self) -> bool {
+        let ConnectError::Handshake { source, .. } = self else {
+            return false;
+        };
+        source
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+            .is_some_and(|e| {
+                matches!(
+                    e,
+                    rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType)
+                )
+            })
+    }
+}
+
 /// Where a [`ClientTls`] reloads from.
 #[derive(Debug, Clone)]
 enum Source {

@@ -38,9 +38,36 @@ pub(crate) fn tls_options(args: &TlsArgs) -> Result<Option<TlsOptions>, String> 
     }
 }
 
-/// The client of a command: its endpoints and TLS options checked, the TLS
-/// files loaded (an unusable one is named: exit 1 before anything is sent).
+/// The client of a one-shot command: its endpoints and TLS options
+/// checked, the TLS files loaded (an unusable one is named: exit 1 before
+/// anything is sent). It fails fast where no node can be there: when no
+/// endpoint's host name resolves (each is named), and, on a call, when
+/// every endpoint refused the connection
+/// (`ClientOptions::fail_fast_when_refused`).
 pub(crate) async fn connect(args: &ClientArgs) -> Result<Client, String> {
+    let client = connect_with(args, true).await?;
+    let mut unresolved = Vec::new();
+    for endpoint in client.endpoints() {
+        if let Err(e) = tokio::net::lookup_host(endpoint.as_str()).await {
+            unresolved.push(format!("{endpoint}: cannot resolve the host name: {e}"));
+        }
+    }
+    if unresolved.len() == client.endpoints().len() {
+        return Err(format!("--endpoints: {}", unresolved.join("; ")));
+    }
+    Ok(client)
+}
+
+/// The client of a command that holds a lease or a stream for long
+/// (`lease keep-alive`, `exec`, `elect`, `watch`): as [`connect`], but its
+/// calls keep retrying through refused connections and resolver failures
+/// until their deadline, as a session's keep-alive must through a restart
+/// of the whole cluster.
+pub(crate) async fn connect_long_lived(args: &ClientArgs) -> Result<Client, String> {
+    connect_with(args, false).await
+}
+
+async fn connect_with(args: &ClientArgs, fail_fast: bool) -> Result<Client, String> {
     let endpoints: Vec<String> = args
         .endpoints
         .iter()
@@ -53,6 +80,7 @@ pub(crate) async fn connect(args: &ClientArgs) -> Result<Client, String> {
     let options = ClientOptions {
         deadline: CLI_DEADLINE,
         tls: tls_options(&args.tls)?,
+        fail_fast_when_refused: fail_fast,
         ..ClientOptions::default()
     };
     Client::connect(endpoints, options)

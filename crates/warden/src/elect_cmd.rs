@@ -23,7 +23,7 @@ use warden_client::{Election, LeaderInfo, Observer, WatchError};
 use warden_core::limits;
 
 use crate::cli::{parse_duration, ClientArgs, OutputFormat};
-use crate::commands::{check_resource, connect, describe_error};
+use crate::commands::{check_resource, connect_long_lived, describe_error};
 use crate::output::{EXIT_ERROR, EXIT_LEASE_LOST, EXIT_OK};
 
 /// `warden elect`.
@@ -146,7 +146,7 @@ pub async fn run(args: ElectArgs) -> u8 {
         Ok(i) => i,
         Err(e) => return fail(&e),
     };
-    let client = match connect(&args.client).await {
+    let client = match connect_long_lived(&args.client).await {
         Ok(c) => c,
         Err(e) => return fail(&e),
     };

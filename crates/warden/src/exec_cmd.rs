@@ -33,7 +33,7 @@ use warden_client::{ClientError, LockGuard, Lost, Session};
 use warden_core::limits;
 
 use crate::cli::{parse_duration, ClientArgs, OutputFormat, TlsArgs};
-use crate::commands::{check_resource, connect, describe_error};
+use crate::commands::{check_resource, connect_long_lived, describe_error};
 use crate::output::{EXIT_ERROR, EXIT_LEASE_LOST, EXIT_NOT_GRANTED};
 
 /// The supervision loop re-reads the session clock at least this often.
@@ -246,7 +246,7 @@ pub async fn run(args: ExecArgs) -> u8 {
         tls: args.tls.clone(),
         output: OutputFormat::Text,
     };
-    let client = match connect(&client_args).await {
+    let client = match connect_long_lived(&client_args).await {
         Ok(c) => c,
         Err(e) => return fail(&e),
     };

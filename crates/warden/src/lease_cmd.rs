@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use crate::cli::{parse_duration, parse_id, ClientArgs, OutputFormat};
-use crate::commands::{connect, describe_error};
+use crate::commands::{connect, connect_long_lived, describe_error};
 use crate::output::{Report, EXIT_OK};
 
 /// `warden lease ...`.
@@ -113,7 +113,7 @@ async fn grant(args: LeaseGrantArgs) -> Report {
 }
 
 async fn keep_alive(args: LeaseKeepAliveArgs) -> Report {
-    let client = match connect(&args.client).await {
+    let client = match connect_long_lived(&args.client).await {
         Ok(c) => c,
         Err(e) => return error(e),
     };

@@ -10,7 +10,7 @@ use serde_json::json;
 use warden_client::{WatchError, WatchEvent, WatchTarget};
 
 use crate::cli::{ClientArgs, OutputFormat};
-use crate::commands::{check_resource, connect, describe_error};
+use crate::commands::{check_resource, connect_long_lived, describe_error};
 use crate::output::{Report, EXIT_OK};
 
 /// `warden watch`.
@@ -78,7 +78,7 @@ pub async fn run(args: WatchArgs) -> Report {
         (None, Some(p)) => WatchTarget::Prefix(p.clone()),
         _ => return crate::output::error("pass exactly one of RESOURCE and --prefix"),
     };
-    let client = match connect(&args.client).await {
+    let client = match connect_long_lived(&args.client).await {
         Ok(c) => c,
         Err(e) => return crate::output::error(&e),
     };

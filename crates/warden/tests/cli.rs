@@ -173,3 +173,47 @@ fn the_fenced_store_serves_loopback_only_unless_insecure() {
         "{err}"
     );
 }
+
+/// A loopback port nothing listens on (bound, then closed).
+fn refused_port() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().to_string()
+}
+
+// A one-shot command pointed where no node can be fails with the reason
+// for each endpoint (docs/operations.md "Exit codes"): every endpoint
+// refused (each one named, not only the last), or no host name resolves.
+#[test]
+fn a_wrong_endpoint_is_named_with_its_reason() {
+    let (a, b) = (refused_port(), refused_port());
+    let endpoints = format!("{a},{b}");
+    let out = warden(
+        &["status", "orders", "--insecure", "--endpoints", &endpoints],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    for endpoint in [&a, &b] {
+        assert!(err.contains(&format!("{endpoint}: ")), "{endpoint}: {err}");
+    }
+    assert_eq!(err.matches("Connection refused").count(), 2, "{err}");
+
+    let out = warden(
+        &[
+            "status",
+            "orders",
+            "--insecure",
+            "--endpoints",
+            "no-such-host.invalid:7001",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("--endpoints: no-such-host.invalid:7001: cannot resolve the host name"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}

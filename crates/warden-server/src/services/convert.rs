@@ -33,6 +33,9 @@ pub fn nonzero(v: u64) -> Option<u64> {
 /// An `AcquireRequest` as the command it asks for.
 pub fn acquire(r: pb::AcquireRequest) -> Result<Command, SubmitError> {
     let header = request_header(r.header)?;
+    // A new name may not look like another (docs/semantics.md "What bad
+    // input gets"); only here: apply keeps the old rule.
+    warden_core::validate::new_resource_name(&r.resource).map_err(SubmitError::Refused)?;
     let lease = match (r.ttl_ms, r.lease_id) {
         (0, 0) => {
             return Err(SubmitError::invalid(
@@ -377,4 +380,55 @@ pub fn audit_pb(a: &AuthAuditRecord) -> pb::AuthAuditRecord {
         }
     }
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header() -> Option<pb::RequestHeader> {
+        Some(pb::RequestHeader {
+            client_id: 7,
+            request_id: 1,
+            acked_request_id: 0,
+        })
+    }
+
+    // "What bad input gets" (docs/semantics.md): a new acquire of a name
+    // that looks like another is refused at this edge, naming the field;
+    // a release of such a name still goes through, so a lock taken on it
+    // before the rule existed can be released.
+    #[test]
+    fn lookalike_names_are_refused_for_new_acquires_only() {
+        for name in ["orders ", "or\u{200b}ders"] {
+            let e = acquire(pb::AcquireRequest {
+                header: header(),
+                resource: name.into(),
+                ttl_ms: 10_000,
+                ..pb::AcquireRequest::default()
+            })
+            .expect_err("refused");
+            match e {
+                SubmitError::Refused(e) => {
+                    assert_eq!(e.field.as_deref(), Some("resource"), "{name:?}");
+                }
+                other => panic!("{name:?}: {other:?}"),
+            }
+            let released = release(pb::ReleaseRequest {
+                header: header(),
+                resource: name.into(),
+                lease_id: 3,
+                ..pb::ReleaseRequest::default()
+            })
+            .expect("a release keeps the old rule");
+            assert!(matches!(released, Command::Release(r) if r.resource.as_deref() == Some(name)));
+        }
+        assert!(acquire(pb::AcquireRequest {
+            header: header(),
+            resource: "orders".into(),
+            ttl_ms: 10_000,
+            ..pb::AcquireRequest::default()
+        })
+        .is_ok());
+    }
 }
