@@ -1111,11 +1111,7 @@ impl Client {
                 refused.remove(&target);
             }
             if self.inner.options.fail_fast_when_refused
-                && self
-                    .inner
-                    .endpoints
-                    .iter()
-                    .all(|e| refused.contains_key(e))
+                && self.inner.endpoints.iter().all(|e| refused.contains_key(e))
             {
                 last_error = refused.into_values().collect::<Vec<_>>().join("; ");
                 return Err(ClientError::Unavailable {

@@ -324,8 +324,9 @@ fn not_warden_hint(status: &Status) -> Option<&'static str> {
         source = e.source();
     }
     let transport = status.source().is_some();
-    (transport && matches!(status.code(), tonic::Code::Unknown | tonic::Code::Cancelled))
-        .then_some("the port answered, but not as a gRPC server: is it a Warden node's client port?")
+    (transport && matches!(status.code(), tonic::Code::Unknown | tonic::Code::Cancelled)).then_some(
+        "the port answered, but not as a gRPC server: is it a Warden node's client port?",
+    )
 }
 
 /// The `google.rpc.ErrorInfo` domain of Warden's errors.

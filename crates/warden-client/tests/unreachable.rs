@@ -90,10 +90,7 @@ async fn a_port_that_is_not_a_warden_node_is_named_as_such() {
         .await
         .unwrap();
     let (_, last_error) = unavailable(plaintext.status("orders").await.unwrap_err());
-    assert!(
-        last_error.contains("not as a gRPC server"),
-        "{last_error}"
-    );
+    assert!(last_error.contains("not as a gRPC server"), "{last_error}");
 
     let root = tempfile::tempdir().unwrap();
     let set = warden_tls::mint::loopback_set(root.path(), &[1], &["root"]).unwrap();

@@ -595,10 +595,7 @@ mod tests {
         for ok in ["orders", "payments/eu-1", "caf\u{e9}", "a b"] {
             assert!(new_resource_name(ok).is_ok(), "{ok:?}");
         }
-        let e = new_resource_name(&format!(
-            "{}scheduler",
-            crate::limits::ELECTION_PREFIX
-        ));
+        let e = new_resource_name(&format!("{}scheduler", crate::limits::ELECTION_PREFIX));
         assert!(e.is_ok(), "an election key's prefix is not the name");
         for (bad, needle) in [
             ("orders ", "whitespace"),
@@ -615,7 +612,10 @@ mod tests {
             assert!(resource(bad).is_ok(), "{bad:?}: the old rule accepts it");
         }
         // The old rule's refusals come first.
-        assert!(new_resource_name("").unwrap_err().message.contains("1..=512"));
+        assert!(new_resource_name("")
+            .unwrap_err()
+            .message
+            .contains("1..=512"));
     }
 
     // "What bad input gets": each bound is exact and the error names the field.

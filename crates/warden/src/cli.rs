@@ -63,6 +63,12 @@ pub enum Command {
     Snapshot(crate::snapshot_cmd::SnapshotArgs),
     /// Certificates (offline): `cert create-ca | create-node | create-client | list`.
     Cert(crate::cert_cmd::CertArgs),
+    /// Print this binary's version and the log, snapshot and wire formats
+    /// it reads and writes (which binaries can run side by side).
+    Version(crate::version_cmd::VersionArgs),
+    /// Print a shell completion script: `warden completion bash >
+    /// /etc/bash_completion.d/warden` (or zsh, fish, elvish, powershell).
+    Completion(crate::version_cmd::CompletionArgs),
     /// A demo client: acquires, prints its grant, writes on a line of stdin.
     #[command(hide = true)]
     DemoHolder(DemoHolderArgs),

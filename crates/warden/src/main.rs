@@ -13,6 +13,8 @@
 //! - `cert_cmd.rs`: `warden cert`, minting and listing certificates.
 //! - `role_cmd.rs`: identities and permissions: `warden role`, `warden user`,
 //!   `warden cluster limits`, `warden audit --auth`.
+//! - `version_cmd.rs`: `warden version` (binary and format versions) and
+//!   `warden completion SHELL`.
 //! - `output.rs`: what they print (text or one JSON value) and exit codes.
 
 mod admin_cmd;
@@ -31,6 +33,7 @@ mod output;
 mod role_cmd;
 mod server_config;
 mod snapshot_cmd;
+mod version_cmd;
 mod watch_cmd;
 
 use std::future::Future;
@@ -146,9 +149,12 @@ async fn run(command: Command) -> u8 {
         Command::Snapshot(args) => match args.command {
             snapshot_cmd::SnapshotCommand::Save(args) => print(snapshot_cmd::save(args).await),
             snapshot_cmd::SnapshotCommand::Restore(args) => print(snapshot_cmd::restore(args)),
+            snapshot_cmd::SnapshotCommand::Inspect(args) => print(snapshot_cmd::inspect(&args)),
         },
         Command::Lease(args) => print(lease_cmd::run(args).await),
         Command::Cert(args) => print(cert_cmd::run(args)),
+        Command::Version(args) => print(version_cmd::version(&args)),
+        Command::Completion(args) => print(version_cmd::completion(&args)),
         Command::Watch(args) => print(watch_cmd::run(args).await),
         Command::Exec(args) => exec_cmd::run(args).await,
         Command::Elect(args) => elect_cmd::run(args).await,

@@ -118,10 +118,26 @@ fn check_peer_split(
     }
 }
 
-/// Reads and parses a config file.
+/// Largest config file read: 1 MiB (a real one is a few hundred bytes;
+/// a larger file is a mistake, e.g. a log or a binary given by accident).
+pub const MAX_CONFIG_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Reads and parses a config file (at most [`MAX_CONFIG_FILE_BYTES`]).
 pub fn read_config_file(path: &Path) -> Result<FileConfig, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("--config {}: cannot read: {e}", path.display()))?;
+    use std::io::Read as _;
+    let cannot = |e: std::io::Error| format!("--config {}: cannot read: {e}", path.display());
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let mut text = String::new();
+    // One byte more than the limit tells an oversized file from one at it.
+    file.take(MAX_CONFIG_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(cannot)?;
+    if text.len() as u64 > MAX_CONFIG_FILE_BYTES {
+        return Err(format!(
+            "--config {}: larger than the limit of {MAX_CONFIG_FILE_BYTES} bytes (1 MiB); is it the config file?",
+            path.display()
+        ));
+    }
     parse_config_file(&text).map_err(|e| format!("--config {}: {e}", path.display()))
 }
 
@@ -556,6 +572,27 @@ mod tests {
         assert_eq!(config.timing.grpc_keepalive_interval_ms, 5_000);
         assert_eq!(config.timing.grpc_keepalive_timeout_ms, 5_000);
         assert!(!config.initial_cluster_state_new);
+    }
+
+    // "What bad input gets": a config file over 1 MiB (a log or a binary
+    // given by mistake; 50 MB ones were read whole) is refused naming the
+    // flag and the limit; one at the limit is read (and parsed).
+    #[test]
+    fn an_oversized_config_file_is_refused_naming_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big.toml");
+        std::fs::write(&big, "#".repeat(MAX_CONFIG_FILE_BYTES as usize + 1)).unwrap();
+        let e = read_config_file(&big).unwrap_err();
+        assert!(
+            e.starts_with(&format!(
+                "--config {}: larger than the limit of 1048576 bytes",
+                big.display()
+            )),
+            "{e}"
+        );
+        let at_limit = dir.path().join("at-limit.toml");
+        std::fs::write(&at_limit, "#".repeat(MAX_CONFIG_FILE_BYTES as usize)).unwrap();
+        assert!(read_config_file(&at_limit).is_ok());
     }
 
     // The HTTP/2 keep-alive (docs/operations.md) comes from the flag or the

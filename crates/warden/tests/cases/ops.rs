@@ -362,6 +362,51 @@ async fn save_and_restore_into_a_new_cluster() {
         old.kill(id);
     }
 
+    // `snapshot inspect` (offline) reads back what `save` reported, and a
+    // flipped byte is refused by the checksum.
+    let out = Command::new(warden_bin())
+        .args(["snapshot", "inspect", &file_s, "--output", "json"])
+        .output()
+        .expect("inspect");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let inspected: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    for field in [
+        "cluster_id",
+        "applied_index",
+        "held",
+        "max_token",
+        "next_token",
+        "leases",
+        "bytes",
+    ] {
+        assert_eq!(inspected[field], saved[field], "{field}: {inspected}");
+    }
+    assert_eq!(
+        inspected["sha256"].as_str().map(str::len),
+        Some(64),
+        "{inspected}"
+    );
+    let mut bytes = std::fs::read(&file).expect("read");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    let corrupt = old.tmp.path().join("corrupt.wsnap");
+    std::fs::write(&corrupt, &bytes).expect("write");
+    let out = Command::new(warden_bin())
+        .args(["snapshot", "inspect"])
+        .arg(&corrupt)
+        .output()
+        .expect("inspect");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("checksum mismatch"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
     // Restore every member of the new cluster from the same file.
     let mut new = Cluster::prepare(3, &[]);
     let mut cluster_id = String::new();
