@@ -798,18 +798,15 @@ mod tests {
         );
     }
 
-    // "What bad input gets": a --data-dir that is a file is named as such
-    // before anything opens it (not `storage: File exists (os error 17)`).
-    #[test]
-    fn a_data_dir_that_is_a_file_is_refused_naming_the_flag() {
-        let file = tempfile::NamedTempFile::new().unwrap();
-        let config = ServerConfig {
+    /// An insecure one-node cluster on `listen` with its data in `data_dir`.
+    fn one_node_config(listen: std::net::SocketAddr, data_dir: std::path::PathBuf) -> ServerConfig {
+        ServerConfig {
             node_id: 1,
-            listen: "127.0.0.1:7001".parse().unwrap(),
+            listen,
             peer_listen: None,
-            peers: BTreeMap::from([(1, "127.0.0.1:7001".to_string())]),
+            peers: BTreeMap::from([(1, listen.to_string())]),
             peer_addrs: BTreeMap::new(),
-            data_dir: file.path().to_path_buf(),
+            data_dir,
             initial_cluster_state_new: true,
             timing: Timing::default(),
             allow_admin: false,
@@ -818,7 +815,15 @@ mod tests {
             join: false,
             admin_listen: None,
             certs_dir: None,
-        };
+        }
+    }
+
+    // "What bad input gets": a --data-dir that is a file is named as such
+    // before anything opens it (not `storage: File exists (os error 17)`).
+    #[test]
+    fn a_data_dir_that_is_a_file_is_refused_naming_the_flag() {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let config = one_node_config("127.0.0.1:7001".parse().unwrap(), file.path().to_path_buf());
         let e = validate_config(&config).unwrap_err().to_string();
         assert_eq!(
             e,
@@ -861,22 +866,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
-        let config = ServerConfig {
-            node_id: 1,
-            listen: addr,
-            peers: BTreeMap::from([(1, addr.to_string())]),
-            data_dir: dir.path().to_path_buf(),
-            initial_cluster_state_new: true,
-            timing: Timing::default(),
-            allow_admin: false,
-            max_request_bytes: config::DEFAULT_MAX_REQUEST_BYTES,
-            token_floor: 0,
-            join: false,
-            admin_listen: None,
-            peer_listen: None,
-            peer_addrs: BTreeMap::new(),
-            certs_dir: None,
-        };
+        let config = one_node_config(addr, dir.path().to_path_buf());
         // It forms its one-node cluster and serves (its leader duties read
         // the clock every duty interval), then its clock breaks.
         let clock = Arc::new(FailingClock {

@@ -181,6 +181,16 @@ pub async fn save(args: SaveArgs) -> Report {
     }
 }
 
+/// Reads and checks a snapshot file ([`SnapshotFile::decode`]): its bytes
+/// and contents, or the error report naming the file.
+fn read_snapshot_file(path: &Path) -> Result<(Vec<u8>, SnapshotFile), Report> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| output::error(&format!("{}: cannot read: {e}", path.display())))?;
+    let file = SnapshotFile::decode(&bytes)
+        .map_err(|e| output::error(&format!("{}: {e}", path.display())))?;
+    Ok((bytes, file))
+}
+
 /// The highest fencing token a holder in `table` holds; 0 for none.
 fn max_held_token(table: &LockTable) -> u64 {
     table
@@ -193,13 +203,9 @@ fn max_held_token(table: &LockTable) -> u64 {
 /// `warden snapshot inspect FILE`: decodes and checks it (magic, version,
 /// SHA-256, the lock table's invariants) and prints its summary.
 pub fn inspect(args: &InspectArgs) -> Report {
-    let bytes = match std::fs::read(&args.file) {
-        Ok(b) => b,
-        Err(e) => return output::error(&format!("{}: cannot read: {e}", args.file.display())),
-    };
-    let file = match SnapshotFile::decode(&bytes) {
-        Ok(f) => f,
-        Err(e) => return output::error(&format!("{}: {e}", args.file.display())),
+    let (bytes, file) = match read_snapshot_file(&args.file) {
+        Ok(read) => read,
+        Err(report) => return report,
     };
     let table = match LockTable::from_snapshot(&file.table) {
         Ok(t) => t,
@@ -254,13 +260,9 @@ pub fn restore(args: RestoreArgs) -> Report {
             warden_core::limits::MAX_ID - 1
         ));
     }
-    let bytes = match std::fs::read(&args.file) {
-        Ok(b) => b,
-        Err(e) => return output::error(&format!("{}: cannot read: {e}", args.file.display())),
-    };
-    let file = match SnapshotFile::decode(&bytes) {
-        Ok(f) => f,
-        Err(e) => return output::error(&format!("{}: {e}", args.file.display())),
+    let (_, file) = match read_snapshot_file(&args.file) {
+        Ok(read) => read,
+        Err(report) => return report,
     };
     let target = RestoreTarget {
         data_dir: args.data_dir.clone(),
