@@ -308,9 +308,10 @@ pub(crate) fn connection_refused(status: &Status) -> bool {
 }
 
 /// What a transport failure says about the server, for a reader: a port
-/// that answered the TLS handshake with plaintext, or a connection that
-/// opened but got no gRPC answer (another service on the port). `None`
-/// when the status came from a server or says nothing of the kind.
+/// that answered the TLS handshake with plaintext (warden-tls' typed
+/// [`warden_tls::ConnectError::is_not_tls`]). `None` otherwise: a status
+/// from a server, or a failure that names its own cause (a TLS alert, a
+/// closed connection), where a guess would mislead.
 fn not_warden_hint(status: &Status) -> Option<&'static str> {
     let mut source = status.source();
     while let Some(e) = source {
@@ -323,10 +324,7 @@ fn not_warden_hint(status: &Status) -> Option<&'static str> {
         }
         source = e.source();
     }
-    let transport = status.source().is_some();
-    (transport && matches!(status.code(), tonic::Code::Unknown | tonic::Code::Cancelled)).then_some(
-        "the port answered, but not as a gRPC server: is it a Warden node's client port?",
-    )
+    None
 }
 
 /// The `google.rpc.ErrorInfo` domain of Warden's errors.
