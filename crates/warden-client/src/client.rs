@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -102,6 +102,9 @@ struct Inner {
     request_ids: Arc<Mutex<RequestIds>>,
     /// What the server publishes in `ClusterStatus` (`published.rs`).
     published: tokio::sync::Mutex<Published>,
+    /// Set once a `ClusterStatus` answer was applied to `published`: after
+    /// that a mutating call takes no lock for it.
+    published_loaded: AtomicBool,
     /// Renew sequence numbers: one per attempt, echoed by the server (S5).
     renew_sequence: AtomicU64,
 }
@@ -187,6 +190,7 @@ impl Client {
                 leader: Mutex::new(None),
                 request_ids: Arc::new(Mutex::new(RequestIds::default())),
                 published: tokio::sync::Mutex::new(Published::default()),
+                published_loaded: AtomicBool::new(false),
                 renew_sequence: AtomicU64::new(0),
             }),
         })
@@ -853,7 +857,9 @@ impl Client {
     /// A new request id for a mutating call (S7); answered when dropped.
     /// The first one reads what the server publishes (its window).
     pub(crate) async fn begin_request(&self) -> InFlight {
-        drop(self.published().await);
+        if !self.inner.published_loaded.load(Ordering::Acquire) {
+            drop(self.published().await);
+        }
         InFlight::begin(&self.inner.request_ids).await
     }
 
@@ -862,7 +868,7 @@ impl Client {
     /// a failure keeps the defaults and is tried again later.
     async fn published(&self) -> tokio::sync::MutexGuard<'_, Published> {
         let mut published = self.inner.published.lock().await;
-        if published.due(Instant::now()) {
+        if !self.inner.published_loaded.load(Ordering::Acquire) && published.due(Instant::now()) {
             match self
                 .cluster_status_within(self.inner.options.attempt_timeout)
                 .await
@@ -876,7 +882,7 @@ impl Client {
                     if !status.election_prefix.is_empty() {
                         published.election_prefix = Some(status.election_prefix);
                     }
-                    published.loaded = true;
+                    self.inner.published_loaded.store(true, Ordering::Release);
                 }
                 Err(e) => {
                     debug!(error = %e, "published settings not read; defaults kept");

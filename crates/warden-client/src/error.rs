@@ -258,13 +258,7 @@ pub(crate) fn describe(status: &Status) -> String {
     } else {
         format!("{:?}: {message}", status.code())
     };
-    let mut cause = None;
-    let mut source = status.source();
-    while let Some(e) = source {
-        cause = Some(e);
-        source = e.source();
-    }
-    let cause = cause.map(|e| {
+    let cause = causes(status).last().map(|e| {
         let elapsed = e.is::<tokio::time::error::Elapsed>()
             || e.downcast_ref::<std::io::Error>()
                 .and_then(|io| io.get_ref())
@@ -295,16 +289,10 @@ pub(crate) fn describe(status: &Status) -> String {
 /// `ConnectionRefused` anywhere in the status's source chain (tonic's
 /// plaintext connector and warden-tls' both keep it).
 pub(crate) fn connection_refused(status: &Status) -> bool {
-    let mut source = status.source();
-    while let Some(e) = source {
-        if e.downcast_ref::<std::io::Error>()
+    causes(status).any(|e| {
+        e.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
-        {
-            return true;
-        }
-        source = e.source();
-    }
-    false
+    })
 }
 
 /// What a transport failure says about the server, for a reader: a port
@@ -313,18 +301,18 @@ pub(crate) fn connection_refused(status: &Status) -> bool {
 /// from a server, or a failure that names its own cause (a TLS alert, a
 /// closed connection), where a guess would mislead.
 fn not_warden_hint(status: &Status) -> Option<&'static str> {
-    let mut source = status.source();
-    while let Some(e) = source {
-        if e.downcast_ref::<warden_tls::ConnectError>()
-            .is_some_and(warden_tls::ConnectError::is_not_tls)
-        {
-            return Some(
-                "the port does not speak TLS: a node started with --insecure (then pass --insecure), or not a Warden node",
-            );
-        }
-        source = e.source();
-    }
-    None
+    causes(status)
+        .filter_map(|e| e.downcast_ref::<warden_tls::ConnectError>())
+        .any(warden_tls::ConnectError::is_not_tls)
+        .then_some(
+            "the port does not speak TLS: a node started with --insecure (then pass --insecure), or not a Warden node",
+        )
+}
+
+/// The status's source chain, outermost first (empty for a status a
+/// server sent).
+fn causes(status: &Status) -> impl Iterator<Item = &(dyn std::error::Error + 'static)> {
+    std::iter::successors(status.source(), |&e| e.source())
 }
 
 /// The `google.rpc.ErrorInfo` domain of Warden's errors.

@@ -20,8 +20,6 @@ pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(10);
 /// they are read, so concurrent first calls wait for one `ClusterStatus`.
 #[derive(Debug, Default)]
 pub(crate) struct Published {
-    /// Whether a `ClusterStatus` answer was applied.
-    pub(crate) loaded: bool,
     /// When the last read failed.
     pub(crate) failed_at: Option<Instant>,
     /// The published election prefix; `None`: use the default.
@@ -29,12 +27,12 @@ pub(crate) struct Published {
 }
 
 impl Published {
-    /// Whether a read is due now.
+    /// Whether a read is due now, when none has been applied yet (the
+    /// client's `published_loaded` says whether one has: the lock-free
+    /// check every mutating call makes).
     pub(crate) fn due(&self, now: Instant) -> bool {
-        !self.loaded
-            && self
-                .failed_at
-                .is_none_or(|at| now.saturating_duration_since(at) >= RETRY_AFTER)
+        self.failed_at
+            .is_none_or(|at| now.saturating_duration_since(at) >= RETRY_AFTER)
     }
 
     /// The election prefix in force.
