@@ -8,14 +8,13 @@
 use std::time::{Duration, Instant};
 
 use tonic::Code;
-use warden_client::{AcquireOptions, AcquireResult};
 use warden_proto::peer::peer_client::PeerClient;
 use warden_proto::peer::{Blob, BootstrapStateRequest};
 use warden_proto::v1 as pb;
 use warden_proto::v1::lock_client::LockClient;
 use warden_tls::ClientTls;
 
-use crate::harness::{certs, cluster_status_at, Cluster};
+use crate::harness::{certs, cluster_status_at, take, Cluster};
 
 /// A peer client of the node at `addr`, presenting node `from`'s certificate.
 fn node_peer(from: u64, addr: &str) -> PeerClient<tonic::transport::Channel> {
@@ -100,17 +99,7 @@ async fn a_cluster_on_peer_ports_serves_peers_there_only() {
     assert_eq!(shown, expected, "ClusterStatus: client addr and peer_addr");
 
     let api = cluster.api().client().await;
-    let AcquireResult::Granted {
-        lease_id,
-        fencing_token,
-        ..
-    } = api
-        .acquire("held", AcquireOptions::with_ttl(Duration::from_secs(120)))
-        .await
-        .expect("acquire")
-    else {
-        panic!("not granted");
-    };
+    let (lease_id, fencing_token) = take(&api, "held", Duration::from_secs(120)).await;
 
     // A follower's NotLeader hint: the leader's client address.
     let followers: Vec<u64> = (1..=3).filter(|id| *id != leader).collect();
@@ -188,19 +177,7 @@ async fn a_cluster_on_peer_ports_serves_peers_there_only() {
         Some((lease_id, fencing_token)),
         "S3: the held lock survives the leader's kill"
     );
-    let AcquireResult::Granted {
-        fencing_token: next,
-        ..
-    } = api
-        .acquire(
-            "after-kill",
-            AcquireOptions::with_ttl(Duration::from_secs(30)),
-        )
-        .await
-        .expect("acquire after the kill")
-    else {
-        panic!("not granted");
-    };
+    let (_, next) = take(&api, "after-kill", Duration::from_secs(30)).await;
     assert!(next > fencing_token, "S2: {next} > {fencing_token}");
     // The killed node comes back (and reports log format 4 to the new
     // leader, which the peer-address gate waits for).

@@ -22,7 +22,7 @@ use warden_proto::v1::lock_client::LockClient;
 use warden_tls::mint::{self, CaOptions, CertOptions, Validity};
 use warden_tls::ClientTls;
 
-use crate::harness::{self, Cluster};
+use crate::harness::{self, take, Cluster};
 
 /// warden-client over a certificate (until `ClientOptions` takes TLS).
 #[derive(Debug)]
@@ -370,17 +370,7 @@ async fn certificates_rotate_on_sighup_one_node_at_a_time() {
     wait_leader(&cluster, &root, Duration::from_secs(20)).await;
     let api = client(&cluster, &root).await;
     let ttl = Duration::from_secs(3);
-    let AcquireResult::Granted {
-        lease_id,
-        fencing_token,
-        ..
-    } = api
-        .acquire("rotated", AcquireOptions::with_ttl(ttl))
-        .await
-        .expect("acquire")
-    else {
-        panic!("not granted");
-    };
+    let (lease_id, fencing_token) = take(&api, "rotated", ttl).await;
     // The holder renews every 300 ms until told to stop; any failure ends
     // it. `renewed` counts its acknowledged renewals.
     let renewed = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
@@ -609,17 +599,7 @@ async fn a_removed_nodes_certificate_forges_nothing_and_costs_no_leader() {
     let root = client_tls(&cluster.certs.as_ref().expect("certs").client_dir, "root");
     wait_leader(&cluster, &root, Duration::from_secs(20)).await;
     let api = client(&cluster, &root).await;
-    let AcquireResult::Granted {
-        lease_id,
-        fencing_token,
-        ..
-    } = api
-        .acquire("held", AcquireOptions::with_ttl(Duration::from_secs(120)))
-        .await
-        .expect("acquire")
-    else {
-        panic!("not granted");
-    };
+    let (lease_id, fencing_token) = take(&api, "held", Duration::from_secs(120)).await;
 
     // Node 4 joins.
     let addr4 = cluster.spawn_joiner(4, &[]);
@@ -744,16 +724,7 @@ async fn a_removed_nodes_certificate_forges_nothing_and_costs_no_leader() {
     );
     let audit = api.admin().audit_trail().await.expect("audit trail");
     assert!(audit.records.is_empty(), "{:?}", audit.records);
-    let AcquireResult::Granted {
-        fencing_token: next,
-        ..
-    } = api
-        .acquire("after", AcquireOptions::with_ttl(Duration::from_secs(30)))
-        .await
-        .expect("acquire after the attack")
-    else {
-        panic!("not granted");
-    };
+    let (_, next) = take(&api, "after", Duration::from_secs(30)).await;
     assert!(
         next > fencing_token && next < fencing_token + 1_000,
         "S2: the next token is {next} after {fencing_token} (a forged floor?)"
@@ -925,16 +896,7 @@ async fn a_follower_down_across_an_add_and_the_leaders_removal_follows_the_new_l
         others.next().expect("another"),
     );
     let api = client(&cluster, &root).await;
-    let AcquireResult::Granted {
-        fencing_token: before_token,
-        ..
-    } = api
-        .acquire("before", AcquireOptions::with_ttl(Duration::from_secs(120)))
-        .await
-        .expect("acquire")
-    else {
-        panic!("not granted");
-    };
+    let (_, before_token) = take(&api, "before", Duration::from_secs(120)).await;
 
     cluster.terminate(down, Duration::from_secs(10));
     let addr4 = cluster.spawn_joiner(4, &[]);
@@ -1002,16 +964,7 @@ async fn a_follower_down_across_an_add_and_the_leaders_removal_follows_the_new_l
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let AcquireResult::Granted {
-        fencing_token: after_token,
-        ..
-    } = api
-        .acquire("after", AcquireOptions::with_ttl(Duration::from_secs(30)))
-        .await
-        .expect("acquire on the new leader")
-    else {
-        panic!("not granted");
-    };
+    let (_, after_token) = take(&api, "after", Duration::from_secs(30)).await;
     assert!(after_token > before_token, "S2");
     // The follower applies it: the leader sees it at the commit index.
     let deadline = Instant::now() + Duration::from_secs(20);

@@ -696,6 +696,22 @@ pub fn cli_command_at(user: &str, endpoints: &str, args: &[&str]) -> Command {
     cmd
 }
 
+/// Acquires `resource` on a new lease of `ttl` through `client` (no wait);
+/// fails the test unless it is granted. Returns (lease id, fencing token).
+pub async fn take(client: &Client, resource: &str, ttl: Duration) -> (u64, u64) {
+    match client
+        .acquire(resource, warden_client::AcquireOptions::with_ttl(ttl))
+        .await
+    {
+        Ok(warden_client::AcquireResult::Granted {
+            lease_id,
+            fencing_token,
+            ..
+        }) => (lease_id, fencing_token),
+        other => panic!("acquire {resource:?}: expected a grant, got {other:?}"),
+    }
+}
+
 /// A warden-client client of `endpoints` as `root`, over what they serve.
 pub async fn client_of(endpoints: Vec<String>) -> Client {
     let security = transport::security_of_all(&endpoints);
