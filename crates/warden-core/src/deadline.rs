@@ -239,6 +239,25 @@ impl Deadlines {
             .map(|(_, at)| u64::try_from(now.saturating_sub(*at).as_millis()).unwrap_or(u64::MAX))
     }
 
+    /// When this node applied the grant of `resource` it holds now (or
+    /// loaded the table holding it), with that grant's index.
+    pub fn held_since(&self, resource: &str) -> Option<(LogIndex, Duration)> {
+        self.held_since.get(resource).copied()
+    }
+
+    /// When this waiter's enqueue reached this node's log (or the table
+    /// holding it was loaded).
+    pub fn waiting_since(
+        &self,
+        resource: &str,
+        lease_id: LeaseId,
+        enqueue_index: LogIndex,
+    ) -> Option<Duration> {
+        self.waiting_since
+            .get(&(resource.to_owned(), lease_id, enqueue_index))
+            .copied()
+    }
+
     /// For display (`List`): milliseconds since this waiter's enqueue reached
     /// this node (or the table holding it was loaded).
     pub fn waited_for_ms(

@@ -73,6 +73,11 @@ pub struct ServerConfig {
     /// the insecure mode, and the binary refuses to build a config without
     /// `--certs-dir` unless `--insecure` was given.
     pub certs_dir: Option<PathBuf>,
+    /// `--metrics-groups`: the resource prefixes that name the `group`
+    /// label of the lock-side metrics (`crate::metrics::groups`: longest
+    /// match; none matched: `other`; elections: `election`). Checked at
+    /// start; the same list on every node gives the same labels.
+    pub metrics_groups: Vec<String>,
 }
 
 impl ServerConfig {

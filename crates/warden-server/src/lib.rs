@@ -76,6 +76,7 @@ pub mod clock;
 pub mod config;
 pub mod events;
 pub mod inject;
+pub mod metrics;
 pub mod node;
 pub mod raft;
 pub mod services;

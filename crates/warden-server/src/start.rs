@@ -290,6 +290,10 @@ where
     IE: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
 {
     validate_config(&config)?;
+    let metrics = Arc::new(crate::metrics::Metrics::new(
+        crate::metrics::Groups::new(&config.metrics_groups)
+            .map_err(|e| ServerError::Config(e.to_string().trim_start_matches("--").into()))?,
+    ));
     // A node with certificates reads identities from its handshakes only.
     let identities = match tls {
         Some(_) => None,
@@ -355,6 +359,7 @@ where
 
     // Serve peers and clients from the start: bootstrap needs the peer service.
     let (stop_tx, mut stop_rx) = watch::channel(false);
+    let metrics_stop = stop_rx.clone();
     // HTTP/2 keep-alive: a client that vanished silently loses its
     // connection (and with it its streams' tasks) within interval + timeout;
     // its waiters stay queued (S8). See `Timing::grpc_keepalive_interval_ms`.
@@ -367,6 +372,7 @@ where
     );
     let authorizes = tls.is_some() || identities.is_some();
     let mut builder = tonic::transport::Server::builder()
+        .layer(services::grpc_metrics::GrpcMetrics::new(metrics.clone()))
         .layer(services::injected::InjectIdentities::new(identities))
         .http2_keepalive_interval(Some(Duration::from_millis(
             config.timing.grpc_keepalive_interval_ms,
@@ -431,6 +437,7 @@ where
                 config.node_id,
                 node_cell.clone(),
                 peer_state.leader_contact.clone(),
+                metrics.clone(),
                 stop_rx.clone(),
             )
             .await?,
@@ -531,10 +538,12 @@ where
         config.node_id,
         injected.observer.clone(),
         injected.bugs,
+        metrics.clone(),
     )
     .map_err(storage)?;
     let shared = sm.shared.clone();
     let log_store = LogStore::new(db.clone(), stamps, clock.clone()).map_err(storage)?;
+    log_store.observe_fsync(metrics.raft.wal_fsync.clone());
     // A secure node's peers are TLS node certificates, which only binaries
     // that read authorized entries hold (see `raft::log_format`); the
     // simulator's nodes with injected identities all run this binary.
@@ -599,6 +608,11 @@ where
     let duty_task = tokio::spawn(node::duties::run(Arc::downgrade(&node)));
     let membership_task = tokio::spawn(raft::log_format::follow_membership(raft.clone(), formats));
     let removals_task = tokio::spawn(follow_removals(raft.clone(), access));
+    let raft_metrics_task = tokio::spawn(raft::observe::follow(
+        raft.clone(),
+        metrics.clone(),
+        metrics_stop,
+    ));
     if let Some(observer) = &injected.observer {
         observer.on_started(node.clone());
     }
@@ -624,6 +638,7 @@ where
     renew_task.abort();
     membership_task.abort();
     removals_task.abort();
+    raft_metrics_task.abort();
     if let Some(t) = reload_task {
         t.abort();
     }
@@ -708,6 +723,7 @@ mod tests {
             peer_listen: None,
             peer_addrs: BTreeMap::new(),
             certs_dir: None,
+            metrics_groups: Vec::new(),
         };
         assert!(validate_config(&config(5_000, 5_000)).is_ok());
         let e = validate_config(&config(0, 5_000)).unwrap_err().to_string();
@@ -752,6 +768,7 @@ mod tests {
             join: false,
             admin_listen: Some("127.0.0.1:7080".parse().unwrap()),
             certs_dir: None,
+            metrics_groups: Vec::new(),
         };
         let err = |c: ServerConfig| validate_config(&c).unwrap_err().to_string();
         let good = config(Some("127.0.0.1:7101"), &[(1, "127.0.0.1:7101")]);
@@ -815,6 +832,7 @@ mod tests {
             join: false,
             admin_listen: None,
             certs_dir: None,
+            metrics_groups: Vec::new(),
         }
     }
 

@@ -263,6 +263,12 @@ pub struct ServerArgs {
     /// client certificate needed, when --certs-dir is given) [default: none].
     #[arg(long, value_name = "HOST:PORT")]
     pub admin_listen: Option<String>,
+    /// Resource prefixes that name the `group` label of the lock metrics on
+    /// /metrics, comma-separated (at most 64; longest match wins; others
+    /// count as `other`, elections as `election`). Give every node the same
+    /// list. Config file: `metrics-groups = ["payments/", "inventory/"]`.
+    #[arg(long, value_name = "PREFIX,...", value_delimiter = ',')]
+    pub metrics_groups: Option<Vec<String>>,
     /// Stop (as on SIGTERM) when the parent process exits; `warden dev` sets it.
     #[arg(long, hide = true)]
     pub exit_with_parent: bool,

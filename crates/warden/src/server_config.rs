@@ -42,6 +42,7 @@ pub struct FileConfig {
     token_floor: Option<u64>,
     join: Option<bool>,
     admin_listen: Option<String>,
+    metrics_groups: Option<Vec<String>>,
 }
 
 /// `peers = "1=a:7001,2=b:7001"` or a `[peers]` table `1 = "a:7001"`.
@@ -330,6 +331,13 @@ pub fn resolve(args: &ServerArgs, file: FileConfig) -> Result<ServerConfig, Stri
         &peer_addrs,
     )?;
 
+    let metrics_groups = args
+        .metrics_groups
+        .clone()
+        .or(file.metrics_groups)
+        .unwrap_or_default();
+    warden_server::metrics::Groups::new(&metrics_groups).map_err(|e| e.to_string())?;
+
     Ok(ServerConfig {
         node_id,
         listen,
@@ -345,6 +353,7 @@ pub fn resolve(args: &ServerArgs, file: FileConfig) -> Result<ServerConfig, Stri
         join,
         admin_listen,
         certs_dir,
+        metrics_groups,
     })
 }
 
@@ -775,6 +784,22 @@ mod tests {
             err.starts_with("--admin-listen") && err.contains("own port"),
             "{err}"
         );
+    }
+
+    // `--metrics-groups` from the flag or the file; a bad list is refused
+    // at start naming the flag and the limit ("What bad input gets").
+    #[test]
+    fn metrics_groups_from_flag_or_file() {
+        let file = parse_config_file("metrics-groups = [\"payments/\", \"inventory/\"]").unwrap();
+        let config = resolve(&base_args(), file).unwrap();
+        assert_eq!(config.metrics_groups, ["payments/", "inventory/"]);
+        let mut args = base_args();
+        args.metrics_groups = Some(vec!["a/".into(), "a/".into()]);
+        let err = resolve(&args, FileConfig::default()).unwrap_err();
+        assert_eq!(err, "--metrics-groups: \"a/\" is given twice");
+        args.metrics_groups = Some((0..65).map(|i| format!("g{i}/")).collect());
+        let err = resolve(&args, FileConfig::default()).unwrap_err();
+        assert_eq!(err, "--metrics-groups: at most 64 prefixes; got 65");
     }
 
     // What bad input gets (`--peer-listen`, docs/operations.md): the split

@@ -26,6 +26,8 @@ mod dev;
 mod exec;
 #[path = "cases/lease.rs"]
 mod lease;
+#[path = "cases/metrics.rs"]
+mod metrics;
 #[path = "cases/ops.rs"]
 mod ops;
 #[path = "cases/peer_listen.rs"]

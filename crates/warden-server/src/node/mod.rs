@@ -134,7 +134,17 @@ impl Sink for RaftSink {
                 reason: "node stopping".into(),
             });
         };
-        node.write_entry(cmd).await
+        let commands = match &cmd {
+            Command::Batch(cmds) => cmds.len(),
+            _ => 1,
+        };
+        let raft = &node.shared.metrics.raft;
+        raft.commands_per_entry.record(commands as f64);
+        let started = tokio::time::Instant::now();
+        let out = node.write_entry(cmd).await;
+        raft.proposal_duration
+            .record(started.elapsed().as_secs_f64());
+        out
     }
 
     fn refresh(&self, cmds: &mut [Command]) {
@@ -164,6 +174,11 @@ impl Node {
             formats: parts.formats,
             connector: parts.connector,
         })
+    }
+
+    /// This node's metrics.
+    pub fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.shared.metrics
     }
 
     /// This node's id.

@@ -107,6 +107,7 @@ impl TestNode {
             peer_listen: None,
             peer_addrs: BTreeMap::new(),
             certs_dir: None,
+            metrics_groups: Vec::new(),
         };
         let db = Db::open(dir.path()).expect("db");
         let clock = NodeClock::new(Arc::new(TokioClock::new()));
@@ -119,6 +120,7 @@ impl TestNode {
             1,
             Some(applied.clone()),
             BugSwitches::default(),
+            Arc::default(),
         )
         .expect("state machine");
         let shared = sm.shared.clone();

@@ -7,6 +7,7 @@ pub mod bootstrap;
 mod leader_contact;
 pub mod log_format;
 pub mod network;
+pub mod observe;
 pub mod peer_access;
 pub mod peer_service;
 #[cfg(test)]

@@ -14,6 +14,7 @@ use warden_proto::v1 as pb;
 use super::convert::{self, acquire_start, AcquireStart};
 use super::status::{grant_ended, shutting_down};
 use super::waiter::{follow_waiter, WaiterOut};
+use crate::metrics::AcquireOutcome;
 use crate::node::submit::Released;
 use crate::node::{Node, Principal, SubmitError};
 
@@ -23,9 +24,26 @@ pub(super) async fn start_acquire(
     principal: &Principal,
     r: pb::AcquireRequest,
 ) -> Result<AcquireStart, Status> {
-    let reply: AcquireReply = node.submit(principal, convert::acquire(r)?).await?;
-    acquire_start(reply, |resource| node.lock_delay_remaining_ms(resource))
-        .map_err(|(token, lease_id)| grant_ended(token, lease_id))
+    let started = tokio::time::Instant::now();
+    let out = async {
+        let reply: AcquireReply = node.submit(principal, convert::acquire(r)?).await?;
+        acquire_start(reply, |resource| node.lock_delay_remaining_ms(resource))
+            .map_err(|(token, lease_id)| grant_ended(token, lease_id))
+    }
+    .await;
+    let outcome = match &out {
+        Ok(AcquireStart::Final(pb::AcquireResponse {
+            event: Some(pb::acquire_response::Event::Granted(_)),
+        })) => Some(AcquireOutcome::Granted),
+        Ok(AcquireStart::Final(_)) => Some(AcquireOutcome::NotGranted),
+        // Answered when the wait ends (`follow_waiter`).
+        Ok(AcquireStart::Queued { .. }) => None,
+        Err(_) => Some(AcquireOutcome::Error),
+    };
+    if let Some(outcome) = outcome {
+        node.metrics().acquire(outcome, started.elapsed());
+    }
+    out
 }
 
 /// Validates and submits a release, as both `Release` and `Calls` serve it.
@@ -74,6 +92,7 @@ pub(super) async fn serve_call(
     use pb::call_request::Call;
     use pb::call_response::Answer;
     let id = call.call_id;
+    let started = tokio::time::Instant::now();
     let answer = if id == 0 {
         Err(SubmitError::invalid("call_id", "must be 1..=2^64-1").into())
     } else {
@@ -93,6 +112,7 @@ pub(super) async fn serve_call(
                         resource,
                         lease_id,
                         enqueue_index,
+                        started,
                     ));
                     return None;
                 }

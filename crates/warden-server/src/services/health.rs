@@ -25,6 +25,16 @@
 //!   A follower can be ready: reads and writes go to the leader anyway; ready
 //!   means "this member is caught up and sees a leader".
 //!
+//! - `GET /metrics`: this node's metrics in the Prometheus text format
+//!   (`crate::metrics` lists the series). On a node with certificates it
+//!   needs a client certificate (401 without one) whose principal has
+//!   `read` on `""` in this node's applied table (403 without it; 503 while
+//!   the node is bootstrapping and has no table to check against):
+//!   Prometheus scrapes with a client certificate (`tls_config` with
+//!   `cert_file` and `key_file`). On an insecure node it is open, like
+//!   everything else there. A scrape reads atomics only: it never takes the
+//!   state machine's lock.
+//!
 //! On the client port, gRPC's standard `grpc.health.v1.Health` says the
 //! same ([`grpc_health`]): service `""` (and each public service) is
 //! SERVING exactly when `/readyz` would answer 200, re-read every
@@ -36,15 +46,23 @@
 
 use std::net::SocketAddr;
 
-use axum::extract::State;
+use std::sync::Arc;
+
+use axum::extract::connect_info::ConnectInfo;
+use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use warden_core::auth::Target;
+use warden_core::types::Permission;
+use warden_tls::PeerInfo;
 
+use crate::metrics::Metrics;
 use crate::node::cluster::Readiness;
-use crate::node::NodeCell;
+use crate::node::{NodeCell, ReadError};
 use crate::raft::LeaderContact;
 use crate::ServerError;
 
@@ -61,6 +79,59 @@ struct AppState {
     node_id: u64,
     cell: NodeCell,
     contact: LeaderContact,
+    metrics: Arc<Metrics>,
+    /// Served over TLS: every request has the handshake's `PeerInfo`.
+    secure: bool,
+}
+
+impl AppState {
+    /// Whether the caller of `request` may have `permission` on `prefix`
+    /// (see the module docs); the refusal as an HTTP answer.
+    fn authorize(
+        &self,
+        request: &Request,
+        permission: Permission,
+        prefix: &str,
+    ) -> Result<(), (StatusCode, String)> {
+        let identity = request
+            .extensions()
+            .get::<ConnectInfo<PeerInfo>>()
+            .map(|c| c.0.identity());
+        if self.secure && identity.is_none() {
+            return Err((StatusCode::UNAUTHORIZED, "no TLS identity\n".into()));
+        }
+        let principal = super::principal_of(identity)
+            .map_err(|s| (StatusCode::UNAUTHORIZED, format!("{}\n", s.message())))?;
+        let node = match self.cell.get() {
+            Ok(node) => node,
+            Err(_) if !self.secure => return Ok(()),
+            Err(_) => {
+                return Err((
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "bootstrapping: no permissions to check yet\n".into(),
+                ))
+            }
+        };
+        match node.check_applied(&principal, permission, Target::Prefix(prefix), None) {
+            Ok(_) => Ok(()),
+            Err(ReadError::Refused(e)) => Err((StatusCode::FORBIDDEN, format!("{}\n", e.message))),
+            Err(e) => Err((StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n"))),
+        }
+    }
+}
+
+async fn metrics_text(State(s): State<AppState>, request: Request) -> Response {
+    if let Err(refused) = s.authorize(&request, Permission::Read, "") {
+        return refused.into_response();
+    }
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        s.metrics.render(),
+    )
+        .into_response()
 }
 
 async fn healthz() -> &'static str {
@@ -80,8 +151,8 @@ async fn readyz(
     (code, [(header::CONTENT_TYPE, "application/json")], body)
 }
 
-/// Binds `addr` and serves `/healthz` and `/readyz` until `stop` turns true:
-/// over TLS with `tls`, plaintext without (an insecure node).
+/// Binds `addr` and serves `/healthz`, `/readyz` and `/metrics` until `stop`
+/// turns true: over TLS with `tls`, plaintext without (an insecure node).
 ///
 /// # Errors
 /// `ServerError::Config` naming `--admin-listen` when the address cannot be bound.
@@ -91,6 +162,7 @@ pub async fn serve(
     node_id: u64,
     cell: NodeCell,
     contact: LeaderContact,
+    metrics: Arc<Metrics>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<tokio::task::JoinHandle<()>, ServerError> {
     let listener = TcpListener::bind(addr)
@@ -103,16 +175,19 @@ pub async fn serve(
     let app = Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics_text))
         .with_state(AppState {
             node_id,
             cell,
             contact,
+            metrics,
+            secure: tls.is_some(),
         });
     let stopped = async move {
         let _ = stop.wait_for(|s| *s).await;
     };
     let Some(tls) = tls else {
-        tracing::info!(addr = %bound, "serving /healthz and /readyz over plaintext HTTP");
+        tracing::info!(addr = %bound, "serving /healthz, /readyz and /metrics over plaintext HTTP");
         return Ok(tokio::spawn(async move {
             let _ = axum::serve(listener, app)
                 .with_graceful_shutdown(stopped)
@@ -122,11 +197,14 @@ pub async fn serve(
     let listener = tls
         .listener(listener)
         .map_err(|e| ServerError::Config(format!("admin-listen: {addr}: {e}")))?;
-    tracing::info!(addr = %bound, "serving /healthz and /readyz over TLS");
+    tracing::info!(addr = %bound, "serving /healthz, /readyz and /metrics over TLS");
     Ok(tokio::spawn(async move {
-        let _ = axum::serve(listener, app)
-            .with_graceful_shutdown(stopped)
-            .await;
+        let _ = axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<PeerInfo>(),
+        )
+        .with_graceful_shutdown(stopped)
+        .await;
     }))
 }
 

@@ -46,6 +46,7 @@ async fn keep_alive_reply(
     principal: &Principal,
     msg: pb::LeaseKeepAliveRequest,
 ) -> Result<pb::LeaseKeepAliveResponse, Status> {
+    node.metrics().keepalives(1);
     let ttl_ms = node.renew(principal, msg.lease_id).await?;
     Ok(pb::LeaseKeepAliveResponse {
         lease_id: msg.lease_id,

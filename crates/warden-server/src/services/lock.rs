@@ -62,6 +62,7 @@ impl Lock for LockService {
         let node = self.node.get()?;
         let principal = principal(&req)?;
         let (tx, rx) = mpsc::channel(8);
+        let started = tokio::time::Instant::now();
         match start_acquire(&node, &principal, req.into_inner()).await? {
             AcquireStart::Final(m) => {
                 let _ = tx.send(Ok(m)).await;
@@ -77,6 +78,7 @@ impl Lock for LockService {
                     resource,
                     lease_id,
                     enqueue_index,
+                    started,
                 ));
             }
         }

@@ -18,6 +18,7 @@
 pub mod admin;
 mod calls;
 mod convert;
+pub mod grpc_metrics;
 pub mod health;
 pub mod injected;
 pub mod lease;

@@ -146,7 +146,9 @@ pub(super) async fn follow_waiter(
     resource: String,
     lease_id: u64,
     enqueue_index: u64,
+    started: tokio::time::Instant,
 ) {
+    use crate::metrics::AcquireOutcome;
     let mut rx = node.applied();
     let mut throttle = ReportThrottle::default();
     loop {
@@ -162,15 +164,21 @@ pub(super) async fn follow_waiter(
                 grant_index,
             } => {
                 let msg = granted(resource, lease_id, fencing_token, ttl_ms, grant_index);
+                node.metrics()
+                    .acquire(AcquireOutcome::Granted, started.elapsed());
                 tx.send(msg).await;
                 return;
             }
             WaiterStep::Gone { holder } => {
                 let msg = not_granted(resource, holder, NotGrantedReason::WaitTimeout, 0);
+                node.metrics()
+                    .acquire(AcquireOutcome::NotGranted, started.elapsed());
                 tx.send(msg).await;
                 return;
             }
             WaiterStep::PermissionRevoked => {
+                node.metrics()
+                    .acquire(AcquireOutcome::Error, started.elapsed());
                 tx.fail(wait_permission_revoked(&resource, lease_id)).await;
                 return;
             }
@@ -306,6 +314,7 @@ mod tests {
             "q/1".into(),
             bob_lease,
             bob_enqueued,
+            tokio::time::Instant::now(),
         ));
         let first = rx.recv().await.expect("a report").expect("queued");
         // Next in line, behind alice's grant (the report names her lease).
@@ -465,6 +474,7 @@ mod tests {
             resource,
             lease_id,
             enqueue_index,
+            tokio::time::Instant::now(),
         ));
         let first = tokio::time::timeout(Duration::from_secs(10), rx.recv())
             .await

@@ -112,6 +112,7 @@ async fn follow(
     filter: Filter,
     principal: Principal,
 ) {
+    let _open = node.metrics().watch_stream();
     let log = node.events();
     // Subscribe before the first read so no record between them is missed.
     let mut rx = log.subscribe();

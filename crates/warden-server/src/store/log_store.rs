@@ -44,6 +44,14 @@ impl Debug for LogStore {
 }
 
 impl LogStore {
+    /// Records each durable write of a group of entries (fsync) in `h`
+    /// (`warden_wal_fsync_duration_seconds`).
+    pub fn observe_fsync(&self, h: metrics::Histogram) {
+        if let Ok(mut disk) = self.disk.lock() {
+            disk.fsync = Some(h);
+        }
+    }
+
     /// A log store over `db`, stamping appends with `clock`. Takes the
     /// database's write-ahead file: a second store on one [`Db`] is refused.
     pub fn new(db: Db, stamps: Stamps, clock: Arc<NodeClock>) -> Result<Self, io::Error> {

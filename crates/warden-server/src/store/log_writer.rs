@@ -163,6 +163,8 @@ pub(super) struct LogDisk {
     pub(super) fold_bytes: u64,
     /// An earlier write failed: the file's end is unknown, refuse every write.
     pub(super) broken: bool,
+    /// `warden_wal_fsync_duration_seconds`: each group made durable.
+    pub(super) fsync: Option<metrics::Histogram>,
 }
 
 impl LogDisk {
@@ -174,6 +176,7 @@ impl LogDisk {
             unfolded_committed: None,
             fold_bytes,
             broken: false,
+            fsync: None,
         }
     }
 
@@ -202,7 +205,12 @@ impl LogDisk {
         if self.broken {
             return Err(io::Error::other("an earlier log write failed"));
         }
+        // The storage thread's own timing (metrics only).
+        let started = std::time::Instant::now();
         let r = self.try_commit(writes, committed);
+        if let Some(h) = &self.fsync {
+            h.record(started.elapsed().as_secs_f64());
+        }
         self.broken = r.is_err();
         r
     }

@@ -94,6 +94,8 @@ pub struct Shared {
     pub observer: Option<Arc<dyn crate::sim_hooks::Observer>>,
     /// Simulator-only bug switches (all off in production).
     pub bugs: crate::sim_hooks::BugSwitches,
+    /// This node's metrics; apply feeds the lock-side series.
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// This node's lease deadlines when it built its last snapshot (node-local).
@@ -115,7 +117,15 @@ pub struct StateMachineStore {
 impl StateMachineStore {
     /// Opens the state machine: loads the last snapshot from `db`, if any.
     pub fn open(db: Db, clock: Arc<NodeClock>, stamps: Stamps) -> Result<Self, io::Error> {
-        Self::open_injected(db, clock, stamps, 0, None, Default::default())
+        Self::open_injected(
+            db,
+            clock,
+            stamps,
+            0,
+            None,
+            Default::default(),
+            Arc::default(),
+        )
     }
 
     /// [`Self::open`] with the simulator's observer and bug switches.
@@ -126,6 +136,7 @@ impl StateMachineStore {
         node_id: u64,
         observer: Option<Arc<dyn crate::sim_hooks::Observer>>,
         bugs: crate::sim_hooks::BugSwitches,
+        metrics: Arc<crate::metrics::Metrics>,
     ) -> Result<Self, io::Error> {
         let mut machine = Machine {
             table: LockTable::new(),
@@ -171,6 +182,7 @@ impl StateMachineStore {
             .as_ref()
             .map(|l| l.index())
             .unwrap_or(0);
+        metrics.load_table(&machine.table, applied_index);
         let (applied, _) = watch::channel(applied_index);
         Ok(StateMachineStore {
             shared: Arc::new(Shared {
@@ -182,6 +194,7 @@ impl StateMachineStore {
                 node_id,
                 observer,
                 bugs,
+                metrics,
             }),
             db,
         })
@@ -242,7 +255,13 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
     type SnapshotData = Vec<u8>;
 
     async fn build_snapshot(&mut self) -> Result<Snapshot, io::Error> {
-        self.build()
+        let started = tokio::time::Instant::now();
+        let built = self.build()?;
+        let raft = &self.shared.metrics.raft;
+        raft.snapshot_duration
+            .record(started.elapsed().as_secs_f64());
+        raft.snapshot_bytes.set(built.snapshot.len() as f64);
+        Ok(built)
     }
 }
 
@@ -326,6 +345,9 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                         // L4's T + G still holds. `on_effect` reads `now`
                         // for `LeaseGraced` only.
                         for effect in &applied.effects {
+                            // Before the deadlines forget what it ends: the
+                            // start of a hold or a wait.
+                            self.shared.metrics.on_effect(effect, &m.deadlines, stamp);
                             m.deadlines.on_effect(effect, stamp, stamp);
                             if let warden_core::Effect::WaiterRemoved {
                                 resource,
@@ -342,6 +364,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                             let m = &mut *m;
                             crate::sim_hooks::reset_full_ttls(&m.table, &mut m.deadlines, now);
                         }
+                        self.shared.metrics.after_entry(&m.table);
                         self.shared.events.record(index, &applied.effects);
                         if let Some(o) = &self.shared.observer {
                             o.on_apply(
@@ -378,6 +401,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         snapshot: Vec<u8>,
     ) -> Result<(), io::Error> {
         let table = LockTable::from_snapshot(&snapshot).map_err(io_err)?;
+        let snapshot_bytes = snapshot.len();
         let stored = StoredSnapshot {
             meta: meta.clone(),
             data: snapshot,
@@ -386,6 +410,13 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         let index = {
             let mut m = self.lock()?;
             m.deadlines = Deadlines::load(&table, self.shared.clock.now());
+            let through = meta.last_log_id.as_ref().map(|l| l.index()).unwrap_or(0);
+            self.shared.metrics.load_table(&table, through);
+            self.shared
+                .metrics
+                .raft
+                .snapshot_bytes
+                .set(snapshot_bytes as f64);
             m.table = table;
             m.last_applied = meta.last_log_id;
             m.membership = meta.last_membership.clone();

@@ -76,6 +76,8 @@ pub struct NodeProc {
     pub addr: String,
     /// Its peer port (`--peer-listen`), with [`Cluster::use_peer_ports`].
     pub peer_addr: Option<String>,
+    /// Its HTTP port (`--admin-listen`), with [`Cluster::use_admin_ports`].
+    pub admin_addr: Option<String>,
     pub dir: PathBuf,
     pub log: PathBuf,
     pub child: Option<Child>,
@@ -95,6 +97,9 @@ pub struct Cluster {
     /// Every node serves the peer service on a port of its own
     /// (`--peer-listen`, `--peer-addrs`): [`Cluster::use_peer_ports`].
     pub peer_ports: bool,
+    /// Every node serves `/healthz`, `/readyz` and `/metrics` on a port of
+    /// its own (`--admin-listen`): [`Cluster::use_admin_ports`].
+    pub admin_ports: bool,
 }
 
 /// The final message of an acquire.
@@ -166,6 +171,7 @@ impl Cluster {
             security,
             certs: None,
             peer_ports: false,
+            admin_ports: false,
         };
         for id in 1..=n {
             c.lay_out(id);
@@ -184,12 +190,18 @@ impl Cluster {
             transport::register(&p, self.security);
             p
         });
+        let admin_addr = self.admin_ports.then(|| {
+            let p = format!("127.0.0.1:{}", free_port());
+            transport::register(&p, self.security);
+            p
+        });
         self.nodes.insert(
             id,
             NodeProc {
                 id,
                 addr: addr.clone(),
                 peer_addr,
+                admin_addr,
                 dir: self.tmp.path().join(format!("node-{id}")),
                 log: self.tmp.path().join(format!("node-{id}.log")),
                 child: None,
@@ -212,6 +224,24 @@ impl Cluster {
         }
     }
 
+    /// From now on every node (those laid out already and those to come)
+    /// serves HTTP on a port of its own: `--admin-listen` its `admin_addr`.
+    pub fn use_admin_ports(&mut self) {
+        self.admin_ports = true;
+        for n in self.nodes.values_mut() {
+            if n.admin_addr.is_none() {
+                let p = format!("127.0.0.1:{}", free_port());
+                transport::register(&p, self.security);
+                n.admin_addr = Some(p);
+            }
+        }
+    }
+
+    /// Node `id`'s HTTP port (panics without [`Cluster::use_admin_ports`]).
+    pub fn admin_addr(&self, id: u64) -> String {
+        self.nodes[&id].admin_addr.clone().expect("an admin port")
+    }
+
     /// `--peer-addrs`: `id=peer_addr` of every node that has one.
     pub fn peer_addrs(&self) -> String {
         self.nodes
@@ -226,9 +256,11 @@ impl Cluster {
         self.nodes[&id].peer_addr.clone().expect("a peer port")
     }
 
-    /// `--peer-listen` and `--peer-addrs` of node `id`, if it has a peer port.
+    /// `--peer-listen` and `--peer-addrs` of node `id`, if it has a peer
+    /// port; `--admin-listen`, if it has an admin port.
     fn peer_flags(&self, id: u64) -> Vec<String> {
-        match &self.nodes[&id].peer_addr {
+        let n = &self.nodes[&id];
+        let mut flags = match &n.peer_addr {
             Some(p) => vec![
                 "--peer-listen".into(),
                 p.clone(),
@@ -236,7 +268,11 @@ impl Cluster {
                 self.peer_addrs(),
             ],
             None => Vec::new(),
+        };
+        if let Some(a) = &n.admin_addr {
+            flags.extend(["--admin-listen".into(), a.clone()]);
         }
+        flags
     }
 
     /// The server flags of node `id`: `--certs-dir` of its certificate, or

@@ -169,6 +169,17 @@ pub async fn http_get(
     path: &str,
     timeout: Duration,
 ) -> std::io::Result<warden_fence::http::client::Reply> {
+    http_get_as(addr, path, None, timeout).await
+}
+
+/// [`http_get`], presenting `user`'s client certificate on a secure node
+/// (Prometheus' scrape of `/metrics`); None: no certificate.
+pub async fn http_get_as(
+    addr: &str,
+    path: &str,
+    user: Option<&str>,
+    timeout: Duration,
+) -> std::io::Result<warden_fence::http::client::Reply> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let insecure = security_of(addr) == Security::Insecure;
     if insecure {
@@ -176,9 +187,12 @@ pub async fn http_get(
     }
     let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidData, m);
     let work = async {
-        let anonymous = ClientTls::anonymous(&certs().client_dir.join("ca.crt"))
-            .map_err(|e| invalid(e.to_string()))?;
-        let mut config = (*anonymous.config()).clone();
+        let tls = match user {
+            Some(user) => client_tls(user),
+            None => ClientTls::anonymous(&certs().client_dir.join("ca.crt"))
+                .map_err(|e| invalid(e.to_string()))?,
+        };
+        let mut config = (*tls.config()).clone();
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         let tcp = tokio::net::TcpStream::connect(addr).await?;
         let host = addr.rsplit_once(':').map(|(h, _)| h).unwrap_or(addr);
