@@ -13,7 +13,8 @@
 //!    disk, peer connector, randomness seed, simulator hooks).
 //! 2. [`services`]: the gRPC and HTTP edge. `lock`, `lease`, `watch`,
 //!    `admin` (the public `warden.v1` services), `health` (`/healthz`,
-//!    `/readyz`), `calls` (acquire and release, unary or on a `Calls`
+//!    `/readyz`, `/metrics`), `grpc_metrics` (requests by method and code),
+//!    `calls` (acquire and release, unary or on a `Calls`
 //!    stream), `waiter` (a queued acquire's stream), `convert` (wire to
 //!    commands), `status`, the one place a typed error becomes a gRPC
 //!    status, and `injected` (simulator only: a connection's injected
@@ -32,8 +33,8 @@
 //!    two-phase cluster id, docs/semantics.md "Membership and data loss"),
 //!    `log_format` (the log format each peer reads; the packing, wrapping
 //!    and peer-address gates),
-//!    `backup` (the snapshot file and seeding a restored cluster), and
-//!    [`raft::LeaderContact`].
+//!    `backup` (the snapshot file and seeding a restored cluster), `observe`
+//!    (Raft's state in the metrics), and [`raft::LeaderContact`].
 //! 5. [`store`]: the log store (a write-ahead file with group commit, folded
 //!    into redb; durable before acknowledged, S3) and the state machine (the
 //!    `warden-core` lock table + this node's deadline table).
@@ -41,8 +42,10 @@
 //!    configuration and [`types::MemberAddr`], a member's client and peer
 //!    addresses), [`config`] (configuration and timing defaults, E and
 //!    G), [`clock`] (the injected node clock), [`events`] (the watch event
-//!    log, fed by apply), [`sim_hooks`] (the simulator's observer and bug
-//!    switches, on core types only).
+//!    log, fed by apply), [`metrics`] (this node's Prometheus series and
+//!    their bounded `group` label, fed by apply and the layers above),
+//!    [`sim_hooks`] (the simulator's observer and bug switches, on core
+//!    types only).
 //!
 //! # The path of a request
 //!
