@@ -163,7 +163,7 @@ pub use admin::{
 };
 pub use client::Client;
 pub use election::{election_key, Election, LeaderInfo, Leadership, Observer, ELECTION_PREFIX};
-pub use session::{LockGuard, Lost, Session, SessionOptions};
+pub use session::{LockGuard, LockOptions, Lost, Session, SessionOptions};
 pub use warden_clock::{BootClock, Clock, ClockError, TokioClock};
 
 /// ρ: the documented bound on clock *rate* drift between any two machines
