@@ -542,8 +542,13 @@ where
     )
     .map_err(storage)?;
     let shared = sm.shared.clone();
-    let log_store = LogStore::new(db.clone(), stamps, clock.clone()).map_err(storage)?;
-    log_store.observe_fsync(metrics.raft.wal_fsync.clone());
+    let log_store = LogStore::with_fsync_metric(
+        db.clone(),
+        stamps,
+        clock.clone(),
+        Some(metrics.raft.wal_fsync.clone()),
+    )
+    .map_err(storage)?;
     // A secure node's peers are TLS node certificates, which only binaries
     // that read authorized entries hold (see `raft::log_format`); the
     // simulator's nodes with injected identities all run this binary.
