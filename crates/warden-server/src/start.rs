@@ -367,6 +367,7 @@ where
     );
     let authorizes = tls.is_some() || identities.is_some();
     let mut builder = tonic::transport::Server::builder()
+        .trace_fn(services::trace::request_span)
         .layer(services::injected::InjectIdentities::new(identities))
         .http2_keepalive_interval(Some(Duration::from_millis(
             config.timing.grpc_keepalive_interval_ms,
