@@ -107,10 +107,18 @@ pub enum ServerError {
         /// The peers' cluster id.
         cluster_id: String,
     },
-    /// Bad configuration.
+    /// Bad configuration: flags, config file, certificates, an address that
+    /// cannot be bound, a data dir another process has open. The node never
+    /// starts as configured.
     #[error("invalid config: {0}")]
     Config(String),
-    /// Storage failure.
+    /// The data dir is not this node's as it stands: another node's or
+    /// another cluster's, or data this binary cannot read (a newer format,
+    /// or damaged). Starting again changes nothing.
+    #[error("data-dir: {0}")]
+    ForeignData(String),
+    /// Storage failure: a read, write or fsync of the data dir failed, at
+    /// start or while running (Raft stopped on a storage error).
     #[error("storage: {0}")]
     Storage(String),
     /// The node's clock could not be read: the node stopped.
@@ -119,6 +127,21 @@ pub enum ServerError {
     /// Anything else.
     #[error("{0}")]
     Other(String),
+}
+
+impl ServerError {
+    /// A storage error of the data dir at start: data this binary cannot
+    /// read (`InvalidData`: a damaged file, a format from a newer binary) is
+    /// [`ServerError::ForeignData`]; a database another process has open
+    /// (`ResourceBusy`) is [`ServerError::Config`]; any other error is
+    /// [`ServerError::Storage`].
+    pub fn of_data_dir(e: std::io::Error) -> ServerError {
+        match e.kind() {
+            std::io::ErrorKind::InvalidData => ServerError::ForeignData(e.to_string()),
+            std::io::ErrorKind::ResourceBusy => ServerError::Config(format!("data-dir: {e}")),
+            _ => ServerError::Storage(e.to_string()),
+        }
+    }
 }
 
 /// Runs a node on `config.listen` (and the peer service on

@@ -310,14 +310,14 @@ where
     }
     let clock = NodeClock::new(injected.clock.clone());
     let mut clock_failure = clock.failure();
-    let storage = |e: std::io::Error| ServerError::Storage(e.to_string());
+    let storage = ServerError::of_data_dir;
     let db = Db::open_on(&config.data_dir, injected.disk.as_deref()).map_err(storage)?;
     // A data dir belongs to one node id: a copy of another node's dir would
     // carry that node's vote and could vote twice in one term.
     match db.get_meta_string(store::KEY_NODE_ID).map_err(storage)? {
         Some(id) if id != config.node_id.to_string() => {
-            return Err(ServerError::Config(format!(
-                "data-dir: {} belongs to node {id}, not node {}; give each node its own data dir",
+            return Err(ServerError::ForeignData(format!(
+                "{} belongs to node {id}, not node {}; give each node its own data dir",
                 config.data_dir.display(),
                 config.node_id
             )));
@@ -614,10 +614,12 @@ where
         });
 
     // The node stops on its own when its clock fails (it cannot keep lease
-    // deadlines without it; see `NodeClock`).
+    // deadlines without it; see `NodeClock`) or when Raft stopped on a
+    // storage error (a failed write or fsync: it serves nothing after that).
     let failed = tokio::select! {
         _ = shutdown => None,
-        f = clock_failure.wait_for(|f| f.is_some()) => f.ok().and_then(|f| *f),
+        f = clock_failure.wait_for(|f| f.is_some()) => f.ok().and_then(|f| *f).map(ServerError::Clock),
+        e = raft_fatal(raft.clone()) => Some(e),
     };
     tracing::info!("shutting down");
     node.transfer_leadership().await;
@@ -638,8 +640,29 @@ where
         let _ = tokio::time::timeout(Duration::from_secs(1), t).await;
     }
     match failed {
-        Some(e) => Err(ServerError::Clock(e)),
+        Some(e) => Err(e),
         None => Ok(()),
+    }
+}
+
+/// Resolves when Raft stops on its own: a storage error (the log or the
+/// state machine could not be written) is [`ServerError::Storage`], a panic
+/// in its core [`ServerError::Other`]. Pending forever while it runs.
+async fn raft_fatal(raft: raft::Raft) -> ServerError {
+    use openraft::async_runtime::WatchReceiver as _;
+    let mut rx = raft.metrics();
+    loop {
+        let state = rx.borrow_watched().running_state.clone();
+        match state {
+            Err(openraft::errors::Fatal::StorageError(e)) => {
+                return ServerError::Storage(format!("raft stopped: {e}"))
+            }
+            Err(e) => return ServerError::Other(format!("raft stopped: {e}")),
+            Ok(()) => {}
+        }
+        if rx.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
     }
 }
 
