@@ -16,7 +16,8 @@
 //!    `/readyz`), `calls` (acquire and release, unary or on a `Calls`
 //!    stream), `waiter` (a queued acquire's stream), `convert` (wire to
 //!    commands), `status`, the one place a typed error becomes a gRPC
-//!    status, and `injected` (simulator only: a connection's injected
+//!    status, `trace` (each public request's log span: method, principal,
+//!    resource, request ids), and `injected` (simulator only: a connection's injected
 //!    identity, where a TLS handshake would put it).
 //! 3. [`node`]: a running node. [`node::Node::submit`] is the one write path
 //!    for client commands (validate, leader check, due list, propose, typed
@@ -27,7 +28,8 @@
 //!    commands into one entry; `membership` adds, removes and replaces
 //!    members.
 //! 4. [`raft`]: the Raft handle; `network` (openraft RPCs to peers over the
-//!    internal `Peer` service, its append stream), `peer_service` (the
+//!    internal `Peer` service, its append stream, failed calls logged once
+//!    per streak then summarised per peer), `peer_service` (the
 //!    receiving side, bootstrap RPCs, the early campaign), `bootstrap` (the
 //!    two-phase cluster id, docs/semantics.md "Membership and data loss"),
 //!    `log_format` (the log format each peer reads; the packing, wrapping
