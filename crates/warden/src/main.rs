@@ -57,12 +57,13 @@ use crate::output::{Report, EXIT_ERROR};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// The server's default log levels: openraft logs its whole state at info,
-/// so only its warnings are kept, and not its line per failed heartbeat or
-/// replication call: those failures are logged once per streak and then
+/// so only its warnings are kept, and not its line per failed heartbeat,
+/// replication or vote call (its `warn`s in these modules are all failed
+/// or stale peer calls): those failures are logged once per streak and then
 /// summarised by `warden_server::raft::network::failures`.
 const SERVER_LOG_LEVELS: &str =
     "info,openraft=warn,openraft::core::heartbeat=error,openraft::replication=error,\
-     openraft::engine::handler::replication_handler=error";
+     openraft::engine::handler::replication_handler=error,openraft::core::raft_core=error";
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
