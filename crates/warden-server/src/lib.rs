@@ -135,12 +135,15 @@ impl ServerError {
     /// A storage error of the data dir at start: data this binary cannot
     /// read (`InvalidData`: a damaged file, a format from a newer binary) is
     /// [`ServerError::ForeignData`]; a database another process has open
-    /// (`ResourceBusy`) is [`ServerError::Config`]; any other error is
+    /// (`ResourceBusy`) or a data dir this user may not use
+    /// (`PermissionDenied`) is [`ServerError::Config`]; any other error is
     /// [`ServerError::Storage`].
     pub fn of_data_dir(e: std::io::Error) -> ServerError {
         match e.kind() {
             std::io::ErrorKind::InvalidData => ServerError::ForeignData(e.to_string()),
-            std::io::ErrorKind::ResourceBusy => ServerError::Config(format!("data-dir: {e}")),
+            std::io::ErrorKind::ResourceBusy | std::io::ErrorKind::PermissionDenied => {
+                ServerError::Config(format!("data-dir: {e}"))
+            }
             _ => ServerError::Storage(e.to_string()),
         }
     }
