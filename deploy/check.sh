@@ -36,14 +36,47 @@ for path in sys.argv[1:]:
     if not isinstance(doc, dict):
         sys.exit(f"{path}: not a YAML mapping")
 compose = yaml.safe_load(open("compose.yaml"))
-nodes = [s for s in compose["services"] if s.startswith("warden-")]
-if len(nodes) != 3:
-    sys.exit(f"compose.yaml: expected three warden-N services, found {nodes}")
+nodes = sorted(s for s in compose["services"] if s.startswith("warden-"))
+if nodes != ["warden-1", "warden-2", "warden-3"]:
+    sys.exit(f"compose.yaml: expected services warden-1..3, found {nodes}")
+peers = None
+for name in nodes:
+    service = compose["services"][name]
+    command = service["command"]
+    node_id = name.split("-")[1]
+    if command[command.index("--id") + 1] != node_id:
+        sys.exit(f"compose.yaml: {name} does not run --id {node_id}")
+    this_peers = command[command.index("--peers") + 1]
+    if peers not in (None, this_peers):
+        sys.exit(f"compose.yaml: {name} has other --peers ({this_peers}) than the others ({peers})")
+    peers = this_peers
+    if "--insecure" in command or "--certs-dir" not in command:
+        sys.exit(f"compose.yaml: {name} must serve TLS (--certs-dir, no --insecure)")
 print(f"   compose.yaml: services {', '.join(sorted(compose['services']))}")
 PY
 else
   skip "python3 has no yaml module (PyYAML; Debian: python3-yaml)"
 fi
+
+echo "-- Dockerfile (no Docker engine here: what it must say, read from the text)"
+python3 - container/Dockerfile <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+lines = [l.strip() for l in text.splitlines() if l.strip() and not l.lstrip().startswith("#")]
+problems = []
+if len([l for l in lines if l.upper().startswith("FROM ")]) < 2:
+    problems.append("not multi-stage (two FROM lines)")
+if "cargo build --release --locked -p warden" not in text:
+    problems.append("does not build with `cargo build --release --locked -p warden`")
+users = [l.split()[1] for l in lines if l.upper().startswith("USER ")]
+if not users or users[-1] in ("root", "0"):
+    problems.append("does not run as a non-root USER")
+if not any(l.upper().startswith("HEALTHCHECK ") and "/readyz" in l for l in re.sub(r"\\\n", " ", text).splitlines()):
+    problems.append("no HEALTHCHECK on /readyz")
+if problems:
+    sys.exit(f"{sys.argv[1]}: " + "; ".join(problems))
+print("   ok (multi-stage, --locked release build, non-root user, HEALTHCHECK /readyz)")
+PY
 
 echo "-- systemd unit (systemd-analyze verify)"
 if command -v systemd-analyze >/dev/null 2>&1; then
