@@ -17,7 +17,8 @@
 //!    `calls` (acquire and release, unary or on a `Calls`
 //!    stream), `waiter` (a queued acquire's stream), `convert` (wire to
 //!    commands), `status`, the one place a typed error becomes a gRPC
-//!    status, and `injected` (simulator only: a connection's injected
+//!    status, `trace` (each public request's log span: method, principal,
+//!    resource, request ids), and `injected` (simulator only: a connection's injected
 //!    identity, where a TLS handshake would put it).
 //! 3. [`node`]: a running node. [`node::Node::submit`] is the one write path
 //!    for client commands (validate, leader check, due list, propose, typed
@@ -28,7 +29,8 @@
 //!    commands into one entry; `membership` adds, removes and replaces
 //!    members.
 //! 4. [`raft`]: the Raft handle; `network` (openraft RPCs to peers over the
-//!    internal `Peer` service, its append stream), `peer_service` (the
+//!    internal `Peer` service, its append stream, failed calls logged once
+//!    per streak then summarised per peer), `peer_service` (the
 //!    receiving side, bootstrap RPCs, the early campaign), `bootstrap` (the
 //!    two-phase cluster id, docs/semantics.md "Membership and data loss"),
 //!    `log_format` (the log format each peer reads; the packing, wrapping
@@ -111,10 +113,18 @@ pub enum ServerError {
         /// The peers' cluster id.
         cluster_id: String,
     },
-    /// Bad configuration.
+    /// Bad configuration: flags, config file, certificates, an address that
+    /// cannot be bound, a data dir another process has open. The node never
+    /// starts as configured.
     #[error("invalid config: {0}")]
     Config(String),
-    /// Storage failure.
+    /// The data dir is not this node's as it stands: another node's or
+    /// another cluster's, or data this binary cannot read (a newer format,
+    /// or damaged). Starting again changes nothing.
+    #[error("data-dir: {0}")]
+    ForeignData(String),
+    /// Storage failure: a read, write or fsync of the data dir failed, at
+    /// start or while running (Raft stopped on a storage error).
     #[error("storage: {0}")]
     Storage(String),
     /// The node's clock could not be read: the node stopped.
@@ -123,6 +133,24 @@ pub enum ServerError {
     /// Anything else.
     #[error("{0}")]
     Other(String),
+}
+
+impl ServerError {
+    /// A storage error of the data dir at start: data this binary cannot
+    /// read (`InvalidData`: a damaged file, a format from a newer binary) is
+    /// [`ServerError::ForeignData`]; a database another process has open
+    /// (`ResourceBusy`) or a data dir this user may not use
+    /// (`PermissionDenied`) is [`ServerError::Config`]; any other error is
+    /// [`ServerError::Storage`].
+    pub fn of_data_dir(e: std::io::Error) -> ServerError {
+        match e.kind() {
+            std::io::ErrorKind::InvalidData => ServerError::ForeignData(e.to_string()),
+            std::io::ErrorKind::ResourceBusy | std::io::ErrorKind::PermissionDenied => {
+                ServerError::Config(format!("data-dir: {e}"))
+            }
+            _ => ServerError::Storage(e.to_string()),
+        }
+    }
 }
 
 /// Runs a node on `config.listen` (and the peer service on

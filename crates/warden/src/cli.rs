@@ -269,9 +269,27 @@ pub struct ServerArgs {
     /// list. Config file: `metrics-groups = ["payments/", "inventory/"]`.
     #[arg(long, value_name = "PREFIX,...", value_delimiter = ',')]
     pub metrics_groups: Option<Vec<String>>,
+    /// How log lines are written to stderr: `text` (one human-readable
+    /// line each) or `json` (one JSON object a line: `timestamp`, `level`,
+    /// `fields.message`, `target`, and the request's span: `method`,
+    /// `principal`, `resource`, `client_id`, `request_id`) [default: text].
+    /// `RUST_LOG` still sets the levels.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub log_format: Option<LogFormat>,
     /// Stop (as on SIGTERM) when the parent process exits; `warden dev` sets it.
     #[arg(long, hide = true)]
     pub exit_with_parent: bool,
+}
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LogFormat {
+    /// One human-readable line per event.
+    #[default]
+    Text,
+    /// One JSON object per line (for a log shipper).
+    Json,
 }
 
 /// `--initial-cluster-state`.

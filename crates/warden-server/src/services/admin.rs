@@ -152,6 +152,7 @@ impl Admin for AdminService {
             .map_err(SubmitError::from)?;
         let peer = super::remote_addr(&req);
         let r = req.into_inner();
+        super::trace::record_resource(&r.resource);
         let cmd = Command::ForceRelease(ForceRelease {
             header: request_header(r.header)?,
             resource: r.resource,

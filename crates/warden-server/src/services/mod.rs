@@ -10,6 +10,8 @@
 //! - `waiter.rs`: a queued acquire's stream of positions and its answer.
 //! - `convert.rs`: wire messages to commands, answers to wire messages.
 //! - `status.rs`: typed errors to gRPC statuses.
+//! - `trace.rs`: the span each public request is served in (method,
+//!   principal, resource, request ids).
 //! - `injected.rs`: simulator only, the layer that puts an injected
 //!   identity where a TLS handshake would put one.
 //! - this file: [`principal`], the caller's principal from its TLS
@@ -24,6 +26,7 @@ pub mod injected;
 pub mod lease;
 pub mod lock;
 pub mod status;
+pub mod trace;
 mod waiter;
 pub mod watch;
 
