@@ -41,8 +41,9 @@
 //!    configuration and [`types::MemberAddr`], a member's client and peer
 //!    addresses), [`config`] (configuration and timing defaults, E and
 //!    G), [`clock`] (the injected node clock), [`events`] (the watch event
-//!    log, fed by apply), [`sim_hooks`] (the simulator's observer and bug
-//!    switches, on core types only).
+//!    log, fed by apply), [`hot_locks`] (the one-minute window of grants,
+//!    expiries and waits behind `warden top`, fed by apply), [`sim_hooks`]
+//!    (the simulator's observer and bug switches, on core types only).
 //!
 //! # The path of a request
 //!
@@ -75,6 +76,7 @@
 pub mod clock;
 pub mod config;
 pub mod events;
+pub mod hot_locks;
 pub mod inject;
 pub mod node;
 pub mod raft;
