@@ -1145,6 +1145,24 @@ impl FakeAdmin {
 
 #[tonic::async_trait]
 impl v1::admin_server::Admin for FakeAdmin {
+    async fn top_locks(
+        &self,
+        _request: Request<v1::TopLocksRequest>,
+    ) -> Result<Response<v1::TopLocksResponse>, Status> {
+        self.arrive("top locks", None)?;
+        Ok(Response::new(v1::TopLocksResponse {
+            locks: vec![v1::HotLock {
+                resource: "orders".into(),
+                queue_length: 8,
+                oldest_waiter_age_ms: 1_500,
+                grants_last_minute: 3,
+                expiries_last_minute: 1,
+                wait_p99_ms: Some(40),
+            }],
+            read_index: 12,
+        }))
+    }
+
     async fn list(
         &self,
         _request: Request<v1::ListRequest>,
