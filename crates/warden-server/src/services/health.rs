@@ -6,6 +6,11 @@
 //! a holder or a principal. Anything added here that does must read the
 //! caller's `PeerInfo` (`ConnectInfo<PeerInfo>`) and check its permission.
 //!
+//! | endpoint | needs |
+//! |---|---|
+//! | `GET /healthz`, `GET /readyz` | nothing (no client certificate either) |
+//! | `GET /ui`, `/ui/app.js`, `/ui/app.css`, `/ui/api/*` (the dashboard, [`super::dashboard`]) | with certificates: a client certificate (else 401) whose principal has `read` on `""` (else 403); insecure node: nothing |
+//!
 //! - `GET /healthz`: 200 `ok` while the process runs (also while it is
 //!   bootstrapping).
 //! - `GET /readyz`: 200 when this node is part of a cluster: bootstrapped,
@@ -105,9 +110,10 @@ pub async fn serve(
         .route("/readyz", get(readyz))
         .with_state(AppState {
             node_id,
-            cell,
+            cell: cell.clone(),
             contact,
-        });
+        })
+        .merge(super::dashboard::router(cell, tls.is_some()));
     let stopped = async move {
         let _ = stop.wait_for(|s| *s).await;
     };
@@ -123,6 +129,7 @@ pub async fn serve(
         .listener(listener)
         .map_err(|e| ServerError::Config(format!("admin-listen: {addr}: {e}")))?;
     tracing::info!(addr = %bound, "serving /healthz and /readyz over TLS");
+    let app = app.into_make_service_with_connect_info::<warden_tls::PeerInfo>();
     Ok(tokio::spawn(async move {
         let _ = axum::serve(listener, app)
             .with_graceful_shutdown(stopped)
