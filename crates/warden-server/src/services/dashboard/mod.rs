@@ -39,12 +39,14 @@
 //! follower may lag). Ages and TTLs are display only (docs/semantics.md
 //! "Time").
 
+use std::sync::Arc;
+
 use axum::extract::{ConnectInfo, Path, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::Router;
+use axum::{Extension, Router};
 use serde_json::{json, Value};
 use warden_core::auth::Target;
 use warden_core::types::{ErrorCode, Permission};
@@ -134,10 +136,13 @@ fn json_response(code: StatusCode, v: Value) -> Response {
         .into_response()
 }
 
-/// The caller's principal, as the request's extensions carry it: None on
-/// an insecure node.
+/// What [`gate`] hands the handlers (in the request's extensions): the node
+/// and the caller's principal (None on an insecure node).
 #[derive(Clone, Debug)]
-struct Caller(Principal);
+struct Caller {
+    node: Arc<Node>,
+    principal: Principal,
+}
 
 /// Checks the caller's certificate and its `read` on `""` (see the module
 /// docs), then passes the request on with its [`Caller`].
@@ -156,13 +161,15 @@ async fn gate(State(ui): State<Ui>, mut req: Request, next: Next) -> Response {
         };
         match principal_of(Some(&identity)) {
             Ok(p) => p,
-            Err(status) => return text(
-                StatusCode::UNAUTHORIZED,
-                format!(
+            Err(status) => {
+                return text(
+                    StatusCode::UNAUTHORIZED,
+                    format!(
                     "{}: the dashboard needs a client certificate whose principal has read on \"\"",
                     status.message()
                 ),
-            ),
+                )
+            }
         }
     } else {
         None
@@ -174,7 +181,7 @@ async fn gate(State(ui): State<Ui>, mut req: Request, next: Next) -> Response {
     if let Err(e) = node.check_applied(&principal, Permission::Read, Target::Prefix(""), None) {
         return read_error(e);
     }
-    req.extensions_mut().insert(Caller(principal));
+    req.extensions_mut().insert(Caller { node, principal });
     next.run(req).await
 }
 
@@ -220,25 +227,8 @@ async fn app_css() -> Response {
     asset("text/css; charset=utf-8", APP_CSS)
 }
 
-/// The node and caller of a request past [`gate`].
-fn parts(ui: &Ui, req: &Request) -> Result<(std::sync::Arc<Node>, Principal), Response> {
-    let node = ui
-        .cell
-        .get()
-        .map_err(|e| text(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
-    let caller = req
-        .extensions()
-        .get::<Caller>()
-        .cloned()
-        .ok_or_else(|| text(StatusCode::INTERNAL_SERVER_ERROR, "no caller"))?;
-    Ok((node, caller.0))
-}
-
-async fn cluster(State(ui): State<Ui>, req: Request) -> Response {
-    let (node, _) = match parts(&ui, &req) {
-        Ok(p) => p,
-        Err(r) => return r,
-    };
+async fn cluster(Extension(caller): Extension<Caller>) -> Response {
+    let node = caller.node;
     let view = match node.cluster_view() {
         Ok(v) => v,
         Err(e) => return read_error(e),
@@ -265,11 +255,8 @@ async fn cluster(State(ui): State<Ui>, req: Request) -> Response {
     )
 }
 
-async fn locks(State(ui): State<Ui>, req: Request) -> Response {
-    let (node, principal) = match parts(&ui, &req) {
-        Ok(p) => p,
-        Err(r) => return r,
-    };
+async fn locks(Extension(caller): Extension<Caller>) -> Response {
+    let Caller { node, principal } = caller;
     let (read_index, locks) = match node.list(&principal, "").await {
         Ok(l) => l,
         Err(e) => return read_error(e),
@@ -302,11 +289,8 @@ async fn locks(State(ui): State<Ui>, req: Request) -> Response {
     )
 }
 
-async fn top(State(ui): State<Ui>, req: Request) -> Response {
-    let (node, principal) = match parts(&ui, &req) {
-        Ok(p) => p,
-        Err(r) => return r,
-    };
+async fn top(Extension(caller): Extension<Caller>) -> Response {
+    let Caller { node, principal } = caller;
     let (read_index, hot) = match node.top_locks(&principal, "", TOP_LIMIT).await {
         Ok(t) => t,
         Err(e) => return read_error(e),
@@ -327,11 +311,8 @@ async fn top(State(ui): State<Ui>, req: Request) -> Response {
     )
 }
 
-async fn events(State(ui): State<Ui>, Path(resource): Path<String>, req: Request) -> Response {
-    let (node, _) = match parts(&ui, &req) {
-        Ok(p) => p,
-        Err(r) => return r,
-    };
+async fn events(Extension(caller): Extension<Caller>, Path(resource): Path<String>) -> Response {
+    let node = caller.node;
     if let Err(e) = warden_core::validate::resource(&resource) {
         return read_error(ReadError::Refused(e));
     }
@@ -373,3 +354,6 @@ async fn events(State(ui): State<Ui>, Path(resource): Path<String>, req: Request
         }),
     )
 }
+
+#[cfg(test)]
+mod tests;

@@ -72,7 +72,7 @@ function renderLocks(l) {
   fill("locks", l.locks, (tr, lock) => {
     pickable(tr, lock.resource);
     tr.dataset.resource = lock.resource;
-    cell(tr, lock.resource, "name");
+    cell(tr, lock.resource, "name resource");
     const h = lock.holder;
     if (h) {
       cell(tr, h.lease_id, "num");
@@ -95,7 +95,7 @@ function renderLocks(l) {
 function renderTop(t) {
   fill("top", t.locks, (tr, h) => {
     pickable(tr, h.resource);
-    cell(tr, h.resource, "name");
+    cell(tr, h.resource, "name resource");
     cell(tr, h.queue_length, "num");
     cell(tr, h.queue_length ? ms(h.oldest_waiter_age_ms) : "-", "num");
     cell(tr, h.grants_last_minute, "num");
