@@ -380,7 +380,7 @@ type TopLocksRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Only resources whose name starts with this; empty = all. At most 512 bytes.
 	Prefix string `protobuf:"bytes,1,opt,name=prefix,proto3" json:"prefix,omitempty"`
-	// How many to return: 1 to 1,000; 0 = the default, 20.
+	// How many to return: 1 to 1,000 (`warden top` sends 20 by default).
 	Limit         uint32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -69,7 +69,7 @@ type AdminClient interface {
 	// leader's table (linearizable); the last minute's grants, expiries and
 	// wait p99 from the leader's node-local window of applied effects
 	// (display only). Needs read on a prefix of `prefix`. `limit` is 1 to
-	// 1,000 (0 in the request means 20); outside that, InvalidArgument
+	// 1,000 (required: 0 too is refused); outside that, InvalidArgument
 	// naming `limit`.
 	TopLocks(ctx context.Context, in *TopLocksRequest, opts ...grpc.CallOption) (*TopLocksResponse, error)
 	// Release whoever holds `resource` (an involuntary loss: the holder's
@@ -359,7 +359,7 @@ type AdminServer interface {
 	// leader's table (linearizable); the last minute's grants, expiries and
 	// wait p99 from the leader's node-local window of applied effects
 	// (display only). Needs read on a prefix of `prefix`. `limit` is 1 to
-	// 1,000 (0 in the request means 20); outside that, InvalidArgument
+	// 1,000 (required: 0 too is refused); outside that, InvalidArgument
 	// naming `limit`.
 	TopLocks(context.Context, *TopLocksRequest) (*TopLocksResponse, error)
 	// Release whoever holds `resource` (an involuntary loss: the holder's

@@ -111,13 +111,6 @@ impl Admin {
         prefix: impl Into<String>,
         limit: u32,
     ) -> Result<TopLocks, ClientError> {
-        if limit == 0 {
-            // 0 on the wire means "the server's default"; here it is a mistake.
-            return Err(ClientError::InvalidArgument {
-                field: Some("limit".into()),
-                message: "must be 1 to 1000; got 0".into(),
-            });
-        }
         let request = v1::TopLocksRequest {
             prefix: prefix.into(),
             limit,

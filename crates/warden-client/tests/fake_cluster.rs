@@ -1487,6 +1487,26 @@ async fn admin_calls_follow_the_leader_hint() {
         }
     );
 
+    // TopLocks follows the hint too and maps every field.
+    let top = client_of(&[&follower_addr])
+        .await
+        .admin()
+        .top_locks("", 20)
+        .await
+        .unwrap();
+    assert_eq!(top.read_index, 12);
+    assert_eq!(
+        top.locks,
+        vec![warden_client::HotLock {
+            resource: "orders".into(),
+            queue_length: 8,
+            oldest_waiter_age_ms: 1_500,
+            grants_last_minute: 3,
+            expiries_last_minute: 1,
+            wait_p99_ms: Some(40),
+        }]
+    );
+
     let trail = client_of(&[&follower_addr])
         .await
         .admin()

@@ -14,9 +14,6 @@ use super::read::allowed;
 use super::{Node, Principal, ReadError};
 use crate::hot_locks::{HotLock, QueueNow};
 
-/// The number of hot locks `top` returns when the request names none.
-pub const DEFAULT_TOP_LIMIT: u32 = 20;
-
 /// The most hot locks one `top` may ask for.
 pub const MAX_TOP_LIMIT: u32 = 1_000;
 

@@ -150,11 +150,7 @@ impl Admin for AdminService {
         let node = self.node.get()?;
         let principal = principal(&req)?;
         let req = req.into_inner();
-        let limit = match req.limit {
-            0 => crate::node::top::DEFAULT_TOP_LIMIT,
-            n => n,
-        };
-        let (read_index, hot) = node.top_locks(&principal, &req.prefix, limit).await?;
+        let (read_index, hot) = node.top_locks(&principal, &req.prefix, req.limit).await?;
         let locks = hot
             .into_iter()
             .map(|h| pb::HotLock {

@@ -117,14 +117,20 @@ async fn top_names_the_queued_resource_first() {
         assert_eq!(code, 1, "{err}");
         assert!(err.contains("--limit") && err.contains("1..=1000"), "{err}");
     }
-    let e = client.admin().top_locks("", 0).await.expect_err("limit 0");
+    let e = client
+        .admin()
+        .top_locks("", 1_001)
+        .await
+        .expect_err("limit 1001");
     assert!(
-        matches!(&e, ClientError::InvalidArgument { field: Some(f), .. } if f == "limit"),
+        matches!(&e, ClientError::InvalidArgument { field: Some(f), message }
+            if f == "limit" && message.contains("must be 1 to 1000; got 1001")),
         "{e:?}"
     );
     let endpoints: Vec<String> = cluster.endpoints().split(',').map(String::from).collect();
     for (prefix, limit, field, needle) in [
-        (String::new(), 1_000_000u32, "limit", "1 to 1000"),
+        (String::new(), 0u32, "limit", "1 to 1000; got 0"),
+        (String::new(), 1_000_000, "limit", "1 to 1000; got 1000000"),
         ("p".repeat(513), 5, "prefix", "at most 512 bytes"),
     ] {
         let e = harness::call_leader(&endpoints, Duration::from_secs(10), |channel| {
@@ -207,10 +213,13 @@ async fn the_dashboard_needs_a_certificate_with_read_on_everything() {
     assert_eq!(status, 200);
     for path in [
         "/ui",
+        "/ui/",
         "/ui/app.js",
+        "/ui/app.css",
         "/ui/api/locks",
         "/ui/api/top",
         "/ui/api/cluster",
+        "/ui/api/events/ui%2Fheld",
     ] {
         let (status, head, body) = get_as(&admin, path, None).await;
         assert_eq!(status, 401, "{path}: {body}");

@@ -195,7 +195,7 @@ class TopLocksRequest(_message.Message):
     prefix: _builtins.str
     """Only resources whose name starts with this; empty = all. At most 512 bytes."""
     limit: _builtins.int
-    """How many to return: 1 to 1,000; 0 = the default, 20."""
+    """How many to return: 1 to 1,000 (`warden top` sends 20 by default)."""
     def __init__(
         self,
         *,

@@ -174,7 +174,7 @@ class AdminServicer:
         leader's table (linearizable); the last minute's grants, expiries and
         wait p99 from the leader's node-local window of applied effects
         (display only). Needs read on a prefix of `prefix`. `limit` is 1 to
-        1,000 (0 in the request means 20); outside that, InvalidArgument
+        1,000 (required: 0 too is refused); outside that, InvalidArgument
         naming `limit`.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

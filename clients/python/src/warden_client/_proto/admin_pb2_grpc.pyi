@@ -58,7 +58,7 @@ class AdminStub:
     leader's table (linearizable); the last minute's grants, expiries and
     wait p99 from the leader's node-local window of applied effects
     (display only). Needs read on a prefix of `prefix`. `limit` is 1 to
-    1,000 (0 in the request means 20); outside that, InvalidArgument
+    1,000 (required: 0 too is refused); outside that, InvalidArgument
     naming `limit`.
     """
     ForceRelease: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ForceReleaseRequest, _admin_pb2.ForceReleaseResponse]
@@ -160,7 +160,7 @@ class AdminAsyncStub(AdminStub):
     leader's table (linearizable); the last minute's grants, expiries and
     wait p99 from the leader's node-local window of applied effects
     (display only). Needs read on a prefix of `prefix`. `limit` is 1 to
-    1,000 (0 in the request means 20); outside that, InvalidArgument
+    1,000 (required: 0 too is refused); outside that, InvalidArgument
     naming `limit`.
     """
     ForceRelease: _aio.UnaryUnaryMultiCallable[_admin_pb2.ForceReleaseRequest, _admin_pb2.ForceReleaseResponse]  # type: ignore[assignment]
@@ -271,7 +271,7 @@ class AdminServicer(metaclass=_abc_1.ABCMeta):
         leader's table (linearizable); the last minute's grants, expiries and
         wait p99 from the leader's node-local window of applied effects
         (display only). Needs read on a prefix of `prefix`. `limit` is 1 to
-        1,000 (0 in the request means 20); outside that, InvalidArgument
+        1,000 (required: 0 too is refused); outside that, InvalidArgument
         naming `limit`.
         """
 
