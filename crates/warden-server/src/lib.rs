@@ -13,15 +13,18 @@
 //!    disk, peer connector, randomness seed, simulator hooks).
 //! 2. [`services`]: the gRPC and HTTP edge. `lock`, `lease`, `watch`,
 //!    `admin` (the public `warden.v1` services), `health` (`/healthz`,
-//!    `/readyz`), `calls` (acquire and release, unary or on a `Calls`
-//!    stream), `waiter` (a queued acquire's stream), `convert` (wire to
+//!    `/readyz` on the admin listener), `dashboard` (the read-only `/ui`
+//!    page and its JSON on the same listener), `calls` (acquire and
+//!    release, unary or on a `Calls` stream), `waiter` (a queued acquire's
+//!    stream), `convert` (wire to
 //!    commands), `status`, the one place a typed error becomes a gRPC
 //!    status, and `injected` (simulator only: a connection's injected
 //!    identity, where a TLS handshake would put it).
 //! 3. [`node`]: a running node. [`node::Node::submit`] is the one write path
 //!    for client commands (validate, leader check, due list, propose, typed
 //!    answer, [`node::SubmitError`]); `renew` batches keep-alives (S4);
-//!    `duties` proposes leader duties to the local Raft handle; `read` is
+//!    `top` reads the hottest resources (`warden top`); `duties` proposes
+//!    leader duties to the local Raft handle; `read` is
 //!    the linearizable read path and the views services read; `cluster` the
 //!    leader's view of the members and readiness; `proposer` packs queued
 //!    commands into one entry; `membership` adds, removes and replaces

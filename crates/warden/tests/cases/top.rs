@@ -11,9 +11,9 @@ use crate::harness::{self, certs, free_port, wait_listening, Cluster};
 /// Hot locks: 8 waiters queue on one resource while three others each have
 /// a holder and no waiter; `warden top` names the queued resource first with
 /// queue length 8 and its oldest waiter's age, the held ones after it with
-/// queue 0 and their grant counted. Permission (docs/security.md): a
-/// principal with `read` on another prefix only is refused, naming the
-/// permission and the prefix. Bad input: a limit of 0 or 1,000,000 and a
+/// queue 0 and their grant counted; `--watch` answers again every second.
+/// Permission (docs/security.md): a principal with `read` on another prefix
+/// only is refused, naming the permission and the prefix. Bad input: a limit of 0 or 1,000,000 and a
 /// prefix over 512 bytes are refused naming the field and the limit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn top_names_the_queued_resource_first() {
@@ -82,6 +82,45 @@ async fn top_names_the_queued_resource_first() {
         lines[1].starts_with("\"hot/queued\"") && lines[1].contains(" 8 "),
         "{text}"
     );
+    // --watch asks again every second: one JSON array per line, each with
+    // the queued resource first, until it is stopped.
+    let mut watch = cluster
+        .cli_command("root", &["top", "hot/", "--watch", "--output", "json"])
+        .arg("--endpoints")
+        .arg(cluster.endpoints())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("warden top --watch");
+    let stdout = watch.stdout.take().expect("stdout");
+    let started = Instant::now();
+    let lines = tokio::task::spawn_blocking(move || {
+        use std::io::BufRead;
+        std::io::BufReader::new(stdout)
+            .lines()
+            .take(2)
+            .collect::<Result<Vec<String>, _>>()
+    });
+    let lines = tokio::time::timeout(Duration::from_secs(15), lines)
+        .await
+        .expect("two refreshes in time")
+        .expect("reader")
+        .expect("lines");
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "the second answer waits for the interval: {:?}",
+        started.elapsed()
+    );
+    for line in &lines {
+        let v: serde_json::Value = serde_json::from_str(line).expect("one JSON array per line");
+        assert_eq!(
+            (&v[0]["resource"], &v[0]["queue_length"]),
+            (&"hot/queued".into(), &8.into()),
+            "{line}"
+        );
+    }
+    let _ = watch.kill();
+    let _ = watch.wait();
     // --limit 1 keeps only the hottest.
     let (code, one, err) = cluster.cli(&["top", "--limit", "1"]);
     assert_eq!(code, 0, "{err}");
