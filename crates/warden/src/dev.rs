@@ -422,12 +422,15 @@ pub async fn run(args: DevArgs) -> anyhow::Result<u8> {
     {
         let _ = crate::output::line(&format!("dashboard: {url}"));
         if let Some(c) = &certs {
+            let file = |name: &str| shell_word(&c.client_dir.join(name).display().to_string());
             eprintln!(
                 "the dashboard needs a client certificate in the browser: make one with \
-                 `openssl pkcs12 -export -in {dir}/client.root.crt -inkey {dir}/client.root.key \
-                 -certfile {dir}/ca.crt -out root.p12` and import root.p12 (and trust {dir}/ca.crt), \
-                 see docs/operations.md \"Dashboard\"",
-                dir = c.client_dir.display()
+                 `openssl pkcs12 -export -in {} -inkey {} -certfile {} -out root.p12`, import \
+                 root.p12 and trust {} (docs/operations.md \"Dashboard\")",
+                file("client.root.crt"),
+                file("client.root.key"),
+                file("ca.crt"),
+                file("ca.crt"),
             );
         }
     }
