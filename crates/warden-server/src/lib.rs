@@ -13,9 +13,11 @@
 //!    disk, peer connector, randomness seed, simulator hooks).
 //! 2. [`services`]: the gRPC and HTTP edge. `lock`, `lease`, `watch`,
 //!    `admin` (the public `warden.v1` services), `health` (`/healthz`,
-//!    `/readyz`, `/metrics`), `grpc_metrics` (requests by method and code),
-//!    `calls` (acquire and release, unary or on a `Calls`
-//!    stream), `waiter` (a queued acquire's stream), `convert` (wire to
+//!    `/readyz`, `/metrics` on the admin listener), `dashboard` (the
+//!    read-only `/ui` page and its JSON on the same listener),
+//!    `grpc_metrics` (requests by method and code), `calls` (acquire and
+//!    release, unary or on a `Calls` stream), `waiter` (a queued acquire's
+//!    stream), `convert` (wire to
 //!    commands), `status`, the one place a typed error becomes a gRPC
 //!    status, `trace` (each public request's log span: method, principal,
 //!    resource, request ids), and `injected` (simulator only: a connection's injected
@@ -23,7 +25,8 @@
 //! 3. [`node`]: a running node. [`node::Node::submit`] is the one write path
 //!    for client commands (validate, leader check, due list, propose, typed
 //!    answer, [`node::SubmitError`]); `renew` batches keep-alives (S4);
-//!    `duties` proposes leader duties to the local Raft handle; `read` is
+//!    `top` reads the hottest resources (`warden top`); `duties` proposes
+//!    leader duties to the local Raft handle; `read` is
 //!    the linearizable read path and the views services read; `cluster` the
 //!    leader's view of the members and readiness; `proposer` packs queued
 //!    commands into one entry; `membership` adds, removes and replaces
@@ -46,8 +49,9 @@
 //!    G), [`clock`] (the injected node clock), [`events`] (the watch event
 //!    log, fed by apply), [`metrics`] (this node's Prometheus series and
 //!    their bounded `group` label, fed by apply and the layers above),
-//!    [`sim_hooks`] (the simulator's observer and bug switches, on core
-//!    types only).
+//!    [`hot_locks`] (the one-minute window of grants, expiries and waits
+//!    behind `warden top`, fed by apply), [`sim_hooks`] (the simulator's
+//!    observer and bug switches, on core types only).
 //!
 //! # The path of a request
 //!
@@ -80,6 +84,7 @@
 pub mod clock;
 pub mod config;
 pub mod events;
+pub mod hot_locks;
 pub mod inject;
 pub mod metrics;
 pub mod node;

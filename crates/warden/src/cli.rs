@@ -35,6 +35,9 @@ pub enum Command {
     Cluster(ClusterArgs),
     /// List locks (holder, token, ages, remaining TTL, waiters in queue order).
     List(crate::admin_cmd::ListArgs),
+    /// The most contended locks now (queue length, oldest waiter, grants
+    /// and expiries in the last minute, wait p99); --watch refreshes.
+    Top(crate::top_cmd::TopArgs),
     /// Print the audit trail of forced releases (--auth: of auth changes).
     Audit(crate::admin_cmd::AuditArgs),
     /// Roles: `role grant | revoke | delete | list | quota` (permissions on

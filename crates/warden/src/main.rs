@@ -11,6 +11,7 @@
 //! - `fenced_store.rs`: `warden fenced-store`, the reference fenced resource.
 //! - `demo.rs`: `warden demo split-brain` and its hidden `demo-holder` client.
 //! - `cert_cmd.rs`: `warden cert`, minting and listing certificates.
+//! - `top_cmd.rs`: `warden top`, the most contended locks (`--watch`).
 //! - `role_cmd.rs`: identities and permissions: `warden role`, `warden user`,
 //!   `warden cluster limits`, `warden audit --auth`.
 //! - `version_cmd.rs`: `warden version` (binary and format versions) and
@@ -35,6 +36,7 @@ mod role_cmd;
 mod server_config;
 mod server_exit;
 mod snapshot_cmd;
+mod top_cmd;
 mod version_cmd;
 mod watch_cmd;
 
@@ -203,6 +205,7 @@ async fn run(command: Command) -> u8 {
         }
         Command::Release(args) => print(commands::release(args).await),
         Command::List(args) => print(admin_cmd::list(args).await),
+        Command::Top(args) => print(top_cmd::run(args).await),
         Command::Audit(args) if args.auth => print(role_cmd::auth_audit(&args.client).await),
         Command::Audit(args) => print(admin_cmd::audit(args).await),
         Command::Role(args) => print(role_cmd::role(args).await),

@@ -40,6 +40,8 @@ mod security;
 mod session;
 #[path = "cases/token_floor.rs"]
 mod token_floor;
+#[path = "cases/top.rs"]
+mod top;
 #[path = "cases/watch.rs"]
 mod watch;
 

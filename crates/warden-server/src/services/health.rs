@@ -1,10 +1,16 @@
 //! `/healthz` and `/readyz` over HTTP on `--admin-listen`, for load
-//! balancers and orchestrators. On a node with certificates they are served
+//! balancers and orchestrators, beside `/metrics` and the dashboard. On a node with certificates they are served
 //! over TLS 1.3 (ALPN `h2` and `http/1.1`, warden-tls'
 //! `ServerTls::listener`, reloaded on SIGHUP with the rest) and need no
 //! client certificate: probes have none, and neither endpoint names a lease,
 //! a holder or a principal. Anything added here that does must read the
 //! caller's `PeerInfo` (`ConnectInfo<PeerInfo>`) and check its permission.
+//!
+//! | endpoint | needs |
+//! |---|---|
+//! | `GET /healthz`, `GET /readyz` | nothing (no client certificate either) |
+//! | `GET /metrics` | with certificates: a client certificate (else 401) whose principal has `read` on `""` (else 403); insecure node: nothing |
+//! | `GET /ui`, `/ui/app.js`, `/ui/app.css`, `/ui/api/*` (the dashboard, [`super::dashboard`]) | with certificates: a client certificate (else 401) whose principal has `read` on `""` (else 403); insecure node: nothing |
 //!
 //! - `GET /healthz`: 200 `ok` while the process runs (also while it is
 //!   bootstrapping).
@@ -45,7 +51,6 @@
 //! permission either.
 
 use std::net::SocketAddr;
-
 use std::sync::Arc;
 
 use axum::extract::connect_info::ConnectInfo;
@@ -178,16 +183,17 @@ pub async fn serve(
         .route("/metrics", get(metrics_text))
         .with_state(AppState {
             node_id,
-            cell,
+            cell: cell.clone(),
             contact,
             metrics,
             secure: tls.is_some(),
-        });
+        })
+        .merge(super::dashboard::router(cell, tls.is_some()));
     let stopped = async move {
         let _ = stop.wait_for(|s| *s).await;
     };
     let Some(tls) = tls else {
-        tracing::info!(addr = %bound, "serving /healthz, /readyz and /metrics over plaintext HTTP");
+        tracing::info!(addr = %bound, "serving /healthz, /readyz, /metrics and /ui over plaintext HTTP");
         return Ok(tokio::spawn(async move {
             let _ = axum::serve(listener, app)
                 .with_graceful_shutdown(stopped)
@@ -197,7 +203,7 @@ pub async fn serve(
     let listener = tls
         .listener(listener)
         .map_err(|e| ServerError::Config(format!("admin-listen: {addr}: {e}")))?;
-    tracing::info!(addr = %bound, "serving /healthz, /readyz and /metrics over TLS");
+    tracing::info!(addr = %bound, "serving /healthz, /readyz, /metrics and /ui over TLS");
     Ok(tokio::spawn(async move {
         let _ = axum::serve(
             listener,

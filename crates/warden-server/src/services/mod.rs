@@ -5,7 +5,10 @@
 //! # Files (imports run down this list)
 //!
 //! - `lock.rs`, `lease.rs`, `watch.rs`, `admin.rs`: the public services.
-//! - `health.rs`: `/healthz` and `/readyz` over HTTP.
+//! - `health.rs`: `/healthz` and `/readyz` over HTTP, and the admin
+//!   listener that also serves the dashboard.
+//! - `dashboard/`: the read-only `/ui` page and its JSON (`/ui/api/*`),
+//!   assets embedded from `dashboard/assets/`.
 //! - `calls.rs`: acquire and release, unary or on a `Calls` stream.
 //! - `waiter.rs`: a queued acquire's stream of positions and its answer.
 //! - `convert.rs`: wire messages to commands, answers to wire messages.
@@ -20,6 +23,7 @@
 pub mod admin;
 mod calls;
 mod convert;
+pub mod dashboard;
 pub mod grpc_metrics;
 pub mod health;
 pub mod injected;
