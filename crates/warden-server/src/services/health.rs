@@ -53,7 +53,6 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::connect_info::ConnectInfo;
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -61,10 +60,9 @@ use axum::routing::get;
 use axum::Router;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use warden_core::auth::Target;
-use warden_core::types::Permission;
 use warden_tls::PeerInfo;
 
+use super::HttpRefused;
 use crate::metrics::Metrics;
 use crate::node::cluster::Readiness;
 use crate::node::{NodeCell, ReadError};
@@ -89,45 +87,27 @@ struct AppState {
     secure: bool,
 }
 
-impl AppState {
-    /// Whether the caller of `request` may have `permission` on `prefix`
-    /// (see the module docs); the refusal as an HTTP answer.
-    fn authorize(
-        &self,
-        request: &Request,
-        permission: Permission,
-        prefix: &str,
-    ) -> Result<(), (StatusCode, String)> {
-        let identity = request
-            .extensions()
-            .get::<ConnectInfo<PeerInfo>>()
-            .map(|c| c.0.identity());
-        if self.secure && identity.is_none() {
-            return Err((StatusCode::UNAUTHORIZED, "no TLS identity\n".into()));
-        }
-        let principal = super::principal_of(identity)
-            .map_err(|s| (StatusCode::UNAUTHORIZED, format!("{}\n", s.message())))?;
-        let node = match self.cell.get() {
-            Ok(node) => node,
-            Err(_) if !self.secure => return Ok(()),
-            Err(_) => {
-                return Err((
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "bootstrapping: no permissions to check yet\n".into(),
-                ))
-            }
-        };
-        match node.check_applied(&principal, permission, Target::Prefix(prefix), None) {
-            Ok(_) => Ok(()),
-            Err(ReadError::Refused(e)) => Err((StatusCode::FORBIDDEN, format!("{}\n", e.message))),
-            Err(e) => Err((StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n"))),
-        }
-    }
-}
-
 async fn metrics_text(State(s): State<AppState>, request: Request) -> Response {
-    if let Err(refused) = s.authorize(&request, Permission::Read, "") {
-        return refused.into_response();
+    let refused = |code: StatusCode, why: String| (code, format!("{why}\n")).into_response();
+    match super::http_reader(&s.cell, s.secure, request.extensions()) {
+        Ok(_) => {}
+        Err(HttpRefused::Unauthenticated(why)) => {
+            return refused(
+                StatusCode::UNAUTHORIZED,
+                format!(
+                    "{why}: /metrics needs a client certificate whose principal has read on \"\""
+                ),
+            )
+        }
+        Err(HttpRefused::Bootstrapping(why)) => {
+            return refused(StatusCode::SERVICE_UNAVAILABLE, why)
+        }
+        Err(HttpRefused::Read(ReadError::Refused(e))) => {
+            return refused(StatusCode::FORBIDDEN, e.message)
+        }
+        Err(HttpRefused::Read(e)) => {
+            return refused(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
+        }
     }
     (
         [(

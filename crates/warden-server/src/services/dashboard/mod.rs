@@ -41,18 +41,16 @@
 
 use std::sync::Arc;
 
-use axum::extract::{ConnectInfo, Path, Request, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Extension, Router};
 use serde_json::{json, Value};
-use warden_core::auth::Target;
-use warden_core::types::{ErrorCode, Permission};
-use warden_tls::PeerInfo;
+use warden_core::types::ErrorCode;
 
-use super::principal_of;
+use super::{http_reader, HttpRefused};
 use crate::events::Filter;
 use crate::node::{Node, NodeCell, Principal, ReadError};
 
@@ -147,40 +145,23 @@ struct Caller {
 /// Checks the caller's certificate and its `read` on `""` (see the module
 /// docs), then passes the request on with its [`Caller`].
 async fn gate(State(ui): State<Ui>, mut req: Request, next: Next) -> Response {
-    let principal = if ui.secure {
-        let identity = req
-            .extensions()
-            .get::<ConnectInfo<PeerInfo>>()
-            .map(|ConnectInfo(info)| info.identity().clone());
-        let Some(identity) = identity else {
-            // A secure node serves this router over TLS only; refuse rather than guess.
+    let (node, principal) = match http_reader(&ui.cell, ui.secure, req.extensions()) {
+        Ok((Some(node), principal)) => (node, principal),
+        Ok((None, _)) => {
             return text(
-                StatusCode::UNAUTHORIZED,
-                "no TLS identity on this connection",
-            );
-        };
-        match principal_of(Some(&identity)) {
-            Ok(p) => p,
-            Err(status) => {
-                return text(
-                    StatusCode::UNAUTHORIZED,
-                    format!(
-                    "{}: the dashboard needs a client certificate whose principal has read on \"\"",
-                    status.message()
-                ),
-                )
-            }
+                StatusCode::SERVICE_UNAVAILABLE,
+                "bootstrapping: this node has not joined a cluster yet",
+            )
         }
-    } else {
-        None
+        Err(HttpRefused::Unauthenticated(why)) => return text(
+            StatusCode::UNAUTHORIZED,
+            format!(
+                "{why}: the dashboard needs a client certificate whose principal has read on \"\""
+            ),
+        ),
+        Err(HttpRefused::Bootstrapping(why)) => return text(StatusCode::SERVICE_UNAVAILABLE, why),
+        Err(HttpRefused::Read(e)) => return read_error(e),
     };
-    let node = match ui.cell.get() {
-        Ok(n) => n,
-        Err(e) => return text(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
-    };
-    if let Err(e) = node.check_applied(&principal, Permission::Read, Target::Prefix(""), None) {
-        return read_error(e);
-    }
     req.extensions_mut().insert(Caller { node, principal });
     next.run(req).await
 }
