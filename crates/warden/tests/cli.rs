@@ -391,3 +391,45 @@ fn a_clean_stop_exits_0_and_another_nodes_data_dir_exits_65() {
     let message = line["fields"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("belongs to node 1"), "{last}");
 }
+
+// docs/operations.md "Environment": every server flag but --insecure and
+// --allow-admin can come from `WARDEN_SERVER_<FLAG>`, and the CLI's own
+// `WARDEN_*` variables never change how a server starts: a shell set up for
+// the CLI (WARDEN_INSECURE, WARDEN_CERTS_DIR) still gets the refusal that
+// names both flags, and WARDEN_SERVER_INSECURE is not read at all.
+#[test]
+fn server_flags_come_from_warden_server_variables_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    let base = [
+        ("WARDEN_SERVER_LISTEN", "127.0.0.1:0"),
+        ("WARDEN_SERVER_PEERS", "1=127.0.0.1:7001"),
+        ("WARDEN_SERVER_DATA_DIR", data),
+    ];
+    // The id from the environment, checked like the flag.
+    let mut env = base.to_vec();
+    env.push(("WARDEN_SERVER_ID", "0"));
+    let out = warden(&["server", "--insecure"], &env);
+    assert_eq!(out.status.code(), Some(EXIT_REFUSED_START), "{out:?}");
+    assert!(stderr(&out).contains("--id: 0 is out of range"), "{out:?}");
+    // A flag beats its variable.
+    let out = warden(
+        &["server", "--insecure", "--id", "1", "--heartbeat", "0ms"],
+        &env,
+    );
+    assert_eq!(out.status.code(), Some(EXIT_REFUSED_START), "{out:?}");
+    assert!(stderr(&out).contains("heartbeat"), "{out:?}");
+    // The client's variables, and a made-up WARDEN_SERVER_INSECURE, do not
+    // make a server insecure.
+    let mut env = base.to_vec();
+    env.extend([
+        ("WARDEN_SERVER_ID", "1"),
+        ("WARDEN_INSECURE", "1"),
+        ("WARDEN_SERVER_INSECURE", "true"),
+        ("WARDEN_SERVER_ALLOW_ADMIN", "true"),
+    ]);
+    let out = warden(&["server"], &env);
+    assert_eq!(out.status.code(), Some(EXIT_REFUSED_START), "{out:?}");
+    assert!(stderr(&out).starts_with("error: no --certs-dir"), "{out:?}");
+}

@@ -153,12 +153,14 @@ async fn gate(State(ui): State<Ui>, mut req: Request, next: Next) -> Response {
                 "bootstrapping: this node has not joined a cluster yet",
             )
         }
-        Err(HttpRefused::Unauthenticated(why)) => return text(
-            StatusCode::UNAUTHORIZED,
-            format!(
+        Err(HttpRefused::Unauthenticated(why)) => {
+            return text(
+                StatusCode::UNAUTHORIZED,
+                format!(
                 "{why}: the dashboard needs a client certificate whose principal has read on \"\""
             ),
-        ),
+            )
+        }
         Err(HttpRefused::Bootstrapping(why)) => return text(StatusCode::SERVICE_UNAVAILABLE, why),
         Err(HttpRefused::Read(e)) => return read_error(e),
     };
