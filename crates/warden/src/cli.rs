@@ -828,16 +828,32 @@ mod tests {
         use clap::CommandFactory;
         let cmd = Cli::command();
         let server_cmd = cmd.find_subcommand("server").expect("server");
-        for id in ["insecure", "allow_admin", "certs_dir"] {
-            let arg = server_cmd
+        let arg = |id: &str| {
+            server_cmd
                 .get_arguments()
                 .find(|a| a.get_id() == id)
-                .expect(id);
+                .expect(id)
+        };
+        for id in ["insecure", "allow_admin"] {
             assert_eq!(
-                arg.get_env(),
+                arg(id).get_env(),
                 None,
                 "{id} must not be read from the environment"
             );
+        }
+        // Never the CLI's WARDEN_CERTS_DIR: a server's variables have their own prefix.
+        assert_eq!(
+            arg("certs_dir").get_env(),
+            Some(std::ffi::OsStr::new("WARDEN_SERVER_CERTS_DIR"))
+        );
+        for a in server_cmd.get_arguments() {
+            if let Some(env) = a.get_env() {
+                assert!(
+                    env.to_string_lossy().starts_with("WARDEN_SERVER_"),
+                    "{:?} reads {env:?}",
+                    a.get_id()
+                );
+            }
         }
     }
 
