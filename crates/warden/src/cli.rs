@@ -15,28 +15,86 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The `Examples:` shown at the end of the most used commands' `--help`
+/// (each line is checked to parse by the tests, so none can drift).
+pub mod examples {
+    /// `warden server`.
+    pub const SERVER: &str = "Examples:
+  warden server --id 1 --listen 10.0.0.1:7001 --peers 1=10.0.0.1:7001,2=10.0.0.2:7001,3=10.0.0.3:7001 --data-dir /var/lib/warden --certs-dir /etc/warden/certs
+  warden server --config /etc/warden/warden.toml
+  warden server --id 1 --listen 127.0.0.1:7001 --peers 1=127.0.0.1:7001 --data-dir /tmp/w1 --insecure";
+    /// `warden dev`.
+    pub const DEV: &str = "Examples:
+  warden dev
+  warden dev --nodes 1 --data-dir /tmp/warden-dev
+  warden dev --insecure";
+    /// `warden acquire`.
+    pub const ACQUIRE: &str = "Examples:
+  warden acquire orders --ttl 30s
+  warden acquire orders --ttl 30s --wait 10s
+  warden acquire orders --lease 7 --output json";
+    /// `warden release`.
+    pub const RELEASE: &str = "Examples:
+  warden release 7 orders --token 12
+  warden release --force orders";
+    /// `warden status`.
+    pub const STATUS: &str = "Examples:
+  warden status orders
+  warden status orders --output json";
+    /// `warden list`.
+    pub const LIST: &str = "Examples:
+  warden list
+  warden list payments/ --output json";
+    /// `warden top`.
+    pub const TOP: &str = "Examples:
+  warden top
+  warden top payments/ --limit 5 --watch";
+    /// `warden exec`.
+    pub const EXEC: &str = "Examples:
+  warden exec backup --ttl 10s -- /usr/local/bin/backup.sh
+  warden exec backup --ttl 10s --wait 1m -- make deploy";
+    /// `warden elect`.
+    pub const ELECT: &str = "Examples:
+  warden elect scheduler --value node-a
+  warden elect scheduler --leader --output json
+  warden elect scheduler --observe";
+    /// `warden cert`.
+    pub const CERT: &str = "Examples:
+  warden cert create-ca --certs-dir certs --ca-key ca.key
+  warden cert create-node --certs-dir node1 --ca-key ca.key --id 1 node1.example.com 10.0.0.1
+  warden cert create-client alice --certs-dir certs --ca-key ca.key
+  warden cert list --certs-dir certs";
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run one node of a cluster (serves peers and clients on --listen);
     /// needs --certs-dir DIR (TLS) or --insecure.
+    #[command(after_help = examples::SERVER)]
     Server(Box<ServerArgs>),
     /// Start a local cluster of `warden server` child processes on 127.0.0.1.
+    #[command(after_help = examples::DEV)]
     Dev(DevArgs),
     /// Acquire a lock on RESOURCE (exit 2 if it is not granted).
+    #[command(after_help = examples::ACQUIRE)]
     Acquire(AcquireArgs),
     /// Renew a lease: its countdown restarts with its full TTL.
     Renew(RenewArgs),
     /// Release a lease's lock.
+    #[command(after_help = examples::RELEASE)]
     Release(ReleaseArgs),
     /// Show who holds RESOURCE.
+    #[command(after_help = examples::STATUS)]
     Status(StatusArgs),
     /// Cluster-wide commands.
     Cluster(ClusterArgs),
     /// List locks (holder, token, ages, remaining TTL, waiters in queue order).
+    #[command(after_help = examples::LIST)]
     List(crate::admin_cmd::ListArgs),
     /// The most contended locks now (queue length, oldest waiter, grants
     /// and expiries in the last minute, wait p99); --watch refreshes.
+    #[command(after_help = examples::TOP)]
     Top(crate::top_cmd::TopArgs),
     /// Print the audit trail of forced releases (--auth: of auth changes).
     Audit(crate::admin_cmd::AuditArgs),
@@ -51,9 +109,11 @@ pub enum Command {
     Watch(crate::watch_cmd::WatchArgs),
     /// Run CMD while holding RESOURCE; CMD is stopped by the lease's
     /// valid_until if the lease cannot be renewed (exit: CMD's status).
+    #[command(after_help = examples::EXEC)]
     Exec(crate::exec_cmd::ExecArgs),
     /// Campaign in election NAME and hold the leadership (--value), follow
     /// its leaders (--observe), or print the current one (--leader).
+    #[command(after_help = examples::ELECT)]
     Elect(crate::elect_cmd::ElectArgs),
     /// Ask the cluster whether TOKEN is the current grant of RESOURCE
     /// (advisory: exit 0 current, 2 stale or unknown).
@@ -65,6 +125,7 @@ pub enum Command {
     /// Backups: `snapshot save FILE`, `snapshot restore FILE --data-dir DIR ...`.
     Snapshot(crate::snapshot_cmd::SnapshotArgs),
     /// Certificates (offline): `cert create-ca | create-node | create-client | list`.
+    #[command(after_help = examples::CERT)]
     Cert(crate::cert_cmd::CertArgs),
     /// Print this binary's version and the log, snapshot and wire formats
     /// it reads and writes (which binaries can run side by side).
@@ -855,6 +916,50 @@ mod tests {
                 );
             }
         }
+    }
+
+    // Every `Examples:` line of a command's --help parses as written (so the
+    // examples cannot drift from the flags).
+    #[test]
+    fn help_examples_parse() {
+        use clap::Parser as _;
+        let all = [
+            examples::SERVER,
+            examples::DEV,
+            examples::ACQUIRE,
+            examples::RELEASE,
+            examples::STATUS,
+            examples::LIST,
+            examples::TOP,
+            examples::EXEC,
+            examples::ELECT,
+            examples::CERT,
+        ];
+        let mut lines = 0;
+        for text in all {
+            assert!(text.starts_with("Examples:\n"), "{text}");
+            for line in text.lines().skip(1) {
+                let words: Vec<&str> = line.split_whitespace().collect();
+                assert_eq!(words[0], "warden", "{line}");
+                if let Err(e) = Cli::try_parse_from(&words) {
+                    panic!("{line}: {e}");
+                }
+                lines += 1;
+            }
+        }
+        assert!(lines >= 25, "{lines}");
+        let help = {
+            use clap::CommandFactory;
+            let mut cmd = Cli::command();
+            cmd.find_subcommand_mut("acquire")
+                .expect("acquire")
+                .render_long_help()
+                .to_string()
+        };
+        assert!(
+            help.contains("warden acquire orders --ttl 30s --wait 10s"),
+            "{help}"
+        );
     }
 
     // `warden cluster status` and `warden dev` parse; dev's node count is bounded.
