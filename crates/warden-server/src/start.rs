@@ -354,6 +354,7 @@ where
             config.timing.election_timeout_min_ms,
             config.timing.election_timeout_max_ms,
         ),
+        stopping: Default::default(),
     });
     let node_cell = NodeCell::default();
 
@@ -653,6 +654,11 @@ where
     if let Some(t) = forward_task {
         t.abort();
     }
+    // Peers' calls from here on are answered "stopping" by the peer
+    // service, not handed to a Raft core that is going away.
+    peer_state
+        .stopping
+        .store(true, std::sync::atomic::Ordering::Release);
     let _ = raft.shutdown().await;
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(2), server_task).await;

@@ -54,6 +54,11 @@ pub struct PeerState {
     pub connector: Arc<dyn crate::raft::network::PeerConnector>,
     /// Who may call (the gate's rules and the removed node ids).
     pub access: Arc<PeerAccess>,
+    /// Set just before this node's Raft shuts down: from then on every Raft
+    /// call is answered `Unavailable` here, without reaching openraft, which
+    /// would log an ERROR for each message its stopped core cannot take (a
+    /// clean stop logs none).
+    pub stopping: std::sync::atomic::AtomicBool,
 }
 
 /// How long past the leader lease a follower waits before it campaigns
@@ -226,6 +231,13 @@ impl PeerService {
     }
 
     fn raft(&self) -> Result<Raft, PeerRefusal> {
+        if self
+            .state
+            .stopping
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            return Err(PeerRefusal::Unavailable("this node is stopping".into()));
+        }
         self.state
             .raft
             .get()

@@ -185,6 +185,7 @@ impl TestNode {
             early_campaign: EarlyCampaign::new(id, 300, 600),
             connector,
             access: access.clone(),
+            stopping: Default::default(),
         });
         let _ = state.raft.set(raft.clone());
         let gate = PeerGate::new(
