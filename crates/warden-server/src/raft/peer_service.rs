@@ -779,7 +779,7 @@ mod tests {
         let clock = crate::clock::NodeClock::new(crate::clock::TokioClock::shared());
         let stamps = Arc::new(Mutex::new(BTreeMap::new()));
         let log = LogStore::new(db.clone(), stamps.clone(), clock.clone()).expect("log store");
-        let sm = StateMachineStore::open(db, clock, stamps).expect("sm");
+        let sm = StateMachineStore::open(db.clone(), clock, stamps).expect("sm");
         let config = openraft::Config::default().validate().expect("config");
         let floor = crate::raft::network::call_timeout_floor(config.election_timeout_min);
         let raft = Raft::new(
@@ -830,6 +830,36 @@ mod tests {
             "{}",
             e.message()
         );
+        // A clean stop: once `stopping` is set (just before the Raft core
+        // shuts down), peers' calls are answered Unavailable here and never
+        // reach openraft, whose stopped core logged an ERROR for each.
+        let (cluster_id, _) = watch::channel(Some("c".to_string()));
+        let state = Arc::new(PeerState {
+            node_id: 1,
+            db: db.clone(),
+            raft: OnceLock::new(),
+            access: Arc::new(PeerAccess::new(
+                false,
+                cluster_id.subscribe(),
+                crate::raft::peer_access::RemovedNodes::open(db).expect("removed"),
+            )),
+            cluster_id,
+            empty_at_start: false,
+            bootstrap_lock: Mutex::new(()),
+            leader_contact: crate::raft::LeaderContact::default(),
+            early_campaign: EarlyCampaign::new(1, 150, 300),
+            connector: Arc::new(crate::raft::network::TcpConnector),
+            stopping: Default::default(),
+        });
+        let _ = state.raft.set(raft.clone());
+        let service = PeerService::new(state.clone());
+        service.raft().expect("serving");
+        state
+            .stopping
+            .store(true, std::sync::atomic::Ordering::Release);
+        let e = peer_status(service.raft().expect_err("stopping"));
+        assert_eq!(e.code(), tonic::Code::Unavailable);
+        assert!(e.message().contains("stopping"), "{}", e.message());
         raft.shutdown().await.expect("shutdown");
     }
 }

@@ -199,17 +199,6 @@ fn dev_cluster_serves_and_comes_back_with_its_state() {
     assert_eq!(code, 0);
     assert!(s["holder"].is_null(), "{s}");
     stop_dev(dev);
-    // A clean stop logs no ERROR (an operator greps for them): a peer's
-    // call to a stopping node is answered "stopping" by its peer service,
-    // never handed to its stopped Raft core (which logs an ERROR per call).
-    for id in 1..=3 {
-        let log = std::fs::read_to_string(dir.join(format!("node-{id}.log"))).expect("node log");
-        let errors: Vec<&str> = log.lines().filter(|l| l.contains(" ERROR ")).collect();
-        assert!(
-            errors.is_empty(),
-            "node {id} logged on a clean stop: {errors:#?}"
-        );
-    }
 
     let dev = start_dev(&dir, &[]);
     assert_eq!(
