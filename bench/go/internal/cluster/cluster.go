@@ -6,7 +6,10 @@
 // Every spawned process id is appended to $BENCH_PIDFILE (bench/run.sh
 // kills exactly those on exit), and Stop kills the cluster's own processes.
 // A Warden cluster serves mutual TLS 1.3 (its default) with certificates
-// minted per cluster by `warden cert`, or plaintext with Insecure.
+// minted per cluster by `warden cert`, or plaintext with Insecure; every
+// Warden node also serves its HTTP endpoints (/healthz, /readyz and, from
+// the build with metrics on, /metrics) on `--admin-listen` (Node.AdminAddr),
+// over TLS when the cluster has certificates.
 package cluster
 
 import (
@@ -27,8 +30,10 @@ import (
 type Node struct {
 	ID         int
 	ClientAddr string
-	Dir        string
-	cmd        *exec.Cmd
+	// AdminAddr is a Warden node's --admin-listen (host:port); empty for etcd.
+	AdminAddr string
+	Dir       string
+	cmd       *exec.Cmd
 }
 
 // Pid is the node's process id (0 when it is not running).
@@ -51,6 +56,16 @@ type Cluster struct {
 	// Config describes the settings, as the `config` field of a row.
 	Config string
 	keep   bool
+}
+
+// AdminAddrs are the Warden nodes' --admin-listen addresses (host:port),
+// in id order.
+func (c *Cluster) AdminAddrs() []string {
+	addrs := make([]string, 0, len(c.Nodes))
+	for _, n := range c.Nodes {
+		addrs = append(addrs, n.AdminAddr)
+	}
+	return addrs
 }
 
 // Endpoints are the nodes' client addresses (host:port), in id order.
@@ -166,19 +181,28 @@ func (c *Cluster) tail() string {
 	return b.String()
 }
 
-// newCluster makes the temp dir and three nodes with free client ports.
-func newCluster(workDir, prefix string, keep bool) (*Cluster, error) {
+// newCluster makes the temp dir and three nodes with free client ports, and
+// with free admin ports too when withAdmin (all six bound at once, so none
+// is another's).
+func newCluster(workDir, prefix string, keep, withAdmin bool) (*Cluster, error) {
 	dir, err := os.MkdirTemp(workDir, prefix)
 	if err != nil {
 		return nil, err
 	}
 	c := &Cluster{Dir: dir, keep: keep}
-	addrs, err := freePorts(3)
+	ports := 3
+	if withAdmin {
+		ports = 6
+	}
+	addrs, err := freePorts(ports)
 	if err != nil {
 		return nil, err
 	}
-	for i, a := range addrs {
+	for i, a := range addrs[:3] {
 		n := &Node{ID: i + 1, ClientAddr: a, Dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1))}
+		if withAdmin {
+			n.AdminAddr = addrs[3+i]
+		}
 		if err := os.MkdirAll(n.Dir, 0o700); err != nil {
 			return nil, err
 		}
@@ -194,7 +218,7 @@ const EtcdConfig = "3 nodes, heartbeat 50ms, election timeout 500ms"
 // StartEtcd starts three etcd members (plaintext, as the Rust drivers' etcd)
 // with heartbeat 50 ms and election timeout 500 ms, and waits until one leads.
 func StartEtcd(ctx context.Context, etcdBin, workDir string, keep bool, leads func(context.Context, string) bool) (*Cluster, error) {
-	c, err := newCluster(workDir, "etcd-", keep)
+	c, err := newCluster(workDir, "etcd-", keep, false)
 	if err != nil {
 		return nil, err
 	}
@@ -246,10 +270,11 @@ func WardenConfig(insecure bool) string {
 }
 
 // StartWarden starts three `warden server` nodes with bench/src/cluster.rs's
-// timing flags, on mutual TLS (certificates minted here) unless insecure,
-// and waits until one leads.
+// timing flags, each with an --admin-listen of its own (Node.AdminAddr), on
+// mutual TLS (certificates minted here) unless insecure, and waits until one
+// leads.
 func StartWarden(ctx context.Context, wardenBin, workDir string, insecure, keep bool, leads func(context.Context, *Cluster, string) bool) (*Cluster, error) {
-	c, err := newCluster(workDir, "warden-", keep)
+	c, err := newCluster(workDir, "warden-", keep, true)
 	if err != nil {
 		return nil, err
 	}
@@ -271,6 +296,7 @@ func StartWarden(ctx context.Context, wardenBin, workDir string, insecure, keep 
 			"server",
 			"--id", strconv.Itoa(n.ID),
 			"--listen", n.ClientAddr,
+			"--admin-listen", n.AdminAddr,
 			"--peers", strings.Join(peers, ","),
 			"--data-dir", filepath.Join(n.Dir, "data"),
 			"--initial-cluster-state", "new",
