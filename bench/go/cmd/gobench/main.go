@@ -38,7 +38,9 @@
 // reversed, alternately (A B C, C B A, A B C, ...), so a drift of the
 // machine over the run falls on every backend alike; each row carries its
 // round. It writes --out (JSON rows in the shape of loadgen's latest.json)
-// after every row, and a markdown table to stdout at the end.
+// after every row, and a markdown table to stdout at the end;
+// $WARDEN_COMMIT and $WARDEN_COMMIT_BEFORE (the commits of --warden-bin and
+// --warden-bin-before, when the caller says) go into machine.
 package main
 
 import (
@@ -213,6 +215,8 @@ func machine(f flags, p workload.Params) map[string]any {
 		"load_note":     f.loadNote,
 		"mode":          mode,
 		"warden_commit": os.Getenv("WARDEN_COMMIT"),
+		// The commit --warden-bin-before was built from, when the caller says.
+		"warden_commit_before": os.Getenv("WARDEN_COMMIT_BEFORE"),
 		"versions": map[string]any{
 			"go":             runtime.Version(),
 			"etcd":           commandLine(f.etcdBin, "--version"),
