@@ -15,8 +15,12 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -272,7 +276,7 @@ func WardenConfig(insecure bool) string {
 // StartWarden starts three `warden server` nodes with bench/src/cluster.rs's
 // timing flags, each with an --admin-listen of its own (Node.AdminAddr), on
 // mutual TLS (certificates minted here) unless insecure, and waits until one
-// leads.
+// leads and every node's /readyz answers 200.
 func StartWarden(ctx context.Context, wardenBin, workDir string, insecure, keep bool, leads func(context.Context, *Cluster, string) bool) (*Cluster, error) {
 	c, err := newCluster(workDir, "warden-", keep, true)
 	if err != nil {
@@ -319,7 +323,61 @@ func StartWarden(ctx context.Context, wardenBin, workDir string, insecure, keep 
 		c.Stop()
 		return nil, err
 	}
+	if err := c.waitReady(ctx, 60*time.Second); err != nil {
+		c.Stop()
+		return nil, err
+	}
 	return c, nil
+}
+
+// waitReady waits until every node's /readyz answers 200 (it is part of the
+// cluster, sees the leader and has applied what it knows committed; see
+// crates/warden-server/src/services/health.rs): a leader alone is not
+// enough, a node of a fresh cluster can join seconds later, and until then
+// a workload would measure a two-node cluster. Over TLS with the CA only
+// (/readyz needs no client certificate).
+func (c *Cluster) waitReady(ctx context.Context, within time.Duration) error {
+	scheme, tr := "http", &http.Transport{}
+	if c.CertsDir != "" {
+		pem, err := os.ReadFile(filepath.Join(c.CertsDir, "ca.crt"))
+		if err != nil {
+			return err
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("%s: no PEM certificate in it", filepath.Join(c.CertsDir, "ca.crt"))
+		}
+		scheme, tr.TLSClientConfig = "https", &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: roots}
+	}
+	hc := &http.Client{Transport: tr, Timeout: 500 * time.Millisecond}
+	defer tr.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	for _, n := range c.Nodes {
+		last := "no answer"
+		for {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+n.AdminAddr+"/readyz", nil)
+			if err != nil {
+				return err
+			}
+			if resp, err := hc.Do(req); err == nil {
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+				last = fmt.Sprintf("%s %s", resp.Status, bytes.TrimSpace(body))
+			} else {
+				last = err.Error()
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("node %d not ready within %s (last /readyz: %s); logs:%s", n.ID, within, last, c.tail())
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return nil
 }
 
 // mintCerts makes a CA (its key beside, never inside, a certs dir), each
