@@ -376,6 +376,205 @@ func (x *ListResponse) GetReadIndex() uint64 {
 	return 0
 }
 
+type TopLocksRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only resources whose name starts with this; empty = all. At most 512 bytes.
+	Prefix string `protobuf:"bytes,1,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	// How many to return: 1 to 1,000 (`warden top` sends 20 by default).
+	Limit         uint32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopLocksRequest) Reset() {
+	*x = TopLocksRequest{}
+	mi := &file_admin_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopLocksRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopLocksRequest) ProtoMessage() {}
+
+func (x *TopLocksRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopLocksRequest.ProtoReflect.Descriptor instead.
+func (*TopLocksRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *TopLocksRequest) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+func (x *TopLocksRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type HotLock struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Resource string                 `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	// Waiters queued on it now.
+	QueueLength uint64 `protobuf:"varint,2,opt,name=queue_length,json=queueLength,proto3" json:"queue_length,omitempty"`
+	// Milliseconds the oldest waiter has waited, on the serving node's clock
+	// (0: no waiter). Display only.
+	OldestWaiterAgeMs uint64 `protobuf:"varint,3,opt,name=oldest_waiter_age_ms,json=oldestWaiterAgeMs,proto3" json:"oldest_waiter_age_ms,omitempty"`
+	// Grants in the last minute (on the serving node's clock).
+	GrantsLastMinute uint64 `protobuf:"varint,4,opt,name=grants_last_minute,json=grantsLastMinute,proto3" json:"grants_last_minute,omitempty"`
+	// Holders whose lease expired in the last minute.
+	ExpiriesLastMinute uint64 `protobuf:"varint,5,opt,name=expiries_last_minute,json=expiriesLastMinute,proto3" json:"expiries_last_minute,omitempty"`
+	// The 99th percentile, in milliseconds, of the waits of the grants in the
+	// last minute that came from the queue; absent when none did.
+	WaitP99Ms     *uint64 `protobuf:"varint,6,opt,name=wait_p99_ms,json=waitP99Ms,proto3,oneof" json:"wait_p99_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HotLock) Reset() {
+	*x = HotLock{}
+	mi := &file_admin_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HotLock) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HotLock) ProtoMessage() {}
+
+func (x *HotLock) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HotLock.ProtoReflect.Descriptor instead.
+func (*HotLock) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *HotLock) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *HotLock) GetQueueLength() uint64 {
+	if x != nil {
+		return x.QueueLength
+	}
+	return 0
+}
+
+func (x *HotLock) GetOldestWaiterAgeMs() uint64 {
+	if x != nil {
+		return x.OldestWaiterAgeMs
+	}
+	return 0
+}
+
+func (x *HotLock) GetGrantsLastMinute() uint64 {
+	if x != nil {
+		return x.GrantsLastMinute
+	}
+	return 0
+}
+
+func (x *HotLock) GetExpiriesLastMinute() uint64 {
+	if x != nil {
+		return x.ExpiriesLastMinute
+	}
+	return 0
+}
+
+func (x *HotLock) GetWaitP99Ms() uint64 {
+	if x != nil && x.WaitP99Ms != nil {
+		return *x.WaitP99Ms
+	}
+	return 0
+}
+
+type TopLocksResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Hottest first.
+	Locks []*HotLock `protobuf:"bytes,1,rep,name=locks,proto3" json:"locks,omitempty"`
+	// The log index the read was served at.
+	ReadIndex     uint64 `protobuf:"varint,2,opt,name=read_index,json=readIndex,proto3" json:"read_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopLocksResponse) Reset() {
+	*x = TopLocksResponse{}
+	mi := &file_admin_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopLocksResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopLocksResponse) ProtoMessage() {}
+
+func (x *TopLocksResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopLocksResponse.ProtoReflect.Descriptor instead.
+func (*TopLocksResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *TopLocksResponse) GetLocks() []*HotLock {
+	if x != nil {
+		return x.Locks
+	}
+	return nil
+}
+
+func (x *TopLocksResponse) GetReadIndex() uint64 {
+	if x != nil {
+		return x.ReadIndex
+	}
+	return 0
+}
+
 type ForceReleaseRequest struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Header   *RequestHeader         `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
@@ -391,7 +590,7 @@ type ForceReleaseRequest struct {
 
 func (x *ForceReleaseRequest) Reset() {
 	*x = ForceReleaseRequest{}
-	mi := &file_admin_proto_msgTypes[5]
+	mi := &file_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -403,7 +602,7 @@ func (x *ForceReleaseRequest) String() string {
 func (*ForceReleaseRequest) ProtoMessage() {}
 
 func (x *ForceReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[5]
+	mi := &file_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -416,7 +615,7 @@ func (x *ForceReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForceReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ForceReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{5}
+	return file_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ForceReleaseRequest) GetHeader() *RequestHeader {
@@ -459,7 +658,7 @@ type ForceReleaseResponse struct {
 
 func (x *ForceReleaseResponse) Reset() {
 	*x = ForceReleaseResponse{}
-	mi := &file_admin_proto_msgTypes[6]
+	mi := &file_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -471,7 +670,7 @@ func (x *ForceReleaseResponse) String() string {
 func (*ForceReleaseResponse) ProtoMessage() {}
 
 func (x *ForceReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[6]
+	mi := &file_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -484,7 +683,7 @@ func (x *ForceReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForceReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ForceReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{6}
+	return file_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ForceReleaseResponse) GetResource() string {
@@ -516,7 +715,7 @@ type AuditTrailRequest struct {
 
 func (x *AuditTrailRequest) Reset() {
 	*x = AuditTrailRequest{}
-	mi := &file_admin_proto_msgTypes[7]
+	mi := &file_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -528,7 +727,7 @@ func (x *AuditTrailRequest) String() string {
 func (*AuditTrailRequest) ProtoMessage() {}
 
 func (x *AuditTrailRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[7]
+	mi := &file_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -541,7 +740,7 @@ func (x *AuditTrailRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditTrailRequest.ProtoReflect.Descriptor instead.
 func (*AuditTrailRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{7}
+	return file_admin_proto_rawDescGZIP(), []int{10}
 }
 
 type AuditRecord struct {
@@ -560,7 +759,7 @@ type AuditRecord struct {
 
 func (x *AuditRecord) Reset() {
 	*x = AuditRecord{}
-	mi := &file_admin_proto_msgTypes[8]
+	mi := &file_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -572,7 +771,7 @@ func (x *AuditRecord) String() string {
 func (*AuditRecord) ProtoMessage() {}
 
 func (x *AuditRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[8]
+	mi := &file_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -585,7 +784,7 @@ func (x *AuditRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditRecord.ProtoReflect.Descriptor instead.
 func (*AuditRecord) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{8}
+	return file_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *AuditRecord) GetIndex() uint64 {
@@ -640,7 +839,7 @@ type AuditTrailResponse struct {
 
 func (x *AuditTrailResponse) Reset() {
 	*x = AuditTrailResponse{}
-	mi := &file_admin_proto_msgTypes[9]
+	mi := &file_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -652,7 +851,7 @@ func (x *AuditTrailResponse) String() string {
 func (*AuditTrailResponse) ProtoMessage() {}
 
 func (x *AuditTrailResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[9]
+	mi := &file_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -665,7 +864,7 @@ func (x *AuditTrailResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditTrailResponse.ProtoReflect.Descriptor instead.
 func (*AuditTrailResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{9}
+	return file_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *AuditTrailResponse) GetRecords() []*AuditRecord {
@@ -700,7 +899,7 @@ type AddNodeRequest struct {
 
 func (x *AddNodeRequest) Reset() {
 	*x = AddNodeRequest{}
-	mi := &file_admin_proto_msgTypes[10]
+	mi := &file_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -712,7 +911,7 @@ func (x *AddNodeRequest) String() string {
 func (*AddNodeRequest) ProtoMessage() {}
 
 func (x *AddNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[10]
+	mi := &file_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -725,7 +924,7 @@ func (x *AddNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddNodeRequest.ProtoReflect.Descriptor instead.
 func (*AddNodeRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{10}
+	return file_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AddNodeRequest) GetNodeId() uint64 {
@@ -758,7 +957,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_admin_proto_msgTypes[11]
+	mi := &file_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -770,7 +969,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[11]
+	mi := &file_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -783,7 +982,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{11}
+	return file_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RemoveNodeRequest) GetNodeId() uint64 {
@@ -810,7 +1009,7 @@ type ReplaceNodeRequest struct {
 
 func (x *ReplaceNodeRequest) Reset() {
 	*x = ReplaceNodeRequest{}
-	mi := &file_admin_proto_msgTypes[12]
+	mi := &file_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -822,7 +1021,7 @@ func (x *ReplaceNodeRequest) String() string {
 func (*ReplaceNodeRequest) ProtoMessage() {}
 
 func (x *ReplaceNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[12]
+	mi := &file_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -835,7 +1034,7 @@ func (x *ReplaceNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplaceNodeRequest.ProtoReflect.Descriptor instead.
 func (*ReplaceNodeRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{12}
+	return file_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ReplaceNodeRequest) GetOldNodeId() uint64 {
@@ -879,7 +1078,7 @@ type MembershipResponse struct {
 
 func (x *MembershipResponse) Reset() {
 	*x = MembershipResponse{}
-	mi := &file_admin_proto_msgTypes[13]
+	mi := &file_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -891,7 +1090,7 @@ func (x *MembershipResponse) String() string {
 func (*MembershipResponse) ProtoMessage() {}
 
 func (x *MembershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[13]
+	mi := &file_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -904,7 +1103,7 @@ func (x *MembershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembershipResponse.ProtoReflect.Descriptor instead.
 func (*MembershipResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{13}
+	return file_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *MembershipResponse) GetVoters() []uint64 {
@@ -936,7 +1135,7 @@ type SaveSnapshotRequest struct {
 
 func (x *SaveSnapshotRequest) Reset() {
 	*x = SaveSnapshotRequest{}
-	mi := &file_admin_proto_msgTypes[14]
+	mi := &file_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -948,7 +1147,7 @@ func (x *SaveSnapshotRequest) String() string {
 func (*SaveSnapshotRequest) ProtoMessage() {}
 
 func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[14]
+	mi := &file_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -961,7 +1160,7 @@ func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SaveSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{14}
+	return file_admin_proto_rawDescGZIP(), []int{17}
 }
 
 type SaveSnapshotResponse struct {
@@ -983,7 +1182,7 @@ type SaveSnapshotResponse struct {
 
 func (x *SaveSnapshotResponse) Reset() {
 	*x = SaveSnapshotResponse{}
-	mi := &file_admin_proto_msgTypes[15]
+	mi := &file_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -995,7 +1194,7 @@ func (x *SaveSnapshotResponse) String() string {
 func (*SaveSnapshotResponse) ProtoMessage() {}
 
 func (x *SaveSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[15]
+	mi := &file_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1008,7 +1207,7 @@ func (x *SaveSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*SaveSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{15}
+	return file_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SaveSnapshotResponse) GetClusterId() string {
@@ -1070,7 +1269,7 @@ type Quota struct {
 
 func (x *Quota) Reset() {
 	*x = Quota{}
-	mi := &file_admin_proto_msgTypes[16]
+	mi := &file_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1082,7 +1281,7 @@ func (x *Quota) String() string {
 func (*Quota) ProtoMessage() {}
 
 func (x *Quota) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[16]
+	mi := &file_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1095,7 +1294,7 @@ func (x *Quota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Quota.ProtoReflect.Descriptor instead.
 func (*Quota) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{16}
+	return file_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Quota) GetLeases() uint64 {
@@ -1143,7 +1342,7 @@ type ClusterLimits struct {
 
 func (x *ClusterLimits) Reset() {
 	*x = ClusterLimits{}
-	mi := &file_admin_proto_msgTypes[17]
+	mi := &file_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1155,7 +1354,7 @@ func (x *ClusterLimits) String() string {
 func (*ClusterLimits) ProtoMessage() {}
 
 func (x *ClusterLimits) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[17]
+	mi := &file_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1168,7 +1367,7 @@ func (x *ClusterLimits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterLimits.ProtoReflect.Descriptor instead.
 func (*ClusterLimits) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{17}
+	return file_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ClusterLimits) GetMaxLeases() uint64 {
@@ -1208,7 +1407,7 @@ type GrantPermissionRequest struct {
 
 func (x *GrantPermissionRequest) Reset() {
 	*x = GrantPermissionRequest{}
-	mi := &file_admin_proto_msgTypes[18]
+	mi := &file_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1220,7 +1419,7 @@ func (x *GrantPermissionRequest) String() string {
 func (*GrantPermissionRequest) ProtoMessage() {}
 
 func (x *GrantPermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[18]
+	mi := &file_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1233,7 +1432,7 @@ func (x *GrantPermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantPermissionRequest.ProtoReflect.Descriptor instead.
 func (*GrantPermissionRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{18}
+	return file_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GrantPermissionRequest) GetHeader() *RequestHeader {
@@ -1275,7 +1474,7 @@ type RevokePermissionRequest struct {
 
 func (x *RevokePermissionRequest) Reset() {
 	*x = RevokePermissionRequest{}
-	mi := &file_admin_proto_msgTypes[19]
+	mi := &file_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1287,7 +1486,7 @@ func (x *RevokePermissionRequest) String() string {
 func (*RevokePermissionRequest) ProtoMessage() {}
 
 func (x *RevokePermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[19]
+	mi := &file_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1300,7 +1499,7 @@ func (x *RevokePermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokePermissionRequest.ProtoReflect.Descriptor instead.
 func (*RevokePermissionRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{19}
+	return file_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RevokePermissionRequest) GetHeader() *RequestHeader {
@@ -1334,7 +1533,7 @@ type DeleteRoleRequest struct {
 
 func (x *DeleteRoleRequest) Reset() {
 	*x = DeleteRoleRequest{}
-	mi := &file_admin_proto_msgTypes[20]
+	mi := &file_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1346,7 +1545,7 @@ func (x *DeleteRoleRequest) String() string {
 func (*DeleteRoleRequest) ProtoMessage() {}
 
 func (x *DeleteRoleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[20]
+	mi := &file_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1359,7 +1558,7 @@ func (x *DeleteRoleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRoleRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRoleRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{20}
+	return file_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DeleteRoleRequest) GetHeader() *RequestHeader {
@@ -1388,7 +1587,7 @@ type GrantRoleRequest struct {
 
 func (x *GrantRoleRequest) Reset() {
 	*x = GrantRoleRequest{}
-	mi := &file_admin_proto_msgTypes[21]
+	mi := &file_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1400,7 +1599,7 @@ func (x *GrantRoleRequest) String() string {
 func (*GrantRoleRequest) ProtoMessage() {}
 
 func (x *GrantRoleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[21]
+	mi := &file_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1413,7 +1612,7 @@ func (x *GrantRoleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantRoleRequest.ProtoReflect.Descriptor instead.
 func (*GrantRoleRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{21}
+	return file_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GrantRoleRequest) GetHeader() *RequestHeader {
@@ -1448,7 +1647,7 @@ type RevokeRoleRequest struct {
 
 func (x *RevokeRoleRequest) Reset() {
 	*x = RevokeRoleRequest{}
-	mi := &file_admin_proto_msgTypes[22]
+	mi := &file_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1460,7 +1659,7 @@ func (x *RevokeRoleRequest) String() string {
 func (*RevokeRoleRequest) ProtoMessage() {}
 
 func (x *RevokeRoleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[22]
+	mi := &file_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1473,7 +1672,7 @@ func (x *RevokeRoleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeRoleRequest.ProtoReflect.Descriptor instead.
 func (*RevokeRoleRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{22}
+	return file_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RevokeRoleRequest) GetHeader() *RequestHeader {
@@ -1509,7 +1708,7 @@ type SetRoleQuotaRequest struct {
 
 func (x *SetRoleQuotaRequest) Reset() {
 	*x = SetRoleQuotaRequest{}
-	mi := &file_admin_proto_msgTypes[23]
+	mi := &file_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1521,7 +1720,7 @@ func (x *SetRoleQuotaRequest) String() string {
 func (*SetRoleQuotaRequest) ProtoMessage() {}
 
 func (x *SetRoleQuotaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[23]
+	mi := &file_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1534,7 +1733,7 @@ func (x *SetRoleQuotaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetRoleQuotaRequest.ProtoReflect.Descriptor instead.
 func (*SetRoleQuotaRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{23}
+	return file_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SetRoleQuotaRequest) GetHeader() *RequestHeader {
@@ -1569,7 +1768,7 @@ type SetLimitsRequest struct {
 
 func (x *SetLimitsRequest) Reset() {
 	*x = SetLimitsRequest{}
-	mi := &file_admin_proto_msgTypes[24]
+	mi := &file_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1581,7 +1780,7 @@ func (x *SetLimitsRequest) String() string {
 func (*SetLimitsRequest) ProtoMessage() {}
 
 func (x *SetLimitsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[24]
+	mi := &file_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1594,7 +1793,7 @@ func (x *SetLimitsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetLimitsRequest.ProtoReflect.Descriptor instead.
 func (*SetLimitsRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{24}
+	return file_admin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SetLimitsRequest) GetHeader() *RequestHeader {
@@ -1621,7 +1820,7 @@ type AuthChangeResponse struct {
 
 func (x *AuthChangeResponse) Reset() {
 	*x = AuthChangeResponse{}
-	mi := &file_admin_proto_msgTypes[25]
+	mi := &file_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1633,7 +1832,7 @@ func (x *AuthChangeResponse) String() string {
 func (*AuthChangeResponse) ProtoMessage() {}
 
 func (x *AuthChangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[25]
+	mi := &file_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1646,7 +1845,7 @@ func (x *AuthChangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthChangeResponse.ProtoReflect.Descriptor instead.
 func (*AuthChangeResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{25}
+	return file_admin_proto_rawDescGZIP(), []int{28}
 }
 
 type ListRolesRequest struct {
@@ -1657,7 +1856,7 @@ type ListRolesRequest struct {
 
 func (x *ListRolesRequest) Reset() {
 	*x = ListRolesRequest{}
-	mi := &file_admin_proto_msgTypes[26]
+	mi := &file_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1669,7 +1868,7 @@ func (x *ListRolesRequest) String() string {
 func (*ListRolesRequest) ProtoMessage() {}
 
 func (x *ListRolesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[26]
+	mi := &file_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1682,7 +1881,7 @@ func (x *ListRolesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRolesRequest.ProtoReflect.Descriptor instead.
 func (*ListRolesRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{26}
+	return file_admin_proto_rawDescGZIP(), []int{29}
 }
 
 type RoleGrant struct {
@@ -1695,7 +1894,7 @@ type RoleGrant struct {
 
 func (x *RoleGrant) Reset() {
 	*x = RoleGrant{}
-	mi := &file_admin_proto_msgTypes[27]
+	mi := &file_admin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1707,7 +1906,7 @@ func (x *RoleGrant) String() string {
 func (*RoleGrant) ProtoMessage() {}
 
 func (x *RoleGrant) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[27]
+	mi := &file_admin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1720,7 +1919,7 @@ func (x *RoleGrant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RoleGrant.ProtoReflect.Descriptor instead.
 func (*RoleGrant) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{27}
+	return file_admin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RoleGrant) GetPrefix() string {
@@ -1750,7 +1949,7 @@ type RoleInfo struct {
 
 func (x *RoleInfo) Reset() {
 	*x = RoleInfo{}
-	mi := &file_admin_proto_msgTypes[28]
+	mi := &file_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1762,7 +1961,7 @@ func (x *RoleInfo) String() string {
 func (*RoleInfo) ProtoMessage() {}
 
 func (x *RoleInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[28]
+	mi := &file_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1775,7 +1974,7 @@ func (x *RoleInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RoleInfo.ProtoReflect.Descriptor instead.
 func (*RoleInfo) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{28}
+	return file_admin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RoleInfo) GetName() string {
@@ -1810,7 +2009,7 @@ type ListRolesResponse struct {
 
 func (x *ListRolesResponse) Reset() {
 	*x = ListRolesResponse{}
-	mi := &file_admin_proto_msgTypes[29]
+	mi := &file_admin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1822,7 +2021,7 @@ func (x *ListRolesResponse) String() string {
 func (*ListRolesResponse) ProtoMessage() {}
 
 func (x *ListRolesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[29]
+	mi := &file_admin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1835,7 +2034,7 @@ func (x *ListRolesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRolesResponse.ProtoReflect.Descriptor instead.
 func (*ListRolesResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{29}
+	return file_admin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListRolesResponse) GetRoles() []*RoleInfo {
@@ -1860,7 +2059,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_admin_proto_msgTypes[30]
+	mi := &file_admin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1872,7 +2071,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[30]
+	mi := &file_admin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1885,7 +2084,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{30}
+	return file_admin_proto_rawDescGZIP(), []int{33}
 }
 
 // What a principal holds, counted against its quota.
@@ -1901,7 +2100,7 @@ type QuotaUsage struct {
 
 func (x *QuotaUsage) Reset() {
 	*x = QuotaUsage{}
-	mi := &file_admin_proto_msgTypes[31]
+	mi := &file_admin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1913,7 +2112,7 @@ func (x *QuotaUsage) String() string {
 func (*QuotaUsage) ProtoMessage() {}
 
 func (x *QuotaUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[31]
+	mi := &file_admin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1926,7 +2125,7 @@ func (x *QuotaUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaUsage.ProtoReflect.Descriptor instead.
 func (*QuotaUsage) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{31}
+	return file_admin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *QuotaUsage) GetLeases() uint64 {
@@ -1973,7 +2172,7 @@ type UserInfo struct {
 
 func (x *UserInfo) Reset() {
 	*x = UserInfo{}
-	mi := &file_admin_proto_msgTypes[32]
+	mi := &file_admin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1985,7 +2184,7 @@ func (x *UserInfo) String() string {
 func (*UserInfo) ProtoMessage() {}
 
 func (x *UserInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[32]
+	mi := &file_admin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1998,7 +2197,7 @@ func (x *UserInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserInfo.ProtoReflect.Descriptor instead.
 func (*UserInfo) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{32}
+	return file_admin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *UserInfo) GetPrincipal() string {
@@ -2040,7 +2239,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_admin_proto_msgTypes[33]
+	mi := &file_admin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2052,7 +2251,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[33]
+	mi := &file_admin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2065,7 +2264,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{33}
+	return file_admin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListUsersResponse) GetUsers() []*UserInfo {
@@ -2090,7 +2289,7 @@ type GetLimitsRequest struct {
 
 func (x *GetLimitsRequest) Reset() {
 	*x = GetLimitsRequest{}
-	mi := &file_admin_proto_msgTypes[34]
+	mi := &file_admin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2102,7 +2301,7 @@ func (x *GetLimitsRequest) String() string {
 func (*GetLimitsRequest) ProtoMessage() {}
 
 func (x *GetLimitsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[34]
+	mi := &file_admin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2115,7 +2314,7 @@ func (x *GetLimitsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLimitsRequest.ProtoReflect.Descriptor instead.
 func (*GetLimitsRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{34}
+	return file_admin_proto_rawDescGZIP(), []int{37}
 }
 
 type GetLimitsResponse struct {
@@ -2128,7 +2327,7 @@ type GetLimitsResponse struct {
 
 func (x *GetLimitsResponse) Reset() {
 	*x = GetLimitsResponse{}
-	mi := &file_admin_proto_msgTypes[35]
+	mi := &file_admin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2140,7 +2339,7 @@ func (x *GetLimitsResponse) String() string {
 func (*GetLimitsResponse) ProtoMessage() {}
 
 func (x *GetLimitsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[35]
+	mi := &file_admin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2153,7 +2352,7 @@ func (x *GetLimitsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLimitsResponse.ProtoReflect.Descriptor instead.
 func (*GetLimitsResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{35}
+	return file_admin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetLimitsResponse) GetLimits() *ClusterLimits {
@@ -2178,7 +2377,7 @@ type AuthAuditTrailRequest struct {
 
 func (x *AuthAuditTrailRequest) Reset() {
 	*x = AuthAuditTrailRequest{}
-	mi := &file_admin_proto_msgTypes[36]
+	mi := &file_admin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2190,7 +2389,7 @@ func (x *AuthAuditTrailRequest) String() string {
 func (*AuthAuditTrailRequest) ProtoMessage() {}
 
 func (x *AuthAuditTrailRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[36]
+	mi := &file_admin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2203,7 +2402,7 @@ func (x *AuthAuditTrailRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthAuditTrailRequest.ProtoReflect.Descriptor instead.
 func (*AuthAuditTrailRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{36}
+	return file_admin_proto_rawDescGZIP(), []int{39}
 }
 
 // One applied auth change. `op` names it; the fields it does not use are
@@ -2233,7 +2432,7 @@ type AuthAuditRecord struct {
 
 func (x *AuthAuditRecord) Reset() {
 	*x = AuthAuditRecord{}
-	mi := &file_admin_proto_msgTypes[37]
+	mi := &file_admin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2245,7 +2444,7 @@ func (x *AuthAuditRecord) String() string {
 func (*AuthAuditRecord) ProtoMessage() {}
 
 func (x *AuthAuditRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[37]
+	mi := &file_admin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2258,7 +2457,7 @@ func (x *AuthAuditRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthAuditRecord.ProtoReflect.Descriptor instead.
 func (*AuthAuditRecord) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{37}
+	return file_admin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *AuthAuditRecord) GetIndex() uint64 {
@@ -2341,7 +2540,7 @@ type AuthAuditTrailResponse struct {
 
 func (x *AuthAuditTrailResponse) Reset() {
 	*x = AuthAuditTrailResponse{}
-	mi := &file_admin_proto_msgTypes[38]
+	mi := &file_admin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2353,7 +2552,7 @@ func (x *AuthAuditTrailResponse) String() string {
 func (*AuthAuditTrailResponse) ProtoMessage() {}
 
 func (x *AuthAuditTrailResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[38]
+	mi := &file_admin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2366,7 +2565,7 @@ func (x *AuthAuditTrailResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthAuditTrailResponse.ProtoReflect.Descriptor instead.
 func (*AuthAuditTrailResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{38}
+	return file_admin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *AuthAuditTrailResponse) GetRecords() []*AuthAuditRecord {
@@ -2408,6 +2607,21 @@ const file_admin_proto_rawDesc = "" +
 	"\x17lock_delay_remaining_ms\x18\x04 \x01(\x04R\x14lockDelayRemainingMs\"Z\n" +
 	"\fListResponse\x12+\n" +
 	"\x05locks\x18\x01 \x03(\v2\x15.warden.v1.ListedLockR\x05locks\x12\x1d\n" +
+	"\n" +
+	"read_index\x18\x02 \x01(\x04R\treadIndex\"?\n" +
+	"\x0fTopLocksRequest\x12\x16\n" +
+	"\x06prefix\x18\x01 \x01(\tR\x06prefix\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\rR\x05limit\"\x8e\x02\n" +
+	"\aHotLock\x12\x1a\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\x12!\n" +
+	"\fqueue_length\x18\x02 \x01(\x04R\vqueueLength\x12/\n" +
+	"\x14oldest_waiter_age_ms\x18\x03 \x01(\x04R\x11oldestWaiterAgeMs\x12,\n" +
+	"\x12grants_last_minute\x18\x04 \x01(\x04R\x10grantsLastMinute\x120\n" +
+	"\x14expiries_last_minute\x18\x05 \x01(\x04R\x12expiriesLastMinute\x12#\n" +
+	"\vwait_p99_ms\x18\x06 \x01(\x04H\x00R\twaitP99Ms\x88\x01\x01B\x0e\n" +
+	"\f_wait_p99_ms\"[\n" +
+	"\x10TopLocksResponse\x12(\n" +
+	"\x05locks\x18\x01 \x03(\v2\x12.warden.v1.HotLockR\x05locks\x12\x1d\n" +
 	"\n" +
 	"read_index\x18\x02 \x01(\x04R\treadIndex\"\xab\x01\n" +
 	"\x13ForceReleaseRequest\x120\n" +
@@ -2557,10 +2771,10 @@ const file_admin_proto_rawDesc = "" +
 	"\x16PERMISSION_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fPERMISSION_READ\x10\x01\x12\x13\n" +
 	"\x0fPERMISSION_LOCK\x10\x02\x12\x14\n" +
-	"\x10PERMISSION_ADMIN\x10\x032\xdc\n" +
-	"\n" +
+	"\x10PERMISSION_ADMIN\x10\x032\xa1\v\n" +
 	"\x05Admin\x127\n" +
-	"\x04List\x12\x16.warden.v1.ListRequest\x1a\x17.warden.v1.ListResponse\x12O\n" +
+	"\x04List\x12\x16.warden.v1.ListRequest\x1a\x17.warden.v1.ListResponse\x12C\n" +
+	"\bTopLocks\x12\x1a.warden.v1.TopLocksRequest\x1a\x1b.warden.v1.TopLocksResponse\x12O\n" +
 	"\fForceRelease\x12\x1e.warden.v1.ForceReleaseRequest\x1a\x1f.warden.v1.ForceReleaseResponse\x12I\n" +
 	"\n" +
 	"AuditTrail\x12\x1c.warden.v1.AuditTrailRequest\x1a\x1d.warden.v1.AuditTrailResponse\x12C\n" +
@@ -2596,7 +2810,7 @@ func file_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_admin_proto_goTypes = []any{
 	(Permission)(0),                 // 0: warden.v1.Permission
 	(*ListRequest)(nil),             // 1: warden.v1.ListRequest
@@ -2604,112 +2818,118 @@ var file_admin_proto_goTypes = []any{
 	(*ListWaiter)(nil),              // 3: warden.v1.ListWaiter
 	(*ListedLock)(nil),              // 4: warden.v1.ListedLock
 	(*ListResponse)(nil),            // 5: warden.v1.ListResponse
-	(*ForceReleaseRequest)(nil),     // 6: warden.v1.ForceReleaseRequest
-	(*ForceReleaseResponse)(nil),    // 7: warden.v1.ForceReleaseResponse
-	(*AuditTrailRequest)(nil),       // 8: warden.v1.AuditTrailRequest
-	(*AuditRecord)(nil),             // 9: warden.v1.AuditRecord
-	(*AuditTrailResponse)(nil),      // 10: warden.v1.AuditTrailResponse
-	(*AddNodeRequest)(nil),          // 11: warden.v1.AddNodeRequest
-	(*RemoveNodeRequest)(nil),       // 12: warden.v1.RemoveNodeRequest
-	(*ReplaceNodeRequest)(nil),      // 13: warden.v1.ReplaceNodeRequest
-	(*MembershipResponse)(nil),      // 14: warden.v1.MembershipResponse
-	(*SaveSnapshotRequest)(nil),     // 15: warden.v1.SaveSnapshotRequest
-	(*SaveSnapshotResponse)(nil),    // 16: warden.v1.SaveSnapshotResponse
-	(*Quota)(nil),                   // 17: warden.v1.Quota
-	(*ClusterLimits)(nil),           // 18: warden.v1.ClusterLimits
-	(*GrantPermissionRequest)(nil),  // 19: warden.v1.GrantPermissionRequest
-	(*RevokePermissionRequest)(nil), // 20: warden.v1.RevokePermissionRequest
-	(*DeleteRoleRequest)(nil),       // 21: warden.v1.DeleteRoleRequest
-	(*GrantRoleRequest)(nil),        // 22: warden.v1.GrantRoleRequest
-	(*RevokeRoleRequest)(nil),       // 23: warden.v1.RevokeRoleRequest
-	(*SetRoleQuotaRequest)(nil),     // 24: warden.v1.SetRoleQuotaRequest
-	(*SetLimitsRequest)(nil),        // 25: warden.v1.SetLimitsRequest
-	(*AuthChangeResponse)(nil),      // 26: warden.v1.AuthChangeResponse
-	(*ListRolesRequest)(nil),        // 27: warden.v1.ListRolesRequest
-	(*RoleGrant)(nil),               // 28: warden.v1.RoleGrant
-	(*RoleInfo)(nil),                // 29: warden.v1.RoleInfo
-	(*ListRolesResponse)(nil),       // 30: warden.v1.ListRolesResponse
-	(*ListUsersRequest)(nil),        // 31: warden.v1.ListUsersRequest
-	(*QuotaUsage)(nil),              // 32: warden.v1.QuotaUsage
-	(*UserInfo)(nil),                // 33: warden.v1.UserInfo
-	(*ListUsersResponse)(nil),       // 34: warden.v1.ListUsersResponse
-	(*GetLimitsRequest)(nil),        // 35: warden.v1.GetLimitsRequest
-	(*GetLimitsResponse)(nil),       // 36: warden.v1.GetLimitsResponse
-	(*AuthAuditTrailRequest)(nil),   // 37: warden.v1.AuthAuditTrailRequest
-	(*AuthAuditRecord)(nil),         // 38: warden.v1.AuthAuditRecord
-	(*AuthAuditTrailResponse)(nil),  // 39: warden.v1.AuthAuditTrailResponse
-	(*RequestHeader)(nil),           // 40: warden.v1.RequestHeader
+	(*TopLocksRequest)(nil),         // 6: warden.v1.TopLocksRequest
+	(*HotLock)(nil),                 // 7: warden.v1.HotLock
+	(*TopLocksResponse)(nil),        // 8: warden.v1.TopLocksResponse
+	(*ForceReleaseRequest)(nil),     // 9: warden.v1.ForceReleaseRequest
+	(*ForceReleaseResponse)(nil),    // 10: warden.v1.ForceReleaseResponse
+	(*AuditTrailRequest)(nil),       // 11: warden.v1.AuditTrailRequest
+	(*AuditRecord)(nil),             // 12: warden.v1.AuditRecord
+	(*AuditTrailResponse)(nil),      // 13: warden.v1.AuditTrailResponse
+	(*AddNodeRequest)(nil),          // 14: warden.v1.AddNodeRequest
+	(*RemoveNodeRequest)(nil),       // 15: warden.v1.RemoveNodeRequest
+	(*ReplaceNodeRequest)(nil),      // 16: warden.v1.ReplaceNodeRequest
+	(*MembershipResponse)(nil),      // 17: warden.v1.MembershipResponse
+	(*SaveSnapshotRequest)(nil),     // 18: warden.v1.SaveSnapshotRequest
+	(*SaveSnapshotResponse)(nil),    // 19: warden.v1.SaveSnapshotResponse
+	(*Quota)(nil),                   // 20: warden.v1.Quota
+	(*ClusterLimits)(nil),           // 21: warden.v1.ClusterLimits
+	(*GrantPermissionRequest)(nil),  // 22: warden.v1.GrantPermissionRequest
+	(*RevokePermissionRequest)(nil), // 23: warden.v1.RevokePermissionRequest
+	(*DeleteRoleRequest)(nil),       // 24: warden.v1.DeleteRoleRequest
+	(*GrantRoleRequest)(nil),        // 25: warden.v1.GrantRoleRequest
+	(*RevokeRoleRequest)(nil),       // 26: warden.v1.RevokeRoleRequest
+	(*SetRoleQuotaRequest)(nil),     // 27: warden.v1.SetRoleQuotaRequest
+	(*SetLimitsRequest)(nil),        // 28: warden.v1.SetLimitsRequest
+	(*AuthChangeResponse)(nil),      // 29: warden.v1.AuthChangeResponse
+	(*ListRolesRequest)(nil),        // 30: warden.v1.ListRolesRequest
+	(*RoleGrant)(nil),               // 31: warden.v1.RoleGrant
+	(*RoleInfo)(nil),                // 32: warden.v1.RoleInfo
+	(*ListRolesResponse)(nil),       // 33: warden.v1.ListRolesResponse
+	(*ListUsersRequest)(nil),        // 34: warden.v1.ListUsersRequest
+	(*QuotaUsage)(nil),              // 35: warden.v1.QuotaUsage
+	(*UserInfo)(nil),                // 36: warden.v1.UserInfo
+	(*ListUsersResponse)(nil),       // 37: warden.v1.ListUsersResponse
+	(*GetLimitsRequest)(nil),        // 38: warden.v1.GetLimitsRequest
+	(*GetLimitsResponse)(nil),       // 39: warden.v1.GetLimitsResponse
+	(*AuthAuditTrailRequest)(nil),   // 40: warden.v1.AuthAuditTrailRequest
+	(*AuthAuditRecord)(nil),         // 41: warden.v1.AuthAuditRecord
+	(*AuthAuditTrailResponse)(nil),  // 42: warden.v1.AuthAuditTrailResponse
+	(*RequestHeader)(nil),           // 43: warden.v1.RequestHeader
 }
 var file_admin_proto_depIdxs = []int32{
 	2,  // 0: warden.v1.ListedLock.holder:type_name -> warden.v1.ListHolder
 	3,  // 1: warden.v1.ListedLock.waiters:type_name -> warden.v1.ListWaiter
 	4,  // 2: warden.v1.ListResponse.locks:type_name -> warden.v1.ListedLock
-	40, // 3: warden.v1.ForceReleaseRequest.header:type_name -> warden.v1.RequestHeader
-	9,  // 4: warden.v1.AuditTrailResponse.records:type_name -> warden.v1.AuditRecord
-	17, // 5: warden.v1.ClusterLimits.default_quota:type_name -> warden.v1.Quota
-	40, // 6: warden.v1.GrantPermissionRequest.header:type_name -> warden.v1.RequestHeader
-	0,  // 7: warden.v1.GrantPermissionRequest.permission:type_name -> warden.v1.Permission
-	40, // 8: warden.v1.RevokePermissionRequest.header:type_name -> warden.v1.RequestHeader
-	40, // 9: warden.v1.DeleteRoleRequest.header:type_name -> warden.v1.RequestHeader
-	40, // 10: warden.v1.GrantRoleRequest.header:type_name -> warden.v1.RequestHeader
-	40, // 11: warden.v1.RevokeRoleRequest.header:type_name -> warden.v1.RequestHeader
-	40, // 12: warden.v1.SetRoleQuotaRequest.header:type_name -> warden.v1.RequestHeader
-	17, // 13: warden.v1.SetRoleQuotaRequest.quota:type_name -> warden.v1.Quota
-	40, // 14: warden.v1.SetLimitsRequest.header:type_name -> warden.v1.RequestHeader
-	18, // 15: warden.v1.SetLimitsRequest.limits:type_name -> warden.v1.ClusterLimits
-	0,  // 16: warden.v1.RoleGrant.permission:type_name -> warden.v1.Permission
-	28, // 17: warden.v1.RoleInfo.grants:type_name -> warden.v1.RoleGrant
-	17, // 18: warden.v1.RoleInfo.quota:type_name -> warden.v1.Quota
-	29, // 19: warden.v1.ListRolesResponse.roles:type_name -> warden.v1.RoleInfo
-	17, // 20: warden.v1.UserInfo.quota:type_name -> warden.v1.Quota
-	32, // 21: warden.v1.UserInfo.usage:type_name -> warden.v1.QuotaUsage
-	33, // 22: warden.v1.ListUsersResponse.users:type_name -> warden.v1.UserInfo
-	18, // 23: warden.v1.GetLimitsResponse.limits:type_name -> warden.v1.ClusterLimits
-	0,  // 24: warden.v1.AuthAuditRecord.permission:type_name -> warden.v1.Permission
-	17, // 25: warden.v1.AuthAuditRecord.quota:type_name -> warden.v1.Quota
-	18, // 26: warden.v1.AuthAuditRecord.limits:type_name -> warden.v1.ClusterLimits
-	38, // 27: warden.v1.AuthAuditTrailResponse.records:type_name -> warden.v1.AuthAuditRecord
-	1,  // 28: warden.v1.Admin.List:input_type -> warden.v1.ListRequest
-	6,  // 29: warden.v1.Admin.ForceRelease:input_type -> warden.v1.ForceReleaseRequest
-	8,  // 30: warden.v1.Admin.AuditTrail:input_type -> warden.v1.AuditTrailRequest
-	11, // 31: warden.v1.Admin.AddNode:input_type -> warden.v1.AddNodeRequest
-	12, // 32: warden.v1.Admin.RemoveNode:input_type -> warden.v1.RemoveNodeRequest
-	13, // 33: warden.v1.Admin.ReplaceNode:input_type -> warden.v1.ReplaceNodeRequest
-	15, // 34: warden.v1.Admin.SaveSnapshot:input_type -> warden.v1.SaveSnapshotRequest
-	19, // 35: warden.v1.Admin.GrantPermission:input_type -> warden.v1.GrantPermissionRequest
-	20, // 36: warden.v1.Admin.RevokePermission:input_type -> warden.v1.RevokePermissionRequest
-	21, // 37: warden.v1.Admin.DeleteRole:input_type -> warden.v1.DeleteRoleRequest
-	22, // 38: warden.v1.Admin.GrantRole:input_type -> warden.v1.GrantRoleRequest
-	23, // 39: warden.v1.Admin.RevokeRole:input_type -> warden.v1.RevokeRoleRequest
-	24, // 40: warden.v1.Admin.SetRoleQuota:input_type -> warden.v1.SetRoleQuotaRequest
-	25, // 41: warden.v1.Admin.SetLimits:input_type -> warden.v1.SetLimitsRequest
-	27, // 42: warden.v1.Admin.ListRoles:input_type -> warden.v1.ListRolesRequest
-	31, // 43: warden.v1.Admin.ListUsers:input_type -> warden.v1.ListUsersRequest
-	35, // 44: warden.v1.Admin.GetLimits:input_type -> warden.v1.GetLimitsRequest
-	37, // 45: warden.v1.Admin.AuthAuditTrail:input_type -> warden.v1.AuthAuditTrailRequest
-	5,  // 46: warden.v1.Admin.List:output_type -> warden.v1.ListResponse
-	7,  // 47: warden.v1.Admin.ForceRelease:output_type -> warden.v1.ForceReleaseResponse
-	10, // 48: warden.v1.Admin.AuditTrail:output_type -> warden.v1.AuditTrailResponse
-	14, // 49: warden.v1.Admin.AddNode:output_type -> warden.v1.MembershipResponse
-	14, // 50: warden.v1.Admin.RemoveNode:output_type -> warden.v1.MembershipResponse
-	14, // 51: warden.v1.Admin.ReplaceNode:output_type -> warden.v1.MembershipResponse
-	16, // 52: warden.v1.Admin.SaveSnapshot:output_type -> warden.v1.SaveSnapshotResponse
-	26, // 53: warden.v1.Admin.GrantPermission:output_type -> warden.v1.AuthChangeResponse
-	26, // 54: warden.v1.Admin.RevokePermission:output_type -> warden.v1.AuthChangeResponse
-	26, // 55: warden.v1.Admin.DeleteRole:output_type -> warden.v1.AuthChangeResponse
-	26, // 56: warden.v1.Admin.GrantRole:output_type -> warden.v1.AuthChangeResponse
-	26, // 57: warden.v1.Admin.RevokeRole:output_type -> warden.v1.AuthChangeResponse
-	26, // 58: warden.v1.Admin.SetRoleQuota:output_type -> warden.v1.AuthChangeResponse
-	26, // 59: warden.v1.Admin.SetLimits:output_type -> warden.v1.AuthChangeResponse
-	30, // 60: warden.v1.Admin.ListRoles:output_type -> warden.v1.ListRolesResponse
-	34, // 61: warden.v1.Admin.ListUsers:output_type -> warden.v1.ListUsersResponse
-	36, // 62: warden.v1.Admin.GetLimits:output_type -> warden.v1.GetLimitsResponse
-	39, // 63: warden.v1.Admin.AuthAuditTrail:output_type -> warden.v1.AuthAuditTrailResponse
-	46, // [46:64] is the sub-list for method output_type
-	28, // [28:46] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	7,  // 3: warden.v1.TopLocksResponse.locks:type_name -> warden.v1.HotLock
+	43, // 4: warden.v1.ForceReleaseRequest.header:type_name -> warden.v1.RequestHeader
+	12, // 5: warden.v1.AuditTrailResponse.records:type_name -> warden.v1.AuditRecord
+	20, // 6: warden.v1.ClusterLimits.default_quota:type_name -> warden.v1.Quota
+	43, // 7: warden.v1.GrantPermissionRequest.header:type_name -> warden.v1.RequestHeader
+	0,  // 8: warden.v1.GrantPermissionRequest.permission:type_name -> warden.v1.Permission
+	43, // 9: warden.v1.RevokePermissionRequest.header:type_name -> warden.v1.RequestHeader
+	43, // 10: warden.v1.DeleteRoleRequest.header:type_name -> warden.v1.RequestHeader
+	43, // 11: warden.v1.GrantRoleRequest.header:type_name -> warden.v1.RequestHeader
+	43, // 12: warden.v1.RevokeRoleRequest.header:type_name -> warden.v1.RequestHeader
+	43, // 13: warden.v1.SetRoleQuotaRequest.header:type_name -> warden.v1.RequestHeader
+	20, // 14: warden.v1.SetRoleQuotaRequest.quota:type_name -> warden.v1.Quota
+	43, // 15: warden.v1.SetLimitsRequest.header:type_name -> warden.v1.RequestHeader
+	21, // 16: warden.v1.SetLimitsRequest.limits:type_name -> warden.v1.ClusterLimits
+	0,  // 17: warden.v1.RoleGrant.permission:type_name -> warden.v1.Permission
+	31, // 18: warden.v1.RoleInfo.grants:type_name -> warden.v1.RoleGrant
+	20, // 19: warden.v1.RoleInfo.quota:type_name -> warden.v1.Quota
+	32, // 20: warden.v1.ListRolesResponse.roles:type_name -> warden.v1.RoleInfo
+	20, // 21: warden.v1.UserInfo.quota:type_name -> warden.v1.Quota
+	35, // 22: warden.v1.UserInfo.usage:type_name -> warden.v1.QuotaUsage
+	36, // 23: warden.v1.ListUsersResponse.users:type_name -> warden.v1.UserInfo
+	21, // 24: warden.v1.GetLimitsResponse.limits:type_name -> warden.v1.ClusterLimits
+	0,  // 25: warden.v1.AuthAuditRecord.permission:type_name -> warden.v1.Permission
+	20, // 26: warden.v1.AuthAuditRecord.quota:type_name -> warden.v1.Quota
+	21, // 27: warden.v1.AuthAuditRecord.limits:type_name -> warden.v1.ClusterLimits
+	41, // 28: warden.v1.AuthAuditTrailResponse.records:type_name -> warden.v1.AuthAuditRecord
+	1,  // 29: warden.v1.Admin.List:input_type -> warden.v1.ListRequest
+	6,  // 30: warden.v1.Admin.TopLocks:input_type -> warden.v1.TopLocksRequest
+	9,  // 31: warden.v1.Admin.ForceRelease:input_type -> warden.v1.ForceReleaseRequest
+	11, // 32: warden.v1.Admin.AuditTrail:input_type -> warden.v1.AuditTrailRequest
+	14, // 33: warden.v1.Admin.AddNode:input_type -> warden.v1.AddNodeRequest
+	15, // 34: warden.v1.Admin.RemoveNode:input_type -> warden.v1.RemoveNodeRequest
+	16, // 35: warden.v1.Admin.ReplaceNode:input_type -> warden.v1.ReplaceNodeRequest
+	18, // 36: warden.v1.Admin.SaveSnapshot:input_type -> warden.v1.SaveSnapshotRequest
+	22, // 37: warden.v1.Admin.GrantPermission:input_type -> warden.v1.GrantPermissionRequest
+	23, // 38: warden.v1.Admin.RevokePermission:input_type -> warden.v1.RevokePermissionRequest
+	24, // 39: warden.v1.Admin.DeleteRole:input_type -> warden.v1.DeleteRoleRequest
+	25, // 40: warden.v1.Admin.GrantRole:input_type -> warden.v1.GrantRoleRequest
+	26, // 41: warden.v1.Admin.RevokeRole:input_type -> warden.v1.RevokeRoleRequest
+	27, // 42: warden.v1.Admin.SetRoleQuota:input_type -> warden.v1.SetRoleQuotaRequest
+	28, // 43: warden.v1.Admin.SetLimits:input_type -> warden.v1.SetLimitsRequest
+	30, // 44: warden.v1.Admin.ListRoles:input_type -> warden.v1.ListRolesRequest
+	34, // 45: warden.v1.Admin.ListUsers:input_type -> warden.v1.ListUsersRequest
+	38, // 46: warden.v1.Admin.GetLimits:input_type -> warden.v1.GetLimitsRequest
+	40, // 47: warden.v1.Admin.AuthAuditTrail:input_type -> warden.v1.AuthAuditTrailRequest
+	5,  // 48: warden.v1.Admin.List:output_type -> warden.v1.ListResponse
+	8,  // 49: warden.v1.Admin.TopLocks:output_type -> warden.v1.TopLocksResponse
+	10, // 50: warden.v1.Admin.ForceRelease:output_type -> warden.v1.ForceReleaseResponse
+	13, // 51: warden.v1.Admin.AuditTrail:output_type -> warden.v1.AuditTrailResponse
+	17, // 52: warden.v1.Admin.AddNode:output_type -> warden.v1.MembershipResponse
+	17, // 53: warden.v1.Admin.RemoveNode:output_type -> warden.v1.MembershipResponse
+	17, // 54: warden.v1.Admin.ReplaceNode:output_type -> warden.v1.MembershipResponse
+	19, // 55: warden.v1.Admin.SaveSnapshot:output_type -> warden.v1.SaveSnapshotResponse
+	29, // 56: warden.v1.Admin.GrantPermission:output_type -> warden.v1.AuthChangeResponse
+	29, // 57: warden.v1.Admin.RevokePermission:output_type -> warden.v1.AuthChangeResponse
+	29, // 58: warden.v1.Admin.DeleteRole:output_type -> warden.v1.AuthChangeResponse
+	29, // 59: warden.v1.Admin.GrantRole:output_type -> warden.v1.AuthChangeResponse
+	29, // 60: warden.v1.Admin.RevokeRole:output_type -> warden.v1.AuthChangeResponse
+	29, // 61: warden.v1.Admin.SetRoleQuota:output_type -> warden.v1.AuthChangeResponse
+	29, // 62: warden.v1.Admin.SetLimits:output_type -> warden.v1.AuthChangeResponse
+	33, // 63: warden.v1.Admin.ListRoles:output_type -> warden.v1.ListRolesResponse
+	37, // 64: warden.v1.Admin.ListUsers:output_type -> warden.v1.ListUsersResponse
+	39, // 65: warden.v1.Admin.GetLimits:output_type -> warden.v1.GetLimitsResponse
+	42, // 66: warden.v1.Admin.AuthAuditTrail:output_type -> warden.v1.AuthAuditTrailResponse
+	48, // [48:67] is the sub-list for method output_type
+	29, // [29:48] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -2718,13 +2938,14 @@ func file_admin_proto_init() {
 		return
 	}
 	file_warden_proto_init()
+	file_admin_proto_msgTypes[6].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   39,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

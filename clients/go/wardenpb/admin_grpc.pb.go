@@ -23,6 +23,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	Admin_List_FullMethodName             = "/warden.v1.Admin/List"
+	Admin_TopLocks_FullMethodName         = "/warden.v1.Admin/TopLocks"
 	Admin_ForceRelease_FullMethodName     = "/warden.v1.Admin/ForceRelease"
 	Admin_AuditTrail_FullMethodName       = "/warden.v1.Admin/AuditTrail"
 	Admin_AddNode_FullMethodName          = "/warden.v1.Admin/AddNode"
@@ -62,6 +63,15 @@ type AdminClient interface {
 	// Every resource whose name starts with `prefix` (empty = all): its holder
 	// and its waiters in queue order. Needs read on a prefix of `prefix`.
 	List(ctx context.Context, in *ListRequest, opts ...grpc.CallOption) (*ListResponse, error)
+	// The most contended resources whose name starts with `prefix` (empty =
+	// all), hottest first: by queue length, then the oldest waiter's age, then
+	// grants in the last minute. Queue length and waiter ages come from the
+	// leader's table (linearizable); the last minute's grants, expiries and
+	// wait p99 from the leader's node-local window of applied effects
+	// (display only). Needs read on a prefix of `prefix`. `limit` is 1 to
+	// 1,000 (required: 0 too is refused); outside that, InvalidArgument
+	// naming `limit`.
+	TopLocks(ctx context.Context, in *TopLocksRequest, opts ...grpc.CallOption) (*TopLocksResponse, error)
 	// Release whoever holds `resource` (an involuntary loss: the holder's
 	// lock-delay applies; the next grant gets a larger token). Recorded in the
 	// audit trail with who asked (the caller's principal) and when. Needs
@@ -137,6 +147,16 @@ func (c *adminClient) List(ctx context.Context, in *ListRequest, opts ...grpc.Ca
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListResponse)
 	err := c.cc.Invoke(ctx, Admin_List_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) TopLocks(ctx context.Context, in *TopLocksRequest, opts ...grpc.CallOption) (*TopLocksResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TopLocksResponse)
+	err := c.cc.Invoke(ctx, Admin_TopLocks_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -333,6 +353,15 @@ type AdminServer interface {
 	// Every resource whose name starts with `prefix` (empty = all): its holder
 	// and its waiters in queue order. Needs read on a prefix of `prefix`.
 	List(context.Context, *ListRequest) (*ListResponse, error)
+	// The most contended resources whose name starts with `prefix` (empty =
+	// all), hottest first: by queue length, then the oldest waiter's age, then
+	// grants in the last minute. Queue length and waiter ages come from the
+	// leader's table (linearizable); the last minute's grants, expiries and
+	// wait p99 from the leader's node-local window of applied effects
+	// (display only). Needs read on a prefix of `prefix`. `limit` is 1 to
+	// 1,000 (required: 0 too is refused); outside that, InvalidArgument
+	// naming `limit`.
+	TopLocks(context.Context, *TopLocksRequest) (*TopLocksResponse, error)
 	// Release whoever holds `resource` (an involuntary loss: the holder's
 	// lock-delay applies; the next grant gets a larger token). Recorded in the
 	// audit trail with who asked (the caller's principal) and when. Needs
@@ -406,6 +435,9 @@ type UnimplementedAdminServer struct{}
 
 func (UnimplementedAdminServer) List(context.Context, *ListRequest) (*ListResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method List not implemented")
+}
+func (UnimplementedAdminServer) TopLocks(context.Context, *TopLocksRequest) (*TopLocksResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method TopLocks not implemented")
 }
 func (UnimplementedAdminServer) ForceRelease(context.Context, *ForceReleaseRequest) (*ForceReleaseResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ForceRelease not implemented")
@@ -493,6 +525,24 @@ func _Admin_List_Handler(srv interface{}, ctx context.Context, dec func(interfac
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(AdminServer).List(ctx, req.(*ListRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_TopLocks_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TopLocksRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).TopLocks(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_TopLocks_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).TopLocks(ctx, req.(*TopLocksRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -813,6 +863,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "List",
 			Handler:    _Admin_List_Handler,
+		},
+		{
+			MethodName: "TopLocks",
+			Handler:    _Admin_TopLocks_Handler,
 		},
 		{
 			MethodName: "ForceRelease",

@@ -3,7 +3,7 @@
 //!
 //! | call | retried after | why |
 //! |---|---|---|
-//! | [`list`](Admin::list), [`audit_trail`](Admin::audit_trail), [`save_snapshot`](Admin::save_snapshot), [`roles`](Admin::roles), [`users`](Admin::users), [`limits`](Admin::limits), [`auth_audit_trail`](Admin::auth_audit_trail) | any failure that is not a final answer | reads (read-index): repeating one changes nothing |
+//! | [`list`](Admin::list), [`top_locks`](Admin::top_locks), [`audit_trail`](Admin::audit_trail), [`save_snapshot`](Admin::save_snapshot), [`roles`](Admin::roles), [`users`](Admin::users), [`limits`](Admin::limits), [`auth_audit_trail`](Admin::auth_audit_trail) | any failure that is not a final answer | reads (read-index): repeating one changes nothing |
 //! | [`force_release`](Admin::force_release), [`grant_permission`](Admin::grant_permission), [`revoke_permission`](Admin::revoke_permission), [`delete_role`](Admin::delete_role), [`grant_role`](Admin::grant_role), [`revoke_role`](Admin::revoke_role), [`set_role_quota`](Admin::set_role_quota), [`set_limits`](Admin::set_limits) | any failure that is not a final answer | carries this client's id and a request id that every attempt reuses: the server applies it once (S7) |
 //! | [`add_node`](Admin::add_node), [`remove_node`](Admin::remove_node), [`replace_node`](Admin::replace_node) | only an attempt that certainly did nothing: the connection never opened (refused, connect timeout), a redirect (`Unavailable` naming the leader), `Unimplemented`; and only while a whole attempt fits before the deadline | no request id: a repeated attempt is a second change. An attempt that timed out, a dropped connection, or `Unavailable` without a redirect ("did not commit within 10 s", "no quorum") may have been applied: the call ends with [`ClientError::OutcomeUnknown`] |
 //!
@@ -91,6 +91,48 @@ impl Admin {
         self.call("list", move |mut admin| async move {
             let reply = within(ADMIN_ATTEMPT_TIMEOUT, admin.list(request.clone())).await?;
             Ok(Listing::from(reply))
+        })
+        .await
+    }
+
+    /// The `limit` most contended resources whose name starts with
+    /// `prefix` (empty: all), hottest first: by queue length, then the
+    /// oldest waiter's age, then grants in the last minute; a linearizable
+    /// read (the last minute's counts come from the leader's node-local
+    /// window: display only). `limit` is 1 to 1,000.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::InvalidArgument`] naming `limit` (0 or over 1,000) or
+    /// `prefix` (over 512 bytes); `PermissionDenied` without `read` on a
+    /// prefix of `prefix`; `NoQuorum` / `Unavailable`.
+    pub async fn top_locks(
+        &self,
+        prefix: impl Into<String>,
+        limit: u32,
+    ) -> Result<TopLocks, ClientError> {
+        let request = v1::TopLocksRequest {
+            prefix: prefix.into(),
+            limit,
+        };
+        let request = &request;
+        self.call("top locks", move |mut admin| async move {
+            let reply = within(ADMIN_ATTEMPT_TIMEOUT, admin.top_locks(request.clone())).await?;
+            Ok(TopLocks {
+                read_index: reply.read_index,
+                locks: reply
+                    .locks
+                    .into_iter()
+                    .map(|h| HotLock {
+                        resource: h.resource,
+                        queue_length: h.queue_length,
+                        oldest_waiter_age_ms: h.oldest_waiter_age_ms,
+                        grants_last_minute: h.grants_last_minute,
+                        expiries_last_minute: h.expiries_last_minute,
+                        wait_p99_ms: h.wait_p99_ms,
+                    })
+                    .collect(),
+            })
         })
         .await
     }
@@ -676,6 +718,34 @@ pub struct ListedWaiter {
     pub lease_id: u64,
     /// Milliseconds since its enqueue reached the serving node; display only.
     pub age_ms: u64,
+}
+
+/// The answer to [`Admin::top_locks`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopLocks {
+    /// Hottest first.
+    pub locks: Vec<HotLock>,
+    /// The log index the read was served at.
+    pub read_index: u64,
+}
+
+/// One resource of [`TopLocks`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HotLock {
+    /// The resource's key (an election's key for elections).
+    pub resource: String,
+    /// Waiters queued on it now.
+    pub queue_length: u64,
+    /// How long the oldest waiter has waited, in milliseconds on the
+    /// serving node's clock (0: none); display only.
+    pub oldest_waiter_age_ms: u64,
+    /// Grants in the last minute.
+    pub grants_last_minute: u64,
+    /// Holders whose lease expired in the last minute.
+    pub expiries_last_minute: u64,
+    /// The 99th percentile of the waits, in milliseconds, of the last
+    /// minute's grants that came from the queue; `None`: none did.
+    pub wait_p99_ms: Option<u64>,
 }
 
 /// The grant a forced release ended.

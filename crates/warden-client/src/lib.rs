@@ -157,13 +157,14 @@ mod watch;
 
 pub use admin::{
     Admin, AuditRecord, AuditTrail, AuthAuditRecord, AuthAuditTrail, AuthChange, ClusterLimits,
-    ForceReleased, Limits, ListedHolder, ListedLock, ListedWaiter, Listing, Membership, Permission,
-    Quota, QuotaUsage, RoleGrant, RoleInfo, Roles, SavedSnapshot, UserInfo, Users,
-    ADMIN_ATTEMPT_TIMEOUT, MAX_SNAPSHOT_BYTES, MEMBERSHIP_ATTEMPT_TIMEOUT, MEMBERSHIP_DEADLINE,
+    ForceReleased, HotLock, Limits, ListedHolder, ListedLock, ListedWaiter, Listing, Membership,
+    Permission, Quota, QuotaUsage, RoleGrant, RoleInfo, Roles, SavedSnapshot, TopLocks, UserInfo,
+    Users, ADMIN_ATTEMPT_TIMEOUT, MAX_SNAPSHOT_BYTES, MEMBERSHIP_ATTEMPT_TIMEOUT,
+    MEMBERSHIP_DEADLINE,
 };
 pub use client::Client;
 pub use election::{election_key, Election, LeaderInfo, Leadership, Observer, ELECTION_PREFIX};
-pub use session::{LockGuard, Lost, Session, SessionOptions};
+pub use session::{LockGuard, LockOptions, Lost, Session, SessionOptions};
 pub use warden_clock::{BootClock, Clock, ClockError, TokioClock};
 
 /// ρ: the documented bound on clock *rate* drift between any two machines

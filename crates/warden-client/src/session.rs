@@ -468,9 +468,40 @@ impl Session {
     pub async fn lock(&self, resource: impl Into<String>) -> Result<LockGuard, ClientError> {
         let resource = resource.into();
         loop {
-            if let Some(guard) = self.acquire(&resource, MAX_WAIT).await? {
+            if let Some(guard) = self.acquire(&resource, MAX_WAIT, Duration::ZERO).await? {
                 return Ok(guard);
             }
+        }
+    }
+
+    /// Takes `resource` with `options`: a wait bound (None: as long as it
+    /// takes, like [`lock`](Session::lock)) and a lock-delay, the time the
+    /// resource stays ungrantable after this grant is lost involuntarily (the
+    /// session expires, an operator forces a release), so a holder that
+    /// lost it without knowing has time to stop (docs/semantics.md,
+    /// "Lock-delay"; Chubby's lock-delay). A release or a close frees it at
+    /// once. `Ok(None)` when a bounded wait ran out.
+    ///
+    /// # Errors
+    ///
+    /// As [`lock`](Session::lock); `InvalidArgument` naming `lock_delay_ms`
+    /// for a lock-delay over the server's bound (1 min).
+    pub async fn lock_with(
+        &self,
+        resource: impl Into<String>,
+        options: LockOptions,
+    ) -> Result<Option<LockGuard>, ClientError> {
+        let resource = resource.into();
+        match options.wait {
+            Some(wait) => self.acquire(&resource, wait, options.lock_delay).await,
+            None => loop {
+                if let Some(guard) = self
+                    .acquire(&resource, MAX_WAIT, options.lock_delay)
+                    .await?
+                {
+                    return Ok(Some(guard));
+                }
+            },
         }
     }
 
@@ -484,7 +515,8 @@ impl Session {
         &self,
         resource: impl Into<String>,
     ) -> Result<Option<LockGuard>, ClientError> {
-        self.acquire(&resource.into(), Duration::ZERO).await
+        self.acquire(&resource.into(), Duration::ZERO, Duration::ZERO)
+            .await
     }
 
     /// Takes `resource`, waiting in the queue at most `wait` (server bound
@@ -499,20 +531,21 @@ impl Session {
         resource: impl Into<String>,
         wait: Duration,
     ) -> Result<Option<LockGuard>, ClientError> {
-        self.acquire(&resource.into(), wait).await
+        self.acquire(&resource.into(), wait, Duration::ZERO).await
     }
 
     async fn acquire(
         &self,
         resource: &str,
         wait: Duration,
+        lock_delay: Duration,
     ) -> Result<Option<LockGuard>, ClientError> {
         self.check()?;
         let options = AcquireOptions {
             ttl: Duration::ZERO,
             lease_id: Some(self.lease_id()),
             wait,
-            lock_delay: Duration::ZERO,
+            lock_delay,
         };
         let result = tokio::select! {
             // The session's keep-alive renews the lease while it waits.
@@ -538,6 +571,17 @@ impl Session {
             AcquireResult::NotGranted { .. } => Ok(None),
         }
     }
+}
+
+/// How [`Session::lock_with`] takes a lock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LockOptions {
+    /// The longest wait in the server's queue (server bound 1 h); None:
+    /// until granted or the session is lost.
+    pub wait: Option<Duration>,
+    /// Lock-delay after an involuntary loss of the grant; zero: none
+    /// (server bound 1 min).
+    pub lock_delay: Duration,
 }
 
 /// A lock held by a [`Session`]'s lease (etcd's `Mutex` once locked, with the

@@ -1145,6 +1145,24 @@ impl FakeAdmin {
 
 #[tonic::async_trait]
 impl v1::admin_server::Admin for FakeAdmin {
+    async fn top_locks(
+        &self,
+        _request: Request<v1::TopLocksRequest>,
+    ) -> Result<Response<v1::TopLocksResponse>, Status> {
+        self.arrive("top locks", None)?;
+        Ok(Response::new(v1::TopLocksResponse {
+            locks: vec![v1::HotLock {
+                resource: "orders".into(),
+                queue_length: 8,
+                oldest_waiter_age_ms: 1_500,
+                grants_last_minute: 3,
+                expiries_last_minute: 1,
+                wait_p99_ms: Some(40),
+            }],
+            read_index: 12,
+        }))
+    }
+
     async fn list(
         &self,
         _request: Request<v1::ListRequest>,
@@ -1467,6 +1485,26 @@ async fn admin_calls_follow_the_leader_hint() {
             }],
             lock_delay_remaining_ms: None,
         }
+    );
+
+    // TopLocks follows the hint too and maps every field.
+    let top = client_of(&[&follower_addr])
+        .await
+        .admin()
+        .top_locks("", 20)
+        .await
+        .unwrap();
+    assert_eq!(top.read_index, 12);
+    assert_eq!(
+        top.locks,
+        vec![warden_client::HotLock {
+            resource: "orders".into(),
+            queue_length: 8,
+            oldest_waiter_age_ms: 1_500,
+            grants_last_minute: 3,
+            expiries_last_minute: 1,
+            wait_p99_ms: Some(40),
+        }]
     );
 
     let trail = client_of(&[&follower_addr])

@@ -13,22 +13,27 @@
 //!    disk, peer connector, randomness seed, simulator hooks).
 //! 2. [`services`]: the gRPC and HTTP edge. `lock`, `lease`, `watch`,
 //!    `admin` (the public `warden.v1` services), `health` (`/healthz`,
-//!    `/readyz`, `/metrics`), `grpc_metrics` (requests by method and code),
-//!    `calls` (acquire and release, unary or on a `Calls`
-//!    stream), `waiter` (a queued acquire's stream), `convert` (wire to
+//!    `/readyz`, `/metrics` on the admin listener), `dashboard` (the
+//!    read-only `/ui` page and its JSON on the same listener),
+//!    `grpc_metrics` (requests by method and code), `calls` (acquire and
+//!    release, unary or on a `Calls` stream), `waiter` (a queued acquire's
+//!    stream), `convert` (wire to
 //!    commands), `status`, the one place a typed error becomes a gRPC
-//!    status, and `injected` (simulator only: a connection's injected
+//!    status, `trace` (each public request's log span: method, principal,
+//!    resource, request ids), and `injected` (simulator only: a connection's injected
 //!    identity, where a TLS handshake would put it).
 //! 3. [`node`]: a running node. [`node::Node::submit`] is the one write path
 //!    for client commands (validate, leader check, due list, propose, typed
 //!    answer, [`node::SubmitError`]); `renew` batches keep-alives (S4);
-//!    `duties` proposes leader duties to the local Raft handle; `read` is
+//!    `top` reads the hottest resources (`warden top`); `duties` proposes
+//!    leader duties to the local Raft handle; `read` is
 //!    the linearizable read path and the views services read; `cluster` the
 //!    leader's view of the members and readiness; `proposer` packs queued
 //!    commands into one entry; `membership` adds, removes and replaces
 //!    members.
 //! 4. [`raft`]: the Raft handle; `network` (openraft RPCs to peers over the
-//!    internal `Peer` service, its append stream), `peer_service` (the
+//!    internal `Peer` service, its append stream, failed calls logged once
+//!    per streak then summarised per peer), `peer_service` (the
 //!    receiving side, bootstrap RPCs, the early campaign), `bootstrap` (the
 //!    two-phase cluster id, docs/semantics.md "Membership and data loss"),
 //!    `log_format` (the log format each peer reads; the packing, wrapping
@@ -44,8 +49,9 @@
 //!    G), [`clock`] (the injected node clock), [`events`] (the watch event
 //!    log, fed by apply), [`metrics`] (this node's Prometheus series and
 //!    their bounded `group` label, fed by apply and the layers above),
-//!    [`sim_hooks`] (the simulator's observer and bug switches, on core
-//!    types only).
+//!    [`hot_locks`] (the one-minute window of grants, expiries and waits
+//!    behind `warden top`, fed by apply), [`sim_hooks`] (the simulator's
+//!    observer and bug switches, on core types only).
 //!
 //! # The path of a request
 //!
@@ -78,6 +84,7 @@
 pub mod clock;
 pub mod config;
 pub mod events;
+pub mod hot_locks;
 pub mod inject;
 pub mod metrics;
 pub mod node;
@@ -111,10 +118,18 @@ pub enum ServerError {
         /// The peers' cluster id.
         cluster_id: String,
     },
-    /// Bad configuration.
+    /// Bad configuration: flags, config file, certificates, an address that
+    /// cannot be bound, a data dir another process has open. The node never
+    /// starts as configured.
     #[error("invalid config: {0}")]
     Config(String),
-    /// Storage failure.
+    /// The data dir is not this node's as it stands: another node's or
+    /// another cluster's, or data this binary cannot read (a newer format,
+    /// or damaged). Starting again changes nothing.
+    #[error("data-dir: {0}")]
+    ForeignData(String),
+    /// Storage failure: a read, write or fsync of the data dir failed, at
+    /// start or while running (Raft stopped on a storage error).
     #[error("storage: {0}")]
     Storage(String),
     /// The node's clock could not be read: the node stopped.
@@ -123,6 +138,24 @@ pub enum ServerError {
     /// Anything else.
     #[error("{0}")]
     Other(String),
+}
+
+impl ServerError {
+    /// A storage error of the data dir at start: data this binary cannot
+    /// read (`InvalidData`: a damaged file, a format from a newer binary) is
+    /// [`ServerError::ForeignData`]; a database another process has open
+    /// (`ResourceBusy`) or a data dir this user may not use
+    /// (`PermissionDenied`) is [`ServerError::Config`]; any other error is
+    /// [`ServerError::Storage`].
+    pub fn of_data_dir(e: std::io::Error) -> ServerError {
+        match e.kind() {
+            std::io::ErrorKind::InvalidData => ServerError::ForeignData(e.to_string()),
+            std::io::ErrorKind::ResourceBusy | std::io::ErrorKind::PermissionDenied => {
+                ServerError::Config(format!("data-dir: {e}"))
+            }
+            _ => ServerError::Storage(e.to_string()),
+        }
+    }
 }
 
 /// Runs a node on `config.listen` (and the peer service on

@@ -314,14 +314,14 @@ where
     }
     let clock = NodeClock::new(injected.clock.clone());
     let mut clock_failure = clock.failure();
-    let storage = |e: std::io::Error| ServerError::Storage(e.to_string());
+    let storage = ServerError::of_data_dir;
     let db = Db::open_on(&config.data_dir, injected.disk.as_deref()).map_err(storage)?;
     // A data dir belongs to one node id: a copy of another node's dir would
     // carry that node's vote and could vote twice in one term.
     match db.get_meta_string(store::KEY_NODE_ID).map_err(storage)? {
         Some(id) if id != config.node_id.to_string() => {
-            return Err(ServerError::Config(format!(
-                "data-dir: {} belongs to node {id}, not node {}; give each node its own data dir",
+            return Err(ServerError::ForeignData(format!(
+                "{} belongs to node {id}, not node {}; give each node its own data dir",
                 config.data_dir.display(),
                 config.node_id
             )));
@@ -373,6 +373,7 @@ where
     let authorizes = tls.is_some() || identities.is_some();
     let mut builder = tonic::transport::Server::builder()
         .layer(services::grpc_metrics::GrpcMetrics::new(metrics.clone()))
+        .trace_fn(services::trace::request_span)
         .layer(services::injected::InjectIdentities::new(identities))
         .http2_keepalive_interval(Some(Duration::from_millis(
             config.timing.grpc_keepalive_interval_ms,
@@ -542,8 +543,13 @@ where
     )
     .map_err(storage)?;
     let shared = sm.shared.clone();
-    let log_store = LogStore::new(db.clone(), stamps, clock.clone()).map_err(storage)?;
-    log_store.observe_fsync(metrics.raft.wal_fsync.clone());
+    let log_store = LogStore::with_fsync_metric(
+        db.clone(),
+        stamps,
+        clock.clone(),
+        Some(metrics.raft.wal_fsync.clone()),
+    )
+    .map_err(storage)?;
     // A secure node's peers are TLS node certificates, which only binaries
     // that read authorized entries hold (see `raft::log_format`); the
     // simulator's nodes with injected identities all run this binary.
@@ -627,10 +633,12 @@ where
         });
 
     // The node stops on its own when its clock fails (it cannot keep lease
-    // deadlines without it; see `NodeClock`).
+    // deadlines without it; see `NodeClock`) or when Raft stopped on a
+    // storage error (a failed write or fsync: it serves nothing after that).
     let failed = tokio::select! {
         _ = shutdown => None,
-        f = clock_failure.wait_for(|f| f.is_some()) => f.ok().and_then(|f| *f),
+        f = clock_failure.wait_for(|f| f.is_some()) => f.ok().and_then(|f| *f).map(ServerError::Clock),
+        e = raft_fatal(raft.clone()) => Some(e),
     };
     tracing::info!("shutting down");
     node.transfer_leadership().await;
@@ -652,8 +660,29 @@ where
         let _ = tokio::time::timeout(Duration::from_secs(1), t).await;
     }
     match failed {
-        Some(e) => Err(ServerError::Clock(e)),
+        Some(e) => Err(e),
         None => Ok(()),
+    }
+}
+
+/// Resolves when Raft stops on its own: a storage error (the log or the
+/// state machine could not be written) is [`ServerError::Storage`], a panic
+/// in its core [`ServerError::Other`]. Pending forever while it runs.
+async fn raft_fatal(raft: raft::Raft) -> ServerError {
+    use openraft::async_runtime::WatchReceiver as _;
+    let mut rx = raft.metrics();
+    loop {
+        let state = rx.borrow_watched().running_state.clone();
+        match state {
+            Err(openraft::errors::Fatal::StorageError(e)) => {
+                return ServerError::Storage(format!("raft stopped: {e}"))
+            }
+            Err(e) => return ServerError::Other(format!("raft stopped: {e}")),
+            Ok(()) => {}
+        }
+        if rx.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
     }
 }
 
@@ -907,5 +936,161 @@ mod tests {
             e.to_string().contains("reading CLOCK_BOOTTIME failed"),
             "{e}"
         );
+    }
+
+    /// Files in memory whose `sync_data` fails once `fail` is set.
+    #[derive(Debug, Default)]
+    struct BreakingDisk {
+        files: std::sync::Mutex<BTreeMap<std::path::PathBuf, Vec<u8>>>,
+        fail: std::sync::atomic::AtomicBool,
+    }
+
+    #[derive(Debug)]
+    struct BreakingFile {
+        disk: Arc<BreakingDisk>,
+        path: std::path::PathBuf,
+    }
+
+    impl redb::StorageBackend for BreakingFile {
+        fn len(&self) -> Result<u64, std::io::Error> {
+            let files = self.disk.files.lock().expect("files");
+            Ok(files.get(&self.path).map_or(0, |f| f.len() as u64))
+        }
+        fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), std::io::Error> {
+            let files = self.disk.files.lock().expect("files");
+            let file = files.get(&self.path).map(Vec::as_slice).unwrap_or_default();
+            let range = offset as usize..offset as usize + out.len();
+            let bytes = file.get(range).ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "past the end")
+            })?;
+            out.copy_from_slice(bytes);
+            Ok(())
+        }
+        fn set_len(&self, len: u64) -> Result<(), std::io::Error> {
+            let mut files = self.disk.files.lock().expect("files");
+            files
+                .entry(self.path.clone())
+                .or_default()
+                .resize(len as usize, 0);
+            Ok(())
+        }
+        fn sync_data(&self) -> Result<(), std::io::Error> {
+            if self.disk.fail.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(std::io::Error::other(
+                    "fsync: Input/output error (injected)",
+                ));
+            }
+            Ok(())
+        }
+        fn write(&self, offset: u64, data: &[u8]) -> Result<(), std::io::Error> {
+            let mut files = self.disk.files.lock().expect("files");
+            let file = files.entry(self.path.clone()).or_default();
+            let end = offset as usize + data.len();
+            if end > file.len() {
+                file.resize(end, 0);
+            }
+            file[offset as usize..end].copy_from_slice(data);
+            Ok(())
+        }
+    }
+
+    #[derive(Debug)]
+    struct BreakingDisks(Arc<BreakingDisk>);
+
+    impl crate::store::DiskFactory for BreakingDisks {
+        fn open(&self, path: &std::path::Path) -> Box<dyn redb::StorageBackend> {
+            Box::new(BreakingFile {
+                disk: self.0.clone(),
+                path: path.to_path_buf(),
+            })
+        }
+    }
+
+    // docs/operations.md "Server exit codes" (S3: nothing is acknowledged
+    // that is not on disk): a node whose log fsync fails stops on its own
+    // with `ServerError::Storage` (exit 74), instead of running on with a
+    // stopped Raft that serves nothing.
+    #[tokio::test]
+    async fn a_node_whose_fsync_fails_stops_with_a_storage_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let config = one_node_config(addr, dir.path().to_path_buf());
+        let disk = Arc::new(BreakingDisk::default());
+        let mut injected = Injected::with_clock(crate::clock::TokioClock::shared());
+        injected.disk = Some(Arc::new(BreakingDisks(disk.clone())));
+        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+        let node = tokio::spawn(crate::run_injected(
+            config,
+            incoming,
+            injected,
+            std::future::pending(),
+        ));
+        // It forms its one-node cluster and serves; its leader duties
+        // commit a checkpoint every second, each fsync'd.
+        use tonic_health::pb::health_check_response::ServingStatus;
+        use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+            .expect("endpoint")
+            .connect_lazy();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let status = HealthClient::new(channel.clone())
+                .check(HealthCheckRequest {
+                    service: String::new(),
+                })
+                .await
+                .map(|r| r.into_inner().status);
+            if status.is_ok_and(|s| s == ServingStatus::Serving as i32) {
+                break;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "never SERVING");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        disk.fail.store(true, std::sync::atomic::Ordering::SeqCst);
+        // A write: its entry's fsync fails. (Its answer, if any, is not the
+        // point; the node's own stop is.)
+        let mut lock = warden_proto::v1::lock_client::LockClient::new(channel);
+        let acquire = lock.acquire(warden_proto::v1::AcquireRequest {
+            header: Some(warden_proto::v1::RequestHeader {
+                client_id: 7,
+                request_id: 1,
+                acked_request_id: 0,
+            }),
+            resource: "orders".into(),
+            ttl_ms: 10_000,
+            ..Default::default()
+        });
+        let _ = tokio::time::timeout(Duration::from_secs(5), acquire).await;
+        let result = tokio::time::timeout(Duration::from_secs(20), node)
+            .await
+            .expect("the node stops on its own")
+            .expect("join");
+        let e = result.expect_err("a failed fsync is an error");
+        assert!(matches!(e, ServerError::Storage(_)), "{e}");
+        assert!(e.to_string().contains("raft stopped"), "{e}");
+    }
+
+    // docs/operations.md "Server exit codes": what opening the data dir
+    // fails with decides the class: unreadable data is foreign data, a
+    // database another process holds or a directory without permission is
+    // a refused start, any other IO error is storage.
+    #[test]
+    fn data_dir_errors_are_classified_by_kind() {
+        use std::io::{Error, ErrorKind};
+        let class = |kind| ServerError::of_data_dir(Error::new(kind, "x"));
+        assert!(matches!(
+            class(ErrorKind::InvalidData),
+            ServerError::ForeignData(_)
+        ));
+        assert!(matches!(
+            class(ErrorKind::ResourceBusy),
+            ServerError::Config(_)
+        ));
+        assert!(matches!(
+            class(ErrorKind::PermissionDenied),
+            ServerError::Config(_)
+        ));
+        assert!(matches!(class(ErrorKind::Other), ServerError::Storage(_)));
     }
 }

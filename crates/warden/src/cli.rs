@@ -35,6 +35,9 @@ pub enum Command {
     Cluster(ClusterArgs),
     /// List locks (holder, token, ages, remaining TTL, waiters in queue order).
     List(crate::admin_cmd::ListArgs),
+    /// The most contended locks now (queue length, oldest waiter, grants
+    /// and expiries in the last minute, wait p99); --watch refreshes.
+    Top(crate::top_cmd::TopArgs),
     /// Print the audit trail of forced releases (--auth: of auth changes).
     Audit(crate::admin_cmd::AuditArgs),
     /// Roles: `role grant | revoke | delete | list | quota` (permissions on
@@ -162,67 +165,74 @@ pub struct DemoHolderArgs {
     pub client: ClientArgs,
 }
 
-/// `warden server`: flags override the config file, which overrides the
-/// defaults.
+/// `warden server`: flags override their `WARDEN_SERVER_*` variables, which
+/// override the config file, which overrides the defaults. `--insecure` and
+/// `--allow-admin` are read from the command line only (docs/operations.md
+/// "Environment").
 #[derive(Debug, Args, Default, Clone)]
 pub struct ServerArgs {
     /// This node's id (>= 1); must be one of the ids in --peers.
-    #[arg(long, value_name = "N")]
+    #[arg(long, env = "WARDEN_SERVER_ID", value_name = "N")]
     pub id: Option<u64>,
     /// Address to serve clients on, and peers unless --peer-listen is given.
-    #[arg(long, value_name = "HOST:PORT")]
+    #[arg(long, env = "WARDEN_SERVER_LISTEN", value_name = "HOST:PORT")]
     pub listen: Option<String>,
     /// Serve the peer (Raft) service on this address only, apart from the
     /// clients' --listen (so a firewall can keep clients away from it, as
     /// etcd's 2379/2380 split); this node's --peer-addrs entry says where
     /// its peers reach it [default: --listen serves both].
-    #[arg(long, value_name = "HOST:PORT")]
+    #[arg(long, env = "WARDEN_SERVER_PEER_LISTEN", value_name = "HOST:PORT")]
     pub peer_listen: Option<String>,
     /// Every member, this node included, at its client address.
-    #[arg(long, value_name = "ID=HOST:PORT,...", value_parser = parse_peers)]
+    #[arg(long, env = "WARDEN_SERVER_PEERS", value_name = "ID=HOST:PORT,...", value_parser = parse_peers)]
     pub peers: Option<Peers>,
     /// The peer address of each member that runs with --peer-listen (ids
     /// of --peers; the others are reached at their --peers address).
-    #[arg(long, value_name = "ID=HOST:PORT,...", value_parser = parse_peer_addrs)]
+    #[arg(long, env = "WARDEN_SERVER_PEER_ADDRS", value_name = "ID=HOST:PORT,...", value_parser = parse_peer_addrs)]
     pub peer_addrs: Option<Peers>,
     /// Where the Raft log, vote, snapshots and cluster id live.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, env = "WARDEN_SERVER_DATA_DIR", value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
     /// `new`: form a cluster even if some peers cannot be reached.
-    #[arg(long, value_enum, value_name = "STATE")]
+    #[arg(
+        long,
+        env = "WARDEN_SERVER_INITIAL_CLUSTER_STATE",
+        value_enum,
+        value_name = "STATE"
+    )]
     pub initial_cluster_state: Option<InitialClusterState>,
     /// TOML file with the same keys as these flags (e.g. `data-dir = "/var/lib/warden"`,
     /// `heartbeat = "50ms"`); flags override it.
-    #[arg(long, value_name = "FILE.toml")]
+    #[arg(long, env = "WARDEN_SERVER_CONFIG", value_name = "FILE.toml")]
     pub config: Option<PathBuf>,
     /// Raft heartbeat interval [default: 50ms].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, env = "WARDEN_SERVER_HEARTBEAT", value_name = "DURATION", value_parser = parse_duration)]
     pub heartbeat: Option<Duration>,
     /// Raft election timeout, lower bound [default: 250ms].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, env = "WARDEN_SERVER_ELECTION_TIMEOUT_MIN", value_name = "DURATION", value_parser = parse_duration)]
     pub election_timeout_min: Option<Duration>,
     /// Raft election timeout, upper bound [default: 500ms].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, env = "WARDEN_SERVER_ELECTION_TIMEOUT_MAX", value_name = "DURATION", value_parser = parse_duration)]
     pub election_timeout_max: Option<Duration>,
     /// Interval between checkpoints of remaining TTLs [default: 1s].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, env = "WARDEN_SERVER_CHECKPOINT_INTERVAL", value_name = "DURATION", value_parser = parse_duration)]
     pub checkpoint_interval: Option<Duration>,
     /// Grace a new leader gives each lease once (G) [default: 1s].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, env = "WARDEN_SERVER_PROMOTION_GRACE", value_name = "DURATION", value_parser = parse_duration)]
     pub promotion_grace: Option<Duration>,
     /// Take a snapshot after this many log entries [default: 10000].
-    #[arg(long, value_name = "ENTRIES")]
+    #[arg(long, env = "WARDEN_SERVER_SNAPSHOT_THRESHOLD", value_name = "ENTRIES")]
     pub snapshot_threshold: Option<u64>,
     /// Longest a SIGTERM'd leader waits to hand leadership over [default: 2s].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, env = "WARDEN_SERVER_LEADER_TRANSFER_TIMEOUT", value_name = "DURATION", value_parser = parse_duration)]
     pub leader_transfer_timeout: Option<Duration>,
     /// HTTP/2 keep-alive: ping a connection on which nothing was read for
     /// this long (100ms..=2h) [default: 5s].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, env = "WARDEN_SERVER_GRPC_KEEPALIVE_INTERVAL", value_name = "DURATION", value_parser = parse_duration)]
     pub grpc_keepalive_interval: Option<Duration>,
     /// HTTP/2 keep-alive: close a connection whose ping is not answered
     /// within this (100ms..=10m) [default: 5s].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, env = "WARDEN_SERVER_GRPC_KEEPALIVE_TIMEOUT", value_name = "DURATION", value_parser = parse_duration)]
     pub grpc_keepalive_timeout: Option<Duration>,
     /// The node's certificates: `ca.crt` (one or more CAs), `node.crt` and
     /// `node.key` for this --id (`warden cert create-node`). Clients and
@@ -231,7 +241,7 @@ pub struct ServerArgs {
     /// handshakes use the new files; a bad set is refused and logged, the
     /// old one stays). Config file: `certs-dir = "DIR"`. Required unless
     /// --insecure.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, env = "WARDEN_SERVER_CERTS_DIR", value_name = "DIR")]
     pub certs_dir: Option<PathBuf>,
     /// Serve plaintext with no authentication: anyone who can reach the
     /// port can act as any client and as a peer. For a test cluster on a
@@ -248,30 +258,58 @@ pub struct ServerArgs {
     pub allow_admin: bool,
     /// Largest request the public services decode, in bytes (1024..=4194304)
     /// [default: 65536].
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, env = "WARDEN_SERVER_MAX_REQUEST_BYTES", value_name = "BYTES")]
     pub max_request_bytes: Option<u64>,
     /// When this node forms a new cluster, every fencing token is above N
     /// (0..=9007199254740990; 0 = none). Use after a restore or total loss:
     /// N above any token ever issued. Ignored once the cluster exists.
-    #[arg(long, value_name = "N")]
+    #[arg(long, env = "WARDEN_SERVER_TOKEN_FLOOR", value_name = "N")]
     pub token_floor: Option<u64>,
     /// With an empty data dir, wait to be added by `warden cluster add-node`
     /// or `replace-node` instead of forming a cluster. Config file: `join = true`.
-    #[arg(long)]
+    #[arg(long, env = "WARDEN_SERVER_JOIN")]
     pub join: bool,
     /// Serve /healthz and /readyz over HTTP on HOST:PORT (over TLS, with no
     /// client certificate needed, when --certs-dir is given) [default: none].
-    #[arg(long, value_name = "HOST:PORT")]
+    #[arg(long, env = "WARDEN_SERVER_ADMIN_LISTEN", value_name = "HOST:PORT")]
     pub admin_listen: Option<String>,
     /// Resource prefixes that name the `group` label of the lock metrics on
     /// /metrics, comma-separated (at most 64; longest match wins; others
     /// count as `other`, elections as `election`). Give every node the same
     /// list. Config file: `metrics-groups = ["payments/", "inventory/"]`.
-    #[arg(long, value_name = "PREFIX,...", value_delimiter = ',')]
+    #[arg(
+        long,
+        env = "WARDEN_SERVER_METRICS_GROUPS",
+        value_name = "PREFIX,...",
+        value_delimiter = ','
+    )]
     pub metrics_groups: Option<Vec<String>>,
+    /// How log lines are written to stderr: `text` (one human-readable
+    /// line each) or `json` (one JSON object a line: `timestamp`, `level`,
+    /// `fields.message`, `target`, and the request's span: `method`,
+    /// `principal`, `resource`, `client_id`, `request_id`) [default: text].
+    /// `RUST_LOG` still sets the levels.
+    #[arg(
+        long,
+        env = "WARDEN_SERVER_LOG_FORMAT",
+        value_enum,
+        value_name = "FORMAT"
+    )]
+    pub log_format: Option<LogFormat>,
     /// Stop (as on SIGTERM) when the parent process exits; `warden dev` sets it.
     #[arg(long, hide = true)]
     pub exit_with_parent: bool,
+}
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LogFormat {
+    /// One human-readable line per event.
+    #[default]
+    Text,
+    /// One JSON object per line (for a log shipper).
+    Json,
 }
 
 /// `--initial-cluster-state`.
@@ -790,16 +828,32 @@ mod tests {
         use clap::CommandFactory;
         let cmd = Cli::command();
         let server_cmd = cmd.find_subcommand("server").expect("server");
-        for id in ["insecure", "allow_admin", "certs_dir"] {
-            let arg = server_cmd
+        let arg = |id: &str| {
+            server_cmd
                 .get_arguments()
                 .find(|a| a.get_id() == id)
-                .expect(id);
+                .expect(id)
+        };
+        for id in ["insecure", "allow_admin"] {
             assert_eq!(
-                arg.get_env(),
+                arg(id).get_env(),
                 None,
                 "{id} must not be read from the environment"
             );
+        }
+        // Never the CLI's WARDEN_CERTS_DIR: a server's variables have their own prefix.
+        assert_eq!(
+            arg("certs_dir").get_env(),
+            Some(std::ffi::OsStr::new("WARDEN_SERVER_CERTS_DIR"))
+        );
+        for a in server_cmd.get_arguments() {
+            if let Some(env) = a.get_env() {
+                assert!(
+                    env.to_string_lossy().starts_with("WARDEN_SERVER_"),
+                    "{:?} reads {env:?}",
+                    a.get_id()
+                );
+            }
         }
     }
 

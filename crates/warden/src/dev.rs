@@ -60,6 +60,11 @@ pub struct DevNode {
     pub id: u64,
     /// `127.0.0.1:PORT`, fixed at the first run.
     pub addr: String,
+    /// `127.0.0.1:PORT` of its admin listener (`--admin-listen`: health
+    /// probes and the dashboard at `/ui`), fixed at the first run that
+    /// had none (a dev.toml from before it gets one then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin_addr: Option<String>,
     /// PID of the last process started for it (for the "port in use" hint).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_pid: Option<u32>,
@@ -100,6 +105,11 @@ impl DevState {
             }
             warden_client::parse_endpoint(&node.addr)
                 .map_err(|e| format!("node {}: address {:?}: {e}", node.id, node.addr))?;
+            if let Some(admin) = &node.admin_addr {
+                admin
+                    .parse::<std::net::SocketAddr>()
+                    .map_err(|e| format!("node {}: admin address {admin:?}: {e}", node.id))?;
+            }
         }
         Ok(state)
     }
@@ -123,7 +133,7 @@ fn load_or_create_state(dir: &Path, nodes: Option<u64>) -> anyhow::Result<DevSta
     if path.exists() {
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        let state =
+        let mut state =
             DevState::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         if let Some(n) = nodes {
             if n != state.nodes.len() as u64 {
@@ -134,17 +144,34 @@ fn load_or_create_state(dir: &Path, nodes: Option<u64>) -> anyhow::Result<DevSta
                 );
             }
         }
+        let missing = state
+            .nodes
+            .iter()
+            .filter(|n| n.admin_addr.is_none())
+            .count();
+        if missing > 0 {
+            let mut picked = pick_addresses(missing as u64)?.into_iter();
+            for node in state.nodes.iter_mut().filter(|n| n.admin_addr.is_none()) {
+                node.admin_addr = picked.next();
+            }
+            save_state(dir, &state)?;
+        }
         return Ok(state);
     }
     let count = nodes.unwrap_or(DEFAULT_NODES);
+    // Client and admin ports picked at once, so all of them differ.
+    let mut picked = pick_addresses(count * 2)?;
+    let admin = picked.split_off(count as usize);
     let state = DevState {
         dev_pid: None,
-        nodes: pick_addresses(count)?
+        nodes: picked
             .into_iter()
+            .zip(admin)
             .zip(1..)
-            .map(|(addr, id)| DevNode {
+            .map(|((addr, admin_addr), id)| DevNode {
                 id,
                 addr,
+                admin_addr: Some(admin_addr),
                 last_pid: None,
             })
             .collect(),
@@ -168,6 +195,7 @@ fn save_state(dir: &Path, state: &DevState) -> anyhow::Result<()> {
 struct NodeProcess {
     id: u64,
     addr: String,
+    admin_addr: Option<String>,
     pid: u32,
     log: PathBuf,
     child: Child,
@@ -249,6 +277,11 @@ fn spawn_node(
         .arg("--data-dir")
         .arg(&data_dir)
         .args(tls_flags(certs, node.id))
+        .args(
+            node.admin_addr
+                .iter()
+                .flat_map(|a| [std::ffi::OsString::from("--admin-listen"), a.into()]),
+        )
         // The flags alone say how the node serves: never the caller's
         // environment.
         .env_remove("WARDEN_CERTS_DIR")
@@ -269,6 +302,7 @@ fn spawn_node(
     Ok(NodeProcess {
         id: node.id,
         addr: node.addr.clone(),
+        admin_addr: node.admin_addr.clone(),
         pid,
         log,
         child,
@@ -293,6 +327,16 @@ pub async fn run(args: DevArgs) -> anyhow::Result<u8> {
     };
 
     for node in &state.nodes {
+        if let Some(admin) = &node.admin_addr {
+            if let Err(e) = TcpListener::bind(admin) {
+                let hint = busy_port_hint(&state, node);
+                bail!(
+                    "{admin} (node {}'s admin listener) is not free ({e}): is an earlier `warden dev --data-dir {}` still running?{hint}",
+                    node.id,
+                    dir.display()
+                );
+            }
+        }
         if let Err(e) = TcpListener::bind(&node.addr) {
             let hint = busy_port_hint(&state, node);
             bail!(
@@ -369,6 +413,27 @@ pub async fn run(args: DevArgs) -> anyhow::Result<u8> {
         "leader: node {} ({leader_addr}), term {}",
         status.leader_id, status.term
     ));
+    if let Some(url) = nodes
+        .0
+        .iter()
+        .find(|n| n.id == status.leader_id)
+        .and_then(|n| n.admin_addr.as_deref())
+        .map(|a| dashboard_url(a, certs.is_some()))
+    {
+        let _ = crate::output::line(&format!("dashboard: {url}"));
+        if let Some(c) = &certs {
+            let file = |name: &str| shell_word(&c.client_dir.join(name).display().to_string());
+            eprintln!(
+                "the dashboard needs a client certificate in the browser: make one with \
+                 `openssl pkcs12 -export -in {} -inkey {} -certfile {} -out root.p12`, import \
+                 root.p12 and trust {} (docs/operations.md \"Dashboard\")",
+                file("client.root.crt"),
+                file("client.root.key"),
+                file("ca.crt"),
+                file("ca.crt"),
+            );
+        }
+    }
     let _ = crate::output::line("ready");
     eprintln!(
         "try: warden acquire demo --ttl 30s   (after the two export lines above); Ctrl-C stops the cluster"
@@ -391,6 +456,13 @@ pub async fn run(args: DevArgs) -> anyhow::Result<u8> {
     };
     stop_all(&client, &mut nodes).await;
     Ok(code)
+}
+
+/// The dashboard's address on admin listener `admin`: https on a secure
+/// cluster (the admin listener serves TLS with the node's certificate).
+pub fn dashboard_url(admin: &str, secure: bool) -> String {
+    let scheme = if secure { "https" } else { "http" };
+    format!("{scheme}://{admin}/ui")
 }
 
 /// Prints each child that exited since the last check.
@@ -534,6 +606,7 @@ mod tests {
         let node = DevNode {
             id: 2,
             addr: "127.0.0.1:41002".into(),
+            admin_addr: None,
             last_pid: Some(4242),
         };
         let mut state = DevState {
@@ -559,6 +632,7 @@ mod tests {
                 .map(|id| DevNode {
                     id,
                     addr: format!("127.0.0.1:4100{id}"),
+                    admin_addr: Some(format!("127.0.0.1:4200{id}")),
                     last_pid: Some(100 + id as u32),
                 })
                 .collect(),
@@ -573,6 +647,33 @@ mod tests {
             state.endpoints(),
             "127.0.0.1:41001,127.0.0.1:41002,127.0.0.1:41003"
         );
+    }
+
+    // A dev.toml from before admin listeners gets admin ports on its next
+    // run, and keeps its client ports; the dashboard's scheme follows TLS.
+    #[test]
+    fn an_old_dev_state_gets_admin_ports() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("dev.toml"),
+            "[[nodes]]\nid = 1\naddr = \"127.0.0.1:41001\"\n",
+        )
+        .unwrap();
+        let state = load_or_create_state(dir.path(), None).unwrap();
+        assert_eq!(state.nodes[0].addr, "127.0.0.1:41001");
+        let admin = state.nodes[0]
+            .admin_addr
+            .clone()
+            .expect("admin port picked");
+        assert!(admin.starts_with("127.0.0.1:"), "{admin}");
+        assert_eq!(load_or_create_state(dir.path(), None).unwrap(), state);
+        assert_eq!(dashboard_url(&admin, true), format!("https://{admin}/ui"));
+        assert_eq!(dashboard_url(&admin, false), format!("http://{admin}/ui"));
+        assert!(DevState::parse(
+            "[[nodes]]\nid = 1\naddr = \"127.0.0.1:1\"\nadmin_addr = \"nope\""
+        )
+        .unwrap_err()
+        .contains("admin address"));
     }
 
     // A hand-edited or corrupt dev.toml is refused with a reason, never a panic.
@@ -598,6 +699,16 @@ mod tests {
         assert_eq!(first.nodes.len(), 3);
         let second = load_or_create_state(dir.path(), Some(3)).unwrap();
         assert_eq!(first.endpoints(), second.endpoints());
+        assert_eq!(first, second, "admin addresses are kept too");
+        let mut ports: Vec<&str> = first.nodes.iter().map(|n| n.addr.as_str()).collect();
+        ports.extend(first.nodes.iter().filter_map(|n| n.admin_addr.as_deref()));
+        ports.sort_unstable();
+        ports.dedup();
+        assert_eq!(
+            ports.len(),
+            6,
+            "every node has its own client and admin port"
+        );
         let err = load_or_create_state(dir.path(), Some(5))
             .unwrap_err()
             .to_string();

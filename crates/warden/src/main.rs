@@ -11,11 +11,13 @@
 //! - `fenced_store.rs`: `warden fenced-store`, the reference fenced resource.
 //! - `demo.rs`: `warden demo split-brain` and its hidden `demo-holder` client.
 //! - `cert_cmd.rs`: `warden cert`, minting and listing certificates.
+//! - `top_cmd.rs`: `warden top`, the most contended locks (`--watch`).
 //! - `role_cmd.rs`: identities and permissions: `warden role`, `warden user`,
 //!   `warden cluster limits`, `warden audit --auth`.
 //! - `version_cmd.rs`: `warden version` (binary and format versions) and
 //!   `warden completion SHELL`.
 //! - `output.rs`: what they print (text or one JSON value) and exit codes.
+//! - `server_exit.rs`: `warden server`'s exit codes, one per class of stop.
 
 mod admin_cmd;
 mod cert_cmd;
@@ -32,7 +34,9 @@ mod lease_cmd;
 mod output;
 mod role_cmd;
 mod server_config;
+mod server_exit;
 mod snapshot_cmd;
+mod top_cmd;
 mod version_cmd;
 mod watch_cmd;
 
@@ -46,7 +50,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use tracing::info;
 use tracing_subscriber::EnvFilter;
 
-use crate::cli::{Cli, ClusterCommand, Command, DemoCommand, ServerArgs};
+use crate::cli::{Cli, ClusterCommand, Command, DemoCommand, LogFormat, ServerArgs};
 use crate::output::{Report, EXIT_ERROR};
 
 /// mimalloc instead of glibc's malloc: allocation and free were about 12 %
@@ -54,28 +58,88 @@ use crate::output::{Report, EXIT_ERROR};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// The server's default log levels: openraft logs its whole state at info,
+/// so only its warnings are kept, and not its line per failed heartbeat,
+/// replication or vote call (its `warn`s in these modules are all failed
+/// or stale peer calls): those failures are logged once per streak and then
+/// summarised by `warden_server::raft::network::failures`.
+const SERVER_LOG_LEVELS: &str =
+    "info,openraft=warn,openraft::core::heartbeat=error,openraft::replication=error,\
+     openraft::engine::handler::replication_handler=error,openraft::core::raft_core=error";
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => return ExitCode::from(clap_error(e)),
+        Err(e) => {
+            let code = clap_error(e);
+            // A usage error of `warden server` is a refused start.
+            if code != 0 && server_exit::is_server_command(std::env::args_os().skip(1)) {
+                return ExitCode::from(server_exit::EXIT_REFUSED_START);
+            }
+            return ExitCode::from(code);
+        }
     };
-    let default_level = match cli.command {
-        // openraft logs its whole state at info; keep its warnings only.
-        Command::Server(_) => "info,openraft=warn",
-        _ => "warn",
+    if let Command::Server(args) = cli.command {
+        return ExitCode::from(server_main(*args));
+    }
+    init_tracing("warn", LogFormat::Text);
+    let Some(runtime) = runtime() else {
+        return ExitCode::from(EXIT_ERROR);
     };
-    init_tracing(default_level);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    ExitCode::from(runtime.block_on(run(cli.command)))
+}
+
+fn runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
-        Ok(runtime) => runtime,
+        Ok(runtime) => Some(runtime),
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::from(EXIT_ERROR);
+            None
         }
+    }
+}
+
+/// `warden server`: the config is read and checked before logging starts
+/// (it says the log format); the exit code says why the node stopped
+/// (`server_exit`).
+fn server_main(args: ServerArgs) -> u8 {
+    let refused = |e: String| {
+        eprintln!("error: {}", output::one_line(&e));
+        server_exit::EXIT_REFUSED_START
     };
-    ExitCode::from(runtime.block_on(run(cli.command)))
+    let file = match &args.config {
+        Some(path) => match server_config::read_config_file(path) {
+            Ok(file) => file,
+            Err(e) => return refused(e),
+        },
+        None => server_config::FileConfig::default(),
+    };
+    let format = server_config::log_format(&args, &file);
+    let config = match server_config::resolve(&args, file) {
+        Ok(config) => config,
+        Err(e) => return refused(e),
+    };
+    init_tracing(SERVER_LOG_LEVELS, format);
+    let Some(runtime) = runtime() else {
+        return server_exit::EXIT_FAILURE;
+    };
+    let result = runtime.block_on(server(config, args.exit_with_parent));
+    match result {
+        Ok(()) => server_exit::EXIT_CLEAN,
+        Err(e) => {
+            let code = server_exit::code(&e);
+            let message = output::one_line(&e.to_string());
+            match format {
+                LogFormat::Text => eprintln!("error: {message}"),
+                // One JSON line, as every other line on stderr.
+                LogFormat::Json => tracing::error!(exit_code = code, "{message}"),
+            }
+            code
+        }
+    }
 }
 
 /// Help and version go to stdout with exit 0; a usage error is one line on
@@ -105,23 +169,31 @@ fn clap_error(e: clap::Error) -> u8 {
     }
 }
 
-/// Logs go to stderr; `RUST_LOG` overrides the default level.
-fn init_tracing(default_level: &str) {
+/// Logs go to stderr, as text or one JSON object a line (tracing-subscriber's
+/// `json` formatter, with the current span's fields: a request's method,
+/// principal, resource and ids); `RUST_LOG` overrides the default levels.
+fn init_tracing(default_levels: &str, format: LogFormat) {
     let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level));
-    tracing_subscriber::fmt()
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_levels));
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        LogFormat::Json => builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .init(),
+    }
 }
 
 async fn run(command: Command) -> u8 {
     match command {
-        Command::Server(args) => match server(*args).await {
-            Ok(()) => 0,
-            Err(e) => fail(&e),
-        },
+        // Handled before the runtime starts (`server_main`).
+        Command::Server(_) => EXIT_ERROR,
         Command::Dev(args) => match dev::run(args).await {
             Ok(code) => code,
             Err(e) => fail(&e),
@@ -133,6 +205,7 @@ async fn run(command: Command) -> u8 {
         }
         Command::Release(args) => print(commands::release(args).await),
         Command::List(args) => print(admin_cmd::list(args).await),
+        Command::Top(args) => print(top_cmd::run(args).await),
         Command::Audit(args) if args.auth => print(role_cmd::auth_audit(&args.client).await),
         Command::Audit(args) => print(admin_cmd::audit(args).await),
         Command::Role(args) => print(role_cmd::role(args).await),
@@ -196,20 +269,18 @@ fn print(report: Report) -> u8 {
     exit_code
 }
 
-async fn server(args: ServerArgs) -> anyhow::Result<()> {
-    let file = match &args.config {
-        Some(path) => server_config::read_config_file(path).map_err(anyhow::Error::msg)?,
-        None => server_config::FileConfig::default(),
-    };
-    let config = server_config::resolve(&args, file).map_err(anyhow::Error::msg)?;
+async fn server(
+    config: warden_server::ServerConfig,
+    exit_with_parent: bool,
+) -> Result<(), warden_server::ServerError> {
     info!(
         node_id = config.node_id,
         listen = %config.listen,
         data_dir = %config.data_dir.display(),
         "starting warden server"
     );
-    let signals = shutdown_signal()?;
-    let exit_with_parent = args.exit_with_parent;
+    let signals =
+        shutdown_signal().map_err(|e| warden_server::ServerError::Other(format!("{e:#}")))?;
     let shutdown = async move {
         if exit_with_parent {
             tokio::select! {
@@ -220,9 +291,7 @@ async fn server(args: ServerArgs) -> anyhow::Result<()> {
             signals.await
         }
     };
-    warden_server::run(config, shutdown)
-        .await
-        .map_err(|e| anyhow::anyhow!(output::one_line(&e.to_string())))
+    warden_server::run(config, shutdown).await
 }
 
 /// Resolves when this process's parent has exited (it is re-parented).

@@ -10,7 +10,8 @@ use serde::Deserialize;
 use warden_server::{ServerConfig, Timing};
 
 use crate::cli::{
-    insert_peer, parse_duration, parse_peer_id, parse_peers, InitialClusterState, Peers, ServerArgs,
+    insert_peer, parse_duration, parse_peer_id, parse_peers, InitialClusterState, LogFormat, Peers,
+    ServerArgs,
 };
 
 /// The config file: the same keys as the flags, in kebab-case.
@@ -43,6 +44,7 @@ pub struct FileConfig {
     join: Option<bool>,
     admin_listen: Option<String>,
     metrics_groups: Option<Vec<String>>,
+    log_format: Option<LogFormat>,
 }
 
 /// `peers = "1=a:7001,2=b:7001"` or a `[peers]` table `1 = "a:7001"`.
@@ -172,6 +174,11 @@ pub mod limits {
     /// HTTP/2 keep-alive timeout: 100 ms ..= 10 min.
     pub const GRPC_KEEPALIVE_TIMEOUT_MS: (u64, u64) =
         warden_server::config::GRPC_KEEPALIVE_TIMEOUT_MS_RANGE;
+}
+
+/// `--log-format`: the flag, else `log-format` in the file, else text.
+pub fn log_format(args: &ServerArgs, file: &FileConfig) -> LogFormat {
+    args.log_format.or(file.log_format).unwrap_or_default()
 }
 
 /// Builds the node's configuration: flags override the file, which overrides
@@ -882,6 +889,29 @@ mod tests {
         );
         let e = parse_peer_addrs("2=nowhere").unwrap_err();
         assert!(e.starts_with("--peer-addrs: address of node 2"), "{e}");
+    }
+
+    // docs/operations.md "Logs": `--log-format` comes from the flag or the
+    // file (flag first), text by default; a bad value in the file names the
+    // key and the choices.
+    #[test]
+    fn log_format_from_flag_and_file() {
+        assert_eq!(
+            log_format(&base_args(), &FileConfig::default()),
+            LogFormat::Text
+        );
+        let file = parse_config_file("log-format = \"json\"").unwrap();
+        assert_eq!(log_format(&base_args(), &file), LogFormat::Json);
+        let args = ServerArgs {
+            log_format: Some(LogFormat::Text),
+            ..base_args()
+        };
+        assert_eq!(log_format(&args, &file), LogFormat::Text);
+        let err = parse_config_file("log-format = \"xml\"").unwrap_err();
+        assert!(
+            err.contains("log-format") || (err.contains("xml") && err.contains("json")),
+            "{err}"
+        );
     }
 
     // Bad input names the field: unknown keys and bad values in the file are refused.

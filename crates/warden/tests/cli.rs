@@ -217,3 +217,219 @@ fn a_wrong_endpoint_is_named_with_its_reason() {
     );
     assert!(out.stdout.is_empty());
 }
+
+/// `warden server`'s exit code for a refused start (docs/operations.md
+/// "Server exit codes"; `server_exit.rs`).
+const EXIT_REFUSED_START: i32 = 78;
+/// ... for lost or foreign data.
+const EXIT_DATA: i32 = 65;
+
+// docs/operations.md "Server exit codes": a server that will never start as
+// configured exits 78 (so systemd's RestartPreventExitStatus does not
+// restart it), whether the flags, the config file or the certificates are
+// wrong; a client command's usage error stays 1.
+#[test]
+fn a_refused_server_start_exits_78() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    let node = ["server", "--id", "1", "--listen", "127.0.0.1:0"];
+    let peers = ["--peers", "1=127.0.0.1:7001", "--data-dir", data];
+    // Neither --certs-dir nor --insecure.
+    let out = warden(&[&node[..], &peers[..]].concat(), &[]);
+    assert_eq!(out.status.code(), Some(EXIT_REFUSED_START), "{out:?}");
+    assert!(stderr(&out).starts_with("error: no --certs-dir"), "{out:?}");
+    // A flag clap refuses.
+    let out = warden(&["server", "--heartbeat", "soon"], &[]);
+    assert_eq!(out.status.code(), Some(EXIT_REFUSED_START), "{out:?}");
+    // A config file with an unknown key.
+    let config = dir.path().join("warden.toml");
+    std::fs::write(&config, "hearbeat = \"50ms\"\n").unwrap();
+    let out = warden(
+        &[
+            &node[..],
+            &peers[..],
+            &["--insecure", "--config", config.to_str().unwrap()],
+        ]
+        .concat(),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(EXIT_REFUSED_START), "{out:?}");
+    assert!(stderr(&out).contains("hearbeat"), "{out:?}");
+    // A certs dir without its files.
+    let out = warden(
+        &[&node[..], &peers[..], &["--certs-dir", data]].concat(),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(EXIT_REFUSED_START), "{out:?}");
+    // Not the server: a usage error is 1 as before.
+    let out = warden(&["status", "--bogus"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+}
+
+/// Runs `warden server ARGS` until its stderr has a line containing
+/// `ready_line` (30 s deadline); returns the child and the lines read.
+fn server_until(
+    args: &[&str],
+    ready_line: &str,
+) -> (
+    std::process::Child,
+    std::sync::mpsc::Receiver<String>,
+    Vec<String>,
+) {
+    use std::io::BufRead as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_warden"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run warden server");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut lines = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                let ready = line.contains(ready_line);
+                lines.push(line);
+                if ready {
+                    return (child, rx, lines);
+                }
+            }
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("no {ready_line:?} line from the server ({e}): {lines:?}");
+            }
+        }
+    }
+}
+
+/// Sends SIGTERM and waits (30 s deadline) for the exit code.
+fn terminate(mut child: std::process::Child) -> Option<i32> {
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status.code();
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the server did not stop within 30 s of SIGTERM");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+// docs/operations.md "Server exit codes" and "Logs": SIGTERM is a clean
+// stop (0), even while the node waits for its peers; a data dir that
+// belongs to another node is lost/foreign data (65), and with
+// --log-format json that last word is a JSON line naming the exit code.
+#[test]
+fn a_clean_stop_exits_0_and_another_nodes_data_dir_exits_65() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    let (a, b) = (refused_port(), refused_port());
+    let peers = format!("1={a},2={b}");
+    // Node 1 takes the data dir, then waits for node 2 (never started).
+    let (child, _rx, _) = server_until(
+        &[
+            "server",
+            "--insecure",
+            "--id",
+            "1",
+            "--listen",
+            &a,
+            "--peers",
+            &peers,
+            "--data-dir",
+            data,
+        ],
+        "insecure mode",
+    );
+    assert_eq!(terminate(child), Some(0));
+    // Node 2 on node 1's data dir.
+    let out = warden(
+        &[
+            "server",
+            "--insecure",
+            "--id",
+            "2",
+            "--listen",
+            &b,
+            "--peers",
+            &peers,
+            "--data-dir",
+            data,
+            "--log-format",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(EXIT_DATA), "{out:?}");
+    let last = stderr(&out).lines().last().unwrap_or_default().to_string();
+    let line: serde_json::Value = serde_json::from_str(&last).expect("a JSON log line");
+    assert_eq!(line["level"], "ERROR", "{last}");
+    assert_eq!(line["fields"]["exit_code"], EXIT_DATA, "{last}");
+    let message = line["fields"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("belongs to node 1"), "{last}");
+}
+
+// docs/operations.md "Environment": every server flag but --insecure and
+// --allow-admin can come from `WARDEN_SERVER_<FLAG>`, and the CLI's own
+// `WARDEN_*` variables never change how a server starts: a shell set up for
+// the CLI (WARDEN_INSECURE, WARDEN_CERTS_DIR) still gets the refusal that
+// names both flags, and WARDEN_SERVER_INSECURE is not read at all.
+#[test]
+fn server_flags_come_from_warden_server_variables_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    let base = [
+        ("WARDEN_SERVER_LISTEN", "127.0.0.1:0"),
+        ("WARDEN_SERVER_PEERS", "1=127.0.0.1:7001"),
+        ("WARDEN_SERVER_DATA_DIR", data),
+    ];
+    // The id from the environment, checked like the flag.
+    let mut env = base.to_vec();
+    env.push(("WARDEN_SERVER_ID", "0"));
+    let out = warden(&["server", "--insecure"], &env);
+    assert_eq!(out.status.code(), Some(EXIT_REFUSED_START), "{out:?}");
+    assert!(stderr(&out).contains("--id: 0 is out of range"), "{out:?}");
+    // A flag beats its variable.
+    let out = warden(
+        &["server", "--insecure", "--id", "1", "--heartbeat", "0ms"],
+        &env,
+    );
+    assert_eq!(out.status.code(), Some(EXIT_REFUSED_START), "{out:?}");
+    assert!(stderr(&out).contains("heartbeat"), "{out:?}");
+    // The client's variables, and a made-up WARDEN_SERVER_INSECURE, do not
+    // make a server insecure.
+    let mut env = base.to_vec();
+    env.extend([
+        ("WARDEN_SERVER_ID", "1"),
+        ("WARDEN_INSECURE", "1"),
+        ("WARDEN_SERVER_INSECURE", "true"),
+        ("WARDEN_SERVER_ALLOW_ADMIN", "true"),
+    ]);
+    let out = warden(&["server"], &env);
+    assert_eq!(out.status.code(), Some(EXIT_REFUSED_START), "{out:?}");
+    assert!(stderr(&out).starts_with("error: no --certs-dir"), "{out:?}");
+}

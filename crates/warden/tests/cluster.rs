@@ -40,6 +40,8 @@ mod security;
 mod session;
 #[path = "cases/token_floor.rs"]
 mod token_floor;
+#[path = "cases/top.rs"]
+mod top;
 #[path = "cases/watch.rs"]
 mod watch;
 
@@ -509,7 +511,7 @@ async fn follower_redirects_wiped_node_refuses_minority_fails_fast() {
     cluster.kill(follower);
     cluster.wipe(follower);
     let (code, stderr) = cluster.run_to_exit(follower, Duration::from_secs(20));
-    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(code, Some(65), "lost data: {stderr}");
     assert!(stderr.contains("lost its data"), "{stderr}");
     let (code, _, err) = cluster.cli(&["acquire", "g", "--ttl", "10s"]);
     assert_eq!(code, 0, "two nodes serve: {err}");

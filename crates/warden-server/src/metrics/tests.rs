@@ -310,3 +310,31 @@ fn every_series_is_exported_from_the_start() {
     );
     assert_eq!(value(&text, &build), 1.0);
 }
+
+// deploy/: every series the Grafana dashboard and the alerts may name
+// (deploy/metrics.txt, which deploy/check.sh holds them to) is exported by
+// a node from the start, and every series a node exports is listed there.
+#[test]
+fn deploy_metrics_list_is_what_a_node_exports() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/metrics.txt");
+    let text = std::fs::read_to_string(path).expect("deploy/metrics.txt");
+    let listed: std::collections::BTreeSet<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    let m = Metrics::default();
+    m.peer_lag(&[(2, 0)]);
+    let rendered = m.render();
+    for name in &listed {
+        assert!(
+            rendered.lines().any(|l| l.starts_with(&format!("{name}{{"))
+                || l.starts_with(&format!("{name} "))
+                || l.starts_with(&format!("{name}_bucket"))),
+            "{name} is in deploy/metrics.txt but not exported"
+        );
+    }
+    let exported: std::collections::BTreeSet<&str> =
+        DESCRIPTIONS.iter().map(|(name, _, _)| *name).collect();
+    assert_eq!(listed, exported);
+}

@@ -11,6 +11,8 @@
 //!   the duty path, and the entry write to the local Raft handle.
 //! - `read.rs`: the linearizable read path and the views services read
 //!   (each method says what it reads).
+//! - `top.rs`: `top`, the hottest resources under a prefix (the table's
+//!   queues and the hot-locks window, [`crate::hot_locks`]).
 //! - `cluster.rs`: the leader's view of the members (`cluster status`) and
 //!   this node's readiness (`/readyz`).
 //! - `error.rs`: [`SubmitError`], [`ReadError`], [`Bootstrapping`].
@@ -35,6 +37,7 @@ pub mod renew;
 pub mod submit;
 #[cfg(test)]
 pub(crate) mod test_node;
+pub mod top;
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;

@@ -18,7 +18,7 @@
 //! | read | needs |
 //! |---|---|
 //! | `status`, `validate` of a resource (an election's key too) | `read` on it |
-//! | `list` and `watch` of a prefix P | `read` on a prefix of P (never a silently filtered answer) |
+//! | `list`, `top` (`node::top`) and `watch` of a prefix P | `read` on a prefix of P (never a silently filtered answer) |
 //! | `watch` of one resource | `read` on it |
 //! | `lease ttl` | ownership of the lease, or `admin` on `""` |
 //! | audit trails, roles, users, limits, `snapshot save`, membership changes | `admin` on `""` |
@@ -315,7 +315,7 @@ impl Node {
     }
 
     /// The state machine for a short read (never across an await).
-    fn machine(&self) -> Result<std::sync::MutexGuard<'_, Machine>, ReadError> {
+    pub(super) fn machine(&self) -> Result<std::sync::MutexGuard<'_, Machine>, ReadError> {
         self.shared
             .machine
             .lock()
@@ -719,7 +719,7 @@ fn as_name(principal: &Principal) -> Option<&str> {
 
 /// `permission` on `target` for `principal` in `m`'s table, or
 /// PermissionDenied naming them (field `field`).
-fn allowed(
+pub(super) fn allowed(
     m: &Machine,
     principal: &Principal,
     permission: Permission,

@@ -126,7 +126,7 @@ pub async fn bootstrap(
     state: Arc<PeerState>,
 ) -> Result<Bootstrapped, ServerError> {
     let connector = state.connector.as_ref();
-    let storage = |e: std::io::Error| ServerError::Storage(e.to_string());
+    let storage = ServerError::of_data_dir;
     if let Some(id) = state.db.get_meta_string(KEY_CLUSTER_ID).map_err(storage)? {
         // A data dir of another cluster: every peer that answers names a
         // different committed cluster id. Refuse rather than sit there
@@ -141,8 +141,8 @@ pub async fn bootstrap(
             .collect();
         if let Some(other) = theirs.first() {
             if theirs.iter().all(|c| *c != id) {
-                return Err(ServerError::Config(format!(
-                    "data-dir: it belongs to cluster {id}, but the peers in --peers form cluster {other}; this is another cluster's data dir"
+                return Err(ServerError::ForeignData(format!(
+                    "it belongs to cluster {id}, but the peers in --peers form cluster {other}; this is another cluster's data dir"
                 )));
             }
         }

@@ -1,4 +1,5 @@
-//! The public `warden.v1.Admin` gRPC service: `List`, `ForceRelease` and
+//! The public `warden.v1.Admin` gRPC service: `List`, `TopLocks` (see
+//! [`crate::node::top`]), `ForceRelease` and
 //! `AuditTrail`; `AddNode`, `RemoveNode`, `ReplaceNode` (see
 //! [`crate::node::membership`]) and `SaveSnapshot` (a read-index-confirmed
 //! copy of the leader's table, see [`crate::raft::backup`]); and the auth
@@ -142,6 +143,28 @@ impl Admin for AdminService {
         Ok(Response::new(pb::ListResponse { locks, read_index }))
     }
 
+    async fn top_locks(
+        &self,
+        req: Request<pb::TopLocksRequest>,
+    ) -> Result<Response<pb::TopLocksResponse>, Status> {
+        let node = self.node.get()?;
+        let principal = principal(&req)?;
+        let req = req.into_inner();
+        let (read_index, hot) = node.top_locks(&principal, &req.prefix, req.limit).await?;
+        let locks = hot
+            .into_iter()
+            .map(|h| pb::HotLock {
+                resource: h.resource,
+                queue_length: h.queue.queue_length,
+                oldest_waiter_age_ms: h.queue.oldest_waiter_age_ms,
+                grants_last_minute: h.recent.grants,
+                expiries_last_minute: h.recent.expiries,
+                wait_p99_ms: h.recent.wait_p99_ms,
+            })
+            .collect();
+        Ok(Response::new(pb::TopLocksResponse { locks, read_index }))
+    }
+
     async fn force_release(
         &self,
         req: Request<pb::ForceReleaseRequest>,
@@ -152,6 +175,7 @@ impl Admin for AdminService {
             .map_err(SubmitError::from)?;
         let peer = super::remote_addr(&req);
         let r = req.into_inner();
+        super::trace::record_resource(&r.resource);
         let cmd = Command::ForceRelease(ForceRelease {
             header: request_header(r.header)?,
             resource: r.resource,

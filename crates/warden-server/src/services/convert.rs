@@ -16,6 +16,7 @@ use crate::node::SubmitError;
 /// The exactly-once header of a mutating request (S7).
 pub fn request_header(h: Option<pb::RequestHeader>) -> Result<RequestHeader, SubmitError> {
     let h = h.ok_or_else(|| SubmitError::invalid("header", "required (client_id, request_id)"))?;
+    super::trace::record_request(h.client_id, h.request_id);
     let h = RequestHeader {
         client_id: h.client_id,
         request_id: h.request_id,
@@ -32,6 +33,7 @@ pub fn nonzero(v: u64) -> Option<u64> {
 
 /// An `AcquireRequest` as the command it asks for.
 pub fn acquire(r: pb::AcquireRequest) -> Result<Command, SubmitError> {
+    super::trace::record_resource(&r.resource);
     let header = request_header(r.header)?;
     // A new name may not look like another (docs/semantics.md "What bad
     // input gets"); only here: apply keeps the old rule.
@@ -64,6 +66,7 @@ pub fn acquire(r: pb::AcquireRequest) -> Result<Command, SubmitError> {
 
 /// A `ReleaseRequest` as the command it asks for.
 pub fn release(r: pb::ReleaseRequest) -> Result<Command, SubmitError> {
+    super::trace::record_resource(&r.resource);
     Ok(Command::Release(Release {
         header: request_header(r.header)?,
         resource: (!r.resource.is_empty()).then_some(r.resource),

@@ -1,10 +1,16 @@
 //! `/healthz` and `/readyz` over HTTP on `--admin-listen`, for load
-//! balancers and orchestrators. On a node with certificates they are served
+//! balancers and orchestrators, beside `/metrics` and the dashboard. On a node with certificates they are served
 //! over TLS 1.3 (ALPN `h2` and `http/1.1`, warden-tls'
 //! `ServerTls::listener`, reloaded on SIGHUP with the rest) and need no
 //! client certificate: probes have none, and neither endpoint names a lease,
 //! a holder or a principal. Anything added here that does must read the
 //! caller's `PeerInfo` (`ConnectInfo<PeerInfo>`) and check its permission.
+//!
+//! | endpoint | needs |
+//! |---|---|
+//! | `GET /healthz`, `GET /readyz` | nothing (no client certificate either) |
+//! | `GET /metrics` | with certificates: a client certificate (else 401) whose principal has `read` on `""` (else 403); insecure node: nothing |
+//! | `GET /ui`, `/ui/app.js`, `/ui/app.css`, `/ui/api/*` (the dashboard, [`super::dashboard`]) | with certificates: a client certificate (else 401) whose principal has `read` on `""` (else 403); insecure node: nothing |
 //!
 //! - `GET /healthz`: 200 `ok` while the process runs (also while it is
 //!   bootstrapping).
@@ -45,10 +51,8 @@
 //! permission either.
 
 use std::net::SocketAddr;
-
 use std::sync::Arc;
 
-use axum::extract::connect_info::ConnectInfo;
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -56,10 +60,9 @@ use axum::routing::get;
 use axum::Router;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use warden_core::auth::Target;
-use warden_core::types::Permission;
 use warden_tls::PeerInfo;
 
+use super::HttpRefused;
 use crate::metrics::Metrics;
 use crate::node::cluster::Readiness;
 use crate::node::{NodeCell, ReadError};
@@ -84,45 +87,27 @@ struct AppState {
     secure: bool,
 }
 
-impl AppState {
-    /// Whether the caller of `request` may have `permission` on `prefix`
-    /// (see the module docs); the refusal as an HTTP answer.
-    fn authorize(
-        &self,
-        request: &Request,
-        permission: Permission,
-        prefix: &str,
-    ) -> Result<(), (StatusCode, String)> {
-        let identity = request
-            .extensions()
-            .get::<ConnectInfo<PeerInfo>>()
-            .map(|c| c.0.identity());
-        if self.secure && identity.is_none() {
-            return Err((StatusCode::UNAUTHORIZED, "no TLS identity\n".into()));
-        }
-        let principal = super::principal_of(identity)
-            .map_err(|s| (StatusCode::UNAUTHORIZED, format!("{}\n", s.message())))?;
-        let node = match self.cell.get() {
-            Ok(node) => node,
-            Err(_) if !self.secure => return Ok(()),
-            Err(_) => {
-                return Err((
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "bootstrapping: no permissions to check yet\n".into(),
-                ))
-            }
-        };
-        match node.check_applied(&principal, permission, Target::Prefix(prefix), None) {
-            Ok(_) => Ok(()),
-            Err(ReadError::Refused(e)) => Err((StatusCode::FORBIDDEN, format!("{}\n", e.message))),
-            Err(e) => Err((StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n"))),
-        }
-    }
-}
-
 async fn metrics_text(State(s): State<AppState>, request: Request) -> Response {
-    if let Err(refused) = s.authorize(&request, Permission::Read, "") {
-        return refused.into_response();
+    let refused = |code: StatusCode, why: String| (code, format!("{why}\n")).into_response();
+    match super::http_reader(&s.cell, s.secure, request.extensions()) {
+        Ok(_) => {}
+        Err(HttpRefused::Unauthenticated(why)) => {
+            return refused(
+                StatusCode::UNAUTHORIZED,
+                format!(
+                    "{why}: /metrics needs a client certificate whose principal has read on \"\""
+                ),
+            )
+        }
+        Err(HttpRefused::Bootstrapping(why)) => {
+            return refused(StatusCode::SERVICE_UNAVAILABLE, why)
+        }
+        Err(HttpRefused::Read(ReadError::Refused(e))) => {
+            return refused(StatusCode::FORBIDDEN, e.message)
+        }
+        Err(HttpRefused::Read(e)) => {
+            return refused(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
+        }
     }
     (
         [(
@@ -178,16 +163,17 @@ pub async fn serve(
         .route("/metrics", get(metrics_text))
         .with_state(AppState {
             node_id,
-            cell,
+            cell: cell.clone(),
             contact,
             metrics,
             secure: tls.is_some(),
-        });
+        })
+        .merge(super::dashboard::router(cell, tls.is_some()));
     let stopped = async move {
         let _ = stop.wait_for(|s| *s).await;
     };
     let Some(tls) = tls else {
-        tracing::info!(addr = %bound, "serving /healthz, /readyz and /metrics over plaintext HTTP");
+        tracing::info!(addr = %bound, "serving /healthz, /readyz, /metrics and /ui over plaintext HTTP");
         return Ok(tokio::spawn(async move {
             let _ = axum::serve(listener, app)
                 .with_graceful_shutdown(stopped)
@@ -197,7 +183,7 @@ pub async fn serve(
     let listener = tls
         .listener(listener)
         .map_err(|e| ServerError::Config(format!("admin-listen: {addr}: {e}")))?;
-    tracing::info!(addr = %bound, "serving /healthz, /readyz and /metrics over TLS");
+    tracing::info!(addr = %bound, "serving /healthz, /readyz, /metrics and /ui over TLS");
     Ok(tokio::spawn(async move {
         let _ = axum::serve(
             listener,

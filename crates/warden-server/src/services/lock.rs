@@ -156,6 +156,7 @@ impl Lock for LockService {
         let node = self.node.get()?;
         let principal = principal(&req)?;
         let r = req.into_inner();
+        super::trace::record_resource(&r.resource);
         let cmd = Command::CancelWait(CancelWait {
             header: request_header(r.header)?,
             acquire_request_id: r.acquire_request_id,
@@ -189,6 +190,7 @@ impl Lock for LockService {
         let node = self.node.get()?;
         let principal = principal(&req)?;
         let r = req.into_inner();
+        super::trace::record_resource(&r.resource);
         let cmd = Command::Proclaim(Proclaim {
             resource: r.resource,
             lease_id: r.lease_id,
@@ -206,6 +208,7 @@ impl Lock for LockService {
         let node = self.node.get()?;
         let principal = principal(&req)?;
         let resource = req.into_inner().resource;
+        super::trace::record_resource(&resource);
         let s = node.resource_status(&principal, &resource).await?;
         Ok(Response::new(pb::StatusResponse {
             resource,
@@ -229,6 +232,7 @@ impl Lock for LockService {
         let node = self.node.get()?;
         let principal = principal(&req)?;
         let r = req.into_inner();
+        super::trace::record_resource(&r.resource);
         let check = node
             .token_check(&principal, &r.resource, r.fencing_token)
             .await?;

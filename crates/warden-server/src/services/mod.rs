@@ -5,11 +5,16 @@
 //! # Files (imports run down this list)
 //!
 //! - `lock.rs`, `lease.rs`, `watch.rs`, `admin.rs`: the public services.
-//! - `health.rs`: `/healthz` and `/readyz` over HTTP.
+//! - `health.rs`: `/healthz` and `/readyz` over HTTP, and the admin
+//!   listener that also serves the dashboard.
+//! - `dashboard/`: the read-only `/ui` page and its JSON (`/ui/api/*`),
+//!   assets embedded from `dashboard/assets/`.
 //! - `calls.rs`: acquire and release, unary or on a `Calls` stream.
 //! - `waiter.rs`: a queued acquire's stream of positions and its answer.
 //! - `convert.rs`: wire messages to commands, answers to wire messages.
 //! - `status.rs`: typed errors to gRPC statuses.
+//! - `trace.rs`: the span each public request is served in (method,
+//!   principal, resource, request ids).
 //! - `injected.rs`: simulator only, the layer that puts an injected
 //!   identity where a TLS handshake would put one.
 //! - this file: [`principal`], the caller's principal from its TLS
@@ -18,12 +23,14 @@
 pub mod admin;
 mod calls;
 mod convert;
+pub mod dashboard;
 pub mod grpc_metrics;
 pub mod health;
 pub mod injected;
 pub mod lease;
 pub mod lock;
 pub mod status;
+pub mod trace;
 mod waiter;
 pub mod watch;
 
@@ -91,6 +98,56 @@ fn principal_of(identity: Option<&Identity>) -> Result<Principal, tonic::Status>
     warden_core::types::Principal::new(&name)
         .map(Some)
         .map_err(|e| status::unauthenticated(&format!("certificate name {name:?}: {e}")))
+}
+
+/// Why an HTTP request on the admin listener was refused by [`http_reader`].
+#[derive(Debug)]
+pub(crate) enum HttpRefused {
+    /// A secure node's caller without a client certificate (401).
+    Unauthenticated(String),
+    /// A secure node that has not bootstrapped: no table to check (503).
+    Bootstrapping(String),
+    /// The check itself: PermissionDenied (403) or a failed read.
+    Read(crate::node::ReadError),
+}
+
+/// The caller of an HTTP request on the admin listener (`/metrics`, the
+/// dashboard), if it holds `read` on `""` in this node's applied table:
+/// its principal from the TLS handshake of its connection
+/// (`ConnectInfo<PeerInfo>`, as [`principal`] reads it for gRPC) and the
+/// node (None: an insecure node still bootstrapping, which checks nothing).
+/// On an insecure node (`secure` false) every caller is anonymous.
+pub(crate) fn http_reader(
+    cell: &crate::node::NodeCell,
+    secure: bool,
+    extensions: &axum::http::Extensions,
+) -> Result<(Option<std::sync::Arc<crate::node::Node>>, Principal), HttpRefused> {
+    let principal = if secure {
+        let identity = extensions
+            .get::<axum::extract::ConnectInfo<warden_tls::PeerInfo>>()
+            .map(|c| c.0.identity())
+            .ok_or_else(|| {
+                // A secure node serves these over TLS only; refuse rather than guess.
+                HttpRefused::Unauthenticated("no TLS identity on this connection".into())
+            })?;
+        principal_of(Some(identity))
+            .map_err(|s| HttpRefused::Unauthenticated(s.message().to_string()))?
+    } else {
+        None
+    };
+    let node = match cell.get() {
+        Ok(node) => node,
+        Err(_) if !secure => return Ok((None, principal)),
+        Err(e) => return Err(HttpRefused::Bootstrapping(e.to_string())),
+    };
+    node.check_applied(
+        &principal,
+        warden_core::types::Permission::Read,
+        warden_core::auth::Target::Prefix(""),
+        None,
+    )
+    .map_err(HttpRefused::Read)?;
+    Ok((Some(node), principal))
 }
 
 #[cfg(test)]

@@ -44,17 +44,22 @@ impl Debug for LogStore {
 }
 
 impl LogStore {
-    /// Records each durable write of a group of entries (fsync) in `h`
-    /// (`warden_wal_fsync_duration_seconds`).
-    pub fn observe_fsync(&self, h: metrics::Histogram) {
-        if let Ok(mut disk) = self.disk.lock() {
-            disk.fsync = Some(h);
-        }
-    }
-
     /// A log store over `db`, stamping appends with `clock`. Takes the
     /// database's write-ahead file: a second store on one [`Db`] is refused.
     pub fn new(db: Db, stamps: Stamps, clock: Arc<NodeClock>) -> Result<Self, io::Error> {
+        Self::with_fsync_metric(db, stamps, clock, None)
+    }
+
+    /// [`LogStore::new`], recording each durable write of a group of
+    /// entries (one fsync) in `fsync` (`warden_wal_fsync_duration_seconds`).
+    /// Given here, not later: the writer thread holds the disk from its
+    /// start.
+    pub fn with_fsync_metric(
+        db: Db,
+        stamps: Stamps,
+        clock: Arc<NodeClock>,
+        fsync: Option<metrics::Histogram>,
+    ) -> Result<Self, io::Error> {
         let wal =
             db.wal.lock().map_err(io_err)?.take().ok_or_else(|| {
                 io::Error::other("the log store of this database is already open")
@@ -66,7 +71,9 @@ impl LogStore {
         } else {
             WAL_FOLD_BYTES
         };
-        let disk = Arc::new(Mutex::new(LogDisk::new(db.db.clone(), wal, fold_bytes)));
+        let mut disk = LogDisk::new(db.db.clone(), wal, fold_bytes);
+        disk.fsync = fsync;
+        let disk = Arc::new(Mutex::new(disk));
         let tail = Arc::new(Mutex::new(Tail::default()));
         let writer = if db.inline_io {
             None

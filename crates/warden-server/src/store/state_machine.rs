@@ -88,6 +88,8 @@ pub struct Shared {
     pub stamps: Stamps,
     /// Node-local event log for the Watch service, fed at apply.
     pub events: crate::events::EventLog,
+    /// Node-local one-minute window behind `warden top`, fed at apply.
+    pub hot_locks: crate::hot_locks::HotLocks,
     /// This node's id (for the observer).
     pub node_id: u64,
     /// Simulator-only observer of each apply.
@@ -191,6 +193,7 @@ impl StateMachineStore {
                 clock,
                 stamps,
                 events: crate::events::EventLog::new(crate::events::DEFAULT_WINDOW, applied_index),
+                hot_locks: crate::hot_locks::HotLocks::new(),
                 node_id,
                 observer,
                 bugs,
@@ -366,6 +369,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                         }
                         self.shared.metrics.after_entry(&m.table);
                         self.shared.events.record(index, &applied.effects);
+                        self.shared.hot_locks.record(&applied.effects, stamp);
                         if let Some(o) = &self.shared.observer {
                             o.on_apply(
                                 self.shared.node_id,

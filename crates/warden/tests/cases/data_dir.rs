@@ -31,7 +31,7 @@ async fn a_node_refuses_another_nodes_data_dir() {
     );
     copy_dir(&from, &to);
     let (code, stderr) = cluster.run_to_exit(victim, Duration::from_secs(20));
-    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(code, Some(65), "lost or foreign data: {stderr}");
     assert!(
         stderr.contains(&format!("belongs to node {donor}")),
         "{stderr}"
@@ -56,7 +56,7 @@ async fn a_node_refuses_another_clusters_data_dir() {
     let to = cluster.nodes[&3].dir.clone();
     copy_dir(&foreign, &to);
     let (code, stderr) = cluster.run_to_exit(3, Duration::from_secs(20));
-    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(code, Some(65), "lost or foreign data: {stderr}");
     assert!(stderr.contains("another cluster's data dir"), "{stderr}");
     // The rightful members keep serving.
     let (code, _, err) = cluster.cli(&["acquire", "still-here", "--ttl", "5s"]);

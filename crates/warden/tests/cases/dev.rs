@@ -25,6 +25,8 @@ struct Dev {
     child: Child,
     /// Every `export NAME=VALUE` line, in order.
     exports: Vec<(String, String)>,
+    /// The address of the `dashboard: URL` line.
+    dashboard: Option<String>,
 }
 
 impl Dev {
@@ -59,6 +61,7 @@ fn start_dev(dir: &std::path::Path, flags: &[&str]) -> Dev {
     });
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut exports = Vec::new();
+    let mut dashboard = None;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let line = rx
@@ -70,11 +73,18 @@ fn start_dev(dir: &std::path::Path, flags: &[&str]) -> Dev {
         {
             exports.push((name.to_string(), value.to_string()));
         }
+        if let Some(url) = line.strip_prefix("dashboard: ") {
+            dashboard = Some(url.trim().to_string());
+        }
         if line.trim() == "ready" {
             break;
         }
     }
-    Dev { child, exports }
+    Dev {
+        child,
+        exports,
+        dashboard,
+    }
 }
 
 fn stop_dev(mut dev: Dev) {
@@ -126,6 +136,11 @@ fn dev_cluster_serves_and_comes_back_with_its_state() {
     let dev = start_dev(&dir, &[]);
     let names: Vec<&str> = dev.exports.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["WARDEN_ENDPOINTS", "WARDEN_CERTS_DIR"]);
+    let url = dev.dashboard.clone().expect("a dashboard line");
+    assert!(
+        url.starts_with("https://127.0.0.1:") && url.ends_with("/ui"),
+        "{url}"
+    );
     let certs_dir = std::path::PathBuf::from(dev.export("WARDEN_CERTS_DIR").expect("certs"));
     assert_eq!(certs_dir, dir.canonicalize().expect("dir").join("certs"));
     assert!(certs_dir.join("client.root.crt").exists());
@@ -208,7 +223,8 @@ fn dev_cluster_serves_and_comes_back_with_its_state() {
 
 /// `warden dev --insecure` keeps the plaintext cluster: no certificates are
 /// minted, it prints `export WARDEN_INSECURE=true`, and the CLI is served
-/// with that export.
+/// with that export; the dashboard line names the leader's admin listener
+/// over plain HTTP, which lists the lock.
 #[test]
 fn dev_insecure_prints_the_insecure_export_and_serves() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -221,5 +237,30 @@ fn dev_insecure_prints_the_insecure_export_and_serves() {
     let (code, g, err) = cli(&dev, &[], &["acquire", "orders", "--ttl", "10s"]);
     assert_eq!(code, 0, "{g} {err}");
     assert!(g["fencing_token"].as_u64().is_some(), "{g}");
+    // The leader's dashboard, plain HTTP on an insecure cluster, shows the lock.
+    let url = dev.dashboard.clone().expect("a dashboard line");
+    let admin = url
+        .strip_prefix("http://")
+        .and_then(|a| a.strip_suffix("/ui"))
+        .unwrap_or_else(|| panic!("{url}"))
+        .to_string();
+    let reply = tokio::runtime::Runtime::new()
+        .expect("runtime")
+        .block_on(warden_fence::http::client::request(
+            &admin,
+            "GET",
+            "/ui/api/locks",
+            &[],
+            b"",
+            Duration::from_secs(5),
+        ))
+        .expect("GET /ui/api/locks");
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(
+        reply.json()["locks"][0]["resource"],
+        "orders",
+        "{}",
+        reply.body
+    );
     stop_dev(dev);
 }

@@ -101,7 +101,7 @@ async fn wiped_node_is_replaced_and_every_lock_survives() {
     cluster.kill(victim);
     cluster.wipe(victim);
     let (code, stderr) = cluster.run_to_exit(victim, Duration::from_secs(20));
-    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(code, Some(65), "lost data: {stderr}");
     assert!(stderr.contains("lost its data"), "{stderr}");
     cluster.nodes.remove(&victim);
 

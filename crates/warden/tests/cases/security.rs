@@ -111,7 +111,8 @@ fn run_server(cluster: &Cluster, args: &[&str]) -> (Option<i32>, String) {
 }
 
 /// docs/security.md "Insecure mode", "What bad input gets": without
-/// `--certs-dir` or `--insecure` the server exits 1 naming both flags (the
+/// `--certs-dir` or `--insecure` the server exits 78 (a refused start,
+/// docs/operations.md "Server exit codes") naming both flags (the
 /// environment cannot turn security off); `--allow-admin` without
 /// `--insecure` is refused naming both; a certs dir missing its key is
 /// refused naming the file.
@@ -119,7 +120,7 @@ fn run_server(cluster: &Cluster, args: &[&str]) -> (Option<i32>, String) {
 fn a_server_needs_certs_or_insecure() {
     let cluster = Cluster::prepare_secure(1, &[], &[], &[]);
     let (code, stderr) = run_server(&cluster, &[]);
-    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(code, Some(78), "refused start: {stderr}");
     assert!(
         stderr.contains("no --certs-dir") && stderr.contains("--insecure"),
         "{stderr}"
@@ -127,14 +128,14 @@ fn a_server_needs_certs_or_insecure() {
     let certs = cluster.certs.as_ref().expect("certs").node_dirs[&1].clone();
     let certs_text = certs.to_str().expect("utf-8 path");
     let (code, stderr) = run_server(&cluster, &["--certs-dir", certs_text, "--allow-admin"]);
-    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(code, Some(78), "refused start: {stderr}");
     assert!(
         stderr.contains("--allow-admin: only with --insecure"),
         "{stderr}"
     );
     std::fs::remove_file(certs.join("node.key")).expect("remove the key");
     let (code, stderr) = run_server(&cluster, &["--certs-dir", certs_text]);
-    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(code, Some(78), "refused start: {stderr}");
     assert!(stderr.contains("node.key"), "{stderr}");
 }
 

@@ -380,3 +380,57 @@ async fn dropped_guard_releases_its_own_grant() {
     let again = session.lock("s6-dropped").await.expect("lock again");
     assert!(again.fencing_token() > token);
 }
+
+/// Lock-delay through a session (docs/semantics.md "Lock-delay"):
+/// `Session::lock_with` asks for one, so a forced release leaves the
+/// resource ungrantable for it (status shows the time left, a try-lock
+/// from another session is refused) while a grant taken without one is
+/// free again at once; a bounded wait that runs out is `Ok(None)`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_lock_with_asks_for_a_lock_delay() {
+    use warden_client::LockOptions;
+    let cluster = Cluster::start(3, &[]).await;
+    let c = client(endpoints(&cluster)).await;
+    let session = c.session(Duration::from_secs(10)).await.expect("session");
+    let delay = Duration::from_secs(20);
+    let options = LockOptions {
+        wait: Some(Duration::from_secs(5)),
+        lock_delay: delay,
+    };
+    let delayed = session
+        .lock_with("ld/delayed", options)
+        .await
+        .expect("lock_with")
+        .expect("granted");
+    let plain = session.lock("ld/plain").await.expect("lock");
+    let other = c.session(Duration::from_secs(10)).await.expect("other");
+    let busy = other
+        .lock_with(
+            "ld/delayed",
+            LockOptions {
+                wait: Some(Duration::from_millis(200)),
+                lock_delay: Duration::ZERO,
+            },
+        )
+        .await
+        .expect("bounded wait");
+    assert!(busy.is_none(), "held: the bounded wait runs out");
+    for resource in ["ld/delayed", "ld/plain"] {
+        let (code, _, err) = cluster.cli(&["release", "--force", resource]);
+        assert_eq!(code, 0, "{err}");
+    }
+    let st = c.status("ld/delayed").await.expect("status");
+    assert_eq!(st.holder, None);
+    let left = st.lock_delay_remaining_ms.unwrap_or(0);
+    assert!(
+        left > 0 && left <= delay.as_millis() as u64,
+        "lock-delay left: {left} ms"
+    );
+    assert!(
+        other.try_lock("ld/delayed").await.expect("try").is_none(),
+        "in lock-delay"
+    );
+    let again = other.try_lock("ld/plain").await.expect("try");
+    assert!(again.is_some(), "no lock-delay asked: free at once");
+    drop((delayed, plain));
+}

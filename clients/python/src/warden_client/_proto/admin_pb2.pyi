@@ -187,6 +187,101 @@ class ListResponse(_message.Message):
 Global___ListResponse: _TypeAlias = ListResponse  # noqa: Y015
 
 @_typing.final
+class TopLocksRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PREFIX_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    prefix: _builtins.str
+    """Only resources whose name starts with this; empty = all. At most 512 bytes."""
+    limit: _builtins.int
+    """How many to return: 1 to 1,000 (`warden top` sends 20 by default)."""
+    def __init__(
+        self,
+        *,
+        prefix: _builtins.str = ...,
+        limit: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["limit", b"limit", "prefix", b"prefix"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TopLocksRequest: _TypeAlias = TopLocksRequest  # noqa: Y015
+
+@_typing.final
+class HotLock(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESOURCE_FIELD_NUMBER: _builtins.int
+    QUEUE_LENGTH_FIELD_NUMBER: _builtins.int
+    OLDEST_WAITER_AGE_MS_FIELD_NUMBER: _builtins.int
+    GRANTS_LAST_MINUTE_FIELD_NUMBER: _builtins.int
+    EXPIRIES_LAST_MINUTE_FIELD_NUMBER: _builtins.int
+    WAIT_P99_MS_FIELD_NUMBER: _builtins.int
+    resource: _builtins.str
+    queue_length: _builtins.int
+    """Waiters queued on it now."""
+    oldest_waiter_age_ms: _builtins.int
+    """Milliseconds the oldest waiter has waited, on the serving node's clock
+    (0: no waiter). Display only.
+    """
+    grants_last_minute: _builtins.int
+    """Grants in the last minute (on the serving node's clock)."""
+    expiries_last_minute: _builtins.int
+    """Holders whose lease expired in the last minute."""
+    wait_p99_ms: _builtins.int
+    """The 99th percentile, in milliseconds, of the waits of the grants in the
+    last minute that came from the queue; absent when none did.
+    """
+    def __init__(
+        self,
+        *,
+        resource: _builtins.str = ...,
+        queue_length: _builtins.int = ...,
+        oldest_waiter_age_ms: _builtins.int = ...,
+        grants_last_minute: _builtins.int = ...,
+        expiries_last_minute: _builtins.int = ...,
+        wait_p99_ms: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_wait_p99_ms", b"_wait_p99_ms", "wait_p99_ms", b"wait_p99_ms"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_wait_p99_ms", b"_wait_p99_ms", "expiries_last_minute", b"expiries_last_minute", "grants_last_minute", b"grants_last_minute", "oldest_waiter_age_ms", b"oldest_waiter_age_ms", "queue_length", b"queue_length", "resource", b"resource", "wait_p99_ms", b"wait_p99_ms"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__wait_p99_ms: _TypeAlias = _typing.Literal["wait_p99_ms"]  # noqa: Y015
+    _WhichOneofArgType__wait_p99_ms: _TypeAlias = _typing.Literal["_wait_p99_ms", b"_wait_p99_ms"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__wait_p99_ms) -> _WhichOneofReturnType__wait_p99_ms | None: ...
+
+Global___HotLock: _TypeAlias = HotLock  # noqa: Y015
+
+@_typing.final
+class TopLocksResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LOCKS_FIELD_NUMBER: _builtins.int
+    READ_INDEX_FIELD_NUMBER: _builtins.int
+    read_index: _builtins.int
+    """The log index the read was served at."""
+    @_builtins.property
+    def locks(self) -> _containers.RepeatedCompositeFieldContainer[Global___HotLock]:
+        """Hottest first."""
+
+    def __init__(
+        self,
+        *,
+        locks: _abc.Iterable[Global___HotLock] | None = ...,
+        read_index: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["locks", b"locks", "read_index", b"read_index"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TopLocksResponse: _TypeAlias = TopLocksResponse  # noqa: Y015
+
+@_typing.final
 class ForceReleaseRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

@@ -52,6 +52,11 @@ class AdminStub:
                 request_serializer=admin__pb2.ListRequest.SerializeToString,
                 response_deserializer=admin__pb2.ListResponse.FromString,
                 _registered_method=True)
+        self.TopLocks = channel.unary_unary(
+                '/warden.v1.Admin/TopLocks',
+                request_serializer=admin__pb2.TopLocksRequest.SerializeToString,
+                response_deserializer=admin__pb2.TopLocksResponse.FromString,
+                _registered_method=True)
         self.ForceRelease = channel.unary_unary(
                 '/warden.v1.Admin/ForceRelease',
                 request_serializer=admin__pb2.ForceReleaseRequest.SerializeToString,
@@ -157,6 +162,20 @@ class AdminServicer:
     def List(self, request, context):
         """Every resource whose name starts with `prefix` (empty = all): its holder
         and its waiters in queue order. Needs read on a prefix of `prefix`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TopLocks(self, request, context):
+        """The most contended resources whose name starts with `prefix` (empty =
+        all), hottest first: by queue length, then the oldest waiter's age, then
+        grants in the last minute. Queue length and waiter ages come from the
+        leader's table (linearizable); the last minute's grants, expiries and
+        wait p99 from the leader's node-local window of applied effects
+        (display only). Needs read on a prefix of `prefix`. `limit` is 1 to
+        1,000 (required: 0 too is refused); outside that, InvalidArgument
+        naming `limit`.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -316,6 +335,11 @@ def add_AdminServicer_to_server(servicer, server):
                     request_deserializer=admin__pb2.ListRequest.FromString,
                     response_serializer=admin__pb2.ListResponse.SerializeToString,
             ),
+            'TopLocks': grpc.unary_unary_rpc_method_handler(
+                    servicer.TopLocks,
+                    request_deserializer=admin__pb2.TopLocksRequest.FromString,
+                    response_serializer=admin__pb2.TopLocksResponse.SerializeToString,
+            ),
             'ForceRelease': grpc.unary_unary_rpc_method_handler(
                     servicer.ForceRelease,
                     request_deserializer=admin__pb2.ForceReleaseRequest.FromString,
@@ -441,6 +465,33 @@ class Admin:
             '/warden.v1.Admin/List',
             admin__pb2.ListRequest.SerializeToString,
             admin__pb2.ListResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TopLocks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/warden.v1.Admin/TopLocks',
+            admin__pb2.TopLocksRequest.SerializeToString,
+            admin__pb2.TopLocksResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -51,6 +51,16 @@ class AdminStub:
     """Every resource whose name starts with `prefix` (empty = all): its holder
     and its waiters in queue order. Needs read on a prefix of `prefix`.
     """
+    TopLocks: _grpc.UnaryUnaryMultiCallable[_admin_pb2.TopLocksRequest, _admin_pb2.TopLocksResponse]
+    """The most contended resources whose name starts with `prefix` (empty =
+    all), hottest first: by queue length, then the oldest waiter's age, then
+    grants in the last minute. Queue length and waiter ages come from the
+    leader's table (linearizable); the last minute's grants, expiries and
+    wait p99 from the leader's node-local window of applied effects
+    (display only). Needs read on a prefix of `prefix`. `limit` is 1 to
+    1,000 (required: 0 too is refused); outside that, InvalidArgument
+    naming `limit`.
+    """
     ForceRelease: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ForceReleaseRequest, _admin_pb2.ForceReleaseResponse]
     """Release whoever holds `resource` (an involuntary loss: the holder's
     lock-delay applies; the next grant gets a larger token). Recorded in the
@@ -142,6 +152,16 @@ class AdminAsyncStub(AdminStub):
     List: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListRequest, _admin_pb2.ListResponse]  # type: ignore[assignment]
     """Every resource whose name starts with `prefix` (empty = all): its holder
     and its waiters in queue order. Needs read on a prefix of `prefix`.
+    """
+    TopLocks: _aio.UnaryUnaryMultiCallable[_admin_pb2.TopLocksRequest, _admin_pb2.TopLocksResponse]  # type: ignore[assignment]
+    """The most contended resources whose name starts with `prefix` (empty =
+    all), hottest first: by queue length, then the oldest waiter's age, then
+    grants in the last minute. Queue length and waiter ages come from the
+    leader's table (linearizable); the last minute's grants, expiries and
+    wait p99 from the leader's node-local window of applied effects
+    (display only). Needs read on a prefix of `prefix`. `limit` is 1 to
+    1,000 (required: 0 too is refused); outside that, InvalidArgument
+    naming `limit`.
     """
     ForceRelease: _aio.UnaryUnaryMultiCallable[_admin_pb2.ForceReleaseRequest, _admin_pb2.ForceReleaseResponse]  # type: ignore[assignment]
     """Release whoever holds `resource` (an involuntary loss: the holder's
@@ -237,6 +257,22 @@ class AdminServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_admin_pb2.ListResponse, _abc.Awaitable[_admin_pb2.ListResponse]]:
         """Every resource whose name starts with `prefix` (empty = all): its holder
         and its waiters in queue order. Needs read on a prefix of `prefix`.
+        """
+
+    @_abc_1.abstractmethod
+    def TopLocks(
+        self,
+        request: _admin_pb2.TopLocksRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.TopLocksResponse, _abc.Awaitable[_admin_pb2.TopLocksResponse]]:
+        """The most contended resources whose name starts with `prefix` (empty =
+        all), hottest first: by queue length, then the oldest waiter's age, then
+        grants in the last minute. Queue length and waiter ages come from the
+        leader's table (linearizable); the last minute's grants, expiries and
+        wait p99 from the leader's node-local window of applied effects
+        (display only). Needs read on a prefix of `prefix`. `limit` is 1 to
+        1,000 (required: 0 too is refused); outside that, InvalidArgument
+        naming `limit`.
         """
 
     @_abc_1.abstractmethod

@@ -117,7 +117,7 @@ where
         match Pin::new(&mut this.replies).poll_next(cx) {
             Poll::Ready(Some(Ok(blob))) => {
                 this.sent.pop_front();
-                this.conn.timing_out_since = None;
+                this.conn.answered_now();
                 return match postcard::from_bytes::<StreamAppendResult<TypeConfig>>(&blob.data) {
                     Ok(result) => {
                         if let Ok(matching) = &result {

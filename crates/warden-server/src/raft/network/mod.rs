@@ -14,6 +14,9 @@
 //! `warden-log-format` header); each connection records it in the node's
 //! [`LogFormats`] and forgets it when it drops its channel (see
 //! [`crate::raft::log_format`]: the gate for packed entries).
+//!
+//! Failed calls are logged once per streak and then summarised per peer
+//! ([`failures`]), not once per heartbeat.
 
 use std::collections::VecDeque;
 use std::fmt::Debug;
@@ -39,6 +42,7 @@ use warden_proto::peer::Blob;
 
 use crate::raft::log_format::{reported_format, LogFormats};
 use crate::types::{MemberAddr, Snapshot, SnapshotMeta, TypeConfig, Vote};
+use failures::PeerFailures;
 
 /// Largest gRPC message between peers (snapshots travel whole): 256 MiB.
 pub const MAX_PEER_MESSAGE_BYTES: usize = 256 * 1024 * 1024;
@@ -108,6 +112,8 @@ pub struct Network {
     call_timeout_floor: Duration,
     formats: Arc<LogFormats>,
     connector: Arc<dyn PeerConnector>,
+    /// Every connection's failed calls, per peer (logged once, then summarised).
+    failures: Arc<PeerFailures>,
 }
 
 impl Network {
@@ -126,6 +132,7 @@ impl Network {
             call_timeout_floor,
             formats,
             connector,
+            failures: Arc::new(PeerFailures::default()),
         }
     }
 }
@@ -199,8 +206,10 @@ impl Network {
             call_timeout_floor: self.call_timeout_floor,
             formats: self.formats.clone(),
             connector: self.connector.clone(),
+            failures: self.failures.clone(),
             client: None,
             timing_out_since: None,
+            timeouts_unreported: 0,
             call_unfinished: false,
             streaming,
         }
@@ -234,10 +243,15 @@ pub struct PeerConnection {
     formats: Arc<LogFormats>,
     /// Opens this peer's channel.
     connector: Arc<dyn PeerConnector>,
+    /// The node's record of failed calls (shared by its connections).
+    failures: Arc<PeerFailures>,
     client: Option<PeerClient<Channel>>,
     /// When this peer's calls started timing out (None: the last call was
     /// answered). See [`PEER_RECONNECT_AFTER`].
     timing_out_since: Option<tokio::time::Instant>,
+    /// Calls that timed out since `timing_out_since` and are not logged yet
+    /// (see `timed_out_at`).
+    timeouts_unreported: u64,
     /// A call was sent and has not returned: when the next call starts with
     /// this still set, openraft dropped the last call before its answer (the
     /// heartbeat worker's own timeout), and that counts as a timeout.
@@ -288,10 +302,23 @@ impl PeerConnection {
         }
     }
 
+    /// Also what is logged: a timeout alone (a heartbeat dropped on a busy
+    /// node, answered the next time) is not a failure; the calls of a run of
+    /// timeouts are, once it has lasted [`PEER_RECONNECT_AFTER`].
     fn timed_out_at(&mut self, now: tokio::time::Instant) {
+        self.timeouts_unreported += 1;
         match self.timing_out_since {
             None => self.timing_out_since = Some(now),
             Some(since) if now.duration_since(since) >= PEER_RECONNECT_AFTER => {
+                let calls = std::mem::take(&mut self.timeouts_unreported);
+                self.failures.failed(
+                    self.target,
+                    calls,
+                    &format!(
+                        "no answer for {} ms (calls timed out)",
+                        now.duration_since(since).as_millis()
+                    ),
+                );
                 tracing::info!(
                     peer = self.target,
                     "peer calls timed out for {} ms; reconnecting",
@@ -316,8 +343,15 @@ impl PeerConnection {
 
     /// An answer came with `metadata`: record the log format it reports.
     fn answered(&mut self, metadata: &tonic::metadata::MetadataMap) {
-        self.timing_out_since = None;
+        self.answered_now();
         self.formats.record(self.target, reported_format(metadata));
+    }
+
+    /// A call (or a message on the append stream) was answered.
+    fn answered_now(&mut self) {
+        self.timing_out_since = None;
+        self.timeouts_unreported = 0;
+        self.failures.answered(self.target);
     }
 
     fn client(&mut self) -> Result<PeerClient<Channel>, RPCError<TypeConfig>> {
@@ -348,6 +382,11 @@ impl PeerConnection {
     /// counts toward [`PEER_RECONNECT_AFTER`], anything else is an answer.
     fn failed(&mut self, status: &tonic::Status) -> RPCError<TypeConfig> {
         let code = status.code();
+        if code != tonic::Code::Cancelled && code != tonic::Code::DeadlineExceeded {
+            // A timeout is recorded by `timed_out`.
+            self.failures
+                .failed(self.target, 1, &format!("{code:?}: {}", status.message()));
+        }
         if code == tonic::Code::Unavailable || code == tonic::Code::Unknown {
             self.drop_client();
             return unreachable(format!("peer {}: {}", self.target, status.message()));
@@ -358,6 +397,7 @@ impl PeerConnection {
             self.timed_out();
         } else {
             self.timing_out_since = None;
+            self.timeouts_unreported = 0;
         }
         network(format!("peer {}: {}", self.target, status.message()))
     }
@@ -558,6 +598,7 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
 }
 
 mod append_stream;
+pub mod failures;
 #[cfg(test)]
 mod tests;
 

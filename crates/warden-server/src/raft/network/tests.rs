@@ -12,8 +12,10 @@ fn connection() -> PeerConnection {
         call_timeout_floor: call_timeout_floor(250),
         formats: Arc::new(LogFormats::new(1)),
         connector: Arc::new(TcpConnector),
+        failures: Arc::new(failures::PeerFailures::default()),
         client: None,
         timing_out_since: None,
+        timeouts_unreported: 0,
         call_unfinished: false,
         streaming: true,
     }

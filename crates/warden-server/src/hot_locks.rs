@@ -1,0 +1,631 @@
+//! Hot locks: a rolling window of what each resource went through on this
+//! node in the last [`WINDOW`] (one minute), behind `Admin/TopLocks`
+//! (`warden top`) and the dashboard's hot-locks list.
+//!
+//! The state machine hands [`HotLocks::record`] the effects of every applied
+//! entry with the entry's apply stamp on this node's clock (the same stamp
+//! its deadline table uses; docs/semantics.md "Time": node-local, display
+//! only, never replicated). From them it keeps, per resource seen in the
+//! window:
+//!
+//! - grants (`Effect::Granted`) and expiries (`Effect::Freed` with reason
+//!   `Expired`) per second, for counts over the last minute;
+//! - the waits of grants that came from the queue (stamp of the
+//!   `Effect::Queued` to the stamp of the `Effect::WaiterRemoved` with
+//!   reason `Granted`), the last [`MAX_WAIT_SAMPLES`] of them, for the wait
+//!   p99. A waiter this node saw queue before it started (or before a
+//!   snapshot install) gives no sample.
+//!
+//! Queue length and the oldest waiter's age are not counted here: the
+//! reader takes them from the lock table it serves (exact, linearizable)
+//! and merges them in [`HotLocks::rank`].
+//!
+//! # Bounds
+//!
+//! At most [`MAX_RESOURCES`] resources are kept (the least recently seen
+//! goes first), each with at most 61 one-second buckets and
+//! [`MAX_WAIT_SAMPLES`] waits; resources not seen for a [`WINDOW`] are
+//! dropped. At most [`MAX_PENDING_WAITERS`] enqueue stamps wait for their
+//! grant; one older than the longest wait timeout plus the window is
+//! dropped. Worst case about 25 MB; a quiet node keeps nothing.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use warden_core::effect::{Effect, FreeReason, WaiterRemovedReason};
+
+/// How far back the counts reach: one minute.
+pub const WINDOW: Duration = Duration::from_secs(60);
+
+/// Most resources kept in the window.
+pub const MAX_RESOURCES: usize = 4_096;
+
+/// Most wait samples kept per resource (the p99 is over these).
+pub const MAX_WAIT_SAMPLES: usize = 256;
+
+/// Most enqueue stamps kept while their waiters wait.
+pub const MAX_PENDING_WAITERS: usize = 65_536;
+
+/// How long an enqueue stamp is kept at most: the longest wait timeout
+/// plus the window (a waiter still queued after that gives no sample).
+const PENDING_MAX_AGE: Duration =
+    Duration::from_millis(warden_core::limits::MAX_WAIT_TIMEOUT_MS + 60_000);
+
+/// Grants and expiries in one second of the node clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Bucket {
+    /// Whole seconds since the clock's origin.
+    second: u64,
+    grants: u32,
+    expiries: u32,
+}
+
+/// One resource's window.
+#[derive(Debug, Default)]
+struct Recent {
+    /// Oldest first; at most one per second of the window.
+    buckets: VecDeque<Bucket>,
+    /// (grant stamp, wait in ms), oldest first.
+    waits: VecDeque<(Duration, u64)>,
+    /// The last stamp anything happened to it.
+    last_seen: Duration,
+}
+
+impl Recent {
+    fn bucket(&mut self, stamp: Duration) -> &mut Bucket {
+        let second = stamp.as_secs();
+        if self.buckets.back().is_none_or(|b| b.second < second) {
+            self.buckets.push_back(Bucket {
+                second,
+                grants: 0,
+                expiries: 0,
+            });
+        }
+        // Stamps of later entries are never earlier (the node clock does not
+        // go back); an earlier one counts in the newest bucket.
+        let last = self.buckets.len() - 1;
+        &mut self.buckets[last]
+    }
+
+    /// Drops what is older than the window at `now`.
+    fn trim(&mut self, now: Duration) {
+        let from = now.saturating_sub(WINDOW);
+        while self
+            .buckets
+            .front()
+            .is_some_and(|b| b.second < from.as_secs())
+        {
+            self.buckets.pop_front();
+        }
+        while self.waits.front().is_some_and(|(at, _)| *at < from) {
+            self.waits.pop_front();
+        }
+    }
+
+    fn summary(&self, now: Duration) -> RecentCounts {
+        let from = now.saturating_sub(WINDOW).as_secs();
+        let live = self.buckets.iter().filter(|b| b.second >= from);
+        let (grants, expiries) = live.fold((0u64, 0u64), |(g, e), b| {
+            (g + u64::from(b.grants), e + u64::from(b.expiries))
+        });
+        let cutoff = now.saturating_sub(WINDOW);
+        let mut waits: Vec<u64> = self
+            .waits
+            .iter()
+            .filter(|(at, _)| *at >= cutoff)
+            .map(|(_, w)| *w)
+            .collect();
+        RecentCounts {
+            grants,
+            expiries,
+            wait_p99_ms: p99(&mut waits),
+        }
+    }
+}
+
+/// The nearest-rank 99th percentile of `values` (None when empty).
+fn p99(values: &mut [u64]) -> Option<u64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_unstable();
+    // Nearest rank: ceil(0.99 * n), 1-based.
+    let rank = (values.len() * 99).div_ceil(100).max(1);
+    Some(values[rank - 1])
+}
+
+/// One resource's counts over the last minute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RecentCounts {
+    /// Grants in the last minute.
+    pub grants: u64,
+    /// Holders whose lease expired in the last minute.
+    pub expiries: u64,
+    /// The 99th percentile of the waits, in milliseconds, of the grants in
+    /// the last minute that came from the queue; None: none did.
+    pub wait_p99_ms: Option<u64>,
+}
+
+/// What the reader knows of a resource from the table it serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QueueNow {
+    /// Waiters queued on it now.
+    pub queue_length: u64,
+    /// The oldest waiter's age on this node's clock, in ms (0: none).
+    pub oldest_waiter_age_ms: u64,
+}
+
+/// One hot lock, as `warden top` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HotLock {
+    /// The resource.
+    pub resource: String,
+    /// From the table: its queue now.
+    pub queue: QueueNow,
+    /// From the window: the last minute.
+    pub recent: RecentCounts,
+}
+
+impl HotLock {
+    /// The order of `warden top`: longest queue first, then the oldest
+    /// waiter, then the most grants in the last minute, then by name.
+    fn hotter(&self, other: &HotLock) -> std::cmp::Ordering {
+        other
+            .queue
+            .queue_length
+            .cmp(&self.queue.queue_length)
+            .then(
+                other
+                    .queue
+                    .oldest_waiter_age_ms
+                    .cmp(&self.queue.oldest_waiter_age_ms),
+            )
+            .then(other.recent.grants.cmp(&self.recent.grants))
+            .then_with(|| self.resource.cmp(&other.resource))
+    }
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    resources: BTreeMap<String, Recent>,
+    /// (last_seen, resource) of every kept resource: the eviction order.
+    by_seen: BTreeSet<(Duration, String)>,
+    /// (resource, lease, enqueue index) -> the enqueue's stamp.
+    pending: BTreeMap<(String, u64, u64), Duration>,
+    /// (stamp, key) of every pending enqueue: the eviction order.
+    pending_by_age: BTreeSet<(Duration, (String, u64, u64))>,
+    /// The newest stamp recorded (sweeps run at most once a second of it).
+    last_sweep: Duration,
+}
+
+impl Inner {
+    fn check_invariants(&self) {
+        debug_assert_eq!(self.resources.len(), self.by_seen.len());
+        debug_assert!(self.resources.len() <= MAX_RESOURCES);
+        debug_assert_eq!(self.pending.len(), self.pending_by_age.len());
+        debug_assert!(self.pending.len() <= MAX_PENDING_WAITERS);
+    }
+
+    /// The window of `resource`, seen at `stamp` (made room for, evicting
+    /// the least recently seen resource at the bound).
+    fn touch(&mut self, resource: &str, stamp: Duration) -> &mut Recent {
+        if let Some(r) = self.resources.get(resource) {
+            let old = r.last_seen;
+            if stamp > old {
+                self.by_seen.remove(&(old, resource.to_owned()));
+                self.by_seen.insert((stamp, resource.to_owned()));
+            }
+        } else {
+            while self.resources.len() >= MAX_RESOURCES {
+                let Some((_, name)) = self.by_seen.pop_first() else {
+                    break;
+                };
+                self.resources.remove(&name);
+            }
+            self.by_seen.insert((stamp, resource.to_owned()));
+            self.resources.insert(
+                resource.to_owned(),
+                Recent {
+                    last_seen: stamp,
+                    ..Recent::default()
+                },
+            );
+        }
+        let r = self
+            .resources
+            .get_mut(resource)
+            .expect("inserted or present above");
+        r.last_seen = r.last_seen.max(stamp);
+        r
+    }
+
+    fn forget_pending(&mut self, key: &(String, u64, u64)) -> Option<Duration> {
+        let at = self.pending.remove(key)?;
+        self.pending_by_age.remove(&(at, key.clone()));
+        Some(at)
+    }
+
+    /// Drops resources not seen for a window and enqueue stamps too old to
+    /// matter at `now`.
+    fn sweep(&mut self, now: Duration) {
+        let from = now.saturating_sub(WINDOW);
+        while self.by_seen.first().is_some_and(|(at, _)| *at < from) {
+            if let Some((_, name)) = self.by_seen.pop_first() {
+                self.resources.remove(&name);
+            }
+        }
+        let too_old = now.saturating_sub(PENDING_MAX_AGE);
+        while self
+            .pending_by_age
+            .first()
+            .is_some_and(|(at, _)| *at < too_old)
+        {
+            if let Some((_, key)) = self.pending_by_age.pop_first() {
+                self.pending.remove(&key);
+            }
+        }
+        for r in self.resources.values_mut() {
+            r.trim(now);
+        }
+        self.last_sweep = now;
+    }
+}
+
+/// The node-local hot-locks window (see the module docs).
+#[derive(Debug, Default)]
+pub struct HotLocks {
+    inner: Mutex<Inner>,
+}
+
+impl HotLocks {
+    /// An empty window.
+    pub fn new() -> HotLocks {
+        HotLocks::default()
+    }
+
+    fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // Counters only: a panic elsewhere cannot leave them unsafe to read.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records the effects of one applied entry, stamped `stamp` on this
+    /// node's clock (the apply hook).
+    pub fn record(&self, effects: &[Effect], stamp: Duration) {
+        let mut g = self.inner();
+        for effect in effects {
+            match effect {
+                Effect::Granted { resource, .. } => {
+                    g.touch(resource, stamp).bucket(stamp).grants += 1
+                }
+                Effect::Freed {
+                    resource, reason, ..
+                } => {
+                    let r = g.touch(resource, stamp);
+                    if *reason == FreeReason::Expired {
+                        r.bucket(stamp).expiries += 1;
+                    }
+                }
+                Effect::Queued {
+                    resource,
+                    lease_id,
+                    enqueue_index,
+                    ..
+                } => {
+                    g.touch(resource, stamp);
+                    if g.pending.len() < MAX_PENDING_WAITERS {
+                        let key = (resource.clone(), *lease_id, *enqueue_index);
+                        if g.pending.insert(key.clone(), stamp).is_none() {
+                            g.pending_by_age.insert((stamp, key));
+                        }
+                    }
+                }
+                Effect::WaiterRemoved {
+                    resource,
+                    lease_id,
+                    enqueue_index,
+                    reason,
+                } => {
+                    let key = (resource.clone(), *lease_id, *enqueue_index);
+                    let queued_at = g.forget_pending(&key);
+                    let r = g.touch(resource, stamp);
+                    if let (WaiterRemovedReason::Granted, Some(at)) = (reason, queued_at) {
+                        let wait_ms =
+                            u64::try_from(stamp.saturating_sub(at).as_millis()).unwrap_or(u64::MAX);
+                        if r.waits.len() >= MAX_WAIT_SAMPLES {
+                            r.waits.pop_front();
+                        }
+                        r.waits.push_back((stamp, wait_ms));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if stamp.saturating_sub(g.last_sweep) >= Duration::from_secs(1) {
+            g.sweep(stamp);
+        }
+        g.check_invariants();
+    }
+
+    /// The counts of every resource seen in the window at `now` whose name
+    /// starts with `prefix`.
+    pub fn recent(&self, prefix: &str, now: Duration) -> BTreeMap<String, RecentCounts> {
+        let g = self.inner();
+        let from = now.saturating_sub(WINDOW);
+        g.resources
+            .range::<str, _>((
+                std::ops::Bound::Included(prefix),
+                std::ops::Bound::Unbounded,
+            ))
+            .take_while(|(name, _)| name.starts_with(prefix))
+            .filter(|(_, r)| r.last_seen >= from)
+            .map(|(name, r)| (name.clone(), r.summary(now)))
+            .collect()
+    }
+
+    /// How many resources the window keeps now.
+    pub fn len(&self) -> usize {
+        self.inner().resources.len()
+    }
+
+    /// Whether the window keeps nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The `limit` hottest of: the resources with a queue now (`queues`,
+    /// from the table) and those seen in the window at `now`, both under
+    /// `prefix`, in [`HotLock`]'s order. A resource seen in the window with
+    /// no queue now shows queue length 0.
+    pub fn rank(
+        &self,
+        prefix: &str,
+        queues: BTreeMap<String, QueueNow>,
+        now: Duration,
+        limit: usize,
+    ) -> Vec<HotLock> {
+        let mut recent = self.recent(prefix, now);
+        let mut all: Vec<HotLock> = queues
+            .into_iter()
+            .map(|(resource, queue)| {
+                let recent = recent.remove(&resource).unwrap_or_default();
+                HotLock {
+                    resource,
+                    queue,
+                    recent,
+                }
+            })
+            .collect();
+        all.extend(recent.into_iter().map(|(resource, recent)| HotLock {
+            resource,
+            queue: QueueNow::default(),
+            recent,
+        }));
+        all.sort_by(HotLock::hotter);
+        all.truncate(limit);
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The window's counting, eviction, order and bounds ("Hot locks" in
+    //! docs/operations.md), on stamps given by hand (the node clock is
+    //! injected; nothing here reads a clock).
+
+    use super::*;
+
+    fn granted(resource: &str, lease_id: u64) -> Effect {
+        Effect::Granted {
+            resource: resource.into(),
+            lease_id,
+            fencing_token: lease_id,
+            grant_index: 1,
+        }
+    }
+
+    fn freed(resource: &str, reason: FreeReason) -> Effect {
+        Effect::Freed {
+            resource: resource.into(),
+            lease_id: 1,
+            fencing_token: 1,
+            reason,
+        }
+    }
+
+    fn queued(resource: &str, lease_id: u64, enqueue_index: u64) -> Effect {
+        Effect::Queued {
+            resource: resource.into(),
+            lease_id,
+            enqueue_index,
+            position: 1,
+            wait_timeout_ms: 60_000,
+        }
+    }
+
+    fn removed(
+        resource: &str,
+        lease_id: u64,
+        enqueue_index: u64,
+        reason: WaiterRemovedReason,
+    ) -> Effect {
+        Effect::WaiterRemoved {
+            resource: resource.into(),
+            lease_id,
+            enqueue_index,
+            reason,
+        }
+    }
+
+    fn s(secs: u64) -> Duration {
+        Duration::from_secs(secs)
+    }
+
+    fn ms(millis: u64) -> Duration {
+        Duration::from_millis(millis)
+    }
+
+    // Hot locks: grants and expiries count over the last minute only; other
+    // frees count as neither; an entry older than the window stops counting.
+    #[test]
+    fn counts_cover_the_last_minute_only() {
+        let hot = HotLocks::new();
+        hot.record(&[granted("a", 1), freed("a", FreeReason::Expired)], s(100));
+        hot.record(&[granted("a", 2), freed("a", FreeReason::Released)], s(130));
+        hot.record(&[freed("a", FreeReason::Forced), granted("a", 3)], s(150));
+        let at = |now| hot.recent("", s(now)).get("a").copied();
+        assert_eq!(
+            at(155),
+            Some(RecentCounts {
+                grants: 3,
+                expiries: 1,
+                wait_p99_ms: None
+            })
+        );
+        // At 161 the second-100 bucket is more than a minute old.
+        assert_eq!(at(161).map(|c| (c.grants, c.expiries)), Some((2, 0)));
+        assert_eq!(at(200).map(|c| (c.grants, c.expiries)), Some((1, 0)));
+        // Not seen for a minute: gone from the answer.
+        assert_eq!(at(211), None);
+    }
+
+    // Hot locks: a resource not seen for a window is dropped at the next
+    // sweep, so a quiet node keeps nothing.
+    #[test]
+    fn resources_not_seen_for_a_window_are_evicted() {
+        let hot = HotLocks::new();
+        hot.record(&[granted("old", 1)], s(10));
+        hot.record(&[granted("new", 2)], s(50));
+        assert_eq!(hot.len(), 2);
+        hot.record(&[granted("new", 3)], s(71));
+        assert_eq!(hot.len(), 1, "\"old\" was last seen 61 s ago");
+        assert!(hot.recent("", s(71)).contains_key("new"));
+        hot.record(&[], s(200));
+        assert!(hot.is_empty());
+    }
+
+    // Hot locks: the wait p99 is over the grants that came from the queue
+    // (enqueue stamp to grant stamp); a waiter that left without a grant,
+    // or whose enqueue this node never saw, gives no sample.
+    #[test]
+    fn wait_p99_comes_from_queued_grants() {
+        let hot = HotLocks::new();
+        let mut effects = Vec::new();
+        for lease in 1..=100 {
+            effects.push(queued("q", lease, 7));
+        }
+        hot.record(&effects, ms(10_000));
+        // Leases 1..=99 are granted after 1..=99 ms; lease 100 after 5 s.
+        for lease in 1..=99 {
+            hot.record(
+                &[
+                    removed("q", lease, 7, WaiterRemovedReason::Granted),
+                    granted("q", lease),
+                ],
+                ms(10_000 + lease),
+            );
+        }
+        let p = |now| hot.recent("", now).get("q").and_then(|c| c.wait_p99_ms);
+        // Nearest rank: ceil(0.99 * 99) = 99, the largest of 99 samples.
+        assert_eq!(p(ms(12_000)), Some(99));
+        hot.record(
+            &[removed("q", 100, 7, WaiterRemovedReason::Granted)],
+            ms(15_000),
+        );
+        // Rank 99 of 100: the 5 s outlier is the one sample above the p99.
+        assert_eq!(p(ms(15_000)), Some(99));
+        // Cancelled, and never-seen waiters, add nothing.
+        hot.record(&[queued("c", 1, 9)], ms(15_000));
+        hot.record(
+            &[
+                removed("c", 1, 9, WaiterRemovedReason::TimedOut),
+                removed("c", 2, 3, WaiterRemovedReason::Granted),
+                granted("c", 2),
+            ],
+            ms(16_000),
+        );
+        assert_eq!(hot.recent("", ms(16_000))["c"].wait_p99_ms, None);
+        assert_eq!(hot.inner().pending.len(), 0);
+    }
+
+    // Hot locks: `warden top`'s order is queue length, then the oldest
+    // waiter's age, then grants in the last minute; a resource seen only in
+    // the window shows queue 0; the limit and the prefix apply.
+    #[test]
+    fn rank_orders_by_queue_then_age_then_grants() {
+        let hot = HotLocks::new();
+        hot.record(&[granted("app/busy", 1)], s(10));
+        hot.record(&[granted("app/busy", 2)], s(11));
+        hot.record(&[granted("app/calm", 3)], s(12));
+        hot.record(&[granted("other/x", 4)], s(12));
+        let q = |queue_length, oldest_waiter_age_ms| QueueNow {
+            queue_length,
+            oldest_waiter_age_ms,
+        };
+        let queues = BTreeMap::from([
+            ("app/two-young".to_owned(), q(2, 100)),
+            ("app/two-old".to_owned(), q(2, 900)),
+            ("app/eight".to_owned(), q(8, 10)),
+        ]);
+        let names = |v: Vec<HotLock>| v.into_iter().map(|h| h.resource).collect::<Vec<_>>();
+        let ranked = hot.rank("app/", queues.clone(), s(13), 10);
+        assert_eq!(ranked[0].queue.queue_length, 8);
+        assert_eq!(ranked[3].recent.grants, 2);
+        assert_eq!(ranked[4].queue, QueueNow::default());
+        assert_eq!(
+            names(ranked),
+            vec![
+                "app/eight",
+                "app/two-old",
+                "app/two-young",
+                "app/busy",
+                "app/calm"
+            ]
+        );
+        assert_eq!(
+            names(hot.rank("app/", queues, s(13), 2)),
+            vec!["app/eight", "app/two-old"]
+        );
+        assert_eq!(
+            names(hot.rank("", BTreeMap::new(), s(13), 10)),
+            vec!["app/busy", "app/calm", "other/x"]
+        );
+    }
+
+    // Hot locks (memory bound): at most MAX_RESOURCES resources, the least
+    // recently seen evicted first; at most MAX_WAIT_SAMPLES waits each; at
+    // most MAX_PENDING_WAITERS enqueue stamps, the stale ones dropped.
+    #[test]
+    fn the_window_is_bounded() {
+        let hot = HotLocks::new();
+        for i in 0..MAX_RESOURCES + 10 {
+            hot.record(&[granted(&format!("r{i:05}"), 1)], ms(1_000 + i as u64));
+        }
+        assert_eq!(hot.len(), MAX_RESOURCES);
+        let kept = hot.recent("", ms(20_000));
+        assert!(!kept.contains_key("r00000") && !kept.contains_key("r00009"));
+        assert!(
+            kept.contains_key("r00010") && kept.contains_key(&format!("r{:05}", MAX_RESOURCES + 9))
+        );
+
+        let hot = HotLocks::new();
+        for i in 0..(MAX_WAIT_SAMPLES as u64 + 50) {
+            hot.record(&[queued("w", i + 1, 1)], ms(1_000 + i));
+            hot.record(
+                &[removed("w", i + 1, 1, WaiterRemovedReason::Granted)],
+                ms(1_000 + i + 5),
+            );
+        }
+        assert_eq!(hot.inner().resources["w"].waits.len(), MAX_WAIT_SAMPLES);
+
+        let hot = HotLocks::new();
+        let effects: Vec<Effect> = (0..MAX_PENDING_WAITERS as u64 + 5)
+            .map(|i| queued("p", i + 1, 1))
+            .collect();
+        hot.record(&effects, s(1));
+        assert_eq!(hot.inner().pending.len(), MAX_PENDING_WAITERS);
+        hot.record(&[], s(1) + PENDING_MAX_AGE + s(2));
+        assert_eq!(hot.inner().pending.len(), 0);
+        assert!(hot.is_empty());
+    }
+}

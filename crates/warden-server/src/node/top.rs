@@ -1,0 +1,114 @@
+//! `top`: the most contended resources under a prefix ([`Node::top_locks`]),
+//! from the table (queue length, oldest waiter) and this node's hot-locks
+//! window (the last minute's grants, expiries and wait p99;
+//! [`crate::hot_locks`]). Served by the leader after a read-index, like
+//! `list`, and with `list`'s permission: `read` on a prefix of the prefix.
+
+use std::collections::BTreeMap;
+
+use warden_core::auth::Target;
+use warden_core::types::{ErrorCode, LogIndex, Permission};
+
+use super::error::command_error;
+use super::read::allowed;
+use super::{Node, Principal, ReadError};
+use crate::hot_locks::{HotLock, QueueNow};
+
+/// The most hot locks one `top` may ask for.
+pub const MAX_TOP_LIMIT: u32 = 1_000;
+
+impl Node {
+    /// `top`: the `limit` hottest resources whose name starts with `prefix`
+    /// (see [`crate::hot_locks::HotLocks::rank`] for the order),
+    /// linearizable; with the read index. Needs `read` on a prefix of
+    /// `prefix`.
+    ///
+    /// # Errors
+    /// InvalidArgument naming `prefix` (over 512 bytes) or `limit` (not 1 to
+    /// [`MAX_TOP_LIMIT`]); PermissionDenied; NotLeader / NoQuorum.
+    pub async fn top_locks(
+        &self,
+        principal: &Principal,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<(LogIndex, Vec<HotLock>), ReadError> {
+        let max = warden_core::limits::MAX_RESOURCE_BYTES;
+        if prefix.len() > max {
+            return Err(command_error(
+                ErrorCode::InvalidArgument,
+                Some("prefix"),
+                format!("at most {max} bytes; got {}", prefix.len()),
+            )
+            .into());
+        }
+        if !(1..=MAX_TOP_LIMIT).contains(&limit) {
+            return Err(command_error(
+                ErrorCode::InvalidArgument,
+                Some("limit"),
+                format!("must be 1 to {MAX_TOP_LIMIT}; got {limit}"),
+            )
+            .into());
+        }
+        let read_index = self.linearizable_read().await?;
+        let now = self.shared.clock.now();
+        let queues = {
+            let m = self.machine()?;
+            allowed(
+                &m,
+                principal,
+                Permission::Read,
+                Target::Prefix(prefix),
+                "prefix",
+            )?;
+            m.table
+                .resources_with_prefix(prefix)
+                .filter(|(_, state)| !state.waiters.is_empty())
+                .map(|(name, state)| {
+                    let oldest = state
+                        .waiters
+                        .iter()
+                        .filter_map(|w| {
+                            m.deadlines
+                                .waited_for_ms(name, w.lease_id, w.enqueue_index, now)
+                        })
+                        .max()
+                        .unwrap_or(0);
+                    let queue = QueueNow {
+                        queue_length: state.waiters.len() as u64,
+                        oldest_waiter_age_ms: oldest,
+                    };
+                    (name.clone(), queue)
+                })
+                .collect::<BTreeMap<_, _>>()
+        };
+        let hot = self
+            .shared
+            .hot_locks
+            .rank(prefix, queues, now, limit as usize);
+        Ok((read_index, hot))
+    }
+}
+
+impl Node {
+    /// The principal owning each of `lease_ids` in this node's applied table
+    /// (display, for the dashboard's holders: no read-index; the caller has
+    /// just made a linearizable read of the same leases). An anonymous
+    /// lease (an insecure node) or one no longer live is left out.
+    pub fn lease_owners(
+        &self,
+        lease_ids: impl IntoIterator<Item = warden_core::types::LeaseId>,
+    ) -> BTreeMap<warden_core::types::LeaseId, String> {
+        let Ok(m) = self.machine() else {
+            return BTreeMap::new();
+        };
+        lease_ids
+            .into_iter()
+            .filter_map(|id| {
+                m.table
+                    .lease_owner(id)
+                    .flatten()
+                    .map(|owner| (id, owner.to_owned()))
+            })
+            .collect()
+    }
+}
