@@ -16,6 +16,10 @@
 # (clientv3/concurrency) beside Warden's Go client: bench/go's `gobench`, on fresh clusters,
 # writing bench/results/latest-go.json (BENCH_GO_OUT=path picks another file) and printing a
 # markdown table; of loadgen's arguments only --quick goes to it. BENCH_SKIP_GO=1 leaves it out.
+# Every Warden node gobench starts serves --admin-listen (a free port); its backends
+# warden-go-scraped (every node's /metrics read each second) and warden-go-before (the build
+# given by --warden-bin-before) measure what metrics cost, and are not part of this script's
+# run: run gobench for them (docs/performance.md, "What metrics cost", has the command).
 #
 # It installs what is missing (Debian packages: etcd-server, etcd-client, zookeeper,
 # redis-server, protobuf-compiler for etcd-client's build, fonts for the chart), builds

@@ -4,16 +4,43 @@
 // on the uncontended, parallel (64 clients) and contended workloads of
 // loadgen (bench/src/workload.rs), with the same sizes.
 //
+// Backends (--backends, in the order given):
+//
+//   - etcd-go-concurrency: etcd, three members, plaintext.
+//   - warden-go: Warden from --warden-bin, mutual TLS 1.3 as root.
+//   - warden-go-insecure: the same with --insecure and a plaintext client.
+//   - warden-go-scraped: exactly warden-go, plus a reader of every node's
+//     /metrics once per --scrape-interval (1 s) over HTTPS with root's client
+//     certificate, the whole body read, as Prometheus would
+//     (internal/scrape); the row records the scrapes (scrapes,
+//     scrape_failures, scrape_bytes, scrape_p50_ms, scrape_max_ms), and
+//     more than scrape.MaxFailures failed scrapes fail the row and the run.
+//   - warden-go-before: exactly warden-go, its cluster started from the
+//     build given by --warden-bin-before (e.g. one from before a change),
+//     never scraped.
+//
+// The table printed at the end gives each row, the medians over the rounds
+// with their min–max, Warden ÷ etcd, and when those backends ran, the
+// ratios warden-go-scraped ÷ warden-go (what being scraped costs) and
+// warden-go ÷ warden-go-before (what the change between the builds costs).
+//
 //	go run ./cmd/gobench --warden-bin ../../target/release/warden            # full sizes
 //	go run ./cmd/gobench --quick                                             # smoke run, under 2 minutes
 //	go run ./cmd/gobench --etcd-endpoints A,B,C --warden-endpoints D,E,F --warden-certs-dir DIR
+//	go run ./cmd/gobench --backends warden-go-before,warden-go,warden-go-scraped \
+//	    --warden-bin-before /path/to/old/warden --workloads uncontended,parallel --rounds 5
 //
 // Unless given endpoints, it starts each cluster itself (three nodes on
-// 127.0.0.1, ports from :0, data in a temp dir under --work-dir; see
-// internal/cluster) and stops it before the next backend; every process id
-// goes to $BENCH_PIDFILE as it is spawned. It writes --out (JSON rows in the
-// shape of loadgen's latest.json) after every row, and a markdown table to
-// stdout at the end.
+// 127.0.0.1, ports from :0 for the client port and --admin-listen, data in
+// a temp dir under --work-dir; see internal/cluster) and stops it before the
+// next backend; every process id goes to $BENCH_PIDFILE as it is spawned.
+// With --rounds N it runs the backends N times, in the order given and then
+// reversed, alternately (A B C, C B A, A B C, ...), so a drift of the
+// machine over the run falls on every backend alike; each row carries its
+// round. It writes --out (JSON rows in the shape of loadgen's latest.json)
+// after every row, and a markdown table to stdout at the end;
+// $WARDEN_COMMIT and $WARDEN_COMMIT_BEFORE (the commits of --warden-bin and
+// --warden-bin-before, when the caller says) go into machine.
 package main
 
 import (
@@ -38,19 +65,25 @@ import (
 	"github.com/warden-locks/warden/bench/go/internal/cluster"
 	"github.com/warden-locks/warden/bench/go/internal/lockers"
 	"github.com/warden-locks/warden/bench/go/internal/report"
+	"github.com/warden-locks/warden/bench/go/internal/scrape"
 	"github.com/warden-locks/warden/bench/go/internal/workload"
 	"github.com/warden-locks/warden/clients/go/warden"
 )
 
 var (
-	allBackends  = []string{"etcd-go-concurrency", "warden-go", "warden-go-insecure"}
-	allWorkloads = []string{"uncontended", "parallel", "contended"}
+	allBackends = []string{"etcd-go-concurrency", "warden-go", "warden-go-insecure", "warden-go-scraped", "warden-go-before"}
+	// defaultBackends are bench/run.sh's: etcd beside Warden both ways.
+	defaultBackends = allBackends[:3]
+	allWorkloads    = []string{"uncontended", "parallel", "contended"}
 )
 
 type flags struct {
 	quick           bool
 	out             string
 	wardenBin       string
+	wardenBinBefore string
+	rounds          int
+	scrapeInterval  time.Duration
 	etcdBin         string
 	workDir         string
 	backends        []string
@@ -78,9 +111,12 @@ func parseFlags() (flags, error) {
 	flag.BoolVar(&f.quick, "quick", false, "smoke run: loadgen's --quick sizes (under 2 minutes)")
 	flag.StringVar(&f.out, "out", "../results/latest-go.json", "results file (JSON); written after every row")
 	flag.StringVar(&f.wardenBin, "warden-bin", "../../target/release/warden", "the warden binary (starts the Warden clusters and mints their certificates)")
+	flag.StringVar(&f.wardenBinBefore, "warden-bin-before", "", "the warden binary backend warden-go-before runs (e.g. a build from before a change; its /metrics is never read)")
+	flag.IntVar(&f.rounds, "rounds", 1, "run the backends this many times, alternately in the order given and reversed")
+	flag.DurationVar(&f.scrapeInterval, "scrape-interval", time.Second, "warden-go-scraped: how often each node's /metrics is read")
 	flag.StringVar(&f.etcdBin, "etcd-bin", "etcd", "the etcd binary")
 	flag.StringVar(&f.workDir, "work-dir", "/var/tmp", "where the clusters' temp dirs go (the real disk: fsync matters)")
-	flag.StringVar(&backends, "backends", strings.Join(allBackends, ","), "comma-separated: "+strings.Join(allBackends, ", "))
+	flag.StringVar(&backends, "backends", strings.Join(defaultBackends, ","), "comma-separated, any of: "+strings.Join(allBackends, ", "))
 	flag.StringVar(&workloads, "workloads", strings.Join(allWorkloads, ","), "comma-separated: "+strings.Join(allWorkloads, ", "))
 	flag.StringVar(&etcdEps, "etcd-endpoints", "", "measure this running etcd cluster (host:port,...) instead of starting one")
 	flag.StringVar(&wardenEps, "warden-endpoints", "", "measure this running Warden cluster (host:port,...) as warden-go instead of starting one")
@@ -102,6 +138,15 @@ func parseFlags() (flags, error) {
 		if !slices.Contains(allWorkloads, w) {
 			return f, fmt.Errorf("--workloads: unknown workload %q (known: %s)", w, strings.Join(allWorkloads, ", "))
 		}
+	}
+	if f.rounds < 1 {
+		return f, fmt.Errorf("--rounds: %d; at least 1", f.rounds)
+	}
+	if f.scrapeInterval <= 0 {
+		return f, fmt.Errorf("--scrape-interval: %s; must be positive", f.scrapeInterval)
+	}
+	if slices.Contains(f.backends, "warden-go-before") && f.wardenBinBefore == "" {
+		return f, errors.New("--backends warden-go-before needs --warden-bin-before PATH (the build to compare with)")
 	}
 	if f.wardenCertsDir != "" && len(f.wardenEndpoints) == 0 {
 		return f, errors.New("--warden-certs-dir needs --warden-endpoints")
@@ -170,12 +215,17 @@ func machine(f flags, p workload.Params) map[string]any {
 		"load_note":     f.loadNote,
 		"mode":          mode,
 		"warden_commit": os.Getenv("WARDEN_COMMIT"),
+		// The commit --warden-bin-before was built from, when the caller says.
+		"warden_commit_before": os.Getenv("WARDEN_COMMIT_BEFORE"),
 		"versions": map[string]any{
 			"go":             runtime.Version(),
 			"etcd":           commandLine(f.etcdBin, "--version"),
 			"etcd_client_v3": moduleVersion("go.etcd.io/etcd/client/v3"),
 			"warden":         commandLine(f.wardenBin, "--version"),
+			"warden_before":  commandLine(f.wardenBinBefore, "--version"),
 		},
+		"warden_bin":        f.wardenBin,
+		"warden_bin_before": f.wardenBinBefore,
 		"params": map[string]any{
 			"uncontended_iterations": p.Iterations,
 			"uncontended_warmup":     p.Warmup,
@@ -184,6 +234,8 @@ func machine(f flags, p workload.Params) map[string]any {
 			"contended_clients":      p.ContendedClients,
 			"contended_s":            p.ContendedSeconds,
 			"session_ttl_s":          int(lockers.TTL / time.Second),
+			"rounds":                 f.rounds,
+			"scrape_interval_s":      f.scrapeInterval.Seconds(),
 		},
 	}
 }
@@ -230,6 +282,8 @@ type prepared struct {
 	target  lockers.Target
 	config  string
 	cluster *cluster.Cluster
+	// scrape, for warden-go-scraped: read these /metrics during each workload.
+	scrape *scrape.Config
 }
 
 func prepare(ctx context.Context, f flags, backend string) (prepared, error) {
@@ -245,14 +299,25 @@ func prepare(ctx context.Context, f flags, backend string) (prepared, error) {
 		return prepared{target: lockers.Target{Backend: backend, Endpoints: c.Endpoints()}, config: c.Config, cluster: c}, nil
 	default:
 		insecure := backend == "warden-go-insecure"
-		if len(f.wardenEndpoints) > 0 && !insecure {
+		if len(f.wardenEndpoints) > 0 && backend == "warden-go" {
 			return prepared{target: lockers.Target{Backend: backend, Endpoints: f.wardenEndpoints, CertsDir: f.wardenCertsDir}, config: "given endpoints"}, nil
 		}
-		c, err := cluster.StartWarden(ctx, f.wardenBin, f.workDir, insecure, f.keepDirs, wardenLeads)
+		bin, config := f.wardenBin, ""
+		switch backend {
+		case "warden-go-before":
+			bin, config = f.wardenBinBefore, ", the build of --warden-bin-before"
+		case "warden-go-scraped":
+			config = fmt.Sprintf(", every node's /metrics read every %s", f.scrapeInterval)
+		}
+		c, err := cluster.StartWarden(ctx, bin, f.workDir, insecure, f.keepDirs, wardenLeads)
 		if err != nil {
 			return prepared{}, fmt.Errorf("start warden: %w", err)
 		}
-		return prepared{target: lockers.Target{Backend: backend, Endpoints: c.Endpoints(), CertsDir: c.CertsDir}, config: c.Config, cluster: c}, nil
+		pr := prepared{target: lockers.Target{Backend: backend, Endpoints: c.Endpoints(), CertsDir: c.CertsDir}, config: c.Config + config, cluster: c}
+		if backend == "warden-go-scraped" {
+			pr.scrape = &scrape.Config{Addrs: c.AdminAddrs(), CertsDir: c.CertsDir, Interval: f.scrapeInterval}
+		}
+		return pr, nil
 	}
 }
 
@@ -283,40 +348,70 @@ func run(ctx context.Context, f flags) error {
 		}
 		f.wardenBin = abs
 	}
+	if slices.Contains(f.backends, "warden-go-before") {
+		abs, err := filepath.Abs(f.wardenBinBefore)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return fmt.Errorf("--warden-bin-before: %w", err)
+		}
+		f.wardenBinBefore = abs
+	}
 	started := time.Now()
 	res := report.Results{Machine: machine(f, p)}
-	if len(f.wardenEndpoints) == 0 && debugInfo(f.wardenBin) {
-		fmt.Fprintf(os.Stderr, "gobench: warning: %s has debug info, so it is likely a debug build (unoptimised): Warden's rows will not be representative; build one with cargo build --release -p warden --bin warden\n", f.wardenBin)
-		res.Machine["warden_bin_warning"] = "debug info present: likely an unoptimised debug build"
+	for flag, bin := range map[string]string{"warden_bin_warning": f.wardenBin, "warden_bin_before_warning": f.wardenBinBefore} {
+		if bin == "" || (len(f.wardenEndpoints) > 0 && flag == "warden_bin_warning") || !debugInfo(bin) {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "gobench: warning: %s has debug info, so it is likely a debug build (unoptimised): Warden's rows will not be representative; build one with cargo build --release -p warden --bin warden\n", bin)
+		res.Machine[flag] = "debug info present: likely an unoptimised debug build"
 	}
-	for _, b := range f.backends {
-		if len(f.wardenEndpoints) > 0 && b == "warden-go-insecure" {
-			fmt.Fprintf(os.Stderr, "== %s: skipped (--warden-endpoints given; it needs a cluster started here)\n", b)
-			continue
+	var scrapeFailed []string
+	for round := 1; round <= f.rounds && ctx.Err() == nil; round++ {
+		order := slices.Clone(f.backends)
+		if round%2 == 0 {
+			slices.Reverse(order)
 		}
-		fmt.Fprintf(os.Stderr, "== %s\n", b)
-		pr, err := prepare(ctx, f, b)
-		if err != nil {
-			for _, w := range f.workloads {
-				res.Runs = append(res.Runs, failedRow(w, b, "", err))
-			}
-			fmt.Fprintf(os.Stderr, "   %v\n", err)
-			if werr := report.WriteJSON(f.out, res); werr != nil {
-				return werr
-			}
-			continue
-		}
-		for _, w := range f.workloads {
+		for _, b := range order {
 			if ctx.Err() != nil {
 				break
 			}
-			res.Runs = append(res.Runs, measure(ctx, pr, w, p))
-			if err := report.WriteJSON(f.out, res); err != nil {
-				pr.stop()
-				return err
+			if len(f.wardenEndpoints) > 0 && strings.HasPrefix(b, "warden-go-") {
+				fmt.Fprintf(os.Stderr, "== %s: skipped (--warden-endpoints given; it needs a cluster started here)\n", b)
+				continue
 			}
+			fmt.Fprintf(os.Stderr, "== %s (round %d of %d)\n", b, round, f.rounds)
+			pr, err := prepare(ctx, f, b)
+			if err != nil {
+				for _, w := range f.workloads {
+					row := failedRow(w, b, "", err)
+					row.Extra["round"] = round
+					res.Runs = append(res.Runs, row)
+				}
+				fmt.Fprintf(os.Stderr, "   %v\n", err)
+				if werr := report.WriteJSON(f.out, res); werr != nil {
+					return werr
+				}
+				continue
+			}
+			for _, w := range f.workloads {
+				if ctx.Err() != nil {
+					break
+				}
+				row := measure(ctx, pr, w, p)
+				row.Extra["round"] = round
+				if msg, ok := row.Extra["scrape_failed"]; ok {
+					scrapeFailed = append(scrapeFailed, fmt.Sprintf("%s round %d: %v", w, round, msg))
+				}
+				res.Runs = append(res.Runs, row)
+				if err := report.WriteJSON(f.out, res); err != nil {
+					pr.stop()
+					return err
+				}
+			}
+			pr.stop()
 		}
-		pr.stop()
 	}
 	res.Machine["wall_s"] = int(time.Since(started).Seconds())
 	res.Machine["loadavg_end"] = loadavg()
@@ -325,6 +420,9 @@ func run(ctx context.Context, f flags) error {
 	}
 	fmt.Print(report.Markdown(res))
 	fmt.Fprintf(os.Stderr, "wrote %s in %.0f s\n", f.out, time.Since(started).Seconds())
+	if len(scrapeFailed) > 0 {
+		return fmt.Errorf("warden-go-scraped: the scrapes failed (those rows are marked failed):\n  %s", strings.Join(scrapeFailed, "\n  "))
+	}
 	return ctx.Err()
 }
 
@@ -335,9 +433,21 @@ func (pr prepared) stop() {
 }
 
 // measure runs one workload (at most 300 s) and adds the servers' CPU time
-// per operation (warm-up included, each node) and the load average.
+// per operation (warm-up included, each node) and the load average; for
+// warden-go-scraped, with every node's /metrics read throughout (clients'
+// connects and warm-up included), and the scrapes' stats in the row, which
+// fails when too many scrapes did (scrape.Stats.Check).
 func measure(ctx context.Context, pr prepared, w string, p workload.Params) workload.Row {
 	t0 := time.Now()
+	var scraper *scrape.Scraper
+	if pr.scrape != nil {
+		var err error
+		if scraper, err = scrape.Start(*pr.scrape); err != nil {
+			row := failedRow(w, pr.target.Backend, pr.config, err)
+			row.Extra["scrape_failed"] = err.Error()
+			return row
+		}
+	}
 	var pids []int
 	var before []uint64
 	if pr.cluster != nil {
@@ -360,6 +470,14 @@ func measure(ctx context.Context, pr prepared, w string, p workload.Params) work
 	case "contended":
 		row, err = workload.Contended(wctx, pr.target, pr.config, p)
 	}
+	var scrapes *scrape.Stats
+	if scraper != nil {
+		st := scraper.Stop()
+		scrapes = &st
+		if serr := st.Check(); serr != nil && err == nil {
+			err = serr
+		}
+	}
 	if err != nil {
 		row = failedRow(w, pr.target.Backend, pr.config, err)
 	} else if pids != nil {
@@ -378,6 +496,17 @@ func measure(ctx context.Context, pr prepared, w string, p workload.Params) work
 	}
 	row.Extra["loadavg_after"] = loadavg()
 	status := fmt.Sprintf("count %d, errors %d", row.Count, row.Errors)
+	if scrapes != nil {
+		row.Extra["scrapes"], row.Extra["scrape_failures"], row.Extra["scrape_bytes"] = scrapes.Scrapes, scrapes.Failures, scrapes.Bytes
+		row.Extra["scrape_p50_ms"], row.Extra["scrape_max_ms"] = scrapes.P50ms, scrapes.MaxMs
+		if scrapes.FirstError != "" {
+			row.Extra["scrape_first_error"] = scrapes.FirstError
+		}
+		if serr := scrapes.Check(); serr != nil {
+			row.Extra["scrape_failed"] = serr.Error()
+		}
+		status += fmt.Sprintf(", scrapes %d (failed %d, p50 %s ms, max %s ms)", scrapes.Scrapes, scrapes.Failures, fmtMS(scrapes.P50ms), fmtMS(scrapes.MaxMs))
+	}
 	if msg, ok := row.Extra["failed"]; ok {
 		status = fmt.Sprintf("FAILED: %v", msg)
 	}

@@ -6,14 +6,21 @@
 // Every spawned process id is appended to $BENCH_PIDFILE (bench/run.sh
 // kills exactly those on exit), and Stop kills the cluster's own processes.
 // A Warden cluster serves mutual TLS 1.3 (its default) with certificates
-// minted per cluster by `warden cert`, or plaintext with Insecure.
+// minted per cluster by `warden cert`, or plaintext with Insecure; every
+// Warden node also serves its HTTP endpoints (/healthz, /readyz and, from
+// the build with metrics on, /metrics) on `--admin-listen` (Node.AdminAddr),
+// over TLS when the cluster has certificates.
 package cluster
 
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,8 +34,10 @@ import (
 type Node struct {
 	ID         int
 	ClientAddr string
-	Dir        string
-	cmd        *exec.Cmd
+	// AdminAddr is a Warden node's --admin-listen (host:port); empty for etcd.
+	AdminAddr string
+	Dir       string
+	cmd       *exec.Cmd
 }
 
 // Pid is the node's process id (0 when it is not running).
@@ -51,6 +60,16 @@ type Cluster struct {
 	// Config describes the settings, as the `config` field of a row.
 	Config string
 	keep   bool
+}
+
+// AdminAddrs are the Warden nodes' --admin-listen addresses (host:port),
+// in id order.
+func (c *Cluster) AdminAddrs() []string {
+	addrs := make([]string, 0, len(c.Nodes))
+	for _, n := range c.Nodes {
+		addrs = append(addrs, n.AdminAddr)
+	}
+	return addrs
 }
 
 // Endpoints are the nodes' client addresses (host:port), in id order.
@@ -166,19 +185,28 @@ func (c *Cluster) tail() string {
 	return b.String()
 }
 
-// newCluster makes the temp dir and three nodes with free client ports.
-func newCluster(workDir, prefix string, keep bool) (*Cluster, error) {
+// newCluster makes the temp dir and three nodes with free client ports, and
+// with free admin ports too when withAdmin (all six bound at once, so none
+// is another's).
+func newCluster(workDir, prefix string, keep, withAdmin bool) (*Cluster, error) {
 	dir, err := os.MkdirTemp(workDir, prefix)
 	if err != nil {
 		return nil, err
 	}
 	c := &Cluster{Dir: dir, keep: keep}
-	addrs, err := freePorts(3)
+	ports := 3
+	if withAdmin {
+		ports = 6
+	}
+	addrs, err := freePorts(ports)
 	if err != nil {
 		return nil, err
 	}
-	for i, a := range addrs {
+	for i, a := range addrs[:3] {
 		n := &Node{ID: i + 1, ClientAddr: a, Dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1))}
+		if withAdmin {
+			n.AdminAddr = addrs[3+i]
+		}
 		if err := os.MkdirAll(n.Dir, 0o700); err != nil {
 			return nil, err
 		}
@@ -194,7 +222,7 @@ const EtcdConfig = "3 nodes, heartbeat 50ms, election timeout 500ms"
 // StartEtcd starts three etcd members (plaintext, as the Rust drivers' etcd)
 // with heartbeat 50 ms and election timeout 500 ms, and waits until one leads.
 func StartEtcd(ctx context.Context, etcdBin, workDir string, keep bool, leads func(context.Context, string) bool) (*Cluster, error) {
-	c, err := newCluster(workDir, "etcd-", keep)
+	c, err := newCluster(workDir, "etcd-", keep, false)
 	if err != nil {
 		return nil, err
 	}
@@ -246,10 +274,11 @@ func WardenConfig(insecure bool) string {
 }
 
 // StartWarden starts three `warden server` nodes with bench/src/cluster.rs's
-// timing flags, on mutual TLS (certificates minted here) unless insecure,
-// and waits until one leads.
+// timing flags, each with an --admin-listen of its own (Node.AdminAddr), on
+// mutual TLS (certificates minted here) unless insecure, and waits until one
+// leads and every node's /readyz answers 200.
 func StartWarden(ctx context.Context, wardenBin, workDir string, insecure, keep bool, leads func(context.Context, *Cluster, string) bool) (*Cluster, error) {
-	c, err := newCluster(workDir, "warden-", keep)
+	c, err := newCluster(workDir, "warden-", keep, true)
 	if err != nil {
 		return nil, err
 	}
@@ -271,6 +300,7 @@ func StartWarden(ctx context.Context, wardenBin, workDir string, insecure, keep 
 			"server",
 			"--id", strconv.Itoa(n.ID),
 			"--listen", n.ClientAddr,
+			"--admin-listen", n.AdminAddr,
 			"--peers", strings.Join(peers, ","),
 			"--data-dir", filepath.Join(n.Dir, "data"),
 			"--initial-cluster-state", "new",
@@ -293,7 +323,61 @@ func StartWarden(ctx context.Context, wardenBin, workDir string, insecure, keep 
 		c.Stop()
 		return nil, err
 	}
+	if err := c.waitReady(ctx, 60*time.Second); err != nil {
+		c.Stop()
+		return nil, err
+	}
 	return c, nil
+}
+
+// waitReady waits until every node's /readyz answers 200 (it is part of the
+// cluster, sees the leader and has applied what it knows committed; see
+// crates/warden-server/src/services/health.rs): a leader alone is not
+// enough, a node of a fresh cluster can join seconds later, and until then
+// a workload would measure a two-node cluster. Over TLS with the CA only
+// (/readyz needs no client certificate).
+func (c *Cluster) waitReady(ctx context.Context, within time.Duration) error {
+	scheme, tr := "http", &http.Transport{}
+	if c.CertsDir != "" {
+		pem, err := os.ReadFile(filepath.Join(c.CertsDir, "ca.crt"))
+		if err != nil {
+			return err
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("%s: no PEM certificate in it", filepath.Join(c.CertsDir, "ca.crt"))
+		}
+		scheme, tr.TLSClientConfig = "https", &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: roots}
+	}
+	hc := &http.Client{Transport: tr, Timeout: 500 * time.Millisecond}
+	defer tr.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	for _, n := range c.Nodes {
+		last := "no answer"
+		for {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+n.AdminAddr+"/readyz", nil)
+			if err != nil {
+				return err
+			}
+			if resp, err := hc.Do(req); err == nil {
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+				last = fmt.Sprintf("%s %s", resp.Status, bytes.TrimSpace(body))
+			} else {
+				last = err.Error()
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("node %d not ready within %s (last /readyz: %s); logs:%s", n.ID, within, last, c.tail())
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return nil
 }
 
 // mintCerts makes a CA (its key beside, never inside, a certs dir), each

@@ -6,6 +6,13 @@
 //	| etcd-go-concurrency   | go.etcd.io/etcd/client/v3 + concurrency  | NewMutex(session, resource).Lock          | Mutex.Unlock             |
 //	| warden-go             | clients/go/warden, mutual TLS as root    | Session.Lock(resource) (server FIFO queue) | Guard.Release            |
 //	| warden-go-insecure    | clients/go/warden, plaintext             | as warden-go                              | as warden-go             |
+//	| warden-go-scraped     | as warden-go                             | as warden-go                              | as warden-go             |
+//	| warden-go-before      | as warden-go                             | as warden-go                              | as warden-go             |
+//
+// The last two differ from warden-go in the servers only: gobench reads
+// every node's /metrics each second while a warden-go-scraped workload runs
+// (internal/scrape), and starts warden-go-before's cluster from another
+// build (--warden-bin-before).
 //
 // A Client is one connection and one session (a lease with a 10 s TTL kept
 // alive in the background by the library, etcd's and Warden's alike), made
@@ -45,7 +52,8 @@ type Client interface {
 
 // Target names a backend and how to reach it.
 type Target struct {
-	// Backend: etcd-go-concurrency, warden-go or warden-go-insecure.
+	// Backend: etcd-go-concurrency, or warden-go and its variants
+	// (warden-go-insecure, warden-go-scraped, warden-go-before).
 	Backend   string
 	Endpoints []string
 	// CertsDir: Warden on TLS, the dir with ca.crt and client.root.crt/.key.
@@ -57,7 +65,7 @@ func (t Target) Connect(ctx context.Context) (Client, error) {
 	switch t.Backend {
 	case "etcd-go-concurrency":
 		return connectEtcd(t.Endpoints)
-	case "warden-go", "warden-go-insecure":
+	case "warden-go", "warden-go-insecure", "warden-go-scraped", "warden-go-before":
 		return connectWarden(ctx, t.Endpoints, t.CertsDir)
 	default:
 		return nil, fmt.Errorf("unknown backend %q", t.Backend)

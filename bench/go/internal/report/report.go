@@ -1,6 +1,9 @@
 // Package report writes the Go driver's results: a JSON file in the shape of
-// loadgen's latest.json ({"machine": {...}, "runs": [...]}) and a short
-// markdown table with Warden's ratio to etcd for each workload.
+// loadgen's latest.json ({"machine": {...}, "runs": [...]}) and a markdown
+// summary: every row; with several rounds, each backend's medians with
+// their min–max; Warden's ratio to etcd for each workload; and, when the
+// backends ran, what metrics cost (warden-go-scraped ÷ warden-go, and
+// warden-go ÷ warden-go-before) with the scrapes themselves.
 package report
 
 import (
@@ -8,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/warden-locks/warden/bench/go/internal/workload"
@@ -51,44 +55,215 @@ func ratio(a, b *float64) string {
 	return fmt.Sprintf("%.2fx", *a / *b)
 }
 
-// Markdown is every row, then Warden's ratio to etcd per workload (p50 and
-// p99: Warden ÷ etcd, lower is better; ops/s: Warden ÷ etcd, higher is better).
-func Markdown(r Results) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "| workload | backend | p50 ms | p99 ms | ops/s | count | errors |\n|---|---|---:|---:|---:|---:|---:|\n")
-	for _, row := range r.Runs {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %d |\n", row.Workload, row.Backend,
-			num(row.P50ms, 2), num(row.P99ms, 2), num(row.OpsPerS, 1), row.Count, row.Errors)
+var workloads = []string{"uncontended", "parallel", "contended"}
+
+func failed(r workload.Row) bool {
+	_, ok := r.Extra["failed"]
+	return ok
+}
+
+func round(r workload.Row) int {
+	if v, ok := r.Extra["round"].(int); ok {
+		return v
 	}
-	find := func(workload, backend string) *workload.Row {
-		for i := range r.Runs {
-			if r.Runs[i].Workload == workload && r.Runs[i].Backend == backend {
-				return &r.Runs[i]
-			}
+	return 1
+}
+
+// A measure picks one figure of a row.
+type measure struct {
+	name   string
+	digits int
+	get    func(workload.Row) *float64
+}
+
+var measures = []measure{
+	{"p50 ms", 2, func(r workload.Row) *float64 { return r.P50ms }},
+	{"p99 ms", 2, func(r workload.Row) *float64 { return r.P99ms }},
+	{"ops/s", 1, func(r workload.Row) *float64 { return r.OpsPerS }},
+}
+
+// rows are the measured (not failed) rows of one workload and backend.
+func rows(r Results, w, backend string) []workload.Row {
+	var out []workload.Row
+	for _, row := range r.Runs {
+		if row.Workload == w && row.Backend == backend && !failed(row) {
+			out = append(out, row)
 		}
+	}
+	return out
+}
+
+// Median of the values (the mean of the middle two for an even count).
+func Median(vs []float64) *float64 {
+	if len(vs) == 0 {
 		return nil
 	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return &m
+}
+
+func values(rs []workload.Row, m measure) []float64 {
+	var vs []float64
+	for _, r := range rs {
+		if v := m.get(r); v != nil {
+			vs = append(vs, *v)
+		}
+	}
+	return vs
+}
+
+// spread is "median (min–max)", or the one value for one round.
+func spread(vs []float64, digits int) string {
+	med := Median(vs)
+	if med == nil {
+		return "–"
+	}
+	if len(vs) == 1 {
+		return num(med, digits)
+	}
+	return fmt.Sprintf("%s (%.*f–%.*f)", num(med, digits), digits, slices.Min(vs), digits, slices.Max(vs))
+}
+
+// pairedRatio is a ÷ b of the medians; with two or more rounds in which both
+// ran, also the min–max of the ratios round by round (how far the noise
+// reaches).
+func pairedRatio(as, bs []workload.Row, m measure) string {
+	ma, mb := Median(values(as, m)), Median(values(bs, m))
+	out := ratio(ma, mb)
+	var per []float64
+	for _, a := range as {
+		for _, b := range bs {
+			if round(a) == round(b) && m.get(a) != nil && m.get(b) != nil && *m.get(b) != 0 {
+				per = append(per, *m.get(a) / *m.get(b))
+			}
+		}
+	}
+	if len(per) >= 2 && out != "–" {
+		out += fmt.Sprintf(" (%.2f–%.2fx)", slices.Min(per), slices.Max(per))
+	}
+	return out
+}
+
+// backends in the order they first ran.
+func backends(r Results) []string {
+	var out []string
+	for _, row := range r.Runs {
+		if !slices.Contains(out, row.Backend) {
+			out = append(out, row.Backend)
+		}
+	}
+	return out
+}
+
+// Markdown is every row, then (with several rounds) the medians, then
+// Warden's ratio to etcd per workload (p50 and p99: Warden ÷ etcd, lower is
+// better; ops/s: Warden ÷ etcd, higher is better), then what metrics cost.
+func Markdown(r Results) string {
+	var b strings.Builder
+	rounds := 1
+	for _, row := range r.Runs {
+		rounds = max(rounds, round(row))
+	}
+	fmt.Fprintf(&b, "| workload | backend | round | p50 ms | p99 ms | ops/s | count | errors |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, row := range r.Runs {
+		errs := fmt.Sprint(row.Errors)
+		if failed(row) {
+			errs = fmt.Sprintf("FAILED: %v", row.Extra["failed"])
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %d | %s |\n", row.Workload, row.Backend, round(row),
+			num(row.P50ms, 2), num(row.P99ms, 2), num(row.OpsPerS, 1), row.Count, errs)
+	}
+	if rounds > 1 {
+		fmt.Fprintf(&b, "\nMedians over the rounds (min–max)\n\n| workload | backend | rounds | p50 ms | p99 ms | ops/s |\n|---|---|---:|---:|---:|---:|\n")
+		for _, w := range workloads {
+			for _, be := range backends(r) {
+				rs := rows(r, w, be)
+				if len(rs) == 0 {
+					continue
+				}
+				fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s |\n", w, be, len(rs),
+					spread(values(rs, measures[0]), 2), spread(values(rs, measures[1]), 2), spread(values(rs, measures[2]), 1))
+			}
+		}
+	}
 	var ratios strings.Builder
-	for _, w := range []string{"uncontended", "parallel", "contended"} {
-		etcd := find(w, "etcd-go-concurrency")
-		if etcd == nil {
+	for _, w := range workloads {
+		etcd := rows(r, w, "etcd-go-concurrency")
+		if len(etcd) == 0 {
 			continue
 		}
-		for _, wb := range []string{"warden-go", "warden-go-insecure"} {
-			wr := find(w, wb)
-			if wr == nil {
+		for _, wb := range []string{"warden-go", "warden-go-insecure", "warden-go-scraped", "warden-go-before"} {
+			wr := rows(r, w, wb)
+			if len(wr) == 0 {
 				continue
 			}
 			fmt.Fprintf(&ratios, "| %s | %s | %s | %s | %s |\n", w, wb,
-				ratio(wr.P50ms, etcd.P50ms), ratio(wr.P99ms, etcd.P99ms), ratio(wr.OpsPerS, etcd.OpsPerS))
+				pairedRatio(wr, etcd, measures[0]), pairedRatio(wr, etcd, measures[1]), pairedRatio(wr, etcd, measures[2]))
 		}
 	}
 	if ratios.Len() > 0 {
 		fmt.Fprintf(&b, "\nWarden ÷ etcd-go-concurrency (latency: lower is better; ops/s: higher is better)\n\n")
 		fmt.Fprintf(&b, "| workload | backend | p50 | p99 | ops/s |\n|---|---|---:|---:|---:|\n%s", ratios.String())
 	}
+	b.WriteString(metricsCost(r, rounds))
 	if la, ok := r.Machine["loadavg_start"]; ok {
 		fmt.Fprintf(&b, "\nload average at start: %v, at end: %v\n", la, r.Machine["loadavg_end"])
+	}
+	if note, ok := r.Machine["load_note"].(string); ok && note != "" {
+		fmt.Fprintf(&b, "load note: %s\n", note)
+	}
+	return b.String()
+}
+
+// metricsCost is, when warden-go ran beside warden-go-scraped or
+// warden-go-before, each workload's figures side by side with the ratios
+// warden-go-scraped ÷ warden-go and warden-go ÷ warden-go-before (medians
+// over the rounds; in parentheses the range of the round-by-round ratios),
+// then the scrapes.
+func metricsCost(r Results, rounds int) string {
+	var b strings.Builder
+	for _, w := range workloads {
+		base, scraped, before := rows(r, w, "warden-go"), rows(r, w, "warden-go-scraped"), rows(r, w, "warden-go-before")
+		if len(base) == 0 || (len(scraped) == 0 && len(before) == 0) {
+			continue
+		}
+		if b.Len() == 0 {
+			what := "the one run"
+			if rounds > 1 {
+				what = fmt.Sprintf("medians over %d rounds (min–max); ratios of the medians (min–max of the ratios round by round)", rounds)
+			}
+			fmt.Fprintf(&b, "\nWhat metrics cost: %s. scraped ÷ warden-go is the cost of being scraped every second; warden-go ÷ before is the cost of the metrics build against the one before it, unscraped (latency: above 1x is slower; ops/s: below 1x is slower)\n\n", what)
+			fmt.Fprintf(&b, "| workload | figure | warden-go-before | warden-go | warden-go-scraped | scraped ÷ warden-go | warden-go ÷ before |\n|---|---|---:|---:|---:|---:|---:|\n")
+		}
+		for _, m := range measures {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", w, m.name,
+				spread(values(before, m), m.digits), spread(values(base, m), m.digits), spread(values(scraped, m), m.digits),
+				pairedRatio(scraped, base, m), pairedRatio(base, before, m))
+		}
+	}
+	var s strings.Builder
+	for _, row := range r.Runs {
+		if row.Backend != "warden-go-scraped" {
+			continue
+		}
+		n, _ := row.Extra["scrapes"].(int)
+		bytes, _ := row.Extra["scrape_bytes"].(int64)
+		per := "–"
+		if n > 0 {
+			per = fmt.Sprint(bytes / int64(n))
+		}
+		p50, _ := row.Extra["scrape_p50_ms"].(*float64)
+		mx, _ := row.Extra["scrape_max_ms"].(*float64)
+		fmt.Fprintf(&s, "| %s | %d | %d | %v | %s | %s | %s |\n", row.Workload, round(row), n, row.Extra["scrape_failures"], per, num(p50, 2), num(mx, 2))
+	}
+	if s.Len() > 0 {
+		fmt.Fprintf(&b, "\nScrapes of warden-go-scraped (every node, the whole workload: clients' connects and warm-up included)\n\n")
+		fmt.Fprintf(&b, "| workload | round | scrapes | failed | bytes per scrape | scrape p50 ms | scrape max ms |\n|---|---:|---:|---:|---:|---:|---:|\n%s", s.String())
 	}
 	return b.String()
 }

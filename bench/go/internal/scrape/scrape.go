@@ -1,0 +1,213 @@
+// Package scrape reads every Warden node's /metrics once per Interval while
+// a workload runs, as a Prometheus server scraping the cluster would: one
+// keep-alive connection per node (HTTP/1.1), over HTTPS with root's client
+// certificate when the cluster has certificates, the whole body read.
+// gobench's `warden-go-scraped` backend runs one Scraper beside each
+// workload, so its rows carry the cost of being scraped; Stats is what the
+// row records about the scrapes themselves.
+//
+// A scrape fails on a transport error, a status other than 200, or a body
+// without `warden_build_info` (so a binary without metrics, or another
+// service on the port, cannot pass for one). A 401 or 403 means the client
+// certificate setup is wrong (docs/operations.md, "Metrics"); Check turns
+// more than MaxFailures failures into an error naming the first.
+package scrape
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+)
+
+// MaxFailures is how many failed scrapes a workload may have before Check
+// fails it (a node answering 503 while it starts, a scrape cut by a
+// stall of the shared cores).
+const MaxFailures = 3
+
+// marker is a series every Warden /metrics body has (docs/operations.md).
+var marker = []byte("warden_build_info")
+
+// Config says what to scrape.
+type Config struct {
+	// Addrs are the nodes' --admin-listen addresses (host:port).
+	Addrs []string
+	// CertsDir holds ca.crt and client.root.crt/.key (internal/cluster's
+	// Cluster.CertsDir); empty: plain HTTP, for an insecure cluster.
+	CertsDir string
+	// Interval between the starts of two scrapes of one node; also each
+	// scrape's timeout (Prometheus requires scrape_timeout <= interval).
+	Interval time.Duration
+}
+
+// Stats are the scrapes of one workload, every node together (gobench
+// writes them into the row as scrapes, scrape_failures, scrape_bytes,
+// scrape_p50_ms, scrape_max_ms, scrape_first_error).
+type Stats struct {
+	Scrapes  int
+	Failures int
+	Bytes    int64
+	// P50ms and MaxMs: one scrape, request sent to the last byte of the
+	// body read (successful scrapes only; nil when there were none).
+	P50ms *float64
+	MaxMs *float64
+	// FirstError is the first failure, empty when none.
+	FirstError string
+}
+
+// Check is nil unless more than MaxFailures scrapes failed.
+func (s Stats) Check() error {
+	if s.Failures <= MaxFailures {
+		return nil
+	}
+	return fmt.Errorf("%d of %d scrapes of /metrics failed (at most %d may); the first: %s",
+		s.Failures, s.Scrapes, MaxFailures, s.FirstError)
+}
+
+// Scraper is a running set of scrape loops, one per node.
+type Scraper struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	stats    Stats
+	lat      []time.Duration
+	stopping bool
+}
+
+// client is an HTTP client for cfg: HTTPS with root's certificate when
+// cfg.CertsDir is set.
+func client(cfg Config) (*http.Client, string, error) {
+	tr := &http.Transport{MaxIdleConnsPerHost: 1, IdleConnTimeout: 5 * cfg.Interval}
+	scheme := "http"
+	if cfg.CertsDir != "" {
+		scheme = "https"
+		ca := filepath.Join(cfg.CertsDir, "ca.crt")
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, "", fmt.Errorf("scrape: %w", err)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, "", fmt.Errorf("scrape: %s: no PEM certificate in it", ca)
+		}
+		pair, err := tls.LoadX509KeyPair(filepath.Join(cfg.CertsDir, "client.root.crt"), filepath.Join(cfg.CertsDir, "client.root.key"))
+		if err != nil {
+			return nil, "", fmt.Errorf("scrape: root's client certificate in %s: %w", cfg.CertsDir, err)
+		}
+		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: roots, Certificates: []tls.Certificate{pair}}
+	}
+	return &http.Client{Transport: tr, Timeout: cfg.Interval}, scheme, nil
+}
+
+// Start begins scraping every node now and then once per cfg.Interval,
+// until Stop.
+func Start(cfg Config) (*Scraper, error) {
+	if cfg.Interval <= 0 {
+		return nil, errors.New("scrape: Interval must be positive")
+	}
+	hc, scheme, err := client(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Scraper{cancel: cancel}
+	for _, addr := range cfg.Addrs {
+		url := scheme + "://" + addr + "/metrics"
+		s.wg.Go(func() {
+			t := time.NewTicker(cfg.Interval)
+			defer t.Stop()
+			for {
+				n, d, err := Once(ctx, hc, url)
+				s.record(n, d, err)
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				}
+			}
+		})
+	}
+	return s, nil
+}
+
+func (s *Scraper) record(n int64, d time.Duration, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping && err != nil {
+		return // cut short by Stop, not a failure of the node
+	}
+	s.stats.Scrapes++
+	s.stats.Bytes += n
+	if err != nil {
+		s.stats.Failures++
+		if s.stats.FirstError == "" {
+			s.stats.FirstError = err.Error()
+		}
+		return
+	}
+	s.lat = append(s.lat, d)
+}
+
+// Stop ends the loops (a scrape in flight is cut and not counted) and
+// returns what they measured.
+func (s *Scraper) Stop() Stats {
+	s.mu.Lock()
+	s.stopping = true
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.stats
+	if len(s.lat) > 0 {
+		l := slices.Clone(s.lat)
+		slices.Sort(l)
+		ms := func(d time.Duration) *float64 { v := math.Round(float64(d.Microseconds())) / 1000; return &v }
+		st.P50ms, st.MaxMs = ms(l[(len(l)-1)/2]), ms(l[len(l)-1])
+	}
+	return st
+}
+
+// Once GETs url and reads the whole body: its size and the time from the
+// request to the last byte, or why it is not a Warden /metrics answer.
+func Once(ctx context.Context, hc *http.Client, url string) (int64, time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	// What Prometheus asks for: the text format.
+	req.Header.Set("Accept", "text/plain;version=0.0.4;q=0.9,*/*;q=0.1")
+	t0 := time.Now()
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, 0, fmt.Errorf("GET %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	d := time.Since(t0)
+	n := int64(len(body))
+	if err != nil {
+		return n, d, fmt.Errorf("GET %s: reading the body: %w", url, err)
+	}
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return n, d, fmt.Errorf("GET %s: %s: the client certificate setup is wrong (root's certificate, with read on \"\", is what gobench presents): %s",
+			url, resp.Status, bytes.TrimSpace(body))
+	case resp.StatusCode != http.StatusOK:
+		return n, d, fmt.Errorf("GET %s: %s: %s", url, resp.Status, bytes.TrimSpace(body))
+	case !bytes.Contains(body, marker):
+		return n, d, fmt.Errorf("GET %s: 200 but no %s in the body: not a Warden /metrics (a build without metrics?)", url, marker)
+	}
+	return n, d, nil
+}
