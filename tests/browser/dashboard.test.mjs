@@ -208,6 +208,8 @@ async function main() {
 
     assert.deepEqual(dialogs, [], "no dialog fired");
     assert.equal(await page.locator("img").count(), 0);
+    const failed = responses.filter((r) => r.status() >= 400).map((r) => `${r.status()} ${r.url()}`);
+    assert.deepEqual(failed, [], "no request of the page failed");
     assert.deepEqual(consoleErrors, [], "no console errors (a CSP violation would be one)");
     for (const r of responses) {
       assert.equal(r.headers()["content-security-policy"], "default-src 'self'", r.url());

@@ -7,6 +7,7 @@
 //! |---|---|
 //! | `GET /ui`, `/ui/` | the page |
 //! | `GET /ui/app.js`, `/ui/app.css` | its script and style |
+//! | `GET /favicon.ico` | 204, empty (browsers ask for it by themselves) |
 //! | `GET /ui/api/cluster` | the members: role, term, applied index, lag, last contact |
 //! | `GET /ui/api/locks` | every held or waited-on resource: holder lease, principal, fencing token, TTL left, waiters with ages, lock-delay left |
 //! | `GET /ui/api/top` | the 20 hottest resources ([`crate::node::top`]) |
@@ -88,6 +89,9 @@ pub fn router(cell: NodeCell, secure: bool) -> Router {
         .route("/ui/", get(index))
         .route("/ui/app.js", get(app_js))
         .route("/ui/app.css", get(app_css))
+        // Browsers ask for it on their own; an empty answer keeps a 404
+        // out of the page's console.
+        .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .route("/ui/api/cluster", get(cluster))
         .route("/ui/api/locks", get(locks))
         .route("/ui/api/top", get(top))
