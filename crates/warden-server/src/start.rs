@@ -674,11 +674,17 @@ where
 /// Resolves when Raft stops on its own: a storage error (the log or the
 /// state machine could not be written) is [`ServerError::Storage`], a panic
 /// in its core [`ServerError::Other`]. Pending forever while it runs.
+///
+/// Read every [`RAFT_FATAL_POLL`], not on each change of openraft's full
+/// metrics: those change after every entry, and a task woken by each cost
+/// every node a wake-up per commit (docs/performance.md).
 async fn raft_fatal(raft: raft::Raft) -> ServerError {
     use openraft::async_runtime::WatchReceiver as _;
-    let mut rx = raft.metrics();
+    let mut tick = tokio::time::interval(RAFT_FATAL_POLL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        let state = rx.borrow_watched().running_state.clone();
+        tick.tick().await;
+        let state = raft.metrics().borrow_watched().running_state.clone();
         match state {
             Err(openraft::errors::Fatal::StorageError(e)) => {
                 return ServerError::Storage(format!("raft stopped: {e}"))
@@ -686,11 +692,11 @@ async fn raft_fatal(raft: raft::Raft) -> ServerError {
             Err(e) => return ServerError::Other(format!("raft stopped: {e}")),
             Ok(()) => {}
         }
-        if rx.changed().await.is_err() {
-            std::future::pending::<()>().await;
-        }
     }
 }
+
+/// How often [`raft_fatal`] reads whether Raft stopped on its own.
+const RAFT_FATAL_POLL: Duration = Duration::from_millis(200);
 
 /// How long the forming node tries to commit its token floor.
 const TOKEN_FLOOR_DEADLINE: Duration = Duration::from_secs(20);
