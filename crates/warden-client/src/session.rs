@@ -466,9 +466,19 @@ impl Session {
     /// grant; `InvalidArgument` for a bad resource name; `NoQuorum` /
     /// `Unavailable` when the cluster could not be reached.
     pub async fn lock(&self, resource: impl Into<String>) -> Result<LockGuard, ClientError> {
-        let resource = resource.into();
+        self.lock_until_granted(&resource.into(), Duration::ZERO)
+            .await
+    }
+
+    /// Waits in the queue, one server-bounded wait after another, until
+    /// granted (or an error: the session lost, bad input, no cluster).
+    async fn lock_until_granted(
+        &self,
+        resource: &str,
+        lock_delay: Duration,
+    ) -> Result<LockGuard, ClientError> {
         loop {
-            if let Some(guard) = self.acquire(&resource, MAX_WAIT, Duration::ZERO).await? {
+            if let Some(guard) = self.acquire(resource, MAX_WAIT, lock_delay).await? {
                 return Ok(guard);
             }
         }
@@ -494,14 +504,10 @@ impl Session {
         let resource = resource.into();
         match options.wait {
             Some(wait) => self.acquire(&resource, wait, options.lock_delay).await,
-            None => loop {
-                if let Some(guard) = self
-                    .acquire(&resource, MAX_WAIT, options.lock_delay)
-                    .await?
-                {
-                    return Ok(Some(guard));
-                }
-            },
+            None => self
+                .lock_until_granted(&resource, options.lock_delay)
+                .await
+                .map(Some),
         }
     }
 
