@@ -2,19 +2,20 @@
 //! node in the last [`WINDOW`] (one minute), behind `Admin/TopLocks`
 //! (`warden top`) and the dashboard's hot-locks list.
 //!
-//! The state machine hands [`HotLocks::record`] the effects of every applied
-//! entry with the entry's apply stamp on this node's clock (the same stamp
-//! its deadline table uses; docs/semantics.md "Time": node-local, display
-//! only, never replicated). From them it keeps, per resource seen in the
-//! window:
+//! The state machine hands [`HotLocks::record`] each effect of every
+//! applied entry with the entry's apply stamp on this node's clock (the
+//! same stamp its deadline table uses; docs/semantics.md "Time":
+//! node-local, display only, never replicated), and, for a waiter's grant,
+//! how long it waited (`crate::metrics::Ended`, read from the deadline
+//! table once for the metrics and for this window). From them it keeps, per
+//! resource seen in the window:
 //!
 //! - grants (`Effect::Granted`) and expiries (`Effect::Freed` with reason
 //!   `Expired`) per second, for counts over the last minute;
-//! - the waits of grants that came from the queue (stamp of the
-//!   `Effect::Queued` to the stamp of the `Effect::WaiterRemoved` with
-//!   reason `Granted`), the last [`MAX_WAIT_SAMPLES`] of them, for the wait
-//!   p99. A waiter this node saw queue before it started (or before a
-//!   snapshot install) gives no sample.
+//! - the waits of grants that came from the queue, the last
+//!   [`MAX_WAIT_SAMPLES`] of them, for the wait p99. A waiter this node saw
+//!   queue before it started (or before a snapshot install) comes without a
+//!   wait and gives no sample.
 //!
 //! Queue length and the oldest waiter's age are not counted here: the
 //! reader takes them from the lock table it serves (exact, linearizable)
@@ -25,9 +26,7 @@
 //! At most [`MAX_RESOURCES`] resources are kept (the least recently seen
 //! goes first), each with at most 61 one-second buckets and
 //! [`MAX_WAIT_SAMPLES`] waits; resources not seen for a [`WINDOW`] are
-//! dropped. At most [`MAX_PENDING_WAITERS`] enqueue stamps wait for their
-//! grant; one older than the longest wait timeout plus the window is
-//! dropped. Worst case about 25 MB; a quiet node keeps nothing.
+//! dropped. Worst case about 20 MB; a quiet node keeps nothing.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Mutex;
@@ -43,14 +42,6 @@ pub const MAX_RESOURCES: usize = 4_096;
 
 /// Most wait samples kept per resource (the p99 is over these).
 pub const MAX_WAIT_SAMPLES: usize = 256;
-
-/// Most enqueue stamps kept while their waiters wait.
-pub const MAX_PENDING_WAITERS: usize = 65_536;
-
-/// How long an enqueue stamp is kept at most: the longest wait timeout
-/// plus the window (a waiter still queued after that gives no sample).
-const PENDING_MAX_AGE: Duration =
-    Duration::from_millis(warden_core::limits::MAX_WAIT_TIMEOUT_MS + 60_000);
 
 /// Grants and expiries in one second of the node clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,10 +182,6 @@ struct Inner {
     resources: BTreeMap<String, Recent>,
     /// (last_seen, resource) of every kept resource: the eviction order.
     by_seen: BTreeSet<(Duration, String)>,
-    /// (resource, lease, enqueue index) -> the enqueue's stamp.
-    pending: BTreeMap<(String, u64, u64), Duration>,
-    /// (stamp, key) of every pending enqueue: the eviction order.
-    pending_by_age: BTreeSet<(Duration, (String, u64, u64))>,
     /// The newest stamp recorded (sweeps run at most once a second of it).
     last_sweep: Duration,
 }
@@ -203,8 +190,6 @@ impl Inner {
     fn check_invariants(&self) {
         debug_assert_eq!(self.resources.len(), self.by_seen.len());
         debug_assert!(self.resources.len() <= MAX_RESOURCES);
-        debug_assert_eq!(self.pending.len(), self.pending_by_age.len());
-        debug_assert!(self.pending.len() <= MAX_PENDING_WAITERS);
     }
 
     /// The window of `resource`, seen at `stamp` (made room for, evicting
@@ -240,29 +225,12 @@ impl Inner {
         r
     }
 
-    fn forget_pending(&mut self, key: &(String, u64, u64)) -> Option<Duration> {
-        let at = self.pending.remove(key)?;
-        self.pending_by_age.remove(&(at, key.clone()));
-        Some(at)
-    }
-
-    /// Drops resources not seen for a window and enqueue stamps too old to
-    /// matter at `now`.
+    /// Drops resources not seen for a window at `now`.
     fn sweep(&mut self, now: Duration) {
         let from = now.saturating_sub(WINDOW);
         while self.by_seen.first().is_some_and(|(at, _)| *at < from) {
             if let Some((_, name)) = self.by_seen.pop_first() {
                 self.resources.remove(&name);
-            }
-        }
-        let too_old = now.saturating_sub(PENDING_MAX_AGE);
-        while self
-            .pending_by_age
-            .first()
-            .is_some_and(|(at, _)| *at < too_old)
-        {
-            if let Some((_, key)) = self.pending_by_age.pop_first() {
-                self.pending.remove(&key);
             }
         }
         for r in self.resources.values_mut() {
@@ -289,11 +257,16 @@ impl HotLocks {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Records the effects of one applied entry, stamped `stamp` on this
-    /// node's clock (the apply hook).
-    pub fn record(&self, effects: &[Effect], stamp: Duration) {
+    /// Records effects of one applied entry, stamped `stamp` on this node's
+    /// clock (the apply hook), each with how long its waiter waited if it is
+    /// a grant from the queue this node timed (None otherwise).
+    pub fn record<'a>(
+        &self,
+        effects: impl IntoIterator<Item = (&'a Effect, Option<Duration>)>,
+        stamp: Duration,
+    ) {
         let mut g = self.inner();
-        for effect in effects {
+        for (effect, waited) in effects {
             match effect {
                 Effect::Granted { resource, .. } => {
                     g.touch(resource, stamp).bucket(stamp).grants += 1
@@ -306,32 +279,13 @@ impl HotLocks {
                         r.bucket(stamp).expiries += 1;
                     }
                 }
-                Effect::Queued {
-                    resource,
-                    lease_id,
-                    enqueue_index,
-                    ..
-                } => {
+                Effect::Queued { resource, .. } => {
                     g.touch(resource, stamp);
-                    if g.pending.len() < MAX_PENDING_WAITERS {
-                        let key = (resource.clone(), *lease_id, *enqueue_index);
-                        if g.pending.insert(key.clone(), stamp).is_none() {
-                            g.pending_by_age.insert((stamp, key));
-                        }
-                    }
                 }
-                Effect::WaiterRemoved {
-                    resource,
-                    lease_id,
-                    enqueue_index,
-                    reason,
-                } => {
-                    let key = (resource.clone(), *lease_id, *enqueue_index);
-                    let queued_at = g.forget_pending(&key);
+                Effect::WaiterRemoved { resource, .. } => {
                     let r = g.touch(resource, stamp);
-                    if let (WaiterRemovedReason::Granted, Some(at)) = (reason, queued_at) {
-                        let wait_ms =
-                            u64::try_from(stamp.saturating_sub(at).as_millis()).unwrap_or(u64::MAX);
+                    if let Some(waited) = waited {
+                        let wait_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
                         if r.waits.len() >= MAX_WAIT_SAMPLES {
                             r.waits.pop_front();
                         }
@@ -433,6 +387,11 @@ mod tests {
         }
     }
 
+    /// Effects without a timed wait.
+    fn plain(effects: &[Effect]) -> Vec<(&Effect, Option<Duration>)> {
+        effects.iter().map(|e| (e, None)).collect()
+    }
+
     fn queued(resource: &str, lease_id: u64, enqueue_index: u64) -> Effect {
         Effect::Queued {
             resource: resource.into(),
@@ -470,9 +429,18 @@ mod tests {
     #[test]
     fn counts_cover_the_last_minute_only() {
         let hot = HotLocks::new();
-        hot.record(&[granted("a", 1), freed("a", FreeReason::Expired)], s(100));
-        hot.record(&[granted("a", 2), freed("a", FreeReason::Released)], s(130));
-        hot.record(&[freed("a", FreeReason::Forced), granted("a", 3)], s(150));
+        hot.record(
+            plain(&[granted("a", 1), freed("a", FreeReason::Expired)]),
+            s(100),
+        );
+        hot.record(
+            plain(&[granted("a", 2), freed("a", FreeReason::Released)]),
+            s(130),
+        );
+        hot.record(
+            plain(&[freed("a", FreeReason::Forced), granted("a", 3)]),
+            s(150),
+        );
         let at = |now| hot.recent("", s(now)).get("a").copied();
         assert_eq!(
             at(155),
@@ -494,13 +462,13 @@ mod tests {
     #[test]
     fn resources_not_seen_for_a_window_are_evicted() {
         let hot = HotLocks::new();
-        hot.record(&[granted("old", 1)], s(10));
-        hot.record(&[granted("new", 2)], s(50));
+        hot.record(plain(&[granted("old", 1)]), s(10));
+        hot.record(plain(&[granted("new", 2)]), s(50));
         assert_eq!(hot.len(), 2);
-        hot.record(&[granted("new", 3)], s(71));
+        hot.record(plain(&[granted("new", 3)]), s(71));
         assert_eq!(hot.len(), 1, "\"old\" was last seen 61 s ago");
         assert!(hot.recent("", s(71)).contains_key("new"));
-        hot.record(&[], s(200));
+        hot.record(plain(&[]), s(200));
         assert!(hot.is_empty());
     }
 
@@ -514,38 +482,37 @@ mod tests {
         for lease in 1..=100 {
             effects.push(queued("q", lease, 7));
         }
-        hot.record(&effects, ms(10_000));
+        hot.record(plain(&effects), ms(10_000));
         // Leases 1..=99 are granted after 1..=99 ms; lease 100 after 5 s.
         for lease in 1..=99 {
+            let (removed, granted) = (
+                removed("q", lease, 7, WaiterRemovedReason::Granted),
+                granted("q", lease),
+            );
             hot.record(
-                &[
-                    removed("q", lease, 7, WaiterRemovedReason::Granted),
-                    granted("q", lease),
-                ],
+                [(&removed, Some(ms(lease))), (&granted, None)],
                 ms(10_000 + lease),
             );
         }
         let p = |now| hot.recent("", now).get("q").and_then(|c| c.wait_p99_ms);
         // Nearest rank: ceil(0.99 * 99) = 99, the largest of 99 samples.
         assert_eq!(p(ms(12_000)), Some(99));
-        hot.record(
-            &[removed("q", 100, 7, WaiterRemovedReason::Granted)],
-            ms(15_000),
-        );
+        let last = removed("q", 100, 7, WaiterRemovedReason::Granted);
+        hot.record([(&last, Some(ms(5_000)))], ms(15_000));
         // Rank 99 of 100: the 5 s outlier is the one sample above the p99.
         assert_eq!(p(ms(15_000)), Some(99));
-        // Cancelled, and never-seen waiters, add nothing.
-        hot.record(&[queued("c", 1, 9)], ms(15_000));
+        // A waiter that left without a grant, or whose wait this node did
+        // not time (it came with a loaded table), adds nothing.
+        hot.record(plain(&[queued("c", 1, 9)]), ms(15_000));
         hot.record(
-            &[
+            plain(&[
                 removed("c", 1, 9, WaiterRemovedReason::TimedOut),
                 removed("c", 2, 3, WaiterRemovedReason::Granted),
                 granted("c", 2),
-            ],
+            ]),
             ms(16_000),
         );
         assert_eq!(hot.recent("", ms(16_000))["c"].wait_p99_ms, None);
-        assert_eq!(hot.inner().pending.len(), 0);
     }
 
     // Hot locks: `warden top`'s order is queue length, then the oldest
@@ -554,10 +521,10 @@ mod tests {
     #[test]
     fn rank_orders_by_queue_then_age_then_grants() {
         let hot = HotLocks::new();
-        hot.record(&[granted("app/busy", 1)], s(10));
-        hot.record(&[granted("app/busy", 2)], s(11));
-        hot.record(&[granted("app/calm", 3)], s(12));
-        hot.record(&[granted("other/x", 4)], s(12));
+        hot.record(plain(&[granted("app/busy", 1)]), s(10));
+        hot.record(plain(&[granted("app/busy", 2)]), s(11));
+        hot.record(plain(&[granted("app/calm", 3)]), s(12));
+        hot.record(plain(&[granted("other/x", 4)]), s(12));
         let q = |queue_length, oldest_waiter_age_ms| QueueNow {
             queue_length,
             oldest_waiter_age_ms,
@@ -593,13 +560,15 @@ mod tests {
     }
 
     // Hot locks (memory bound): at most MAX_RESOURCES resources, the least
-    // recently seen evicted first; at most MAX_WAIT_SAMPLES waits each; at
-    // most MAX_PENDING_WAITERS enqueue stamps, the stale ones dropped.
+    // recently seen evicted first; at most MAX_WAIT_SAMPLES waits each.
     #[test]
     fn the_window_is_bounded() {
         let hot = HotLocks::new();
         for i in 0..MAX_RESOURCES + 10 {
-            hot.record(&[granted(&format!("r{i:05}"), 1)], ms(1_000 + i as u64));
+            hot.record(
+                plain(&[granted(&format!("r{i:05}"), 1)]),
+                ms(1_000 + i as u64),
+            );
         }
         assert_eq!(hot.len(), MAX_RESOURCES);
         let kept = hot.recent("", ms(20_000));
@@ -610,22 +579,10 @@ mod tests {
 
         let hot = HotLocks::new();
         for i in 0..(MAX_WAIT_SAMPLES as u64 + 50) {
-            hot.record(&[queued("w", i + 1, 1)], ms(1_000 + i));
-            hot.record(
-                &[removed("w", i + 1, 1, WaiterRemovedReason::Granted)],
-                ms(1_000 + i + 5),
-            );
+            hot.record(plain(&[queued("w", i + 1, 1)]), ms(1_000 + i));
+            let removed = removed("w", i + 1, 1, WaiterRemovedReason::Granted);
+            hot.record([(&removed, Some(ms(5)))], ms(1_000 + i + 5));
         }
         assert_eq!(hot.inner().resources["w"].waits.len(), MAX_WAIT_SAMPLES);
-
-        let hot = HotLocks::new();
-        let effects: Vec<Effect> = (0..MAX_PENDING_WAITERS as u64 + 5)
-            .map(|i| queued("p", i + 1, 1))
-            .collect();
-        hot.record(&effects, s(1));
-        assert_eq!(hot.inner().pending.len(), MAX_PENDING_WAITERS);
-        hot.record(&[], s(1) + PENDING_MAX_AGE + s(2));
-        assert_eq!(hot.inner().pending.len(), 0);
-        assert!(hot.is_empty());
     }
 }

@@ -74,11 +74,11 @@ pub const FREE_REASONS: [&str; 4] = ["release", "expire", "revoke", "force"];
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AcquireOutcome {
     /// The caller got the grant.
-    Granted,
+    Granted = 0,
     /// Answered, without a grant (held by another, timed out, lock-delay).
-    NotGranted,
+    NotGranted = 1,
     /// Refused or failed (bad input, permission, not the leader, unavailable).
-    Error,
+    Error = 2,
 }
 
 impl AcquireOutcome {
@@ -175,17 +175,56 @@ pub struct RaftSeries {
 /// One gRPC method's series; a code's counter is registered at its first use.
 struct GrpcSeries {
     duration: Histogram,
+    /// By `tonic::Code` (0..=16).
     codes: [Option<Counter>; 17],
 }
 
-/// What apply remembers between entries for the durations.
-#[derive(Default)]
-struct Starts {
-    /// Entries at or below this index were loaded, not applied here: their
-    /// stamps are load times, so samples starting there are skipped.
-    loaded_through: LogIndex,
-    /// Resource → stamp of its last free (bounded, [`MAX_HANDOFF_STARTS`]).
-    freed_at: HashMap<String, Duration>,
+/// What one effect ends that this node timed with its own append stamps,
+/// computed once per effect by the apply hook ([`Ended::of`]) for the
+/// metrics and for the hot-lock window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ended {
+    /// A `WaiterRemoved` with reason `Granted`: how long the waiter was
+    /// queued (enqueue's stamp to the granting entry's).
+    pub waited: Option<Duration>,
+    /// A `Freed`: how long the grant was held (grant's stamp to the free's).
+    pub held: Option<Duration>,
+}
+
+impl Ended {
+    /// What `effect`, of an entry stamped `stamp`, ends, read from
+    /// `deadlines` before they apply it (they still hold its start). None
+    /// where the start is not this node's own stamp: entries at or below
+    /// `loaded_through` came with a loaded table (start, snapshot install),
+    /// whose starts are load times.
+    pub fn of(
+        effect: &Effect,
+        deadlines: &Deadlines,
+        stamp: Duration,
+        loaded_through: LogIndex,
+    ) -> Ended {
+        match effect {
+            Effect::WaiterRemoved {
+                resource,
+                lease_id,
+                enqueue_index,
+                reason: WaiterRemovedReason::Granted,
+            } if *enqueue_index > loaded_through => Ended {
+                waited: deadlines
+                    .waiting_since(resource, *lease_id, *enqueue_index)
+                    .map(|at| stamp.saturating_sub(at)),
+                held: None,
+            },
+            Effect::Freed { resource, .. } => Ended {
+                waited: None,
+                held: deadlines
+                    .held_since(resource)
+                    .filter(|(grant_index, _)| *grant_index > loaded_through)
+                    .map(|(_, at)| stamp.saturating_sub(at)),
+            },
+            _ => Ended::default(),
+        }
+    }
 }
 
 /// This node's metrics; see the module docs.
@@ -200,7 +239,9 @@ pub struct Metrics {
     acquire: [Histogram; 3],
     /// Raft and storage series.
     pub raft: RaftSeries,
-    starts: Mutex<Starts>,
+    /// Resource → stamp of its last free, for the handoff (bounded,
+    /// [`MAX_HANDOFF_STARTS`]).
+    freed_at: Mutex<HashMap<String, Duration>>,
     peer_lag: Mutex<BTreeMap<u64, Gauge>>,
     grpc: Mutex<HashMap<String, GrpcSeries>>,
 }
@@ -308,7 +349,7 @@ impl Metrics {
             raft,
             lock,
             groups,
-            starts: Mutex::new(Starts::default()),
+            freed_at: Mutex::new(HashMap::new()),
             peer_lag: Mutex::new(BTreeMap::new()),
             grpc: Mutex::new(HashMap::new()),
             handle,
@@ -325,15 +366,10 @@ impl Metrics {
         self.handle.render()
     }
 
-    /// The group labels, by index.
-    pub fn groups(&self) -> &Groups {
-        &self.groups
-    }
-
     /// Counts the table once when it is loaded (at start from the stored
     /// snapshot, or when a snapshot is installed): the gauges are set from
-    /// it, and the durations of what it holds are not timed (no local start).
-    pub fn load_table(&self, table: &LockTable, loaded_through: LogIndex) {
+    /// it (the durations of what it holds are not timed: [`Ended::of`]).
+    pub fn load_table(&self, table: &LockTable) {
         let mut held = vec![0u64; self.lock.len()];
         let mut waiting = vec![0u64; self.lock.len()];
         for (name, state) in table.resources_with_prefix("") {
@@ -346,26 +382,24 @@ impl Metrics {
             series.waiters.set(waiting[i] as f64);
         }
         self.leases_live.set(table.lease_count() as f64);
-        if let Ok(mut s) = self.starts.lock() {
-            s.loaded_through = loaded_through;
-            s.freed_at.clear();
+        if let Ok(mut freed_at) = self.freed_at.lock() {
+            freed_at.clear();
         }
     }
 
-    /// One effect of an applied entry, before `deadlines` applies it (it
-    /// still holds the start of what the effect ends). `stamp`: the entry's
-    /// append stamp on this node.
-    pub fn on_effect(&self, effect: &Effect, deadlines: &Deadlines, stamp: Duration) {
+    /// One effect of an applied entry stamped `stamp`, with what it ends
+    /// ([`Ended::of`]).
+    pub fn on_effect(&self, effect: &Effect, ended: Ended, stamp: Duration) {
         match effect {
             Effect::Granted { resource, .. } => {
                 let series = &self.lock[self.groups.of(resource)];
                 series.grants.increment(1);
                 series.locks_held.increment(1.0);
                 let freed = self
-                    .starts
+                    .freed_at
                     .lock()
                     .ok()
-                    .and_then(|mut s| s.freed_at.remove(resource));
+                    .and_then(|mut f| f.remove(resource));
                 if let Some(at) = freed {
                     series.handoff.record(seconds(stamp, at));
                 }
@@ -376,36 +410,21 @@ impl Metrics {
                 let series = &self.lock[self.groups.of(resource)];
                 series.frees[free_reason_index(*reason)].increment(1);
                 series.locks_held.decrement(1.0);
-                let Ok(mut s) = self.starts.lock() else {
-                    return;
-                };
-                if let Some((grant_index, at)) = deadlines.held_since(resource) {
-                    if grant_index > s.loaded_through {
-                        series.hold.record(seconds(stamp, at));
-                    }
+                if let Some(held) = ended.held {
+                    series.hold.record(held.as_secs_f64());
                 }
-                remember_free(&mut s.freed_at, resource, stamp);
+                if let Ok(mut freed_at) = self.freed_at.lock() {
+                    remember_free(&mut freed_at, resource, stamp);
+                }
             }
             Effect::Queued { resource, .. } => {
                 self.lock[self.groups.of(resource)].waiters.increment(1.0);
             }
-            Effect::WaiterRemoved {
-                resource,
-                lease_id,
-                enqueue_index,
-                reason,
-            } => {
+            Effect::WaiterRemoved { resource, .. } => {
                 let series = &self.lock[self.groups.of(resource)];
                 series.waiters.decrement(1.0);
-                if *reason == WaiterRemovedReason::Granted {
-                    let loaded_through = self.starts.lock().map_or(0, |s| s.loaded_through);
-                    if *enqueue_index > loaded_through {
-                        if let Some(at) =
-                            deadlines.waiting_since(resource, *lease_id, *enqueue_index)
-                        {
-                            series.wait.record(seconds(stamp, at));
-                        }
-                    }
+                if let Some(waited) = ended.waited {
+                    series.wait.record(waited.as_secs_f64());
                 }
             }
             _ => {}
@@ -420,11 +439,7 @@ impl Metrics {
 
     /// One acquire call answered by this node after `elapsed`.
     pub fn acquire(&self, outcome: AcquireOutcome, elapsed: Duration) {
-        let i = AcquireOutcome::ALL
-            .iter()
-            .position(|o| *o == outcome)
-            .unwrap_or(2);
-        self.acquire[i].record(elapsed.as_secs_f64());
+        self.acquire[outcome as usize].record(elapsed.as_secs_f64());
     }
 
     /// `n` keep-alives received.
@@ -462,7 +477,7 @@ impl Metrics {
         let Some(series) = grpc.get_mut(method) else {
             return;
         };
-        let counter = series.codes[code as usize % 17].get_or_insert_with(|| {
+        let counter = series.codes[code as usize].get_or_insert_with(|| {
             self.recorder.register_counter(
                 &Key::from_parts(
                     "warden_grpc_requests_total",

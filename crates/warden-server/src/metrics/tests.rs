@@ -23,6 +23,7 @@ struct Node {
     metrics: Metrics,
     index: u64,
     request: u64,
+    loaded_through: u64,
 }
 
 impl Node {
@@ -34,6 +35,7 @@ impl Node {
             metrics: Metrics::new(Groups::new(&list).unwrap()),
             index: 0,
             request: 0,
+            loaded_through: 0,
         }
     }
 
@@ -43,7 +45,8 @@ impl Node {
         let stamp = Duration::from_millis(at_ms);
         let applied = self.table.apply(self.index, LEADER, &cmd);
         for effect in &applied.effects {
-            self.metrics.on_effect(effect, &self.deadlines, stamp);
+            let ended = Ended::of(effect, &self.deadlines, stamp, self.loaded_through);
+            self.metrics.on_effect(effect, ended, stamp);
             self.deadlines.on_effect(effect, stamp, stamp);
         }
         self.metrics.after_entry(&self.table);
@@ -215,7 +218,8 @@ fn loaded_grants_are_counted_but_not_timed() {
     // The loaded outcome table holds this client's earlier request ids.
     m.request = n.request;
     m.deadlines = Deadlines::load(&table, Duration::from_secs(50));
-    m.metrics.load_table(&table, m.index);
+    m.loaded_through = m.index;
+    m.metrics.load_table(&table);
     m.table = table;
     assert_eq!(m.value(r#"warden_locks_held{group="other"}"#), 2.0);
     assert_eq!(m.value(r#"warden_waiters{group="other"}"#), 1.0);

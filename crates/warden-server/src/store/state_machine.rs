@@ -35,6 +35,13 @@ pub struct Machine {
     pub membership: StoredMembership,
     /// Waiters removed because their principal lost `lock` (node-local).
     pub revoked_waiters: RevokedWaiters,
+    /// Entries at or below this index have no stamp of this node's: the
+    /// table this process loaded (its stored snapshot at start, or an
+    /// installed one) and entries replayed after a reboot (their append
+    /// stamps were taken on another clock epoch). The starts `deadlines`
+    /// gives for them are load or apply times, so nothing is timed from
+    /// them (`crate::metrics::Ended`), and the hot-lock window skips them.
+    pub loaded_through: u64,
 }
 
 /// Most waiters [`RevokedWaiters`] remembers.
@@ -146,6 +153,7 @@ impl StateMachineStore {
             last_applied: None,
             membership: StoredMembership::default(),
             revoked_waiters: RevokedWaiters::default(),
+            loaded_through: 0,
         };
         if let Some(bytes) = db.get_meta(KEY_SNAPSHOT)? {
             let snap: StoredSnapshot = decode(&bytes)?;
@@ -184,7 +192,8 @@ impl StateMachineStore {
             .as_ref()
             .map(|l| l.index())
             .unwrap_or(0);
-        metrics.load_table(&machine.table, applied_index);
+        machine.loaded_through = applied_index;
+        metrics.load_table(&machine.table);
         let (applied, _) = watch::channel(applied_index);
         Ok(StateMachineStore {
             shared: Arc::new(Shared {
@@ -297,11 +306,15 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             // Replayed after a restart: the stamp persisted at append, if it
             // was taken on this clock's epoch (same boot); else the apply time,
             // which is later still (never an early expiry).
-            let stamp = match (stamp, self.shared.clock.epoch()) {
-                (Some(s), _) => s,
-                (None, Some(epoch)) => self.db.persisted_stamp(index, epoch)?.unwrap_or(now),
-                (None, None) => now,
+            let persisted = match (stamp, self.shared.clock.epoch()) {
+                (Some(s), _) => Some(s),
+                (None, Some(epoch)) => self.db.persisted_stamp(index, epoch)?,
+                (None, None) => None,
             };
+            // No stamp of this node's (a replay after a reboot): the apply
+            // time stands in for deadlines, but nothing is timed from it.
+            let guessed = persisted.is_none();
+            let stamp = persisted.unwrap_or(now);
             let response = {
                 let mut m = self.lock()?;
                 m.last_applied = Some(log_id);
@@ -347,10 +360,24 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                         // stamp is no earlier than this leader's election, so
                         // L4's T + G still holds. `on_effect` reads `now`
                         // for `LeaseGraced` only.
+                        if guessed {
+                            m.loaded_through = m.loaded_through.max(index);
+                        }
                         for effect in &applied.effects {
-                            // Before the deadlines forget what it ends: the
-                            // start of a hold or a wait.
-                            self.shared.metrics.on_effect(effect, &m.deadlines, stamp);
+                            // Read before the deadlines forget what it
+                            // ends: the start of a hold or a wait.
+                            let ended = crate::metrics::Ended::of(
+                                effect,
+                                &m.deadlines,
+                                stamp,
+                                m.loaded_through,
+                            );
+                            self.shared.metrics.on_effect(effect, ended, stamp);
+                            if !guessed {
+                                self.shared
+                                    .hot_locks
+                                    .record([(effect, ended.waited)], stamp);
+                            }
                             m.deadlines.on_effect(effect, stamp, stamp);
                             if let warden_core::Effect::WaiterRemoved {
                                 resource,
@@ -369,7 +396,6 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                         }
                         self.shared.metrics.after_entry(&m.table);
                         self.shared.events.record(index, &applied.effects);
-                        self.shared.hot_locks.record(&applied.effects, stamp);
                         if let Some(o) = &self.shared.observer {
                             o.on_apply(
                                 self.shared.node_id,
@@ -414,8 +440,8 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         let index = {
             let mut m = self.lock()?;
             m.deadlines = Deadlines::load(&table, self.shared.clock.now());
-            let through = meta.last_log_id.as_ref().map(|l| l.index()).unwrap_or(0);
-            self.shared.metrics.load_table(&table, through);
+            m.loaded_through = meta.last_log_id.as_ref().map(|l| l.index()).unwrap_or(0);
+            self.shared.metrics.load_table(&table);
             self.shared
                 .metrics
                 .raft
@@ -598,6 +624,93 @@ mod tests {
         assert_eq!(
             m.deadlines.lease_deadline(2),
             Some(Duration::from_secs(114))
+        );
+    }
+
+    // Metrics ("a sample whose start came from a snapshot or a restart is
+    // skipped, not guessed"): after a reboot (no stamp of this epoch) the
+    // replayed entries stand on the apply time, so a hold that started in
+    // the replay is not timed, while one started after it is.
+    #[tokio::test]
+    async fn holds_started_in_a_replay_after_a_reboot_are_not_timed() {
+        use warden_core::types::{Acquire, LeaseSpec, Release};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let header = |request_id| warden_core::types::RequestHeader {
+            client_id: 5,
+            request_id,
+            acked_request_id: 0,
+        };
+        let acquire = |request_id, resource: &str| {
+            Command::Acquire(Acquire {
+                header: header(request_id),
+                resource: resource.into(),
+                lease: LeaseSpec::New { ttl_ms: 60_000 },
+                wait_timeout_ms: 0,
+                lock_delay_ms: 0,
+                due: None,
+            })
+        };
+        let release = |request_id, resource: &str, lease_id| {
+            Command::Release(Release {
+                header: header(request_id),
+                resource: Some(resource.into()),
+                lease_id,
+                fencing_token: None,
+                due: None,
+            })
+        };
+        let clock = Arc::new(FixedClock::default());
+        *clock.0.lock().expect("clock") = Duration::from_secs(100);
+        {
+            let (mut log, _) = stores(dir.path(), clock.clone());
+            log.append([entry(1, 1, acquire(1, "before"))], IOFlushed::noop())
+                .await
+                .expect("append");
+        }
+        // Another boot: no epoch, the entry's stamp is gone.
+        *clock.0.lock().expect("clock") = Duration::from_secs(500);
+        let (mut log, mut sm) = stores(dir.path(), clock.clone());
+        let e = log.try_get_log_entries(1..2).await.expect("read");
+        apply_entries(&mut sm, e).await;
+        *clock.0.lock().expect("clock") = Duration::from_secs(510);
+        log.append(
+            [
+                entry(2, 2, acquire(2, "after")),
+                entry(2, 3, release(3, "before", 1)),
+            ],
+            IOFlushed::noop(),
+        )
+        .await
+        .expect("append");
+        *clock.0.lock().expect("clock") = Duration::from_secs(513);
+        log.append([entry(2, 4, release(4, "after", 2))], IOFlushed::noop())
+            .await
+            .expect("append");
+        let e = log.try_get_log_entries(2..5).await.expect("read");
+        apply_entries(&mut sm, e).await;
+        let text = sm.shared.metrics.render();
+        let value = |series: &str| {
+            text.lines()
+                .find_map(|l| {
+                    l.strip_prefix(series)?
+                        .strip_prefix(' ')?
+                        .parse::<f64>()
+                        .ok()
+                })
+                .unwrap_or_else(|| panic!("{series} in {text}"))
+        };
+        assert_eq!(
+            value(r#"warden_lock_frees_total{group="other",reason="release"}"#),
+            2.0
+        );
+        // Only "after" (510 s → 513 s) is timed; "before" started in the replay.
+        assert_eq!(
+            value(r#"warden_hold_duration_seconds_count{group="other"}"#),
+            1.0
+        );
+        assert_eq!(
+            value(r#"warden_hold_duration_seconds_sum{group="other"}"#),
+            3.0
         );
     }
 }
