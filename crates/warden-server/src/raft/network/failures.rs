@@ -22,6 +22,7 @@
 //! transport's and the peer's status texts; they never carry key material.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -132,6 +133,10 @@ struct Streak {
 pub struct PeerFailures {
     period: Duration,
     peers: Mutex<BTreeMap<u64, Peer>>,
+    /// Peers with a streak open: every answered call (each append reply,
+    /// each heartbeat) reads this, and takes the lock only when some
+    /// streak may need its recovery line.
+    open_streaks: AtomicUsize,
 }
 
 impl Default for PeerFailures {
@@ -146,6 +151,7 @@ impl PeerFailures {
         PeerFailures {
             period,
             peers: Mutex::new(BTreeMap::new()),
+            open_streaks: AtomicUsize::new(0),
         }
     }
 
@@ -159,6 +165,9 @@ impl PeerFailures {
 
     /// A call to `peer` was answered now; logs a recovery if one is due.
     pub fn answered(&self, peer: u64) {
+        if self.open_streaks.load(Ordering::Acquire) == 0 {
+            return;
+        }
         if let Some(r) = self.answered_at(Instant::now(), peer) {
             r.log();
         }
@@ -172,6 +181,9 @@ impl PeerFailures {
         let p = peers.entry(peer).or_default();
         p.last_error.clear();
         p.last_error.push_str(error);
+        if p.streak.is_none() {
+            self.open_streaks.fetch_add(1, Ordering::AcqRel);
+        }
         let streak = p.streak.get_or_insert(Streak {
             since: now,
             failures: 0,
@@ -219,6 +231,7 @@ impl PeerFailures {
         let mut peers = self.peers.lock().unwrap_or_else(|p| p.into_inner());
         let p = peers.get_mut(&peer)?;
         let streak = p.streak.take()?;
+        self.open_streaks.fetch_sub(1, Ordering::AcqRel);
         if !streak.announced {
             return None;
         }
@@ -365,5 +378,32 @@ mod tests {
             answer(&log, 2),
             Some(Report::Recovered { failures: 40, .. })
         ));
+    }
+
+    // The answered-call fast path: the count of open streaks follows the
+    // streaks, so an answer with none open takes no lock, and one that
+    // ends a streak still logs its recovery.
+    #[tokio::test(start_paused = true)]
+    async fn open_streaks_follow_the_streaks() {
+        let log = PeerFailures::new(Duration::from_secs(30));
+        let count = || log.open_streaks.load(Ordering::Acquire);
+        assert_eq!(count(), 0);
+        log.failed_at(Instant::now(), 2, 1, "refused");
+        log.failed_at(Instant::now(), 2, 1, "refused");
+        log.failed_at(Instant::now(), 3, 1, "refused");
+        assert_eq!(count(), 2);
+        assert!(matches!(
+            log.answered_at(Instant::now(), 2),
+            Some(Report::Recovered {
+                peer: 2,
+                failures: 2,
+                ..
+            })
+        ));
+        assert_eq!(count(), 1);
+        assert_eq!(log.answered_at(Instant::now(), 2), None);
+        assert_eq!(count(), 1);
+        log.answered(3);
+        assert_eq!(count(), 0);
     }
 }

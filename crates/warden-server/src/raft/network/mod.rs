@@ -319,7 +319,9 @@ impl PeerConnection {
                         now.duration_since(since).as_millis()
                     ),
                 );
-                tracing::info!(
+                // Reported (once per streak, then summarised) by
+                // `failures` above; the reconnect itself is a detail.
+                tracing::debug!(
                     peer = self.target,
                     "peer calls timed out for {} ms; reconnecting",
                     now.duration_since(since).as_millis()
