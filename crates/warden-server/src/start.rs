@@ -572,7 +572,7 @@ where
         sm,
     )
     .await
-    .map_err(|e| ServerError::Other(format!("raft: {e}")))?;
+    .map_err(|e| of_fatal("raft did not start", e))?;
     let _ = peer_state.raft.set(raft.clone());
     if !boot.pending.is_empty() {
         tokio::spawn(raft::bootstrap::push_to_pending(
@@ -675,28 +675,31 @@ where
 /// state machine could not be written) is [`ServerError::Storage`], a panic
 /// in its core [`ServerError::Other`]. Pending forever while it runs.
 ///
-/// Read every [`RAFT_FATAL_POLL`], not on each change of openraft's full
-/// metrics: those change after every entry, and a task woken by each cost
-/// every node a wake-up per commit (docs/performance.md).
+/// It waits on openraft's server metrics, which change only with the vote,
+/// the state, the leader or the membership (its full metrics change after
+/// every entry, and a task woken by each cost every node a wake-up per
+/// commit, docs/performance.md), and whose sender the core drops when it
+/// stops, panics included, after publishing why in `running_state`.
 async fn raft_fatal(raft: raft::Raft) -> ServerError {
     use openraft::async_runtime::WatchReceiver as _;
-    let mut tick = tokio::time::interval(RAFT_FATAL_POLL);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        let state = raft.metrics().borrow_watched().running_state.clone();
-        match state {
-            Err(openraft::errors::Fatal::StorageError(e)) => {
-                return ServerError::Storage(format!("raft stopped: {e}"))
-            }
-            Err(e) => return ServerError::Other(format!("raft stopped: {e}")),
-            Ok(()) => {}
-        }
+    let mut server = raft.server_metrics();
+    while server.changed().await.is_ok() {}
+    let stopped = raft.metrics().borrow_watched().running_state.clone();
+    match stopped {
+        Err(e) => of_fatal("raft stopped", e),
+        Ok(()) => ServerError::Other("raft stopped without saying why".into()),
     }
 }
 
-/// How often [`raft_fatal`] reads whether Raft stopped on its own.
-const RAFT_FATAL_POLL: Duration = Duration::from_millis(200);
+/// A fatal Raft error as the server's: a storage error is
+/// [`ServerError::Storage`] (exit 74: a restart does not cure the disk),
+/// anything else [`ServerError::Other`].
+fn of_fatal(what: &str, e: openraft::errors::Fatal<crate::types::TypeConfig>) -> ServerError {
+    match e {
+        openraft::errors::Fatal::StorageError(e) => ServerError::Storage(format!("{what}: {e}")),
+        e => ServerError::Other(format!("{what}: {e}")),
+    }
+}
 
 /// How long the forming node tries to commit its token floor.
 const TOKEN_FLOOR_DEADLINE: Duration = Duration::from_secs(20);
