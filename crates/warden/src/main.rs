@@ -60,11 +60,15 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// The server's default log levels: openraft logs its whole state at info,
 /// so only its warnings are kept, and not its line per failed heartbeat,
-/// replication or vote call (its `warn`s in these modules are all failed
-/// or stale peer calls): those failures are logged once per streak and then
-/// summarised by `warden_server::raft::network::failures`.
+/// replication or vote call (those failures are logged once per streak and
+/// then summarised by `warden_server::raft::network::failures`). The
+/// modules muted to `error` warn only of failed or stale peer calls, except
+/// two in `replication`, kept at `warn`: a snapshot the state machine could
+/// not give (`snapshot_transmitter`) and a log store breaking openraft's
+/// contract (`stream_state`), both ours to hear about.
 const SERVER_LOG_LEVELS: &str =
     "info,openraft=warn,openraft::core::heartbeat=error,openraft::replication=error,\
+     openraft::replication::snapshot_transmitter=warn,openraft::replication::stream_state=warn,\
      openraft::engine::handler::replication_handler=error,openraft::core::raft_core=error";
 
 fn main() -> ExitCode {
