@@ -40,19 +40,23 @@ pub fn request_span(req: &http::Request<()>) -> tracing::Span {
         client_id = tracing::field::Empty,
         request_id = tracing::field::Empty,
     );
-    if let Some(principal) = principal_name(req.extensions().get::<PeerInfo>()) {
-        span.record("principal", principal.as_str());
+    // Disabled (the level filtered out): nothing to name, nothing to build.
+    if span.is_disabled() {
+        return span;
+    }
+    match req.extensions().get::<PeerInfo>().map(PeerInfo::identity) {
+        None => {}
+        Some(Identity::Anonymous) => {
+            span.record("principal", "anonymous");
+        }
+        Some(Identity::Client { principal }) => {
+            span.record("principal", principal.as_str());
+        }
+        Some(Identity::Node { node_id }) => {
+            span.record("principal", node_principal(*node_id).as_str());
+        }
     }
     span
-}
-
-/// The principal a connection's identity names, as logged (None: no TLS).
-fn principal_name(peer: Option<&PeerInfo>) -> Option<String> {
-    Some(match peer?.identity() {
-        Identity::Anonymous => "anonymous".to_string(),
-        Identity::Client { principal } => principal.clone(),
-        Identity::Node { node_id } => node_principal(*node_id),
-    })
 }
 
 /// Records the resource a request names on the current request span (a
