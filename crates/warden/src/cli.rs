@@ -924,23 +924,34 @@ mod tests {
     fn help_examples_parse() {
         use clap::Parser as _;
         let all = [
-            examples::SERVER,
-            examples::DEV,
-            examples::ACQUIRE,
-            examples::RELEASE,
-            examples::STATUS,
-            examples::LIST,
-            examples::TOP,
-            examples::EXEC,
-            examples::ELECT,
-            examples::CERT,
+            ("server", examples::SERVER),
+            ("dev", examples::DEV),
+            ("acquire", examples::ACQUIRE),
+            ("release", examples::RELEASE),
+            ("status", examples::STATUS),
+            ("list", examples::LIST),
+            ("top", examples::TOP),
+            ("exec", examples::EXEC),
+            ("elect", examples::ELECT),
+            ("cert", examples::CERT),
         ];
+        let cmd = {
+            use clap::CommandFactory;
+            Cli::command()
+        };
         let mut lines = 0;
-        for text in all {
+        for (name, text) in all {
+            // Each command shows its own examples, and they name it.
+            let sub = cmd.find_subcommand(name).expect(name);
+            assert_eq!(
+                sub.get_after_help().map(|h| h.to_string()).as_deref(),
+                Some(text),
+                "{name}"
+            );
             assert!(text.starts_with("Examples:\n"), "{text}");
             for line in text.lines().skip(1) {
                 let words: Vec<&str> = line.split_whitespace().collect();
-                assert_eq!(words[0], "warden", "{line}");
+                assert_eq!(&words[..2], ["warden", name], "{line}");
                 if let Err(e) = Cli::try_parse_from(&words) {
                     panic!("{line}: {e}");
                 }

@@ -909,7 +909,7 @@ mod tests {
         assert_eq!(log_format(&args, &file), LogFormat::Text);
         let err = parse_config_file("log-format = \"xml\"").unwrap_err();
         assert!(
-            err.contains("log-format") || (err.contains("xml") && err.contains("json")),
+            err.contains("log-format") && err.contains("xml") && err.contains("json"),
             "{err}"
         );
     }

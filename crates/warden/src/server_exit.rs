@@ -1,5 +1,5 @@
 //! `warden server`'s exit codes: why the node stopped, for a supervisor
-//! (systemd's `RestartPreventExitStatus=`, docs/operations.md "Exit codes").
+//! (systemd's `RestartPreventExitStatus=`, docs/operations.md "Server exit codes").
 //! A restart cures a general failure (1) but none of the four classes
 //! after it: those need an operator. The numbers are the BSD `sysexits.h`
 //! ones where one fits, so they stay clear of the client commands' 1, 2, 3.
@@ -53,7 +53,7 @@ where
 mod tests {
     use super::*;
 
-    // docs/operations.md "Exit codes": each class of stop has its own code,
+    // docs/operations.md "Server exit codes": each class of stop has its own code,
     // distinct from the others and from the client commands' 1, 2 and 3,
     // and a restart-worthy failure stays 1.
     #[test]
