@@ -32,7 +32,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use warden_core::effect::{Effect, FreeReason, WaiterRemovedReason};
+use warden_core::effect::{Effect, FreeReason};
 
 /// How far back the counts reach: one minute.
 pub const WINDOW: Duration = Duration::from_secs(60);
@@ -368,6 +368,7 @@ mod tests {
     //! injected; nothing here reads a clock).
 
     use super::*;
+    use warden_core::effect::WaiterRemovedReason;
 
     fn granted(resource: &str, lease_id: u64) -> Effect {
         Effect::Granted {
