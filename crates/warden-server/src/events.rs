@@ -310,6 +310,38 @@ impl EventLog {
         Ok((out, next))
     }
 
+    /// The newest `n` retained events matching `filter`, oldest first:
+    /// read back from the newest, a slice at a time as [`EventLog::read`]
+    /// (the lock is held for one slice, never splitting an entry), until
+    /// `n` are found or the floor is reached.
+    pub fn last_matching(&self, filter: &Filter, n: usize) -> Vec<Event> {
+        let mut newest_first = Vec::new();
+        // Every event below this index is still to be scanned.
+        let mut below = u64::MAX;
+        while newest_first.len() < n {
+            let g = self.inner();
+            let mut i = g.events.partition_point(|e| e.index < below);
+            let mut scanned = 0;
+            while i > 0 && newest_first.len() < n {
+                let e = &g.events[i - 1];
+                if scanned >= READ_SLICE && e.index != below {
+                    break;
+                }
+                if filter.matches(&e.resource) {
+                    newest_first.push(e.clone());
+                }
+                below = e.index;
+                scanned += 1;
+                i -= 1;
+            }
+            if i == 0 {
+                break;
+            }
+        }
+        newest_first.reverse();
+        newest_first
+    }
+
     /// A receiver woken whenever events are recorded or the window is reset.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.notify.subscribe()
@@ -496,5 +528,34 @@ mod tests {
         }
         let want: Vec<u64> = (1..=n).flat_map(|i| [i, i]).collect();
         assert_eq!(seen, want);
+    }
+
+    // The dashboard's timeline: the newest n events of one resource, oldest
+    // first, found back through more than one slice of the window (an entry
+    // is never split between slices), and what is left when fewer match.
+    #[test]
+    fn last_matching_reads_back_from_the_newest() {
+        let log = EventLog::new(DEFAULT_WINDOW, 0);
+        log.record(1, &[granted("a", 1, 1)]);
+        // A slice and a half of other events, one entry holding an "a" event
+        // after a long run of others.
+        for index in 2..(2 + READ_SLICE as u64 + READ_SLICE as u64 / 2) {
+            log.record(index, &[granted("b", index, index)]);
+        }
+        let mut mixed: Vec<Effect> = (0..10).map(|t| granted("c", 7, t)).collect();
+        mixed.push(freed("a", 1, 1));
+        log.record(9_000, &mixed);
+        log.record(9_001, &[granted("a", 2, 2), granted("b", 3, 3)]);
+        let a = Filter::Resource("a".into());
+        let last = log.last_matching(&a, 2);
+        assert_eq!(indexes(&last), [9_000, 9_001]);
+        assert_eq!(last[1].fencing_token, 2);
+        let every = log.last_matching(&a, 50);
+        assert_eq!(indexes(&every), [1, 9_000, 9_001]);
+        assert_eq!(every[0].kind, EventKind::Granted);
+        assert!(log
+            .last_matching(&Filter::Resource("z".into()), 5)
+            .is_empty());
+        assert!(log.last_matching(&a, 0).is_empty());
     }
 }

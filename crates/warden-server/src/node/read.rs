@@ -126,6 +126,8 @@ pub struct ListedHolder {
     pub age_ms: u64,
     /// The lease's TTL left on this node's clock, in milliseconds.
     pub ttl_remaining_ms: u64,
+    /// The principal owning the lease (None: anonymous, an insecure node).
+    pub owner: Option<String>,
 }
 
 /// One resource with a holder or waiters (`list`).
@@ -436,15 +438,7 @@ impl Node {
         principal: &Principal,
         prefix: &str,
     ) -> Result<(LogIndex, Vec<ListedLock>), ReadError> {
-        let max = warden_core::limits::MAX_RESOURCE_BYTES;
-        if prefix.len() > max {
-            return Err(super::error::command_error(
-                warden_core::types::ErrorCode::InvalidArgument,
-                Some("prefix"),
-                format!("at most {max} bytes; got {}", prefix.len()),
-            )
-            .into());
-        }
+        check_prefix(prefix)?;
         let read_index = self.linearizable_read().await?;
         let now = self.shared.clock.now();
         let m = self.machine()?;
@@ -468,6 +462,7 @@ impl Node {
                         .held_for_ms(name, g.grant_index, now)
                         .unwrap_or(0),
                     ttl_remaining_ms: m.deadlines.remaining_ms(g.lease_id, now).unwrap_or(0),
+                    owner: m.table.lease_owner(g.lease_id).flatten().map(str::to_owned),
                 }),
                 waiters: state
                     .waiters
@@ -715,6 +710,20 @@ impl Node {
 /// The caller's name for the table's permission checks (None: anonymous).
 fn as_name(principal: &Principal) -> Option<&str> {
     principal.as_ref().map(|p| p.as_str())
+}
+
+/// A prefix argument (`list`, `top`): at most a resource name's length.
+pub(super) fn check_prefix(prefix: &str) -> Result<(), ReadError> {
+    let max = warden_core::limits::MAX_RESOURCE_BYTES;
+    if prefix.len() > max {
+        return Err(command_error(
+            ErrorCode::InvalidArgument,
+            Some("prefix"),
+            format!("at most {max} bytes; got {}", prefix.len()),
+        )
+        .into());
+    }
+    Ok(())
 }
 
 /// `permission` on `target` for `principal` in `m`'s table, or

@@ -10,7 +10,7 @@ use warden_core::auth::Target;
 use warden_core::types::{ErrorCode, LogIndex, Permission};
 
 use super::error::command_error;
-use super::read::allowed;
+use super::read::{allowed, check_prefix};
 use super::{Node, Principal, ReadError};
 use crate::hot_locks::{HotLock, QueueNow};
 
@@ -32,15 +32,7 @@ impl Node {
         prefix: &str,
         limit: u32,
     ) -> Result<(LogIndex, Vec<HotLock>), ReadError> {
-        let max = warden_core::limits::MAX_RESOURCE_BYTES;
-        if prefix.len() > max {
-            return Err(command_error(
-                ErrorCode::InvalidArgument,
-                Some("prefix"),
-                format!("at most {max} bytes; got {}", prefix.len()),
-            )
-            .into());
-        }
+        check_prefix(prefix)?;
         if !(1..=MAX_TOP_LIMIT).contains(&limit) {
             return Err(command_error(
                 ErrorCode::InvalidArgument,
@@ -64,14 +56,14 @@ impl Node {
                 .resources_with_prefix(prefix)
                 .filter(|(_, state)| !state.waiters.is_empty())
                 .map(|(name, state)| {
+                    // The queue is in enqueue order: its first is the oldest.
                     let oldest = state
                         .waiters
-                        .iter()
-                        .filter_map(|w| {
+                        .first()
+                        .and_then(|w| {
                             m.deadlines
                                 .waited_for_ms(name, w.lease_id, w.enqueue_index, now)
                         })
-                        .max()
                         .unwrap_or(0);
                     let queue = QueueNow {
                         queue_length: state.waiters.len() as u64,
@@ -86,29 +78,5 @@ impl Node {
             .hot_locks
             .rank(prefix, queues, now, limit as usize);
         Ok((read_index, hot))
-    }
-}
-
-impl Node {
-    /// The principal owning each of `lease_ids` in this node's applied table
-    /// (display, for the dashboard's holders: no read-index; the caller has
-    /// just made a linearizable read of the same leases). An anonymous
-    /// lease (an insecure node) or one no longer live is left out.
-    pub fn lease_owners(
-        &self,
-        lease_ids: impl IntoIterator<Item = warden_core::types::LeaseId>,
-    ) -> BTreeMap<warden_core::types::LeaseId, String> {
-        let Ok(m) = self.machine() else {
-            return BTreeMap::new();
-        };
-        lease_ids
-            .into_iter()
-            .filter_map(|id| {
-                m.table
-                    .lease_owner(id)
-                    .flatten()
-                    .map(|owner| (id, owner.to_owned()))
-            })
-            .collect()
     }
 }

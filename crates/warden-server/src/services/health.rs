@@ -62,10 +62,9 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use warden_tls::PeerInfo;
 
-use super::HttpRefused;
 use crate::metrics::Metrics;
 use crate::node::cluster::Readiness;
-use crate::node::{NodeCell, ReadError};
+use crate::node::NodeCell;
 use crate::raft::LeaderContact;
 use crate::ServerError;
 
@@ -88,26 +87,9 @@ struct AppState {
 }
 
 async fn metrics_text(State(s): State<AppState>, request: Request) -> Response {
-    let refused = |code: StatusCode, why: String| (code, format!("{why}\n")).into_response();
-    match super::http_reader(&s.cell, s.secure, request.extensions()) {
-        Ok(_) => {}
-        Err(HttpRefused::Unauthenticated(why)) => {
-            return refused(
-                StatusCode::UNAUTHORIZED,
-                format!(
-                    "{why}: /metrics needs a client certificate whose principal has read on \"\""
-                ),
-            )
-        }
-        Err(HttpRefused::Bootstrapping(why)) => {
-            return refused(StatusCode::SERVICE_UNAVAILABLE, why)
-        }
-        Err(HttpRefused::Read(ReadError::Refused(e))) => {
-            return refused(StatusCode::FORBIDDEN, e.message)
-        }
-        Err(HttpRefused::Read(e)) => {
-            return refused(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
-        }
+    if let Err(refused) = super::http_reader(&s.cell, s.secure, request.extensions()) {
+        let (code, why) = refused.answer("/metrics");
+        return (code, why + "\n").into_response();
     }
     (
         [(

@@ -111,6 +111,33 @@ pub(crate) enum HttpRefused {
     Read(crate::node::ReadError),
 }
 
+impl HttpRefused {
+    /// The answer to the caller, for the endpoint named `what`: 401 with
+    /// what it needs, 403 for a missing permission, 400 for bad input, 503
+    /// while the node cannot check.
+    pub(crate) fn answer(self, what: &str) -> (axum::http::StatusCode, String) {
+        use axum::http::StatusCode;
+        match self {
+            HttpRefused::Unauthenticated(why) => (
+                StatusCode::UNAUTHORIZED,
+                format!(
+                    "{why}: {what} needs a client certificate whose principal has read on \"\""
+                ),
+            ),
+            HttpRefused::Bootstrapping(why) => (StatusCode::SERVICE_UNAVAILABLE, why),
+            HttpRefused::Read(crate::node::ReadError::Refused(e))
+                if e.code == warden_core::types::ErrorCode::PermissionDenied =>
+            {
+                (StatusCode::FORBIDDEN, e.message)
+            }
+            HttpRefused::Read(crate::node::ReadError::Refused(e)) => {
+                (StatusCode::BAD_REQUEST, e.message)
+            }
+            HttpRefused::Read(e) => (StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+        }
+    }
+}
+
 /// The caller of an HTTP request on the admin listener (`/metrics`, the
 /// dashboard), if it holds `read` on `""` in this node's applied table:
 /// its principal from the TLS handshake of its connection

@@ -51,16 +51,12 @@ use axum::{Extension, Router};
 use serde_json::{json, Value};
 use warden_core::types::ErrorCode;
 
-use super::{http_reader, HttpRefused};
+use super::http_reader;
 use crate::events::Filter;
 use crate::node::{Node, NodeCell, Principal, ReadError};
 
 /// How many events of one resource the timeline shows (the newest).
 pub const TIMELINE_EVENTS: usize = 50;
-
-/// The most slices of the event log one timeline reads (its whole window is
-/// about 25 slices).
-const MAX_TIMELINE_SLICES: usize = 64;
 
 /// How many hot locks the dashboard shows.
 const TOP_LIMIT: u32 = 20;
@@ -157,16 +153,10 @@ async fn gate(State(ui): State<Ui>, mut req: Request, next: Next) -> Response {
                 "bootstrapping: this node has not joined a cluster yet",
             )
         }
-        Err(HttpRefused::Unauthenticated(why)) => {
-            return text(
-                StatusCode::UNAUTHORIZED,
-                format!(
-                "{why}: the dashboard needs a client certificate whose principal has read on \"\""
-            ),
-            )
+        Err(refused) => {
+            let (code, why) = refused.answer("the dashboard");
+            return text(code, why);
         }
-        Err(HttpRefused::Bootstrapping(why)) => return text(StatusCode::SERVICE_UNAVAILABLE, why),
-        Err(HttpRefused::Read(e)) => return read_error(e),
     };
     req.extensions_mut().insert(Caller { node, principal });
     next.run(req).await
@@ -248,11 +238,6 @@ async fn locks(Extension(caller): Extension<Caller>) -> Response {
         Ok(l) => l,
         Err(e) => return read_error(e),
     };
-    let owners = node.lease_owners(
-        locks
-            .iter()
-            .filter_map(|l| l.holder.as_ref().map(|h| h.lease_id)),
-    );
     json_response(
         StatusCode::OK,
         json!({
@@ -261,7 +246,7 @@ async fn locks(Extension(caller): Extension<Caller>) -> Response {
                 "resource": l.resource,
                 "holder": l.holder.as_ref().map(|h| json!({
                     "lease_id": h.lease_id,
-                    "principal": owners.get(&h.lease_id),
+                    "principal": h.owner,
                     "fencing_token": h.fencing_token,
                     "age_ms": h.age_ms,
                     "ttl_remaining_ms": h.ttl_remaining_ms,
@@ -304,29 +289,7 @@ async fn events(Extension(caller): Extension<Caller>, Path(resource): Path<Strin
         return read_error(ReadError::Refused(e));
     }
     let log = node.events();
-    let filter = Filter::Resource(resource.clone());
-    let mut last = std::collections::VecDeque::with_capacity(TIMELINE_EVENTS);
-    let mut cursor = log.oldest_index();
-    // The window is read a slice at a time (crate::events); this bounds the
-    // slices read even if the window keeps moving under the reader.
-    for _ in 0..MAX_TIMELINE_SLICES {
-        let Ok((found, next)) = log.read(cursor, &filter) else {
-            // The window moved past the cursor while reading: go on from
-            // its new floor.
-            cursor = log.oldest_index();
-            continue;
-        };
-        for e in found {
-            if last.len() == TIMELINE_EVENTS {
-                last.pop_front();
-            }
-            last.push_back(e);
-        }
-        if next <= cursor || log.start(0).is_ok_and(|now| next >= now) {
-            break;
-        }
-        cursor = next;
-    }
+    let last = log.last_matching(&Filter::Resource(resource.clone()), TIMELINE_EVENTS);
     json_response(
         StatusCode::OK,
         json!({
