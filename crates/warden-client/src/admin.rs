@@ -748,6 +748,14 @@ pub struct HotLock {
     pub wait_p99_ms: Option<u64>,
 }
 
+impl HotLock {
+    /// The election's name when this key is an election's
+    /// ([`election_key`](crate::election_key)); `None` for a lock.
+    pub fn election(&self) -> Option<&str> {
+        self.resource.strip_prefix(crate::ELECTION_PREFIX)
+    }
+}
+
 /// The grant a forced release ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ForceReleased {

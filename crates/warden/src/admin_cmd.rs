@@ -45,10 +45,6 @@ pub(crate) async fn admin(args: &ClientArgs) -> Result<Admin, Report> {
     }
 }
 
-fn ms(v: u64) -> String {
-    humantime::format_duration(Duration::from_millis(v)).to_string()
-}
-
 /// A listed key as shown: `(true, NAME)` for election NAME, else
 /// `(false, RESOURCE)`.
 fn listed_name(lock: &ListedLock) -> (bool, &str) {
@@ -87,15 +83,23 @@ pub fn list_json(locks: &[ListedLock]) -> Value {
     )
 }
 
+/// A PREFIX argument (`list`, `top`): at most a resource name's length.
+pub(crate) fn check_prefix(prefix: &str) -> Result<(), Report> {
+    let max = warden_core::limits::MAX_RESOURCE_BYTES;
+    if prefix.len() > max {
+        return Err(output::error(&format!(
+            "PREFIX: {} bytes is above the limit of {max} bytes",
+            prefix.len()
+        )));
+    }
+    Ok(())
+}
+
 /// `warden list [PREFIX]`.
 pub async fn list(args: ListArgs) -> Report {
     let prefix = args.prefix.unwrap_or_default();
-    if prefix.len() > warden_core::limits::MAX_RESOURCE_BYTES {
-        return output::error(&format!(
-            "PREFIX: {} bytes is above the limit of {} bytes",
-            prefix.len(),
-            warden_core::limits::MAX_RESOURCE_BYTES
-        ));
+    if let Err(report) = check_prefix(&prefix) {
+        return report;
     }
     let admin = match admin(&args.client).await {
         Ok(a) => a,
@@ -130,18 +134,18 @@ fn list_text(locks: &[ListedLock]) -> String {
                     "held by lease {} (token {}, for {}, TTL left {})",
                     h.lease_id,
                     h.fencing_token,
-                    ms(h.age_ms),
-                    ms(h.ttl_remaining_ms)
+                    output::ms(h.age_ms),
+                    output::ms(h.ttl_remaining_ms)
                 ),
                 None => match l.lock_delay_remaining_ms {
-                    Some(left) => format!("free (lock-delay: {} left)", ms(left)),
+                    Some(left) => format!("free (lock-delay: {} left)", output::ms(left)),
                     None => "free".to_string(),
                 },
             };
             let waiters: Vec<String> = l
                 .waiters
                 .iter()
-                .map(|w| format!("lease {} ({})", w.lease_id, ms(w.age_ms)))
+                .map(|w| format!("lease {} ({})", w.lease_id, output::ms(w.age_ms)))
                 .collect();
             let name = match listed_name(l) {
                 (true, name) => format!("election {name:?}"),

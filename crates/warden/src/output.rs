@@ -45,7 +45,8 @@ impl Report {
     }
 }
 
-fn ms(ms: u64) -> String {
+/// Milliseconds as a human duration (`1s 250ms`).
+pub(crate) fn ms(ms: u64) -> String {
     humantime::format_duration(Duration::from_millis(ms)).to_string()
 }
 

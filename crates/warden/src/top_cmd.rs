@@ -21,7 +21,7 @@ use crate::output::{self, Report};
 pub const WATCH_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The most locks one `warden top` may ask for (the server's limit).
-pub const MAX_LIMIT: u32 = 1_000;
+pub const MAX_LIMIT: u32 = warden_server::node::top::MAX_TOP_LIMIT;
 
 /// `warden top`.
 #[derive(Debug, Args)]
@@ -39,11 +39,12 @@ pub struct TopArgs {
     pub client: ClientArgs,
 }
 
-/// A listed key as shown: an election's NAME for its key, else the resource.
-fn shown_name(resource: &str) -> (bool, &str) {
-    match resource.strip_prefix(warden_client::ELECTION_PREFIX) {
+/// A listed key as shown: `(true, NAME)` for election NAME, else
+/// `(false, RESOURCE)`.
+fn shown_name(lock: &HotLock) -> (bool, &str) {
+    match lock.election() {
         Some(name) => (true, name),
-        None => (false, resource),
+        None => (false, &lock.resource),
     }
 }
 
@@ -53,7 +54,7 @@ pub fn top_json(locks: &[HotLock]) -> Value {
         locks
             .iter()
             .map(|l| {
-                let (election, name) = shown_name(&l.resource);
+                let (election, name) = shown_name(l);
                 json!({
                     "resource": name,
                     "election": election,
@@ -69,10 +70,6 @@ pub fn top_json(locks: &[HotLock]) -> Value {
     )
 }
 
-fn ms(v: u64) -> String {
-    humantime::format_duration(Duration::from_millis(v)).to_string()
-}
-
 /// The text of `warden top`: a header and one row per lock; names are
 /// quoted (Rust's `{:?}`), so a control character cannot reach the terminal.
 pub fn top_text(locks: &[HotLock]) -> String {
@@ -82,7 +79,7 @@ pub fn top_text(locks: &[HotLock]) -> String {
     let rows: Vec<[String; 6]> = locks
         .iter()
         .map(|l| {
-            let name = match shown_name(&l.resource) {
+            let name = match shown_name(l) {
                 (true, name) => format!("election {name:?}"),
                 (false, resource) => format!("{resource:?}"),
             };
@@ -92,11 +89,11 @@ pub fn top_text(locks: &[HotLock]) -> String {
                 if l.queue_length == 0 {
                     "-".to_string()
                 } else {
-                    ms(l.oldest_waiter_age_ms)
+                    output::ms(l.oldest_waiter_age_ms)
                 },
                 l.grants_last_minute.to_string(),
                 l.expiries_last_minute.to_string(),
-                l.wait_p99_ms.map_or_else(|| "-".to_string(), ms),
+                l.wait_p99_ms.map_or_else(|| "-".to_string(), output::ms),
             ]
         })
         .collect();
@@ -142,12 +139,8 @@ fn rendered(locks: &[HotLock], format: OutputFormat) -> String {
 /// `warden top [PREFIX]`.
 pub async fn run(args: TopArgs) -> Report {
     let prefix = args.prefix.clone().unwrap_or_default();
-    if prefix.len() > warden_core::limits::MAX_RESOURCE_BYTES {
-        return output::error(&format!(
-            "PREFIX: {} bytes is above the limit of {} bytes",
-            prefix.len(),
-            warden_core::limits::MAX_RESOURCE_BYTES
-        ));
+    if let Err(report) = crate::admin_cmd::check_prefix(&prefix) {
+        return report;
     }
     let admin = match admin(&args.client).await {
         Ok(a) => a,
