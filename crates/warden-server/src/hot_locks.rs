@@ -3,7 +3,7 @@
 //! (`warden top`) and the dashboard's hot-locks list.
 //!
 //! The state machine hands [`HotLocks::record`] each effect of every
-//! applied entry with the entry's apply stamp on this node's clock (the
+//! applied entry with the entry's append stamp on this node's clock (the
 //! same stamp its deadline table uses; docs/semantics.md "Time":
 //! node-local, display only, never replicated), and, for a waiter's grant,
 //! how long it waited (`crate::metrics::Ended`, read from the deadline
@@ -26,7 +26,9 @@
 //! At most [`MAX_RESOURCES`] resources are kept (the least recently seen
 //! goes first), each with at most 61 one-second buckets and
 //! [`MAX_WAIT_SAMPLES`] waits; resources not seen for a [`WINDOW`] are
-//! dropped. Worst case about 20 MB; a quiet node keeps nothing.
+//! dropped. Worst case, computed (not measured): 4,096 resources × (two
+//! copies of a 512-byte name, 61 buckets of 16 bytes, 256 waits of 24
+//! bytes) ≈ 34 MB; a quiet node keeps nothing.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Mutex;
@@ -182,7 +184,7 @@ struct Inner {
     resources: BTreeMap<String, Recent>,
     /// (last_seen, resource) of every kept resource: the eviction order.
     by_seen: BTreeSet<(Duration, String)>,
-    /// The newest stamp recorded (sweeps run at most once a second of it).
+    /// The stamp of the last sweep (sweeps run at most once a second).
     last_sweep: Duration,
 }
 
