@@ -7,6 +7,8 @@
 //! Every wait is a poll with a deadline, never a bare sleep. Each test names
 //! the property of `docs/semantics.md` (or the public bug) it defends.
 
+#[path = "common/dev_process.rs"]
+mod dev_process;
 mod harness;
 // `warden dev` tests live in their own file but in this binary, so no two
 // clusters ever run at once.

@@ -34,12 +34,16 @@
 //!
 //! Every wait polls with a deadline; no sleep synchronises anything.
 
+#[path = "common/dev_process.rs"]
+mod dev_process;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use dev_process::DevProcess;
 use regex::Regex;
 
 /// How long `warden dev` may take to print `ready`.
@@ -135,18 +139,11 @@ fn wait_exit(child: &mut Child, timeout: Duration) -> Option<std::process::ExitS
 
 /// The running `warden dev`, stopped with SIGINT when dropped (also on a
 /// failed assertion, so no node outlives the test).
-struct Dev {
-    child: Child,
-    /// Node id → PID, from `  node N  ADDR  pid P  log FILE`.
-    pids: Vec<(u64, i32)>,
-    /// `export NAME=VALUE` lines, in order.
-    exports: Vec<(String, String)>,
-}
+struct Dev(DevProcess);
 
 impl Drop for Dev {
     fn drop(&mut self) {
-        signal(self.child.id() as i32, nix::sys::signal::Signal::SIGINT);
-        let status = wait_exit(&mut self.child, Duration::from_secs(30));
+        let status = self.0.interrupt(Duration::from_secs(30));
         if !std::thread::panicking() {
             assert!(
                 status.is_some_and(|s| s.success()),
@@ -156,52 +153,19 @@ impl Drop for Dev {
     }
 }
 
+impl std::ops::Deref for Dev {
+    type Target = DevProcess;
+    fn deref(&self) -> &DevProcess {
+        &self.0
+    }
+}
+
 /// Starts `warden dev` in `dir` as the README does (no flags: data in
 /// `./warden-dev`) and returns once it printed `ready`.
 fn start_dev(dir: &Path) -> Dev {
-    let mut child = warden_env(Command::new(env!("CARGO_BIN_EXE_warden")))
-        .arg("dev")
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn warden dev");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut dev = Dev {
-        child,
-        pids: Vec::new(),
-        exports: Vec::new(),
-    };
-    let node = Regex::new(r"^\s*node (\d+)\s+\S+\s+pid (\d+)\s").expect("regex");
-    let deadline = Instant::now() + READY_TIMEOUT;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let line = rx
-            .recv_timeout(left)
-            .expect("warden dev printed ready in time");
-        if let Some(c) = node.captures(&line) {
-            dev.pids
-                .push((c[1].parse().expect("id"), c[2].parse().expect("pid")));
-        }
-        if let Some((name, value)) = line
-            .strip_prefix("export ")
-            .and_then(|e| e.trim().split_once('='))
-        {
-            dev.exports.push((name.to_string(), value.to_string()));
-        }
-        if line.trim() == "ready" {
-            return dev;
-        }
-    }
+    let mut cmd = warden_env(Command::new(env!("CARGO_BIN_EXE_warden")));
+    cmd.arg("dev").current_dir(dir);
+    Dev(DevProcess::start(cmd, READY_TIMEOUT))
 }
 
 /// `cmd` with none of the caller's `WARDEN_*` variables and the built
@@ -396,17 +360,12 @@ fn readme_console_blocks_are_one_session() {
                 let (name, _) = assignment.split_once('=').expect("export NAME=VALUE");
                 let (code, out) = run(&dir, &[], &format!("{command}; printf '%s\\n' \"${name}\""));
                 assert_eq!(code, 0, "README.md:{}: {out:?}", step.line);
-                let printed = dev
-                    .exports
-                    .iter()
-                    .find(|(n, _)| n == name)
-                    .map(|(_, v)| v.clone())
-                    .unwrap_or_else(|| {
-                        panic!(
-                            "README.md:{}: warden dev printed no export of {name}",
-                            step.line
-                        )
-                    });
+                let printed = dev.export(name).map(str::to_owned).unwrap_or_else(|| {
+                    panic!(
+                        "README.md:{}: warden dev printed no export of {name}",
+                        step.line
+                    )
+                });
                 assert_eq!(
                     masks.lines(&out),
                     masks.lines(std::slice::from_ref(&printed)),

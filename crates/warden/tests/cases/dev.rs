@@ -6,10 +6,10 @@
 //! user's eyes). `--insecure` keeps the plaintext cluster. Real processes;
 //! ports picked from :0 by `warden dev` itself.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::dev_process::DevProcess;
 
 /// `warden` with none of the caller's `WARDEN_*` variables.
 fn warden() -> Command {
@@ -20,88 +20,22 @@ fn warden() -> Command {
     cmd
 }
 
-/// What `warden dev` printed before `ready`.
-struct Dev {
-    child: Child,
-    /// Every `export NAME=VALUE` line, in order.
-    exports: Vec<(String, String)>,
-    /// The address of the `dashboard: URL` line.
-    dashboard: Option<String>,
-}
-
-impl Dev {
-    fn export(&self, name: &str) -> Option<&str> {
-        self.exports
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
+type Dev = DevProcess;
 
 /// Starts `warden dev` on `dir` with `flags`; returns once it printed
 /// `ready` (deadline 60 s).
 fn start_dev(dir: &std::path::Path, flags: &[&str]) -> Dev {
-    let mut child = warden()
-        .args(["dev", "--data-dir"])
-        .arg(dir)
-        .args(flags)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn warden dev");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut exports = Vec::new();
-    let mut dashboard = None;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let line = rx
-            .recv_timeout(left)
-            .expect("warden dev printed ready in time");
-        if let Some((name, value)) = line
-            .strip_prefix("export ")
-            .and_then(|e| e.trim().split_once('='))
-        {
-            exports.push((name.to_string(), value.to_string()));
-        }
-        if let Some(url) = line.strip_prefix("dashboard: ") {
-            dashboard = Some(url.trim().to_string());
-        }
-        if line.trim() == "ready" {
-            break;
-        }
-    }
-    Dev {
-        child,
-        exports,
-        dashboard,
-    }
+    let mut cmd = warden();
+    cmd.args(["dev", "--data-dir"]).arg(dir).args(flags);
+    DevProcess::start(cmd, Duration::from_secs(60))
 }
 
 fn stop_dev(mut dev: Dev) {
-    let pid = nix::unistd::Pid::from_raw(dev.child.id() as i32);
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(status) = dev.child.try_wait().expect("wait") {
-            assert!(status.success(), "warden dev exited with {status}");
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "warden dev did not stop on SIGINT"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let status = dev.interrupt(Duration::from_secs(30));
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "warden dev did not stop cleanly on SIGINT: {status:?}"
+    );
 }
 
 /// The CLI as a user runs it after pasting `dev`'s export lines (plus
