@@ -97,11 +97,28 @@ impl Recent {
     }
 
     fn summary(&self, now: Duration) -> RecentCounts {
+        RecentCounts {
+            wait_p99_ms: self.wait_p99_ms(now),
+            ..self.counts(now)
+        }
+    }
+
+    /// Grants and expiries in the window at `now` (no wait p99).
+    fn counts(&self, now: Duration) -> RecentCounts {
         let from = now.saturating_sub(WINDOW).as_secs();
         let live = self.buckets.iter().filter(|b| b.second >= from);
         let (grants, expiries) = live.fold((0u64, 0u64), |(g, e), b| {
             (g + u64::from(b.grants), e + u64::from(b.expiries))
         });
+        RecentCounts {
+            grants,
+            expiries,
+            wait_p99_ms: None,
+        }
+    }
+
+    /// The p99 of the waits in the window at `now` (a sort of its samples).
+    fn wait_p99_ms(&self, now: Duration) -> Option<u64> {
         let cutoff = now.saturating_sub(WINDOW);
         let mut waits: Vec<u64> = self
             .waits
@@ -109,11 +126,7 @@ impl Recent {
             .filter(|(at, _)| *at >= cutoff)
             .map(|(_, w)| *w)
             .collect();
-        RecentCounts {
-            grants,
-            expiries,
-            wait_p99_ms: p99(&mut waits),
-        }
+        p99(&mut waits)
     }
 }
 
@@ -340,25 +353,38 @@ impl HotLocks {
         now: Duration,
         limit: usize,
     ) -> Vec<HotLock> {
-        let mut recent = self.recent(prefix, now);
+        let g = self.inner();
+        let from = now.saturating_sub(WINDOW);
+        let seen = |name: &str| g.resources.get(name).filter(|r| r.last_seen >= from);
         let mut all: Vec<HotLock> = queues
-            .into_iter()
-            .map(|(resource, queue)| {
-                let recent = recent.remove(&resource).unwrap_or_default();
-                HotLock {
-                    resource,
-                    queue,
-                    recent,
-                }
+            .iter()
+            .map(|(resource, queue)| HotLock {
+                resource: resource.clone(),
+                queue: *queue,
+                recent: seen(resource).map(|r| r.counts(now)).unwrap_or_default(),
             })
             .collect();
-        all.extend(recent.into_iter().map(|(resource, recent)| HotLock {
-            resource,
-            queue: QueueNow::default(),
-            recent,
-        }));
+        all.extend(
+            g.resources
+                .range::<str, _>((
+                    std::ops::Bound::Included(prefix),
+                    std::ops::Bound::Unbounded,
+                ))
+                .take_while(|(name, _)| name.starts_with(prefix))
+                .filter(|(name, r)| r.last_seen >= from && !queues.contains_key(*name))
+                .map(|(name, r)| HotLock {
+                    resource: name.clone(),
+                    queue: QueueNow::default(),
+                    recent: r.counts(now),
+                }),
+        );
+        // The order never reads the wait p99: sort the counts, then sort the
+        // waits of the rows kept only.
         all.sort_by(HotLock::hotter);
         all.truncate(limit);
+        for h in &mut all {
+            h.recent.wait_p99_ms = seen(&h.resource).and_then(|r| r.wait_p99_ms(now));
+        }
         all
     }
 }
