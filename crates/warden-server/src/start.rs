@@ -292,7 +292,7 @@ where
     validate_config(&config)?;
     let metrics = Arc::new(crate::metrics::Metrics::new(
         crate::metrics::Groups::new(&config.metrics_groups)
-            .map_err(|e| ServerError::Config(e.to_string().trim_start_matches("--").into()))?,
+            .map_err(|e| ServerError::Config(format!("metrics-groups: {e}")))?,
     ));
     // A node with certificates reads identities from its handshakes only.
     let identities = match tls {

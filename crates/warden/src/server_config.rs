@@ -343,7 +343,8 @@ pub fn resolve(args: &ServerArgs, file: FileConfig) -> Result<ServerConfig, Stri
         .clone()
         .or(file.metrics_groups)
         .unwrap_or_default();
-    warden_server::metrics::Groups::new(&metrics_groups).map_err(|e| e.to_string())?;
+    warden_server::metrics::Groups::new(&metrics_groups)
+        .map_err(|e| format!("--metrics-groups: {e}"))?;
 
     Ok(ServerConfig {
         node_id,

@@ -19,17 +19,18 @@ pub const OTHER: &str = "other";
 /// The label of every election's resource.
 pub const ELECTION: &str = "election";
 
-/// Why a `--metrics-groups` list was refused (each names the limit).
+/// Why a `--metrics-groups` list was refused (each names the limit; the
+/// caller names the flag or the config key).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum GroupsError {
     /// More than [`MAX_METRICS_GROUPS`] prefixes.
-    #[error("--metrics-groups: at most {MAX_METRICS_GROUPS} prefixes; got {0}")]
+    #[error("at most {MAX_METRICS_GROUPS} prefixes; got {0}")]
     TooMany(usize),
     /// An empty prefix (it would match every resource).
-    #[error("--metrics-groups: prefix {0} is empty (it would match every resource)")]
+    #[error("prefix {0} is empty (it would match every resource)")]
     Empty(usize),
     /// A prefix longer than a resource name may be.
-    #[error("--metrics-groups: prefix {index} is {len} bytes; at most {MAX_RESOURCE_BYTES}")]
+    #[error("prefix {index} is {len} bytes; at most {MAX_RESOURCE_BYTES}")]
     TooLong {
         /// 1-based position in the list.
         index: usize,
@@ -37,13 +38,13 @@ pub enum GroupsError {
         len: usize,
     },
     /// A prefix given twice.
-    #[error("--metrics-groups: {0:?} is given twice")]
+    #[error("{0:?} is given twice")]
     Duplicate(String),
     /// A prefix equal to a built-in label, which would make the label ambiguous.
-    #[error("--metrics-groups: {0:?} is a built-in group label (\"other\", \"election\"); use another prefix")]
+    #[error("{0:?} is a built-in group label (\"other\", \"election\"); use another prefix")]
     Reserved(String),
     /// A prefix with a control character (it would be a label value).
-    #[error("--metrics-groups: prefix {0} has a control character")]
+    #[error("prefix {0} has a control character")]
     Control(usize),
 }
 
