@@ -16,18 +16,16 @@ package scrape
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/warden-locks/warden/bench/go/internal/lockers"
 )
 
 // MaxFailures is how many failed scrapes a workload may have before Check
@@ -86,26 +84,19 @@ type Scraper struct {
 }
 
 // client is an HTTP client for cfg: HTTPS with root's certificate when
-// cfg.CertsDir is set.
+// cfg.CertsDir is set, through the TLS configuration the Go client dials
+// the cluster with (clients/go's TLSOptions.Config: the CA, root's
+// certificate, and the check that the server's certificate is a node's,
+// which the --admin-listen endpoints present too).
 func client(cfg Config) (*http.Client, string, error) {
 	tr := &http.Transport{MaxIdleConnsPerHost: 1, IdleConnTimeout: 5 * cfg.Interval}
 	scheme := "http"
 	if cfg.CertsDir != "" {
-		scheme = "https"
-		ca := filepath.Join(cfg.CertsDir, "ca.crt")
-		pem, err := os.ReadFile(ca)
+		tlsCfg, err := lockers.WardenOptions(cfg.CertsDir).TLS.Config()
 		if err != nil {
 			return nil, "", fmt.Errorf("scrape: %w", err)
 		}
-		roots := x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(pem) {
-			return nil, "", fmt.Errorf("scrape: %s: no PEM certificate in it", ca)
-		}
-		pair, err := tls.LoadX509KeyPair(filepath.Join(cfg.CertsDir, "client.root.crt"), filepath.Join(cfg.CertsDir, "client.root.key"))
-		if err != nil {
-			return nil, "", fmt.Errorf("scrape: root's client certificate in %s: %w", cfg.CertsDir, err)
-		}
-		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: roots, Certificates: []tls.Certificate{pair}}
+		scheme, tr.TLSClientConfig = "https", tlsCfg
 	}
 	return &http.Client{Transport: tr, Timeout: cfg.Interval}, scheme, nil
 }
