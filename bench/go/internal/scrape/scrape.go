@@ -19,13 +19,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/warden-locks/warden/bench/go/internal/lockers"
+	"github.com/warden-locks/warden/bench/go/internal/workload"
 )
 
 // MaxFailures is how many failed scrapes a workload may have before Check
@@ -56,7 +55,8 @@ type Stats struct {
 	Failures int
 	Bytes    int64
 	// P50ms and MaxMs: one scrape, request sent to the last byte of the
-	// body read (successful scrapes only; nil when there were none).
+	// body read (successful scrapes only, nearest-rank as
+	// workload.Latencies; nil when there were none).
 	P50ms *float64
 	MaxMs *float64
 	// FirstError is the first failure, empty when none.
@@ -79,7 +79,7 @@ type Scraper struct {
 
 	mu       sync.Mutex
 	stats    Stats
-	lat      []time.Duration
+	lat      workload.Latencies
 	stopping bool
 }
 
@@ -161,12 +161,7 @@ func (s *Scraper) Stop() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.stats
-	if len(s.lat) > 0 {
-		l := slices.Clone(s.lat)
-		slices.Sort(l)
-		ms := func(d time.Duration) *float64 { v := math.Round(float64(d.Microseconds())) / 1000; return &v }
-		st.P50ms, st.MaxMs = ms(l[(len(l)-1)/2]), ms(l[len(l)-1])
-	}
+	st.P50ms, st.MaxMs = s.lat.Quantile(0.5), s.lat.Quantile(1)
 	return st
 }
 
