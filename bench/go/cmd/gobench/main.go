@@ -11,8 +11,9 @@
 //   - warden-go-insecure: the same with --insecure and a plaintext client.
 //   - warden-go-scraped: exactly warden-go, plus a reader of every node's
 //     /metrics once per --scrape-interval (1 s) over HTTPS with root's client
-//     certificate, the whole body read, as Prometheus would
-//     (internal/scrape); the row records the scrapes (scrapes,
+//     certificate, the whole body read, the nodes' scrapes spread over the
+//     interval, as Prometheus would (internal/scrape; it runs in gobench's
+//     own process, beside the load, on the same cores); the row records the scrapes (scrapes,
 //     scrape_failures, scrape_bytes, scrape_p50_ms, scrape_max_ms), and
 //     more than scrape.MaxFailures failed scrapes fail the row and the run.
 //   - warden-go-before: exactly warden-go, its cluster started from the
@@ -434,11 +435,22 @@ func (pr prepared) stop() {
 
 // measure runs one workload (at most 300 s) and adds the servers' CPU time
 // per operation (warm-up included, each node) and the load average; for
-// warden-go-scraped, with every node's /metrics read throughout (clients'
-// connects and warm-up included), and the scrapes' stats in the row, which
-// fails when too many scrapes did (scrape.Stats.Check).
+// warden-go-scraped, with every node's /metrics read throughout (from just
+// after the CPU baseline is read: clients' connects and warm-up included;
+// the nodes' scrapes spread over the interval, by this process, on the
+// cores the load and the servers share), and the scrapes' stats in the row,
+// which fails when too many scrapes did (scrape.Stats.Check).
 func measure(ctx context.Context, pr prepared, w string, p workload.Params) workload.Row {
 	t0 := time.Now()
+	var pids []int
+	var before []uint64
+	if pr.cluster != nil {
+		pids = pr.cluster.Pids()
+		for _, pid := range pids {
+			before = append(before, cluster.CPUTicks(pid))
+		}
+	}
+	// After the CPU baseline, so every scrape's cost falls inside the row.
 	var scraper *scrape.Scraper
 	if pr.scrape != nil {
 		var err error
@@ -446,14 +458,6 @@ func measure(ctx context.Context, pr prepared, w string, p workload.Params) work
 			row := failedRow(w, pr.target.Backend, pr.config, err)
 			row.Extra["scrape_failed"] = err.Error()
 			return row
-		}
-	}
-	var pids []int
-	var before []uint64
-	if pr.cluster != nil {
-		pids = pr.cluster.Pids()
-		for _, pid := range pids {
-			before = append(before, cluster.CPUTicks(pid))
 		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, 300*time.Second)

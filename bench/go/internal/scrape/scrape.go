@@ -1,7 +1,10 @@
 // Package scrape reads every Warden node's /metrics once per Interval while
 // a workload runs, as a Prometheus server scraping the cluster would: one
 // keep-alive connection per node (HTTP/1.1), over HTTPS with root's client
-// certificate when the cluster has certificates, the whole body read.
+// certificate when the cluster has certificates, the whole body read, the
+// nodes' scrapes spread over the interval rather than all at once. It runs
+// in the caller's process (gobench's, beside the load it generates, on the
+// same cores), not in a process of its own.
 // gobench's `warden-go-scraped` backend runs one Scraper beside each
 // workload, so its rows carry the cost of being scraped; Stats is what the
 // row records about the scrapes themselves.
@@ -101,8 +104,17 @@ func client(cfg Config) (*http.Client, string, error) {
 	return &http.Client{Transport: tr, Timeout: cfg.Interval}, scheme, nil
 }
 
-// Start begins scraping every node now and then once per cfg.Interval,
-// until Stop.
+// firstScrape is when node i of n is first scraped, after Start: the nodes'
+// first scrapes spread evenly over one interval (i × interval / n), as
+// Prometheus spreads its targets' scrapes, so the cluster sees one scrape
+// every interval / n rather than a burst of n each interval.
+func firstScrape(i, n int, interval time.Duration) time.Duration {
+	return time.Duration(i) * interval / time.Duration(n)
+}
+
+// Start begins scraping every node once per cfg.Interval until Stop, node
+// i's first scrape i × cfg.Interval / len(cfg.Addrs) after the call
+// (firstScrape).
 func Start(cfg Config) (*Scraper, error) {
 	if cfg.Interval <= 0 {
 		return nil, errors.New("scrape: Interval must be positive")
@@ -113,9 +125,14 @@ func Start(cfg Config) (*Scraper, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Scraper{cancel: cancel}
-	for _, addr := range cfg.Addrs {
+	for i, addr := range cfg.Addrs {
 		url := scheme + "://" + addr + "/metrics"
 		s.wg.Go(func() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(firstScrape(i, len(cfg.Addrs), cfg.Interval)):
+			}
 			t := time.NewTicker(cfg.Interval)
 			defer t.Stop()
 			for {
