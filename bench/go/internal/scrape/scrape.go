@@ -136,7 +136,7 @@ func Start(cfg Config) (*Scraper, error) {
 			t := time.NewTicker(cfg.Interval)
 			defer t.Stop()
 			for {
-				n, d, err := Once(ctx, hc, url)
+				n, d, err := once(ctx, hc, url)
 				s.record(n, d, err)
 				select {
 				case <-ctx.Done():
@@ -182,9 +182,9 @@ func (s *Scraper) Stop() Stats {
 	return st
 }
 
-// Once GETs url and reads the whole body: its size and the time from the
+// once GETs url and reads the whole body: its size and the time from the
 // request to the last byte, or why it is not a Warden /metrics answer.
-func Once(ctx context.Context, hc *http.Client, url string) (int64, time.Duration, error) {
+func once(ctx context.Context, hc *http.Client, url string) (int64, time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, 0, err

@@ -26,17 +26,17 @@ func TestOnceTellsWhatIsWrong(t *testing.T) {
 	defer srv.Close()
 	ctx := context.Background()
 
-	n, _, err := Once(ctx, srv.Client(), srv.URL+"/ok/metrics")
+	n, _, err := once(ctx, srv.Client(), srv.URL+"/ok/metrics")
 	if err != nil || n != int64(len(body)) {
 		t.Errorf("ok: %d bytes, %v; want %d, nil", n, err, len(body))
 	}
-	if _, _, err := Once(ctx, srv.Client(), srv.URL+"/forbidden/metrics"); err == nil || !strings.Contains(err.Error(), "403") || !strings.Contains(err.Error(), "certificate setup") {
+	if _, _, err := once(ctx, srv.Client(), srv.URL+"/forbidden/metrics"); err == nil || !strings.Contains(err.Error(), "403") || !strings.Contains(err.Error(), "certificate setup") {
 		t.Errorf("403: %v", err)
 	}
-	if _, _, err := Once(ctx, srv.Client(), srv.URL+"/other/metrics"); err == nil || !strings.Contains(err.Error(), "warden_build_info") {
+	if _, _, err := once(ctx, srv.Client(), srv.URL+"/other/metrics"); err == nil || !strings.Contains(err.Error(), "warden_build_info") {
 		t.Errorf("no marker: %v", err)
 	}
-	if _, _, err := Once(ctx, srv.Client(), srv.URL+"/missing/metrics"); err == nil || !strings.Contains(err.Error(), "404") {
+	if _, _, err := once(ctx, srv.Client(), srv.URL+"/missing/metrics"); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("404: %v", err)
 	}
 }
