@@ -361,13 +361,17 @@ func run(ctx context.Context, f flags) error {
 	}
 	started := time.Now()
 	res := report.Results{Machine: machine(f, p)}
-	for flag, bin := range map[string]string{"warden_bin_warning": f.wardenBin, "warden_bin_before_warning": f.wardenBinBefore} {
-		if bin == "" || (len(f.wardenEndpoints) > 0 && flag == "warden_bin_warning") || !debugInfo(bin) {
-			continue
+	warnDebug := func(key, bin string) {
+		if bin == "" || !debugInfo(bin) {
+			return
 		}
 		fmt.Fprintf(os.Stderr, "gobench: warning: %s has debug info, so it is likely a debug build (unoptimised): Warden's rows will not be representative; build one with cargo build --release -p warden --bin warden\n", bin)
-		res.Machine[flag] = "debug info present: likely an unoptimised debug build"
+		res.Machine[key] = "debug info present: likely an unoptimised debug build"
 	}
+	if len(f.wardenEndpoints) == 0 {
+		warnDebug("warden_bin_warning", f.wardenBin)
+	}
+	warnDebug("warden_bin_before_warning", f.wardenBinBefore)
 	var scrapeFailed []string
 	for round := 1; round <= f.rounds && ctx.Err() == nil; round++ {
 		order := slices.Clone(f.backends)
@@ -475,11 +479,12 @@ func measure(ctx context.Context, pr prepared, w string, p workload.Params) work
 		row, err = workload.Contended(wctx, pr.target, pr.config, p)
 	}
 	var scrapes *scrape.Stats
+	var scrapeErr error
 	if scraper != nil {
 		st := scraper.Stop()
-		scrapes = &st
-		if serr := st.Check(); serr != nil && err == nil {
-			err = serr
+		scrapes, scrapeErr = &st, st.Check()
+		if err == nil {
+			err = scrapeErr
 		}
 	}
 	if err != nil {
@@ -506,8 +511,8 @@ func measure(ctx context.Context, pr prepared, w string, p workload.Params) work
 		if scrapes.FirstError != "" {
 			row.Extra["scrape_first_error"] = scrapes.FirstError
 		}
-		if serr := scrapes.Check(); serr != nil {
-			row.Extra["scrape_failed"] = serr.Error()
+		if scrapeErr != nil {
+			row.Extra["scrape_failed"] = scrapeErr.Error()
 		}
 		status += fmt.Sprintf(", scrapes %d (failed %d, p50 %s ms, max %s ms)", scrapes.Scrapes, scrapes.Failures, fmtMS(scrapes.P50ms), fmtMS(scrapes.MaxMs))
 	}
