@@ -41,15 +41,19 @@
 // round. It writes --out (JSON rows in the shape of loadgen's latest.json)
 // after every row, and a markdown table to stdout at the end;
 // $WARDEN_COMMIT and $WARDEN_COMMIT_BEFORE (the commits of --warden-bin and
-// --warden-bin-before, when the caller says) go into machine.
+// --warden-bin-before, when the caller says) go into machine, with each
+// binary's sha256 and the run's start and end (date_utc, date_utc_end).
 package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"debug/elf"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -227,6 +231,10 @@ func machine(f flags, p workload.Params) map[string]any {
 		},
 		"warden_bin":        f.wardenBin,
 		"warden_bin_before": f.wardenBinBefore,
+		// The binaries themselves, so a row can be matched to a build
+		// whatever the caller says of its commit ("" when unreadable).
+		"warden_bin_sha256":        fileSHA256(f.wardenBin),
+		"warden_bin_before_sha256": fileSHA256(f.wardenBinBefore),
 		"params": map[string]any{
 			"uncontended_iterations": p.Iterations,
 			"uncontended_warmup":     p.Warmup,
@@ -239,6 +247,24 @@ func machine(f flags, p workload.Params) map[string]any {
 			"scrape_interval_s":      f.scrapeInterval.Seconds(),
 		},
 	}
+}
+
+// fileSHA256 is the hex sha256 of the file at path; "" when there is none
+// or it cannot be read.
+func fileSHA256(path string) string {
+	if path == "" {
+		return ""
+	}
+	fd, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer fd.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, fd); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // debugInfo reports whether the binary carries DWARF debug info: the
@@ -419,6 +445,7 @@ func run(ctx context.Context, f flags) error {
 		}
 	}
 	res.Machine["wall_s"] = int(time.Since(started).Seconds())
+	res.Machine["date_utc_end"] = time.Now().UTC().Format(time.RFC3339)
 	res.Machine["loadavg_end"] = loadavg()
 	if err := report.WriteJSON(f.out, res); err != nil {
 		return err
