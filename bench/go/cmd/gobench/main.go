@@ -23,7 +23,10 @@
 // The table printed at the end gives each row, the medians over the rounds
 // with their min–max, Warden ÷ etcd, and when those backends ran, the
 // ratios warden-go-scraped ÷ warden-go (what being scraped costs) and
-// warden-go ÷ warden-go-before (what the change between the builds costs).
+// warden-go ÷ warden-go-before (what the change between the builds costs),
+// with the leader's CPU per cycle; a ratio is the median of the
+// round-by-round ratios (internal/report), the ratio of the medians beside
+// it.
 //
 //	go run ./cmd/gobench --warden-bin ../../target/release/warden            # full sizes
 //	go run ./cmd/gobench --quick                                             # smoke run, under 2 minutes
