@@ -123,7 +123,7 @@ func New(endpoints []string, opts Options) (*Client, error) {
 	}
 	creds := insecure.NewCredentials()
 	if opts.TLS != nil {
-		cfg, err := opts.TLS.config()
+		cfg, err := opts.TLS.Config()
 		if err != nil {
 			return nil, err
 		}

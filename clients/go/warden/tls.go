@@ -66,8 +66,18 @@ func (o *TLSOptions) files() (ca, cert, key string, err error) {
 	return o.CAFile, o.CertFile, o.KeyFile, nil
 }
 
-// config builds the crypto/tls configuration.
-func (o *TLSOptions) config() (*tls.Config, error) {
+// Config is the crypto/tls configuration [New] connects with: TLS 1.3 at
+// least, the CA of the options as the only root, the options' client
+// certificate when they name one (none for [CAOnly]), and the check that
+// the server's certificate is a node's (see [TLSOptions]). It is exported
+// for the other things a caller dials on a node with the same trust, such
+// as the HTTPS endpoints of `--admin-listen` (/readyz, /metrics), which
+// present the node's certificate too.
+//
+// The files are read on each call. Errors: a [*TLSError] naming the file
+// that is missing or holds no usable PEM, or an error saying which options
+// are missing or do not go together.
+func (o *TLSOptions) Config() (*tls.Config, error) {
 	caFile, certFile, keyFile, err := o.files()
 	if err != nil {
 		return nil, err

@@ -10,8 +10,12 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"io"
+	"log"
 	"math/big"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -162,5 +166,55 @@ func TestTLSFilesAreCheckedAtNew(t *testing.T) {
 	}
 	if _, err := New([]string{"127.0.0.1:1"}, Options{TLS: &TLSOptions{CAFile: bad, CertFile: "x"}}); err == nil {
 		t.Fatal("a certificate without its key was accepted")
+	}
+}
+
+// Security (docs/security.md): Config is what a caller dials a node's other
+// HTTPS endpoints with (the --admin-listen /readyz and /metrics): a node's
+// certificate passes, one the CA signed for anything else is refused, and
+// the options' client certificate is presented (none for CAOnly).
+func TestConfigOverHTTPSChecksTheNode(t *testing.T) {
+	p := newTestPKI(t)
+	p.client(t, "alice")
+	serve := func(uri string) *httptest.Server {
+		pair, _, _ := p.leaf(t, "node", uri, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, []net.IP{net.ParseIP("127.0.0.1")})
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			name := "none"
+			if len(r.TLS.PeerCertificates) > 0 {
+				name = r.TLS.PeerCertificates[0].Subject.CommonName
+			}
+			_, _ = w.Write([]byte(name))
+		}))
+		srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS13}
+		srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake is the point, not news
+		srv.StartTLS()
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	get := func(o *TLSOptions, url string) (string, error) {
+		cfg, err := o.Config()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := &http.Transport{TLSClientConfig: cfg}
+		defer tr.CloseIdleConnections()
+		resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Get(url)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return string(b), err
+	}
+	node, impostor := serve("warden://node/2"), serve("warden://principal/mallory")
+
+	if who, err := get(CAOnly(filepath.Join(p.dir, "ca.crt")), node.URL); err != nil || who != "none" {
+		t.Errorf("CA only, node: presented %q, %v; want none, nil", who, err)
+	}
+	if who, err := get(&TLSOptions{CertsDir: p.dir, User: "alice"}, node.URL); err != nil || who != "alice" {
+		t.Errorf("alice, node: presented %q, %v; want alice, nil", who, err)
+	}
+	if _, err := get(CAOnly(filepath.Join(p.dir, "ca.crt")), impostor.URL); err == nil || !strings.Contains(err.Error(), "not a Warden node") {
+		t.Errorf("CA only, impostor: %v; want the node check's refusal", err)
 	}
 }

@@ -11,8 +11,9 @@
 //   - warden-go-insecure: the same with --insecure and a plaintext client.
 //   - warden-go-scraped: exactly warden-go, plus a reader of every node's
 //     /metrics once per --scrape-interval (1 s) over HTTPS with root's client
-//     certificate, the whole body read, as Prometheus would
-//     (internal/scrape); the row records the scrapes (scrapes,
+//     certificate, the whole body read, the nodes' scrapes spread over the
+//     interval, as Prometheus would (internal/scrape; it runs in gobench's
+//     own process, beside the load, on the same cores); the row records the scrapes (scrapes,
 //     scrape_failures, scrape_bytes, scrape_p50_ms, scrape_max_ms), and
 //     more than scrape.MaxFailures failed scrapes fail the row and the run.
 //   - warden-go-before: exactly warden-go, its cluster started from the
@@ -22,7 +23,10 @@
 // The table printed at the end gives each row, the medians over the rounds
 // with their min–max, Warden ÷ etcd, and when those backends ran, the
 // ratios warden-go-scraped ÷ warden-go (what being scraped costs) and
-// warden-go ÷ warden-go-before (what the change between the builds costs).
+// warden-go ÷ warden-go-before (what the change between the builds costs),
+// with the leader's CPU per cycle; a ratio is the median of the
+// round-by-round ratios (internal/report), the ratio of the medians beside
+// it.
 //
 //	go run ./cmd/gobench --warden-bin ../../target/release/warden            # full sizes
 //	go run ./cmd/gobench --quick                                             # smoke run, under 2 minutes
@@ -40,15 +44,19 @@
 // round. It writes --out (JSON rows in the shape of loadgen's latest.json)
 // after every row, and a markdown table to stdout at the end;
 // $WARDEN_COMMIT and $WARDEN_COMMIT_BEFORE (the commits of --warden-bin and
-// --warden-bin-before, when the caller says) go into machine.
+// --warden-bin-before, when the caller says) go into machine, with each
+// binary's sha256 and the run's start and end (date_utc, date_utc_end).
 package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"debug/elf"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -226,6 +234,10 @@ func machine(f flags, p workload.Params) map[string]any {
 		},
 		"warden_bin":        f.wardenBin,
 		"warden_bin_before": f.wardenBinBefore,
+		// The binaries themselves, so a row can be matched to a build
+		// whatever the caller says of its commit ("" when unreadable).
+		"warden_bin_sha256":        fileSHA256(f.wardenBin),
+		"warden_bin_before_sha256": fileSHA256(f.wardenBinBefore),
 		"params": map[string]any{
 			"uncontended_iterations": p.Iterations,
 			"uncontended_warmup":     p.Warmup,
@@ -238,6 +250,24 @@ func machine(f flags, p workload.Params) map[string]any {
 			"scrape_interval_s":      f.scrapeInterval.Seconds(),
 		},
 	}
+}
+
+// fileSHA256 is the hex sha256 of the file at path; "" when there is none
+// or it cannot be read.
+func fileSHA256(path string) string {
+	if path == "" {
+		return ""
+	}
+	fd, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer fd.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, fd); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // debugInfo reports whether the binary carries DWARF debug info: the
@@ -360,13 +390,17 @@ func run(ctx context.Context, f flags) error {
 	}
 	started := time.Now()
 	res := report.Results{Machine: machine(f, p)}
-	for flag, bin := range map[string]string{"warden_bin_warning": f.wardenBin, "warden_bin_before_warning": f.wardenBinBefore} {
-		if bin == "" || (len(f.wardenEndpoints) > 0 && flag == "warden_bin_warning") || !debugInfo(bin) {
-			continue
+	warnDebug := func(key, bin string) {
+		if bin == "" || !debugInfo(bin) {
+			return
 		}
 		fmt.Fprintf(os.Stderr, "gobench: warning: %s has debug info, so it is likely a debug build (unoptimised): Warden's rows will not be representative; build one with cargo build --release -p warden --bin warden\n", bin)
-		res.Machine[flag] = "debug info present: likely an unoptimised debug build"
+		res.Machine[key] = "debug info present: likely an unoptimised debug build"
 	}
+	if len(f.wardenEndpoints) == 0 {
+		warnDebug("warden_bin_warning", f.wardenBin)
+	}
+	warnDebug("warden_bin_before_warning", f.wardenBinBefore)
 	var scrapeFailed []string
 	for round := 1; round <= f.rounds && ctx.Err() == nil; round++ {
 		order := slices.Clone(f.backends)
@@ -414,6 +448,7 @@ func run(ctx context.Context, f flags) error {
 		}
 	}
 	res.Machine["wall_s"] = int(time.Since(started).Seconds())
+	res.Machine["date_utc_end"] = time.Now().UTC().Format(time.RFC3339)
 	res.Machine["loadavg_end"] = loadavg()
 	if err := report.WriteJSON(f.out, res); err != nil {
 		return err
@@ -434,11 +469,22 @@ func (pr prepared) stop() {
 
 // measure runs one workload (at most 300 s) and adds the servers' CPU time
 // per operation (warm-up included, each node) and the load average; for
-// warden-go-scraped, with every node's /metrics read throughout (clients'
-// connects and warm-up included), and the scrapes' stats in the row, which
-// fails when too many scrapes did (scrape.Stats.Check).
+// warden-go-scraped, with every node's /metrics read throughout (from just
+// after the CPU baseline is read: clients' connects and warm-up included;
+// the nodes' scrapes spread over the interval, by this process, on the
+// cores the load and the servers share), and the scrapes' stats in the row,
+// which fails when too many scrapes did (scrape.Stats.Check).
 func measure(ctx context.Context, pr prepared, w string, p workload.Params) workload.Row {
 	t0 := time.Now()
+	var pids []int
+	var before []uint64
+	if pr.cluster != nil {
+		pids = pr.cluster.Pids()
+		for _, pid := range pids {
+			before = append(before, cluster.CPUTicks(pid))
+		}
+	}
+	// After the CPU baseline, so every scrape's cost falls inside the row.
 	var scraper *scrape.Scraper
 	if pr.scrape != nil {
 		var err error
@@ -446,14 +492,6 @@ func measure(ctx context.Context, pr prepared, w string, p workload.Params) work
 			row := failedRow(w, pr.target.Backend, pr.config, err)
 			row.Extra["scrape_failed"] = err.Error()
 			return row
-		}
-	}
-	var pids []int
-	var before []uint64
-	if pr.cluster != nil {
-		pids = pr.cluster.Pids()
-		for _, pid := range pids {
-			before = append(before, cluster.CPUTicks(pid))
 		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, 300*time.Second)
@@ -471,11 +509,12 @@ func measure(ctx context.Context, pr prepared, w string, p workload.Params) work
 		row, err = workload.Contended(wctx, pr.target, pr.config, p)
 	}
 	var scrapes *scrape.Stats
+	var scrapeErr error
 	if scraper != nil {
 		st := scraper.Stop()
-		scrapes = &st
-		if serr := st.Check(); serr != nil && err == nil {
-			err = serr
+		scrapes, scrapeErr = &st, st.Check()
+		if err == nil {
+			err = scrapeErr
 		}
 	}
 	if err != nil {
@@ -502,8 +541,8 @@ func measure(ctx context.Context, pr prepared, w string, p workload.Params) work
 		if scrapes.FirstError != "" {
 			row.Extra["scrape_first_error"] = scrapes.FirstError
 		}
-		if serr := scrapes.Check(); serr != nil {
-			row.Extra["scrape_failed"] = serr.Error()
+		if scrapeErr != nil {
+			row.Extra["scrape_failed"] = scrapeErr.Error()
 		}
 		status += fmt.Sprintf(", scrapes %d (failed %d, p50 %s ms, max %s ms)", scrapes.Scrapes, scrapes.Failures, fmtMS(scrapes.P50ms), fmtMS(scrapes.MaxMs))
 	}

@@ -15,8 +15,7 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -28,6 +27,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/warden-locks/warden/clients/go/warden"
 )
 
 // Node is one server process.
@@ -335,49 +336,42 @@ func StartWarden(ctx context.Context, wardenBin, workDir string, insecure, keep 
 // crates/warden-server/src/services/health.rs): a leader alone is not
 // enough, a node of a fresh cluster can join seconds later, and until then
 // a workload would measure a two-node cluster. Over TLS with the CA only
-// (/readyz needs no client certificate).
+// (/readyz needs no client certificate), through the Go client's TLS
+// configuration, so the admin listener must present a node's certificate.
 func (c *Cluster) waitReady(ctx context.Context, within time.Duration) error {
 	scheme, tr := "http", &http.Transport{}
 	if c.CertsDir != "" {
-		pem, err := os.ReadFile(filepath.Join(c.CertsDir, "ca.crt"))
+		cfg, err := warden.CAOnly(filepath.Join(c.CertsDir, "ca.crt")).Config()
 		if err != nil {
 			return err
 		}
-		roots := x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("%s: no PEM certificate in it", filepath.Join(c.CertsDir, "ca.crt"))
-		}
-		scheme, tr.TLSClientConfig = "https", &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: roots}
+		scheme, tr.TLSClientConfig = "https", cfg
 	}
 	hc := &http.Client{Transport: tr, Timeout: 500 * time.Millisecond}
 	defer tr.CloseIdleConnections()
-	ctx, cancel := context.WithTimeout(ctx, within)
-	defer cancel()
-	for _, n := range c.Nodes {
-		last := "no answer"
-		for {
+	ready := make([]bool, len(c.Nodes))
+	return c.poll(ctx, within, func(ctx context.Context) error {
+		for i, n := range c.Nodes {
+			if ready[i] {
+				continue
+			}
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+n.AdminAddr+"/readyz", nil)
 			if err != nil {
 				return err
 			}
-			if resp, err := hc.Do(req); err == nil {
-				body, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					break
-				}
-				last = fmt.Sprintf("%s %s", resp.Status, bytes.TrimSpace(body))
-			} else {
-				last = err.Error()
+			resp, err := hc.Do(req)
+			if err != nil {
+				return fmt.Errorf("node %d not ready (last /readyz: %w)", n.ID, err)
 			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("node %d not ready within %s (last /readyz: %s); logs:%s", n.ID, within, last, c.tail())
-			case <-time.After(50 * time.Millisecond):
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("node %d not ready (last /readyz: %s %s)", n.ID, resp.Status, bytes.TrimSpace(body))
 			}
+			ready[i] = true
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // mintCerts makes a CA (its key beside, never inside, a certs dir), each
@@ -423,10 +417,10 @@ func (c *Cluster) mintCerts(ctx context.Context, wardenBin string) error {
 	return run("create-client", "root", "--certs-dir", c.CertsDir, "--ca-key", caKey)
 }
 
+// waitLeader waits until one node, asked by leads (500 ms each), says it
+// leads.
 func (c *Cluster) waitLeader(ctx context.Context, within time.Duration, leads func(context.Context, string) bool) error {
-	ctx, cancel := context.WithTimeout(ctx, within)
-	defer cancel()
-	for {
+	return c.poll(ctx, within, func(ctx context.Context) error {
 		for _, n := range c.Nodes {
 			probe, done := context.WithTimeout(ctx, 500*time.Millisecond)
 			ok := leads(probe, n.ClientAddr)
@@ -435,9 +429,28 @@ func (c *Cluster) waitLeader(ctx context.Context, within time.Duration, leads fu
 				return nil
 			}
 		}
+		return errors.New("no leader")
+	})
+}
+
+// poll calls probe every 50 ms until it returns nil or within has passed;
+// then the error is probe's last answer (not the one the deadline cut
+// short), with the time waited and every node's last log lines.
+func (c *Cluster) poll(ctx context.Context, within time.Duration, probe func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	var last error
+	for {
+		err := probe(ctx)
+		if err == nil {
+			return nil
+		}
+		if last == nil || ctx.Err() == nil {
+			last = err
+		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("no leader within %s; logs:%s", within, c.tail())
+			return fmt.Errorf("%w within %s; logs:%s", last, within, c.tail())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -24,6 +24,7 @@ package lockers
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -53,7 +54,9 @@ type Client interface {
 // Target names a backend and how to reach it.
 type Target struct {
 	// Backend: etcd-go-concurrency, or warden-go and its variants
-	// (warden-go-insecure, warden-go-scraped, warden-go-before).
+	// (warden-go-insecure, warden-go-scraped, warden-go-before): every
+	// backend named warden-go* is a Warden client, told apart by its
+	// cluster (the client needs only CertsDir).
 	Backend   string
 	Endpoints []string
 	// CertsDir: Warden on TLS, the dir with ca.crt and client.root.crt/.key.
@@ -62,10 +65,10 @@ type Target struct {
 
 // Connect opens a new client (its own connection and session).
 func (t Target) Connect(ctx context.Context) (Client, error) {
-	switch t.Backend {
-	case "etcd-go-concurrency":
+	switch {
+	case t.Backend == "etcd-go-concurrency":
 		return connectEtcd(t.Endpoints)
-	case "warden-go", "warden-go-insecure", "warden-go-scraped", "warden-go-before":
+	case strings.HasPrefix(t.Backend, "warden-go"):
 		return connectWarden(ctx, t.Endpoints, t.CertsDir)
 	default:
 		return nil, fmt.Errorf("unknown backend %q", t.Backend)

@@ -1,9 +1,17 @@
 // Package report writes the Go driver's results: a JSON file in the shape of
 // loadgen's latest.json ({"machine": {...}, "runs": [...]}) and a markdown
 // summary: every row; with several rounds, each backend's medians with
-// their min–max; Warden's ratio to etcd for each workload; and, when the
-// backends ran, what metrics cost (warden-go-scraped ÷ warden-go, and
-// warden-go ÷ warden-go-before) with the scrapes themselves.
+// their min–max (those the metrics-cost table does not already give);
+// Warden's ratio to etcd for each workload; when the backends ran, what
+// metrics cost (warden-go-scraped ÷ warden-go, and warden-go ÷
+// warden-go-before) with the scrapes themselves; and a footer with the load,
+// the commits and the binaries' sha256.
+//
+// Ratios between two backends: the rounds run the backends interleaved (A B
+// C, C B A, ...), so a round's two rows are a pair measured minutes apart,
+// and the headline ratio is the median of the round-by-round ratios, with
+// their min–max (how far the noise reaches); the ratio of the two medians
+// is printed beside it.
 package report
 
 import (
@@ -55,6 +63,14 @@ func ratio(a, b *float64) string {
 	return fmt.Sprintf("%.2fx", *a / *b)
 }
 
+// times is v as "1.23x", or "–".
+func times(v *float64) string {
+	if v == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%.2fx", *v)
+}
+
 var workloads = []string{"uncontended", "parallel", "contended"}
 
 func failed(r workload.Row) bool {
@@ -80,6 +96,34 @@ var measures = []measure{
 	{"p50 ms", 2, func(r workload.Row) *float64 { return r.P50ms }},
 	{"p99 ms", 2, func(r workload.Row) *float64 { return r.P99ms }},
 	{"ops/s", 1, func(r workload.Row) *float64 { return r.OpsPerS }},
+}
+
+// leaderCPU is the busiest node's CPU time per cycle (the row's
+// server_cpu_ms_per_op_by_node, warm-up included): the leader's, which
+// does the most work of the three.
+var leaderCPU = measure{"leader CPU ms per cycle", 3, func(r workload.Row) *float64 { return maxOf(r.Extra["server_cpu_ms_per_op_by_node"]) }}
+
+// maxOf is the largest of a list of numbers ([]float64 as gobench records
+// it, []any as JSON decodes it); nil for anything else or an empty list.
+func maxOf(v any) *float64 {
+	var vs []float64
+	switch l := v.(type) {
+	case []float64:
+		vs = l
+	case []any:
+		for _, x := range l {
+			f, ok := x.(float64)
+			if !ok {
+				return nil
+			}
+			vs = append(vs, f)
+		}
+	}
+	if len(vs) == 0 {
+		return nil
+	}
+	m := slices.Max(vs)
+	return &m
 }
 
 // rows are the measured (not failed) rows of one workload and backend.
@@ -129,12 +173,18 @@ func spread(vs []float64, digits int) string {
 	return fmt.Sprintf("%s (%.*f–%.*f)", num(med, digits), digits, slices.Min(vs), digits, slices.Max(vs))
 }
 
-// pairedRatio is a ÷ b of the medians; with two or more rounds in which both
-// ran, also the min–max of the ratios round by round (how far the noise
-// reaches).
-func pairedRatio(as, bs []workload.Row, m measure) string {
-	ma, mb := Median(values(as, m)), Median(values(bs, m))
-	out := ratio(ma, mb)
+// ratios of a ÷ b for one measure: Paired is the median of the
+// round-by-round ratios (rounds in which both have a figure), PairedMin and
+// PairedMax their range, Rounds how many there were; OfMedians is the ratio
+// of the two medians over all their rounds.
+type ratios struct {
+	Paired, PairedMin, PairedMax *float64
+	Rounds                       int
+	OfMedians                    string
+}
+
+func pairedRatios(as, bs []workload.Row, m measure) ratios {
+	out := ratios{OfMedians: ratio(Median(values(as, m)), Median(values(bs, m)))}
 	var per []float64
 	for _, a := range as {
 		for _, b := range bs {
@@ -143,10 +193,27 @@ func pairedRatio(as, bs []workload.Row, m measure) string {
 			}
 		}
 	}
-	if len(per) >= 2 && out != "–" {
-		out += fmt.Sprintf(" (%.2f–%.2fx)", slices.Min(per), slices.Max(per))
+	if len(per) > 0 {
+		lo, hi := slices.Min(per), slices.Max(per)
+		out.Paired, out.PairedMin, out.PairedMax, out.Rounds = Median(per), &lo, &hi, len(per)
 	}
 	return out
+}
+
+// paired is the headline: "0.96x (0.92–1.01x)", the range only with two or
+// more paired rounds.
+func (r ratios) paired() string {
+	out := times(r.Paired)
+	if r.Rounds >= 2 {
+		out += fmt.Sprintf(" (%.2f–%.2fx)", *r.PairedMin, *r.PairedMax)
+	}
+	return out
+}
+
+// cell is the headline with the ratio of medians beside it, for a table
+// that has one column per comparison.
+func (r ratios) cell() string {
+	return fmt.Sprintf("%s; medians %s", r.paired(), r.OfMedians)
 }
 
 // backends in the order they first ran.
@@ -160,9 +227,10 @@ func backends(r Results) []string {
 	return out
 }
 
-// Markdown is every row, then (with several rounds) the medians, then
-// Warden's ratio to etcd per workload (p50 and p99: Warden ÷ etcd, lower is
-// better; ops/s: Warden ÷ etcd, higher is better), then what metrics cost.
+// Markdown is every row, then (with several rounds) the medians the
+// metrics-cost table does not give, then Warden's ratio to etcd per
+// workload (p50 and p99: Warden ÷ etcd, lower is better; ops/s: Warden ÷
+// etcd, higher is better), then what metrics cost, then the footer.
 func Markdown(r Results) string {
 	var b strings.Builder
 	rounds := 1
@@ -179,19 +247,22 @@ func Markdown(r Results) string {
 			num(row.P50ms, 2), num(row.P99ms, 2), num(row.OpsPerS, 1), row.Count, errs)
 	}
 	if rounds > 1 {
-		fmt.Fprintf(&b, "\nMedians over the rounds (min–max)\n\n| workload | backend | rounds | p50 ms | p99 ms | ops/s |\n|---|---|---:|---:|---:|---:|\n")
+		var med strings.Builder
 		for _, w := range workloads {
 			for _, be := range backends(r) {
 				rs := rows(r, w, be)
-				if len(rs) == 0 {
+				if len(rs) == 0 || (metricsCostCovers(r, w) && slices.Contains(metricsCostBackends, be)) {
 					continue
 				}
-				fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s |\n", w, be, len(rs),
+				fmt.Fprintf(&med, "| %s | %s | %d | %s | %s | %s |\n", w, be, len(rs),
 					spread(values(rs, measures[0]), 2), spread(values(rs, measures[1]), 2), spread(values(rs, measures[2]), 1))
 			}
 		}
+		if med.Len() > 0 {
+			fmt.Fprintf(&b, "\nMedians over the rounds (min–max)\n\n| workload | backend | rounds | p50 ms | p99 ms | ops/s |\n|---|---|---:|---:|---:|---:|\n%s", med.String())
+		}
 	}
-	var ratios strings.Builder
+	var etcdRatios strings.Builder
 	for _, w := range workloads {
 		etcd := rows(r, w, "etcd-go-concurrency")
 		if len(etcd) == 0 {
@@ -202,48 +273,94 @@ func Markdown(r Results) string {
 			if len(wr) == 0 {
 				continue
 			}
-			fmt.Fprintf(&ratios, "| %s | %s | %s | %s | %s |\n", w, wb,
-				pairedRatio(wr, etcd, measures[0]), pairedRatio(wr, etcd, measures[1]), pairedRatio(wr, etcd, measures[2]))
+			fmt.Fprintf(&etcdRatios, "| %s | %s | %s | %s | %s |\n", w, wb,
+				pairedRatios(wr, etcd, measures[0]).cell(), pairedRatios(wr, etcd, measures[1]).cell(), pairedRatios(wr, etcd, measures[2]).cell())
 		}
 	}
-	if ratios.Len() > 0 {
-		fmt.Fprintf(&b, "\nWarden ÷ etcd-go-concurrency (latency: lower is better; ops/s: higher is better)\n\n")
-		fmt.Fprintf(&b, "| workload | backend | p50 | p99 | ops/s |\n|---|---|---:|---:|---:|\n%s", ratios.String())
+	if etcdRatios.Len() > 0 {
+		fmt.Fprintf(&b, "\nWarden ÷ etcd-go-concurrency (latency: lower is better; ops/s: higher is better): the median of the round-by-round ratios (their min–max); the ratio of the medians\n\n")
+		fmt.Fprintf(&b, "| workload | backend | p50 | p99 | ops/s |\n|---|---|---:|---:|---:|\n%s", etcdRatios.String())
 	}
 	b.WriteString(metricsCost(r, rounds))
-	if la, ok := r.Machine["loadavg_start"]; ok {
-		fmt.Fprintf(&b, "\nload average at start: %v, at end: %v\n", la, r.Machine["loadavg_end"])
-	}
-	if note, ok := r.Machine["load_note"].(string); ok && note != "" {
-		fmt.Fprintf(&b, "load note: %s\n", note)
-	}
+	b.WriteString(footer(r.Machine))
 	return b.String()
 }
 
+// footer is the load at the start and end, the load note, and what the
+// Warden binaries were: the commits the caller gave and each file's sha256.
+func footer(m map[string]any) string {
+	var b strings.Builder
+	if start, ok := m["date_utc"]; ok {
+		end := m["date_utc_end"]
+		if end == nil {
+			end = "not recorded"
+		}
+		fmt.Fprintf(&b, "run from %v to %v\n", start, end)
+	}
+	if la, ok := m["loadavg_start"]; ok {
+		fmt.Fprintf(&b, "load average at start: %v, at end: %v\n", la, m["loadavg_end"])
+	}
+	if note, ok := m["load_note"].(string); ok && note != "" {
+		fmt.Fprintf(&b, "load note: %s\n", note)
+	}
+	for _, bin := range []struct{ label, commit, path, sha string }{
+		{"--warden-bin", "warden_commit", "warden_bin", "warden_bin_sha256"},
+		{"--warden-bin-before", "warden_commit_before", "warden_bin_before", "warden_bin_before_sha256"},
+	} {
+		path, _ := m[bin.path].(string)
+		if path == "" {
+			continue
+		}
+		commit, _ := m[bin.commit].(string)
+		if commit == "" {
+			commit = "not given"
+		}
+		sha, _ := m[bin.sha].(string)
+		if sha == "" {
+			sha = "not recorded"
+		}
+		fmt.Fprintf(&b, "%s: %s, built at commit %s, sha256 %s\n", bin.label, path, commit, sha)
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "\n" + b.String()
+}
+
+// metricsCostBackends are the backends the metrics-cost table gives.
+var metricsCostBackends = []string{"warden-go-before", "warden-go", "warden-go-scraped"}
+
+// metricsCostCovers: the metrics-cost table has workload w (warden-go ran
+// beside warden-go-scraped or warden-go-before).
+func metricsCostCovers(r Results, w string) bool {
+	return len(rows(r, w, "warden-go")) > 0 && (len(rows(r, w, "warden-go-scraped")) > 0 || len(rows(r, w, "warden-go-before")) > 0)
+}
+
 // metricsCost is, when warden-go ran beside warden-go-scraped or
-// warden-go-before, each workload's figures side by side with the ratios
-// warden-go-scraped ÷ warden-go and warden-go ÷ warden-go-before (medians
-// over the rounds; in parentheses the range of the round-by-round ratios),
-// then the scrapes.
+// warden-go-before, each workload's figures side by side (medians over the
+// rounds, min–max) with the ratios warden-go-scraped ÷ warden-go and
+// warden-go ÷ warden-go-before (the median of the round-by-round ratios
+// with their min–max, and the ratio of the medians), then the scrapes.
 func metricsCost(r Results, rounds int) string {
 	var b strings.Builder
 	for _, w := range workloads {
-		base, scraped, before := rows(r, w, "warden-go"), rows(r, w, "warden-go-scraped"), rows(r, w, "warden-go-before")
-		if len(base) == 0 || (len(scraped) == 0 && len(before) == 0) {
+		if !metricsCostCovers(r, w) {
 			continue
 		}
+		base, scraped, before := rows(r, w, "warden-go"), rows(r, w, "warden-go-scraped"), rows(r, w, "warden-go-before")
 		if b.Len() == 0 {
 			what := "the one run"
 			if rounds > 1 {
-				what = fmt.Sprintf("medians over %d rounds (min–max); ratios of the medians (min–max of the ratios round by round)", rounds)
+				what = fmt.Sprintf("medians over %d rounds (min–max); the ratios are paired by round: the median of the %d round-by-round ratios (their min–max), and beside it the ratio of the medians", rounds, rounds)
 			}
-			fmt.Fprintf(&b, "\nWhat metrics cost: %s. scraped ÷ warden-go is the cost of being scraped every second; warden-go ÷ before is the cost of the metrics build against the one before it, unscraped (latency: above 1x is slower; ops/s: below 1x is slower)\n\n", what)
-			fmt.Fprintf(&b, "| workload | figure | warden-go-before | warden-go | warden-go-scraped | scraped ÷ warden-go | warden-go ÷ before |\n|---|---|---:|---:|---:|---:|---:|\n")
+			fmt.Fprintf(&b, "\nWhat metrics cost: %s. scraped ÷ warden-go is the cost of being scraped every second; warden-go ÷ before is the cost of the metrics build against the one before it, unscraped (latency and CPU: above 1x is slower; ops/s: below 1x is slower)\n\n", what)
+			fmt.Fprintf(&b, "| workload | figure | warden-go-before | warden-go | warden-go-scraped | scraped ÷ warden-go | (of medians) | warden-go ÷ before | (of medians) |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 		}
-		for _, m := range measures {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", w, m.name,
+		for _, m := range append(slices.Clone(measures), leaderCPU) {
+			sc, bf := pairedRatios(scraped, base, m), pairedRatios(base, before, m)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", w, m.name,
 				spread(values(before, m), m.digits), spread(values(base, m), m.digits), spread(values(scraped, m), m.digits),
-				pairedRatio(scraped, base, m), pairedRatio(base, before, m))
+				sc.paired(), sc.OfMedians, bf.paired(), bf.OfMedians)
 		}
 	}
 	var s strings.Builder

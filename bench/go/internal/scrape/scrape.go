@@ -1,7 +1,10 @@
 // Package scrape reads every Warden node's /metrics once per Interval while
 // a workload runs, as a Prometheus server scraping the cluster would: one
 // keep-alive connection per node (HTTP/1.1), over HTTPS with root's client
-// certificate when the cluster has certificates, the whole body read.
+// certificate when the cluster has certificates, the whole body read, the
+// nodes' scrapes spread over the interval rather than all at once. It runs
+// in the caller's process (gobench's, beside the load it generates, on the
+// same cores), not in a process of its own.
 // gobench's `warden-go-scraped` backend runs one Scraper beside each
 // workload, so its rows carry the cost of being scraped; Stats is what the
 // row records about the scrapes themselves.
@@ -16,18 +19,15 @@ package scrape
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
-	"os"
-	"path/filepath"
-	"slices"
 	"sync"
 	"time"
+
+	"github.com/warden-locks/warden/bench/go/internal/lockers"
+	"github.com/warden-locks/warden/bench/go/internal/workload"
 )
 
 // MaxFailures is how many failed scrapes a workload may have before Check
@@ -58,7 +58,8 @@ type Stats struct {
 	Failures int
 	Bytes    int64
 	// P50ms and MaxMs: one scrape, request sent to the last byte of the
-	// body read (successful scrapes only; nil when there were none).
+	// body read (successful scrapes only, nearest-rank as
+	// workload.Latencies; nil when there were none).
 	P50ms *float64
 	MaxMs *float64
 	// FirstError is the first failure, empty when none.
@@ -81,37 +82,39 @@ type Scraper struct {
 
 	mu       sync.Mutex
 	stats    Stats
-	lat      []time.Duration
+	lat      workload.Latencies
 	stopping bool
 }
 
 // client is an HTTP client for cfg: HTTPS with root's certificate when
-// cfg.CertsDir is set.
+// cfg.CertsDir is set, through the TLS configuration the Go client dials
+// the cluster with (clients/go's TLSOptions.Config: the CA, root's
+// certificate, and the check that the server's certificate is a node's,
+// which the --admin-listen endpoints present too).
 func client(cfg Config) (*http.Client, string, error) {
 	tr := &http.Transport{MaxIdleConnsPerHost: 1, IdleConnTimeout: 5 * cfg.Interval}
 	scheme := "http"
 	if cfg.CertsDir != "" {
-		scheme = "https"
-		ca := filepath.Join(cfg.CertsDir, "ca.crt")
-		pem, err := os.ReadFile(ca)
+		tlsCfg, err := lockers.WardenOptions(cfg.CertsDir).TLS.Config()
 		if err != nil {
 			return nil, "", fmt.Errorf("scrape: %w", err)
 		}
-		roots := x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(pem) {
-			return nil, "", fmt.Errorf("scrape: %s: no PEM certificate in it", ca)
-		}
-		pair, err := tls.LoadX509KeyPair(filepath.Join(cfg.CertsDir, "client.root.crt"), filepath.Join(cfg.CertsDir, "client.root.key"))
-		if err != nil {
-			return nil, "", fmt.Errorf("scrape: root's client certificate in %s: %w", cfg.CertsDir, err)
-		}
-		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: roots, Certificates: []tls.Certificate{pair}}
+		scheme, tr.TLSClientConfig = "https", tlsCfg
 	}
 	return &http.Client{Transport: tr, Timeout: cfg.Interval}, scheme, nil
 }
 
-// Start begins scraping every node now and then once per cfg.Interval,
-// until Stop.
+// firstScrape is when node i of n is first scraped, after Start: the nodes'
+// first scrapes spread evenly over one interval (i × interval / n), as
+// Prometheus spreads its targets' scrapes, so the cluster sees one scrape
+// every interval / n rather than a burst of n each interval.
+func firstScrape(i, n int, interval time.Duration) time.Duration {
+	return time.Duration(i) * interval / time.Duration(n)
+}
+
+// Start begins scraping every node once per cfg.Interval until Stop, node
+// i's first scrape i × cfg.Interval / len(cfg.Addrs) after the call
+// (firstScrape).
 func Start(cfg Config) (*Scraper, error) {
 	if cfg.Interval <= 0 {
 		return nil, errors.New("scrape: Interval must be positive")
@@ -122,13 +125,18 @@ func Start(cfg Config) (*Scraper, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Scraper{cancel: cancel}
-	for _, addr := range cfg.Addrs {
+	for i, addr := range cfg.Addrs {
 		url := scheme + "://" + addr + "/metrics"
 		s.wg.Go(func() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(firstScrape(i, len(cfg.Addrs), cfg.Interval)):
+			}
 			t := time.NewTicker(cfg.Interval)
 			defer t.Stop()
 			for {
-				n, d, err := Once(ctx, hc, url)
+				n, d, err := once(ctx, hc, url)
 				s.record(n, d, err)
 				select {
 				case <-ctx.Done():
@@ -170,18 +178,13 @@ func (s *Scraper) Stop() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.stats
-	if len(s.lat) > 0 {
-		l := slices.Clone(s.lat)
-		slices.Sort(l)
-		ms := func(d time.Duration) *float64 { v := math.Round(float64(d.Microseconds())) / 1000; return &v }
-		st.P50ms, st.MaxMs = ms(l[(len(l)-1)/2]), ms(l[len(l)-1])
-	}
+	st.P50ms, st.MaxMs = s.lat.Quantile(0.5), s.lat.Quantile(1)
 	return st
 }
 
-// Once GETs url and reads the whole body: its size and the time from the
+// once GETs url and reads the whole body: its size and the time from the
 // request to the last byte, or why it is not a Warden /metrics answer.
-func Once(ctx context.Context, hc *http.Client, url string) (int64, time.Duration, error) {
+func once(ctx context.Context, hc *http.Client, url string) (int64, time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, 0, err

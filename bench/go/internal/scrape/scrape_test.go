@@ -26,17 +26,17 @@ func TestOnceTellsWhatIsWrong(t *testing.T) {
 	defer srv.Close()
 	ctx := context.Background()
 
-	n, _, err := Once(ctx, srv.Client(), srv.URL+"/ok/metrics")
+	n, _, err := once(ctx, srv.Client(), srv.URL+"/ok/metrics")
 	if err != nil || n != int64(len(body)) {
 		t.Errorf("ok: %d bytes, %v; want %d, nil", n, err, len(body))
 	}
-	if _, _, err := Once(ctx, srv.Client(), srv.URL+"/forbidden/metrics"); err == nil || !strings.Contains(err.Error(), "403") || !strings.Contains(err.Error(), "certificate setup") {
+	if _, _, err := once(ctx, srv.Client(), srv.URL+"/forbidden/metrics"); err == nil || !strings.Contains(err.Error(), "403") || !strings.Contains(err.Error(), "certificate setup") {
 		t.Errorf("403: %v", err)
 	}
-	if _, _, err := Once(ctx, srv.Client(), srv.URL+"/other/metrics"); err == nil || !strings.Contains(err.Error(), "warden_build_info") {
+	if _, _, err := once(ctx, srv.Client(), srv.URL+"/other/metrics"); err == nil || !strings.Contains(err.Error(), "warden_build_info") {
 		t.Errorf("no marker: %v", err)
 	}
-	if _, _, err := Once(ctx, srv.Client(), srv.URL+"/missing/metrics"); err == nil || !strings.Contains(err.Error(), "404") {
+	if _, _, err := once(ctx, srv.Client(), srv.URL+"/missing/metrics"); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("404: %v", err)
 	}
 }
@@ -91,5 +91,47 @@ func TestScraperCountsScrapesAndBytes(t *testing.T) {
 	}
 	if err := st.Check(); err != nil {
 		t.Error(err)
+	}
+}
+
+// The nodes' first scrapes spread evenly over one interval (as Prometheus
+// spreads targets), so the cluster is not hit by a burst of one scrape per
+// node at once; and node i is never scraped before its offset.
+func TestFirstScrapesAreSpreadOverTheInterval(t *testing.T) {
+	for i, want := range []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond} {
+		if got := firstScrape(i, 3, 300*time.Millisecond); got != want {
+			t.Errorf("firstScrape(%d, 3, 300ms) = %s, want %s", i, got, want)
+		}
+	}
+	const interval = 400 * time.Millisecond
+	var first [2]atomic.Int64 // unix nanoseconds of each node's first scrape
+	var addrs []string
+	for i := range first {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			first[i].CompareAndSwap(0, time.Now().UnixNano())
+			_, _ = w.Write([]byte(body))
+		}))
+		defer srv.Close()
+		addrs = append(addrs, strings.TrimPrefix(srv.URL, "http://"))
+	}
+	start := time.Now()
+	s, err := Start(Config{Addrs: addrs, Interval: interval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for first[0].Load() == 0 || first[1].Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("within 10 s, not every node was scraped")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s.Stop()
+	at := func(i int) time.Duration { return time.Duration(first[i].Load() - start.UnixNano()) }
+	if at(1) < interval/2 {
+		t.Errorf("node 1 first scraped %s after Start, before its offset %s", at(1), interval/2)
+	}
+	if at(0) >= at(1) {
+		t.Errorf("node 0 first scraped at %s, not before node 1 (%s)", at(0), at(1))
 	}
 }
