@@ -23,14 +23,16 @@
 //!
 //! # Bounds
 //!
-//! At most [`MAX_RESOURCES`] resources are kept (the least recently seen
-//! goes first), each with at most 61 one-second buckets and
+//! At most [`MAX_RESOURCES`] resources are kept (when a new one finds the
+//! window full, the [`EVICT_BATCH`] least recently seen go first: one pass
+//! per batch, so recording a seen resource keeps no eviction order and
+//! allocates nothing), each with at most 61 one-second buckets and
 //! [`MAX_WAIT_SAMPLES`] waits; resources not seen for a [`WINDOW`] are
-//! dropped. Worst case, computed (not measured): 4,096 resources × (two
-//! copies of a 512-byte name, 61 buckets of 16 bytes, 256 waits of 24
-//! bytes) ≈ 34 MB; a quiet node keeps nothing.
+//! dropped. Worst case, computed (not measured): 4,096 resources × (a
+//! 512-byte name, 61 buckets of 16 bytes, 256 waits of 24 bytes) ≈ 31 MB; a
+//! quiet node keeps nothing.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -41,6 +43,10 @@ pub const WINDOW: Duration = Duration::from_secs(60);
 
 /// Most resources kept in the window.
 pub const MAX_RESOURCES: usize = 4_096;
+
+/// How many of the least recently seen resources go when a new one finds
+/// the window full (an eighth of it).
+pub const EVICT_BATCH: usize = MAX_RESOURCES / 8;
 
 /// Most wait samples kept per resource (the p99 is over these).
 pub const MAX_WAIT_SAMPLES: usize = 256;
@@ -195,35 +201,22 @@ impl HotLock {
 #[derive(Debug, Default)]
 struct Inner {
     resources: BTreeMap<String, Recent>,
-    /// (last_seen, resource) of every kept resource: the eviction order.
-    by_seen: BTreeSet<(Duration, String)>,
     /// The stamp of the last sweep (sweeps run at most once a second).
     last_sweep: Duration,
 }
 
 impl Inner {
     fn check_invariants(&self) {
-        debug_assert_eq!(self.resources.len(), self.by_seen.len());
         debug_assert!(self.resources.len() <= MAX_RESOURCES);
     }
 
-    /// The window of `resource`, seen at `stamp` (made room for, evicting
-    /// the least recently seen resource at the bound).
+    /// The window of `resource`, seen at `stamp` (made room for at the
+    /// bound: [`Inner::evict_least_recent`]).
     fn touch(&mut self, resource: &str, stamp: Duration) -> &mut Recent {
-        if let Some(r) = self.resources.get(resource) {
-            let old = r.last_seen;
-            if stamp > old {
-                self.by_seen.remove(&(old, resource.to_owned()));
-                self.by_seen.insert((stamp, resource.to_owned()));
+        if !self.resources.contains_key(resource) {
+            if self.resources.len() >= MAX_RESOURCES {
+                self.evict_least_recent();
             }
-        } else {
-            while self.resources.len() >= MAX_RESOURCES {
-                let Some((_, name)) = self.by_seen.pop_first() else {
-                    break;
-                };
-                self.resources.remove(&name);
-            }
-            self.by_seen.insert((stamp, resource.to_owned()));
             self.resources.insert(
                 resource.to_owned(),
                 Recent {
@@ -240,14 +233,35 @@ impl Inner {
         r
     }
 
+    /// Drops the [`EVICT_BATCH`] least recently seen resources (of equal
+    /// stamps, the first by name): one pass and a selection over the
+    /// window's stamps, once per batch of new resources.
+    fn evict_least_recent(&mut self) {
+        let mut stamps: Vec<Duration> = self.resources.values().map(|r| r.last_seen).collect();
+        let n = EVICT_BATCH.min(stamps.len());
+        if n == 0 {
+            return;
+        }
+        let cutoff = *stamps.select_nth_unstable(n - 1).1;
+        let older = stamps.iter().filter(|s| **s < cutoff).count();
+        let mut ties = n - older;
+        self.resources.retain(|_, r| {
+            if r.last_seen < cutoff {
+                false
+            } else if r.last_seen == cutoff && ties > 0 {
+                ties -= 1;
+                false
+            } else {
+                true
+            }
+        });
+        debug_assert!(self.resources.len() + n <= MAX_RESOURCES);
+    }
+
     /// Drops resources not seen for a window at `now`.
     fn sweep(&mut self, now: Duration) {
         let from = now.saturating_sub(WINDOW);
-        while self.by_seen.first().is_some_and(|(at, _)| *at < from) {
-            if let Some((_, name)) = self.by_seen.pop_first() {
-                self.resources.remove(&name);
-            }
-        }
+        self.resources.retain(|_, r| r.last_seen >= from);
         for r in self.resources.values_mut() {
             r.trim(now);
         }
@@ -280,42 +294,21 @@ impl HotLocks {
         effects: impl IntoIterator<Item = (&'a Effect, Option<Duration>)>,
         stamp: Duration,
     ) {
-        let mut g = self.inner();
+        let mut r = self.recorder(stamp);
         for (effect, waited) in effects {
-            match effect {
-                Effect::Granted { resource, .. } => {
-                    g.touch(resource, stamp).bucket(stamp).grants += 1
-                }
-                Effect::Freed {
-                    resource, reason, ..
-                } => {
-                    let r = g.touch(resource, stamp);
-                    if *reason == FreeReason::Expired {
-                        r.bucket(stamp).expiries += 1;
-                    }
-                }
-                Effect::Queued { resource, .. } => {
-                    g.touch(resource, stamp);
-                }
-                Effect::WaiterRemoved { resource, .. } => {
-                    let r = g.touch(resource, stamp);
-                    if let Some(waited) = waited {
-                        let wait_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
-                        if r.waits.len() >= MAX_WAIT_SAMPLES {
-                            r.waits.pop_front();
-                        }
-                        r.waits.push_back((stamp, wait_ms));
-                    }
-                }
-                _ => {}
-            }
+            r.effect(effect, waited);
         }
-        if stamp.saturating_sub(g.last_sweep) >= Duration::from_secs(1) {
-            g.sweep(stamp);
-        }
-        g.check_invariants();
     }
 
+    /// [`HotLocks::record`] one effect at a time, under one hold of the
+    /// window's lock: apply records an entry's effects as it goes, and the
+    /// window sweeps (at most once a second) when the recorder drops.
+    pub fn recorder(&self, stamp: Duration) -> Recorder<'_> {
+        Recorder {
+            inner: self.inner(),
+            stamp,
+        }
+    }
     /// The counts of every resource seen in the window at `now` whose name
     /// starts with `prefix`.
     pub fn recent(&self, prefix: &str, now: Duration) -> BTreeMap<String, RecentCounts> {
@@ -386,6 +379,54 @@ impl HotLocks {
             h.recent.wait_p99_ms = seen(&h.resource).and_then(|r| r.wait_p99_ms(now));
         }
         all
+    }
+}
+
+/// Records one entry's effects into the window ([`HotLocks::recorder`]).
+pub struct Recorder<'a> {
+    inner: std::sync::MutexGuard<'a, Inner>,
+    stamp: Duration,
+}
+
+impl Recorder<'_> {
+    /// Records `effect`, with its waiter's wait if it was timed.
+    pub fn effect(&mut self, effect: &Effect, waited: Option<Duration>) {
+        let (g, stamp) = (&mut *self.inner, self.stamp);
+        match effect {
+            Effect::Granted { resource, .. } => g.touch(resource, stamp).bucket(stamp).grants += 1,
+            Effect::Freed {
+                resource, reason, ..
+            } => {
+                let r = g.touch(resource, stamp);
+                if *reason == FreeReason::Expired {
+                    r.bucket(stamp).expiries += 1;
+                }
+            }
+            Effect::Queued { resource, .. } => {
+                g.touch(resource, stamp);
+            }
+            Effect::WaiterRemoved { resource, .. } => {
+                let r = g.touch(resource, stamp);
+                if let Some(waited) = waited {
+                    let wait_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
+                    if r.waits.len() >= MAX_WAIT_SAMPLES {
+                        r.waits.pop_front();
+                    }
+                    r.waits.push_back((stamp, wait_ms));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Drop for Recorder<'_> {
+    fn drop(&mut self) {
+        let stamp = self.stamp;
+        if stamp.saturating_sub(self.inner.last_sweep) >= Duration::from_secs(1) {
+            self.inner.sweep(stamp);
+        }
+        self.inner.check_invariants();
     }
 }
 
@@ -588,22 +629,39 @@ mod tests {
         );
     }
 
-    // Hot locks (memory bound): at most MAX_RESOURCES resources, the least
-    // recently seen evicted first; at most MAX_WAIT_SAMPLES waits each.
+    // Hot locks (memory bound): at most MAX_RESOURCES resources, the
+    // EVICT_BATCH least recently seen evicted first when a new one finds
+    // the window full; at most MAX_WAIT_SAMPLES waits each.
     #[test]
     fn the_window_is_bounded() {
         let hot = HotLocks::new();
-        for i in 0..MAX_RESOURCES + 10 {
-            hot.record(
-                plain(&[granted(&format!("r{i:05}"), 1)]),
-                ms(1_000 + i as u64),
-            );
+        let name = |i: usize| format!("r{i:05}");
+        for i in 0..MAX_RESOURCES {
+            hot.record(plain(&[granted(&name(i), 1)]), ms(1_000 + i as u64));
         }
         assert_eq!(hot.len(), MAX_RESOURCES);
+        // Seen again: r00000 is now the most recently seen.
+        hot.record(plain(&[granted(&name(0), 2)]), ms(10_000));
+        hot.record(plain(&[granted("new", 1)]), ms(10_001));
+        assert_eq!(hot.len(), MAX_RESOURCES - EVICT_BATCH + 1);
         let kept = hot.recent("", ms(20_000));
-        assert!(!kept.contains_key("r00000") && !kept.contains_key("r00009"));
+        assert!(kept.contains_key("new") && kept.contains_key(&name(0)));
+        assert_eq!(kept[&name(0)].grants, 2);
+        // r00001..=r00512 went, r00513 on stayed.
+        assert!(!kept.contains_key(&name(1)) && !kept.contains_key(&name(EVICT_BATCH)));
         assert!(
-            kept.contains_key("r00010") && kept.contains_key(&format!("r{:05}", MAX_RESOURCES + 9))
+            kept.contains_key(&name(EVICT_BATCH + 1))
+                && kept.contains_key(&name(MAX_RESOURCES - 1))
+        );
+        // Of equal stamps, the first by name go.
+        let hot = HotLocks::new();
+        for i in 0..=MAX_RESOURCES {
+            hot.record(plain(&[granted(&name(i), 1)]), ms(1_000));
+        }
+        let kept = hot.recent("", ms(2_000));
+        assert_eq!(kept.len(), MAX_RESOURCES - EVICT_BATCH + 1);
+        assert!(
+            !kept.contains_key(&name(EVICT_BATCH - 1)) && kept.contains_key(&name(EVICT_BATCH))
         );
 
         let hot = HotLocks::new();

@@ -294,6 +294,7 @@ where
         crate::metrics::Groups::new(&config.metrics_groups)
             .map_err(|e| ServerError::Config(format!("metrics-groups: {e}")))?,
     ));
+    tokio::spawn(crate::metrics::keep_up(Arc::downgrade(&metrics)));
     // A node with certificates reads identities from its handshakes only.
     let identities = match tls {
         Some(_) => None,

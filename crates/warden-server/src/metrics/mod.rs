@@ -30,12 +30,14 @@
 //!
 //! Histograms are in seconds (`_seconds`) with fixed buckets
 //! ([`SECONDS_BUCKETS`]); names follow Prometheus' conventions (units in
-//! names, `_total` on counters).
+//! names, `_total` on counters). Their samples are folded into the buckets
+//! by a scrape or by [`keep_up`], every [`UPKEEP_INTERVAL`], so memory stays
+//! bounded on a node nobody scrapes.
 
 pub mod groups;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::sync::{Mutex, Weak};
 use std::time::Duration;
 
 use metrics::{Counter, Gauge, Histogram, Key, KeyName, Label, Metadata, Recorder, Unit};
@@ -241,9 +243,34 @@ pub struct Metrics {
     pub raft: RaftSeries,
     /// Resource → stamp of its last free, for the handoff (bounded,
     /// [`MAX_HANDOFF_STARTS`]).
-    freed_at: Mutex<HashMap<String, Duration>>,
+    freed_at: Mutex<FreedAt>,
     peer_lag: Mutex<BTreeMap<u64, Gauge>>,
     grpc: Mutex<HashMap<String, GrpcSeries>>,
+    /// Upkeeps run so far (see [`Metrics::upkeep`]).
+    upkeeps: std::sync::atomic::AtomicU64,
+}
+
+/// How often [`keep_up`] folds the histograms' samples into their buckets.
+/// The exporter keeps every recorded sample (8 bytes) until a scrape or an
+/// upkeep drains it, so a node nobody scrapes would grow without bound
+/// (metrics-exporter-prometheus, "Upkeep and maintenance": a recorder built
+/// with `build_recorder` leaves the upkeep to its owner). Its own default.
+pub const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Runs [`Metrics::upkeep`] every [`UPKEEP_INTERVAL`] while the metrics
+/// live (it holds them weakly, so a node that fails at start leaves no task
+/// behind) or until aborted.
+pub async fn keep_up(metrics: Weak<Metrics>) {
+    let mut tick = tokio::time::interval(UPKEEP_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        match metrics.upgrade() {
+            Some(m) => m.upkeep(),
+            None => return,
+        }
+    }
 }
 
 impl std::fmt::Debug for Metrics {
@@ -349,9 +376,10 @@ impl Metrics {
             raft,
             lock,
             groups,
-            freed_at: Mutex::new(HashMap::new()),
+            freed_at: Mutex::new(FreedAt::default()),
             peer_lag: Mutex::new(BTreeMap::new()),
             grpc: Mutex::new(HashMap::new()),
+            upkeeps: Default::default(),
             handle,
             recorder,
         };
@@ -364,6 +392,20 @@ impl Metrics {
     /// The Prometheus text exposition of every series.
     pub fn render(&self) -> String {
         self.handle.render()
+    }
+
+    /// Folds the samples recorded since the last scrape or upkeep into their
+    /// histograms' buckets (nothing is lost: a scrape shows them as before),
+    /// which frees them; see [`UPKEEP_INTERVAL`].
+    pub fn upkeep(&self) {
+        self.handle.run_upkeep();
+        self.upkeeps
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// How many upkeeps ran (tests: the node keeps them up).
+    pub fn upkeeps(&self) -> u64 {
+        self.upkeeps.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Counts the table once when it is loaded (at start from the stored
@@ -383,7 +425,7 @@ impl Metrics {
         }
         self.leases_live.set(table.lease_count() as f64);
         if let Ok(mut freed_at) = self.freed_at.lock() {
-            freed_at.clear();
+            *freed_at = FreedAt::default();
         }
     }
 
@@ -399,7 +441,7 @@ impl Metrics {
                     .freed_at
                     .lock()
                     .ok()
-                    .and_then(|mut f| f.remove(resource));
+                    .and_then(|mut f| f.at.remove(resource));
                 if let Some(at) = freed {
                     series.handoff.record(seconds(stamp, at));
                 }
@@ -414,7 +456,7 @@ impl Metrics {
                     series.hold.record(held.as_secs_f64());
                 }
                 if let Ok(mut freed_at) = self.freed_at.lock() {
-                    remember_free(&mut freed_at, resource, stamp);
+                    freed_at.remember(resource, stamp);
                 }
             }
             Effect::Queued { resource, .. } => {
@@ -543,22 +585,43 @@ fn free_reason_index(reason: FreeReason) -> usize {
     }
 }
 
-/// Remembers `resource`'s free at `stamp`, within [`MAX_HANDOFF_STARTS`]:
-/// when full, frees older than [`HANDOFF_HORIZON`] go first; if none is that
-/// old, this free is not remembered (its handoff is not timed).
-fn remember_free(freed_at: &mut HashMap<String, Duration>, resource: &str, stamp: Duration) {
-    if let Some(at) = freed_at.get_mut(resource) {
-        *at = stamp;
-        return;
-    }
-    if freed_at.len() >= MAX_HANDOFF_STARTS {
-        let horizon = stamp.saturating_sub(HANDOFF_HORIZON);
-        freed_at.retain(|_, at| *at > horizon);
-        if freed_at.len() >= MAX_HANDOFF_STARTS {
+/// The stamps of recent frees, by resource: where a handoff starts.
+#[derive(Debug, Default)]
+struct FreedAt {
+    at: HashMap<String, Duration>,
+    /// When the map, full, was last pruned of frees older than
+    /// [`HANDOFF_HORIZON`] (a full map of recent frees is pruned again a
+    /// second later at the soonest, not on every free: each prune is a pass
+    /// over [`MAX_HANDOFF_STARTS`] entries).
+    pruned_at: Option<Duration>,
+}
+
+impl FreedAt {
+    /// Remembers `resource`'s free at `stamp`, within [`MAX_HANDOFF_STARTS`]:
+    /// when full, frees older than [`HANDOFF_HORIZON`] go first; if none is
+    /// that old, this free is not remembered (its handoff is not timed).
+    fn remember(&mut self, resource: &str, stamp: Duration) {
+        if let Some(at) = self.at.get_mut(resource) {
+            *at = stamp;
             return;
         }
+        if self.at.len() >= MAX_HANDOFF_STARTS {
+            if self
+                .pruned_at
+                .is_some_and(|p| stamp.saturating_sub(p) < Duration::from_secs(1))
+            {
+                return;
+            }
+            self.pruned_at = Some(stamp);
+            let horizon = stamp.saturating_sub(HANDOFF_HORIZON);
+            self.at.retain(|_, at| *at > horizon);
+            if self.at.len() >= MAX_HANDOFF_STARTS {
+                return;
+            }
+        }
+        self.at.insert(resource.to_owned(), stamp);
+        debug_assert!(self.at.len() <= MAX_HANDOFF_STARTS);
     }
-    freed_at.insert(resource.to_owned(), stamp);
 }
 
 /// gRPC's canonical code names, as grpc-go prints them (`OK`, `NotFound`).

@@ -339,3 +339,69 @@ fn deploy_metrics_list_is_what_a_node_exports() {
         DESCRIPTIONS.iter().map(|(name, _, _)| *name).collect();
     assert_eq!(listed, exported);
 }
+
+// A node nobody scrapes keeps bounded memory: its histograms' samples are
+// folded into their buckets every UPKEEP_INTERVAL (the exporter keeps each
+// sample until a render or an upkeep), and the fold loses none of them.
+#[tokio::test(start_paused = true)]
+async fn upkeep_runs_every_interval_and_keeps_every_sample() {
+    let metrics = std::sync::Arc::new(Metrics::default());
+    let task = tokio::spawn(keep_up(std::sync::Arc::downgrade(&metrics)));
+    for _ in 0..3 {
+        metrics.acquire(AcquireOutcome::Granted, Duration::from_millis(2));
+    }
+    tokio::time::sleep(UPKEEP_INTERVAL * 3 + Duration::from_millis(1)).await;
+    assert_eq!(metrics.upkeeps(), 3);
+    metrics.acquire(AcquireOutcome::Granted, Duration::from_millis(2));
+    metrics.upkeep();
+    let text = metrics.render();
+    assert_eq!(
+        value(
+            &text,
+            "warden_acquire_duration_seconds_count{outcome=\"granted\"}"
+        ),
+        4.0,
+        "{text}"
+    );
+    // Gone with the node's metrics.
+    drop(metrics);
+    tokio::time::timeout(UPKEEP_INTERVAL * 2, task)
+        .await
+        .expect("the upkeep task ends once the metrics are dropped")
+        .expect("no panic");
+}
+
+// The handoff starts are bounded (MAX_HANDOFF_STARTS) and, full of recent
+// frees, cost no pass per free: a free that finds the map full of frees
+// younger than HANDOFF_HORIZON is not timed, and the map is pruned again a
+// second later at the soonest; frees past the horizon make room.
+#[test]
+fn handoff_starts_are_bounded_and_pruned_at_most_once_a_second() {
+    let mut freed = FreedAt::default();
+    let s = Duration::from_secs;
+    for i in 0..MAX_HANDOFF_STARTS {
+        freed.remember(&format!("r{i}"), s(100));
+    }
+    assert_eq!(freed.at.len(), MAX_HANDOFF_STARTS);
+    freed.remember("r0", s(101));
+    assert_eq!(
+        freed.at["r0"],
+        s(101),
+        "a known resource is updated in place"
+    );
+    freed.remember("x", Duration::from_millis(100_500));
+    assert!(!freed.at.contains_key("x"));
+    assert_eq!(freed.pruned_at, Some(Duration::from_millis(100_500)));
+    freed.remember("z", Duration::from_millis(100_900));
+    assert_eq!(
+        freed.pruned_at,
+        Some(Duration::from_millis(100_500)),
+        "no second pass within a second"
+    );
+    // Past the horizon, every free at 100 s goes; r0's (101 s) stays.
+    let later = Duration::from_millis(160_500);
+    freed.remember("y", later);
+    assert_eq!(freed.at.len(), 2);
+    assert_eq!(freed.at.get("y"), Some(&later));
+    assert_eq!(freed.at.get("r0"), Some(&s(101)));
+}

@@ -363,6 +363,9 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                         if guessed {
                             m.loaded_through = m.loaded_through.max(index);
                         }
+                        // One hold of the window's lock per entry.
+                        let mut hot = (!guessed && !applied.effects.is_empty())
+                            .then(|| self.shared.hot_locks.recorder(stamp));
                         for effect in &applied.effects {
                             // Read before the deadlines forget what it
                             // ends: the start of a hold or a wait.
@@ -373,10 +376,8 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                                 m.loaded_through,
                             );
                             self.shared.metrics.on_effect(effect, ended, stamp);
-                            if !guessed {
-                                self.shared
-                                    .hot_locks
-                                    .record([(effect, ended.waited)], stamp);
+                            if let Some(hot) = &mut hot {
+                                hot.effect(effect, ended.waited);
                             }
                             m.deadlines.on_effect(effect, stamp, stamp);
                             if let warden_core::Effect::WaiterRemoved {
@@ -390,6 +391,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                                     .record(resource, *lease_id, *enqueue_index);
                             }
                         }
+                        drop(hot);
                         if bugs.full_ttl_reset_at_election && matches!(cmd, Command::Promote(_)) {
                             let m = &mut *m;
                             crate::sim_hooks::reset_full_ttls(&m.table, &mut m.deadlines, now);
