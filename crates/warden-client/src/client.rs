@@ -18,7 +18,7 @@ use warden_proto::v1::{
 use crate::calls::{CallStream, OpenCall};
 use crate::error::{
     certainly_not_acted, connection_refused, describe, disposition, is_server_unavailable,
-    ClientError, Disposition,
+    never_connected, ClientError, Disposition,
 };
 use crate::published::Published;
 use crate::requests::{InFlight, RequestIds};
@@ -1067,6 +1067,10 @@ impl Client {
         // Endpoints whose latest attempt was refused at connect
         // (`ClientOptions::fail_fast_when_refused`), with that failure.
         let mut refused: BTreeMap<String, String> = BTreeMap::new();
+        // Plaintext endpoints already probed in this call for what they are
+        // (`transport::sniff_plaintext`), with the verdict.
+        let mut sniffed: BTreeMap<String, Option<&'static str>> = BTreeMap::new();
+        let plaintext = self.inner.options.tls.is_none() && self.inner.options.connector.is_none();
         loop {
             let outcome = match self.channel(&target) {
                 Ok(channel) => {
@@ -1111,7 +1115,33 @@ impl Client {
             }
             let hint = leader_hint(status.metadata());
             last_error = format!("{target}: {}", describe(&status));
-            if connection_refused(&status) {
+            // A plaintext connection that opened and then failed without
+            // an answer (a transport error, or h2 refusing what came back):
+            // name what the port is, once per endpoint. A port that is not
+            // HTTP/2 counts as refused for `fail_fast_when_refused`: no
+            // Warden node can answer there.
+            let mut not_warden = false;
+            if plaintext
+                && (std::error::Error::source(&status).is_some()
+                    || status.message().starts_with("h2 protocol error"))
+                && !connection_refused(&status)
+                && !never_connected(&status)
+            {
+                if !sniffed.contains_key(&target) {
+                    let within = self
+                        .inner
+                        .options
+                        .attempt_timeout
+                        .min(deadline.saturating_duration_since(Instant::now()));
+                    let verdict = crate::transport::sniff_plaintext(&target, within).await;
+                    sniffed.insert(target.clone(), verdict);
+                }
+                if let Some(Some(verdict)) = sniffed.get(&target) {
+                    last_error = format!("{last_error} ({verdict})");
+                    not_warden = true;
+                }
+            }
+            if connection_refused(&status) || not_warden {
                 refused.insert(target.clone(), last_error.clone());
             } else {
                 refused.remove(&target);

@@ -226,7 +226,7 @@ pub(crate) fn certainly_not_acted(status: &Status) -> bool {
 /// True when the status comes from a connection that never opened: its
 /// source chain holds tonic's `ConnectError` (refused, unreachable) or the
 /// connect timeout's `TimedOut` (tonic wraps the connector in one).
-fn never_connected(status: &Status) -> bool {
+pub(crate) fn never_connected(status: &Status) -> bool {
     let mut source = status.source();
     while let Some(e) = source {
         if e.is::<tonic::ConnectError>() {

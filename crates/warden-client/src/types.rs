@@ -55,7 +55,8 @@ pub struct ClientOptions {
     pub connector: Option<Arc<dyn Connector>>,
     /// Fail a call at once, with [`ClientError::Unavailable`] naming each
     /// endpoint, when every endpoint has refused the connection (nothing
-    /// listens there), instead of retrying until the
+    /// listens there) or, in plaintext, answered with something other than
+    /// HTTP/2 (named: HTTP/1, TLS), instead of retrying until the
     /// [`deadline`](Self::deadline): for one-shot commands, where a wrong
     /// port should say so quickly. False (the default) keeps retrying, as a
     /// session's keep-alive must through a restart of the whole cluster.

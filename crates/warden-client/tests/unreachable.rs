@@ -105,3 +105,26 @@ async fn a_port_that_is_not_a_warden_node_is_named_as_such() {
     assert!(last_error.contains("does not speak TLS"), "{last_error}");
     assert!(last_error.contains("--insecure"), "{last_error}");
 }
+
+// The same port reached in plaintext (`--insecure`): it answers, but not
+// with HTTP/2, and is named as not a Warden node by what it answered
+// (probed once), instead of tonic's "broken pipe" or "operation was
+// canceled" alone.
+#[tokio::test]
+async fn a_plaintext_port_that_is_not_http2_is_named_as_such() {
+    let http = http_server().await;
+    let client = Client::connect(
+        vec![http],
+        ClientOptions {
+            deadline: Duration::from_secs(1),
+            ..ClientOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let (_, last_error) = unavailable(client.status("orders").await.unwrap_err());
+    assert!(
+        last_error.contains("the port answers HTTP/1, not HTTP/2: not a Warden node"),
+        "{last_error}"
+    );
+}

@@ -398,6 +398,13 @@ pub struct DevArgs {
     /// minted under DIR (DIR/ca.key, DIR/certs) on the first run.
     #[arg(long)]
     pub insecure: bool,
+    /// Where to write the client profile (the endpoints and the certs dir,
+    /// read by client commands in any shell) [default:
+    /// $XDG_CONFIG_HOME/warden/profile.toml, else
+    /// ~/.config/warden/profile.toml]. A profile not written by `warden
+    /// dev` is never replaced.
+    #[arg(long, env = "WARDEN_PROFILE", value_name = "FILE")]
+    pub profile: Option<PathBuf>,
 }
 
 /// Flags every client command takes.
@@ -437,6 +444,12 @@ pub struct TlsArgs {
     /// `WARDEN_INSECURE=true` does the same.
     #[arg(long, env = "WARDEN_INSECURE")]
     pub insecure: bool,
+    /// The client profile, read for the endpoints and the certs dir (or
+    /// --insecure) when no flag or variable gives them [default:
+    /// $XDG_CONFIG_HOME/warden/profile.toml, else
+    /// ~/.config/warden/profile.toml; `warden dev` writes it].
+    #[arg(long, env = "WARDEN_PROFILE", value_name = "FILE")]
+    pub profile: Option<PathBuf>,
 }
 
 impl Default for TlsArgs {
@@ -445,6 +458,7 @@ impl Default for TlsArgs {
             certs_dir: None,
             user: warden_client::DEFAULT_USER.to_string(),
             insecure: false,
+            profile: None,
         }
     }
 }

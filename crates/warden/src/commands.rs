@@ -17,7 +17,7 @@ pub const CLI_DEADLINE: Duration = Duration::from_secs(5);
 
 /// The one line a client command prints when it was told neither how to
 /// authenticate nor that the cluster is insecure.
-pub const NO_CREDENTIALS: &str = "no credentials: pass --certs-dir DIR (or set WARDEN_CERTS_DIR; `warden dev` prints the export line) to use a secure cluster as --user (default root), or --insecure (or WARDEN_INSECURE=true) for a cluster started with --insecure";
+pub const NO_CREDENTIALS: &str = "no credentials: pass --certs-dir DIR (or set WARDEN_CERTS_DIR; `warden dev` writes it into the client profile) to use a secure cluster as --user (default root), or --insecure (or WARDEN_INSECURE=true) for a cluster started with --insecure";
 
 /// The TLS options of a client command: `Some` for `--certs-dir`, `None`
 /// for `--insecure`; an error when neither or both are given (a certs dir
@@ -68,6 +68,7 @@ pub(crate) async fn connect_long_lived(args: &ClientArgs) -> Result<Client, Stri
 }
 
 async fn connect_with(args: &ClientArgs, fail_fast: bool) -> Result<Client, String> {
+    let args = &crate::profile::fill(args)?;
     let endpoints: Vec<String> = args
         .endpoints
         .iter()
@@ -75,7 +76,7 @@ async fn connect_with(args: &ClientArgs, fail_fast: bool) -> Result<Client, Stri
         .filter(|e| !e.is_empty())
         .collect();
     if endpoints.is_empty() {
-        return Err("no endpoints: pass --endpoints HOST:PORT,... or set WARDEN_ENDPOINTS (`warden dev` prints the line to use)".into());
+        return Err("no endpoints: pass --endpoints HOST:PORT,... or set WARDEN_ENDPOINTS, or start `warden dev` (it writes the client profile these commands read)".into());
     }
     let options = ClientOptions {
         deadline: CLI_DEADLINE,
@@ -431,6 +432,7 @@ mod tests {
             certs_dir: certs_dir.map(Into::into),
             user: user.into(),
             insecure,
+            profile: None,
         }
     }
 
@@ -501,14 +503,23 @@ mod tests {
     // A missing endpoint list is a clear error that names both the flag and the variable.
     #[tokio::test]
     async fn missing_endpoints_name_flag_and_env() {
+        // An empty profile: nothing found there either (not the home's).
+        let dir = tempfile::tempdir().unwrap();
+        let profile = dir.path().join("profile.toml");
+        std::fs::write(&profile, "").unwrap();
         let args = ClientArgs {
             endpoints: vec![" ".into()],
-            tls: TlsArgs::default(),
+            tls: TlsArgs {
+                profile: Some(profile),
+                ..TlsArgs::default()
+            },
             output: OutputFormat::Json,
         };
         let err = connect(&args).await.unwrap_err();
         assert!(
-            err.contains("--endpoints") && err.contains("WARDEN_ENDPOINTS"),
+            err.contains("--endpoints")
+                && err.contains("WARDEN_ENDPOINTS")
+                && err.contains("client profile"),
             "{err}"
         );
         let bad = ClientArgs {

@@ -12,7 +12,9 @@
 //! `root`'s client certificate under DIR (`dev_certs.rs`), the nodes run
 //! with `--certs-dir`, and the endpoints line is followed by `export
 //! WARDEN_CERTS_DIR=DIR/certs`. `--insecure` starts them with `--insecure`
-//! and prints `export WARDEN_INSECURE=true` instead.
+//! and prints `export WARDEN_INSECURE=true` instead. Once the nodes run it
+//! writes the client profile (`profile.rs`) with the same two settings, so
+//! client commands in another shell need neither line.
 
 use std::fs::{File, OpenOptions};
 use std::net::TcpListener;
@@ -380,6 +382,34 @@ pub async fn run(args: DevArgs) -> anyhow::Result<u8> {
     }
     let _ = crate::output::line(&format!("export WARDEN_ENDPOINTS={}", state.endpoints()));
     let _ = crate::output::line(&export_line(certs.as_ref()));
+    let profile_written = match crate::profile::write_dev(
+        args.profile.as_deref(),
+        state.nodes.iter().map(|n| n.addr.clone()).collect(),
+        certs.as_ref().map(|c| c.client_dir.as_path()),
+    ) {
+        Ok(crate::profile::Written::Wrote(path)) => {
+            let _ = crate::output::line(&format!(
+                "client profile: {} (client commands in any shell read it)",
+                path.display()
+            ));
+            true
+        }
+        Ok(crate::profile::Written::KeptOther(path)) => {
+            eprintln!(
+                "not writing the client profile {}: it was not written by `warden dev` (use the export lines above, or --profile FILE)",
+                path.display()
+            );
+            false
+        }
+        Ok(crate::profile::Written::NoPath) => {
+            eprintln!("no client profile written: neither WARDEN_PROFILE, XDG_CONFIG_HOME nor HOME is set (use the export lines above)");
+            false
+        }
+        Err(e) => {
+            eprintln!("{e} (use the export lines above)");
+            false
+        }
+    };
     if certs.is_none() {
         eprintln!(
             "warning: insecure cluster: plaintext, no identities; anyone who reaches its ports owns it"
@@ -436,7 +466,12 @@ pub async fn run(args: DevArgs) -> anyhow::Result<u8> {
     }
     let _ = crate::output::line("ready");
     eprintln!(
-        "try: warden acquire demo --ttl 30s   (after the two export lines above); Ctrl-C stops the cluster"
+        "try: warden acquire demo --ttl 30s   ({}); Ctrl-C stops the cluster",
+        if profile_written {
+            "in any shell: it reads the client profile"
+        } else {
+            "after the two export lines above"
+        }
     );
 
     let mut watch = tokio::time::interval(WATCH_INTERVAL);

@@ -16,6 +16,8 @@
 //!   `warden cluster limits`, `warden audit --auth`.
 //! - `version_cmd.rs`: `warden version` (binary and format versions) and
 //!   `warden completion SHELL`.
+//! - `profile.rs`: the client profile `warden dev` writes and client
+//!   commands read when no flag or variable names the cluster.
 //! - `output.rs`: what they print (text or one JSON value) and exit codes.
 //! - `server_exit.rs`: `warden server`'s exit codes, one per class of stop.
 
@@ -32,6 +34,7 @@ mod exec_cmd;
 mod fenced_store;
 mod lease_cmd;
 mod output;
+mod profile;
 mod role_cmd;
 mod server_config;
 mod server_exit;

@@ -163,14 +163,16 @@ impl std::ops::Deref for Dev {
 /// Starts `warden dev` in `dir` as the README does (no flags: data in
 /// `./warden-dev`) and returns once it printed `ready`.
 fn start_dev(dir: &Path) -> Dev {
-    let mut cmd = warden_env(Command::new(env!("CARGO_BIN_EXE_warden")));
+    let mut cmd = warden_env(Command::new(env!("CARGO_BIN_EXE_warden")), dir);
     cmd.arg("dev").current_dir(dir);
     Dev(DevProcess::start(cmd, READY_TIMEOUT))
 }
 
-/// `cmd` with none of the caller's `WARDEN_*` variables and the built
-/// `warden` first on `PATH`.
-fn warden_env(mut cmd: Command) -> Command {
+/// `cmd` with none of the caller's `WARDEN_*` variables, the built
+/// `warden` first on `PATH`, and `XDG_CONFIG_HOME` in `dir` (the client
+/// profile `warden dev` writes and the session's commands read: never the
+/// real home's).
+fn warden_env(mut cmd: Command, dir: &Path) -> Command {
     for (name, _) in std::env::vars_os() {
         if name.to_string_lossy().starts_with("WARDEN_") {
             cmd.env_remove(name);
@@ -185,6 +187,7 @@ fn warden_env(mut cmd: Command) -> Command {
         &std::env::var_os("PATH").unwrap_or_default(),
     ));
     cmd.env("PATH", std::env::join_paths(path).expect("PATH"));
+    cmd.env("XDG_CONFIG_HOME", dir.join("config"));
     cmd
 }
 
@@ -192,7 +195,7 @@ fn warden_env(mut cmd: Command) -> Command {
 /// stderr merged into stdout, in its own process group.
 fn shell(dir: &Path, env: &[(String, String)], command: &str) -> Command {
     use std::os::unix::process::CommandExt;
-    let mut cmd = warden_env(Command::new("sh"));
+    let mut cmd = warden_env(Command::new("sh"), dir);
     cmd.arg("-c")
         .arg(format!("exec 2>&1\n{command}"))
         .current_dir(dir)

@@ -22,11 +22,20 @@ fn warden() -> Command {
 
 type Dev = DevProcess;
 
+/// The `XDG_CONFIG_HOME` of a test's `warden dev` on `dir` (beside it):
+/// where its client profile goes, never the real home's.
+fn config_home(dir: &std::path::Path) -> std::path::PathBuf {
+    dir.parent().expect("dev dir has a parent").join("config")
+}
+
 /// Starts `warden dev` on `dir` with `flags`; returns once it printed
 /// `ready` (deadline 60 s).
 fn start_dev(dir: &std::path::Path, flags: &[&str]) -> Dev {
     let mut cmd = warden();
-    cmd.args(["dev", "--data-dir"]).arg(dir).args(flags);
+    cmd.args(["dev", "--data-dir"])
+        .arg(dir)
+        .args(flags)
+        .env("XDG_CONFIG_HOME", config_home(dir));
     DevProcess::start(cmd, Duration::from_secs(60))
 }
 
@@ -89,8 +98,26 @@ fn dev_cluster_serves_and_comes_back_with_its_state() {
     let lease = g["lease_id"].as_u64().expect("lease");
     let token = g["fencing_token"].as_u64().expect("token");
 
-    // A newcomer's client that has not pasted the certs line: plaintext
-    // (`--insecure`) gets no answer ...
+    // Another shell, nothing pasted: the client profile `warden dev` wrote
+    // (under XDG_CONFIG_HOME) names the endpoints and the certs dir.
+    let profile = config_home(&dir).join("warden/profile.toml");
+    let text = std::fs::read_to_string(&profile).expect("warden dev wrote the client profile");
+    assert!(text.contains("written_by = \"warden dev\""), "{text}");
+    let out = warden()
+        .env("XDG_CONFIG_HOME", config_home(&dir))
+        .args(["status", "orders", "--output", "json"])
+        .output()
+        .expect("cli");
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert_eq!(
+        (out.status.code(), s["holder"]["lease_id"].as_u64()),
+        (Some(0), Some(lease)),
+        "{s} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // A newcomer's client that passes `--insecure` to a secure cluster gets
+    // no answer ...
     let endpoints = dev
         .export("WARDEN_ENDPOINTS")
         .expect("endpoints")
@@ -101,6 +128,13 @@ fn dev_cluster_serves_and_comes_back_with_its_state() {
         .output()
         .expect("cli");
     assert_eq!(out.status.code(), Some(1));
+    // ... and is told why: the port speaks TLS (probed once per endpoint;
+    // the call fails at once, not after the CLI's deadline).
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the port speaks TLS") && err.contains("--certs-dir"),
+        "{err}"
+    );
     // Over TLS without a client certificate: Unauthenticated.
     let anonymous = warden_tls::ClientTls::anonymous(&certs_dir.join("ca.crt")).expect("ca.crt");
     let refused = tokio::runtime::Runtime::new()

@@ -115,11 +115,12 @@ pub fn server_flags(security: Security, id: u64) -> Vec<OsString> {
 
 /// The `WARDEN_*` variables a child must not inherit from the shell that
 /// runs the tests: the harness's flags alone say how it connects.
-pub const CLEARED_ENV: [&str; 4] = [
+pub const CLEARED_ENV: [&str; 5] = [
     "WARDEN_ENDPOINTS",
     "WARDEN_CERTS_DIR",
     "WARDEN_USER",
     "WARDEN_INSECURE",
+    "WARDEN_PROFILE",
 ];
 
 /// A connected channel to `addr` as `root` (connect timeout 300 ms;
