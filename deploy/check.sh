@@ -85,7 +85,7 @@ if command -v systemd-analyze >/dev/null 2>&1; then
   bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
   # The unit as installed, with ExecStart pointing at a binary that exists
   # here (verify refuses a missing one).
-  sed "s#/usr/local/bin/warden#$bin#" systemd/warden.service > "$tmp/warden.service"
+  sed "s#/usr/bin/warden#$bin#" systemd/warden.service > "$tmp/warden.service"
   if out=$(cd "$tmp" && systemd-analyze verify ./warden.service 2>&1); then
     # verify exits 0 on unknown keys and bad values, only warning: any line fails.
     if [ -n "$out" ]; then
