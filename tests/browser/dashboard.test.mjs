@@ -45,7 +45,9 @@ function findOnPath(name) {
 function startDev(dir) {
   const child = spawn(wardenBin, ["dev", "--nodes", "1", "--data-dir", dir], {
     stdio: ["ignore", "pipe", "pipe"],
-    env: cleanEnv(),
+    // Its client profile goes beside its data, never into the real home's
+    // ~/.config (where the next CLI run would read it).
+    env: { ...cleanEnv(), XDG_CONFIG_HOME: path.join(dir, "config") },
   });
   let out = "";
   let err = "";

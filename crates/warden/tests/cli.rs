@@ -12,7 +12,10 @@ fn warden(args: &[&str], env: &[(&str, &str)]) -> Output {
             cmd.env_remove(name);
         }
     }
-    cmd.args(args)
+    // No client profile (not the real home's): an empty config home.
+    let config = tempfile::tempdir().expect("config home");
+    cmd.env("XDG_CONFIG_HOME", config.path())
+        .args(args)
         .envs(env.iter().copied())
         .output()
         .expect("run warden")
