@@ -18,7 +18,7 @@ use warden_proto::v1::{
 use crate::calls::{CallStream, OpenCall};
 use crate::error::{
     certainly_not_acted, connection_refused, describe, disposition, is_server_unavailable,
-    never_connected, ClientError, Disposition,
+    never_connected, not_tls, ClientError, Disposition,
 };
 use crate::published::Published;
 use crate::requests::{InFlight, RequestIds};
@@ -1141,6 +1141,8 @@ impl Client {
                     not_warden = true;
                 }
             }
+            // Over TLS, a port that answered the handshake in plaintext.
+            not_warden |= !plaintext && not_tls(&status);
             if connection_refused(&status) || not_warden {
                 refused.insert(target.clone(), last_error.clone());
             } else {

@@ -301,12 +301,18 @@ pub(crate) fn connection_refused(status: &Status) -> bool {
 /// from a server, or a failure that names its own cause (a TLS alert, a
 /// closed connection), where a guess would mislead.
 fn not_warden_hint(status: &Status) -> Option<&'static str> {
+    not_tls(status).then_some(
+            "the port does not speak TLS: a node started with --insecure (then pass --insecure), or not a Warden node",
+        )
+}
+
+/// Whether the TLS handshake got plaintext back (warden-tls' typed
+/// [`warden_tls::ConnectError::is_not_tls`]): no Warden node with
+/// certificates is on that port.
+pub(crate) fn not_tls(status: &Status) -> bool {
     causes(status)
         .filter_map(|e| e.downcast_ref::<warden_tls::ConnectError>())
         .any(warden_tls::ConnectError::is_not_tls)
-        .then_some(
-            "the port does not speak TLS: a node started with --insecure (then pass --insecure), or not a Warden node",
-        )
 }
 
 /// The status's source chain, outermost first (empty for a status a

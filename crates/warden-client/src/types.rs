@@ -55,8 +55,9 @@ pub struct ClientOptions {
     pub connector: Option<Arc<dyn Connector>>,
     /// Fail a call at once, with [`ClientError::Unavailable`] naming each
     /// endpoint, when every endpoint has refused the connection (nothing
-    /// listens there) or, in plaintext, answered with something other than
-    /// HTTP/2 (named: HTTP/1, TLS), instead of retrying until the
+    /// listens there) or answered as no Warden node would (in plaintext,
+    /// with something other than HTTP/2: HTTP/1, TLS; over TLS, with
+    /// plaintext), instead of retrying until the
     /// [`deadline`](Self::deadline): for one-shot commands, where a wrong
     /// port should say so quickly. False (the default) keeps retrying, as a
     /// session's keep-alive must through a restart of the whole cluster.

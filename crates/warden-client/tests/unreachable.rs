@@ -78,12 +78,14 @@ async fn every_endpoint_refused_fails_at_once_naming_each() {
 }
 
 // A port that speaks HTTP/1.1 (another service) reached over TLS, as the
-// CLI does by default, is named as not TLS, with what to do.
+// CLI does by default, is named as not TLS, with what to do; a one-shot
+// call fails at once (60 s deadline: the 20 s wait below would fire first).
 #[tokio::test]
 async fn a_port_that_is_not_a_warden_node_is_named_as_such() {
     let http = http_server().await;
     let options = ClientOptions {
-        deadline: Duration::from_secs(1),
+        deadline: Duration::from_secs(60),
+        fail_fast_when_refused: true,
         ..ClientOptions::default()
     };
 
@@ -101,7 +103,11 @@ async fn a_port_that_is_not_a_warden_node_is_named_as_such() {
     )
     .await
     .unwrap();
-    let (_, last_error) = unavailable(tls.status("orders").await.unwrap_err());
+    let e = tokio::time::timeout(Duration::from_secs(20), tls.status("orders"))
+        .await
+        .expect("failed fast, not after the deadline")
+        .unwrap_err();
+    let (_, last_error) = unavailable(e);
     assert!(last_error.contains("does not speak TLS"), "{last_error}");
     assert!(last_error.contains("--insecure"), "{last_error}");
 }
