@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::ClientArgs;
+use crate::server_config::{one_line, read_at_most};
 
 /// Largest profile read: 64 KiB (a real one is a few hundred bytes).
 pub const MAX_PROFILE_BYTES: u64 = 64 * 1024;
@@ -66,33 +67,18 @@ pub fn path(given: Option<&Path>) -> Option<PathBuf> {
 
 /// Reads the profile at `path`: None when there is no such file.
 pub fn read(path: &Path) -> Result<Option<Profile>, String> {
-    use std::io::Read as _;
     let name = || format!("client profile {}", path.display());
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
+    let text = match read_at_most(path, MAX_PROFILE_BYTES) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Err(format!(
+            "{}: larger than the limit of {MAX_PROFILE_BYTES} bytes (64 KiB); is it the profile?",
+            name()
+        )),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("{}: cannot read: {e}", name())),
     };
-    let mut text = String::new();
-    file.take(MAX_PROFILE_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| format!("{}: cannot read: {e}", name()))?;
-    if text.len() as u64 > MAX_PROFILE_BYTES {
-        return Err(format!(
-            "{}: larger than the limit of {MAX_PROFILE_BYTES} bytes (64 KiB); is it the profile?",
-            name()
-        ));
-    }
-    let mut profile: Profile = toml::from_str(&text).map_err(|e| {
-        format!(
-            "{}: {}",
-            name(),
-            e.to_string()
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ")
-        )
-    })?;
+    let mut profile: Profile =
+        toml::from_str(&text).map_err(|e| format!("{}: {}", name(), one_line(&e.to_string())))?;
     if let (Some(dir), Some(base)) = (&profile.certs_dir, path.parent()) {
         if dir.is_relative() {
             profile.certs_dir = Some(base.join(dir));

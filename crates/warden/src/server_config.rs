@@ -125,22 +125,27 @@ fn check_peer_split(
 /// a larger file is a mistake, e.g. a log or a binary given by accident).
 pub const MAX_CONFIG_FILE_BYTES: u64 = 1024 * 1024;
 
-/// Reads and parses a config file (at most [`MAX_CONFIG_FILE_BYTES`]).
-pub fn read_config_file(path: &Path) -> Result<FileConfig, String> {
+/// The text of `path` if it is at most `limit` bytes; None when larger
+/// (the config file and the client profile are read this way).
+pub(crate) fn read_at_most(path: &Path, limit: u64) -> std::io::Result<Option<String>> {
     use std::io::Read as _;
-    let cannot = |e: std::io::Error| format!("--config {}: cannot read: {e}", path.display());
-    let file = std::fs::File::open(path).map_err(cannot)?;
+    let file = std::fs::File::open(path)?;
     let mut text = String::new();
     // One byte more than the limit tells an oversized file from one at it.
-    file.take(MAX_CONFIG_FILE_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(cannot)?;
-    if text.len() as u64 > MAX_CONFIG_FILE_BYTES {
+    file.take(limit + 1).read_to_string(&mut text)?;
+    Ok((text.len() as u64 <= limit).then_some(text))
+}
+
+/// Reads and parses a config file (at most [`MAX_CONFIG_FILE_BYTES`]).
+pub fn read_config_file(path: &Path) -> Result<FileConfig, String> {
+    let Some(text) = read_at_most(path, MAX_CONFIG_FILE_BYTES)
+        .map_err(|e| format!("--config {}: cannot read: {e}", path.display()))?
+    else {
         return Err(format!(
             "--config {}: larger than the limit of {MAX_CONFIG_FILE_BYTES} bytes (1 MiB); is it the config file?",
             path.display()
         ));
-    }
+    };
     parse_config_file(&text).map_err(|e| format!("--config {}: {e}", path.display()))
 }
 
@@ -149,7 +154,8 @@ pub fn parse_config_file(text: &str) -> Result<FileConfig, String> {
     toml::from_str(text).map_err(|e| one_line(&e.to_string()))
 }
 
-fn one_line(text: &str) -> String {
+/// `text` with every run of whitespace (newlines too) as one space.
+pub(crate) fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
