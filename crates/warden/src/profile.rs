@@ -70,10 +70,12 @@ pub fn read(path: &Path) -> Result<Option<Profile>, String> {
     let name = || format!("client profile {}", path.display());
     let text = match read_at_most(path, MAX_PROFILE_BYTES) {
         Ok(Some(text)) => text,
-        Ok(None) => return Err(format!(
+        Ok(None) => {
+            return Err(format!(
             "{}: larger than the limit of {MAX_PROFILE_BYTES} bytes (64 KiB); is it the profile?",
             name()
-        )),
+        ))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("{}: cannot read: {e}", name())),
     };
