@@ -20,8 +20,13 @@
 //!
 //! All arithmetic saturates: an overflowing deadline becomes `Duration::MAX`,
 //! i.e. never due (late, never early). A missing deadline is never due.
+//!
+//! Each kind of deadline is kept by key and by time ([`Timed`]), so the
+//! leader's look for due work ([`Deadlines::due`], run for every entry that
+//! can hand a resource off) and its timer ([`Deadlines::next_deadline`]) cost
+//! O(log n + what is due), not a pass over every lease and waiter.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::effect::Effect;
@@ -31,14 +36,90 @@ use crate::types::{
     DueWaiter, LeaderId, LeaseId, LogIndex,
 };
 
+/// Deadlines by key, also ordered by time: what is due at `now` is a range
+/// of the time index, found in O(log n + due).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Timed<K: Ord + Clone> {
+    by_key: BTreeMap<K, Duration>,
+    /// Exactly the pairs of `by_key`, as (deadline, key).
+    by_time: BTreeSet<(Duration, K)>,
+}
+
+impl<K: Ord + Clone> Default for Timed<K> {
+    fn default() -> Self {
+        Timed {
+            by_key: BTreeMap::new(),
+            by_time: BTreeSet::new(),
+        }
+    }
+}
+
+impl<K: Ord + Clone> Timed<K> {
+    fn get(&self, key: &K) -> Option<Duration> {
+        self.by_key.get(key).copied()
+    }
+
+    fn insert(&mut self, key: K, at: Duration) {
+        if let Some(old) = self.by_key.insert(key.clone(), at) {
+            let removed = self.by_time.remove(&(old, key.clone()));
+            debug_assert!(removed, "the time index holds every deadline");
+        }
+        self.by_time.insert((at, key));
+        debug_assert_eq!(self.by_key.len(), self.by_time.len());
+    }
+
+    fn remove(&mut self, key: &K) {
+        if let Some(at) = self.by_key.remove(key) {
+            let removed = self.by_time.remove(&(at, key.clone()));
+            debug_assert!(removed, "the time index holds every deadline");
+        }
+        debug_assert_eq!(self.by_key.len(), self.by_time.len());
+    }
+
+    /// The deadline becomes min(its deadline, `cap`), or `cap` if it had none.
+    fn set_min(&mut self, key: K, cap: Duration) {
+        let at = self.get(&key).map_or(cap, |d| d.min(cap));
+        self.insert(key, at);
+    }
+
+    /// The deadline becomes max(its deadline, `floor`), or `floor` if it had none.
+    fn set_max(&mut self, key: K, floor: Duration) {
+        let at = self.get(&key).map_or(floor, |d| d.max(floor));
+        self.insert(key, at);
+    }
+
+    /// Keys whose deadline is <= `now`, earliest first.
+    fn due(&self, now: Duration) -> impl Iterator<Item = &K> {
+        self.by_time
+            .iter()
+            .take_while(move |(at, _)| *at <= now)
+            .map(|(_, key)| key)
+    }
+
+    fn earliest(&self) -> Option<Duration> {
+        self.by_time.first().map(|(at, _)| *at)
+    }
+
+    fn retain(&mut self, mut keep: impl FnMut(&K) -> bool) {
+        let gone: Vec<K> = self.by_key.keys().filter(|k| !keep(k)).cloned().collect();
+        for key in &gone {
+            self.remove(key);
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.by_key.len()
+    }
+}
+
 /// Node-local deadlines of leases, waits and lock-delays.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Deadlines {
-    leases: BTreeMap<LeaseId, Duration>,
+    leases: Timed<LeaseId>,
     /// (resource, lease, enqueue index) → end of the wait.
-    waits: BTreeMap<(String, LeaseId, LogIndex), Duration>,
+    waits: Timed<(String, LeaseId, LogIndex)>,
     /// (resource, start index) → end of the delay.
-    lock_delays: BTreeMap<(String, LogIndex), Duration>,
+    lock_delays: Timed<(String, LogIndex)>,
     /// For display only (`List` ages): resource → (grant index, when this node
     /// applied the grant, or loaded the table).
     held_since: BTreeMap<String, (LogIndex, Duration)>,
@@ -68,12 +149,6 @@ fn until_ms(deadline: Duration, now: Duration) -> u64 {
     u64::try_from(up).unwrap_or(u64::MAX)
 }
 
-fn set_min<K: Ord>(map: &mut BTreeMap<K, Duration>, key: K, cap: Duration) {
-    map.entry(key)
-        .and_modify(|d| *d = (*d).min(cap))
-        .or_insert(cap);
-}
-
 impl Deadlines {
     /// An empty table.
     pub fn new() -> Self {
@@ -91,14 +166,10 @@ impl Deadlines {
                 lease_id,
                 remaining_ms,
             } => {
-                set_min(&mut self.leases, *lease_id, add(stamp, *remaining_ms));
+                self.leases.set_min(*lease_id, add(stamp, *remaining_ms));
             }
             Effect::LeaseGraced { lease_id, grace_ms } => {
-                let floor = add(now, *grace_ms);
-                self.leases
-                    .entry(*lease_id)
-                    .and_modify(|d| *d = (*d).max(floor))
-                    .or_insert(floor);
+                self.leases.set_max(*lease_id, add(now, *grace_ms));
             }
             Effect::LeaseEnded { lease_id, .. } => {
                 self.leases.remove(lease_id);
@@ -123,8 +194,7 @@ impl Deadlines {
                 enqueue_index,
                 remaining_ms,
             } => {
-                set_min(
-                    &mut self.waits,
+                self.waits.set_min(
                     (resource.clone(), *lease_id, *enqueue_index),
                     add(stamp, *remaining_ms),
                 );
@@ -155,11 +225,8 @@ impl Deadlines {
                 start_index,
                 remaining_ms,
             } => {
-                set_min(
-                    &mut self.lock_delays,
-                    (resource.clone(), *start_index),
-                    add(stamp, *remaining_ms),
-                );
+                self.lock_delays
+                    .set_min((resource.clone(), *start_index), add(stamp, *remaining_ms));
             }
             Effect::LockDelayEnded {
                 resource,
@@ -222,12 +289,12 @@ impl Deadlines {
 
     /// The local deadline of lease `id`, if known.
     pub fn lease_deadline(&self, id: LeaseId) -> Option<Duration> {
-        self.leases.get(&id).copied()
+        self.leases.get(&id)
     }
 
     /// Milliseconds left on lease `id` at `now` (0 once passed; rounded up).
     pub fn remaining_ms(&self, id: LeaseId, now: Duration) -> Option<u64> {
-        self.leases.get(&id).map(|d| until_ms(*d, now))
+        self.leases.get(&id).map(|d| until_ms(d, now))
     }
 
     /// For display (`List`): milliseconds since this node applied the grant
@@ -281,14 +348,11 @@ impl Deadlines {
     ) -> Option<Duration> {
         self.waits
             .get(&(resource.to_owned(), lease_id, enqueue_index))
-            .copied()
     }
 
     /// The local end of a lock-delay, if known.
     pub fn lock_delay_deadline(&self, resource: &str, start_index: LogIndex) -> Option<Duration> {
-        self.lock_delays
-            .get(&(resource.to_owned(), start_index))
-            .copied()
+        self.lock_delays.get(&(resource.to_owned(), start_index))
     }
 
     /// For display (`status`, `list`, an acquire refused or queued during a
@@ -308,40 +372,48 @@ impl Deadlines {
 
     /// The earliest deadline of any kind, for the leader's timer.
     pub fn next_deadline(&self) -> Option<Duration> {
-        self.leases
-            .values()
-            .chain(self.waits.values())
-            .chain(self.lock_delays.values())
-            .min()
-            .copied()
+        [
+            self.leases.earliest(),
+            self.waits.earliest(),
+            self.lock_delays.earliest(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// What the leader should end at `now`: leases whose deadline <= now, with
     /// the `last_index` the table holds, and waits whose end <= now, both in
     /// sorted order. Only entries still in `table` are listed.
     pub fn due(&self, table: &LockTable, leader: LeaderId, now: Duration) -> DueList {
-        let leases = self
+        let mut leases: Vec<DueLease> = self
             .leases
-            .iter()
-            .filter(|(_, d)| **d <= now)
-            .filter_map(|(id, _)| {
+            .due(now)
+            .filter_map(|id| {
                 table.lease(*id).map(|l| DueLease {
                     lease_id: *id,
                     last_index: l.last_index,
                 })
             })
             .collect();
-        let waiters = self
+        leases.sort_unstable_by_key(|l| l.lease_id);
+        let mut waiters: Vec<DueWaiter> = self
             .waits
-            .iter()
-            .filter(|(_, d)| **d <= now)
-            .filter(|((r, lease, enq), _)| table.has_waiter(r, *lease, *enq))
-            .map(|((r, lease, enq), _)| DueWaiter {
+            .due(now)
+            .filter(|(r, lease, enq)| table.has_waiter(r, *lease, *enq))
+            .map(|(r, lease, enq)| DueWaiter {
                 resource: r.clone(),
                 lease_id: *lease,
                 enqueue_index: *enq,
             })
             .collect();
+        waiters.sort_unstable_by(|a, b| {
+            (&a.resource, a.lease_id, a.enqueue_index).cmp(&(
+                &b.resource,
+                b.lease_id,
+                b.enqueue_index,
+            ))
+        });
         DueList {
             leader,
             leases,
@@ -352,17 +424,19 @@ impl Deadlines {
     /// Lock-delays whose end <= now and that still run in `table`: (resource,
     /// start index) for `EndLockDelay` entries, sorted.
     pub fn due_lock_delays(&self, table: &LockTable, now: Duration) -> Vec<(String, LogIndex)> {
-        let running = table.lock_delays();
-        self.lock_delays
-            .iter()
-            .filter(|(_, d)| **d <= now)
-            .filter(|((r, s), _)| {
-                running
-                    .iter()
-                    .any(|v| v.resource == *r && v.start_index == *s)
+        let mut due: Vec<(String, LogIndex)> = self
+            .lock_delays
+            .due(now)
+            .filter(|(r, s)| {
+                table
+                    .resource(r)
+                    .and_then(|state| state.lock_delay.as_ref())
+                    .is_some_and(|d| d.start_index == *s)
             })
-            .map(|(k, _)| k.clone())
-            .collect()
+            .cloned()
+            .collect();
+        due.sort_unstable();
+        due
     }
 
     /// A checkpoint of remaining durations at `now`: leases not renewed within
@@ -439,14 +513,14 @@ impl Deadlines {
     /// Drops every deadline whose lease, wait or lock-delay is no longer in
     /// `table` (after a snapshot install or any doubt).
     pub fn prune(&mut self, table: &LockTable) {
-        self.leases.retain(|id, _| table.lease(*id).is_some());
+        self.leases.retain(|id| table.lease(*id).is_some());
         self.waits
-            .retain(|(r, lease, enq), _| table.has_waiter(r, *lease, *enq));
+            .retain(|(r, lease, enq)| table.has_waiter(r, *lease, *enq));
         self.waiting_since
             .retain(|(r, lease, enq), _| table.has_waiter(r, *lease, *enq));
         self.held_since
             .retain(|r, (i, _)| table.holder(r).is_some_and(|h| h.grant_index == *i));
-        self.lock_delays.retain(|(r, start), _| {
+        self.lock_delays.retain(|(r, start)| {
             table
                 .resource(r)
                 .and_then(|s| s.lock_delay.as_ref())

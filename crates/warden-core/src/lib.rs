@@ -34,7 +34,8 @@
 //!   a version byte then postcard; byte-identical for equal tables.
 //! * [`deadline`]: the node-local, non-replicated [`Deadlines`] that turns
 //!   durations into instants on the node's own clock (passed in, never read)
-//!   and tells the leader what is due and what to checkpoint.
+//!   and tells the leader what is due (from a time index: O(log n + due),
+//!   `examples/due_bench.rs` measures it) and what to checkpoint.
 //! * [`restore`]: the transformation of a backup's table for a new cluster
 //!   (token counter above every old token plus a gap, full TTLs, lock-delay
 //!   on every held resource).

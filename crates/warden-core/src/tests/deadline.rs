@@ -354,3 +354,68 @@ fn lock_delay_counts_from_apply() {
         vec![("r".to_string(), 2)]
     );
 }
+
+// S8 and L1: the time index behind `due` and `next_deadline` lists exactly the
+// leases whose deadline has passed, in lease-id order whatever order their
+// deadlines fall in, and follows every change of a deadline: a renew moves it
+// later, a checkpoint's cap earlier, a grace later, an end removes it.
+#[test]
+fn due_and_next_deadline_follow_every_change_of_a_deadline() {
+    let (mut log, mut d) = (Log::new(), Deadlines::new());
+    // Leases 1..=5 with TTLs 5, 4, 3, 2, 1 s, all stamped at 0: lease 5 is
+    // due first, lease 1 last.
+    for (i, ttl_s) in (1..=5).zip((1..=5).rev()) {
+        step(
+            &mut log,
+            &mut d,
+            lease_grant(hdr(i, 1), ttl_s * 1_000),
+            s(0),
+            s(0),
+        );
+    }
+    let due_ids = |d: &Deadlines, log: &Log, at: Duration| -> Vec<u64> {
+        d.due(&log.t, L1, at)
+            .leases
+            .iter()
+            .map(|l| l.lease_id)
+            .collect()
+    };
+    assert_eq!(d.next_deadline(), Some(s(1)));
+    assert_eq!(due_ids(&d, &log, ms(999)), Vec::<u64>::new());
+    assert_eq!(due_ids(&d, &log, s(3)), vec![3, 4, 5]);
+    // Lease 5 renewed at 2 s (TTL 1 s): due at 3 s, no longer at 2.5 s.
+    step(
+        &mut log,
+        &mut d,
+        Command::RenewBatch(RenewBatch { lease_ids: vec![5] }),
+        s(2),
+        s(2),
+    );
+    assert_eq!(due_ids(&d, &log, ms(2_500)), vec![4]);
+    assert_eq!(d.next_deadline(), Some(s(2)));
+    // A cap brings lease 1 (due at 5 s) down to 1.5 s.
+    d.on_effect(
+        &Effect::LeaseCapped {
+            lease_id: 1,
+            remaining_ms: 1_500,
+        },
+        s(0),
+        s(0),
+    );
+    assert_eq!(due_ids(&d, &log, ms(1_500)), vec![1]);
+    assert_eq!(d.next_deadline(), Some(ms(1_500)));
+    // A grace lifts it to 4 s; an end removes lease 4.
+    d.on_effect(
+        &Effect::LeaseGraced {
+            lease_id: 1,
+            grace_ms: 4_000,
+        },
+        s(0),
+        s(0),
+    );
+    d.forget_lease(4);
+    assert_eq!(due_ids(&d, &log, ms(3_999)), vec![3, 5]);
+    assert_eq!(due_ids(&d, &log, s(4)), vec![1, 2, 3, 5]);
+    assert_eq!(d.next_deadline(), Some(s(3)));
+    assert_eq!(d.lease_count(), 4);
+}
