@@ -22,7 +22,7 @@
 # run: run gobench for them (docs/performance.md, "What metrics cost", has the command).
 #
 # It installs what is missing (Debian packages: etcd-server, etcd-client, zookeeper,
-# redis-server, protobuf-compiler for etcd-client's build, fonts for the chart), builds
+# redis-server, protobuf-compiler and libprotobuf-dev for etcd-client's build, fonts for the chart), builds
 # `warden` (release, the main workspace) and `loadgen` (release, bench/'s own workspace),
 # starts every cluster on 127.0.0.1 with ports picked free and data under a temp dir on the
 # real disk (/var/tmp), and on exit stops only the processes it started (their ids are
@@ -43,6 +43,9 @@ if [ -z "${BENCH_SKIP_GO:-}" ] && ! command -v go >/dev/null; then
     exit 1
 fi
 command -v protoc >/dev/null || need+=(protobuf-compiler)
+# etcd-client's protos import google/protobuf/*.proto, which protoc finds in libprotobuf-dev
+# (a Recommends of protobuf-compiler, so not pulled in by --no-install-recommends).
+[ -f /usr/include/google/protobuf/descriptor.proto ] || need+=(libprotobuf-dev)
 pkg-config --exists fontconfig 2>/dev/null || need+=(libfontconfig1-dev pkg-config)
 [ -d /usr/share/fonts/truetype/dejavu ] || need+=(fonts-dejavu-core)
 if [ ${#need[@]} -gt 0 ]; then

@@ -82,6 +82,13 @@ struct RunArgs {
     /// Free text recorded as machine.load_note (e.g. other load on the machine).
     #[arg(long, default_value = "")]
     load_note: String,
+    /// Run every backend this many times, each on a fresh cluster, the order
+    /// of the backends reversed every other round, so a machine that speeds up
+    /// or slows down during the run favours no backend. Every row records its
+    /// round; the report gives medians over the rounds and, for each ratio, the
+    /// median of the per-round ratios with their range.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=50))]
+    rounds: u32,
 }
 
 #[derive(clap::Args)]
@@ -151,7 +158,20 @@ async fn run(args: RunArgs) -> Result<()> {
             }
         }
     }
-    for (backend, tuned) in passes {
+    machine.insert("rounds".into(), json!(args.rounds));
+    let rounds: Vec<(u32, Vec<(String, bool)>)> = (0..args.rounds)
+        .map(|round| {
+            let mut order = passes.clone();
+            if round % 2 == 1 {
+                order.reverse();
+            }
+            (round, order)
+        })
+        .collect();
+    for (round, backend, tuned) in rounds
+        .into_iter()
+        .flat_map(|(round, order)| order.into_iter().map(move |(b, t)| (round, b, t)))
+    {
         let system = system_of(&backend, tuned);
         let name: &'static str = match backend.as_str() {
             "warden" => "warden",
@@ -162,13 +182,24 @@ async fn run(args: RunArgs) -> Result<()> {
             "redis" => "redis",
             other => anyhow::bail!("unknown backend {other}"),
         };
-        eprintln!("== {name} ({})", system.config());
+        if args.rounds > 1 {
+            eprintln!(
+                "== round {}/{}: {name} ({})",
+                round + 1,
+                args.rounds,
+                system.config()
+            );
+        } else {
+            eprintln!("== {name} ({})", system.config());
+        }
         let mut cluster = match Cluster::start(system, work.path(), &warden_bin).await {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("   cannot start: {e:#}");
                 for w in &args.workloads {
-                    runs.push(failed_row(w, name, system, &e));
+                    let mut row = failed_row(w, name, system, &e);
+                    row.extra.insert("round".into(), json!(round));
+                    runs.push(row);
                 }
                 write_results(&args.out, &machine, &runs)?;
                 continue;
@@ -255,6 +286,8 @@ async fn run(args: RunArgs) -> Result<()> {
                     &anyhow::anyhow!("timed out after {limit:?}"),
                 ),
             };
+            let mut row = row;
+            row.extra.insert("round".into(), json!(round));
             eprintln!(
                 "   {w:<12} p50 {:>8} ms  p99 {:>8} ms  ops/s {:>9}  {} ({:.1} s)",
                 fmt(row.p50_ms),

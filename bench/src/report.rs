@@ -1,6 +1,7 @@
 //! `latest.json` → `latest.md` (Warden's ratio to each anchor and to itself
 //! without TLS, the goals, every row) and `latest.png` (four bar charts).
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -26,13 +27,106 @@ fn is_defaults(r: &Run) -> bool {
     r.config.contains("defaults")
 }
 
+/// The round a row was measured in (0 for results written before rounds).
+fn round_of(r: &Run) -> u64 {
+    r.extra.get("round").and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// Every row of (workload, backend, config) that did not fail, one a round.
+fn rows<'a>(runs: &'a [Run], workload: &str, backend: &str, defaults: bool) -> Vec<&'a Run> {
+    runs.iter()
+        .filter(|r| {
+            r.workload == workload
+                && r.backend == backend
+                && is_defaults(r) == defaults
+                && !r.extra.contains_key("error")
+        })
+        .collect()
+}
+
 fn find<'a>(runs: &'a [Run], workload: &str, backend: &str, defaults: bool) -> Option<&'a Run> {
-    runs.iter().find(|r| {
-        r.workload == workload
-            && r.backend == backend
-            && is_defaults(r) == defaults
-            && !r.extra.contains_key("error")
+    rows(runs, workload, backend, defaults).into_iter().next()
+}
+
+/// A metric of (workload, backend, config) by round.
+fn by_round(
+    runs: &[Run],
+    workload: &str,
+    backend: &str,
+    defaults: bool,
+    get: fn(&Run) -> Option<f64>,
+) -> BTreeMap<u64, f64> {
+    rows(runs, workload, backend, defaults)
+        .into_iter()
+        .filter_map(|r| get(r).map(|v| (round_of(r), v)))
+        .collect()
+}
+
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    Some(if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
     })
+}
+
+/// The median over the rounds of a metric of (workload, backend, config).
+fn value(
+    runs: &[Run],
+    workload: &str,
+    backend: &str,
+    defaults: bool,
+    get: fn(&Run) -> Option<f64>,
+) -> Option<f64> {
+    median(
+        by_round(runs, workload, backend, defaults, get)
+            .into_values()
+            .collect(),
+    )
+}
+
+/// A ratio taken round by round: a ÷ b of the same round, then the median of
+/// those ratios and their range. Pairing by round keeps a change of the
+/// machine's speed between rounds out of the ratio.
+struct Ratio {
+    median: f64,
+    min: f64,
+    max: f64,
+    rounds: usize,
+}
+
+impl Ratio {
+    fn of(a: &BTreeMap<u64, f64>, b: &BTreeMap<u64, f64>) -> Option<Ratio> {
+        let ratios: Vec<f64> = a
+            .iter()
+            .filter_map(|(round, a)| b.get(round).filter(|b| **b > 0.0).map(|b| a / b))
+            .collect();
+        Some(Ratio {
+            min: ratios.iter().copied().fold(f64::INFINITY, f64::min),
+            max: ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            rounds: ratios.len(),
+            median: median(ratios)?,
+        })
+    }
+}
+
+impl std::fmt::Display for Ratio {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.rounds > 1 {
+            write!(
+                f,
+                "{:.2}× [{:.2}–{:.2}, {} rounds]",
+                self.median, self.min, self.max, self.rounds
+            )
+        } else {
+            write!(f, "{:.2}×", self.median)
+        }
+    }
 }
 
 /// A metric of a row.
@@ -119,6 +213,25 @@ fn failover_outcome(r: &Run) -> String {
     }
 }
 
+/// The failover outcome over every round: `kept` only if the held lock was
+/// kept in each.
+fn outcome(runs: &[Run], backend: &str, defaults: bool) -> String {
+    let rows = rows(runs, "failover", backend, defaults);
+    if rows.is_empty() {
+        return "–".into();
+    }
+    let bad: Vec<String> = rows
+        .iter()
+        .map(|r| failover_outcome(r))
+        .filter(|o| o != "kept")
+        .collect();
+    match (bad.first(), rows.len()) {
+        (None, _) => "kept".into(),
+        (Some(o), 1) => o.clone(),
+        (Some(o), n) => format!("{o} in {} of {n} rounds", bad.len()),
+    }
+}
+
 pub fn write(input: &Path, md: &Path, png: &Path) -> Result<()> {
     let text = std::fs::read_to_string(input).with_context(|| input.display().to_string())?;
     let doc: Value = serde_json::from_str(&text)?;
@@ -150,6 +263,13 @@ fn markdown(machine: &Map<String, Value>, runs: &[Run]) -> String {
     if !m("load_note").is_empty() {
         let _ = writeln!(s, "\n**Note:** {}", m("load_note"));
     }
+    let rounds = machine.get("rounds").and_then(Value::as_u64).unwrap_or(1);
+    if rounds > 1 {
+        let _ = writeln!(
+            s,
+            "\n**{rounds} rounds**, each backend on a fresh cluster every round, the order of the backends reversed every other round. Each value is the median over the rounds; each ratio is the median of the round-by-round ratios, with their range and count in brackets."
+        );
+    }
     let _ = writeln!(
         s,
         "\nWarden runs in its default, mutual TLS 1.3 (clients present `root`'s certificate); `warden --insecure` is the same cluster in plaintext, so Warden ÷ it is the cost of TLS. Each cell: the anchor's value, then Warden ÷ anchor. For latencies and CPU a ratio below 1 means Warden is better; for rates, above 1.\n"
@@ -164,18 +284,23 @@ fn markdown(machine: &Map<String, Value>, runs: &[Run]) -> String {
     }
     s.push('\n');
     for metric in &METRICS {
-        let warden = find(runs, metric.workload, "warden", false).and_then(metric.get);
+        let warden = by_round(runs, metric.workload, "warden", false, metric.get);
         let _ = write!(
             s,
             "| {} | {} |",
             metric.label,
-            warden.map(num).unwrap_or_else(|| "–".into())
+            median(warden.values().copied().collect())
+                .map(num)
+                .unwrap_or_else(|| "–".into())
         );
         for (_, backend, defaults) in COLUMNS {
-            let anchor = find(runs, metric.workload, backend, defaults).and_then(metric.get);
-            let cell = match (warden, anchor) {
-                (Some(w), Some(a)) if a > 0.0 => format!("{} ({:.2}×)", num(a), w / a),
-                (_, Some(a)) => num(a),
+            let anchor = by_round(runs, metric.workload, backend, defaults, metric.get);
+            let cell = match (
+                median(anchor.values().copied().collect()),
+                Ratio::of(&warden, &anchor),
+            ) {
+                (Some(a), Some(ratio)) => format!("{} ({ratio})", num(a)),
+                (Some(a), None) => num(a),
                 _ => "–".into(),
             };
             let _ = write!(s, " {cell} |");
@@ -185,52 +310,56 @@ fn markdown(machine: &Map<String, Value>, runs: &[Run]) -> String {
     let _ = write!(
         s,
         "| failover: the held lock | {} |",
-        find(runs, "failover", "warden", false)
-            .map(failover_outcome)
-            .unwrap_or_else(|| "–".into())
+        outcome(runs, "warden", false)
     );
     for (_, backend, defaults) in COLUMNS {
-        let _ = write!(
-            s,
-            " {} |",
-            find(runs, "failover", backend, defaults)
-                .map(failover_outcome)
-                .unwrap_or_else(|| "–".into())
-        );
+        let _ = write!(s, " {} |", outcome(runs, backend, defaults));
     }
     s.push('\n');
 
-    // The goals.
-    let safe_best_p50 = ["etcd", "etcd-session", "zookeeper"]
+    // The goals: values are medians over the rounds, ratios the median of
+    // the per-round ratios.
+    let safe_best_p50: BTreeMap<u64, f64> = ["etcd", "etcd-session", "zookeeper"]
         .iter()
-        .filter_map(|b| find(runs, "uncontended", b, false).and_then(|r| r.p50_ms))
-        .fold(f64::INFINITY, f64::min);
+        .flat_map(|b| by_round(runs, "uncontended", b, false, |r| r.p50_ms))
+        .fold(BTreeMap::new(), |mut best, (round, v)| {
+            let e = best.entry(round).or_insert(v);
+            *e = e.min(v);
+            best
+        });
     let w = |wl: &str| find(runs, wl, "warden", false);
+    let warden = |wl: &str, get: fn(&Run) -> Option<f64>| by_round(runs, wl, "warden", false, get);
+    let insecure =
+        |wl: &str, get: fn(&Run) -> Option<f64>| by_round(runs, wl, "warden-insecure", false, get);
     let mut goals: Vec<(String, String, Option<bool>)> = Vec::new();
-    let p50 = w("uncontended").and_then(|r| r.p50_ms);
+    let p50s = warden("uncontended", |r| r.p50_ms);
+    let p50 = median(p50s.values().copied().collect());
+    let anchor_ratio = Ratio::of(&p50s, &safe_best_p50);
     goals.push((
         "uncontended p50 ≤ 1.0 ms and ≤ 0.5× the best safe anchor".into(),
-        match p50 {
-            Some(v) if safe_best_p50.is_finite() => format!(
-                "{} ms; best safe anchor {} ms ({:.2}×)",
+        match (p50, &anchor_ratio) {
+            (Some(v), Some(ratio)) => format!(
+                "{} ms; best safe anchor {} ms ({ratio})",
                 num(v),
-                num(safe_best_p50),
-                v / safe_best_p50
+                median(safe_best_p50.values().copied().collect())
+                    .map(num)
+                    .unwrap_or_default(),
             ),
-            Some(v) => format!("{} ms", num(v)),
-            None => "–".into(),
+            (Some(v), None) => format!("{} ms", num(v)),
+            _ => "–".into(),
         },
-        p50.map(|v| v <= 1.0 && v <= 0.5 * safe_best_p50),
+        p50.map(|v| v <= 1.0 && anchor_ratio.as_ref().is_some_and(|r| r.median <= 0.5)),
     ));
-    let par = w("parallel").and_then(|r| r.ops_per_s);
+    let pars = warden("parallel", |r| r.ops_per_s);
+    let par = median(pars.values().copied().collect());
     goals.push((
         "64 clients ≥ 10,000 cycles/s".into(),
         par.map(|v| format!("{} cycles/s", num(v)))
             .unwrap_or_default(),
         par.map(|v| v >= 10_000.0),
     ));
-    let con = w("contended");
-    let (hp50, gps) = (con.and_then(|r| r.p50_ms), con.and_then(|r| r.ops_per_s));
+    let hp50 = value(runs, "contended", "warden", false, |r| r.p50_ms);
+    let gps = value(runs, "contended", "warden", false, |r| r.ops_per_s);
     goals.push((
         "contended handoff p50 ≤ 1 ms and ≥ 1,000 grants/s".into(),
         format!(
@@ -241,35 +370,31 @@ fn markdown(machine: &Map<String, Value>, runs: &[Run]) -> String {
         hp50.zip(gps).map(|(h, g)| h <= 1.0 && g >= 1000.0),
     ));
     // Mutual TLS against the same cluster in plaintext.
-    let insecure = |wl: &str| find(runs, wl, "warden-insecure", false);
-    let ratio =
-        |a: Option<f64>, b: Option<f64>| a.zip(b).filter(|(_, b)| *b > 0.0).map(|(a, b)| a / b);
-    let p50_tls = ratio(p50, insecure("uncontended").and_then(|r| r.p50_ms));
+    let p50_tls = Ratio::of(&p50s, &insecure("uncontended", |r| r.p50_ms));
     goals.push((
         "mutual TLS: uncontended p50 ≤ 1.2× insecure".into(),
-        p50_tls.map(|r| format!("{r:.2}×")).unwrap_or_default(),
-        p50_tls.map(|r| r <= 1.2),
+        p50_tls.as_ref().map(Ratio::to_string).unwrap_or_default(),
+        p50_tls.map(|r| r.median <= 1.2),
     ));
-    let par_tls = ratio(par, insecure("parallel").and_then(|r| r.ops_per_s));
+    let par_tls = Ratio::of(&pars, &insecure("parallel", |r| r.ops_per_s));
     goals.push((
         "mutual TLS: 64 clients ≥ 0.85× insecure".into(),
-        par_tls.map(|r| format!("{r:.2}×")).unwrap_or_default(),
-        par_tls.map(|r| r >= 0.85),
+        par_tls.as_ref().map(Ratio::to_string).unwrap_or_default(),
+        par_tls.map(|r| r.median >= 0.85),
     ));
-    let fo = w("failover");
-    let un = fo.and_then(|r| extra_f64(r, "unavailable_ms"));
+    let un = value(runs, "failover", "warden", false, |r| {
+        extra_f64(r, "unavailable_ms")
+    });
+    let kept = outcome(runs, "warden", false);
     goals.push((
         "failover ≤ 0.6 s without service, nothing lost or granted twice".into(),
-        format!(
-            "{} ms; {}",
-            un.map(num).unwrap_or_default(),
-            fo.map(failover_outcome).unwrap_or_default()
-        ),
-        un.zip(fo)
-            .map(|(u, r)| u <= 600.0 && failover_outcome(r) == "kept"),
+        format!("{} ms; {kept}", un.map(num).unwrap_or_default()),
+        un.map(|u| u <= 600.0 && kept == "kept"),
     ));
     let se = w("sessions");
-    let cpu = se.and_then(|r| extra_f64(r, "leader_cpu_pct_of_one_core"));
+    let cpu = value(runs, "sessions", "warden", false, |r| {
+        extra_f64(r, "leader_cpu_pct_of_one_core")
+    });
     let n = se
         .and_then(|r| r.extra.get("sessions").and_then(Value::as_u64))
         .unwrap_or(0);
@@ -385,11 +510,7 @@ fn chart(runs: &[Run], png: &Path) -> Result<()> {
     for (area, (caption, workload, get)) in panels.iter().zip(charts) {
         let bars: Vec<(&str, f64)> = order
             .iter()
-            .filter_map(|(label, b, d)| {
-                find(runs, workload, b, *d)
-                    .and_then(get)
-                    .map(|v| (*label, v))
-            })
+            .filter_map(|(label, b, d)| value(runs, workload, b, *d, get).map(|v| (*label, v)))
             .collect();
         let max = bars.iter().map(|b| b.1).fold(0.0, f64::max).max(1e-3) * 1.2;
         let n = bars.len().max(1);
