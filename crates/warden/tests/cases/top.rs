@@ -309,3 +309,69 @@ async fn the_dashboard_needs_a_certificate_with_read_on_everything() {
         "{events}"
     );
 }
+
+/// Dashboard permissions, finer (docs/operations.md "Dashboard"): `read`
+/// on a prefix is not `read` on `""`. carol, who may read `jobs/` only, is
+/// refused every `/ui` path with 403 naming her and the permission, while
+/// root is served the same paths. And a follower's dashboard never answers
+/// the lock table from its own (possibly stale) copy: its `/ui/api/locks`
+/// is 503 naming the leader's id and client address, which the page shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_refuses_a_prefix_reader_and_a_follower_names_the_leader() {
+    let mut cluster = Cluster::prepare(3, &[]);
+    cluster.use_admin_ports();
+    for id in 1..=3 {
+        cluster.spawn(id);
+    }
+    let leader = cluster.wait_leader(Duration::from_secs(20)).await;
+    for id in 1..=3 {
+        wait_listening(&cluster.admin_addr(id));
+    }
+    let (code, _, err) = cluster.cli(&[
+        "role",
+        "grant",
+        "jobs-reader",
+        "--prefix",
+        "jobs/",
+        "--permission",
+        "read",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = cluster.cli(&["user", "grant-role", "carol", "jobs-reader"]);
+    assert_eq!(code, 0, "{err}");
+    let client = cluster.client_as("root").await;
+    let (_, token) = harness::take(&client, "jobs/1", Duration::from_secs(60)).await;
+
+    let admin = cluster.admin_addr(leader);
+    for path in ["/ui", "/ui/api/locks", "/ui/api/top", "/ui/api/cluster"] {
+        let (status, _, body) = get_as(&admin, path, Some("carol")).await;
+        assert_eq!(status, 403, "{path}: {body}");
+        assert!(
+            body.contains("carol") && body.contains("read") && body.contains("\"\""),
+            "{path}: {body}"
+        );
+        let (status, _, body) = get_as(&admin, path, Some("root")).await;
+        assert_eq!(status, 200, "{path}: {body}");
+    }
+    let (_, _, body) = get_as(&admin, "/ui/api/locks", Some("root")).await;
+    let locks: serde_json::Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(
+        (
+            &locks["locks"][0]["resource"],
+            &locks["locks"][0]["holder"]["fencing_token"]
+        ),
+        (&"jobs/1".into(), &token.into()),
+        "{locks}"
+    );
+
+    let follower = (1..=3).find(|id| *id != leader).expect("a follower");
+    let (status, _, body) =
+        get_as(&cluster.admin_addr(follower), "/ui/api/locks", Some("root")).await;
+    assert_eq!(status, 503, "{body}");
+    let answer: serde_json::Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(
+        (&answer["leader_id"], &answer["leader_addr"]),
+        (&leader.into(), &cluster.addr(leader).into()),
+        "{answer}"
+    );
+}
