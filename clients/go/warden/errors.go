@@ -117,7 +117,7 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("no quorum: no leader served the call within %d ms (tried %s); last error: %s",
 			e.Waited.Milliseconds(), strings.Join(e.Tried, ", "), e.Last)
 	case KindUnavailable:
-		return fmt.Sprintf("unavailable: no server reachable within %d ms (tried %s); last error: %s",
+		return fmt.Sprintf("unavailable: no server reachable after trying for %d ms (tried %s); last error: %s",
 			e.Waited.Milliseconds(), strings.Join(e.Tried, ", "), e.Last)
 	}
 	msg := e.Kind.String()

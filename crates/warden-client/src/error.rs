@@ -116,7 +116,7 @@ pub enum ClientError {
     /// No server could be reached before the deadline (connection refused,
     /// timeouts).
     #[error(
-        "unavailable: no server reachable within {waited_ms} ms (tried {}); last error: {last_error}",
+        "unavailable: no server reachable after trying for {waited_ms} ms (tried {}); last error: {last_error}",
         tried.join(", ")
     )]
     Unavailable {

@@ -369,7 +369,7 @@ class Client:
                 last_status=last_status,
             )
         raise UnavailableError(
-            f"unavailable: no server reachable for {op} within {waited_ms} ms (tried {', '.join(tried)}); "
+            f"unavailable: no server reachable for {op} after trying for {waited_ms} ms (tried {', '.join(tried)}); "
             f"last error: {last_error}",
             tried=tried,
             waited_ms=waited_ms,
