@@ -16,7 +16,8 @@
 //!    `/readyz`, `/metrics` on the admin listener), `dashboard` (the
 //!    read-only `/ui` page and its JSON on the same listener),
 //!    `grpc_metrics` (requests by method and code), `calls` (acquire and
-//!    release, unary or on a `Calls` stream), `waiter` (a queued acquire's
+//!    release, unary or on a `Calls` stream), `call_ids` (the call ids in
+//!    flight on one `Calls` stream), `waiter` (a queued acquire's
 //!    stream), `convert` (wire to
 //!    commands), `status`, the one place a typed error becomes a gRPC
 //!    status, `trace` (each public request's log span: method, principal,

@@ -11,6 +11,7 @@ use tonic::Status;
 use warden_core::types::AcquireReply;
 use warden_proto::v1 as pb;
 
+use super::call_ids::{CallIdClaim, InFlightIds};
 use super::convert::{self, acquire_start, AcquireStart};
 use super::status::{grant_ended, shutting_down};
 use super::waiter::{follow_waiter, WaiterOut};
@@ -72,6 +73,20 @@ pub const MAX_CALLS_IN_PROGRESS: usize = 1024;
 /// Answers of one `Calls` stream waiting to be sent.
 pub(super) const CALLS_OUTBOUND_BUFFER: usize = 64;
 
+/// `InvalidArgument` for a call whose `call_id` is in flight on its stream:
+/// two calls under one id would both run and their answers could not be
+/// told apart. The call is not submitted; the call in flight goes on.
+fn call_id_in_flight(call_id: u64) -> Status {
+    SubmitError::invalid(
+        "call_id",
+        format!(
+            "call_id {call_id} is in flight on this stream (its final answer has not been \
+             sent); use an id not in flight (ids may be reused once answered)"
+        ),
+    )
+    .into()
+}
+
 pub(super) type CallsStream = Pin<Box<dyn Stream<Item = Result<pb::CallResponse, Status>> + Send>>;
 
 pub(super) fn call_answer(call_id: u64, answer: pb::call_response::Answer) -> pb::CallResponse {
@@ -81,22 +96,24 @@ pub(super) fn call_answer(call_id: u64, answer: pb::call_response::Answer) -> pb
     }
 }
 
-/// Serves one call of a `Calls` stream; `None` when a queued acquire's
-/// messages are left to [`follow_waiter`] (on `out`, under its call id).
+/// Serves one call of a `Calls` stream, holding its id's `claim` (None for
+/// id 0, which is refused) until its final answer; `None` when a queued
+/// acquire's messages, and its claim, are left to [`follow_waiter`] (on
+/// `out`, under its call id).
 pub(super) async fn serve_call(
     node: Arc<Node>,
     principal: Principal,
     call: pb::CallRequest,
+    claim: Option<CallIdClaim>,
     out: mpsc::Sender<Result<pb::CallResponse, Status>>,
 ) -> Option<pb::CallResponse> {
     use pb::call_request::Call;
     use pb::call_response::Answer;
     let id = call.call_id;
     let started = tokio::time::Instant::now();
-    let answer = if id == 0 {
-        Err(SubmitError::invalid("call_id", "must be 1..=2^64-1").into())
-    } else {
-        match call.call {
+    let answer = match claim {
+        None => Err(SubmitError::invalid("call_id", "must be 1..=2^64-1").into()),
+        Some(claim) => match call.call {
             None => Err(SubmitError::invalid("call", "required (acquire or release)").into()),
             Some(Call::Release(r)) => release(&node, &principal, r).await.map(Answer::Release),
             Some(Call::Acquire(a)) => match start_acquire(&node, &principal, a).await {
@@ -108,7 +125,7 @@ pub(super) async fn serve_call(
                 }) => {
                     tokio::spawn(follow_waiter(
                         node.clone(),
-                        WaiterOut::Call { call_id: id, out },
+                        WaiterOut::Call { claim, out },
                         resource,
                         lease_id,
                         enqueue_index,
@@ -118,7 +135,7 @@ pub(super) async fn serve_call(
                 }
                 Err(status) => Err(status),
             },
-        }
+        },
     };
     Some(call_answer(
         id,
@@ -138,6 +155,14 @@ pub(super) async fn serve_call(
 /// waiters, which hold the stream, would otherwise keep the stream open for
 /// their whole wait). When the node stops (`stopping`), the stream ends with
 /// `Unavailable`.
+///
+/// Each call is handed the claim of its id ([`InFlightIds`]; `None` for id
+/// 0) when it is read; a call whose id is still in flight on this stream
+/// (its final answer not yet sent, a queued acquire's included) is answered
+/// at once with `InvalidArgument` naming `call_id` and not served, and the
+/// call in flight goes on. The ids are read and claimed in stream order, and
+/// a call's answer is queued for sending before the next call is read, so an
+/// id is free for every call the client sends after it saw the answer.
 pub(super) async fn serve_calls<S, F, Fut>(
     mut inbound: S,
     serve: F,
@@ -146,10 +171,16 @@ pub(super) async fn serve_calls<S, F, Fut>(
     mut stopping: tokio::sync::watch::Receiver<bool>,
 ) where
     S: Stream<Item = Result<pb::CallRequest, Status>> + Unpin,
-    F: Fn(pb::CallRequest, mpsc::Sender<Result<pb::CallResponse, Status>>) -> Fut,
+    F: Fn(
+        pb::CallRequest,
+        Option<CallIdClaim>,
+        mpsc::Sender<Result<pb::CallResponse, Status>>,
+    ) -> Fut,
     Fut: std::future::Future<Output = Option<pb::CallResponse>>,
 {
+    use futures::future::Either;
     use futures::StreamExt as _;
+    let in_flight = InFlightIds::default();
     let mut in_progress = futures::stream::FuturesUnordered::new();
     let mut reading = true;
     let mut unreadable = None;
@@ -157,7 +188,23 @@ pub(super) async fn serve_calls<S, F, Fut>(
         tokio::select! {
             message = inbound.next(), if reading && in_progress.len() < max_in_progress => {
                 match message {
-                    Some(Ok(call)) => in_progress.push(serve(call, out.clone())),
+                    Some(Ok(call)) if call.call_id == 0 => {
+                        in_progress.push(Either::Left(serve(call, None, out.clone())));
+                    }
+                    Some(Ok(call)) => match in_flight.claim(call.call_id) {
+                        Some(claim) => {
+                            in_progress.push(Either::Left(serve(call, Some(claim), out.clone())));
+                        }
+                        None => {
+                            let refused = call_answer(
+                                call.call_id,
+                                pb::call_response::Answer::Error(warden_proto::call_error(
+                                    &call_id_in_flight(call.call_id),
+                                )),
+                            );
+                            in_progress.push(Either::Right(std::future::ready(Some(refused))));
+                        }
+                    },
                     // Half-closed: finish what is in progress.
                     None => reading = false,
                     // Unreadable (or the connection broke): finish what is
@@ -236,7 +283,7 @@ mod tests {
             open.insert(id, tx);
             gates.lock().unwrap().insert(id, rx);
         }
-        let serve = move |call: pb::CallRequest, _out| {
+        let serve = move |call: pb::CallRequest, _claim, _out| {
             let gate = gates.lock().unwrap().remove(&call.call_id);
             async move {
                 gate.expect("each call is read once").await.unwrap();
@@ -274,5 +321,257 @@ mod tests {
         // Half-closed with nothing in progress: the stream ends.
         drop(calls_tx);
         assert_eq!(futures::poll!(stream.as_mut()), Poll::Ready(()));
+    }
+
+    fn gated_release(call_id: u64) -> pb::CallRequest {
+        pb::CallRequest {
+            call_id,
+            call: Some(pb::call_request::Call::Release(
+                pb::ReleaseRequest::default(),
+            )),
+        }
+    }
+
+    // A call id names one call in flight on its stream (public bug: a
+    // `Calls` stream that reused a call id in flight ran both calls, and
+    // their answers could not be told apart): a second call under id 7
+    // while the first is in progress is answered at once with
+    // InvalidArgument naming `call_id`, is never served, and the first call
+    // still gets its own answer; once that answer is out, id 7 is served
+    // again. Polled by hand as above.
+    #[tokio::test]
+    async fn a_call_id_in_flight_is_refused_and_free_again_once_answered() {
+        use std::collections::VecDeque;
+        use std::sync::Mutex;
+        use std::task::Poll;
+        use tokio::sync::oneshot;
+
+        let (calls_tx, calls_rx) = mpsc::unbounded_channel();
+        let inbound = tokio_stream::wrappers::UnboundedReceiverStream::new(calls_rx);
+        // Each served call waits for the next gate; `served` counts them.
+        let gates = Arc::new(Mutex::new(VecDeque::new()));
+        let served = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (gates_in, counted) = (gates.clone(), served.clone());
+        let serve = move |call: pb::CallRequest, claim: Option<CallIdClaim>, _out| {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let gate: oneshot::Receiver<u64> = gates_in
+                .lock()
+                .unwrap()
+                .pop_front()
+                .expect("a gate per call");
+            async move {
+                let answer = gate.await.unwrap();
+                drop(claim);
+                Some(call_answer(
+                    call.call_id,
+                    pb::call_response::Answer::Release(pb::ReleaseResponse {
+                        lease_id: answer,
+                        ..Default::default()
+                    }),
+                ))
+            }
+        };
+        let mut open = VecDeque::new();
+        for _ in 0..2 {
+            let (tx, rx) = oneshot::channel();
+            open.push_back(tx);
+            gates.lock().unwrap().push_back(rx);
+        }
+        let (out, mut answers) = mpsc::channel(CALLS_OUTBOUND_BUFFER);
+        let (_stop_tx, stopping) = tokio::sync::watch::channel(false);
+        let mut stream = std::pin::pin!(serve_calls(inbound, serve, 16, out, stopping));
+        let served_now = || served.load(std::sync::atomic::Ordering::SeqCst);
+
+        calls_tx.send(Ok(gated_release(7))).unwrap();
+        calls_tx.send(Ok(gated_release(7))).unwrap();
+        assert_eq!(futures::poll!(stream.as_mut()), Poll::Pending);
+        let refused = answers
+            .try_recv()
+            .expect("the second call is answered")
+            .unwrap();
+        assert_eq!(refused.call_id, 7);
+        let Some(pb::call_response::Answer::Error(e)) = refused.answer else {
+            panic!("not refused: {refused:?}")
+        };
+        assert_eq!(e.code, tonic::Code::InvalidArgument as i32, "{e:?}");
+        assert!(
+            e.message
+                .starts_with("call_id: call_id 7 is in flight on this stream"),
+            "{}",
+            e.message
+        );
+        assert_eq!(served_now(), 1, "the refused call is not served");
+        assert!(
+            answers.try_recv().is_err(),
+            "the first call is still in flight"
+        );
+
+        // The first call answers as its own (lease_id 41 marks it).
+        open.pop_front().unwrap().send(41).unwrap();
+        assert_eq!(futures::poll!(stream.as_mut()), Poll::Pending);
+        let first = answers
+            .try_recv()
+            .expect("the first call's answer")
+            .unwrap();
+        assert_eq!(first.call_id, 7);
+        assert!(
+            matches!(first.answer, Some(pb::call_response::Answer::Release(ref r)) if r.lease_id == 41),
+            "{first:?}"
+        );
+
+        // Answered: the id is free, and a call under it is served.
+        calls_tx.send(Ok(gated_release(7))).unwrap();
+        assert_eq!(futures::poll!(stream.as_mut()), Poll::Pending);
+        assert_eq!(served_now(), 2, "id 7 is served again");
+        open.pop_front().unwrap().send(42).unwrap();
+        assert_eq!(futures::poll!(stream.as_mut()), Poll::Pending);
+        let again = answers.try_recv().expect("its answer").unwrap();
+        assert!(
+            matches!(again.answer, Some(pb::call_response::Answer::Release(ref r)) if r.lease_id == 42),
+            "{again:?}"
+        );
+        drop(calls_tx);
+        assert_eq!(futures::poll!(stream.as_mut()), Poll::Ready(()));
+    }
+
+    // The same for a queued acquire (public bug: a reused call id ran both
+    // calls): its call stays in flight while it waits, so id 7 is refused
+    // (nothing is submitted: the second acquire's resource stays free) until
+    // the wait ends in a grant, and is accepted right after it. Served by
+    // the real `serve_call` and `follow_waiter` on a one-node cluster.
+    #[tokio::test]
+    async fn a_queued_acquires_call_id_is_in_flight_until_its_grant() {
+        use crate::node::submit::Released;
+        use crate::node::test_node::{header, Setup, TestNode};
+        use std::time::Duration;
+        use warden_core::types::{Acquire, AcquireOutcome, Command, LeaseSpec, Release};
+
+        let t = TestNode::start(Setup::default()).await;
+        let holder: AcquireReply = t
+            .node
+            .submit(
+                &None,
+                Command::Acquire(Acquire {
+                    header: header(1, 1),
+                    resource: "q/1".into(),
+                    lease: LeaseSpec::New { ttl_ms: 30_000 },
+                    wait_timeout_ms: 0,
+                    lock_delay_ms: 0,
+                    due: None,
+                }),
+            )
+            .await
+            .expect("holder");
+        let AcquireOutcome::Granted {
+            lease_id: holder_lease,
+            fencing_token,
+            ..
+        } = holder.outcome
+        else {
+            panic!("not granted: {holder:?}")
+        };
+        let acquire = |request_id, resource: &str, wait_timeout_ms| pb::CallRequest {
+            call_id: 7,
+            call: Some(pb::call_request::Call::Acquire(pb::AcquireRequest {
+                header: Some(pb::RequestHeader {
+                    client_id: 2,
+                    request_id,
+                    acked_request_id: 0,
+                }),
+                resource: resource.into(),
+                ttl_ms: 30_000,
+                wait_timeout_ms,
+                ..Default::default()
+            })),
+        };
+        let (calls_tx, calls_rx) = mpsc::unbounded_channel();
+        let (out, mut answers) = mpsc::channel(CALLS_OUTBOUND_BUFFER);
+        let (_stop_tx, stopping) = tokio::sync::watch::channel(false);
+        let node = t.node.clone();
+        let stream = tokio::spawn(serve_calls(
+            tokio_stream::wrappers::UnboundedReceiverStream::new(calls_rx),
+            move |call, claim, out| serve_call(node.clone(), None, call, claim, out),
+            MAX_CALLS_IN_PROGRESS,
+            out,
+            stopping,
+        ));
+        let mut next = async || {
+            let answer = tokio::time::timeout(Duration::from_secs(10), answers.recv())
+                .await
+                .expect("an answer within 10 s")
+                .expect("open")
+                .expect("not a stream error");
+            assert_eq!(answer.call_id, 7);
+            answer.answer.expect("an answer")
+        };
+        use pb::acquire_response::Event;
+        use pb::call_response::Answer;
+
+        calls_tx.send(Ok(acquire(1, "q/1", 60_000))).unwrap();
+        let Answer::Acquire(pb::AcquireResponse {
+            event: Some(Event::Queued(q)),
+        }) = next().await
+        else {
+            panic!("not queued")
+        };
+        assert_eq!(q.position, 1);
+
+        calls_tx.send(Ok(acquire(2, "q/2", 0))).unwrap();
+        let Answer::Error(e) = next().await else {
+            panic!("the second call under id 7 is not refused")
+        };
+        assert_eq!(e.code, tonic::Code::InvalidArgument as i32, "{e:?}");
+        assert!(
+            e.message.contains("in flight on this stream"),
+            "{}",
+            e.message
+        );
+        assert_eq!(t.table(|m| m.holder("q/2")), None, "nothing was submitted");
+
+        let _: Released = t
+            .node
+            .submit(
+                &None,
+                Command::Release(Release {
+                    header: header(1, 2),
+                    resource: Some("q/1".into()),
+                    lease_id: holder_lease,
+                    fencing_token: Some(fencing_token),
+                    due: None,
+                }),
+            )
+            .await
+            .expect("release");
+        let granted = loop {
+            match next().await {
+                Answer::Acquire(pb::AcquireResponse {
+                    event: Some(Event::Queued(_)),
+                }) => continue,
+                other => break other,
+            }
+        };
+        let Answer::Acquire(pb::AcquireResponse {
+            event: Some(Event::Granted(g)),
+        }) = granted
+        else {
+            panic!("the first call is not granted: {granted:?}")
+        };
+        assert_eq!(g.resource, "q/1");
+
+        // Its final answer is out: id 7 is free again.
+        calls_tx.send(Ok(acquire(2, "q/2", 0))).unwrap();
+        let Answer::Acquire(pb::AcquireResponse {
+            event: Some(Event::Granted(g)),
+        }) = next().await
+        else {
+            panic!("the reused id is not served")
+        };
+        assert_eq!(g.resource, "q/2");
+        assert!(t.table(|m| m.holder("q/2")).is_some());
+        drop(calls_tx);
+        tokio::time::timeout(Duration::from_secs(10), stream)
+            .await
+            .expect("the stream ends once half-closed")
+            .expect("no panic");
     }
 }

@@ -94,7 +94,7 @@ impl Lock for LockService {
         let (tx, rx) = mpsc::channel(CALLS_OUTBOUND_BUFFER);
         tokio::spawn(serve_calls(
             req.into_inner(),
-            move |call, out| serve_call(node.clone(), principal.clone(), call, out),
+            move |call, claim, out| serve_call(node.clone(), principal.clone(), call, claim, out),
             MAX_CALLS_IN_PROGRESS,
             tx,
             self.stopping.clone(),

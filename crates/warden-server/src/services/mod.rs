@@ -10,6 +10,7 @@
 //! - `dashboard/`: the read-only `/ui` page and its JSON (`/ui/api/*`),
 //!   assets embedded from `dashboard/assets/`.
 //! - `calls.rs`: acquire and release, unary or on a `Calls` stream.
+//! - `call_ids.rs`: the call ids in flight on one `Calls` stream.
 //! - `waiter.rs`: a queued acquire's stream of positions and its answer.
 //! - `convert.rs`: wire messages to commands, answers to wire messages.
 //! - `status.rs`: typed errors to gRPC statuses.
@@ -21,6 +22,7 @@
 //!   handshake (tests in `tests.rs`).
 
 pub mod admin;
+mod call_ids;
 mod calls;
 mod convert;
 pub mod dashboard;

@@ -14,6 +14,7 @@ use tonic::Status;
 use warden_core::types::NotGrantedReason;
 use warden_proto::v1 as pb;
 
+use super::call_ids::CallIdClaim;
 use super::convert::{granted, not_granted, queued};
 use super::status::wait_permission_revoked;
 use crate::node::read::{QueueBehind, WaiterStep};
@@ -88,9 +89,11 @@ impl ReportThrottle {
 pub(super) enum WaiterOut {
     /// A unary `Acquire`'s response stream.
     Acquire(mpsc::Sender<Result<pb::AcquireResponse, Status>>),
-    /// One call of a `Calls` stream: each message goes under its call id.
+    /// One call of a `Calls` stream: each message goes under its call id,
+    /// which stays in flight on that stream (`claim`) until this is dropped,
+    /// after the final answer (or when the stream is gone).
     Call {
-        call_id: u64,
+        claim: CallIdClaim,
         out: mpsc::Sender<Result<pb::CallResponse, Status>>,
     },
 }
@@ -100,9 +103,9 @@ impl WaiterOut {
     async fn send(&self, message: pb::AcquireResponse) -> bool {
         match self {
             WaiterOut::Acquire(tx) => tx.send(Ok(message)).await.is_ok(),
-            WaiterOut::Call { call_id, out } => out
+            WaiterOut::Call { claim, out } => out
                 .send(Ok(pb::CallResponse {
-                    call_id: *call_id,
+                    call_id: claim.call_id(),
                     answer: Some(pb::call_response::Answer::Acquire(message)),
                 }))
                 .await
@@ -110,20 +113,42 @@ impl WaiterOut {
         }
     }
 
-    /// Ends the call with `status` (sent once; false when the stream is
-    /// gone).
-    async fn fail(&self, status: Status) -> bool {
+    /// Sends the call's final `message` (false when the stream is gone). A
+    /// `Calls` stream's call id is freed first, so the client may reuse it
+    /// as soon as it has this answer.
+    async fn send_final(self, message: pb::AcquireResponse) -> bool {
+        match self {
+            WaiterOut::Acquire(tx) => tx.send(Ok(message)).await.is_ok(),
+            WaiterOut::Call { claim, out } => {
+                let call_id = claim.call_id();
+                drop(claim);
+                out.send(Ok(pb::CallResponse {
+                    call_id,
+                    answer: Some(pb::call_response::Answer::Acquire(message)),
+                }))
+                .await
+                .is_ok()
+            }
+        }
+    }
+
+    /// Ends the call with `status` (its final answer; false when the stream
+    /// is gone), its call id freed first as [`WaiterOut::send_final`] does.
+    async fn fail(self, status: Status) -> bool {
         match self {
             WaiterOut::Acquire(tx) => tx.send(Err(status)).await.is_ok(),
-            WaiterOut::Call { call_id, out } => out
-                .send(Ok(pb::CallResponse {
-                    call_id: *call_id,
+            WaiterOut::Call { claim, out } => {
+                let call_id = claim.call_id();
+                drop(claim);
+                out.send(Ok(pb::CallResponse {
+                    call_id,
                     answer: Some(pb::call_response::Answer::Error(warden_proto::call_error(
                         &status,
                     ))),
                 }))
                 .await
-                .is_ok(),
+                .is_ok()
+            }
         }
     }
 
@@ -166,14 +191,14 @@ pub(super) async fn follow_waiter(
                 let msg = granted(resource, lease_id, fencing_token, ttl_ms, grant_index);
                 node.metrics()
                     .acquire(AcquireOutcome::Granted, started.elapsed());
-                tx.send(msg).await;
+                tx.send_final(msg).await;
                 return;
             }
             WaiterStep::Gone { holder } => {
                 let msg = not_granted(resource, holder, NotGrantedReason::WaitTimeout, 0);
                 node.metrics()
                     .acquire(AcquireOutcome::NotGranted, started.elapsed());
-                tx.send(msg).await;
+                tx.send_final(msg).await;
                 return;
             }
             WaiterStep::PermissionRevoked => {
@@ -225,7 +250,9 @@ mod tests {
     #[tokio::test]
     async fn a_queued_calls_waiter_sends_under_its_call_id_and_ends_with_its_stream() {
         let (out, mut answers) = mpsc::channel(8);
-        let waiter = WaiterOut::Call { call_id: 5, out };
+        let ids = super::super::call_ids::InFlightIds::default();
+        let claim = ids.claim(5).expect("free");
+        let waiter = WaiterOut::Call { claim, out };
         let queued = pb::AcquireResponse {
             event: Some(pb::acquire_response::Event::Queued(pb::Queued {
                 position: 2,
