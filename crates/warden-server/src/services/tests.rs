@@ -1,6 +1,7 @@
 //! Tests of [`super::principal`]: the mapping from a connection's identity,
 //! and a real TLS connection on loopback through a tiny gRPC service that
-//! answers with the principal its handler sees.
+//! answers with the principal its handler sees; and tests of the public
+//! services through their real gRPC edge on loopback ([`serve_node`]).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -155,4 +156,211 @@ async fn the_principal_comes_from_the_certificate_only() {
         .expect("endpoint")
         .connect_lazy();
     assert_eq!(who_am_i(channel, &forged).await.expect("insecure"), "-");
+}
+
+/// Serves the public `Lock`, `Lease` and `Watch` services of `node` on
+/// 127.0.0.1:0 (plaintext: an insecure node's anonymous caller), for tests
+/// that go through the real gRPC edge; returns a channel to it.
+pub(super) async fn serve_node(
+    node: std::sync::Arc<crate::node::Node>,
+) -> tonic::transport::Channel {
+    let cell = crate::node::NodeCell::default();
+    cell.set(node);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (_stop, stopping) = tokio::sync::watch::channel(false);
+    let router = tonic::transport::Server::builder()
+        .add_service(warden_proto::v1::lock_server::LockServer::new(
+            super::lock::LockService::new(cell.clone(), stopping),
+        ))
+        .add_service(warden_proto::v1::lease_server::LeaseServer::new(
+            super::lease::LeaseService::new(cell.clone()),
+        ))
+        .add_service(warden_proto::v1::watch_server::WatchServer::new(
+            super::watch::WatchService::new(cell),
+        ));
+    tokio::spawn(async move {
+        let _stop = _stop;
+        router
+            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
+            .await
+    });
+    tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .expect("endpoint")
+        .connect_lazy()
+}
+
+mod lease_ids {
+    use std::time::Duration;
+
+    use futures::StreamExt as _;
+    use tokio::sync::mpsc;
+    use tokio_stream::wrappers::ReceiverStream;
+    use tonic::{Code, Status};
+    use warden_core::limits::MAX_ID;
+    use warden_proto::v1 as pb;
+    use warden_proto::v1::lease_client::LeaseClient;
+    use warden_proto::v1::lock_client::LockClient;
+
+    use super::serve_node;
+    use crate::node::test_node::{Setup, TestNode};
+    /// Asserts `status` is the refusal of a lease id out of range: its
+    /// field and the limit named.
+    fn assert_out_of_range(what: &str, id: u64, status: &Status) {
+        assert_eq!(
+            status.code(),
+            Code::InvalidArgument,
+            "{what} {id}: {status:?}"
+        );
+        assert_eq!(
+            status.message(),
+            format!("lease_id: lease_id must be within 1..={MAX_ID}; got {id}"),
+            "{what}"
+        );
+    }
+
+    async fn within<T>(f: impl std::future::Future<Output = T>) -> T {
+        tokio::time::timeout(Duration::from_secs(10), f)
+            .await
+            .expect("an answer within 10 s")
+    }
+
+    fn header(request_id: u64) -> Option<pb::RequestHeader> {
+        Some(pb::RequestHeader {
+            client_id: 9,
+            request_id,
+            acked_request_id: 0,
+        })
+    }
+
+    // Lease ids come from the replicated counter, 1..=MAX_ID (2^53 - 1;
+    // warden_core::validate::lease_id), and every lease id taken from the
+    // network is checked against that range before anything is read or
+    // proposed (public bug: a keep-alive for lease id u64::MAX was reported
+    // to answer `live = false`, as if it named a lease that had ended). Over
+    // the real gRPC edge: 0, MAX_ID + 1 and u64::MAX get InvalidArgument
+    // naming `lease_id` and the limit from a keep-alive stream (no
+    // `live = false` reply; the stream ends with the refusal), `Renew`,
+    // `LeaseRevoke`, `LeaseTimeToLive`, `Acquire` with a lease, `Release`
+    // and `Proclaim`; MAX_ID itself is a lease id some lease could have, so
+    // it is only not live (`live = false`, NotFound).
+    #[tokio::test]
+    async fn a_lease_id_no_lease_can_have_is_refused_by_every_call() {
+        let t = TestNode::start(Setup::default()).await;
+        let channel = serve_node(t.node.clone()).await;
+        let mut lease = LeaseClient::new(channel.clone());
+        let mut lock = LockClient::new(channel);
+        let mut request_id = 0;
+        for id in [0, MAX_ID + 1, u64::MAX] {
+            let (tx, rx) = mpsc::channel(1);
+            tx.send(pb::LeaseKeepAliveRequest {
+                lease_id: id,
+                sequence: 1,
+            })
+            .await
+            .unwrap();
+            let mut replies = within(lease.lease_keep_alive(ReceiverStream::new(rx)))
+                .await
+                .expect("the stream opens")
+                .into_inner();
+            let refused = within(replies.next())
+                .await
+                .expect("an answer, not the end of the stream");
+            assert_out_of_range(
+                "keep-alive",
+                id,
+                &refused.expect_err("no live = false reply"),
+            );
+            drop(tx);
+
+            let e = within(lock.renew(pb::RenewRequest {
+                lease_id: id,
+                client_id: 9,
+                sequence: 1,
+            }))
+            .await
+            .expect_err("renew");
+            assert_out_of_range("renew", id, &e);
+
+            request_id += 1;
+            let e = within(lock.lease_revoke(pb::LeaseRevokeRequest {
+                header: header(request_id),
+                lease_id: id,
+            }))
+            .await
+            .expect_err("revoke");
+            assert_out_of_range("revoke", id, &e);
+
+            let e = within(lease.lease_time_to_live(pb::LeaseTimeToLiveRequest { lease_id: id }))
+                .await
+                .expect_err("ttl");
+            assert_out_of_range("lease ttl", id, &e);
+
+            request_id += 1;
+            let e = within(lock.release(pb::ReleaseRequest {
+                header: header(request_id),
+                resource: "l/1".into(),
+                lease_id: id,
+                ..Default::default()
+            }))
+            .await
+            .expect_err("release");
+            assert_out_of_range("release", id, &e);
+
+            let e = within(lock.proclaim(pb::ProclaimRequest {
+                resource: "l/1".into(),
+                lease_id: id,
+                ..Default::default()
+            }))
+            .await
+            .expect_err("proclaim");
+            assert_out_of_range("proclaim", id, &e);
+
+            if id != 0 {
+                // 0 asks for a new lease: acquire's own rule.
+                request_id += 1;
+                let e = within(lock.acquire(pb::AcquireRequest {
+                    header: header(request_id),
+                    resource: "l/1".into(),
+                    lease_id: id,
+                    ..Default::default()
+                }))
+                .await
+                .expect_err("acquire");
+                assert_out_of_range("acquire", id, &e);
+            }
+        }
+        assert_eq!(t.table(|m| m.holder("l/1")), None, "nothing was proposed");
+
+        // MAX_ID is in range: not live, not refused.
+        let (tx, rx) = mpsc::channel(1);
+        tx.send(pb::LeaseKeepAliveRequest {
+            lease_id: MAX_ID,
+            sequence: 7,
+        })
+        .await
+        .unwrap();
+        let mut replies = within(lease.lease_keep_alive(ReceiverStream::new(rx)))
+            .await
+            .expect("the stream opens")
+            .into_inner();
+        let reply = within(replies.next())
+            .await
+            .expect("a reply")
+            .expect("not refused");
+        assert_eq!(
+            (reply.lease_id, reply.live, reply.ttl_ms, reply.sequence),
+            (MAX_ID, false, 0, 7)
+        );
+        let e = within(lock.renew(pb::RenewRequest {
+            lease_id: MAX_ID,
+            client_id: 9,
+            sequence: 1,
+        }))
+        .await
+        .expect_err("not live");
+        assert_eq!(e.code(), Code::NotFound, "{e:?}");
+    }
 }
