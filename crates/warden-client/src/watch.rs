@@ -132,7 +132,8 @@ impl Client {
     ///
     /// [`WatchError::Compacted`] when `start_index` is older than the node's
     /// retained window; [`ClientError::InvalidArgument`] for a bad resource or
-    /// prefix; [`ClientError::NoQuorum`] / [`ClientError::Unavailable`] when no
+    /// prefix, or a `start_index` beyond the cluster's commit index + 1 (no
+    /// event can come there: the node refuses it rather than wait for ever); [`ClientError::NoQuorum`] / [`ClientError::Unavailable`] when no
     /// node served the watch before the deadline.
     pub async fn watch(
         &self,

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use warden_core::types::{CommandError, ErrorCode};
+use warden_core::types::{CommandError, ErrorCode, LogIndex};
 
 /// How long a proposal may take to commit before the caller is told there is
 /// no quorum (L3: fail clearly within the caller's deadline, never hang).
@@ -119,6 +119,16 @@ pub enum ReadError {
     /// Bad input, named by field.
     #[error("refused: {0}")]
     Refused(CommandError),
+    /// A watch's `start_index` beyond the cluster's commit index + 1 (the
+    /// next entry): no event will ever be at or after it that a client could
+    /// have resumed from, so the watch is refused rather than left waiting.
+    #[error("start_index {start_index} is beyond the cluster's commit index {commit_index} + 1")]
+    BeyondCommit {
+        /// The index asked for.
+        start_index: LogIndex,
+        /// The commit index the leader confirmed with a quorum.
+        commit_index: LogIndex,
+    },
     /// The node is stopping or its state is unusable.
     #[error("not serving: {reason}")]
     NotServing {

@@ -32,6 +32,7 @@
 
 use std::time::Duration;
 
+use openraft::async_runtime::WatchReceiver as _;
 use tokio::sync::watch;
 use warden_core::auth::Target;
 use warden_core::types::{
@@ -292,6 +293,68 @@ impl Node {
         let read_index = read.index();
         self.wait_applied(read_index, timeout).await?;
         Ok(read_index)
+    }
+
+    /// Checks that a watch may wait for `start_index`: at most the cluster's
+    /// commit index + 1 (the next entry). An index this node has applied
+    /// (or the one after it, or 0: "from now") needs nothing more. Beyond
+    /// it, the leader confirms its commit index with a quorum (the
+    /// read-index round of [`Node::linearizable_read`]) and refuses an index
+    /// above that + 1; a follower serves an index it knows the cluster has
+    /// committed up to (the commit index the leader last reported, which a
+    /// follower lagging in its log or its apply learns ahead of the
+    /// entries: a client's legitimate resume at i + 1 after an event at i),
+    /// waiting at most two heartbeat intervals for the leader's next report,
+    /// and otherwise refers the caller to the leader, which can confirm it.
+    ///
+    /// # Errors
+    /// [`ReadError::BeyondCommit`] naming both indexes (on the leader);
+    /// [`ReadError::NotLeader`] from a follower that could not confirm it;
+    /// the errors of a linearizable read.
+    pub async fn check_watch_start(&self, start_index: LogIndex) -> Result<(), ReadError> {
+        let applied = *self.shared.applied.subscribe().borrow();
+        if start_index <= applied.saturating_add(1) {
+            return Ok(());
+        }
+        // The newest index a client can have seen before asking for this one.
+        let seen = start_index - 1;
+        if self.leader_id_if_leader().is_some() {
+            let commit_index = self.linearizable_read().await?;
+            if seen > commit_index {
+                return Err(ReadError::BeyondCommit {
+                    start_index,
+                    commit_index,
+                });
+            }
+            return Ok(());
+        }
+        let index = |l: &Option<crate::types::LogId>| l.as_ref().map(|l| l.index()).unwrap_or(0);
+        let mut rx = self.raft.metrics();
+        let known = async {
+            loop {
+                let committed = {
+                    let m = rx.borrow_watched();
+                    index(&m.cluster_committed).max(index(&m.local_committed))
+                };
+                if committed >= seen {
+                    return Ok(());
+                }
+                if rx.changed().await.is_err() {
+                    return Err(ReadError::NotServing {
+                        reason: "node stopping".into(),
+                    });
+                }
+            }
+        };
+        // A live leader reports its commit index at least every heartbeat;
+        // well within a client's attempt timeout.
+        let wait = Duration::from_millis(2 * self.config.timing.heartbeat_ms);
+        match tokio::time::timeout(wait, known).await {
+            Ok(known) => known,
+            Err(_) => Err(ReadError::NotLeader {
+                leader: self.leader(),
+            }),
+        }
     }
 
     /// Waits until this node has applied `index` or `timeout` passes.

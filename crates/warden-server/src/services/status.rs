@@ -134,6 +134,15 @@ impl From<ReadError> for Status {
                 None,
             ),
             ReadError::Refused(e) => command_status(&e),
+            e @ ReadError::BeyondCommit { .. } => detailed(
+                Code::OutOfRange,
+                format!(
+                    "{e}; no event can be at or after it yet: resume a watch at most at the \
+                     index after the last event seen"
+                ),
+                "BEYOND_COMMIT",
+                None,
+            ),
             ReadError::NotServing { reason } => {
                 detailed(Code::Unavailable, reason, "NOT_SERVING", None)
             }

@@ -1,7 +1,10 @@
 //! The public `warden.v1.Watch` service: a subscriber replays retained
 //! events at or above its `start_index` that match its resource or prefix,
 //! then follows live ones, in commit order, each exactly once (see
-//! [`crate::events`]). Below the window it gets `OutOfRange` `compacted`.
+//! [`crate::events`]). Below the window it gets `OutOfRange` `compacted`;
+//! above the cluster's commit index + 1 `OutOfRange` naming both indexes
+//! (`Node::check_watch_start`: no client can resume there, so it is not
+//! left waiting for ever).
 //!
 //! A watch needs `read` on its resource, or on a prefix of its prefix
 //! (never a silently filtered stream), checked when it starts and again
@@ -175,6 +178,9 @@ impl watch_server::Watch for WatchService {
             .events()
             .start(r.start_index)
             .map_err(|c| compacted(c, r.start_index))?;
+        // Beyond the cluster's commit index + 1 no event will come that a
+        // client could have resumed from: refused, not left waiting.
+        node.check_watch_start(r.start_index).await?;
         let (tx, rx) = mpsc::channel(STREAM_BUFFER);
         tokio::spawn(follow(node, tx, cursor, filter, principal));
         let mut response: Response<Self::WatchStream> =

@@ -1,8 +1,10 @@
 //! `warden watch`, with real processes: a watcher sees every
 //! grant of a contended resource in token order, resumes without gaps or
 //! duplicates (from `last index + 1` after a disconnect, and by itself when
-//! its node dies), and a start index below a node's window gets `compacted`.
-//! The window logic itself is unit-tested in `warden_server::services::watch`.
+//! its node dies), a start index below a node's window gets `compacted`, and
+//! one beyond the cluster's commit index + 1 is refused on a follower too.
+//! The window logic itself is unit-tested in `warden_server::services::watch`,
+//! the leader's commit bound in `warden_server::services::tests`.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -355,4 +357,92 @@ async fn start_index_below_the_window_is_compacted() {
     );
     assert!(last["index"].as_u64().expect("index") >= oldest);
     w.kill().await;
+}
+
+/// A watch far beyond the log is refused, not left waiting (public bug: a
+/// watch from start_index 1000000 waited for ever with no event and no
+/// error), and a follower still serves a legitimate resume: at a follower,
+/// start_index 1000000 is referred to the leader (Unavailable naming it in
+/// `warden-leader`: only the leader can confirm the commit index), where
+/// the CLI, following the hint, gets OutOfRange naming the index; a watch
+/// at the follower from the leader's commit index + 1 opens there and gets
+/// the next entry's event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_index_beyond_the_commit_index_is_refused_on_a_follower_too() {
+    let cluster = Cluster::start(3, &[]).await;
+    let api = cluster.api();
+    let (l, t) = api
+        .acquire(501, 1, "far", 5_000)
+        .await
+        .expect("acquire")
+        .grant();
+    api.release(501, 2, "far", l, t).await.expect("release");
+    let leader = cluster.wait_leader(WAIT).await;
+    let follower = (1..=3).find(|id| *id != leader).expect("a follower");
+    cluster.wait_applied(follower, WAIT).await;
+    let addr = cluster.addr(follower);
+    let request = |start_index| pb::WatchRequest {
+        target: Some(pb::watch_request::Target::Resource("far".into())),
+        start_index,
+    };
+
+    let mut c = WatchClient::new(harness::channel(&addr, None).await.expect("connect"));
+    let status = tokio::time::timeout(WAIT, c.watch(request(1_000_000)))
+        .await
+        .expect("an answer in time")
+        .expect_err("not served");
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    assert_eq!(
+        status
+            .metadata()
+            .get("warden-leader")
+            .and_then(|v| v.to_str().ok()),
+        Some(cluster.addr(leader).as_str()),
+        "{status:?}"
+    );
+
+    let out = harness::cli_command_at(
+        "root",
+        &addr,
+        &[
+            "watch",
+            "far",
+            "--start-index",
+            "1000000",
+            "--output",
+            "json",
+        ],
+    )
+    .stdin(Stdio::null())
+    .output()
+    .expect("run warden watch");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("start_index 1000000 is beyond the cluster's commit index"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+
+    let commit = harness::cluster_status_at(&cluster.addr(leader))
+        .await
+        .expect("cluster status")
+        .commit_index;
+    let mut events = tokio::time::timeout(WAIT, c.watch(request(commit + 1)))
+        .await
+        .expect("an answer in time")
+        .expect("served at the follower")
+        .into_inner();
+    let (l, _) = api
+        .acquire(501, 3, "far", 5_000)
+        .await
+        .expect("acquire")
+        .grant();
+    let e = tokio::time::timeout(WAIT, events.message())
+        .await
+        .expect("an event in time")
+        .expect("not an error")
+        .expect("an event");
+    assert_eq!((e.event.as_str(), e.lease_id), ("granted", l));
+    assert!(e.index > commit, "{} <= {commit}", e.index);
 }
