@@ -69,6 +69,43 @@ pub(crate) fn nodelay_incoming(listener: TcpListener) -> tonic::transport::serve
 
 /// Serves `listener`: TLS with `config.certs_dir` (see the module docs),
 /// plaintext without.
+/// The HTTP/2 receive window of each stream the node serves: 64 KiB, the
+/// protocol's own default (hyper's is 1 MiB).
+///
+/// A client that sends faster than the node reads (a `Calls` stream past
+/// `MAX_CALLS_IN_PROGRESS`, or one whose answers it does not read) is
+/// paused by flow control once this much is unread. With hyper's 1 MiB, the
+/// unread DATA frames (one per message, ~80 bytes for an acquire) ran into
+/// h2's budget for buffered small frames first (half the connection window;
+/// each frame under 256 bytes counts 256 minus its size), and h2 closed the
+/// connection with GOAWAY `ENHANCE_YOUR_CALM` "too_many_data_frames" after
+/// about 3,000 pipelined acquires, not backpressure. At 64 KiB a stalled
+/// stream of the smallest messages Warden's clients send (a 9-byte
+/// keep-alive) counts at most about 1.8 MiB against the budget that
+/// [`CONNECTION_WINDOW_BYTES`] gives; one of acquires about 140 KiB.
+pub(crate) const STREAM_WINDOW_BYTES: u32 = 64 * 1024;
+
+/// The HTTP/2 receive window of each connection the node serves: 4 MiB,
+/// which makes h2's budget for buffered small DATA frames 2 MiB (half of
+/// it), above what one stream's [`STREAM_WINDOW_BYTES`] can hold.
+pub(crate) const CONNECTION_WINDOW_BYTES: u32 = 4 * 1024 * 1024;
+
+/// The gRPC server's HTTP/2 settings, for the client port and the peer
+/// port alike: keep-alive pings (a client that vanished silently loses its
+/// connection, `Timing::grpc_keepalive_interval_ms`) and the receive
+/// windows ([`STREAM_WINDOW_BYTES`], [`CONNECTION_WINDOW_BYTES`]).
+pub(crate) fn http2_server(timing: &crate::config::Timing) -> tonic::transport::Server {
+    tonic::transport::Server::builder()
+        .http2_keepalive_interval(Some(Duration::from_millis(
+            timing.grpc_keepalive_interval_ms,
+        )))
+        .http2_keepalive_timeout(Some(Duration::from_millis(
+            timing.grpc_keepalive_timeout_ms,
+        )))
+        .initial_stream_window_size(STREAM_WINDOW_BYTES)
+        .initial_connection_window_size(CONNECTION_WINDOW_BYTES)
+}
+
 pub(crate) async fn serve_tcp(
     config: ServerConfig,
     listener: TcpListener,
@@ -373,16 +410,10 @@ where
         stop_rx.clone(),
     );
     let authorizes = tls.is_some() || identities.is_some();
-    let mut builder = tonic::transport::Server::builder()
+    let mut builder = http2_server(&config.timing)
         .layer(services::grpc_metrics::GrpcMetrics::new(metrics.clone()))
         .trace_fn(services::trace::request_span)
-        .layer(services::injected::InjectIdentities::new(identities))
-        .http2_keepalive_interval(Some(Duration::from_millis(
-            config.timing.grpc_keepalive_interval_ms,
-        )))
-        .http2_keepalive_timeout(Some(Duration::from_millis(
-            config.timing.grpc_keepalive_timeout_ms,
-        )));
+        .layer(services::injected::InjectIdentities::new(identities));
     let peer_gate = PeerGate::new(
         access.clone(),
         PeerServer::new(PeerService::new(peer_state.clone()))
@@ -1108,5 +1139,141 @@ mod tests {
             ServerError::Config(_)
         ));
         assert!(matches!(class(ErrorKind::Other), ServerError::Storage(_)));
+    }
+}
+
+#[cfg(test)]
+mod flow_control_tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use futures::StreamExt as _;
+    use warden_core::types::{Acquire, AcquireOutcome, AcquireReply, Command, LeaseSpec};
+    use warden_proto::v1 as pb;
+
+    use super::*;
+    use crate::node::test_node::{header, Setup, TestNode};
+
+    /// Calls pipelined on the one stream, all queued behind one holder.
+    const CALLS: usize = 6_000;
+
+    // Backpressure, not an error (MAX_CALLS_IN_PROGRESS; public bug: 8,000
+    // waiting acquires pipelined on one `Calls` stream got GOAWAY
+    // ENHANCE_YOUR_CALM "too_many_data_frames" after 3,232 answers): a
+    // client that sends faster than it reads, each acquire in a DATA frame
+    // of its own, and reads nothing until all are sent, is paused by flow
+    // control (the node's 64 KiB stream window) instead of overrunning h2's
+    // budget for buffered small frames; every call is sent, and each gets
+    // its `Queued` answer on the same, never reset, stream. The client's own
+    // windows are large, so the node's answers never wait for it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_calls_stream_that_sends_faster_than_it_reads_is_paused_not_reset() {
+        let t = TestNode::start(Setup::default()).await;
+        let holder: AcquireReply = t
+            .node
+            .submit(
+                &None,
+                Command::Acquire(Acquire {
+                    header: header(1, 1),
+                    resource: "p/1".into(),
+                    lease: LeaseSpec::New { ttl_ms: 600_000 },
+                    wait_timeout_ms: 0,
+                    lock_delay_ms: 0,
+                    due: None,
+                }),
+            )
+            .await
+            .expect("holder");
+        assert!(matches!(holder.outcome, AcquireOutcome::Granted { .. }));
+
+        let cell = NodeCell::default();
+        cell.set(t.node.clone());
+        let (_stop, stopping) = watch::channel(false);
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let server = http2_server(&config::Timing::default()).add_service(
+            warden_proto::v1::lock_server::LockServer::new(services::lock::LockService::new(
+                cell, stopping,
+            )),
+        );
+        tokio::spawn(server.serve_with_incoming(nodelay_incoming(listener)));
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+            .expect("endpoint")
+            .initial_stream_window_size(64 * 1024 * 1024)
+            .initial_connection_window_size(64 * 1024 * 1024)
+            .connect()
+            .await
+            .expect("connect");
+
+        let sent = Arc::new(AtomicUsize::new(0));
+        let (all_sent_tx, all_sent) = tokio::sync::oneshot::channel::<()>();
+        let mut all_sent_tx = Some(all_sent_tx);
+        let counted = sent.clone();
+        let calls = futures::stream::iter(1..=CALLS as u64).then(move |i| {
+            let n = counted.fetch_add(1, Ordering::SeqCst) + 1;
+            if n == CALLS {
+                if let Some(tx) = all_sent_tx.take() {
+                    let _ = tx.send(());
+                }
+            }
+            async move {
+                // Pending once: the encoder sends what it has, so each call
+                // goes in a DATA frame of its own (as a client that writes
+                // each call as it comes sends it).
+                tokio::task::yield_now().await;
+                pb::CallRequest {
+                    call_id: i,
+                    call: Some(pb::call_request::Call::Acquire(pb::AcquireRequest {
+                        header: Some(pb::RequestHeader {
+                            client_id: 1_000 + i,
+                            request_id: 1,
+                            acked_request_id: 0,
+                        }),
+                        resource: "p/1".into(),
+                        ttl_ms: 600_000,
+                        wait_timeout_ms: 600_000,
+                        ..Default::default()
+                    })),
+                }
+            }
+        });
+        let mut client = pb::lock_client::LockClient::new(channel);
+        let mut answers = tokio::time::timeout(Duration::from_secs(30), client.calls(calls))
+            .await
+            .expect("the stream opens within 30 s")
+            .expect("the stream opens")
+            .into_inner();
+        // Read nothing until every call has been taken for sending (the
+        // last one is produced only once the ones before it were sent).
+        tokio::time::timeout(Duration::from_secs(120), all_sent)
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "only {} of {CALLS} calls sent within 120 s",
+                    sent.load(Ordering::SeqCst)
+                )
+            })
+            .expect("all sent");
+        let mut queued = std::collections::BTreeSet::new();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        while queued.len() < CALLS {
+            let answer = tokio::time::timeout_at(deadline, answers.message())
+                .await
+                .unwrap_or_else(|_| panic!("{} of {CALLS} answered within 120 s", queued.len()))
+                .unwrap_or_else(|s| {
+                    panic!("the stream failed after {} answers: {s:?}", queued.len())
+                })
+                .expect("the stream stays open");
+            match answer.answer {
+                Some(pb::call_response::Answer::Acquire(pb::AcquireResponse {
+                    event: Some(pb::acquire_response::Event::Queued(_)),
+                })) => {
+                    assert!(queued.insert(answer.call_id), "one Queued per call");
+                }
+                other => panic!("call {}: {other:?}", answer.call_id),
+            }
+        }
+        assert_eq!(queued.len(), CALLS);
+        assert_eq!(t.table(|m| m.waiters("p/1").len()), CALLS);
     }
 }

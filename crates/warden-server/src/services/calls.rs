@@ -64,8 +64,13 @@ pub(super) async fn release(
 /// Most calls one `Calls` stream has in progress (validating, proposing or
 /// waiting for their entry to apply); beyond it the stream is not read until
 /// one finishes (backpressure, not an error: the client's further calls wait
-/// in the stream's HTTP/2 flow-control window, so the node's memory per
-/// stream stays bounded).
+/// in the stream's HTTP/2 flow-control window, 64 KiB, and then in the
+/// client, paused by flow control; so the node's memory per stream stays
+/// bounded). The window is kept that small so that a client that sends
+/// faster than the node reads is paused before h2's budget for buffered
+/// small DATA frames runs out, which would close the connection with
+/// GOAWAY `ENHANCE_YOUR_CALM` (the crate root's `start.rs`,
+/// `STREAM_WINDOW_BYTES`).
 /// Queued waiters are not counted (a queued acquire's call is done once it is
 /// queued; [`follow_waiter`] reports the rest): the lock table bounds them.
 pub const MAX_CALLS_IN_PROGRESS: usize = 1024;
