@@ -67,8 +67,6 @@ pub(crate) fn nodelay_incoming(listener: TcpListener) -> tonic::transport::serve
     tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true))
 }
 
-/// Serves `listener`: TLS with `config.certs_dir` (see the module docs),
-/// plaintext without.
 /// The HTTP/2 receive window of each stream the node serves: 64 KiB, the
 /// protocol's own default (hyper's is 1 MiB).
 ///
@@ -106,6 +104,8 @@ pub(crate) fn http2_server(timing: &crate::config::Timing) -> tonic::transport::
         .initial_connection_window_size(CONNECTION_WINDOW_BYTES)
 }
 
+/// Serves `listener`: TLS with `config.certs_dir` (see the module docs),
+/// plaintext without.
 pub(crate) async fn serve_tcp(
     config: ServerConfig,
     listener: TcpListener,
