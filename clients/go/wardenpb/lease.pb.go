@@ -130,8 +130,9 @@ func (x *LeaseGrantResponse) GetTtlMs() uint64 {
 }
 
 type LeaseKeepAliveRequest struct {
-	state   protoimpl.MessageState `protogen:"open.v1"`
-	LeaseId uint64                 `protobuf:"varint,1,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1..=2^53-1.
+	LeaseId uint64 `protobuf:"varint,1,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
 	// Chosen by the client, echoed in the reply.
 	Sequence      uint64 `protobuf:"varint,2,opt,name=sequence,proto3" json:"sequence,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -252,8 +253,9 @@ func (x *LeaseKeepAliveResponse) GetLive() bool {
 }
 
 type LeaseTimeToLiveRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	LeaseId       uint64                 `protobuf:"varint,1,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1..=2^53-1 (InvalidArgument outside it; NotFound if not live).
+	LeaseId       uint64 `protobuf:"varint,1,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }

@@ -230,8 +230,13 @@ func (x *CancelWaitResponse) GetFencingToken() uint64 {
 
 type CallRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Chosen by the client, unique among its calls open on this stream; the
-	// answers carry it back. Never 0.
+	// Chosen by the client, unique among its calls in flight on this stream;
+	// the answers carry it back. Never 0. A call is in flight from when the
+	// node reads it until its final answer is sent (a queued acquire: until
+	// its grant or its end). A call under an id in flight is not run: it gets
+	// its own `error` answer under that id (InvalidArgument, field call_id,
+	// "call_id N is in flight on this stream ..."), and the call in flight
+	// goes on. An id may be reused once its call's final answer has arrived.
 	CallId uint64 `protobuf:"varint,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
 	// Types that are valid to be assigned to Call:
 	//
