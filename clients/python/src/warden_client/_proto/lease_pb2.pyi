@@ -74,6 +74,7 @@ class LeaseKeepAliveRequest(_message.Message):
     LEASE_ID_FIELD_NUMBER: _builtins.int
     SEQUENCE_FIELD_NUMBER: _builtins.int
     lease_id: _builtins.int
+    """1..=2^53-1."""
     sequence: _builtins.int
     """Chosen by the client, echoed in the reply."""
     def __init__(
@@ -125,6 +126,7 @@ class LeaseTimeToLiveRequest(_message.Message):
 
     LEASE_ID_FIELD_NUMBER: _builtins.int
     lease_id: _builtins.int
+    """1..=2^53-1 (InvalidArgument outside it; NotFound if not live)."""
     def __init__(
         self,
         *,

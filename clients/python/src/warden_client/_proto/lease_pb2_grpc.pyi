@@ -47,6 +47,9 @@ class LeaseStub:
     request's sequence so the client matches it to its own send time (S5).
     Renewals are committed in batched entries and acknowledged after commit
     (S4). A lease that is not live gets `live = false` (the stream goes on).
+    A lease_id no lease can have (0, or above 2^53-1) ends the stream with
+    InvalidArgument naming lease_id and the limit; a live lease of another
+    principal ends it with PermissionDenied.
     On a follower, the stream ends with Unavailable and `warden-leader`.
     """
     LeaseTimeToLive: _grpc.UnaryUnaryMultiCallable[_lease_pb2.LeaseTimeToLiveRequest, _lease_pb2.LeaseTimeToLiveResponse]
@@ -69,6 +72,9 @@ class LeaseAsyncStub(LeaseStub):
     request's sequence so the client matches it to its own send time (S5).
     Renewals are committed in batched entries and acknowledged after commit
     (S4). A lease that is not live gets `live = false` (the stream goes on).
+    A lease_id no lease can have (0, or above 2^53-1) ends the stream with
+    InvalidArgument naming lease_id and the limit; a live lease of another
+    principal ends it with PermissionDenied.
     On a follower, the stream ends with Unavailable and `warden-leader`.
     """
     LeaseTimeToLive: _aio.UnaryUnaryMultiCallable[_lease_pb2.LeaseTimeToLiveRequest, _lease_pb2.LeaseTimeToLiveResponse]  # type: ignore[assignment]
@@ -100,6 +106,9 @@ class LeaseServicer(metaclass=_abc_1.ABCMeta):
         request's sequence so the client matches it to its own send time (S5).
         Renewals are committed in batched entries and acknowledged after commit
         (S4). A lease that is not live gets `live = false` (the stream goes on).
+        A lease_id no lease can have (0, or above 2^53-1) ends the stream with
+        InvalidArgument naming lease_id and the limit; a live lease of another
+        principal ends it with PermissionDenied.
         On a follower, the stream ends with Unavailable and `warden-leader`.
         """
 

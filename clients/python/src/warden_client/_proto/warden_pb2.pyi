@@ -138,8 +138,13 @@ class CallRequest(_message.Message):
     ACQUIRE_FIELD_NUMBER: _builtins.int
     RELEASE_FIELD_NUMBER: _builtins.int
     call_id: _builtins.int
-    """Chosen by the client, unique among its calls open on this stream; the
-    answers carry it back. Never 0.
+    """Chosen by the client, unique among its calls in flight on this stream;
+    the answers carry it back. Never 0. A call is in flight from when the
+    node reads it until its final answer is sent (a queued acquire: until
+    its grant or its end). A call under an id in flight is not run: it gets
+    its own `error` answer under that id (InvalidArgument, field call_id,
+    "call_id N is in flight on this stream ..."), and the call in flight
+    goes on. An id may be reused once its call's final answer has arrived.
     """
     @_builtins.property
     def acquire(self) -> Global___AcquireRequest: ...

@@ -40,7 +40,15 @@ class WatchStub:
     start_index = i + 1 and gets every later event exactly once. A start_index
     below the window (or a subscriber so slow it falls out of it) gets
     OutOfRange with a message starting `compacted` that names the oldest
-    retained index, also given in the `warden-oldest-index` metadata.
+    retained index, also given in the `warden-oldest-index` metadata. A
+    start_index above the cluster's commit index + 1 (the next entry) can be no
+    client's resume: it gets OutOfRange "start_index N is beyond the cluster's
+    commit index C + 1" (ErrorInfo reason BEYOND_COMMIT) from the leader, which
+    confirms C with a quorum. A node waits for any index up to C + 1, beyond
+    its own applied index too; a follower that cannot confirm a start_index
+    beyond the commit index the leader last reported to it (within two
+    heartbeats) answers Unavailable with the leader in `warden-leader`, and
+    the client asks there.
 
     The events of one entry are sent consecutively. A client that may have been
     cut off in the middle of an entry's events resumes with start_index = i and
@@ -77,7 +85,15 @@ class WatchServicer:
     start_index = i + 1 and gets every later event exactly once. A start_index
     below the window (or a subscriber so slow it falls out of it) gets
     OutOfRange with a message starting `compacted` that names the oldest
-    retained index, also given in the `warden-oldest-index` metadata.
+    retained index, also given in the `warden-oldest-index` metadata. A
+    start_index above the cluster's commit index + 1 (the next entry) can be no
+    client's resume: it gets OutOfRange "start_index N is beyond the cluster's
+    commit index C + 1" (ErrorInfo reason BEYOND_COMMIT) from the leader, which
+    confirms C with a quorum. A node waits for any index up to C + 1, beyond
+    its own applied index too; a follower that cannot confirm a start_index
+    beyond the commit index the leader last reported to it (within two
+    heartbeats) answers Unavailable with the leader in `warden-leader`, and
+    the client asks there.
 
     The events of one entry are sent consecutively. A client that may have been
     cut off in the middle of an entry's events resumes with start_index = i and
@@ -123,7 +139,15 @@ class Watch:
     start_index = i + 1 and gets every later event exactly once. A start_index
     below the window (or a subscriber so slow it falls out of it) gets
     OutOfRange with a message starting `compacted` that names the oldest
-    retained index, also given in the `warden-oldest-index` metadata.
+    retained index, also given in the `warden-oldest-index` metadata. A
+    start_index above the cluster's commit index + 1 (the next entry) can be no
+    client's resume: it gets OutOfRange "start_index N is beyond the cluster's
+    commit index C + 1" (ErrorInfo reason BEYOND_COMMIT) from the leader, which
+    confirms C with a quorum. A node waits for any index up to C + 1, beyond
+    its own applied index too; a follower that cannot confirm a start_index
+    beyond the commit index the leader last reported to it (within two
+    heartbeats) answers Unavailable with the leader in `warden-leader`, and
+    the client asks there.
 
     The events of one entry are sent consecutively. A client that may have been
     cut off in the middle of an entry's events resumes with start_index = i and
