@@ -30,6 +30,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::effect::Effect;
+use crate::limits::MAX_DUE_PER_ENTRY;
 use crate::table::LockTable;
 use crate::types::{
     Checkpoint, CheckpointLease, CheckpointLockDelay, CheckpointWaiter, DueLease, DueList,
@@ -384,7 +385,9 @@ impl Deadlines {
 
     /// What the leader should end at `now`: leases whose deadline <= now, with
     /// the `last_index` the table holds, and waits whose end <= now, both in
-    /// sorted order. Only entries still in `table` are listed.
+    /// sorted order. Only entries still in `table` are listed, and at most
+    /// [`MAX_DUE_PER_ENTRY`] of each, those whose deadline came first: a
+    /// list that is full means more may be due.
     pub fn due(&self, table: &LockTable, leader: LeaderId, now: Duration) -> DueList {
         let mut leases: Vec<DueLease> = self
             .leases
@@ -395,6 +398,7 @@ impl Deadlines {
                     last_index: l.last_index,
                 })
             })
+            .take(MAX_DUE_PER_ENTRY)
             .collect();
         leases.sort_unstable_by_key(|l| l.lease_id);
         let mut waiters: Vec<DueWaiter> = self
@@ -406,6 +410,7 @@ impl Deadlines {
                 lease_id: *lease,
                 enqueue_index: *enq,
             })
+            .take(MAX_DUE_PER_ENTRY)
             .collect();
         waiters.sort_unstable_by(|a, b| {
             (&a.resource, a.lease_id, a.enqueue_index).cmp(&(

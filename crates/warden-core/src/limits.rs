@@ -33,6 +33,13 @@ pub const MAX_AUDIT_RECORDS: usize = 1_000;
 /// itself bounded by the server's request size, so an entry stays far below
 /// the peers' message limit.
 pub const MAX_BATCH_COMMANDS: usize = 256;
+/// Most leases, and most waiters, one due list names (an `Expire` entry, or
+/// the due list a client entry carries): a mass expiry is ended in bounded
+/// entries, the earliest deadlines first, so no single entry holds apply or
+/// the Raft core for long. A leader with more due proposes the next entry at
+/// once. Only what a leader proposes is bounded; apply takes any list, so
+/// entries written before the bound still replay.
+pub const MAX_DUE_PER_ENTRY: usize = 1_000;
 /// Longest `requested_by` of a forced release, in bytes of UTF-8.
 pub const MAX_REQUESTED_BY_BYTES: usize = 256;
 

@@ -419,3 +419,38 @@ fn due_and_next_deadline_follow_every_change_of_a_deadline() {
     assert_eq!(d.next_deadline(), Some(s(3)));
     assert_eq!(d.lease_count(), 4);
 }
+
+// A mass expiry in bounded entries (limits::MAX_DUE_PER_ENTRY): with 2,500
+// leases due at once the due list names 1,000, those whose deadlines came
+// first, in lease-id order; once they end, the next 1,000 come up.
+#[test]
+fn a_due_list_names_at_most_the_bound_earliest_deadline_first() {
+    use crate::limits::MAX_DUE_PER_ENTRY;
+    let (mut log, mut d) = (Log::new(), Deadlines::new());
+    // Lease i gets TTL 1 s + (2,500 − i) ms: the highest ids are due first.
+    for i in 1..=2_500u64 {
+        let header = RequestHeader {
+            client_id: 1,
+            request_id: i,
+            acked_request_id: i - 1,
+        };
+        let out = log
+            .t
+            .apply(i, L1, &lease_grant(header, 1_000 + (2_500 - i)));
+        d.on_effects(&out.effects, s(0), s(0));
+    }
+    let due = d.due(&log.t, L1, s(10)).leases;
+    assert_eq!(due.len(), MAX_DUE_PER_ENTRY);
+    let ids: Vec<u64> = due.iter().map(|l| l.lease_id).collect();
+    assert_eq!(ids, (1_501..=2_500).collect::<Vec<u64>>());
+    for id in &ids {
+        d.forget_lease(*id);
+    }
+    let next: Vec<u64> = d
+        .due(&log.t, L1, s(10))
+        .leases
+        .iter()
+        .map(|l| l.lease_id)
+        .collect();
+    assert_eq!(next, (501..=1_500).collect::<Vec<u64>>());
+}

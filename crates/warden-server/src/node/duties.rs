@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use warden_core::limits::MAX_DUE_PER_ENTRY;
 use warden_core::types::{Command, DropClients, EndLockDelay, Promote};
 use warden_core::ClientView;
 
@@ -30,6 +31,11 @@ pub const CLIENT_IDLE_TIMEOUT_MS: u64 = 600_000;
 
 /// Most clients one `DropClients` entry names.
 pub const MAX_DROPPED_CLIENTS_PER_ENTRY: usize = 1_024;
+
+/// Most `Expire` entries one duty tick proposes back to back while due lists
+/// come back full ([`MAX_DUE_PER_ENTRY`] each): 200 entries end up to 200,000
+/// leases in a tick, twice the default cap on live leases.
+pub const MAX_EXPIRE_ENTRIES_PER_TICK: usize = 200;
 
 /// What the leader remembers of each outcome record (node-local): by
 /// principal (`""` for the records of unwrapped and anonymous commands; a
@@ -131,12 +137,16 @@ pub async fn run(node: Weak<Node>) {
             }
         }
         let now = node.shared.clock.now();
-        // 2. Expire due leases and timed-out waiters.
-        let (due, delays, checkpoint) = {
+        // 2. Expire due leases and timed-out waiters, in entries of at most
+        // MAX_DUE_PER_ENTRY of each: while a list comes back full, more may
+        // be due, and the next entry goes at once rather than a tick later
+        // (a mass expiry still ends within its bound, L1), up to
+        // MAX_EXPIRE_ENTRIES_PER_TICK entries: an entry that ended nothing
+        // (the table refused it) cannot keep the loop from its other duties.
+        let (delays, checkpoint) = {
             let Ok(m) = node.shared.machine.lock() else {
                 return;
             };
-            let due = m.deadlines.due(&m.table, leader, now);
             let delays = m.deadlines.due_lock_delays(&m.table, now);
             let checkpoint = match last_checkpoint {
                 Some(t) if now.saturating_sub(t) < checkpoint_every => None,
@@ -145,9 +155,20 @@ pub async fn run(node: Weak<Node>) {
                         .checkpoint(&m.table, leader, now, checkpoint_every),
                 ),
             };
-            (due, delays, checkpoint)
+            (delays, checkpoint)
         };
-        if !due.leases.is_empty() || !due.waiters.is_empty() {
+        for _ in 0..MAX_EXPIRE_ENTRIES_PER_TICK {
+            let due = {
+                let Ok(m) = node.shared.machine.lock() else {
+                    return;
+                };
+                m.deadlines.due(&m.table, leader, node.shared.clock.now())
+            };
+            if due.leases.is_empty() && due.waiters.is_empty() {
+                break;
+            }
+            let full =
+                due.leases.len() >= MAX_DUE_PER_ENTRY || due.waiters.len() >= MAX_DUE_PER_ENTRY;
             tracing::debug!(
                 leases = due.leases.len(),
                 waiters = due.waiters.len(),
@@ -155,6 +176,10 @@ pub async fn run(node: Weak<Node>) {
             );
             if let Err(e) = node.propose_duty(Command::Expire(due)).await {
                 tracing::debug!("expire: {}", e);
+                break;
+            }
+            if !full {
+                break;
             }
         }
         // 3. End due lock-delays.
@@ -310,5 +335,80 @@ mod tests {
             "bob's record idles from 100 s"
         );
         assert_eq!(seen.keys().collect::<Vec<_>>(), vec!["bob"]);
+    }
+}
+
+#[cfg(test)]
+mod mass_expiry_tests {
+    use std::time::Duration;
+
+    use warden_core::limits::MAX_DUE_PER_ENTRY;
+    use warden_core::types::{Command, LeaseGrant, Permission};
+
+    use super::super::submit::LeaseGranted;
+    use super::super::test_node::{header, named, Setup, TestNode};
+
+    /// The leases each `Expire` entry applied names, in log order.
+    fn expire_sizes(cmds: &[Command]) -> Vec<usize> {
+        let mut sizes = Vec::new();
+        for cmd in cmds {
+            match cmd {
+                Command::Expire(due) => sizes.push(due.leases.len()),
+                Command::Batch(inner) => sizes.extend(expire_sizes(inner)),
+                _ => {}
+            }
+        }
+        sizes
+    }
+
+    // L1 under a mass expiry, ended in bounded entries (MAX_DUE_PER_ENTRY):
+    // 2,500 leases granted together with a 1 s TTL all end within TTL + E
+    // (E here: the one-node cluster's duty tick and apply lag, well under
+    // 3 s), and no `Expire` entry names more than 1,000 of them, so at least
+    // three entries end them, back to back.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_mass_expiry_ends_in_bounded_entries_within_ttl_plus_e() {
+        const LEASES: u64 = 2_500;
+        let t = TestNode::start(Setup::default()).await;
+        t.grant("alice", "", Permission::Lock).await;
+        let alice = named("alice");
+        let grants = (1..=LEASES).map(|client| {
+            let node = t.node.clone();
+            let alice = alice.clone();
+            async move {
+                let granted: LeaseGranted = node
+                    .submit(
+                        &alice,
+                        Command::LeaseGrant(LeaseGrant {
+                            header: header(client, 1),
+                            ttl_ms: 1_000,
+                        }),
+                    )
+                    .await
+                    .expect("lease grant");
+                granted.lease_id
+            }
+        });
+        let ids = futures::future::join_all(grants).await;
+        let granted_at = tokio::time::Instant::now();
+        assert_eq!(ids.len() as u64, LEASES);
+        assert_eq!(t.table(|m| m.leases().count()) as u64, LEASES);
+
+        let limit = Duration::from_millis(1_000 + 3_000);
+        while t.table(|m| m.leases().count()) > 0 {
+            assert!(
+                granted_at.elapsed() < limit,
+                "{} of {LEASES} leases outlived TTL + E",
+                t.table(|m| m.leases().count())
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let sizes = expire_sizes(&t.applied());
+        assert!(
+            sizes.iter().all(|n| *n <= MAX_DUE_PER_ENTRY),
+            "an Expire entry over the bound: {sizes:?}"
+        );
+        assert_eq!(sizes.iter().sum::<usize>() as u64, LEASES, "{sizes:?}");
+        assert!(sizes.len() >= 3, "{sizes:?}");
     }
 }
