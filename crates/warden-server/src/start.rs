@@ -1148,11 +1148,11 @@ mod flow_control_tests {
     use std::time::Duration;
 
     use futures::StreamExt as _;
-    use warden_core::types::{Acquire, AcquireOutcome, AcquireReply, Command, LeaseSpec};
+    use warden_core::types::{AcquireOutcome, AcquireReply};
     use warden_proto::v1 as pb;
 
     use super::*;
-    use crate::node::test_node::{header, Setup, TestNode};
+    use crate::node::test_node::{Setup, TestNode};
 
     /// Calls pipelined on the one stream, all queued behind one holder.
     const CALLS: usize = 6_000;
@@ -1169,21 +1169,7 @@ mod flow_control_tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_calls_stream_that_sends_faster_than_it_reads_is_paused_not_reset() {
         let t = TestNode::start(Setup::default()).await;
-        let holder: AcquireReply = t
-            .node
-            .submit(
-                &None,
-                Command::Acquire(Acquire {
-                    header: header(1, 1),
-                    resource: "p/1".into(),
-                    lease: LeaseSpec::New { ttl_ms: 600_000 },
-                    wait_timeout_ms: 0,
-                    lock_delay_ms: 0,
-                    due: None,
-                }),
-            )
-            .await
-            .expect("holder");
+        let holder: AcquireReply = t.hold("p/1", 600_000, 0).await;
         assert!(matches!(holder.outcome, AcquireOutcome::Granted { .. }));
 
         let cell = NodeCell::default();

@@ -194,6 +194,30 @@ impl TestNode {
         }
     }
 
+    /// An anonymous caller's acquire of `resource` on a new lease (client
+    /// 1, request 1): the holder a test then queues others behind.
+    pub(crate) async fn hold(
+        &self,
+        resource: &str,
+        ttl_ms: u64,
+        lock_delay_ms: u64,
+    ) -> warden_core::types::AcquireReply {
+        self.node
+            .submit(
+                &None,
+                Command::Acquire(warden_core::types::Acquire {
+                    header: header(1, 1),
+                    resource: resource.into(),
+                    lease: warden_core::types::LeaseSpec::New { ttl_ms },
+                    wait_timeout_ms: 0,
+                    lock_delay_ms,
+                    due: None,
+                }),
+            )
+            .await
+            .expect("the holder's acquire")
+    }
+
     /// The commands applied so far, in order.
     pub(crate) fn applied(&self) -> Vec<Command> {
         self.applied.0.lock().expect("applied").clone()

@@ -449,24 +449,10 @@ mod tests {
         use crate::node::submit::Released;
         use crate::node::test_node::{header, Setup, TestNode};
         use std::time::Duration;
-        use warden_core::types::{Acquire, AcquireOutcome, Command, LeaseSpec, Release};
+        use warden_core::types::{AcquireOutcome, Command, Release};
 
         let t = TestNode::start(Setup::default()).await;
-        let holder: AcquireReply = t
-            .node
-            .submit(
-                &None,
-                Command::Acquire(Acquire {
-                    header: header(1, 1),
-                    resource: "q/1".into(),
-                    lease: LeaseSpec::New { ttl_ms: 30_000 },
-                    wait_timeout_ms: 0,
-                    lock_delay_ms: 0,
-                    due: None,
-                }),
-            )
-            .await
-            .expect("holder");
+        let holder: AcquireReply = t.hold("q/1", 30_000, 0).await;
         let AcquireOutcome::Granted {
             lease_id: holder_lease,
             fencing_token,

@@ -405,30 +405,14 @@ mod tests {
         use super::super::convert::AcquireStart;
         use crate::node::submit::Released;
         use crate::node::test_node::{header, Setup, TestNode};
-        use warden_core::types::{
-            Acquire, AcquireOutcome, AcquireReply, Command, ForceRelease, LeaseSpec,
-        };
+        use warden_core::types::{AcquireOutcome, AcquireReply, Command, ForceRelease};
 
         let t = TestNode::start(Setup {
             allow_admin: true,
             ..Setup::default()
         })
         .await;
-        let holder: AcquireReply = t
-            .node
-            .submit(
-                &None,
-                Command::Acquire(Acquire {
-                    header: header(1, 1),
-                    resource: "d/1".into(),
-                    lease: LeaseSpec::New { ttl_ms: 30_000 },
-                    wait_timeout_ms: 0,
-                    lock_delay_ms: 5_000,
-                    due: None,
-                }),
-            )
-            .await
-            .expect("holder");
+        let holder: AcquireReply = t.hold("d/1", 30_000, 5_000).await;
         assert!(
             matches!(holder.outcome, AcquireOutcome::Granted { .. }),
             "{holder:?}"
