@@ -227,6 +227,28 @@ mod lease_ids {
             .expect("an answer within 10 s")
     }
 
+    /// Opens a keep-alive stream, sends one keep-alive for `lease_id`, and
+    /// returns the first answer (a reply, or the status the stream ends with).
+    async fn first_keep_alive_answer(
+        lease: &mut LeaseClient<tonic::transport::Channel>,
+        lease_id: u64,
+        sequence: u64,
+    ) -> Result<pb::LeaseKeepAliveResponse, Status> {
+        let (tx, rx) = mpsc::channel(1);
+        tx.send(pb::LeaseKeepAliveRequest { lease_id, sequence })
+            .await
+            .unwrap();
+        let mut replies = within(lease.lease_keep_alive(ReceiverStream::new(rx)))
+            .await
+            .expect("the stream opens")
+            .into_inner();
+        let answer = within(replies.next())
+            .await
+            .expect("an answer, not the end of the stream");
+        drop(tx);
+        answer
+    }
+
     fn header(request_id: u64) -> Option<pb::RequestHeader> {
         Some(pb::RequestHeader {
             client_id: 9,
@@ -254,26 +276,12 @@ mod lease_ids {
         let mut lock = LockClient::new(channel);
         let mut request_id = 0;
         for id in [0, MAX_ID + 1, u64::MAX] {
-            let (tx, rx) = mpsc::channel(1);
-            tx.send(pb::LeaseKeepAliveRequest {
-                lease_id: id,
-                sequence: 1,
-            })
-            .await
-            .unwrap();
-            let mut replies = within(lease.lease_keep_alive(ReceiverStream::new(rx)))
-                .await
-                .expect("the stream opens")
-                .into_inner();
-            let refused = within(replies.next())
-                .await
-                .expect("an answer, not the end of the stream");
+            let refused = first_keep_alive_answer(&mut lease, id, 1).await;
             assert_out_of_range(
                 "keep-alive",
                 id,
                 &refused.expect_err("no live = false reply"),
             );
-            drop(tx);
 
             let e = within(lock.renew(pb::RenewRequest {
                 lease_id: id,
@@ -335,20 +343,8 @@ mod lease_ids {
         assert_eq!(t.table(|m| m.holder("l/1")), None, "nothing was proposed");
 
         // MAX_ID is in range: not live, not refused.
-        let (tx, rx) = mpsc::channel(1);
-        tx.send(pb::LeaseKeepAliveRequest {
-            lease_id: MAX_ID,
-            sequence: 7,
-        })
-        .await
-        .unwrap();
-        let mut replies = within(lease.lease_keep_alive(ReceiverStream::new(rx)))
+        let reply = first_keep_alive_answer(&mut lease, MAX_ID, 7)
             .await
-            .expect("the stream opens")
-            .into_inner();
-        let reply = within(replies.next())
-            .await
-            .expect("a reply")
             .expect("not refused");
         assert_eq!(
             (reply.lease_id, reply.live, reply.ttl_ms, reply.sequence),
