@@ -237,6 +237,10 @@ type CallRequest struct {
 	// its own `error` answer under that id (InvalidArgument, field call_id,
 	// "call_id N is in flight on this stream ..."), and the call in flight
 	// goes on. An id may be reused once its call's final answer has arrived.
+	// A stream follows each wait once: the same waiting acquire (same client
+	// and request id) sent again under a new call id gets the wait's answers
+	// there from then on, and the earlier call ends with an `error` answer
+	// (InvalidArgument, field call_id) naming the new id.
 	CallId uint64 `protobuf:"varint,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
 	// Types that are valid to be assigned to Call:
 	//

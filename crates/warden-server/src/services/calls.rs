@@ -72,7 +72,9 @@ pub(super) async fn release(
 /// GOAWAY `ENHANCE_YOUR_CALM` (the crate root's `start.rs`,
 /// `STREAM_WINDOW_BYTES`).
 /// Queued waiters are not counted (a queued acquire's call is done once it is
-/// queued; [`follow_waiter`] reports the rest): the lock table bounds them.
+/// queued; [`follow_waiter`] reports the rest): the lock table and the
+/// principal's waiter quota bound them, since a stream follows each waiter
+/// once (`call_ids`: the same wait sent again moves to the new call id).
 pub const MAX_CALLS_IN_PROGRESS: usize = 1024;
 
 /// Answers of one `Calls` stream waiting to be sent.
@@ -118,7 +120,7 @@ pub(super) async fn serve_call(
     let started = tokio::time::Instant::now();
     let answer = match claim {
         None => Err(SubmitError::invalid("call_id", "must be 1..=2^64-1").into()),
-        Some(claim) => match call.call {
+        Some(mut claim) => match call.call {
             None => Err(SubmitError::invalid("call", "required (acquire or release)").into()),
             Some(Call::Release(r)) => release(&node, &principal, r).await.map(Answer::Release),
             Some(Call::Acquire(a)) => match start_acquire(&node, &principal, a).await {
@@ -128,6 +130,7 @@ pub(super) async fn serve_call(
                     lease_id,
                     enqueue_index,
                 }) => {
+                    claim.follow(&resource, lease_id, enqueue_index);
                     tokio::spawn(follow_waiter(
                         node.clone(),
                         WaiterOut::Call { claim, out },
@@ -564,5 +567,141 @@ mod tests {
             .await
             .expect("the stream ends once half-closed")
             .expect("no panic");
+    }
+
+    // Bounded followers per stream (found by an attack: 30,000 copies of one
+    // waiting acquire under new call ids started 30,000 follower tasks, each
+    // woken by every applied entry): the same wait sent again under a new id
+    // takes its answers over, and the earlier call ends at once with an
+    // error naming the new id (woken by the take-over, not by the next
+    // applied entry, so copies cannot pile up between entries). After 200
+    // copies the release grants the last id alone; the table holds one
+    // waiter throughout.
+    #[tokio::test]
+    async fn the_same_wait_sent_again_moves_to_the_new_call_id() {
+        use crate::node::submit::Released;
+        use crate::node::test_node::{header, Setup, TestNode};
+        use std::time::Duration;
+        use warden_core::types::{AcquireOutcome, Command, Release};
+
+        let t = TestNode::start(Setup::default()).await;
+        let holder: AcquireReply = t.hold("s/1", 30_000, 0).await;
+        let AcquireOutcome::Granted {
+            lease_id: holder_lease,
+            fencing_token,
+            ..
+        } = holder.outcome
+        else {
+            panic!("not granted: {holder:?}")
+        };
+        // One waiting acquire (client 2, request 1), sent under `call_id`.
+        let acquire = |call_id| pb::CallRequest {
+            call_id,
+            call: Some(pb::call_request::Call::Acquire(pb::AcquireRequest {
+                header: Some(pb::RequestHeader {
+                    client_id: 2,
+                    request_id: 1,
+                    acked_request_id: 0,
+                }),
+                resource: "s/1".into(),
+                ttl_ms: 30_000,
+                wait_timeout_ms: 60_000,
+                ..Default::default()
+            })),
+        };
+        let (calls_tx, calls_rx) = mpsc::unbounded_channel();
+        let (out, mut answers) = mpsc::channel(CALLS_OUTBOUND_BUFFER);
+        let (_stop_tx, stopping) = tokio::sync::watch::channel(false);
+        let node = t.node.clone();
+        let _stream = tokio::spawn(serve_calls(
+            tokio_stream::wrappers::UnboundedReceiverStream::new(calls_rx),
+            move |call, claim, out| serve_call(node.clone(), None, call, claim, out),
+            MAX_CALLS_IN_PROGRESS,
+            out,
+            stopping,
+        ));
+        let mut next = async || {
+            tokio::time::timeout(Duration::from_secs(10), answers.recv())
+                .await
+                .expect("an answer within 10 s")
+                .expect("open")
+                .expect("not a stream error")
+        };
+        use pb::acquire_response::Event;
+        use pb::call_response::Answer;
+        let queued = |a: &pb::CallResponse| {
+            matches!(
+                &a.answer,
+                Some(Answer::Acquire(pb::AcquireResponse {
+                    event: Some(Event::Queued(_))
+                }))
+            )
+        };
+
+        calls_tx.send(Ok(acquire(1))).unwrap();
+        let first = next().await;
+        assert!(first.call_id == 1 && queued(&first), "{first:?}");
+        const COPIES: u64 = 200;
+        for id in 2..=COPIES {
+            calls_tx.send(Ok(acquire(id))).unwrap();
+            // Two answers, in either order: id's Queued and id − 1's end.
+            let (mut got_queued, mut got_end) = (false, false);
+            while !(got_queued && got_end) {
+                let a = next().await;
+                if a.call_id == id && queued(&a) {
+                    got_queued = true;
+                } else if a.call_id == id - 1 {
+                    let Some(Answer::Error(e)) = &a.answer else {
+                        panic!("call {} did not end with an error: {a:?}", id - 1)
+                    };
+                    assert_eq!(e.code, tonic::Code::InvalidArgument as i32, "{e:?}");
+                    assert!(
+                        e.message.contains(&format!("call_id {id}")),
+                        "{}",
+                        e.message
+                    );
+                    got_end = true;
+                } else {
+                    panic!("unexpected answer {a:?} after call {id}");
+                }
+            }
+        }
+        assert_eq!(
+            t.table(|m| m.resource("s/1").map(|r| r.waiters.len())),
+            Some(1)
+        );
+
+        let _: Released = t
+            .node
+            .submit(
+                &None,
+                Command::Release(Release {
+                    header: header(1, 2),
+                    resource: Some("s/1".into()),
+                    lease_id: holder_lease,
+                    fencing_token: Some(fencing_token),
+                    due: None,
+                }),
+            )
+            .await
+            .expect("release");
+        let granted = loop {
+            let a = next().await;
+            if queued(&a) {
+                assert_eq!(a.call_id, COPIES, "only the last id follows the wait");
+                continue;
+            }
+            break a;
+        };
+        assert_eq!(granted.call_id, COPIES, "{granted:?}");
+        assert!(
+            matches!(
+                granted.answer,
+                Some(Answer::Acquire(pb::AcquireResponse {
+                    event: Some(Event::Granted(_))
+                }))
+            ),
+            "{granted:?}"
+        );
     }
 }

@@ -14,7 +14,7 @@ use tonic::Status;
 use warden_core::types::NotGrantedReason;
 use warden_proto::v1 as pb;
 
-use super::call_ids::CallIdClaim;
+use super::call_ids::{superseded_status, CallIdClaim};
 use super::convert::{granted, not_granted, queued};
 use super::status::wait_permission_revoked;
 use crate::node::read::{QueueBehind, WaiterStep};
@@ -99,6 +99,24 @@ pub(super) enum WaiterOut {
 }
 
 impl WaiterOut {
+    /// The call id that follows this waiter on the stream now, when a later
+    /// call took it over (`call_ids`); never for a unary `Acquire`.
+    fn superseded_by(&self) -> Option<u64> {
+        match self {
+            WaiterOut::Acquire(_) => None,
+            WaiterOut::Call { claim, .. } => claim.superseded_by(),
+        }
+    }
+
+    /// Resolves when a later call takes this waiter over (never for a unary
+    /// `Acquire`).
+    async fn superseded(&self) {
+        match self {
+            WaiterOut::Acquire(_) => std::future::pending().await,
+            WaiterOut::Call { claim, .. } => claim.superseded().await,
+        }
+    }
+
     /// Sends `message`; false when the stream is gone.
     async fn send(&self, message: pb::AcquireResponse) -> bool {
         match self {
@@ -177,6 +195,11 @@ pub(super) async fn follow_waiter(
     let mut rx = node.applied();
     let mut throttle = ReportThrottle::default();
     loop {
+        // A later call of the stream follows this waiter now: end this one.
+        if let Some(later) = tx.superseded_by() {
+            tx.fail(superseded_status(later)).await;
+            return;
+        }
         // The final answer, or the waiter's current position.
         let Some(step) = node.waiter_step(&resource, lease_id, enqueue_index) else {
             return;
@@ -229,6 +252,7 @@ pub(super) async fn follow_waiter(
         tokio::select! {
             r = rx.changed() => if r.is_err() { return },
             _ = tx.closed() => return,
+            _ = tx.superseded() => {}
             _ = report_due => {}
         }
     }
