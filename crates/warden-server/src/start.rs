@@ -88,8 +88,18 @@ pub(crate) const STREAM_WINDOW_BYTES: u32 = 64 * 1024;
 /// it), above what one stream's [`STREAM_WINDOW_BYTES`] can hold.
 pub(crate) const CONNECTION_WINDOW_BYTES: u32 = 4 * 1024 * 1024;
 
-/// The gRPC server's HTTP/2 settings, for the client port and the peer
-/// port alike: keep-alive pings (a client that vanished silently loses its
+/// The HTTP/2 receive windows of a peer port of its own (`--peer-listen`):
+/// 1 MiB per stream, 4 MiB per connection. Peers send few, large messages
+/// (entry batches, a whole snapshot), and a stream moves at most one window
+/// per round trip: at 20 ms between nodes, 64 KiB a round trip made an
+/// 8 MiB request take 3.1 s against 0.26 s with 1 MiB (measured through a
+/// delaying proxy), too slow for a snapshot's one call. Only node
+/// certificates may call that port, so the small-frame budget that
+/// [`STREAM_WINDOW_BYTES`] guards against is no client's to spend.
+pub(crate) const PEER_STREAM_WINDOW_BYTES: u32 = 1024 * 1024;
+
+/// The gRPC server's HTTP/2 settings, for the client port and (with
+/// [`PEER_STREAM_WINDOW_BYTES`] instead) a peer port of its own: keep-alive pings (a client that vanished silently loses its
 /// connection, `Timing::grpc_keepalive_interval_ms`) and the receive
 /// windows ([`STREAM_WINDOW_BYTES`], [`CONNECTION_WINDOW_BYTES`]).
 pub(crate) fn http2_server(timing: &crate::config::Timing) -> tonic::transport::Server {
@@ -430,7 +440,13 @@ where
     let (gate_on_client_port, peer_server) = match peer_incoming {
         Some(peer_incoming) => (
             None,
-            Some((builder.clone().add_service(peer_gate), peer_incoming)),
+            Some((
+                builder
+                    .clone()
+                    .initial_stream_window_size(PEER_STREAM_WINDOW_BYTES)
+                    .add_service(peer_gate),
+                peer_incoming,
+            )),
         ),
         None => (Some(peer_gate), None),
     };
@@ -1261,5 +1277,103 @@ mod flow_control_tests {
         }
         assert_eq!(queued.len(), CALLS);
         assert_eq!(t.table(|m| m.waiters("p/1").len()), CALLS);
+    }
+}
+
+#[cfg(test)]
+mod window_tests {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+
+    use super::{PEER_STREAM_WINDOW_BYTES, STREAM_WINDOW_BYTES};
+    use crate::config::{self, ServerConfig, Timing};
+
+    /// The INITIAL_WINDOW_SIZE (HTTP/2 setting 0x4) that the server on
+    /// `addr` announces in its first SETTINGS frame (RFC 9113 §6.5), read
+    /// over a plaintext connection that sends the preface and empty SETTINGS.
+    async fn announced_stream_window(addr: std::net::SocketAddr) -> u32 {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        let mut tcp = loop {
+            match TcpStream::connect(addr).await {
+                Ok(tcp) => break tcp,
+                Err(e) => {
+                    assert!(tokio::time::Instant::now() < deadline, "{addr}: {e}");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        };
+        tcp.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+            .await
+            .expect("preface");
+        loop {
+            let mut head = [0u8; 9];
+            tokio::time::timeout(Duration::from_secs(10), tcp.read_exact(&mut head))
+                .await
+                .expect("a frame within 10 s")
+                .expect("read");
+            let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+            let mut payload = vec![0u8; len];
+            tcp.read_exact(&mut payload).await.expect("payload");
+            // A SETTINGS frame (type 4) that is not an ACK (flag 1).
+            if head[3] == 4 && head[4] & 1 == 0 {
+                return payload
+                    .chunks(6)
+                    .find(|p| u16::from_be_bytes([p[0], p[1]]) == 4)
+                    .map(|p| u32::from_be_bytes([p[2], p[3], p[4], p[5]]))
+                    // Absent: the protocol's default, 65,535.
+                    .unwrap_or(65_535);
+            }
+        }
+    }
+
+    // Flow control (docs/operations.md "Latency between nodes"): the client
+    // port announces the 64 KiB stream window that pauses a client sending
+    // faster than the node reads, and a peer port of its own the 1 MiB one
+    // that large peer messages need on links with real latency.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_peer_port_has_a_larger_stream_window_than_the_client_port() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let peer_addr = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+            l.local_addr().expect("addr")
+        };
+        let config = ServerConfig {
+            node_id: 1,
+            listen: addr,
+            peer_listen: Some(peer_addr),
+            peers: BTreeMap::from([(1, addr.to_string())]),
+            peer_addrs: BTreeMap::from([(1, peer_addr.to_string())]),
+            data_dir: dir.path().to_path_buf(),
+            initial_cluster_state_new: true,
+            timing: Timing::default(),
+            allow_admin: false,
+            max_request_bytes: config::DEFAULT_MAX_REQUEST_BYTES,
+            token_floor: 0,
+            join: false,
+            admin_listen: None,
+            certs_dir: None,
+            metrics_groups: Vec::new(),
+        };
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let node = tokio::spawn(crate::run_with(
+            config,
+            listener,
+            crate::clock::TokioClock::shared(),
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        assert_eq!(announced_stream_window(addr).await, STREAM_WINDOW_BYTES);
+        assert_eq!(
+            announced_stream_window(peer_addr).await,
+            PEER_STREAM_WINDOW_BYTES
+        );
+        let _ = stop.send(());
+        let _ = tokio::time::timeout(Duration::from_secs(20), node).await;
     }
 }
