@@ -35,11 +35,12 @@ use std::time::Duration;
 use openraft::async_runtime::WatchReceiver as _;
 use tokio::sync::watch;
 use warden_core::auth::Target;
+use warden_core::types::NotGrantedReason;
 use warden_core::types::{
     AuditRecord, AuthAuditRecord, ClusterLimits, CommandError, ErrorCode, FencingToken, LeaseId,
     LogIndex, Permission, Quota,
 };
-use warden_core::{validate, TokenState, Usage};
+use warden_core::{validate, TokenState, Usage, WaiterRemovedReason};
 
 use super::error::command_error;
 use super::renew::{ownership, Ownership};
@@ -178,11 +179,13 @@ pub enum WaiterStep {
         /// What it waits behind.
         behind: QueueBehind,
     },
-    /// No longer queued and not granted (its wait ended or its lease died);
-    /// the holder now, if any.
+    /// No longer queued and not granted (its wait ended, it was cancelled,
+    /// or its lease died); the holder now, if any.
     Gone {
         /// The lease holding the resource now.
         holder: Option<LeaseId>,
+        /// `Cancelled` for a `CancelWait`, `WaitTimeout` otherwise.
+        reason: warden_core::types::NotGrantedReason,
     },
     /// Removed at a hand-off because its principal no longer had `lock` on
     /// the resource (the permission was revoked after it queued).
@@ -746,14 +749,16 @@ impl Node {
                         None => QueueBehind::Nothing,
                     },
                 },
-                None if m
-                    .revoked_waiters
-                    .contains(resource, lease_id, enqueue_index) =>
-                {
-                    WaiterStep::PermissionRevoked
-                }
-                None => WaiterStep::Gone {
-                    holder: holder.map(|h| h.lease_id),
+                None => match m.removed_waiters.reason(resource, lease_id, enqueue_index) {
+                    Some(WaiterRemovedReason::PermissionRevoked) => WaiterStep::PermissionRevoked,
+                    Some(WaiterRemovedReason::Cancelled) => WaiterStep::Gone {
+                        holder: holder.map(|h| h.lease_id),
+                        reason: NotGrantedReason::Cancelled,
+                    },
+                    _ => WaiterStep::Gone {
+                        holder: holder.map(|h| h.lease_id),
+                        reason: NotGrantedReason::WaitTimeout,
+                    },
                 },
             },
         })

@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 use tonic::Status;
-use warden_core::types::NotGrantedReason;
 use warden_proto::v1 as pb;
 
 use super::call_ids::{superseded_status, CallIdClaim};
@@ -217,8 +216,8 @@ pub(super) async fn follow_waiter(
                 tx.send_final(msg).await;
                 return;
             }
-            WaiterStep::Gone { holder } => {
-                let msg = not_granted(resource, holder, NotGrantedReason::WaitTimeout, 0);
+            WaiterStep::Gone { holder, reason } => {
+                let msg = not_granted(resource, holder, reason, 0);
                 node.metrics()
                     .acquire(AcquireOutcome::NotGranted, started.elapsed());
                 tx.send_final(msg).await;
@@ -523,6 +522,95 @@ mod tests {
         assert_eq!((q.behind.as_str(), q.holder_lease_id), ("lock_delay", 0));
         assert!(in_delay(q.lock_delay_remaining_ms), "{q:?}");
         follower.abort();
+    }
+
+    // S8 (a waiter taken back with CancelWait): the queued acquire's stream
+    // ends with `not_granted` and reason `cancelled` (it said `wait_timeout`
+    // before, found by an attack), and the resource stays with its holder.
+    #[tokio::test]
+    async fn a_cancelled_waiter_is_told_cancelled_not_timed_out() {
+        use super::super::calls::start_acquire;
+        use super::super::convert::AcquireStart;
+        use crate::node::submit::WaitCancelled;
+        use crate::node::test_node::{header, Setup, TestNode};
+        use warden_core::types::{AcquireOutcome, AcquireReply, CancelWait, Command};
+
+        let t = TestNode::start(Setup::default()).await;
+        let holder: AcquireReply = t.hold("c/1", 30_000, 0).await;
+        let AcquireOutcome::Granted {
+            lease_id: holder_lease,
+            ..
+        } = holder.outcome
+        else {
+            panic!("not granted: {holder:?}")
+        };
+        let wait = pb::AcquireRequest {
+            header: Some(pb::RequestHeader {
+                client_id: 4,
+                request_id: 1,
+                acked_request_id: 0,
+            }),
+            resource: "c/1".into(),
+            ttl_ms: 10_000,
+            wait_timeout_ms: 60_000,
+            ..Default::default()
+        };
+        let Ok(AcquireStart::Queued {
+            resource,
+            lease_id,
+            enqueue_index,
+        }) = start_acquire(&t.node, &None, wait).await
+        else {
+            panic!("the wait is queued")
+        };
+        let (tx, mut rx) = mpsc::channel(8);
+        let follower = tokio::spawn(follow_waiter(
+            t.node.clone(),
+            WaiterOut::Acquire(tx),
+            resource,
+            lease_id,
+            enqueue_index,
+            tokio::time::Instant::now(),
+        ));
+        let _: WaitCancelled = t
+            .node
+            .submit(
+                &None,
+                Command::CancelWait(CancelWait {
+                    header: header(4, 2),
+                    acquire_request_id: 1,
+                    resource: "c/1".into(),
+                    due: None,
+                }),
+            )
+            .await
+            .expect("cancel");
+        let last = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                let msg = rx
+                    .recv()
+                    .await
+                    .expect("the stream ends with an answer")
+                    .expect("not an error");
+                if !matches!(msg.event, Some(pb::acquire_response::Event::Queued(_))) {
+                    break msg;
+                }
+            }
+        })
+        .await
+        .expect("an answer within 10 s");
+        let Some(pb::acquire_response::Event::NotGranted(n)) = last.event else {
+            panic!("not a refusal: {last:?}")
+        };
+        assert_eq!(
+            (n.reason.as_str(), n.holder_lease_id),
+            ("cancelled", holder_lease)
+        );
+        follower.await.expect("follower ends");
+        assert_eq!(
+            t.table(|m| m.holder("c/1").map(|h| h.lease_id)),
+            Some(holder_lease)
+        );
     }
 
     // The queue position a waiter sees (S8's `Queued` reports): the first

@@ -64,7 +64,7 @@ mod test_support;
 pub use db::{Db, DiskFactory};
 pub use log_store::LogStore;
 pub use log_writer::{Stamps, WAL_FILE};
-pub use state_machine::{Machine, RevokedWaiters, Shared, StateMachineStore, MAX_REVOKED_WAITERS};
+pub use state_machine::{Machine, RemovedWaiters, Shared, StateMachineStore, MAX_REMOVED_WAITERS};
 
 /// Log index → one row: the entry's append stamp, then the entry (see
 /// [`encode_row`]). The stamp is the node clock's epoch and the time the

@@ -34,7 +34,7 @@ pub struct Machine {
     /// Last applied membership.
     pub membership: StoredMembership,
     /// Waiters removed because their principal lost `lock` (node-local).
-    pub revoked_waiters: RevokedWaiters,
+    pub removed_waiters: RemovedWaiters,
     /// Entries at or below this index have no stamp of this node's: the
     /// table this process loaded (its stored snapshot at start, or an
     /// installed one) and entries replayed after a reboot (their append
@@ -44,41 +44,55 @@ pub struct Machine {
     pub loaded_through: u64,
 }
 
-/// Most waiters [`RevokedWaiters`] remembers.
-pub const MAX_REVOKED_WAITERS: usize = 4_096;
+/// Most waiters [`RemovedWaiters`] remembers.
+pub const MAX_REMOVED_WAITERS: usize = 4_096;
 
-/// The waiters this node saw removed at a hand-off because their lease's
-/// owner no longer had `lock` on the resource
-/// (`WaiterRemovedReason::PermissionRevoked`), so a queued acquire's stream
-/// can answer PermissionDenied rather than a timeout. Node-local, fed at
-/// apply, the last [`MAX_REVOKED_WAITERS`] only (a follower that finds its
-/// waiter gone and not here reports it as timed out).
+/// Why this node saw waiters removed other than by a grant (a
+/// `WaiterRemoved` effect: timed out, lease ended, permission revoked at a
+/// hand-off, cancelled), so a queued acquire's stream can answer with the
+/// real reason: PermissionDenied for a revoked permission, `cancelled` for a
+/// `CancelWait`, a timeout otherwise. Node-local, fed at apply, the last
+/// [`MAX_REMOVED_WAITERS`] only (a follower that finds its waiter gone and
+/// not here reports it as timed out).
 #[derive(Debug, Default)]
-pub struct RevokedWaiters {
+pub struct RemovedWaiters {
     order: std::collections::VecDeque<(String, u64, u64)>,
-    set: std::collections::BTreeSet<(String, u64, u64)>,
+    reasons: std::collections::BTreeMap<(String, u64, u64), warden_core::WaiterRemovedReason>,
 }
 
-impl RevokedWaiters {
-    /// Records the waiter of `lease_id` on `resource` enqueued at
-    /// `enqueue_index`.
-    pub fn record(&mut self, resource: &str, lease_id: u64, enqueue_index: u64) {
+impl RemovedWaiters {
+    /// Records why the waiter of `lease_id` on `resource` enqueued at
+    /// `enqueue_index` was removed.
+    pub fn record(
+        &mut self,
+        resource: &str,
+        lease_id: u64,
+        enqueue_index: u64,
+        reason: warden_core::WaiterRemovedReason,
+    ) {
         let key = (resource.to_owned(), lease_id, enqueue_index);
-        if !self.set.insert(key.clone()) {
+        if self.reasons.insert(key.clone(), reason).is_some() {
             return;
         }
         self.order.push_back(key);
-        if self.order.len() > MAX_REVOKED_WAITERS {
+        if self.order.len() > MAX_REMOVED_WAITERS {
             if let Some(old) = self.order.pop_front() {
-                self.set.remove(&old);
+                self.reasons.remove(&old);
             }
         }
+        debug_assert_eq!(self.order.len(), self.reasons.len());
     }
 
-    /// Whether that waiter was removed for a revoked permission.
-    pub fn contains(&self, resource: &str, lease_id: u64, enqueue_index: u64) -> bool {
-        self.set
-            .contains(&(resource.to_owned(), lease_id, enqueue_index))
+    /// Why that waiter was removed, if this node saw it and still remembers.
+    pub fn reason(
+        &self,
+        resource: &str,
+        lease_id: u64,
+        enqueue_index: u64,
+    ) -> Option<warden_core::WaiterRemovedReason> {
+        self.reasons
+            .get(&(resource.to_owned(), lease_id, enqueue_index))
+            .copied()
     }
 }
 
@@ -152,7 +166,7 @@ impl StateMachineStore {
             deadlines: Deadlines::default(),
             last_applied: None,
             membership: StoredMembership::default(),
-            revoked_waiters: RevokedWaiters::default(),
+            removed_waiters: RemovedWaiters::default(),
             loaded_through: 0,
         };
         if let Some(bytes) = db.get_meta(KEY_SNAPSHOT)? {
@@ -384,11 +398,17 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                                 resource,
                                 lease_id,
                                 enqueue_index,
-                                reason: warden_core::WaiterRemovedReason::PermissionRevoked,
+                                reason,
                             } = effect
                             {
-                                m.revoked_waiters
-                                    .record(resource, *lease_id, *enqueue_index);
+                                if *reason != warden_core::WaiterRemovedReason::Granted {
+                                    m.removed_waiters.record(
+                                        resource,
+                                        *lease_id,
+                                        *enqueue_index,
+                                        *reason,
+                                    );
+                                }
                             }
                         }
                         drop(hot);
