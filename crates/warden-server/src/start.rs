@@ -908,7 +908,10 @@ mod tests {
     }
 
     /// An insecure one-node cluster on `listen` with its data in `data_dir`.
-    fn one_node_config(listen: std::net::SocketAddr, data_dir: std::path::PathBuf) -> ServerConfig {
+    pub(super) fn one_node_config(
+        listen: std::net::SocketAddr,
+        data_dir: std::path::PathBuf,
+    ) -> ServerConfig {
         ServerConfig {
             node_id: 1,
             listen,
@@ -1289,7 +1292,7 @@ mod window_tests {
     use tokio::net::{TcpListener, TcpStream};
 
     use super::{PEER_STREAM_WINDOW_BYTES, STREAM_WINDOW_BYTES};
-    use crate::config::{self, ServerConfig, Timing};
+    use crate::config::ServerConfig;
 
     /// The INITIAL_WINDOW_SIZE (HTTP/2 setting 0x4) that the server on
     /// `addr` announces in its first SETTINGS frame (RFC 9113 §6.5), read
@@ -1343,21 +1346,9 @@ mod window_tests {
             l.local_addr().expect("addr")
         };
         let config = ServerConfig {
-            node_id: 1,
-            listen: addr,
             peer_listen: Some(peer_addr),
-            peers: BTreeMap::from([(1, addr.to_string())]),
             peer_addrs: BTreeMap::from([(1, peer_addr.to_string())]),
-            data_dir: dir.path().to_path_buf(),
-            initial_cluster_state_new: true,
-            timing: Timing::default(),
-            allow_admin: false,
-            max_request_bytes: config::DEFAULT_MAX_REQUEST_BYTES,
-            token_floor: 0,
-            join: false,
-            admin_listen: None,
-            certs_dir: None,
-            metrics_groups: Vec::new(),
+            ..super::tests::one_node_config(addr, dir.path().to_path_buf())
         };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let node = tokio::spawn(crate::run_with(

@@ -35,10 +35,9 @@ use std::time::Duration;
 use openraft::async_runtime::WatchReceiver as _;
 use tokio::sync::watch;
 use warden_core::auth::Target;
-use warden_core::types::NotGrantedReason;
 use warden_core::types::{
     AuditRecord, AuthAuditRecord, ClusterLimits, CommandError, ErrorCode, FencingToken, LeaseId,
-    LogIndex, Permission, Quota,
+    LogIndex, NotGrantedReason, Permission, Quota,
 };
 use warden_core::{validate, TokenState, Usage, WaiterRemovedReason};
 
@@ -185,7 +184,7 @@ pub enum WaiterStep {
         /// The lease holding the resource now.
         holder: Option<LeaseId>,
         /// `Cancelled` for a `CancelWait`, `WaitTimeout` otherwise.
-        reason: warden_core::types::NotGrantedReason,
+        reason: NotGrantedReason,
     },
     /// Removed at a hand-off because its principal no longer had `lock` on
     /// the resource (the permission was revoked after it queued).
@@ -751,13 +750,12 @@ impl Node {
                 },
                 None => match m.removed_waiters.reason(resource, lease_id, enqueue_index) {
                     Some(WaiterRemovedReason::PermissionRevoked) => WaiterStep::PermissionRevoked,
-                    Some(WaiterRemovedReason::Cancelled) => WaiterStep::Gone {
+                    removed => WaiterStep::Gone {
                         holder: holder.map(|h| h.lease_id),
-                        reason: NotGrantedReason::Cancelled,
-                    },
-                    _ => WaiterStep::Gone {
-                        holder: holder.map(|h| h.lease_id),
-                        reason: NotGrantedReason::WaitTimeout,
+                        reason: match removed {
+                            Some(WaiterRemovedReason::Cancelled) => NotGrantedReason::Cancelled,
+                            _ => NotGrantedReason::WaitTimeout,
+                        },
                     },
                 },
             },

@@ -100,6 +100,20 @@ impl CallIdClaim {
     }
 }
 
+/// `InvalidArgument` for a call whose `call_id` is in flight on its stream:
+/// two calls under one id would both run and their answers could not be
+/// told apart. The call is not submitted; the call in flight goes on.
+pub(super) fn call_id_in_flight(call_id: u64) -> Status {
+    SubmitError::invalid(
+        "call_id",
+        format!(
+            "call_id {call_id} is in flight on this stream (its final answer has not been \
+             sent); use an id not in flight (ids may be reused once answered)"
+        ),
+    )
+    .into()
+}
+
 /// The final answer of a call whose wait a later call of the same stream
 /// follows now (see the module docs).
 pub(super) fn superseded_status(later: u64) -> Status {

@@ -11,7 +11,7 @@ use tonic::Status;
 use warden_core::types::AcquireReply;
 use warden_proto::v1 as pb;
 
-use super::call_ids::{CallIdClaim, InFlightIds};
+use super::call_ids::{call_id_in_flight, CallIdClaim, InFlightIds};
 use super::convert::{self, acquire_start, AcquireStart};
 use super::status::{grant_ended, shutting_down};
 use super::waiter::{follow_waiter, WaiterOut};
@@ -79,20 +79,6 @@ pub const MAX_CALLS_IN_PROGRESS: usize = 1024;
 
 /// Answers of one `Calls` stream waiting to be sent.
 pub(super) const CALLS_OUTBOUND_BUFFER: usize = 64;
-
-/// `InvalidArgument` for a call whose `call_id` is in flight on its stream:
-/// two calls under one id would both run and their answers could not be
-/// told apart. The call is not submitted; the call in flight goes on.
-fn call_id_in_flight(call_id: u64) -> Status {
-    SubmitError::invalid(
-        "call_id",
-        format!(
-            "call_id {call_id} is in flight on this stream (its final answer has not been \
-             sent); use an id not in flight (ids may be reused once answered)"
-        ),
-    )
-    .into()
-}
 
 pub(super) type CallsStream = Pin<Box<dyn Stream<Item = Result<pb::CallResponse, Status>> + Send>>;
 
@@ -331,6 +317,32 @@ mod tests {
         assert_eq!(futures::poll!(stream.as_mut()), Poll::Ready(()));
     }
 
+    /// A `Calls` stream served by the real [`serve_call`] on `t`'s node for
+    /// an anonymous caller: (where its calls go, its answers, the stream's
+    /// task, the node-stopping switch to hold while it runs).
+    #[allow(clippy::type_complexity)]
+    fn open_calls_stream(
+        t: &crate::node::test_node::TestNode,
+    ) -> (
+        mpsc::UnboundedSender<Result<pb::CallRequest, Status>>,
+        mpsc::Receiver<Result<pb::CallResponse, Status>>,
+        tokio::task::JoinHandle<()>,
+        tokio::sync::watch::Sender<bool>,
+    ) {
+        let (calls_tx, calls_rx) = mpsc::unbounded_channel();
+        let (out, answers) = mpsc::channel(CALLS_OUTBOUND_BUFFER);
+        let (stop_tx, stopping) = tokio::sync::watch::channel(false);
+        let node = t.node.clone();
+        let stream = tokio::spawn(serve_calls(
+            tokio_stream::wrappers::UnboundedReceiverStream::new(calls_rx),
+            move |call, claim, out| serve_call(node.clone(), None, call, claim, out),
+            MAX_CALLS_IN_PROGRESS,
+            out,
+            stopping,
+        ));
+        (calls_tx, answers, stream, stop_tx)
+    }
+
     fn gated_release(call_id: u64) -> pb::CallRequest {
         pb::CallRequest {
             call_id,
@@ -478,17 +490,7 @@ mod tests {
                 ..Default::default()
             })),
         };
-        let (calls_tx, calls_rx) = mpsc::unbounded_channel();
-        let (out, mut answers) = mpsc::channel(CALLS_OUTBOUND_BUFFER);
-        let (_stop_tx, stopping) = tokio::sync::watch::channel(false);
-        let node = t.node.clone();
-        let stream = tokio::spawn(serve_calls(
-            tokio_stream::wrappers::UnboundedReceiverStream::new(calls_rx),
-            move |call, claim, out| serve_call(node.clone(), None, call, claim, out),
-            MAX_CALLS_IN_PROGRESS,
-            out,
-            stopping,
-        ));
+        let (calls_tx, mut answers, stream, _stop_tx) = open_calls_stream(&t);
         let mut next = async || {
             let answer = tokio::time::timeout(Duration::from_secs(10), answers.recv())
                 .await
@@ -609,17 +611,7 @@ mod tests {
                 ..Default::default()
             })),
         };
-        let (calls_tx, calls_rx) = mpsc::unbounded_channel();
-        let (out, mut answers) = mpsc::channel(CALLS_OUTBOUND_BUFFER);
-        let (_stop_tx, stopping) = tokio::sync::watch::channel(false);
-        let node = t.node.clone();
-        let _stream = tokio::spawn(serve_calls(
-            tokio_stream::wrappers::UnboundedReceiverStream::new(calls_rx),
-            move |call, claim, out| serve_call(node.clone(), None, call, claim, out),
-            MAX_CALLS_IN_PROGRESS,
-            out,
-            stopping,
-        ));
+        let (calls_tx, mut answers, _stream, _stop_tx) = open_calls_stream(&t);
         let mut next = async || {
             tokio::time::timeout(Duration::from_secs(10), answers.recv())
                 .await

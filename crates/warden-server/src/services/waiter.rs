@@ -130,18 +130,24 @@ impl WaiterOut {
         }
     }
 
-    /// Sends the call's final `message` (false when the stream is gone). A
-    /// `Calls` stream's call id is freed first, so the client may reuse it
-    /// as soon as it has this answer.
-    async fn send_final(self, message: pb::AcquireResponse) -> bool {
+    /// Sends the call's last answer, the final `message` or the `status` it
+    /// ends with (false when the stream is gone). A `Calls` stream's call id
+    /// is freed first, so the client may reuse it as soon as it has this.
+    async fn end(self, last: Result<pb::AcquireResponse, Status>) -> bool {
         match self {
-            WaiterOut::Acquire(tx) => tx.send(Ok(message)).await.is_ok(),
+            WaiterOut::Acquire(tx) => tx.send(last).await.is_ok(),
             WaiterOut::Call { claim, out } => {
                 let call_id = claim.call_id();
                 drop(claim);
+                let answer = match last {
+                    Ok(message) => pb::call_response::Answer::Acquire(message),
+                    Err(status) => {
+                        pb::call_response::Answer::Error(warden_proto::call_error(&status))
+                    }
+                };
                 out.send(Ok(pb::CallResponse {
                     call_id,
-                    answer: Some(pb::call_response::Answer::Acquire(message)),
+                    answer: Some(answer),
                 }))
                 .await
                 .is_ok()
@@ -149,24 +155,14 @@ impl WaiterOut {
         }
     }
 
-    /// Ends the call with `status` (its final answer; false when the stream
-    /// is gone), its call id freed first as [`WaiterOut::send_final`] does.
+    /// [`WaiterOut::end`] with the final `message`.
+    async fn send_final(self, message: pb::AcquireResponse) -> bool {
+        self.end(Ok(message)).await
+    }
+
+    /// [`WaiterOut::end`] with `status`.
     async fn fail(self, status: Status) -> bool {
-        match self {
-            WaiterOut::Acquire(tx) => tx.send(Err(status)).await.is_ok(),
-            WaiterOut::Call { claim, out } => {
-                let call_id = claim.call_id();
-                drop(claim);
-                out.send(Ok(pb::CallResponse {
-                    call_id,
-                    answer: Some(pb::call_response::Answer::Error(warden_proto::call_error(
-                        &status,
-                    ))),
-                }))
-                .await
-                .is_ok()
-            }
-        }
+        self.end(Err(status)).await
     }
 
     /// Resolves when the stream is gone (the client went away): the waiter
@@ -482,34 +478,7 @@ mod tests {
         assert_eq!((n.reason.as_str(), n.holder_lease_id), ("lock_delay", 0));
         assert!(in_delay(n.lock_delay_remaining_ms), "{n:?}");
 
-        let wait = pb::AcquireRequest {
-            header: Some(pb::RequestHeader {
-                client_id: 4,
-                request_id: 1,
-                acked_request_id: 0,
-            }),
-            resource: "d/1".into(),
-            ttl_ms: 10_000,
-            wait_timeout_ms: 60_000,
-            ..Default::default()
-        };
-        let Ok(AcquireStart::Queued {
-            resource,
-            lease_id,
-            enqueue_index,
-        }) = start_acquire(&t.node, &None, wait).await
-        else {
-            panic!("the wait is queued")
-        };
-        let (tx, mut rx) = mpsc::channel(8);
-        let follower = tokio::spawn(follow_waiter(
-            t.node.clone(),
-            WaiterOut::Acquire(tx),
-            resource,
-            lease_id,
-            enqueue_index,
-            tokio::time::Instant::now(),
-        ));
+        let (lease_id, mut rx, follower) = queue_and_follow(&t, 4, "d/1").await;
         let first = tokio::time::timeout(Duration::from_secs(10), rx.recv())
             .await
             .expect("a report within 10 s")
@@ -524,13 +493,56 @@ mod tests {
         follower.abort();
     }
 
+    /// Queues a waiting acquire of `resource` (client `client_id`, request
+    /// 1, a 60 s wait) as an anonymous caller and follows it as a unary
+    /// `Acquire` would: (its lease, the follower's messages, the follower).
+    async fn queue_and_follow(
+        t: &crate::node::test_node::TestNode,
+        client_id: u64,
+        resource: &str,
+    ) -> (
+        u64,
+        mpsc::Receiver<Result<pb::AcquireResponse, Status>>,
+        tokio::task::JoinHandle<()>,
+    ) {
+        use super::super::calls::start_acquire;
+        use super::super::convert::AcquireStart;
+        let wait = pb::AcquireRequest {
+            header: Some(pb::RequestHeader {
+                client_id,
+                request_id: 1,
+                acked_request_id: 0,
+            }),
+            resource: resource.into(),
+            ttl_ms: 10_000,
+            wait_timeout_ms: 60_000,
+            ..Default::default()
+        };
+        let Ok(AcquireStart::Queued {
+            resource,
+            lease_id,
+            enqueue_index,
+        }) = start_acquire(&t.node, &None, wait).await
+        else {
+            panic!("the wait is queued")
+        };
+        let (tx, rx) = mpsc::channel(8);
+        let follower = tokio::spawn(follow_waiter(
+            t.node.clone(),
+            WaiterOut::Acquire(tx),
+            resource,
+            lease_id,
+            enqueue_index,
+            tokio::time::Instant::now(),
+        ));
+        (lease_id, rx, follower)
+    }
+
     // S8 (a waiter taken back with CancelWait): the queued acquire's stream
     // ends with `not_granted` and reason `cancelled` (it said `wait_timeout`
     // before, found by an attack), and the resource stays with its holder.
     #[tokio::test]
     async fn a_cancelled_waiter_is_told_cancelled_not_timed_out() {
-        use super::super::calls::start_acquire;
-        use super::super::convert::AcquireStart;
         use crate::node::submit::WaitCancelled;
         use crate::node::test_node::{header, Setup, TestNode};
         use warden_core::types::{AcquireOutcome, AcquireReply, CancelWait, Command};
@@ -544,34 +556,7 @@ mod tests {
         else {
             panic!("not granted: {holder:?}")
         };
-        let wait = pb::AcquireRequest {
-            header: Some(pb::RequestHeader {
-                client_id: 4,
-                request_id: 1,
-                acked_request_id: 0,
-            }),
-            resource: "c/1".into(),
-            ttl_ms: 10_000,
-            wait_timeout_ms: 60_000,
-            ..Default::default()
-        };
-        let Ok(AcquireStart::Queued {
-            resource,
-            lease_id,
-            enqueue_index,
-        }) = start_acquire(&t.node, &None, wait).await
-        else {
-            panic!("the wait is queued")
-        };
-        let (tx, mut rx) = mpsc::channel(8);
-        let follower = tokio::spawn(follow_waiter(
-            t.node.clone(),
-            WaiterOut::Acquire(tx),
-            resource,
-            lease_id,
-            enqueue_index,
-            tokio::time::Instant::now(),
-        ));
+        let (_, mut rx, follower) = queue_and_follow(&t, 4, "c/1").await;
         let _: WaitCancelled = t
             .node
             .submit(
