@@ -47,13 +47,13 @@ pub struct Machine {
 /// Most waiters [`RemovedWaiters`] remembers.
 pub const MAX_REMOVED_WAITERS: usize = 4_096;
 
-/// Why this node saw waiters removed other than by a grant (a
-/// `WaiterRemoved` effect: timed out, lease ended, permission revoked at a
-/// hand-off, cancelled), so a queued acquire's stream can answer with the
-/// real reason: PermissionDenied for a revoked permission, `cancelled` for a
-/// `CancelWait`, a timeout otherwise. Node-local, fed at apply, the last
-/// [`MAX_REMOVED_WAITERS`] only (a follower that finds its waiter gone and
-/// not here reports it as timed out).
+/// The waiters this node saw removed for a reason their queued acquire's
+/// stream answers differently from a timeout (a `WaiterRemoved` effect with
+/// `PermissionRevoked`: PermissionDenied; with `Cancelled`, a `CancelWait`:
+/// `cancelled`). A waiter gone and not here timed out or lost its lease.
+/// Node-local, fed at apply, the last [`MAX_REMOVED_WAITERS`] only (a
+/// follower that finds its waiter gone and not here reports it as timed
+/// out).
 #[derive(Debug, Default)]
 pub struct RemovedWaiters {
     order: std::collections::VecDeque<(String, u64, u64)>,
@@ -401,7 +401,13 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                                 reason,
                             } = effect
                             {
-                                if *reason != warden_core::WaiterRemovedReason::Granted {
+                                // Only the reasons a waiter's stream answers
+                                // differently from a timeout are kept.
+                                if matches!(
+                                    reason,
+                                    warden_core::WaiterRemovedReason::PermissionRevoked
+                                        | warden_core::WaiterRemovedReason::Cancelled
+                                ) {
                                     m.removed_waiters.record(
                                         resource,
                                         *lease_id,
