@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::types::{FencingToken, LeaseId, LogIndex};
+use crate::types::{FencingToken, LeaseId, LogIndex, Mode};
 
 /// Why a lease ended.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -98,6 +98,10 @@ pub enum Effect {
         fencing_token: FencingToken,
         /// Index of the entry that made the grant.
         grant_index: LogIndex,
+        /// Exclusive, or shared (a reader or a semaphore permit).
+        mode: Mode,
+        /// A semaphore permit's slot.
+        slot: Option<u32>,
     },
     /// A holder lost a resource.
     Freed {

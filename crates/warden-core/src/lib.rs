@@ -14,8 +14,11 @@
 //! * [`validate`]: checks a command against [`limits`] and returns a typed
 //!   error naming the field. The server calls it before proposing; apply calls
 //!   it again.
+//! * [`resource`]: one resource's state ([`ResourceState`]: its kind, its
+//!   exclusive or shared grants, FIFO waiters, lock-delay and what the delay
+//!   withholds) and the rule that says which mode it admits now.
 //! * [`table`]: the replicated [`LockTable`] (leases and their owners,
-//!   grants, FIFO waiters, lock-delays, the fencing-token and lease-id
+//!   resources, the fencing-token and lease-id
 //!   counters, the auth table, the audit trails) and [`LockTable::apply`],
 //!   the state machine.
 //! * [`query`]: read-only views of the table (holders, waiters, lock-delays,
@@ -76,6 +79,7 @@ pub mod effect;
 pub mod limits;
 pub mod outcome;
 pub mod query;
+pub mod resource;
 pub mod restore;
 pub mod snapshot;
 pub mod table;
@@ -86,8 +90,9 @@ pub use auth::{AuthTable, QuotaField, RoleView, Target, Usage};
 pub use deadline::Deadlines;
 pub use effect::{Effect, FreeReason, LeaseEndReason, WaiterRemovedReason};
 pub use query::{ClientView, HolderView, LockDelayView, OutcomeStats, TokenState, WaiterView};
+pub use resource::{DelayScope, Grant, LockDelay, ResourceState, Waiter};
 pub use snapshot::{SnapshotError, SNAPSHOT_VERSION};
-pub use table::{Applied, Grant, LeaseRecord, LockDelay, LockTable, ResourceState, Waiter};
+pub use table::{Applied, LeaseRecord, LockTable};
 
 #[cfg(test)]
 mod tests;

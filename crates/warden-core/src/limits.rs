@@ -23,6 +23,9 @@ pub const MAX_CLIENTS: usize = 16_384;
 pub const MAX_WAITERS_PER_RESOURCE: usize = 10_000;
 /// Locks and waits attached to one lease.
 pub const MAX_LOCKS_PER_LEASE: usize = 10_000;
+/// Most permits a semaphore has (`limit` of an acquire of
+/// [`crate::types::LockKind::Semaphore`]); at least 1.
+pub const MAX_SEMAPHORE_LIMIT: u32 = 10_000;
 /// Live leases (sessions) in the whole cluster; a lease grant or an acquire
 /// that would create one more is refused with ResourceExhausted.
 pub const MAX_LEASES: usize = 100_000;

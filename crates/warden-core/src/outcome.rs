@@ -118,7 +118,8 @@ pub(crate) type NamedRecords = BTreeMap<Principal, BTreeMap<ClientId, ClientReco
 pub fn fingerprint(cmd: &Command) -> u64 {
     let mut c = cmd.clone();
     match &mut c {
-        Command::Acquire(a) => {
+        Command::Acquire(a)
+        | Command::AcquireKind(crate::types::AcquireKind { acquire: a, .. }) => {
             a.due = None;
             a.header.acked_request_id = 0;
         }

@@ -10,10 +10,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::auth::{AuthTable, RoleView, Target, Usage};
 use crate::limits::MAX_AUTH_AUDIT_RECORDS;
 use crate::outcome::OutcomeTable;
-use crate::table::{LeaseRecord, LockTable, ResourceState};
+use crate::resource::{DelayScope, Grant, ResourceState};
+use crate::table::{LeaseRecord, LockTable};
 use crate::types::{
     AuditRecord, AuthAuditRecord, ClientId, ClusterLimits, FencingToken, LeaderId, LeaseId,
-    LogIndex, Permission, Principal, Quota,
+    LockKind, LogIndex, Mode, Permission, Principal, Quota,
 };
 
 /// The holder of a resource, as [`LockTable::holder`] reports it.
@@ -27,6 +28,23 @@ pub struct HolderView {
     pub ttl_ms: u64,
     /// Index of the entry that made the grant.
     pub grant_index: LogIndex,
+    /// Exclusive, or shared (a reader or a semaphore permit).
+    pub mode: Mode,
+    /// A semaphore permit's slot.
+    pub slot: Option<u32>,
+}
+
+impl From<&Grant> for HolderView {
+    fn from(g: &Grant) -> Self {
+        HolderView {
+            lease_id: g.lease_id,
+            fencing_token: g.fencing_token,
+            ttl_ms: g.ttl_ms,
+            grant_index: g.grant_index,
+            mode: g.mode,
+            slot: g.slot,
+        }
+    }
 }
 
 /// A token's standing, as [`LockTable::token_state`] reports it.
@@ -62,6 +80,8 @@ pub struct LockDelayView {
     pub lock_delay_ms: u64,
     /// Remaining delay in milliseconds as of the last checkpoint (or start).
     pub remaining_ms: u64,
+    /// What it withholds.
+    pub scope: DelayScope,
 }
 
 /// One outcome record's key and age, as [`LockTable::client_records`]
@@ -89,17 +109,27 @@ pub struct OutcomeStats {
 }
 
 impl LockTable {
-    /// The holder of `resource`, if any.
+    /// The exclusive holder of `resource` (a mutex's holder or a writer), if
+    /// any; [`Self::holders`] lists shared holders too.
     pub fn holder(&self, resource: &str) -> Option<HolderView> {
         self.resources
             .get(resource)
             .and_then(|s| s.holder.as_ref())
-            .map(|g| HolderView {
-                lease_id: g.lease_id,
-                fencing_token: g.fencing_token,
-                ttl_ms: g.ttl_ms,
-                grant_index: g.grant_index,
-            })
+            .map(HolderView::from)
+    }
+
+    /// Every holder of `resource`: the exclusive one, or the shared ones
+    /// (readers, permits) by lease id.
+    pub fn holders(&self, resource: &str) -> Vec<HolderView> {
+        self.resources
+            .get(resource)
+            .map_or_else(Vec::new, |s| s.holders().map(HolderView::from).collect())
+    }
+
+    /// The kind of `resource` while anything is on it (None: free, any kind
+    /// may take it).
+    pub fn kind(&self, resource: &str) -> Option<LockKind> {
+        self.resources.get(resource).map(|s| s.kind)
     }
 
     /// The value `lease_id` published on `resource` (`Proclaim`), if any.
@@ -152,13 +182,14 @@ impl LockTable {
                     start_index: d.start_index,
                     lock_delay_ms: d.lock_delay_ms,
                     remaining_ms: d.remaining_ms,
+                    scope: d.scope.clone(),
                 })
             })
             .collect()
     }
 
     /// The running lock-delay of `resource`, if any (a resource in
-    /// lock-delay has no holder). Its time left is node-local: see
+    /// lock-delay has no holder that the delay withholds). Its time left is node-local: see
     /// [`crate::Deadlines::lock_delay_remaining_ms`].
     pub fn lock_delay(&self, resource: &str) -> Option<LockDelayView> {
         self.resources.get(resource).and_then(|s| {
@@ -167,6 +198,7 @@ impl LockTable {
                 start_index: d.start_index,
                 lock_delay_ms: d.lock_delay_ms,
                 remaining_ms: d.remaining_ms,
+                scope: d.scope.clone(),
             })
         })
     }
@@ -212,13 +244,14 @@ impl LockTable {
         self.next_token
     }
 
-    /// What Validate answers for `token` on `resource`: `Current` when the
-    /// resource's holder holds that grant, `Unknown` when no grant ever had
+    /// What Validate answers for `token` on `resource`: `Current` when one
+    /// of the resource's holders holds that grant, `Unknown` when no grant ever had
     /// it (0, or at or above [`LockTable::next_token`]), `Stale` otherwise.
     pub fn token_state(&self, resource: &str, token: FencingToken) -> TokenState {
         if self
-            .holder(resource)
-            .is_some_and(|h| h.fencing_token == token)
+            .resources
+            .get(resource)
+            .is_some_and(|s| s.holders().any(|g| g.fencing_token == token))
         {
             TokenState::Current
         } else if token == 0 || token >= self.next_token {
@@ -370,12 +403,9 @@ impl LockTable {
         self.leases.len()
     }
 
-    /// Number of resources with a holder.
+    /// Number of resources with a holder (exclusive or shared).
     pub fn resources_held(&self) -> usize {
-        self.resources
-            .values()
-            .filter(|s| s.holder.is_some())
-            .count()
+        self.resources.values().filter(|s| s.is_held()).count()
     }
 
     /// Checks the table's internal consistency: S1 (at most one holder, never
@@ -415,8 +445,8 @@ impl LockTable {
                 if self
                     .resources
                     .get(r)
-                    .and_then(|s| s.holder.as_ref())
-                    .is_none_or(|g| g.lease_id != *id)
+                    .and_then(|s| s.grant_of(*id))
+                    .is_none()
                 {
                     return Err(format!("lease {id} lists lock {r:?} it does not hold"));
                 }
@@ -444,10 +474,8 @@ impl LockTable {
             if s.is_empty() {
                 return Err(format!("resource {name:?} kept empty"));
             }
-            if let Some(g) = &s.holder {
-                if s.lock_delay.is_some() {
-                    return Err(format!("resource {name:?} held during lock-delay"));
-                }
+            self.check_kind(name, s)?;
+            for g in s.holders() {
                 if g.fencing_token == 0 || g.fencing_token >= self.next_token {
                     return Err(format!(
                         "resource {name:?}: token {} not below next_token",
@@ -465,6 +493,16 @@ impl LockTable {
                     ));
                 }
             }
+            // S8: a hand-off happens in the entry that frees the resource,
+            // so a head waiter the resource admits has been granted (unless
+            // tokens are exhausted, when nobody can be).
+            if s.waiters.first().is_some_and(|w| s.admits(w.mode, false))
+                && self.next_token <= crate::limits::MAX_ID
+            {
+                return Err(format!(
+                    "resource {name:?}: its head waiter could be granted and was not"
+                ));
+            }
             let mut prev = None;
             let mut seen = BTreeSet::new();
             for w in &s.waiters {
@@ -474,9 +512,7 @@ impl LockTable {
                     return Err(format!("resource {name:?}: waiters out of FIFO order"));
                 }
                 prev = Some(w.enqueue_index);
-                if !seen.insert(w.lease_id)
-                    || s.holder.as_ref().is_some_and(|g| g.lease_id == w.lease_id)
-                {
+                if !seen.insert(w.lease_id) || s.grant_of(w.lease_id).is_some() {
                     return Err(format!(
                         "resource {name:?}: lease {} queued twice or holder queued",
                         w.lease_id
@@ -495,5 +531,80 @@ impl LockTable {
             }
         }
         Ok(())
+    }
+
+    /// One resource's kind rules (docs/semantics.md "Lock kinds"): a mutex
+    /// has only an exclusive holder and exclusive waiters; a read-write lock
+    /// a writer or readers, never both; a semaphore at most `limit` permits
+    /// in distinct slots below `limit`; a lock-delay never beside a grant
+    /// it withholds.
+    fn check_kind(&self, name: &str, s: &ResourceState) -> Result<(), String> {
+        let bad = |what: &str| Err(format!("resource {name:?} ({}): {what}", s.kind));
+        for (id, g) in &s.shared {
+            if *id != g.lease_id || g.mode != Mode::Shared {
+                return bad("a shared grant filed under another lease or not shared");
+            }
+        }
+        if s.holder
+            .as_ref()
+            .is_some_and(|g| g.mode != Mode::Exclusive || g.slot.is_some())
+        {
+            return bad("an exclusive holder that is shared or has a slot");
+        }
+        let delay = s.lock_delay.as_ref().map(|d| &d.scope);
+        match s.kind {
+            LockKind::Mutex | LockKind::ReadWrite => {
+                if s.kind == LockKind::Mutex
+                    && (!s.shared.is_empty() || s.waiters.iter().any(|w| w.mode != Mode::Exclusive))
+                {
+                    return bad("a shared grant or a shared waiter on a mutex");
+                }
+                if s.holder.is_some() && !s.shared.is_empty() {
+                    return bad("a writer beside readers");
+                }
+                if s.shared.values().any(|g| g.slot.is_some()) {
+                    return bad("a reader with a slot");
+                }
+                match delay {
+                    Some(DelayScope::All) if s.is_held() => bad("held during lock-delay"),
+                    Some(DelayScope::Writers) if s.kind == LockKind::Mutex => {
+                        bad("a writers-only lock-delay on a mutex")
+                    }
+                    Some(DelayScope::Writers) if s.holder.is_some() => {
+                        bad("a writer during a writers-only lock-delay")
+                    }
+                    Some(DelayScope::Slots(_)) => bad("a slot lock-delay"),
+                    _ => Ok(()),
+                }
+            }
+            LockKind::Semaphore { limit } => {
+                if limit == 0 || limit > crate::limits::MAX_SEMAPHORE_LIMIT {
+                    return bad("limit out of range");
+                }
+                if s.holder.is_some() || s.waiters.iter().any(|w| w.mode != Mode::Shared) {
+                    return bad("an exclusive holder or waiter");
+                }
+                if s.shared.len() as u64 > u64::from(limit) {
+                    return bad("more permits than its limit");
+                }
+                let mut slots = BTreeSet::new();
+                for g in s.shared.values() {
+                    match g.slot {
+                        Some(slot) if slot < limit && slots.insert(slot) => {}
+                        _ => return bad("a permit without a slot, out of range or shared"),
+                    }
+                }
+                match delay {
+                    Some(DelayScope::All) if s.is_held() => bad("held during lock-delay"),
+                    Some(DelayScope::Writers) => bad("a writers-only lock-delay"),
+                    Some(DelayScope::Slots(w))
+                        if w.is_empty() || w.iter().any(|x| *x >= limit || slots.contains(x)) =>
+                    {
+                        bad("a lock-delay on an empty, out-of-range or held slot")
+                    }
+                    _ => Ok(()),
+                }
+            }
+        }
     }
 }

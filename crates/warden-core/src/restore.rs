@@ -100,7 +100,7 @@ pub fn for_new_cluster(
     let max_token = table
         .resources
         .values()
-        .filter_map(|r| r.holder.as_ref().map(|g| g.fencing_token))
+        .flat_map(|r| r.holders().map(|g| g.fencing_token))
         .max()
         .unwrap_or(0);
     let base = u128::from(table.next_token.max(max_token + 1));
@@ -116,8 +116,10 @@ pub fn for_new_cluster(
     }
     let mut held = 0;
     for state in table.resources.values_mut() {
-        if let Some(g) = state.holder.as_mut() {
+        if state.is_held() {
             held += 1;
+        }
+        for g in state.holder.iter_mut().chain(state.shared.values_mut()) {
             let ttl = table
                 .leases
                 .get(&g.lease_id)

@@ -18,6 +18,11 @@
 //! | principals' outcome records: principal → client id → record | 4 |
 //! | the auth audit trail | 4 |
 //!
+//! Version 5 changed the table body's resource shape (a resource's kind and
+//! shared holders, a grant's mode and slot, a waiter's mode, a lock-delay's
+//! scope: docs/semantics.md "Lock kinds"); a body of versions 1 to 4 is read
+//! in its own shape ([`legacy`]) and every resource in it becomes a mutex.
+//!
 //! An older version loads with the parts it lacks empty: no roles (only
 //! `root` and anonymous callers can act), default limits, ownerless leases,
 //! every outcome record `(None, id)`, empty trails. Derived state (per
@@ -30,8 +35,8 @@ use crate::table::LockTable;
 use crate::types::{AuthAuditRecord, LeaseId, Principal};
 
 /// The current snapshot format version (the first byte): see the module
-/// docs for what each version adds. Versions 1 to 3 still load.
-pub const SNAPSHOT_VERSION: u8 = 4;
+/// docs for what each version adds. Versions 1 to 4 still load.
+pub const SNAPSHOT_VERSION: u8 = 5;
 
 /// Why a snapshot could not be loaded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -90,8 +95,13 @@ impl LockTable {
         if !(1..=SNAPSHOT_VERSION).contains(version) {
             return Err(SnapshotError::UnsupportedVersion(*version));
         }
-        let (mut table, mut rest): (LockTable, &[u8]) =
-            postcard::take_from_bytes(body).map_err(|e| SnapshotError::Decode(e.to_string()))?;
+        let (mut table, mut rest): (LockTable, &[u8]) = if *version >= 5 {
+            postcard::take_from_bytes(body).map_err(decode)?
+        } else {
+            let (old, rest): (legacy::Body, &[u8]) =
+                postcard::take_from_bytes(body).map_err(decode)?;
+            (old.into_table(), rest)
+        };
         if *version >= 2 {
             let (audit, after) = postcard::take_from_bytes(rest)
                 .map_err(|e| SnapshotError::Decode(e.to_string()))?;
@@ -131,5 +141,162 @@ impl LockTable {
             .check_invariants()
             .map_err(SnapshotError::Inconsistent)?;
         Ok(table)
+    }
+}
+
+/// The table body of snapshot versions 1 to 4: every resource a mutex, no
+/// mode, slot or delay scope. Field order is the encoding; never change it.
+pub(crate) mod legacy {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Serialize};
+
+    use crate::outcome::OutcomeTable;
+    use crate::resource::{DelayScope, Grant, LockDelay, ResourceState, Waiter};
+    use crate::table::{LeaseRecord, LockTable};
+    use crate::types::{FencingToken, LeaderId, LeaseId, LockKind, LogIndex, Mode, RequestHeader};
+
+    #[derive(Serialize, Deserialize)]
+    pub(super) struct Body {
+        next_token: u64,
+        next_lease_id: u64,
+        leases: BTreeMap<LeaseId, LeaseRecord>,
+        resources: BTreeMap<String, Resource>,
+        outcomes: OutcomeTable,
+        last_promote: Option<(LeaderId, LogIndex)>,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    struct Resource {
+        holder: Option<OldGrant>,
+        waiters: Vec<OldWaiter>,
+        lock_delay: Option<OldDelay>,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    struct OldGrant {
+        lease_id: LeaseId,
+        fencing_token: FencingToken,
+        ttl_ms: u64,
+        grant_index: LogIndex,
+        lock_delay_ms: u64,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    struct OldWaiter {
+        lease_id: LeaseId,
+        enqueue_index: LogIndex,
+        wait_timeout_ms: u64,
+        remaining_wait_ms: u64,
+        lock_delay_ms: u64,
+        header: RequestHeader,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    struct OldDelay {
+        start_index: LogIndex,
+        lock_delay_ms: u64,
+        remaining_ms: u64,
+    }
+
+    impl Body {
+        pub(super) fn into_table(self) -> LockTable {
+            let mut table = LockTable::new();
+            table.next_token = self.next_token;
+            table.next_lease_id = self.next_lease_id;
+            table.leases = self.leases;
+            table.outcomes = self.outcomes;
+            table.last_promote = self.last_promote;
+            table.resources = self
+                .resources
+                .into_iter()
+                .map(|(name, r)| (name, r.into_state()))
+                .collect();
+            table
+        }
+    }
+
+    impl Resource {
+        fn into_state(self) -> ResourceState {
+            ResourceState {
+                holder: self.holder.map(|g| Grant {
+                    lease_id: g.lease_id,
+                    fencing_token: g.fencing_token,
+                    ttl_ms: g.ttl_ms,
+                    grant_index: g.grant_index,
+                    lock_delay_ms: g.lock_delay_ms,
+                    mode: Mode::Exclusive,
+                    slot: None,
+                }),
+                waiters: self
+                    .waiters
+                    .into_iter()
+                    .map(|w| Waiter {
+                        lease_id: w.lease_id,
+                        enqueue_index: w.enqueue_index,
+                        wait_timeout_ms: w.wait_timeout_ms,
+                        remaining_wait_ms: w.remaining_wait_ms,
+                        lock_delay_ms: w.lock_delay_ms,
+                        header: w.header,
+                        mode: Mode::Exclusive,
+                    })
+                    .collect(),
+                lock_delay: self.lock_delay.map(|d| LockDelay {
+                    start_index: d.start_index,
+                    lock_delay_ms: d.lock_delay_ms,
+                    remaining_ms: d.remaining_ms,
+                    scope: DelayScope::All,
+                }),
+                kind: LockKind::Mutex,
+                shared: BTreeMap::new(),
+            }
+        }
+    }
+
+    /// Tests only: `version` (1 to 4) then the body of `t` in the old shape
+    /// (its mutexes; other kinds did not exist), as those versions wrote it.
+    #[cfg(test)]
+    pub(crate) fn encode_body(t: &LockTable, version: u8) -> Vec<u8> {
+        let body = Body {
+            next_token: t.next_token,
+            next_lease_id: t.next_lease_id,
+            leases: t.leases.clone(),
+            resources: t
+                .resources
+                .iter()
+                .map(|(name, r)| {
+                    let old = Resource {
+                        holder: r.holder.as_ref().map(|g| OldGrant {
+                            lease_id: g.lease_id,
+                            fencing_token: g.fencing_token,
+                            ttl_ms: g.ttl_ms,
+                            grant_index: g.grant_index,
+                            lock_delay_ms: g.lock_delay_ms,
+                        }),
+                        waiters: r
+                            .waiters
+                            .iter()
+                            .map(|w| OldWaiter {
+                                lease_id: w.lease_id,
+                                enqueue_index: w.enqueue_index,
+                                wait_timeout_ms: w.wait_timeout_ms,
+                                remaining_wait_ms: w.remaining_wait_ms,
+                                lock_delay_ms: w.lock_delay_ms,
+                                header: w.header,
+                            })
+                            .collect(),
+                        lock_delay: r.lock_delay.as_ref().map(|d| OldDelay {
+                            start_index: d.start_index,
+                            lock_delay_ms: d.lock_delay_ms,
+                            remaining_ms: d.remaining_ms,
+                        }),
+                    };
+                    (name.clone(), old)
+                })
+                .collect(),
+            outcomes: t.outcomes.clone(),
+            last_promote: t.last_promote,
+        };
+        postcard::to_extend(&body, vec![version]).expect("old body")
     }
 }

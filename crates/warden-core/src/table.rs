@@ -39,11 +39,13 @@ use crate::limits::{
     MAX_WAITERS_PER_RESOURCE,
 };
 use crate::outcome::{fingerprint, Check, OutcomeTable};
+use crate::resource::{Grant, LockDelay, ResourceState, Waiter};
 use crate::types::{
     Acquire, AcquireOutcome, AcquireReply, AuditRecord, AuthAuditRecord, AuthChange, Authorized,
     CancelOutcome, CancelWait, Checkpoint, Command, DueList, EndLockDelay, ErrorCode, FencingToken,
-    ForceRelease, LeaderId, LeaseGrant, LeaseId, LeaseSpec, LogIndex, NotGrantedReason, Permission,
-    Principal, Proclaim, Promote, Release, RenewBatch, RequestHeader, Response, Revoke,
+    ForceRelease, LeaderId, LeaseGrant, LeaseId, LeaseSpec, LockKind, LogIndex, Mode,
+    NotGrantedReason, Permission, Principal, Proclaim, Promote, Release, RenewBatch, RequestHeader,
+    Response, Revoke,
 };
 use crate::validate::{self, error};
 
@@ -77,72 +79,6 @@ pub struct LeaseRecord {
     /// Encoded in a snapshot section of its own (version 4).
     #[serde(skip)]
     pub owner: Option<Principal>,
-}
-
-/// The holder of a resource: one grant.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct Grant {
-    /// The holding lease.
-    pub lease_id: LeaseId,
-    /// The grant's fencing token (S2).
-    pub fencing_token: FencingToken,
-    /// The lease's TTL in milliseconds at grant time.
-    pub ttl_ms: u64,
-    /// Index of the entry that made the grant.
-    pub grant_index: LogIndex,
-    /// Lock-delay (ms) to apply if this grant is lost involuntarily.
-    pub lock_delay_ms: u64,
-}
-
-/// A queued acquire (S8). Its principal is its lease's owner
-/// ([`LeaseRecord::owner`]): an acquire on an existing lease requires
-/// ownership, so a waiter stores no principal of its own.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct Waiter {
-    /// The waiting lease.
-    pub lease_id: LeaseId,
-    /// Index of the enqueue entry: FIFO order and, with the lease, identity
-    /// of this wait. Waiters enqueued by one packed entry (`Command::Batch`)
-    /// share it and keep the entry's order.
-    pub enqueue_index: LogIndex,
-    /// The wait timeout in milliseconds.
-    pub wait_timeout_ms: u64,
-    /// Remaining wait in milliseconds as of the last checkpoint (or enqueue).
-    pub remaining_wait_ms: u64,
-    /// Lock-delay (ms) of the grant this waiter will get.
-    pub lock_delay_ms: u64,
-    /// The acquire's header, so the server can answer the waiting request.
-    pub header: RequestHeader,
-}
-
-/// A running lock-delay (after an involuntary loss).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct LockDelay {
-    /// Index of the entry that started it; `EndLockDelay` must name it.
-    pub start_index: LogIndex,
-    /// The full delay in milliseconds.
-    pub lock_delay_ms: u64,
-    /// Remaining delay in milliseconds as of the last checkpoint (or start).
-    pub remaining_ms: u64,
-}
-
-/// The state of one resource. Only resources with a holder, a waiter or a
-/// lock-delay are kept.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
-pub struct ResourceState {
-    /// The holder (S1: at most one).
-    pub holder: Option<Grant>,
-    /// Waiters in FIFO order of `enqueue_index` (then of their place in
-    /// the entry, for waiters one packed entry enqueued).
-    pub waiters: Vec<Waiter>,
-    /// A running lock-delay; never together with a holder.
-    pub lock_delay: Option<LockDelay>,
-}
-
-impl ResourceState {
-    pub(crate) fn is_empty(&self) -> bool {
-        self.holder.is_none() && self.waiters.is_empty() && self.lock_delay.is_none()
-    }
 }
 
 /// What applying one entry produced.
@@ -322,6 +258,7 @@ impl LockTable {
     ) -> Response {
         match cmd {
             Command::Acquire(_)
+            | Command::AcquireKind(_)
             | Command::Release(_)
             | Command::Revoke(_)
             | Command::ForceRelease(_)
@@ -461,6 +398,10 @@ impl LockTable {
                     (Command::Acquire(a), Response::Acquire(reply)) => {
                         Response::Acquire(self.replay_acquire(a, reply))
                     }
+                    (Command::AcquireKind(k), Response::AcquireKind { reply, .. }) => {
+                        let reply = self.replay_acquire(&k.acquire, reply);
+                        self.kind_response(&k.acquire.resource, reply)
+                    }
                     (_, resp) => resp,
                 }
             }
@@ -489,7 +430,13 @@ impl LockTable {
         fx: &mut Vec<Effect>,
     ) -> Result<Response, CommandError> {
         match cmd {
-            Command::Acquire(a) => self.acquire(index, caller, a, fx),
+            Command::Acquire(a) => self
+                .acquire(index, caller, a, LockKind::Mutex, Mode::Exclusive, fx)
+                .map(Response::Acquire),
+            Command::AcquireKind(k) => {
+                let reply = self.acquire(index, caller, &k.acquire, k.kind, k.mode, fx)?;
+                Ok(self.kind_response(&k.acquire.resource, reply))
+            }
             Command::Release(r) => self.release(index, r, fx),
             Command::Revoke(r) => self.revoke(index, r, fx),
             Command::ForceRelease(f) => self.force_release(index, caller, f, fx),
@@ -543,7 +490,8 @@ impl LockTable {
         }
         let p = caller.principal;
         match cmd {
-            Command::Acquire(a) => {
+            Command::Acquire(a)
+            | Command::AcquireKind(crate::types::AcquireKind { acquire: a, .. }) => {
                 self.auth.check(
                     p,
                     Permission::Lock,
@@ -638,10 +586,25 @@ impl LockTable {
         let token = self
             .resources
             .get(resource)
-            .and_then(|r| r.holder.as_ref())
-            .filter(|g| g.lease_id == id)
+            .and_then(|r| r.grant_of(id))
             .map(|g| g.fencing_token);
         (live, token)
+    }
+
+    /// The answer to a [`Command::AcquireKind`]: the reply and the slot of
+    /// the permit the reply's lease holds on `resource` now, if any.
+    fn kind_response(&self, resource: &str, reply: AcquireReply) -> Response {
+        let lease_id = match &reply.outcome {
+            AcquireOutcome::Granted { lease_id, .. } | AcquireOutcome::Queued { lease_id, .. } => {
+                Some(*lease_id)
+            }
+            AcquireOutcome::NotGranted { .. } => None,
+        };
+        let slot = lease_id
+            .and_then(|id| self.resources.get(resource)?.grant_of(id))
+            .filter(|g| reply.current_token == Some(g.fencing_token))
+            .and_then(|g| g.slot);
+        Response::AcquireKind { reply, slot }
     }
 
     // ---------------------------------------------------------------- due lists
@@ -691,14 +654,36 @@ impl LockTable {
 
     // ---------------------------------------------------------------- commands
 
+    /// An acquire of `resource` as a `kind` lock, in `mode` (docs/semantics.md
+    /// "Lock kinds"): refused when the resource is another kind now; the
+    /// lease's own grant or wait comes back unchanged when it asks again in
+    /// the same mode (refused in another); granted at once when nobody waits
+    /// and the resource admits the mode; else a try-lock is not granted and
+    /// any other acquire queues (S8, FIFO).
     fn acquire(
         &mut self,
         index: LogIndex,
         caller: Caller<'_>,
         a: &Acquire,
+        kind: LockKind,
+        mode: Mode,
         fx: &mut Vec<Effect>,
-    ) -> Result<Response, CommandError> {
+    ) -> Result<AcquireReply, CommandError> {
         let res = self.resources.get(&a.resource);
+        if let Some(r) = res.filter(|r| r.kind != kind) {
+            let field = match (r.kind, kind) {
+                (LockKind::Semaphore { .. }, LockKind::Semaphore { .. }) => "limit",
+                _ => "kind",
+            };
+            return Err(error(
+                ErrorCode::FailedPrecondition,
+                Some(field),
+                format!(
+                    "{:?} is a {} while it has holders, waiters or a lock-delay; asked for as a {kind}",
+                    a.resource, r.kind
+                ),
+            ));
+        }
         // Resolve the lease; nothing changes until every check has passed.
         let (lease_id, ttl_ms, new_lease) = match a.lease {
             LeaseSpec::New { ttl_ms } => {
@@ -715,10 +700,20 @@ impl LockTable {
                     .leases
                     .get(&lease_id)
                     .ok_or_else(|| unknown_lease(lease_id))?;
-                if let Some(g) = res
-                    .and_then(|r| r.holder.as_ref())
-                    .filter(|g| g.lease_id == lease_id)
-                {
+                let wrong_mode = |had: Mode, what: &str| {
+                    error(
+                        ErrorCode::FailedPrecondition,
+                        Some("mode"),
+                        format!(
+                            "lease {lease_id} {what} {:?} in {had} mode; release it before asking in {mode} mode",
+                            a.resource
+                        ),
+                    )
+                };
+                if let Some(g) = res.and_then(|r| r.grant_of(lease_id)) {
+                    if g.mode != mode {
+                        return Err(wrong_mode(g.mode, "holds"));
+                    }
                     // Already held by this lease: the existing grant, unchanged.
                     return Ok(acquire_reply(
                         AcquireOutcome::Granted {
@@ -738,6 +733,9 @@ impl LockTable {
                         .enumerate()
                         .find(|(_, w)| w.lease_id == lease_id)
                 }) {
+                    if w.mode != mode {
+                        return Err(wrong_mode(w.mode, "waits on"));
+                    }
                     // Already waiting with this lease: the existing wait, unchanged.
                     return Ok(acquire_reply(
                         AcquireOutcome::Queued {
@@ -762,7 +760,8 @@ impl LockTable {
                 (lease_id, lease.ttl_ms, false)
             }
         };
-        let grantable = res.is_none_or(|r| r.is_empty());
+        // FIFO (S8): nobody overtakes a waiter, whatever its mode.
+        let grantable = res.is_none_or(|r| r.waiters.is_empty() && r.admits(mode, false));
         if grantable {
             if self.next_token > MAX_ID {
                 return Err(exhausted(
@@ -778,7 +777,10 @@ impl LockTable {
             } else {
                 self.check_quota(caller, &[QuotaField::Locks])?;
             }
-            let token = self.grant(index, &a.resource, lease_id, a.lock_delay_ms, fx);
+            self.resources
+                .entry(a.resource.clone())
+                .or_insert_with(|| ResourceState::of(kind));
+            let token = self.grant(index, &a.resource, lease_id, mode, a.lock_delay_ms, fx);
             return Ok(acquire_reply(
                 AcquireOutcome::Granted {
                     resource: a.resource.clone(),
@@ -795,7 +797,7 @@ impl LockTable {
         let in_delay = res.is_some_and(|r| r.lock_delay.is_some());
         if a.wait_timeout_ms == 0 {
             // Try-lock: nothing changes; a lease this acquire would create is never made.
-            let reason = if holder.is_none() && in_delay {
+            let reason = if in_delay && res.is_some_and(|r| r.admits(mode, true)) {
                 NotGrantedReason::LockDelay
             } else {
                 NotGrantedReason::Held
@@ -827,7 +829,10 @@ impl LockTable {
         } else {
             self.check_quota(caller, &[QuotaField::Locks, QuotaField::Waiters])?;
         }
-        let state = self.resources.entry(a.resource.clone()).or_default();
+        let state = self
+            .resources
+            .entry(a.resource.clone())
+            .or_insert_with(|| ResourceState::of(kind));
         state.waiters.push(Waiter {
             lease_id,
             enqueue_index: index,
@@ -835,6 +840,7 @@ impl LockTable {
             remaining_wait_ms: a.wait_timeout_ms,
             lock_delay_ms: a.lock_delay_ms,
             header: a.header,
+            mode,
         });
         let position = state.waiters.len() as u64;
         if let Some(l) = self.leases.get_mut(&lease_id) {
@@ -895,8 +901,7 @@ impl LockTable {
         let grant = self
             .resources
             .get(&resource)
-            .and_then(|s| s.holder.as_ref())
-            .filter(|g| g.lease_id == r.lease_id)
+            .and_then(|s| s.grant_of(r.lease_id))
             .ok_or_else(|| {
                 error(
                     ErrorCode::FailedPrecondition,
@@ -907,7 +912,14 @@ impl LockTable {
         // S6, etcd issue 22082: a late release never frees a newer grant.
         check_token(r.fencing_token, grant)?;
         let token = grant.fencing_token;
-        self.free(index, &resource, FreeReason::Released, false, fx);
+        self.free(
+            index,
+            &resource,
+            r.lease_id,
+            FreeReason::Released,
+            false,
+            fx,
+        );
         self.drop_auto_if_idle(r.lease_id, fx);
         Ok(Response::Released {
             resource,
@@ -916,6 +928,12 @@ impl LockTable {
         })
     }
 
+    /// Frees a grant someone else holds, as an involuntary loss (lock-delay
+    /// applies), with one audit record per grant freed. Named by token, the
+    /// grant with that token (a mutex's holder answers a stale or unknown
+    /// token as a release does, S6); without one, every holder of the
+    /// resource (all readers, all permits), by lease id. The response names
+    /// the first grant freed; the audit trail names each.
     fn force_release(
         &mut self,
         index: LogIndex,
@@ -923,24 +941,38 @@ impl LockTable {
         f: &ForceRelease,
         fx: &mut Vec<Effect>,
     ) -> Result<Response, CommandError> {
-        let grant = self
-            .resources
-            .get(&f.resource)
-            .and_then(|s| s.holder.as_ref())
-            .ok_or_else(|| {
-                error(
-                    ErrorCode::NotFound,
-                    Some("resource"),
-                    format!("{:?} has no holder", f.resource),
-                )
-            })?;
-        check_token(f.fencing_token, grant)?;
-        let (lease_id, token) = (grant.lease_id, grant.fencing_token);
-        self.free(index, &f.resource, FreeReason::Forced, true, fx);
-        self.drop_auto_if_idle(lease_id, fx);
-        if self.audit.len() >= MAX_AUDIT_RECORDS {
-            self.audit.pop_front();
-        }
+        let state = self.resources.get(&f.resource).filter(|s| s.is_held());
+        let Some(state) = state else {
+            return Err(error(
+                ErrorCode::NotFound,
+                Some("resource"),
+                format!("{:?} has no holder", f.resource),
+            ));
+        };
+        let victims: Vec<(LeaseId, FencingToken)> = match (f.fencing_token, &state.holder) {
+            (Some(t), Some(holder)) => {
+                check_token(Some(t), holder)?;
+                vec![(holder.lease_id, t)]
+            }
+            (Some(t), None) => {
+                let g = state
+                    .shared
+                    .values()
+                    .find(|g| g.fencing_token == t)
+                    .ok_or_else(|| {
+                        error(
+                            ErrorCode::FailedPrecondition,
+                            Some("fencing_token"),
+                            format!("no current grant of {:?} has fencing_token {t}", f.resource),
+                        )
+                    })?;
+                vec![(g.lease_id, t)]
+            }
+            (None, _) => state
+                .holders()
+                .map(|g| (g.lease_id, g.fencing_token))
+                .collect(),
+        };
         // A principal's forced release names the principal, never the
         // caller's free text alone.
         let requested_by = match caller.principal.filter(|_| caller.wrapped) {
@@ -948,18 +980,32 @@ impl LockTable {
             Some(p) => format!("{p} ({})", f.requested_by),
             None => f.requested_by.clone(),
         };
-        self.audit.push_back(AuditRecord {
-            index,
-            resource: f.resource.clone(),
-            lease_id,
-            fencing_token: token,
-            requested_by,
-            at_unix_ms: f.at_unix_ms,
-        });
+        for &(lease_id, token) in &victims {
+            self.free(index, &f.resource, lease_id, FreeReason::Forced, true, fx);
+            self.drop_auto_if_idle(lease_id, fx);
+            if self.audit.len() >= MAX_AUDIT_RECORDS {
+                self.audit.pop_front();
+            }
+            self.audit.push_back(AuditRecord {
+                index,
+                resource: f.resource.clone(),
+                lease_id,
+                fencing_token: token,
+                requested_by: requested_by.clone(),
+                at_unix_ms: f.at_unix_ms,
+            });
+        }
+        let Some(&(lease_id, fencing_token)) = victims.first() else {
+            return Err(error(
+                ErrorCode::NotFound,
+                Some("resource"),
+                format!("{:?} has no holder", f.resource),
+            ));
+        };
         Ok(Response::Released {
             resource: f.resource.clone(),
             lease_id,
-            fencing_token: token,
+            fencing_token,
         })
     }
 
@@ -1031,7 +1077,7 @@ impl LockTable {
                     .record_for(index, key, &acquire, 0, Some(&refusal), !caller.wrapped);
                 return answer(0, CancelOutcome::Preempted, None);
             }
-            Some(Response::Acquire(reply)) => reply.outcome,
+            Some(Response::Acquire(reply) | Response::AcquireKind { reply, .. }) => reply.outcome,
             Some(_) => return answer(0, CancelOutcome::NothingToCancel, None),
         };
         let (resource, lease_id, since, token) = match outcome {
@@ -1080,12 +1126,8 @@ impl LockTable {
         let grant = self
             .resources
             .get(&resource)
-            .and_then(|s| s.holder.as_ref())
-            .filter(|g| {
-                g.lease_id == lease_id
-                    && g.grant_index >= since
-                    && token.is_none_or(|t| t == g.fencing_token)
-            })
+            .and_then(|s| s.grant_of(lease_id))
+            .filter(|g| g.grant_index >= since && token.is_none_or(|t| t == g.fencing_token))
             .map(|g| g.fencing_token);
         let Some(fencing_token) = grant else {
             return answer(lease_id, CancelOutcome::NothingToCancel, None);
@@ -1329,13 +1371,16 @@ impl LockTable {
         lease_id
     }
 
-    /// Makes `lease_id` the holder of a free resource with a fresh token (S2).
-    /// The caller has checked `next_token <= MAX_ID` and that the resource is free.
+    /// Grants `resource` to `lease_id` in `mode` with a fresh token (S2): as
+    /// its exclusive holder, or as a shared holder (a semaphore permit takes
+    /// the lowest free slot). The caller has checked `next_token <= MAX_ID`,
+    /// that the resource entry exists and that it admits the mode.
     fn grant(
         &mut self,
         index: LogIndex,
         resource: &str,
         lease_id: LeaseId,
+        mode: Mode,
         lock_delay_ms: u64,
         fx: &mut Vec<Effect>,
     ) -> FencingToken {
@@ -1355,29 +1400,49 @@ impl LockTable {
                 add_usage(&mut self.usage, l.owner.as_ref(), 0, 1, 0);
             }
         }
-        let state = self.resources.entry(resource.to_owned()).or_default();
-        state.holder = Some(Grant {
+        let state = self
+            .resources
+            .entry(resource.to_owned())
+            .or_insert_with(|| ResourceState::of(LockKind::Mutex));
+        let slot = state.free_slot();
+        debug_assert!(
+            state.admits(mode, false),
+            "grant of {resource:?} in {mode} mode that the resource does not admit"
+        );
+        let grant = Grant {
             lease_id,
             fencing_token: token,
             ttl_ms,
             grant_index: index,
             lock_delay_ms,
-        });
+            mode,
+            slot,
+        };
+        match mode {
+            Mode::Exclusive => state.holder = Some(grant),
+            Mode::Shared => {
+                state.shared.insert(lease_id, grant);
+            }
+        }
         fx.push(Effect::Granted {
             resource: resource.to_owned(),
             lease_id,
             fencing_token: token,
             grant_index: index,
+            mode,
+            slot,
         });
         token
     }
 
-    /// Takes the holder off `resource`; starts a lock-delay when the loss is
-    /// involuntary and the grant asked for one, else hands off (S8).
+    /// Takes `lease_id`'s grant off `resource`; starts (or widens) a
+    /// lock-delay when the loss is involuntary and the grant asked for one,
+    /// then hands off what is free (S8).
     fn free(
         &mut self,
         index: LogIndex,
         resource: &str,
+        lease_id: LeaseId,
         reason: FreeReason,
         involuntary: bool,
         fx: &mut Vec<Effect>,
@@ -1385,7 +1450,16 @@ impl LockTable {
         let Some(state) = self.resources.get_mut(resource) else {
             return;
         };
-        let Some(g) = state.holder.take() else { return };
+        let g = if state
+            .holder
+            .as_ref()
+            .is_some_and(|g| g.lease_id == lease_id)
+        {
+            state.holder.take()
+        } else {
+            state.shared.remove(&lease_id)
+        };
+        let Some(g) = g else { return };
         self.values.remove(&(g.lease_id, resource.to_owned()));
         fx.push(Effect::Freed {
             resource: resource.to_owned(),
@@ -1394,15 +1468,32 @@ impl LockTable {
             reason,
         });
         if involuntary && g.lock_delay_ms > 0 {
+            let scope = state.delay_scope_of(&g);
+            let (lock_delay_ms, scope) = match state.lock_delay.take() {
+                // One delay per resource: the merged one withholds both
+                // scopes, for the longer delay counted from now.
+                Some(old) => {
+                    fx.push(Effect::LockDelayEnded {
+                        resource: resource.to_owned(),
+                        start_index: old.start_index,
+                    });
+                    (
+                        old.lock_delay_ms.max(g.lock_delay_ms),
+                        old.scope.merge(scope),
+                    )
+                }
+                None => (g.lock_delay_ms, scope),
+            };
             state.lock_delay = Some(LockDelay {
                 start_index: index,
-                lock_delay_ms: g.lock_delay_ms,
-                remaining_ms: g.lock_delay_ms,
+                lock_delay_ms,
+                remaining_ms: lock_delay_ms,
+                scope,
             });
             fx.push(Effect::LockDelayStarted {
                 resource: resource.to_owned(),
                 start_index: index,
-                lock_delay_ms: g.lock_delay_ms,
+                lock_delay_ms,
             });
         }
         if let Some(l) = self.leases.get_mut(&g.lease_id) {
@@ -1413,17 +1504,21 @@ impl LockTable {
         self.settle(index, resource, fx);
     }
 
-    /// S8 handoff: if `resource` is free and not in lock-delay, grants it to
-    /// the first waiter whose lease is live and whose principal (its lease's
-    /// owner) still has `lock` on it, with a new token; the others before it
-    /// are removed (an acquire-made lease left with nothing dies); drops the
-    /// resource entry when nothing is left on it.
+    /// S8 handoff: while the head waiter's mode is admitted (for a
+    /// read-write lock, every reader at the head together; for a semaphore,
+    /// as many as there are free slots), grants it with a new token if its
+    /// lease is live and its principal (its lease's owner) still has `lock`
+    /// on the resource, else removes it (an acquire-made lease left with
+    /// nothing dies); drops the resource entry when nothing is left on it.
     fn settle(&mut self, index: LogIndex, resource: &str, fx: &mut Vec<Effect>) {
         loop {
             let Some(state) = self.resources.get_mut(resource) else {
                 return;
             };
-            if state.holder.is_some() || state.lock_delay.is_some() || state.waiters.is_empty() {
+            let Some(head) = state.waiters.first() else {
+                break;
+            };
+            if !state.admits(head.mode, false) {
                 break;
             }
             if self.next_token > MAX_ID {
@@ -1452,7 +1547,7 @@ impl LockTable {
             });
             match reason {
                 WaiterRemovedReason::Granted => {
-                    self.grant(index, resource, w.lease_id, w.lock_delay_ms, fx);
+                    self.grant(index, resource, w.lease_id, w.mode, w.lock_delay_ms, fx);
                 }
                 WaiterRemovedReason::PermissionRevoked => {
                     if let Some(l) = self.leases.get_mut(&w.lease_id) {
@@ -1538,10 +1633,9 @@ impl LockTable {
             if self
                 .resources
                 .get(r)
-                .and_then(|s| s.holder.as_ref())
-                .is_some_and(|g| g.lease_id == lease_id)
+                .is_some_and(|s| s.grant_of(lease_id).is_some())
             {
-                self.free(index, r, free_reason, involuntary, fx);
+                self.free(index, r, lease_id, free_reason, involuntary, fx);
             }
         }
         fx.push(Effect::LeaseEnded { lease_id, reason });
@@ -1588,11 +1682,11 @@ impl LockTable {
             return Err(unknown_lease(p.lease_id));
         }
         if let Some(token) = p.fencing_token {
-            let holder = self
+            let grant = self
                 .resources
                 .get(&p.resource)
-                .and_then(|s| s.holder.as_ref());
-            if !holder.is_some_and(|g| g.lease_id == p.lease_id && g.fencing_token == token) {
+                .and_then(|s| s.grant_of(p.lease_id));
+            if grant.is_none_or(|g| g.fencing_token != token) {
                 return Err(error(
                     ErrorCode::FailedPrecondition,
                     Some("fencing_token"),
@@ -1654,13 +1748,13 @@ fn acquire_reply(
     outcome: AcquireOutcome,
     lease_live: bool,
     current_token: Option<FencingToken>,
-) -> Response {
-    Response::Acquire(AcquireReply {
+) -> AcquireReply {
+    AcquireReply {
         outcome,
         retried: false,
         lease_live,
         current_token,
-    })
+    }
 }
 
 /// A release naming a token acts only on that exact grant (S6).

@@ -108,9 +108,25 @@ pub enum Command {
     /// request header (S7). Needs no permission: it names the caller's own
     /// acquire (same principal and client id).
     CancelWait(CancelWait),
+    /// An acquire of a read-write lock (shared or exclusive) or of a
+    /// semaphore permit (docs/semantics.md "Lock kinds"). A plain
+    /// [`Command::Acquire`] is a mutex acquire; this variant was appended
+    /// (log format 6) so that every older entry decodes unchanged. Answered
+    /// with [`Response::AcquireKind`].
+    AcquireKind(AcquireKind),
 }
 
 impl Command {
+    /// The acquire inside a [`Command::Acquire`] or [`Command::AcquireKind`]
+    /// (also inside a [`Command::Authorized`]).
+    pub fn acquire(&self) -> Option<&Acquire> {
+        match self.unwrapped() {
+            Command::Acquire(a) => Some(a),
+            Command::AcquireKind(k) => Some(&k.acquire),
+            _ => None,
+        }
+    }
+
     /// The command a client asked for: the inner command of a
     /// [`Command::Authorized`], else the command itself.
     pub fn unwrapped(&self) -> &Command {
@@ -135,6 +151,7 @@ impl Command {
     pub fn request_header(&self) -> Option<&RequestHeader> {
         match self.unwrapped() {
             Command::Acquire(a) => Some(&a.header),
+            Command::AcquireKind(k) => Some(&k.acquire.header),
             Command::Release(r) => Some(&r.header),
             Command::Revoke(r) => Some(&r.header),
             Command::LeaseGrant(g) => Some(&g.header),
@@ -151,6 +168,7 @@ impl Command {
     pub fn client_due(&self) -> Option<&DueList> {
         match self.unwrapped() {
             Command::Acquire(a) => a.due.as_ref(),
+            Command::AcquireKind(k) => k.acquire.due.as_ref(),
             Command::Release(r) => r.due.as_ref(),
             Command::Revoke(r) => r.due.as_ref(),
             Command::ForceRelease(f) => f.due.as_ref(),
@@ -168,6 +186,7 @@ impl Command {
         };
         match cmd {
             Command::Acquire(a) => Some(&mut a.due),
+            Command::AcquireKind(k) => Some(&mut k.acquire.due),
             Command::Release(r) => Some(&mut r.due),
             Command::Revoke(r) => Some(&mut r.due),
             Command::ForceRelease(f) => Some(&mut f.due),
@@ -240,6 +259,67 @@ pub struct Acquire {
     pub lock_delay_ms: u64,
     /// Due leases and waiters, removed before the acquire is applied.
     pub due: Option<DueList>,
+}
+
+/// What kind of lock a resource is (docs/semantics.md "Lock kinds"). A
+/// resource keeps one kind while it has holders, waiters or a lock-delay;
+/// an acquire of another kind (or another limit) is refused with
+/// FailedPrecondition naming the current kind.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, PartialOrd, Ord)]
+pub enum LockKind {
+    /// One exclusive holder (every [`Command::Acquire`]).
+    #[default]
+    Mutex,
+    /// Shared holders together, or one exclusive holder.
+    ReadWrite,
+    /// At most `limit` holders, each with a slot in `0..limit`.
+    Semaphore {
+        /// 1..=[`crate::limits::MAX_SEMAPHORE_LIMIT`].
+        limit: u32,
+    },
+}
+
+impl std::fmt::Display for LockKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LockKind::Mutex => f.write_str("mutex"),
+            LockKind::ReadWrite => f.write_str("read-write lock"),
+            LockKind::Semaphore { limit } => write!(f, "semaphore of {limit} permits"),
+        }
+    }
+}
+
+/// How a grant (or a waiter) holds its resource.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, PartialOrd, Ord)]
+pub enum Mode {
+    /// Alone: a mutex, or a read-write lock's writer.
+    #[default]
+    Exclusive,
+    /// Beside others: a read-write lock's reader, or a semaphore permit.
+    Shared,
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mode::Exclusive => "exclusive",
+            Mode::Shared => "shared",
+        })
+    }
+}
+
+/// An acquire of a lock of a given kind and mode: (`ReadWrite`, `Shared`)
+/// for a reader, (`ReadWrite`, `Exclusive`) for a writer, (`Semaphore`,
+/// `Shared`) for a permit. (`Mutex`, `Exclusive`) means the same as a plain
+/// [`Acquire`]; every other pairing is refused (field `mode`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct AcquireKind {
+    /// The acquire (resource, lease, wait timeout, lock-delay, due list).
+    pub acquire: Acquire,
+    /// The kind of lock the caller expects the resource to be.
+    pub kind: LockKind,
+    /// How the grant holds it.
+    pub mode: Mode,
 }
 
 /// Release one grant.
@@ -524,6 +604,15 @@ pub enum Response {
         outcome: CancelOutcome,
         /// The grant released, for [`CancelOutcome::Released`].
         fencing_token: Option<FencingToken>,
+    },
+    /// For a [`Command::AcquireKind`] (first or retried): the reply, and the
+    /// slot of a semaphore permit the lease holds now (the resource-side
+    /// fence checks a permit's token per slot: docs/fencing.md).
+    AcquireKind {
+        /// As for a mutex acquire.
+        reply: AcquireReply,
+        /// The permit's slot in `0..limit`, while the lease holds one.
+        slot: Option<u32>,
     },
 }
 

@@ -17,13 +17,13 @@
 
 use crate::limits::{
     MAX_BATCH_COMMANDS, MAX_CLIENTS_CEILING, MAX_ID, MAX_LEASES_CEILING, MAX_LOCK_DELAY_MS,
-    MAX_PREFIX_BYTES, MAX_PRINCIPAL_BYTES, MAX_REQUESTED_BY_BYTES, MAX_RESOURCE_BYTES, MAX_TTL_MS,
-    MAX_WAIT_TIMEOUT_MS, MIN_TTL_MS, QUOTA_CLIENTS_CEILING, QUOTA_LEASES_CEILING,
-    QUOTA_LOCKS_CEILING, QUOTA_WAITERS_CEILING,
+    MAX_PREFIX_BYTES, MAX_PRINCIPAL_BYTES, MAX_REQUESTED_BY_BYTES, MAX_RESOURCE_BYTES,
+    MAX_SEMAPHORE_LIMIT, MAX_TTL_MS, MAX_WAIT_TIMEOUT_MS, MIN_TTL_MS, QUOTA_CLIENTS_CEILING,
+    QUOTA_LEASES_CEILING, QUOTA_LOCKS_CEILING, QUOTA_WAITERS_CEILING,
 };
 use crate::types::{
-    AuthChange, AuthOp, Authorized, ClusterLimits, Command, CommandError, ErrorCode, LeaseSpec,
-    Principal, Quota, RequestHeader,
+    Acquire, AuthChange, AuthOp, Authorized, ClusterLimits, Command, CommandError, ErrorCode,
+    LeaseSpec, LockKind, Mode, Principal, Quota, RequestHeader,
 };
 
 /// Builds a [`CommandError`] for `field`.
@@ -453,6 +453,43 @@ pub fn auth_change(c: &AuthChange) -> Result<(), CommandError> {
     }
 }
 
+fn acquire(a: &Acquire) -> Result<(), CommandError> {
+    header(&a.header)?;
+    resource(&a.resource)?;
+    match a.lease {
+        LeaseSpec::New { ttl_ms: ttl } => ttl_ms(ttl)?,
+        LeaseSpec::Existing { lease_id: id } => lease_id(id)?,
+    }
+    wait_timeout_ms(a.wait_timeout_ms)?;
+    lock_delay_ms(a.lock_delay_ms)
+}
+
+/// A lock kind and a mode that go together: a mutex is exclusive, a
+/// semaphore permit is shared, a read-write lock is either; a semaphore's
+/// limit is 1..=[`MAX_SEMAPHORE_LIMIT`].
+///
+/// # Errors
+/// `InvalidArgument`, field `"limit"` or `"mode"`.
+pub fn kind_and_mode(kind: LockKind, mode: Mode) -> Result<(), CommandError> {
+    match (kind, mode) {
+        (LockKind::Semaphore { limit }, _) if limit == 0 || limit > MAX_SEMAPHORE_LIMIT => {
+            Err(invalid(
+                "limit",
+                format!("a semaphore has 1..={MAX_SEMAPHORE_LIMIT} permits; got {limit}"),
+            ))
+        }
+        (LockKind::Mutex, Mode::Shared) => Err(invalid(
+            "mode",
+            "a mutex is held exclusively; ask for a read-write lock to share it",
+        )),
+        (LockKind::Semaphore { .. }, Mode::Exclusive) => Err(invalid(
+            "mode",
+            "a semaphore permit is shared with the other permits; mode must be shared",
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// The name of a command's kind, for messages.
 pub(crate) fn kind(cmd: &Command) -> &'static str {
     match cmd {
@@ -474,6 +511,7 @@ pub(crate) fn kind(cmd: &Command) -> &'static str {
         Command::Authorized(_) => "authorized",
         Command::AuthChange(_) => "auth change",
         Command::CancelWait(_) => "cancel wait",
+        Command::AcquireKind(_) => "acquire",
     }
 }
 
@@ -495,7 +533,8 @@ pub fn authorized(w: &Authorized) -> Result<(), CommandError> {
         | Command::LeaseGrant(_)
         | Command::Proclaim(_)
         | Command::ForceRelease(_)
-        | Command::CancelWait(_)) => command(inner),
+        | Command::CancelWait(_)
+        | Command::AcquireKind(_)) => command(inner),
         Command::AuthChange(c) => auth_change(c),
         other => Err(invalid(
             "command",
@@ -514,15 +553,10 @@ pub fn authorized(w: &Authorized) -> Result<(), CommandError> {
 /// The first failing check's `InvalidArgument`, naming the field.
 pub fn command(cmd: &Command) -> Result<(), CommandError> {
     match cmd {
-        Command::Acquire(a) => {
-            header(&a.header)?;
-            resource(&a.resource)?;
-            match a.lease {
-                LeaseSpec::New { ttl_ms: ttl } => ttl_ms(ttl)?,
-                LeaseSpec::Existing { lease_id: id } => lease_id(id)?,
-            }
-            wait_timeout_ms(a.wait_timeout_ms)?;
-            lock_delay_ms(a.lock_delay_ms)
+        Command::Acquire(a) => acquire(a),
+        Command::AcquireKind(k) => {
+            acquire(&k.acquire)?;
+            kind_and_mode(k.kind, k.mode)
         }
         Command::Release(r) => {
             header(&r.header)?;

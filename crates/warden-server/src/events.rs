@@ -362,6 +362,8 @@ mod tests {
             lease_id,
             fencing_token: token,
             grant_index: 0,
+            mode: warden_core::types::Mode::Exclusive,
+            slot: None,
         }
     }
 

@@ -445,6 +445,8 @@ mod tests {
             lease_id,
             fencing_token: lease_id,
             grant_index: 1,
+            mode: warden_core::types::Mode::Exclusive,
+            slot: None,
         }
     }
 

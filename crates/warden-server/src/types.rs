@@ -203,6 +203,7 @@ pub fn command_name(cmd: &warden_core::types::Command) -> &'static str {
         Authorized(a) => command_name(&a.command),
         AuthChange(_) => "auth_change",
         CancelWait(_) => "cancel_wait",
+        AcquireKind(_) => "acquire_kind",
     }
 }
 

@@ -95,6 +95,7 @@ impl SimObserver {
                 lease_id,
                 fencing_token,
                 grant_index,
+                ..
             } => {
                 h.grants
                     .entry((resource.clone(), *grant_index, *fencing_token))

@@ -318,7 +318,9 @@ fn a_revoked_waiter_is_removed_at_the_hand_off_and_the_next_is_granted() {
                 resource: "jobs/x".into(),
                 lease_id: c,
                 fencing_token: t1 + 1,
-                grant_index: index
+                grant_index: index,
+                mode: Mode::Exclusive,
+                slot: None,
             },
             Effect::LeaseEnded {
                 lease_id: d,

@@ -6,6 +6,7 @@ mod batch;
 mod cancel;
 mod deadline;
 mod election;
+mod kinds;
 mod proptests;
 mod quota;
 mod snapshot;
@@ -75,6 +76,26 @@ pub(crate) fn acquire(
     })
 }
 
+/// An acquire of a `kind` lock in `mode` (docs/semantics.md "Lock kinds").
+pub(crate) fn acquire_kind(
+    h: RequestHeader,
+    resource: &str,
+    lease: LeaseSpec,
+    wait_ms: u64,
+    delay_ms: u64,
+    kind: LockKind,
+    mode: Mode,
+) -> Command {
+    let Command::Acquire(acquire) = acquire(h, resource, lease, wait_ms, delay_ms) else {
+        unreachable!("acquire builds an Acquire")
+    };
+    Command::AcquireKind(AcquireKind {
+        acquire,
+        kind,
+        mode,
+    })
+}
+
 pub(crate) fn new_lease(ttl_ms: u64) -> LeaseSpec {
     LeaseSpec::New { ttl_ms }
 }
@@ -118,16 +139,16 @@ pub(crate) fn expire(leader: LeaderId, leases: &[(LeaseId, LogIndex)]) -> Comman
 
 /// The granted token of an acquire response, or a panic naming what came back.
 pub(crate) fn granted(a: &Applied) -> (LeaseId, FencingToken) {
-    match &a.response {
-        Response::Acquire(AcquireReply {
-            outcome:
-                AcquireOutcome::Granted {
-                    lease_id,
-                    fencing_token,
-                    ..
-                },
+    let reply = match &a.response {
+        Response::Acquire(reply) | Response::AcquireKind { reply, .. } => reply,
+        other => panic!("expected a grant, got {other:?}"),
+    };
+    match &reply.outcome {
+        AcquireOutcome::Granted {
+            lease_id,
+            fencing_token,
             ..
-        }) => (*lease_id, *fencing_token),
+        } => (*lease_id, *fencing_token),
         other => panic!("expected a grant, got {other:?}"),
     }
 }

@@ -31,6 +31,18 @@ fn due() -> impl Strategy<Value = Option<DueList>> {
     )
 }
 
+/// Every kind and mode an acquire may ask for, two semaphore limits
+/// among them (docs/semantics.md "Lock kinds").
+fn kind_and_mode() -> impl Strategy<Value = (LockKind, Mode)> {
+    prop_oneof![
+        Just((LockKind::Mutex, Mode::Exclusive)),
+        Just((LockKind::ReadWrite, Mode::Shared)),
+        Just((LockKind::ReadWrite, Mode::Exclusive)),
+        Just((LockKind::Semaphore { limit: 2 }, Mode::Shared)),
+        Just((LockKind::Semaphore { limit: 3 }, Mode::Shared)),
+    ]
+}
+
 fn command() -> impl Strategy<Value = Command> {
     // The request id is replaced by the entry's position at apply time (see `Op`).
     let h = (1u64..4).prop_map(|c| hdr(c, 1));
@@ -38,6 +50,8 @@ fn command() -> impl Strategy<Value = Command> {
     prop_oneof![
         8 => (h.clone(), res.clone(), prop_oneof![prop_oneof![Just(999u64), Just(1_000), Just(2_000)].prop_map(|t| LeaseSpec::New { ttl_ms: t }), (0u64..8).prop_map(|l| LeaseSpec::Existing { lease_id: l })], prop_oneof![3 => Just(0u64), 3 => Just(10_000), 1 => Just(u64::MAX)], prop_oneof![Just(0u64), Just(500)], due())
             .prop_map(|(header, resource, lease, wait_timeout_ms, lock_delay_ms, due)| Command::Acquire(Acquire { header, resource, lease, wait_timeout_ms, lock_delay_ms, due })),
+        8 => (h.clone(), res.clone(), prop_oneof![prop_oneof![Just(999u64), Just(1_000), Just(2_000)].prop_map(|t| LeaseSpec::New { ttl_ms: t }), (0u64..8).prop_map(|l| LeaseSpec::Existing { lease_id: l })], prop_oneof![3 => Just(0u64), 3 => Just(10_000)], prop_oneof![Just(0u64), Just(500)], due(), kind_and_mode())
+            .prop_map(|(header, resource, lease, wait_timeout_ms, lock_delay_ms, due, (kind, mode))| Command::AcquireKind(AcquireKind { acquire: Acquire { header, resource, lease, wait_timeout_ms, lock_delay_ms, due }, kind, mode })),
         3 => (h.clone(), proptest::option::of(res.clone()), 0u64..8, proptest::option::of(0u64..12), due())
             .prop_map(|(header, resource, lease_id, fencing_token, due)| Command::Release(Release { header, resource, lease_id, fencing_token, due })),
         1 => proptest::collection::vec(0u64..8, 0..4).prop_map(|lease_ids| Command::RenewBatch(RenewBatch { lease_ids })),
@@ -88,6 +102,7 @@ fn op() -> impl Strategy<Value = Op> {
 fn set_request_id(cmd: &mut Command, id: u64) {
     let h = match cmd {
         Command::Acquire(a) => &mut a.header,
+        Command::AcquireKind(k) => &mut k.acquire.header,
         Command::Release(r) => &mut r.header,
         Command::LeaseGrant(g) => &mut g.header,
         Command::Revoke(r) => &mut r.header,
@@ -101,7 +116,9 @@ fn set_request_id(cmd: &mut Command, id: u64) {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
-    // S1 (at most one holder), S2 (tokens strictly increase per resource and overall), no panic, snapshots round-trip.
+    // S1 (at most one holder of a mutex or a writer, at most N permits, never a
+    // writer beside readers: docs/semantics.md "Lock kinds"), S2 (tokens strictly
+    // increase per resource and overall), no panic, snapshots round-trip.
     #[test]
     fn random_commands_keep_s1_and_s2(ops in proptest::collection::vec((op(), leader()), 1..120)) {
         let mut t = LockTable::new();
@@ -137,7 +154,7 @@ proptest! {
                     Command::Expire(DueList { leader: *log_leader, leases: vec![], waiters })
                 }
                 Op::ReleaseHeld(n) => {
-                    let held: Vec<_> = RESOURCES.iter().filter_map(|r| t.holder(r).map(|h| (*r, h))).collect();
+                    let held: Vec<_> = RESOURCES.iter().flat_map(|r| t.holders(r).into_iter().map(move |h| (*r, h))).collect();
                     match held.get(n % held.len().max(1)) {
                         Some((r, h)) => release(hdr(9, index), Some(r), h.lease_id, Some(h.fencing_token)),
                         None => Command::Noop,
@@ -159,9 +176,17 @@ proptest! {
                 }
             }
             for r in RESOURCES {
-                if let Some(h) = t.holder(r) {
+                let holders = t.holders(r);
+                for h in &holders {
                     prop_assert!(t.lease(h.lease_id).is_some(), "holder lease is live");
                     prop_assert!(h.fencing_token < t.next_token());
+                }
+                // At most N permits; never a writer beside a reader; one
+                // holder of a mutex.
+                match t.kind(r) {
+                    Some(LockKind::Semaphore { limit }) => prop_assert!(holders.len() <= limit as usize),
+                    Some(LockKind::ReadWrite) => prop_assert!(holders.len() <= 1 || holders.iter().all(|h| h.mode == Mode::Shared)),
+                    _ => prop_assert!(holders.len() <= 1),
                 }
             }
             prop_assert!(t.next_token() == last_any + 1);

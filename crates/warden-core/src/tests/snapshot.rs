@@ -75,11 +75,11 @@ fn built() -> Log {
 // limits, lease owners, principals' outcome records, the auth audit trail;
 // the loaded table decides as the original (ownership, S7 replay).
 #[test]
-fn version_4_round_trips_roles_owners_quotas_and_records() {
+fn version_5_round_trips_roles_owners_quotas_and_records() {
     let (x, y) = (built(), built());
     let bytes = x.t.to_snapshot();
     assert_eq!(bytes[0], SNAPSHOT_VERSION);
-    assert_eq!(SNAPSHOT_VERSION, 4);
+    assert_eq!(SNAPSHOT_VERSION, 5);
     assert_eq!(bytes, y.t.to_snapshot());
     let back = LockTable::from_snapshot(&bytes).expect("load");
     assert_eq!(back, x.t);
@@ -120,7 +120,7 @@ fn version_4_round_trips_roles_owners_quotas_and_records() {
 /// Version-3 bytes of `t`: the encoder as it was before identities (table
 /// body, forced-release trail, values).
 fn version_3(t: &LockTable) -> Vec<u8> {
-    let bytes = postcard::to_extend(t, vec![3u8]).expect("body");
+    let bytes = crate::snapshot::legacy::encode_body(t, 3);
     let bytes = postcard::to_extend(&t.audit, bytes).expect("trail");
     postcard::to_extend(&t.values, bytes).expect("values")
 }
@@ -167,11 +167,11 @@ fn version_3_snapshots_load_with_ownerless_leases_and_no_roles() {
         acquire(hdr(9, 99), "jobs/9", new_lease(10_000), 0, 0),
     )));
     // Versions 1 and 2.
-    let v1 = postcard::to_extend(&old.t, vec![1u8]).expect("v1");
+    let v1 = crate::snapshot::legacy::encode_body(&old.t, 1);
     assert_eq!(LockTable::from_snapshot(&v1).expect("v1 loads"), old.t);
     let v2 = postcard::to_extend(
         &old.t.audit,
-        postcard::to_extend(&old.t, vec![2u8]).expect("v2"),
+        crate::snapshot::legacy::encode_body(&old.t, 2),
     )
     .expect("v2 trail");
     assert_eq!(LockTable::from_snapshot(&v2).expect("v2 loads"), old.t);
@@ -206,7 +206,7 @@ fn damaged_version_4_snapshots_are_typed_errors() {
         .leases()
         .filter_map(|l| l.owner.clone().map(|o| (l.lease_id, o)))
         .collect();
-    let mut bytes = postcard::to_extend(&t, vec![4u8]).expect("body");
+    let mut bytes = crate::snapshot::legacy::encode_body(&t, 4);
     bytes = postcard::to_extend(&t.audit, bytes).expect("trail");
     bytes = postcard::to_extend(&t.values, bytes).expect("values");
     bytes = postcard::to_extend(&t.auth, bytes).expect("auth");

@@ -130,7 +130,9 @@ fn stale_release_after_reacquire_by_same_lease_is_refused() {
             lease_id: 1,
             fencing_token: 3,
             ttl_ms: 10_000,
-            grant_index: 5
+            grant_index: 5,
+            mode: Mode::Exclusive,
+            slot: None,
         })
     );
     // A session lease (not auto) holding two locks must name the resource.
@@ -177,7 +179,9 @@ fn expire_hands_off_to_exactly_one_waiter() {
             resource: "printer".into(),
             lease_id: 2,
             fencing_token: 2,
-            grant_index: 5
+            grant_index: 5,
+            mode: Mode::Exclusive,
+            slot: None,
         }
     );
     assert!(out.effects.contains(&Effect::Freed {
@@ -330,7 +334,9 @@ fn waiter_with_dead_lease_is_never_granted() {
         resource: "x".into(),
         lease_id: 3,
         fencing_token: 2,
-        grant_index: 5
+        grant_index: 5,
+        mode: Mode::Exclusive,
+        slot: None,
     }));
     // A timed-out waiter is removed too, and its auto lease with it.
     log.apply(acquire(hdr(4, 1), "x", new_lease(10_000), 5_000, 0)); // lease 4 waits, index 6
@@ -940,7 +946,7 @@ fn force_release_is_audited_and_next_token_is_larger() {
     assert_eq!(back, log.t);
     assert_eq!(back.audit_trail().count(), 1);
     // ... and a version-1 snapshot (no trail) still loads, with an empty trail.
-    let v1 = postcard::to_extend(&log.t, vec![1u8]).expect("encode v1");
+    let v1 = crate::snapshot::legacy::encode_body(&log.t, 1);
     let old = LockTable::from_snapshot(&v1).expect("load v1");
     assert_eq!(old.audit_trail().count(), 0);
     assert_eq!(old.holder("q"), log.t.holder("q"));

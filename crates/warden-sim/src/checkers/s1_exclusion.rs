@@ -69,6 +69,7 @@ impl Checker for Exclusion {
             lease_id,
             fencing_token,
             grant_index,
+            ..
         } = effect
         {
             let key = (resource.clone(), *grant_index, *fencing_token);
