@@ -134,8 +134,13 @@ type ListHolder struct {
 	AgeMs uint64 `protobuf:"varint,3,opt,name=age_ms,json=ageMs,proto3" json:"age_ms,omitempty"`
 	// Remaining TTL of the holder's lease on the serving node's deadline table.
 	TtlRemainingMs uint64 `protobuf:"varint,4,opt,name=ttl_remaining_ms,json=ttlRemainingMs,proto3" json:"ttl_remaining_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// SHARED for a reader, EXCLUSIVE for a writer, UNSPECIFIED for a mutex's
+	// holder or a permit (warden.proto `LockMode`).
+	Mode LockMode `protobuf:"varint,5,opt,name=mode,proto3,enum=warden.v1.LockMode" json:"mode,omitempty"`
+	// A permit's slot.
+	Slot          *uint32 `protobuf:"varint,6,opt,name=slot,proto3,oneof" json:"slot,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListHolder) Reset() {
@@ -192,6 +197,20 @@ func (x *ListHolder) GetAgeMs() uint64 {
 func (x *ListHolder) GetTtlRemainingMs() uint64 {
 	if x != nil {
 		return x.TtlRemainingMs
+	}
+	return 0
+}
+
+func (x *ListHolder) GetMode() LockMode {
+	if x != nil {
+		return x.Mode
+	}
+	return LockMode_LOCK_MODE_UNSPECIFIED
+}
+
+func (x *ListHolder) GetSlot() uint32 {
+	if x != nil && x.Slot != nil {
+		return *x.Slot
 	}
 	return 0
 }
@@ -261,8 +280,14 @@ type ListedLock struct {
 	// lock-delay. On the serving node's deadline table, as
 	// `ListHolder.ttl_remaining_ms` (display only, rounded up).
 	LockDelayRemainingMs uint64 `protobuf:"varint,4,opt,name=lock_delay_remaining_ms,json=lockDelayRemainingMs,proto3" json:"lock_delay_remaining_ms,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// "mutex", "read_write" or "semaphore".
+	Kind string `protobuf:"bytes,5,opt,name=kind,proto3" json:"kind,omitempty"`
+	// A semaphore's number of permits; 0 for the other kinds.
+	Limit uint32 `protobuf:"varint,6,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Every holder (the exclusive one is also in `holder`), by lease id.
+	Holders       []*ListHolder `protobuf:"bytes,7,rep,name=holders,proto3" json:"holders,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListedLock) Reset() {
@@ -321,6 +346,27 @@ func (x *ListedLock) GetLockDelayRemainingMs() uint64 {
 		return x.LockDelayRemainingMs
 	}
 	return 0
+}
+
+func (x *ListedLock) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ListedLock) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListedLock) GetHolders() []*ListHolder {
+	if x != nil {
+		return x.Holders
+	}
+	return nil
 }
 
 type ListResponse struct {
@@ -2588,23 +2634,29 @@ const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"\vadmin.proto\x12\twarden.v1\x1a\fwarden.proto\"%\n" +
 	"\vListRequest\x12\x16\n" +
-	"\x06prefix\x18\x01 \x01(\tR\x06prefix\"\x8d\x01\n" +
+	"\x06prefix\x18\x01 \x01(\tR\x06prefix\"\xd8\x01\n" +
 	"\n" +
 	"ListHolder\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\x04R\aleaseId\x12#\n" +
 	"\rfencing_token\x18\x02 \x01(\x04R\ffencingToken\x12\x15\n" +
 	"\x06age_ms\x18\x03 \x01(\x04R\x05ageMs\x12(\n" +
-	"\x10ttl_remaining_ms\x18\x04 \x01(\x04R\x0ettlRemainingMs\">\n" +
+	"\x10ttl_remaining_ms\x18\x04 \x01(\x04R\x0ettlRemainingMs\x12'\n" +
+	"\x04mode\x18\x05 \x01(\x0e2\x13.warden.v1.LockModeR\x04mode\x12\x17\n" +
+	"\x04slot\x18\x06 \x01(\rH\x00R\x04slot\x88\x01\x01B\a\n" +
+	"\x05_slot\">\n" +
 	"\n" +
 	"ListWaiter\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\x04R\aleaseId\x12\x15\n" +
-	"\x06age_ms\x18\x02 \x01(\x04R\x05ageMs\"\xbf\x01\n" +
+	"\x06age_ms\x18\x02 \x01(\x04R\x05ageMs\"\x9a\x02\n" +
 	"\n" +
 	"ListedLock\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12-\n" +
 	"\x06holder\x18\x02 \x01(\v2\x15.warden.v1.ListHolderR\x06holder\x12/\n" +
 	"\awaiters\x18\x03 \x03(\v2\x15.warden.v1.ListWaiterR\awaiters\x125\n" +
-	"\x17lock_delay_remaining_ms\x18\x04 \x01(\x04R\x14lockDelayRemainingMs\"Z\n" +
+	"\x17lock_delay_remaining_ms\x18\x04 \x01(\x04R\x14lockDelayRemainingMs\x12\x12\n" +
+	"\x04kind\x18\x05 \x01(\tR\x04kind\x12\x14\n" +
+	"\x05limit\x18\x06 \x01(\rR\x05limit\x12/\n" +
+	"\aholders\x18\a \x03(\v2\x15.warden.v1.ListHolderR\aholders\"Z\n" +
 	"\fListResponse\x12+\n" +
 	"\x05locks\x18\x01 \x03(\v2\x15.warden.v1.ListedLockR\x05locks\x12\x1d\n" +
 	"\n" +
@@ -2855,81 +2907,84 @@ var file_admin_proto_goTypes = []any{
 	(*AuthAuditTrailRequest)(nil),   // 40: warden.v1.AuthAuditTrailRequest
 	(*AuthAuditRecord)(nil),         // 41: warden.v1.AuthAuditRecord
 	(*AuthAuditTrailResponse)(nil),  // 42: warden.v1.AuthAuditTrailResponse
-	(*RequestHeader)(nil),           // 43: warden.v1.RequestHeader
+	(LockMode)(0),                   // 43: warden.v1.LockMode
+	(*RequestHeader)(nil),           // 44: warden.v1.RequestHeader
 }
 var file_admin_proto_depIdxs = []int32{
-	2,  // 0: warden.v1.ListedLock.holder:type_name -> warden.v1.ListHolder
-	3,  // 1: warden.v1.ListedLock.waiters:type_name -> warden.v1.ListWaiter
-	4,  // 2: warden.v1.ListResponse.locks:type_name -> warden.v1.ListedLock
-	7,  // 3: warden.v1.TopLocksResponse.locks:type_name -> warden.v1.HotLock
-	43, // 4: warden.v1.ForceReleaseRequest.header:type_name -> warden.v1.RequestHeader
-	12, // 5: warden.v1.AuditTrailResponse.records:type_name -> warden.v1.AuditRecord
-	20, // 6: warden.v1.ClusterLimits.default_quota:type_name -> warden.v1.Quota
-	43, // 7: warden.v1.GrantPermissionRequest.header:type_name -> warden.v1.RequestHeader
-	0,  // 8: warden.v1.GrantPermissionRequest.permission:type_name -> warden.v1.Permission
-	43, // 9: warden.v1.RevokePermissionRequest.header:type_name -> warden.v1.RequestHeader
-	43, // 10: warden.v1.DeleteRoleRequest.header:type_name -> warden.v1.RequestHeader
-	43, // 11: warden.v1.GrantRoleRequest.header:type_name -> warden.v1.RequestHeader
-	43, // 12: warden.v1.RevokeRoleRequest.header:type_name -> warden.v1.RequestHeader
-	43, // 13: warden.v1.SetRoleQuotaRequest.header:type_name -> warden.v1.RequestHeader
-	20, // 14: warden.v1.SetRoleQuotaRequest.quota:type_name -> warden.v1.Quota
-	43, // 15: warden.v1.SetLimitsRequest.header:type_name -> warden.v1.RequestHeader
-	21, // 16: warden.v1.SetLimitsRequest.limits:type_name -> warden.v1.ClusterLimits
-	0,  // 17: warden.v1.RoleGrant.permission:type_name -> warden.v1.Permission
-	31, // 18: warden.v1.RoleInfo.grants:type_name -> warden.v1.RoleGrant
-	20, // 19: warden.v1.RoleInfo.quota:type_name -> warden.v1.Quota
-	32, // 20: warden.v1.ListRolesResponse.roles:type_name -> warden.v1.RoleInfo
-	20, // 21: warden.v1.UserInfo.quota:type_name -> warden.v1.Quota
-	35, // 22: warden.v1.UserInfo.usage:type_name -> warden.v1.QuotaUsage
-	36, // 23: warden.v1.ListUsersResponse.users:type_name -> warden.v1.UserInfo
-	21, // 24: warden.v1.GetLimitsResponse.limits:type_name -> warden.v1.ClusterLimits
-	0,  // 25: warden.v1.AuthAuditRecord.permission:type_name -> warden.v1.Permission
-	20, // 26: warden.v1.AuthAuditRecord.quota:type_name -> warden.v1.Quota
-	21, // 27: warden.v1.AuthAuditRecord.limits:type_name -> warden.v1.ClusterLimits
-	41, // 28: warden.v1.AuthAuditTrailResponse.records:type_name -> warden.v1.AuthAuditRecord
-	1,  // 29: warden.v1.Admin.List:input_type -> warden.v1.ListRequest
-	6,  // 30: warden.v1.Admin.TopLocks:input_type -> warden.v1.TopLocksRequest
-	9,  // 31: warden.v1.Admin.ForceRelease:input_type -> warden.v1.ForceReleaseRequest
-	11, // 32: warden.v1.Admin.AuditTrail:input_type -> warden.v1.AuditTrailRequest
-	14, // 33: warden.v1.Admin.AddNode:input_type -> warden.v1.AddNodeRequest
-	15, // 34: warden.v1.Admin.RemoveNode:input_type -> warden.v1.RemoveNodeRequest
-	16, // 35: warden.v1.Admin.ReplaceNode:input_type -> warden.v1.ReplaceNodeRequest
-	18, // 36: warden.v1.Admin.SaveSnapshot:input_type -> warden.v1.SaveSnapshotRequest
-	22, // 37: warden.v1.Admin.GrantPermission:input_type -> warden.v1.GrantPermissionRequest
-	23, // 38: warden.v1.Admin.RevokePermission:input_type -> warden.v1.RevokePermissionRequest
-	24, // 39: warden.v1.Admin.DeleteRole:input_type -> warden.v1.DeleteRoleRequest
-	25, // 40: warden.v1.Admin.GrantRole:input_type -> warden.v1.GrantRoleRequest
-	26, // 41: warden.v1.Admin.RevokeRole:input_type -> warden.v1.RevokeRoleRequest
-	27, // 42: warden.v1.Admin.SetRoleQuota:input_type -> warden.v1.SetRoleQuotaRequest
-	28, // 43: warden.v1.Admin.SetLimits:input_type -> warden.v1.SetLimitsRequest
-	30, // 44: warden.v1.Admin.ListRoles:input_type -> warden.v1.ListRolesRequest
-	34, // 45: warden.v1.Admin.ListUsers:input_type -> warden.v1.ListUsersRequest
-	38, // 46: warden.v1.Admin.GetLimits:input_type -> warden.v1.GetLimitsRequest
-	40, // 47: warden.v1.Admin.AuthAuditTrail:input_type -> warden.v1.AuthAuditTrailRequest
-	5,  // 48: warden.v1.Admin.List:output_type -> warden.v1.ListResponse
-	8,  // 49: warden.v1.Admin.TopLocks:output_type -> warden.v1.TopLocksResponse
-	10, // 50: warden.v1.Admin.ForceRelease:output_type -> warden.v1.ForceReleaseResponse
-	13, // 51: warden.v1.Admin.AuditTrail:output_type -> warden.v1.AuditTrailResponse
-	17, // 52: warden.v1.Admin.AddNode:output_type -> warden.v1.MembershipResponse
-	17, // 53: warden.v1.Admin.RemoveNode:output_type -> warden.v1.MembershipResponse
-	17, // 54: warden.v1.Admin.ReplaceNode:output_type -> warden.v1.MembershipResponse
-	19, // 55: warden.v1.Admin.SaveSnapshot:output_type -> warden.v1.SaveSnapshotResponse
-	29, // 56: warden.v1.Admin.GrantPermission:output_type -> warden.v1.AuthChangeResponse
-	29, // 57: warden.v1.Admin.RevokePermission:output_type -> warden.v1.AuthChangeResponse
-	29, // 58: warden.v1.Admin.DeleteRole:output_type -> warden.v1.AuthChangeResponse
-	29, // 59: warden.v1.Admin.GrantRole:output_type -> warden.v1.AuthChangeResponse
-	29, // 60: warden.v1.Admin.RevokeRole:output_type -> warden.v1.AuthChangeResponse
-	29, // 61: warden.v1.Admin.SetRoleQuota:output_type -> warden.v1.AuthChangeResponse
-	29, // 62: warden.v1.Admin.SetLimits:output_type -> warden.v1.AuthChangeResponse
-	33, // 63: warden.v1.Admin.ListRoles:output_type -> warden.v1.ListRolesResponse
-	37, // 64: warden.v1.Admin.ListUsers:output_type -> warden.v1.ListUsersResponse
-	39, // 65: warden.v1.Admin.GetLimits:output_type -> warden.v1.GetLimitsResponse
-	42, // 66: warden.v1.Admin.AuthAuditTrail:output_type -> warden.v1.AuthAuditTrailResponse
-	48, // [48:67] is the sub-list for method output_type
-	29, // [29:48] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	43, // 0: warden.v1.ListHolder.mode:type_name -> warden.v1.LockMode
+	2,  // 1: warden.v1.ListedLock.holder:type_name -> warden.v1.ListHolder
+	3,  // 2: warden.v1.ListedLock.waiters:type_name -> warden.v1.ListWaiter
+	2,  // 3: warden.v1.ListedLock.holders:type_name -> warden.v1.ListHolder
+	4,  // 4: warden.v1.ListResponse.locks:type_name -> warden.v1.ListedLock
+	7,  // 5: warden.v1.TopLocksResponse.locks:type_name -> warden.v1.HotLock
+	44, // 6: warden.v1.ForceReleaseRequest.header:type_name -> warden.v1.RequestHeader
+	12, // 7: warden.v1.AuditTrailResponse.records:type_name -> warden.v1.AuditRecord
+	20, // 8: warden.v1.ClusterLimits.default_quota:type_name -> warden.v1.Quota
+	44, // 9: warden.v1.GrantPermissionRequest.header:type_name -> warden.v1.RequestHeader
+	0,  // 10: warden.v1.GrantPermissionRequest.permission:type_name -> warden.v1.Permission
+	44, // 11: warden.v1.RevokePermissionRequest.header:type_name -> warden.v1.RequestHeader
+	44, // 12: warden.v1.DeleteRoleRequest.header:type_name -> warden.v1.RequestHeader
+	44, // 13: warden.v1.GrantRoleRequest.header:type_name -> warden.v1.RequestHeader
+	44, // 14: warden.v1.RevokeRoleRequest.header:type_name -> warden.v1.RequestHeader
+	44, // 15: warden.v1.SetRoleQuotaRequest.header:type_name -> warden.v1.RequestHeader
+	20, // 16: warden.v1.SetRoleQuotaRequest.quota:type_name -> warden.v1.Quota
+	44, // 17: warden.v1.SetLimitsRequest.header:type_name -> warden.v1.RequestHeader
+	21, // 18: warden.v1.SetLimitsRequest.limits:type_name -> warden.v1.ClusterLimits
+	0,  // 19: warden.v1.RoleGrant.permission:type_name -> warden.v1.Permission
+	31, // 20: warden.v1.RoleInfo.grants:type_name -> warden.v1.RoleGrant
+	20, // 21: warden.v1.RoleInfo.quota:type_name -> warden.v1.Quota
+	32, // 22: warden.v1.ListRolesResponse.roles:type_name -> warden.v1.RoleInfo
+	20, // 23: warden.v1.UserInfo.quota:type_name -> warden.v1.Quota
+	35, // 24: warden.v1.UserInfo.usage:type_name -> warden.v1.QuotaUsage
+	36, // 25: warden.v1.ListUsersResponse.users:type_name -> warden.v1.UserInfo
+	21, // 26: warden.v1.GetLimitsResponse.limits:type_name -> warden.v1.ClusterLimits
+	0,  // 27: warden.v1.AuthAuditRecord.permission:type_name -> warden.v1.Permission
+	20, // 28: warden.v1.AuthAuditRecord.quota:type_name -> warden.v1.Quota
+	21, // 29: warden.v1.AuthAuditRecord.limits:type_name -> warden.v1.ClusterLimits
+	41, // 30: warden.v1.AuthAuditTrailResponse.records:type_name -> warden.v1.AuthAuditRecord
+	1,  // 31: warden.v1.Admin.List:input_type -> warden.v1.ListRequest
+	6,  // 32: warden.v1.Admin.TopLocks:input_type -> warden.v1.TopLocksRequest
+	9,  // 33: warden.v1.Admin.ForceRelease:input_type -> warden.v1.ForceReleaseRequest
+	11, // 34: warden.v1.Admin.AuditTrail:input_type -> warden.v1.AuditTrailRequest
+	14, // 35: warden.v1.Admin.AddNode:input_type -> warden.v1.AddNodeRequest
+	15, // 36: warden.v1.Admin.RemoveNode:input_type -> warden.v1.RemoveNodeRequest
+	16, // 37: warden.v1.Admin.ReplaceNode:input_type -> warden.v1.ReplaceNodeRequest
+	18, // 38: warden.v1.Admin.SaveSnapshot:input_type -> warden.v1.SaveSnapshotRequest
+	22, // 39: warden.v1.Admin.GrantPermission:input_type -> warden.v1.GrantPermissionRequest
+	23, // 40: warden.v1.Admin.RevokePermission:input_type -> warden.v1.RevokePermissionRequest
+	24, // 41: warden.v1.Admin.DeleteRole:input_type -> warden.v1.DeleteRoleRequest
+	25, // 42: warden.v1.Admin.GrantRole:input_type -> warden.v1.GrantRoleRequest
+	26, // 43: warden.v1.Admin.RevokeRole:input_type -> warden.v1.RevokeRoleRequest
+	27, // 44: warden.v1.Admin.SetRoleQuota:input_type -> warden.v1.SetRoleQuotaRequest
+	28, // 45: warden.v1.Admin.SetLimits:input_type -> warden.v1.SetLimitsRequest
+	30, // 46: warden.v1.Admin.ListRoles:input_type -> warden.v1.ListRolesRequest
+	34, // 47: warden.v1.Admin.ListUsers:input_type -> warden.v1.ListUsersRequest
+	38, // 48: warden.v1.Admin.GetLimits:input_type -> warden.v1.GetLimitsRequest
+	40, // 49: warden.v1.Admin.AuthAuditTrail:input_type -> warden.v1.AuthAuditTrailRequest
+	5,  // 50: warden.v1.Admin.List:output_type -> warden.v1.ListResponse
+	8,  // 51: warden.v1.Admin.TopLocks:output_type -> warden.v1.TopLocksResponse
+	10, // 52: warden.v1.Admin.ForceRelease:output_type -> warden.v1.ForceReleaseResponse
+	13, // 53: warden.v1.Admin.AuditTrail:output_type -> warden.v1.AuditTrailResponse
+	17, // 54: warden.v1.Admin.AddNode:output_type -> warden.v1.MembershipResponse
+	17, // 55: warden.v1.Admin.RemoveNode:output_type -> warden.v1.MembershipResponse
+	17, // 56: warden.v1.Admin.ReplaceNode:output_type -> warden.v1.MembershipResponse
+	19, // 57: warden.v1.Admin.SaveSnapshot:output_type -> warden.v1.SaveSnapshotResponse
+	29, // 58: warden.v1.Admin.GrantPermission:output_type -> warden.v1.AuthChangeResponse
+	29, // 59: warden.v1.Admin.RevokePermission:output_type -> warden.v1.AuthChangeResponse
+	29, // 60: warden.v1.Admin.DeleteRole:output_type -> warden.v1.AuthChangeResponse
+	29, // 61: warden.v1.Admin.GrantRole:output_type -> warden.v1.AuthChangeResponse
+	29, // 62: warden.v1.Admin.RevokeRole:output_type -> warden.v1.AuthChangeResponse
+	29, // 63: warden.v1.Admin.SetRoleQuota:output_type -> warden.v1.AuthChangeResponse
+	29, // 64: warden.v1.Admin.SetLimits:output_type -> warden.v1.AuthChangeResponse
+	33, // 65: warden.v1.Admin.ListRoles:output_type -> warden.v1.ListRolesResponse
+	37, // 66: warden.v1.Admin.ListUsers:output_type -> warden.v1.ListUsersResponse
+	39, // 67: warden.v1.Admin.GetLimits:output_type -> warden.v1.GetLimitsResponse
+	42, // 68: warden.v1.Admin.AuthAuditTrail:output_type -> warden.v1.AuthAuditTrailResponse
+	50, // [50:69] is the sub-list for method output_type
+	31, // [31:50] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -2938,6 +2993,7 @@ func file_admin_proto_init() {
 		return
 	}
 	file_warden_proto_init()
+	file_admin_proto_msgTypes[1].OneofWrappers = []any{}
 	file_admin_proto_msgTypes[6].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

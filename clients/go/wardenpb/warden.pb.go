@@ -33,6 +33,59 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// How a grant holds its resource.
+type LockMode int32
+
+const (
+	// A mutex (exclusive), or a semaphore permit when `limit` > 0.
+	LockMode_LOCK_MODE_UNSPECIFIED LockMode = 0
+	// A read-write lock's reader: beside other readers, never beside a writer.
+	LockMode_LOCK_MODE_SHARED LockMode = 1
+	// A read-write lock's writer: alone.
+	LockMode_LOCK_MODE_EXCLUSIVE LockMode = 2
+)
+
+// Enum value maps for LockMode.
+var (
+	LockMode_name = map[int32]string{
+		0: "LOCK_MODE_UNSPECIFIED",
+		1: "LOCK_MODE_SHARED",
+		2: "LOCK_MODE_EXCLUSIVE",
+	}
+	LockMode_value = map[string]int32{
+		"LOCK_MODE_UNSPECIFIED": 0,
+		"LOCK_MODE_SHARED":      1,
+		"LOCK_MODE_EXCLUSIVE":   2,
+	}
+)
+
+func (x LockMode) Enum() *LockMode {
+	p := new(LockMode)
+	*p = x
+	return p
+}
+
+func (x LockMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (LockMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_warden_proto_enumTypes[0].Descriptor()
+}
+
+func (LockMode) Type() protoreflect.EnumType {
+	return &file_warden_proto_enumTypes[0]
+}
+
+func (x LockMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use LockMode.Descriptor instead.
+func (LockMode) EnumDescriptor() ([]byte, []int) {
+	return file_warden_proto_rawDescGZIP(), []int{0}
+}
+
 type TokenState int32
 
 const (
@@ -75,11 +128,11 @@ func (x TokenState) String() string {
 }
 
 func (TokenState) Descriptor() protoreflect.EnumDescriptor {
-	return file_warden_proto_enumTypes[0].Descriptor()
+	return file_warden_proto_enumTypes[1].Descriptor()
 }
 
 func (TokenState) Type() protoreflect.EnumType {
-	return &file_warden_proto_enumTypes[0]
+	return &file_warden_proto_enumTypes[1]
 }
 
 func (x TokenState) Number() protoreflect.EnumNumber {
@@ -88,7 +141,7 @@ func (x TokenState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TokenState.Descriptor instead.
 func (TokenState) EnumDescriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{0}
+	return file_warden_proto_rawDescGZIP(), []int{1}
 }
 
 type CancelWaitRequest struct {
@@ -592,7 +645,19 @@ type AcquireRequest struct {
 	WaitTimeoutMs uint64 `protobuf:"varint,5,opt,name=wait_timeout_ms,json=waitTimeoutMs,proto3" json:"wait_timeout_ms,omitempty"`
 	// Lock-delay after an involuntary loss of this grant (expiry, forced
 	// release); 0 = none. At most 60 s.
-	LockDelayMs   uint64 `protobuf:"varint,6,opt,name=lock_delay_ms,json=lockDelayMs,proto3" json:"lock_delay_ms,omitempty"`
+	LockDelayMs uint64 `protobuf:"varint,6,opt,name=lock_delay_ms,json=lockDelayMs,proto3" json:"lock_delay_ms,omitempty"`
+	// The lock's kind and the grant's mode (docs/semantics.md "Lock kinds").
+	// LOCK_MODE_UNSPECIFIED with limit 0: a mutex (what every older client
+	// sends). SHARED or EXCLUSIVE: a reader or a writer of a read-write lock.
+	// A resource keeps one kind while it has holders, waiters or a
+	// lock-delay; another kind is refused with FAILED_PRECONDITION (field
+	// "kind") naming the current one. Needs the `lock` permission on the
+	// resource, as a mutex acquire does.
+	Mode LockMode `protobuf:"varint,7,opt,name=mode,proto3,enum=warden.v1.LockMode" json:"mode,omitempty"`
+	// > 0: take one permit of a semaphore of this many permits (1..=10000,
+	// mode left unspecified). Another limit than the resource's current one
+	// is refused with FAILED_PRECONDITION (field "limit").
+	Limit         uint32 `protobuf:"varint,8,opt,name=limit,proto3" json:"limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -665,6 +730,20 @@ func (x *AcquireRequest) GetWaitTimeoutMs() uint64 {
 func (x *AcquireRequest) GetLockDelayMs() uint64 {
 	if x != nil {
 		return x.LockDelayMs
+	}
+	return 0
+}
+
+func (x *AcquireRequest) GetMode() LockMode {
+	if x != nil {
+		return x.Mode
+	}
+	return LockMode_LOCK_MODE_UNSPECIFIED
+}
+
+func (x *AcquireRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
 	}
 	return 0
 }
@@ -861,7 +940,13 @@ type Granted struct {
 	// The TTL of the lease, as granted.
 	TtlMs uint64 `protobuf:"varint,4,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
 	// Log index of the entry that made the grant.
-	LogIndex      uint64 `protobuf:"varint,5,opt,name=log_index,json=logIndex,proto3" json:"log_index,omitempty"`
+	LogIndex uint64 `protobuf:"varint,5,opt,name=log_index,json=logIndex,proto3" json:"log_index,omitempty"`
+	// A semaphore permit's slot in 0..limit: the resource-side fence checks a
+	// permit's token per (resource, slot) (docs/fencing.md). Absent for every
+	// other grant.
+	Slot *uint32 `protobuf:"varint,6,opt,name=slot,proto3,oneof" json:"slot,omitempty"`
+	// The mode asked for (UNSPECIFIED for a mutex or a permit).
+	Mode          LockMode `protobuf:"varint,7,opt,name=mode,proto3,enum=warden.v1.LockMode" json:"mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -929,6 +1014,20 @@ func (x *Granted) GetLogIndex() uint64 {
 		return x.LogIndex
 	}
 	return 0
+}
+
+func (x *Granted) GetSlot() uint32 {
+	if x != nil && x.Slot != nil {
+		return *x.Slot
+	}
+	return 0
+}
+
+func (x *Granted) GetMode() LockMode {
+	if x != nil {
+		return x.Mode
+	}
+	return LockMode_LOCK_MODE_UNSPECIFIED
 }
 
 type NotGranted struct {
@@ -1311,7 +1410,12 @@ type Holder struct {
 	TtlMs          uint64 `protobuf:"varint,4,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
 	// The value the holding lease published on this resource (Proclaim), "" if
 	// none.
-	Value         string `protobuf:"bytes,5,opt,name=value,proto3" json:"value,omitempty"`
+	Value string `protobuf:"bytes,5,opt,name=value,proto3" json:"value,omitempty"`
+	// SHARED for a reader, EXCLUSIVE for a writer, UNSPECIFIED for a mutex's
+	// holder or a permit.
+	Mode LockMode `protobuf:"varint,6,opt,name=mode,proto3,enum=warden.v1.LockMode" json:"mode,omitempty"`
+	// A permit's slot.
+	Slot          *uint32 `protobuf:"varint,7,opt,name=slot,proto3,oneof" json:"slot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1381,6 +1485,20 @@ func (x *Holder) GetValue() string {
 	return ""
 }
 
+func (x *Holder) GetMode() LockMode {
+	if x != nil {
+		return x.Mode
+	}
+	return LockMode_LOCK_MODE_UNSPECIFIED
+}
+
+func (x *Holder) GetSlot() uint32 {
+	if x != nil && x.Slot != nil {
+		return *x.Slot
+	}
+	return 0
+}
+
 type StatusResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Resource string                 `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
@@ -1395,8 +1513,17 @@ type StatusResponse struct {
 	// 0 = no lock-delay. On the serving leader's deadline table, as
 	// `Holder.ttl_remaining_ms` (display only, rounded up).
 	LockDelayRemainingMs uint64 `protobuf:"varint,5,opt,name=lock_delay_remaining_ms,json=lockDelayRemainingMs,proto3" json:"lock_delay_remaining_ms,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// "mutex", "read_write" or "semaphore" while anything is on the resource;
+	// "" when it is free. An older client reads only `holder`, which is absent
+	// for a resource held by readers or permits; `kind` tells why.
+	Kind string `protobuf:"bytes,6,opt,name=kind,proto3" json:"kind,omitempty"`
+	// A semaphore's number of permits; 0 for the other kinds.
+	Limit uint32 `protobuf:"varint,7,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Every holder: the exclusive one (also in `holder`), or every reader or
+	// permit, by lease id.
+	Holders       []*Holder `protobuf:"bytes,8,rep,name=holders,proto3" json:"holders,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
@@ -1462,6 +1589,27 @@ func (x *StatusResponse) GetLockDelayRemainingMs() uint64 {
 		return x.LockDelayRemainingMs
 	}
 	return 0
+}
+
+func (x *StatusResponse) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *StatusResponse) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *StatusResponse) GetHolders() []*Holder {
+	if x != nil {
+		return x.Holders
+	}
+	return nil
 }
 
 type ClusterStatusRequest struct {
@@ -2296,14 +2444,16 @@ const file_warden_proto_rawDesc = "" +
 	"\tclient_id\x18\x01 \x01(\x04R\bclientId\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x02 \x01(\x04R\trequestId\x12(\n" +
-	"\x10acked_request_id\x18\x03 \x01(\x04R\x0eackedRequestId\"\xdc\x01\n" +
+	"\x10acked_request_id\x18\x03 \x01(\x04R\x0eackedRequestId\"\x9b\x02\n" +
 	"\x0eAcquireRequest\x120\n" +
 	"\x06header\x18\x01 \x01(\v2\x18.warden.v1.RequestHeaderR\x06header\x12\x1a\n" +
 	"\bresource\x18\x02 \x01(\tR\bresource\x12\x15\n" +
 	"\x06ttl_ms\x18\x03 \x01(\x04R\x05ttlMs\x12\x19\n" +
 	"\blease_id\x18\x04 \x01(\x04R\aleaseId\x12&\n" +
 	"\x0fwait_timeout_ms\x18\x05 \x01(\x04R\rwaitTimeoutMs\x12\"\n" +
-	"\rlock_delay_ms\x18\x06 \x01(\x04R\vlockDelayMs\"\xb1\x01\n" +
+	"\rlock_delay_ms\x18\x06 \x01(\x04R\vlockDelayMs\x12'\n" +
+	"\x04mode\x18\a \x01(\x0e2\x13.warden.v1.LockModeR\x04mode\x12\x14\n" +
+	"\x05limit\x18\b \x01(\rR\x05limit\"\xb1\x01\n" +
 	"\x0fAcquireResponse\x12+\n" +
 	"\x06queued\x18\x01 \x01(\v2\x11.warden.v1.QueuedH\x00R\x06queued\x12.\n" +
 	"\agranted\x18\x02 \x01(\v2\x12.warden.v1.GrantedH\x00R\agranted\x128\n" +
@@ -2315,13 +2465,16 @@ const file_warden_proto_rawDesc = "" +
 	"\blease_id\x18\x02 \x01(\x04R\aleaseId\x12\x16\n" +
 	"\x06behind\x18\x03 \x01(\tR\x06behind\x12&\n" +
 	"\x0fholder_lease_id\x18\x04 \x01(\x04R\rholderLeaseId\x125\n" +
-	"\x17lock_delay_remaining_ms\x18\x05 \x01(\x04R\x14lockDelayRemainingMs\"\x99\x01\n" +
+	"\x17lock_delay_remaining_ms\x18\x05 \x01(\x04R\x14lockDelayRemainingMs\"\xe4\x01\n" +
 	"\aGranted\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x19\n" +
 	"\blease_id\x18\x02 \x01(\x04R\aleaseId\x12#\n" +
 	"\rfencing_token\x18\x03 \x01(\x04R\ffencingToken\x12\x15\n" +
 	"\x06ttl_ms\x18\x04 \x01(\x04R\x05ttlMs\x12\x1b\n" +
-	"\tlog_index\x18\x05 \x01(\x04R\blogIndex\"\x9f\x01\n" +
+	"\tlog_index\x18\x05 \x01(\x04R\blogIndex\x12\x17\n" +
+	"\x04slot\x18\x06 \x01(\rH\x00R\x04slot\x88\x01\x01\x12'\n" +
+	"\x04mode\x18\a \x01(\x0e2\x13.warden.v1.LockModeR\x04modeB\a\n" +
+	"\x05_slot\"\x9f\x01\n" +
 	"\n" +
 	"NotGranted\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12&\n" +
@@ -2346,20 +2499,26 @@ const file_warden_proto_rawDesc = "" +
 	"\blease_id\x18\x02 \x01(\x04R\aleaseId\x12\x1a\n" +
 	"\breleased\x18\x03 \x01(\bR\breleased\"+\n" +
 	"\rStatusRequest\x12\x1a\n" +
-	"\bresource\x18\x01 \x01(\tR\bresource\"\x9f\x01\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\"\xea\x01\n" +
 	"\x06Holder\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\x04R\aleaseId\x12#\n" +
 	"\rfencing_token\x18\x02 \x01(\x04R\ffencingToken\x12(\n" +
 	"\x10ttl_remaining_ms\x18\x03 \x01(\x04R\x0ettlRemainingMs\x12\x15\n" +
 	"\x06ttl_ms\x18\x04 \x01(\x04R\x05ttlMs\x12\x14\n" +
-	"\x05value\x18\x05 \x01(\tR\x05value\"\xc7\x01\n" +
+	"\x05value\x18\x05 \x01(\tR\x05value\x12'\n" +
+	"\x04mode\x18\x06 \x01(\x0e2\x13.warden.v1.LockModeR\x04mode\x12\x17\n" +
+	"\x04slot\x18\a \x01(\rH\x00R\x04slot\x88\x01\x01B\a\n" +
+	"\x05_slot\"\x9e\x02\n" +
 	"\x0eStatusResponse\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12)\n" +
 	"\x06holder\x18\x02 \x01(\v2\x11.warden.v1.HolderR\x06holder\x12\x18\n" +
 	"\awaiters\x18\x03 \x01(\x04R\awaiters\x12\x1d\n" +
 	"\n" +
 	"read_index\x18\x04 \x01(\x04R\treadIndex\x125\n" +
-	"\x17lock_delay_remaining_ms\x18\x05 \x01(\x04R\x14lockDelayRemainingMs\"\x16\n" +
+	"\x17lock_delay_remaining_ms\x18\x05 \x01(\x04R\x14lockDelayRemainingMs\x12\x12\n" +
+	"\x04kind\x18\x06 \x01(\tR\x04kind\x12\x14\n" +
+	"\x05limit\x18\a \x01(\rR\x05limit\x12+\n" +
+	"\aholders\x18\b \x03(\v2\x11.warden.v1.HolderR\aholders\"\x16\n" +
 	"\x14ClusterStatusRequest\"\xa2\x02\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
@@ -2429,7 +2588,11 @@ const file_warden_proto_rawDesc = "" +
 	"\x05value\x18\x04 \x01(\tR\x05value\"I\n" +
 	"\x10ProclaimResponse\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x19\n" +
-	"\blease_id\x18\x02 \x01(\x04R\aleaseId*r\n" +
+	"\blease_id\x18\x02 \x01(\x04R\aleaseId*T\n" +
+	"\bLockMode\x12\x19\n" +
+	"\x15LOCK_MODE_UNSPECIFIED\x10\x00\x12\x14\n" +
+	"\x10LOCK_MODE_SHARED\x10\x01\x12\x17\n" +
+	"\x13LOCK_MODE_EXCLUSIVE\x10\x02*r\n" +
 	"\n" +
 	"TokenState\x12\x1b\n" +
 	"\x17TOKEN_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -2461,81 +2624,86 @@ func file_warden_proto_rawDescGZIP() []byte {
 	return file_warden_proto_rawDescData
 }
 
-var file_warden_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_warden_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_warden_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_warden_proto_goTypes = []any{
-	(TokenState)(0),               // 0: warden.v1.TokenState
-	(*CancelWaitRequest)(nil),     // 1: warden.v1.CancelWaitRequest
-	(*CancelWaitResponse)(nil),    // 2: warden.v1.CancelWaitResponse
-	(*CallRequest)(nil),           // 3: warden.v1.CallRequest
-	(*CallResponse)(nil),          // 4: warden.v1.CallResponse
-	(*CallError)(nil),             // 5: warden.v1.CallError
-	(*RequestHeader)(nil),         // 6: warden.v1.RequestHeader
-	(*AcquireRequest)(nil),        // 7: warden.v1.AcquireRequest
-	(*AcquireResponse)(nil),       // 8: warden.v1.AcquireResponse
-	(*Queued)(nil),                // 9: warden.v1.Queued
-	(*Granted)(nil),               // 10: warden.v1.Granted
-	(*NotGranted)(nil),            // 11: warden.v1.NotGranted
-	(*RenewRequest)(nil),          // 12: warden.v1.RenewRequest
-	(*RenewResponse)(nil),         // 13: warden.v1.RenewResponse
-	(*ReleaseRequest)(nil),        // 14: warden.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),       // 15: warden.v1.ReleaseResponse
-	(*StatusRequest)(nil),         // 16: warden.v1.StatusRequest
-	(*Holder)(nil),                // 17: warden.v1.Holder
-	(*StatusResponse)(nil),        // 18: warden.v1.StatusResponse
-	(*ClusterStatusRequest)(nil),  // 19: warden.v1.ClusterStatusRequest
-	(*Member)(nil),                // 20: warden.v1.Member
-	(*Timing)(nil),                // 21: warden.v1.Timing
-	(*ClusterStatusResponse)(nil), // 22: warden.v1.ClusterStatusResponse
-	(*ValidateRequest)(nil),       // 23: warden.v1.ValidateRequest
-	(*ValidateResponse)(nil),      // 24: warden.v1.ValidateResponse
-	(*LeaseRevokeRequest)(nil),    // 25: warden.v1.LeaseRevokeRequest
-	(*LeaseRevokeResponse)(nil),   // 26: warden.v1.LeaseRevokeResponse
-	(*ProclaimRequest)(nil),       // 27: warden.v1.ProclaimRequest
-	(*ProclaimResponse)(nil),      // 28: warden.v1.ProclaimResponse
+	(LockMode)(0),                 // 0: warden.v1.LockMode
+	(TokenState)(0),               // 1: warden.v1.TokenState
+	(*CancelWaitRequest)(nil),     // 2: warden.v1.CancelWaitRequest
+	(*CancelWaitResponse)(nil),    // 3: warden.v1.CancelWaitResponse
+	(*CallRequest)(nil),           // 4: warden.v1.CallRequest
+	(*CallResponse)(nil),          // 5: warden.v1.CallResponse
+	(*CallError)(nil),             // 6: warden.v1.CallError
+	(*RequestHeader)(nil),         // 7: warden.v1.RequestHeader
+	(*AcquireRequest)(nil),        // 8: warden.v1.AcquireRequest
+	(*AcquireResponse)(nil),       // 9: warden.v1.AcquireResponse
+	(*Queued)(nil),                // 10: warden.v1.Queued
+	(*Granted)(nil),               // 11: warden.v1.Granted
+	(*NotGranted)(nil),            // 12: warden.v1.NotGranted
+	(*RenewRequest)(nil),          // 13: warden.v1.RenewRequest
+	(*RenewResponse)(nil),         // 14: warden.v1.RenewResponse
+	(*ReleaseRequest)(nil),        // 15: warden.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),       // 16: warden.v1.ReleaseResponse
+	(*StatusRequest)(nil),         // 17: warden.v1.StatusRequest
+	(*Holder)(nil),                // 18: warden.v1.Holder
+	(*StatusResponse)(nil),        // 19: warden.v1.StatusResponse
+	(*ClusterStatusRequest)(nil),  // 20: warden.v1.ClusterStatusRequest
+	(*Member)(nil),                // 21: warden.v1.Member
+	(*Timing)(nil),                // 22: warden.v1.Timing
+	(*ClusterStatusResponse)(nil), // 23: warden.v1.ClusterStatusResponse
+	(*ValidateRequest)(nil),       // 24: warden.v1.ValidateRequest
+	(*ValidateResponse)(nil),      // 25: warden.v1.ValidateResponse
+	(*LeaseRevokeRequest)(nil),    // 26: warden.v1.LeaseRevokeRequest
+	(*LeaseRevokeResponse)(nil),   // 27: warden.v1.LeaseRevokeResponse
+	(*ProclaimRequest)(nil),       // 28: warden.v1.ProclaimRequest
+	(*ProclaimResponse)(nil),      // 29: warden.v1.ProclaimResponse
 }
 var file_warden_proto_depIdxs = []int32{
-	6,  // 0: warden.v1.CancelWaitRequest.header:type_name -> warden.v1.RequestHeader
-	7,  // 1: warden.v1.CallRequest.acquire:type_name -> warden.v1.AcquireRequest
-	14, // 2: warden.v1.CallRequest.release:type_name -> warden.v1.ReleaseRequest
-	8,  // 3: warden.v1.CallResponse.acquire:type_name -> warden.v1.AcquireResponse
-	15, // 4: warden.v1.CallResponse.release:type_name -> warden.v1.ReleaseResponse
-	5,  // 5: warden.v1.CallResponse.error:type_name -> warden.v1.CallError
-	6,  // 6: warden.v1.AcquireRequest.header:type_name -> warden.v1.RequestHeader
-	9,  // 7: warden.v1.AcquireResponse.queued:type_name -> warden.v1.Queued
-	10, // 8: warden.v1.AcquireResponse.granted:type_name -> warden.v1.Granted
-	11, // 9: warden.v1.AcquireResponse.not_granted:type_name -> warden.v1.NotGranted
-	6,  // 10: warden.v1.ReleaseRequest.header:type_name -> warden.v1.RequestHeader
-	17, // 11: warden.v1.StatusResponse.holder:type_name -> warden.v1.Holder
-	20, // 12: warden.v1.ClusterStatusResponse.members:type_name -> warden.v1.Member
-	21, // 13: warden.v1.ClusterStatusResponse.timing:type_name -> warden.v1.Timing
-	0,  // 14: warden.v1.ValidateResponse.state:type_name -> warden.v1.TokenState
-	6,  // 15: warden.v1.LeaseRevokeRequest.header:type_name -> warden.v1.RequestHeader
-	7,  // 16: warden.v1.Lock.Acquire:input_type -> warden.v1.AcquireRequest
-	12, // 17: warden.v1.Lock.Renew:input_type -> warden.v1.RenewRequest
-	14, // 18: warden.v1.Lock.Release:input_type -> warden.v1.ReleaseRequest
-	16, // 19: warden.v1.Lock.Status:input_type -> warden.v1.StatusRequest
-	19, // 20: warden.v1.Lock.ClusterStatus:input_type -> warden.v1.ClusterStatusRequest
-	23, // 21: warden.v1.Lock.Validate:input_type -> warden.v1.ValidateRequest
-	25, // 22: warden.v1.Lock.LeaseRevoke:input_type -> warden.v1.LeaseRevokeRequest
-	27, // 23: warden.v1.Lock.Proclaim:input_type -> warden.v1.ProclaimRequest
-	3,  // 24: warden.v1.Lock.Calls:input_type -> warden.v1.CallRequest
-	1,  // 25: warden.v1.Lock.CancelWait:input_type -> warden.v1.CancelWaitRequest
-	8,  // 26: warden.v1.Lock.Acquire:output_type -> warden.v1.AcquireResponse
-	13, // 27: warden.v1.Lock.Renew:output_type -> warden.v1.RenewResponse
-	15, // 28: warden.v1.Lock.Release:output_type -> warden.v1.ReleaseResponse
-	18, // 29: warden.v1.Lock.Status:output_type -> warden.v1.StatusResponse
-	22, // 30: warden.v1.Lock.ClusterStatus:output_type -> warden.v1.ClusterStatusResponse
-	24, // 31: warden.v1.Lock.Validate:output_type -> warden.v1.ValidateResponse
-	26, // 32: warden.v1.Lock.LeaseRevoke:output_type -> warden.v1.LeaseRevokeResponse
-	28, // 33: warden.v1.Lock.Proclaim:output_type -> warden.v1.ProclaimResponse
-	4,  // 34: warden.v1.Lock.Calls:output_type -> warden.v1.CallResponse
-	2,  // 35: warden.v1.Lock.CancelWait:output_type -> warden.v1.CancelWaitResponse
-	26, // [26:36] is the sub-list for method output_type
-	16, // [16:26] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	7,  // 0: warden.v1.CancelWaitRequest.header:type_name -> warden.v1.RequestHeader
+	8,  // 1: warden.v1.CallRequest.acquire:type_name -> warden.v1.AcquireRequest
+	15, // 2: warden.v1.CallRequest.release:type_name -> warden.v1.ReleaseRequest
+	9,  // 3: warden.v1.CallResponse.acquire:type_name -> warden.v1.AcquireResponse
+	16, // 4: warden.v1.CallResponse.release:type_name -> warden.v1.ReleaseResponse
+	6,  // 5: warden.v1.CallResponse.error:type_name -> warden.v1.CallError
+	7,  // 6: warden.v1.AcquireRequest.header:type_name -> warden.v1.RequestHeader
+	0,  // 7: warden.v1.AcquireRequest.mode:type_name -> warden.v1.LockMode
+	10, // 8: warden.v1.AcquireResponse.queued:type_name -> warden.v1.Queued
+	11, // 9: warden.v1.AcquireResponse.granted:type_name -> warden.v1.Granted
+	12, // 10: warden.v1.AcquireResponse.not_granted:type_name -> warden.v1.NotGranted
+	0,  // 11: warden.v1.Granted.mode:type_name -> warden.v1.LockMode
+	7,  // 12: warden.v1.ReleaseRequest.header:type_name -> warden.v1.RequestHeader
+	0,  // 13: warden.v1.Holder.mode:type_name -> warden.v1.LockMode
+	18, // 14: warden.v1.StatusResponse.holder:type_name -> warden.v1.Holder
+	18, // 15: warden.v1.StatusResponse.holders:type_name -> warden.v1.Holder
+	21, // 16: warden.v1.ClusterStatusResponse.members:type_name -> warden.v1.Member
+	22, // 17: warden.v1.ClusterStatusResponse.timing:type_name -> warden.v1.Timing
+	1,  // 18: warden.v1.ValidateResponse.state:type_name -> warden.v1.TokenState
+	7,  // 19: warden.v1.LeaseRevokeRequest.header:type_name -> warden.v1.RequestHeader
+	8,  // 20: warden.v1.Lock.Acquire:input_type -> warden.v1.AcquireRequest
+	13, // 21: warden.v1.Lock.Renew:input_type -> warden.v1.RenewRequest
+	15, // 22: warden.v1.Lock.Release:input_type -> warden.v1.ReleaseRequest
+	17, // 23: warden.v1.Lock.Status:input_type -> warden.v1.StatusRequest
+	20, // 24: warden.v1.Lock.ClusterStatus:input_type -> warden.v1.ClusterStatusRequest
+	24, // 25: warden.v1.Lock.Validate:input_type -> warden.v1.ValidateRequest
+	26, // 26: warden.v1.Lock.LeaseRevoke:input_type -> warden.v1.LeaseRevokeRequest
+	28, // 27: warden.v1.Lock.Proclaim:input_type -> warden.v1.ProclaimRequest
+	4,  // 28: warden.v1.Lock.Calls:input_type -> warden.v1.CallRequest
+	2,  // 29: warden.v1.Lock.CancelWait:input_type -> warden.v1.CancelWaitRequest
+	9,  // 30: warden.v1.Lock.Acquire:output_type -> warden.v1.AcquireResponse
+	14, // 31: warden.v1.Lock.Renew:output_type -> warden.v1.RenewResponse
+	16, // 32: warden.v1.Lock.Release:output_type -> warden.v1.ReleaseResponse
+	19, // 33: warden.v1.Lock.Status:output_type -> warden.v1.StatusResponse
+	23, // 34: warden.v1.Lock.ClusterStatus:output_type -> warden.v1.ClusterStatusResponse
+	25, // 35: warden.v1.Lock.Validate:output_type -> warden.v1.ValidateResponse
+	27, // 36: warden.v1.Lock.LeaseRevoke:output_type -> warden.v1.LeaseRevokeResponse
+	29, // 37: warden.v1.Lock.Proclaim:output_type -> warden.v1.ProclaimResponse
+	5,  // 38: warden.v1.Lock.Calls:output_type -> warden.v1.CallResponse
+	3,  // 39: warden.v1.Lock.CancelWait:output_type -> warden.v1.CancelWaitResponse
+	30, // [30:40] is the sub-list for method output_type
+	20, // [20:30] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_warden_proto_init() }
@@ -2557,12 +2725,14 @@ func file_warden_proto_init() {
 		(*AcquireResponse_Granted)(nil),
 		(*AcquireResponse_NotGranted)(nil),
 	}
+	file_warden_proto_msgTypes[9].OneofWrappers = []any{}
+	file_warden_proto_msgTypes[16].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_warden_proto_rawDesc), len(file_warden_proto_rawDesc)),
-			NumEnums:      1,
+			NumEnums:      2,
 			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,

@@ -500,6 +500,8 @@ mod tests {
                 lease_id: u64::MAX,
                 wait_timeout_ms: u64::MAX,
                 lock_delay_ms: u64::MAX,
+                mode: i32::MAX,
+                limit: u32::MAX,
             })
         };
         // The sizing is exactly the request's at its largest call id.

@@ -665,6 +665,7 @@ mod tests {
             waiters: 1,
             read_index: 9,
             lock_delay_remaining_ms: 0,
+            ..Default::default()
         });
         assert_eq!(status.lock_delay_remaining_ms, None);
         let queued = |behind: &str, position| {

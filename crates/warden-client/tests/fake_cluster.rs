@@ -198,6 +198,7 @@ impl Lock for Fake {
                 fencing_token: 40 + header.request_id,
                 ttl_ms: req.ttl_ms,
                 log_index: 9,
+                ..Default::default()
             })),
         };
         let queued = AcquireResponse {
@@ -1175,6 +1176,8 @@ impl v1::admin_server::Admin for FakeAdmin {
                     holder: None,
                     waiters: vec![],
                     lock_delay_remaining_ms: 2_500,
+                    kind: "mutex".into(),
+                    ..Default::default()
                 },
                 v1::ListedLock {
                     resource: "orders".into(),
@@ -1183,12 +1186,15 @@ impl v1::admin_server::Admin for FakeAdmin {
                         fencing_token: 9,
                         age_ms: 10,
                         ttl_remaining_ms: 900,
+                        ..Default::default()
                     }),
                     waiters: vec![v1::ListWaiter {
                         lease_id: 4,
                         age_ms: 5,
                     }],
                     lock_delay_remaining_ms: 0,
+                    kind: "mutex".into(),
+                    ..Default::default()
                 },
             ],
             read_index: 12,

@@ -37,7 +37,7 @@ use tokio::sync::watch;
 use warden_core::auth::Target;
 use warden_core::types::{
     AuditRecord, AuthAuditRecord, ClusterLimits, CommandError, ErrorCode, FencingToken, LeaseId,
-    LogIndex, NotGrantedReason, Permission, Quota,
+    LockKind, LogIndex, Mode, NotGrantedReason, Permission, Quota,
 };
 use warden_core::{validate, TokenState, Usage, WaiterRemovedReason};
 
@@ -61,6 +61,10 @@ pub struct HolderStatus {
     pub ttl_ms: u64,
     /// The value the holder published (elections), or "".
     pub value: String,
+    /// Exclusive, or shared (a reader or a permit).
+    pub mode: Mode,
+    /// A permit's slot.
+    pub slot: Option<u32>,
 }
 
 /// A resource as `status` shows it.
@@ -68,8 +72,12 @@ pub struct HolderStatus {
 pub struct ResourceStatus {
     /// The log index the read is linearizable at.
     pub read_index: LogIndex,
-    /// The holder, if held.
+    /// The exclusive holder (a mutex's or a writer), if any.
     pub holder: Option<HolderStatus>,
+    /// Every holder: the exclusive one, or every reader or permit.
+    pub holders: Vec<HolderStatus>,
+    /// Its kind while anything is on it (docs/semantics.md "Lock kinds").
+    pub kind: Option<LockKind>,
     /// Waiters queued on it.
     pub waiters: u64,
     /// The lock-delay left on this node's clock, in milliseconds, when the
@@ -129,6 +137,10 @@ pub struct ListedHolder {
     pub ttl_remaining_ms: u64,
     /// The principal owning the lease (None: anonymous, an insecure node).
     pub owner: Option<String>,
+    /// Exclusive, or shared (a reader or a permit).
+    pub mode: Mode,
+    /// A permit's slot.
+    pub slot: Option<u32>,
 }
 
 /// One resource with a holder or waiters (`list`).
@@ -136,8 +148,12 @@ pub struct ListedHolder {
 pub struct ListedLock {
     /// Its name (an election's internal key for elections).
     pub resource: String,
-    /// The holder, if held.
+    /// The exclusive holder (a mutex's or a writer), if any.
     pub holder: Option<ListedHolder>,
+    /// Every holder: the exclusive one, or every reader or permit.
+    pub holders: Vec<ListedHolder>,
+    /// Its kind (docs/semantics.md "Lock kinds").
+    pub kind: LockKind,
     /// Waiters in FIFO order.
     pub waiters: Vec<ListedWaiter>,
     /// The lock-delay left on this node's clock, in milliseconds, when the
@@ -170,6 +186,12 @@ pub enum WaiterStep {
         ttl_ms: u64,
         /// The entry that made the grant.
         grant_index: LogIndex,
+        /// A semaphore permit's slot.
+        slot: Option<u32>,
+        /// The resource's kind (docs/semantics.md "Lock kinds").
+        kind: Option<LockKind>,
+        /// The grant's mode.
+        mode: Mode,
     },
     /// Still queued, at this position (1 = next), behind this.
     Queued {
@@ -408,7 +430,7 @@ impl Node {
             Target::Resource(resource),
             "resource",
         )?;
-        let holder = m.table.holder(resource).map(|h| HolderStatus {
+        let status = |h: &warden_core::HolderView| HolderStatus {
             lease_id: h.lease_id,
             fencing_token: h.fencing_token,
             ttl_remaining_ms: m.deadlines.remaining_ms(h.lease_id, now).unwrap_or(0),
@@ -418,10 +440,14 @@ impl Node {
                 .value(h.lease_id, resource)
                 .unwrap_or_default()
                 .to_owned(),
-        });
+            mode: h.mode,
+            slot: h.slot,
+        };
         Ok(ResourceStatus {
             read_index,
-            holder,
+            holder: m.table.holder(resource).as_ref().map(status),
+            holders: m.table.holders(resource).iter().map(status).collect(),
+            kind: m.table.kind(resource),
             waiters: m.table.waiters(resource).len() as u64,
             lock_delay_remaining_ms: lock_delay_left_ms(&m, resource, now),
         })
@@ -517,9 +543,8 @@ impl Node {
         let locks = m
             .table
             .resources_with_prefix(prefix)
-            .map(|(name, state)| ListedLock {
-                resource: name.clone(),
-                holder: state.holder.as_ref().map(|g| ListedHolder {
+            .map(|(name, state)| {
+                let listed = |g: &warden_core::Grant| ListedHolder {
                     lease_id: g.lease_id,
                     fencing_token: g.fencing_token,
                     age_ms: m
@@ -528,19 +553,27 @@ impl Node {
                         .unwrap_or(0),
                     ttl_remaining_ms: m.deadlines.remaining_ms(g.lease_id, now).unwrap_or(0),
                     owner: m.table.lease_owner(g.lease_id).flatten().map(str::to_owned),
-                }),
-                waiters: state
-                    .waiters
-                    .iter()
-                    .map(|w| ListedWaiter {
-                        lease_id: w.lease_id,
-                        age_ms: m
-                            .deadlines
-                            .waited_for_ms(name, w.lease_id, w.enqueue_index, now)
-                            .unwrap_or(0),
-                    })
-                    .collect(),
-                lock_delay_remaining_ms: lock_delay_left_ms(&m, name, now),
+                    mode: g.mode,
+                    slot: g.slot,
+                };
+                ListedLock {
+                    resource: name.clone(),
+                    holder: state.holder.as_ref().map(listed),
+                    holders: state.holders().map(listed).collect(),
+                    kind: state.kind,
+                    waiters: state
+                        .waiters
+                        .iter()
+                        .map(|w| ListedWaiter {
+                            lease_id: w.lease_id,
+                            age_ms: m
+                                .deadlines
+                                .waited_for_ms(name, w.lease_id, w.enqueue_index, now)
+                                .unwrap_or(0),
+                        })
+                        .collect(),
+                    lock_delay_remaining_ms: lock_delay_left_ms(&m, name, now),
+                }
             })
             .collect();
         Ok((read_index, locks))
@@ -724,38 +757,46 @@ impl Node {
     ) -> Option<WaiterStep> {
         let now = self.shared.clock.now();
         let m = self.shared.machine.lock().ok()?;
-        Some(match m.table.holder(resource) {
-            Some(h) if h.lease_id == lease_id && h.grant_index >= enqueue_index => {
-                WaiterStep::Granted {
-                    fencing_token: h.fencing_token,
-                    ttl_ms: h.ttl_ms,
-                    grant_index: h.grant_index,
-                }
-            }
-            holder => match m.table.waiter_position(resource, lease_id) {
-                Some(position) => WaiterStep::Queued {
-                    position,
-                    behind: match holder {
-                        _ if position > 1 => QueueBehind::Waiters {
-                            count: position - 1,
-                        },
-                        Some(h) => QueueBehind::Holder {
-                            lease_id: h.lease_id,
-                        },
-                        None if m.table.lock_delay(resource).is_some() => QueueBehind::LockDelay {
-                            remaining_ms: lock_delay_left_ms(&m, resource, now),
-                        },
-                        None => QueueBehind::Nothing,
+        let state = m.table.resource(resource);
+        if let Some(g) = state
+            .and_then(|s| s.grant_of(lease_id))
+            .filter(|g| g.grant_index >= enqueue_index)
+        {
+            return Some(WaiterStep::Granted {
+                fencing_token: g.fencing_token,
+                ttl_ms: g.ttl_ms,
+                grant_index: g.grant_index,
+                slot: g.slot,
+                kind: state.map(|s| s.kind),
+                mode: g.mode,
+            });
+        }
+        // What it waits behind: the writer or mutex holder, else the first
+        // reader or permit holder.
+        let holder = state.and_then(|s| s.holders().next());
+        Some(match m.table.waiter_position(resource, lease_id) {
+            Some(position) => WaiterStep::Queued {
+                position,
+                behind: match holder {
+                    _ if position > 1 => QueueBehind::Waiters {
+                        count: position - 1,
                     },
+                    Some(h) => QueueBehind::Holder {
+                        lease_id: h.lease_id,
+                    },
+                    None if m.table.lock_delay(resource).is_some() => QueueBehind::LockDelay {
+                        remaining_ms: lock_delay_left_ms(&m, resource, now),
+                    },
+                    None => QueueBehind::Nothing,
                 },
-                None => match m.removed_waiters.reason(resource, lease_id, enqueue_index) {
-                    Some(WaiterRemovedReason::PermissionRevoked) => WaiterStep::PermissionRevoked,
-                    removed => WaiterStep::Gone {
-                        holder: holder.map(|h| h.lease_id),
-                        reason: match removed {
-                            Some(WaiterRemovedReason::Cancelled) => NotGrantedReason::Cancelled,
-                            _ => NotGrantedReason::WaitTimeout,
-                        },
+            },
+            None => match m.removed_waiters.reason(resource, lease_id, enqueue_index) {
+                Some(WaiterRemovedReason::PermissionRevoked) => WaiterStep::PermissionRevoked,
+                removed => WaiterStep::Gone {
+                    holder: holder.map(|h| h.lease_id),
+                    reason: match removed {
+                        Some(WaiterRemovedReason::Cancelled) => NotGrantedReason::Cancelled,
+                        _ => NotGrantedReason::WaitTimeout,
                     },
                 },
             },

@@ -53,6 +53,26 @@ impl Reply for AcquireReply {
     }
 }
 
+/// The answer to any acquire: a mutex's (`Command::Acquire`) or another
+/// kind's (`Command::AcquireKind`, docs/semantics.md "Lock kinds").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcquireAnswer {
+    /// The reply, as for a mutex.
+    pub reply: AcquireReply,
+    /// The slot of the semaphore permit the lease holds now, if any.
+    pub slot: Option<u32>,
+}
+
+impl Reply for AcquireAnswer {
+    fn from_response(response: Response) -> Result<Self, Response> {
+        match response {
+            Response::Acquire(reply) => Ok(AcquireAnswer { reply, slot: None }),
+            Response::AcquireKind { reply, slot } => Ok(AcquireAnswer { reply, slot }),
+            other => Err(other),
+        }
+    }
+}
+
 /// A release or forced release that freed a grant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Released {
@@ -247,6 +267,17 @@ impl Node {
         // leader duty or an already wrapped command is refused).
         validate::authorized(&wrapped)?;
         self.require_leader()?;
+        if matches!(&*wrapped.command, Command::AcquireKind(_)) && !self.formats.may_use_kinds() {
+            return Err(SubmitError::Refused(super::error::command_error(
+                warden_core::types::ErrorCode::FailedPrecondition,
+                Some("kind"),
+                format!(
+                    "semaphores and read-write locks need every member to read log format 5; \
+                     members {:?} have not reported it (upgrade them, or take a mutex)",
+                    self.formats.lagging_kind_readers()
+                ),
+            )));
+        }
         let mut cmd = authorize(wrapped, self.formats.may_wrap())?;
         if let Some(slot) = cmd.client_due_mut() {
             *slot = self.due_list();

@@ -1,8 +1,9 @@
 //! The cluster-version gates: which log format each member can read, and
 //! so whether this node may pack queued commands into one `Command::Batch`
 //! entry (format 2), wrap client commands in `Command::Authorized` with
-//! their principal (format 3), and put a member's own peer address into the
-//! membership (format 4).
+//! their principal (format 3), put a member's own peer address into the
+//! membership (format 4), and propose acquires of the other lock kinds
+//! (format 5: `Command::AcquireKind`, `Response::AcquireKind`).
 //!
 //! A binary older than a format cannot decode its entries (postcard fails on
 //! the unknown variant index), so a follower or learner that runs one would
@@ -42,6 +43,12 @@
 //!   A new cluster's first membership (`--peers` with `--peer-addrs`) and a
 //!   restore are written by the operator for binaries they start, and are
 //!   not gated.
+//! * [`LogFormats::may_use_kinds`]: every other member reads
+//!   [`KINDS_LOG_FORMAT`] (5: semaphores and read-write locks,
+//!   docs/semantics.md "Lock kinds"). Until then
+//!   [`crate::node::Node::submit`] refuses such an acquire with
+//!   `FailedPrecondition`, naming the members that have not reported format
+//!   5; a mutex acquire is proposed as before.
 //!
 //! A member that has reported nothing yet counts as its *unreported floor*:
 //! 0 on an insecure node, [`AUTH_LOG_FORMAT`] on a secure one
@@ -62,13 +69,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// The log format this binary reads (and advertises): 4, which includes
-/// members with a peer address of their own (`MemberAddr`'s two-address
+/// The log format this binary reads (and advertises): 5, which includes
+/// acquires of the other lock kinds (`Command::AcquireKind`), members with a
+/// peer address of their own (`MemberAddr`'s two-address
 /// form), everything of format 3 (authorized entries: `Command::Authorized`,
 /// `Command::AuthChange`, `Response::AuthChanged`) and of format 2 (packed
 /// entries, `Command::Batch`, `Response::Batch`). 1 is the log before
 /// packing; an older node advertises nothing, recorded as 0.
-pub const LOG_FORMAT: u32 = 4;
+pub const LOG_FORMAT: u32 = 5;
 
 /// The first log format that can decode `Command::Batch`: a leader packs
 /// only when every other member has reported at least this.
@@ -84,8 +92,13 @@ pub const AUTH_LOG_FORMAT: u32 = 3;
 /// membership only when every other member has reported at least this.
 pub const PEER_ADDR_LOG_FORMAT: u32 = 4;
 
+/// The first log format that decodes `Command::AcquireKind` (semaphores and
+/// read-write locks): a leader proposes one only when every other member
+/// has reported at least this.
+pub const KINDS_LOG_FORMAT: u32 = 5;
+
 /// What [`LOG_FORMAT_HEADER_VALUE`] is: [`LOG_FORMAT`] in decimal ASCII.
-pub const LOG_FORMAT_HEADER_VALUE: &str = "4";
+pub const LOG_FORMAT_HEADER_VALUE: &str = "5";
 
 /// The format a peer's answer reports: its
 /// [`warden_proto::LOG_FORMAT_METADATA`] value as a decimal `u32`; 0 when
@@ -167,6 +180,7 @@ pub struct LogFormats {
     pack: Gate,
     wrap: Gate,
     peer_addrs: Gate,
+    kinds: Gate,
 }
 
 impl LogFormats {
@@ -210,6 +224,13 @@ impl LogFormats {
                 "refusing peer addresses in membership changes: these members have not \
                  reported log format 4",
             ),
+            kinds: Gate::new(
+                KINDS_LOG_FORMAT,
+                "every member reads log format 5: semaphores and read-write locks may be \
+                 acquired",
+                "refusing semaphore and read-write acquires: these members have not reported \
+                 log format 5",
+            ),
         }
     }
 
@@ -230,6 +251,20 @@ impl LogFormats {
     /// unreported floor never reaches it). One atomic load.
     pub fn may_name_peer_addrs(&self) -> bool {
         self.peer_addrs.is_open()
+    }
+
+    /// Whether every other member has reported a format that reads
+    /// acquires of the other lock kinds (at least [`KINDS_LOG_FORMAT`]).
+    /// One atomic load.
+    pub fn may_use_kinds(&self) -> bool {
+        self.kinds.is_open()
+    }
+
+    /// The other members that have not reported [`KINDS_LOG_FORMAT`] (what
+    /// a refused acquire names).
+    pub fn lagging_kind_readers(&self) -> Vec<u64> {
+        let known = self.lock();
+        self.lagging(&known, KINDS_LOG_FORMAT)
     }
 
     /// The other members that have not reported [`PEER_ADDR_LOG_FORMAT`]
@@ -292,7 +327,7 @@ impl LogFormats {
         if !change(known) || known.members.is_none() {
             return;
         }
-        for gate in [&self.pack, &self.wrap, &self.peer_addrs] {
+        for gate in [&self.pack, &self.wrap, &self.peer_addrs, &self.kinds] {
             gate.set(self.lagging(known, gate.format));
         }
     }
@@ -460,6 +495,29 @@ mod tests {
 
     // The header round trip: what `advertise` puts in an answer is what
     // `reported_format` reads; no header or garbage reads as 0.
+    // Rolling upgrade (the kinds gate): a semaphore or read-write acquire
+    // (`Command::AcquireKind`, a variant a format-4 binary cannot decode) is
+    // proposed only once every other member has reported format 5; a member
+    // still on format 4 keeps it closed and is named.
+    #[test]
+    fn lock_kinds_wait_for_every_other_member_to_report_format_5() {
+        let secure = LogFormats::secure(1);
+        secure.set_members([1, 2, 3]);
+        assert!(secure.may_wrap() && !secure.may_use_kinds());
+        assert_eq!(secure.lagging_kind_readers(), vec![2, 3]);
+        secure.record(2, 5);
+        secure.record(3, 4);
+        assert!(
+            secure.may_name_peer_addrs(),
+            "format 4 is enough for peer addresses"
+        );
+        assert!(!secure.may_use_kinds());
+        assert_eq!(secure.lagging_kind_readers(), vec![3]);
+        secure.record(3, LOG_FORMAT);
+        assert!(secure.may_use_kinds());
+        assert_eq!(LOG_FORMAT_HEADER_VALUE, LOG_FORMAT.to_string());
+    }
+
     #[test]
     fn an_advertised_format_reads_back_and_a_missing_one_is_0() {
         let mut r = tonic::Response::new(());

@@ -30,6 +30,7 @@ use warden_proto::v1::admin_server::Admin;
 use super::convert::{self, nonzero, request_header};
 use super::principal;
 use crate::node::membership::Membership;
+use crate::node::read::ListedHolder;
 use crate::node::submit::{AuthChanged, Released};
 use crate::node::{Node, NodeCell, Principal, SubmitError};
 
@@ -121,23 +122,33 @@ impl Admin for AdminService {
         let (read_index, locks) = node.list(&principal, &req.into_inner().prefix).await?;
         let locks = locks
             .into_iter()
-            .map(|l| pb::ListedLock {
-                resource: l.resource,
-                holder: l.holder.map(|h| pb::ListHolder {
+            .map(|l| {
+                let kind = Some(l.kind);
+                let holder = |h: ListedHolder| pb::ListHolder {
                     lease_id: h.lease_id,
                     fencing_token: h.fencing_token,
                     age_ms: h.age_ms,
                     ttl_remaining_ms: h.ttl_remaining_ms,
-                }),
-                waiters: l
-                    .waiters
-                    .into_iter()
-                    .map(|w| pb::ListWaiter {
-                        lease_id: w.lease_id,
-                        age_ms: w.age_ms,
-                    })
-                    .collect(),
-                lock_delay_remaining_ms: l.lock_delay_remaining_ms,
+                    mode: convert::wire_mode(kind, h.mode) as i32,
+                    slot: h.slot,
+                };
+                let (kind_name, limit) = convert::kind_name(kind);
+                pb::ListedLock {
+                    resource: l.resource,
+                    holder: l.holder.map(holder),
+                    holders: l.holders.into_iter().map(holder).collect(),
+                    kind: kind_name.to_owned(),
+                    limit,
+                    waiters: l
+                        .waiters
+                        .into_iter()
+                        .map(|w| pb::ListWaiter {
+                            lease_id: w.lease_id,
+                            age_ms: w.age_ms,
+                        })
+                        .collect(),
+                    lock_delay_remaining_ms: l.lock_delay_remaining_ms,
+                }
             })
             .collect();
         Ok(Response::new(pb::ListResponse { locks, read_index }))

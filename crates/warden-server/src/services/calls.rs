@@ -8,7 +8,6 @@ use std::sync::Arc;
 use futures::Stream;
 use tokio::sync::mpsc;
 use tonic::Status;
-use warden_core::types::AcquireReply;
 use warden_proto::v1 as pb;
 
 use super::call_ids::{call_id_in_flight, CallIdClaim, InFlightIds};
@@ -16,7 +15,7 @@ use super::convert::{self, acquire_start, AcquireStart};
 use super::status::{grant_ended, shutting_down};
 use super::waiter::{follow_waiter, WaiterOut};
 use crate::metrics::AcquireOutcome;
-use crate::node::submit::Released;
+use crate::node::submit::{AcquireAnswer, Released};
 use crate::node::{Node, Principal, SubmitError};
 
 /// Validates and submits an acquire, as both `Acquire` and `Calls` serve it.
@@ -27,9 +26,12 @@ pub(super) async fn start_acquire(
 ) -> Result<AcquireStart, Status> {
     let started = tokio::time::Instant::now();
     let out = async {
-        let reply: AcquireReply = node.submit(principal, convert::acquire(r)?).await?;
-        acquire_start(reply, |resource| node.lock_delay_remaining_ms(resource))
-            .map_err(|(token, lease_id)| grant_ended(token, lease_id))
+        let mode = convert::wire_mode_of(&r);
+        let answer: AcquireAnswer = node.submit(principal, convert::acquire(r)?).await?;
+        acquire_start(answer, mode, |resource| {
+            node.lock_delay_remaining_ms(resource)
+        })
+        .map_err(|(token, lease_id)| grant_ended(token, lease_id))
     }
     .await;
     let outcome = match &out {
@@ -467,7 +469,7 @@ mod tests {
         use warden_core::types::{AcquireOutcome, Command, Release};
 
         let t = TestNode::start(Setup::default()).await;
-        let holder: AcquireReply = t.hold("q/1", 30_000, 0).await;
+        let holder: warden_core::types::AcquireReply = t.hold("q/1", 30_000, 0).await;
         let AcquireOutcome::Granted {
             lease_id: holder_lease,
             fencing_token,
@@ -587,7 +589,7 @@ mod tests {
         use warden_core::types::{AcquireOutcome, Command, Release};
 
         let t = TestNode::start(Setup::default()).await;
-        let holder: AcquireReply = t.hold("s/1", 30_000, 0).await;
+        let holder: warden_core::types::AcquireReply = t.hold("s/1", 30_000, 0).await;
         let AcquireOutcome::Granted {
             lease_id: holder_lease,
             fencing_token,

@@ -4,13 +4,15 @@
 //! `warden_core::validate` in [`crate::node::Node::submit`].
 
 use warden_core::types::{
-    Acquire, AcquireOutcome, AcquireReply, AuthAuditRecord, AuthOp, ClusterLimits, Command,
-    LeaseSpec, NotGrantedReason, Permission, Principal, Quota, Release, RequestHeader,
+    Acquire, AcquireKind, AcquireOutcome, AuthAuditRecord, AuthOp, ClusterLimits, Command,
+    LeaseSpec, LockKind, Mode, NotGrantedReason, Permission, Principal, Quota, Release,
+    RequestHeader,
 };
 use warden_core::Usage;
 use warden_proto::v1 as pb;
 
 use crate::node::read::{QueueBehind, RoleInfo, UserInfo};
+use crate::node::submit::AcquireAnswer;
 use crate::node::SubmitError;
 
 /// The exactly-once header of a mutating request (S7).
@@ -54,14 +56,76 @@ pub fn acquire(r: pb::AcquireRequest) -> Result<Command, SubmitError> {
             ))
         }
     };
-    Ok(Command::Acquire(Acquire {
+    let kind = lock_kind(r.mode, r.limit)?;
+    let acquire = Acquire {
         header,
         resource: r.resource,
         lease,
         wait_timeout_ms: r.wait_timeout_ms,
         lock_delay_ms: r.lock_delay_ms,
         due: None,
-    }))
+    };
+    Ok(match kind {
+        None => Command::Acquire(acquire),
+        Some((kind, mode)) => Command::AcquireKind(AcquireKind {
+            acquire,
+            kind,
+            mode,
+        }),
+    })
+}
+
+/// The kind and mode an `AcquireRequest` asks for (docs/semantics.md "Lock
+/// kinds"): None for a mutex (mode unspecified, limit 0: what every older
+/// client sends); a reader or writer of a read-write lock; a permit of a
+/// semaphore of `limit`. The limit's range is `warden_core::validate`'s.
+pub fn lock_kind(mode: i32, limit: u32) -> Result<Option<(LockKind, Mode)>, SubmitError> {
+    match (pb::LockMode::try_from(mode), limit) {
+        (Ok(pb::LockMode::Unspecified), 0) => Ok(None),
+        (Ok(pb::LockMode::Unspecified), limit) => {
+            Ok(Some((LockKind::Semaphore { limit }, Mode::Shared)))
+        }
+        (Ok(pb::LockMode::Shared), 0) => Ok(Some((LockKind::ReadWrite, Mode::Shared))),
+        (Ok(pb::LockMode::Exclusive), 0) => Ok(Some((LockKind::ReadWrite, Mode::Exclusive))),
+        (Ok(_), _) => Err(SubmitError::invalid(
+            "mode",
+            "a semaphore permit (limit > 0) takes no mode; a read-write lock (mode shared or \
+             exclusive) takes no limit",
+        )),
+        (Err(_), _) => Err(SubmitError::invalid(
+            "mode",
+            format!(
+                "must be LOCK_MODE_UNSPECIFIED, LOCK_MODE_SHARED or LOCK_MODE_EXCLUSIVE; got {mode}"
+            ),
+        )),
+    }
+}
+
+/// The mode an `AcquireRequest` asks for, to echo in its `Granted`
+/// (UNSPECIFIED when the value is unknown: the request is refused anyway).
+pub fn wire_mode_of(r: &pb::AcquireRequest) -> pb::LockMode {
+    pb::LockMode::try_from(r.mode).unwrap_or(pb::LockMode::Unspecified)
+}
+
+/// A grant's mode on the wire: SHARED or EXCLUSIVE for a read-write lock's
+/// reader or writer, UNSPECIFIED for a mutex's holder or a permit.
+pub fn wire_mode(kind: Option<LockKind>, mode: Mode) -> pb::LockMode {
+    match (kind, mode) {
+        (Some(LockKind::ReadWrite), Mode::Shared) => pb::LockMode::Shared,
+        (Some(LockKind::ReadWrite), Mode::Exclusive) => pb::LockMode::Exclusive,
+        _ => pb::LockMode::Unspecified,
+    }
+}
+
+/// A kind's wire name (`StatusResponse.kind`, `ListedLock.kind`) and its
+/// limit (0 but for a semaphore); "" for a free resource.
+pub fn kind_name(kind: Option<LockKind>) -> (&'static str, u32) {
+    match kind {
+        None => ("", 0),
+        Some(LockKind::Mutex) => ("mutex", 0),
+        Some(LockKind::ReadWrite) => ("read_write", 0),
+        Some(LockKind::Semaphore { limit }) => ("semaphore", limit),
+    }
 }
 
 /// A `ReleaseRequest` as the command it asks for.
@@ -86,21 +150,36 @@ pub fn reason_str(r: NotGrantedReason) -> &'static str {
     }
 }
 
+/// What a `Granted` answer says beside the grant's resource, lease and
+/// token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GrantDetail {
+    /// The lease's TTL in milliseconds.
+    pub ttl_ms: u64,
+    /// The entry that made the grant.
+    pub log_index: u64,
+    /// A semaphore permit's slot.
+    pub slot: Option<u32>,
+    /// The grant's mode on the wire.
+    pub mode: pb::LockMode,
+}
+
 /// A `Granted` acquire answer.
 pub fn granted(
     resource: String,
     lease_id: u64,
     fencing_token: u64,
-    ttl_ms: u64,
-    log_index: u64,
+    d: GrantDetail,
 ) -> pb::AcquireResponse {
     pb::AcquireResponse {
         event: Some(pb::acquire_response::Event::Granted(pb::Granted {
             resource,
             lease_id,
             fencing_token,
-            ttl_ms,
-            log_index,
+            ttl_ms: d.ttl_ms,
+            log_index: d.log_index,
+            slot: d.slot,
+            mode: d.mode as i32,
         })),
     }
 }
@@ -167,9 +246,11 @@ pub enum AcquireStart {
 /// the lock-delay carries `lock_delay_left(resource)`: the milliseconds left
 /// on the node's deadline table (display only).
 pub fn acquire_start(
-    reply: AcquireReply,
+    answer: AcquireAnswer,
+    mode: pb::LockMode,
     lock_delay_left: impl FnOnce(&str) -> u64,
 ) -> Result<AcquireStart, (u64, u64)> {
+    let AcquireAnswer { reply, slot } = answer;
     Ok(match reply.outcome {
         AcquireOutcome::Granted {
             resource,
@@ -185,8 +266,12 @@ pub fn acquire_start(
                 resource,
                 lease_id,
                 fencing_token,
-                ttl_ms,
-                grant_index,
+                GrantDetail {
+                    ttl_ms,
+                    log_index: grant_index,
+                    slot,
+                    mode,
+                },
             ))
         }
         AcquireOutcome::NotGranted {

@@ -23,10 +23,11 @@ use super::calls::{
     release, serve_call, serve_calls, start_acquire, CallsStream, CALLS_OUTBOUND_BUFFER,
     MAX_CALLS_IN_PROGRESS,
 };
-use super::convert::{nonzero, request_header, AcquireStart};
+use super::convert::{self, nonzero, request_header, AcquireStart};
 use super::principal;
 use super::status::lease_not_live;
 use super::waiter::{follow_waiter, WaiterOut};
+use crate::node::read::HolderStatus;
 use crate::node::submit::{Proclaimed, Revoked, WaitCancelled};
 use crate::node::NodeCell;
 
@@ -210,15 +211,22 @@ impl Lock for LockService {
         let resource = req.into_inner().resource;
         super::trace::record_resource(&resource);
         let s = node.resource_status(&principal, &resource).await?;
+        let holder = |h: HolderStatus| pb::Holder {
+            lease_id: h.lease_id,
+            fencing_token: h.fencing_token,
+            ttl_remaining_ms: h.ttl_remaining_ms,
+            ttl_ms: h.ttl_ms,
+            value: h.value,
+            mode: convert::wire_mode(s.kind, h.mode) as i32,
+            slot: h.slot,
+        };
+        let (kind, limit) = convert::kind_name(s.kind);
         Ok(Response::new(pb::StatusResponse {
             resource,
-            holder: s.holder.map(|h| pb::Holder {
-                lease_id: h.lease_id,
-                fencing_token: h.fencing_token,
-                ttl_remaining_ms: h.ttl_remaining_ms,
-                ttl_ms: h.ttl_ms,
-                value: h.value,
-            }),
+            holder: s.holder.clone().map(holder),
+            holders: s.holders.clone().into_iter().map(holder).collect(),
+            kind: kind.to_owned(),
+            limit,
             waiters: s.waiters,
             read_index: s.read_index,
             lock_delay_remaining_ms: s.lock_delay_remaining_ms,

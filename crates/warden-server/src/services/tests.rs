@@ -484,3 +484,157 @@ mod watch_start {
         assert!(checked, "an entry committed during each of 5 checks");
     }
 }
+
+/// Semaphores and read-write locks over the real gRPC edge
+/// (docs/semantics.md "Lock kinds").
+mod kinds {
+    use std::time::Duration;
+
+    use futures::StreamExt as _;
+    use tonic::Code;
+    use warden_proto::v1 as pb;
+    use warden_proto::v1::lock_client::LockClient;
+
+    use super::serve_node;
+    use crate::node::test_node::{Setup, TestNode};
+
+    type Lock = LockClient<tonic::transport::Channel>;
+
+    fn request(
+        client_id: u64,
+        resource: &str,
+        mode: pb::LockMode,
+        limit: u32,
+    ) -> pb::AcquireRequest {
+        pb::AcquireRequest {
+            header: Some(pb::RequestHeader {
+                client_id,
+                request_id: 1,
+                acked_request_id: 0,
+            }),
+            resource: resource.into(),
+            ttl_ms: 30_000,
+            wait_timeout_ms: 0,
+            mode: mode as i32,
+            limit,
+            ..Default::default()
+        }
+    }
+
+    /// The first answer of an Acquire stream, or its status.
+    async fn first(
+        lock: &mut Lock,
+        r: pb::AcquireRequest,
+    ) -> Result<pb::acquire_response::Event, tonic::Status> {
+        let answer = async {
+            let mut stream = lock.acquire(r).await?.into_inner();
+            match stream.next().await {
+                Some(Ok(pb::AcquireResponse { event: Some(e) })) => Ok(e),
+                Some(Err(s)) => Err(s),
+                other => panic!("no answer: {other:?}"),
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), answer)
+            .await
+            .expect("an answer within 10 s")
+    }
+
+    fn granted(e: Result<pb::acquire_response::Event, tonic::Status>) -> pb::Granted {
+        match e {
+            Ok(pb::acquire_response::Event::Granted(g)) => g,
+            other => panic!("expected a grant, got {other:?}"),
+        }
+    }
+
+    // A semaphore of 2 (`limit`): two permits in slots 0 and 1, each with its
+    // own larger token; the third is not granted; `status` names the kind,
+    // the limit and both holders (the old `holder` field stays empty, which
+    // `kind` explains to a newer client); a mutex acquire of the same name is
+    // refused FailedPrecondition naming the kind.
+    #[tokio::test]
+    async fn permits_carry_slots_and_status_shows_every_holder() {
+        let t = TestNode::start(Setup::default()).await;
+        let mut lock = LockClient::new(serve_node(t.node.clone()).await);
+        let a = granted(first(&mut lock, request(1, "pool", pb::LockMode::Unspecified, 2)).await);
+        let b = granted(first(&mut lock, request(2, "pool", pb::LockMode::Unspecified, 2)).await);
+        assert_eq!((a.slot, b.slot), (Some(0), Some(1)));
+        assert!(b.fencing_token > a.fencing_token);
+        match first(&mut lock, request(3, "pool", pb::LockMode::Unspecified, 2)).await {
+            Ok(pb::acquire_response::Event::NotGranted(n)) => assert_eq!(n.reason, "held"),
+            other => panic!("expected not granted, got {other:?}"),
+        }
+        let status = lock
+            .status(pb::StatusRequest {
+                resource: "pool".into(),
+            })
+            .await
+            .expect("status")
+            .into_inner();
+        assert_eq!((status.kind.as_str(), status.limit), ("semaphore", 2));
+        assert_eq!(status.holder, None);
+        assert_eq!(
+            status
+                .holders
+                .iter()
+                .map(|h| (h.fencing_token, h.slot))
+                .collect::<Vec<_>>(),
+            vec![(a.fencing_token, Some(0)), (b.fencing_token, Some(1))]
+        );
+        let e = first(&mut lock, request(4, "pool", pb::LockMode::Unspecified, 0))
+            .await
+            .expect_err("a mutex acquire of a semaphore");
+        assert_eq!(e.code(), Code::FailedPrecondition);
+        assert!(
+            e.message().contains("semaphore of 2 permits"),
+            "{}",
+            e.message()
+        );
+    }
+
+    // Read-write: two readers are granted together, each answer in mode
+    // SHARED; a writer's try-lock is not granted while they hold. Bad input:
+    // a mode together with a limit, an unknown mode and a limit over 10,000
+    // are refused InvalidArgument naming the field, and nothing is held.
+    #[tokio::test]
+    async fn readers_share_and_bad_kinds_name_their_field() {
+        let t = TestNode::start(Setup::default()).await;
+        let mut lock = LockClient::new(serve_node(t.node.clone()).await);
+        for client in [1, 2] {
+            let g =
+                granted(first(&mut lock, request(client, "doc", pb::LockMode::Shared, 0)).await);
+            assert_eq!(g.mode, pb::LockMode::Shared as i32);
+            assert_eq!(g.slot, None);
+        }
+        match first(&mut lock, request(3, "doc", pb::LockMode::Exclusive, 0)).await {
+            Ok(pb::acquire_response::Event::NotGranted(n)) => assert_eq!(n.reason, "held"),
+            other => panic!("expected not granted, got {other:?}"),
+        }
+        let bad = [
+            (request(4, "x", pb::LockMode::Shared, 3), "mode: "),
+            (
+                pb::AcquireRequest {
+                    mode: 9,
+                    ..request(5, "x", pb::LockMode::Unspecified, 0)
+                },
+                "mode: ",
+            ),
+            (
+                request(6, "x", pb::LockMode::Unspecified, 10_001),
+                "limit: ",
+            ),
+        ];
+        for (r, field) in bad {
+            let e = first(&mut lock, r).await.expect_err("refused");
+            assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+            assert!(e.message().starts_with(field), "{}", e.message());
+        }
+        let status = lock
+            .status(pb::StatusRequest {
+                resource: "x".into(),
+            })
+            .await
+            .expect("status")
+            .into_inner();
+        assert_eq!((status.kind.as_str(), status.holders.len()), ("", 0));
+    }
+}

@@ -14,7 +14,7 @@ use tonic::Status;
 use warden_proto::v1 as pb;
 
 use super::call_ids::{superseded_status, CallIdClaim};
-use super::convert::{granted, not_granted, queued};
+use super::convert::{granted, not_granted, queued, wire_mode, GrantDetail};
 use super::status::wait_permission_revoked;
 use crate::node::read::{QueueBehind, WaiterStep};
 use crate::node::Node;
@@ -205,8 +205,17 @@ pub(super) async fn follow_waiter(
                 fencing_token,
                 ttl_ms,
                 grant_index,
+                slot,
+                kind,
+                mode,
             } => {
-                let msg = granted(resource, lease_id, fencing_token, ttl_ms, grant_index);
+                let detail = GrantDetail {
+                    ttl_ms,
+                    log_index: grant_index,
+                    slot,
+                    mode: wire_mode(kind, mode),
+                };
+                let msg = granted(resource, lease_id, fencing_token, detail);
                 node.metrics()
                     .acquire(AcquireOutcome::Granted, started.elapsed());
                 tx.send_final(msg).await;

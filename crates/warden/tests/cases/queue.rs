@@ -71,6 +71,7 @@ fn req(
         lease_id,
         wait_timeout_ms: wait_ms,
         lock_delay_ms: 0,
+        ..Default::default()
     }
 }
 

@@ -76,6 +76,8 @@ class ListHolder(_message.Message):
     FENCING_TOKEN_FIELD_NUMBER: _builtins.int
     AGE_MS_FIELD_NUMBER: _builtins.int
     TTL_REMAINING_MS_FIELD_NUMBER: _builtins.int
+    MODE_FIELD_NUMBER: _builtins.int
+    SLOT_FIELD_NUMBER: _builtins.int
     lease_id: _builtins.int
     fencing_token: _builtins.int
     age_ms: _builtins.int
@@ -84,6 +86,12 @@ class ListHolder(_message.Message):
     """
     ttl_remaining_ms: _builtins.int
     """Remaining TTL of the holder's lease on the serving node's deadline table."""
+    mode: _warden_pb2.LockMode.ValueType
+    """SHARED for a reader, EXCLUSIVE for a writer, UNSPECIFIED for a mutex's
+    holder or a permit (warden.proto `LockMode`).
+    """
+    slot: _builtins.int
+    """A permit's slot."""
     def __init__(
         self,
         *,
@@ -91,12 +99,16 @@ class ListHolder(_message.Message):
         fencing_token: _builtins.int = ...,
         age_ms: _builtins.int = ...,
         ttl_remaining_ms: _builtins.int = ...,
+        mode: _warden_pb2.LockMode.ValueType = ...,
+        slot: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_slot", b"_slot", "slot", b"slot"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["age_ms", b"age_ms", "fencing_token", b"fencing_token", "lease_id", b"lease_id", "ttl_remaining_ms", b"ttl_remaining_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_slot", b"_slot", "age_ms", b"age_ms", "fencing_token", b"fencing_token", "lease_id", b"lease_id", "mode", b"mode", "slot", b"slot", "ttl_remaining_ms", b"ttl_remaining_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__slot: _TypeAlias = _typing.Literal["slot"]  # noqa: Y015
+    _WhichOneofArgType__slot: _TypeAlias = _typing.Literal["_slot", b"_slot"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__slot) -> _WhichOneofReturnType__slot | None: ...
 
 Global___ListHolder: _TypeAlias = ListHolder  # noqa: Y015
 
@@ -131,6 +143,9 @@ class ListedLock(_message.Message):
     HOLDER_FIELD_NUMBER: _builtins.int
     WAITERS_FIELD_NUMBER: _builtins.int
     LOCK_DELAY_REMAINING_MS_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    HOLDERS_FIELD_NUMBER: _builtins.int
     resource: _builtins.str
     lock_delay_remaining_ms: _builtins.int
     """Milliseconds of lock-delay left when nobody holds it because of a
@@ -138,6 +153,10 @@ class ListedLock(_message.Message):
     lock-delay. On the serving node's deadline table, as
     `ListHolder.ttl_remaining_ms` (display only, rounded up).
     """
+    kind: _builtins.str
+    """"mutex", "read_write" or "semaphore"."""
+    limit: _builtins.int
+    """A semaphore's number of permits; 0 for the other kinds."""
     @_builtins.property
     def holder(self) -> Global___ListHolder:
         """Absent when nobody holds it (waiters during a lock-delay)."""
@@ -146,6 +165,10 @@ class ListedLock(_message.Message):
     def waiters(self) -> _containers.RepeatedCompositeFieldContainer[Global___ListWaiter]:
         """In queue order (the next to be granted first)."""
 
+    @_builtins.property
+    def holders(self) -> _containers.RepeatedCompositeFieldContainer[Global___ListHolder]:
+        """Every holder (the exclusive one is also in `holder`), by lease id."""
+
     def __init__(
         self,
         *,
@@ -153,10 +176,13 @@ class ListedLock(_message.Message):
         holder: Global___ListHolder | None = ...,
         waiters: _abc.Iterable[Global___ListWaiter] | None = ...,
         lock_delay_remaining_ms: _builtins.int = ...,
+        kind: _builtins.str = ...,
+        limit: _builtins.int = ...,
+        holders: _abc.Iterable[Global___ListHolder] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["holder", b"holder"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["holder", b"holder", "lock_delay_remaining_ms", b"lock_delay_remaining_ms", "resource", b"resource", "waiters", b"waiters"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["holder", b"holder", "holders", b"holders", "kind", b"kind", "limit", b"limit", "lock_delay_remaining_ms", b"lock_delay_remaining_ms", "resource", b"resource", "waiters", b"waiters"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -25,15 +25,17 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0cwarden.proto\x12\twarden.v1\"k\n\x11\x43\x61ncelWaitRequest\x12(\n\x06header\x18\x01 \x01(\x0b\x32\x18.warden.v1.RequestHeader\x12\x1a\n\x12\x61\x63quire_request_id\x18\x02 \x01(\x04\x12\x10\n\x08resource\x18\x03 \x01(\t\"`\n\x12\x43\x61ncelWaitResponse\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x10\n\x08lease_id\x18\x02 \x01(\x04\x12\x0f\n\x07outcome\x18\x03 \x01(\t\x12\x15\n\rfencing_token\x18\x04 \x01(\x04\"\x82\x01\n\x0b\x43\x61llRequest\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\x04\x12,\n\x07\x61\x63quire\x18\x02 \x01(\x0b\x32\x19.warden.v1.AcquireRequestH\x00\x12,\n\x07release\x18\x03 \x01(\x0b\x32\x19.warden.v1.ReleaseRequestH\x00\x42\x06\n\x04\x63\x61ll\"\xae\x01\n\x0c\x43\x61llResponse\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\x04\x12-\n\x07\x61\x63quire\x18\x02 \x01(\x0b\x32\x1a.warden.v1.AcquireResponseH\x00\x12-\n\x07release\x18\x03 \x01(\x0b\x32\x1a.warden.v1.ReleaseResponseH\x00\x12%\n\x05\x65rror\x18\x04 \x01(\x0b\x32\x14.warden.v1.CallErrorH\x00\x42\x08\n\x06\x61nswer\"K\n\tCallError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06leader\x18\x03 \x01(\t\x12\x0f\n\x07\x64\x65tails\x18\x04 \x01(\x0c\"P\n\rRequestHeader\x12\x11\n\tclient_id\x18\x01 \x01(\x04\x12\x12\n\nrequest_id\x18\x02 \x01(\x04\x12\x18\n\x10\x61\x63ked_request_id\x18\x03 \x01(\x04\"\x9e\x01\n\x0e\x41\x63quireRequest\x12(\n\x06header\x18\x01 \x01(\x0b\x32\x18.warden.v1.RequestHeader\x12\x10\n\x08resource\x18\x02 \x01(\t\x12\x0e\n\x06ttl_ms\x18\x03 \x01(\x04\x12\x10\n\x08lease_id\x18\x04 \x01(\x04\x12\x17\n\x0fwait_timeout_ms\x18\x05 \x01(\x04\x12\x15\n\rlock_delay_ms\x18\x06 \x01(\x04\"\x94\x01\n\x0f\x41\x63quireResponse\x12#\n\x06queued\x18\x01 \x01(\x0b\x32\x11.warden.v1.QueuedH\x00\x12%\n\x07granted\x18\x02 \x01(\x0b\x32\x12.warden.v1.GrantedH\x00\x12,\n\x0bnot_granted\x18\x03 \x01(\x0b\x32\x15.warden.v1.NotGrantedH\x00\x42\x07\n\x05\x65vent\"v\n\x06Queued\x12\x10\n\x08position\x18\x01 \x01(\x04\x12\x10\n\x08lease_id\x18\x02 \x01(\x04\x12\x0e\n\x06\x62\x65hind\x18\x03 \x01(\t\x12\x17\n\x0fholder_lease_id\x18\x04 \x01(\x04\x12\x1f\n\x17lock_delay_remaining_ms\x18\x05 \x01(\x04\"g\n\x07Granted\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x10\n\x08lease_id\x18\x02 \x01(\x04\x12\x15\n\rfencing_token\x18\x03 \x01(\x04\x12\x0e\n\x06ttl_ms\x18\x04 \x01(\x04\x12\x11\n\tlog_index\x18\x05 \x01(\x04\"h\n\nNotGranted\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x17\n\x0fholder_lease_id\x18\x02 \x01(\x04\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x1f\n\x17lock_delay_remaining_ms\x18\x04 \x01(\x04\"E\n\x0cRenewRequest\x12\x10\n\x08lease_id\x18\x01 \x01(\x04\x12\x11\n\tclient_id\x18\x02 \x01(\x04\x12\x10\n\x08sequence\x18\x03 \x01(\x04\"C\n\rRenewResponse\x12\x10\n\x08lease_id\x18\x01 \x01(\x04\x12\x0e\n\x06ttl_ms\x18\x02 \x01(\x04\x12\x10\n\x08sequence\x18\x03 \x01(\x04\"u\n\x0eReleaseRequest\x12(\n\x06header\x18\x01 \x01(\x0b\x32\x18.warden.v1.RequestHeader\x12\x10\n\x08resource\x18\x02 \x01(\t\x12\x10\n\x08lease_id\x18\x03 \x01(\x04\x12\x15\n\rfencing_token\x18\x04 \x01(\x04\"G\n\x0fReleaseResponse\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x10\n\x08lease_id\x18\x02 \x01(\x04\x12\x10\n\x08released\x18\x03 \x01(\x08\"!\n\rStatusRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\"j\n\x06Holder\x12\x10\n\x08lease_id\x18\x01 \x01(\x04\x12\x15\n\rfencing_token\x18\x02 \x01(\x04\x12\x18\n\x10ttl_remaining_ms\x18\x03 \x01(\x04\x12\x0e\n\x06ttl_ms\x18\x04 \x01(\x04\x12\r\n\x05value\x18\x05 \x01(\t\"\x8b\x01\n\x0eStatusResponse\x12\x10\n\x08resource\x18\x01 \x01(\t\x12!\n\x06holder\x18\x02 \x01(\x0b\x32\x11.warden.v1.Holder\x12\x0f\n\x07waiters\x18\x03 \x01(\x04\x12\x12\n\nread_index\x18\x04 \x01(\x04\x12\x1f\n\x17lock_delay_remaining_ms\x18\x05 \x01(\x04\"\x16\n\x14\x43lusterStatusRequest\"\xc0\x01\n\x06Member\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0c\n\x04\x61\x64\x64r\x18\x02 \x01(\t\x12\x0c\n\x04role\x18\x03 \x01(\t\x12\x15\n\rapplied_index\x18\x04 \x01(\x04\x12\x17\n\x0flast_contact_ms\x18\x05 \x01(\x04\x12\x15\n\rmatched_index\x18\x06 \x01(\x04\x12\x0c\n\x04term\x18\x07 \x01(\x04\x12\x13\n\x0blag_entries\x18\x08 \x01(\x04\x12\x11\n\tcontacted\x18\t \x01(\x08\x12\x11\n\tpeer_addr\x18\n \x01(\t\"\xc3\x02\n\x06Timing\x12\x14\n\x0cheartbeat_ms\x18\x01 \x01(\x04\x12\x1f\n\x17\x65lection_timeout_min_ms\x18\x02 \x01(\x04\x12\x1f\n\x17\x65lection_timeout_max_ms\x18\x03 \x01(\x04\x12\x1e\n\x16\x63heckpoint_interval_ms\x18\x04 \x01(\x04\x12\x1a\n\x12promotion_grace_ms\x18\x05 \x01(\x04\x12\x1d\n\x15renew_batch_window_ms\x18\x06 \x01(\x04\x12\x12\n\nmin_ttl_ms\x18\x07 \x01(\x04\x12\x12\n\nmax_ttl_ms\x18\x08 \x01(\x04\x12\x1b\n\x13max_wait_timeout_ms\x18\t \x01(\x04\x12\x19\n\x11max_lock_delay_ms\x18\n \x01(\x04\x12\x12\n\nbound_e_ms\x18\x0b \x01(\x04\x12\x12\n\nbound_g_ms\x18\x0c \x01(\x04\"\x9d\x02\n\x15\x43lusterStatusResponse\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x11\n\tleader_id\x18\x02 \x01(\x04\x12\x0c\n\x04term\x18\x03 \x01(\x04\x12\x14\n\x0c\x63ommit_index\x18\x04 \x01(\x04\x12\"\n\x07members\x18\x05 \x03(\x0b\x32\x11.warden.v1.Member\x12!\n\x06timing\x18\x06 \x01(\x0b\x32\x11.warden.v1.Timing\x12\x0f\n\x07node_id\x18\x07 \x01(\x04\x12\x16\n\x0elast_log_index\x18\x08 \x01(\x04\x12\x10\n\x08insecure\x18\t \x01(\x08\x12\x17\n\x0f\x65lection_prefix\x18\n \x01(\t\x12\x1e\n\x16max_requests_in_flight\x18\x0b \x01(\x04\":\n\x0fValidateRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x15\n\rfencing_token\x18\x02 \x01(\x04\"\x8b\x01\n\x10ValidateResponse\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x15\n\rfencing_token\x18\x02 \x01(\x04\x12$\n\x05state\x18\x03 \x01(\x0e\x32\x15.warden.v1.TokenState\x12\x14\n\x0cholder_token\x18\x04 \x01(\x04\x12\x12\n\nread_index\x18\x05 \x01(\x04\"P\n\x12LeaseRevokeRequest\x12(\n\x06header\x18\x01 \x01(\x0b\x32\x18.warden.v1.RequestHeader\x12\x10\n\x08lease_id\x18\x02 \x01(\x04\"8\n\x13LeaseRevokeResponse\x12\x10\n\x08lease_id\x18\x01 \x01(\x04\x12\x0f\n\x07revoked\x18\x02 \x01(\x08\"[\n\x0fProclaimRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x10\n\x08lease_id\x18\x02 \x01(\x04\x12\x15\n\rfencing_token\x18\x03 \x01(\x04\x12\r\n\x05value\x18\x04 \x01(\t\"6\n\x10ProclaimResponse\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x10\n\x08lease_id\x18\x02 \x01(\x04*r\n\nTokenState\x12\x1b\n\x17TOKEN_STATE_UNSPECIFIED\x10\x00\x12\x17\n\x13TOKEN_STATE_CURRENT\x10\x01\x12\x15\n\x11TOKEN_STATE_STALE\x10\x02\x12\x17\n\x13TOKEN_STATE_UNKNOWN\x10\x03\x32\xbc\x05\n\x04Lock\x12\x42\n\x07\x41\x63quire\x12\x19.warden.v1.AcquireRequest\x1a\x1a.warden.v1.AcquireResponse0\x01\x12:\n\x05Renew\x12\x17.warden.v1.RenewRequest\x1a\x18.warden.v1.RenewResponse\x12@\n\x07Release\x12\x19.warden.v1.ReleaseRequest\x1a\x1a.warden.v1.ReleaseResponse\x12=\n\x06Status\x12\x18.warden.v1.StatusRequest\x1a\x19.warden.v1.StatusResponse\x12R\n\rClusterStatus\x12\x1f.warden.v1.ClusterStatusRequest\x1a .warden.v1.ClusterStatusResponse\x12\x43\n\x08Validate\x12\x1a.warden.v1.ValidateRequest\x1a\x1b.warden.v1.ValidateResponse\x12L\n\x0bLeaseRevoke\x12\x1d.warden.v1.LeaseRevokeRequest\x1a\x1e.warden.v1.LeaseRevokeResponse\x12\x43\n\x08Proclaim\x12\x1a.warden.v1.ProclaimRequest\x1a\x1b.warden.v1.ProclaimResponse\x12<\n\x05\x43\x61lls\x12\x16.warden.v1.CallRequest\x1a\x17.warden.v1.CallResponse(\x01\x30\x01\x12I\n\nCancelWait\x12\x1c.warden.v1.CancelWaitRequest\x1a\x1d.warden.v1.CancelWaitResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0cwarden.proto\x12\twarden.v1\"k\n\x11\x43\x61ncelWaitRequest\x12(\n\x06header\x18\x01 \x01(\x0b\x32\x18.warden.v1.RequestHeader\x12\x1a\n\x12\x61\x63quire_request_id\x18\x02 \x01(\x04\x12\x10\n\x08resource\x18\x03 \x01(\t\"`\n\x12\x43\x61ncelWaitResponse\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x10\n\x08lease_id\x18\x02 \x01(\x04\x12\x0f\n\x07outcome\x18\x03 \x01(\t\x12\x15\n\rfencing_token\x18\x04 \x01(\x04\"\x82\x01\n\x0b\x43\x61llRequest\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\x04\x12,\n\x07\x61\x63quire\x18\x02 \x01(\x0b\x32\x19.warden.v1.AcquireRequestH\x00\x12,\n\x07release\x18\x03 \x01(\x0b\x32\x19.warden.v1.ReleaseRequestH\x00\x42\x06\n\x04\x63\x61ll\"\xae\x01\n\x0c\x43\x61llResponse\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\x04\x12-\n\x07\x61\x63quire\x18\x02 \x01(\x0b\x32\x1a.warden.v1.AcquireResponseH\x00\x12-\n\x07release\x18\x03 \x01(\x0b\x32\x1a.warden.v1.ReleaseResponseH\x00\x12%\n\x05\x65rror\x18\x04 \x01(\x0b\x32\x14.warden.v1.CallErrorH\x00\x42\x08\n\x06\x61nswer\"K\n\tCallError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06leader\x18\x03 \x01(\t\x12\x0f\n\x07\x64\x65tails\x18\x04 \x01(\x0c\"P\n\rRequestHeader\x12\x11\n\tclient_id\x18\x01 \x01(\x04\x12\x12\n\nrequest_id\x18\x02 \x01(\x04\x12\x18\n\x10\x61\x63ked_request_id\x18\x03 \x01(\x04\"\xd0\x01\n\x0e\x41\x63quireRequest\x12(\n\x06header\x18\x01 \x01(\x0b\x32\x18.warden.v1.RequestHeader\x12\x10\n\x08resource\x18\x02 \x01(\t\x12\x0e\n\x06ttl_ms\x18\x03 \x01(\x04\x12\x10\n\x08lease_id\x18\x04 \x01(\x04\x12\x17\n\x0fwait_timeout_ms\x18\x05 \x01(\x04\x12\x15\n\rlock_delay_ms\x18\x06 \x01(\x04\x12!\n\x04mode\x18\x07 \x01(\x0e\x32\x13.warden.v1.LockMode\x12\r\n\x05limit\x18\x08 \x01(\r\"\x94\x01\n\x0f\x41\x63quireResponse\x12#\n\x06queued\x18\x01 \x01(\x0b\x32\x11.warden.v1.QueuedH\x00\x12%\n\x07granted\x18\x02 \x01(\x0b\x32\x12.warden.v1.GrantedH\x00\x12,\n\x0bnot_granted\x18\x03 \x01(\x0b\x32\x15.warden.v1.NotGrantedH\x00\x42\x07\n\x05\x65vent\"v\n\x06Queued\x12\x10\n\x08position\x18\x01 \x01(\x04\x12\x10\n\x08lease_id\x18\x02 \x01(\x04\x12\x0e\n\x06\x62\x65hind\x18\x03 \x01(\t\x12\x17\n\x0fholder_lease_id\x18\x04 \x01(\x04\x12\x1f\n\x17lock_delay_remaining_ms\x18\x05 \x01(\x04\"\xa6\x01\n\x07Granted\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x10\n\x08lease_id\x18\x02 \x01(\x04\x12\x15\n\rfencing_token\x18\x03 \x01(\x04\x12\x0e\n\x06ttl_ms\x18\x04 \x01(\x04\x12\x11\n\tlog_index\x18\x05 \x01(\x04\x12\x11\n\x04slot\x18\x06 \x01(\rH\x00\x88\x01\x01\x12!\n\x04mode\x18\x07 \x01(\x0e\x32\x13.warden.v1.LockModeB\x07\n\x05_slot\"h\n\nNotGranted\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x17\n\x0fholder_lease_id\x18\x02 \x01(\x04\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x1f\n\x17lock_delay_remaining_ms\x18\x04 \x01(\x04\"E\n\x0cRenewRequest\x12\x10\n\x08lease_id\x18\x01 \x01(\x04\x12\x11\n\tclient_id\x18\x02 \x01(\x04\x12\x10\n\x08sequence\x18\x03 \x01(\x04\"C\n\rRenewResponse\x12\x10\n\x08lease_id\x18\x01 \x01(\x04\x12\x0e\n\x06ttl_ms\x18\x02 \x01(\x04\x12\x10\n\x08sequence\x18\x03 \x01(\x04\"u\n\x0eReleaseRequest\x12(\n\x06header\x18\x01 \x01(\x0b\x32\x18.warden.v1.RequestHeader\x12\x10\n\x08resource\x18\x02 \x01(\t\x12\x10\n\x08lease_id\x18\x03 \x01(\x04\x12\x15\n\rfencing_token\x18\x04 \x01(\x04\"G\n\x0fReleaseResponse\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x10\n\x08lease_id\x18\x02 \x01(\x04\x12\x10\n\x08released\x18\x03 \x01(\x08\"!\n\rStatusRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\"\xa9\x01\n\x06Holder\x12\x10\n\x08lease_id\x18\x01 \x01(\x04\x12\x15\n\rfencing_token\x18\x02 \x01(\x04\x12\x18\n\x10ttl_remaining_ms\x18\x03 \x01(\x04\x12\x0e\n\x06ttl_ms\x18\x04 \x01(\x04\x12\r\n\x05value\x18\x05 \x01(\t\x12!\n\x04mode\x18\x06 \x01(\x0e\x32\x13.warden.v1.LockMode\x12\x11\n\x04slot\x18\x07 \x01(\rH\x00\x88\x01\x01\x42\x07\n\x05_slot\"\xcc\x01\n\x0eStatusResponse\x12\x10\n\x08resource\x18\x01 \x01(\t\x12!\n\x06holder\x18\x02 \x01(\x0b\x32\x11.warden.v1.Holder\x12\x0f\n\x07waiters\x18\x03 \x01(\x04\x12\x12\n\nread_index\x18\x04 \x01(\x04\x12\x1f\n\x17lock_delay_remaining_ms\x18\x05 \x01(\x04\x12\x0c\n\x04kind\x18\x06 \x01(\t\x12\r\n\x05limit\x18\x07 \x01(\r\x12\"\n\x07holders\x18\x08 \x03(\x0b\x32\x11.warden.v1.Holder\"\x16\n\x14\x43lusterStatusRequest\"\xc0\x01\n\x06Member\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0c\n\x04\x61\x64\x64r\x18\x02 \x01(\t\x12\x0c\n\x04role\x18\x03 \x01(\t\x12\x15\n\rapplied_index\x18\x04 \x01(\x04\x12\x17\n\x0flast_contact_ms\x18\x05 \x01(\x04\x12\x15\n\rmatched_index\x18\x06 \x01(\x04\x12\x0c\n\x04term\x18\x07 \x01(\x04\x12\x13\n\x0blag_entries\x18\x08 \x01(\x04\x12\x11\n\tcontacted\x18\t \x01(\x08\x12\x11\n\tpeer_addr\x18\n \x01(\t\"\xc3\x02\n\x06Timing\x12\x14\n\x0cheartbeat_ms\x18\x01 \x01(\x04\x12\x1f\n\x17\x65lection_timeout_min_ms\x18\x02 \x01(\x04\x12\x1f\n\x17\x65lection_timeout_max_ms\x18\x03 \x01(\x04\x12\x1e\n\x16\x63heckpoint_interval_ms\x18\x04 \x01(\x04\x12\x1a\n\x12promotion_grace_ms\x18\x05 \x01(\x04\x12\x1d\n\x15renew_batch_window_ms\x18\x06 \x01(\x04\x12\x12\n\nmin_ttl_ms\x18\x07 \x01(\x04\x12\x12\n\nmax_ttl_ms\x18\x08 \x01(\x04\x12\x1b\n\x13max_wait_timeout_ms\x18\t \x01(\x04\x12\x19\n\x11max_lock_delay_ms\x18\n \x01(\x04\x12\x12\n\nbound_e_ms\x18\x0b \x01(\x04\x12\x12\n\nbound_g_ms\x18\x0c \x01(\x04\"\x9d\x02\n\x15\x43lusterStatusResponse\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x11\n\tleader_id\x18\x02 \x01(\x04\x12\x0c\n\x04term\x18\x03 \x01(\x04\x12\x14\n\x0c\x63ommit_index\x18\x04 \x01(\x04\x12\"\n\x07members\x18\x05 \x03(\x0b\x32\x11.warden.v1.Member\x12!\n\x06timing\x18\x06 \x01(\x0b\x32\x11.warden.v1.Timing\x12\x0f\n\x07node_id\x18\x07 \x01(\x04\x12\x16\n\x0elast_log_index\x18\x08 \x01(\x04\x12\x10\n\x08insecure\x18\t \x01(\x08\x12\x17\n\x0f\x65lection_prefix\x18\n \x01(\t\x12\x1e\n\x16max_requests_in_flight\x18\x0b \x01(\x04\":\n\x0fValidateRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x15\n\rfencing_token\x18\x02 \x01(\x04\"\x8b\x01\n\x10ValidateResponse\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x15\n\rfencing_token\x18\x02 \x01(\x04\x12$\n\x05state\x18\x03 \x01(\x0e\x32\x15.warden.v1.TokenState\x12\x14\n\x0cholder_token\x18\x04 \x01(\x04\x12\x12\n\nread_index\x18\x05 \x01(\x04\"P\n\x12LeaseRevokeRequest\x12(\n\x06header\x18\x01 \x01(\x0b\x32\x18.warden.v1.RequestHeader\x12\x10\n\x08lease_id\x18\x02 \x01(\x04\"8\n\x13LeaseRevokeResponse\x12\x10\n\x08lease_id\x18\x01 \x01(\x04\x12\x0f\n\x07revoked\x18\x02 \x01(\x08\"[\n\x0fProclaimRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x10\n\x08lease_id\x18\x02 \x01(\x04\x12\x15\n\rfencing_token\x18\x03 \x01(\x04\x12\r\n\x05value\x18\x04 \x01(\t\"6\n\x10ProclaimResponse\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x10\n\x08lease_id\x18\x02 \x01(\x04*T\n\x08LockMode\x12\x19\n\x15LOCK_MODE_UNSPECIFIED\x10\x00\x12\x14\n\x10LOCK_MODE_SHARED\x10\x01\x12\x17\n\x13LOCK_MODE_EXCLUSIVE\x10\x02*r\n\nTokenState\x12\x1b\n\x17TOKEN_STATE_UNSPECIFIED\x10\x00\x12\x17\n\x13TOKEN_STATE_CURRENT\x10\x01\x12\x15\n\x11TOKEN_STATE_STALE\x10\x02\x12\x17\n\x13TOKEN_STATE_UNKNOWN\x10\x03\x32\xbc\x05\n\x04Lock\x12\x42\n\x07\x41\x63quire\x12\x19.warden.v1.AcquireRequest\x1a\x1a.warden.v1.AcquireResponse0\x01\x12:\n\x05Renew\x12\x17.warden.v1.RenewRequest\x1a\x18.warden.v1.RenewResponse\x12@\n\x07Release\x12\x19.warden.v1.ReleaseRequest\x1a\x1a.warden.v1.ReleaseResponse\x12=\n\x06Status\x12\x18.warden.v1.StatusRequest\x1a\x19.warden.v1.StatusResponse\x12R\n\rClusterStatus\x12\x1f.warden.v1.ClusterStatusRequest\x1a .warden.v1.ClusterStatusResponse\x12\x43\n\x08Validate\x12\x1a.warden.v1.ValidateRequest\x1a\x1b.warden.v1.ValidateResponse\x12L\n\x0bLeaseRevoke\x12\x1d.warden.v1.LeaseRevokeRequest\x1a\x1e.warden.v1.LeaseRevokeResponse\x12\x43\n\x08Proclaim\x12\x1a.warden.v1.ProclaimRequest\x1a\x1b.warden.v1.ProclaimResponse\x12<\n\x05\x43\x61lls\x12\x16.warden.v1.CallRequest\x1a\x17.warden.v1.CallResponse(\x01\x30\x01\x12I\n\nCancelWait\x12\x1c.warden.v1.CancelWaitRequest\x1a\x1d.warden.v1.CancelWaitResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'warden_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_TOKENSTATE']._serialized_start=3287
-  _globals['_TOKENSTATE']._serialized_end=3401
+  _globals['_LOCKMODE']._serialized_start=3530
+  _globals['_LOCKMODE']._serialized_end=3614
+  _globals['_TOKENSTATE']._serialized_start=3616
+  _globals['_TOKENSTATE']._serialized_end=3730
   _globals['_CANCELWAITREQUEST']._serialized_start=27
   _globals['_CANCELWAITREQUEST']._serialized_end=134
   _globals['_CANCELWAITRESPONSE']._serialized_start=136
@@ -47,49 +49,49 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_REQUESTHEADER']._serialized_start=621
   _globals['_REQUESTHEADER']._serialized_end=701
   _globals['_ACQUIREREQUEST']._serialized_start=704
-  _globals['_ACQUIREREQUEST']._serialized_end=862
-  _globals['_ACQUIRERESPONSE']._serialized_start=865
-  _globals['_ACQUIRERESPONSE']._serialized_end=1013
-  _globals['_QUEUED']._serialized_start=1015
-  _globals['_QUEUED']._serialized_end=1133
-  _globals['_GRANTED']._serialized_start=1135
-  _globals['_GRANTED']._serialized_end=1238
-  _globals['_NOTGRANTED']._serialized_start=1240
-  _globals['_NOTGRANTED']._serialized_end=1344
-  _globals['_RENEWREQUEST']._serialized_start=1346
-  _globals['_RENEWREQUEST']._serialized_end=1415
-  _globals['_RENEWRESPONSE']._serialized_start=1417
-  _globals['_RENEWRESPONSE']._serialized_end=1484
-  _globals['_RELEASEREQUEST']._serialized_start=1486
-  _globals['_RELEASEREQUEST']._serialized_end=1603
-  _globals['_RELEASERESPONSE']._serialized_start=1605
-  _globals['_RELEASERESPONSE']._serialized_end=1676
-  _globals['_STATUSREQUEST']._serialized_start=1678
-  _globals['_STATUSREQUEST']._serialized_end=1711
-  _globals['_HOLDER']._serialized_start=1713
-  _globals['_HOLDER']._serialized_end=1819
-  _globals['_STATUSRESPONSE']._serialized_start=1822
-  _globals['_STATUSRESPONSE']._serialized_end=1961
-  _globals['_CLUSTERSTATUSREQUEST']._serialized_start=1963
-  _globals['_CLUSTERSTATUSREQUEST']._serialized_end=1985
-  _globals['_MEMBER']._serialized_start=1988
-  _globals['_MEMBER']._serialized_end=2180
-  _globals['_TIMING']._serialized_start=2183
-  _globals['_TIMING']._serialized_end=2506
-  _globals['_CLUSTERSTATUSRESPONSE']._serialized_start=2509
-  _globals['_CLUSTERSTATUSRESPONSE']._serialized_end=2794
-  _globals['_VALIDATEREQUEST']._serialized_start=2796
-  _globals['_VALIDATEREQUEST']._serialized_end=2854
-  _globals['_VALIDATERESPONSE']._serialized_start=2857
-  _globals['_VALIDATERESPONSE']._serialized_end=2996
-  _globals['_LEASEREVOKEREQUEST']._serialized_start=2998
-  _globals['_LEASEREVOKEREQUEST']._serialized_end=3078
-  _globals['_LEASEREVOKERESPONSE']._serialized_start=3080
-  _globals['_LEASEREVOKERESPONSE']._serialized_end=3136
-  _globals['_PROCLAIMREQUEST']._serialized_start=3138
-  _globals['_PROCLAIMREQUEST']._serialized_end=3229
-  _globals['_PROCLAIMRESPONSE']._serialized_start=3231
-  _globals['_PROCLAIMRESPONSE']._serialized_end=3285
-  _globals['_LOCK']._serialized_start=3404
-  _globals['_LOCK']._serialized_end=4104
+  _globals['_ACQUIREREQUEST']._serialized_end=912
+  _globals['_ACQUIRERESPONSE']._serialized_start=915
+  _globals['_ACQUIRERESPONSE']._serialized_end=1063
+  _globals['_QUEUED']._serialized_start=1065
+  _globals['_QUEUED']._serialized_end=1183
+  _globals['_GRANTED']._serialized_start=1186
+  _globals['_GRANTED']._serialized_end=1352
+  _globals['_NOTGRANTED']._serialized_start=1354
+  _globals['_NOTGRANTED']._serialized_end=1458
+  _globals['_RENEWREQUEST']._serialized_start=1460
+  _globals['_RENEWREQUEST']._serialized_end=1529
+  _globals['_RENEWRESPONSE']._serialized_start=1531
+  _globals['_RENEWRESPONSE']._serialized_end=1598
+  _globals['_RELEASEREQUEST']._serialized_start=1600
+  _globals['_RELEASEREQUEST']._serialized_end=1717
+  _globals['_RELEASERESPONSE']._serialized_start=1719
+  _globals['_RELEASERESPONSE']._serialized_end=1790
+  _globals['_STATUSREQUEST']._serialized_start=1792
+  _globals['_STATUSREQUEST']._serialized_end=1825
+  _globals['_HOLDER']._serialized_start=1828
+  _globals['_HOLDER']._serialized_end=1997
+  _globals['_STATUSRESPONSE']._serialized_start=2000
+  _globals['_STATUSRESPONSE']._serialized_end=2204
+  _globals['_CLUSTERSTATUSREQUEST']._serialized_start=2206
+  _globals['_CLUSTERSTATUSREQUEST']._serialized_end=2228
+  _globals['_MEMBER']._serialized_start=2231
+  _globals['_MEMBER']._serialized_end=2423
+  _globals['_TIMING']._serialized_start=2426
+  _globals['_TIMING']._serialized_end=2749
+  _globals['_CLUSTERSTATUSRESPONSE']._serialized_start=2752
+  _globals['_CLUSTERSTATUSRESPONSE']._serialized_end=3037
+  _globals['_VALIDATEREQUEST']._serialized_start=3039
+  _globals['_VALIDATEREQUEST']._serialized_end=3097
+  _globals['_VALIDATERESPONSE']._serialized_start=3100
+  _globals['_VALIDATERESPONSE']._serialized_end=3239
+  _globals['_LEASEREVOKEREQUEST']._serialized_start=3241
+  _globals['_LEASEREVOKEREQUEST']._serialized_end=3321
+  _globals['_LEASEREVOKERESPONSE']._serialized_start=3323
+  _globals['_LEASEREVOKERESPONSE']._serialized_end=3379
+  _globals['_PROCLAIMREQUEST']._serialized_start=3381
+  _globals['_PROCLAIMREQUEST']._serialized_end=3472
+  _globals['_PROCLAIMRESPONSE']._serialized_start=3474
+  _globals['_PROCLAIMRESPONSE']._serialized_end=3528
+  _globals['_LOCK']._serialized_start=3733
+  _globals['_LOCK']._serialized_end=4433
 # @@protoc_insertion_point(module_scope)

@@ -30,6 +30,30 @@ else:
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class _LockMode:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _LockModeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_LockMode.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    LOCK_MODE_UNSPECIFIED: _LockMode.ValueType  # 0
+    """A mutex (exclusive), or a semaphore permit when `limit` > 0."""
+    LOCK_MODE_SHARED: _LockMode.ValueType  # 1
+    """A read-write lock's reader: beside other readers, never beside a writer."""
+    LOCK_MODE_EXCLUSIVE: _LockMode.ValueType  # 2
+    """A read-write lock's writer: alone."""
+
+class LockMode(_LockMode, metaclass=_LockModeEnumTypeWrapper):
+    """How a grant holds its resource."""
+
+LOCK_MODE_UNSPECIFIED: LockMode.ValueType  # 0
+"""A mutex (exclusive), or a semaphore permit when `limit` > 0."""
+LOCK_MODE_SHARED: LockMode.ValueType  # 1
+"""A read-write lock's reader: beside other readers, never beside a writer."""
+LOCK_MODE_EXCLUSIVE: LockMode.ValueType  # 2
+"""A read-write lock's writer: alone."""
+Global___LockMode: _TypeAlias = LockMode  # noqa: Y015
+
 class _TokenState:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -290,6 +314,8 @@ class AcquireRequest(_message.Message):
     LEASE_ID_FIELD_NUMBER: _builtins.int
     WAIT_TIMEOUT_MS_FIELD_NUMBER: _builtins.int
     LOCK_DELAY_MS_FIELD_NUMBER: _builtins.int
+    MODE_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
     resource: _builtins.str
     """1..=512 bytes of UTF-8, no NUL or control characters."""
     ttl_ms: _builtins.int
@@ -304,6 +330,20 @@ class AcquireRequest(_message.Message):
     """Lock-delay after an involuntary loss of this grant (expiry, forced
     release); 0 = none. At most 60 s.
     """
+    mode: Global___LockMode.ValueType
+    """The lock's kind and the grant's mode (docs/semantics.md "Lock kinds").
+    LOCK_MODE_UNSPECIFIED with limit 0: a mutex (what every older client
+    sends). SHARED or EXCLUSIVE: a reader or a writer of a read-write lock.
+    A resource keeps one kind while it has holders, waiters or a
+    lock-delay; another kind is refused with FAILED_PRECONDITION (field
+    "kind") naming the current one. Needs the `lock` permission on the
+    resource, as a mutex acquire does.
+    """
+    limit: _builtins.int
+    """> 0: take one permit of a semaphore of this many permits (1..=10000,
+    mode left unspecified). Another limit than the resource's current one
+    is refused with FAILED_PRECONDITION (field "limit").
+    """
     @_builtins.property
     def header(self) -> Global___RequestHeader: ...
     def __init__(
@@ -315,10 +355,12 @@ class AcquireRequest(_message.Message):
         lease_id: _builtins.int = ...,
         wait_timeout_ms: _builtins.int = ...,
         lock_delay_ms: _builtins.int = ...,
+        mode: Global___LockMode.ValueType = ...,
+        limit: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["header", b"header"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["header", b"header", "lease_id", b"lease_id", "lock_delay_ms", b"lock_delay_ms", "resource", b"resource", "ttl_ms", b"ttl_ms", "wait_timeout_ms", b"wait_timeout_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["header", b"header", "lease_id", b"lease_id", "limit", b"limit", "lock_delay_ms", b"lock_delay_ms", "mode", b"mode", "resource", b"resource", "ttl_ms", b"ttl_ms", "wait_timeout_ms", b"wait_timeout_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -406,6 +448,8 @@ class Granted(_message.Message):
     FENCING_TOKEN_FIELD_NUMBER: _builtins.int
     TTL_MS_FIELD_NUMBER: _builtins.int
     LOG_INDEX_FIELD_NUMBER: _builtins.int
+    SLOT_FIELD_NUMBER: _builtins.int
+    MODE_FIELD_NUMBER: _builtins.int
     resource: _builtins.str
     lease_id: _builtins.int
     fencing_token: _builtins.int
@@ -413,6 +457,13 @@ class Granted(_message.Message):
     """The TTL of the lease, as granted."""
     log_index: _builtins.int
     """Log index of the entry that made the grant."""
+    slot: _builtins.int
+    """A semaphore permit's slot in 0..limit: the resource-side fence checks a
+    permit's token per (resource, slot) (docs/fencing.md). Absent for every
+    other grant.
+    """
+    mode: Global___LockMode.ValueType
+    """The mode asked for (UNSPECIFIED for a mutex or a permit)."""
     def __init__(
         self,
         *,
@@ -421,12 +472,16 @@ class Granted(_message.Message):
         fencing_token: _builtins.int = ...,
         ttl_ms: _builtins.int = ...,
         log_index: _builtins.int = ...,
+        slot: _builtins.int | None = ...,
+        mode: Global___LockMode.ValueType = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_slot", b"_slot", "slot", b"slot"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["fencing_token", b"fencing_token", "lease_id", b"lease_id", "log_index", b"log_index", "resource", b"resource", "ttl_ms", b"ttl_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_slot", b"_slot", "fencing_token", b"fencing_token", "lease_id", b"lease_id", "log_index", b"log_index", "mode", b"mode", "resource", b"resource", "slot", b"slot", "ttl_ms", b"ttl_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__slot: _TypeAlias = _typing.Literal["slot"]  # noqa: Y015
+    _WhichOneofArgType__slot: _TypeAlias = _typing.Literal["_slot", b"_slot"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__slot) -> _WhichOneofReturnType__slot | None: ...
 
 Global___Granted: _TypeAlias = Granted  # noqa: Y015
 
@@ -604,6 +659,8 @@ class Holder(_message.Message):
     TTL_REMAINING_MS_FIELD_NUMBER: _builtins.int
     TTL_MS_FIELD_NUMBER: _builtins.int
     VALUE_FIELD_NUMBER: _builtins.int
+    MODE_FIELD_NUMBER: _builtins.int
+    SLOT_FIELD_NUMBER: _builtins.int
     lease_id: _builtins.int
     fencing_token: _builtins.int
     ttl_remaining_ms: _builtins.int
@@ -613,6 +670,12 @@ class Holder(_message.Message):
     """The value the holding lease published on this resource (Proclaim), "" if
     none.
     """
+    mode: Global___LockMode.ValueType
+    """SHARED for a reader, EXCLUSIVE for a writer, UNSPECIFIED for a mutex's
+    holder or a permit.
+    """
+    slot: _builtins.int
+    """A permit's slot."""
     def __init__(
         self,
         *,
@@ -621,12 +684,16 @@ class Holder(_message.Message):
         ttl_remaining_ms: _builtins.int = ...,
         ttl_ms: _builtins.int = ...,
         value: _builtins.str = ...,
+        mode: Global___LockMode.ValueType = ...,
+        slot: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_slot", b"_slot", "slot", b"slot"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["fencing_token", b"fencing_token", "lease_id", b"lease_id", "ttl_ms", b"ttl_ms", "ttl_remaining_ms", b"ttl_remaining_ms", "value", b"value"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_slot", b"_slot", "fencing_token", b"fencing_token", "lease_id", b"lease_id", "mode", b"mode", "slot", b"slot", "ttl_ms", b"ttl_ms", "ttl_remaining_ms", b"ttl_remaining_ms", "value", b"value"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__slot: _TypeAlias = _typing.Literal["slot"]  # noqa: Y015
+    _WhichOneofArgType__slot: _TypeAlias = _typing.Literal["_slot", b"_slot"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__slot) -> _WhichOneofReturnType__slot | None: ...
 
 Global___Holder: _TypeAlias = Holder  # noqa: Y015
 
@@ -639,6 +706,9 @@ class StatusResponse(_message.Message):
     WAITERS_FIELD_NUMBER: _builtins.int
     READ_INDEX_FIELD_NUMBER: _builtins.int
     LOCK_DELAY_REMAINING_MS_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    HOLDERS_FIELD_NUMBER: _builtins.int
     resource: _builtins.str
     waiters: _builtins.int
     """Waiters queued on this resource."""
@@ -650,9 +720,22 @@ class StatusResponse(_message.Message):
     0 = no lock-delay. On the serving leader's deadline table, as
     `Holder.ttl_remaining_ms` (display only, rounded up).
     """
+    kind: _builtins.str
+    """"mutex", "read_write" or "semaphore" while anything is on the resource;
+    "" when it is free. An older client reads only `holder`, which is absent
+    for a resource held by readers or permits; `kind` tells why.
+    """
+    limit: _builtins.int
+    """A semaphore's number of permits; 0 for the other kinds."""
     @_builtins.property
     def holder(self) -> Global___Holder:
         """Absent when the resource is free."""
+
+    @_builtins.property
+    def holders(self) -> _containers.RepeatedCompositeFieldContainer[Global___Holder]:
+        """Every holder: the exclusive one (also in `holder`), or every reader or
+        permit, by lease id.
+        """
 
     def __init__(
         self,
@@ -662,10 +745,13 @@ class StatusResponse(_message.Message):
         waiters: _builtins.int = ...,
         read_index: _builtins.int = ...,
         lock_delay_remaining_ms: _builtins.int = ...,
+        kind: _builtins.str = ...,
+        limit: _builtins.int = ...,
+        holders: _abc.Iterable[Global___Holder] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["holder", b"holder"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["holder", b"holder", "lock_delay_remaining_ms", b"lock_delay_remaining_ms", "read_index", b"read_index", "resource", b"resource", "waiters", b"waiters"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["holder", b"holder", "holders", b"holders", "kind", b"kind", "limit", b"limit", "lock_delay_remaining_ms", b"lock_delay_remaining_ms", "read_index", b"read_index", "resource", b"resource", "waiters", b"waiters"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
