@@ -1,19 +1,27 @@
 //! Plain-HTTP glue (axum 0.8).
 //!
-//! - [`FencingHeaders`] is an extractor: a handler that takes it gets 400
-//!   (JSON `{"error": ..., "header": ...}`) when a header is missing or
-//!   malformed.
+//! - [`ClaimHeaders`] and [`FencingHeaders`] are extractors: a handler that
+//!   takes one gets 400 (JSON `{"error": ..., "header": ...}`) when a header
+//!   is missing or malformed. [`ClaimHeaders`] reads `warden-slot` and
+//!   `warden-lock-mode` too, giving the [`crate::Claim`] to check by its
+//!   kind's rule; [`FencingHeaders`] is a plain token (the mutex rule) and
+//!   refuses, with 400 naming the header, a request whose slot or mode asks
+//!   for another rule, so a handler written before permits and shared grants
+//!   existed never fences them by the wrong rule.
 //! - [`FenceError`] is a response: `Stale` is 409 Conflict with
-//!   `{"error":"stale token","resource":R,"presented":T,"highest":H}`.
+//!   `{"error":"stale token","resource":R,"presented":T,"highest":H}`;
+//!   `StaleAt` adds the bound that refused it, `"bound":"slot","slot":N` or
+//!   `"bound":"exclusive"`.
 //! - [`enforce`] is a middleware (`axum::middleware::from_fn_with_state`)
-//!   that fences every request it wraps, for a service you own whose
-//!   handlers you do not want to change. It serialises requests per resource
+//!   that fences every request it wraps by the rule its headers ask for, for
+//!   a service you own whose handlers you do not want to change. It
+//!   serialises requests per resource (readers' and every slot's included)
 //!   and holds that resource's turn until the handler returns, so a stale
 //!   request can never be checked before and write after a newer one: the
 //!   wrapped handler must finish its write before it returns. When the write
 //!   lives in a database, prefer recording the token in the write's own
-//!   transaction ([`crate::RedbStore::check_and_write`], or the SQL recipe in
-//!   `docs/fencing.md`).
+//!   transaction ([`crate::RedbStore::check_claim_and_write`], or the SQL
+//!   recipes in `docs/fencing.md`).
 //! - [`client`]: a minimal HTTP/1.1 client for demos and tests.
 
 use std::collections::HashMap;
@@ -25,8 +33,9 @@ use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::fence::{Fence, FenceError, FenceStore};
-use crate::wire::{from_http, FencingHeaders, HeaderError};
+use crate::fence::{Bound, Fence, FenceError, FenceStore, Kind};
+use crate::wire::{from_http_claim, ClaimHeaders, FencingHeaders, HeaderError};
+use crate::wire::{MODE_HEADER, SLOT_HEADER};
 
 /// A JSON response.
 pub fn json(status: StatusCode, body: serde_json::Value) -> Response {
@@ -66,6 +75,27 @@ impl IntoResponse for FenceError {
                     "highest": highest,
                 }),
             ),
+            FenceError::StaleAt {
+                resource,
+                bound,
+                presented,
+                highest,
+            } => {
+                let mut body = serde_json::json!({
+                    "error": "stale token",
+                    "resource": resource,
+                    "presented": presented,
+                    "highest": highest,
+                });
+                match bound {
+                    Bound::Slot(slot) => {
+                        body["bound"] = "slot".into();
+                        body["slot"] = slot.into();
+                    }
+                    Bound::Exclusive => body["bound"] = "exclusive".into(),
+                }
+                json(StatusCode::CONFLICT, body)
+            }
             FenceError::Invalid(message) => json(
                 StatusCode::BAD_REQUEST,
                 serde_json::json!({ "error": message }),
@@ -78,11 +108,36 @@ impl IntoResponse for FenceError {
     }
 }
 
+impl<S: Send + Sync> FromRequestParts<S> for ClaimHeaders {
+    type Rejection = HeaderError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        from_http_claim(&parts.headers)
+    }
+}
+
+/// A plain token: 400 naming `warden-slot` or `warden-lock-mode` when the
+/// request asks for the permit or the shared rule (take [`ClaimHeaders`]
+/// to serve those).
 impl<S: Send + Sync> FromRequestParts<S> for FencingHeaders {
     type Rejection = HeaderError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        from_http(&parts.headers)
+        let ClaimHeaders { resource, claim } = from_http_claim(&parts.headers)?;
+        let header = match claim.kind {
+            Kind::Exclusive => {
+                return Ok(FencingHeaders {
+                    resource,
+                    token: claim.token,
+                })
+            }
+            Kind::Shared => MODE_HEADER,
+            Kind::Permit { .. } => SLOT_HEADER,
+        };
+        Err(HeaderError::Malformed {
+            header,
+            reason: "this endpoint fences plain (exclusive) tokens only".into(),
+        })
     }
 }
 
@@ -139,8 +194,9 @@ impl<S: FenceStore + 'static> Enforcer<S> {
     }
 }
 
-/// Middleware: 400 without valid fencing headers, 409 for a stale token,
-/// otherwise records the token and runs the wrapped handler while holding the
+/// Middleware: 400 without valid fencing headers, 409 for a stale token
+/// (by the rule of the request's slot or mode: [`ClaimHeaders`]), otherwise
+/// records the token and runs the wrapped handler while holding the
 /// resource's turn.
 ///
 /// ```no_run
@@ -158,7 +214,7 @@ pub async fn enforce<S: FenceStore + 'static>(
     request: Request,
     next: Next,
 ) -> Response {
-    let headers = match from_http(request.headers()) {
+    let headers = match from_http_claim(request.headers()) {
         Ok(h) => h,
         Err(e) => return e.into_response(),
     };
@@ -172,7 +228,8 @@ pub async fn enforce<S: FenceStore + 'static>(
             let enforcer = enforcer.clone();
             let resource = headers.resource.clone();
             // The store may fsync: keep it off the async workers.
-            tokio::task::spawn_blocking(move || enforcer.fence().check(&resource, headers.token))
+            let claim = headers.claim;
+            tokio::task::spawn_blocking(move || enforcer.fence().check_claim(&resource, claim))
                 .await
                 .unwrap_or_else(|e| Err(FenceError::Store(format!("check task failed: {e}"))))
         };
@@ -193,7 +250,8 @@ pub mod client {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpStream;
 
-    use crate::wire::{RESOURCE_HEADER, TOKEN_HEADER};
+    use crate::fence::{Claim, Kind};
+    use crate::wire::{MODE_HEADER, RESOURCE_HEADER, SLOT_HEADER, TOKEN_HEADER};
 
     /// A reply: status code and body.
     #[derive(Clone, Debug, PartialEq, Eq)]
@@ -287,15 +345,40 @@ pub mod client {
         token: u64,
         value: &[u8],
     ) -> std::io::Result<Reply> {
+        put_claim(addr, key, resource, Claim::exclusive(token), value).await
+    }
+
+    /// The fencing headers of `claim` on `resource`: the two plain ones,
+    /// and `warden-slot` for a permit or `warden-lock-mode: shared` for a
+    /// shared grant.
+    pub fn claim_headers(resource: &str, claim: Claim) -> Vec<(&'static str, String)> {
+        let mut headers = vec![
+            (RESOURCE_HEADER, resource.to_string()),
+            (TOKEN_HEADER, claim.token.to_string()),
+        ];
+        match claim.kind {
+            Kind::Exclusive => {}
+            Kind::Shared => headers.push((MODE_HEADER, "shared".into())),
+            Kind::Permit { slot } => headers.push((SLOT_HEADER, slot.to_string())),
+        }
+        headers
+    }
+
+    /// `PUT /kv/{key}` with the fencing headers of `claim` and `value` as
+    /// the body.
+    pub async fn put_claim(
+        addr: &str,
+        key: &str,
+        resource: &str,
+        claim: Claim,
+        value: &[u8],
+    ) -> std::io::Result<Reply> {
         check_key(key)?;
         request(
             addr,
             "PUT",
             &format!("/kv/{key}"),
-            &[
-                (RESOURCE_HEADER, resource.to_string()),
-                (TOKEN_HEADER, token.to_string()),
-            ],
+            &claim_headers(resource, claim),
             value,
             Duration::from_secs(5),
         )

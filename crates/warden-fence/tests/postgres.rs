@@ -1,6 +1,8 @@
-//! The SQL recipe of `docs/fencing.md` against a real PostgreSQL ("The
+//! The SQL recipes of `docs/fencing.md` against a real PostgreSQL ("The
 //! fencing story" in docs/semantics.md: the resource keeps the highest token it
-//! accepted, in the same transaction as the write, and rejects a lower one).
+//! accepted, in the same transaction as the write, and rejects a lower one;
+//! per slot for a semaphore's permits, and in two columns for a read-write
+//! lock, `docs/fencing.md` "Semaphore permits and read-write locks").
 //!
 //! The test starts its own throw-away server: `initdb` into a temp dir (as the
 //! `postgres` user when run as root, since PostgreSQL refuses to run as
@@ -24,6 +26,54 @@ WITH c AS (
 ) SELECT count(*) AS n FROM c;
 UPDATE accounts SET balance = :balance, written_by = :token
 WHERE id = 1 AND (SELECT n FROM claim) = 1;
+SELECT n FROM claim;
+COMMIT;
+"#;
+
+/// The permit recipe: claim the (resource, slot) row, and record the write
+/// only if the claim matched.
+const PERMIT_WRITE: &str = r#"
+BEGIN;
+CREATE TEMP TABLE claim ON COMMIT DROP AS
+WITH c AS (
+  INSERT INTO fence_slot (resource, slot, token) VALUES (:'resource', :slot, :token)
+  ON CONFLICT (resource, slot) DO UPDATE SET token = EXCLUDED.token
+  WHERE fence_slot.token <= EXCLUDED.token
+  RETURNING 1
+) SELECT count(*) AS n FROM c;
+INSERT INTO writes (token) SELECT :token WHERE (SELECT n FROM claim) = 1;
+SELECT n FROM claim;
+COMMIT;
+"#;
+
+/// The read-write recipe's exclusive statement.
+const EXCLUSIVE_WRITE: &str = r#"
+BEGIN;
+CREATE TEMP TABLE claim ON COMMIT DROP AS
+WITH c AS (
+  INSERT INTO fence_rw (resource, highest, highest_exclusive) VALUES (:'resource', :token, :token)
+  ON CONFLICT (resource) DO UPDATE
+  SET highest = EXCLUDED.highest, highest_exclusive = EXCLUDED.highest
+  WHERE fence_rw.highest <= EXCLUDED.highest
+  RETURNING 1
+) SELECT count(*) AS n FROM c;
+INSERT INTO writes (token) SELECT :token WHERE (SELECT n FROM claim) = 1;
+SELECT n FROM claim;
+COMMIT;
+"#;
+
+/// The read-write recipe's shared statement.
+const SHARED_WRITE: &str = r#"
+BEGIN;
+CREATE TEMP TABLE claim ON COMMIT DROP AS
+WITH c AS (
+  INSERT INTO fence_rw (resource, highest) VALUES (:'resource', :token)
+  ON CONFLICT (resource) DO UPDATE
+  SET highest = GREATEST(fence_rw.highest, EXCLUDED.highest)
+  WHERE fence_rw.highest_exclusive <= EXCLUDED.highest
+  RETURNING 1
+) SELECT count(*) AS n FROM c;
+INSERT INTO writes (token) SELECT :token WHERE (SELECT n FROM claim) = 1;
 SELECT n FROM claim;
 COMMIT;
 "#;
@@ -70,6 +120,8 @@ struct Server {
     bin: PathBuf,
     data: PathBuf,
     tmp: tempfile::TempDir,
+    /// How many scripts have been written (each gets a file of its own).
+    scripts: std::cell::Cell<u32>,
 }
 
 impl Server {
@@ -108,45 +160,81 @@ impl Server {
 
     /// One fenced write; true when it was accepted.
     fn fenced_write(&self, token: u64, balance: i64) -> bool {
+        self.script(
+            FENCED_WRITE,
+            &[
+                ("resource", "ledger".into()),
+                ("token", token.to_string()),
+                ("balance", balance.to_string()),
+            ],
+        ) == "1"
+    }
+
+    /// Runs `sql` as a script with psql variables `vars`; its output.
+    fn script(&self, sql: &str, vars: &[(&str, String)]) -> String {
         // psql -c runs one string as one multi-statement request; variables
         // need the script form, so feed it through -f on a temp file.
-        let script = self.tmp.path().join(format!("write-{token}-{balance}.sql"));
-        std::fs::write(&script, FENCED_WRITE).expect("script");
+        let script = self
+            .tmp
+            .path()
+            .join(format!("script-{}.sql", self.scripts.get()));
+        self.scripts.set(self.scripts.get() + 1);
+        std::fs::write(&script, sql).expect("script");
         make_readable(&script);
-        let out = pg(
-            &self.bin,
-            "psql",
-            &[
-                "-h",
-                &self.data.display().to_string(),
-                "-p",
-                "5499",
-                "-d",
-                "postgres",
-                "-U",
-                "postgres",
-                "-X",
-                "-q",
-                "-t",
-                "-A",
-                "-v",
-                "ON_ERROR_STOP=1",
-                "-v",
-                "resource=ledger",
-                "-v",
-                &format!("token={token}"),
-                "-v",
-                &format!("balance={balance}"),
-                "-f",
-                &script.display().to_string(),
-            ],
-        );
+        let data = self.data.display().to_string();
+        let path = script.display().to_string();
+        let mut args = vec![
+            "-h",
+            &data,
+            "-p",
+            "5499",
+            "-d",
+            "postgres",
+            "-U",
+            "postgres",
+            "-X",
+            "-q",
+            "-t",
+            "-A",
+            "-v",
+            "ON_ERROR_STOP=1",
+        ];
+        let vars: Vec<String> = vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        for v in &vars {
+            args.extend(["-v", v.as_str()]);
+        }
+        args.extend(["-f", path.as_str()]);
+        let out = pg(&self.bin, "psql", &args);
         assert!(
             out.status.success(),
             "psql failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        String::from_utf8_lossy(&out.stdout).trim() == "1"
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// One write by the permit recipe; true when it was accepted.
+    fn permit_write(&self, slot: u32, token: u64) -> bool {
+        let vars = [
+            ("resource", "pool".to_string()),
+            ("slot", slot.to_string()),
+            ("token", token.to_string()),
+        ];
+        self.script(PERMIT_WRITE, &vars) == "1"
+    }
+
+    /// One write by the read-write recipe; true when it was accepted.
+    fn rw_write(&self, shared: bool, token: u64) -> bool {
+        let vars = [
+            ("resource", "doc".to_string()),
+            ("token", token.to_string()),
+        ];
+        let sql = if shared {
+            SHARED_WRITE
+        } else {
+            EXCLUSIVE_WRITE
+        };
+        self.script(sql, &vars) == "1"
     }
 }
 
@@ -219,7 +307,12 @@ fn start() -> Option<Server> {
         String::from_utf8_lossy(&run.stderr),
         std::fs::read_to_string(&log).unwrap_or_default()
     );
-    Some(Server { bin, data, tmp })
+    Some(Server {
+        bin,
+        data,
+        tmp,
+        scripts: std::cell::Cell::new(0),
+    })
 }
 
 /// "The fencing story" on PostgreSQL: a write with token 7 is accepted, the
@@ -266,5 +359,74 @@ fn sql_recipe_rejects_a_stale_token_on_postgres() {
             &[]
         ),
         "200,9"
+    );
+}
+
+/// docs/fencing.md "Semaphore permits and read-write locks" on PostgreSQL.
+/// Permits: ten holders in ten slots never fence each other, a stale slot-3
+/// holder is refused after a newer slot-3 token. Read-write: readers never
+/// fence each other, a stale writer is refused after a later reader, a
+/// reader after a newer writer. A refused write writes nothing.
+#[test]
+fn sql_recipes_for_permits_and_read_write_on_postgres() {
+    let Some(server) = start() else { return };
+    server.psql(
+        "CREATE TABLE fence_slot (resource text NOT NULL, slot bigint NOT NULL,
+                                  token bigint NOT NULL, PRIMARY KEY (resource, slot));
+         CREATE TABLE fence_rw (resource text PRIMARY KEY, highest bigint NOT NULL,
+                                highest_exclusive bigint NOT NULL DEFAULT 0);
+         CREATE TABLE writes (id serial PRIMARY KEY, token bigint NOT NULL);",
+        &[],
+    );
+    for slot in (0..10u32).rev() {
+        assert!(
+            server.permit_write(slot, 11 + u64::from(slot)),
+            "slot {slot}"
+        );
+    }
+    for slot in 0..10u32 {
+        assert!(
+            server.permit_write(slot, 11 + u64::from(slot)),
+            "slot {slot} again"
+        );
+    }
+    assert!(server.permit_write(3, 30), "a newer holder of slot 3");
+    assert!(!server.permit_write(3, 14), "the stale holder of slot 3");
+    assert!(
+        server.permit_write(4, 15),
+        "slot 4's holder is not fenced by slot 3's"
+    );
+    assert_eq!(
+        server.psql(
+            "SELECT token FROM fence_slot WHERE resource = 'pool' AND slot = 3",
+            &[]
+        ),
+        "30"
+    );
+
+    server.psql("TRUNCATE writes", &[]);
+    assert!(server.rw_write(false, 40), "writer 40");
+    for reader in [49, 46, 47, 49] {
+        assert!(server.rw_write(true, reader), "reader {reader}");
+    }
+    assert!(
+        !server.rw_write(false, 40),
+        "the stale writer after a later reader"
+    );
+    assert!(server.rw_write(false, 50), "a newer writer");
+    assert!(!server.rw_write(true, 49), "a reader after a newer writer");
+    assert_eq!(
+        server.psql(
+            "SELECT highest || ',' || highest_exclusive FROM fence_rw WHERE resource = 'doc'",
+            &[]
+        ),
+        "50,50"
+    );
+    assert_eq!(
+        server.psql(
+            "SELECT string_agg(token::text, ',' ORDER BY id) FROM writes",
+            &[]
+        ),
+        "40,49,46,47,49,50"
     );
 }

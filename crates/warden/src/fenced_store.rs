@@ -5,7 +5,12 @@
 //! - `PUT /kv/{key}` with `warden-resource` and `warden-fencing-token`
 //!   headers and the value as the body: 200 when accepted; 409
 //!   `{"error":"stale token","presented":T,"highest":H,...}` when the token is
-//!   lower than the highest accepted for that resource; 409
+//!   lower than the highest accepted for that resource; with `warden-slot`
+//!   (a semaphore permit) or `warden-lock-mode: shared` (a reader) the
+//!   token is checked by that kind's rule instead (docs/fencing.md
+//!   "Semaphore permits and read-write locks": a permit against its slot's
+//!   highest, a reader against the highest exclusive token; the 409 names
+//!   the bound, `"bound":"slot","slot":N` or `"bound":"exclusive"`); 409
 //!   `{"error":"resource mismatch",...}` when the key is bound to another
 //!   resource (a key is bound to the resource of its first accepted write);
 //!   400 when a header is missing or malformed. The highest token, the binding
@@ -33,7 +38,7 @@ use axum::routing::get;
 use axum::Router;
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use warden_fence::http::json;
-use warden_fence::{Accepted, FenceError, FencingHeaders, HeaderError, RedbStore};
+use warden_fence::{Accepted, ClaimHeaders, FenceError, HeaderError, Kind, RedbStore};
 
 use crate::cli::FencedStoreArgs;
 
@@ -134,7 +139,7 @@ fn bad_key(key: &str) -> Option<Response> {
 async fn put_value(
     State(store): State<Arc<RedbStore>>,
     Path(key): Path<String>,
-    headers: Result<FencingHeaders, HeaderError>,
+    headers: Result<ClaimHeaders, HeaderError>,
     body: Bytes,
 ) -> Response {
     if let Some(r) = bad_key(&key) {
@@ -147,11 +152,22 @@ async fn put_value(
             return e.into_response();
         }
     };
-    let FencingHeaders { resource, token } = headers;
+    let ClaimHeaders { resource, claim } = headers;
+    let token = claim.token;
+    // How the log lines and the reply name the grant's kind; a plain token
+    // (the mutex rule) adds nothing, as before.
+    let (kind_log, kind_json) = match claim.kind {
+        Kind::Exclusive => (String::new(), None),
+        Kind::Shared => (
+            " mode=shared".to_string(),
+            Some(("lock_mode", "shared".into())),
+        ),
+        Kind::Permit { slot } => (format!(" slot={slot}"), Some(("slot", slot.into()))),
+    };
     let result = {
         let (store, key, resource) = (store.clone(), key.clone(), resource.clone());
         tokio::task::spawn_blocking(move || {
-            store.check_and_write(&resource, token, |tx, accepted| {
+            store.check_claim_and_write(&resource, claim, |tx, accepted| {
                 let mut bindings = tx.open_table(BINDINGS).map_err(store_err)?;
                 let bound = bindings
                     .get(key.as_str())
@@ -178,28 +194,44 @@ async fn put_value(
     };
     match result {
         Ok(accepted) => {
-            let how = match accepted {
-                Accepted::First => "first token for this resource".to_string(),
-                Accepted::Same => "same grant continuing".to_string(),
-                Accepted::Newer { previous } => format!("newer grant (previous {previous})"),
+            // What the check found, against the bound of the claim's rule.
+            let how = match (claim.kind, accepted) {
+                (Kind::Exclusive, Accepted::First) => "first token for this resource".to_string(),
+                (Kind::Exclusive, Accepted::Same) => "same grant continuing".to_string(),
+                (Kind::Exclusive, Accepted::Newer { previous }) => {
+                    format!("newer grant (previous {previous})")
+                }
+                (Kind::Shared, Accepted::First) => "no exclusive token yet".to_string(),
+                (Kind::Shared, Accepted::Same | Accepted::Newer { .. }) => {
+                    "not below the highest exclusive token".to_string()
+                }
+                (Kind::Permit { slot }, Accepted::First) => format!("first token for slot {slot}"),
+                (Kind::Permit { slot }, Accepted::Same) => {
+                    format!("same grant continuing in slot {slot}")
+                }
+                (Kind::Permit { slot }, Accepted::Newer { previous }) => {
+                    format!("newer grant in slot {slot} (previous {previous})")
+                }
             };
             eprintln!(
-                "fenced-store: accepted PUT {key:?} resource={resource:?} token={token}: {how}"
+                "fenced-store: accepted PUT {key:?} resource={resource:?} token={token}{kind_log}: {how}"
             );
-            json(
-                StatusCode::OK,
-                serde_json::json!({"key": key, "resource": resource, "fencing_token": token}),
-            )
+            let mut body =
+                serde_json::json!({"key": key, "resource": resource, "fencing_token": token});
+            if let Some((name, value)) = kind_json {
+                body[name] = value;
+            }
+            json(StatusCode::OK, body)
         }
         Err(PutError::Fence(e)) => {
             eprintln!(
-                "fenced-store: rejected PUT {key:?} resource={resource:?} token={token}: {e}"
+                "fenced-store: rejected PUT {key:?} resource={resource:?} token={token}{kind_log}: {e}"
             );
             e.into_response()
         }
         Err(PutError::Mismatch { bound }) => {
             eprintln!(
-                "fenced-store: rejected PUT {key:?} resource={resource:?} token={token}: key is bound to resource {bound:?}"
+                "fenced-store: rejected PUT {key:?} resource={resource:?} token={token}{kind_log}: key is bound to resource {bound:?}"
             );
             json(
                 StatusCode::CONFLICT,

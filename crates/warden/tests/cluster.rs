@@ -26,6 +26,8 @@ mod data_dir;
 mod dev;
 #[path = "cases/exec.rs"]
 mod exec;
+#[path = "cases/fenced_store.rs"]
+mod fenced_store;
 #[path = "cases/lease.rs"]
 mod lease;
 #[path = "cases/metrics.rs"]
