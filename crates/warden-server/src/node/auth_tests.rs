@@ -351,7 +351,7 @@ async fn reads_need_read_permission() {
         .resource_status(&alice, "orders/1")
         .await
         .expect("status");
-    assert_eq!(st.holder.map(|h| h.lease_id), Some(lease));
+    assert_eq!(st.holder().map(|h| h.lease_id), Some(lease));
     let check = t
         .node
         .token_check(&alice, "orders/1", token)

@@ -72,8 +72,6 @@ pub struct HolderStatus {
 pub struct ResourceStatus {
     /// The log index the read is linearizable at.
     pub read_index: LogIndex,
-    /// The exclusive holder (a mutex's or a writer), if any.
-    pub holder: Option<HolderStatus>,
     /// Every holder: the exclusive one, or every reader or permit.
     pub holders: Vec<HolderStatus>,
     /// Its kind while anything is on it (docs/semantics.md "Lock kinds").
@@ -148,8 +146,6 @@ pub struct ListedHolder {
 pub struct ListedLock {
     /// Its name (an election's internal key for elections).
     pub resource: String,
-    /// The exclusive holder (a mutex's or a writer), if any.
-    pub holder: Option<ListedHolder>,
     /// Every holder: the exclusive one, or every reader or permit.
     pub holders: Vec<ListedHolder>,
     /// Its kind (docs/semantics.md "Lock kinds").
@@ -159,6 +155,21 @@ pub struct ListedLock {
     /// The lock-delay left on this node's clock, in milliseconds, when the
     /// resource is in its lock-delay (no holder); 0 = none.
     pub lock_delay_remaining_ms: u64,
+}
+
+impl ResourceStatus {
+    /// The exclusive holder (a mutex's, or a writer), if any: the wire's
+    /// `holder`, which an older client reads.
+    pub fn holder(&self) -> Option<&HolderStatus> {
+        self.holders.iter().find(|h| h.mode == Mode::Exclusive)
+    }
+}
+
+impl ListedLock {
+    /// The exclusive holder (a mutex's, or a writer), if any.
+    pub fn holder(&self) -> Option<&ListedHolder> {
+        self.holders.iter().find(|h| h.mode == Mode::Exclusive)
+    }
 }
 
 /// A consistent copy of the table for a backup (`snapshot save`).
@@ -445,7 +456,6 @@ impl Node {
         };
         Ok(ResourceStatus {
             read_index,
-            holder: m.table.holder(resource).as_ref().map(status),
             holders: m.table.holders(resource).iter().map(status).collect(),
             kind: m.table.kind(resource),
             waiters: m.table.waiters(resource).len() as u64,
@@ -558,7 +568,6 @@ impl Node {
                 };
                 ListedLock {
                     resource: name.clone(),
-                    holder: state.holder.as_ref().map(listed),
                     holders: state.holders().map(listed).collect(),
                     kind: state.kind,
                     waiters: state

@@ -124,7 +124,7 @@ impl Admin for AdminService {
             .into_iter()
             .map(|l| {
                 let kind = Some(l.kind);
-                let holder = |h: ListedHolder| pb::ListHolder {
+                let holder = |h: &ListedHolder| pb::ListHolder {
                     lease_id: h.lease_id,
                     fencing_token: h.fencing_token,
                     age_ms: h.age_ms,
@@ -134,9 +134,9 @@ impl Admin for AdminService {
                 };
                 let (kind_name, limit) = convert::kind_name(kind);
                 pb::ListedLock {
+                    holder: l.holder().map(holder),
+                    holders: l.holders.iter().map(holder).collect(),
                     resource: l.resource,
-                    holder: l.holder.map(holder),
-                    holders: l.holders.into_iter().map(holder).collect(),
                     kind: kind_name.to_owned(),
                     limit,
                     waiters: l

@@ -211,20 +211,20 @@ impl Lock for LockService {
         let resource = req.into_inner().resource;
         super::trace::record_resource(&resource);
         let s = node.resource_status(&principal, &resource).await?;
-        let holder = |h: HolderStatus| pb::Holder {
+        let holder = |h: &HolderStatus| pb::Holder {
             lease_id: h.lease_id,
             fencing_token: h.fencing_token,
             ttl_remaining_ms: h.ttl_remaining_ms,
             ttl_ms: h.ttl_ms,
-            value: h.value,
+            value: h.value.clone(),
             mode: convert::wire_mode(s.kind, h.mode) as i32,
             slot: h.slot,
         };
         let (kind, limit) = convert::kind_name(s.kind);
         Ok(Response::new(pb::StatusResponse {
             resource,
-            holder: s.holder.clone().map(holder),
-            holders: s.holders.clone().into_iter().map(holder).collect(),
+            holder: s.holder().map(holder),
+            holders: s.holders.iter().map(holder).collect(),
             kind: kind.to_owned(),
             limit,
             waiters: s.waiters,

@@ -465,7 +465,7 @@ mod tests {
         let in_delay = |ms: u64| ms > 0 && ms <= 5_000;
 
         let status = t.node.resource_status(&None, "d/1").await.expect("status");
-        assert_eq!(status.holder, None);
+        assert_eq!(status.holder(), None);
         assert!(in_delay(status.lock_delay_remaining_ms), "{status:?}");
 
         let try_lock = pb::AcquireRequest {

@@ -244,7 +244,7 @@ async fn locks(Extension(caller): Extension<Caller>) -> Response {
             "read_index": read_index,
             "locks": locks.iter().map(|l| json!({
                 "resource": l.resource,
-                "holder": l.holder.as_ref().map(|h| json!({
+                "holder": l.holder().map(|h| json!({
                     "lease_id": h.lease_id,
                     "principal": h.owner,
                     "fencing_token": h.fencing_token,
