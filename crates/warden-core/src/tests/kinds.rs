@@ -473,3 +473,103 @@ fn snapshots_carry_every_kind() {
     );
     assert_eq!(back.waiters("doc").len(), 1);
 }
+
+// Two losses in different entries: the running delay is ended and one
+// delay starts at the second loss, for the longer of the two delays, with
+// both scopes (docs/semantics.md "Lock kinds", lock-delay): never shorter
+// than either. The effects end the old delay and start the new one, so the
+// deadline table keeps exactly one.
+#[test]
+fn a_second_loss_merges_the_delays_into_the_longer_one() {
+    let mut log = Log::new();
+    let a = acquire_kind(
+        hdr(1, 1),
+        "pool",
+        new_lease(10_000),
+        0,
+        5_000,
+        SEM3,
+        Mode::Shared,
+    );
+    let b = acquire_kind(
+        hdr(2, 1),
+        "pool",
+        new_lease(10_000),
+        0,
+        1_000,
+        SEM3,
+        Mode::Shared,
+    );
+    granted(&log.apply(a));
+    granted(&log.apply(b));
+    log.apply(expire(L1, &[(1, 1)]));
+    let first = log.t.lock_delay("pool").expect("first delay");
+    assert_eq!(
+        (first.lock_delay_ms, first.scope.clone()),
+        (5_000, DelayScope::Slots([0].into()))
+    );
+    let out = log.apply(expire(L1, &[(2, 2)]));
+    let merged = log.t.lock_delay("pool").expect("merged delay");
+    assert_eq!(merged.start_index, log.index);
+    assert_eq!(
+        merged.lock_delay_ms, 5_000,
+        "the longer delay, not lease 2's 1 s"
+    );
+    assert_eq!(merged.scope, DelayScope::Slots([0, 1].into()));
+    let ended = out.effects.iter().position(|e| {
+        matches!(e, Effect::LockDelayEnded { start_index, .. } if *start_index == first.start_index)
+    });
+    let started = out.effects.iter().position(|e| {
+        matches!(e, Effect::LockDelayStarted { start_index, lock_delay_ms: 5_000, .. } if *start_index == merged.start_index)
+    });
+    assert!(ended.is_some() && ended < started, "{:?}", out.effects);
+    // The first delay's end entry is now stale and ends nothing.
+    log.apply(Command::EndLockDelay(EndLockDelay {
+        leader: L1,
+        resource: "pool".into(),
+        start_index: first.start_index,
+        due: None,
+    }));
+    assert_eq!(log.t.lock_delay("pool"), Some(merged));
+}
+
+// Security: an acquire of another kind needs `lock` on the resource, as a
+// mutex acquire does (warden_core::auth); without it, PermissionDenied
+// naming the resource, and nothing is held.
+#[test]
+fn a_permit_or_a_read_grant_needs_lock_on_the_resource() {
+    let mut log = Log::new();
+    log.root(grant_perm("jobs", "jobs/", Permission::Lock));
+    log.root(grant_role("alice", "jobs"));
+    for (i, (kind, mode)) in [(SEM3, Mode::Shared), (LockKind::ReadWrite, Mode::Shared)]
+        .into_iter()
+        .enumerate()
+    {
+        let outside = acquire_kind(
+            hdr(1, i as u64 * 2 + 1),
+            "other/x",
+            new_lease(10_000),
+            0,
+            0,
+            kind,
+            mode,
+        );
+        let out = log.apply(as_("alice", outside));
+        let e = refused(&out.response);
+        assert_eq!(
+            (e.code, e.field.as_deref()),
+            (ErrorCode::PermissionDenied, Some("resource"))
+        );
+        assert!(log.t.holders("other/x").is_empty());
+        let inside = acquire_kind(
+            hdr(1, i as u64 * 2 + 2),
+            &format!("jobs/{i}"),
+            new_lease(10_000),
+            0,
+            0,
+            kind,
+            mode,
+        );
+        granted(&log.apply(as_("alice", inside)));
+    }
+}
