@@ -290,9 +290,8 @@ impl Client {
             lease_id: options.lease_id.unwrap_or(0),
             wait_timeout_ms: millis(options.wait),
             lock_delay_ms: millis(options.lock_delay),
-            // A mutex.
-            mode: v1::LockMode::Unspecified as i32,
-            limit: 0,
+            mode: options.kind.wire().0 as i32,
+            limit: options.kind.wire().1,
         };
         // A waiting acquire that is abandoned (this future dropped) or ends
         // in an error takes its wait back with a committed CancelWait, sent

@@ -164,7 +164,7 @@ pub use admin::{
 };
 pub use client::Client;
 pub use election::{election_key, Election, LeaderInfo, Leadership, Observer, ELECTION_PREFIX};
-pub use session::{LockGuard, LockOptions, Lost, Session, SessionOptions};
+pub use session::{LockGuard, LockOptions, Lost, Semaphore, Session, SessionOptions};
 pub use warden_clock::{BootClock, Clock, ClockError, TokioClock};
 
 /// ρ: the documented bound on clock *rate* drift between any two machines
@@ -187,9 +187,10 @@ pub use error::ClientError;
 pub use requests::MAX_REQUESTS_AHEAD;
 pub use routing::{leader_hint, parse_endpoint};
 pub use types::{
-    AcquireOptions, AcquireResult, CancelWaitOutcome, ClientOptions, ClusterStatus, Holder,
-    LeaseGrantResult, LeaseInfo, Member, NotGrantedReason, QueueBehind, Queued, ReleaseResult,
-    RenewResult, StatusResult, Timing, TlsOptions, TokenState, ValidateResult, DEFAULT_USER,
+    AcquireOptions, AcquireResult, CancelWaitOutcome, ClientOptions, ClusterStatus, GrantKind,
+    Holder, LeaseGrantResult, LeaseInfo, Member, NotGrantedReason, QueueBehind, Queued,
+    ReleaseResult, RenewResult, ResourceKind, StatusResult, Timing, TlsOptions, TokenState,
+    ValidateResult, DEFAULT_USER,
 };
 pub use watch::{WatchError, WatchEvent, WatchTarget, Watcher};
 

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use tracing::debug;
 
 use crate::client::{checked_deadline, Client};
-use crate::types::{AcquireOptions, AcquireResult, ReleaseResult};
+use crate::types::{AcquireOptions, AcquireResult, GrantKind, ReleaseResult};
 use crate::{validity, BootClock, ClientError, Clock, ClockError};
 
 /// A lost-timer fires this much before `valid_until`: tokio timers never fire
@@ -466,8 +466,78 @@ impl Session {
     /// grant; `InvalidArgument` for a bad resource name; `NoQuorum` /
     /// `Unavailable` when the cluster could not be reached.
     pub async fn lock(&self, resource: impl Into<String>) -> Result<LockGuard, ClientError> {
-        self.lock_until_granted(&resource.into(), Duration::ZERO)
+        self.lock_until_granted(&resource.into(), Duration::ZERO, GrantKind::Mutex)
             .await
+    }
+
+    /// Takes a shared (reader's) grant of the read-write lock `resource`,
+    /// waiting in the queue as long as it takes: granted beside other
+    /// readers, never beside a writer, and never ahead of a writer that
+    /// queued first (Curator `InterProcessReadWriteLock.readLock()`;
+    /// docs/semantics.md, "Lock kinds"). Its fencing token is checked by
+    /// the resource-side fence only against the highest writer's token, so
+    /// readers never fence each other out.
+    ///
+    /// # Errors
+    ///
+    /// As [`lock`](Session::lock); `FailedPrecondition` naming the current
+    /// kind when the resource is a mutex or a semaphore now.
+    pub async fn read_lock(&self, resource: impl Into<String>) -> Result<LockGuard, ClientError> {
+        self.lock_until_granted(&resource.into(), Duration::ZERO, GrantKind::Shared)
+            .await
+    }
+
+    /// Takes the exclusive (writer's) grant of the read-write lock
+    /// `resource`, waiting as long as it takes. Readers that queue after it
+    /// wait behind it.
+    ///
+    /// # Errors
+    ///
+    /// As [`read_lock`](Session::read_lock).
+    pub async fn write_lock(&self, resource: impl Into<String>) -> Result<LockGuard, ClientError> {
+        self.lock_until_granted(&resource.into(), Duration::ZERO, GrantKind::Exclusive)
+            .await
+    }
+
+    /// A counting semaphore of `limit` permits named `resource` (Curator
+    /// `InterProcessSemaphoreV2`, `consul lock -n`): at most `limit`
+    /// sessions hold a permit at once. Nothing is sent until a permit is
+    /// asked for.
+    pub fn semaphore(&self, resource: impl Into<String>, limit: u32) -> Semaphore<'_> {
+        Semaphore {
+            session: self,
+            resource: resource.into(),
+            limit,
+        }
+    }
+
+    /// Takes `resource` with `options` as a grant of `kind`: the general form
+    /// of [`lock_with`](Session::lock_with), [`read_lock`](Session::read_lock),
+    /// [`write_lock`](Session::write_lock) and [`Semaphore`]. `Ok(None)` when a
+    /// bounded wait ran out.
+    ///
+    /// # Errors
+    ///
+    /// As [`lock_with`](Session::lock_with); `InvalidArgument` naming
+    /// `limit` for a permit limit of 0 or above 10,000; `FailedPrecondition`
+    /// naming the current kind (or limit) when the resource has another.
+    pub async fn lock_kind_with(
+        &self,
+        resource: impl Into<String>,
+        kind: GrantKind,
+        options: LockOptions,
+    ) -> Result<Option<LockGuard>, ClientError> {
+        let resource = resource.into();
+        match options.wait {
+            Some(wait) => {
+                self.acquire(&resource, wait, options.lock_delay, kind)
+                    .await
+            }
+            None => self
+                .lock_until_granted(&resource, options.lock_delay, kind)
+                .await
+                .map(Some),
+        }
     }
 
     /// Waits in the queue, one server-bounded wait after another, until
@@ -476,9 +546,10 @@ impl Session {
         &self,
         resource: &str,
         lock_delay: Duration,
+        kind: GrantKind,
     ) -> Result<LockGuard, ClientError> {
         loop {
-            if let Some(guard) = self.acquire(resource, MAX_WAIT, lock_delay).await? {
+            if let Some(guard) = self.acquire(resource, MAX_WAIT, lock_delay, kind).await? {
                 return Ok(guard);
             }
         }
@@ -501,14 +572,8 @@ impl Session {
         resource: impl Into<String>,
         options: LockOptions,
     ) -> Result<Option<LockGuard>, ClientError> {
-        let resource = resource.into();
-        match options.wait {
-            Some(wait) => self.acquire(&resource, wait, options.lock_delay).await,
-            None => self
-                .lock_until_granted(&resource, options.lock_delay)
-                .await
-                .map(Some),
-        }
+        self.lock_kind_with(resource, GrantKind::Mutex, options)
+            .await
     }
 
     /// Takes `resource` if it is free now (no wait). `Ok(None)` if it is held
@@ -521,8 +586,13 @@ impl Session {
         &self,
         resource: impl Into<String>,
     ) -> Result<Option<LockGuard>, ClientError> {
-        self.acquire(&resource.into(), Duration::ZERO, Duration::ZERO)
-            .await
+        self.acquire(
+            &resource.into(),
+            Duration::ZERO,
+            Duration::ZERO,
+            GrantKind::Mutex,
+        )
+        .await
     }
 
     /// Takes `resource`, waiting in the queue at most `wait` (server bound
@@ -537,7 +607,8 @@ impl Session {
         resource: impl Into<String>,
         wait: Duration,
     ) -> Result<Option<LockGuard>, ClientError> {
-        self.acquire(&resource.into(), wait, Duration::ZERO).await
+        self.acquire(&resource.into(), wait, Duration::ZERO, GrantKind::Mutex)
+            .await
     }
 
     async fn acquire(
@@ -545,6 +616,7 @@ impl Session {
         resource: &str,
         wait: Duration,
         lock_delay: Duration,
+        kind: GrantKind,
     ) -> Result<Option<LockGuard>, ClientError> {
         self.check()?;
         let options = AcquireOptions {
@@ -552,6 +624,7 @@ impl Session {
             lease_id: Some(self.lease_id()),
             wait,
             lock_delay,
+            kind,
         };
         let result = tokio::select! {
             // The session's keep-alive renews the lease while it waits.
@@ -562,6 +635,7 @@ impl Session {
             AcquireResult::Granted {
                 resource,
                 fencing_token,
+                slot,
                 ..
             } => {
                 // Granted while the session may have been lost in between:
@@ -571,11 +645,83 @@ impl Session {
                     session: self.clone(),
                     resource,
                     fencing_token,
+                    kind,
+                    slot,
                     released: false,
                 }))
             }
             AcquireResult::NotGranted { .. } => Ok(None),
         }
+    }
+}
+
+/// A counting semaphore on a [`Session`] ([`Session::semaphore`]): each
+/// acquire takes one permit, a [`LockGuard`] whose
+/// [`slot`](LockGuard::slot) and [`fencing_token`](LockGuard::fencing_token)
+/// the resource-side fence checks per (resource, slot), so live permit
+/// holders never fence each other out while a stale holder of a slot is
+/// fenced by the slot's next holder (docs/fencing.md). A session holds at
+/// most one permit of a semaphore.
+#[derive(Debug, Clone)]
+pub struct Semaphore<'a> {
+    session: &'a Session,
+    resource: String,
+    limit: u32,
+}
+
+impl Semaphore<'_> {
+    /// The semaphore's resource name.
+    pub fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    /// Its number of permits.
+    pub fn limit(&self) -> u32 {
+        self.limit
+    }
+
+    /// Takes a permit, waiting in the fair queue as long as it takes; a
+    /// freed permit goes to the oldest waiter in the entry that frees it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Session::lock_kind_with`].
+    pub async fn acquire(&self) -> Result<LockGuard, ClientError> {
+        self.session
+            .lock_until_granted(&self.resource, Duration::ZERO, self.kind())
+            .await
+    }
+
+    /// Takes a permit if one is free now (no wait); `Ok(None)` if all are
+    /// held (or the free one is in lock-delay).
+    ///
+    /// # Errors
+    ///
+    /// As [`Session::lock_kind_with`].
+    pub async fn try_acquire(&self) -> Result<Option<LockGuard>, ClientError> {
+        self.session
+            .acquire(&self.resource, Duration::ZERO, Duration::ZERO, self.kind())
+            .await
+    }
+
+    /// Takes a permit with a wait bound and a lock-delay, as
+    /// [`Session::lock_with`]; a permit lost involuntarily withholds only
+    /// its own slot during its lock-delay. `Ok(None)` when the wait ran out.
+    ///
+    /// # Errors
+    ///
+    /// As [`Session::lock_kind_with`].
+    pub async fn acquire_with(
+        &self,
+        options: LockOptions,
+    ) -> Result<Option<LockGuard>, ClientError> {
+        self.session
+            .lock_kind_with(self.resource.clone(), self.kind(), options)
+            .await
+    }
+
+    fn kind(&self) -> GrantKind {
+        GrantKind::Permit { limit: self.limit }
     }
 }
 
@@ -606,6 +752,8 @@ pub struct LockGuard {
     session: Session,
     resource: String,
     fencing_token: u64,
+    kind: GrantKind,
+    slot: Option<u32>,
     released: bool,
 }
 
@@ -615,6 +763,8 @@ impl fmt::Debug for LockGuard {
             .field("resource", &self.resource)
             .field("lease_id", &self.lease_id())
             .field("fencing_token", &self.fencing_token)
+            .field("kind", &self.kind)
+            .field("slot", &self.slot)
             .finish()
     }
 }
@@ -629,6 +779,19 @@ impl LockGuard {
     /// for this resource (S2).
     pub fn fencing_token(&self) -> u64 {
         self.fencing_token
+    }
+
+    /// The kind of grant held: a mutex, a read-write lock's shared or
+    /// exclusive grant, or a semaphore permit.
+    pub fn kind(&self) -> GrantKind {
+        self.kind
+    }
+
+    /// A semaphore permit's slot in `0..limit`; `None` for the other kinds.
+    /// Send it beside the fencing token: the fence checks a permit's token
+    /// per (resource, slot).
+    pub fn slot(&self) -> Option<u32> {
+        self.slot
     }
 
     /// The lease holding the lock (the session's).

@@ -125,16 +125,85 @@ pub struct AcquireOptions {
     /// Lock-delay after an involuntary loss of this grant (expiry, forced
     /// release); zero is none (server bound: ≤ 1 min).
     pub lock_delay: Duration,
+    /// What kind of grant: a mutex (the default), a read-write lock's
+    /// shared or exclusive grant, or one permit of a semaphore.
+    pub kind: GrantKind,
 }
 
 impl AcquireOptions {
-    /// A try-lock on a new lease with this TTL: no wait, no lock-delay.
+    /// A try-lock of a mutex on a new lease with this TTL: no wait, no
+    /// lock-delay.
     pub fn with_ttl(ttl: Duration) -> AcquireOptions {
         AcquireOptions {
             ttl,
             lease_id: None,
             wait: Duration::ZERO,
             lock_delay: Duration::ZERO,
+            kind: GrantKind::Mutex,
+        }
+    }
+}
+
+/// The kind of grant an acquire asks for (docs/semantics.md, "Lock kinds").
+///
+/// A resource has one kind while anything is on it (holders, waiters, a
+/// lock-delay): a request of another kind, or a semaphore request with
+/// another limit, is refused with `FailedPrecondition` naming the current
+/// kind. Every grant of every kind takes a fresh fencing token.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum GrantKind {
+    /// An exclusive lock (the only kind older clients ask for).
+    #[default]
+    Mutex,
+    /// A read-write lock's reader: granted beside other readers, never
+    /// beside a writer, and never ahead of a writer queued before it.
+    Shared,
+    /// A read-write lock's writer: alone.
+    Exclusive,
+    /// One permit of a counting semaphore of `limit` permits (1 ..= 10,000):
+    /// at most `limit` holders at once, each in its own slot.
+    Permit {
+        /// The semaphore's number of permits; every holder and waiter of the
+        /// resource must ask with the same one.
+        limit: u32,
+    },
+}
+
+impl GrantKind {
+    /// The wire's `(mode, limit)` fields for this kind.
+    pub(crate) fn wire(self) -> (v1::LockMode, u32) {
+        match self {
+            GrantKind::Mutex => (v1::LockMode::Unspecified, 0),
+            GrantKind::Shared => (v1::LockMode::Shared, 0),
+            GrantKind::Exclusive => (v1::LockMode::Exclusive, 0),
+            GrantKind::Permit { limit } => (v1::LockMode::Unspecified, limit),
+        }
+    }
+}
+
+/// What a resource is while anything is on it, as `status` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResourceKind {
+    /// An exclusive lock.
+    Mutex,
+    /// A read-write lock.
+    ReadWrite,
+    /// A counting semaphore.
+    Semaphore {
+        /// Its number of permits.
+        limit: u32,
+    },
+}
+
+impl ResourceKind {
+    /// The kind a status answer names; `None` for a free resource (empty
+    /// `kind`) or a name this client does not know.
+    fn from_wire(kind: &str, limit: u32) -> Option<ResourceKind> {
+        match kind {
+            "mutex" => Some(ResourceKind::Mutex),
+            "read_write" => Some(ResourceKind::ReadWrite),
+            "semaphore" => Some(ResourceKind::Semaphore { limit }),
+            _ => None,
         }
     }
 }
@@ -153,6 +222,11 @@ pub enum AcquireResult {
         fencing_token: u64,
         /// The lease's TTL as granted, in milliseconds.
         ttl_ms: u64,
+        /// A semaphore permit's slot in `0..limit` (the lowest free one when
+        /// granted); `None` for the other kinds. The resource-side fence
+        /// checks a permit's token per (resource, slot) (docs/fencing.md):
+        /// pass it beside the token.
+        slot: Option<u32>,
     },
     /// The resource was not granted; nothing was left behind (no new lease).
     NotGranted {
@@ -369,6 +443,12 @@ pub struct Holder {
     /// ([`Leadership::proclaim`](crate::Leadership::proclaim) /
     /// [`Election::campaign`](crate::Election::campaign)); empty if none.
     pub value: String,
+    /// [`GrantKind::Shared`] or [`GrantKind::Exclusive`] for a read-write
+    /// lock's holder, [`GrantKind::Mutex`] for a mutex's holder or a permit
+    /// (whose [`slot`](Holder::slot) is set).
+    pub mode: GrantKind,
+    /// A permit's slot; `None` for the other kinds.
+    pub slot: Option<u32>,
 }
 
 /// A linearizable read of one resource.
@@ -376,8 +456,16 @@ pub struct Holder {
 pub struct StatusResult {
     /// The resource read.
     pub resource: String,
-    /// Its holder; `None` when free.
+    /// Its exclusive holder (a mutex's or a read-write lock's writer);
+    /// `None` when free or held by readers or permits (see
+    /// [`holders`](StatusResult::holders)).
     pub holder: Option<Holder>,
+    /// Every holder: the exclusive one, or each reader or permit, by lease
+    /// id. Empty when free (or from a server that predates lock kinds and
+    /// reports only `holder`; then this is that one holder).
+    pub holders: Vec<Holder>,
+    /// The resource's kind while anything is on it; `None` when it is free.
+    pub kind: Option<ResourceKind>,
     /// Waiters queued on it.
     pub waiters: u64,
     /// The log index the read was served at.
@@ -543,6 +631,7 @@ impl From<v1::Granted> for AcquireResult {
             lease_id: g.lease_id,
             fencing_token: g.fencing_token,
             ttl_ms: g.ttl_ms,
+            slot: g.slot,
         }
     }
 }
@@ -559,17 +648,38 @@ impl From<v1::NotGranted> for AcquireResult {
     }
 }
 
+impl From<v1::Holder> for Holder {
+    fn from(h: v1::Holder) -> Self {
+        let mode = match v1::LockMode::try_from(h.mode) {
+            Ok(v1::LockMode::Shared) => GrantKind::Shared,
+            Ok(v1::LockMode::Exclusive) => GrantKind::Exclusive,
+            _ => GrantKind::Mutex,
+        };
+        Holder {
+            lease_id: h.lease_id,
+            fencing_token: h.fencing_token,
+            ttl_remaining_ms: h.ttl_remaining_ms,
+            ttl_ms: h.ttl_ms,
+            value: h.value,
+            mode,
+            slot: h.slot,
+        }
+    }
+}
+
 impl From<v1::StatusResponse> for StatusResult {
     fn from(s: v1::StatusResponse) -> Self {
+        let holder = s.holder.map(Holder::from);
+        let mut holders: Vec<Holder> = s.holders.into_iter().map(Holder::from).collect();
+        if holders.is_empty() {
+            // A server that predates lock kinds names only the one holder.
+            holders.extend(holder.clone());
+        }
         StatusResult {
             resource: s.resource,
-            holder: s.holder.map(|h| Holder {
-                lease_id: h.lease_id,
-                fencing_token: h.fencing_token,
-                ttl_remaining_ms: h.ttl_remaining_ms,
-                ttl_ms: h.ttl_ms,
-                value: h.value,
-            }),
+            holder,
+            holders,
+            kind: ResourceKind::from_wire(&s.kind, s.limit),
             waiters: s.waiters,
             read_index: s.read_index,
             lock_delay_remaining_ms: (s.lock_delay_remaining_ms != 0)

@@ -492,7 +492,49 @@ pub struct AcquireArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
     pub lock_delay: Duration,
     #[command(flatten)]
+    pub kind: GrantKindArgs,
+    #[command(flatten)]
     pub client: ClientArgs,
+}
+
+/// What kind of grant `warden acquire` and `warden exec` ask for: a mutex
+/// unless one of these is given (docs/semantics.md, "Lock kinds").
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub struct GrantKindArgs {
+    /// Take one permit of a semaphore of N permits (1..=10000), as
+    /// `consul lock -n N`: at most N holders at once. Every holder and
+    /// waiter of the resource must give the same N.
+    #[arg(long, value_name = "N", conflicts_with_all = ["shared", "exclusive"])]
+    pub limit: Option<u32>,
+    /// Take a read-write lock's shared (reader's) grant: beside other
+    /// readers, never beside a writer.
+    #[arg(long, conflicts_with = "exclusive")]
+    pub shared: bool,
+    /// Take a read-write lock's exclusive (writer's) grant (without
+    /// --shared, --exclusive or --limit the resource is a plain mutex).
+    #[arg(long)]
+    pub exclusive: bool,
+}
+
+impl GrantKindArgs {
+    /// The kind asked for, or an error naming `--limit` and its bounds.
+    pub fn kind(&self) -> Result<warden_client::GrantKind, String> {
+        use warden_client::GrantKind;
+        match (self.limit, self.shared, self.exclusive) {
+            (Some(limit), _, _) => {
+                if limit == 0 || limit > warden_core::limits::MAX_SEMAPHORE_LIMIT {
+                    return Err(format!(
+                        "--limit: {limit} is outside 1..={} permits",
+                        warden_core::limits::MAX_SEMAPHORE_LIMIT
+                    ));
+                }
+                Ok(GrantKind::Permit { limit })
+            }
+            (None, true, _) => Ok(GrantKind::Shared),
+            (None, false, true) => Ok(GrantKind::Exclusive),
+            (None, false, false) => Ok(GrantKind::Mutex),
+        }
+    }
 }
 
 /// `warden renew`.

@@ -140,6 +140,7 @@ pub fn check_resource(resource: &str) -> Result<(), String> {
 /// before anything is sent.
 pub fn check_acquire(args: &AcquireArgs) -> Result<(), String> {
     check_resource(&args.resource)?;
+    args.kind.kind()?;
     if let Some(ttl) = args.ttl {
         let ttl_ms = millis(ttl);
         if ttl_ms < limits::MIN_TTL_MS {
@@ -188,6 +189,10 @@ pub async fn acquire(args: AcquireArgs) -> Report {
         lease_id: args.lease,
         wait: args.wait,
         lock_delay: args.lock_delay,
+        kind: match args.kind.kind() {
+            Ok(kind) => kind,
+            Err(e) => return output::error(&e),
+        },
     };
     let format = args.client.output;
     // The lease of this acquire's wait, once the server has queued it.

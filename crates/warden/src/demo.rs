@@ -47,6 +47,7 @@ pub async fn holder(args: DemoHolderArgs) -> anyhow::Result<u8> {
         lease_id: None,
         wait: args.wait,
         lock_delay: Duration::ZERO,
+        kind: warden_client::GrantKind::Mutex,
     };
     let (lease_id, token) = match client
         .acquire(args.resource.clone(), options)

@@ -3,8 +3,11 @@
 //!
 //! A [`Session`] (TTL `--ttl`, renewed every TTL/3 in the background) takes
 //! the lock; CMD runs in its own process group with `WARDEN_RESOURCE`,
-//! `WARDEN_LEASE_ID` and `WARDEN_FENCING_TOKEN` in its environment, and its
-//! stdin, stdout and stderr inherited. The timing rule, re-evaluated at
+//! `WARDEN_LEASE_ID` and `WARDEN_FENCING_TOKEN` in its environment (and
+//! `WARDEN_SLOT` for a semaphore permit, `--limit N`: the fence checks a
+//! permit's token per slot), and its stdin, stdout and stderr inherited.
+//! `--limit N`, `--shared` and `--exclusive` take a semaphore permit or a
+//! read-write lock's grant instead of a mutex, as `warden acquire` does. The timing rule, re-evaluated at
 //! least every [`TICK`] against the moving `session.valid_until()` on the
 //! session's clock (CLOCK_BOOTTIME):
 //!
@@ -29,10 +32,10 @@ use clap::Args;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use tokio::signal::unix::{signal, Signal as SignalStream, SignalKind};
-use warden_client::{ClientError, LockGuard, Lost, Session};
+use warden_client::{ClientError, LockGuard, LockOptions, Lost, Session};
 use warden_core::limits;
 
-use crate::cli::{parse_duration, ClientArgs, OutputFormat, TlsArgs};
+use crate::cli::{parse_duration, ClientArgs, GrantKindArgs, OutputFormat, TlsArgs};
 use crate::commands::{check_resource, connect_long_lived, describe_error};
 use crate::output::{EXIT_ERROR, EXIT_LEASE_LOST, EXIT_NOT_GRANTED};
 
@@ -91,6 +94,8 @@ pub struct ExecArgs {
     )]
     pub endpoints: Vec<String>,
     #[command(flatten)]
+    pub kind: GrantKindArgs,
+    #[command(flatten)]
     pub tls: TlsArgs,
     /// The command to run and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
@@ -113,6 +118,7 @@ pub fn default_kill_grace(ttl: Duration) -> Duration {
 /// Checks the flags against the documented bounds; returns the kill-grace.
 pub fn check_args(args: &ExecArgs) -> Result<Duration, String> {
     check_resource(&args.resource)?;
+    args.kind.kind()?;
     let ttl_ms = millis(args.ttl);
     if !(limits::MIN_TTL_MS..=limits::MAX_TTL_MS).contains(&ttl_ms) {
         return Err(format!(
@@ -280,12 +286,19 @@ async fn take_lock(
     signals: &mut Forwarded,
 ) -> Result<LockGuard, u8> {
     let resource = args.resource.clone();
-    let lock = async {
-        match args.wait {
-            None => session.lock(resource).await.map(Some),
-            Some(wait) => session.lock_with_timeout(resource, wait).await,
+    // Checked with the other arguments before the session was made.
+    let kind = match args.kind.kind() {
+        Ok(kind) => kind,
+        Err(e) => {
+            let _ = session.clone().close().await;
+            return Err(fail(&e));
         }
     };
+    let options = LockOptions {
+        wait: args.wait,
+        lock_delay: Duration::ZERO,
+    };
+    let lock = session.lock_kind_with(resource, kind, options);
     let outcome = tokio::select! {
         r = lock => r,
         sig = signals.recv() => {
@@ -383,6 +396,7 @@ async fn supervise(
         .env("WARDEN_RESOURCE", guard.resource())
         .env("WARDEN_LEASE_ID", guard.lease_id().to_string())
         .env("WARDEN_FENCING_TOKEN", guard.fencing_token().to_string())
+        .envs(guard.slot().map(|slot| ("WARDEN_SLOT", slot.to_string())))
         // Its own group: a signal reaches CMD and everything it started.
         .process_group(0);
     let mut child = match command.spawn() {

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use warden_client::{
-    AcquireResult, ClusterStatus, NotGrantedReason, QueueBehind, Queued, ReleaseResult,
-    RenewResult, StatusResult, Timing, TokenState, ValidateResult,
+    AcquireResult, ClusterStatus, GrantKind, Holder, NotGrantedReason, QueueBehind, Queued,
+    ReleaseResult, RenewResult, ResourceKind, StatusResult, Timing, TokenState, ValidateResult,
 };
 
 use crate::cli::OutputFormat;
@@ -66,16 +66,29 @@ pub fn acquire(result: &AcquireResult, valid_for_ms: Option<u64>, format: Output
             lease_id,
             fencing_token,
             ttl_ms,
+            slot,
         } => Report::ok(match format {
-            OutputFormat::Json => json_text(&json!({
-                "resource": resource,
-                "lease_id": lease_id,
-                "fencing_token": fencing_token,
-                "ttl_ms": ttl_ms,
-                "valid_for_ms": valid_for_ms,
-            })),
+            OutputFormat::Json => {
+                let mut v = json!({
+                    "resource": resource,
+                    "lease_id": lease_id,
+                    "fencing_token": fencing_token,
+                    "ttl_ms": ttl_ms,
+                    "valid_for_ms": valid_for_ms,
+                });
+                // Only a semaphore permit has a slot; the fence checks its
+                // token per (resource, slot).
+                if let Some(slot) = slot {
+                    v["slot"] = json!(slot);
+                }
+                json_text(&v)
+            }
             OutputFormat::Text => format!(
-                "acquired {resource:?}: lease {lease_id}, fencing token {fencing_token}, TTL {}{}",
+                "acquired {resource:?}: lease {lease_id}, fencing token {fencing_token}{}, TTL {}{}",
+                match slot {
+                    Some(slot) => format!(", slot {slot}"),
+                    None => String::new(),
+                },
                 ms(*ttl_ms),
                 match valid_for_ms {
                     Some(v) => format!(", valid for {}", ms(v)),
@@ -189,39 +202,100 @@ pub fn status(result: &StatusResult, format: OutputFormat) -> Report {
                 "fencing_token": h.fencing_token,
                 "ttl_remaining_ms": h.ttl_remaining_ms,
             })),
+            // Every holder (the exclusive one, or each reader or permit).
+            "holders": result.holders.iter().map(holder_json).collect::<Vec<_>>(),
+            // null when free.
+            "kind": result.kind.map(kind_name),
+            // A semaphore's permits; null for the other kinds.
+            "limit": match result.kind {
+                Some(ResourceKind::Semaphore { limit }) => Some(limit),
+                _ => None,
+            },
             // null unless free because of a lock-delay.
             "lock_delay_remaining_ms": result.lock_delay_remaining_ms,
         })),
-        OutputFormat::Text => match &result.holder {
-            Some(h) => {
-                let mut line = format!(
+        OutputFormat::Text => {
+            let mut line = match (&result.holder, result.holders.as_slice()) {
+                (Some(h), _) => format!(
                     "{:?} is held by lease {} (fencing token {}, {} of TTL left)",
                     result.resource,
                     h.lease_id,
                     h.fencing_token,
                     ms(h.ttl_remaining_ms)
-                );
-                if result.waiters > 0 {
-                    line.push_str(&format!("; {} waiting", result.waiters));
-                }
-                line
-            }
-            None => {
-                let mut line = match result.lock_delay_remaining_ms {
+                ),
+                (None, []) => match result.lock_delay_remaining_ms {
                     Some(left) => format!(
                         "{:?} is free (lock-delay: {} left, no new grant until then)",
                         result.resource,
                         ms(left)
                     ),
                     None => format!("{:?} is free", result.resource),
-                };
-                if result.waiters > 0 {
-                    line.push_str(&format!("; {} waiting", result.waiters));
-                }
-                line
+                },
+                (None, holders) => shared_holders_line(result, holders),
+            };
+            if result.waiters > 0 {
+                line.push_str(&format!("; {} waiting", result.waiters));
             }
-        },
+            line
+        }
     })
+}
+
+/// `"mutex"`, `"read_write"` or `"semaphore"`, as the server names kinds.
+fn kind_name(kind: ResourceKind) -> &'static str {
+    match kind {
+        ResourceKind::Mutex => "mutex",
+        ResourceKind::ReadWrite => "read_write",
+        ResourceKind::Semaphore { .. } => "semaphore",
+    }
+}
+
+/// One entry of `status`'s `holders` array: `mode` for a read-write lock's
+/// holder, `slot` for a permit.
+fn holder_json(h: &Holder) -> Value {
+    let mut v = json!({
+        "lease_id": h.lease_id,
+        "fencing_token": h.fencing_token,
+        "ttl_remaining_ms": h.ttl_remaining_ms,
+    });
+    match h.mode {
+        GrantKind::Shared => v["mode"] = json!("shared"),
+        GrantKind::Exclusive => v["mode"] = json!("exclusive"),
+        GrantKind::Mutex | GrantKind::Permit { .. } => {}
+    }
+    if let Some(slot) = h.slot {
+        v["slot"] = json!(slot);
+    }
+    v
+}
+
+/// The text of a resource held by readers or permits (no exclusive holder).
+fn shared_holders_line(result: &StatusResult, holders: &[Holder]) -> String {
+    let each: Vec<String> = holders
+        .iter()
+        .map(|h| match h.slot {
+            Some(slot) => format!(
+                "lease {} in slot {slot} (fencing token {})",
+                h.lease_id, h.fencing_token
+            ),
+            None => format!("lease {} (fencing token {})", h.lease_id, h.fencing_token),
+        })
+        .collect();
+    let what = match result.kind {
+        Some(ResourceKind::Semaphore { limit }) => {
+            format!("{} of {limit} permits", holders.len())
+        }
+        _ => format!(
+            "{} reader{}",
+            holders.len(),
+            if holders.len() == 1 { "" } else { "s" }
+        ),
+    };
+    format!(
+        "{:?} is held by {what}: {}",
+        result.resource,
+        each.join(", ")
+    )
 }
 
 /// `warden validate`: exit 0 when the token is current, 2 when it is stale
@@ -399,7 +473,7 @@ pub fn one_line(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use warden_client::{Holder, Member, NotGrantedReason};
+    use warden_client::{Member, NotGrantedReason};
 
     fn parse_one(report: &Report) -> Value {
         let stdout = report.stdout.as_deref().expect("json on stdout");
@@ -426,6 +500,7 @@ mod tests {
                 lease_id: 7,
                 fencing_token: 12,
                 ttl_ms: 10_000,
+                slot: None,
             },
             Some(9_700),
             OutputFormat::Json,
@@ -604,21 +679,39 @@ mod tests {
     // JSON contract of `warden status`: holder object or null.
     #[test]
     fn status_json_shape() {
+        let holder = Holder {
+            lease_id: 7,
+            fencing_token: 12,
+            ttl_remaining_ms: 8_400,
+            ttl_ms: 10_000,
+            value: String::new(),
+            mode: GrantKind::Mutex,
+            slot: None,
+        };
         let held = StatusResult {
             resource: "orders".into(),
-            holder: Some(Holder {
-                lease_id: 7,
-                fencing_token: 12,
-                ttl_remaining_ms: 8_400,
-                ttl_ms: 10_000,
-                value: String::new(),
-            }),
+            holder: Some(holder.clone()),
+            holders: vec![holder],
+            kind: Some(ResourceKind::Mutex),
             waiters: 0,
             read_index: 40,
             lock_delay_remaining_ms: None,
         };
         let v = parse_one(&status(&held, OutputFormat::Json));
-        assert_eq!(keys(&v), ["holder", "lock_delay_remaining_ms", "resource"]);
+        assert_eq!(
+            keys(&v),
+            [
+                "holder",
+                "holders",
+                "kind",
+                "limit",
+                "lock_delay_remaining_ms",
+                "resource"
+            ]
+        );
+        assert_eq!(v["kind"], "mutex");
+        assert_eq!(v["limit"], Value::Null);
+        assert_eq!(v["holders"][0]["fencing_token"], 12);
         assert_eq!(v["lock_delay_remaining_ms"], Value::Null);
         assert_eq!(
             keys(&v["holder"]),
@@ -626,10 +719,14 @@ mod tests {
         );
         let free = StatusResult {
             holder: None,
+            holders: Vec::new(),
+            kind: None,
             ..held
         };
         let v = parse_one(&status(&free, OutputFormat::Json));
         assert_eq!(v["holder"], Value::Null);
+        assert_eq!(v["kind"], Value::Null);
+        assert_eq!(v["holders"], json!([]));
         assert_eq!(
             status(&free, OutputFormat::Text).stdout.unwrap(),
             "\"orders\" is free"
@@ -644,6 +741,8 @@ mod tests {
         let delayed = StatusResult {
             resource: "R".into(),
             holder: None,
+            holders: Vec::new(),
+            kind: Some(ResourceKind::Mutex),
             waiters: 0,
             read_index: 41,
             lock_delay_remaining_ms: Some(4_200),

@@ -50,6 +50,7 @@ pub fn waiting(ttl: Duration, wait: Duration) -> AcquireOptions {
         lease_id: None,
         wait,
         lock_delay: Duration::ZERO,
+        kind: warden_client::GrantKind::Mutex,
     }
 }
 

@@ -230,6 +230,7 @@ fn on_lease(lease_id: u64, wait: Duration) -> AcquireOptions {
         lease_id: Some(lease_id),
         wait,
         lock_delay: Duration::ZERO,
+        kind: warden_client::GrantKind::Mutex,
     }
 }
 
