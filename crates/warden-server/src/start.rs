@@ -594,6 +594,7 @@ where
     )
     .map_err(storage)?;
     let shared = sm.shared.clone();
+    let applied_log_format = shared.applied_log_format.subscribe();
     let log_store = LogStore::with_fsync_metric(
         db.clone(),
         stamps,
@@ -663,6 +664,10 @@ where
         Duration::from_millis(config.timing.renew_batch_window_ms),
     ));
     let duty_task = tokio::spawn(node::duties::run(Arc::downgrade(&node)));
+    let applied_format_task = tokio::spawn(raft::log_format::follow_applied_format(
+        applied_log_format,
+        formats.clone(),
+    ));
     let membership_task = tokio::spawn(raft::log_format::follow_membership(raft.clone(), formats));
     let removals_task = tokio::spawn(follow_removals(raft.clone(), access));
     let raft_metrics_task = tokio::spawn(raft::observe::follow(
@@ -696,6 +701,7 @@ where
     duty_task.abort();
     renew_task.abort();
     membership_task.abort();
+    applied_format_task.abort();
     removals_task.abort();
     raft_metrics_task.abort();
     if let Some(t) = reload_task {

@@ -181,6 +181,42 @@ impl fmt::Display for Request {
     }
 }
 
+/// The first log format that can decode `Command::Batch` (packed entries).
+pub const BATCH_LOG_FORMAT: u32 = 2;
+
+/// The first log format that can decode `Command::Authorized` and
+/// `Command::AuthChange` (entries that carry their principal).
+pub const AUTH_LOG_FORMAT: u32 = 3;
+
+/// The first log format that reads a member's own peer address
+/// ([`MemberAddr`]'s two-address form) as such.
+pub const PEER_ADDR_LOG_FORMAT: u32 = 4;
+
+/// The first log format that decodes `Command::AcquireKind` (semaphores and
+/// read-write locks).
+pub const KINDS_LOG_FORMAT: u32 = 5;
+
+/// The oldest log format that decodes `cmd`: 1 for a command every Warden
+/// binary reads, else the format that introduced it (or the newest one
+/// among a batch's or a wrapper's commands). An applied entry of format F
+/// shows that this log can no longer be followed by a binary older than F
+/// (`raft::log_format`'s applied floor).
+pub fn entry_log_format(cmd: &warden_core::types::Command) -> u32 {
+    use warden_core::types::Command::*;
+    match cmd {
+        Batch(cmds) => cmds
+            .iter()
+            .map(entry_log_format)
+            .fold(BATCH_LOG_FORMAT, u32::max),
+        Authorized(a) => entry_log_format(&a.command).max(AUTH_LOG_FORMAT),
+        AuthChange(_) => AUTH_LOG_FORMAT,
+        AcquireKind(_) => KINDS_LOG_FORMAT,
+        Acquire(_) | Release(_) | RenewBatch(_) | LeaseGrant(_) | Revoke(_) | Promote(_)
+        | Checkpoint(_) | Expire(_) | EndLockDelay(_) | DropClients(_) | ForceRelease(_) | Noop
+        | RaiseTokenFloor(_) | Proclaim(_) | CancelWait(_) => 1,
+    }
+}
+
 /// A short name for logs.
 pub fn command_name(cmd: &warden_core::types::Command) -> &'static str {
     use warden_core::types::Command::*;

@@ -28,6 +28,8 @@ mod dev;
 mod exec;
 #[path = "cases/fenced_store.rs"]
 mod fenced_store;
+#[path = "cases/kinds.rs"]
+mod kinds;
 #[path = "cases/lease.rs"]
 mod lease;
 #[path = "cases/metrics.rs"]

@@ -61,8 +61,20 @@
 //! certificates, so only a member's own report of format 4 opens that gate
 //! (it gates a membership change, which waits without harm, not writes).
 //!
-//! Each flag is an atomic recomputed when a report or the membership
-//! changes, so the proposer reads it without a lock. Its changes are logged
+//! The *applied floor* raises it further: once this node has applied an
+//! entry of format F ([`crate::types::entry_log_format`], published by the
+//! state machine and fed to [`LogFormats::applied`]), a member that has not
+//! reported to this node counts as at least F. An F entry commits only
+//! while every member reads F (the gate), and once one is in the log no
+//! older binary can follow the log anyway, so the gate would protect
+//! nothing by waiting for that member. Without it, one member down while a
+//! leader change happens would stop semaphores and read-write locks (and
+//! every later gated command) until it came back. The floor is node-local
+//! and starts at 0 on each start: a restarted node learns it again from the
+//! entries it applies past its snapshot, or from the members' reports.
+//!
+//! Each flag is an atomic recomputed when a report, the membership or the
+//! applied floor changes, so the proposer reads it without a lock. Its changes are logged
 //! at info.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -78,24 +90,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// packing; an older node advertises nothing, recorded as 0.
 pub const LOG_FORMAT: u32 = 5;
 
-/// The first log format that can decode `Command::Batch`: a leader packs
-/// only when every other member has reported at least this.
-pub const BATCH_LOG_FORMAT: u32 = 2;
-
-/// The first log format that can decode `Command::Authorized` and
-/// `Command::AuthChange`: a leader wraps client commands only when every
-/// other member has reported at least this.
-pub const AUTH_LOG_FORMAT: u32 = 3;
-
-/// The first log format that reads a member's own peer address
-/// (`MemberAddr`'s two-address form) as such: a leader puts one into the
-/// membership only when every other member has reported at least this.
-pub const PEER_ADDR_LOG_FORMAT: u32 = 4;
-
-/// The first log format that decodes `Command::AcquireKind` (semaphores and
-/// read-write locks): a leader proposes one only when every other member
-/// has reported at least this.
-pub const KINDS_LOG_FORMAT: u32 = 5;
+// The format each gate needs (a leader does what a format brings only when
+// every other member reads it); defined beside the command shapes, which the
+// state machine's applied floor reads too.
+pub use crate::types::{AUTH_LOG_FORMAT, BATCH_LOG_FORMAT, KINDS_LOG_FORMAT, PEER_ADDR_LOG_FORMAT};
 
 /// What [`LOG_FORMAT_HEADER_VALUE`] is: [`LOG_FORMAT`] in decimal ASCII.
 pub const LOG_FORMAT_HEADER_VALUE: &str = "5";
@@ -127,6 +125,9 @@ struct Known {
     /// Every member (voters and learners) of the current membership; None
     /// until the first membership is known.
     members: Option<BTreeSet<u64>>,
+    /// The newest format of an entry this node has applied (0: none yet):
+    /// the applied floor (see the module docs).
+    applied: u32,
 }
 
 /// One gate: the format it needs, its flag, and what it logs.
@@ -287,9 +288,21 @@ impl LogFormats {
             .filter(|id| *id != self.me)
             .filter(|id| {
                 let reported = known.reported.get(id).copied();
-                reported.unwrap_or(self.unreported_floor) < format
+                reported.unwrap_or(self.unreported_floor.max(known.applied)) < format
             })
             .collect()
+    }
+
+    /// This node applied an entry of log format `format`
+    /// ([`crate::types::entry_log_format`]): a member that has not reported
+    /// counts as at least that from now on (the applied floor). A report
+    /// still wins.
+    pub fn applied(&self, format: u32) {
+        self.update(|k| {
+            let raised = format > k.applied;
+            k.applied = k.applied.max(format);
+            raised
+        });
     }
 
     /// Peer `node` answered with `format` (0: no header).
@@ -329,6 +342,22 @@ impl LogFormats {
         }
         for gate in [&self.pack, &self.wrap, &self.peer_addrs, &self.kinds] {
             gate.set(self.lagging(known, gate.format));
+        }
+    }
+}
+
+/// Feeds the state machine's applied log format (its
+/// `applied_log_format` watch) to `formats` as the applied floor, until the
+/// state machine is dropped.
+pub async fn follow_applied_format(
+    mut applied: tokio::sync::watch::Receiver<u32>,
+    formats: Arc<LogFormats>,
+) {
+    loop {
+        let format = *applied.borrow_and_update();
+        formats.applied(format);
+        if applied.changed().await.is_err() {
+            return;
         }
     }
 }
@@ -423,6 +452,59 @@ mod tests {
         let single = LogFormats::new(7);
         single.set_members([7]);
         assert!(single.may_wrap() && single.may_pack());
+    }
+
+    // Availability with one member down (L3: a majority serves; found by
+    // the real-process semaphore test that kills the leader): once this node
+    // has applied a format-5 entry, a member that has not reported to it
+    // (down while this node took over) counts as format 5, so semaphores and
+    // read-write locks stay available; a member's own older report still
+    // closes the gate, and the floor never falls.
+    #[test]
+    fn an_applied_entry_raises_the_floor_of_unreported_members() {
+        use warden_core::types::{
+            Acquire, AcquireKind, Command, LeaseSpec, LockKind, Mode, RequestHeader,
+        };
+        let kinds = Command::AcquireKind(AcquireKind {
+            acquire: Acquire {
+                header: RequestHeader {
+                    client_id: 1,
+                    request_id: 1,
+                    acked_request_id: 0,
+                },
+                resource: "doc".into(),
+                lease: LeaseSpec::New { ttl_ms: 5_000 },
+                wait_timeout_ms: 0,
+                lock_delay_ms: 0,
+                due: None,
+            },
+            kind: LockKind::ReadWrite,
+            mode: Mode::Shared,
+        });
+        assert_eq!(crate::types::entry_log_format(&kinds), KINDS_LOG_FORMAT);
+        assert_eq!(
+            crate::types::entry_log_format(&Command::Batch(vec![Command::Noop, kinds.clone()])),
+            KINDS_LOG_FORMAT
+        );
+        assert_eq!(crate::types::entry_log_format(&Command::Noop), 1);
+        let f = LogFormats::secure(1);
+        f.set_members([1, 2, 3]);
+        f.record(2, KINDS_LOG_FORMAT);
+        assert!(
+            !f.may_use_kinds(),
+            "3 never answered: it counts as format 3"
+        );
+        assert_eq!(f.lagging_kind_readers(), [3]);
+        f.applied(KINDS_LOG_FORMAT);
+        assert!(
+            f.may_use_kinds() && f.may_name_peer_addrs(),
+            "3 counts as 5 now"
+        );
+        f.applied(1);
+        assert!(f.may_use_kinds(), "the floor never falls");
+        f.record(3, AUTH_LOG_FORMAT);
+        assert!(!f.may_use_kinds(), "3's own report of format 3 wins");
+        assert_eq!(f.lagging_kind_readers(), [3]);
     }
 
     // Availability of a secure cluster (L3: a majority serves): a member that

@@ -42,6 +42,10 @@ pub struct Machine {
     /// gives for them are load or apply times, so nothing is timed from
     /// them (`crate::metrics::Ended`), and the hot-lock window skips them.
     pub loaded_through: u64,
+    /// The newest log format of an entry applied since this process
+    /// started ([`crate::types::entry_log_format`]; 0 before the first),
+    /// published on [`Shared::applied_log_format`] when it rises.
+    pub applied_log_format: u32,
 }
 
 /// Most waiters [`RemovedWaiters`] remembers.
@@ -119,6 +123,10 @@ pub struct Shared {
     pub bugs: crate::sim_hooks::BugSwitches,
     /// This node's metrics; apply feeds the lock-side series.
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// The newest log format of an entry applied since start (0: none yet);
+    /// the log-format gates read it as their applied floor
+    /// (`raft::log_format`). Sent only when it rises.
+    pub applied_log_format: watch::Sender<u32>,
 }
 
 /// This node's lease deadlines when it built its last snapshot (node-local).
@@ -168,6 +176,7 @@ impl StateMachineStore {
             membership: StoredMembership::default(),
             removed_waiters: RemovedWaiters::default(),
             loaded_through: 0,
+            applied_log_format: 0,
         };
         if let Some(bytes) = db.get_meta(KEY_SNAPSHOT)? {
             let snap: StoredSnapshot = decode(&bytes)?;
@@ -221,6 +230,7 @@ impl StateMachineStore {
                 observer,
                 bugs,
                 metrics,
+                applied_log_format: watch::channel(0).0,
             }),
             db,
         })
@@ -363,6 +373,11 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                             &buggy
                         };
                         let applied = m.table.apply(index, log_leader, cmd);
+                        let format = crate::types::entry_log_format(cmd);
+                        if format > m.applied_log_format {
+                            m.applied_log_format = format;
+                            self.shared.applied_log_format.send_replace(format);
+                        }
                         // A promotion grace counts from the Promote's stamp
                         // (when it reached this log), not from the apply
                         // time: a node restarted on the same clock epoch

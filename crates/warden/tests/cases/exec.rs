@@ -29,7 +29,7 @@ async fn poll_until(within: Duration, what: &str, mut done: impl FnMut() -> bool
 /// `warden exec ARGS --endpoints E -- CMD...` with stdout and stderr piped,
 /// as `root` through the variables (which CMD inherits, for its own CLI
 /// calls).
-fn exec(cluster: &Cluster, args: &[&str], cmd: &[&str]) -> Command {
+pub(crate) fn exec(cluster: &Cluster, args: &[&str], cmd: &[&str]) -> Command {
     let mut c = Command::new(warden_bin());
     for name in crate::harness::CLEARED_ENV {
         c.env_remove(name);
