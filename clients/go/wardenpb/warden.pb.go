@@ -1939,8 +1939,14 @@ type ClusterStatusResponse struct {
 	// max_requests_in_flight are refused): the server keeps this many
 	// outcome records per client (S7).
 	MaxRequestsInFlight uint64 `protobuf:"varint,11,opt,name=max_requests_in_flight,json=maxRequestsInFlight,proto3" json:"max_requests_in_flight,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// The oldest log format among the members, each as the answering node
+	// knows it (reported to it, or heard from a leader); 0 while one is
+	// unknown. A node that takes over as leader counts a member that has not
+	// answered it yet as what it heard of it (docs/operations.md, "Rolling
+	// restart").
+	MembersLogFormat uint32 `protobuf:"varint,12,opt,name=members_log_format,json=membersLogFormat,proto3" json:"members_log_format,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ClusterStatusResponse) Reset() {
@@ -2046,6 +2052,13 @@ func (x *ClusterStatusResponse) GetElectionPrefix() string {
 func (x *ClusterStatusResponse) GetMaxRequestsInFlight() uint64 {
 	if x != nil {
 		return x.MaxRequestsInFlight
+	}
+	return 0
+}
+
+func (x *ClusterStatusResponse) GetMembersLogFormat() uint32 {
+	if x != nil {
+		return x.MembersLogFormat
 	}
 	return 0
 }
@@ -2550,7 +2563,7 @@ const file_warden_proto_rawDesc = "" +
 	"\n" +
 	"bound_e_ms\x18\v \x01(\x04R\bboundEMs\x12\x1c\n" +
 	"\n" +
-	"bound_g_ms\x18\f \x01(\x04R\bboundGMs\"\x9b\x03\n" +
+	"bound_g_ms\x18\f \x01(\x04R\bboundGMs\"\xc9\x03\n" +
 	"\x15ClusterStatusResponse\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12\x1b\n" +
@@ -2564,7 +2577,8 @@ const file_warden_proto_rawDesc = "" +
 	"\binsecure\x18\t \x01(\bR\binsecure\x12'\n" +
 	"\x0felection_prefix\x18\n" +
 	" \x01(\tR\x0eelectionPrefix\x123\n" +
-	"\x16max_requests_in_flight\x18\v \x01(\x04R\x13maxRequestsInFlight\"R\n" +
+	"\x16max_requests_in_flight\x18\v \x01(\x04R\x13maxRequestsInFlight\x12,\n" +
+	"\x12members_log_format\x18\f \x01(\rR\x10membersLogFormat\"R\n" +
 	"\x0fValidateRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12#\n" +
 	"\rfencing_token\x18\x02 \x01(\x04R\ffencingToken\"\xc2\x01\n" +

@@ -622,6 +622,10 @@ pub struct ClusterStatus {
     /// Mutating requests a client may have in flight beyond its
     /// acknowledged watermark (0 from a server that does not say).
     pub max_requests_in_flight: u64,
+    /// The oldest log format among the members, each as the answering node
+    /// knows it (0 while one is unknown): the formats its leader-side gates
+    /// count on (docs/operations.md, "Rolling restart").
+    pub members_log_format: u32,
 }
 
 impl From<v1::Granted> for AcquireResult {
@@ -735,6 +739,7 @@ impl From<v1::ClusterStatusResponse> for ClusterStatus {
             insecure: c.insecure,
             election_prefix: c.election_prefix,
             max_requests_in_flight: c.max_requests_in_flight,
+            members_log_format: c.members_log_format,
         }
     }
 }

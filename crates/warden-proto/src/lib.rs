@@ -37,6 +37,13 @@ pub const CLUSTER_ID_METADATA: &str = "warden-cluster-id";
 /// A node from before packing sends none (read as 0). The leader packs
 /// queued commands only once every member reported at least 2.
 pub const LOG_FORMAT_METADATA: &str = "warden-log-format";
+/// Metadata key on a peer's Raft requests (AppendEntries, the AppendStream's
+/// opening): the log format each member reads as the sender knows it
+/// (reported to it, or heard from a leader), `ID=FORMAT` items joined by
+/// commas (`1=5,2=5,3=5`); absent when it knows of none. A node that takes
+/// over as leader counts a member that has not answered it yet as what it
+/// heard of it.
+pub const MEMBERS_LOG_FORMAT_METADATA: &str = "warden-members-log-format";
 /// Metadata key carrying the leader's client address on an `Unavailable` reply.
 pub const LEADER_METADATA: &str = "warden-leader";
 /// The smallest request-size limit a node can be given

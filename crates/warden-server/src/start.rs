@@ -405,6 +405,7 @@ where
             config.timing.election_timeout_max_ms,
         ),
         stopping: Default::default(),
+        formats: OnceLock::new(),
     });
     let node_cell = NodeCell::default();
 
@@ -610,6 +611,7 @@ where
     } else {
         raft::log_format::LogFormats::new(config.node_id)
     });
+    let _ = peer_state.formats.set(formats.clone());
     let raft = raft::Raft::new(
         config.node_id,
         Arc::new(raft_config),
@@ -668,11 +670,15 @@ where
         applied_log_format,
         formats.clone(),
     ));
-    let membership_task = tokio::spawn(raft::log_format::follow_membership(raft.clone(), formats));
+    let membership_task = tokio::spawn(raft::log_format::follow_membership(
+        raft.clone(),
+        formats.clone(),
+    ));
     let removals_task = tokio::spawn(follow_removals(raft.clone(), access));
     let raft_metrics_task = tokio::spawn(raft::observe::follow(
         raft.clone(),
         metrics.clone(),
+        formats,
         metrics_stop,
     ));
     if let Some(observer) = &injected.observer {

@@ -206,6 +206,7 @@ pub fn status_report(r: &ClusterStatus, format: OutputFormat) -> Report {
             v["insecure"] = json!(r.insecure);
             v["election_prefix"] = json!(r.election_prefix);
             v["max_requests_in_flight"] = json!(r.max_requests_in_flight);
+            v["members_log_format"] = json!(r.members_log_format);
             if let Some(members) = v["members"].as_array_mut() {
                 for (j, m) in members.iter_mut().zip(&r.members) {
                     j["term"] = json!(m.term);
@@ -354,6 +355,7 @@ mod tests {
             insecure: false,
             election_prefix: "\u{1}election/".into(),
             max_requests_in_flight: 64,
+            members_log_format: 5,
         }
     }
 

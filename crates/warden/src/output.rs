@@ -802,6 +802,7 @@ mod tests {
             insecure: false,
             election_prefix: "\u{1}election/".into(),
             max_requests_in_flight: 64,
+            members_log_format: 5,
         }
     }
 

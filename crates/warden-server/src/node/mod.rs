@@ -158,6 +158,12 @@ impl Sink for RaftSink {
 }
 
 impl Node {
+    /// The newest log format every member has been seen to read, as this
+    /// node knows it (0: none yet; `raft::log_format`, the members' floor).
+    pub fn members_log_format(&self) -> u32 {
+        self.formats.members_read_format()
+    }
+
     /// Assembles a node around its Raft handle and state machine.
     pub fn new(parts: NodeParts) -> Arc<Node> {
         Arc::new_cyclic(|me| Node {

@@ -73,8 +73,22 @@
 //! and starts at 0 on each start: a restarted node learns it again from the
 //! entries it applies past its snapshot, or from the members' reports.
 //!
-//! Each flag is an atomic recomputed when a report, the membership or the
-//! applied floor changes, so the proposer reads it without a lock. Its changes are logged
+//! *Second-hand reports* are the other half: a leader puts the format each
+//! member has reported to it (or, for a member it has not heard from, what
+//! it was told) in the [`warden_proto::MEMBERS_LOG_FORMAT_METADATA`] header
+//! of its Raft requests (`1=5,2=5,3=5`), and each receiver
+//! ([`LogFormats::heard`]) keeps the newest format it was told per member.
+//! A member that has not reported to this node counts as what it was told
+//! of it, so the node that takes over after a leader dies, with a member
+//! still down, does not wait for that member even before any gated entry
+//! was written. A member added later was told of by nobody, and must report
+//! itself. As with CockroachDB's finalized cluster version, a format every
+//! member has shown is the cluster's from then on: rolling a member back
+//! below it is not supported (docs/operations.md). This too is node-local
+//! and starts empty.
+//!
+//! Each flag is an atomic recomputed when a report, the membership or a
+//! floor changes, so the proposer reads it without a lock. Its changes are logged
 //! at info.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -128,6 +142,9 @@ struct Known {
     /// The newest format of an entry this node has applied (0: none yet):
     /// the applied floor (see the module docs).
     applied: u32,
+    /// Second-hand reports: the newest format a leader's request said each
+    /// member reads (see the module docs).
+    heard: BTreeMap<u64, u32>,
 }
 
 /// One gate: the format it needs, its flag, and what it logs.
@@ -178,6 +195,14 @@ pub struct LogFormats {
     /// The format a member that has not reported counts as.
     unreported_floor: u32,
     known: Mutex<Known>,
+    /// The oldest format among the members (this node's own included), each
+    /// as reported or heard; 0 while one is unknown. One atomic load.
+    members_read_now: std::sync::atomic::AtomicU32,
+    /// What this node's Raft requests carry in
+    /// [`warden_proto::MEMBERS_LOG_FORMAT_METADATA`]; None while nothing is
+    /// known. Rebuilt when a report, a second-hand report or the membership
+    /// changes.
+    members_header: Mutex<Option<tonic::metadata::AsciiMetadataValue>>,
     pack: Gate,
     wrap: Gate,
     peer_addrs: Gate,
@@ -204,6 +229,8 @@ impl LogFormats {
             me,
             unreported_floor,
             known: Mutex::new(Known::default()),
+            members_read_now: Default::default(),
+            members_header: Mutex::new(None),
             pack: Gate::new(
                 BATCH_LOG_FORMAT,
                 "every member reads packed entries: queued commands are packed into one entry \
@@ -288,7 +315,11 @@ impl LogFormats {
             .filter(|id| *id != self.me)
             .filter(|id| {
                 let reported = known.reported.get(id).copied();
-                reported.unwrap_or(self.unreported_floor.max(known.applied)) < format
+                let floor = self
+                    .unreported_floor
+                    .max(known.applied)
+                    .max(known.heard.get(id).copied().unwrap_or(0));
+                reported.unwrap_or(floor) < format
             })
             .collect()
     }
@@ -303,6 +334,44 @@ impl LogFormats {
             k.applied = k.applied.max(format);
             raised
         });
+    }
+
+    /// A leader's request told this node which format each member reads
+    /// (its [`warden_proto::MEMBERS_LOG_FORMAT_METADATA`], parsed by
+    /// [`parse_members_header`]): a member that has not reported to this
+    /// node counts as at least that from now on. A report still wins; what
+    /// was heard never falls.
+    pub fn heard(&self, formats: &BTreeMap<u64, u32>) {
+        if formats.is_empty() {
+            return;
+        }
+        self.update(|k| {
+            let mut raised = false;
+            for (&id, &format) in formats {
+                let entry = k.heard.entry(id).or_insert(0);
+                if format > *entry {
+                    *entry = format;
+                    raised = true;
+                }
+            }
+            raised
+        });
+    }
+
+    /// The oldest log format among the members, this node's own included,
+    /// each as it reported it or as this node heard (0 while one of them is
+    /// unknown, or no membership is known). One atomic load.
+    pub fn members_read_format(&self) -> u32 {
+        self.members_read_now.load(Ordering::Acquire)
+    }
+
+    /// The [`warden_proto::MEMBERS_LOG_FORMAT_METADATA`] value this node's
+    /// Raft requests carry; None while it knows no member's format.
+    pub fn members_header(&self) -> Option<tonic::metadata::AsciiMetadataValue> {
+        self.members_header
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Peer `node` answered with `format` (0: no header).
@@ -333,17 +402,75 @@ impl LogFormats {
         self.known.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Rebuilds [`Self::members_read_format`] and [`Self::members_header`]
+    /// from `known`: each member's own report, else what was heard of it.
+    fn publish_members(&self, known: &Known) {
+        let Some(members) = &known.members else {
+            self.members_read_now.store(0, Ordering::Release);
+            return;
+        };
+        let best = |id: &u64| -> Option<u32> {
+            if *id == self.me {
+                return Some(LOG_FORMAT);
+            }
+            known
+                .reported
+                .get(id)
+                .or_else(|| known.heard.get(id))
+                .copied()
+        };
+        let each: Vec<(u64, Option<u32>)> = members.iter().map(|id| (*id, best(id))).collect();
+        let oldest = each.iter().map(|(_, f)| f.unwrap_or(0)).min().unwrap_or(0);
+        self.members_read_now.store(oldest, Ordering::Release);
+        let text: Vec<String> = each
+            .iter()
+            .filter_map(|(id, f)| f.map(|f| format!("{id}={f}")))
+            .collect();
+        let header = (!text.is_empty())
+            .then(|| text.join(",").parse().ok())
+            .flatten();
+        *self
+            .members_header
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = header;
+    }
+
     /// Applies `change` (true when it changed anything) and recomputes the
     /// flags, logging when one flips.
     fn update(&self, change: impl FnOnce(&mut Known) -> bool) {
         let known = &mut *self.lock();
-        if !change(known) || known.members.is_none() {
+        if !change(known) {
+            return;
+        }
+        self.publish_members(known);
+        if known.members.is_none() {
             return;
         }
         for gate in [&self.pack, &self.wrap, &self.peer_addrs, &self.kinds] {
             gate.set(self.lagging(known, gate.format));
         }
     }
+}
+
+/// Most members a [`warden_proto::MEMBERS_LOG_FORMAT_METADATA`] value may
+/// name; the rest of a longer one is ignored.
+pub const MAX_MEMBERS_IN_HEADER: usize = 256;
+
+/// Parses a [`warden_proto::MEMBERS_LOG_FORMAT_METADATA`] value
+/// (`ID=FORMAT,...`); malformed items are skipped, formats above this
+/// binary's [`LOG_FORMAT`] are read as it (this node cannot vouch for more),
+/// and at most [`MAX_MEMBERS_IN_HEADER`] items are read.
+pub fn parse_members_header(value: &str) -> BTreeMap<u64, u32> {
+    value
+        .split(',')
+        .take(MAX_MEMBERS_IN_HEADER)
+        .filter_map(|item| {
+            let (id, format) = item.split_once('=')?;
+            let id = id.trim().parse::<u64>().ok()?;
+            let format = format.trim().parse::<u32>().ok()?;
+            Some((id, format.min(LOG_FORMAT)))
+        })
+        .collect()
 }
 
 /// Feeds the state machine's applied log format (its
@@ -505,6 +632,50 @@ mod tests {
         f.record(3, AUTH_LOG_FORMAT);
         assert!(!f.may_use_kinds(), "3's own report of format 3 wins");
         assert_eq!(f.lagging_kind_readers(), [3]);
+    }
+
+    // Availability with one member down before any gated entry exists (L3:
+    // a majority serves; the README's session kills the leader, then takes a
+    // semaphore): a leader passes on the formats its members reported, and
+    // a node told so counts a member that never answered it as what it was
+    // told; a member's own older report still wins, a member nobody told of
+    // (added later) must report itself, and a malformed item is skipped.
+    #[test]
+    fn a_leader_passes_on_the_formats_its_members_reported() {
+        let leader = LogFormats::secure(1);
+        leader.set_members([1, 2, 3]);
+        leader.record(2, KINDS_LOG_FORMAT);
+        assert_eq!(leader.members_read_format(), 0, "3 has not reported");
+        leader.record(3, PEER_ADDR_LOG_FORMAT);
+        assert_eq!(
+            leader.members_read_format(),
+            PEER_ADDR_LOG_FORMAT,
+            "the oldest"
+        );
+        leader.record(3, KINDS_LOG_FORMAT);
+        assert_eq!(leader.members_read_format(), KINDS_LOG_FORMAT);
+        let header = leader.members_header().expect("a header");
+        assert_eq!(header.to_str().unwrap(), "1=5,2=5,3=5");
+        let next = LogFormats::secure(2);
+        next.set_members([1, 2, 3]);
+        next.record(3, KINDS_LOG_FORMAT);
+        assert!(!next.may_use_kinds(), "1 never answered 2");
+        next.heard(&parse_members_header(header.to_str().unwrap()));
+        assert!(
+            next.may_use_kinds(),
+            "1 counts as 5: the leader saw it report 5"
+        );
+        assert_eq!(next.members_read_format(), KINDS_LOG_FORMAT);
+        next.set_members([1, 2, 3, 4]);
+        assert!(!next.may_use_kinds(), "nobody told 2 of the new member 4");
+        next.record(4, KINDS_LOG_FORMAT);
+        assert!(next.may_use_kinds());
+        next.record(1, AUTH_LOG_FORMAT);
+        assert!(!next.may_use_kinds(), "1's own report of 3 wins");
+        assert_eq!(
+            parse_members_header("1=5,x=4,2=99,3=,4"),
+            BTreeMap::from([(1, 5), (2, LOG_FORMAT)])
+        );
     }
 
     // Availability of a secure cluster (L3: a majority serves): a member that

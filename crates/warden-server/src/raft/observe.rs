@@ -3,7 +3,8 @@
 //! change only with the vote, the state, the leader or the membership, so no
 //! change is missed and the task does not wake per entry); the term, the
 //! commit and applied index and the per-peer lag from openraft's full
-//! metrics, read then and every [`SAMPLE_INTERVAL`].
+//! metrics, and the members' oldest log format (`raft::log_format`), read
+//! then and every [`SAMPLE_INTERVAL`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +14,7 @@ use openraft::ServerState;
 use tokio::sync::watch;
 
 use crate::metrics::Metrics;
+use crate::raft::log_format::LogFormats;
 use crate::raft::Raft;
 
 /// How often the indexes and the lag are sampled.
@@ -20,7 +22,12 @@ pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(250);
 
 /// Keeps `metrics.raft` equal to `raft`'s state until the Raft handle
 /// shuts down or `stop` turns true.
-pub async fn follow(raft: Raft, metrics: Arc<Metrics>, mut stop: watch::Receiver<bool>) {
+pub async fn follow(
+    raft: Raft,
+    metrics: Arc<Metrics>,
+    formats: Arc<LogFormats>,
+    mut stop: watch::Receiver<bool>,
+) {
     let mut server = raft.server_metrics();
     let mut last_leader = None;
     let mut tick = tokio::time::interval(SAMPLE_INTERVAL);
@@ -42,6 +49,10 @@ pub async fn follow(raft: Raft, metrics: Arc<Metrics>, mut stop: watch::Receiver
             }
         }
         sample(&raft, &metrics);
+        metrics
+            .raft
+            .members_log_format
+            .set(f64::from(formats.members_read_format()));
         tokio::select! {
             changed = server.changed() => if changed.is_err() { return },
             _ = tick.tick() => {}

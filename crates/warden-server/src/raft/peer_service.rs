@@ -59,6 +59,9 @@ pub struct PeerState {
     /// would log an ERROR for each message its stopped core cannot take (a
     /// clean stop logs none).
     pub stopping: std::sync::atomic::AtomicBool,
+    /// The log formats this node's gates know (set once Raft runs); a
+    /// leader's AppendEntries raises their members' floor.
+    pub formats: OnceLock<Arc<crate::raft::log_format::LogFormats>>,
 }
 
 /// How long past the leader lease a follower waits before it campaigns
@@ -230,6 +233,23 @@ impl PeerService {
         self.raft()
     }
 
+    /// Takes a leader's word on the formats its members read (its
+    /// request's [`warden_proto::MEMBERS_LOG_FORMAT_METADATA`], if any) as
+    /// second-hand reports (`raft::log_format`). The sender passed the peer
+    /// gate: it is a member.
+    fn note_members_read<T>(&self, req: &Request<T>) {
+        let Some(formats) = self.state.formats.get() else {
+            return;
+        };
+        if let Some(value) = req
+            .metadata()
+            .get(warden_proto::MEMBERS_LOG_FORMAT_METADATA)
+            .and_then(|v| v.to_str().ok())
+        {
+            formats.heard(&crate::raft::log_format::parse_members_header(value));
+        }
+    }
+
     fn raft(&self) -> Result<Raft, PeerRefusal> {
         if self
             .state
@@ -386,6 +406,9 @@ impl Peer for PeerService {
         req: Request<Streaming<Blob>>,
     ) -> Result<Response<Self::AppendStreamStream>, Status> {
         let raft = self.check_cluster(&req)?;
+        // The opening passed the peer gate (a member's certificate); its
+        // frames' senders are checked one by one below.
+        self.note_members_read(&req);
         let caller = PeerCaller::of(&req);
         let refused: Arc<Mutex<Option<Status>>> = Arc::default();
         let slot = refused.clone();
@@ -460,6 +483,7 @@ impl Peer for PeerService {
             rpc.vote.leader_id.node_id,
             Membership::Committed,
         )?;
+        self.note_members_read(&req);
         let r = self.raft()?.append_entries(rpc).await;
         // Any answer but "your vote is stale" means the sender is the leader
         // this node follows (a log conflict is still contact).
@@ -850,6 +874,7 @@ mod tests {
             early_campaign: EarlyCampaign::new(1, 150, 300),
             connector: Arc::new(crate::raft::network::TcpConnector),
             stopping: Default::default(),
+            formats: OnceLock::new(),
         });
         let _ = state.raft.set(raft.clone());
         let service = PeerService::new(state.clone());

@@ -186,6 +186,7 @@ impl TestNode {
             connector,
             access: access.clone(),
             stopping: Default::default(),
+            formats: OnceLock::new(),
         });
         let _ = state.raft.set(raft.clone());
         let gate = PeerGate::new(

@@ -247,6 +247,60 @@ async fn readers_and_a_queued_writer() {
     assert!(rg.fencing_token() > wg_token);
 }
 
+/// Availability (L3: a majority serves) of the other lock kinds before any
+/// was used: once every node knows that every member reads log format 5
+/// (`warden_raft_members_log_format`), the leader is killed, and the node that takes
+/// over grants a first semaphore permit and a first shared grant without
+/// waiting for the dead member (the README's session does this).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_semaphore_after_the_leader_died() {
+    let mut cluster = Cluster::prepare(3, &[]);
+    cluster.use_admin_ports();
+    for id in 1..=3 {
+        cluster.spawn(id);
+    }
+    cluster.wait_leader(Duration::from_secs(20)).await;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    for id in 1..=3 {
+        loop {
+            let scrape = crate::harness::transport::http_get_as(
+                &cluster.admin_addr(id),
+                "/metrics",
+                Some("root"),
+                Duration::from_secs(5),
+            )
+            .await
+            .expect("GET /metrics");
+            let format = scrape.body.lines().find_map(|l| {
+                l.strip_prefix("warden_raft_members_log_format ")
+                    .and_then(|v| v.trim().parse::<f64>().ok())
+            });
+            if format == Some(5.0) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "node {id} never learned that every member reads format 5: {format:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    kill_leader(&mut cluster).await;
+    let c = client(&cluster).await;
+    let session = c.session(Duration::from_secs(10)).await.expect("session");
+    let permit = session
+        .semaphore("first", 2)
+        .acquire()
+        .await
+        .expect("a first permit");
+    assert_eq!(permit.slot(), Some(0));
+    let shared = session
+        .read_lock("first-rw")
+        .await
+        .expect("a first shared grant");
+    assert!(shared.fencing_token() > 0);
+}
+
 /// Lock kinds through the CLI (docs/semantics.md "Lock kinds"; the
 /// `consul lock -n N` surface): `warden acquire --limit 2` hands out slots 0
 /// and 1 and refuses a third try (exit 2), `status` shows the kind, the

@@ -911,6 +911,7 @@ class ClusterStatusResponse(_message.Message):
     INSECURE_FIELD_NUMBER: _builtins.int
     ELECTION_PREFIX_FIELD_NUMBER: _builtins.int
     MAX_REQUESTS_IN_FLIGHT_FIELD_NUMBER: _builtins.int
+    MEMBERS_LOG_FORMAT_FIELD_NUMBER: _builtins.int
     cluster_id: _builtins.str
     leader_id: _builtins.int
     term: _builtins.int
@@ -933,6 +934,13 @@ class ClusterStatusResponse(_message.Message):
     max_requests_in_flight are refused): the server keeps this many
     outcome records per client (S7).
     """
+    members_log_format: _builtins.int
+    """The oldest log format among the members, each as the answering node
+    knows it (reported to it, or heard from a leader); 0 while one is
+    unknown. A node that takes over as leader counts a member that has not
+    answered it yet as what it heard of it (docs/operations.md, "Rolling
+    restart").
+    """
     @_builtins.property
     def members(self) -> _containers.RepeatedCompositeFieldContainer[Global___Member]: ...
     @_builtins.property
@@ -951,10 +959,11 @@ class ClusterStatusResponse(_message.Message):
         insecure: _builtins.bool = ...,
         election_prefix: _builtins.str = ...,
         max_requests_in_flight: _builtins.int = ...,
+        members_log_format: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["timing", b"timing"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster_id", b"cluster_id", "commit_index", b"commit_index", "election_prefix", b"election_prefix", "insecure", b"insecure", "last_log_index", b"last_log_index", "leader_id", b"leader_id", "max_requests_in_flight", b"max_requests_in_flight", "members", b"members", "node_id", b"node_id", "term", b"term", "timing", b"timing"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster_id", b"cluster_id", "commit_index", b"commit_index", "election_prefix", b"election_prefix", "insecure", b"insecure", "last_log_index", b"last_log_index", "leader_id", b"leader_id", "max_requests_in_flight", b"max_requests_in_flight", "members", b"members", "members_log_format", b"members_log_format", "node_id", b"node_id", "term", b"term", "timing", b"timing"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

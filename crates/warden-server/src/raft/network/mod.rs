@@ -371,11 +371,18 @@ impl PeerConnection {
             .ok_or_else(|| unreachable("no client".into()))
     }
 
+    /// Stamps the cluster id, and the formats this node knows its members
+    /// read (`raft::log_format`, second-hand reports), on a Raft request.
     fn stamp_cluster_id<T>(&self, request: &mut tonic::Request<T>) {
         if let Ok(v) = self.cluster_id.parse() {
             request
                 .metadata_mut()
                 .insert(warden_proto::CLUSTER_ID_METADATA, v);
+        }
+        if let Some(members) = self.formats.members_header() {
+            request
+                .metadata_mut()
+                .insert(warden_proto::MEMBERS_LOG_FORMAT_METADATA, members);
         }
     }
 
