@@ -318,9 +318,15 @@ async fn take_lock(
         Ok(Some(guard)) => Ok(guard),
         Ok(None) => {
             let holder = match session.client().status(args.resource.clone()).await {
-                Ok(s) => match s.holder {
-                    Some(h) => format!("held by lease {}", h.lease_id),
-                    None => "no holder".to_string(),
+                Ok(s) => match (&s.holder, s.holders.len()) {
+                    (Some(h), _) => format!("held by lease {}", h.lease_id),
+                    // Readers or permits: as many as the kind admits.
+                    (None, n) if n > 0 => {
+                        let leases: Vec<String> =
+                            s.holders.iter().map(|h| h.lease_id.to_string()).collect();
+                        format!("held by leases {}", leases.join(", "))
+                    }
+                    (None, _) => "no holder".to_string(),
                 },
                 Err(_) => "holder unknown".to_string(),
             };

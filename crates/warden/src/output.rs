@@ -113,7 +113,8 @@ pub fn acquire(result: &AcquireResult, valid_for_ms: Option<u64>, format: Output
                 (_, Some(id)) => {
                     format!("not granted: {resource:?} held by lease {id} (reason: {reason})")
                 }
-                (_, None) => format!("not granted: {resource:?} no holder (reason: {reason})"),
+                // Held by readers or permits (no exclusive holder to name).
+                (_, None) => format!("not granted: {resource:?} is held (reason: {reason})"),
             };
             Report {
                 stdout: match format {
