@@ -204,6 +204,7 @@ pub fn command_name(cmd: &warden_core::types::Command) -> &'static str {
         AuthChange(_) => "auth_change",
         CancelWait(_) => "cancel_wait",
         AcquireKind(_) => "acquire_kind",
+        AcquireMulti(_) => "acquire_multi",
     }
 }
 

@@ -147,6 +147,7 @@ pub fn reason_str(r: NotGrantedReason) -> &'static str {
         NotGrantedReason::LockDelay => "lock_delay",
         NotGrantedReason::WaitTimeout => "wait_timeout",
         NotGrantedReason::Cancelled => "cancelled",
+        NotGrantedReason::Reserved => "reserved",
     }
 }
 
