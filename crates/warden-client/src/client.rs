@@ -293,6 +293,7 @@ impl Client {
             // A mutex.
             mode: v1::LockMode::Unspecified as i32,
             limit: 0,
+            resources: Vec::new(),
         };
         // A waiting acquire that is abandoned (this future dropped) or ends
         // in an error takes its wait back with a committed CancelWait, sent
