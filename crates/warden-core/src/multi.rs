@@ -554,6 +554,8 @@ impl LockTable {
     /// with its enqueue index on every one of its resources and cannot be
     /// granted now (else a hand-off was missed, S8).
     pub(crate) fn check_multis(&self) -> Result<(), String> {
+        let mut named: std::collections::BTreeSet<(LeaseId, &str)> =
+            std::collections::BTreeSet::new();
         for (key, m) in &self.multis {
             let bad = |what: &str| {
                 Err(format!(
@@ -580,9 +582,7 @@ impl LockTable {
                 if s.kind != LockKind::Mutex {
                     return bad("a resource that is not a mutex");
                 }
-                if self.multis.keys().any(|k| {
-                    k != key && k.0 == key.0 && self.multis[k].resources.iter().any(|x| x == r)
-                }) {
+                if !named.insert((key.0, r.as_str())) {
                     return bad("a resource another multi-lock of its lease names");
                 }
                 match m.grant_index {
