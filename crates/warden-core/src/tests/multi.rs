@@ -550,3 +550,49 @@ fn a_cancel_takes_a_multi_lock_back_whole() {
     assert_eq!(holder(&log, "c"), None);
     assert_eq!(holder(&log, "d"), None);
 }
+
+// S8, "Time": a waiting multi-lock's wait timeout is due on every one of
+// its resources from the one enqueue; the leader's due list ends it whole in
+// one entry (the extra due waiters name nothing by then), and its
+// acquire-made lease goes with it.
+#[test]
+fn a_multi_locks_wait_is_due_and_ends_it_whole() {
+    use std::time::Duration;
+    let mut log = Log::new();
+    let mut d = crate::Deadlines::new();
+    fn step(log: &mut Log, d: &mut crate::Deadlines, cmd: Command, at: Duration) {
+        let out = log.apply(cmd);
+        d.on_effects(&out.effects, at, at);
+    }
+    step(
+        &mut log,
+        &mut d,
+        acquire(hdr(1, 1), "b", new_lease(60_000), 0, 0),
+        Duration::ZERO,
+    );
+    step(
+        &mut log,
+        &mut d,
+        multi(hdr(2, 1), &["a", "b"], new_lease(60_000), 5_000, 0),
+        Duration::from_secs(1),
+    );
+    let due = d.due(&log.t, L1, Duration::from_secs(6));
+    assert_eq!(
+        due.waiters
+            .iter()
+            .map(|w| (w.resource.as_str(), w.lease_id, w.enqueue_index))
+            .collect::<Vec<_>>(),
+        vec![("a", 2, 2), ("b", 2, 2)]
+    );
+    step(
+        &mut log,
+        &mut d,
+        Command::Expire(due),
+        Duration::from_secs(6),
+    );
+    assert!(queue(&log, "a").is_empty() && queue(&log, "b").is_empty());
+    assert!(log.t.lease(2).is_none());
+    assert_eq!(d.wait_deadline("a", 2, 2), None);
+    assert_eq!(d.wait_deadline("b", 2, 2), None);
+    assert_eq!(holder(&log, "b"), Some((1, 1)));
+}
