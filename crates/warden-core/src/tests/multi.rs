@@ -596,3 +596,33 @@ fn a_multi_locks_wait_is_due_and_ends_it_whole() {
     assert_eq!(d.wait_deadline("b", 2, 2), None);
     assert_eq!(holder(&log, "b"), Some((1, 1)));
 }
+
+// S7, S8 ("Multi-locks"): a cancel that overtakes its multi-lock preempts
+// it: when the multi-lock applies it is answered not granted (cancelled) as
+// an `AcquireMulti`, and queues on nothing.
+#[test]
+fn a_cancel_that_overtakes_its_multi_lock_preempts_it() {
+    let mut log = Log::new();
+    log.apply(acquire(hdr(1, 1), "b", new_lease(10_000), 0, 0)); // lease 1 holds b
+    log.apply(Command::CancelWait(CancelWait {
+        header: hdr(2, 2),
+        acquire_request_id: 1,
+        resource: "a".into(),
+        due: None,
+    }));
+    let out = log.apply(multi(hdr(2, 1), &["a", "b"], new_lease(10_000), 60_000, 0));
+    let (reply, tokens) = answer(&out);
+    assert!(tokens.is_empty());
+    assert!(
+        matches!(
+            reply.outcome,
+            AcquireOutcome::NotGranted {
+                reason: NotGrantedReason::Cancelled,
+                ..
+            }
+        ),
+        "{reply:?}"
+    );
+    assert!(queue(&log, "a").is_empty() && queue(&log, "b").is_empty());
+    assert!(log.t.multi_locks().next().is_none());
+}
