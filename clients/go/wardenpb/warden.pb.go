@@ -150,7 +150,8 @@ type CancelWaitRequest struct {
 	Header *RequestHeader `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
 	// The waiting acquire's request id (same client id).
 	AcquireRequestId uint64 `protobuf:"varint,2,opt,name=acquire_request_id,json=acquireRequestId,proto3" json:"acquire_request_id,omitempty"`
-	// The acquire's resource (1..=512 bytes of UTF-8).
+	// The acquire's resource (1..=512 bytes of UTF-8); for a multi-lock, the
+	// first of its resources (the cancel takes back all of them).
 	Resource      string `protobuf:"bytes,3,opt,name=resource,proto3" json:"resource,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -657,7 +658,19 @@ type AcquireRequest struct {
 	// > 0: take one permit of a semaphore of this many permits (1..=10000,
 	// mode left unspecified). Another limit than the resource's current one
 	// is refused with FAILED_PRECONDITION (field "limit").
-	Limit         uint32 `protobuf:"varint,8,opt,name=limit,proto3" json:"limit,omitempty"`
+	Limit uint32 `protobuf:"varint,8,opt,name=limit,proto3" json:"limit,omitempty"`
+	// A multi-lock (docs/semantics.md "Multi-locks"): 1..=64 distinct
+	// resources, granted together in one entry with a fencing token each, or
+	// none. `resource` is then "" or the first of them; mode and limit stay
+	// unset (a multi-lock takes mutexes only; another kind on one of them is
+	// FAILED_PRECONDITION, field "kind"). A lease that already holds or waits
+	// on one of them is refused with FAILED_PRECONDITION (field "resources");
+	// an empty list entry, a duplicate or more than 64 with INVALID_ARGUMENT
+	// (field "resources"). Needs the `lock` permission on every resource
+	// (PERMISSION_DENIED names the first refused one). Refused with
+	// FAILED_PRECONDITION until every member reads log format 6. Release it by
+	// naming any one of its resources: all are freed.
+	Resources     []string `protobuf:"bytes,9,rep,name=resources,proto3" json:"resources,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -746,6 +759,13 @@ func (x *AcquireRequest) GetLimit() uint32 {
 		return x.Limit
 	}
 	return 0
+}
+
+func (x *AcquireRequest) GetResources() []string {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
 }
 
 type AcquireResponse struct {
@@ -946,7 +966,11 @@ type Granted struct {
 	// other grant.
 	Slot *uint32 `protobuf:"varint,6,opt,name=slot,proto3,oneof" json:"slot,omitempty"`
 	// The mode asked for (UNSPECIFIED for a mutex or a permit).
-	Mode          LockMode `protobuf:"varint,7,opt,name=mode,proto3,enum=warden.v1.LockMode" json:"mode,omitempty"`
+	Mode LockMode `protobuf:"varint,7,opt,name=mode,proto3,enum=warden.v1.LockMode" json:"mode,omitempty"`
+	// A multi-lock's grant: every resource with its own token, in the
+	// request's order (the first is also `resource` and `fencing_token`).
+	// Empty for a single resource's grant.
+	Grants        []*ResourceToken `protobuf:"bytes,8,rep,name=grants,proto3" json:"grants,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1030,13 +1054,76 @@ func (x *Granted) GetMode() LockMode {
 	return LockMode_LOCK_MODE_UNSPECIFIED
 }
 
+func (x *Granted) GetGrants() []*ResourceToken {
+	if x != nil {
+		return x.Grants
+	}
+	return nil
+}
+
+// One resource of a multi-lock's grant and its fencing token.
+type ResourceToken struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Resource      string                 `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	FencingToken  uint64                 `protobuf:"varint,2,opt,name=fencing_token,json=fencingToken,proto3" json:"fencing_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceToken) Reset() {
+	*x = ResourceToken{}
+	mi := &file_warden_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceToken) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceToken) ProtoMessage() {}
+
+func (x *ResourceToken) ProtoReflect() protoreflect.Message {
+	mi := &file_warden_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceToken.ProtoReflect.Descriptor instead.
+func (*ResourceToken) Descriptor() ([]byte, []int) {
+	return file_warden_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ResourceToken) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *ResourceToken) GetFencingToken() uint64 {
+	if x != nil {
+		return x.FencingToken
+	}
+	return 0
+}
+
 type NotGranted struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Resource string                 `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
 	// The lease that holds the resource, 0 if none (e.g. lock-delay or timeout).
 	HolderLeaseId uint64 `protobuf:"varint,2,opt,name=holder_lease_id,json=holderLeaseId,proto3" json:"holder_lease_id,omitempty"`
-	// "held", "lock_delay", "wait_timeout", or "cancelled" (its caller took it
-	// back with CancelWait before it applied).
+	// "held", "lock_delay", "wait_timeout", "cancelled" (its caller took it
+	// back with CancelWait before it applied), or "reserved" (a try-lock on a
+	// free resource whose queue's head is a multi-lock still waiting for its
+	// other resources: docs/semantics.md "Multi-locks"). For a multi-lock,
+	// `resource` is the first of its resources that stopped it.
 	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	// When reason = "lock_delay": milliseconds of lock-delay left, on the
 	// serving leader's deadline table (display only, rounded up; no grant is
@@ -1049,7 +1136,7 @@ type NotGranted struct {
 
 func (x *NotGranted) Reset() {
 	*x = NotGranted{}
-	mi := &file_warden_proto_msgTypes[10]
+	mi := &file_warden_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1061,7 +1148,7 @@ func (x *NotGranted) String() string {
 func (*NotGranted) ProtoMessage() {}
 
 func (x *NotGranted) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[10]
+	mi := &file_warden_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1074,7 +1161,7 @@ func (x *NotGranted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotGranted.ProtoReflect.Descriptor instead.
 func (*NotGranted) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{10}
+	return file_warden_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *NotGranted) GetResource() string {
@@ -1118,7 +1205,7 @@ type RenewRequest struct {
 
 func (x *RenewRequest) Reset() {
 	*x = RenewRequest{}
-	mi := &file_warden_proto_msgTypes[11]
+	mi := &file_warden_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1130,7 +1217,7 @@ func (x *RenewRequest) String() string {
 func (*RenewRequest) ProtoMessage() {}
 
 func (x *RenewRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[11]
+	mi := &file_warden_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1143,7 +1230,7 @@ func (x *RenewRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewRequest.ProtoReflect.Descriptor instead.
 func (*RenewRequest) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{11}
+	return file_warden_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RenewRequest) GetLeaseId() uint64 {
@@ -1178,7 +1265,7 @@ type RenewResponse struct {
 
 func (x *RenewResponse) Reset() {
 	*x = RenewResponse{}
-	mi := &file_warden_proto_msgTypes[12]
+	mi := &file_warden_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1190,7 +1277,7 @@ func (x *RenewResponse) String() string {
 func (*RenewResponse) ProtoMessage() {}
 
 func (x *RenewResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[12]
+	mi := &file_warden_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1203,7 +1290,7 @@ func (x *RenewResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewResponse.ProtoReflect.Descriptor instead.
 func (*RenewResponse) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{12}
+	return file_warden_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RenewResponse) GetLeaseId() uint64 {
@@ -1241,7 +1328,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_warden_proto_msgTypes[13]
+	mi := &file_warden_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1253,7 +1340,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[13]
+	mi := &file_warden_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1266,7 +1353,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{13}
+	return file_warden_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ReleaseRequest) GetHeader() *RequestHeader {
@@ -1308,7 +1395,7 @@ type ReleaseResponse struct {
 
 func (x *ReleaseResponse) Reset() {
 	*x = ReleaseResponse{}
-	mi := &file_warden_proto_msgTypes[14]
+	mi := &file_warden_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1320,7 +1407,7 @@ func (x *ReleaseResponse) String() string {
 func (*ReleaseResponse) ProtoMessage() {}
 
 func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[14]
+	mi := &file_warden_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1333,7 +1420,7 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{14}
+	return file_warden_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ReleaseResponse) GetResource() string {
@@ -1366,7 +1453,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_warden_proto_msgTypes[15]
+	mi := &file_warden_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1378,7 +1465,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[15]
+	mi := &file_warden_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1391,7 +1478,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{15}
+	return file_warden_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *StatusRequest) GetResource() string {
@@ -1422,7 +1509,7 @@ type Holder struct {
 
 func (x *Holder) Reset() {
 	*x = Holder{}
-	mi := &file_warden_proto_msgTypes[16]
+	mi := &file_warden_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1434,7 +1521,7 @@ func (x *Holder) String() string {
 func (*Holder) ProtoMessage() {}
 
 func (x *Holder) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[16]
+	mi := &file_warden_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1447,7 +1534,7 @@ func (x *Holder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Holder.ProtoReflect.Descriptor instead.
 func (*Holder) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{16}
+	return file_warden_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Holder) GetLeaseId() uint64 {
@@ -1528,7 +1615,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_warden_proto_msgTypes[17]
+	mi := &file_warden_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1540,7 +1627,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[17]
+	mi := &file_warden_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1553,7 +1640,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{17}
+	return file_warden_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *StatusResponse) GetResource() string {
@@ -1620,7 +1707,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_warden_proto_msgTypes[18]
+	mi := &file_warden_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1632,7 +1719,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[18]
+	mi := &file_warden_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1645,7 +1732,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{18}
+	return file_warden_proto_rawDescGZIP(), []int{19}
 }
 
 type Member struct {
@@ -1684,7 +1771,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_warden_proto_msgTypes[19]
+	mi := &file_warden_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1696,7 +1783,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[19]
+	mi := &file_warden_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1709,7 +1796,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{19}
+	return file_warden_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Member) GetId() uint64 {
@@ -1804,7 +1891,7 @@ type Timing struct {
 
 func (x *Timing) Reset() {
 	*x = Timing{}
-	mi := &file_warden_proto_msgTypes[20]
+	mi := &file_warden_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1816,7 +1903,7 @@ func (x *Timing) String() string {
 func (*Timing) ProtoMessage() {}
 
 func (x *Timing) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[20]
+	mi := &file_warden_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1829,7 +1916,7 @@ func (x *Timing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timing.ProtoReflect.Descriptor instead.
 func (*Timing) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{20}
+	return file_warden_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Timing) GetHeartbeatMs() uint64 {
@@ -1951,7 +2038,7 @@ type ClusterStatusResponse struct {
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_warden_proto_msgTypes[21]
+	mi := &file_warden_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1963,7 +2050,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[21]
+	mi := &file_warden_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1976,7 +2063,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{21}
+	return file_warden_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ClusterStatusResponse) GetClusterId() string {
@@ -2075,7 +2162,7 @@ type ValidateRequest struct {
 
 func (x *ValidateRequest) Reset() {
 	*x = ValidateRequest{}
-	mi := &file_warden_proto_msgTypes[22]
+	mi := &file_warden_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2087,7 +2174,7 @@ func (x *ValidateRequest) String() string {
 func (*ValidateRequest) ProtoMessage() {}
 
 func (x *ValidateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[22]
+	mi := &file_warden_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2100,7 +2187,7 @@ func (x *ValidateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateRequest.ProtoReflect.Descriptor instead.
 func (*ValidateRequest) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{22}
+	return file_warden_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ValidateRequest) GetResource() string {
@@ -2132,7 +2219,7 @@ type ValidateResponse struct {
 
 func (x *ValidateResponse) Reset() {
 	*x = ValidateResponse{}
-	mi := &file_warden_proto_msgTypes[23]
+	mi := &file_warden_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2144,7 +2231,7 @@ func (x *ValidateResponse) String() string {
 func (*ValidateResponse) ProtoMessage() {}
 
 func (x *ValidateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[23]
+	mi := &file_warden_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2157,7 +2244,7 @@ func (x *ValidateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateResponse.ProtoReflect.Descriptor instead.
 func (*ValidateResponse) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{23}
+	return file_warden_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ValidateResponse) GetResource() string {
@@ -2205,7 +2292,7 @@ type LeaseRevokeRequest struct {
 
 func (x *LeaseRevokeRequest) Reset() {
 	*x = LeaseRevokeRequest{}
-	mi := &file_warden_proto_msgTypes[24]
+	mi := &file_warden_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2217,7 +2304,7 @@ func (x *LeaseRevokeRequest) String() string {
 func (*LeaseRevokeRequest) ProtoMessage() {}
 
 func (x *LeaseRevokeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[24]
+	mi := &file_warden_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2230,7 +2317,7 @@ func (x *LeaseRevokeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRevokeRequest.ProtoReflect.Descriptor instead.
 func (*LeaseRevokeRequest) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{24}
+	return file_warden_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *LeaseRevokeRequest) GetHeader() *RequestHeader {
@@ -2257,7 +2344,7 @@ type LeaseRevokeResponse struct {
 
 func (x *LeaseRevokeResponse) Reset() {
 	*x = LeaseRevokeResponse{}
-	mi := &file_warden_proto_msgTypes[25]
+	mi := &file_warden_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2269,7 +2356,7 @@ func (x *LeaseRevokeResponse) String() string {
 func (*LeaseRevokeResponse) ProtoMessage() {}
 
 func (x *LeaseRevokeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[25]
+	mi := &file_warden_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2282,7 +2369,7 @@ func (x *LeaseRevokeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRevokeResponse.ProtoReflect.Descriptor instead.
 func (*LeaseRevokeResponse) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{25}
+	return file_warden_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *LeaseRevokeResponse) GetLeaseId() uint64 {
@@ -2315,7 +2402,7 @@ type ProclaimRequest struct {
 
 func (x *ProclaimRequest) Reset() {
 	*x = ProclaimRequest{}
-	mi := &file_warden_proto_msgTypes[26]
+	mi := &file_warden_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2327,7 +2414,7 @@ func (x *ProclaimRequest) String() string {
 func (*ProclaimRequest) ProtoMessage() {}
 
 func (x *ProclaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[26]
+	mi := &file_warden_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2340,7 +2427,7 @@ func (x *ProclaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProclaimRequest.ProtoReflect.Descriptor instead.
 func (*ProclaimRequest) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{26}
+	return file_warden_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ProclaimRequest) GetResource() string {
@@ -2381,7 +2468,7 @@ type ProclaimResponse struct {
 
 func (x *ProclaimResponse) Reset() {
 	*x = ProclaimResponse{}
-	mi := &file_warden_proto_msgTypes[27]
+	mi := &file_warden_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2393,7 +2480,7 @@ func (x *ProclaimResponse) String() string {
 func (*ProclaimResponse) ProtoMessage() {}
 
 func (x *ProclaimResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_warden_proto_msgTypes[27]
+	mi := &file_warden_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2406,7 +2493,7 @@ func (x *ProclaimResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProclaimResponse.ProtoReflect.Descriptor instead.
 func (*ProclaimResponse) Descriptor() ([]byte, []int) {
-	return file_warden_proto_rawDescGZIP(), []int{27}
+	return file_warden_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ProclaimResponse) GetResource() string {
@@ -2457,7 +2544,7 @@ const file_warden_proto_rawDesc = "" +
 	"\tclient_id\x18\x01 \x01(\x04R\bclientId\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x02 \x01(\x04R\trequestId\x12(\n" +
-	"\x10acked_request_id\x18\x03 \x01(\x04R\x0eackedRequestId\"\x9b\x02\n" +
+	"\x10acked_request_id\x18\x03 \x01(\x04R\x0eackedRequestId\"\xcc\x02\n" +
 	"\x0eAcquireRequest\x120\n" +
 	"\x06header\x18\x01 \x01(\v2\x18.warden.v1.RequestHeaderR\x06header\x12\x1a\n" +
 	"\bresource\x18\x02 \x01(\tR\bresource\x12\x15\n" +
@@ -2466,7 +2553,9 @@ const file_warden_proto_rawDesc = "" +
 	"\x0fwait_timeout_ms\x18\x05 \x01(\x04R\rwaitTimeoutMs\x12\"\n" +
 	"\rlock_delay_ms\x18\x06 \x01(\x04R\vlockDelayMs\x12'\n" +
 	"\x04mode\x18\a \x01(\x0e2\x13.warden.v1.LockModeR\x04mode\x12\x14\n" +
-	"\x05limit\x18\b \x01(\rR\x05limit\"\xb1\x01\n" +
+	"\x05limit\x18\b \x01(\rR\x05limit\x12\x1c\n" +
+	"\tresources\x18\t \x03(\tR\tresourcesJ\x04\b\n" +
+	"\x10\vR\vmax_hold_ms\"\xb1\x01\n" +
 	"\x0fAcquireResponse\x12+\n" +
 	"\x06queued\x18\x01 \x01(\v2\x11.warden.v1.QueuedH\x00R\x06queued\x12.\n" +
 	"\agranted\x18\x02 \x01(\v2\x12.warden.v1.GrantedH\x00R\agranted\x128\n" +
@@ -2478,7 +2567,7 @@ const file_warden_proto_rawDesc = "" +
 	"\blease_id\x18\x02 \x01(\x04R\aleaseId\x12\x16\n" +
 	"\x06behind\x18\x03 \x01(\tR\x06behind\x12&\n" +
 	"\x0fholder_lease_id\x18\x04 \x01(\x04R\rholderLeaseId\x125\n" +
-	"\x17lock_delay_remaining_ms\x18\x05 \x01(\x04R\x14lockDelayRemainingMs\"\xe4\x01\n" +
+	"\x17lock_delay_remaining_ms\x18\x05 \x01(\x04R\x14lockDelayRemainingMs\"\x96\x02\n" +
 	"\aGranted\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x19\n" +
 	"\blease_id\x18\x02 \x01(\x04R\aleaseId\x12#\n" +
@@ -2486,8 +2575,12 @@ const file_warden_proto_rawDesc = "" +
 	"\x06ttl_ms\x18\x04 \x01(\x04R\x05ttlMs\x12\x1b\n" +
 	"\tlog_index\x18\x05 \x01(\x04R\blogIndex\x12\x17\n" +
 	"\x04slot\x18\x06 \x01(\rH\x00R\x04slot\x88\x01\x01\x12'\n" +
-	"\x04mode\x18\a \x01(\x0e2\x13.warden.v1.LockModeR\x04modeB\a\n" +
-	"\x05_slot\"\x9f\x01\n" +
+	"\x04mode\x18\a \x01(\x0e2\x13.warden.v1.LockModeR\x04mode\x120\n" +
+	"\x06grants\x18\b \x03(\v2\x18.warden.v1.ResourceTokenR\x06grantsB\a\n" +
+	"\x05_slot\"P\n" +
+	"\rResourceToken\x12\x1a\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\x12#\n" +
+	"\rfencing_token\x18\x02 \x01(\x04R\ffencingToken\"\x9f\x01\n" +
 	"\n" +
 	"NotGranted\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12&\n" +
@@ -2639,7 +2732,7 @@ func file_warden_proto_rawDescGZIP() []byte {
 }
 
 var file_warden_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_warden_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_warden_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_warden_proto_goTypes = []any{
 	(LockMode)(0),                 // 0: warden.v1.LockMode
 	(TokenState)(0),               // 1: warden.v1.TokenState
@@ -2653,71 +2746,73 @@ var file_warden_proto_goTypes = []any{
 	(*AcquireResponse)(nil),       // 9: warden.v1.AcquireResponse
 	(*Queued)(nil),                // 10: warden.v1.Queued
 	(*Granted)(nil),               // 11: warden.v1.Granted
-	(*NotGranted)(nil),            // 12: warden.v1.NotGranted
-	(*RenewRequest)(nil),          // 13: warden.v1.RenewRequest
-	(*RenewResponse)(nil),         // 14: warden.v1.RenewResponse
-	(*ReleaseRequest)(nil),        // 15: warden.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),       // 16: warden.v1.ReleaseResponse
-	(*StatusRequest)(nil),         // 17: warden.v1.StatusRequest
-	(*Holder)(nil),                // 18: warden.v1.Holder
-	(*StatusResponse)(nil),        // 19: warden.v1.StatusResponse
-	(*ClusterStatusRequest)(nil),  // 20: warden.v1.ClusterStatusRequest
-	(*Member)(nil),                // 21: warden.v1.Member
-	(*Timing)(nil),                // 22: warden.v1.Timing
-	(*ClusterStatusResponse)(nil), // 23: warden.v1.ClusterStatusResponse
-	(*ValidateRequest)(nil),       // 24: warden.v1.ValidateRequest
-	(*ValidateResponse)(nil),      // 25: warden.v1.ValidateResponse
-	(*LeaseRevokeRequest)(nil),    // 26: warden.v1.LeaseRevokeRequest
-	(*LeaseRevokeResponse)(nil),   // 27: warden.v1.LeaseRevokeResponse
-	(*ProclaimRequest)(nil),       // 28: warden.v1.ProclaimRequest
-	(*ProclaimResponse)(nil),      // 29: warden.v1.ProclaimResponse
+	(*ResourceToken)(nil),         // 12: warden.v1.ResourceToken
+	(*NotGranted)(nil),            // 13: warden.v1.NotGranted
+	(*RenewRequest)(nil),          // 14: warden.v1.RenewRequest
+	(*RenewResponse)(nil),         // 15: warden.v1.RenewResponse
+	(*ReleaseRequest)(nil),        // 16: warden.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),       // 17: warden.v1.ReleaseResponse
+	(*StatusRequest)(nil),         // 18: warden.v1.StatusRequest
+	(*Holder)(nil),                // 19: warden.v1.Holder
+	(*StatusResponse)(nil),        // 20: warden.v1.StatusResponse
+	(*ClusterStatusRequest)(nil),  // 21: warden.v1.ClusterStatusRequest
+	(*Member)(nil),                // 22: warden.v1.Member
+	(*Timing)(nil),                // 23: warden.v1.Timing
+	(*ClusterStatusResponse)(nil), // 24: warden.v1.ClusterStatusResponse
+	(*ValidateRequest)(nil),       // 25: warden.v1.ValidateRequest
+	(*ValidateResponse)(nil),      // 26: warden.v1.ValidateResponse
+	(*LeaseRevokeRequest)(nil),    // 27: warden.v1.LeaseRevokeRequest
+	(*LeaseRevokeResponse)(nil),   // 28: warden.v1.LeaseRevokeResponse
+	(*ProclaimRequest)(nil),       // 29: warden.v1.ProclaimRequest
+	(*ProclaimResponse)(nil),      // 30: warden.v1.ProclaimResponse
 }
 var file_warden_proto_depIdxs = []int32{
 	7,  // 0: warden.v1.CancelWaitRequest.header:type_name -> warden.v1.RequestHeader
 	8,  // 1: warden.v1.CallRequest.acquire:type_name -> warden.v1.AcquireRequest
-	15, // 2: warden.v1.CallRequest.release:type_name -> warden.v1.ReleaseRequest
+	16, // 2: warden.v1.CallRequest.release:type_name -> warden.v1.ReleaseRequest
 	9,  // 3: warden.v1.CallResponse.acquire:type_name -> warden.v1.AcquireResponse
-	16, // 4: warden.v1.CallResponse.release:type_name -> warden.v1.ReleaseResponse
+	17, // 4: warden.v1.CallResponse.release:type_name -> warden.v1.ReleaseResponse
 	6,  // 5: warden.v1.CallResponse.error:type_name -> warden.v1.CallError
 	7,  // 6: warden.v1.AcquireRequest.header:type_name -> warden.v1.RequestHeader
 	0,  // 7: warden.v1.AcquireRequest.mode:type_name -> warden.v1.LockMode
 	10, // 8: warden.v1.AcquireResponse.queued:type_name -> warden.v1.Queued
 	11, // 9: warden.v1.AcquireResponse.granted:type_name -> warden.v1.Granted
-	12, // 10: warden.v1.AcquireResponse.not_granted:type_name -> warden.v1.NotGranted
+	13, // 10: warden.v1.AcquireResponse.not_granted:type_name -> warden.v1.NotGranted
 	0,  // 11: warden.v1.Granted.mode:type_name -> warden.v1.LockMode
-	7,  // 12: warden.v1.ReleaseRequest.header:type_name -> warden.v1.RequestHeader
-	0,  // 13: warden.v1.Holder.mode:type_name -> warden.v1.LockMode
-	18, // 14: warden.v1.StatusResponse.holder:type_name -> warden.v1.Holder
-	18, // 15: warden.v1.StatusResponse.holders:type_name -> warden.v1.Holder
-	21, // 16: warden.v1.ClusterStatusResponse.members:type_name -> warden.v1.Member
-	22, // 17: warden.v1.ClusterStatusResponse.timing:type_name -> warden.v1.Timing
-	1,  // 18: warden.v1.ValidateResponse.state:type_name -> warden.v1.TokenState
-	7,  // 19: warden.v1.LeaseRevokeRequest.header:type_name -> warden.v1.RequestHeader
-	8,  // 20: warden.v1.Lock.Acquire:input_type -> warden.v1.AcquireRequest
-	13, // 21: warden.v1.Lock.Renew:input_type -> warden.v1.RenewRequest
-	15, // 22: warden.v1.Lock.Release:input_type -> warden.v1.ReleaseRequest
-	17, // 23: warden.v1.Lock.Status:input_type -> warden.v1.StatusRequest
-	20, // 24: warden.v1.Lock.ClusterStatus:input_type -> warden.v1.ClusterStatusRequest
-	24, // 25: warden.v1.Lock.Validate:input_type -> warden.v1.ValidateRequest
-	26, // 26: warden.v1.Lock.LeaseRevoke:input_type -> warden.v1.LeaseRevokeRequest
-	28, // 27: warden.v1.Lock.Proclaim:input_type -> warden.v1.ProclaimRequest
-	4,  // 28: warden.v1.Lock.Calls:input_type -> warden.v1.CallRequest
-	2,  // 29: warden.v1.Lock.CancelWait:input_type -> warden.v1.CancelWaitRequest
-	9,  // 30: warden.v1.Lock.Acquire:output_type -> warden.v1.AcquireResponse
-	14, // 31: warden.v1.Lock.Renew:output_type -> warden.v1.RenewResponse
-	16, // 32: warden.v1.Lock.Release:output_type -> warden.v1.ReleaseResponse
-	19, // 33: warden.v1.Lock.Status:output_type -> warden.v1.StatusResponse
-	23, // 34: warden.v1.Lock.ClusterStatus:output_type -> warden.v1.ClusterStatusResponse
-	25, // 35: warden.v1.Lock.Validate:output_type -> warden.v1.ValidateResponse
-	27, // 36: warden.v1.Lock.LeaseRevoke:output_type -> warden.v1.LeaseRevokeResponse
-	29, // 37: warden.v1.Lock.Proclaim:output_type -> warden.v1.ProclaimResponse
-	5,  // 38: warden.v1.Lock.Calls:output_type -> warden.v1.CallResponse
-	3,  // 39: warden.v1.Lock.CancelWait:output_type -> warden.v1.CancelWaitResponse
-	30, // [30:40] is the sub-list for method output_type
-	20, // [20:30] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	12, // 12: warden.v1.Granted.grants:type_name -> warden.v1.ResourceToken
+	7,  // 13: warden.v1.ReleaseRequest.header:type_name -> warden.v1.RequestHeader
+	0,  // 14: warden.v1.Holder.mode:type_name -> warden.v1.LockMode
+	19, // 15: warden.v1.StatusResponse.holder:type_name -> warden.v1.Holder
+	19, // 16: warden.v1.StatusResponse.holders:type_name -> warden.v1.Holder
+	22, // 17: warden.v1.ClusterStatusResponse.members:type_name -> warden.v1.Member
+	23, // 18: warden.v1.ClusterStatusResponse.timing:type_name -> warden.v1.Timing
+	1,  // 19: warden.v1.ValidateResponse.state:type_name -> warden.v1.TokenState
+	7,  // 20: warden.v1.LeaseRevokeRequest.header:type_name -> warden.v1.RequestHeader
+	8,  // 21: warden.v1.Lock.Acquire:input_type -> warden.v1.AcquireRequest
+	14, // 22: warden.v1.Lock.Renew:input_type -> warden.v1.RenewRequest
+	16, // 23: warden.v1.Lock.Release:input_type -> warden.v1.ReleaseRequest
+	18, // 24: warden.v1.Lock.Status:input_type -> warden.v1.StatusRequest
+	21, // 25: warden.v1.Lock.ClusterStatus:input_type -> warden.v1.ClusterStatusRequest
+	25, // 26: warden.v1.Lock.Validate:input_type -> warden.v1.ValidateRequest
+	27, // 27: warden.v1.Lock.LeaseRevoke:input_type -> warden.v1.LeaseRevokeRequest
+	29, // 28: warden.v1.Lock.Proclaim:input_type -> warden.v1.ProclaimRequest
+	4,  // 29: warden.v1.Lock.Calls:input_type -> warden.v1.CallRequest
+	2,  // 30: warden.v1.Lock.CancelWait:input_type -> warden.v1.CancelWaitRequest
+	9,  // 31: warden.v1.Lock.Acquire:output_type -> warden.v1.AcquireResponse
+	15, // 32: warden.v1.Lock.Renew:output_type -> warden.v1.RenewResponse
+	17, // 33: warden.v1.Lock.Release:output_type -> warden.v1.ReleaseResponse
+	20, // 34: warden.v1.Lock.Status:output_type -> warden.v1.StatusResponse
+	24, // 35: warden.v1.Lock.ClusterStatus:output_type -> warden.v1.ClusterStatusResponse
+	26, // 36: warden.v1.Lock.Validate:output_type -> warden.v1.ValidateResponse
+	28, // 37: warden.v1.Lock.LeaseRevoke:output_type -> warden.v1.LeaseRevokeResponse
+	30, // 38: warden.v1.Lock.Proclaim:output_type -> warden.v1.ProclaimResponse
+	5,  // 39: warden.v1.Lock.Calls:output_type -> warden.v1.CallResponse
+	3,  // 40: warden.v1.Lock.CancelWait:output_type -> warden.v1.CancelWaitResponse
+	31, // [31:41] is the sub-list for method output_type
+	21, // [21:31] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_warden_proto_init() }
@@ -2740,14 +2835,14 @@ func file_warden_proto_init() {
 		(*AcquireResponse_NotGranted)(nil),
 	}
 	file_warden_proto_msgTypes[9].OneofWrappers = []any{}
-	file_warden_proto_msgTypes[16].OneofWrappers = []any{}
+	file_warden_proto_msgTypes[17].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_warden_proto_rawDesc), len(file_warden_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   28,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

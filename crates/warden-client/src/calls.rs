@@ -502,6 +502,7 @@ mod tests {
                 lock_delay_ms: u64::MAX,
                 mode: i32::MAX,
                 limit: u32::MAX,
+                resources: Vec::new(),
             })
         };
         // The sizing is exactly the request's at its largest call id.

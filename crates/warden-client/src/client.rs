@@ -292,6 +292,7 @@ impl Client {
             lock_delay_ms: millis(options.lock_delay),
             mode: options.kind.wire().0 as i32,
             limit: options.kind.wire().1,
+            resources: Vec::new(),
         };
         // A waiting acquire that is abandoned (this future dropped) or ends
         // in an error takes its wait back with a committed CancelWait, sent

@@ -17,6 +17,8 @@
 //! * [`resource`]: one resource's state ([`ResourceState`]: its kind, its
 //!   exclusive or shared grants, FIFO waiters, lock-delay and what the delay
 //!   withholds) and the rule that says which mode it admits now.
+//! * [`multi`]: multi-locks, several mutexes granted together in one entry
+//!   or not at all, and what ends them (docs/semantics.md "Multi-locks").
 //! * [`table`]: the replicated [`LockTable`] (leases and their owners,
 //!   resources, the fencing-token and lease-id
 //!   counters, the auth table, the audit trails) and [`LockTable::apply`],
@@ -77,6 +79,7 @@ pub mod auth;
 pub mod deadline;
 pub mod effect;
 pub mod limits;
+pub mod multi;
 pub mod outcome;
 pub mod query;
 pub mod resource;
@@ -89,6 +92,7 @@ pub mod validate;
 pub use auth::{AuthTable, QuotaField, RoleView, Target, Usage};
 pub use deadline::Deadlines;
 pub use effect::{Effect, FreeReason, LeaseEndReason, WaiterRemovedReason};
+pub use multi::{MultiLock, MultiLockView};
 pub use query::{ClientView, HolderView, LockDelayView, OutcomeStats, TokenState, WaiterView};
 pub use resource::{DelayScope, Grant, LockDelay, ResourceState, Waiter};
 pub use snapshot::{SnapshotError, SNAPSHOT_VERSION};

@@ -119,7 +119,8 @@ pub fn fingerprint(cmd: &Command) -> u64 {
     let mut c = cmd.clone();
     match &mut c {
         Command::Acquire(a)
-        | Command::AcquireKind(crate::types::AcquireKind { acquire: a, .. }) => {
+        | Command::AcquireKind(crate::types::AcquireKind { acquire: a, .. })
+        | Command::AcquireMulti(crate::types::AcquireMulti { acquire: a, .. }) => {
             a.due = None;
             a.header.acked_request_id = 0;
         }

@@ -496,8 +496,15 @@ impl LockTable {
             // S8: a hand-off happens in the entry that frees the resource,
             // so a head waiter the resource admits has been granted (unless
             // tokens are exhausted, when nobody can be).
-            if s.waiters.first().is_some_and(|w| s.admits(w.mode, false))
-                && self.next_token <= crate::limits::MAX_ID
+            // A multi-lock's waiter at the head may be blocked on another of
+            // its resources: this one is then reserved for it (checked with
+            // the multi-lock, below).
+            if s.waiters.first().is_some_and(|w| {
+                s.admits(w.mode, false)
+                    && self
+                        .waiting_multi_of(w.lease_id, name, Some(w.enqueue_index))
+                        .is_none()
+            }) && self.next_token <= crate::limits::MAX_ID
             {
                 return Err(format!(
                     "resource {name:?}: its head waiter could be granted and was not"
@@ -530,7 +537,7 @@ impl LockTable {
                 }
             }
         }
-        Ok(())
+        self.check_multis()
     }
 
     /// One resource's kind rules (docs/semantics.md "Lock kinds"): a mutex

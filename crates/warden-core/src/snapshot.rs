@@ -17,11 +17,14 @@
 //! | lease owners: lease id → principal, for owned leases | 4 |
 //! | principals' outcome records: principal → client id → record | 4 |
 //! | the auth audit trail | 4 |
+//! | multi-locks: (lease, first resource) → resources, enqueue index, grant index | 6 |
 //!
 //! Version 5 changed the table body's resource shape (a resource's kind and
 //! shared holders, a grant's mode and slot, a waiter's mode, a lock-delay's
 //! scope: docs/semantics.md "Lock kinds"); a body of versions 1 to 4 is read
 //! in its own shape ([`legacy`]) and every resource in it becomes a mutex.
+//! Version 6 appended the multi-locks part and left the body's shape as
+//! version 5 has it, so a version-5 snapshot loads with no multi-locks.
 //!
 //! An older version loads with the parts it lacks empty: no roles (only
 //! `root` and anonymous callers can act), default limits, ownerless leases,
@@ -35,8 +38,8 @@ use crate::table::LockTable;
 use crate::types::{AuthAuditRecord, LeaseId, Principal};
 
 /// The current snapshot format version (the first byte): see the module
-/// docs for what each version adds. Versions 1 to 4 still load.
-pub const SNAPSHOT_VERSION: u8 = 5;
+/// docs for what each version adds. Versions 1 to 5 still load.
+pub const SNAPSHOT_VERSION: u8 = 6;
 
 /// Why a snapshot could not be loaded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -81,6 +84,7 @@ impl LockTable {
             .and_then(|bytes| postcard::to_extend(&owners, bytes))
             .and_then(|bytes| postcard::to_extend(self.outcomes.named(), bytes))
             .and_then(|bytes| postcard::to_extend(&self.auth_audit, bytes))
+            .and_then(|bytes| postcard::to_extend(&self.multis, bytes))
             .unwrap_or_else(|_| vec![SNAPSHOT_VERSION])
     }
 
@@ -131,6 +135,11 @@ impl LockTable {
             let (auth_audit, after): (VecDeque<AuthAuditRecord>, _) =
                 postcard::take_from_bytes(after).map_err(decode)?;
             table.auth_audit = auth_audit;
+            rest = after;
+        }
+        if *version >= 6 {
+            let (multis, after) = postcard::take_from_bytes(rest).map_err(decode)?;
+            table.multis = multis;
             rest = after;
         }
         table.usage = table.computed_usage();

@@ -38,6 +38,7 @@ use crate::limits::{
     MAX_AUDIT_RECORDS, MAX_AUTH_AUDIT_RECORDS, MAX_ID, MAX_LEASES, MAX_LOCKS_PER_LEASE,
     MAX_WAITERS_PER_RESOURCE,
 };
+use crate::multi::{MultiKey, MultiLock};
 use crate::outcome::{fingerprint, Check, OutcomeTable};
 use crate::resource::{Grant, LockDelay, ResourceState, Waiter};
 use crate::types::{
@@ -45,7 +46,7 @@ use crate::types::{
     CancelOutcome, CancelWait, Checkpoint, Command, DueList, EndLockDelay, ErrorCode, FencingToken,
     ForceRelease, LeaderId, LeaseGrant, LeaseId, LeaseSpec, LockKind, LogIndex, Mode,
     NotGrantedReason, Permission, Principal, Proclaim, Promote, Release, RenewBatch, RequestHeader,
-    Response, Revoke,
+    ResourceToken, Response, Revoke,
 };
 use crate::validate::{self, error};
 
@@ -120,6 +121,10 @@ pub struct LockTable {
     /// Encoded last (snapshot version 4).
     #[serde(skip)]
     pub(crate) auth_audit: VecDeque<AuthAuditRecord>,
+    /// Multi-locks, waiting or granted, by (lease, first resource)
+    /// ([`crate::multi`]). Encoded last (snapshot version 6).
+    #[serde(skip)]
+    pub(crate) multis: BTreeMap<MultiKey, MultiLock>,
     /// Derived, never saved: per lease owner, its leases, locks (held grants
     /// and queued waits) and waiters (`clients` stays 0 here: the outcome
     /// table counts those). No entry is all zero. Kept up to date at every change,
@@ -142,18 +147,18 @@ impl Default for LockTable {
     }
 }
 
-fn exhausted(field: Option<&str>, message: impl Into<String>) -> CommandError {
+pub(crate) fn exhausted(field: Option<&str>, message: impl Into<String>) -> CommandError {
     error(ErrorCode::ResourceExhausted, field, message)
 }
 
 /// Who a client command is applied for.
 #[derive(Clone, Copy, Debug)]
-struct Caller<'a> {
+pub(crate) struct Caller<'a> {
     /// The principal; None for an anonymous caller or a legacy command.
-    principal: Option<&'a Principal>,
+    pub(crate) principal: Option<&'a Principal>,
     /// False for an unwrapped legacy command: no permission, ownership or
     /// quota check, the legacy outcome-table rules.
-    wrapped: bool,
+    pub(crate) wrapped: bool,
 }
 
 impl Caller<'_> {
@@ -219,6 +224,7 @@ impl LockTable {
             values: BTreeMap::new(),
             auth: AuthTable::default(),
             auth_audit: VecDeque::new(),
+            multis: BTreeMap::new(),
             usage: BTreeMap::new(),
             token_is_log_index: false,
             skip_lease_owner_check: false,
@@ -259,6 +265,7 @@ impl LockTable {
         match cmd {
             Command::Acquire(_)
             | Command::AcquireKind(_)
+            | Command::AcquireMulti(_)
             | Command::Release(_)
             | Command::Revoke(_)
             | Command::ForceRelease(_)
@@ -402,6 +409,13 @@ impl LockTable {
                         let reply = self.replay_acquire(&k.acquire, reply);
                         self.kind_response(&k.acquire.resource, reply)
                     }
+                    (
+                        Command::AcquireMulti(m),
+                        Response::AcquireMulti { reply, .. } | Response::Acquire(reply),
+                    ) => {
+                        let reply = self.replay_acquire(&m.acquire, reply);
+                        self.multi_response(&m.acquire.resource, reply)
+                    }
                     (_, resp) => resp,
                 }
             }
@@ -437,6 +451,7 @@ impl LockTable {
                 let reply = self.acquire(index, caller, &k.acquire, k.kind, k.mode, fx)?;
                 Ok(self.kind_response(&k.acquire.resource, reply))
             }
+            Command::AcquireMulti(m) => self.acquire_multi(index, caller, m, fx),
             Command::Release(r) => self.release(index, r, fx),
             Command::Revoke(r) => self.revoke(index, r, fx),
             Command::ForceRelease(f) => self.force_release(index, caller, f, fx),
@@ -503,6 +518,17 @@ impl LockTable {
                 }
                 Ok(())
             }
+            Command::AcquireMulti(m) => {
+                // `lock` on every resource; the first refused is named.
+                for r in &m.resources {
+                    self.auth
+                        .check(p, Permission::Lock, Target::Resource(r), Some("resources"))?;
+                }
+                if let LeaseSpec::Existing { lease_id } = m.acquire.lease {
+                    self.check_owner(caller, lease_id)?;
+                }
+                Ok(())
+            }
             Command::LeaseGrant(_) => self.auth.check(p, Permission::Lock, Target::Any, None),
             Command::Proclaim(pr) => {
                 self.auth.check(
@@ -541,6 +567,24 @@ impl LockTable {
     /// Quotas (step 6): refuses when one more of each of `fields` would take
     /// a wrapped command's principal over its quota (root and anonymous
     /// callers have none).
+    pub(crate) fn check_quota_n(
+        &self,
+        caller: Caller<'_>,
+        field: QuotaField,
+        n: u64,
+    ) -> Result<(), CommandError> {
+        let Some(p) = caller.principal.filter(|_| caller.wrapped) else {
+            return Ok(());
+        };
+        let Some(q) = self.auth.effective_quota(Some(p.as_str())) else {
+            return Ok(());
+        };
+        let usage = self.usage.get(p.as_str()).copied().unwrap_or_default();
+        crate::auth::quota::check_more(p.as_str(), &q, &usage, field, n)
+    }
+
+    /// Quotas (step 6) for one more of each of `fields` (see
+    /// [`Self::check_quota_n`]).
     fn check_quota(&self, caller: Caller<'_>, fields: &[QuotaField]) -> Result<(), CommandError> {
         let Some(p) = caller.principal.filter(|_| caller.wrapped) else {
             return Ok(());
@@ -640,6 +684,7 @@ impl LockTable {
         }
         for w in &due.waiters {
             if self.remove_waiter(
+                index,
                 &w.resource,
                 w.lease_id,
                 w.enqueue_index,
@@ -799,6 +844,15 @@ impl LockTable {
             // Try-lock: nothing changes; a lease this acquire would create is never made.
             let reason = if in_delay && res.is_some_and(|r| r.admits(mode, true)) {
                 NotGrantedReason::LockDelay
+            } else if res.is_some_and(|r| {
+                r.admits(mode, false)
+                    && r.waiters.first().is_some_and(|w| {
+                        self.waiting_multi_of(w.lease_id, &a.resource, Some(w.enqueue_index))
+                            .is_some()
+                    })
+            }) {
+                // Free, but reserved for the multi-lock at the head.
+                NotGrantedReason::Reserved
             } else {
                 NotGrantedReason::Held
             };
@@ -980,20 +1034,24 @@ impl LockTable {
             Some(p) => format!("{p} ({})", f.requested_by),
             None => f.requested_by.clone(),
         };
-        for &(lease_id, token) in &victims {
-            self.free(index, &f.resource, lease_id, FreeReason::Forced, true, fx);
+        for &(lease_id, _) in &victims {
+            // A multi-grant ends whole: every resource it held is freed, each
+            // with its own audit record.
+            let freed = self.free(index, &f.resource, lease_id, FreeReason::Forced, true, fx);
             self.drop_auto_if_idle(lease_id, fx);
-            if self.audit.len() >= MAX_AUDIT_RECORDS {
-                self.audit.pop_front();
+            for t in freed {
+                if self.audit.len() >= MAX_AUDIT_RECORDS {
+                    self.audit.pop_front();
+                }
+                self.audit.push_back(AuditRecord {
+                    index,
+                    resource: t.resource,
+                    lease_id,
+                    fencing_token: t.fencing_token,
+                    requested_by: requested_by.clone(),
+                    at_unix_ms: f.at_unix_ms,
+                });
             }
-            self.audit.push_back(AuditRecord {
-                index,
-                resource: f.resource.clone(),
-                lease_id,
-                fencing_token: token,
-                requested_by: requested_by.clone(),
-                at_unix_ms: f.at_unix_ms,
-            });
         }
         let Some(&(lease_id, fencing_token)) = victims.first() else {
             return Err(error(
@@ -1077,7 +1135,11 @@ impl LockTable {
                     .record_for(index, key, &acquire, 0, Some(&refusal), !caller.wrapped);
                 return answer(0, CancelOutcome::Preempted, None);
             }
-            Some(Response::Acquire(reply) | Response::AcquireKind { reply, .. }) => reply.outcome,
+            Some(
+                Response::Acquire(reply)
+                | Response::AcquireKind { reply, .. }
+                | Response::AcquireMulti { reply, .. },
+            ) => reply.outcome,
             Some(_) => return answer(0, CancelOutcome::NothingToCancel, None),
         };
         let (resource, lease_id, since, token) = match outcome {
@@ -1110,6 +1172,7 @@ impl LockTable {
         }
         if token.is_none()
             && self.remove_waiter(
+                index,
                 &resource,
                 lease_id,
                 since,
@@ -1327,7 +1390,7 @@ impl LockTable {
 
     /// At most `max_leases` live leases in the cluster (replicated; default
     /// [`MAX_LEASES`]), for every command, wrapped or not.
-    fn check_lease_limit(&self) -> Result<(), CommandError> {
+    pub(crate) fn check_lease_limit(&self) -> Result<(), CommandError> {
         let max = self.auth.limits().max_leases;
         if self.leases.len() as u64 >= max {
             return Err(exhausted(
@@ -1340,7 +1403,7 @@ impl LockTable {
         Ok(())
     }
 
-    fn create_lease(
+    pub(crate) fn create_lease(
         &mut self,
         index: LogIndex,
         ttl_ms: u64,
@@ -1375,7 +1438,7 @@ impl LockTable {
     /// its exclusive holder, or as a shared holder (a semaphore permit takes
     /// the lowest free slot). The caller has checked `next_token <= MAX_ID`,
     /// that the resource entry exists and that it admits the mode.
-    fn grant(
+    pub(crate) fn grant(
         &mut self,
         index: LogIndex,
         resource: &str,
@@ -1435,10 +1498,10 @@ impl LockTable {
         token
     }
 
-    /// Takes `lease_id`'s grant off `resource`; starts (or widens) a
-    /// lock-delay when the loss is involuntary and the grant asked for one,
-    /// then hands off what is free (S8).
-    fn free(
+    /// Takes `lease_id`'s grant off `resource` (and, for a multi-grant,
+    /// off every one of its resources, in its order) and returns what was
+    /// freed; each resource as [`Self::free_one`] does.
+    pub(crate) fn free(
         &mut self,
         index: LogIndex,
         resource: &str,
@@ -1446,10 +1509,35 @@ impl LockTable {
         reason: FreeReason,
         involuntary: bool,
         fx: &mut Vec<Effect>,
-    ) {
-        let Some(state) = self.resources.get_mut(resource) else {
-            return;
+    ) -> Vec<ResourceToken> {
+        let Some(key) = self.granted_multi_of(lease_id, resource) else {
+            return self
+                .free_one(index, resource, lease_id, reason, involuntary, fx)
+                .into_iter()
+                .collect();
         };
+        let Some(m) = self.multis.remove(&key) else {
+            return Vec::new();
+        };
+        m.resources
+            .iter()
+            .filter_map(|r| self.free_one(index, r, lease_id, reason, involuntary, fx))
+            .collect()
+    }
+
+    /// Takes `lease_id`'s grant off `resource`; starts (or widens) a
+    /// lock-delay when the loss is involuntary and the grant asked for one,
+    /// then hands off what is free (S8).
+    fn free_one(
+        &mut self,
+        index: LogIndex,
+        resource: &str,
+        lease_id: LeaseId,
+        reason: FreeReason,
+        involuntary: bool,
+        fx: &mut Vec<Effect>,
+    ) -> Option<ResourceToken> {
+        let state = self.resources.get_mut(resource)?;
         let g = if state
             .holder
             .as_ref()
@@ -1459,7 +1547,7 @@ impl LockTable {
         } else {
             state.shared.remove(&lease_id)
         };
-        let Some(g) = g else { return };
+        let g = g?;
         self.values.remove(&(g.lease_id, resource.to_owned()));
         fx.push(Effect::Freed {
             resource: resource.to_owned(),
@@ -1502,6 +1590,10 @@ impl LockTable {
             }
         }
         self.settle(index, resource, fx);
+        Some(ResourceToken {
+            resource: resource.to_owned(),
+            fencing_token: g.fencing_token,
+        })
     }
 
     /// S8 handoff: while the head waiter's mode is admitted (for a
@@ -1510,20 +1602,34 @@ impl LockTable {
     /// lease is live and its principal (its lease's owner) still has `lock`
     /// on the resource, else removes it (an acquire-made lease left with
     /// nothing dies); drops the resource entry when nothing is left on it.
+    /// A multi-lock's waiter at the head is granted, removed or left
+    /// blocked with all of its resources ([`crate::multi`]).
     fn settle(&mut self, index: LogIndex, resource: &str, fx: &mut Vec<Effect>) {
-        loop {
+        self.settle_all(index, VecDeque::from([resource.to_owned()]), fx);
+    }
+
+    /// One step of [`Self::settle`] for a head waiter that is no
+    /// multi-lock's: grants or removes it when the resource admits its
+    /// mode (true), else changes nothing (false).
+    pub(crate) fn settle_head(
+        &mut self,
+        index: LogIndex,
+        resource: &str,
+        fx: &mut Vec<Effect>,
+    ) -> bool {
+        {
             let Some(state) = self.resources.get_mut(resource) else {
-                return;
+                return false;
             };
             let Some(head) = state.waiters.first() else {
-                break;
+                return false;
             };
             if !state.admits(head.mode, false) {
-                break;
+                return false;
             }
             if self.next_token > MAX_ID {
                 // Tokens exhausted: nobody can be granted; the waiters stay queued.
-                break;
+                return false;
             }
             let w = state.waiters.remove(0);
             // Permission is decided at this index, for the lease's owner.
@@ -1560,18 +1666,33 @@ impl LockTable {
                 _ => {}
             }
         }
-        if self
-            .resources
-            .get(resource)
-            .is_some_and(ResourceState::is_empty)
-        {
-            self.resources.remove(resource);
+        true
+    }
+
+    /// Records that `lease_id` waits on `resource` (and its owner's usage).
+    pub(crate) fn note_wait(&mut self, lease_id: LeaseId, resource: &str) {
+        if let Some(l) = self.leases.get_mut(&lease_id) {
+            if l.waits.insert(resource.to_owned()) {
+                add_usage(&mut self.usage, l.owner.as_ref(), 0, 1, 1);
+            }
         }
     }
 
-    /// Removes one exact waiter; true if it was there.
+    /// Records that `lease_id` no longer waits on `resource`.
+    pub(crate) fn forget_wait(&mut self, lease_id: LeaseId, resource: &str) {
+        if let Some(l) = self.leases.get_mut(&lease_id) {
+            if l.waits.remove(resource) {
+                sub_usage(&mut self.usage, l.owner.as_ref(), 0, 1, 1);
+            }
+        }
+    }
+
+    /// Removes one exact waiter; true if it was there. A multi-lock's
+    /// waiter goes with all of its others, whose resources are settled
+    /// here (the caller settles `resource`).
     fn remove_waiter(
         &mut self,
+        index: LogIndex,
         resource: &str,
         lease_id: LeaseId,
         enqueue_index: LogIndex,
@@ -1588,7 +1709,18 @@ impl LockTable {
         else {
             return false;
         };
-        state.waiters.remove(pos);
+        if let Some(key) = self.waiting_multi_of(lease_id, resource, Some(enqueue_index)) {
+            let others: VecDeque<String> = self
+                .remove_multi_waits(&key, reason, fx)
+                .into_iter()
+                .filter(|r| r != resource)
+                .collect();
+            self.settle_all(index, others, fx);
+            return true;
+        }
+        if let Some(s) = self.resources.get_mut(resource) {
+            s.waiters.remove(pos);
+        }
         if let Some(l) = self.leases.get_mut(&lease_id) {
             if l.waits.remove(resource) {
                 sub_usage(&mut self.usage, l.owner.as_ref(), 0, 1, 1);
@@ -1625,7 +1757,7 @@ impl LockTable {
                 .and_then(|s| s.waiters.iter().find(|w| w.lease_id == lease_id))
                 .map(|w| w.enqueue_index);
             if let Some(enq) = enq {
-                self.remove_waiter(r, lease_id, enq, WaiterRemovedReason::LeaseEnded, fx);
+                self.remove_waiter(index, r, lease_id, enq, WaiterRemovedReason::LeaseEnded, fx);
                 self.settle(index, r, fx);
             }
         }
@@ -1720,7 +1852,7 @@ impl LockTable {
     }
 
     /// An acquire-created lease with no lock and no wait left dies.
-    fn drop_auto_if_idle(&mut self, lease_id: LeaseId, fx: &mut Vec<Effect>) {
+    pub(crate) fn drop_auto_if_idle(&mut self, lease_id: LeaseId, fx: &mut Vec<Effect>) {
         if self
             .leases
             .get(&lease_id)
@@ -1736,7 +1868,7 @@ impl LockTable {
     }
 }
 
-fn unknown_lease(id: LeaseId) -> CommandError {
+pub(crate) fn unknown_lease(id: LeaseId) -> CommandError {
     error(
         ErrorCode::NotFound,
         Some("lease_id"),

@@ -111,9 +111,14 @@ pub enum Command {
     /// An acquire of a read-write lock (shared or exclusive) or of a
     /// semaphore permit (docs/semantics.md "Lock kinds"). A plain
     /// [`Command::Acquire`] is a mutex acquire; this variant was appended
-    /// (log format 6) so that every older entry decodes unchanged. Answered
+    /// (log format 5) so that every older entry decodes unchanged. Answered
     /// with [`Response::AcquireKind`].
     AcquireKind(AcquireKind),
+    /// An atomic acquire of several mutexes (docs/semantics.md
+    /// "Multi-locks"): all of them granted in one entry, each with its own
+    /// fencing token, or none. Appended (log format 6) so that every older
+    /// entry decodes unchanged. Answered with [`Response::AcquireMulti`].
+    AcquireMulti(AcquireMulti),
 }
 
 impl Command {
@@ -123,6 +128,7 @@ impl Command {
         match self.unwrapped() {
             Command::Acquire(a) => Some(a),
             Command::AcquireKind(k) => Some(&k.acquire),
+            Command::AcquireMulti(m) => Some(&m.acquire),
             _ => None,
         }
     }
@@ -152,6 +158,7 @@ impl Command {
         match self.unwrapped() {
             Command::Acquire(a) => Some(&a.header),
             Command::AcquireKind(k) => Some(&k.acquire.header),
+            Command::AcquireMulti(m) => Some(&m.acquire.header),
             Command::Release(r) => Some(&r.header),
             Command::Revoke(r) => Some(&r.header),
             Command::LeaseGrant(g) => Some(&g.header),
@@ -169,6 +176,7 @@ impl Command {
         match self.unwrapped() {
             Command::Acquire(a) => a.due.as_ref(),
             Command::AcquireKind(k) => k.acquire.due.as_ref(),
+            Command::AcquireMulti(m) => m.acquire.due.as_ref(),
             Command::Release(r) => r.due.as_ref(),
             Command::Revoke(r) => r.due.as_ref(),
             Command::ForceRelease(f) => f.due.as_ref(),
@@ -187,6 +195,7 @@ impl Command {
         match cmd {
             Command::Acquire(a) => Some(&mut a.due),
             Command::AcquireKind(k) => Some(&mut k.acquire.due),
+            Command::AcquireMulti(m) => Some(&mut m.acquire.due),
             Command::Release(r) => Some(&mut r.due),
             Command::Revoke(r) => Some(&mut r.due),
             Command::ForceRelease(f) => Some(&mut f.due),
@@ -320,6 +329,28 @@ pub struct AcquireKind {
     pub kind: LockKind,
     /// How the grant holds it.
     pub mode: Mode,
+}
+
+/// An atomic acquire of several mutexes (docs/semantics.md "Multi-locks").
+/// `acquire.resource` must be `resources[0]`; the lease, wait timeout,
+/// lock-delay and due list apply to the whole multi-lock.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct AcquireMulti {
+    /// The acquire of the first resource (lease, wait timeout, lock-delay
+    /// per resource, due list).
+    pub acquire: Acquire,
+    /// Every resource, in the caller's order: 1..=
+    /// [`crate::limits::MAX_MULTI_RESOURCES`], no duplicates.
+    pub resources: Vec<String>,
+}
+
+/// One resource of a multi-grant and its own fencing token.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct ResourceToken {
+    /// The resource.
+    pub resource: String,
+    /// The token of its grant (S2).
+    pub fencing_token: FencingToken,
 }
 
 /// Release one grant.
@@ -614,6 +645,15 @@ pub enum Response {
         /// The permit's slot in `0..limit`, while the lease holds one.
         slot: Option<u32>,
     },
+    /// For a [`Command::AcquireMulti`] (first or retried): the reply (its
+    /// outcome names the first resource), and one token per resource, in
+    /// the request's order, while the lease holds the multi-grant.
+    AcquireMulti {
+        /// As for a mutex acquire, of the first resource.
+        reply: AcquireReply,
+        /// Every resource and its token, while granted; empty otherwise.
+        grants: Vec<ResourceToken>,
+    },
 }
 
 /// An acquire's answer.
@@ -681,6 +721,10 @@ pub enum NotGrantedReason {
     WaitTimeout,
     /// Its caller took it back with a [`CancelWait`] before it applied.
     Cancelled,
+    /// The resource is free but reserved: the head of its queue is a
+    /// multi-lock still waiting for its other resources (docs/semantics.md
+    /// "Multi-locks"), and nobody overtakes it.
+    Reserved,
 }
 
 /// A refused command. Nothing changed in the table.

@@ -17,9 +17,9 @@
 
 use crate::limits::{
     MAX_BATCH_COMMANDS, MAX_CLIENTS_CEILING, MAX_ID, MAX_LEASES_CEILING, MAX_LOCK_DELAY_MS,
-    MAX_PREFIX_BYTES, MAX_PRINCIPAL_BYTES, MAX_REQUESTED_BY_BYTES, MAX_RESOURCE_BYTES,
-    MAX_SEMAPHORE_LIMIT, MAX_TTL_MS, MAX_WAIT_TIMEOUT_MS, MIN_TTL_MS, QUOTA_CLIENTS_CEILING,
-    QUOTA_LEASES_CEILING, QUOTA_LOCKS_CEILING, QUOTA_WAITERS_CEILING,
+    MAX_MULTI_RESOURCES, MAX_PREFIX_BYTES, MAX_PRINCIPAL_BYTES, MAX_REQUESTED_BY_BYTES,
+    MAX_RESOURCE_BYTES, MAX_SEMAPHORE_LIMIT, MAX_TTL_MS, MAX_WAIT_TIMEOUT_MS, MIN_TTL_MS,
+    QUOTA_CLIENTS_CEILING, QUOTA_LEASES_CEILING, QUOTA_LOCKS_CEILING, QUOTA_WAITERS_CEILING,
 };
 use crate::types::{
     Acquire, AuthChange, AuthOp, Authorized, ClusterLimits, Command, CommandError, ErrorCode,
@@ -464,6 +464,43 @@ fn acquire(a: &Acquire) -> Result<(), CommandError> {
     lock_delay_ms(a.lock_delay_ms)
 }
 
+/// The resources of a multi-lock: 1..=[`MAX_MULTI_RESOURCES`] valid names,
+/// no duplicates, the first being the acquire's own `resource`.
+///
+/// # Errors
+/// `InvalidArgument`, field `"resources"`, naming the limit.
+pub fn multi_resources(first: &str, names: &[String]) -> Result<(), CommandError> {
+    if names.is_empty() || names.len() > MAX_MULTI_RESOURCES {
+        return Err(invalid(
+            "resources",
+            format!(
+                "a multi-lock names 1..={MAX_MULTI_RESOURCES} resources; got {}",
+                names.len()
+            ),
+        ));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for name in names {
+        resource(name).map_err(|e| invalid("resources", e.message))?;
+        if !seen.insert(name.as_str()) {
+            return Err(invalid(
+                "resources",
+                format!("a multi-lock names each resource once; {name:?} appears twice"),
+            ));
+        }
+    }
+    if names[0] != first {
+        return Err(invalid(
+            "resources",
+            format!(
+                "the acquire's resource {first:?} must be the first of resources; got {:?}",
+                names[0]
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// A lock kind and a mode that go together: a mutex is exclusive, a
 /// semaphore permit is shared, a read-write lock is either; a semaphore's
 /// limit is 1..=[`MAX_SEMAPHORE_LIMIT`].
@@ -512,6 +549,7 @@ pub(crate) fn kind(cmd: &Command) -> &'static str {
         Command::AuthChange(_) => "auth change",
         Command::CancelWait(_) => "cancel wait",
         Command::AcquireKind(_) => "acquire",
+        Command::AcquireMulti(_) => "acquire",
     }
 }
 
@@ -534,7 +572,8 @@ pub fn authorized(w: &Authorized) -> Result<(), CommandError> {
         | Command::Proclaim(_)
         | Command::ForceRelease(_)
         | Command::CancelWait(_)
-        | Command::AcquireKind(_)) => command(inner),
+        | Command::AcquireKind(_)
+        | Command::AcquireMulti(_)) => command(inner),
         Command::AuthChange(c) => auth_change(c),
         other => Err(invalid(
             "command",
@@ -557,6 +596,10 @@ pub fn command(cmd: &Command) -> Result<(), CommandError> {
         Command::AcquireKind(k) => {
             acquire(&k.acquire)?;
             kind_and_mode(k.kind, k.mode)
+        }
+        Command::AcquireMulti(m) => {
+            acquire(&m.acquire)?;
+            multi_resources(&m.acquire.resource, &m.resources)
         }
         Command::Release(r) => {
             header(&r.header)?;

@@ -196,6 +196,9 @@ pub const PEER_ADDR_LOG_FORMAT: u32 = 4;
 /// read-write locks).
 pub const KINDS_LOG_FORMAT: u32 = 5;
 
+/// The first log format that decodes `Command::AcquireMulti` (multi-locks).
+pub const MULTI_LOG_FORMAT: u32 = 6;
+
 /// The oldest log format that decodes `cmd`: 1 for a command every Warden
 /// binary reads, else the format that introduced it (or the newest one
 /// among a batch's or a wrapper's commands). An applied entry of format F
@@ -211,6 +214,7 @@ pub fn entry_log_format(cmd: &warden_core::types::Command) -> u32 {
         Authorized(a) => entry_log_format(&a.command).max(AUTH_LOG_FORMAT),
         AuthChange(_) => AUTH_LOG_FORMAT,
         AcquireKind(_) => KINDS_LOG_FORMAT,
+        AcquireMulti(_) => MULTI_LOG_FORMAT,
         Acquire(_) | Release(_) | RenewBatch(_) | LeaseGrant(_) | Revoke(_) | Promote(_)
         | Checkpoint(_) | Expire(_) | EndLockDelay(_) | DropClients(_) | ForceRelease(_) | Noop
         | RaiseTokenFloor(_) | Proclaim(_) | CancelWait(_) => 1,
@@ -240,6 +244,7 @@ pub fn command_name(cmd: &warden_core::types::Command) -> &'static str {
         AuthChange(_) => "auth_change",
         CancelWait(_) => "cancel_wait",
         AcquireKind(_) => "acquire_kind",
+        AcquireMulti(_) => "acquire_multi",
     }
 }
 

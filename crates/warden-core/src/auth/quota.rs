@@ -84,8 +84,23 @@ pub(crate) fn check_one_more(
     usage: &Usage,
     field: QuotaField,
 ) -> Result<(), CommandError> {
+    check_more(principal, quota, usage, field, 1)
+}
+
+/// [`check_one_more`] for `n` more at once (a multi-lock takes one lock,
+/// and while it waits one waiter, per resource).
+///
+/// # Errors
+/// ResourceExhausted as for [`check_one_more`].
+pub(crate) fn check_more(
+    principal: &str,
+    quota: &Quota,
+    usage: &Usage,
+    field: QuotaField,
+    n: u64,
+) -> Result<(), CommandError> {
     let limit = field.of(quota);
-    if field.used(usage) < limit {
+    if field.used(usage).saturating_add(n) <= limit {
         return Ok(());
     }
     let name = field.name();

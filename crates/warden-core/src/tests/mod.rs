@@ -7,6 +7,7 @@ mod cancel;
 mod deadline;
 mod election;
 mod kinds;
+mod multi;
 mod proptests;
 mod quota;
 mod snapshot;
@@ -140,7 +141,9 @@ pub(crate) fn expire(leader: LeaderId, leases: &[(LeaseId, LogIndex)]) -> Comman
 /// The granted token of an acquire response, or a panic naming what came back.
 pub(crate) fn granted(a: &Applied) -> (LeaseId, FencingToken) {
     let reply = match &a.response {
-        Response::Acquire(reply) | Response::AcquireKind { reply, .. } => reply,
+        Response::Acquire(reply)
+        | Response::AcquireKind { reply, .. }
+        | Response::AcquireMulti { reply, .. } => reply,
         other => panic!("expected a grant, got {other:?}"),
     };
     match &reply.outcome {

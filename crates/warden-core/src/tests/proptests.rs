@@ -52,6 +52,8 @@ fn command() -> impl Strategy<Value = Command> {
             .prop_map(|(header, resource, lease, wait_timeout_ms, lock_delay_ms, due)| Command::Acquire(Acquire { header, resource, lease, wait_timeout_ms, lock_delay_ms, due })),
         8 => (h.clone(), res.clone(), prop_oneof![prop_oneof![Just(999u64), Just(1_000), Just(2_000)].prop_map(|t| LeaseSpec::New { ttl_ms: t }), (0u64..8).prop_map(|l| LeaseSpec::Existing { lease_id: l })], prop_oneof![3 => Just(0u64), 3 => Just(10_000)], prop_oneof![Just(0u64), Just(500)], due(), kind_and_mode())
             .prop_map(|(header, resource, lease, wait_timeout_ms, lock_delay_ms, due, (kind, mode))| Command::AcquireKind(AcquireKind { acquire: Acquire { header, resource, lease, wait_timeout_ms, lock_delay_ms, due }, kind, mode })),
+        5 => (h.clone(), proptest::sample::subsequence(RESOURCES.to_vec(), 1..=3).prop_shuffle(), prop_oneof![prop_oneof![Just(999u64), Just(1_000), Just(2_000)].prop_map(|t| LeaseSpec::New { ttl_ms: t }), (0u64..8).prop_map(|l| LeaseSpec::Existing { lease_id: l })], prop_oneof![3 => Just(0u64), 3 => Just(10_000)], prop_oneof![Just(0u64), Just(500)], due())
+            .prop_map(|(header, names, lease, wait_timeout_ms, lock_delay_ms, due)| Command::AcquireMulti(AcquireMulti { acquire: Acquire { header, resource: names[0].to_owned(), lease, wait_timeout_ms, lock_delay_ms, due }, resources: names.into_iter().map(str::to_owned).collect() })),
         3 => (h.clone(), proptest::option::of(res.clone()), 0u64..8, proptest::option::of(0u64..12), due())
             .prop_map(|(header, resource, lease_id, fencing_token, due)| Command::Release(Release { header, resource, lease_id, fencing_token, due })),
         1 => proptest::collection::vec(0u64..8, 0..4).prop_map(|lease_ids| Command::RenewBatch(RenewBatch { lease_ids })),
@@ -103,6 +105,7 @@ fn set_request_id(cmd: &mut Command, id: u64) {
     let h = match cmd {
         Command::Acquire(a) => &mut a.header,
         Command::AcquireKind(k) => &mut k.acquire.header,
+        Command::AcquireMulti(m) => &mut m.acquire.header,
         Command::Release(r) => &mut r.header,
         Command::LeaseGrant(g) => &mut g.header,
         Command::Revoke(r) => &mut r.header,
@@ -190,6 +193,26 @@ proptest! {
                 }
             }
             prop_assert!(t.next_token() == last_any + 1);
+            // "Multi-locks": a multi-grant holds every one of its resources
+            // exclusively, all granted by one entry; a waiting one is queued
+            // on every one of them.
+            for m in t.multi_locks() {
+                match m.grant_index {
+                    Some(gi) => {
+                        prop_assert_eq!(m.tokens.len(), m.resources.len());
+                        for r in &m.resources {
+                            let h = t.holder(r);
+                            prop_assert!(h.as_ref().is_some_and(|h| h.lease_id == m.lease_id && h.grant_index == gi && h.mode == Mode::Exclusive), "{:?} of {:?}", h, m);
+                            prop_assert_eq!(t.holders(r).len(), 1);
+                        }
+                    }
+                    None => {
+                        for r in &m.resources {
+                            prop_assert!(t.has_waiter(r, m.lease_id, m.enqueue_index));
+                        }
+                    }
+                }
+            }
         }
         let bytes = t.to_snapshot();
         let back = LockTable::from_snapshot(&bytes);

@@ -635,3 +635,78 @@ async fn a_lease_whose_owner_lost_its_roles_still_expires() {
     }
     assert!(t.table(|m| m.holder("short").is_none()));
 }
+
+fn multi(client_id: u64, request_id: u64, resources: &[&str]) -> Command {
+    let Command::Acquire(acquire) = acquire(client_id, request_id, resources[0], new_lease())
+    else {
+        unreachable!("acquire builds an Acquire")
+    };
+    Command::AcquireMulti(warden_core::types::AcquireMulti {
+        acquire,
+        resources: resources.iter().map(|r| (*r).to_owned()).collect(),
+    })
+}
+
+// Identity and permissions ("Multi-locks"): a multi-lock needs `lock` on
+// every resource; alice (lock on "orders/") is refused one that also names
+// "payments/1" and "payments/2", PermissionDenied naming the first refused
+// resource, and nothing is held or left behind; on "orders/" alone it is
+// granted.
+#[tokio::test]
+async fn a_multi_lock_needs_lock_on_every_resource() {
+    let t = TestNode::start(Setup::default()).await;
+    t.grant("alice", "orders/", Permission::Lock).await;
+    let alice = named("alice");
+    let leases = t.table(|m| m.lease_count());
+    let (code, field, message) = refusal(
+        t.node
+            .submit::<super::submit::AcquireAnswer>(
+                &alice,
+                multi(1, 1, &["orders/1", "payments/1", "payments/2"]),
+            )
+            .await,
+    );
+    assert_eq!(
+        (code, field.as_deref()),
+        (ErrorCode::PermissionDenied, Some("resources"))
+    );
+    assert_eq!(
+        message,
+        "principal alice has no lock permission on \"payments/1\""
+    );
+    assert_eq!(t.table(|m| m.lease_count()), leases);
+    assert!(t.table(|m| m.holder("orders/1").is_none()));
+    let answer: super::submit::AcquireAnswer = t
+        .node
+        .submit(&alice, multi(1, 2, &["orders/1", "orders/2"]))
+        .await
+        .expect("granted");
+    assert_eq!(answer.grants.len(), 2);
+}
+
+// Upgrade (the log-format gate, log format 6): while a member has not
+// reported format 6, a multi-lock is refused FailedPrecondition (field
+// `resources`) naming that member, and nothing is proposed.
+#[tokio::test]
+async fn a_multi_lock_waits_for_every_member_to_read_format_6() {
+    let t = TestNode::start(Setup {
+        gate_closed: true,
+        ..Setup::default()
+    })
+    .await;
+    let before = t.applied().len();
+    let (code, field, message) = refusal(
+        t.node
+            .submit::<super::submit::AcquireAnswer>(&None, multi(1, 1, &["a", "b"]))
+            .await,
+    );
+    assert_eq!(
+        (code, field.as_deref()),
+        (ErrorCode::FailedPrecondition, Some("resources"))
+    );
+    assert!(
+        message.contains("log format 6") && message.contains("[2]"),
+        "{message}"
+    );
+    assert_eq!(t.applied().len(), before, "nothing was proposed");
+}

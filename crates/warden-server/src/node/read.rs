@@ -37,7 +37,7 @@ use tokio::sync::watch;
 use warden_core::auth::Target;
 use warden_core::types::{
     AuditRecord, AuthAuditRecord, ClusterLimits, CommandError, ErrorCode, FencingToken, LeaseId,
-    LockKind, LogIndex, Mode, NotGrantedReason, Permission, Quota,
+    LockKind, LogIndex, Mode, NotGrantedReason, Permission, Quota, ResourceToken,
 };
 use warden_core::{validate, TokenState, Usage, WaiterRemovedReason};
 
@@ -203,6 +203,9 @@ pub enum WaiterStep {
         kind: Option<LockKind>,
         /// The grant's mode.
         mode: Mode,
+        /// A multi-lock's resources and tokens (all granted by this entry);
+        /// empty for a single resource's grant.
+        grants: Vec<ResourceToken>,
     },
     /// Still queued, at this position (1 = next), behind this.
     Queued {
@@ -771,6 +774,12 @@ impl Node {
             .and_then(|s| s.grant_of(lease_id))
             .filter(|g| g.grant_index >= enqueue_index)
         {
+            let grants = m
+                .table
+                .multi_lock(lease_id, resource)
+                .filter(|v| v.grant_index == Some(g.grant_index))
+                .map(|v| v.tokens)
+                .unwrap_or_default();
             return Some(WaiterStep::Granted {
                 fencing_token: g.fencing_token,
                 ttl_ms: g.ttl_ms,
@@ -778,6 +787,7 @@ impl Node {
                 slot: g.slot,
                 kind: state.map(|s| s.kind),
                 mode: g.mode,
+                grants,
             });
         }
         // What it waits behind: the writer or mutex holder, else the first

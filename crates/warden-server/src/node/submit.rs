@@ -27,7 +27,7 @@ use std::time::Duration;
 use openraft::errors::{ClientWriteError, Fatal, RaftError};
 use tokio::sync::oneshot;
 use warden_core::types::{
-    AcquireReply, Authorized, Command, FencingToken, LeaseId, LogEntry, Response,
+    AcquireReply, Authorized, Command, FencingToken, LeaseId, LogEntry, ResourceToken, Response,
 };
 use warden_core::validate;
 
@@ -53,21 +53,38 @@ impl Reply for AcquireReply {
     }
 }
 
-/// The answer to any acquire: a mutex's (`Command::Acquire`) or another
-/// kind's (`Command::AcquireKind`, docs/semantics.md "Lock kinds").
+/// The answer to any acquire: a mutex's (`Command::Acquire`), another
+/// kind's (`Command::AcquireKind`, docs/semantics.md "Lock kinds") or a
+/// multi-lock's (`Command::AcquireMulti`, "Multi-locks").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AcquireAnswer {
     /// The reply, as for a mutex.
     pub reply: AcquireReply,
     /// The slot of the semaphore permit the lease holds now, if any.
     pub slot: Option<u32>,
+    /// A multi-lock's resources and tokens while its lease holds them;
+    /// empty otherwise.
+    pub grants: Vec<ResourceToken>,
 }
 
 impl Reply for AcquireAnswer {
     fn from_response(response: Response) -> Result<Self, Response> {
         match response {
-            Response::Acquire(reply) => Ok(AcquireAnswer { reply, slot: None }),
-            Response::AcquireKind { reply, slot } => Ok(AcquireAnswer { reply, slot }),
+            Response::Acquire(reply) => Ok(AcquireAnswer {
+                reply,
+                slot: None,
+                grants: Vec::new(),
+            }),
+            Response::AcquireKind { reply, slot } => Ok(AcquireAnswer {
+                reply,
+                slot,
+                grants: Vec::new(),
+            }),
+            Response::AcquireMulti { reply, grants } => Ok(AcquireAnswer {
+                reply,
+                slot: None,
+                grants,
+            }),
             other => Err(other),
         }
     }
@@ -275,6 +292,17 @@ impl Node {
                     "semaphores and read-write locks need every member to read log format 5; \
                      members {:?} have not reported it (upgrade them, or take a mutex)",
                     self.formats.lagging_kind_readers()
+                ),
+            )));
+        }
+        if matches!(&*wrapped.command, Command::AcquireMulti(_)) && !self.formats.may_use_multi() {
+            return Err(SubmitError::Refused(super::error::command_error(
+                warden_core::types::ErrorCode::FailedPrecondition,
+                Some("resources"),
+                format!(
+                    "multi-locks need every member to read log format 6; members {:?} have \
+                     not reported it (upgrade them, or take the locks one by one)",
+                    self.formats.lagging_multi_readers()
                 ),
             )));
         }

@@ -2,8 +2,9 @@
 //! so whether this node may pack queued commands into one `Command::Batch`
 //! entry (format 2), wrap client commands in `Command::Authorized` with
 //! their principal (format 3), put a member's own peer address into the
-//! membership (format 4), and propose acquires of the other lock kinds
-//! (format 5: `Command::AcquireKind`, `Response::AcquireKind`).
+//! membership (format 4), propose acquires of the other lock kinds
+//! (format 5: `Command::AcquireKind`, `Response::AcquireKind`), and propose
+//! multi-locks (format 6: `Command::AcquireMulti`, `Response::AcquireMulti`).
 //!
 //! A binary older than a format cannot decode its entries (postcard fails on
 //! the unknown variant index), so a follower or learner that runs one would
@@ -49,6 +50,11 @@
 //!   [`crate::node::Node::submit`] refuses such an acquire with
 //!   `FailedPrecondition`, naming the members that have not reported format
 //!   5; a mutex acquire is proposed as before.
+//! * [`LogFormats::may_use_multi`]: every other member reads
+//!   [`MULTI_LOG_FORMAT`] (6: multi-locks, docs/semantics.md
+//!   "Multi-locks"). Until then [`crate::node::Node::submit`] refuses a
+//!   multi-lock with `FailedPrecondition` (field `resources`), naming the
+//!   members that have not reported format 6.
 //!
 //! A member that has reported nothing yet counts as its *unreported floor*:
 //! 0 on an insecure node, [`AUTH_LOG_FORMAT`] on a secure one
@@ -95,22 +101,24 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// The log format this binary reads (and advertises): 5, which includes
-/// acquires of the other lock kinds (`Command::AcquireKind`), members with a
+/// The log format this binary reads (and advertises): 6, which includes
+/// multi-locks (`Command::AcquireMulti`), acquires of the other lock kinds (`Command::AcquireKind`), members with a
 /// peer address of their own (`MemberAddr`'s two-address
 /// form), everything of format 3 (authorized entries: `Command::Authorized`,
 /// `Command::AuthChange`, `Response::AuthChanged`) and of format 2 (packed
 /// entries, `Command::Batch`, `Response::Batch`). 1 is the log before
 /// packing; an older node advertises nothing, recorded as 0.
-pub const LOG_FORMAT: u32 = 5;
+pub const LOG_FORMAT: u32 = 6;
 
 // The format each gate needs (a leader does what a format brings only when
 // every other member reads it); defined beside the command shapes, which the
 // state machine's applied floor reads too.
-pub use crate::types::{AUTH_LOG_FORMAT, BATCH_LOG_FORMAT, KINDS_LOG_FORMAT, PEER_ADDR_LOG_FORMAT};
+pub use crate::types::{
+    AUTH_LOG_FORMAT, BATCH_LOG_FORMAT, KINDS_LOG_FORMAT, MULTI_LOG_FORMAT, PEER_ADDR_LOG_FORMAT,
+};
 
 /// What [`LOG_FORMAT_HEADER_VALUE`] is: [`LOG_FORMAT`] in decimal ASCII.
-pub const LOG_FORMAT_HEADER_VALUE: &str = "5";
+pub const LOG_FORMAT_HEADER_VALUE: &str = "6";
 
 /// The format a peer's answer reports: its
 /// [`warden_proto::LOG_FORMAT_METADATA`] value as a decimal `u32`; 0 when
@@ -207,6 +215,7 @@ pub struct LogFormats {
     wrap: Gate,
     peer_addrs: Gate,
     kinds: Gate,
+    multi: Gate,
 }
 
 impl LogFormats {
@@ -259,6 +268,11 @@ impl LogFormats {
                 "refusing semaphore and read-write acquires: these members have not reported \
                  log format 5",
             ),
+            multi: Gate::new(
+                MULTI_LOG_FORMAT,
+                "every member reads log format 6: multi-locks may be acquired",
+                "refusing multi-locks: these members have not reported log format 6",
+            ),
         }
     }
 
@@ -286,6 +300,19 @@ impl LogFormats {
     /// One atomic load.
     pub fn may_use_kinds(&self) -> bool {
         self.kinds.is_open()
+    }
+
+    /// Whether every other member has reported a format that reads
+    /// multi-locks (at least [`MULTI_LOG_FORMAT`]). One atomic load.
+    pub fn may_use_multi(&self) -> bool {
+        self.multi.is_open()
+    }
+
+    /// The other members that have not reported [`MULTI_LOG_FORMAT`] (what
+    /// a refused multi-lock names).
+    pub fn lagging_multi_readers(&self) -> Vec<u64> {
+        let known = self.lock();
+        self.lagging(&known, MULTI_LOG_FORMAT)
     }
 
     /// The other members that have not reported [`KINDS_LOG_FORMAT`] (what
@@ -446,7 +473,13 @@ impl LogFormats {
         if known.members.is_none() {
             return;
         }
-        for gate in [&self.pack, &self.wrap, &self.peer_addrs, &self.kinds] {
+        for gate in [
+            &self.pack,
+            &self.wrap,
+            &self.peer_addrs,
+            &self.kinds,
+            &self.multi,
+        ] {
             gate.set(self.lagging(known, gate.format));
         }
     }
@@ -655,7 +688,7 @@ mod tests {
         leader.record(3, KINDS_LOG_FORMAT);
         assert_eq!(leader.members_read_format(), KINDS_LOG_FORMAT);
         let header = leader.members_header().expect("a header");
-        assert_eq!(header.to_str().unwrap(), "1=5,2=5,3=5");
+        assert_eq!(header.to_str().unwrap(), format!("1={LOG_FORMAT},2=5,3=5"));
         let next = LogFormats::secure(2);
         next.set_members([1, 2, 3]);
         next.record(3, KINDS_LOG_FORMAT);
@@ -769,6 +802,27 @@ mod tests {
         secure.record(3, LOG_FORMAT);
         assert!(secure.may_use_kinds());
         assert_eq!(LOG_FORMAT_HEADER_VALUE, LOG_FORMAT.to_string());
+    }
+
+    // Rolling upgrade (the multi-lock gate): a multi-lock
+    // (`Command::AcquireMulti`, a variant a format-5 binary cannot decode) is
+    // proposed only once every other member has reported format 6; a member
+    // still on format 5 keeps it closed (and the kinds gate open) and is named.
+    #[test]
+    fn multi_locks_wait_for_every_other_member_to_report_format_6() {
+        let secure = LogFormats::secure(1);
+        secure.set_members([1, 2, 3]);
+        assert!(!secure.may_use_multi());
+        assert_eq!(secure.lagging_multi_readers(), vec![2, 3]);
+        secure.record(2, 6);
+        secure.record(3, 5);
+        assert!(secure.may_use_kinds(), "format 5 is enough for kinds");
+        assert!(!secure.may_use_multi());
+        assert_eq!(secure.lagging_multi_readers(), vec![3]);
+        secure.record(3, LOG_FORMAT);
+        assert!(secure.may_use_multi());
+        assert_eq!(LOG_FORMAT, MULTI_LOG_FORMAT);
+        assert_eq!(LOG_FORMAT_HEADER_VALUE, "6");
     }
 
     #[test]

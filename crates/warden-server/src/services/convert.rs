@@ -4,8 +4,8 @@
 //! `warden_core::validate` in [`crate::node::Node::submit`].
 
 use warden_core::types::{
-    Acquire, AcquireKind, AcquireOutcome, AuthAuditRecord, AuthOp, ClusterLimits, Command,
-    LeaseSpec, LockKind, Mode, NotGrantedReason, Permission, Principal, Quota, Release,
+    Acquire, AcquireKind, AcquireMulti, AcquireOutcome, AuthAuditRecord, AuthOp, ClusterLimits,
+    Command, LeaseSpec, LockKind, Mode, NotGrantedReason, Permission, Principal, Quota, Release,
     RequestHeader,
 };
 use warden_core::Usage;
@@ -33,13 +33,39 @@ pub fn nonzero(v: u64) -> Option<u64> {
     (v != 0).then_some(v)
 }
 
-/// An `AcquireRequest` as the command it asks for.
-pub fn acquire(r: pb::AcquireRequest) -> Result<Command, SubmitError> {
+/// An `AcquireRequest` as the command it asks for: a multi-lock when
+/// `resources` is set (docs/semantics.md "Multi-locks"; `resource` then ""
+/// or the first of them, no mode and no limit).
+pub fn acquire(mut r: pb::AcquireRequest) -> Result<Command, SubmitError> {
+    let multi = !r.resources.is_empty();
+    if multi {
+        if !r.resource.is_empty() && r.resource != r.resources[0] {
+            return Err(SubmitError::invalid(
+                "resource",
+                "with resources set, leave resource empty or make it the first of resources",
+            ));
+        }
+        if r.mode != pb::LockMode::Unspecified as i32 || r.limit != 0 {
+            return Err(SubmitError::invalid(
+                "mode",
+                "a multi-lock takes mutexes only: leave mode and limit unset",
+            ));
+        }
+        r.resource = r.resources[0].clone();
+    }
     super::trace::record_resource(&r.resource);
     let header = request_header(r.header)?;
     // A new name may not look like another (docs/semantics.md "What bad
     // input gets"); only here: apply keeps the old rule.
-    warden_core::validate::new_resource_name(&r.resource).map_err(SubmitError::Refused)?;
+    if multi {
+        warden_core::validate::multi_resources(&r.resource, &r.resources)?;
+        for name in &r.resources {
+            warden_core::validate::new_resource_name(name)
+                .map_err(|e| SubmitError::invalid("resources", e.message))?;
+        }
+    } else {
+        warden_core::validate::new_resource_name(&r.resource).map_err(SubmitError::Refused)?;
+    }
     let lease = match (r.ttl_ms, r.lease_id) {
         (0, 0) => {
             return Err(SubmitError::invalid(
@@ -65,6 +91,12 @@ pub fn acquire(r: pb::AcquireRequest) -> Result<Command, SubmitError> {
         lock_delay_ms: r.lock_delay_ms,
         due: None,
     };
+    if multi {
+        return Ok(Command::AcquireMulti(AcquireMulti {
+            acquire,
+            resources: r.resources,
+        }));
+    }
     Ok(match kind {
         None => Command::Acquire(acquire),
         Some((kind, mode)) => Command::AcquireKind(AcquireKind {
@@ -147,6 +179,7 @@ pub fn reason_str(r: NotGrantedReason) -> &'static str {
         NotGrantedReason::LockDelay => "lock_delay",
         NotGrantedReason::WaitTimeout => "wait_timeout",
         NotGrantedReason::Cancelled => "cancelled",
+        NotGrantedReason::Reserved => "reserved",
     }
 }
 
@@ -162,6 +195,28 @@ pub struct GrantDetail {
     pub slot: Option<u32>,
     /// The grant's mode on the wire.
     pub mode: pb::LockMode,
+}
+
+/// A multi-lock's tokens on the wire.
+pub fn resource_tokens(grants: &[warden_core::types::ResourceToken]) -> Vec<pb::ResourceToken> {
+    grants
+        .iter()
+        .map(|g| pb::ResourceToken {
+            resource: g.resource.clone(),
+            fencing_token: g.fencing_token,
+        })
+        .collect()
+}
+
+/// A multi-lock's `Granted` answer: `granted` with every resource's token.
+pub fn with_grants(
+    mut msg: pb::AcquireResponse,
+    grants: &[warden_core::types::ResourceToken],
+) -> pb::AcquireResponse {
+    if let Some(pb::acquire_response::Event::Granted(g)) = msg.event.as_mut() {
+        g.grants = resource_tokens(grants);
+    }
+    msg
 }
 
 /// A `Granted` acquire answer.
@@ -180,6 +235,7 @@ pub fn granted(
             log_index: d.log_index,
             slot: d.slot,
             mode: d.mode as i32,
+            grants: Vec::new(),
         })),
     }
 }
@@ -250,7 +306,11 @@ pub fn acquire_start(
     mode: pb::LockMode,
     lock_delay_left: impl FnOnce(&str) -> u64,
 ) -> Result<AcquireStart, (u64, u64)> {
-    let AcquireAnswer { reply, slot } = answer;
+    let AcquireAnswer {
+        reply,
+        slot,
+        grants,
+    } = answer;
     Ok(match reply.outcome {
         AcquireOutcome::Granted {
             resource,
@@ -262,16 +322,19 @@ pub fn acquire_start(
             if reply.retried && reply.current_token != Some(fencing_token) {
                 return Err((fencing_token, lease_id));
             }
-            AcquireStart::Final(granted(
-                resource,
-                lease_id,
-                fencing_token,
-                GrantDetail {
-                    ttl_ms,
-                    log_index: grant_index,
-                    slot,
-                    mode,
-                },
+            AcquireStart::Final(with_grants(
+                granted(
+                    resource,
+                    lease_id,
+                    fencing_token,
+                    GrantDetail {
+                        ttl_ms,
+                        log_index: grant_index,
+                        slot,
+                        mode,
+                    },
+                ),
+                &grants,
             ))
         }
         AcquireOutcome::NotGranted {

@@ -638,3 +638,236 @@ mod kinds {
         assert_eq!((status.kind.as_str(), status.holders.len()), ("", 0));
     }
 }
+
+/// Multi-locks over the real gRPC edge (docs/semantics.md "Multi-locks").
+mod multi {
+    use std::time::Duration;
+
+    use futures::StreamExt as _;
+    use tonic::Code;
+    use warden_proto::v1 as pb;
+    use warden_proto::v1::lock_client::LockClient;
+
+    use super::serve_node;
+    use crate::node::test_node::{Setup, TestNode};
+
+    type Lock = LockClient<tonic::transport::Channel>;
+
+    fn header(client_id: u64, request_id: u64) -> Option<pb::RequestHeader> {
+        Some(pb::RequestHeader {
+            client_id,
+            request_id,
+            acked_request_id: 0,
+        })
+    }
+
+    fn request(client_id: u64, resources: &[&str], wait_timeout_ms: u64) -> pb::AcquireRequest {
+        pb::AcquireRequest {
+            header: header(client_id, 1),
+            resources: resources.iter().map(|r| (*r).to_owned()).collect(),
+            ttl_ms: 30_000,
+            wait_timeout_ms,
+            ..Default::default()
+        }
+    }
+
+    fn single(client_id: u64, resource: &str, wait_timeout_ms: u64) -> pb::AcquireRequest {
+        pb::AcquireRequest {
+            header: header(client_id, 1),
+            resource: resource.into(),
+            ttl_ms: 30_000,
+            wait_timeout_ms,
+            ..Default::default()
+        }
+    }
+
+    async fn within<T>(f: impl std::future::Future<Output = T>) -> T {
+        tokio::time::timeout(Duration::from_secs(10), f)
+            .await
+            .expect("an answer within 10 s")
+    }
+
+    /// The answers of an Acquire stream: the first one and the stream.
+    async fn open(
+        lock: &mut Lock,
+        r: pb::AcquireRequest,
+    ) -> Result<
+        (
+            pb::acquire_response::Event,
+            tonic::Streaming<pb::AcquireResponse>,
+        ),
+        tonic::Status,
+    > {
+        let mut stream = within(lock.acquire(r)).await?.into_inner();
+        match within(stream.next()).await {
+            Some(Ok(pb::AcquireResponse { event: Some(e) })) => Ok((e, stream)),
+            Some(Err(s)) => Err(s),
+            other => panic!("no answer: {other:?}"),
+        }
+    }
+
+    fn tokens(g: &pb::Granted) -> Vec<(&str, u64)> {
+        g.grants
+            .iter()
+            .map(|t| (t.resource.as_str(), t.fencing_token))
+            .collect()
+    }
+
+    async fn holder(lock: &mut Lock, resource: &str) -> Option<(u64, u64)> {
+        within(lock.status(pb::StatusRequest {
+            resource: resource.into(),
+        }))
+        .await
+        .expect("status")
+        .into_inner()
+        .holder
+        .map(|h| (h.lease_id, h.fencing_token))
+    }
+
+    // "Multi-locks": free resources are granted in one answer with a token
+    // per resource (`Granted.grants`; `resource` and `fencing_token` are the
+    // first's), `status` shows each resource's holder as for a mutex, and a
+    // release naming the second resource frees both.
+    #[tokio::test]
+    async fn free_resources_are_granted_together_and_released_together() {
+        let t = TestNode::start(Setup::default()).await;
+        let mut lock = LockClient::new(serve_node(t.node.clone()).await);
+        let (e, _) = open(&mut lock, request(1, &["a", "b", "c"], 0))
+            .await
+            .expect("acquire");
+        let pb::acquire_response::Event::Granted(g) = e else {
+            panic!("expected a grant, got {e:?}")
+        };
+        assert_eq!(g.resource, "a");
+        let (t1, t2, t3) = (g.fencing_token, g.fencing_token + 1, g.fencing_token + 2);
+        assert_eq!(tokens(&g), vec![("a", t1), ("b", t2), ("c", t3)]);
+        for (r, token) in [("a", t1), ("b", t2), ("c", t3)] {
+            assert_eq!(holder(&mut lock, r).await, Some((g.lease_id, token)));
+        }
+        let released = within(lock.release(pb::ReleaseRequest {
+            header: header(1, 2),
+            resource: "b".into(),
+            lease_id: g.lease_id,
+            fencing_token: t2,
+        }))
+        .await
+        .expect("release")
+        .into_inner();
+        assert!(released.released && released.resource == "b");
+        for r in ["a", "b", "c"] {
+            assert_eq!(holder(&mut lock, r).await, None, "{r} freed");
+        }
+    }
+
+    // "Multi-locks", S8: a waiting multi-lock is answered on its stream when
+    // the entry that frees its last blocked resource grants all of them; a
+    // try-lock on its free, reserved resource meanwhile is not granted with
+    // reason "reserved".
+    #[tokio::test]
+    async fn a_queued_multi_lock_is_granted_on_its_stream_and_reserves_its_free_resource() {
+        let t = TestNode::start(Setup::default()).await;
+        let mut lock = LockClient::new(serve_node(t.node.clone()).await);
+        let (e, _) = open(&mut lock, single(1, "b", 0)).await.expect("hold b");
+        let pb::acquire_response::Event::Granted(b) = e else {
+            panic!("{e:?}")
+        };
+        let (e, mut waiting) = open(&mut lock, request(2, &["a", "b"], 60_000))
+            .await
+            .expect("queue");
+        assert!(
+            matches!(e, pb::acquire_response::Event::Queued(ref q) if q.position == 1),
+            "{e:?}"
+        );
+        let (e, _) = open(&mut lock, single(3, "a", 0)).await.expect("try-lock");
+        match e {
+            pb::acquire_response::Event::NotGranted(n) => {
+                assert_eq!((n.resource.as_str(), n.reason.as_str()), ("a", "reserved"))
+            }
+            other => panic!("expected not granted, got {other:?}"),
+        }
+        within(lock.release(pb::ReleaseRequest {
+            header: header(1, 2),
+            resource: "b".into(),
+            lease_id: b.lease_id,
+            fencing_token: b.fencing_token,
+        }))
+        .await
+        .expect("release b");
+        let g = loop {
+            match within(waiting.next()).await {
+                Some(Ok(pb::AcquireResponse {
+                    event: Some(pb::acquire_response::Event::Granted(g)),
+                })) => break g,
+                Some(Ok(pb::AcquireResponse {
+                    event: Some(pb::acquire_response::Event::Queued(_)),
+                })) => continue,
+                other => panic!("expected the grant, got {other:?}"),
+            }
+        };
+        assert_eq!(g.resource, "a");
+        assert_eq!(
+            tokens(&g),
+            vec![("a", b.fencing_token + 1), ("b", b.fencing_token + 2)]
+        );
+        assert_eq!(
+            holder(&mut lock, "b").await,
+            Some((g.lease_id, b.fencing_token + 2))
+        );
+    }
+
+    // "What bad input gets", "Multi-locks": a duplicate, more than 64
+    // resources, a `resource` other than the first and a mode are refused
+    // InvalidArgument naming the field; a lease that already holds one of
+    // the resources is refused FailedPrecondition (field `resources`).
+    #[tokio::test]
+    async fn bad_multi_locks_are_refused_naming_the_field() {
+        let t = TestNode::start(Setup::default()).await;
+        let mut lock = LockClient::new(serve_node(t.node.clone()).await);
+        let many: Vec<String> = (0..65).map(|i| format!("r{i}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        let bad = [
+            (request(1, &["a", "a"], 0), "resources: ", "twice"),
+            (request(2, &many, 0), "resources: ", "1..=64"),
+            (
+                pb::AcquireRequest {
+                    resource: "b".into(),
+                    ..request(3, &["a", "b"], 0)
+                },
+                "resource: ",
+                "first",
+            ),
+            (
+                pb::AcquireRequest {
+                    mode: pb::LockMode::Shared as i32,
+                    ..request(4, &["a", "b"], 0)
+                },
+                "mode: ",
+                "mutexes",
+            ),
+        ];
+        for (r, field, says) in bad {
+            let e = open(&mut lock, r).await.expect_err("refused");
+            assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+            assert!(e.message().starts_with(field), "{}", e.message());
+            assert!(e.message().contains(says), "{}", e.message());
+        }
+        let (e, _) = open(&mut lock, single(5, "a", 0)).await.expect("hold a");
+        let pb::acquire_response::Event::Granted(a) = e else {
+            panic!("{e:?}")
+        };
+        let e = open(
+            &mut lock,
+            pb::AcquireRequest {
+                header: header(5, 2),
+                resources: vec!["b".into(), "a".into()],
+                lease_id: a.lease_id,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect_err("its lease holds a");
+        assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
+        assert!(e.message().starts_with("resources: "), "{}", e.message());
+        assert_eq!(holder(&mut lock, "b").await, None);
+    }
+}

@@ -14,7 +14,7 @@ use tonic::Status;
 use warden_proto::v1 as pb;
 
 use super::call_ids::{superseded_status, CallIdClaim};
-use super::convert::{granted, not_granted, queued, wire_mode, GrantDetail};
+use super::convert::{granted, not_granted, queued, wire_mode, with_grants, GrantDetail};
 use super::status::wait_permission_revoked;
 use crate::node::read::{QueueBehind, WaiterStep};
 use crate::node::Node;
@@ -208,6 +208,7 @@ pub(super) async fn follow_waiter(
                 slot,
                 kind,
                 mode,
+                grants,
             } => {
                 let detail = GrantDetail {
                     ttl_ms,
@@ -215,7 +216,7 @@ pub(super) async fn follow_waiter(
                     slot,
                     mode: wire_mode(kind, mode),
                 };
-                let msg = granted(resource, lease_id, fencing_token, detail);
+                let msg = with_grants(granted(resource, lease_id, fencing_token, detail), &grants);
                 node.metrics()
                     .acquire(AcquireOutcome::Granted, started.elapsed());
                 tx.send_final(msg).await;

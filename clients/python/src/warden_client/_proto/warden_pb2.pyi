@@ -99,7 +99,9 @@ class CancelWaitRequest(_message.Message):
     acquire_request_id: _builtins.int
     """The waiting acquire's request id (same client id)."""
     resource: _builtins.str
-    """The acquire's resource (1..=512 bytes of UTF-8)."""
+    """The acquire's resource (1..=512 bytes of UTF-8); for a multi-lock, the
+    first of its resources (the cancel takes back all of them).
+    """
     @_builtins.property
     def header(self) -> Global___RequestHeader:
         """The cancel's own request id, above the acquire's."""
@@ -316,6 +318,7 @@ class AcquireRequest(_message.Message):
     LOCK_DELAY_MS_FIELD_NUMBER: _builtins.int
     MODE_FIELD_NUMBER: _builtins.int
     LIMIT_FIELD_NUMBER: _builtins.int
+    RESOURCES_FIELD_NUMBER: _builtins.int
     resource: _builtins.str
     """1..=512 bytes of UTF-8, no NUL or control characters."""
     ttl_ms: _builtins.int
@@ -346,6 +349,21 @@ class AcquireRequest(_message.Message):
     """
     @_builtins.property
     def header(self) -> Global___RequestHeader: ...
+    @_builtins.property
+    def resources(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """A multi-lock (docs/semantics.md "Multi-locks"): 1..=64 distinct
+        resources, granted together in one entry with a fencing token each, or
+        none. `resource` is then "" or the first of them; mode and limit stay
+        unset (a multi-lock takes mutexes only; another kind on one of them is
+        FAILED_PRECONDITION, field "kind"). A lease that already holds or waits
+        on one of them is refused with FAILED_PRECONDITION (field "resources");
+        an empty list entry, a duplicate or more than 64 with INVALID_ARGUMENT
+        (field "resources"). Needs the `lock` permission on every resource
+        (PERMISSION_DENIED names the first refused one). Refused with
+        FAILED_PRECONDITION until every member reads log format 6. Release it by
+        naming any one of its resources: all are freed.
+        """
+
     def __init__(
         self,
         *,
@@ -357,10 +375,11 @@ class AcquireRequest(_message.Message):
         lock_delay_ms: _builtins.int = ...,
         mode: Global___LockMode.ValueType = ...,
         limit: _builtins.int = ...,
+        resources: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["header", b"header"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["header", b"header", "lease_id", b"lease_id", "limit", b"limit", "lock_delay_ms", b"lock_delay_ms", "mode", b"mode", "resource", b"resource", "ttl_ms", b"ttl_ms", "wait_timeout_ms", b"wait_timeout_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["header", b"header", "lease_id", b"lease_id", "limit", b"limit", "lock_delay_ms", b"lock_delay_ms", "mode", b"mode", "resource", b"resource", "resources", b"resources", "ttl_ms", b"ttl_ms", "wait_timeout_ms", b"wait_timeout_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -450,6 +469,7 @@ class Granted(_message.Message):
     LOG_INDEX_FIELD_NUMBER: _builtins.int
     SLOT_FIELD_NUMBER: _builtins.int
     MODE_FIELD_NUMBER: _builtins.int
+    GRANTS_FIELD_NUMBER: _builtins.int
     resource: _builtins.str
     lease_id: _builtins.int
     fencing_token: _builtins.int
@@ -464,6 +484,13 @@ class Granted(_message.Message):
     """
     mode: Global___LockMode.ValueType
     """The mode asked for (UNSPECIFIED for a mutex or a permit)."""
+    @_builtins.property
+    def grants(self) -> _containers.RepeatedCompositeFieldContainer[Global___ResourceToken]:
+        """A multi-lock's grant: every resource with its own token, in the
+        request's order (the first is also `resource` and `fencing_token`).
+        Empty for a single resource's grant.
+        """
+
     def __init__(
         self,
         *,
@@ -474,16 +501,41 @@ class Granted(_message.Message):
         log_index: _builtins.int = ...,
         slot: _builtins.int | None = ...,
         mode: Global___LockMode.ValueType = ...,
+        grants: _abc.Iterable[Global___ResourceToken] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_slot", b"_slot", "slot", b"slot"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_slot", b"_slot", "fencing_token", b"fencing_token", "lease_id", b"lease_id", "log_index", b"log_index", "mode", b"mode", "resource", b"resource", "slot", b"slot", "ttl_ms", b"ttl_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_slot", b"_slot", "fencing_token", b"fencing_token", "grants", b"grants", "lease_id", b"lease_id", "log_index", b"log_index", "mode", b"mode", "resource", b"resource", "slot", b"slot", "ttl_ms", b"ttl_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__slot: _TypeAlias = _typing.Literal["slot"]  # noqa: Y015
     _WhichOneofArgType__slot: _TypeAlias = _typing.Literal["_slot", b"_slot"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType__slot) -> _WhichOneofReturnType__slot | None: ...
 
 Global___Granted: _TypeAlias = Granted  # noqa: Y015
+
+@_typing.final
+class ResourceToken(_message.Message):
+    """One resource of a multi-lock's grant and its fencing token."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESOURCE_FIELD_NUMBER: _builtins.int
+    FENCING_TOKEN_FIELD_NUMBER: _builtins.int
+    resource: _builtins.str
+    fencing_token: _builtins.int
+    def __init__(
+        self,
+        *,
+        resource: _builtins.str = ...,
+        fencing_token: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["fencing_token", b"fencing_token", "resource", b"resource"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResourceToken: _TypeAlias = ResourceToken  # noqa: Y015
 
 @_typing.final
 class NotGranted(_message.Message):
@@ -497,8 +549,11 @@ class NotGranted(_message.Message):
     holder_lease_id: _builtins.int
     """The lease that holds the resource, 0 if none (e.g. lock-delay or timeout)."""
     reason: _builtins.str
-    """"held", "lock_delay", "wait_timeout", or "cancelled" (its caller took it
-    back with CancelWait before it applied).
+    """"held", "lock_delay", "wait_timeout", "cancelled" (its caller took it
+    back with CancelWait before it applied), or "reserved" (a try-lock on a
+    free resource whose queue's head is a multi-lock still waiting for its
+    other resources: docs/semantics.md "Multi-locks"). For a multi-lock,
+    `resource` is the first of its resources that stopped it.
     """
     lock_delay_remaining_ms: _builtins.int
     """When reason = "lock_delay": milliseconds of lock-delay left, on the
