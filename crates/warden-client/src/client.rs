@@ -264,7 +264,51 @@ impl Client {
         options: AcquireOptions,
         on_queued: impl Fn(Queued) + Send + Sync,
     ) -> Result<AcquireResult, ClientError> {
-        self.acquire_inner(resource.into(), options, on_queued, true)
+        self.acquire_inner(resource.into(), Vec::new(), options, on_queued, true)
+            .await
+    }
+
+    /// Acquires every one of `resources` together, as one multi-lock
+    /// (docs/semantics.md "Multi-locks"; Curator `InterProcessMultiLock`):
+    /// all are granted in one committed entry, each with its own fencing
+    /// token ([`AcquireResult::Granted`]'s `grants`, in this order), or none
+    /// is. While waiting it queues on every resource, and it is granted once
+    /// it is at the head of every queue and all are free, so two multi-locks
+    /// that name the same resources in different orders never deadlock.
+    /// Release it by naming any one of its resources (with that resource's
+    /// token): all are freed. Mutexes only (`options.kind` must be
+    /// [`GrantKind::Mutex`](crate::GrantKind::Mutex)).
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire_with_progress`](Client::acquire_with_progress);
+    /// `InvalidArgument` naming `resources` for an empty list, a duplicate
+    /// or more than 64; `FailedPrecondition` naming `resources` when the
+    /// lease already holds or waits on one of them, or `kind` when one of
+    /// them is a semaphore or a read-write lock now.
+    pub async fn acquire_all(
+        &self,
+        resources: Vec<String>,
+        options: AcquireOptions,
+    ) -> Result<AcquireResult, ClientError> {
+        self.acquire_all_with_progress(resources, options, |_| {})
+            .await
+    }
+
+    /// [`acquire_all`](Client::acquire_all) with a callback that sees each
+    /// queue position report (of the first resource).
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire_all`](Client::acquire_all).
+    pub async fn acquire_all_with_progress(
+        &self,
+        resources: Vec<String>,
+        options: AcquireOptions,
+        on_queued: impl Fn(Queued) + Send + Sync,
+    ) -> Result<AcquireResult, ClientError> {
+        let first = resources.first().cloned().unwrap_or_default();
+        self.acquire_inner(first, resources, options, on_queued, true)
             .await
     }
 
@@ -274,6 +318,7 @@ impl Client {
     pub(crate) async fn acquire_inner(
         &self,
         resource: String,
+        resources: Vec<String>,
         options: AcquireOptions,
         on_queued: impl Fn(Queued) + Send + Sync,
         renew_while_waiting: bool,
@@ -292,7 +337,9 @@ impl Client {
             lock_delay_ms: millis(options.lock_delay),
             mode: options.kind.wire().0 as i32,
             limit: options.kind.wire().1,
-            resources: Vec::new(),
+            // A multi-lock's every resource (the first is `resource` too);
+            // empty for one resource.
+            resources,
         };
         // A waiting acquire that is abandoned (this future dropped) or ends
         // in an error takes its wait back with a committed CancelWait, sent

@@ -164,7 +164,9 @@ pub use admin::{
 };
 pub use client::Client;
 pub use election::{election_key, Election, LeaderInfo, Leadership, Observer, ELECTION_PREFIX};
-pub use session::{LockGuard, LockOptions, Lost, Semaphore, Session, SessionOptions};
+pub use session::{
+    LockGuard, LockOptions, Lost, MultiLockGuard, Semaphore, Session, SessionOptions,
+};
 pub use warden_clock::{BootClock, Clock, ClockError, TokioClock};
 
 /// ρ: the documented bound on clock *rate* drift between any two machines
@@ -189,8 +191,8 @@ pub use routing::{leader_hint, parse_endpoint};
 pub use types::{
     AcquireOptions, AcquireResult, CancelWaitOutcome, ClientOptions, ClusterStatus, GrantKind,
     Holder, LeaseGrantResult, LeaseInfo, Member, NotGrantedReason, QueueBehind, Queued,
-    ReleaseResult, RenewResult, ResourceKind, StatusResult, Timing, TlsOptions, TokenState,
-    ValidateResult, DEFAULT_USER,
+    ReleaseResult, RenewResult, ResourceKind, ResourceToken, StatusResult, Timing, TlsOptions,
+    TokenState, ValidateResult, DEFAULT_USER,
 };
 pub use watch::{WatchError, WatchEvent, WatchTarget, Watcher};
 

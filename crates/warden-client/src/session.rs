@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use tracing::debug;
 
 use crate::client::{checked_deadline, Client};
-use crate::types::{AcquireOptions, AcquireResult, GrantKind, ReleaseResult};
+use crate::types::{AcquireOptions, AcquireResult, GrantKind, ReleaseResult, ResourceToken};
 use crate::{validity, BootClock, ClientError, Clock, ClockError};
 
 /// A lost-timer fires this much before `valid_until`: tokio timers never fire
@@ -540,6 +540,78 @@ impl Session {
         }
     }
 
+    /// Takes every one of `resources` together on this session's lease, as
+    /// one multi-lock, waiting as long as it takes (Curator
+    /// `InterProcessMultiLock`; docs/semantics.md "Multi-locks"): granted in
+    /// one committed entry with a fencing token per resource, or not at all.
+    /// It queues on every resource and is granted at the head of all of
+    /// them, so `lock_all(["a", "b"])` and `lock_all(["b", "a"])` from two
+    /// sessions never deadlock.
+    ///
+    /// # Errors
+    ///
+    /// As [`lock`](Session::lock); `InvalidArgument` naming `resources`
+    /// (empty, a duplicate, more than 64); `FailedPrecondition` naming
+    /// `resources` when this session already holds or waits on one of them.
+    pub async fn lock_all<S: AsRef<str>>(
+        &self,
+        resources: &[S],
+    ) -> Result<MultiLockGuard, ClientError> {
+        let resources: Vec<String> = resources.iter().map(|r| r.as_ref().to_owned()).collect();
+        loop {
+            if let Some(guard) = self.acquire_multi(&resources, MAX_WAIT).await? {
+                return Ok(guard);
+            }
+        }
+    }
+
+    /// [`lock_all`](Session::lock_all) with a bounded wait (zero: try once);
+    /// `Ok(None)` when it ran out (the waiter's removal from every queue
+    /// has committed).
+    ///
+    /// # Errors
+    ///
+    /// As [`lock_all`](Session::lock_all).
+    pub async fn lock_all_with_timeout<S: AsRef<str>>(
+        &self,
+        resources: &[S],
+        wait: Duration,
+    ) -> Result<Option<MultiLockGuard>, ClientError> {
+        let resources: Vec<String> = resources.iter().map(|r| r.as_ref().to_owned()).collect();
+        self.acquire_multi(&resources, wait).await
+    }
+
+    async fn acquire_multi(
+        &self,
+        resources: &[String],
+        wait: Duration,
+    ) -> Result<Option<MultiLockGuard>, ClientError> {
+        self.check()?;
+        let options = AcquireOptions {
+            ttl: Duration::ZERO,
+            lease_id: Some(self.lease_id()),
+            wait,
+            lock_delay: Duration::ZERO,
+            kind: GrantKind::Mutex,
+        };
+        let first = resources.first().cloned().unwrap_or_default();
+        let result = tokio::select! {
+            r = self.client().acquire_inner(first, resources.to_vec(), options, |_| {}, false) => r?,
+            lost = self.lost() => return Err(lost.into()),
+        };
+        match result {
+            AcquireResult::Granted { grants, .. } => {
+                self.check()?;
+                Ok(Some(MultiLockGuard {
+                    session: self.clone(),
+                    grants,
+                    released: false,
+                }))
+            }
+            AcquireResult::NotGranted { .. } => Ok(None),
+        }
+    }
+
     /// Waits in the queue, one server-bounded wait after another, until
     /// granted (or an error: the session lost, bad input, no cluster).
     async fn lock_until_granted(
@@ -628,7 +700,7 @@ impl Session {
         };
         let result = tokio::select! {
             // The session's keep-alive renews the lease while it waits.
-            r = self.client().acquire_inner(resource.to_owned(), options, |_| {}, false) => r?,
+            r = self.client().acquire_inner(resource.to_owned(), Vec::new(), options, |_| {}, false) => r?,
             lost = self.lost() => return Err(lost.into()),
         };
         match result {
@@ -722,6 +794,102 @@ impl Semaphore<'_> {
 
     fn kind(&self) -> GrantKind {
         GrantKind::Permit { limit: self.limit }
+    }
+}
+
+/// Several locks held together by a [`Session`]'s lease
+/// ([`Session::lock_all`]): one fencing token per resource
+/// ([`fencing_token`](MultiLockGuard::fencing_token)), valid while the
+/// session is. Releasing frees all of them in one committed entry; dropping
+/// the guard does so in the background. A forced release of any one of
+/// them ends them all (docs/semantics.md "Multi-locks").
+pub struct MultiLockGuard {
+    session: Session,
+    grants: Vec<ResourceToken>,
+    released: bool,
+}
+
+impl fmt::Debug for MultiLockGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MultiLockGuard")
+            .field("lease_id", &self.session.lease_id())
+            .field("grants", &self.grants)
+            .finish()
+    }
+}
+
+impl MultiLockGuard {
+    /// Every resource held with its fencing token, in the order asked for.
+    pub fn grants(&self) -> &[ResourceToken] {
+        &self.grants
+    }
+
+    /// The fencing token of `resource`, if this guard holds it.
+    pub fn fencing_token(&self, resource: &str) -> Option<u64> {
+        self.grants
+            .iter()
+            .find(|g| g.resource == resource)
+            .map(|g| g.fencing_token)
+    }
+
+    /// The lease holding the locks (the session's).
+    pub fn lease_id(&self) -> u64 {
+        self.session.lease_id()
+    }
+
+    /// See [`Session::check`].
+    ///
+    /// # Errors
+    ///
+    /// The [`Lost`] reason.
+    pub fn check(&self) -> Result<(), Lost> {
+        self.session.check()
+    }
+
+    /// See [`Session::lost`].
+    pub async fn lost(&self) -> Lost {
+        self.session.lost().await
+    }
+
+    /// Releases every resource of this grant (named by its first resource
+    /// and that resource's token, S6) and waits until the release commits.
+    ///
+    /// # Errors
+    ///
+    /// As [`LockGuard::release`].
+    pub async fn release(mut self) -> Result<ReleaseResult, ClientError> {
+        self.released = true;
+        let first = self.grants.first().cloned();
+        self.session
+            .client()
+            .release(
+                self.session.lease_id(),
+                first.as_ref().map(|g| g.resource.clone()),
+                first.map(|g| g.fencing_token),
+            )
+            .await
+    }
+}
+
+impl Drop for MultiLockGuard {
+    fn drop(&mut self) {
+        if self.released || self.session.inner.shared.state().lost.is_some() {
+            return;
+        }
+        let Some(first) = self.grants.first().cloned() else {
+            return;
+        };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let client = self.session.client().clone();
+            let lease_id = self.session.lease_id();
+            let session = self.session.clone();
+            runtime.spawn(async move {
+                let _ = client
+                    .release(lease_id, Some(first.resource), Some(first.fencing_token))
+                    .await;
+                drop(session);
+            });
+        }
     }
 }
 

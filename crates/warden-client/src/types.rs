@@ -227,6 +227,11 @@ pub enum AcquireResult {
         /// checks a permit's token per (resource, slot) (docs/fencing.md):
         /// pass it beside the token.
         slot: Option<u32>,
+        /// A multi-lock's grant ([`Client::acquire_all`](crate::Client::acquire_all)):
+        /// every resource with its own fencing token, in the request's order
+        /// (the first is also `resource` and `fencing_token`). Empty for a
+        /// single resource's grant.
+        grants: Vec<ResourceToken>,
     },
     /// The resource was not granted; nothing was left behind (no new lease).
     NotGranted {
@@ -245,6 +250,15 @@ pub enum AcquireResult {
     },
 }
 
+/// One resource of a multi-lock's grant and its fencing token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceToken {
+    /// The resource.
+    pub resource: String,
+    /// Its fencing token: larger than every token issued before for it (S2).
+    pub fencing_token: u64,
+}
+
 /// Why an acquire was not granted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NotGrantedReason {
@@ -257,6 +271,9 @@ pub enum NotGrantedReason {
     /// Its caller took it back with a cancel before it applied
     /// ([`Client::cancel_wait`](crate::Client::cancel_wait)).
     Cancelled,
+    /// A try-lock on a free resource kept for a waiting multi-lock at the
+    /// head of its queue (docs/semantics.md "Multi-locks").
+    Reserved,
     /// A reason this client version does not know, as the server sent it.
     Other(String),
 }
@@ -268,18 +285,20 @@ impl NotGrantedReason {
             "lock_delay" => NotGrantedReason::LockDelay,
             "wait_timeout" => NotGrantedReason::WaitTimeout,
             "cancelled" => NotGrantedReason::Cancelled,
+            "reserved" => NotGrantedReason::Reserved,
             other => NotGrantedReason::Other(other.to_string()),
         }
     }
 
-    /// The wire form: `held`, `lock_delay`, `wait_timeout`, `cancelled` or the unknown
-    /// reason as sent.
+    /// The wire form: `held`, `lock_delay`, `wait_timeout`, `cancelled`,
+    /// `reserved` or the unknown reason as sent.
     pub fn as_str(&self) -> &str {
         match self {
             NotGrantedReason::Held => "held",
             NotGrantedReason::LockDelay => "lock_delay",
             NotGrantedReason::WaitTimeout => "wait_timeout",
             NotGrantedReason::Cancelled => "cancelled",
+            NotGrantedReason::Reserved => "reserved",
             NotGrantedReason::Other(other) => other,
         }
     }
@@ -636,6 +655,14 @@ impl From<v1::Granted> for AcquireResult {
             fencing_token: g.fencing_token,
             ttl_ms: g.ttl_ms,
             slot: g.slot,
+            grants: g
+                .grants
+                .into_iter()
+                .map(|t| ResourceToken {
+                    resource: t.resource,
+                    fencing_token: t.fencing_token,
+                })
+                .collect(),
         }
     }
 }

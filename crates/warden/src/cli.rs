@@ -477,8 +477,11 @@ pub enum OutputFormat {
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("lease_source").required(true).args(["ttl", "lease"])))]
 pub struct AcquireArgs {
-    /// The lock's name (1..=512 bytes of UTF-8, no control characters).
-    pub resource: String,
+    /// The lock's name (1..=512 bytes of UTF-8, no control characters);
+    /// several names take them all together as one multi-lock (1..=64
+    /// distinct mutexes, granted in one entry with a token each, or none).
+    #[arg(required = true, value_name = "RESOURCE")]
+    pub resources: Vec<String>,
     /// TTL of a new lease (1s ..= 1h).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub ttl: Option<Duration>,

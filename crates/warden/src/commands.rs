@@ -139,8 +139,27 @@ pub fn check_resource(resource: &str) -> Result<(), String> {
 /// Checks `--ttl`, `--wait` and `--lock-delay` against the documented bounds
 /// before anything is sent.
 pub fn check_acquire(args: &AcquireArgs) -> Result<(), String> {
-    check_resource(&args.resource)?;
-    args.kind.kind()?;
+    for resource in &args.resources {
+        check_resource(resource)?;
+    }
+    if args.resources.len() > limits::MAX_MULTI_RESOURCES {
+        return Err(format!(
+            "RESOURCE: {} resources are above the limit of {} in one multi-lock",
+            args.resources.len(),
+            limits::MAX_MULTI_RESOURCES
+        ));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(dup) = args.resources.iter().find(|r| !seen.insert(r.as_str())) {
+        return Err(format!("RESOURCE: {dup:?} is named twice"));
+    }
+    let kind = args.kind.kind()?;
+    if args.resources.len() > 1 && kind != warden_client::GrantKind::Mutex {
+        return Err(
+            "--limit, --shared and --exclusive take one RESOURCE: a multi-lock takes mutexes only"
+                .into(),
+        );
+    }
     if let Some(ttl) = args.ttl {
         let ttl_ms = millis(ttl);
         if ttl_ms < limits::MIN_TTL_MS {
@@ -204,8 +223,13 @@ pub async fn acquire(args: AcquireArgs) -> Report {
         eprintln!("{}", output::queued(&q));
     };
     let created_lease = args.lease.is_none();
-    let mut acquire =
-        std::pin::pin!(client.acquire_with_progress(args.resource, options, progress));
+    let mut acquire: std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send>> =
+        if args.resources.len() == 1 {
+            let resource = args.resources[0].clone();
+            Box::pin(client.acquire_with_progress(resource, options, progress))
+        } else {
+            Box::pin(client.acquire_all_with_progress(args.resources.clone(), options, progress))
+        };
     tokio::select! {
         r = &mut acquire => match r {
             Ok(result) => {

@@ -67,6 +67,41 @@ pub fn acquire(result: &AcquireResult, valid_for_ms: Option<u64>, format: Output
             fencing_token,
             ttl_ms,
             slot,
+            grants,
+        } if grants.len() > 1 => Report::ok(match format {
+            // A multi-lock: one {"resource","fencing_token"} per resource.
+            OutputFormat::Json => json_text(&json!({
+                "resource": resource,
+                "lease_id": lease_id,
+                "fencing_token": fencing_token,
+                "ttl_ms": ttl_ms,
+                "valid_for_ms": valid_for_ms,
+                "grants": grants
+                    .iter()
+                    .map(|g| json!({"resource": g.resource, "fencing_token": g.fencing_token}))
+                    .collect::<Vec<_>>(),
+            })),
+            OutputFormat::Text => format!(
+                "acquired {}: lease {lease_id}, TTL {}{}",
+                grants
+                    .iter()
+                    .map(|g| format!("{:?} (fencing token {})", g.resource, g.fencing_token))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                ms(*ttl_ms),
+                match valid_for_ms {
+                    Some(v) => format!(", valid for {}", ms(v)),
+                    None => String::new(),
+                }
+            ),
+        }),
+        AcquireResult::Granted {
+            resource,
+            lease_id,
+            fencing_token,
+            ttl_ms,
+            slot,
+            ..
         } => Report::ok(match format {
             OutputFormat::Json => {
                 let mut v = json!({
@@ -502,6 +537,7 @@ mod tests {
                 fencing_token: 12,
                 ttl_ms: 10_000,
                 slot: None,
+                grants: Vec::new(),
             },
             Some(9_700),
             OutputFormat::Json,

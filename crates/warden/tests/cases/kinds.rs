@@ -1,6 +1,7 @@
-//! Semaphores and read-write locks with real processes (docs/semantics.md,
-//! "Lock kinds"): a semaphore's permits and a read-write lock's grants
-//! through the client library and the CLI, across a leader kill.
+//! Semaphores, read-write locks and multi-locks with real processes
+//! (docs/semantics.md, "Lock kinds", "Multi-locks"): a semaphore's permits,
+//! a read-write lock's grants and multi-grants through the client library
+//! and the CLI, across a leader kill.
 //!
 //! Every wait is a poll with a deadline.
 
@@ -386,4 +387,109 @@ async fn cli_semaphore_and_shared_grants() {
         words.next().and_then(|t| t.parse::<u64>().ok()).is_some(),
         "{line:?}"
     );
+}
+
+/// Multi-locks (docs/semantics.md "Multi-locks", S1, S2, S8; the deadlock
+/// of two clients taking the same locks in opposite orders, which Curator's
+/// `InterProcessMultiLock` leaves to the caller): two sessions loop taking
+/// {a, b} and {b, a}; both finish every round, every grant holds both
+/// resources with a fresh token each, and a leader killed in the middle
+/// stops neither.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opposite_orders_do_not_deadlock() {
+    const ROUNDS: usize = 12;
+    let mut cluster = Cluster::start(3, &[]).await;
+    let c = client(&cluster).await;
+    let (halfway_tx, halfway_rx) = tokio::sync::oneshot::channel::<()>();
+    let mut tasks = Vec::new();
+    let mut halfway_tx = Some(halfway_tx);
+    for order in [["a", "b"], ["b", "a"]] {
+        let session = c.session(Duration::from_secs(10)).await.expect("session");
+        let halfway = if order[0] == "a" {
+            halfway_tx.take()
+        } else {
+            None
+        };
+        tasks.push(tokio::spawn(async move {
+            let mut halfway = halfway;
+            let mut seen: Vec<(u64, u64)> = Vec::new();
+            for round in 0..ROUNDS {
+                let guard = session.lock_all(&order).await.expect("lock_all");
+                let (a, b) = (
+                    guard.fencing_token("a").expect("a held"),
+                    guard.fencing_token("b").expect("b held"),
+                );
+                assert_eq!(guard.grants().len(), 2);
+                guard.check().expect("valid while held");
+                seen.push((a, b));
+                if round == ROUNDS / 2 {
+                    if let Some(tx) = halfway.take() {
+                        let _ = tx.send(());
+                    }
+                }
+                guard.release().await.expect("release both");
+            }
+            seen
+        }));
+    }
+    halfway_rx.await.expect("the first loop reached half way");
+    kill_leader(&mut cluster).await;
+    let mut all_a = BTreeSet::new();
+    let mut all_b = BTreeSet::new();
+    for task in tasks {
+        let seen = tokio::time::timeout(Duration::from_secs(90), task)
+            .await
+            .expect("a loop did not finish: deadlock or a stuck waiter")
+            .expect("the loop");
+        assert_eq!(seen.len(), ROUNDS);
+        for pair in seen.windows(2) {
+            assert!(pair[1].0 > pair[0].0 && pair[1].1 > pair[0].1, "{seen:?}");
+        }
+        for (a, b) in seen {
+            assert!(all_a.insert(a) && all_b.insert(b), "a token given twice");
+        }
+    }
+    let s = status(&c, "a").await;
+    assert_eq!((s.holder, s.waiters), (None, 0), "both released");
+}
+
+/// Multi-locks through the CLI (docs/semantics.md "Multi-locks"): `warden
+/// acquire a b c` takes all three with a token each (JSON `grants`), a
+/// single acquire of one of them is then not granted (exit 2), a release
+/// naming one frees all three, and a duplicate name is refused before
+/// anything is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_multi_lock() {
+    let cluster = Cluster::start(3, &[]).await;
+    let (code, j, err) = cluster.cli(&["acquire", "m1", "m2", "m3", "--ttl", "30s"]);
+    assert_eq!(code, 0, "{err}");
+    let grants = j["grants"].as_array().expect("grants").clone();
+    let names: Vec<&str> = grants
+        .iter()
+        .map(|g| g["resource"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["m1", "m2", "m3"]);
+    let tokens: BTreeSet<u64> = grants
+        .iter()
+        .map(|g| g["fencing_token"].as_u64().unwrap())
+        .collect();
+    assert_eq!(tokens.len(), 3, "a fresh token per resource");
+    let lease = j["lease_id"].as_u64().unwrap().to_string();
+    let (code, _, _) = cluster.cli(&["acquire", "m2", "--ttl", "30s"]);
+    assert_eq!(code, 2, "m2 is held by the multi-lock");
+    let m1_token = grants[0]["fencing_token"].as_u64().unwrap().to_string();
+    let (code, _, err) = cluster.cli(&["release", &lease, "m1", "--token", &m1_token]);
+    assert_eq!(code, 0, "{err}");
+    for r in ["m1", "m2", "m3"] {
+        let (code, s, err) = cluster.cli(&["status", r]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(
+            s["holder"],
+            serde_json::Value::Null,
+            "{r} freed with the others"
+        );
+    }
+    let (code, _, err) = cluster.cli(&["acquire", "m1", "m1", "--ttl", "30s"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("twice"), "{err}");
 }
