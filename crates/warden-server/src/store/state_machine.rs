@@ -342,6 +342,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                         let LogEntry::V1(cmd) = &req.0;
                         let log_leader = leader_of(&log_id);
                         let bugs = self.shared.bugs;
+                        let logged = cmd;
                         let mut stamp = stamp;
                         let buggy;
                         let cmd = if bugs == crate::sim_hooks::BugSwitches::default() {
@@ -430,6 +431,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                                 index,
                                 log_leader,
                                 cmd,
+                                logged,
                                 &applied,
                                 &m.table,
                                 &m.deadlines,
