@@ -88,6 +88,11 @@ pub struct BugSwitches {
     /// writer holds beside readers or another writer (docs/semantics.md
     /// "Lock kinds"; breaks the simulator's RW checker).
     pub exclusive_as_shared: bool,
+    /// A reader's (or a permit's) acquire is granted at once whenever the
+    /// resource admits it, past earlier waiters
+    /// (`LockTable::inject_readers_overtake_writers`; breaks the
+    /// simulator's FIFO checker).
+    pub readers_overtake_writers: bool,
 }
 
 /// Simulator-only observer of a node's state machine.

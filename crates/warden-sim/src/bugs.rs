@@ -20,7 +20,7 @@ pub struct Bugs {
 type SwitchOn = fn(&mut Bugs);
 
 /// Each `--inject-bug` name and the switch it turns on.
-const SWITCHES: [(&str, SwitchOn); 11] = [
+const SWITCHES: [(&str, SwitchOn); 12] = [
     ("full-ttl-reset-at-election", |b| {
         b.server.full_ttl_reset_at_election = true
     }),
@@ -51,6 +51,9 @@ const SWITCHES: [(&str, SwitchOn); 11] = [
     }),
     ("exclusive-as-shared", |b| {
         b.server.exclusive_as_shared = true
+    }),
+    ("readers-overtake-writers", |b| {
+        b.server.readers_overtake_writers = true
     }),
 ];
 
@@ -115,6 +118,6 @@ mod tests {
             assert!(!seen.contains(&bugs), "{name} repeats another switch");
             seen.push(bugs);
         }
-        assert_eq!(seen.len(), 11);
+        assert_eq!(seen.len(), 12);
     }
 }

@@ -359,6 +359,9 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                             if bugs.skip_lease_owner_check {
                                 m.table.inject_skip_lease_owner_check();
                             }
+                            if bugs.readers_overtake_writers {
+                                m.table.inject_readers_overtake_writers();
+                            }
                             buggy =
                                 crate::sim_hooks::buggy_command(&bugs, &m.table, log_leader, cmd);
                             &buggy
