@@ -139,6 +139,10 @@ pub struct LockTable {
     /// skip-lease-owner-check`); never set in production, never saved.
     #[serde(skip)]
     pub(crate) skip_lease_owner_check: bool,
+    /// Simulator-only bug switch (`warden-sim --inject-bug
+    /// readers-overtake-writers`); never set in production, never saved.
+    #[serde(skip)]
+    pub(crate) readers_overtake_writers: bool,
 }
 
 impl Default for LockTable {
@@ -228,6 +232,7 @@ impl LockTable {
             usage: BTreeMap::new(),
             token_is_log_index: false,
             skip_lease_owner_check: false,
+            readers_overtake_writers: false,
         }
     }
 
@@ -328,6 +333,15 @@ impl LockTable {
     #[doc(hidden)]
     pub fn inject_skip_lease_owner_check(&mut self) {
         self.skip_lease_owner_check = true;
+    }
+
+    /// Simulator only (`warden-sim --inject-bug readers-overtake-writers`):
+    /// a shared acquire (a reader, a permit) is granted at once whenever the
+    /// resource admits it, even past earlier waiters, against FIFO (S8,
+    /// docs/semantics.md "Lock kinds"). Production never calls it.
+    #[doc(hidden)]
+    pub fn inject_readers_overtake_writers(&mut self) {
+        self.readers_overtake_writers = true;
     }
 
     /// `next_token = max(next_token, floor + 1)`; refused (nothing changes)
@@ -806,7 +820,9 @@ impl LockTable {
             }
         };
         // FIFO (S8): nobody overtakes a waiter, whatever its mode.
-        let grantable = res.is_none_or(|r| r.waiters.is_empty() && r.admits(mode, false));
+        let overtakes = self.readers_overtake_writers && mode == Mode::Shared;
+        let grantable =
+            res.is_none_or(|r| (r.waiters.is_empty() || overtakes) && r.admits(mode, false));
         if grantable {
             if self.next_token > MAX_ID {
                 return Err(exhausted(

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use warden_core::deadline::Deadlines;
 use warden_core::table::{Applied, LockTable};
-use warden_core::types::{Command, LeaderId};
+use warden_core::types::{Command, LeaderId, LockKind, Mode};
 use warden_tls::Identity;
 
 /// Simulator only: the identity a verified TLS handshake would have given
@@ -79,11 +79,27 @@ pub struct BugSwitches {
     /// (`warden_core::auth`, "Leases have owners"; etcd PR 8031). Breaks the
     /// simulator's OWNERS checker.
     pub skip_lease_owner_check: bool,
+    /// Every semaphore permit request applies as one of a semaphore with
+    /// one permit more than asked (`AcquireKind` with `Semaphore { limit }`
+    /// applied with `limit + 1`), so N + 1 holders appear (docs/semantics.md
+    /// "Lock kinds"; breaks the simulator's SEMAPHORE checker).
+    pub semaphore_limit_plus_one: bool,
+    /// A read-write lock's exclusive request applies as a shared one, so a
+    /// writer holds beside readers or another writer (docs/semantics.md
+    /// "Lock kinds"; breaks the simulator's RW checker).
+    pub exclusive_as_shared: bool,
+    /// A reader's (or a permit's) acquire is granted at once whenever the
+    /// resource admits it, past earlier waiters
+    /// (`LockTable::inject_readers_overtake_writers`; breaks the
+    /// simulator's FIFO checker).
+    pub readers_overtake_writers: bool,
 }
 
 /// Simulator-only observer of a node's state machine.
 pub trait Observer: Send + Sync + Debug + 'static {
-    /// Called after each normal entry is applied on `node_id`, with the table
+    /// Called after each normal entry is applied on `node_id`, with the
+    /// command as applied (`cmd`: a bug switch may have rewritten it) and as
+    /// the log holds it (`logged`: what the client asked for), the table
     /// and deadlines as they are after that entry, the entry's append stamp
     /// and the apply time on this node's clock (the lock on the machine is
     /// held: do not block).
@@ -94,6 +110,7 @@ pub trait Observer: Send + Sync + Debug + 'static {
         index: u64,
         log_leader: LeaderId,
         cmd: &Command,
+        logged: &Command,
         applied: &Applied,
         table: &LockTable,
         deadlines: &warden_core::deadline::Deadlines,
@@ -131,6 +148,17 @@ pub(crate) fn buggy_command(
         );
     }
     let mut cmd = cmd.clone();
+    if let Command::AcquireKind(k) = unwrapped_mut(&mut cmd) {
+        match (&mut k.kind, k.mode) {
+            (LockKind::Semaphore { limit }, _) if bugs.semaphore_limit_plus_one => {
+                *limit = limit.saturating_add(1);
+            }
+            (LockKind::ReadWrite, Mode::Exclusive) if bugs.exclusive_as_shared => {
+                k.mode = Mode::Shared;
+            }
+            _ => {}
+        }
+    }
     let due = match &mut cmd {
         Command::EndLockDelay(e) => e.due.as_mut(),
         Command::Expire(d) => Some(d),
@@ -160,6 +188,14 @@ pub(crate) fn buggy_command(
         }
     }
     cmd
+}
+
+/// The command a client asked for, inside a `Command::Authorized` or bare.
+fn unwrapped_mut(cmd: &mut Command) -> &mut Command {
+    match cmd {
+        Command::Authorized(w) => &mut w.command,
+        c => c,
+    }
 }
 
 /// `full_ttl_reset_at_election`: every lease's countdown restarts at `now`

@@ -20,7 +20,7 @@ pub struct Bugs {
 type SwitchOn = fn(&mut Bugs);
 
 /// Each `--inject-bug` name and the switch it turns on.
-const SWITCHES: [(&str, SwitchOn); 9] = [
+const SWITCHES: [(&str, SwitchOn); 12] = [
     ("full-ttl-reset-at-election", |b| {
         b.server.full_ttl_reset_at_election = true
     }),
@@ -45,6 +45,15 @@ const SWITCHES: [(&str, SwitchOn); 9] = [
     }),
     ("skip-lease-owner-check", |b| {
         b.server.skip_lease_owner_check = true
+    }),
+    ("semaphore-limit-plus-one", |b| {
+        b.server.semaphore_limit_plus_one = true
+    }),
+    ("exclusive-as-shared", |b| {
+        b.server.exclusive_as_shared = true
+    }),
+    ("readers-overtake-writers", |b| {
+        b.server.readers_overtake_writers = true
     }),
 ];
 
@@ -109,6 +118,6 @@ mod tests {
             assert!(!seen.contains(&bugs), "{name} repeats another switch");
             seen.push(bugs);
         }
-        assert_eq!(seen.len(), 9);
+        assert_eq!(seen.len(), 12);
     }
 }

@@ -95,13 +95,16 @@ impl SimObserver {
                 lease_id,
                 fencing_token,
                 grant_index,
-                ..
+                mode,
+                slot,
             } => {
                 h.grants
                     .entry((resource.clone(), *grant_index, *fencing_token))
                     .or_insert(Grant {
                         lease_id: *lease_id,
                         token: *fencing_token,
+                        mode: *mode,
+                        slot: *slot,
                         first_at: at,
                     });
             }
@@ -120,6 +123,7 @@ impl warden_server::sim_hooks::Observer for SimObserver {
         index: u64,
         log_leader: LeaderId,
         cmd: &Command,
+        logged: &Command,
         applied: &Applied,
         table: &LockTable,
         deadlines: &Deadlines,
@@ -148,6 +152,8 @@ impl warden_server::sim_hooks::Observer for SimObserver {
             log_leader,
             cmd,
             parts: checkers::parts(cmd, &applied.response),
+            logged,
+            logged_parts: checkers::parts(logged, &applied.response),
             table,
             deadlines,
             stamp,

@@ -11,16 +11,18 @@
 //!   principal its role, the scenario's clients, the fault schedule, the
 //!   healing phase, the end-of-run checkers; [`RunConfig`], [`Outcome`], the
 //!   regression seeds.
-//! - [`scenarios`]: the shapes of a run ([`Scenario`]): the random workload
-//!   and the named scenarios, each after a public bug, one function each,
-//!   with its default length and fault script, listed in one table.
+//! - [`scenarios`]: the shapes of a run ([`Scenario`]): the random workload,
+//!   the same over every lock kind (`kinds`: mutexes, read-write locks,
+//!   semaphores) and the named scenarios, each after a public bug, one
+//!   function each, with its default length and fault script, listed in one
+//!   table.
 //! - [`faults`]: the fault schedule (partitions, one-way partitions, an
 //!   isolated leader, crash/restart, pauses, slow links): drawn from the
 //!   seed or following a scenario's script.
 //! - [`history`]: the observer every node's state machine calls after each
 //!   apply: records it and calls the checkers in a fixed order.
 //! - [`checkers`]: one checker per property of docs/semantics.md (S1–S8,
-//!   the fence, L2) and OWNERS (docs/security.md "Leases have owners": no
+//!   the fence, L2; for the lock kinds SEMAPHORE, RW and FIFO) and OWNERS (docs/security.md "Leases have owners": no
 //!   command of one principal changes another's lease), each in its own file.
 //! - [`world`]: what several of the above share: the record of a run
 //!   ([`world::History`]), host names and timings, each client host's

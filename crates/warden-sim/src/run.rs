@@ -165,7 +165,7 @@ pub fn run(cfg: RunConfig) -> Outcome {
     // the latest. A named scenario's prober stops at the end of its faults;
     // the run lasts until its last client is done.
     let probe_until = match cfg.scenario {
-        Scenario::Random => heal_end,
+        Scenario::Random | Scenario::Kinds => heal_end,
         _ => fault_end,
     };
     let probe_min = (fault_end + Duration::from_secs(8)).min(probe_until);

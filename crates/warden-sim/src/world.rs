@@ -13,10 +13,11 @@ use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::Rng;
-use warden_client::{AcquireOptions, AcquireResult, Client};
+use warden_client::{AcquireOptions, AcquireResult, Client, GrantKind};
 use warden_core::table::LockTable;
+use warden_core::types::Mode;
 use warden_core::LeaseEndReason;
-use warden_fence::{Fence, MemoryStore};
+use warden_fence::{Claim, Fence, Kind, MemoryStore};
 use warden_server::config::Timing;
 
 use crate::bugs::Bugs;
@@ -144,6 +145,11 @@ pub struct Belief {
     pub lease_id: u64,
     /// The grant's token.
     pub token: u64,
+    /// How it holds the resource: exclusive (a mutex, a writer) or shared
+    /// (a reader, a permit).
+    pub mode: Mode,
+    /// A semaphore permit's slot.
+    pub slot: Option<u32>,
     /// Global time the grant was acknowledged to the client.
     pub since: Duration,
     /// Global time until which the client believes it holds the grant
@@ -160,6 +166,9 @@ pub struct FenceWrite {
     pub token: u64,
     /// The writer's lease.
     pub lease_id: u64,
+    /// The rule the fence applied: exclusive (a plain token), shared, or a
+    /// permit's slot (docs/fencing.md).
+    pub kind: Kind,
     /// Accepted by the fence.
     pub accepted: bool,
 }
@@ -171,6 +180,10 @@ pub struct Grant {
     pub lease_id: u64,
     /// Its fencing token.
     pub token: u64,
+    /// Exclusive, or shared (a reader, a permit).
+    pub mode: Mode,
+    /// A semaphore permit's slot.
+    pub slot: Option<u32>,
     /// Global time of its first apply on any node.
     pub first_at: Duration,
 }
@@ -286,6 +299,22 @@ impl World {
     }
 }
 
+/// A grant a client holds ([`ClientCtx::acquire_held`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Held {
+    /// The lease.
+    pub lease_id: u64,
+    /// The grant's token.
+    pub token: u64,
+    /// The lease's TTL (ms).
+    pub ttl_ms: u64,
+    /// The client's `valid_until` (own clock).
+    pub valid_until: Duration,
+    /// What the client presents at the fenced resource: the token with its
+    /// kind's rule (a permit's slot, shared, or exclusive).
+    pub claim: Claim,
+}
+
 /// A client's own view of time and its honest bookkeeping.
 pub struct ClientCtx {
     /// Name (its host's).
@@ -322,14 +351,39 @@ impl ClientCtx {
         lock(&self.history).violation(property, message);
     }
 
-    /// Records a belief from now until `valid_until` (own clock).
+    /// Records a belief from now until `valid_until` (own clock), in the
+    /// mode and slot of the latest belief about this grant (exclusive, no
+    /// slot, for a first one: see [`believe_held`](Self::believe_held)).
     pub fn believe(&self, resource: &str, lease_id: u64, token: u64, valid_until: Duration) {
+        let held = {
+            let h = lock(&self.history);
+            h.beliefs
+                .iter()
+                .rev()
+                .find(|b| b.lease_id == lease_id && b.resource == resource && b.token == token)
+                .map(|b| (b.mode, b.slot))
+        };
+        let (mode, slot) = held.unwrap_or((Mode::Exclusive, None));
+        self.believe_held(resource, lease_id, (token, mode, slot), valid_until);
+    }
+
+    /// Records a belief from now until `valid_until` (own clock) in a grant
+    /// of `token` held in `mode` (and `slot`, for a permit).
+    pub fn believe_held(
+        &self,
+        resource: &str,
+        lease_id: u64,
+        (token, mode, slot): (u64, Mode, Option<u32>),
+        valid_until: Duration,
+    ) {
         let until = self.clock.global_at(valid_until);
         lock(&self.history).beliefs.push(Belief {
             client: self.name.clone(),
             resource: resource.into(),
             lease_id,
             token,
+            mode,
+            slot,
             since: global_now(),
             until,
         });
@@ -343,13 +397,26 @@ impl ClientCtx {
         }
     }
 
-    /// Writes to the fenced resource with `token` and records the outcome.
+    /// Writes to the fenced resource with `token` (a plain token: the
+    /// exclusive rule) and records the outcome.
     pub fn fenced_write(&self, resource: &str, lease_id: u64, token: u64) -> bool {
         let accepted = self.fence.check(resource, token).is_ok();
+        self.record_write(resource, lease_id, Claim::exclusive(token), accepted)
+    }
+
+    /// Writes to the fenced resource with `claim` (its kind's rule:
+    /// warden_fence, docs/fencing.md) and records the outcome.
+    pub fn fenced_write_claim(&self, resource: &str, lease_id: u64, claim: Claim) -> bool {
+        let accepted = self.fence.check_claim(resource, claim).is_ok();
+        self.record_write(resource, lease_id, claim, accepted)
+    }
+
+    fn record_write(&self, resource: &str, lease_id: u64, claim: Claim, accepted: bool) -> bool {
         lock(&self.history).fence_writes.push(FenceWrite {
             resource: resource.into(),
-            token,
+            token: claim.token,
             lease_id,
+            kind: claim.kind,
             accepted,
         });
         accepted
@@ -363,6 +430,23 @@ impl ClientCtx {
         resource: &str,
         opts: AcquireOptions,
     ) -> Option<(u64, u64, u64, Duration)> {
+        self.acquire_held(client, resource, opts)
+            .await
+            .map(|g| (g.lease_id, g.token, g.ttl_ms, g.valid_until))
+    }
+
+    /// As [`acquire`](Self::acquire), for a grant of any kind: the belief
+    /// is in the mode `opts.kind` asks for and the grant's slot.
+    pub async fn acquire_held(
+        &self,
+        client: &Client,
+        resource: &str,
+        opts: AcquireOptions,
+    ) -> Option<Held> {
+        let mode = match opts.kind {
+            GrantKind::Mutex | GrantKind::Exclusive => Mode::Exclusive,
+            GrantKind::Shared | GrantKind::Permit { .. } => Mode::Shared,
+        };
         let send_g = global_now();
         let send = self.clock.now();
         let r = client.acquire(resource, opts).await;
@@ -372,6 +456,7 @@ impl ClientCtx {
                 lease_id,
                 fencing_token,
                 ttl_ms,
+                slot,
                 ..
             }) => {
                 {
@@ -383,8 +468,20 @@ impl ClientCtx {
                     h.last_call_end.insert(lease_id, (global_now(), ttl_ms));
                 }
                 let vu = self.valid_until(send, receipt, ttl_ms);
-                self.believe(resource, lease_id, fencing_token, vu);
-                Some((lease_id, fencing_token, ttl_ms, vu))
+                self.believe_held(resource, lease_id, (fencing_token, mode, slot), vu);
+                Some(Held {
+                    lease_id,
+                    token: fencing_token,
+                    ttl_ms,
+                    valid_until: vu,
+                    claim: match (opts.kind, slot) {
+                        (GrantKind::Permit { .. }, Some(slot)) => {
+                            Claim::permit(slot, fencing_token)
+                        }
+                        (GrantKind::Shared, _) => Claim::shared(fencing_token),
+                        _ => Claim::exclusive(fencing_token),
+                    },
+                })
             }
             Ok(_) => {
                 lock(&self.history).calls_ok += 1;

@@ -25,8 +25,10 @@ const FOLDERS: &[(&str, &[(&str, u32)])] = &[
         &[
             ("checker", 0),
             ("fence", 1),
+            ("fifo", 1),
             ("l2_bounded_extension", 1),
             ("lease_owners", 1),
+            ("read_write", 1),
             ("s1_exclusion", 1),
             ("s2_fencing", 1),
             ("s3_durability", 1),
@@ -35,6 +37,7 @@ const FOLDERS: &[(&str, &[(&str, u32)])] = &[
             ("s6_ownership", 1),
             ("s7_exactly_once", 1),
             ("s8_clean_waiters", 1),
+            ("semaphore", 1),
             ("mod", 2),
         ],
     ),
@@ -49,7 +52,8 @@ const FOLDERS: &[(&str, &[(&str, u32)])] = &[
             ("retries", 2),
             ("slow_links", 2),
             ("owners", 2),
-            ("mod", 3),
+            ("kinds", 3),
+            ("mod", 4),
         ],
     ),
 ];

@@ -35,6 +35,7 @@ impl Observer for Applied {
         _index: u64,
         _log_leader: LeaderId,
         cmd: &Command,
+        _logged: &Command,
         _applied: &warden_core::table::Applied,
         _table: &warden_core::table::LockTable,
         _deadlines: &warden_core::deadline::Deadlines,

@@ -352,6 +352,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                         let LogEntry::V1(cmd) = &req.0;
                         let log_leader = leader_of(&log_id);
                         let bugs = self.shared.bugs;
+                        let logged = cmd;
                         let mut stamp = stamp;
                         let buggy;
                         let cmd = if bugs == crate::sim_hooks::BugSwitches::default() {
@@ -367,6 +368,9 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                             }
                             if bugs.skip_lease_owner_check {
                                 m.table.inject_skip_lease_owner_check();
+                            }
+                            if bugs.readers_overtake_writers {
+                                m.table.inject_readers_overtake_writers();
                             }
                             buggy =
                                 crate::sim_hooks::buggy_command(&bugs, &m.table, log_leader, cmd);
@@ -445,6 +449,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                                 index,
                                 log_leader,
                                 cmd,
+                                logged,
                                 &applied,
                                 &m.table,
                                 &m.deadlines,

@@ -5,7 +5,7 @@ use std::fmt::Debug;
 use std::time::Duration;
 
 use warden_core::table::LockTable;
-use warden_core::types::{Command, LeaderId, Response};
+use warden_core::types::{Acquire, AcquireReply, Command, LeaderId, Response};
 use warden_core::{Deadlines, Effect};
 
 use crate::world::History;
@@ -18,10 +18,16 @@ pub struct Entry<'a> {
     pub index: u64,
     /// The leader id in the entry's own log id (who proposed it).
     pub log_leader: LeaderId,
-    /// The command.
+    /// The command as applied (an injected bug may have rewritten it).
     pub cmd: &'a Command,
     /// Its commands with their responses ([`parts`]).
     pub parts: Vec<(&'a Command, &'a Response)>,
+    /// The command as the log holds it: what the clients asked for (the
+    /// same as `cmd` unless a bug switch rewrote it).
+    pub logged: &'a Command,
+    /// The logged commands with the responses of the applied ones, one by
+    /// one ([`parts`]).
+    pub logged_parts: Vec<(&'a Command, &'a Response)>,
     /// The node's table after it.
     pub table: &'a LockTable,
     /// The node's deadline table after it.
@@ -44,6 +50,21 @@ pub fn parts<'a>(cmd: &'a Command, response: &'a Response) -> Vec<(&'a Command, 
             cmds.iter().zip(rs).collect()
         }
         _ => vec![(cmd, response)],
+    }
+}
+
+/// An acquire of any kind with its reply: a mutex `Command::Acquire`
+/// (answered `Response::Acquire`) or a read-write or semaphore
+/// `Command::AcquireKind` (answered `Response::AcquireKind`), bare or inside
+/// `Command::Authorized`.
+pub fn acquire_reply<'a>(
+    cmd: &'a Command,
+    response: &'a Response,
+) -> Option<(&'a Acquire, &'a AcquireReply)> {
+    let acquire = cmd.acquire()?;
+    match response {
+        Response::Acquire(reply) | Response::AcquireKind { reply, .. } => Some((acquire, reply)),
+        _ => None,
     }
 }
 
@@ -75,4 +96,112 @@ pub trait Checker: Debug + Send {
 
     /// Once at the end of the run, on the whole history.
     fn at_end(&mut self, _h: &mut History) {}
+}
+
+/// What the checkers' unit tests share: acquires of each kind and a run of
+/// one checker over commands applied on one table, fed as the observer
+/// feeds it.
+#[cfg(test)]
+pub(crate) mod harness {
+    use warden_core::table::LockTable;
+    use warden_core::types::{
+        Acquire, AcquireKind, Command, LeaderId, LeaseSpec, LockKind, Mode, Release, RequestHeader,
+    };
+    use warden_core::{Deadlines, Effect};
+
+    // The module's items: `parts`, `Checker`, `Entry`, `Next`, `History`.
+    use super::*;
+
+    const LEADER: LeaderId = LeaderId {
+        term: 1,
+        node_id: 1,
+    };
+
+    /// An acquire of `resource` on a new lease (client `client`'s first
+    /// request), of `kind` in `mode`, waiting up to `wait_ms`.
+    pub fn acquire(
+        client: u64,
+        resource: &str,
+        kind: LockKind,
+        mode: Mode,
+        wait_ms: u64,
+    ) -> Command {
+        Command::AcquireKind(AcquireKind {
+            acquire: Acquire {
+                header: RequestHeader {
+                    client_id: client,
+                    request_id: 1,
+                    acked_request_id: 0,
+                },
+                resource: resource.into(),
+                lease: LeaseSpec::New { ttl_ms: 10_000 },
+                wait_timeout_ms: wait_ms,
+                lock_delay_ms: 0,
+                due: None,
+            },
+            kind,
+            mode,
+        })
+    }
+
+    /// Client `client`'s second request: the release of lease `lease_id`'s
+    /// grant of `resource`.
+    pub fn release(client: u64, resource: &str, lease_id: u64) -> Command {
+        Command::Release(Release {
+            header: RequestHeader {
+                client_id: client,
+                request_id: 2,
+                acked_request_id: 1,
+            },
+            resource: Some(resource.into()),
+            lease_id,
+            fencing_token: None,
+            due: None,
+        })
+    }
+
+    /// Applies each (applied, logged) pair in order on one table (indexes
+    /// from 1), feeding `checker` as the observer does (the entry, then each
+    /// effect and `extra(index)`'s made-up effects, then the table kept as
+    /// the node's last); returns the findings.
+    pub fn findings(
+        checker: &mut dyn Checker,
+        cmds: &[(Command, Command)],
+        extra: impl Fn(u64) -> Vec<Effect>,
+    ) -> Vec<String> {
+        let mut table = LockTable::new();
+        let mut h = History::default();
+        let deadlines = Deadlines::default();
+        for (i, (cmd, logged)) in cmds.iter().enumerate() {
+            let index = i as u64 + 1;
+            let applied = table.apply(index, LEADER, cmd);
+            let entry = Entry {
+                node_id: 1,
+                index,
+                log_leader: LEADER,
+                cmd,
+                parts: parts(cmd, &applied.response),
+                logged,
+                logged_parts: parts(logged, &applied.response),
+                table: &table,
+                deadlines: &deadlines,
+                stamp: Duration::ZERO,
+                now: Duration::ZERO,
+                at: Duration::ZERO,
+                digest: 0,
+            };
+            checker.on_entry(&entry, &mut h);
+            for effect in applied.effects.iter().cloned().chain(extra(index)) {
+                assert_eq!(checker.on_effect(&entry, &effect, &mut h), Next::Continue);
+            }
+            h.last_table.insert(1, (index, table.clone()));
+        }
+        checker.at_end(&mut h);
+        h.violations.into_iter().map(|v| v.message).collect()
+    }
+
+    /// `cmds`, each logged as applied.
+    pub fn unchanged(cmds: Vec<Command>) -> Vec<(Command, Command)> {
+        cmds.into_iter().map(|c| (c.clone(), c)).collect()
+    }
 }

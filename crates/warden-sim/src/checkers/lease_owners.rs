@@ -6,7 +6,7 @@
 //! **Owner.** A lease's owner is the principal of the command that created
 //! it, recorded here when that command applies (not read back from the
 //! table, which the check is about): `Authorized { principal: P, .. }` whose
-//! `Acquire` with a new lease was granted or queued, or whose `LeaseGrant`
+//! acquire (of any kind: `Acquire`, `AcquireKind`) with a new lease was granted or queued, or whose `LeaseGrant`
 //! answered `LeaseGranted`. An unwrapped or anonymous creation has owner
 //! None. Owners compare as `Option`s, as the core compares them: a named
 //! principal owns no ownerless lease, an anonymous caller no owned one.
@@ -19,7 +19,7 @@
 //!
 //! | command | changes lease L when it answers |
 //! |---|---|
-//! | `Acquire` with `lease_id = L` | `Granted` or `Queued` (a grant or a wait hung on L) |
+//! | an acquire of any kind with `lease_id = L` | `Granted` or `Queued` (a grant or a wait hung on L) |
 //! | `Release` | `Released { lease_id: L }` |
 //! | `Revoke` | `Revoked { lease_id: L }` |
 //! | `Proclaim` | `Proclaimed { lease_id: L }` |
@@ -44,7 +44,7 @@ use std::collections::BTreeMap;
 use warden_core::auth::Target;
 use warden_core::types::{AcquireOutcome, Command, LeaseSpec, Permission, Response};
 
-use super::checker::{Checker, Entry};
+use super::checker::{acquire_reply, Checker, Entry};
 use crate::world::History;
 
 const PROPERTY: &str = "OWNERS";
@@ -64,16 +64,18 @@ fn who(p: Option<&str>) -> &str {
 
 /// The lease a new-lease command created, by its response.
 fn created(cmd: &Command, response: &Response) -> Option<u64> {
-    match (cmd, response) {
-        (Command::Acquire(a), Response::Acquire(r))
-            if matches!(a.lease, LeaseSpec::New { .. }) && !r.retried =>
-        {
-            match r.outcome {
-                AcquireOutcome::Granted { lease_id, .. }
-                | AcquireOutcome::Queued { lease_id, .. } => Some(lease_id),
-                AcquireOutcome::NotGranted { .. } => None,
-            }
+    if let Some((a, r)) = acquire_reply(cmd, response) {
+        if !matches!(a.lease, LeaseSpec::New { .. }) || r.retried {
+            return None;
         }
+        return match r.outcome {
+            AcquireOutcome::Granted { lease_id, .. } | AcquireOutcome::Queued { lease_id, .. } => {
+                Some(lease_id)
+            }
+            AcquireOutcome::NotGranted { .. } => None,
+        };
+    }
+    match (cmd, response) {
         (Command::LeaseGrant(_), Response::LeaseGranted { lease_id, .. }) => Some(*lease_id),
         _ => None,
     }
@@ -82,14 +84,16 @@ fn created(cmd: &Command, response: &Response) -> Option<u64> {
 /// The lease a client command changed and what it did to it (see the
 /// table in the module docs); `ForceRelease` is judged apart.
 fn changed(cmd: &Command, response: &Response) -> Option<(&'static str, u64)> {
-    match (cmd, response) {
-        (Command::Acquire(a), Response::Acquire(r)) => match (a.lease, &r.outcome) {
+    if let Some((a, r)) = acquire_reply(cmd, response) {
+        return match (a.lease, &r.outcome) {
             (
                 LeaseSpec::Existing { lease_id },
                 AcquireOutcome::Granted { .. } | AcquireOutcome::Queued { .. },
             ) => Some(("acquire on", lease_id)),
             _ => None,
-        },
+        };
+    }
+    match (cmd, response) {
         (Command::Release(_), Response::Released { lease_id, .. }) => {
             Some(("release of", *lease_id))
         }
@@ -267,6 +271,8 @@ mod tests {
                 log_leader: LEADER,
                 cmd,
                 parts: vec![(cmd, &applied.response)],
+                logged: cmd,
+                logged_parts: vec![(cmd, &applied.response)],
                 table,
                 deadlines: &deadlines,
                 stamp: Duration::ZERO,

@@ -11,8 +11,10 @@
 //! |---|---|
 //! | `checker.rs` | (the interface: [`Checker`], the applied [`Entry`] it is given) |
 //! | `s1_exclusion.rs` | S1: one holder; every node reaches the same holders and makes the same grants |
-//! | `s2_fencing.rs` | S2: tokens grow with the grant, also within one entry |
-//! | `fence.rs` | the fenced resource accepts no lower token, no equal token of another lease |
+//! | `s2_fencing.rs` | S2: tokens grow with the grant, of every kind (readers and permits each take a fresh one), also within one entry |
+//! | `fence.rs` | the fenced resource accepts no token below its writer's rule (a plain or exclusive token: the highest; a reader: the highest exclusive; a permit: its slot's and the highest exclusive), no equal token of another lease |
+//! | `semaphore.rs` | SEMAPHORE: at most N holders of a semaphore of N permits (N as the clients asked), each in its own slot below N |
+//! | `read_write.rs` | RW: a read-write lock's writer (as the client asked) never holds beside another holder |
 //! | `s3_durability.rs` | S3: the same entry at each index; acknowledged changes stay |
 //! | `s4_no_early_expiry.rs` | S4: no expiry before TTL × (1 − ρ) after the last acknowledged send |
 //! | `s5_client_honesty.rs` | S5: no client's `valid_until` reaches into another's grant |
@@ -20,16 +22,19 @@
 //! | `lease_owners.rs` | OWNERS: no command of principal P changes a lease of principal Q (docs/security.md "Leases have owners") |
 //! | `s7_exactly_once.rs` | S7: a request executes at most once per node |
 //! | `s8_clean_waiters.rs` | S8: no hand-off to a lease the proposing leader saw as due |
+//! | `fifo.rs` | FIFO: no grant overtakes a waiter queued before it (readers behind a writer, permits in enqueue order) |
 //! | `l2_bounded_extension.rs` | L2: a lease is gone by its last renew + TTL + E (+ time without a quorum) |
 
 use std::time::Duration;
 
-pub use checker::{parts, Checker, Entry, Next};
+pub use checker::{acquire_reply, parts, Checker, Entry, Next};
 
 mod checker;
 mod fence;
+mod fifo;
 mod l2_bounded_extension;
 mod lease_owners;
+mod read_write;
 mod s1_exclusion;
 mod s2_fencing;
 mod s3_durability;
@@ -38,6 +43,7 @@ mod s5_client_honesty;
 mod s6_ownership;
 mod s7_exactly_once;
 mod s8_clean_waiters;
+mod semaphore;
 
 /// Knobs of the checkers.
 #[derive(Clone, Copy, Debug)]
@@ -62,9 +68,12 @@ pub fn all(bounds: Bounds) -> Vec<Box<dyn Checker>> {
         Box::new(s2_fencing::Fencing::default()),
         Box::new(fence::Fence),
         Box::new(s1_exclusion::Exclusion::default()),
+        Box::new(semaphore::Semaphore::default()),
+        Box::new(read_write::ReadWrite::default()),
         Box::new(s3_durability::Durability::default()),
         Box::new(s7_exactly_once::ExactlyOnce::default()),
         Box::new(s8_clean_waiters::CleanWaiters::new(bounds.s8_slack)),
+        Box::new(fifo::Fifo),
         Box::new(s6_ownership::Ownership),
         Box::new(lease_owners::LeaseOwners::default()),
         Box::new(s4_no_early_expiry::NoEarlyExpiry),
@@ -93,7 +102,22 @@ mod tests {
         let order: Vec<&str> = all(bounds).iter().map(|c| c.property()).collect();
         assert_eq!(
             order,
-            ["S2", "FENCE", "S1", "S3", "S7", "S8", "S6", "OWNERS", "S4", "S5", "L2"]
+            [
+                "S2",
+                "FENCE",
+                "S1",
+                "SEMAPHORE",
+                "RW",
+                "S3",
+                "S7",
+                "S8",
+                "FIFO",
+                "S6",
+                "OWNERS",
+                "S4",
+                "S5",
+                "L2"
+            ]
         );
     }
 }

@@ -1,13 +1,17 @@
 //! S1 exclusion (docs/semantics.md S1): in every committed state a resource
-//! has at most one holder. Checked at every apply on every node: the table's
-//! own invariants hold (one holder per resource, leases and grants
-//! consistent); every node that applies index *i* reaches the same holders;
+//! has at most one holder (of a mutex; a read-write lock's and a
+//! semaphore's holders have checkers of their own, `kinds_exclusion.rs`).
+//! Checked at every apply on every node: the table's own invariants hold
+//! (one exclusive holder per resource, leases and grants consistent); every
+//! node that applies index *i* reaches the same holders of every kind
+//! (readers and permits with their slots);
 //! and every node that makes a grant (resource, index, token) gives it to
 //! the same lease.
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 
+use warden_core::types::Mode;
 use warden_core::Effect;
 
 use super::checker::{Checker, Entry, Next};
@@ -38,10 +42,18 @@ impl Checker for Exclusion {
         if let Err(err) = e.table.check_invariants() {
             h.violation(PROPERTY, format!("node {node_id} index {index}: {err}"));
         }
-        let holders: Vec<_> = h
+        // Every holder of every kind: the exclusive one, readers, permits
+        // with their slots.
+        let holders: Vec<Vec<_>> = h
             .resources
             .iter()
-            .map(|r| e.table.holder(r).map(|v| (v.lease_id, v.fencing_token)))
+            .map(|r| {
+                e.table
+                    .holders(r)
+                    .iter()
+                    .map(|v| (v.lease_id, v.fencing_token, v.mode == Mode::Shared, v.slot))
+                    .collect()
+            })
             .collect();
         let holders = hash_of(&holders);
         match self.per_index.get(&index).copied() {

@@ -59,7 +59,7 @@ impl Checker for Durability {
         let final_index = h.last_table.values().map(|(i, _)| *i).max().unwrap_or(0);
         for (node, (index, table)) in h.last_table.iter().filter(|(_, (i, _))| *i == final_index) {
             for (r, lease, token) in &h.acked_releases {
-                if let Some(v) = table.holder(r) {
+                for v in table.holders(r) {
                     if v.lease_id == *lease && v.fencing_token == *token {
                         found.push(format!("node {node} at index {index}: acknowledged release of {r} lease {lease} token {token} is undone"));
                     }

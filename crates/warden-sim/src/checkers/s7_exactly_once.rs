@@ -19,11 +19,13 @@ pub struct ExactlyOnce {
     executed: BTreeMap<(u64, u64, u64), u64>,
 }
 
-/// The (client id, request id) of a command that executes once.
+/// The (client id, request id) of a command that executes once: an
+/// acquire of any kind or a lease grant, bare or wrapped.
 fn header_of(cmd: &Command) -> Option<(u64, u64)> {
-    match cmd {
-        Command::Acquire(a) => Some((a.header.client_id, a.header.request_id)),
-        Command::LeaseGrant(g) => Some((g.header.client_id, g.header.request_id)),
+    match cmd.unwrapped() {
+        Command::Acquire(_) | Command::AcquireKind(_) | Command::LeaseGrant(_) => {
+            cmd.request_header().map(|h| (h.client_id, h.request_id))
+        }
         _ => None,
     }
 }
@@ -41,7 +43,7 @@ impl Checker for ExactlyOnce {
                 continue;
             };
             let executed = match response {
-                Response::Acquire(r) => !r.retried,
+                Response::Acquire(r) | Response::AcquireKind { reply: r, .. } => !r.retried,
                 Response::LeaseGranted { .. } => true,
                 _ => false,
             };

@@ -9,10 +9,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use warden_core::types::{AcquireOutcome, Command, DueList, Response};
+use warden_core::types::{AcquireOutcome, Command, DueList};
 use warden_core::Effect;
 
-use super::checker::{Checker, Entry, Next};
+use super::checker::{acquire_reply, Checker, Entry, Next};
 use crate::world::History;
 
 const PROPERTY: &str = "S8";
@@ -54,28 +54,24 @@ fn dues_of(cmd: &Command) -> Vec<&DueList> {
     }
 }
 
+/// The due list of one command: a leader duty's, or a client command's of
+/// any kind, bare or wrapped (`Command::client_due`).
 fn due_of(cmd: &Command) -> Option<&DueList> {
     match cmd {
-        Command::Acquire(a) => a.due.as_ref(),
-        Command::Release(r) => r.due.as_ref(),
-        Command::Revoke(r) => r.due.as_ref(),
-        Command::ForceRelease(f) => f.due.as_ref(),
         Command::EndLockDelay(e) => e.due.as_ref(),
         Command::Expire(d) => Some(d),
-        _ => None,
+        c => c.client_due(),
     }
 }
 
-/// Whether `lease` is granted by one of the entry's own acquires.
+/// Whether `lease` is granted by one of the entry's own acquires (of any
+/// kind).
 fn is_own_acquire(e: &Entry<'_>, lease: u64) -> bool {
-    e.parts
-        .iter()
-        .any(|(part, response)| match (part, response) {
-            (Command::Acquire(_), Response::Acquire(r)) => {
-                matches!(&r.outcome, AcquireOutcome::Granted { lease_id, .. } if *lease_id == lease)
-            }
-            _ => false,
+    e.parts.iter().any(|(part, response)| {
+        acquire_reply(part, response).is_some_and(|(_, r)| {
+            matches!(&r.outcome, AcquireOutcome::Granted { lease_id, .. } if *lease_id == lease)
         })
+    })
 }
 
 impl Checker for CleanWaiters {

@@ -7,6 +7,7 @@
 //! | file | scenarios |
 //! |---|---|
 //! | `random.rs` | `random`: workers drawn from the seed, then the healer (L1, L3) |
+//! | `kinds.rs` | `kinds`: as `random`, with each resource drawn as a mutex, a read-write lock or a semaphore (SEMAPHORE, RW, FIFO, S2, FENCE) |
 //! | `leases.rs` | renews and expiry: `repeated-elections` (L2), `stalled-leader-expiry` (S4), `slow-renew-ack` (S5), `deposed-leader-renew` (S4, S5) |
 //! | `handoff.rs` | hand-offs and releases: `due-waiter` (S8), `batched-handoff` (S2), `retried-release` (S6) |
 //! | `retries.rs` | retried requests: `retry-after-snapshot`, `lost-reply-new-leader` (S7) |
@@ -22,6 +23,7 @@ pub use shape::{Scenario, Setup};
 
 mod client;
 mod handoff;
+mod kinds;
 mod leases;
 mod owners;
 mod random;
@@ -30,7 +32,7 @@ mod shape;
 mod slow_links;
 
 /// Every scenario, in the order of [`Scenario`]'s variants.
-const TABLE: [Def; 12] = [
+const TABLE: [Def; 13] = [
     random::RANDOM,
     leases::REPEATED_ELECTIONS,
     handoff::DUE_WAITER,
@@ -43,6 +45,7 @@ const TABLE: [Def; 12] = [
     handoff::RETRIED_RELEASE,
     slow_links::SLOW_LINKS,
     owners::FOREIGN_LEASE,
+    kinds::KINDS,
 ];
 
 // Row i of the table is the scenario whose discriminant is i.
@@ -77,7 +80,7 @@ impl Scenario {
     }
 
     /// Simulated seconds of faults a run of this scenario needs by default
-    /// (`--fault-secs`): 60 for random runs; for a named scenario, the
+    /// (`--fault-secs`): 60 for random runs (`random`, `kinds`); for a named scenario, the
     /// shortest that still covers its script (its scripted faults end with
     /// the fault phase, and its clients' last step falls before
     /// 3 s + this + a few seconds).
@@ -120,6 +123,7 @@ mod tests {
         assert_eq!(Scenario::NAMES[0], "random");
         assert_eq!(Scenario::NAMES[10], "slow-links");
         assert_eq!(Scenario::NAMES[11], "foreign-lease");
+        assert_eq!(Scenario::NAMES[12], "kinds");
         let err = Scenario::parse("no-such").unwrap_err();
         assert!(err.starts_with("--scenario: unknown \"no-such\"; known: random, "));
     }

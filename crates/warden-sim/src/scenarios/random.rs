@@ -2,13 +2,14 @@
 //! against the fenced resource during the fault phase; after the heal the
 //! healer must acquire every resource (L1) and renew and release (L3).
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use warden_client::Client;
+use warden_client::{AcquireOptions, Client, GrantKind};
 
 use super::client::waiting;
 use super::shape::{Def, Scenario, Setup};
@@ -47,6 +48,7 @@ fn spawn(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
         s.resources.clone(),
         (s.fault_end, s.heal_end),
         s.healer_done.clone(),
+        BTreeMap::new(),
     );
 }
 
@@ -127,14 +129,16 @@ fn spawn_worker(
 
 /// After the heal (from `heal_at`, until `heal_end` at the latest): every
 /// resource must become grantable (L1) and calls must complete (L3). Sets
-/// `done` when it is.
-fn spawn_healer(
+/// `done` when it is. Each resource is asked for as `kinds` names it (a
+/// read-write lock as a writer, a semaphore as one permit), else as a mutex.
+pub(super) fn spawn_healer(
     sim: &mut turmoil::Sim<'_>,
     world: &World,
     endpoints: Vec<String>,
     resources: Vec<String>,
     (heal_at, heal_end): (Duration, Duration),
     done: Arc<AtomicBool>,
+    kinds: BTreeMap<String, GrantKind>,
 ) {
     let ctx = world.client(
         "healer",
@@ -155,16 +159,23 @@ fn spawn_healer(
             let started = global_now();
             let mut granted = None;
             while global_now() < started + bound && global_now() < heal_end {
-                let opts = waiting(Duration::from_secs(5), Duration::from_millis(1_000));
-                if let Some(g) = ctx.acquire(&client, resource, opts).await {
+                let opts = AcquireOptions {
+                    kind: kinds.get(resource).copied().unwrap_or_default(),
+                    ..waiting(Duration::from_secs(5), Duration::from_millis(1_000))
+                };
+                if let Some(g) = ctx.acquire_held(&client, resource, opts).await {
                     granted = Some(g);
                     break;
                 }
             }
             match granted {
-                Some((lease, token, _, _)) => {
-                    ctx.fenced_write(resource, lease, token);
-                    ctx.release(&client, resource, lease, token).await;
+                Some(g) => {
+                    if kinds.contains_key(resource) {
+                        ctx.fenced_write_claim(resource, g.lease_id, g.claim);
+                    } else {
+                        ctx.fenced_write(resource, g.lease_id, g.token);
+                    }
+                    ctx.release(&client, resource, g.lease_id, g.token).await;
                 }
                 None => ctx.violation(
                     "L1",

@@ -40,6 +40,9 @@ pub enum Scenario {
     /// One principal tries to renew, use, release and revoke another's
     /// lease (OWNERS, etcd PR 8031).
     ForeignLease,
+    /// Random faults and a workload of every lock kind: mutexes, read-write
+    /// locks, semaphores (docs/semantics.md "Lock kinds").
+    Kinds,
 }
 
 /// What a scenario's clients are given.
