@@ -46,6 +46,21 @@ pub trait Backend: Send {
     /// True when the system still records this exact grant as the holder.
     async fn holds(&mut self, grant: &Grant) -> Result<bool>;
 
+    /// Acquires one grant of `kind` (a semaphore permit, a read-write
+    /// lock's shared or exclusive grant), waiting up to `wait`. Only Warden
+    /// has them built in; the others answer an error (their recipes are
+    /// client-side: Curator's `InterProcessSemaphoreV2` and
+    /// `InterProcessReadWriteLock` are Java, which this harness does not run).
+    async fn acquire_kind(
+        &mut self,
+        resource: &str,
+        wait: Duration,
+        kind: warden_client::GrantKind,
+    ) -> Result<Option<Grant>> {
+        let _ = (resource, wait, kind);
+        Err(anyhow!("no built-in semaphores or read-write locks"))
+    }
+
     /// One operation of the benchmark: acquire a free resource, release it.
     async fn cycle(&mut self, resource: &str) -> Result<()> {
         let grant = self
@@ -131,8 +146,19 @@ impl Warden {
 #[async_trait]
 impl Backend for Warden {
     async fn acquire(&mut self, resource: &str, wait: Duration) -> Result<Option<Grant>> {
+        self.acquire_kind(resource, wait, warden_client::GrantKind::Mutex)
+            .await
+    }
+
+    async fn acquire_kind(
+        &mut self,
+        resource: &str,
+        wait: Duration,
+        kind: warden_client::GrantKind,
+    ) -> Result<Option<Grant>> {
         let mut options = warden_client::AcquireOptions::with_ttl(Duration::from_secs(TTL_S));
         options.wait = wait;
+        options.kind = kind;
         match self.client.acquire(resource, options).await? {
             warden_client::AcquireResult::Granted {
                 lease_id,

@@ -55,7 +55,7 @@ struct RunArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "uncontended,parallel,contended,sessions,failover"
+        default_value = "uncontended,parallel,contended,semaphore,readers,sessions,failover"
     )]
     workloads: Vec<String>,
     /// The `warden` binary (release build of the main workspace).
@@ -211,6 +211,10 @@ async fn run(args: RunArgs) -> Result<()> {
             warden_tls: cluster.warden_tls().cloned(),
         };
         for w in &args.workloads {
+            if (w == "semaphore" || w == "readers") && !name.starts_with("warden") {
+                // Built into Warden only (see `Backend::acquire_kind`).
+                continue;
+            }
             if w == "sessions" && (name == "etcd" || !tuned) {
                 // etcd's sessions are its leases: measured once, as etcd-session.
                 continue;
@@ -235,6 +239,12 @@ async fn run(args: RunArgs) -> Result<()> {
                 }
                 "sessions" => {
                     tokio::time::timeout(limit, workload::sessions(&target, &cluster, &p)).await
+                }
+                "semaphore" => {
+                    tokio::time::timeout(limit, workload::semaphore(&target, system, &p)).await
+                }
+                "readers" => {
+                    tokio::time::timeout(limit, workload::readers(&target, system, &p)).await
                 }
                 "failover" => {
                     tokio::time::timeout(limit, workload::failover(&target, &mut cluster, &p)).await

@@ -1,4 +1,4 @@
-//! The five workloads. Each returns one [`Run`] row of the results.
+//! The workloads. Each returns one [`Run`] row of the results.
 //!
 //! - `uncontended`: one client, acquire + release on a fresh resource,
 //!   `iterations` timed cycles after `warmup` untimed ones.
@@ -14,6 +14,14 @@
 //!   holds (else: lost) and whether the contender was granted (twice).
 //! - `sessions`: N sessions kept alive at one heartbeat per second each; CPU
 //!   (% of one core) and RSS per node from /proc.
+//! - `semaphore` (Warden only): 16 clients on one semaphore of 4 permits,
+//!   waiting acquires of a permit and releases, for the `contended` time;
+//!   latency = acquire send -> grant, grants per second beside `contended`'s
+//!   mutex.
+//! - `readers` (Warden only): 15 readers and 1 writer on one read-write
+//!   lock, the same loop; latency = a reader's acquire send -> grant, with
+//!   the writer's grants and p99 wait beside it (FIFO: the writer is never
+//!   starved).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -772,6 +780,141 @@ pub async fn sessions(target: &Target, cluster: &Cluster, p: &Params) -> Result<
     r.extra.insert(
         "latency_is".into(),
         json!("none: ops_per_s is acknowledged heartbeats per second"),
+    );
+    Ok(r)
+}
+
+/// One client's loop on `resource` until `stop_at`: a waiting acquire of
+/// `kind`, then its release. Returns the waits (send -> grant) of the
+/// grants made before `stop_at`, their number and the errors.
+async fn grant_loop(
+    mut client: Box<dyn crate::backend::Backend>,
+    resource: String,
+    kind: warden_client::GrantKind,
+    stop_at: Instant,
+) -> (Histogram<u64>, u64, u64) {
+    let mut h = histogram();
+    let (mut grants, mut errors) = (0u64, 0u64);
+    while Instant::now() < stop_at {
+        let sent = Instant::now();
+        let grant = match client
+            .acquire_kind(&resource, Duration::from_secs(30), kind)
+            .await
+        {
+            Ok(Some(g)) => g,
+            Ok(None) => continue,
+            Err(_) => {
+                errors += 1;
+                continue;
+            }
+        };
+        let granted_at = Instant::now();
+        if granted_at <= stop_at {
+            record(&mut h, granted_at - sent);
+            grants += 1;
+        }
+        if client.release(&grant).await.is_err() {
+            errors += 1;
+        }
+    }
+    (h, grants, errors)
+}
+
+/// Runs `kinds.len()` clients, client i as `kinds[i]`, on one fresh
+/// resource for `seconds`; returns each client's (waits, grants, errors).
+async fn run_kinds(
+    target: &Target,
+    kinds: &[warden_client::GrantKind],
+    seconds: u64,
+) -> Result<Vec<(Histogram<u64>, u64, u64)>> {
+    let resource = format!("k{:x}", rand::random::<u32>());
+    let mut clients = Vec::new();
+    for _ in kinds {
+        clients.push(connect_within(target, Duration::from_secs(10)).await?);
+    }
+    let stop_at = Instant::now() + Duration::from_secs(seconds);
+    let tasks: Vec<_> = clients
+        .into_iter()
+        .zip(kinds)
+        .map(|(c, k)| tokio::spawn(grant_loop(c, resource.clone(), *k, stop_at)))
+        .collect();
+    let mut out = Vec::new();
+    for t in tasks {
+        match tokio::time::timeout(Duration::from_secs(seconds + 60), t).await {
+            Ok(Ok(r)) => out.push(r),
+            _ => out.push((histogram(), 0, 1)),
+        }
+    }
+    Ok(out)
+}
+
+/// Clients and permits of `semaphore`.
+const SEMAPHORE_CLIENTS: usize = 16;
+const SEMAPHORE_PERMITS: u32 = 4;
+
+pub async fn semaphore(target: &Target, system: System, p: &Params) -> Result<Run> {
+    let kinds = vec![
+        warden_client::GrantKind::Permit {
+            limit: SEMAPHORE_PERMITS
+        };
+        SEMAPHORE_CLIENTS
+    ];
+    let each = run_kinds(target, &kinds, p.contended_s).await?;
+    let mut h = histogram();
+    let mut per_client = Vec::new();
+    let mut errors = 0;
+    for (th, g, e) in each {
+        h.add(th).map_err(|e| anyhow!("{e:?}"))?;
+        per_client.push(g);
+        errors += e;
+    }
+    let total: u64 = per_client.iter().sum();
+    let mut r = row("semaphore", target, system, &h);
+    r.ops_per_s = Some(total as f64 / p.contended_s as f64);
+    r.errors = errors;
+    r.extra.insert("clients".into(), json!(SEMAPHORE_CLIENTS));
+    r.extra.insert("permits".into(), json!(SEMAPHORE_PERMITS));
+    r.extra.insert("grants".into(), json!(total));
+    r.extra
+        .insert("grants_per_client".into(), json!(per_client));
+    r.extra
+        .insert("latency_is".into(), json!("acquire send -> permit grant"));
+    Ok(r)
+}
+
+/// Readers of `readers` (and one writer).
+const READERS: usize = 15;
+
+pub async fn readers(target: &Target, system: System, p: &Params) -> Result<Run> {
+    let mut kinds = vec![warden_client::GrantKind::Shared; READERS];
+    kinds.push(warden_client::GrantKind::Exclusive);
+    let mut each = run_kinds(target, &kinds, p.contended_s).await?;
+    let (writer_h, writer_grants, writer_errors) = each.pop().expect("the writer");
+    let mut h = histogram();
+    let mut per_reader = Vec::new();
+    let mut errors = writer_errors;
+    for (th, g, e) in each {
+        h.add(th).map_err(|e| anyhow!("{e:?}"))?;
+        per_reader.push(g);
+        errors += e;
+    }
+    let reads: u64 = per_reader.iter().sum();
+    let mut r = row("readers", target, system, &h);
+    r.ops_per_s = Some((reads + writer_grants) as f64 / p.contended_s as f64);
+    r.errors = errors;
+    r.extra
+        .insert("ops_total".into(), json!(reads + writer_grants));
+    r.extra.insert("readers".into(), json!(READERS));
+    r.extra.insert("reader_grants".into(), json!(reads));
+    r.extra
+        .insert("grants_per_reader".into(), json!(per_reader));
+    r.extra.insert("writer_grants".into(), json!(writer_grants));
+    let ms = |q: f64| (!writer_h.is_empty()).then(|| writer_h.value_at_quantile(q) as f64 / 1000.0);
+    r.extra.insert("writer_p50_ms".into(), json!(ms(0.5)));
+    r.extra.insert("writer_p99_ms".into(), json!(ms(0.99)));
+    r.extra.insert(
+        "latency_is".into(),
+        json!("a reader's acquire send -> shared grant"),
     );
     Ok(r)
 }

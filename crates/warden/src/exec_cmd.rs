@@ -7,7 +7,10 @@
 //! `WARDEN_SLOT` for a semaphore permit, `--limit N`: the fence checks a
 //! permit's token per slot), and its stdin, stdout and stderr inherited.
 //! `--limit N`, `--shared` and `--exclusive` take a semaphore permit or a
-//! read-write lock's grant instead of a mutex, as `warden acquire` does. The timing rule, re-evaluated at
+//! read-write lock's grant instead of a mutex, as `warden acquire` does;
+//! several resources are held together as one multi-lock, with the first in
+//! `WARDEN_RESOURCE` and `WARDEN_FENCING_TOKEN` and every one in
+//! `WARDEN_FENCING_TOKENS` (`a=8,b=9`). The timing rule, re-evaluated at
 //! least every [`TICK`] against the moving `session.valid_until()` on the
 //! session's clock (CLOCK_BOOTTIME):
 //!
@@ -32,7 +35,7 @@ use clap::Args;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use tokio::signal::unix::{signal, Signal as SignalStream, SignalKind};
-use warden_client::{ClientError, LockGuard, LockOptions, Lost, Session};
+use warden_client::{ClientError, LockGuard, LockOptions, Lost, MultiLockGuard, Session};
 use warden_core::limits;
 
 use crate::cli::{parse_duration, ClientArgs, GrantKindArgs, OutputFormat, TlsArgs};
@@ -67,8 +70,11 @@ const CLOSE_LOST_WITHIN: Duration = Duration::from_secs(1);
 /// `warden exec`.
 #[derive(Debug, Args)]
 pub struct ExecArgs {
-    /// The lock's name (1..=512 bytes of UTF-8, no control characters).
-    pub resource: String,
+    /// The lock's name (1..=512 bytes of UTF-8, no control characters);
+    /// several names hold them all together as one multi-lock (mutexes
+    /// only; CMD gets every token in `WARDEN_FENCING_TOKENS`).
+    #[arg(required = true, value_name = "RESOURCE")]
+    pub resources: Vec<String>,
     /// TTL of the session's lease (1s ..= 1h); renewed every TTL/3.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     pub ttl: Duration,
@@ -102,6 +108,79 @@ pub struct ExecArgs {
     pub command: Vec<OsString>,
 }
 
+impl ExecArgs {
+    /// The resources as messages name them: `"a"`, or `"a", "b"`.
+    fn names(&self) -> String {
+        self.resources
+            .iter()
+            .map(|r| format!("{r:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// What `warden exec` holds: one lock (of any kind) or a multi-lock.
+enum Held {
+    One(LockGuard),
+    All(MultiLockGuard),
+}
+
+impl Held {
+    fn check(&self) -> Result<(), Lost> {
+        match self {
+            Held::One(g) => g.check(),
+            Held::All(g) => g.check(),
+        }
+    }
+
+    /// CMD's environment: the (first) resource, the lease, the (first)
+    /// token, a permit's slot, and a multi-lock's every token.
+    fn env(&self) -> Vec<(&'static str, String)> {
+        match self {
+            Held::One(g) => {
+                let mut env = vec![
+                    ("WARDEN_RESOURCE", g.resource().to_owned()),
+                    ("WARDEN_LEASE_ID", g.lease_id().to_string()),
+                    ("WARDEN_FENCING_TOKEN", g.fencing_token().to_string()),
+                ];
+                env.extend(g.slot().map(|slot| ("WARDEN_SLOT", slot.to_string())));
+                env
+            }
+            Held::All(g) => {
+                let first = g.grants().first();
+                vec![
+                    (
+                        "WARDEN_RESOURCE",
+                        first.map(|f| f.resource.clone()).unwrap_or_default(),
+                    ),
+                    ("WARDEN_LEASE_ID", g.lease_id().to_string()),
+                    (
+                        "WARDEN_FENCING_TOKEN",
+                        first
+                            .map(|f| f.fencing_token.to_string())
+                            .unwrap_or_default(),
+                    ),
+                    (
+                        "WARDEN_FENCING_TOKENS",
+                        g.grants()
+                            .iter()
+                            .map(|t| format!("{}={}", t.resource, t.fencing_token))
+                            .collect::<Vec<_>>()
+                            .join(","),
+                    ),
+                ]
+            }
+        }
+    }
+
+    async fn release(self) -> Result<warden_client::ReleaseResult, ClientError> {
+        match self {
+            Held::One(g) => g.release().await,
+            Held::All(g) => g.release().await,
+        }
+    }
+}
+
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
@@ -117,8 +196,16 @@ pub fn default_kill_grace(ttl: Duration) -> Duration {
 
 /// Checks the flags against the documented bounds; returns the kill-grace.
 pub fn check_args(args: &ExecArgs) -> Result<Duration, String> {
-    check_resource(&args.resource)?;
-    args.kind.kind()?;
+    for resource in &args.resources {
+        check_resource(resource)?;
+    }
+    let kind = args.kind.kind()?;
+    if args.resources.len() > 1 && kind != warden_client::GrantKind::Mutex {
+        return Err(
+            "--limit, --shared and --exclusive take one RESOURCE: a multi-lock takes mutexes only"
+                .into(),
+        );
+    }
     let ttl_ms = millis(args.ttl);
     if !(limits::MIN_TTL_MS..=limits::MAX_TTL_MS).contains(&ttl_ms) {
         return Err(format!(
@@ -284,8 +371,8 @@ async fn take_lock(
     session: &Session,
     args: &ExecArgs,
     signals: &mut Forwarded,
-) -> Result<LockGuard, u8> {
-    let resource = args.resource.clone();
+) -> Result<Held, u8> {
+    let resource = args.resources[0].clone();
     // Checked with the other arguments before the session was made.
     let kind = match args.kind.kind() {
         Ok(kind) => kind,
@@ -298,17 +385,32 @@ async fn take_lock(
         wait: args.wait,
         lock_delay: Duration::ZERO,
     };
-    let lock = session.lock_kind_with(resource, kind, options);
+    let lock = async {
+        match (args.resources.len(), args.wait) {
+            (1, _) => session
+                .lock_kind_with(resource, kind, options)
+                .await
+                .map(|g| g.map(Held::One)),
+            (_, None) => session
+                .lock_all(&args.resources)
+                .await
+                .map(|g| Some(Held::All(g))),
+            (_, Some(wait)) => session
+                .lock_all_with_timeout(&args.resources, wait)
+                .await
+                .map(|g| g.map(Held::All)),
+        }
+    };
     let outcome = tokio::select! {
         r = lock => r,
         sig = signals.recv() => {
             // Revoking the session's lease removes its wait from the queue (S8).
             let cancelled = session.clone().close().await;
             say(&match cancelled {
-                Ok(()) => format!("{sig} while waiting for {:?}; cancelled the wait", args.resource),
+                Ok(()) => format!("{sig} while waiting for {}; cancelled the wait", args.names()),
                 Err(e) => format!(
-                    "{sig} while waiting for {:?}; could not revoke lease {} ({}); its wait ends when it expires",
-                    args.resource, session.lease_id(), describe_error(&e)
+                    "{sig} while waiting for {}; could not revoke lease {} ({}); its wait ends when it expires",
+                    args.names(), session.lease_id(), describe_error(&e)
                 ),
             });
             return Err(EXIT_INTERRUPTED);
@@ -317,7 +419,7 @@ async fn take_lock(
     match outcome {
         Ok(Some(guard)) => Ok(guard),
         Ok(None) => {
-            let holder = match session.client().status(args.resource.clone()).await {
+            let holder = match session.client().status(args.resources[0].clone()).await {
                 Ok(s) => match (&s.holder, s.holders.len()) {
                     (Some(h), _) => format!("held by lease {}", h.lease_id),
                     // Readers or permits: as many as the kind admits.
@@ -332,8 +434,8 @@ async fn take_lock(
             };
             let _ = session.clone().close().await;
             eprintln!(
-                "not granted: {:?} {holder} (reason: {})",
-                args.resource,
+                "not granted: {} {holder} (reason: {})",
+                args.names(),
                 match args.wait {
                     Some(w) if !w.is_zero() => "wait_timeout",
                     _ => "held",
@@ -384,7 +486,7 @@ fn signal_group(pgid: Pid, sig: Signal) {
 /// Spawns CMD, enforces the timing rule until it exits, then cleans up.
 async fn supervise(
     session: Session,
-    guard: LockGuard,
+    guard: Held,
     args: &ExecArgs,
     kill_grace: Duration,
     signals: &mut Forwarded,
@@ -399,10 +501,7 @@ async fn supervise(
     let mut command = tokio::process::Command::new(&args.command[0]);
     command
         .args(&args.command[1..])
-        .env("WARDEN_RESOURCE", guard.resource())
-        .env("WARDEN_LEASE_ID", guard.lease_id().to_string())
-        .env("WARDEN_FENCING_TOKEN", guard.fencing_token().to_string())
-        .envs(guard.slot().map(|slot| ("WARDEN_SLOT", slot.to_string())))
+        .envs(guard.env())
         // Its own group: a signal reaches CMD and everything it started.
         .process_group(0);
     let mut child = match command.spawn() {
@@ -417,14 +516,14 @@ async fn supervise(
                 "error: cannot run {:?}: {e}",
                 args.command[0].to_string_lossy()
             );
-            release(&session, guard, &args.resource).await;
+            release(&session, guard, &args.names()).await;
             return code;
         }
     };
     let Some(pid) = child.id() else {
         // Reaped already: it cannot have run long enough to need signals.
         let status = child.wait().await;
-        release(&session, guard, &args.resource).await;
+        release(&session, guard, &args.names()).await;
         return status.map(exit_code).unwrap_or(EXIT_ERROR);
     };
     let pgid = Pid::from_raw(i32::try_from(pid).unwrap_or(i32::MAX));
@@ -483,20 +582,20 @@ async fn supervise(
     }
     if let Some(lost) = stopped.lost {
         say(&format!(
-            "stopped CMD: {lost} (lease {} on {:?}); {}",
+            "stopped CMD: {lost} (lease {} on {}); {}",
             session.lease_id(),
-            args.resource,
+            args.names(),
             stopped.describe()
         ));
         let _ = tokio::time::timeout(CLOSE_LOST_WITHIN, session.close()).await;
         return loss_code;
     }
     let lease_id = session.lease_id();
-    let released = release(&session, guard, &args.resource).await;
+    let released = release(&session, guard, &args.names()).await;
     if stopped.any() {
         say(&format!(
-            "stopped CMD: no renew of lease {lease_id} on {:?} was acknowledged in time; {} (the lease held on; {released})",
-            args.resource,
+            "stopped CMD: no renew of lease {lease_id} on {} was acknowledged in time; {} (the lease held on; {released})",
+            args.names(),
             stopped.describe()
         ));
         return loss_code;
@@ -516,12 +615,12 @@ async fn wait_group_gone(pgid: Pid) {
 /// Releases the grant and waits for the commit, then closes the session.
 /// Returns what happened to the lock, for a final line: `released`, or how
 /// it ends when the release failed.
-async fn release(session: &Session, guard: LockGuard, resource: &str) -> &'static str {
+async fn release(session: &Session, guard: Held, resources: &str) -> &'static str {
     let released = match guard.release().await {
         Ok(_) | Err(ClientError::NotFound { .. }) => true,
         Err(e) => {
             say(&format!(
-                "could not release {resource:?} ({}); closing the session frees it",
+                "could not release {resources} ({}); closing the session frees it",
                 describe_error(&e)
             ));
             false

@@ -492,4 +492,34 @@ async fn cli_multi_lock() {
     let (code, _, err) = cluster.cli(&["acquire", "m1", "m1", "--ttl", "30s"]);
     assert_eq!(code, 1);
     assert!(err.contains("twice"), "{err}");
+    // warden exec holds a multi-lock and gives CMD every token.
+    let out = crate::exec::exec(
+        &cluster,
+        &["x1", "x2"],
+        &["sh", "-c", "echo \"$WARDEN_FENCING_TOKENS\""],
+    )
+    .output()
+    .expect("run warden exec");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let items: Vec<(&str, u64)> = line
+        .split(',')
+        .map(|i| {
+            let (r, t) = i.split_once('=').expect("RESOURCE=TOKEN");
+            (r, t.parse().expect("a token"))
+        })
+        .collect();
+    assert_eq!(
+        items.iter().map(|i| i.0).collect::<Vec<_>>(),
+        ["x1", "x2"],
+        "{line}"
+    );
+    assert!(
+        items[1].1 > items[0].1,
+        "a fresh token each, in order: {line}"
+    );
 }
