@@ -52,7 +52,11 @@
 //!   that certainly did nothing), and their results.
 //! - [`Session`], [`LockGuard`], [`Lost`] (`session.rs`): a lease with a
 //!   background keep-alive, `valid_until` / `check()` / `lost()` (S5), and
-//!   the locks taken on it.
+//!   the locks taken on it: mutexes (`lock`), a read-write lock's grants
+//!   (`read_lock`, `write_lock`), a [`Semaphore`]'s permits (a guard's
+//!   `slot()`), and multi-locks (`lock_all`, a [`MultiLockGuard`] with a
+//!   token per resource); [`GrantKind`] names the kinds for
+//!   [`Client::acquire`] (docs/semantics.md "Lock kinds", "Multi-locks").
 //! - [`Election`], [`Leadership`], [`Observer`] (`election.rs`): campaign,
 //!   proclaim, leader, observe, resign, in a namespace apart from locks.
 //! - [`Clock`], [`ClockError`], [`BootClock`], [`TokioClock`]: the clock
