@@ -293,6 +293,7 @@ impl Client {
             mode: options.kind.wire().0 as i32,
             limit: options.kind.wire().1,
             resources: Vec::new(),
+            max_hold_ms: 0,
         };
         // A waiting acquire that is abandoned (this future dropped) or ends
         // in an error takes its wait back with a committed CancelWait, sent
