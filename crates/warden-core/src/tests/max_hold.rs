@@ -393,3 +393,54 @@ fn expiry_drops_the_cap_and_old_snapshots_load() {
     v6.truncate(v6.len() - 2);
     assert_eq!(LockTable::from_snapshot(&v6), Ok(t));
 }
+
+/// S7 with max-hold: a retried bounded acquire replays its first answer
+/// (the same grant, no second cap); a cancel of a bounded waiter removes
+/// the waiter and the cap its grant would have had (S8).
+#[test]
+fn a_retry_replays_and_a_cancel_drops_the_waiters_cap() {
+    let mut log = Log::new();
+    let first = log.apply(mutex(hdr(1, 1), "r", new_lease(5_000), 0, 0));
+    let (la, t1) = granted(&first);
+    let again = log.apply(mutex(hdr(1, 1), "r", new_lease(5_000), 0, 0));
+    assert_eq!(granted(&again), (la, t1));
+    assert!(again.effects.is_empty(), "{:?}", again.effects);
+    assert_eq!(log.t.max_holds().count(), 1);
+    // A bounded waiter, then its cancel.
+    let w = log.apply(mutex(hdr(2, 1), "r", new_lease(5_000), 3_000, 0));
+    let enq = log.index;
+    assert!(matches!(
+        w.response,
+        Response::AcquireKind {
+            reply: AcquireReply {
+                outcome: AcquireOutcome::Queued { .. },
+                ..
+            },
+            ..
+        }
+    ));
+    let lw = la + 1;
+    assert_eq!(log.t.wait_max_hold("r", lw, enq), Some(D));
+    let c = log.apply(Command::CancelWait(CancelWait {
+        header: hdr(2, 2),
+        acquire_request_id: 1,
+        resource: "r".into(),
+        due: None,
+    }));
+    assert!(
+        matches!(
+            c.response,
+            Response::WaitCancelled {
+                outcome: CancelOutcome::Removed,
+                ..
+            }
+        ),
+        "{:?}",
+        c.response
+    );
+    assert_eq!(log.t.wait_max_hold("r", lw, enq), None);
+    // The end then frees the holder and hands nothing off.
+    log.apply(end(L1, &[("r", la, t1)]));
+    assert!(log.t.holder("r").is_none());
+    assert_eq!(log.t.max_holds().count(), 0);
+}
