@@ -670,7 +670,17 @@ type AcquireRequest struct {
 	// (PERMISSION_DENIED names the first refused one). Refused with
 	// FAILED_PRECONDITION until every member reads log format 6. Release it by
 	// naming any one of its resources: all are freed.
-	Resources     []string `protobuf:"bytes,9,rep,name=resources,proto3" json:"resources,omitempty"`
+	Resources []string `protobuf:"bytes,9,rep,name=resources,proto3" json:"resources,omitempty"`
+	// > 0: a max-hold (docs/semantics.md "Max-hold"): the grant ends no
+	// later than this many milliseconds after it was made, however often its
+	// lease is renewed (reason "max_hold", an involuntary loss: lock-delay
+	// applies, then the next waiter is granted). 1000..=86400000, and above
+	// wait_timeout_ms; otherwise INVALID_ARGUMENT (field "max_hold_ms" or
+	// "wait_timeout_ms") naming the limit. Any kind; refused on a multi-lock
+	// (INVALID_ARGUMENT, field "max_hold_ms"). Refused with
+	// FAILED_PRECONDITION (field "max_hold_ms") until every member reads log
+	// format 7. 0 = none (what every older client sends).
+	MaxHoldMs     uint64 `protobuf:"varint,10,opt,name=max_hold_ms,json=maxHoldMs,proto3" json:"max_hold_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -766,6 +776,13 @@ func (x *AcquireRequest) GetResources() []string {
 		return x.Resources
 	}
 	return nil
+}
+
+func (x *AcquireRequest) GetMaxHoldMs() uint64 {
+	if x != nil {
+		return x.MaxHoldMs
+	}
+	return 0
 }
 
 type AcquireResponse struct {
@@ -970,7 +987,11 @@ type Granted struct {
 	// A multi-lock's grant: every resource with its own token, in the
 	// request's order (the first is also `resource` and `fencing_token`).
 	// Empty for a single resource's grant.
-	Grants        []*ResourceToken `protobuf:"bytes,8,rep,name=grants,proto3" json:"grants,omitempty"`
+	Grants []*ResourceToken `protobuf:"bytes,8,rep,name=grants,proto3" json:"grants,omitempty"`
+	// The grant's max-hold in milliseconds (0 = none): the client takes the
+	// grant as valid until at most its acquire's send time + max_hold_ms *
+	// (1 - 2 rho) - margin (docs/semantics.md "Max-hold").
+	MaxHoldMs     uint64 `protobuf:"varint,9,opt,name=max_hold_ms,json=maxHoldMs,proto3" json:"max_hold_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1059,6 +1080,13 @@ func (x *Granted) GetGrants() []*ResourceToken {
 		return x.Grants
 	}
 	return nil
+}
+
+func (x *Granted) GetMaxHoldMs() uint64 {
+	if x != nil {
+		return x.MaxHoldMs
+	}
+	return 0
 }
 
 // One resource of a multi-lock's grant and its fencing token.
@@ -2544,7 +2572,7 @@ const file_warden_proto_rawDesc = "" +
 	"\tclient_id\x18\x01 \x01(\x04R\bclientId\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x02 \x01(\x04R\trequestId\x12(\n" +
-	"\x10acked_request_id\x18\x03 \x01(\x04R\x0eackedRequestId\"\xcc\x02\n" +
+	"\x10acked_request_id\x18\x03 \x01(\x04R\x0eackedRequestId\"\xd9\x02\n" +
 	"\x0eAcquireRequest\x120\n" +
 	"\x06header\x18\x01 \x01(\v2\x18.warden.v1.RequestHeaderR\x06header\x12\x1a\n" +
 	"\bresource\x18\x02 \x01(\tR\bresource\x12\x15\n" +
@@ -2554,8 +2582,9 @@ const file_warden_proto_rawDesc = "" +
 	"\rlock_delay_ms\x18\x06 \x01(\x04R\vlockDelayMs\x12'\n" +
 	"\x04mode\x18\a \x01(\x0e2\x13.warden.v1.LockModeR\x04mode\x12\x14\n" +
 	"\x05limit\x18\b \x01(\rR\x05limit\x12\x1c\n" +
-	"\tresources\x18\t \x03(\tR\tresourcesJ\x04\b\n" +
-	"\x10\vR\vmax_hold_ms\"\xb1\x01\n" +
+	"\tresources\x18\t \x03(\tR\tresources\x12\x1e\n" +
+	"\vmax_hold_ms\x18\n" +
+	" \x01(\x04R\tmaxHoldMs\"\xb1\x01\n" +
 	"\x0fAcquireResponse\x12+\n" +
 	"\x06queued\x18\x01 \x01(\v2\x11.warden.v1.QueuedH\x00R\x06queued\x12.\n" +
 	"\agranted\x18\x02 \x01(\v2\x12.warden.v1.GrantedH\x00R\agranted\x128\n" +
@@ -2567,7 +2596,7 @@ const file_warden_proto_rawDesc = "" +
 	"\blease_id\x18\x02 \x01(\x04R\aleaseId\x12\x16\n" +
 	"\x06behind\x18\x03 \x01(\tR\x06behind\x12&\n" +
 	"\x0fholder_lease_id\x18\x04 \x01(\x04R\rholderLeaseId\x125\n" +
-	"\x17lock_delay_remaining_ms\x18\x05 \x01(\x04R\x14lockDelayRemainingMs\"\x96\x02\n" +
+	"\x17lock_delay_remaining_ms\x18\x05 \x01(\x04R\x14lockDelayRemainingMs\"\xb6\x02\n" +
 	"\aGranted\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x19\n" +
 	"\blease_id\x18\x02 \x01(\x04R\aleaseId\x12#\n" +
@@ -2576,7 +2605,8 @@ const file_warden_proto_rawDesc = "" +
 	"\tlog_index\x18\x05 \x01(\x04R\blogIndex\x12\x17\n" +
 	"\x04slot\x18\x06 \x01(\rH\x00R\x04slot\x88\x01\x01\x12'\n" +
 	"\x04mode\x18\a \x01(\x0e2\x13.warden.v1.LockModeR\x04mode\x120\n" +
-	"\x06grants\x18\b \x03(\v2\x18.warden.v1.ResourceTokenR\x06grantsB\a\n" +
+	"\x06grants\x18\b \x03(\v2\x18.warden.v1.ResourceTokenR\x06grants\x12\x1e\n" +
+	"\vmax_hold_ms\x18\t \x01(\x04R\tmaxHoldMsB\a\n" +
 	"\x05_slot\"P\n" +
 	"\rResourceToken\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12#\n" +

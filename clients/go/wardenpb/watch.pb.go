@@ -129,7 +129,8 @@ type WatchEvent struct {
 	// One of: granted, released, expired, revoked, queued, cancelled (a waiter
 	// left the queue: its wait timed out or its lease ended), forced,
 	// lock_delay_ended, proclaimed (a lease published a value: token 0 for a
-	// candidate, the grant's token for a holder).
+	// candidate, the grant's token for a holder), max_hold (the grant's
+	// max-hold ran out: docs/semantics.md "Max-hold").
 	Event string `protobuf:"bytes,3,opt,name=event,proto3" json:"event,omitempty"`
 	// The lease concerned; 0 when none (lock_delay_ended).
 	LeaseId uint64 `protobuf:"varint,4,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`

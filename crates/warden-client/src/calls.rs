@@ -503,6 +503,7 @@ mod tests {
                 mode: i32::MAX,
                 limit: u32::MAX,
                 resources: Vec::new(),
+                max_hold_ms: u64::MAX,
             })
         };
         // The sizing is exactly the request's at its largest call id.

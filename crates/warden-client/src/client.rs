@@ -340,6 +340,7 @@ impl Client {
             // A multi-lock's every resource (the first is `resource` too);
             // empty for one resource.
             resources,
+            max_hold_ms: options.max_hold.map(millis).unwrap_or(0),
         };
         // A waiting acquire that is abandoned (this future dropped) or ends
         // in an error takes its wait back with a committed CancelWait, sent

@@ -81,6 +81,15 @@ pub enum Lost {
     /// [`Session::close`] was called.
     #[error("session closed")]
     Closed,
+    /// A grant taken with a max-hold ran past its bound (its acquire's
+    /// send, plus the max-hold × (1 − 2ρ), less the margin): the cluster
+    /// ends it by then however often the session renews. Only that guard reports it; the session
+    /// stays valid (docs/semantics.md "Max-hold").
+    #[error("grant lost: its max-hold ran out (the cluster frees it by then, however often the session renews)")]
+    MaxHold {
+        /// The bound that passed, in milliseconds on the session clock.
+        max_hold_until_ms: u64,
+    },
 }
 
 impl From<Lost> for ClientError {
@@ -466,7 +475,7 @@ impl Session {
     /// grant; `InvalidArgument` for a bad resource name; `NoQuorum` /
     /// `Unavailable` when the cluster could not be reached.
     pub async fn lock(&self, resource: impl Into<String>) -> Result<LockGuard, ClientError> {
-        self.lock_until_granted(&resource.into(), Duration::ZERO, GrantKind::Mutex)
+        self.lock_until_granted(&resource.into(), Ask::default(), GrantKind::Mutex)
             .await
     }
 
@@ -483,7 +492,7 @@ impl Session {
     /// As [`lock`](Session::lock); `FailedPrecondition` naming the current
     /// kind when the resource is a mutex or a semaphore now.
     pub async fn read_lock(&self, resource: impl Into<String>) -> Result<LockGuard, ClientError> {
-        self.lock_until_granted(&resource.into(), Duration::ZERO, GrantKind::Shared)
+        self.lock_until_granted(&resource.into(), Ask::default(), GrantKind::Shared)
             .await
     }
 
@@ -495,7 +504,7 @@ impl Session {
     ///
     /// As [`read_lock`](Session::read_lock).
     pub async fn write_lock(&self, resource: impl Into<String>) -> Result<LockGuard, ClientError> {
-        self.lock_until_granted(&resource.into(), Duration::ZERO, GrantKind::Exclusive)
+        self.lock_until_granted(&resource.into(), Ask::default(), GrantKind::Exclusive)
             .await
     }
 
@@ -529,12 +538,9 @@ impl Session {
     ) -> Result<Option<LockGuard>, ClientError> {
         let resource = resource.into();
         match options.wait {
-            Some(wait) => {
-                self.acquire(&resource, wait, options.lock_delay, kind)
-                    .await
-            }
+            Some(wait) => self.acquire(&resource, wait, Ask::of(&options), kind).await,
             None => self
-                .lock_until_granted(&resource, options.lock_delay, kind)
+                .lock_until_granted(&resource, Ask::of(&options), kind)
                 .await
                 .map(Some),
         }
@@ -593,6 +599,7 @@ impl Session {
             wait,
             lock_delay: Duration::ZERO,
             kind: GrantKind::Mutex,
+            max_hold: None,
         };
         let first = resources.first().cloned().unwrap_or_default();
         let result = tokio::select! {
@@ -617,11 +624,17 @@ impl Session {
     async fn lock_until_granted(
         &self,
         resource: &str,
-        lock_delay: Duration,
+        ask: Ask,
         kind: GrantKind,
     ) -> Result<LockGuard, ClientError> {
+        // A wait as long as the max-hold is refused (no grant may arrive
+        // already invalid): wait a little less, again and again.
+        let wait = match ask.max_hold {
+            Some(d) => MAX_WAIT.min(d.saturating_sub(Duration::from_millis(1))),
+            None => MAX_WAIT,
+        };
         loop {
-            if let Some(guard) = self.acquire(resource, MAX_WAIT, lock_delay, kind).await? {
+            if let Some(guard) = self.acquire(resource, wait, ask, kind).await? {
                 return Ok(guard);
             }
         }
@@ -661,7 +674,7 @@ impl Session {
         self.acquire(
             &resource.into(),
             Duration::ZERO,
-            Duration::ZERO,
+            Ask::default(),
             GrantKind::Mutex,
         )
         .await
@@ -679,7 +692,7 @@ impl Session {
         resource: impl Into<String>,
         wait: Duration,
     ) -> Result<Option<LockGuard>, ClientError> {
-        self.acquire(&resource.into(), wait, Duration::ZERO, GrantKind::Mutex)
+        self.acquire(&resource.into(), wait, Ask::default(), GrantKind::Mutex)
             .await
     }
 
@@ -687,7 +700,7 @@ impl Session {
         &self,
         resource: &str,
         wait: Duration,
-        lock_delay: Duration,
+        ask: Ask,
         kind: GrantKind,
     ) -> Result<Option<LockGuard>, ClientError> {
         self.check()?;
@@ -695,9 +708,13 @@ impl Session {
             ttl: Duration::ZERO,
             lease_id: Some(self.lease_id()),
             wait,
-            lock_delay,
+            lock_delay: ask.lock_delay,
             kind,
+            max_hold: ask.max_hold,
         };
+        // The grant comes after the send: a max-hold counts from here on
+        // the session clock (docs/semantics.md "Max-hold").
+        let sent = self.inner.shared.now()?;
         let result = tokio::select! {
             // The session's keep-alive renews the lease while it waits.
             r = self.client().acquire_inner(resource.to_owned(), Vec::new(), options, |_| {}, false) => r?,
@@ -719,6 +736,7 @@ impl Session {
                     fencing_token,
                     kind,
                     slot,
+                    max_hold_until: ask.max_hold.map(|d| sent + crate::validity(d)),
                     released: false,
                 }))
             }
@@ -760,7 +778,7 @@ impl Semaphore<'_> {
     /// As [`Session::lock_kind_with`].
     pub async fn acquire(&self) -> Result<LockGuard, ClientError> {
         self.session
-            .lock_until_granted(&self.resource, Duration::ZERO, self.kind())
+            .lock_until_granted(&self.resource, Ask::default(), self.kind())
             .await
     }
 
@@ -772,7 +790,7 @@ impl Semaphore<'_> {
     /// As [`Session::lock_kind_with`].
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>, ClientError> {
         self.session
-            .acquire(&self.resource, Duration::ZERO, Duration::ZERO, self.kind())
+            .acquire(&self.resource, Duration::ZERO, Ask::default(), self.kind())
             .await
     }
 
@@ -835,6 +853,11 @@ impl MultiLockGuard {
     /// The lease holding the locks (the session's).
     pub fn lease_id(&self) -> u64 {
         self.session.lease_id()
+    }
+
+    /// The session the locks hang on.
+    pub fn session(&self) -> &Session {
+        &self.session
     }
 
     /// See [`Session::check`].
@@ -902,6 +925,29 @@ pub struct LockOptions {
     /// Lock-delay after an involuntary loss of the grant; zero: none
     /// (server bound 1 min).
     pub lock_delay: Duration,
+    /// Max-hold: the grant ends no later than this after it is granted,
+    /// however often the session renews (docs/semantics.md "Max-hold";
+    /// server bounds 1 s ..= 24 h; `wait` must be shorter). The guard's
+    /// [`valid_until`](LockGuard::valid_until) is then the earlier of the
+    /// session's and the acquire's send + this × (1 − 2ρ) − margin. None:
+    /// no cap.
+    pub max_hold: Option<Duration>,
+}
+
+/// The per-grant part of [`LockOptions`] (the wait is passed apart).
+#[derive(Clone, Copy, Debug, Default)]
+struct Ask {
+    lock_delay: Duration,
+    max_hold: Option<Duration>,
+}
+
+impl Ask {
+    fn of(options: &LockOptions) -> Ask {
+        Ask {
+            lock_delay: options.lock_delay,
+            max_hold: options.max_hold,
+        }
+    }
 }
 
 /// A lock held by a [`Session`]'s lease (etcd's `Mutex` once locked, with the
@@ -922,6 +968,9 @@ pub struct LockGuard {
     fencing_token: u64,
     kind: GrantKind,
     slot: Option<u32>,
+    /// With a max-hold: on the session clock, the acquire's send +
+    /// validity(max-hold); the grant is not trusted past it.
+    max_hold_until: Option<Duration>,
     released: bool,
 }
 
@@ -972,23 +1021,67 @@ impl LockGuard {
         &self.session
     }
 
-    /// See [`Session::valid_until`].
+    /// Until when, on the session clock, the grant is certainly still
+    /// held: [`Session::valid_until`], or the earlier max-hold bound (the
+    /// acquire's send + max-hold × (1 − 2ρ) − margin; docs/semantics.md
+    /// "Max-hold").
     pub fn valid_until(&self) -> Duration {
-        self.session.valid_until()
+        let session = self.session.valid_until();
+        self.max_hold_until.map_or(session, |m| m.min(session))
     }
 
-    /// See [`Session::check`].
+    /// The max-hold bound of this grant on the session clock; None without
+    /// a max-hold.
+    pub fn max_hold_until(&self) -> Option<Duration> {
+        self.max_hold_until
+    }
+
+    /// See [`Session::check`]; with a max-hold, also fails once the session
+    /// clock passes [`max_hold_until`](LockGuard::max_hold_until) (the
+    /// session itself stays valid: only this grant has run out).
     ///
     /// # Errors
     ///
-    /// The [`Lost`] reason.
+    /// The [`Lost`] reason; [`Lost::MaxHold`] past the max-hold bound.
     pub fn check(&self) -> Result<(), Lost> {
-        self.session.check()
+        self.session.check()?;
+        let Some(until) = self.max_hold_until else {
+            return Ok(());
+        };
+        let now = self.session.inner.shared.now()?;
+        if now >= until {
+            return Err(Lost::MaxHold {
+                max_hold_until_ms: u64::try_from(until.as_millis()).unwrap_or(u64::MAX),
+            });
+        }
+        Ok(())
     }
 
-    /// See [`Session::lost`].
+    /// See [`Session::lost`]; with a max-hold, also resolves (with
+    /// [`Lost::MaxHold`]) once the max-hold bound has passed.
     pub async fn lost(&self) -> Lost {
-        self.session.lost().await
+        if self.max_hold_until.is_none() {
+            return self.session.lost().await;
+        }
+        loop {
+            if let Err(lost) = self.check() {
+                return lost;
+            }
+            let left = self
+                .session
+                .inner
+                .shared
+                .now()
+                .ok()
+                .zip(self.max_hold_until)
+                .map_or(Duration::ZERO, |(now, until)| until.saturating_sub(now));
+            // Re-read the session clock at least every second: it counts
+            // suspended time, tokio's timer may not.
+            tokio::select! {
+                lost = self.session.lost() => return lost,
+                () = tokio::time::sleep(left.min(Duration::from_secs(1))) => {}
+            }
+        }
     }
 
     /// Releases this exact grant (S6) and waits until the release commits.

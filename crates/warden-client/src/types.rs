@@ -128,6 +128,11 @@ pub struct AcquireOptions {
     /// What kind of grant: a mutex (the default), a read-write lock's
     /// shared or exclusive grant, or one permit of a semaphore.
     pub kind: GrantKind,
+    /// Max-hold: the grant ends no later than this after it was granted,
+    /// however often its lease is renewed (docs/semantics.md "Max-hold";
+    /// server bounds 1 s ..= 24 h, and `wait` must be shorter). Sent in
+    /// whole milliseconds; None: no cap. Not for a multi-lock.
+    pub max_hold: Option<Duration>,
 }
 
 impl AcquireOptions {
@@ -140,6 +145,7 @@ impl AcquireOptions {
             wait: Duration::ZERO,
             lock_delay: Duration::ZERO,
             kind: GrantKind::Mutex,
+            max_hold: None,
         }
     }
 }

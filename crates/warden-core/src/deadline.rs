@@ -16,7 +16,10 @@
 //! * `LeaseGraced` → max(deadline, now + grace) (L4);
 //! * `LeaseEnded` → removed; the same for waits (`Queued`, `WaitCapped`,
 //!   `WaiterRemoved`) and lock-delays (`LockDelayStarted`, `LockDelayCapped`,
-//!   `LockDelayEnded`).
+//!   `LockDelayEnded`);
+//! * `MaxHoldStarted` → end = now + max_hold (from this node's apply, so never
+//!   early); `MaxHoldCapped` → min(end, stamp + remaining); `MaxHoldEnded` →
+//!   removed (docs/semantics.md "Max-hold").
 //!
 //! All arithmetic saturates: an overflowing deadline becomes `Duration::MAX`,
 //! i.e. never due (late, never early). A missing deadline is never due.
@@ -33,8 +36,8 @@ use crate::effect::Effect;
 use crate::limits::MAX_DUE_PER_ENTRY;
 use crate::table::LockTable;
 use crate::types::{
-    Checkpoint, CheckpointLease, CheckpointLockDelay, CheckpointWaiter, DueLease, DueList,
-    DueWaiter, LeaderId, LeaseId, LogIndex,
+    Checkpoint, CheckpointLease, CheckpointLockDelay, CheckpointMaxHold, CheckpointWaiter,
+    DueLease, DueList, DueWaiter, FencingToken, LeaderId, LeaseId, LogIndex, MaxHoldRef,
 };
 
 /// Deadlines by key, also ordered by time: what is due at `now` is a range
@@ -121,6 +124,8 @@ pub struct Deadlines {
     waits: Timed<(String, LeaseId, LogIndex)>,
     /// (resource, start index) → end of the delay.
     lock_delays: Timed<(String, LogIndex)>,
+    /// (resource, lease, fencing token) → end of the grant's max-hold.
+    max_holds: Timed<(String, LeaseId, FencingToken)>,
     /// For display only (`List` ages): resource → (grant index, when this node
     /// applied the grant, or loaded the table).
     held_since: BTreeMap<String, (LogIndex, Duration)>,
@@ -246,6 +251,39 @@ impl Deadlines {
             Effect::Freed { resource, .. } => {
                 self.held_since.remove(resource);
             }
+            Effect::MaxHoldStarted {
+                resource,
+                lease_id,
+                fencing_token,
+                max_hold_ms,
+            } => {
+                // From this node's apply, like a lock-delay: the end of a
+                // max-hold hands the resource to someone else, so it must
+                // never come early.
+                self.max_holds.insert(
+                    (resource.clone(), *lease_id, *fencing_token),
+                    add(now, *max_hold_ms),
+                );
+            }
+            Effect::MaxHoldCapped {
+                resource,
+                lease_id,
+                fencing_token,
+                remaining_ms,
+            } => {
+                self.max_holds.set_min(
+                    (resource.clone(), *lease_id, *fencing_token),
+                    add(stamp, *remaining_ms),
+                );
+            }
+            Effect::MaxHoldEnded {
+                resource,
+                lease_id,
+                fencing_token,
+            } => {
+                self.max_holds
+                    .remove(&(resource.clone(), *lease_id, *fencing_token));
+            }
             // A published value and an auth change have no deadline.
             Effect::Proclaimed { .. } | Effect::AuthChanged { .. } => {}
         }
@@ -284,6 +322,12 @@ impl Deadlines {
         for ld in table.lock_delays() {
             d.lock_delays
                 .insert((ld.resource, ld.start_index), add(now, ld.remaining_ms));
+        }
+        for m in table.max_holds() {
+            d.max_holds.insert(
+                (m.resource, m.lease_id, m.max_hold.fencing_token),
+                add(now, m.max_hold.remaining_ms),
+            );
         }
         d
     }
@@ -377,6 +421,7 @@ impl Deadlines {
             self.leases.earliest(),
             self.waits.earliest(),
             self.lock_delays.earliest(),
+            self.max_holds.earliest(),
         ]
         .into_iter()
         .flatten()
@@ -442,6 +487,67 @@ impl Deadlines {
             .collect();
         due.sort_unstable();
         due
+    }
+
+    /// The local end of the max-hold of the grant (`resource`, `lease_id`,
+    /// `fencing_token`), if known.
+    pub fn max_hold_deadline(
+        &self,
+        resource: &str,
+        lease_id: LeaseId,
+        fencing_token: FencingToken,
+    ) -> Option<Duration> {
+        self.max_holds
+            .get(&(resource.to_owned(), lease_id, fencing_token))
+    }
+
+    /// Grants whose max-hold ended by `now` and that are still held with
+    /// that token in `table`, for an `EndMaxHold` entry: at most
+    /// [`MAX_DUE_PER_ENTRY`], those that ran out first, then sorted.
+    pub fn due_max_holds(&self, table: &LockTable, now: Duration) -> Vec<MaxHoldRef> {
+        let mut due: Vec<MaxHoldRef> = self
+            .max_holds
+            .due(now)
+            .filter(|(r, lease, token)| {
+                table
+                    .max_hold(r, *lease)
+                    .is_some_and(|m| m.fencing_token == *token)
+            })
+            .map(|(r, lease, token)| MaxHoldRef {
+                resource: r.clone(),
+                lease_id: *lease,
+                fencing_token: *token,
+            })
+            .take(MAX_DUE_PER_ENTRY)
+            .collect();
+        due.sort_unstable();
+        due
+    }
+
+    /// A checkpoint of remaining max-holds at `now`: every grant whose
+    /// max-hold has run for at least `interval` since its grant or last
+    /// checkpoint (remaining < recorded remaining − interval); None when
+    /// there is none (so a cluster with no max-hold proposes nothing).
+    pub fn max_hold_checkpoint(
+        &self,
+        table: &LockTable,
+        leader: LeaderId,
+        now: Duration,
+        interval: Duration,
+    ) -> Option<CheckpointMaxHold> {
+        let interval_ms = u64::try_from(interval.as_millis()).unwrap_or(u64::MAX);
+        let grants: Vec<(MaxHoldRef, u64)> = table
+            .max_holds()
+            .filter_map(|v| {
+                let g = v.grant();
+                let end = self.max_hold_deadline(&g.resource, g.lease_id, g.fencing_token)?;
+                let remaining = until_ms(end, now);
+                (remaining < v.max_hold.remaining_ms.saturating_sub(interval_ms))
+                    .then_some((g, remaining))
+            })
+            .take(MAX_DUE_PER_ENTRY)
+            .collect();
+        (!grants.is_empty()).then_some(CheckpointMaxHold { leader, grants })
     }
 
     /// A checkpoint of remaining durations at `now`: leases not renewed within
@@ -525,6 +631,11 @@ impl Deadlines {
             .retain(|(r, lease, enq), _| table.has_waiter(r, *lease, *enq));
         self.held_since
             .retain(|r, (i, _)| table.holder(r).is_some_and(|h| h.grant_index == *i));
+        self.max_holds.retain(|(r, lease, token)| {
+            table
+                .max_hold(r, *lease)
+                .is_some_and(|m| m.fencing_token == *token)
+        });
         self.lock_delays.retain(|(r, start)| {
             table
                 .resource(r)

@@ -36,6 +36,8 @@ pub enum FreeReason {
     Revoked,
     /// A `ForceRelease` (involuntary: lock-delay applies).
     Forced,
+    /// Its max-hold ran out (an `EndMaxHold`; involuntary: lock-delay applies).
+    MaxHold,
 }
 
 /// Why a waiter left the queue.
@@ -181,6 +183,38 @@ pub enum Effect {
         /// The lease that published it.
         lease_id: LeaseId,
         /// The grant it was published under; 0 for a candidate's value.
+        fencing_token: FencingToken,
+    },
+    /// A grant with a max-hold was made: its end = now + `max_hold_ms`
+    /// (counted from this node's apply, so never early).
+    MaxHoldStarted {
+        /// The resource.
+        resource: String,
+        /// The holder.
+        lease_id: LeaseId,
+        /// The grant's token.
+        fencing_token: FencingToken,
+        /// The max-hold in milliseconds.
+        max_hold_ms: u64,
+    },
+    /// A checkpointed max-hold: end = min(end, stamp + `remaining_ms`).
+    MaxHoldCapped {
+        /// The resource.
+        resource: String,
+        /// The holder.
+        lease_id: LeaseId,
+        /// The grant's token.
+        fencing_token: FencingToken,
+        /// Remaining max-hold in milliseconds.
+        remaining_ms: u64,
+    },
+    /// A grant with a max-hold ended (for any reason); forget its end.
+    MaxHoldEnded {
+        /// The resource.
+        resource: String,
+        /// The former holder.
+        lease_id: LeaseId,
+        /// The grant's token.
         fencing_token: FencingToken,
     },
     /// The auth table changed (an `AuthChange` applied): roles, grants,

@@ -12,6 +12,10 @@ pub const MAX_TTL_MS: u64 = 3_600_000;
 pub const MAX_WAIT_TIMEOUT_MS: u64 = 3_600_000;
 /// Longest lock-delay: 1 min.
 pub const MAX_LOCK_DELAY_MS: u64 = 60_000;
+/// Shortest max-hold of a grant (1 s).
+pub const MIN_MAX_HOLD_MS: u64 = 1_000;
+/// Longest max-hold of a grant (24 h).
+pub const MAX_MAX_HOLD_MS: u64 = 86_400_000;
 /// Ids and tokens stay below 2^53 (safe in JSON and JavaScript).
 pub const MAX_ID: u64 = (1 << 53) - 1;
 /// Outcome records kept per client above its acknowledged watermark (S7).

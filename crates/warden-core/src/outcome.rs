@@ -120,7 +120,11 @@ pub fn fingerprint(cmd: &Command) -> u64 {
     match &mut c {
         Command::Acquire(a)
         | Command::AcquireKind(crate::types::AcquireKind { acquire: a, .. })
-        | Command::AcquireMulti(crate::types::AcquireMulti { acquire: a, .. }) => {
+        | Command::AcquireMulti(crate::types::AcquireMulti { acquire: a, .. })
+        | Command::AcquireBounded(crate::types::AcquireBounded {
+            acquire: crate::types::AcquireKind { acquire: a, .. },
+            ..
+        }) => {
             a.due = None;
             a.header.acked_request_id = 0;
         }
@@ -140,6 +144,7 @@ pub fn fingerprint(cmd: &Command) -> u64 {
         }
         Command::LeaseGrant(g) => g.header.acked_request_id = 0,
         Command::EndLockDelay(e) => e.due = None,
+        Command::EndMaxHold(e) => e.due = None,
         Command::CancelWait(c) => {
             c.due = None;
             c.header.acked_request_id = 0;

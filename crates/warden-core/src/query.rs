@@ -425,6 +425,7 @@ impl LockTable {
         }
         self.auth.check_invariants()?;
         self.outcomes.check_invariants()?;
+        self.check_max_hold_invariants()?;
         if self.auth_audit.len() > MAX_AUTH_AUDIT_RECORDS {
             return Err("auth audit trail over its bound".into());
         }

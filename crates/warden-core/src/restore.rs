@@ -23,6 +23,8 @@
 //! 4. **Waits and running lock-delays** restart with their full length
 //!    (`remaining_wait_ms = wait_timeout_ms`, `remaining_ms = lock_delay_ms`).
 //! 5. The last `Promote` is forgotten (it names a leader of the old cluster).
+//! 6. **Max-holds** keep each grant's remaining cap as of the snapshot
+//!    (docs/semantics.md "Max-hold"): a restore never lengthens one.
 //!
 //! Lease ids, tokens of existing grants, log indexes inside the table, the
 //! outcome table (S7), the audit trails and identities (roles, grants,

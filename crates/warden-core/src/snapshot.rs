@@ -18,6 +18,7 @@
 //! | principals' outcome records: principal → client id → record | 4 |
 //! | the auth audit trail | 4 |
 //! | multi-locks: (lease, first resource) → resources, enqueue index, grant index | 6 |
+//! | max-holds: (resource, lease) → token, grant index, cap, remaining cap; then (resource, lease, enqueue index) → a waiter's cap | 7 |
 //!
 //! Version 5 changed the table body's resource shape (a resource's kind and
 //! shared holders, a grant's mode and slot, a waiter's mode, a lock-delay's
@@ -25,6 +26,8 @@
 //! in its own shape ([`legacy`]) and every resource in it becomes a mutex.
 //! Version 6 appended the multi-locks part and left the body's shape as
 //! version 5 has it, so a version-5 snapshot loads with no multi-locks.
+//! Version 7 appended the max-holds part (docs/semantics.md "Max-hold"); an
+//! older snapshot loads with no max-holds.
 //!
 //! An older version loads with the parts it lacks empty: no roles (only
 //! `root` and anonymous callers can act), default limits, ownerless leases,
@@ -38,8 +41,8 @@ use crate::table::LockTable;
 use crate::types::{AuthAuditRecord, LeaseId, Principal};
 
 /// The current snapshot format version (the first byte): see the module
-/// docs for what each version adds. Versions 1 to 5 still load.
-pub const SNAPSHOT_VERSION: u8 = 6;
+/// docs for what each version adds. Versions 1 to 6 still load.
+pub const SNAPSHOT_VERSION: u8 = 7;
 
 /// Why a snapshot could not be loaded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -85,6 +88,8 @@ impl LockTable {
             .and_then(|bytes| postcard::to_extend(self.outcomes.named(), bytes))
             .and_then(|bytes| postcard::to_extend(&self.auth_audit, bytes))
             .and_then(|bytes| postcard::to_extend(&self.multis, bytes))
+            .and_then(|bytes| postcard::to_extend(&self.max_holds, bytes))
+            .and_then(|bytes| postcard::to_extend(&self.wait_max_holds, bytes))
             .unwrap_or_else(|_| vec![SNAPSHOT_VERSION])
     }
 
@@ -140,6 +145,13 @@ impl LockTable {
         if *version >= 6 {
             let (multis, after) = postcard::take_from_bytes(rest).map_err(decode)?;
             table.multis = multis;
+            rest = after;
+        }
+        if *version >= 7 {
+            let (max_holds, after) = postcard::take_from_bytes(rest).map_err(decode)?;
+            table.max_holds = max_holds;
+            let (wait_max_holds, after) = postcard::take_from_bytes(after).map_err(decode)?;
+            table.wait_max_holds = wait_max_holds;
             rest = after;
         }
         table.usage = table.computed_usage();

@@ -38,6 +38,7 @@ use crate::limits::{
     MAX_AUDIT_RECORDS, MAX_AUTH_AUDIT_RECORDS, MAX_ID, MAX_LEASES, MAX_LOCKS_PER_LEASE,
     MAX_WAITERS_PER_RESOURCE,
 };
+use crate::max_hold::{HeldKey, MaxHold, WaitKey};
 use crate::multi::{MultiKey, MultiLock};
 use crate::outcome::{fingerprint, Check, OutcomeTable};
 use crate::resource::{Grant, LockDelay, ResourceState, Waiter};
@@ -122,9 +123,17 @@ pub struct LockTable {
     #[serde(skip)]
     pub(crate) auth_audit: VecDeque<AuthAuditRecord>,
     /// Multi-locks, waiting or granted, by (lease, first resource)
-    /// ([`crate::multi`]). Encoded last (snapshot version 6).
+    /// ([`crate::multi`]). Encoded after the auth audit trail (snapshot version 6).
     #[serde(skip)]
     pub(crate) multis: BTreeMap<MultiKey, MultiLock>,
+    /// Max-holds of held grants ([`crate::max_hold`]). Encoded last
+    /// (snapshot version 7).
+    #[serde(skip)]
+    pub(crate) max_holds: BTreeMap<HeldKey, MaxHold>,
+    /// Max-holds the grants of waiters will get. Encoded last (snapshot
+    /// version 7).
+    #[serde(skip)]
+    pub(crate) wait_max_holds: BTreeMap<WaitKey, u64>,
     /// Derived, never saved: per lease owner, its leases, locks (held grants
     /// and queued waits) and waiters (`clients` stays 0 here: the outcome
     /// table counts those). No entry is all zero. Kept up to date at every change,
@@ -229,6 +238,8 @@ impl LockTable {
             auth: AuthTable::default(),
             auth_audit: VecDeque::new(),
             multis: BTreeMap::new(),
+            max_holds: BTreeMap::new(),
+            wait_max_holds: BTreeMap::new(),
             usage: BTreeMap::new(),
             token_is_log_index: false,
             skip_lease_owner_check: false,
@@ -271,6 +282,7 @@ impl LockTable {
             Command::Acquire(_)
             | Command::AcquireKind(_)
             | Command::AcquireMulti(_)
+            | Command::AcquireBounded(_)
             | Command::Release(_)
             | Command::Revoke(_)
             | Command::ForceRelease(_)
@@ -297,6 +309,8 @@ impl LockTable {
                 Response::Done
             }
             Command::EndLockDelay(e) => self.end_lock_delay(index, log_leader, e, fx),
+            Command::EndMaxHold(e) => self.end_max_hold(index, log_leader, e, fx),
+            Command::CheckpointMaxHold(c) => self.checkpoint_max_hold(log_leader, c, fx),
             Command::DropClients(d) => {
                 if d.leader == log_leader {
                     for (client, last_index) in &d.clients {
@@ -423,6 +437,11 @@ impl LockTable {
                         let reply = self.replay_acquire(&k.acquire, reply);
                         self.kind_response(&k.acquire.resource, reply)
                     }
+                    (Command::AcquireBounded(b), Response::AcquireKind { reply, .. }) => {
+                        let a = &b.acquire.acquire;
+                        let reply = self.replay_acquire(a, reply);
+                        self.kind_response(&a.resource, reply)
+                    }
                     (
                         Command::AcquireMulti(m),
                         Response::AcquireMulti { reply, .. } | Response::Acquire(reply),
@@ -459,10 +478,16 @@ impl LockTable {
     ) -> Result<Response, CommandError> {
         match cmd {
             Command::Acquire(a) => self
-                .acquire(index, caller, a, LockKind::Mutex, Mode::Exclusive, fx)
+                .acquire(index, caller, a, LockKind::Mutex, Mode::Exclusive, 0, fx)
                 .map(Response::Acquire),
             Command::AcquireKind(k) => {
-                let reply = self.acquire(index, caller, &k.acquire, k.kind, k.mode, fx)?;
+                let reply = self.acquire(index, caller, &k.acquire, k.kind, k.mode, 0, fx)?;
+                Ok(self.kind_response(&k.acquire.resource, reply))
+            }
+            Command::AcquireBounded(b) => {
+                let k = &b.acquire;
+                let reply =
+                    self.acquire(index, caller, &k.acquire, k.kind, k.mode, b.max_hold_ms, fx)?;
                 Ok(self.kind_response(&k.acquire.resource, reply))
             }
             Command::AcquireMulti(m) => self.acquire_multi(index, caller, m, fx),
@@ -520,7 +545,11 @@ impl LockTable {
         let p = caller.principal;
         match cmd {
             Command::Acquire(a)
-            | Command::AcquireKind(crate::types::AcquireKind { acquire: a, .. }) => {
+            | Command::AcquireKind(crate::types::AcquireKind { acquire: a, .. })
+            | Command::AcquireBounded(crate::types::AcquireBounded {
+                acquire: crate::types::AcquireKind { acquire: a, .. },
+                ..
+            }) => {
                 self.auth.check(
                     p,
                     Permission::Lock,
@@ -669,7 +698,7 @@ impl LockTable {
 
     /// S8 / "Time": ends due leases whose `last_index` still matches, then
     /// removes timed-out waiters; ignored when the leader ids differ.
-    fn apply_due(
+    pub(crate) fn apply_due(
         &mut self,
         index: LogIndex,
         log_leader: LeaderId,
@@ -718,7 +747,9 @@ impl LockTable {
     /// lease's own grant or wait comes back unchanged when it asks again in
     /// the same mode (refused in another); granted at once when nobody waits
     /// and the resource admits the mode; else a try-lock is not granted and
-    /// any other acquire queues (S8, FIFO).
+    /// any other acquire queues (S8, FIFO). A new grant or wait gets
+    /// `max_hold_ms` (0 = none; [`crate::max_hold`]).
+    #[allow(clippy::too_many_arguments)]
     fn acquire(
         &mut self,
         index: LogIndex,
@@ -726,6 +757,7 @@ impl LockTable {
         a: &Acquire,
         kind: LockKind,
         mode: Mode,
+        max_hold_ms: u64,
         fx: &mut Vec<Effect>,
     ) -> Result<AcquireReply, CommandError> {
         let res = self.resources.get(&a.resource);
@@ -842,6 +874,7 @@ impl LockTable {
                 .entry(a.resource.clone())
                 .or_insert_with(|| ResourceState::of(kind));
             let token = self.grant(index, &a.resource, lease_id, mode, a.lock_delay_ms, fx);
+            self.start_max_hold(index, &a.resource, lease_id, token, max_hold_ms, fx);
             return Ok(acquire_reply(
                 AcquireOutcome::Granted {
                     resource: a.resource.clone(),
@@ -913,6 +946,10 @@ impl LockTable {
             mode,
         });
         let position = state.waiters.len() as u64;
+        if max_hold_ms > 0 {
+            self.wait_max_holds
+                .insert((a.resource.clone(), lease_id, index), max_hold_ms);
+        }
         if let Some(l) = self.leases.get_mut(&lease_id) {
             if l.waits.insert(a.resource.clone()) {
                 add_usage(&mut self.usage, l.owner.as_ref(), 0, 1, 1);
@@ -1565,6 +1602,13 @@ impl LockTable {
         };
         let g = g?;
         self.values.remove(&(g.lease_id, resource.to_owned()));
+        if let Some(m) = self.max_holds.remove(&(resource.to_owned(), g.lease_id)) {
+            fx.push(Effect::MaxHoldEnded {
+                resource: resource.to_owned(),
+                lease_id: g.lease_id,
+                fencing_token: m.fencing_token,
+            });
+        }
         fx.push(Effect::Freed {
             resource: resource.to_owned(),
             lease_id: g.lease_id,
@@ -1648,6 +1692,10 @@ impl LockTable {
                 return false;
             }
             let w = state.waiters.remove(0);
+            let max_hold_ms = self
+                .wait_max_holds
+                .remove(&(resource.to_owned(), w.lease_id, w.enqueue_index))
+                .unwrap_or(0);
             // Permission is decided at this index, for the lease's owner.
             let allowed = self.leases.get(&w.lease_id).map(|l| {
                 self.auth.allows(
@@ -1669,7 +1717,9 @@ impl LockTable {
             });
             match reason {
                 WaiterRemovedReason::Granted => {
-                    self.grant(index, resource, w.lease_id, w.mode, w.lock_delay_ms, fx);
+                    let token =
+                        self.grant(index, resource, w.lease_id, w.mode, w.lock_delay_ms, fx);
+                    self.start_max_hold(index, resource, w.lease_id, token, max_hold_ms, fx);
                 }
                 WaiterRemovedReason::PermissionRevoked => {
                     if let Some(l) = self.leases.get_mut(&w.lease_id) {
@@ -1737,6 +1787,8 @@ impl LockTable {
         if let Some(s) = self.resources.get_mut(resource) {
             s.waiters.remove(pos);
         }
+        self.wait_max_holds
+            .remove(&(resource.to_owned(), lease_id, enqueue_index));
         if let Some(l) = self.leases.get_mut(&lease_id) {
             if l.waits.remove(resource) {
                 sub_usage(&mut self.usage, l.owner.as_ref(), 0, 1, 1);

@@ -119,6 +119,20 @@ pub enum Command {
     /// fencing token, or none. Appended (log format 6) so that every older
     /// entry decodes unchanged. Answered with [`Response::AcquireMulti`].
     AcquireMulti(AcquireMulti),
+    /// An acquire of any kind whose grant ends no later than `max_hold_ms`
+    /// after it was made, however often its lease is renewed
+    /// (docs/semantics.md "Max-hold"). Appended (log format 7) so that
+    /// every older entry decodes unchanged. Answered with
+    /// [`Response::AcquireKind`], as the acquire inside it.
+    AcquireBounded(AcquireBounded),
+    /// Ends grants whose max-hold the leader saw run out (an involuntary
+    /// loss: lock-delay applies, then hand-off in this entry). Guarded by
+    /// the leader id and by each grant's fencing token: a late or
+    /// duplicate end after a release or re-grant ends nothing.
+    EndMaxHold(EndMaxHold),
+    /// Remaining max-holds as seen by the leader (like [`Command::Checkpoint`]
+    /// for leases): a new leader does not restart them from full.
+    CheckpointMaxHold(CheckpointMaxHold),
 }
 
 impl Command {
@@ -129,6 +143,7 @@ impl Command {
             Command::Acquire(a) => Some(a),
             Command::AcquireKind(k) => Some(&k.acquire),
             Command::AcquireMulti(m) => Some(&m.acquire),
+            Command::AcquireBounded(b) => Some(&b.acquire.acquire),
             _ => None,
         }
     }
@@ -159,6 +174,7 @@ impl Command {
             Command::Acquire(a) => Some(&a.header),
             Command::AcquireKind(k) => Some(&k.acquire.header),
             Command::AcquireMulti(m) => Some(&m.acquire.header),
+            Command::AcquireBounded(b) => Some(&b.acquire.acquire.header),
             Command::Release(r) => Some(&r.header),
             Command::Revoke(r) => Some(&r.header),
             Command::LeaseGrant(g) => Some(&g.header),
@@ -177,6 +193,7 @@ impl Command {
             Command::Acquire(a) => a.due.as_ref(),
             Command::AcquireKind(k) => k.acquire.due.as_ref(),
             Command::AcquireMulti(m) => m.acquire.due.as_ref(),
+            Command::AcquireBounded(b) => b.acquire.acquire.due.as_ref(),
             Command::Release(r) => r.due.as_ref(),
             Command::Revoke(r) => r.due.as_ref(),
             Command::ForceRelease(f) => f.due.as_ref(),
@@ -196,6 +213,7 @@ impl Command {
             Command::Acquire(a) => Some(&mut a.due),
             Command::AcquireKind(k) => Some(&mut k.acquire.due),
             Command::AcquireMulti(m) => Some(&mut m.acquire.due),
+            Command::AcquireBounded(b) => Some(&mut b.acquire.acquire.due),
             Command::Release(r) => Some(&mut r.due),
             Command::Revoke(r) => Some(&mut r.due),
             Command::ForceRelease(f) => Some(&mut f.due),
@@ -342,6 +360,52 @@ pub struct AcquireMulti {
     /// Every resource, in the caller's order: 1..=
     /// [`crate::limits::MAX_MULTI_RESOURCES`], no duplicates.
     pub resources: Vec<String>,
+}
+
+/// An acquire whose grant is held for at most `max_hold_ms`
+/// (docs/semantics.md "Max-hold"). Mutexes, read-write locks and
+/// semaphores; not multi-locks.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct AcquireBounded {
+    /// The acquire, its kind and mode (a mutex is (`Mutex`, `Exclusive`)).
+    pub acquire: AcquireKind,
+    /// The most the grant may be held, in milliseconds, counted from the
+    /// entry that makes it: [`crate::limits::MIN_MAX_HOLD_MS`]..=
+    /// [`crate::limits::MAX_MAX_HOLD_MS`], and above the wait timeout.
+    pub max_hold_ms: u64,
+}
+
+/// One grant with a max-hold, named exactly: a max-hold entry acts on it
+/// only while `lease_id` holds `resource` with this `fencing_token`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct MaxHoldRef {
+    /// The resource.
+    pub resource: String,
+    /// The holding lease.
+    pub lease_id: LeaseId,
+    /// The grant's token.
+    pub fencing_token: FencingToken,
+}
+
+/// Ends grants whose max-hold ran out ([`Command::EndMaxHold`]).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct EndMaxHold {
+    /// The proposer.
+    pub leader: LeaderId,
+    /// The grants to end; one no longer held with its token is skipped.
+    pub grants: Vec<MaxHoldRef>,
+    /// Due leases and waiters, removed first.
+    pub due: Option<DueList>,
+}
+
+/// Remaining max-holds at the proposer ([`Command::CheckpointMaxHold`]).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct CheckpointMaxHold {
+    /// The proposer.
+    pub leader: LeaderId,
+    /// Each grant and its remaining max-hold in milliseconds; one no longer
+    /// held with its token is skipped. Only ever shortens a deadline.
+    pub grants: Vec<(MaxHoldRef, u64)>,
 }
 
 /// One resource of a multi-grant and its own fencing token.

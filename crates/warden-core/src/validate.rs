@@ -17,9 +17,10 @@
 
 use crate::limits::{
     MAX_BATCH_COMMANDS, MAX_CLIENTS_CEILING, MAX_ID, MAX_LEASES_CEILING, MAX_LOCK_DELAY_MS,
-    MAX_MULTI_RESOURCES, MAX_PREFIX_BYTES, MAX_PRINCIPAL_BYTES, MAX_REQUESTED_BY_BYTES,
-    MAX_RESOURCE_BYTES, MAX_SEMAPHORE_LIMIT, MAX_TTL_MS, MAX_WAIT_TIMEOUT_MS, MIN_TTL_MS,
-    QUOTA_CLIENTS_CEILING, QUOTA_LEASES_CEILING, QUOTA_LOCKS_CEILING, QUOTA_WAITERS_CEILING,
+    MAX_MAX_HOLD_MS, MAX_MULTI_RESOURCES, MAX_PREFIX_BYTES, MAX_PRINCIPAL_BYTES,
+    MAX_REQUESTED_BY_BYTES, MAX_RESOURCE_BYTES, MAX_SEMAPHORE_LIMIT, MAX_TTL_MS,
+    MAX_WAIT_TIMEOUT_MS, MIN_MAX_HOLD_MS, MIN_TTL_MS, QUOTA_CLIENTS_CEILING, QUOTA_LEASES_CEILING,
+    QUOTA_LOCKS_CEILING, QUOTA_WAITERS_CEILING,
 };
 use crate::types::{
     Acquire, AuthChange, AuthOp, Authorized, ClusterLimits, Command, CommandError, ErrorCode,
@@ -464,6 +465,33 @@ fn acquire(a: &Acquire) -> Result<(), CommandError> {
     lock_delay_ms(a.lock_delay_ms)
 }
 
+/// A max-hold in milliseconds: [`MIN_MAX_HOLD_MS`]..=[`MAX_MAX_HOLD_MS`],
+/// and above the acquire's wait timeout (so no grant arrives already past
+/// its cap: docs/semantics.md "Max-hold").
+///
+/// # Errors
+/// `InvalidArgument`, field `"max_hold_ms"` (out of range) or
+/// `"wait_timeout_ms"` (a wait of the max-hold or more).
+pub fn max_hold_ms(max_hold_ms: u64, wait_timeout_ms: u64) -> Result<(), CommandError> {
+    if !(MIN_MAX_HOLD_MS..=MAX_MAX_HOLD_MS).contains(&max_hold_ms) {
+        return Err(invalid(
+            "max_hold_ms",
+            format!(
+                "max_hold_ms must be within {MIN_MAX_HOLD_MS}..={MAX_MAX_HOLD_MS} ms; got {max_hold_ms}"
+            ),
+        ));
+    }
+    if wait_timeout_ms >= max_hold_ms {
+        return Err(invalid(
+            "wait_timeout_ms",
+            format!(
+                "wait_timeout_ms must be below max_hold_ms ({max_hold_ms} ms); got {wait_timeout_ms}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The resources of a multi-lock: 1..=[`MAX_MULTI_RESOURCES`] valid names,
 /// no duplicates, the first being the acquire's own `resource`.
 ///
@@ -550,6 +578,9 @@ pub(crate) fn kind(cmd: &Command) -> &'static str {
         Command::CancelWait(_) => "cancel wait",
         Command::AcquireKind(_) => "acquire",
         Command::AcquireMulti(_) => "acquire",
+        Command::AcquireBounded(_) => "acquire",
+        Command::EndMaxHold(_) => "end max-hold",
+        Command::CheckpointMaxHold(_) => "max-hold checkpoint",
     }
 }
 
@@ -573,7 +604,8 @@ pub fn authorized(w: &Authorized) -> Result<(), CommandError> {
         | Command::ForceRelease(_)
         | Command::CancelWait(_)
         | Command::AcquireKind(_)
-        | Command::AcquireMulti(_)) => command(inner),
+        | Command::AcquireMulti(_)
+        | Command::AcquireBounded(_)) => command(inner),
         Command::AuthChange(c) => auth_change(c),
         other => Err(invalid(
             "command",
@@ -600,6 +632,11 @@ pub fn command(cmd: &Command) -> Result<(), CommandError> {
         Command::AcquireMulti(m) => {
             acquire(&m.acquire)?;
             multi_resources(&m.acquire.resource, &m.resources)
+        }
+        Command::AcquireBounded(b) => {
+            acquire(&b.acquire.acquire)?;
+            kind_and_mode(b.acquire.kind, b.acquire.mode)?;
+            max_hold_ms(b.max_hold_ms, b.acquire.acquire.wait_timeout_ms)
         }
         Command::Release(r) => {
             header(&r.header)?;
@@ -655,6 +692,8 @@ pub fn command(cmd: &Command) -> Result<(), CommandError> {
         | Command::Checkpoint(_)
         | Command::Expire(_)
         | Command::EndLockDelay(_)
+        | Command::EndMaxHold(_)
+        | Command::CheckpointMaxHold(_)
         | Command::DropClients(_)
         | Command::Noop => Ok(()),
     }

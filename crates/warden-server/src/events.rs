@@ -65,6 +65,8 @@ pub enum EventKind {
     /// A lease published a value on the resource (elections: a candidate's
     /// value, token 0, or the leader's, with its token).
     Proclaimed,
+    /// The grant's max-hold ran out (docs/semantics.md "Max-hold").
+    MaxHold,
 }
 
 impl EventKind {
@@ -80,6 +82,7 @@ impl EventKind {
             EventKind::Forced => "forced",
             EventKind::LockDelayEnded => "lock_delay_ended",
             EventKind::Proclaimed => "proclaimed",
+            EventKind::MaxHold => "max_hold",
         }
     }
 }
@@ -127,6 +130,7 @@ impl Event {
                     FreeReason::Expired => EventKind::Expired,
                     FreeReason::Revoked => EventKind::Revoked,
                     FreeReason::Forced => EventKind::Forced,
+                    FreeReason::MaxHold => EventKind::MaxHold,
                 };
                 Some(ev(resource, kind, *lease_id, *fencing_token))
             }

@@ -161,6 +161,7 @@ pub(crate) fn buggy_command(
     }
     let due = match &mut cmd {
         Command::EndLockDelay(e) => e.due.as_mut(),
+        Command::EndMaxHold(e) => e.due.as_mut(),
         Command::Expire(d) => Some(d),
         // A client command's list, bare or inside `Command::Authorized`.
         c => c.client_due_mut().and_then(Option::as_mut),

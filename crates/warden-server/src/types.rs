@@ -199,6 +199,11 @@ pub const KINDS_LOG_FORMAT: u32 = 5;
 /// The first log format that decodes `Command::AcquireMulti` (multi-locks).
 pub const MULTI_LOG_FORMAT: u32 = 6;
 
+/// The first log format that decodes `Command::AcquireBounded`,
+/// `Command::EndMaxHold` and `Command::CheckpointMaxHold` (max-hold,
+/// docs/semantics.md "Max-hold").
+pub const MAX_HOLD_LOG_FORMAT: u32 = 7;
+
 /// The oldest log format that decodes `cmd`: 1 for a command every Warden
 /// binary reads, else the format that introduced it (or the newest one
 /// among a batch's or a wrapper's commands). An applied entry of format F
@@ -215,6 +220,7 @@ pub fn entry_log_format(cmd: &warden_core::types::Command) -> u32 {
         AuthChange(_) => AUTH_LOG_FORMAT,
         AcquireKind(_) => KINDS_LOG_FORMAT,
         AcquireMulti(_) => MULTI_LOG_FORMAT,
+        AcquireBounded(_) | EndMaxHold(_) | CheckpointMaxHold(_) => MAX_HOLD_LOG_FORMAT,
         Acquire(_) | Release(_) | RenewBatch(_) | LeaseGrant(_) | Revoke(_) | Promote(_)
         | Checkpoint(_) | Expire(_) | EndLockDelay(_) | DropClients(_) | ForceRelease(_) | Noop
         | RaiseTokenFloor(_) | Proclaim(_) | CancelWait(_) => 1,
@@ -245,6 +251,9 @@ pub fn command_name(cmd: &warden_core::types::Command) -> &'static str {
         CancelWait(_) => "cancel_wait",
         AcquireKind(_) => "acquire_kind",
         AcquireMulti(_) => "acquire_multi",
+        AcquireBounded(_) => "acquire_bounded",
+        EndMaxHold(_) => "end_max_hold",
+        CheckpointMaxHold(_) => "checkpoint_max_hold",
     }
 }
 

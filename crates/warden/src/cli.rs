@@ -496,8 +496,42 @@ pub struct AcquireArgs {
     pub lock_delay: Duration,
     #[command(flatten)]
     pub kind: GrantKindArgs,
+    /// End the grant no later than this after it is granted, however often
+    /// its lease is renewed (1s ..= 24h; --wait must be shorter; not for
+    /// several RESOURCEs).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub max_hold: Option<Duration>,
     #[command(flatten)]
     pub client: ClientArgs,
+}
+
+/// Checks `--max-hold` against the server's bounds (1 s ..= 24 h) and
+/// `wait` against it (a wait as long as the max-hold is refused), naming
+/// the flag and the limit.
+pub fn check_max_hold(max_hold: Option<Duration>, wait: Option<Duration>) -> Result<(), String> {
+    use warden_core::limits::{MAX_MAX_HOLD_MS, MIN_MAX_HOLD_MS};
+    let Some(max_hold) = max_hold else {
+        return Ok(());
+    };
+    let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let human = |ms: u64| humantime::format_duration(Duration::from_millis(ms)).to_string();
+    let hold_ms = ms(max_hold);
+    if !(MIN_MAX_HOLD_MS..=MAX_MAX_HOLD_MS).contains(&hold_ms) {
+        return Err(format!(
+            "--max-hold: {} is outside {}s ..= {}h",
+            human(hold_ms),
+            MIN_MAX_HOLD_MS / 1_000,
+            MAX_MAX_HOLD_MS / 3_600_000
+        ));
+    }
+    if let Some(wait) = wait.filter(|w| ms(*w) >= hold_ms) {
+        return Err(format!(
+            "--wait: {} is not shorter than --max-hold {} (a grant must not arrive already over its max-hold)",
+            human(ms(wait)),
+            human(hold_ms)
+        ));
+    }
+    Ok(())
 }
 
 /// What kind of grant `warden acquire` and `warden exec` ask for: a mutex

@@ -154,6 +154,10 @@ pub fn check_acquire(args: &AcquireArgs) -> Result<(), String> {
         return Err(format!("RESOURCE: {dup:?} is named twice"));
     }
     let kind = args.kind.kind()?;
+    crate::cli::check_max_hold(args.max_hold, Some(args.wait))?;
+    if args.resources.len() > 1 && args.max_hold.is_some() {
+        return Err("--max-hold takes one RESOURCE: a multi-lock has no max-hold".into());
+    }
     if args.resources.len() > 1 && kind != warden_client::GrantKind::Mutex {
         return Err(
             "--limit, --shared and --exclusive take one RESOURCE: a multi-lock takes mutexes only"
@@ -212,7 +216,10 @@ pub async fn acquire(args: AcquireArgs) -> Report {
             Ok(kind) => kind,
             Err(e) => return output::error(&e),
         },
+        max_hold: args.max_hold,
     };
+    let max_hold = args.max_hold;
+    let sent = std::time::Instant::now();
     let format = args.client.output;
     // The lease of this acquire's wait, once the server has queued it.
     let waiting_lease = Arc::new(AtomicU64::new(0));
@@ -235,7 +242,18 @@ pub async fn acquire(args: AcquireArgs) -> Report {
             Ok(result) => {
                 let valid_for_ms = match &result {
                     warden_client::AcquireResult::Granted { lease_id, .. } => {
-                        valid_after_renew(&client, *lease_id).await
+                        let lease = valid_after_renew(&client, *lease_id).await;
+                        // A max-hold counts from the acquire's send: the
+                        // earlier bound wins (docs/semantics.md "Max-hold").
+                        match max_hold {
+                            Some(d) => {
+                                let left = warden_client::validity(d)
+                                    .saturating_sub(sent.elapsed());
+                                let left = u64::try_from(left.as_millis()).unwrap_or(u64::MAX);
+                                Some(lease.map_or(left, |l| l.min(left)))
+                            }
+                            None => lease,
+                        }
                     }
                     _ => None,
                 };

@@ -48,6 +48,7 @@ pub async fn holder(args: DemoHolderArgs) -> anyhow::Result<u8> {
         wait: args.wait,
         lock_delay: Duration::ZERO,
         kind: warden_client::GrantKind::Mutex,
+        max_hold: None,
     };
     let (lease_id, token) = match client
         .acquire(args.resource.clone(), options)

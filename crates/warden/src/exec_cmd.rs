@@ -101,6 +101,12 @@ pub struct ExecArgs {
     pub endpoints: Vec<String>,
     #[command(flatten)]
     pub kind: GrantKindArgs,
+    /// End the grant no later than this after it is granted, however often
+    /// the session renews (1s ..= 24h; --wait must be shorter; one RESOURCE
+    /// only): CMD is stopped by then as when the lease is lost (SIGTERM
+    /// --kill-grace before, SIGKILL at it; exit --exit-code-on-loss).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub max_hold: Option<Duration>,
     #[command(flatten)]
     pub tls: TlsArgs,
     /// The command to run and its arguments, after `--`.
@@ -126,6 +132,14 @@ enum Held {
 }
 
 impl Held {
+    /// Until when the grant is certainly held, on the session clock.
+    fn valid_until(&self) -> Duration {
+        match self {
+            Held::One(g) => g.valid_until(),
+            Held::All(g) => g.session().valid_until(),
+        }
+    }
+
     fn check(&self) -> Result<(), Lost> {
         match self {
             Held::One(g) => g.check(),
@@ -200,6 +214,10 @@ pub fn check_args(args: &ExecArgs) -> Result<Duration, String> {
         check_resource(resource)?;
     }
     let kind = args.kind.kind()?;
+    crate::cli::check_max_hold(args.max_hold, args.wait)?;
+    if args.resources.len() > 1 && args.max_hold.is_some() {
+        return Err("--max-hold takes one RESOURCE: a multi-lock has no max-hold".into());
+    }
     if args.resources.len() > 1 && kind != warden_client::GrantKind::Mutex {
         return Err(
             "--limit, --shared and --exclusive take one RESOURCE: a multi-lock takes mutexes only"
@@ -384,6 +402,7 @@ async fn take_lock(
     let options = LockOptions {
         wait: args.wait,
         lock_delay: Duration::ZERO,
+        max_hold: args.max_hold,
     };
     let lock = async {
         match (args.resources.len(), args.wait) {
@@ -530,8 +549,9 @@ async fn supervise(
     let clock = session.clock().clone();
     let mut stopped = Stopped::default();
     let status = loop {
-        let valid_until = session.valid_until();
-        let lost = session.check().err();
+        // The grant's: the session's, or an earlier max-hold bound.
+        let valid_until = guard.valid_until();
+        let lost = guard.check().err();
         // A clock that cannot be read loses the session (S5; check() reports
         // it): the unknown now counts as valid_until, so CMD is killed.
         let now = clock.now().unwrap_or(valid_until);
@@ -578,7 +598,7 @@ async fn supervise(
         }
     };
     if stopped.lost.is_none() {
-        stopped.lost = session.check().err();
+        stopped.lost = guard.check().err();
     }
     if let Some(lost) = stopped.lost {
         say(&format!(

@@ -7,6 +7,7 @@ mod cancel;
 mod deadline;
 mod election;
 mod kinds;
+mod max_hold;
 mod multi;
 mod proptests;
 mod quota;

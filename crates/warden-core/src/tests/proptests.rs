@@ -52,6 +52,11 @@ fn command() -> impl Strategy<Value = Command> {
             .prop_map(|(header, resource, lease, wait_timeout_ms, lock_delay_ms, due)| Command::Acquire(Acquire { header, resource, lease, wait_timeout_ms, lock_delay_ms, due })),
         8 => (h.clone(), res.clone(), prop_oneof![prop_oneof![Just(999u64), Just(1_000), Just(2_000)].prop_map(|t| LeaseSpec::New { ttl_ms: t }), (0u64..8).prop_map(|l| LeaseSpec::Existing { lease_id: l })], prop_oneof![3 => Just(0u64), 3 => Just(10_000)], prop_oneof![Just(0u64), Just(500)], due(), kind_and_mode())
             .prop_map(|(header, resource, lease, wait_timeout_ms, lock_delay_ms, due, (kind, mode))| Command::AcquireKind(AcquireKind { acquire: Acquire { header, resource, lease, wait_timeout_ms, lock_delay_ms, due }, kind, mode })),
+        // docs/semantics.md "Max-hold": every kind, some bad caps and waits.
+        5 => (h.clone(), res.clone(), prop_oneof![prop_oneof![Just(999u64), Just(1_000), Just(2_000)].prop_map(|t| LeaseSpec::New { ttl_ms: t }), (0u64..8).prop_map(|l| LeaseSpec::Existing { lease_id: l })], prop_oneof![3 => Just(0u64), 3 => Just(5_000), 1 => Just(20_000)], prop_oneof![Just(0u64), Just(500)], due(), kind_and_mode(), prop_oneof![Just(999u64), Just(10_000), Just(30_000)])
+            .prop_map(|(header, resource, lease, wait_timeout_ms, lock_delay_ms, due, (kind, mode), max_hold_ms)| Command::AcquireBounded(AcquireBounded { acquire: AcquireKind { acquire: Acquire { header, resource, lease, wait_timeout_ms, lock_delay_ms, due }, kind, mode }, max_hold_ms })),
+        1 => (leader(), proptest::collection::vec((res.clone(), 0u64..8, 0u64..12), 0..3), due()).prop_map(|(leader, gs, due)| Command::EndMaxHold(EndMaxHold { leader, grants: gs.into_iter().map(|(resource, lease_id, fencing_token)| MaxHoldRef { resource, lease_id, fencing_token }).collect(), due })),
+        1 => (leader(), proptest::collection::vec((res.clone(), 0u64..8, 0u64..12, 0u64..40_000), 0..3)).prop_map(|(leader, gs)| Command::CheckpointMaxHold(CheckpointMaxHold { leader, grants: gs.into_iter().map(|(resource, lease_id, fencing_token, ms)| (MaxHoldRef { resource, lease_id, fencing_token }, ms)).collect() })),
         5 => (h.clone(), proptest::sample::subsequence(RESOURCES.to_vec(), 1..=3).prop_shuffle(), prop_oneof![prop_oneof![Just(999u64), Just(1_000), Just(2_000)].prop_map(|t| LeaseSpec::New { ttl_ms: t }), (0u64..8).prop_map(|l| LeaseSpec::Existing { lease_id: l })], prop_oneof![3 => Just(0u64), 3 => Just(10_000)], prop_oneof![Just(0u64), Just(500)], due())
             .prop_map(|(header, names, lease, wait_timeout_ms, lock_delay_ms, due)| Command::AcquireMulti(AcquireMulti { acquire: Acquire { header, resource: names[0].to_owned(), lease, wait_timeout_ms, lock_delay_ms, due }, resources: names.into_iter().map(str::to_owned).collect() })),
         3 => (h.clone(), proptest::option::of(res.clone()), 0u64..8, proptest::option::of(0u64..12), due())
@@ -86,6 +91,8 @@ enum Op {
     TimeOutWaiter(usize),
     /// Release the n-th held resource by its holder, with the right token.
     ReleaseHeld(usize),
+    /// End the n-th grant with a max-hold, naming its real token.
+    EndMaxHold(usize),
     /// Apply the n-th earlier command again, verbatim (a retry, S7).
     Retry(usize),
 }
@@ -97,6 +104,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(Op::EndDelay),
         1 => any::<usize>().prop_map(Op::TimeOutWaiter),
         2 => any::<usize>().prop_map(Op::ReleaseHeld),
+        2 => any::<usize>().prop_map(Op::EndMaxHold),
         1 => any::<usize>().prop_map(Op::Retry),
     ]
 }
@@ -106,6 +114,7 @@ fn set_request_id(cmd: &mut Command, id: u64) {
         Command::Acquire(a) => &mut a.header,
         Command::AcquireKind(k) => &mut k.acquire.header,
         Command::AcquireMulti(m) => &mut m.acquire.header,
+        Command::AcquireBounded(b) => &mut b.acquire.acquire.header,
         Command::Release(r) => &mut r.header,
         Command::LeaseGrant(g) => &mut g.header,
         Command::Revoke(r) => &mut r.header,
@@ -121,7 +130,8 @@ proptest! {
 
     // S1 (at most one holder of a mutex or a writer, at most N permits, never a
     // writer beside readers: docs/semantics.md "Lock kinds"), S2 (tokens strictly
-    // increase per resource and overall), no panic, snapshots round-trip.
+    // increase per resource and overall), no panic, snapshots round-trip; with
+    // max-hold grants and end entries among them ("Max-hold").
     #[test]
     fn random_commands_keep_s1_and_s2(ops in proptest::collection::vec((op(), leader()), 1..120)) {
         let mut t = LockTable::new();
@@ -163,10 +173,31 @@ proptest! {
                         None => Command::Noop,
                     }
                 }
+                Op::EndMaxHold(n) => {
+                    let m: Vec<_> = t.max_holds().collect();
+                    match m.get(n % m.len().max(1)) {
+                        Some(v) => Command::EndMaxHold(EndMaxHold { leader: *log_leader, grants: vec![v.grant()], due: None }),
+                        None => Command::Noop,
+                    }
+                }
                 Op::Retry(n) => applied.get(n % applied.len().max(1)).cloned().unwrap_or(Command::Noop),
             };
             applied.push(cmd.clone());
             let out = t.apply(index, *log_leader, &cmd);
+            // "Max-hold": an end entry frees only a grant it names with its
+            // current token, and only with reason max_hold.
+            if let Command::EndMaxHold(e) = &cmd {
+                for fx in &out.effects {
+                    if let Effect::Freed { resource, lease_id, fencing_token, reason: crate::effect::FreeReason::MaxHold } = fx {
+                        prop_assert!(e.leader == *log_leader);
+                        prop_assert!(e.grants.iter().any(|g| &g.resource == resource && g.lease_id == *lease_id && g.fencing_token == *fencing_token));
+                    }
+                }
+            }
+            // Every grant with a max-hold is a current grant with that token.
+            for v in t.max_holds() {
+                prop_assert!(t.holders(&v.resource).iter().any(|h| h.lease_id == v.lease_id && h.fencing_token == v.max_hold.fencing_token));
+            }
             prop_assert_eq!(t.check_invariants(), Ok(()));
             let mut holders_granted = BTreeMap::new();
             for e in &out.effects {
@@ -407,7 +438,12 @@ fn lease_of(e: &Effect) -> Option<LeaseId> {
         | Effect::WaiterRemoved { lease_id, .. }
         | Effect::WaitCapped { lease_id, .. }
         | Effect::Proclaimed { lease_id, .. } => Some(*lease_id),
+        // A max-hold's start and end ride with a `Granted` or `Freed` of
+        // the same lease, which is checked.
         Effect::LockDelayStarted { .. }
+        | Effect::MaxHoldStarted { .. }
+        | Effect::MaxHoldCapped { .. }
+        | Effect::MaxHoldEnded { .. }
         | Effect::LockDelayCapped { .. }
         | Effect::LockDelayEnded { .. }
         | Effect::AuthChanged { .. } => None,

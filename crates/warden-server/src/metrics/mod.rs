@@ -70,7 +70,7 @@ pub const MAX_HANDOFF_STARTS: usize = 16_384;
 const HANDOFF_HORIZON: Duration = Duration::from_secs(60);
 
 /// The reasons of `warden_lock_frees_total`, in [`FreeReason`] order.
-pub const FREE_REASONS: [&str; 4] = ["release", "expire", "revoke", "force"];
+pub const FREE_REASONS: [&str; 5] = ["release", "expire", "revoke", "force", "max_hold"];
 
 /// The outcomes of `warden_acquire_duration_seconds`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -145,7 +145,7 @@ struct GroupSeries {
     locks_held: Gauge,
     waiters: Gauge,
     grants: Counter,
-    frees: [Counter; 4],
+    frees: [Counter; 5],
     wait: Histogram,
     hold: Histogram,
     handoff: Histogram,
@@ -586,6 +586,7 @@ fn free_reason_index(reason: FreeReason) -> usize {
         FreeReason::Expired => 1,
         FreeReason::Revoked => 2,
         FreeReason::Forced => 3,
+        FreeReason::MaxHold => 4,
     }
 }
 

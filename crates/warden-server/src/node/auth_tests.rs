@@ -710,3 +710,42 @@ async fn a_multi_lock_waits_for_every_member_to_read_format_6() {
     );
     assert_eq!(t.applied().len(), before, "nothing was proposed");
 }
+
+// Rolling upgrade (docs/semantics.md "Max-hold", the format-7 gate): an
+// acquire with a max-hold (`Command::AcquireBounded`) is refused with
+// FailedPrecondition naming `max_hold_ms`, log format 7 and the lagging
+// member while a member has not reported format 7; nothing is proposed.
+#[tokio::test]
+async fn a_max_hold_acquire_waits_for_every_member_to_read_format_7() {
+    let t = TestNode::start(Setup {
+        gate_closed: true,
+        ..Setup::default()
+    })
+    .await;
+    let before = t.applied().len();
+    let Command::Acquire(acquire) = acquire(1, 1, "r", new_lease()) else {
+        unreachable!("acquire builds an Acquire")
+    };
+    let cmd = Command::AcquireBounded(warden_core::types::AcquireBounded {
+        acquire: warden_core::types::AcquireKind {
+            acquire,
+            kind: warden_core::types::LockKind::Mutex,
+            mode: warden_core::types::Mode::Exclusive,
+        },
+        max_hold_ms: 5_000,
+    });
+    let (code, field, message) = refusal(
+        t.node
+            .submit::<super::submit::AcquireAnswer>(&None, cmd)
+            .await,
+    );
+    assert_eq!(
+        (code, field.as_deref()),
+        (ErrorCode::FailedPrecondition, Some("max_hold_ms"))
+    );
+    assert!(
+        message.contains("log format 7") && message.contains("[2]"),
+        "{message}"
+    );
+    assert_eq!(t.applied().len(), before, "nothing was proposed");
+}

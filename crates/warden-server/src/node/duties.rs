@@ -1,5 +1,12 @@
 //! Leader duties: the first `Promote`, expiry of due leases and waiters,
-//! lock-delay ends and checkpoints (docs/semantics.md "Time").
+//! lock-delay ends, max-hold ends and checkpoints (docs/semantics.md "Time",
+//! "Max-hold").
+//!
+//! Max-hold duties (`EndMaxHold`, `CheckpointMaxHold`, log format 7) need
+//! no gate of their own: they are proposed only for grants with a max-hold
+//! in the table, and such a grant exists only once an `AcquireBounded`
+//! applied, which the write path proposes only once every member reads
+//! format 7.
 //!
 //! Every duty entry is proposed to the *local* Raft handle, never through a
 //! forwarding path (etcd issue 15247), and carries this leader's id and each
@@ -19,7 +26,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use warden_core::limits::MAX_DUE_PER_ENTRY;
-use warden_core::types::{Command, DropClients, EndLockDelay, Promote};
+use warden_core::types::{Command, DropClients, EndLockDelay, EndMaxHold, Promote};
 use warden_core::ClientView;
 
 use crate::node::Node;
@@ -143,19 +150,22 @@ pub async fn run(node: Weak<Node>) {
         // (a mass expiry still ends within its bound, L1), up to
         // MAX_EXPIRE_ENTRIES_PER_TICK entries: an entry that ended nothing
         // (the table refused it) cannot keep the loop from its other duties.
-        let (delays, checkpoint) = {
+        let (delays, max_holds, checkpoint) = {
             let Ok(m) = node.shared.machine.lock() else {
                 return;
             };
             let delays = m.deadlines.due_lock_delays(&m.table, now);
+            let max_holds = m.deadlines.due_max_holds(&m.table, now);
             let checkpoint = match last_checkpoint {
                 Some(t) if now.saturating_sub(t) < checkpoint_every => None,
-                _ => Some(
+                _ => Some((
                     m.deadlines
                         .checkpoint(&m.table, leader, now, checkpoint_every),
-                ),
+                    m.deadlines
+                        .max_hold_checkpoint(&m.table, leader, now, checkpoint_every),
+                )),
             };
-            (delays, checkpoint)
+            (delays, max_holds, checkpoint)
         };
         for _ in 0..MAX_EXPIRE_ENTRIES_PER_TICK {
             let due = {
@@ -194,8 +204,22 @@ pub async fn run(node: Weak<Node>) {
                 tracing::debug!("end lock-delay: {}", e);
             }
         }
-        // 4. Checkpoint remaining TTLs; drop idle clients' outcome records.
-        if let Some(cp) = checkpoint {
+        // 3b. End grants whose max-hold ran out (guarded by each grant's
+        // token: a grant released or re-granted meanwhile is untouched).
+        if !max_holds.is_empty() {
+            tracing::debug!(grants = max_holds.len(), "end max-hold");
+            let cmd = Command::EndMaxHold(EndMaxHold {
+                leader,
+                grants: max_holds,
+                due: None,
+            });
+            if let Err(e) = node.propose_duty(cmd).await {
+                tracing::debug!("end max-hold: {}", e);
+            }
+        }
+        // 4. Checkpoint remaining TTLs and max-holds; drop idle clients'
+        // outcome records.
+        if let Some((cp, max_hold_cp)) = checkpoint {
             last_checkpoint = Some(now);
             let idle = {
                 let Ok(m) = node.shared.machine.lock() else {
@@ -220,6 +244,11 @@ pub async fn run(node: Weak<Node>) {
             if !cp.leases.is_empty() || !cp.lock_delays.is_empty() || !cp.waiters.is_empty() {
                 if let Err(e) = node.propose_duty(Command::Checkpoint(cp)).await {
                     tracing::debug!("checkpoint: {}", e);
+                }
+            }
+            if let Some(cp) = max_hold_cp {
+                if let Err(e) = node.propose_duty(Command::CheckpointMaxHold(cp)).await {
+                    tracing::debug!("max-hold checkpoint: {}", e);
                 }
             }
         }

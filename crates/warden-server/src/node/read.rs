@@ -206,6 +206,9 @@ pub enum WaiterStep {
         /// A multi-lock's resources and tokens (all granted by this entry);
         /// empty for a single resource's grant.
         grants: Vec<ResourceToken>,
+        /// The grant's max-hold in milliseconds (0: none;
+        /// docs/semantics.md "Max-hold").
+        max_hold_ms: u64,
     },
     /// Still queued, at this position (1 = next), behind this.
     Queued {
@@ -270,6 +273,20 @@ impl QueueBehind {
 /// in milliseconds (0: none). As the TTL left of a lease: display only
 /// (docs/semantics.md "Time"); a delay whose local deadline is unknown
 /// shows 0.
+/// The max-hold (ms, 0: none) of the grant (`resource`, `lease_id`,
+/// `fencing_token`) in `m`'s table.
+fn grant_max_hold_ms(
+    m: &Machine,
+    resource: &str,
+    lease_id: LeaseId,
+    fencing_token: FencingToken,
+) -> u64 {
+    m.table
+        .max_hold(resource, lease_id)
+        .filter(|h| h.fencing_token == fencing_token)
+        .map_or(0, |h| h.max_hold_ms)
+}
+
 fn lock_delay_left_ms(m: &Machine, resource: &str, now: Duration) -> u64 {
     m.table
         .lock_delay(resource)
@@ -758,6 +775,22 @@ impl Node {
             .unwrap_or(0)
     }
 
+    /// The max-hold (ms, 0: none) of the grant `lease_id` holds on
+    /// `resource` with `fencing_token` in this node's applied table; for
+    /// the answer to an acquire this node just applied.
+    pub fn max_hold_ms(
+        &self,
+        resource: &str,
+        lease_id: LeaseId,
+        fencing_token: FencingToken,
+    ) -> u64 {
+        self.shared
+            .machine
+            .lock()
+            .map(|m| grant_max_hold_ms(&m, resource, lease_id, fencing_token))
+            .unwrap_or(0)
+    }
+
     /// Where the acquire of `lease_id` on `resource`, queued at
     /// `enqueue_index`, stands in this node's applied table. None when the
     /// state is unusable.
@@ -788,6 +821,7 @@ impl Node {
                 kind: state.map(|s| s.kind),
                 mode: g.mode,
                 grants,
+                max_hold_ms: grant_max_hold_ms(&m, resource, lease_id, g.fencing_token),
             });
         }
         // What it waits behind: the writer or mutex holder, else the first

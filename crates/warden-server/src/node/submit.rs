@@ -306,6 +306,19 @@ impl Node {
                 ),
             )));
         }
+        if matches!(&*wrapped.command, Command::AcquireBounded(_))
+            && !self.formats.may_use_max_hold()
+        {
+            return Err(SubmitError::Refused(super::error::command_error(
+                warden_core::types::ErrorCode::FailedPrecondition,
+                Some("max_hold_ms"),
+                format!(
+                    "max_hold_ms needs every member to read log format 7; members {:?} have \
+                     not reported it (upgrade them, or acquire without a max-hold)",
+                    self.formats.lagging_max_hold_readers()
+                ),
+            )));
+        }
         let mut cmd = authorize(wrapped, self.formats.may_wrap())?;
         if let Some(slot) = cmd.client_due_mut() {
             *slot = self.due_list();

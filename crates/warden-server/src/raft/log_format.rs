@@ -3,8 +3,11 @@
 //! entry (format 2), wrap client commands in `Command::Authorized` with
 //! their principal (format 3), put a member's own peer address into the
 //! membership (format 4), propose acquires of the other lock kinds
-//! (format 5: `Command::AcquireKind`, `Response::AcquireKind`), and propose
-//! multi-locks (format 6: `Command::AcquireMulti`, `Response::AcquireMulti`).
+//! (format 5: `Command::AcquireKind`, `Response::AcquireKind`), propose
+//! multi-locks (format 6: `Command::AcquireMulti`, `Response::AcquireMulti`),
+//! and propose max-hold acquires and their leader duties (format 7:
+//! `Command::AcquireBounded`, `Command::EndMaxHold`,
+//! `Command::CheckpointMaxHold`).
 //!
 //! A binary older than a format cannot decode its entries (postcard fails on
 //! the unknown variant index), so a follower or learner that runs one would
@@ -55,6 +58,13 @@
 //!   "Multi-locks"). Until then [`crate::node::Node::submit`] refuses a
 //!   multi-lock with `FailedPrecondition` (field `resources`), naming the
 //!   members that have not reported format 6.
+//! * [`LogFormats::may_use_max_hold`]: every other member reads
+//!   [`MAX_HOLD_LOG_FORMAT`] (7: max-hold, docs/semantics.md "Max-hold").
+//!   Until then [`crate::node::Node::submit`] refuses an acquire with
+//!   `max_hold_ms` with `FailedPrecondition` (field `max_hold_ms`), naming
+//!   the members that have not reported format 7. No max-hold grant exists
+//!   before the gate opened, so the leader's max-hold duties propose
+//!   nothing before it either.
 //!
 //! A member that has reported nothing yet counts as its *unreported floor*:
 //! 0 on an insecure node, [`AUTH_LOG_FORMAT`] on a secure one
@@ -101,24 +111,26 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// The log format this binary reads (and advertises): 6, which includes
-/// multi-locks (`Command::AcquireMulti`), acquires of the other lock kinds (`Command::AcquireKind`), members with a
+/// The log format this binary reads (and advertises): 7, which includes
+/// max-hold (`Command::AcquireBounded`, `Command::EndMaxHold`,
+/// `Command::CheckpointMaxHold`), multi-locks (`Command::AcquireMulti`), acquires of the other lock kinds (`Command::AcquireKind`), members with a
 /// peer address of their own (`MemberAddr`'s two-address
 /// form), everything of format 3 (authorized entries: `Command::Authorized`,
 /// `Command::AuthChange`, `Response::AuthChanged`) and of format 2 (packed
 /// entries, `Command::Batch`, `Response::Batch`). 1 is the log before
 /// packing; an older node advertises nothing, recorded as 0.
-pub const LOG_FORMAT: u32 = 6;
+pub const LOG_FORMAT: u32 = 7;
 
 // The format each gate needs (a leader does what a format brings only when
 // every other member reads it); defined beside the command shapes, which the
 // state machine's applied floor reads too.
 pub use crate::types::{
-    AUTH_LOG_FORMAT, BATCH_LOG_FORMAT, KINDS_LOG_FORMAT, MULTI_LOG_FORMAT, PEER_ADDR_LOG_FORMAT,
+    AUTH_LOG_FORMAT, BATCH_LOG_FORMAT, KINDS_LOG_FORMAT, MAX_HOLD_LOG_FORMAT, MULTI_LOG_FORMAT,
+    PEER_ADDR_LOG_FORMAT,
 };
 
 /// What [`LOG_FORMAT_HEADER_VALUE`] is: [`LOG_FORMAT`] in decimal ASCII.
-pub const LOG_FORMAT_HEADER_VALUE: &str = "6";
+pub const LOG_FORMAT_HEADER_VALUE: &str = "7";
 
 /// The format a peer's answer reports: its
 /// [`warden_proto::LOG_FORMAT_METADATA`] value as a decimal `u32`; 0 when
@@ -216,6 +228,7 @@ pub struct LogFormats {
     peer_addrs: Gate,
     kinds: Gate,
     multi: Gate,
+    max_hold: Gate,
 }
 
 impl LogFormats {
@@ -273,6 +286,12 @@ impl LogFormats {
                 "every member reads log format 6: multi-locks may be acquired",
                 "refusing multi-locks: these members have not reported log format 6",
             ),
+            max_hold: Gate::new(
+                MAX_HOLD_LOG_FORMAT,
+                "every member reads log format 7: acquires with a max-hold may be made",
+                "refusing acquires with a max-hold: these members have not reported log \
+                 format 7",
+            ),
         }
     }
 
@@ -306,6 +325,19 @@ impl LogFormats {
     /// multi-locks (at least [`MULTI_LOG_FORMAT`]). One atomic load.
     pub fn may_use_multi(&self) -> bool {
         self.multi.is_open()
+    }
+
+    /// Whether every other member has reported a format that reads
+    /// max-hold entries (at least [`MAX_HOLD_LOG_FORMAT`]). One atomic load.
+    pub fn may_use_max_hold(&self) -> bool {
+        self.max_hold.is_open()
+    }
+
+    /// The other members that have not reported [`MAX_HOLD_LOG_FORMAT`]
+    /// (what a refused max-hold acquire names).
+    pub fn lagging_max_hold_readers(&self) -> Vec<u64> {
+        let known = self.lock();
+        self.lagging(&known, MAX_HOLD_LOG_FORMAT)
     }
 
     /// The other members that have not reported [`MULTI_LOG_FORMAT`] (what
@@ -479,6 +511,7 @@ impl LogFormats {
             &self.peer_addrs,
             &self.kinds,
             &self.multi,
+            &self.max_hold,
         ] {
             gate.set(self.lagging(known, gate.format));
         }
@@ -821,8 +854,28 @@ mod tests {
         assert_eq!(secure.lagging_multi_readers(), vec![3]);
         secure.record(3, LOG_FORMAT);
         assert!(secure.may_use_multi());
-        assert_eq!(LOG_FORMAT, MULTI_LOG_FORMAT);
-        assert_eq!(LOG_FORMAT_HEADER_VALUE, "6");
+    }
+
+    // Rolling upgrade (the max-hold gate, docs/semantics.md "Max-hold"): an
+    // acquire with a max-hold (`Command::AcquireBounded`, a variant a
+    // format-6 binary cannot decode) is proposed only once every other
+    // member has reported format 7; a member still on format 6 keeps it
+    // closed (and the multi-lock gate open) and is named.
+    #[test]
+    fn max_hold_waits_for_every_other_member_to_report_format_7() {
+        let secure = LogFormats::secure(1);
+        secure.set_members([1, 2, 3]);
+        assert!(!secure.may_use_max_hold());
+        assert_eq!(secure.lagging_max_hold_readers(), vec![2, 3]);
+        secure.record(2, 7);
+        secure.record(3, 6);
+        assert!(secure.may_use_multi(), "format 6 is enough for multi-locks");
+        assert!(!secure.may_use_max_hold());
+        assert_eq!(secure.lagging_max_hold_readers(), vec![3]);
+        secure.record(3, LOG_FORMAT);
+        assert!(secure.may_use_max_hold());
+        assert_eq!(LOG_FORMAT, MAX_HOLD_LOG_FORMAT);
+        assert_eq!(LOG_FORMAT_HEADER_VALUE, "7");
     }
 
     #[test]

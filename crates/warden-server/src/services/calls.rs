@@ -28,9 +28,12 @@ pub(super) async fn start_acquire(
     let out = async {
         let mode = convert::wire_mode_of(&r);
         let answer: AcquireAnswer = node.submit(principal, convert::acquire(r)?).await?;
-        acquire_start(answer, mode, |resource| {
-            node.lock_delay_remaining_ms(resource)
-        })
+        acquire_start(
+            answer,
+            mode,
+            |resource| node.lock_delay_remaining_ms(resource),
+            |resource, lease_id, token| node.max_hold_ms(resource, lease_id, token),
+        )
         .map_err(|(token, lease_id)| grant_ended(token, lease_id))
     }
     .await;

@@ -4,9 +4,9 @@
 //! `warden_core::validate` in [`crate::node::Node::submit`].
 
 use warden_core::types::{
-    Acquire, AcquireKind, AcquireMulti, AcquireOutcome, AuthAuditRecord, AuthOp, ClusterLimits,
-    Command, LeaseSpec, LockKind, Mode, NotGrantedReason, Permission, Principal, Quota, Release,
-    RequestHeader,
+    Acquire, AcquireBounded, AcquireKind, AcquireMulti, AcquireOutcome, AuthAuditRecord, AuthOp,
+    ClusterLimits, Command, LeaseSpec, LockKind, Mode, NotGrantedReason, Permission, Principal,
+    Quota, Release, RequestHeader,
 };
 use warden_core::Usage;
 use warden_proto::v1 as pb;
@@ -49,6 +49,12 @@ pub fn acquire(mut r: pb::AcquireRequest) -> Result<Command, SubmitError> {
             return Err(SubmitError::invalid(
                 "mode",
                 "a multi-lock takes mutexes only: leave mode and limit unset",
+            ));
+        }
+        if r.max_hold_ms != 0 {
+            return Err(SubmitError::invalid(
+                "max_hold_ms",
+                "a multi-lock takes no max-hold: leave max_hold_ms 0, or take the locks one by one",
             ));
         }
         r.resource = r.resources[0].clone();
@@ -95,6 +101,18 @@ pub fn acquire(mut r: pb::AcquireRequest) -> Result<Command, SubmitError> {
         return Ok(Command::AcquireMulti(AcquireMulti {
             acquire,
             resources: r.resources,
+        }));
+    }
+    if r.max_hold_ms != 0 {
+        // docs/semantics.md "Max-hold": any kind; a mutex is (Mutex, Exclusive).
+        let (kind, mode) = kind.unwrap_or((LockKind::Mutex, Mode::Exclusive));
+        return Ok(Command::AcquireBounded(AcquireBounded {
+            acquire: AcquireKind {
+                acquire,
+                kind,
+                mode,
+            },
+            max_hold_ms: r.max_hold_ms,
         }));
     }
     Ok(match kind {
@@ -195,6 +213,8 @@ pub struct GrantDetail {
     pub slot: Option<u32>,
     /// The grant's mode on the wire.
     pub mode: pb::LockMode,
+    /// The grant's max-hold in milliseconds (0: none).
+    pub max_hold_ms: u64,
 }
 
 /// A multi-lock's tokens on the wire.
@@ -236,6 +256,7 @@ pub fn granted(
             slot: d.slot,
             mode: d.mode as i32,
             grants: Vec::new(),
+            max_hold_ms: d.max_hold_ms,
         })),
     }
 }
@@ -300,11 +321,13 @@ pub enum AcquireStart {
 /// ended since is refused `request_expired` (S7: the first outcome, but the
 /// lease no longer holds it): `Err(fencing_token, lease_id)`. A refusal for
 /// the lock-delay carries `lock_delay_left(resource)`: the milliseconds left
-/// on the node's deadline table (display only).
+/// on the node's deadline table (display only). A grant carries
+/// `max_hold(resource, lease, token)`: its max-hold in ms (0: none).
 pub fn acquire_start(
     answer: AcquireAnswer,
     mode: pb::LockMode,
     lock_delay_left: impl FnOnce(&str) -> u64,
+    max_hold: impl FnOnce(&str, u64, u64) -> u64,
 ) -> Result<AcquireStart, (u64, u64)> {
     let AcquireAnswer {
         reply,
@@ -322,6 +345,7 @@ pub fn acquire_start(
             if reply.retried && reply.current_token != Some(fencing_token) {
                 return Err((fencing_token, lease_id));
             }
+            let max_hold_ms = max_hold(&resource, lease_id, fencing_token);
             AcquireStart::Final(with_grants(
                 granted(
                     resource,
@@ -332,6 +356,7 @@ pub fn acquire_start(
                         log_index: grant_index,
                         slot,
                         mode,
+                        max_hold_ms,
                     },
                 ),
                 &grants,

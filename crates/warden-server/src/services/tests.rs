@@ -871,3 +871,206 @@ mod multi {
         assert_eq!(holder(&mut lock, "b").await, None);
     }
 }
+
+/// Max-hold through the gRPC edge (docs/semantics.md "Max-hold").
+mod max_hold {
+    use std::time::Duration;
+
+    use futures::StreamExt as _;
+    use tonic::Code;
+    use warden_proto::v1 as pb;
+    use warden_proto::v1::lock_client::LockClient;
+
+    use super::serve_node;
+    use crate::node::test_node::{Setup, TestNode};
+
+    type Lock = LockClient<tonic::transport::Channel>;
+
+    fn request(
+        client_id: u64,
+        resource: &str,
+        wait_timeout_ms: u64,
+        max_hold_ms: u64,
+    ) -> pb::AcquireRequest {
+        pb::AcquireRequest {
+            header: Some(pb::RequestHeader {
+                client_id,
+                request_id: 1,
+                acked_request_id: 0,
+            }),
+            resource: resource.into(),
+            ttl_ms: 2_000,
+            wait_timeout_ms,
+            max_hold_ms,
+            ..Default::default()
+        }
+    }
+
+    /// The first answer of an Acquire stream and the stream, or its status.
+    async fn open(
+        lock: &mut Lock,
+        r: pb::AcquireRequest,
+    ) -> Result<
+        (
+            pb::acquire_response::Event,
+            tonic::Streaming<pb::AcquireResponse>,
+        ),
+        tonic::Status,
+    > {
+        let answer = async {
+            let mut stream = lock.acquire(r).await?.into_inner();
+            match stream.next().await {
+                Some(Ok(pb::AcquireResponse { event: Some(e) })) => Ok((e, stream)),
+                Some(Err(s)) => Err(s),
+                other => panic!("no answer: {other:?}"),
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), answer)
+            .await
+            .expect("an answer within 10 s")
+    }
+
+    // "Max-hold": a grant with max_hold_ms = D on a session lease renewed
+    // every 200 ms (TTL 2 s, so renewals alone would keep it for ever)
+    // answers `Granted.max_hold_ms` = D and ends no earlier than D and no
+    // later than D + E after it was granted: the waiter queued behind it is
+    // granted then, with a larger token, while the session lease is still
+    // live (only the grant ended). A wait on the event with a deadline, no
+    // sleep to synchronise.
+    #[tokio::test]
+    async fn a_renewed_grant_ends_at_its_max_hold_and_the_waiter_gets_it() {
+        const D: u64 = 1_000;
+        const E: u64 = 2_500;
+        let t = TestNode::start(Setup::default()).await;
+        let channel = serve_node(t.node.clone()).await;
+        let mut lock = LockClient::new(channel.clone());
+        let mut leases = warden_proto::v1::lease_client::LeaseClient::new(channel.clone());
+        let session = leases
+            .lease_grant(pb::LeaseGrantRequest {
+                header: Some(pb::RequestHeader {
+                    client_id: 1,
+                    request_id: 1,
+                    acked_request_id: 0,
+                }),
+                ttl_ms: 2_000,
+            })
+            .await
+            .expect("lease grant")
+            .into_inner()
+            .lease_id;
+        let started = tokio::time::Instant::now();
+        let held = pb::AcquireRequest {
+            header: Some(pb::RequestHeader {
+                client_id: 1,
+                request_id: 2,
+                acked_request_id: 0,
+            }),
+            ttl_ms: 0,
+            lease_id: session,
+            ..request(1, "job", 0, D)
+        };
+        let (first, _held) = open(&mut lock, held).await.expect("acquire");
+        let pb::acquire_response::Event::Granted(g) = first else {
+            panic!("expected a grant, got {first:?}")
+        };
+        assert_eq!((g.lease_id, g.max_hold_ms), (session, D));
+        let (queued, mut waiting) = open(&mut lock, request(2, "job", 30_000, 0))
+            .await
+            .expect("queue");
+        assert!(
+            matches!(queued, pb::acquire_response::Event::Queued(_)),
+            "{queued:?}"
+        );
+        // Renew the session until the waiter is granted (and after).
+        let mut renewer = LockClient::new(channel);
+        let renewing = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(200));
+            for sequence in 1.. {
+                tick.tick().await;
+                let r = renewer
+                    .renew(pb::RenewRequest {
+                        lease_id: session,
+                        client_id: 1,
+                        sequence,
+                    })
+                    .await;
+                if let Err(e) = r {
+                    return Err((sequence, e));
+                }
+            }
+            Ok(())
+        });
+        let next = tokio::time::timeout(Duration::from_millis(D + E + 2_000), async {
+            loop {
+                match waiting.next().await {
+                    Some(Ok(pb::AcquireResponse {
+                        event: Some(pb::acquire_response::Event::Granted(n)),
+                    })) => return n,
+                    Some(Ok(_)) => continue,
+                    other => panic!("the waiter's stream ended: {other:?}"),
+                }
+            }
+        })
+        .await
+        .expect("the waiter is granted within D + E");
+        let held_for = started.elapsed();
+        assert!(next.fencing_token > g.fencing_token, "S2");
+        assert_eq!(next.max_hold_ms, 0, "the waiter asked for no max-hold");
+        assert!(
+            held_for >= Duration::from_millis(D),
+            "ended after {held_for:?}, before its max-hold"
+        );
+        assert!(
+            held_for <= Duration::from_millis(D + E),
+            "ended after {held_for:?}, later than D + E"
+        );
+        // The session lives on: only the grant ended.
+        assert!(!renewing.is_finished(), "a renewal failed: {renewing:?}");
+        renewing.abort();
+        let ttl = leases
+            .lease_time_to_live(pb::LeaseTimeToLiveRequest { lease_id: session })
+            .await
+            .expect("time to live")
+            .into_inner();
+        assert!(ttl.ttl_remaining_ms > 0 && ttl.locks.is_empty(), "{ttl:?}");
+    }
+
+    // "What bad input gets" (docs/semantics.md "Max-hold"): a max-hold under
+    // 1 s, over 24 h, with a wait as long, or on a multi-lock is refused
+    // with InvalidArgument naming the field and the limit; nothing is held.
+    #[tokio::test]
+    async fn bad_max_holds_are_refused_naming_the_field() {
+        let t = TestNode::start(Setup::default()).await;
+        let mut lock = LockClient::new(serve_node(t.node.clone()).await);
+        let cases = [
+            (request(1, "r", 0, 999), "max_hold_ms", "1000"),
+            (request(2, "r", 0, 86_400_001), "max_hold_ms", "86400000"),
+            (request(3, "r", 5_000, 5_000), "wait_timeout_ms", "5000"),
+            (
+                pb::AcquireRequest {
+                    resource: String::new(),
+                    resources: vec!["a".into(), "b".into()],
+                    ..request(4, "", 0, 5_000)
+                },
+                "max_hold_ms",
+                "multi-lock",
+            ),
+        ];
+        for (r, field, limit) in cases {
+            let e = open(&mut lock, r).await.expect_err("refused");
+            assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+            assert!(e.message().contains(field), "{}", e.message());
+            assert!(e.message().contains(limit), "{}", e.message());
+        }
+        // Nothing was held: a try-lock of each name is granted.
+        for (client, name) in [(10, "r"), (11, "a"), (12, "b")] {
+            let (e, _) = open(&mut lock, request(client, name, 0, 0))
+                .await
+                .expect("try-lock");
+            assert!(
+                matches!(e, pb::acquire_response::Event::Granted(_)),
+                "{e:?}"
+            );
+        }
+    }
+}

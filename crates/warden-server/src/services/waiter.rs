@@ -209,12 +209,14 @@ pub(super) async fn follow_waiter(
                 kind,
                 mode,
                 grants,
+                max_hold_ms,
             } => {
                 let detail = GrantDetail {
                     ttl_ms,
                     log_index: grant_index,
                     slot,
                     mode: wire_mode(kind, mode),
+                    max_hold_ms,
                 };
                 let msg = with_grants(granted(resource, lease_id, fencing_token, detail), &grants);
                 node.metrics()

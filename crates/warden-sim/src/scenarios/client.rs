@@ -51,6 +51,7 @@ pub fn waiting(ttl: Duration, wait: Duration) -> AcquireOptions {
         wait,
         lock_delay: Duration::ZERO,
         kind: warden_client::GrantKind::Mutex,
+        max_hold: None,
     }
 }
 

@@ -231,6 +231,7 @@ fn on_lease(lease_id: u64, wait: Duration) -> AcquireOptions {
         wait,
         lock_delay: Duration::ZERO,
         kind: warden_client::GrantKind::Mutex,
+        max_hold: None,
     }
 }
 

@@ -16,6 +16,10 @@ use warden_client::{
 
 use crate::harness::Cluster;
 
+/// E with the default timing (promotion grace + checkpoint interval + max
+/// election timeout; see cluster.rs).
+const E: Duration = Duration::from_millis(2_500);
+
 async fn client(cluster: &Cluster) -> Client {
     crate::harness::client_of(cluster.endpoints().split(',').map(str::to_owned).collect()).await
 }
@@ -521,5 +525,82 @@ async fn cli_multi_lock() {
     assert!(
         items[1].1 > items[0].1,
         "a fresh token each, in order: {line}"
+    );
+}
+
+/// Max-hold (docs/semantics.md "Max-hold"; asked for in CURATOR-28): a grant
+/// with a max-hold of 2 s whose session keeps renewing is freed no later
+/// than 2 s + E after its acquire was sent and no earlier than the 2 s
+/// (less the clock-rate drift), the waiter gets it with a larger token, the
+/// guard says it ran out while the session stays valid — across a leader
+/// kill right after the grant; the CLI refuses a max-hold outside 1 s ..=
+/// 24 h, or a wait as long as it, naming the flag.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_hold_ends_a_renewing_holder() {
+    let mut cluster = Cluster::start(3, &[]).await;
+    let c = client(&cluster).await;
+    let holder = c.session(Duration::from_secs(10)).await.expect("session");
+    let waiter = c.session(Duration::from_secs(10)).await.expect("session");
+    let max_hold = Duration::from_secs(2);
+    let sent = Instant::now();
+    let guard = holder
+        .lock_with(
+            "capped",
+            warden_client::LockOptions {
+                wait: Some(Duration::from_secs(1)),
+                lock_delay: Duration::ZERO,
+                max_hold: Some(max_hold),
+            },
+        )
+        .await
+        .expect("lock_with")
+        .expect("granted");
+    assert!(guard.valid_until() <= holder.valid_until());
+    assert!(guard.max_hold_until().is_some());
+    let w = waiter.clone();
+    let mut next = tokio::spawn(async move { w.lock("capped").await });
+    until_status(
+        &c,
+        "capped",
+        Duration::from_secs(5),
+        "the waiter queued",
+        |s| s.waiters == 1,
+    )
+    .await;
+    kill_leader(&mut cluster).await;
+    let handed = granted(&mut next, Duration::from_secs(15)).await;
+    let took = sent.elapsed();
+    assert!(
+        took >= Duration::from_millis(1_900) && took <= max_hold + E + Duration::from_millis(500),
+        "freed {took:?} after the acquire's send (max-hold {max_hold:?}, E {E:?})"
+    );
+    assert!(handed.fencing_token() > guard.fencing_token());
+    assert!(
+        matches!(guard.check(), Err(warden_client::Lost::MaxHold { .. })),
+        "the old guard says its max-hold ran out: {:?}",
+        guard.check()
+    );
+    holder.check().expect("the session itself is still valid");
+    // Bad input, refused before anything is sent.
+    let (code, _, err) = cluster.cli(&["acquire", "c2", "--ttl", "30s", "--max-hold", "500ms"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("--max-hold") && err.contains("24h"), "{err}");
+    let (code, _, err) = cluster.cli(&[
+        "acquire",
+        "c2",
+        "--ttl",
+        "30s",
+        "--max-hold",
+        "2s",
+        "--wait",
+        "2s",
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("--wait"), "{err}");
+    let (code, j, err) = cluster.cli(&["acquire", "c2", "--ttl", "30s", "--max-hold", "2s"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        j["valid_for_ms"].as_u64().expect("valid_for_ms") < 2_000,
+        "{j}"
     );
 }

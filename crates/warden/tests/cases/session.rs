@@ -396,6 +396,7 @@ async fn session_lock_with_asks_for_a_lock_delay() {
     let options = LockOptions {
         wait: Some(Duration::from_secs(5)),
         lock_delay: delay,
+        max_hold: None,
     };
     let delayed = session
         .lock_with("ld/delayed", options)
@@ -410,6 +411,7 @@ async fn session_lock_with_asks_for_a_lock_delay() {
             LockOptions {
                 wait: Some(Duration::from_millis(200)),
                 lock_delay: Duration::ZERO,
+                max_hold: None,
             },
         )
         .await

@@ -319,6 +319,7 @@ class AcquireRequest(_message.Message):
     MODE_FIELD_NUMBER: _builtins.int
     LIMIT_FIELD_NUMBER: _builtins.int
     RESOURCES_FIELD_NUMBER: _builtins.int
+    MAX_HOLD_MS_FIELD_NUMBER: _builtins.int
     resource: _builtins.str
     """1..=512 bytes of UTF-8, no NUL or control characters."""
     ttl_ms: _builtins.int
@@ -346,6 +347,17 @@ class AcquireRequest(_message.Message):
     """> 0: take one permit of a semaphore of this many permits (1..=10000,
     mode left unspecified). Another limit than the resource's current one
     is refused with FAILED_PRECONDITION (field "limit").
+    """
+    max_hold_ms: _builtins.int
+    """> 0: a max-hold (docs/semantics.md "Max-hold"): the grant ends no
+    later than this many milliseconds after it was made, however often its
+    lease is renewed (reason "max_hold", an involuntary loss: lock-delay
+    applies, then the next waiter is granted). 1000..=86400000, and above
+    wait_timeout_ms; otherwise INVALID_ARGUMENT (field "max_hold_ms" or
+    "wait_timeout_ms") naming the limit. Any kind; refused on a multi-lock
+    (INVALID_ARGUMENT, field "max_hold_ms"). Refused with
+    FAILED_PRECONDITION (field "max_hold_ms") until every member reads log
+    format 7. 0 = none (what every older client sends).
     """
     @_builtins.property
     def header(self) -> Global___RequestHeader: ...
@@ -376,10 +388,11 @@ class AcquireRequest(_message.Message):
         mode: Global___LockMode.ValueType = ...,
         limit: _builtins.int = ...,
         resources: _abc.Iterable[_builtins.str] | None = ...,
+        max_hold_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["header", b"header"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["header", b"header", "lease_id", b"lease_id", "limit", b"limit", "lock_delay_ms", b"lock_delay_ms", "mode", b"mode", "resource", b"resource", "resources", b"resources", "ttl_ms", b"ttl_ms", "wait_timeout_ms", b"wait_timeout_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["header", b"header", "lease_id", b"lease_id", "limit", b"limit", "lock_delay_ms", b"lock_delay_ms", "max_hold_ms", b"max_hold_ms", "mode", b"mode", "resource", b"resource", "resources", b"resources", "ttl_ms", b"ttl_ms", "wait_timeout_ms", b"wait_timeout_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -470,6 +483,7 @@ class Granted(_message.Message):
     SLOT_FIELD_NUMBER: _builtins.int
     MODE_FIELD_NUMBER: _builtins.int
     GRANTS_FIELD_NUMBER: _builtins.int
+    MAX_HOLD_MS_FIELD_NUMBER: _builtins.int
     resource: _builtins.str
     lease_id: _builtins.int
     fencing_token: _builtins.int
@@ -484,6 +498,11 @@ class Granted(_message.Message):
     """
     mode: Global___LockMode.ValueType
     """The mode asked for (UNSPECIFIED for a mutex or a permit)."""
+    max_hold_ms: _builtins.int
+    """The grant's max-hold in milliseconds (0 = none): the client takes the
+    grant as valid until at most its acquire's send time + max_hold_ms *
+    (1 - 2 rho) - margin (docs/semantics.md "Max-hold").
+    """
     @_builtins.property
     def grants(self) -> _containers.RepeatedCompositeFieldContainer[Global___ResourceToken]:
         """A multi-lock's grant: every resource with its own token, in the
@@ -502,10 +521,11 @@ class Granted(_message.Message):
         slot: _builtins.int | None = ...,
         mode: Global___LockMode.ValueType = ...,
         grants: _abc.Iterable[Global___ResourceToken] | None = ...,
+        max_hold_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_slot", b"_slot", "slot", b"slot"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_slot", b"_slot", "fencing_token", b"fencing_token", "grants", b"grants", "lease_id", b"lease_id", "log_index", b"log_index", "mode", b"mode", "resource", b"resource", "slot", b"slot", "ttl_ms", b"ttl_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_slot", b"_slot", "fencing_token", b"fencing_token", "grants", b"grants", "lease_id", b"lease_id", "log_index", b"log_index", "max_hold_ms", b"max_hold_ms", "mode", b"mode", "resource", b"resource", "slot", b"slot", "ttl_ms", b"ttl_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__slot: _TypeAlias = _typing.Literal["slot"]  # noqa: Y015
     _WhichOneofArgType__slot: _TypeAlias = _typing.Literal["_slot", b"_slot"]  # noqa: Y015

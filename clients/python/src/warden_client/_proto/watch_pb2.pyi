@@ -67,7 +67,8 @@ class WatchEvent(_message.Message):
     """One of: granted, released, expired, revoked, queued, cancelled (a waiter
     left the queue: its wait timed out or its lease ended), forced,
     lock_delay_ended, proclaimed (a lease published a value: token 0 for a
-    candidate, the grant's token for a holder).
+    candidate, the grant's token for a holder), max_hold (the grant's
+    max-hold ran out: docs/semantics.md "Max-hold").
     """
     lease_id: _builtins.int
     """The lease concerned; 0 when none (lock_delay_ended)."""
