@@ -71,6 +71,7 @@ async fn kill_leader(cluster: &mut Cluster) {
     cluster.wait_leader(Duration::from_secs(20)).await;
 }
 
+/// conformance: C14-semaphore-permits-in-slots.
 /// Lock kinds, semaphore (docs/semantics.md "Lock kinds", S1, S2, S8): a
 /// semaphore of 3 with 5 clients never has more than 3 holders, each in its
 /// own slot with a fresh fencing token; the two that must wait are granted
@@ -170,6 +171,7 @@ async fn semaphore_of_three_with_five_clients() {
     assert_eq!(slots, [Some(0), Some(1), Some(2)]);
 }
 
+/// conformance: C15-readers-share-writer-waits.
 /// Lock kinds, read-write (docs/semantics.md "Lock kinds", S1, S2, S8):
 /// readers share; a writer queued behind them stops a later reader from
 /// overtaking it; when the readers release, the writer is granted alone with
@@ -393,6 +395,7 @@ async fn cli_semaphore_and_shared_grants() {
     );
 }
 
+/// conformance: C16-multi-lock-all-or-none.
 /// Multi-locks (docs/semantics.md "Multi-locks", S1, S2, S8; the deadlock
 /// of two clients taking the same locks in opposite orders, which Curator's
 /// `InterProcessMultiLock` leaves to the caller): two sessions loop taking
@@ -528,6 +531,7 @@ async fn cli_multi_lock() {
     );
 }
 
+/// conformance: C17-max-hold-ends-a-renewed-grant.
 /// Max-hold (docs/semantics.md "Max-hold"; asked for in CURATOR-28): a grant
 /// with a max-hold of 2 s whose session keeps renewing is freed no later
 /// than 2 s + E after its acquire was sent and no earlier than the 2 s
