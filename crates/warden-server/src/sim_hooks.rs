@@ -93,6 +93,10 @@ pub struct BugSwitches {
     /// (`LockTable::inject_readers_overtake_writers`; breaks the
     /// simulator's FIFO checker).
     pub readers_overtake_writers: bool,
+    /// A multi-lock applies as an acquire of its first resource only, so a
+    /// multi-lock is granted in part (docs/semantics.md "Multi-locks";
+    /// breaks the simulator's MULTI checker).
+    pub multi_grant_first_only: bool,
 }
 
 /// Simulator-only observer of a node's state machine.
@@ -148,6 +152,13 @@ pub(crate) fn buggy_command(
         );
     }
     let mut cmd = cmd.clone();
+    if bugs.multi_grant_first_only {
+        let inner = unwrapped_mut(&mut cmd);
+        if let Command::AcquireMulti(m) = inner {
+            let first = m.acquire.clone();
+            *inner = Command::Acquire(first);
+        }
+    }
     if let Command::AcquireKind(k) = unwrapped_mut(&mut cmd) {
         match (&mut k.kind, k.mode) {
             (LockKind::Semaphore { limit }, _) if bugs.semaphore_limit_plus_one => {

@@ -20,7 +20,7 @@ pub struct Bugs {
 type SwitchOn = fn(&mut Bugs);
 
 /// Each `--inject-bug` name and the switch it turns on.
-const SWITCHES: [(&str, SwitchOn); 12] = [
+const SWITCHES: [(&str, SwitchOn); 13] = [
     ("full-ttl-reset-at-election", |b| {
         b.server.full_ttl_reset_at_election = true
     }),
@@ -54,6 +54,9 @@ const SWITCHES: [(&str, SwitchOn); 12] = [
     }),
     ("readers-overtake-writers", |b| {
         b.server.readers_overtake_writers = true
+    }),
+    ("multi-grant-first-only", |b| {
+        b.server.multi_grant_first_only = true
     }),
 ];
 
@@ -118,6 +121,6 @@ mod tests {
             assert!(!seen.contains(&bugs), "{name} repeats another switch");
             seen.push(bugs);
         }
-        assert_eq!(seen.len(), 12);
+        assert_eq!(seen.len(), 13);
     }
 }

@@ -38,6 +38,7 @@ const FOLDERS: &[(&str, &[(&str, u32)])] = &[
             ("s7_exactly_once", 1),
             ("s8_clean_waiters", 1),
             ("semaphore", 1),
+            ("multi", 1),
             ("mod", 2),
         ],
     ),

@@ -22,6 +22,7 @@
 //! | `lease_owners.rs` | OWNERS: no command of principal P changes a lease of principal Q (docs/security.md "Leases have owners") |
 //! | `s7_exactly_once.rs` | S7: a request executes at most once per node |
 //! | `s8_clean_waiters.rs` | S8: no hand-off to a lease the proposing leader saw as due |
+//! | `multi.rs` | MULTI: a multi-lock is granted whole (every resource, one token each, by one entry) or not at all |
 //! | `fifo.rs` | FIFO: no grant overtakes a waiter queued before it (readers behind a writer, permits in enqueue order) |
 //! | `l2_bounded_extension.rs` | L2: a lease is gone by its last renew + TTL + E (+ time without a quorum) |
 
@@ -34,6 +35,7 @@ mod fence;
 mod fifo;
 mod l2_bounded_extension;
 mod lease_owners;
+mod multi;
 mod read_write;
 mod s1_exclusion;
 mod s2_fencing;
@@ -70,6 +72,7 @@ pub fn all(bounds: Bounds) -> Vec<Box<dyn Checker>> {
         Box::new(s1_exclusion::Exclusion::default()),
         Box::new(semaphore::Semaphore::default()),
         Box::new(read_write::ReadWrite::default()),
+        Box::new(multi::Multi),
         Box::new(s3_durability::Durability::default()),
         Box::new(s7_exactly_once::ExactlyOnce::default()),
         Box::new(s8_clean_waiters::CleanWaiters::new(bounds.s8_slack)),
@@ -108,6 +111,7 @@ mod tests {
                 "S1",
                 "SEMAPHORE",
                 "RW",
+                "MULTI",
                 "S3",
                 "S7",
                 "S8",

@@ -4,8 +4,10 @@
 //! and 3–5 workers acquire it as that kind asks (readers and writers mixed
 //! on a read-write lock, one permit each on a semaphore), renew, write to
 //! the fenced resource under their kind's rule (a permit with its slot, a
-//! reader as shared), pause past their TTL or walk away, and release; the
-//! faults are drawn from the seed as for `random`. After the heal the
+//! reader as shared), pause past their TTL or walk away, and release; two
+//! more clients take `m0` and `m1` together as a multi-lock, in opposite
+//! orders (docs/semantics.md "Multi-locks"); the faults are drawn from the
+//! seed as for `random`. After the heal the
 //! healer must acquire every resource as its kind (L1) and renew and
 //! release (L3).
 
@@ -78,6 +80,20 @@ fn spawn(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
             s.seed.wrapping_add(1000 + c),
         );
     }
+    // Two more clients take two resources of their own together, as a
+    // multi-lock, in opposite orders (docs/semantics.md "Multi-locks").
+    for (c, order) in [["m0", "m1"], ["m1", "m0"]].into_iter().enumerate() {
+        let name = format!("multi{c}");
+        let clock = random_clock(s.rng, 200 + c as u64);
+        spawn_multi_worker(
+            sim,
+            s.world.client(&name, clock),
+            s.endpoints.clone(),
+            order.map(str::to_owned).to_vec(),
+            s.fault_end,
+            s.seed.wrapping_add(2000 + c as u64),
+        );
+    }
     // The healer takes a read-write lock as a writer (the whole resource).
     let healer_kinds = kinds
         .iter()
@@ -99,6 +115,54 @@ fn spawn(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
         s.healer_done.clone(),
         healer_kinds,
     );
+}
+
+/// A multi-lock worker until global time `until`: takes `resources`
+/// together (a try or a queued wait, drawn from `seed`), holds them a
+/// moment and releases them by naming the first. The MULTI checker judges
+/// its grants; it writes nothing to the fence.
+fn spawn_multi_worker(
+    sim: &mut turmoil::Sim<'_>,
+    ctx: ClientCtx,
+    endpoints: Vec<String>,
+    resources: Vec<String>,
+    until: Duration,
+    seed: u64,
+) {
+    sim.client(ctx.name.clone(), async move {
+        let mut rng = StdRng::seed_from_u64(seed);
+        sleep(Duration::from_millis(rng.random_range(500..1500))).await;
+        ctx.roles.wait().await;
+        let client = Client::connect(endpoints, crate::env::client_options()).await?;
+        while global_now() < until {
+            let ttl = Duration::from_millis(rng.random_range(1_500..4_000));
+            let wait = if rng.random_bool(0.4) {
+                Duration::ZERO
+            } else {
+                Duration::from_millis(rng.random_range(500..3_000))
+            };
+            let granted = client
+                .acquire_all(resources.clone(), waiting(ttl, wait))
+                .await;
+            if let Ok(warden_client::AcquireResult::Granted {
+                lease_id, grants, ..
+            }) = granted
+            {
+                sleep(Duration::from_millis(rng.random_range(100..800))).await;
+                if let Some(first) = grants.first() {
+                    let _ = client
+                        .release(
+                            lease_id,
+                            Some(first.resource.clone()),
+                            Some(first.fencing_token),
+                        )
+                        .await;
+                }
+            }
+            sleep(Duration::from_millis(rng.random_range(50..400))).await;
+        }
+        Ok(())
+    });
 }
 
 /// One worker, drawing from `seed` until global time `until`: acquire a
