@@ -2,7 +2,7 @@
 # The Go client's CI step, for .ci/run (after the Rust build, so that the
 # warden binary exists): checks that wardenpb/ is what the proto generates,
 # then `go vet ./...` and `go test -p 1 ./...` (unit tests and conformance
-# C01-C13 against real three-node clusters started from WARDEN_BIN, one
+# C01-C17 against real three-node clusters started from WARDEN_BIN, one
 # package at a time so that no two clusters run at once).
 #
 # Needs: Go (the version go.mod names; GOTOOLCHAIN may fetch it), the Go

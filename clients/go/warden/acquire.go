@@ -35,6 +35,48 @@ type AcquireOptions struct {
 	// Called with each queue position report (from the goroutine running
 	// the acquire; keep it short).
 	OnQueued func(Queued)
+	// The lock's kind and the grant's mode (docs/semantics.md "Lock
+	// kinds"): ModeShared / ModeExclusive for a read-write lock; with Limit
+	// > 0 and Mode unset, one permit of a semaphore of Limit; both unset, a
+	// mutex. A resource keeps one kind while anything is on it: another is
+	// refused with KindFailedPrecondition, its message naming "kind" or
+	// "limit" and the current kind.
+	Mode  LockMode
+	Limit uint32
+	// A multi-lock (docs/semantics.md "Multi-locks"): these resources, all
+	// granted in one entry with a fencing token each, or none. The
+	// resource argument is then "" or the first of them; Mode and Limit
+	// stay unset.
+	Resources []string
+	// The grant ends no later than this after it was granted, however
+	// often its lease is renewed (docs/semantics.md "Max-hold"); 0 = none.
+	// 1 s ..= 24 h and longer than Wait; not on a multi-lock.
+	MaxHold time.Duration
+
+	// Set by WithWait: the session's lock calls make one acquire bounded
+	// by Wait instead of waiting until ctx ends.
+	waitSet bool
+}
+
+// LockMode is how a grant holds its resource.
+type LockMode = wardenpb.LockMode
+
+// The modes (wardenpb.LockMode).
+const (
+	// A mutex, or a semaphore permit when Limit > 0.
+	ModeUnspecified = wardenpb.LockMode_LOCK_MODE_UNSPECIFIED
+	// A read-write lock's reader: beside other readers, never beside a
+	// writer.
+	ModeShared = wardenpb.LockMode_LOCK_MODE_SHARED
+	// A read-write lock's writer: alone.
+	ModeExclusive = wardenpb.LockMode_LOCK_MODE_EXCLUSIVE
+)
+
+// ResourceToken is one resource of a multi-lock's grant with its fencing
+// token.
+type ResourceToken struct {
+	Resource     string
+	FencingToken uint64
 }
 
 // Queued is a queue position report of a waiting acquire.
@@ -53,6 +95,18 @@ type Grant struct {
 	TTL time.Duration
 	// Log index of the entry that made the grant.
 	LogIndex uint64
+	// A semaphore permit's slot in 0..Limit (HasSlot true); the resource's
+	// fence checks a permit's token per (resource, slot).
+	Slot    uint32
+	HasSlot bool
+	// The mode asked for (ModeUnspecified for a mutex or a permit).
+	Mode LockMode
+	// A multi-lock's grant: every resource with its own token, in the
+	// order asked (the first is also Resource and FencingToken). Empty
+	// for a single resource.
+	Grants []ResourceToken
+	// The grant's max-hold (0 = none).
+	MaxHold time.Duration
 }
 
 // Acquire takes resource on a new lease (opts.TTL) or an existing one
@@ -73,8 +127,11 @@ type Grant struct {
 // node answered within Options.CallTimeout), also that failure: the waiter
 // then stays queued until its wait ends or its lease does.
 //
-// Errors: KindInvalidArgument naming the field (resource, ttl_ms,
-// wait_timeout_ms, lock_delay_ms); KindNotFound for an unknown lease;
+// Errors: KindInvalidArgument naming the field (resource, resources,
+// ttl_ms, wait_timeout_ms, lock_delay_ms, max_hold_ms);
+// KindFailedPrecondition, its message naming "kind", "limit" or "resources", when the
+// kind asked is not the resource's, or the lease already holds or waits on
+// one of a multi-lock's resources; KindNotFound for an unknown lease;
 // KindPermissionDenied; KindNoQuorum / KindUnavailable once the wait plus
 // Options.CallTimeout has passed; KindRequestExpired.
 func (c *Client) Acquire(ctx context.Context, resource string, opts AcquireOptions) (*Grant, error) {
@@ -84,6 +141,9 @@ func (c *Client) Acquire(ctx context.Context, resource string, opts AcquireOptio
 // acquire: renewWhileWaiting false when the caller keeps the lease alive
 // itself (a session).
 func (c *Client) acquire(ctx context.Context, resource string, opts AcquireOptions, renewWhileWaiting bool) (*Grant, error) {
+	if opts.MaxHold < 0 {
+		return nil, &Error{Kind: KindInvalidArgument, Field: "max_hold_ms", Message: "max_hold_ms: the max-hold must not be negative"}
+	}
 	if opts.Wait < 0 {
 		return nil, &Error{Kind: KindInvalidArgument, Field: "wait_timeout_ms", Message: "wait_timeout_ms: the wait must not be negative"}
 	}
@@ -98,6 +158,15 @@ func (c *Client) acquire(ctx context.Context, resource string, opts AcquireOptio
 		LeaseId:       opts.LeaseID,
 		WaitTimeoutMs: ms(opts.Wait),
 		LockDelayMs:   ms(opts.LockDelay),
+		Mode:          opts.Mode,
+		Limit:         opts.Limit,
+		Resources:     opts.Resources,
+		MaxHoldMs:     ms(opts.MaxHold),
+	}
+	if resource == "" && len(opts.Resources) > 0 {
+		// The cancel of a multi-lock's wait names its first resource.
+		resource = opts.Resources[0]
+		msg.Resource = resource
 	}
 	if opts.LeaseID == 0 {
 		msg.TtlMs = ms(opts.TTL)
@@ -180,9 +249,7 @@ func (c *Client) acquireAttempt(ctx context.Context, conn *grpc.ClientConn, msg 
 		case *wardenpb.AcquireResponse_Queued:
 			onQueued(Queued{Position: ev.Queued.GetPosition(), LeaseID: ev.Queued.GetLeaseId()})
 		case *wardenpb.AcquireResponse_Granted:
-			g := ev.Granted
-			return &Grant{Resource: g.GetResource(), LeaseID: g.GetLeaseId(), FencingToken: g.GetFencingToken(),
-				TTL: fromMS(g.GetTtlMs()), LogIndex: g.GetLogIndex()}, nil, nil
+			return grantFrom(ev.Granted), nil, nil
 		case *wardenpb.AcquireResponse_NotGranted:
 			n := ev.NotGranted
 			return nil, &NotGrantedError{Resource: n.GetResource(), Reason: NotGrantedReason(n.GetReason()),
@@ -216,4 +283,16 @@ func (c *Client) keepWaitingLeaseAlive(ctx context.Context, leaseID uint64, ttl 
 			period = c.opts.BackoffCap
 		}
 	}
+}
+
+func grantFrom(g *wardenpb.Granted) *Grant {
+	out := &Grant{Resource: g.GetResource(), LeaseID: g.GetLeaseId(), FencingToken: g.GetFencingToken(),
+		TTL: fromMS(g.GetTtlMs()), LogIndex: g.GetLogIndex(), Mode: g.GetMode(), MaxHold: fromMS(g.GetMaxHoldMs())}
+	if g.Slot != nil {
+		out.Slot, out.HasSlot = g.GetSlot(), true
+	}
+	for _, rt := range g.GetGrants() {
+		out.Grants = append(out.Grants, ResourceToken{Resource: rt.GetResource(), FencingToken: rt.GetFencingToken()})
+	}
+	return out
 }

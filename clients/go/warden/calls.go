@@ -19,13 +19,29 @@ type Holder struct {
 	TTL          time.Duration
 	// The value the holding lease published on the resource ("" if none).
 	Value string
+	// ModeShared for a reader, ModeExclusive for a writer, ModeUnspecified
+	// for a mutex's holder or a permit.
+	Mode LockMode
+	// A permit's slot (HasSlot true).
+	Slot    uint32
+	HasSlot bool
 }
 
 // ResourceStatus is a linearizable read of one resource.
 type ResourceStatus struct {
 	Resource string
-	// nil when the resource is free.
+	// The exclusive holder (a mutex's, or a read-write lock's writer); nil
+	// when the resource is free or held by readers or permits (see
+	// Holders).
 	Holder *Holder
+	// Every holder: the exclusive one, or every reader or permit, by
+	// lease id.
+	Holders []Holder
+	// "mutex", "read_write" or "semaphore" while anything is on the
+	// resource; "" when it is free.
+	Kind string
+	// A semaphore's number of permits; 0 for the other kinds.
+	Limit uint32
 	// Waiters queued on the resource.
 	Waiters uint64
 	// The log index the read was served at.
@@ -112,12 +128,14 @@ func (c *Client) Status(ctx context.Context, resource string) (*ResourceStatus, 
 		if err != nil {
 			return err
 		}
-		out = &ResourceStatus{Resource: r.GetResource(), Waiters: r.GetWaiters(), ReadIndex: r.GetReadIndex()}
+		out = &ResourceStatus{Resource: r.GetResource(), Waiters: r.GetWaiters(), ReadIndex: r.GetReadIndex(),
+			Kind: r.GetKind(), Limit: r.GetLimit()}
 		if h := r.GetHolder(); h != nil {
-			out.Holder = &Holder{
-				LeaseID: h.GetLeaseId(), FencingToken: h.GetFencingToken(),
-				TTLRemaining: fromMS(h.GetTtlRemainingMs()), TTL: fromMS(h.GetTtlMs()), Value: h.GetValue(),
-			}
+			hh := holderFrom(h)
+			out.Holder = &hh
+		}
+		for _, h := range r.GetHolders() {
+			out.Holders = append(out.Holders, holderFrom(h))
 		}
 		return nil
 	})
@@ -312,4 +330,16 @@ func (c *Client) List(ctx context.Context, prefix string) ([]ListedLock, error) 
 		return nil
 	})
 	return out, err
+}
+
+func holderFrom(h *wardenpb.Holder) Holder {
+	out := Holder{
+		LeaseID: h.GetLeaseId(), FencingToken: h.GetFencingToken(),
+		TTLRemaining: fromMS(h.GetTtlRemainingMs()), TTL: fromMS(h.GetTtlMs()), Value: h.GetValue(),
+		Mode: h.GetMode(),
+	}
+	if h.Slot != nil {
+		out.Slot, out.HasSlot = h.GetSlot(), true
+	}
+	return out
 }

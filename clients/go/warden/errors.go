@@ -165,6 +165,10 @@ const (
 	// applied (its outcome "preempted"): the acquire is refused when it
 	// does. Seen only by an acquire whose caller had abandoned it.
 	ReasonCancelled NotGrantedReason = "cancelled"
+	// A try-lock on a free resource whose queue's head is a multi-lock
+	// still waiting for its other resources (docs/semantics.md
+	// "Multi-locks").
+	ReasonReserved NotGrantedReason = "reserved"
 )
 
 // NotGrantedError is an acquire the server refused because of the
@@ -198,6 +202,7 @@ var (
 	ErrHeld        = &NotGrantedError{Reason: ReasonHeld}
 	ErrLockDelay   = &NotGrantedError{Reason: ReasonLockDelay}
 	ErrWaitTimeout = &NotGrantedError{Reason: ReasonWaitTimeout}
+	ErrReserved    = &NotGrantedError{Reason: ReasonReserved}
 )
 
 // CompactedError: a watch asked for an index below the node's retained

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,6 +40,10 @@ type fakeNode struct {
 	onKeepAlive func(req *wardenpb.LeaseKeepAliveRequest) (*wardenpb.LeaseKeepAliveResponse, bool)
 	// Headers of every Acquire received.
 	acquires []*wardenpb.RequestHeader
+	// Every Acquire request received.
+	acquireReqs []*wardenpb.AcquireRequest
+	// Answers an Acquire with one final message (nil: queue it forever).
+	onAcquire func(req *wardenpb.AcquireRequest) *wardenpb.AcquireResponse
 	// CancelWait requests: (header, acquire_request_id, resource).
 	cancels []cancelSeen
 	// Principal (client certificate common name) of each Status call.
@@ -125,7 +130,12 @@ func (n *fakeNode) Status(ctx context.Context, req *wardenpb.StatusRequest) (*wa
 func (n *fakeNode) Acquire(req *wardenpb.AcquireRequest, st grpc.ServerStreamingServer[wardenpb.AcquireResponse]) error {
 	n.mu.Lock()
 	n.acquires = append(n.acquires, proto.Clone(req.GetHeader()).(*wardenpb.RequestHeader))
+	n.acquireReqs = append(n.acquireReqs, proto.Clone(req).(*wardenpb.AcquireRequest))
+	answer := n.onAcquire
 	n.mu.Unlock()
+	if answer != nil {
+		return st.Send(answer(req))
+	}
 	if err := st.Send(&wardenpb.AcquireResponse{Event: &wardenpb.AcquireResponse_Queued{Queued: &wardenpb.Queued{Position: 1, LeaseId: req.GetLeaseId()}}}); err != nil {
 		return err
 	}
@@ -387,5 +397,124 @@ func TestPublishedWindowAndElectionPrefixAreRead(t *testing.T) {
 				t.Fatalf("election prefix %q, want %q", got, tc.wantPrefix)
 			}
 		})
+	}
+}
+
+// manualClock is a session clock moved by the test.
+type manualClock struct{ now atomic.Int64 }
+
+func (c *manualClock) Now() (time.Duration, error) { return time.Duration(c.now.Load()), nil }
+
+// docs/semantics.md "Lock kinds", "Multi-locks", "Max-hold": the session's
+// lock calls put mode, limit, resources and max_hold_ms on the wire; a
+// guard reads slot, mode and tokens from the grant; with a max-hold its
+// ValidUntil is the acquire's send + Validity(max-hold), Check fails past
+// it with a MaxHoldError while the session stays valid; a waiting Lock with
+// a max-hold asks for a wait shorter than it.
+func TestLockKindsOnTheWireAndMaxHoldValidity(t *testing.T) {
+	n := startFake(t)
+	n.onKeepAlive = func(*wardenpb.LeaseKeepAliveRequest) (*wardenpb.LeaseKeepAliveResponse, bool) { return nil, false }
+	n.onAcquire = func(req *wardenpb.AcquireRequest) *wardenpb.AcquireResponse {
+		g := &wardenpb.Granted{Resource: req.GetResource(), LeaseId: req.GetLeaseId(), FencingToken: 40,
+			Mode: req.GetMode(), MaxHoldMs: req.GetMaxHoldMs()}
+		if req.GetLimit() > 0 {
+			slot := uint32(2)
+			g.Slot = &slot
+		}
+		for i, r := range req.GetResources() {
+			g.Grants = append(g.Grants, &wardenpb.ResourceToken{Resource: r, FencingToken: 40 + uint64(i)})
+		}
+		return &wardenpb.AcquireResponse{Event: &wardenpb.AcquireResponse_Granted{Granted: g}}
+	}
+	c, err := New([]string{n.addr}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	clock := &manualClock{}
+	clock.now.Store(int64(100 * time.Second))
+	ctx := context.Background()
+	s, err := c.Session(ctx, time.Hour, WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close(ctx) }()
+
+	p, err := s.Semaphore("pool", 3).TryAcquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slot, ok := p.Slot(); !ok || slot != 2 {
+		t.Fatalf("permit slot %d %v, want 2", slot, ok)
+	}
+	rd, err := s.ReadLock(ctx, "rw", WithWait(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wr, err := s.WriteLock(ctx, "rw2", WithWait(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd.Mode() != ModeShared || wr.Mode() != ModeExclusive {
+		t.Fatalf("modes %v %v", rd.Mode(), wr.Mode())
+	}
+	all, err := s.LockAll(ctx, []string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := all.Tokens(); len(got) != 2 || got[0] != (ResourceToken{"a", 40}) || got[1] != (ResourceToken{"b", 41}) || all.Resource() != "a" {
+		t.Fatalf("multi-lock tokens %+v resource %q", got, all.Resource())
+	}
+	mh, err := s.Lock(ctx, "capped", WithMaxHold(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.mu.Lock()
+	reqs := n.acquireReqs
+	n.mu.Unlock()
+	if len(reqs) != 5 {
+		t.Fatalf("%d acquires sent, want 5", len(reqs))
+	}
+	type wire struct {
+		resource  string
+		mode      LockMode
+		limit     uint32
+		resources int
+		waitMS    uint64
+		maxHoldMS uint64
+	}
+	want := []wire{
+		{"pool", ModeUnspecified, 3, 0, 0, 0},
+		{"rw", ModeShared, 0, 0, 0, 0},
+		{"rw2", ModeExclusive, 0, 0, 1000, 0},
+		{"a", ModeUnspecified, 0, 2, uint64(MaxWait / time.Millisecond), 0},
+		{"capped", ModeUnspecified, 0, 0, 1999, 2000},
+	}
+	for i, r := range reqs {
+		got := wire{r.GetResource(), r.GetMode(), r.GetLimit(), len(r.GetResources()), r.GetWaitTimeoutMs(), r.GetMaxHoldMs()}
+		if got != want[i] {
+			t.Fatalf("acquire %d on the wire %+v, want %+v", i, got, want[i])
+		}
+	}
+	until := 100*time.Second + Validity(2*time.Second)
+	if mh.ValidUntil() != until || mh.MaxHold() != 2*time.Second {
+		t.Fatalf("max-hold guard valid until %v (max-hold %v), want %v", mh.ValidUntil(), mh.MaxHold(), until)
+	}
+	if err := mh.Check(); err != nil {
+		t.Fatal(err)
+	}
+	clock.now.Store(int64(until))
+	var mhe *MaxHoldError
+	if err := mh.Check(); !errors.As(err, &mhe) || mhe.ValidUntil != until || mhe.Resource != "capped" {
+		t.Fatalf("past the max-hold: %T %v", err, err)
+	}
+	if err := s.Check(); err != nil {
+		t.Fatalf("the session must stay valid: %v", err)
+	}
+	if err := wr.Check(); err != nil || wr.ValidUntil() != s.ValidUntil() {
+		t.Fatalf("a guard without max-hold follows its session: %v, %v vs %v", err, wr.ValidUntil(), s.ValidUntil())
+	}
+	if _, err := s.LockAll(ctx, nil); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("an empty multi-lock: %v", err)
 	}
 }
