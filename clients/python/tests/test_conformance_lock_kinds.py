@@ -9,7 +9,7 @@ import itertools
 
 import pytest
 
-from harness import Cluster, boot_now, wait_for
+from harness import Cluster, boot_now, until_lock_kinds_are_served
 from warden_client import (
     FailedPreconditionError,
     HeldError,
@@ -33,27 +33,6 @@ def _named_field(error: FailedPreconditionError) -> str:
     return error.field or error.message.split(":", 1)[0]
 
 
-async def _until_every_member_reads_the_new_formats(client: aio.Client) -> None:
-    """The kinds, multi-locks and max-hold are refused (FailedPrecondition,
-    naming the log format) until every member of a freshly started cluster
-    has reported the format that carries them: wait for that with a
-    deadline, with one throw-away grant of each."""
-    async with await client.session(ttl_s=5.0) as session:
-
-        async def probe() -> bool:
-            permit = await session.semaphore("c14-format-probe", 1).try_acquire()
-            await permit.release()
-            multi = await session.lock_all(["c16-format-probe-1", "c16-format-probe-2"], wait_timeout_s=0.0)
-            await multi.release()
-            bounded = await session.try_lock("c17-format-probe", max_hold_s=60.0)
-            await bounded.release()
-            return True
-
-        await wait_for(
-            "every member reads the log formats of lock kinds, multi-locks and max-hold", probe, deadline_s=30.0
-        )
-
-
 @pytest.mark.conformance("C14-semaphore-permits-in-slots")
 async def test_c14_semaphore_permits_in_slots(cluster: Cluster) -> None:
     """conformance: C14-semaphore-permits-in-slots ("Lock kinds"): at most N
@@ -61,7 +40,7 @@ async def test_c14_semaphore_permits_in_slots(cluster: Cluster) -> None:
     a freed permit goes to the oldest waiter, in the freed slot; another
     limit or kind is refused naming the field."""
     async with cluster.client() as client:
-        await _until_every_member_reads_the_new_formats(client)
+        await until_lock_kinds_are_served(client)
         sessions = [await client.session(ttl_s=10.0) for _ in range(4)]
         s1, s2, s3, s4 = sessions
         try:
@@ -116,7 +95,7 @@ async def test_c15_readers_share_writer_waits(cluster: Cluster) -> None:
     hold together, a writer alone, in FIFO order: a reader queued behind a
     waiting writer does not overtake it."""
     async with cluster.client() as client:
-        await _until_every_member_reads_the_new_formats(client)
+        await until_lock_kinds_are_served(client)
         sessions = [await client.session(ttl_s=10.0) for _ in range(4)]
         r1, r2, r3, w = sessions
         try:
@@ -171,7 +150,7 @@ async def test_c16_multi_lock_all_or_none(cluster: Cluster) -> None:
     resources granted in one entry with a token each, or none; a release
     naming one frees all; takers in opposite orders never deadlock."""
     async with cluster.client() as a_client, cluster.client() as b_client:
-        await _until_every_member_reads_the_new_formats(a_client)
+        await until_lock_kinds_are_served(a_client)
         async with await a_client.session(ttl_s=10.0) as a, await b_client.session(ttl_s=10.0) as b:
             names = ["c16-a", "c16-b", "c16-c"]
             multi = await a.lock_all(names, wait_timeout_s=0.0)
@@ -222,7 +201,7 @@ async def test_c17_max_hold_ends_a_renewed_grant(cluster: Cluster) -> None:
     e_s = 2.5  # E with the default timing (scenarios.md)
     max_hold_s = 2.0
     async with cluster.client() as h_client, cluster.client() as w_client:
-        await _until_every_member_reads_the_new_formats(h_client)
+        await until_lock_kinds_are_served(h_client)
         async with await h_client.session(ttl_s=5.0) as h, await w_client.session(ttl_s=5.0) as w:
             sent_at = boot_now()
             held = await h.try_lock("c17-r", max_hold_s=max_hold_s)
