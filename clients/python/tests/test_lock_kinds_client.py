@@ -15,10 +15,12 @@ from warden_client import (
     Client,
     FailedPreconditionError,
     HeldError,
+    InvalidArgumentError,
     LockMode,
     LostKind,
     SessionLostError,
     WardenError,
+    aio,
     validity_s,
 )
 
@@ -153,3 +155,15 @@ async def test_cancelling_a_waiting_multi_lock_leaves_no_waiter(cluster: Cluster
             info = await client.lease_time_to_live(taker.lease_id)
             assert info.waits == () and info.locks == ()
             await held.release()
+
+
+async def test_an_empty_multi_lock_is_refused_naming_the_field(client: aio.Client) -> None:
+    """ "What bad input gets" and "Multi-locks": an empty resource list would
+    be a plain mutex acquire on the wire, so the client refuses it, naming
+    ``resources``, before sending anything."""
+    async with await client.session(ttl_s=5.0) as session:
+        with pytest.raises(InvalidArgumentError) as refused:
+            session.lock_all([])
+        assert refused.value.field == "resources"
+        info = await client.lease_time_to_live(session.lease_id)
+        assert info.waits == () and info.locks == ()

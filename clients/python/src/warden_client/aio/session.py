@@ -31,6 +31,7 @@ from .._proto import lease_pb2
 from ..clock import BOOT_CLOCK, Clock, validity_s
 from ..errors import (
     ClockError,
+    InvalidArgumentError,
     LeaseNotFoundError,
     SessionLostError,
     WardenError,
@@ -523,6 +524,9 @@ class Session:
         only if all are free now. Releasing the :class:`MultiLock` frees
         all. Waits, cancels and fails as :meth:`lock`."""
         names = list(resources)
+        if not names:
+            # An empty list on the wire is no multi-lock at all (a mutex of "").
+            raise InvalidArgumentError("resources: a multi-lock takes 1..=64 resources; got none", field="resources")
         return LockAcquire(self._lock_all(names, wait_timeout_s, on_queued))
 
     def election(self, name: str) -> Election:
