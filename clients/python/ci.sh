@@ -4,7 +4,7 @@
 # the folder with its dev extra (PyPI supplies the dependencies, grpcio-tools
 # included: no system protoc is needed), then its checks (ruff, mypy, the
 # check that regenerating the gRPC code changes nothing) and its suite with
-# plain `pytest` (unit tests and conformance C01-C13 against one real
+# plain `pytest` (unit tests and conformance C01-C17 against one real
 # three-node cluster on mutual TLS started from WARDEN_BIN). Prints how long
 # it took.
 #

@@ -421,3 +421,24 @@ class Proxy:
 def boot_now() -> float:
     """The test process's shared monotonic clock (the session clock)."""
     return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+async def until_lock_kinds_are_served(client: aio.Client) -> None:
+    """The kinds, multi-locks and max-hold are refused (FailedPrecondition,
+    naming the log format) until every member of a freshly started cluster
+    has reported the format that carries them: wait for that with a
+    deadline, with one throw-away grant of each."""
+    async with await client.session(ttl_s=5.0) as session:
+
+        async def probe() -> bool:
+            permit = await session.semaphore("c14-format-probe", 1).try_acquire()
+            await permit.release()
+            multi = await session.lock_all(["c16-format-probe-1", "c16-format-probe-2"], wait_timeout_s=0.0)
+            await multi.release()
+            bounded = await session.try_lock("c17-format-probe", max_hold_s=60.0)
+            await bounded.release()
+            return True
+
+        await wait_for(
+            "every member reads the log formats of lock kinds, multi-locks and max-hold", probe, deadline_s=30.0
+        )

@@ -68,7 +68,7 @@ from .errors import (
     WaitTimeoutError,
     WardenError,
 )
-from .sync import Client, Election, Leadership, Lock, Observer, Session, Watcher
+from .sync import Client, Election, Leadership, Lock, MultiLock, Observer, Semaphore, Session, Watcher
 from .tls import TlsOptions
 from .types import (
     CancelWaitResult,
@@ -81,6 +81,7 @@ from .types import (
     LeaseInfo,
     ListedLock,
     ListedWaiter,
+    LockMode,
     Lost,
     LostKind,
     NotGranted,
@@ -89,6 +90,7 @@ from .types import (
     ReleaseResult,
     RenewResult,
     ResourceStatus,
+    ResourceToken,
     TokenState,
     ValidateResult,
     WatchEvent,
@@ -122,8 +124,10 @@ __all__ = [
     "ListedWaiter",
     "Lock",
     "LockDelayError",
+    "LockMode",
     "Lost",
     "LostKind",
+    "MultiLock",
     "NoQuorumError",
     "NotFoundError",
     "NotGranted",
@@ -137,6 +141,8 @@ __all__ = [
     "RequestExpiredError",
     "ResourceExhaustedError",
     "ResourceStatus",
+    "ResourceToken",
+    "Semaphore",
     "Session",
     "SessionLostError",
     "StatusInfo",

@@ -34,12 +34,15 @@ from .types import (
     LeaseGrantResult,
     LeaseInfo,
     ListedLock,
+    LockMode,
     Lost,
+    LostKind,
     NotGranted,
     Queued,
     ReleaseResult,
     RenewResult,
     ResourceStatus,
+    ResourceToken,
     ValidateResult,
     WatchEvent,
 )
@@ -150,7 +153,12 @@ class Client:
         wait_timeout_s: float = 0.0,
         lock_delay_s: float = 0.0,
         on_queued: Callable[[Queued], None] | None = None,
+        mode: LockMode = LockMode.UNSPECIFIED,
+        limit: int = 0,
+        resources: Sequence[str] = (),
+        max_hold_s: float | None = None,
     ) -> Granted | NotGranted:
+        """See :meth:`warden_client.aio.Client.acquire`."""
         return self._run(
             self._aio.acquire(
                 resource,
@@ -159,6 +167,10 @@ class Client:
                 wait_timeout_s=wait_timeout_s,
                 lock_delay_s=lock_delay_s,
                 on_queued=on_queued,
+                mode=mode,
+                limit=limit,
+                resources=resources,
+                max_hold_s=max_hold_s,
             )
         )
 
@@ -293,26 +305,98 @@ class Session:
         wait_timeout_s: float | None = None,
         lock_delay_s: float = 0.0,
         on_queued: Callable[[Queued], None] | None = None,
+        max_hold_s: float | None = None,
     ) -> Lock:
         """Takes ``resource`` (waiting in the FIFO queue, at most
         ``wait_timeout_s`` if given: then WaitTimeoutError). ``with
-        session.lock("orders") as lock:`` releases it on exit."""
+        session.lock("orders") as lock:`` releases it on exit. ``max_hold_s``
+        as in :meth:`warden_client.aio.Session.lock`."""
 
         async def take() -> aio.Lock:
             return await self._aio.lock(
-                resource, wait_timeout_s=wait_timeout_s, lock_delay_s=lock_delay_s, on_queued=on_queued
+                resource,
+                wait_timeout_s=wait_timeout_s,
+                lock_delay_s=lock_delay_s,
+                on_queued=on_queued,
+                max_hold_s=max_hold_s,
             )
 
         return Lock(self, self._client._run(take()))
 
-    def try_lock(self, resource: str, *, lock_delay_s: float = 0.0) -> Lock:
+    def try_lock(self, resource: str, *, lock_delay_s: float = 0.0, max_hold_s: float | None = None) -> Lock:
         """Takes ``resource`` if free now; else HeldError (naming the holder's
         lease) or LockDelayError."""
 
         async def take() -> aio.Lock:
-            return await self._aio.try_lock(resource, lock_delay_s=lock_delay_s)
+            return await self._aio.try_lock(resource, lock_delay_s=lock_delay_s, max_hold_s=max_hold_s)
 
         return Lock(self, self._client._run(take()))
+
+    def read_lock(
+        self,
+        resource: str,
+        *,
+        wait_timeout_s: float | None = None,
+        lock_delay_s: float = 0.0,
+        on_queued: Callable[[Queued], None] | None = None,
+        max_hold_s: float | None = None,
+    ) -> Lock:
+        """A reader's (shared) grant of the read-write lock ``resource``;
+        see :meth:`warden_client.aio.Session.read_lock`."""
+
+        async def take() -> aio.Lock:
+            return await self._aio.read_lock(
+                resource,
+                wait_timeout_s=wait_timeout_s,
+                lock_delay_s=lock_delay_s,
+                on_queued=on_queued,
+                max_hold_s=max_hold_s,
+            )
+
+        return Lock(self, self._client._run(take()))
+
+    def write_lock(
+        self,
+        resource: str,
+        *,
+        wait_timeout_s: float | None = None,
+        lock_delay_s: float = 0.0,
+        on_queued: Callable[[Queued], None] | None = None,
+        max_hold_s: float | None = None,
+    ) -> Lock:
+        """The writer's (exclusive) grant of the read-write lock ``resource``;
+        see :meth:`warden_client.aio.Session.write_lock`."""
+
+        async def take() -> aio.Lock:
+            return await self._aio.write_lock(
+                resource,
+                wait_timeout_s=wait_timeout_s,
+                lock_delay_s=lock_delay_s,
+                on_queued=on_queued,
+                max_hold_s=max_hold_s,
+            )
+
+        return Lock(self, self._client._run(take()))
+
+    def semaphore(self, resource: str, limit: int) -> Semaphore:
+        """The semaphore ``resource`` of ``limit`` permits on this session;
+        see :meth:`warden_client.aio.Session.semaphore`."""
+        return Semaphore(self, self._aio.semaphore(resource, limit))
+
+    def lock_all(
+        self,
+        resources: Sequence[str],
+        *,
+        wait_timeout_s: float | None = None,
+        on_queued: Callable[[Queued], None] | None = None,
+    ) -> MultiLock:
+        """Takes ``resources`` together, all or none; see
+        :meth:`warden_client.aio.Session.lock_all`."""
+
+        async def take() -> aio.MultiLock:
+            return await self._aio.lock_all(resources, wait_timeout_s=wait_timeout_s, on_queued=on_queued)
+
+        return MultiLock(self, self._client._run(take()))
 
     def election(self, name: str) -> Election:
         return Election(self, self._aio.election(name))
@@ -348,11 +432,29 @@ class Lock:
     def session(self) -> Session:
         return self._session
 
+    @property
+    def slot(self) -> int | None:
+        """A semaphore permit's slot in ``0..limit``; ``None`` otherwise."""
+        return self._aio.slot
+
+    @property
+    def mode(self) -> LockMode:
+        return self._aio.mode
+
+    @property
+    def max_hold_until(self) -> float | None:
+        """The max-hold bound on the session clock; ``None`` without one."""
+        return self._aio.max_hold_until
+
     def check(self) -> None:
-        """See :meth:`Session.check`."""
+        """See :meth:`Session.check`; also fails past :attr:`max_hold_until`
+        (Lost kind MAX_HOLD)."""
         if self._aio.released:
             self._aio.check()
         self._session.check()
+        until = self._aio.max_hold_until
+        if until is not None and self._session.aio.clock.now() >= until:
+            raise SessionLostError(Lost(LostKind.MAX_HOLD, self.lease_id, until))
 
     def release(self) -> ReleaseResult:
         return self._session.client._run(self._aio.release())
@@ -362,6 +464,66 @@ class Lock:
 
     def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         self._session.client._run(self._aio.exit_block(exc_type is not None))
+
+
+class MultiLock(Lock):
+    """A synchronous :class:`warden_client.aio.MultiLock`."""
+
+    def __init__(self, session: Session, lock: aio.MultiLock) -> None:
+        super().__init__(session, lock)
+        self._multi = lock
+
+    @property
+    def grants(self) -> tuple[ResourceToken, ...]:
+        """Every resource with its fencing token, in the order asked."""
+        return self._multi.grants
+
+    def token(self, resource: str) -> int | None:
+        return self._multi.token(resource)
+
+
+class Semaphore:
+    """A synchronous :class:`warden_client.aio.Semaphore`."""
+
+    def __init__(self, session: Session, semaphore: aio.Semaphore) -> None:
+        self._session = session
+        self._aio = semaphore
+
+    def __repr__(self) -> str:
+        return repr(self._aio)
+
+    @property
+    def resource(self) -> str:
+        return self._aio.resource
+
+    @property
+    def limit(self) -> int:
+        return self._aio.limit
+
+    def acquire(
+        self,
+        *,
+        wait_timeout_s: float | None = None,
+        lock_delay_s: float = 0.0,
+        on_queued: Callable[[Queued], None] | None = None,
+        max_hold_s: float | None = None,
+    ) -> Lock:
+        """Takes one permit (a :class:`Lock` with a ``slot``)."""
+
+        async def take() -> aio.Lock:
+            return await self._aio.acquire(
+                wait_timeout_s=wait_timeout_s, lock_delay_s=lock_delay_s, on_queued=on_queued, max_hold_s=max_hold_s
+            )
+
+        return Lock(self._session, self._session.client._run(take()))
+
+    def try_acquire(self, *, lock_delay_s: float = 0.0, max_hold_s: float | None = None) -> Lock:
+        """Takes one permit if one is free now; else HeldError."""
+
+        async def take() -> aio.Lock:
+            return await self._aio.try_acquire(lock_delay_s=lock_delay_s, max_hold_s=max_hold_s)
+
+        return Lock(self._session, self._session.client._run(take()))
 
 
 class Election:

@@ -57,6 +57,26 @@ class NotGrantedReason(enum.Enum):
     #: (outcome "preempted"): the acquire is refused when it does. Seen only
     #: by an acquire whose caller had abandoned it.
     CANCELLED = "cancelled"
+    #: A try-lock on a resource that a waiting multi-lock at the head of its
+    #: queue has reserved (docs/semantics.md "Multi-locks").
+    RESERVED = "reserved"
+
+
+class LockMode(enum.Enum):
+    """The wire's ``LockMode``: a read-write lock's reader (SHARED) or writer
+    (EXCLUSIVE); UNSPECIFIED for a mutex or a semaphore permit."""
+
+    UNSPECIFIED = 0
+    SHARED = 1
+    EXCLUSIVE = 2
+
+
+@dataclass(frozen=True)
+class ResourceToken:
+    """One resource of a multi-lock's grant with its own fencing token."""
+
+    resource: str
+    fencing_token: int
 
 
 @dataclass(frozen=True)
@@ -76,6 +96,16 @@ class Granted:
     fencing_token: int
     ttl_ms: int
     log_index: int
+    #: A semaphore permit's slot in ``0..limit``; ``None`` for other grants.
+    slot: int | None = None
+    #: The mode asked for (UNSPECIFIED for a mutex or a permit).
+    mode: LockMode = LockMode.UNSPECIFIED
+    #: A multi-lock's grant: every resource with its token, in the order
+    #: asked (the first is also ``resource``/``fencing_token``); empty for a
+    #: single resource's grant.
+    grants: tuple[ResourceToken, ...] = ()
+    #: The grant's max-hold in milliseconds (0 = none).
+    max_hold_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -97,16 +127,28 @@ class Holder:
     ttl_remaining_ms: int
     ttl_ms: int
     value: str
+    #: SHARED for a reader, EXCLUSIVE for a writer, UNSPECIFIED for a mutex's
+    #: holder or a permit.
+    mode: LockMode = LockMode.UNSPECIFIED
+    #: A permit's slot; ``None`` for other holders.
+    slot: int | None = None
 
 
 @dataclass(frozen=True)
 class ResourceStatus:
-    """A linearizable read of one resource."""
+    """A linearizable read of one resource. ``holder`` is the exclusive
+    holder (absent when free, or held by readers or permits); ``holders``
+    lists every holder; ``kind`` is ``"mutex"``, ``"read_write"`` or
+    ``"semaphore"`` while anything is on the resource, ``""`` when free;
+    ``limit`` a semaphore's number of permits (0 otherwise)."""
 
     resource: str
     holder: Holder | None
     waiters: int
     read_index: int
+    kind: str = ""
+    limit: int = 0
+    holders: tuple[Holder, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -246,6 +288,9 @@ class LostKind(enum.Enum):
     CLOCK_FAILED = "clock_failed"
     #: ``close()`` was called.
     CLOSED = "closed"
+    #: A grant's max-hold bound passed (its session may still be valid):
+    #: ``valid_until`` is that bound (docs/semantics.md "Max-hold").
+    MAX_HOLD = "max_hold"
 
 
 @dataclass(frozen=True)
@@ -267,6 +312,11 @@ class Lost:
             )
         if self.kind is LostKind.LEASE_GONE:
             return f"session lost: the cluster no longer has lease {self.lease_id}"
+        if self.kind is LostKind.MAX_HOLD:
+            return (
+                f"grant of lease {self.lease_id} passed its max-hold bound "
+                f"({self.valid_until:.3f} s on the session clock)"
+            )
         if self.kind is LostKind.CLOCK_FAILED:
             return f"session lost: {self.detail}; its validity cannot be measured"
         return f"session of lease {self.lease_id} closed"

@@ -1,5 +1,5 @@
 """The asyncio API (grpc.aio): :class:`Client`, :class:`Session`,
-:class:`Lock`, :class:`Election`, :class:`Leadership`, :class:`Watcher`,
+:class:`Lock`, :class:`MultiLock`, :class:`Semaphore`, :class:`Election`, :class:`Leadership`, :class:`Watcher`,
 :class:`Observer`.
 
     async with Client(["127.0.0.1:7001", "127.0.0.1:7002"]) as client:
@@ -14,7 +14,7 @@ Modules: ``client`` (the retry loop and every call), ``session`` (keep-alive,
 
 from .client import Client
 from .election import Election, Leadership
-from .session import Lock, LockAcquire, Session
+from .session import Lock, LockAcquire, MultiLock, Semaphore, Session
 from .watch import Observer, Watcher
 
 __all__ = [
@@ -23,7 +23,9 @@ __all__ = [
     "Leadership",
     "Lock",
     "LockAcquire",
+    "MultiLock",
     "Observer",
+    "Semaphore",
     "Session",
     "Watcher",
 ]

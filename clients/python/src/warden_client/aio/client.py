@@ -67,6 +67,7 @@ from ..types import (
     LeaseInfo,
     ListedLock,
     ListedWaiter,
+    LockMode,
     Member,
     NotGranted,
     NotGrantedReason,
@@ -74,6 +75,7 @@ from ..types import (
     ReleaseResult,
     RenewResult,
     ResourceStatus,
+    ResourceToken,
     TokenState,
     ValidateResult,
 )
@@ -132,6 +134,8 @@ def _holder(h: warden_pb2.Holder) -> Holder:
         ttl_remaining_ms=h.ttl_remaining_ms,
         ttl_ms=h.ttl_ms,
         value=h.value,
+        mode=LockMode(h.mode) if h.mode in (1, 2) else LockMode.UNSPECIFIED,
+        slot=h.slot if h.HasField("slot") else None,
     )
 
 
@@ -463,6 +467,9 @@ class Client:
             holder=_holder(reply.holder) if reply.HasField("holder") else None,
             waiters=reply.waiters,
             read_index=reply.read_index,
+            kind=reply.kind,
+            limit=reply.limit,
+            holders=tuple(_holder(h) for h in reply.holders),
         )
 
     async def validate(self, resource: str, fencing_token: int) -> ValidateResult:
@@ -621,11 +628,26 @@ class Client:
         wait_timeout_s: float = 0.0,
         lock_delay_s: float = 0.0,
         on_queued: Callable[[Queued], None] | None = None,
+        mode: LockMode = LockMode.UNSPECIFIED,
+        limit: int = 0,
+        resources: Sequence[str] = (),
+        max_hold_s: float | None = None,
     ) -> Granted | NotGranted:
         """Acquires ``resource`` on a new lease with ``ttl_s`` or on the
         existing ``lease_id``, waiting up to ``wait_timeout_s`` in the
         server's FIFO queue (0 = try once). A refusal because of the
         resource's state is an answer (NotGranted), not an exception.
+
+        The lock kind (docs/semantics.md "Lock kinds"): ``mode`` SHARED or
+        EXCLUSIVE for a read-write lock's reader or writer; ``limit`` > 0 for
+        one permit of a semaphore of ``limit`` permits (the grant's ``slot``);
+        neither for a mutex. ``resources``: a multi-lock of these mutexes, all
+        or none (``resource`` is then "" or the first of them; the grant's
+        ``grants`` has a token each). ``max_hold_s``: the grant ends no later
+        than this long after it was made however often the lease is renewed
+        (1 s ..= 24 h, longer than the wait). Bad values are refused by the
+        server with InvalidArgumentError / FailedPreconditionError naming the
+        field.
 
         While a new lease waits, it is renewed every TTL/3 (a waiter whose
         lease dies is removed, S8); renewing it after the grant is the
@@ -641,6 +663,10 @@ class Client:
             on_queued=on_queued,
             renew_while_waiting=lease_id is None,
             control=AcquireControl(),
+            mode=mode,
+            limit=limit,
+            resources=resources,
+            max_hold_ms=ms(max_hold_s, "max_hold_ms") if max_hold_s is not None else 0,
         )
 
     async def acquire_controlled(
@@ -654,6 +680,10 @@ class Client:
         on_queued: Callable[[Queued], None] | None,
         renew_while_waiting: bool,
         control: AcquireControl,
+        mode: LockMode = LockMode.UNSPECIFIED,
+        limit: int = 0,
+        resources: Sequence[str] = (),
+        max_hold_ms: int = 0,
     ) -> Granted | NotGranted:
         """The acquire behind :meth:`acquire` and ``Session.lock``.
 
@@ -673,6 +703,10 @@ class Client:
             lease_id=lease_id,
             wait_timeout_ms=wait_timeout_ms,
             lock_delay_ms=lock_delay_ms,
+            mode=mode.value,  # type: ignore[arg-type]
+            limit=limit,
+            resources=list(resources),
+            max_hold_ms=max_hold_ms,
         )
         loop = asyncio.get_running_loop()
         wait_deadline = loop.time() + wait_timeout_ms / 1000
@@ -711,6 +745,10 @@ class Client:
                             fencing_token=g.fencing_token,
                             ttl_ms=g.ttl_ms,
                             log_index=g.log_index,
+                            slot=g.slot if g.HasField("slot") else None,
+                            mode=LockMode(g.mode) if g.mode in (1, 2) else LockMode.UNSPECIFIED,
+                            grants=tuple(ResourceToken(t.resource, t.fencing_token) for t in g.grants),
+                            max_hold_ms=g.max_hold_ms,
                         )
                     if kind == "not_granted":
                         n = message.not_granted
@@ -732,7 +770,8 @@ class Client:
         except asyncio.CancelledError:
             if sent:
                 handed_over = True
-                cancel = self.spawn(self._abandon(in_flight, resource))
+                # A multi-lock's cancel names its first resource (it takes back all).
+                cancel = self.spawn(self._abandon(in_flight, resource or next(iter(resources), "")))
                 if control.await_cancel_wait:
                     try:
                         await asyncio.shield(cancel)

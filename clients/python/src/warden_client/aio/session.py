@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Generator, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import grpc
 from grpc import aio
@@ -31,12 +31,22 @@ from .._proto import lease_pb2
 from ..clock import BOOT_CLOCK, Clock, validity_s
 from ..errors import (
     ClockError,
+    InvalidArgumentError,
     LeaseNotFoundError,
     SessionLostError,
     WardenError,
     not_granted_error,
 )
-from ..types import Granted, Lost, LostKind, NotGrantedReason, Queued, ReleaseResult
+from ..types import (
+    Granted,
+    LockMode,
+    Lost,
+    LostKind,
+    NotGrantedReason,
+    Queued,
+    ReleaseResult,
+    ResourceToken,
+)
 from .client import AcquireControl, AttemptFailed, Client, _Node, ms, read_within
 
 if TYPE_CHECKING:
@@ -417,19 +427,107 @@ class Session:
         wait_timeout_s: float | None = None,
         lock_delay_s: float = 0.0,
         on_queued: Callable[[Queued], None] | None = None,
-    ) -> LockAcquire:
-        """Takes ``resource`` on this session's lease, waiting in the server's
-        FIFO queue: as long as it takes (``wait_timeout_s=None``), or at most
-        ``wait_timeout_s`` (then WaitTimeoutError; the waiter's removal has
-        committed, S8). ``await`` it for a :class:`Lock`, or ``async with``
-        it. Cancelling the waiting task sends CancelWait (no waiter is left
-        behind). SessionLostError if the session is lost first."""
-        return LockAcquire(self._lock(resource, wait_timeout_s, lock_delay_s, on_queued, try_once=False))
+        max_hold_s: float | None = None,
+    ) -> LockAcquire[Lock]:
+        """Takes the mutex ``resource`` on this session's lease, waiting in
+        the server's FIFO queue: as long as it takes (``wait_timeout_s=None``),
+        or at most ``wait_timeout_s`` (then WaitTimeoutError; the waiter's
+        removal has committed, S8). ``await`` it for a :class:`Lock`, or
+        ``async with`` it. Cancelling the waiting task sends CancelWait (no
+        waiter is left behind). SessionLostError if the session is lost
+        first.
 
-    def try_lock(self, resource: str, *, lock_delay_s: float = 0.0) -> LockAcquire:
+        ``max_hold_s``: the grant ends no later than this long after it was
+        made, however often the session renews (docs/semantics.md
+        "Max-hold"; 1 s ..= 24 h and longer than ``wait_timeout_s``, else
+        InvalidArgumentError naming ``max_hold_ms`` or ``wait_timeout_ms``);
+        the lock's ``valid_until`` is then at most the acquire's send +
+        ``max_hold_s x (1 - 2 rho) - 50 ms``."""
+        return LockAcquire(
+            self._lock(resource, wait_timeout_s, lock_delay_s, on_queued, try_once=False, max_hold_s=max_hold_s)
+        )
+
+    def try_lock(
+        self, resource: str, *, lock_delay_s: float = 0.0, max_hold_s: float | None = None
+    ) -> LockAcquire[Lock]:
         """Takes ``resource`` if it is free now; else HeldError naming the
-        holder's lease (or LockDelayError)."""
-        return LockAcquire(self._lock(resource, 0.0, lock_delay_s, None, try_once=True))
+        holder's lease (or LockDelayError, or NotGrantedError with reason
+        RESERVED when a waiting multi-lock has reserved it)."""
+        return LockAcquire(self._lock(resource, 0.0, lock_delay_s, None, try_once=True, max_hold_s=max_hold_s))
+
+    def read_lock(
+        self,
+        resource: str,
+        *,
+        wait_timeout_s: float | None = None,
+        lock_delay_s: float = 0.0,
+        on_queued: Callable[[Queued], None] | None = None,
+        max_hold_s: float | None = None,
+    ) -> LockAcquire[Lock]:
+        """Takes a reader's (shared) grant of the read-write lock
+        ``resource`` (docs/semantics.md "Lock kinds"): beside other readers,
+        never beside a writer, and never ahead of a writer queued before it.
+        Waits, cancels and fails as :meth:`lock`; a resource held as another
+        kind is refused with FailedPreconditionError (field ``kind``)."""
+        return LockAcquire(
+            self._lock(
+                resource,
+                wait_timeout_s,
+                lock_delay_s,
+                on_queued,
+                try_once=False,
+                max_hold_s=max_hold_s,
+                mode=LockMode.SHARED,
+            )
+        )
+
+    def write_lock(
+        self,
+        resource: str,
+        *,
+        wait_timeout_s: float | None = None,
+        lock_delay_s: float = 0.0,
+        on_queued: Callable[[Queued], None] | None = None,
+        max_hold_s: float | None = None,
+    ) -> LockAcquire[Lock]:
+        """Takes the writer's (exclusive) grant of the read-write lock
+        ``resource``: alone. As :meth:`read_lock` otherwise."""
+        return LockAcquire(
+            self._lock(
+                resource,
+                wait_timeout_s,
+                lock_delay_s,
+                on_queued,
+                try_once=False,
+                max_hold_s=max_hold_s,
+                mode=LockMode.EXCLUSIVE,
+            )
+        )
+
+    def semaphore(self, resource: str, limit: int) -> Semaphore:
+        """The counting semaphore ``resource`` of ``limit`` permits
+        (1..=10000) on this session: :meth:`Semaphore.acquire` takes one
+        permit, a :class:`Lock` with a ``slot`` in ``0..limit``."""
+        return Semaphore(self, resource, limit)
+
+    def lock_all(
+        self,
+        resources: Sequence[str],
+        *,
+        wait_timeout_s: float | None = None,
+        on_queued: Callable[[Queued], None] | None = None,
+    ) -> LockAcquire[MultiLock]:
+        """Takes the mutexes ``resources`` (1..=64 distinct) together, in one
+        committed entry with a fencing token each, or none of them
+        (docs/semantics.md "Multi-locks"): a multi-lock waits as one waiter,
+        so takers in opposite orders never deadlock. ``wait_timeout_s=0``:
+        only if all are free now. Releasing the :class:`MultiLock` frees
+        all. Waits, cancels and fails as :meth:`lock`."""
+        names = list(resources)
+        if not names:
+            # An empty list on the wire is no multi-lock at all (a mutex of "").
+            raise InvalidArgumentError("resources: a multi-lock takes 1..=64 resources; got none", field="resources")
+        return LockAcquire(self._lock_all(names, wait_timeout_s, on_queued))
 
     def election(self, name: str) -> Election:
         """Election ``name``, campaigned in with this session."""
@@ -445,16 +543,60 @@ class Session:
         on_queued: Callable[[Queued], None] | None,
         *,
         try_once: bool,
+        max_hold_s: float | None = None,
+        mode: LockMode = LockMode.UNSPECIFIED,
+        limit: int = 0,
     ) -> Lock:
         while True:
             wait_s = MAX_WAIT_S if wait_timeout_s is None else wait_timeout_s
-            result = await self._acquire(resource, wait_s, lock_delay_s, on_queued)
+            if wait_timeout_s is None and max_hold_s is not None:
+                # A wait as long as the max-hold is refused (no grant may
+                # arrive already invalid): wait a little less, again and again.
+                wait_s = min(MAX_WAIT_S, max(max_hold_s - 0.001, 0.0))
+            # The grant comes after the send: a max-hold counts from here on
+            # the session clock (docs/semantics.md "Max-hold").
+            sent_at = self._now()
+            result = await self._acquire(
+                resource,
+                wait_s,
+                lock_delay_s,
+                on_queued,
+                mode=mode,
+                limit=limit,
+                max_hold_ms=ms(max_hold_s, "max_hold_ms") if max_hold_s is not None else 0,
+            )
             if isinstance(result, Granted):
                 # Granted while the session may have been lost meanwhile: never
                 # hand out a lock that cannot be trusted.
                 self.check()
-                return Lock(self, result.resource, result.fencing_token)
+                until = sent_at + validity_s(ms(max_hold_s, "max_hold_ms")) if max_hold_s is not None else None
+                return Lock(
+                    self,
+                    result.resource,
+                    result.fencing_token,
+                    slot=result.slot,
+                    mode=mode,
+                    max_hold_until=until,
+                )
             if wait_timeout_s is None and not try_once and result.reason is NotGrantedReason.WAIT_TIMEOUT:
+                continue
+            raise not_granted_error(result.resource, result.holder_lease_id, result.reason)
+
+    async def _lock_all(
+        self,
+        resources: list[str],
+        wait_timeout_s: float | None,
+        on_queued: Callable[[Queued], None] | None,
+    ) -> MultiLock:
+        first = resources[0] if resources else ""
+        while True:
+            wait_s = MAX_WAIT_S if wait_timeout_s is None else wait_timeout_s
+            result = await self._acquire(first, wait_s, 0.0, on_queued, resources=resources)
+            if isinstance(result, Granted):
+                self.check()
+                grants = result.grants or (ResourceToken(result.resource, result.fencing_token),)
+                return MultiLock(self, grants)
+            if wait_timeout_s is None and result.reason is NotGrantedReason.WAIT_TIMEOUT:
                 continue
             raise not_granted_error(result.resource, result.holder_lease_id, result.reason)
 
@@ -464,6 +606,11 @@ class Session:
         wait_s: float,
         lock_delay_s: float,
         on_queued: Callable[[Queued], None] | None,
+        *,
+        mode: LockMode = LockMode.UNSPECIFIED,
+        limit: int = 0,
+        resources: Sequence[str] = (),
+        max_hold_ms: int = 0,
     ) -> Any:
         self.check()
         task = asyncio.current_task()
@@ -481,6 +628,10 @@ class Session:
                 # The session's keep-alive renews the lease while it waits.
                 renew_while_waiting=False,
                 control=control,
+                mode=mode,
+                limit=limit,
+                resources=resources,
+                max_hold_ms=max_hold_ms,
             )
         except asyncio.CancelledError:
             if control.cancelled_by_session and task.uncancel() == 0:
@@ -491,18 +642,69 @@ class Session:
             self._waits.pop(task, None)
 
 
-class LockAcquire:
-    """A lock being taken: ``await`` it for the :class:`Lock`, or use it as
-    ``async with session.lock("orders") as lock:`` (released on exit)."""
+class Semaphore:
+    """A counting semaphore on a :class:`Session` (:meth:`Session.semaphore`):
+    at most ``limit`` holders at once, each with a ``slot`` in ``0..limit``
+    and a fresh fencing token; the resource-side fence checks a permit's
+    token per (resource, slot) (docs/fencing.md). A freed permit goes to the
+    oldest waiter. A session holds at most one permit of a semaphore; another
+    limit than the resource's current one is refused with
+    FailedPreconditionError (field ``limit``)."""
+
+    def __init__(self, session: Session, resource: str, limit: int) -> None:
+        self._session = session
+        self.resource = resource
+        self.limit = limit
+
+    def __repr__(self) -> str:
+        return f"Semaphore(resource={self.resource!r}, limit={self.limit})"
+
+    def acquire(
+        self,
+        *,
+        wait_timeout_s: float | None = None,
+        lock_delay_s: float = 0.0,
+        on_queued: Callable[[Queued], None] | None = None,
+        max_hold_s: float | None = None,
+    ) -> LockAcquire[Lock]:
+        """Takes one permit, waiting as :meth:`Session.lock` does."""
+        return LockAcquire(
+            self._session._lock(
+                self.resource,
+                wait_timeout_s,
+                lock_delay_s,
+                on_queued,
+                try_once=False,
+                max_hold_s=max_hold_s,
+                limit=self.limit,
+            )
+        )
+
+    def try_acquire(self, *, lock_delay_s: float = 0.0, max_hold_s: float | None = None) -> LockAcquire[Lock]:
+        """Takes one permit if one is free now; else HeldError."""
+        return LockAcquire(
+            self._session._lock(
+                self.resource, 0.0, lock_delay_s, None, try_once=True, max_hold_s=max_hold_s, limit=self.limit
+            )
+        )
+
+
+L = TypeVar("L", bound="Lock")
+
+
+class LockAcquire(Generic[L]):
+    """A lock being taken: ``await`` it for the :class:`Lock` (or
+    :class:`MultiLock`), or use it as ``async with session.lock("orders") as
+    lock:`` (released on exit)."""
 
     def __init__(self, acquire: Any) -> None:
         self._acquire = acquire
-        self._lock: Lock | None = None
+        self._lock: L | None = None
 
-    def __await__(self) -> Generator[Any, None, Lock]:
+    def __await__(self) -> Generator[Any, None, L]:
         return self._acquire.__await__()  # type: ignore[no-any-return]
 
-    async def __aenter__(self) -> Lock:
+    async def __aenter__(self) -> L:
         self._lock = await self._acquire
         return self._lock
 
@@ -522,12 +724,29 @@ class Lock:
     rejects it if the lock was lost anyway (S2).
 
     An operator's forced release of this one lock is not seen here (the
-    session stays valid); the fence rejects the holder's next write."""
+    session stays valid); the fence rejects the holder's next write.
 
-    def __init__(self, session: Session, resource: str, fencing_token: int) -> None:
+    ``slot``: a semaphore permit's slot in ``0..limit`` (``None`` for other
+    grants); ``mode``: SHARED / EXCLUSIVE for a read-write lock's grant.
+    With a max-hold, ``max_hold_until`` bounds ``valid_until`` and
+    :meth:`check` fails past it (Lost kind MAX_HOLD)."""
+
+    def __init__(
+        self,
+        session: Session,
+        resource: str,
+        fencing_token: int,
+        *,
+        slot: int | None = None,
+        mode: LockMode = LockMode.UNSPECIFIED,
+        max_hold_until: float | None = None,
+    ) -> None:
         self._session = session
         self.resource = resource
         self.fencing_token = fencing_token
+        self.slot = slot
+        self.mode = mode
+        self.max_hold_until = max_hold_until
         self.released = False
 
     def __repr__(self) -> str:
@@ -544,14 +763,21 @@ class Lock:
 
     @property
     def valid_until(self) -> float:
-        """See :attr:`Session.valid_until`."""
-        return self._session.valid_until
+        """The earlier of :attr:`Session.valid_until` and
+        :attr:`max_hold_until` (the acquire's send + validity of the
+        max-hold, docs/semantics.md "Max-hold"), on the session clock."""
+        session = self._session.valid_until
+        return session if self.max_hold_until is None else min(session, self.max_hold_until)
 
     def check(self) -> None:
-        """See :meth:`Session.check` (also fails once this lock is released)."""
+        """See :meth:`Session.check` (also fails once this lock is released,
+        and past :attr:`max_hold_until` with Lost kind MAX_HOLD: the session
+        itself stays valid)."""
         if self.released:
             raise SessionLostError(Lost(LostKind.CLOSED, self.lease_id, detail="lock released"))
         self._session.check()
+        if self.max_hold_until is not None and self._session._now() >= self.max_hold_until:
+            raise SessionLostError(Lost(LostKind.MAX_HOLD, self.lease_id, self.max_hold_until))
 
     async def release(self) -> ReleaseResult:
         """Releases this exact grant (S6) and waits for the commit.
@@ -577,3 +803,23 @@ class Lock:
 
     async def __aexit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         await self.exit_block(exc_type is not None)
+
+
+class MultiLock(Lock):
+    """A multi-lock held by a :class:`Session`'s lease
+    (:meth:`Session.lock_all`): every resource with its own fencing token, in
+    the order asked (:attr:`grants`); :attr:`resource` and
+    :attr:`fencing_token` are the first's. :meth:`release` frees all of them
+    in one committed entry."""
+
+    def __init__(self, session: Session, grants: tuple[ResourceToken, ...]) -> None:
+        super().__init__(session, grants[0].resource, grants[0].fencing_token)
+        self.grants = grants
+
+    def __repr__(self) -> str:
+        return f"MultiLock(grants={list(self.grants)!r}, lease_id={self.lease_id})"
+
+    def token(self, resource: str) -> int | None:
+        """The fencing token of ``resource`` in this grant, ``None`` if it is
+        not one of its resources."""
+        return next((g.fencing_token for g in self.grants if g.resource == resource), None)
