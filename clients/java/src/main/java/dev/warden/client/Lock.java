@@ -8,7 +8,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A lock held by a {@link Session}'s lease (etcd's {@code Mutex} once locked, with the grant's
- * fencing token). Valid while its session is: {@link #check()} before each protected write, and
+ * fencing token): a mutex's, a semaphore permit ({@link #slot()}), a reader's or writer's
+ * ({@link #mode()}) or a multi-lock's ({@link #grants()}). Valid while its session is, and with a
+ * max-hold no longer than its bound ({@link #validUntil()}): {@link #check()} before each
+ * protected write, and
  * pass {@link #fencingToken()} with the write so that the resource rejects it if the lock was
  * lost anyway (S2).
  *
