@@ -11,5 +11,10 @@ public enum LostReason {
   /** The cluster no longer has the lease (it expired, or someone revoked it). */
   LEASE_GONE,
   /** {@link Session#close()} was called. */
-  CLOSED
+  CLOSED,
+  /**
+   * A {@link Lock}'s max-hold passed (docs/semantics.md "Max-hold"): the grant, not the
+   * session, ended; only that lock's {@link Lock#check()} reports it.
+   */
+  MAX_HOLD
 }

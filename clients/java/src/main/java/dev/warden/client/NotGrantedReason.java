@@ -12,7 +12,12 @@ public enum NotGrantedReason {
    * The acquire's own {@code CancelWait} was applied before it (outcome "preempted"): it was
    * refused when it arrived and never queued (docs/semantics.md S8).
    */
-  CANCELLED;
+  CANCELLED,
+  /**
+   * A try-lock on a free resource whose queue's head is a multi-lock still waiting for its
+   * other resources (docs/semantics.md "Multi-locks").
+   */
+  RESERVED;
 
   /** The enum constant for the server's reason string; null for one this client does not know. */
   public static NotGrantedReason of(String wire) {
@@ -21,6 +26,7 @@ public enum NotGrantedReason {
       case "lock_delay" -> LOCK_DELAY;
       case "wait_timeout" -> WAIT_TIMEOUT;
       case "cancelled" -> CANCELLED;
+      case "reserved" -> RESERVED;
       default -> null;
     };
   }

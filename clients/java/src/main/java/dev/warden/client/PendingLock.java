@@ -3,6 +3,8 @@ package dev.warden.client;
 import dev.warden.client.internal.Acquisition;
 import dev.warden.client.internal.Failure;
 import java.time.Duration;
+import java.util.List;
+import java.util.OptionalInt;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 import warden.v1.Warden.AcquireRequest;
@@ -31,7 +33,22 @@ public final class PendingLock extends CompletableFuture<Lock> {
   private static final int SETTLING = 1;
   private static final int ABANDONED = 2;
 
+  /**
+   * What is asked for: one resource (or a multi-lock's resources, in order), the kind (a mode
+   * for a read-write lock, a limit for a semaphore) and the options.
+   */
+  record Ask(List<String> resources, LockMode mode, int limit, LockOptions options) {
+    Ask {
+      resources = List.copyOf(resources);
+    }
+
+    static Ask mutex(String resource, LockOptions options) {
+      return new Ask(List.of(resource), LockMode.UNSPECIFIED, 0, options);
+    }
+  }
+
   private final Session session;
+  private final Ask ask;
   private final String resource;
   private final Duration wait;
   private final AtomicInteger state = new AtomicInteger(PENDING);
@@ -39,15 +56,20 @@ public final class PendingLock extends CompletableFuture<Lock> {
   private final CompletableFuture<CancelWaitResult> abandoned = new CompletableFuture<>();
   private Acquisition current;
 
-  private PendingLock(Session session, String resource, Duration wait) {
+  private PendingLock(Session session, Ask ask) {
     this.session = session;
-    this.resource = resource;
-    this.wait = wait;
+    this.ask = ask;
+    this.resource = ask.resources().isEmpty() ? "" : ask.resources().get(0);
+    this.wait = ask.options().waitTimeout();
   }
 
   /** {@code wait} null: wait as long as it takes. */
   static PendingLock start(Session session, String resource, Duration wait) {
-    PendingLock p = new PendingLock(session, resource, wait);
+    return start(session, Ask.mutex(resource, LockOptions.DEFAULT.withWaitTimeout(wait)));
+  }
+
+  static PendingLock start(Session session, Ask ask) {
+    PendingLock p = new PendingLock(session, ask);
     p.whenComplete((lock, error) -> p.callerSettled());
     session.register(p);
     if (!p.isDone()) {
@@ -61,9 +83,14 @@ public final class PendingLock extends CompletableFuture<Lock> {
     return p;
   }
 
-  /** The resource asked for. */
+  /** The resource asked for (a multi-lock's first). */
   public String resource() {
     return resource;
+  }
+
+  /** Every resource asked for, in order: one, or a multi-lock's. */
+  public List<String> resources() {
+    return ask.resources();
   }
 
   /**
@@ -85,12 +112,27 @@ public final class PendingLock extends CompletableFuture<Lock> {
   }
 
   private void round() {
-    Duration asked = wait == null ? MAX_WAIT : wait;
-    AcquireRequest request = AcquireRequest.newBuilder()
+    Duration maxHold = ask.options().maxHold();
+    Duration asked = wait;
+    if (asked == null) {
+      // The server wants the max-hold above the wait: unbounded rounds stay just under it.
+      asked = maxHold.isZero() || maxHold.compareTo(MAX_WAIT) > 0
+          ? MAX_WAIT : maxHold.minusMillis(1);
+    }
+    AcquireRequest.Builder b = AcquireRequest.newBuilder()
         .setResource(resource)
         .setLeaseId(session.leaseId())
         .setWaitTimeoutMs(asked.toMillis())
-        .build();
+        .setLockDelayMs(ask.options().lockDelay().toMillis())
+        .setMaxHoldMs(maxHold.toMillis())
+        .setMode(ask.mode().toWire())
+        .setLimit(ask.limit());
+    if (ask.resources().size() > 1) {
+      b.addAllResources(ask.resources());
+    }
+    AcquireRequest request = b.build();
+    // Validity with a max-hold counts from before the first attempt (the grant is made later).
+    long sentAt = session.clock().nanoTime();
     Acquisition a = new Acquisition(session.client().engine(), request, asked,
         q -> queued.complete(new Queued(q.getPosition(), q.getLeaseId())), false);
     synchronized (this) {
@@ -99,10 +141,10 @@ public final class PendingLock extends CompletableFuture<Lock> {
       }
       current = a;
     }
-    a.start().whenComplete((message, error) -> roundDone(a, message, error));
+    a.start().whenComplete((message, error) -> roundDone(a, message, error, sentAt));
   }
 
-  private void roundDone(Acquisition a, AcquireResponse message, Throwable error) {
+  private void roundDone(Acquisition a, AcquireResponse message, Throwable error, long sentAt) {
     if (state.get() == ABANDONED) {
       return;
     }
@@ -111,8 +153,14 @@ public final class PendingLock extends CompletableFuture<Lock> {
       return;
     }
     if (message.hasGranted()) {
-      Lock lock = new Lock(session, message.getGranted().getResource(),
-          message.getGranted().getFencingToken());
+      var g = message.getGranted();
+      List<ResourceToken> grants = g.getGrantsCount() == 0
+          ? List.of(new ResourceToken(g.getResource(), g.getFencingToken()))
+          : g.getGrantsList().stream()
+              .map(t -> new ResourceToken(t.getResource(), t.getFencingToken())).toList();
+      Lock lock = new Lock(session, g.getResource(), g.getFencingToken(),
+          g.hasSlot() ? OptionalInt.of(g.getSlot()) : OptionalInt.empty(),
+          LockMode.of(g.getMode()), grants, g.getMaxHoldMs(), sentAt);
       try {
         // Granted while the session may have been lost in between: the caller must not be
         // handed a lock it cannot trust.
@@ -195,7 +243,7 @@ public final class PendingLock extends CompletableFuture<Lock> {
 
   @Override
   public String toString() {
-    return "PendingLock{resource=" + resource + ", leaseId=" + session.leaseId() + ", state="
+    return "PendingLock{resources=" + ask.resources() + ", leaseId=" + session.leaseId() + ", state="
         + (isDone() ? (isCompletedExceptionally() ? "failed" : "granted") : "waiting") + "}";
   }
 }

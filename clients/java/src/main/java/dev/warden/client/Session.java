@@ -466,6 +466,101 @@ public final class Session implements AutoCloseable {
     return PendingLock.start(this, resource, wait);
   }
 
+  /**
+   * Takes {@code resource} as a mutex with these options (wait, lock-delay, max-hold).
+   *
+   * @throws InvalidArgumentException for a value outside the server's bounds, naming the field
+   *     ({@code wait_timeout_ms}, {@code lock_delay_ms}, {@code max_hold_ms})
+   */
+  public Lock lock(String resource, LockOptions options) {
+    return Blocking.await(lockAsync(resource, options), "lock " + resource);
+  }
+
+  /** {@link #lock(String, LockOptions)} as a future; abandoning it as {@link #lockAsync(String)}. */
+  public PendingLock lockAsync(String resource, LockOptions options) {
+    return PendingLock.start(this, PendingLock.Ask.mutex(resource, options));
+  }
+
+  /**
+   * A semaphore of {@code limit} permits named {@code name} on this session (a handle; see
+   * {@link Semaphore}).
+   */
+  public Semaphore semaphore(String name, int limit) {
+    return new Semaphore(this, name, limit);
+  }
+
+  /**
+   * Takes a shared (reader's) grant of the read-write lock {@code resource}: beside other
+   * readers, never beside a writer, and never ahead of an earlier waiting writer (FIFO,
+   * docs/semantics.md "Lock kinds"). {@link Lock#mode()} is {@link LockMode#SHARED}.
+   *
+   * @throws FailedPreconditionException when {@code resource} is now another kind (field
+   *     {@code kind})
+   */
+  public Lock readLock(String resource) {
+    return readLock(resource, LockOptions.DEFAULT);
+  }
+
+  /** {@link #readLock(String)} with these options. */
+  public Lock readLock(String resource, LockOptions options) {
+    return Blocking.await(readLockAsync(resource, options), "read-lock " + resource);
+  }
+
+  /** {@link #readLock(String, LockOptions)} as a future; abandoning it as {@link #lockAsync(String)}. */
+  public PendingLock readLockAsync(String resource, LockOptions options) {
+    return PendingLock.start(this,
+        new PendingLock.Ask(List.of(resource), LockMode.SHARED, 0, options));
+  }
+
+  /**
+   * Takes the exclusive (writer's) grant of the read-write lock {@code resource}: alone. {@link
+   * Lock#mode()} is {@link LockMode#EXCLUSIVE}.
+   *
+   * @throws FailedPreconditionException when {@code resource} is now another kind (field
+   *     {@code kind})
+   */
+  public Lock writeLock(String resource) {
+    return writeLock(resource, LockOptions.DEFAULT);
+  }
+
+  /** {@link #writeLock(String)} with these options. */
+  public Lock writeLock(String resource, LockOptions options) {
+    return Blocking.await(writeLockAsync(resource, options), "write-lock " + resource);
+  }
+
+  /** {@link #writeLock(String, LockOptions)} as a future; abandoning it as {@link #lockAsync(String)}. */
+  public PendingLock writeLockAsync(String resource, LockOptions options) {
+    return PendingLock.start(this,
+        new PendingLock.Ask(List.of(resource), LockMode.EXCLUSIVE, 0, options));
+  }
+
+  /**
+   * Takes every one of {@code resources} (1..=64 distinct mutexes) as one multi-lock
+   * (docs/semantics.md "Multi-locks"): all granted in one entry, each with its own token
+   * ({@link Lock#grants()}, in the order asked), or none; no deadlock whatever the order.
+   * Releasing the returned lock frees all of them. A max-hold is refused here (field {@code
+   * max_hold_ms}).
+   *
+   * @throws InvalidArgumentException for an empty name, a duplicate or more than 64 (field
+   *     {@code resources})
+   * @throws FailedPreconditionException when this session already holds or waits on one of them
+   *     (field {@code resources}) or one is another kind (field {@code kind})
+   */
+  public Lock lockAll(List<String> resources) {
+    return lockAll(resources, LockOptions.DEFAULT);
+  }
+
+  /** {@link #lockAll(List)} with these options. */
+  public Lock lockAll(List<String> resources, LockOptions options) {
+    return Blocking.await(lockAllAsync(resources, options), "lock " + resources);
+  }
+
+  /** {@link #lockAll(List, LockOptions)} as a future; abandoning it as {@link #lockAsync(String)}. */
+  public PendingLock lockAllAsync(List<String> resources, LockOptions options) {
+    return PendingLock.start(this,
+        new PendingLock.Ask(resources, LockMode.UNSPECIFIED, 0, options));
+  }
+
   /** An election on this session; see {@link Election}. */
   public Election election(String name) {
     return new Election(this, name);

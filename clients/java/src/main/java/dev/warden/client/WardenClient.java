@@ -327,17 +327,14 @@ public final class WardenClient implements AutoCloseable {
     return Blocking.await(leaseTimeToLiveAsync(leaseId), "lease ttl " + leaseId);
   }
 
-  /** A resource's holder and queue length (linearizable). */
+  /** A resource's holders, kind and queue length (linearizable). */
   public CompletableFuture<LockStatus> statusAsync(String resource) {
     return engine.unary(LockGrpc.getStatusMethod(),
         Warden.StatusRequest.newBuilder().setResource(resource).build())
         .thenApply(r -> new LockStatus(r.getResource(),
-            r.hasHolder()
-                ? Optional.of(new LockStatus.Holder(r.getHolder().getLeaseId(),
-                    r.getHolder().getFencingToken(), r.getHolder().getTtlRemainingMs(),
-                    r.getHolder().getTtlMs(), r.getHolder().getValue()))
-                : Optional.empty(),
-            r.getWaiters(), r.getReadIndex()));
+            r.hasHolder() ? Optional.of(LockStatus.Holder.of(r.getHolder())) : Optional.empty(),
+            r.getWaiters(), r.getReadIndex(), r.getKind(), r.getLimit(),
+            r.getHoldersList().stream().map(LockStatus.Holder::of).toList()));
   }
 
   /** {@link #statusAsync}, waiting for the answer. */
