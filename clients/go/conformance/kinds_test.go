@@ -76,12 +76,11 @@ func notYet(t *testing.T, what string, out <-chan outcome) {
 	}
 }
 
-// namesField asserts a refusal names field (the status's BadRequest field,
-// or, where the server sends no details, its message's leading "field:")
+// namesField asserts a refusal names field (the status's BadRequest field)
 // and the resource's current kind.
 func namesField(t *testing.T, we *warden.Error, field, kind string) {
 	t.Helper()
-	if we.Field != field && !(we.Field == "" && strings.HasPrefix(we.Message, field+":")) {
+	if we.Field != field {
 		t.Fatalf("refusal names field %q (message %q), want %s", we.Field, we.Message, field)
 	}
 	if !strings.Contains(we.Message, kind) {

@@ -30,7 +30,8 @@ def _named_field(error: FailedPreconditionError) -> str:
     """The field a failed-precondition refusal names: the server starts its
     message with it (``limit: ...``), as it names the field of a bad
     argument; BadRequest details carry it when present."""
-    return error.field or error.message.split(":", 1)[0]
+    assert error.field is not None, error.message
+    return error.field
 
 
 @pytest.mark.conformance("C14-semaphore-permits-in-slots")

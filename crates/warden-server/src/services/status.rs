@@ -19,15 +19,26 @@ use crate::node::{Bootstrapping, LeaderHint, ReadError, SubmitError};
 pub const ERROR_DOMAIN: &str = "warden.v1";
 
 /// Builds a status with `code`, `message`, an `ErrorInfo` with `reason`
-/// and, for an invalid argument, a `BadRequest` naming `field`.
+/// and, for an invalid argument or a failed precondition that names a
+/// field, a `BadRequest` violation naming `field` (where every client reads
+/// the field from); a failed precondition also carries it as the subject
+/// of a `PreconditionFailure` violation (AIP-193), e.g. `kind` or `limit`
+/// for an acquire of another lock kind.
 fn detailed(code: Code, message: String, reason: &str, field: Option<&str>) -> Status {
     let mut details = ErrorDetails::with_error_info(
         reason,
         ERROR_DOMAIN,
         std::collections::HashMap::<String, String>::new(),
     );
-    if let (Code::InvalidArgument, Some(f)) = (code, field) {
-        details.add_bad_request_violation(f, message.clone());
+    match (code, field) {
+        (Code::InvalidArgument, Some(f)) => {
+            details.add_bad_request_violation(f, message.clone());
+        }
+        (Code::FailedPrecondition, Some(f)) if reason == "FAILED_PRECONDITION" => {
+            details.add_bad_request_violation(f, message.clone());
+            details.add_precondition_failure_violation(reason, f, message.clone());
+        }
+        _ => {}
     }
     Status::with_error_details(code, message, details)
 }
@@ -327,6 +338,35 @@ mod tests {
         assert!(expired
             .message()
             .starts_with("request_expired: request_id: "));
+    }
+
+    // "Lock kinds" (one kind per resource), for clients in any language: an
+    // acquire of another kind is refused FAILED_PRECONDITION with the field
+    // (`kind` or `limit`) in a google.rpc.BadRequest, where clients read
+    // fields, and as the subject of a google.rpc.PreconditionFailure; a
+    // refusal without a field carries neither.
+    #[test]
+    fn a_failed_precondition_names_its_field_in_the_details() {
+        use tonic_types::StatusExt as _;
+        let s = command_status(&CommandError {
+            code: ErrorCode::FailedPrecondition,
+            field: Some("kind".into()),
+            message: "\"r\" is a semaphore of 3 while it has holders".into(),
+        });
+        let details = s.get_error_details();
+        let bad = details.bad_request().expect("a BadRequest");
+        assert_eq!(bad.field_violations[0].field, "kind");
+        let pre = details
+            .precondition_failure()
+            .expect("a PreconditionFailure");
+        assert_eq!(pre.violations[0].subject, "kind");
+        let none = command_status(&CommandError {
+            code: ErrorCode::FailedPrecondition,
+            field: None,
+            message: "lease 7 holds several locks".into(),
+        });
+        let details = none.get_error_details();
+        assert!(details.bad_request().is_none() && details.precondition_failure().is_none());
     }
 
     // "What bad input gets", for clients in any language: an invalid
