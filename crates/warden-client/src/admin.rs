@@ -676,9 +676,16 @@ pub struct ListedLock {
     /// The resource's key: a lock's name, or an election's key
     /// ([`election`](ListedLock::election) gives its name).
     pub resource: String,
-    /// Its holder; `None` when nobody holds it (waiters during a
-    /// lock-delay).
+    /// Its exclusive holder (a mutex's, or a read-write lock's writer);
+    /// `None` when nobody holds it exclusively (free, in a lock-delay, or
+    /// held by readers or permits: see [`holders`](ListedLock::holders)).
     pub holder: Option<ListedHolder>,
+    /// Every holder: the exclusive one, or each reader or permit, by lease
+    /// id (from a server that predates lock kinds: `holder` alone).
+    pub holders: Vec<ListedHolder>,
+    /// Its kind while anything is on it; `None` from a server that does
+    /// not say.
+    pub kind: Option<crate::ResourceKind>,
     /// Its waiters, the next to be granted first.
     pub waiters: Vec<ListedWaiter>,
     /// When nobody holds it because of a lock-delay after an involuntary
@@ -709,6 +716,24 @@ pub struct ListedHolder {
     pub age_ms: u64,
     /// The lease's remaining TTL on the serving node, in milliseconds.
     pub ttl_remaining_ms: u64,
+    /// A read-write lock's reader ([`GrantKind::Shared`](crate::GrantKind))
+    /// or writer (`Exclusive`); `Mutex` for a mutex's holder or a permit.
+    pub mode: crate::GrantKind,
+    /// A permit's slot; `None` for the other kinds.
+    pub slot: Option<u32>,
+}
+
+impl From<v1::ListHolder> for ListedHolder {
+    fn from(h: v1::ListHolder) -> Self {
+        ListedHolder {
+            lease_id: h.lease_id,
+            fencing_token: h.fencing_token,
+            age_ms: h.age_ms,
+            ttl_remaining_ms: h.ttl_remaining_ms,
+            mode: crate::types::grant_mode_of(h.mode),
+            slot: h.slot,
+        }
+    }
 }
 
 /// A waiter of a [`ListedLock`].
@@ -830,12 +855,13 @@ impl From<v1::ListResponse> for Listing {
                 .into_iter()
                 .map(|l| ListedLock {
                     resource: l.resource,
-                    holder: l.holder.map(|h| ListedHolder {
-                        lease_id: h.lease_id,
-                        fencing_token: h.fencing_token,
-                        age_ms: h.age_ms,
-                        ttl_remaining_ms: h.ttl_remaining_ms,
-                    }),
+                    holders: if l.holders.is_empty() {
+                        l.holder.map(ListedHolder::from).into_iter().collect()
+                    } else {
+                        l.holders.into_iter().map(ListedHolder::from).collect()
+                    },
+                    kind: crate::types::ResourceKind::from_wire(&l.kind, l.limit),
+                    holder: l.holder.map(ListedHolder::from),
                     waiters: l
                         .waiters
                         .into_iter()

@@ -204,7 +204,7 @@ pub enum ResourceKind {
 impl ResourceKind {
     /// The kind a status answer names; `None` for a free resource (empty
     /// `kind`) or a name this client does not know.
-    fn from_wire(kind: &str, limit: u32) -> Option<ResourceKind> {
+    pub(crate) fn from_wire(kind: &str, limit: u32) -> Option<ResourceKind> {
         match kind {
             "mutex" => Some(ResourceKind::Mutex),
             "read_write" => Some(ResourceKind::ReadWrite),
@@ -685,13 +685,19 @@ impl From<v1::NotGranted> for AcquireResult {
     }
 }
 
+/// A holder's wire `LockMode` as a [`GrantKind`]: `Shared` or `Exclusive`
+/// for a read-write lock's holder, `Mutex` for a mutex's or a permit.
+pub(crate) fn grant_mode_of(mode: i32) -> GrantKind {
+    match v1::LockMode::try_from(mode) {
+        Ok(v1::LockMode::Shared) => GrantKind::Shared,
+        Ok(v1::LockMode::Exclusive) => GrantKind::Exclusive,
+        _ => GrantKind::Mutex,
+    }
+}
+
 impl From<v1::Holder> for Holder {
     fn from(h: v1::Holder) -> Self {
-        let mode = match v1::LockMode::try_from(h.mode) {
-            Ok(v1::LockMode::Shared) => GrantKind::Shared,
-            Ok(v1::LockMode::Exclusive) => GrantKind::Exclusive,
-            _ => GrantKind::Mutex,
-        };
+        let mode = grant_mode_of(h.mode);
         Holder {
             lease_id: h.lease_id,
             fencing_token: h.fencing_token,

@@ -1475,16 +1475,23 @@ async fn admin_calls_follow_the_leader_hint() {
     assert_eq!(listing.locks[1].election(), None);
     // A free key in its lock-delay carries the time left; 0 on the wire is none.
     assert_eq!(listing.locks[0].lock_delay_remaining_ms, Some(2_500));
+    // The fake names `holder` and its kind but no holders array (as a server
+    // from before lock kinds would): the holders are that one holder.
+    let holder = warden_client::ListedHolder {
+        lease_id: 3,
+        fencing_token: 9,
+        age_ms: 10,
+        ttl_remaining_ms: 900,
+        mode: warden_client::GrantKind::Mutex,
+        slot: None,
+    };
     assert_eq!(
         listing.locks[1],
         warden_client::ListedLock {
             resource: "orders".into(),
-            holder: Some(warden_client::ListedHolder {
-                lease_id: 3,
-                fencing_token: 9,
-                age_ms: 10,
-                ttl_remaining_ms: 900,
-            }),
+            holder: Some(holder),
+            holders: vec![holder],
+            kind: Some(warden_client::ResourceKind::Mutex),
             waiters: vec![warden_client::ListedWaiter {
                 lease_id: 4,
                 age_ms: 5

@@ -10,7 +10,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use clap::Args;
 use serde_json::{json, Value};
-use warden_client::{Admin, ListedLock};
+use warden_client::{Admin, GrantKind, ListedLock, ResourceKind};
 
 use crate::cli::{ClientArgs, OutputFormat, ReleaseArgs};
 use crate::commands::{check_resource, connect, describe_error};
@@ -71,6 +71,33 @@ pub fn list_json(locks: &[ListedLock]) -> Value {
                         "age_ms": h.age_ms,
                         "ttl_remaining_ms": h.ttl_remaining_ms,
                     })),
+                    // Every holder: the exclusive one, or each reader or permit.
+                    "holders": l.holders.iter().map(|h| {
+                        let mut v = json!({
+                            "lease_id": h.lease_id,
+                            "fencing_token": h.fencing_token,
+                            "age_ms": h.age_ms,
+                            "ttl_remaining_ms": h.ttl_remaining_ms,
+                        });
+                        match h.mode {
+                            GrantKind::Shared => v["mode"] = json!("shared"),
+                            GrantKind::Exclusive => v["mode"] = json!("exclusive"),
+                            _ => {}
+                        }
+                        if let Some(slot) = h.slot {
+                            v["slot"] = json!(slot);
+                        }
+                        v
+                    }).collect::<Vec<_>>(),
+                    "kind": l.kind.map(|k| match k {
+                        ResourceKind::Mutex => "mutex",
+                        ResourceKind::ReadWrite => "read_write",
+                        ResourceKind::Semaphore { .. } => "semaphore",
+                    }),
+                    "limit": match l.kind {
+                        Some(ResourceKind::Semaphore { limit }) => Some(limit),
+                        _ => None,
+                    },
                     "waiters": l.waiters.iter().map(|w| json!({
                         "lease_id": w.lease_id,
                         "age_ms": w.age_ms,
@@ -129,15 +156,41 @@ fn list_text(locks: &[ListedLock]) -> String {
     locks
         .iter()
         .map(|l| {
-            let holder = match &l.holder {
-                Some(h) => format!(
+            let holder = match (&l.holder, l.holders.as_slice()) {
+                (Some(h), _) => format!(
                     "held by lease {} (token {}, for {}, TTL left {})",
                     h.lease_id,
                     h.fencing_token,
                     output::ms(h.age_ms),
                     output::ms(h.ttl_remaining_ms)
                 ),
-                None => match l.lock_delay_remaining_ms {
+                // Readers or permits.
+                (None, holders) if !holders.is_empty() => {
+                    let what = match l.kind {
+                        Some(ResourceKind::Semaphore { limit }) => {
+                            format!("{} of {limit} permits", holders.len())
+                        }
+                        _ => format!(
+                            "{} reader{}",
+                            holders.len(),
+                            if holders.len() == 1 { "" } else { "s" }
+                        ),
+                    };
+                    let each: Vec<String> = holders
+                        .iter()
+                        .map(|h| match h.slot {
+                            Some(slot) => {
+                                format!(
+                                    "lease {} in slot {slot} (token {})",
+                                    h.lease_id, h.fencing_token
+                                )
+                            }
+                            None => format!("lease {} (token {})", h.lease_id, h.fencing_token),
+                        })
+                        .collect();
+                    format!("held by {what}: {}", each.join(", "))
+                }
+                (None, _) => match l.lock_delay_remaining_ms {
                     Some(left) => format!("free (lock-delay: {} left)", output::ms(left)),
                     None => "free".to_string(),
                 },
@@ -283,18 +336,32 @@ mod tests {
         assert!(parse(&["audit", "--output", "json"]).is_ok());
     }
 
+    fn mutex_holder(
+        lease_id: u64,
+        fencing_token: u64,
+        age_ms: u64,
+        ttl_remaining_ms: u64,
+    ) -> ListedHolder {
+        ListedHolder {
+            lease_id,
+            fencing_token,
+            age_ms,
+            ttl_remaining_ms,
+            mode: GrantKind::Mutex,
+            slot: None,
+        }
+    }
+
     // CLI contract (README, docs/operations.md): the JSON shape of `warden list`.
     #[test]
     fn list_json_has_the_contract_shape() {
+        let h = mutex_holder(3, 9, 10, 900);
         let locks = vec![
             ListedLock {
                 resource: "a".into(),
-                holder: Some(ListedHolder {
-                    lease_id: 3,
-                    fencing_token: 9,
-                    age_ms: 10,
-                    ttl_remaining_ms: 900,
-                }),
+                holder: Some(h),
+                holders: vec![h],
+                kind: Some(ResourceKind::Mutex),
                 waiters: vec![ListedWaiter {
                     lease_id: 4,
                     age_ms: 5,
@@ -304,6 +371,8 @@ mod tests {
             ListedLock {
                 resource: "b".into(),
                 holder: None,
+                holders: vec![],
+                kind: Some(ResourceKind::Mutex),
                 waiters: vec![],
                 lock_delay_remaining_ms: Some(2_500),
             },
@@ -313,12 +382,60 @@ mod tests {
             json!([
                 {"resource": "a", "election": false,
                  "holder": {"lease_id": 3, "fencing_token": 9, "age_ms": 10, "ttl_remaining_ms": 900},
+                 "holders": [{"lease_id": 3, "fencing_token": 9, "age_ms": 10, "ttl_remaining_ms": 900}],
+                 "kind": "mutex", "limit": null,
                  "waiters": [{"lease_id": 4, "age_ms": 5}],
                  "lock_delay_remaining_ms": null},
-                {"resource": "b", "election": false, "holder": null, "waiters": [],
+                {"resource": "b", "election": false, "holder": null, "holders": [],
+                 "kind": "mutex", "limit": null, "waiters": [],
                  "lock_delay_remaining_ms": 2_500}
             ])
         );
+    }
+
+    // "Lock kinds" (`status` and `list` show every holder): readers and
+    // permits are listed with their mode and slot, and the text names how
+    // many hold it of how many permits.
+    #[test]
+    fn list_shows_readers_and_permits() {
+        let permit = |lease_id, slot| ListedHolder {
+            slot: Some(slot),
+            ..mutex_holder(lease_id, lease_id + 10, 5, 800)
+        };
+        let reader = ListedHolder {
+            mode: GrantKind::Shared,
+            ..mutex_holder(7, 20, 5, 800)
+        };
+        let locks = vec![
+            ListedLock {
+                resource: "pool".into(),
+                holder: None,
+                holders: vec![permit(1, 0), permit(2, 1)],
+                kind: Some(ResourceKind::Semaphore { limit: 4 }),
+                waiters: vec![],
+                lock_delay_remaining_ms: None,
+            },
+            ListedLock {
+                resource: "doc".into(),
+                holder: None,
+                holders: vec![reader],
+                kind: Some(ResourceKind::ReadWrite),
+                waiters: vec![],
+                lock_delay_remaining_ms: None,
+            },
+        ];
+        assert_eq!(
+            list_text(&locks),
+            "\"pool\": held by 2 of 4 permits: lease 1 in slot 0 (token 11), lease 2 in slot 1 (token 12)\n\"doc\": held by 1 reader: lease 7 (token 20)"
+        );
+        let v = list_json(&locks);
+        assert_eq!(
+            (&v[0]["kind"], &v[0]["limit"]),
+            (&json!("semaphore"), &json!(4))
+        );
+        assert_eq!(v[0]["holders"][1]["slot"], 1);
+        assert_eq!(v[1]["holders"][0]["mode"], "shared");
+        assert_eq!(v[1]["holder"], Value::Null);
     }
 
     // Lock-delay is visible (docs/semantics.md "Words", lock-delay): a
@@ -329,6 +446,8 @@ mod tests {
         let locks = vec![ListedLock {
             resource: "R".into(),
             holder: None,
+            holders: vec![],
+            kind: Some(ResourceKind::Mutex),
             waiters: vec![ListedWaiter {
                 lease_id: 4,
                 age_ms: 1_500,
@@ -348,12 +467,9 @@ mod tests {
     fn list_shows_elections_by_name() {
         let locks = vec![ListedLock {
             resource: warden_client::election_key("scheduler"),
-            holder: Some(ListedHolder {
-                lease_id: 3,
-                fencing_token: 9,
-                age_ms: 1_000,
-                ttl_remaining_ms: 9_000,
-            }),
+            holder: Some(mutex_holder(3, 9, 1_000, 9_000)),
+            holders: vec![mutex_holder(3, 9, 1_000, 9_000)],
+            kind: Some(ResourceKind::Mutex),
             waiters: vec![],
             lock_delay_remaining_ms: None,
         }];
