@@ -9,7 +9,7 @@
 //! | `GET /ui/app.js`, `/ui/app.css` | its script and style |
 //! | `GET /favicon.ico` | 204, empty (browsers ask for it by themselves) |
 //! | `GET /ui/api/cluster` | the members: role, term, applied index, lag, last contact |
-//! | `GET /ui/api/locks` | every held or waited-on resource: holder lease, principal, fencing token, TTL left, waiters with ages, lock-delay left |
+//! | `GET /ui/api/locks` | every held or waited-on resource: holder lease, principal, fencing token, TTL left, every holder (readers and permits with mode and slot), kind and limit, waiters with ages, lock-delay left |
 //! | `GET /ui/api/top` | the 20 hottest resources ([`crate::node::top`]) |
 //! | `GET /ui/api/events/{resource}` | the last [`TIMELINE_EVENTS`] events of one resource (percent-encoded name) from this node's event log ([`crate::events`]) |
 //!
@@ -238,27 +238,49 @@ async fn locks(Extension(caller): Extension<Caller>) -> Response {
         Ok(l) => l,
         Err(e) => return read_error(e),
     };
-    json_response(
-        StatusCode::OK,
-        json!({
-            "read_index": read_index,
-            "locks": locks.iter().map(|l| json!({
+    json_response(StatusCode::OK, locks_json(read_index, &locks))
+}
+
+/// The body of `GET /ui/api/locks`: per resource its exclusive `holder`
+/// (null for readers or permits), every holder in `holders` (with `mode`
+/// and a permit's `slot`), its `kind` and a semaphore's `limit`
+/// (docs/semantics.md "Lock kinds"), its waiters and lock-delay.
+fn locks_json(read_index: u64, locks: &[crate::node::read::ListedLock]) -> Value {
+    let holder = |h: &crate::node::read::ListedHolder| {
+        let mut v = json!({
+            "lease_id": h.lease_id,
+            "principal": h.owner,
+            "fencing_token": h.fencing_token,
+            "age_ms": h.age_ms,
+            "ttl_remaining_ms": h.ttl_remaining_ms,
+            "mode": match h.mode {
+                warden_core::types::Mode::Shared => "shared",
+                warden_core::types::Mode::Exclusive => "exclusive",
+            },
+        });
+        if let Some(slot) = h.slot {
+            v["slot"] = json!(slot);
+        }
+        v
+    };
+    json!({
+        "read_index": read_index,
+        "locks": locks.iter().map(|l| {
+            let (kind, limit) = super::convert::kind_name(Some(l.kind));
+            json!({
                 "resource": l.resource,
-                "holder": l.holder().map(|h| json!({
-                    "lease_id": h.lease_id,
-                    "principal": h.owner,
-                    "fencing_token": h.fencing_token,
-                    "age_ms": h.age_ms,
-                    "ttl_remaining_ms": h.ttl_remaining_ms,
-                })),
+                "holder": l.holder().map(holder),
+                "holders": l.holders.iter().map(holder).collect::<Vec<_>>(),
+                "kind": kind,
+                "limit": (limit > 0).then_some(limit),
                 "waiters": l.waiters.iter().map(|w| json!({
                     "lease_id": w.lease_id,
                     "age_ms": w.age_ms,
                 })).collect::<Vec<_>>(),
                 "lock_delay_remaining_ms": l.lock_delay_remaining_ms,
-            })).collect::<Vec<_>>(),
-        }),
-    )
+            })
+        }).collect::<Vec<_>>(),
+    })
 }
 
 async fn top(Extension(caller): Extension<Caller>) -> Response {

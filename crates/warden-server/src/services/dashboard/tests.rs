@@ -85,3 +85,38 @@ async fn an_insecure_node_serves_the_dashboard_to_anyone() {
     assert_eq!(body["field"], "resource", "{body}");
     server.abort();
 }
+
+// "Lock kinds" (`status` and `list` show every holder; the dashboard too):
+// a semaphore's permits are in `holders` with their slots, `holder` stays
+// null for them, and the kind and limit are named.
+#[test]
+fn the_locks_api_lists_every_holder_of_a_semaphore() {
+    use crate::node::read::{ListedHolder, ListedLock};
+    use warden_core::types::{LockKind, Mode};
+    let permit = |lease_id, slot| ListedHolder {
+        lease_id,
+        fencing_token: lease_id + 10,
+        age_ms: 5,
+        ttl_remaining_ms: 900,
+        owner: Some("alice".into()),
+        mode: Mode::Shared,
+        slot: Some(slot),
+    };
+    let locks = vec![ListedLock {
+        resource: "pool".into(),
+        holders: vec![permit(1, 0), permit(2, 1)],
+        kind: LockKind::Semaphore { limit: 4 },
+        waiters: vec![],
+        lock_delay_remaining_ms: 0,
+    }];
+    let v = super::locks_json(7, &locks);
+    let pool = &v["locks"][0];
+    assert_eq!(pool["holder"], serde_json::Value::Null);
+    assert_eq!(
+        (&pool["kind"], &pool["limit"]),
+        (&serde_json::json!("semaphore"), &serde_json::json!(4))
+    );
+    assert_eq!(pool["holders"][1]["slot"], 1);
+    assert_eq!(pool["holders"][1]["fencing_token"], 12);
+    assert_eq!(pool["holders"][0]["principal"], "alice");
+}
