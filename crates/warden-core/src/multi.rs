@@ -194,15 +194,7 @@ impl LockTable {
             }
         }
         let (lease_id, ttl_ms, new_lease) = match a.lease {
-            LeaseSpec::New { ttl_ms } => {
-                if self.next_lease_id > MAX_ID {
-                    return Err(crate::table::exhausted(
-                        Some("lease_id"),
-                        format!("lease ids exhausted (limit {MAX_ID})"),
-                    ));
-                }
-                (self.next_lease_id, ttl_ms, true)
-            }
+            LeaseSpec::New { ttl_ms } => (self.next_free_lease_id()?, ttl_ms, true),
             LeaseSpec::Existing { lease_id } => {
                 let lease = self
                     .leases

@@ -777,15 +777,7 @@ impl LockTable {
         }
         // Resolve the lease; nothing changes until every check has passed.
         let (lease_id, ttl_ms, new_lease) = match a.lease {
-            LeaseSpec::New { ttl_ms } => {
-                if self.next_lease_id > MAX_ID {
-                    return Err(exhausted(
-                        Some("lease_id"),
-                        format!("lease ids exhausted (limit {MAX_ID})"),
-                    ));
-                }
-                (self.next_lease_id, ttl_ms, true)
-            }
+            LeaseSpec::New { ttl_ms } => (self.next_free_lease_id()?, ttl_ms, true),
             LeaseSpec::Existing { lease_id } => {
                 let lease = self
                     .leases
@@ -1120,6 +1112,18 @@ impl LockTable {
         })
     }
 
+    /// The id a new lease would get, or `ResourceExhausted` naming
+    /// `lease_id` once ids run out (nothing changes either way).
+    pub(crate) fn next_free_lease_id(&self) -> Result<LeaseId, CommandError> {
+        if self.next_lease_id > MAX_ID {
+            return Err(exhausted(
+                Some("lease_id"),
+                format!("lease ids exhausted (limit {MAX_ID})"),
+            ));
+        }
+        Ok(self.next_lease_id)
+    }
+
     fn lease_grant(
         &mut self,
         index: LogIndex,
@@ -1127,12 +1131,7 @@ impl LockTable {
         g: &LeaseGrant,
         fx: &mut Vec<Effect>,
     ) -> Result<Response, CommandError> {
-        if self.next_lease_id > MAX_ID {
-            return Err(exhausted(
-                Some("lease_id"),
-                format!("lease ids exhausted (limit {MAX_ID})"),
-            ));
-        }
+        self.next_free_lease_id()?;
         self.check_quota(caller, &[QuotaField::Leases])?;
         self.check_lease_limit()?;
         let lease_id = self.create_lease(index, g.ttl_ms, false, caller.principal.cloned(), fx);
