@@ -324,6 +324,7 @@ impl Client {
         renew_while_waiting: bool,
     ) -> Result<AcquireResult, ClientError> {
         let in_flight = self.begin_request().await;
+        let (mode, limit) = options.kind.wire();
         let request = v1::AcquireRequest {
             header: Some(self.header(&in_flight)),
             resource,
@@ -335,8 +336,8 @@ impl Client {
             lease_id: options.lease_id.unwrap_or(0),
             wait_timeout_ms: millis(options.wait),
             lock_delay_ms: millis(options.lock_delay),
-            mode: options.kind.wire().0 as i32,
-            limit: options.kind.wire().1,
+            mode: mode as i32,
+            limit,
             // A multi-lock's every resource (the first is `resource` too);
             // empty for one resource.
             resources,
