@@ -33,7 +33,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::effect::Effect;
-use crate::limits::MAX_DUE_PER_ENTRY;
+use crate::limits::{MAX_DUE_GRANTS_PER_ENTRY, MAX_DUE_PER_ENTRY};
 use crate::table::LockTable;
 use crate::types::{
     Checkpoint, CheckpointLease, CheckpointLockDelay, CheckpointMaxHold, CheckpointWaiter,
@@ -433,17 +433,38 @@ impl Deadlines {
     /// sorted order. Only entries still in `table` are listed, and at most
     /// [`MAX_DUE_PER_ENTRY`] of each, those whose deadline came first: a
     /// list that is full means more may be due.
+    ///
+    /// The leases named also hold at most [`MAX_DUE_GRANTS_PER_ENTRY`] grants
+    /// together, or the first lease's alone: the list stops before the lease
+    /// that would take it past that bound. [`Deadlines::due_is_full`] tells
+    /// whether a list was cut by either bound.
     pub fn due(&self, table: &LockTable, leader: LeaderId, now: Duration) -> DueList {
+        self.due_within(table, leader, now, MAX_DUE_GRANTS_PER_ENTRY)
+    }
+
+    /// [`Deadlines::due`] with the grant bound `max_grants` (tests use a small one).
+    pub(crate) fn due_within(
+        &self,
+        table: &LockTable,
+        leader: LeaderId,
+        now: Duration,
+        max_grants: usize,
+    ) -> DueList {
+        let mut grants = 0usize;
         let mut leases: Vec<DueLease> = self
             .leases
             .due(now)
-            .filter_map(|id| {
-                table.lease(*id).map(|l| DueLease {
-                    lease_id: *id,
-                    last_index: l.last_index,
-                })
-            })
+            .filter_map(|id| table.lease(*id).map(|l| (*id, l)))
             .take(MAX_DUE_PER_ENTRY)
+            .take_while(|(_, l)| {
+                let first = grants == 0;
+                grants = grants.saturating_add(l.locks.len().max(1));
+                first || grants <= max_grants
+            })
+            .map(|(lease_id, l)| DueLease {
+                lease_id,
+                last_index: l.last_index,
+            })
             .collect();
         leases.sort_unstable_by_key(|l| l.lease_id);
         let mut waiters: Vec<DueWaiter> = self
@@ -469,6 +490,23 @@ impl Deadlines {
             leases,
             waiters,
         }
+    }
+
+    /// True if `list` (from [`Deadlines::due`] on the same `table`) was cut
+    /// by a bound, so more may be due: [`MAX_DUE_PER_ENTRY`] leases or
+    /// waiters, or leases holding [`MAX_DUE_GRANTS_PER_ENTRY`] grants less
+    /// than one more lease would add.
+    pub fn due_is_full(&self, table: &LockTable, list: &DueList, now: Duration) -> bool {
+        if list.leases.len() >= MAX_DUE_PER_ENTRY || list.waiters.len() >= MAX_DUE_PER_ENTRY {
+            return true;
+        }
+        // Cut by the grant bound: some due lease is left out.
+        let named = list.leases.len();
+        self.leases
+            .due(now)
+            .filter(|id| table.lease(**id).is_some())
+            .nth(named)
+            .is_some()
     }
 
     /// Lock-delays whose end <= now and that still run in `table`: (resource,
@@ -555,6 +593,12 @@ impl Deadlines {
     /// lock-delays that have run for at least `interval`; remaining = deadline
     /// − now, saturating at 0 and rounded up. Entries without a local deadline
     /// are left out.
+    ///
+    /// Walks this node's deadlines (leases, waits, lock-delays), never the
+    /// table's resources: with a million held locks and a few waiters the
+    /// walk is as long as the waiters, not the locks. Each named item is
+    /// looked up in `table` in O(log n). Split the result with
+    /// [`Checkpoint::into_entries`] before proposing it.
     pub fn checkpoint(
         &self,
         table: &LockTable,
@@ -563,10 +607,13 @@ impl Deadlines {
         interval: Duration,
     ) -> Checkpoint {
         let interval_ms = u64::try_from(interval.as_millis()).unwrap_or(u64::MAX);
-        let leases = table
-            .leases()
-            .filter_map(|l| {
-                let remaining = until_ms(self.lease_deadline(l.lease_id)?, now);
+        let leases = self
+            .leases
+            .by_key
+            .iter()
+            .filter_map(|(id, deadline)| {
+                let l = table.lease(*id)?;
+                let remaining = until_ms(*deadline, now);
                 (remaining < l.ttl_ms.saturating_sub(interval_ms)).then_some(CheckpointLease {
                     lease_id: l.lease_id,
                     last_index: l.last_index,
@@ -574,12 +621,15 @@ impl Deadlines {
                 })
             })
             .collect();
-        let lock_delays = table
-            .lock_delays()
-            .into_iter()
-            .filter_map(|v| {
-                let remaining =
-                    until_ms(self.lock_delay_deadline(&v.resource, v.start_index)?, now);
+        let lock_delays = self
+            .lock_delays
+            .by_key
+            .iter()
+            .filter_map(|((resource, start_index), deadline)| {
+                let v = table
+                    .lock_delay(resource)
+                    .filter(|v| v.start_index == *start_index)?;
+                let remaining = until_ms(*deadline, now);
                 (remaining < v.lock_delay_ms.saturating_sub(interval_ms)).then_some(
                     CheckpointLockDelay {
                         resource: v.resource,
@@ -589,20 +639,18 @@ impl Deadlines {
                 )
             })
             .collect();
-        let waiters = table
-            .resources
+        let waiters = self
+            .waits
+            .by_key
             .iter()
-            .flat_map(|(resource, state)| state.waiters.iter().map(move |w| (resource, w)))
-            .filter_map(|(resource, w)| {
-                let remaining = until_ms(
-                    self.wait_deadline(resource, w.lease_id, w.enqueue_index)?,
-                    now,
-                );
+            .filter_map(|((resource, lease_id, enqueue_index), deadline)| {
+                let w = table.waiter(resource, *lease_id, *enqueue_index)?;
+                let remaining = until_ms(*deadline, now);
                 (remaining < w.wait_timeout_ms.saturating_sub(interval_ms)).then(|| {
                     CheckpointWaiter {
                         resource: resource.clone(),
-                        lease_id: w.lease_id,
-                        enqueue_index: w.enqueue_index,
+                        lease_id: *lease_id,
+                        enqueue_index: *enqueue_index,
                         remaining_ms: remaining,
                     }
                 })

@@ -49,6 +49,13 @@ pub const MAX_BATCH_COMMANDS: usize = 256;
 /// once. Only what a leader proposes is bounded; apply takes any list, so
 /// entries written before the bound still replay.
 pub const MAX_DUE_PER_ENTRY: usize = 1_000;
+/// Most grants the leases of one due list may hold together, beyond its first
+/// lease: a lease may hold up to [`MAX_LOCKS_PER_LEASE`] locks, so 1,000 due
+/// leases could free ten million grants in one entry. A due list stops
+/// before the lease that would take it past this bound (it always names at
+/// least one lease), so one `Expire` frees at most this many grants, or one
+/// lease's.
+pub const MAX_DUE_GRANTS_PER_ENTRY: usize = 10_000;
 /// Longest `requested_by` of a forced release, in bytes of UTF-8.
 pub const MAX_REQUESTED_BY_BYTES: usize = 256;
 

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::auth::{AuthTable, RoleView, Target, Usage};
 use crate::limits::MAX_AUTH_AUDIT_RECORDS;
 use crate::outcome::OutcomeTable;
-use crate::resource::{DelayScope, Grant, ResourceState};
+use crate::resource::{DelayScope, Grant, ResourceState, Waiter};
 use crate::table::{LeaseRecord, LockTable};
 use crate::types::{
     AuditRecord, AuthAuditRecord, ClientId, ClusterLimits, FencingToken, LeaderId, LeaseId,
@@ -228,6 +228,21 @@ impl LockTable {
     /// lock-delay), if anything is on it.
     pub fn resource(&self, resource: &str) -> Option<&ResourceState> {
         self.resources.get(resource)
+    }
+
+    /// The waiter `lease_id` queued on `resource` at `enqueue_index`, if it
+    /// still waits.
+    pub fn waiter(
+        &self,
+        resource: &str,
+        lease_id: LeaseId,
+        enqueue_index: LogIndex,
+    ) -> Option<&Waiter> {
+        self.resources.get(resource).and_then(|s| {
+            s.waiters
+                .iter()
+                .find(|w| w.lease_id == lease_id && w.enqueue_index == enqueue_index)
+        })
     }
 
     /// True if `lease_id` waits on `resource` with this enqueue index.

@@ -484,6 +484,59 @@ pub struct Checkpoint {
     pub waiters: Vec<CheckpointWaiter>,
 }
 
+impl Checkpoint {
+    /// True when it names nothing (proposing it would only cost an entry).
+    pub fn is_empty(&self) -> bool {
+        self.leases.is_empty() && self.lock_delays.is_empty() && self.waiters.is_empty()
+    }
+
+    /// Splits it into entries naming at most `max_items` items each (leases,
+    /// lock-delays and waiters together; `max_items` ≥ 1), in order, so that
+    /// no one entry holds apply for long (a leader with 100,000 leases names
+    /// most of them each interval). Applying the pieces in any order gives
+    /// what applying the whole would: each item is guarded on its own
+    /// (`last_index`, `start_index`, `enqueue_index`). An empty checkpoint
+    /// gives no entries.
+    pub fn into_entries(self, max_items: usize) -> Vec<Checkpoint> {
+        let max_items = max_items.max(1);
+        let empty = Checkpoint {
+            leader: self.leader,
+            leases: Vec::new(),
+            lock_delays: Vec::new(),
+            waiters: Vec::new(),
+        };
+        let mut out: Vec<Checkpoint> = Vec::new();
+        let mut current = empty.clone();
+        let mut items = 0usize;
+        // Starts a new entry when the current one is full.
+        let mut room = |current: &mut Checkpoint, out: &mut Vec<Checkpoint>| {
+            if items == max_items {
+                out.push(std::mem::replace(current, empty.clone()));
+                items = 0;
+            }
+            items += 1;
+        };
+        for l in self.leases {
+            room(&mut current, &mut out);
+            current.leases.push(l);
+        }
+        for d in self.lock_delays {
+            room(&mut current, &mut out);
+            current.lock_delays.push(d);
+        }
+        for w in self.waiters {
+            room(&mut current, &mut out);
+            current.waiters.push(w);
+        }
+        if !current.is_empty() {
+            out.push(current);
+        }
+        debug_assert!(out.iter().all(|c| !c.is_empty()
+            && c.leases.len() + c.lock_delays.len() + c.waiters.len() <= max_items));
+        out
+    }
+}
+
 /// One lease in a checkpoint.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CheckpointLease {

@@ -454,3 +454,159 @@ fn a_due_list_names_at_most_the_bound_earliest_deadline_first() {
         .collect();
     assert_eq!(next, (501..=1_500).collect::<Vec<u64>>());
 }
+
+// A checkpoint in bounded entries (limits::MAX_DUE_PER_ENTRY): a leader with
+// 2,500 leases none of which was renewed in the last interval names them all,
+// in three entries of at most 1,000 items; applied one after another they
+// record the same remaining TTL for every lease as the whole checkpoint
+// would, and an empty checkpoint costs no entry.
+#[test]
+fn a_checkpoint_is_split_into_bounded_entries_that_record_every_lease() {
+    use crate::limits::MAX_DUE_PER_ENTRY;
+    let (mut log, mut d) = (Log::new(), Deadlines::new());
+    for i in 1..=2_500u64 {
+        let header = RequestHeader {
+            client_id: 1,
+            request_id: i,
+            acked_request_id: i - 1,
+        };
+        step(&mut log, &mut d, lease_grant(header, 10_000), s(0), s(0));
+    }
+    let whole = d.checkpoint(&log.t, L1, s(3), s(1));
+    assert_eq!(whole.leases.len(), 2_500);
+    let entries = whole.clone().into_entries(MAX_DUE_PER_ENTRY);
+    let sizes: Vec<usize> = entries.iter().map(|c| c.leases.len()).collect();
+    assert_eq!(sizes, vec![1_000, 1_000, 500]);
+    let named: Vec<u64> = entries
+        .iter()
+        .flat_map(|c| c.leases.iter().map(|l| l.lease_id))
+        .collect();
+    assert_eq!(named, (1..=2_500).collect::<Vec<u64>>());
+    for cp in entries {
+        assert_eq!(cp.leader, L1);
+        step(&mut log, &mut d, Command::Checkpoint(cp), s(3), s(3));
+    }
+    for id in 1..=2_500u64 {
+        assert_eq!(
+            log.t.lease(id).map(|l| l.remaining_ms),
+            Some(7_000),
+            "lease {id}"
+        );
+    }
+    // Within the interval after their grant nothing is named, and an empty
+    // checkpoint is proposed as no entry at all.
+    let early = d.checkpoint(&log.t, L1, ms(500), s(1));
+    assert!(early.is_empty());
+    assert!(early.into_entries(MAX_DUE_PER_ENTRY).is_empty());
+}
+
+// The split counts leases, lock-delays and waiters together and keeps each
+// list's order: 3 leases and 2 waiters in entries of 2 give [2 leases],
+// [1 lease + 1 waiter], [1 waiter].
+#[test]
+fn a_checkpoint_split_counts_every_kind_of_item() {
+    let cp = Checkpoint {
+        leader: L1,
+        leases: (1..=3)
+            .map(|id| CheckpointLease {
+                lease_id: id,
+                last_index: id,
+                remaining_ms: 100 * id,
+            })
+            .collect(),
+        lock_delays: vec![],
+        waiters: (1..=2)
+            .map(|id| CheckpointWaiter {
+                resource: format!("r{id}"),
+                lease_id: id,
+                enqueue_index: 10 + id,
+                remaining_ms: 5,
+            })
+            .collect(),
+    };
+    let entries = cp.into_entries(2);
+    let shape: Vec<(Vec<u64>, Vec<u64>)> = entries
+        .iter()
+        .map(|c| {
+            (
+                c.leases.iter().map(|l| l.lease_id).collect(),
+                c.waiters.iter().map(|w| w.lease_id).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        vec![(vec![1, 2], vec![]), (vec![3], vec![1]), (vec![], vec![2])]
+    );
+}
+
+// A mass expiry bounded by grants too (limits::MAX_DUE_GRANTS_PER_ENTRY): a
+// lease may hold up to 10,000 locks, so a due list of 1,000 leases could free
+// ten million grants in one entry. With a bound of 10 grants and three due
+// leases holding 4 locks each, the list names the first two (8 grants; the
+// third would make 12) and says it is full; once they end, the third comes
+// up alone and the list is not full. The full-size bound is the same code.
+#[test]
+fn a_due_list_stops_before_the_lease_that_passes_the_grant_bound() {
+    let (mut log, mut d) = (Log::new(), Deadlines::new());
+    let mut request = 0u64;
+    let mut next = || {
+        request += 1;
+        RequestHeader {
+            client_id: 1,
+            request_id: request,
+            acked_request_id: request - 1,
+        }
+    };
+    for lease in 1..=3u64 {
+        step(&mut log, &mut d, lease_grant(next(), 1_000), s(0), s(0));
+        for i in 0..4 {
+            let cmd = acquire(next(), &format!("l{lease}/{i}"), on(lease), 0, 0);
+            step(&mut log, &mut d, cmd, s(0), s(0));
+        }
+        assert_eq!(log.t.lease(lease).map(|l| l.locks.len()), Some(4));
+    }
+    let full_size = d.due(&log.t, L1, s(5));
+    assert_eq!(
+        full_size.leases.len(),
+        3,
+        "12 grants are far below the real bound"
+    );
+    let due = d.due_within(&log.t, L1, s(5), 10);
+    let ids: Vec<u64> = due.leases.iter().map(|l| l.lease_id).collect();
+    assert_eq!(ids, vec![1, 2]);
+    assert!(
+        d.due_is_full(&log.t, &due, s(5)),
+        "lease 3 is due and left out"
+    );
+    step(&mut log, &mut d, Command::Expire(due), s(5), s(5));
+    assert_eq!(log.t.lease(1).map(|l| l.lease_id), None);
+    assert_eq!(log.t.holder("l2/0").map(|g| g.lease_id), None);
+    let rest = d.due_within(&log.t, L1, s(5), 10);
+    let ids: Vec<u64> = rest.leases.iter().map(|l| l.lease_id).collect();
+    assert_eq!(ids, vec![3]);
+    assert!(!d.due_is_full(&log.t, &rest, s(5)));
+}
+
+// Deadlines::due_is_full: a list cut by the lease bound is full; a list that
+// names every due lease is not.
+#[test]
+fn a_due_list_that_names_every_due_lease_is_not_full() {
+    use crate::limits::MAX_DUE_PER_ENTRY;
+    let (mut log, mut d) = (Log::new(), Deadlines::new());
+    for i in 1..=(MAX_DUE_PER_ENTRY as u64 + 1) {
+        let header = RequestHeader {
+            client_id: 1,
+            request_id: i,
+            acked_request_id: i - 1,
+        };
+        step(&mut log, &mut d, lease_grant(header, 1_000), s(0), s(0));
+    }
+    let due = d.due(&log.t, L1, s(5));
+    assert_eq!(due.leases.len(), MAX_DUE_PER_ENTRY);
+    assert!(d.due_is_full(&log.t, &due, s(5)));
+    step(&mut log, &mut d, Command::Expire(due), s(5), s(5));
+    let rest = d.due(&log.t, L1, s(5));
+    assert_eq!(rest.leases.len(), 1);
+    assert!(!d.due_is_full(&log.t, &rest, s(5)));
+}

@@ -168,17 +168,18 @@ pub async fn run(node: Weak<Node>) {
             (delays, max_holds, checkpoint)
         };
         for _ in 0..MAX_EXPIRE_ENTRIES_PER_TICK {
-            let due = {
+            let (due, full) = {
                 let Ok(m) = node.shared.machine.lock() else {
                     return;
                 };
-                m.deadlines.due(&m.table, leader, node.shared.clock.now())
+                let now = node.shared.clock.now();
+                let due = m.deadlines.due(&m.table, leader, now);
+                let full = m.deadlines.due_is_full(&m.table, &due, now);
+                (due, full)
             };
             if due.leases.is_empty() && due.waiters.is_empty() {
                 break;
             }
-            let full =
-                due.leases.len() >= MAX_DUE_PER_ENTRY || due.waiters.len() >= MAX_DUE_PER_ENTRY;
             tracing::debug!(
                 leases = due.leases.len(),
                 waiters = due.waiters.len(),
@@ -241,10 +242,19 @@ pub async fn run(node: Weak<Node>) {
                     tracing::debug!("drop clients: {}", e);
                 }
             }
-            if !cp.leases.is_empty() || !cp.lock_delays.is_empty() || !cp.waiters.is_empty() {
-                if let Err(e) = node.propose_duty(Command::Checkpoint(cp)).await {
-                    tracing::debug!("checkpoint: {}", e);
-                }
+            // In entries of at most MAX_DUE_PER_ENTRY items, proposed
+            // together (they batch into few appends): with 100,000 sessions
+            // most leases are named each interval, and one entry naming them
+            // all would hold apply, and the machine lock, for its whole list.
+            let entries = cp.into_entries(MAX_DUE_PER_ENTRY);
+            let proposed = futures::future::join_all(
+                entries
+                    .into_iter()
+                    .map(|cp| node.propose_duty(Command::Checkpoint(cp))),
+            )
+            .await;
+            for e in proposed.into_iter().filter_map(Result::err) {
+                tracing::debug!("checkpoint: {}", e);
             }
             if let Some(cp) = max_hold_cp {
                 if let Err(e) = node.propose_duty(Command::CheckpointMaxHold(cp)).await {
