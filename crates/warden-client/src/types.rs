@@ -591,8 +591,12 @@ pub struct Member {
 
 /// The cluster's timing parameters, limits and derived bounds, in
 /// milliseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Timing {
+    /// The `--timing` preset the answering node's values started from
+    /// (`lan` or `wan`; "" from a server that does not say). The fields
+    /// below are the values in effect, after any explicit flag.
+    pub preset: String,
     /// Raft heartbeat interval.
     pub heartbeat_ms: u64,
     /// Election timeout, lower bound.
@@ -617,6 +621,9 @@ pub struct Timing {
     pub bound_e_ms: u64,
     /// G: the grace a new leader gives each lease once (L4).
     pub bound_g_ms: u64,
+    /// The shortest timeout of a peer call: half the minimum election
+    /// timeout (0 from a server that does not say).
+    pub call_timeout_floor_ms: u64,
 }
 
 /// Membership, roles and indexes, as seen by the leader.
@@ -746,6 +753,8 @@ impl From<v1::Timing> for Timing {
             max_lock_delay_ms: t.max_lock_delay_ms,
             bound_e_ms: t.bound_e_ms,
             bound_g_ms: t.bound_g_ms,
+            preset: t.preset,
+            call_timeout_floor_ms: t.call_timeout_floor_ms,
         }
     }
 }

@@ -97,9 +97,55 @@ pub const DEFAULT_MAX_REQUEST_BYTES: usize = 64 * 1024;
 pub const MAX_REQUEST_BYTES_RANGE: (usize, usize) =
     (warden_proto::SMALLEST_MAX_REQUEST_BYTES, 4 * 1024 * 1024);
 
+/// `--timing`: the named set of timing defaults a node starts from; each
+/// explicit timing flag (`--heartbeat`, `--election-timeout-min`, ...)
+/// then overrides its own field (docs/operations.md, "Latency between
+/// nodes").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TimingPreset {
+    /// One data centre or region, peer round trips up to about 10 ms
+    /// (writes commit up to about 100 ms): [`Timing::default`].
+    #[default]
+    Lan,
+    /// Members spread over regions, peer round trips up to about 200 ms:
+    /// [`Timing::wan`].
+    Wan,
+}
+
+impl TimingPreset {
+    /// Its `--timing` name: `lan` or `wan`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TimingPreset::Lan => "lan",
+            TimingPreset::Wan => "wan",
+        }
+    }
+
+    /// Its timing, before any explicit flag.
+    pub fn timing(self) -> Timing {
+        match self {
+            TimingPreset::Lan => Timing::default(),
+            TimingPreset::Wan => Timing::wan(),
+        }
+    }
+}
+
+/// The call floor for a minimum election timeout of
+/// `election_timeout_min_ms`: half of it, in ms (the rule of
+/// `crate::raft::network::call_timeout_floor`, which explains it).
+pub const fn call_timeout_floor_ms(election_timeout_min_ms: u64) -> u64 {
+    election_timeout_min_ms / 2
+}
+
 /// Timing parameters and their defaults (documented in docs/operations.md).
+/// The defaults listed per field are the `lan` preset's; [`Timing::wan`]
+/// gives the `wan` preset's.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Timing {
+    /// The preset these values started from (`--timing`, default `lan`);
+    /// reported by `cluster status` beside the effective values, which
+    /// explicit flags may have changed.
+    pub preset: TimingPreset,
     /// Raft heartbeat interval: 50 ms.
     pub heartbeat_ms: u64,
     /// Raft election timeout, lower bound: 250 ms.
@@ -162,6 +208,7 @@ pub const GRPC_KEEPALIVE_TIMEOUT_MS_RANGE: (u64, u64) = (100, 10 * 60 * 1_000);
 impl Default for Timing {
     fn default() -> Self {
         Timing {
+            preset: TimingPreset::Lan,
             heartbeat_ms: 50,
             election_timeout_min_ms: 250,
             election_timeout_max_ms: 500,
@@ -178,10 +225,84 @@ impl Default for Timing {
 }
 
 impl Timing {
+    /// The `wan` preset: for members spread over regions, with peer round
+    /// trips up to about 200 ms. Only the fields that depend on the round
+    /// trip differ from [`Timing::default`]:
+    ///
+    /// - heartbeat 250 ms: above the worst round trip, since openraft gives
+    ///   up on a heartbeat after one interval and a linearizable read is
+    ///   confirmed by an answered heartbeat round (docs/operations.md,
+    ///   "Latency between nodes"); 50 ms of headroom for the peer's
+    ///   scheduling and TLS.
+    /// - election timeout 1–2 s: four heartbeat intervals at the least, as
+    ///   the `lan` preset's five (a follower does not stand for election
+    ///   after a few late heartbeats); the call floor (half the minimum,
+    ///   500 ms, [`Timing::call_timeout_floor_ms`]) is 2.5 × the worst
+    ///   round trip, room for an append's fsync on the follower and a
+    ///   retransmitted TCP segment; a vote's round trip fits in the 1 s
+    ///   openraft allows it.
+    /// - promotion grace (G) 2 s: G covers the client's retry path to the
+    ///   new leader (docs/semantics.md L4); across regions a renew takes a
+    ///   client round trip to the leader plus a commit round trip to a
+    ///   quorum, up to about 400 ms, so the `lan` preset's 1 s (two 500 ms
+    ///   attempts) leaves no room for the first failed attempt.
+    ///
+    /// E is then 2 s + 1 s + 2 s = 5 s. The checkpoint interval, renew
+    /// batch window, duty period and keep-alives do not depend on the
+    /// round trip and keep their `lan` values.
+    pub fn wan() -> Self {
+        Timing {
+            preset: TimingPreset::Wan,
+            heartbeat_ms: 250,
+            election_timeout_min_ms: 1_000,
+            election_timeout_max_ms: 2_000,
+            promotion_grace_ms: 2_000,
+            ..Timing::default()
+        }
+    }
+
+    /// The shortest per-call timeout of a peer call, in ms: half the
+    /// minimum election timeout (125 ms with `lan`, 500 ms with `wan`;
+    /// `crate::raft::network::call_timeout_floor` explains the choice).
+    pub fn call_timeout_floor_ms(&self) -> u64 {
+        call_timeout_floor_ms(self.election_timeout_min_ms)
+    }
+
     /// E: the most a leader change may lengthen a lease: one promotion grace +
     /// one checkpoint interval + apply lag (bounded here by one election
     /// timeout).
     pub fn bound_e_ms(&self) -> u64 {
         self.promotion_grace_ms + self.checkpoint_interval_ms + self.election_timeout_max_ms
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // docs/operations.md "Latency between nodes": the `wan` preset puts the
+    // heartbeat above a 200 ms round trip, the call floor at 2.5 × it, and
+    // E and G follow from its values (docs/semantics.md "E, term by term").
+    #[test]
+    fn wan_preset_values_and_derived_bounds() {
+        let wan = TimingPreset::Wan.timing();
+        assert_eq!(wan.preset, TimingPreset::Wan);
+        assert_eq!(wan.heartbeat_ms, 250);
+        assert_eq!(
+            (wan.election_timeout_min_ms, wan.election_timeout_max_ms),
+            (1_000, 2_000)
+        );
+        assert_eq!(wan.call_timeout_floor_ms(), 500);
+        assert_eq!(wan.promotion_grace_ms, 2_000);
+        assert_eq!(wan.bound_e_ms(), 5_000);
+        // What does not depend on the round trip stays as in `lan`.
+        let lan = TimingPreset::Lan.timing();
+        assert_eq!(lan, Timing::default());
+        assert_eq!(wan.checkpoint_interval_ms, lan.checkpoint_interval_ms);
+        assert_eq!(wan.renew_batch_window_ms, lan.renew_batch_window_ms);
+        assert_eq!(wan.duty_interval_ms, lan.duty_interval_ms);
+        assert_eq!(lan.call_timeout_floor_ms(), 125);
+        assert_eq!(lan.bound_e_ms(), 2_500);
+        assert_eq!((lan.preset.name(), wan.preset.name()), ("lan", "wan"));
     }
 }

@@ -99,7 +99,7 @@ pub mod types;
 use std::future::Future;
 use std::sync::Arc;
 
-pub use config::{ServerConfig, Timing};
+pub use config::{ServerConfig, Timing, TimingPreset};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio_stream::Stream;

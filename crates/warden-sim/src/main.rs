@@ -86,6 +86,13 @@ fn main() -> ExitCode {
             out.calls_failed,
             if out.violations.is_empty() { "ok" } else { "FAILED" }
         );
+        if let Some((fastest, slowest)) = out.uncontended_acquire {
+            println!(
+                "  uncontended acquire: {} ms fastest, {} ms slowest (send to acknowledgement)",
+                fastest.as_millis(),
+                slowest.as_millis()
+            );
+        }
         if !out.violations.is_empty() {
             for v in &out.violations {
                 println!(

@@ -24,7 +24,7 @@ use crate::faults::Faults;
 use crate::history::SimObserver;
 use crate::scenarios::{Scenario, Setup};
 use crate::world::{
-    bound_e_ms, data_dir, endpoint, host, lock, random_clock, sleep, timing, History, Principals,
+    data_dir, endpoint, host, lock, random_clock, sleep, timing_of, History, Principals,
     RolesGranted, SharedHistory, Violation, World, CLIENT_ROLE, PORT, ROOT_HOST,
 };
 
@@ -67,10 +67,14 @@ pub struct Outcome {
     pub calls_failed: u64,
     /// Nodes in the cluster.
     pub nodes: usize,
+    /// The fastest and slowest uncontended acquire (send to
+    /// acknowledgement), if the scenario measured any (`regions`).
+    pub uncontended_acquire: Option<(Duration, Duration)>,
 }
 
 /// What every node of the cluster is started with.
 struct Cluster {
+    timing: warden_server::config::Timing,
     observer: Arc<SimObserver>,
     disks: Arc<Disks>,
     nodes: Vec<u64>,
@@ -83,11 +87,13 @@ struct Cluster {
 pub fn run(cfg: RunConfig) -> Outcome {
     crate::env::install_logs();
     let mut rng = StdRng::seed_from_u64(cfg.seed);
-    let n_nodes: u64 = if cfg.scenario == Scenario::Random && rng.random_bool(0.3) {
-        5
-    } else {
-        3
+    let shape = cfg.scenario.cluster();
+    let n_nodes: u64 = match shape.nodes {
+        Some(n) => n,
+        None if cfg.scenario == Scenario::Random && rng.random_bool(0.3) => 5,
+        None => 3,
     };
+    let timing = timing_of(shape.preset);
     let nodes: Vec<u64> = (1..=n_nodes).collect();
     let resources: Vec<String> = (0..2).map(|i| format!("r{i}")).collect();
     let history: SharedHistory = Arc::new(Mutex::new(History {
@@ -102,7 +108,7 @@ pub fn run(cfg: RunConfig) -> Outcome {
         history.clone(),
         clocks.clone(),
         Bounds {
-            e_ms: bound_e_ms(),
+            e_ms: timing.bound_e_ms(),
             slack_ms: 1_000,
             s8_slack: Duration::from_millis(500),
         },
@@ -119,6 +125,7 @@ pub fn run(cfg: RunConfig) -> Outcome {
     let principals = Principals::default();
     let roles = RolesGranted::default();
     let cluster = Cluster {
+        timing: timing.clone(),
         observer: observer.clone(),
         disks: Arc::new(Disks::default()),
         nodes: nodes.clone(),
@@ -131,6 +138,18 @@ pub fn run(cfg: RunConfig) -> Outcome {
     };
     for id in &nodes {
         spawn_node(&mut sim, &cluster, *id, clocks[id]);
+    }
+    // The scenario's distances between nodes, for the whole run.
+    if let Some(latency_ms) = shape.links {
+        for (i, x) in nodes.iter().enumerate() {
+            for y in &nodes[i + 1..] {
+                sim.set_link_latency(
+                    host(*x),
+                    host(*y),
+                    Duration::from_millis(latency_ms(*x, *y)),
+                );
+            }
+        }
     }
     let endpoints: Vec<String> = nodes.iter().map(|i| endpoint(*i)).collect();
     let healer_done = Arc::new(AtomicBool::new(false));
@@ -235,6 +254,12 @@ pub fn run(cfg: RunConfig) -> Outcome {
         calls_ok: h.calls_ok,
         calls_failed: h.calls_failed,
         nodes: nodes.len(),
+        uncontended_acquire: h
+            .uncontended_acquires
+            .iter()
+            .min()
+            .zip(h.uncontended_acquires.iter().max())
+            .map(|(a, b)| (*a, *b)),
     }
 }
 
@@ -246,6 +271,7 @@ fn spawn_node(sim: &mut turmoil::Sim<'_>, cluster: &Cluster, id: u64, clock: Sim
     let observer = cluster.observer.clone();
     let disks = cluster.disks.clone();
     let (bugs, seed) = (cluster.bugs, cluster.seed);
+    let timing = cluster.timing.clone();
     let identities = cluster.identities.clone();
     let restarts = Arc::new(Mutex::new(0u64));
     sim.host(host(id), move || {
@@ -254,6 +280,7 @@ fn spawn_node(sim: &mut turmoil::Sim<'_>, cluster: &Cluster, id: u64, clock: Sim
         let disks = disks.clone();
         let restarts = restarts.clone();
         let identities = identities.clone();
+        let timing = timing.clone();
         async move {
             let n = {
                 let mut r = lock(&restarts);
@@ -266,7 +293,7 @@ fn spawn_node(sim: &mut turmoil::Sim<'_>, cluster: &Cluster, id: u64, clock: Sim
                 peers,
                 data_dir: data_dir(id),
                 initial_cluster_state_new: false,
-                timing: timing(),
+                timing,
                 allow_admin: false,
                 max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
                 token_floor: 0,

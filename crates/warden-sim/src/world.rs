@@ -18,7 +18,7 @@ use warden_core::table::LockTable;
 use warden_core::types::Mode;
 use warden_core::LeaseEndReason;
 use warden_fence::{Claim, Fence, Kind, MemoryStore};
-use warden_server::config::Timing;
+use warden_server::config::{Timing, TimingPreset};
 
 use crate::bugs::Bugs;
 use crate::env::{global_now, SimClock};
@@ -43,12 +43,19 @@ pub fn data_dir(id: u64) -> PathBuf {
     PathBuf::from(format!("/sim/{}", host(id)))
 }
 
-/// The nodes' timings: production defaults, but a small snapshot
-/// threshold, so snapshots, log purges and snapshot installs happen in a run.
+/// The nodes' timings: production defaults (the `lan` preset), but a
+/// small snapshot threshold, so snapshots, log purges and snapshot installs
+/// happen in a run.
 pub fn timing() -> Timing {
+    timing_of(TimingPreset::Lan)
+}
+
+/// As [`timing`], from `preset`'s values (the `regions` scenario runs the
+/// `wan` preset).
+pub fn timing_of(preset: TimingPreset) -> Timing {
     Timing {
         snapshot_threshold: 200,
-        ..Timing::default()
+        ..preset.timing()
     }
 }
 
@@ -126,7 +133,8 @@ impl RolesGranted {
 /// A checker's finding.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
-    /// The property (S1, S2, FENCE, S3, S4, S5, S6, S7, S8, OWNERS, L1, L2, L3).
+    /// The property (S1, S2, FENCE, S3, S4, S5, S6, S7, S8, OWNERS, L1, L2,
+    /// L3, REGIONS).
     pub property: &'static str,
     /// Global simulated time of the finding.
     pub at: Duration,
@@ -232,6 +240,10 @@ pub struct History {
     /// A renew is a leader-made `RenewBatch` without a principal, so the
     /// OWNERS checker judges renews from these.
     pub acked_renews: Vec<(String, u64, Duration)>,
+    /// Acknowledged acquires of a free resource with no other call in
+    /// flight, each from send to acknowledgement (simulated time): what a
+    /// scenario measures as the uncontended acquire latency (`regions`).
+    pub uncontended_acquires: Vec<Duration>,
 }
 
 impl History {

@@ -266,19 +266,26 @@ pub struct ServerArgs {
     /// `heartbeat = "50ms"`); flags override it.
     #[arg(long, env = "WARDEN_SERVER_CONFIG", value_name = "FILE.toml")]
     pub config: Option<PathBuf>,
-    /// Raft heartbeat interval [default: 50ms].
+    /// The timing defaults to start from: `lan` (peer round trips up to
+    /// about 10 ms) or `wan` (members in several regions, round trips up to
+    /// about 200 ms: heartbeat 250ms, election timeout 1s–2s, promotion
+    /// grace 2s). Each timing flag below overrides its own value
+    /// [default: lan].
+    #[arg(long, env = "WARDEN_SERVER_TIMING", value_enum, value_name = "PRESET")]
+    pub timing: Option<TimingPreset>,
+    /// Raft heartbeat interval [default: 50ms; wan: 250ms].
     #[arg(long, env = "WARDEN_SERVER_HEARTBEAT", value_name = "DURATION", value_parser = parse_duration)]
     pub heartbeat: Option<Duration>,
-    /// Raft election timeout, lower bound [default: 250ms].
+    /// Raft election timeout, lower bound [default: 250ms; wan: 1s].
     #[arg(long, env = "WARDEN_SERVER_ELECTION_TIMEOUT_MIN", value_name = "DURATION", value_parser = parse_duration)]
     pub election_timeout_min: Option<Duration>,
-    /// Raft election timeout, upper bound [default: 500ms].
+    /// Raft election timeout, upper bound [default: 500ms; wan: 2s].
     #[arg(long, env = "WARDEN_SERVER_ELECTION_TIMEOUT_MAX", value_name = "DURATION", value_parser = parse_duration)]
     pub election_timeout_max: Option<Duration>,
     /// Interval between checkpoints of remaining TTLs [default: 1s].
     #[arg(long, env = "WARDEN_SERVER_CHECKPOINT_INTERVAL", value_name = "DURATION", value_parser = parse_duration)]
     pub checkpoint_interval: Option<Duration>,
-    /// Grace a new leader gives each lease once (G) [default: 1s].
+    /// Grace a new leader gives each lease once (G) [default: 1s; wan: 2s].
     #[arg(long, env = "WARDEN_SERVER_PROMOTION_GRACE", value_name = "DURATION", value_parser = parse_duration)]
     pub promotion_grace: Option<Duration>,
     /// Take a snapshot after this many log entries [default: 10000].
@@ -381,6 +388,25 @@ pub enum InitialClusterState {
     New,
     /// Join or restart an existing cluster (the default).
     Existing,
+}
+
+/// `--timing` (and `timing` in the config file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TimingPreset {
+    /// One data centre or region (the default).
+    Lan,
+    /// Members spread over regions, peer round trips up to about 200 ms.
+    Wan,
+}
+
+impl From<TimingPreset> for warden_server::TimingPreset {
+    fn from(p: TimingPreset) -> Self {
+        match p {
+            TimingPreset::Lan => warden_server::TimingPreset::Lan,
+            TimingPreset::Wan => warden_server::TimingPreset::Wan,
+        }
+    }
 }
 
 /// `warden dev`.
@@ -955,6 +981,32 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("--peers"), "{err}");
+    }
+
+    // docs/operations.md "Latency between nodes": --timing takes `lan` or
+    // `wan`; anything else is clap's error naming the flag and the values.
+    #[test]
+    fn server_timing_preset_parses() {
+        let server = |extra: &[&str]| -> Result<ServerArgs, clap::Error> {
+            let mut all = vec!["server", "--id", "1"];
+            all.extend_from_slice(extra);
+            parse(&all).map(|cli| match cli.command {
+                Command::Server(s) => *s,
+                _ => panic!("not server"),
+            })
+        };
+        assert_eq!(server(&[]).unwrap().timing, None);
+        assert_eq!(
+            server(&["--timing", "wan"]).unwrap().timing,
+            Some(TimingPreset::Wan)
+        );
+        assert_eq!(
+            server(&["--timing", "lan"]).unwrap().timing,
+            Some(TimingPreset::Lan)
+        );
+        let err = server(&["--timing", "moon"]).unwrap_err().to_string();
+        assert!(err.contains("--timing"), "{err}");
+        assert!(err.contains("lan") && err.contains("wan"), "{err}");
     }
 
     // docs/security.md "Insecure mode": --insecure and --certs-dir conflict

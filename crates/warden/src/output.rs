@@ -371,6 +371,8 @@ pub fn validate(result: &ValidateResult, format: OutputFormat) -> Report {
 
 fn timing_json(t: &Timing) -> Value {
     json!({
+        // "" from a server that does not say.
+        "preset": t.preset,
         "heartbeat_ms": t.heartbeat_ms,
         "election_timeout_min_ms": t.election_timeout_min_ms,
         "election_timeout_max_ms": t.election_timeout_max_ms,
@@ -383,6 +385,8 @@ fn timing_json(t: &Timing) -> Value {
         "max_lock_delay_ms": t.max_lock_delay_ms,
         "bound_e_ms": t.bound_e_ms,
         "bound_g_ms": t.bound_g_ms,
+        // 0 from a server that does not say.
+        "call_timeout_floor_ms": t.call_timeout_floor_ms,
     })
 }
 
@@ -438,8 +442,20 @@ fn cluster_status_text(c: &ClusterStatus) -> String {
     }
     match &c.timing {
         Some(t) => {
+            // The preset the values started from (flags may have changed
+            // some; the values shown are the ones in effect).
+            let preset = if t.preset.is_empty() {
+                String::new()
+            } else {
+                format!("{} preset, ", t.preset)
+            };
+            let floor = if t.call_timeout_floor_ms == 0 {
+                String::new()
+            } else {
+                format!(", peer call floor {}", ms(t.call_timeout_floor_ms))
+            };
             out.push_str(&format!(
-                "timing: heartbeat {}, election timeout {}–{}, checkpoint interval {}, promotion grace {}, renew batch window {}\n",
+                "timing: {preset}heartbeat {}, election timeout {}–{}{floor}, checkpoint interval {}, promotion grace {}, renew batch window {}\n",
                 ms(t.heartbeat_ms),
                 ms(t.election_timeout_min_ms),
                 ms(t.election_timeout_max_ms),
@@ -833,6 +849,8 @@ mod tests {
                 max_lock_delay_ms: 60_000,
                 bound_e_ms: 2_500,
                 bound_g_ms: 1_000,
+                preset: "lan".into(),
+                call_timeout_floor_ms: 125,
             }),
             node_id: 1,
             last_log_index: 118,
@@ -864,6 +882,8 @@ mod tests {
         );
         assert_eq!(v["timing"]["bound_e_ms"], 2_500);
         assert_eq!(v["timing"]["bound_g_ms"], 1_000);
+        assert_eq!(v["timing"]["preset"], "lan");
+        assert_eq!(v["timing"]["call_timeout_floor_ms"], 125);
     }
 
     // The text of `cluster status` shows the timing defaults and the bounds E and G.
@@ -872,11 +892,49 @@ mod tests {
         let text = cluster_status(&sample_cluster(), OutputFormat::Text)
             .stdout
             .unwrap();
-        assert!(text.contains("heartbeat 50ms"), "{text}");
-        assert!(text.contains("election timeout 250ms–500ms"), "{text}");
+        assert!(
+            text.contains("timing: lan preset, heartbeat 50ms, election timeout 250ms–500ms, peer call floor 125ms,"),
+            "{text}"
+        );
         assert!(text.contains("E = 2s 500ms"), "{text}");
         assert!(text.contains("G = 1s"), "{text}");
         assert!(text.contains("127.0.0.1:7002  leader"), "{text}");
+    }
+
+    // docs/operations.md "Latency between nodes": a `--timing wan` node's
+    // status names the preset and shows the values it reports (heartbeat,
+    // election timeout, call floor, E, G); a server that reports neither
+    // preset nor floor gets neither shown.
+    #[test]
+    fn cluster_status_text_names_the_timing_preset() {
+        let mut c = sample_cluster();
+        c.timing = Some(Timing {
+            preset: "wan".into(),
+            heartbeat_ms: 250,
+            election_timeout_min_ms: 1_000,
+            election_timeout_max_ms: 2_000,
+            promotion_grace_ms: 2_000,
+            call_timeout_floor_ms: 500,
+            bound_e_ms: 5_000,
+            bound_g_ms: 2_000,
+            ..c.timing.clone().unwrap()
+        });
+        let text = cluster_status(&c, OutputFormat::Text).stdout.unwrap();
+        assert!(
+            text.contains("timing: wan preset, heartbeat 250ms, election timeout 1s–2s, peer call floor 500ms,"),
+            "{text}"
+        );
+        assert!(text.contains("E = 5s"), "{text}");
+        assert!(text.contains("G = 2s"), "{text}");
+        let mut old = c.timing.clone().unwrap();
+        old.preset = String::new();
+        old.call_timeout_floor_ms = 0;
+        c.timing = Some(old);
+        let text = cluster_status(&c, OutputFormat::Text).stdout.unwrap();
+        assert!(
+            text.contains("timing: heartbeat 250ms, election timeout 1s–2s, checkpoint"),
+            "{text}"
+        );
     }
 
     // Exit code 1 with a one-line reason on stderr, nothing on stdout.

@@ -11,7 +11,7 @@ use warden_server::{ServerConfig, Timing};
 
 use crate::cli::{
     insert_peer, parse_duration, parse_peer_id, parse_peers, InitialClusterState, LogFormat, Peers,
-    ServerArgs,
+    ServerArgs, TimingPreset,
 };
 
 /// The config file: the same keys as the flags, in kebab-case.
@@ -25,6 +25,7 @@ pub struct FileConfig {
     peer_addrs: Option<FilePeers>,
     data_dir: Option<PathBuf>,
     initial_cluster_state: Option<InitialClusterState>,
+    timing: Option<TimingPreset>,
     heartbeat: Option<String>,
     election_timeout_min: Option<String>,
     election_timeout_max: Option<String>,
@@ -243,7 +244,13 @@ pub fn resolve(args: &ServerArgs, file: FileConfig) -> Result<ServerConfig, Stri
         .unwrap_or(InitialClusterState::Existing)
         == InitialClusterState::New;
 
-    let defaults = Timing::default();
+    // The preset gives every default; an explicit flag (or file key)
+    // overrides its own field only.
+    let preset = args
+        .timing
+        .or(file.timing)
+        .map_or(warden_server::TimingPreset::default(), Into::into);
+    let defaults = preset.timing();
     let mut timing = defaults.clone();
     timing.heartbeat_ms = duration_ms(
         "heartbeat",
@@ -595,6 +602,75 @@ mod tests {
         assert_eq!(config.timing.grpc_keepalive_interval_ms, 5_000);
         assert_eq!(config.timing.grpc_keepalive_timeout_ms, 5_000);
         assert!(!config.initial_cluster_state_new);
+    }
+
+    // docs/operations.md "Latency between nodes": `--timing wan` (or
+    // `timing = "wan"` in the file) starts from the wan preset, E and the
+    // call floor follow from it, and an explicit flag (or file key)
+    // overrides its own field only; the flag's preset wins over the file's.
+    #[test]
+    fn timing_preset_with_overrides() {
+        let args = ServerArgs {
+            timing: Some(TimingPreset::Wan),
+            ..base_args()
+        };
+        let config = resolve(&args, FileConfig::default()).unwrap();
+        assert_eq!(config.timing, Timing::wan());
+        assert_eq!(config.timing.heartbeat_ms, 250);
+        assert_eq!(config.timing.call_timeout_floor_ms(), 500);
+        assert_eq!(config.timing.bound_e_ms(), 5_000);
+
+        let args = ServerArgs {
+            timing: Some(TimingPreset::Wan),
+            heartbeat: Some(Duration::from_millis(300)),
+            election_timeout_max: Some(Duration::from_secs(3)),
+            ..base_args()
+        };
+        let t = resolve(&args, FileConfig::default()).unwrap().timing;
+        assert_eq!(t.preset, warden_server::TimingPreset::Wan);
+        assert_eq!(t.heartbeat_ms, 300);
+        assert_eq!(t.election_timeout_min_ms, 1_000);
+        assert_eq!(t.election_timeout_max_ms, 3_000);
+        assert_eq!(t.promotion_grace_ms, 2_000);
+        // E = G + checkpoint interval + max election timeout, from the
+        // values in effect.
+        assert_eq!(t.bound_e_ms(), 2_000 + 1_000 + 3_000);
+
+        let file = parse_config_file("timing = \"wan\"\npromotion-grace = \"1500ms\"").unwrap();
+        let t = resolve(&base_args(), file).unwrap().timing;
+        assert_eq!(t.preset, warden_server::TimingPreset::Wan);
+        assert_eq!((t.heartbeat_ms, t.promotion_grace_ms), (250, 1_500));
+        assert_eq!(t.bound_e_ms(), 1_500 + 1_000 + 2_000);
+
+        let file = parse_config_file("timing = \"wan\"").unwrap();
+        let args = ServerArgs {
+            timing: Some(TimingPreset::Lan),
+            ..base_args()
+        };
+        assert_eq!(resolve(&args, file).unwrap().timing, Timing::default());
+    }
+
+    // "What bad input gets": an override that contradicts the preset's
+    // other values is refused naming both flags, and an unknown preset in
+    // the file names the key and the known ones.
+    #[test]
+    fn timing_preset_overrides_are_checked() {
+        let args = ServerArgs {
+            timing: Some(TimingPreset::Wan),
+            election_timeout_max: Some(Duration::from_millis(800)),
+            ..base_args()
+        };
+        let e = resolve(&args, FileConfig::default()).unwrap_err();
+        assert_eq!(
+            e,
+            "--election-timeout-max: 800ms must be above --election-timeout-min 1s"
+        );
+        let e = parse_config_file("timing = \"moon\"").unwrap_err();
+        assert!(e.contains("timing"), "{e}");
+        assert!(
+            e.contains("`lan`, `wan`") || e.contains("`lan` or `wan`"),
+            "{e}"
+        );
     }
 
     // "What bad input gets": a config file over 1 MiB (a log or a binary

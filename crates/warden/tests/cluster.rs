@@ -48,6 +48,8 @@ mod session;
 mod token_floor;
 #[path = "cases/top.rs"]
 mod top;
+#[path = "cases/wan.rs"]
+mod wan;
 #[path = "cases/watch.rs"]
 mod watch;
 

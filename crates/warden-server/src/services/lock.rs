@@ -307,6 +307,8 @@ impl Lock for LockService {
                 max_lock_delay_ms: warden_core::limits::MAX_LOCK_DELAY_MS,
                 bound_e_ms: timing.bound_e_ms(),
                 bound_g_ms: timing.promotion_grace_ms,
+                preset: timing.preset.name().to_string(),
+                call_timeout_floor_ms: timing.call_timeout_floor_ms(),
             }),
         }))
     }

@@ -9,7 +9,7 @@ use warden_client::{AcquireOptions, ClientOptions};
 use super::client::{
     client_ctx, connect_at, node_hosts, sleep_until, spawn_waiter, waiting, Waiter,
 };
-use super::shape::{ms, Def, Scenario, Setup};
+use super::shape::{ms, Def, Scenario, Setup, LAN};
 use crate::env::global_now;
 use crate::faults::{Aim, Gap, Script};
 use crate::world::{lock, sleep};
@@ -28,6 +28,7 @@ pub(super) const DUE_WAITER: Def = Def {
         gap: Gap::Drawn,
     },
     spawn: due_waiter,
+    cluster: LAN,
 };
 
 /// The clients of [`DUE_WAITER`]: the queued waiter `w`'s process stops (so
@@ -74,6 +75,7 @@ pub(super) const BATCHED_HANDOFF: Def = Def {
     fault_secs: 3,
     faults: Script::None,
     spawn: batched_handoff,
+    cluster: LAN,
 };
 
 /// The clients of [`BATCHED_HANDOFF`]: a holder `a` and a waiter (lease
@@ -128,6 +130,7 @@ pub(super) const RETRIED_RELEASE: Def = Def {
     fault_secs: 2,
     faults: Script::None,
     spawn: retried_release,
+    cluster: LAN,
 };
 
 /// The clients of [`RETRIED_RELEASE`]: `x1` releases grant t1 of a shared

@@ -20,7 +20,7 @@ use warden_client::{AcquireOptions, Client, GrantKind};
 
 use super::client::waiting;
 use super::random::spawn_healer;
-use super::shape::{Def, Scenario, Setup};
+use super::shape::{Def, Scenario, Setup, LAN};
 use crate::env::global_now;
 use crate::faults::Script;
 use crate::world::{random_clock, sleep, ClientCtx};
@@ -32,6 +32,7 @@ pub(super) const KINDS: Def = Def {
     fault_secs: 60,
     faults: Script::Random,
     spawn,
+    cluster: LAN,
 };
 
 /// What the workload asks a resource for: the kind and, for a read-write

@@ -8,7 +8,7 @@ use super::client::{
     client_ctx, connect_at, cut_off, leader_host, node_hosts, reconnect, sleep_until, spawn_waiter,
     Waiter,
 };
-use super::shape::{ms, Def, Scenario, Setup};
+use super::shape::{ms, Def, Scenario, Setup, LAN};
 use crate::faults::{Aim, Gap, Script};
 use crate::world::sleep;
 
@@ -26,6 +26,7 @@ pub(super) const REPEATED_ELECTIONS: Def = Def {
         gap: Gap::Fixed(ms(900)),
     },
     spawn: repeated_elections,
+    cluster: LAN,
 };
 
 /// The holder of [`REPEATED_ELECTIONS`]: its lease must be gone by
@@ -62,6 +63,7 @@ pub(super) const STALLED_LEADER_EXPIRY: Def = Def {
         gap: Gap::Never,
     },
     spawn: stalled_leader_expiry,
+    cluster: LAN,
 };
 
 /// The holder of [`STALLED_LEADER_EXPIRY`] keeps renewing through the new
@@ -98,6 +100,7 @@ pub(super) const SLOW_RENEW_ACK: Def = Def {
         gap: Gap::Drawn,
     },
     spawn: slow_renew_ack,
+    cluster: LAN,
 };
 
 /// The clients of [`SLOW_RENEW_ACK`]: `a`'s renew takes 1.4 s to be
@@ -141,6 +144,7 @@ pub(super) const DEPOSED_LEADER_RENEW: Def = Def {
     fault_secs: 3,
     faults: Script::None,
     spawn: deposed_leader_renew,
+    cluster: LAN,
 };
 
 /// The clients of [`DEPOSED_LEADER_RENEW`]: the leader is cut off from the

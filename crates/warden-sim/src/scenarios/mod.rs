@@ -1,8 +1,9 @@
 //! The shapes of a run: the random workload (`random.rs`) and the named
 //! scenarios, each after a public bug, with scripted clients (one function
 //! per scenario) and a fault script for `faults`. One row per scenario in
-//! `TABLE` gives its name, its default length, its fault script and the
-//! function that spawns its clients.
+//! `TABLE` gives its name, its default length, its fault script, the
+//! function that spawns its clients and its cluster's shape (nodes, timing
+//! preset, link latencies).
 //!
 //! | file | scenarios |
 //! |---|---|
@@ -12,6 +13,7 @@
 //! | `handoff.rs` | hand-offs and releases: `due-waiter` (S8), `batched-handoff` (S2), `retried-release` (S6) |
 //! | `retries.rs` | retried requests: `retry-after-snapshot`, `lost-reply-new-leader` (S7) |
 //! | `slow_links.rs` | `slow-links` (L3, L1) |
+//! | `regions.rs` | `regions`: 5 nodes in 3 regions, `wan` timing (L3, L1, REGIONS) |
 //! | `owners.rs` | principals: `foreign-lease` (OWNERS) |
 //! | `client.rs` | what the scripted clients share (own clocks, finding the leader, cutting a node off, a waiter) |
 //! | `shape.rs` | what a scenario is: [`Scenario`], its row, the [`Setup`] its clients get |
@@ -19,7 +21,7 @@
 use crate::faults::Script;
 
 use shape::Def;
-pub use shape::{Scenario, Setup};
+pub use shape::{ClusterShape, Scenario, Setup};
 
 mod client;
 mod handoff;
@@ -27,12 +29,13 @@ mod kinds;
 mod leases;
 mod owners;
 mod random;
+pub mod regions;
 mod retries;
 mod shape;
 mod slow_links;
 
 /// Every scenario, in the order of [`Scenario`]'s variants.
-const TABLE: [Def; 13] = [
+const TABLE: [Def; 14] = [
     random::RANDOM,
     leases::REPEATED_ELECTIONS,
     handoff::DUE_WAITER,
@@ -46,6 +49,7 @@ const TABLE: [Def; 13] = [
     slow_links::SLOW_LINKS,
     owners::FOREIGN_LEASE,
     kinds::KINDS,
+    regions::REGIONS,
 ];
 
 // Row i of the table is the scenario whose discriminant is i.
@@ -72,6 +76,11 @@ impl Scenario {
     /// Its row of [`TABLE`].
     fn def(self) -> &'static Def {
         &TABLE[self as usize]
+    }
+
+    /// Its cluster: nodes, timing preset, link latencies.
+    pub fn cluster(self) -> ClusterShape {
+        self.def().cluster
     }
 
     /// Its fault schedule.
@@ -124,6 +133,7 @@ mod tests {
         assert_eq!(Scenario::NAMES[10], "slow-links");
         assert_eq!(Scenario::NAMES[11], "foreign-lease");
         assert_eq!(Scenario::NAMES[12], "kinds");
+        assert_eq!(Scenario::NAMES[13], "regions");
         let err = Scenario::parse("no-such").unwrap_err();
         assert!(err.starts_with("--scenario: unknown \"no-such\"; known: random, "));
     }

@@ -4,7 +4,7 @@
 use warden_client::{AcquireOptions, ClientError};
 
 use super::client::{client_ctx, connect_at, sleep_until};
-use super::shape::{ms, Def, Scenario, Setup};
+use super::shape::{ms, Def, Scenario, Setup, LAN};
 use crate::env::global_now;
 use crate::faults::Script;
 use crate::world::{lock, sleep, ClientCtx};
@@ -20,6 +20,7 @@ pub(super) const FOREIGN_LEASE: Def = Def {
     fault_secs: 2,
     faults: Script::None,
     spawn: foreign_lease,
+    cluster: LAN,
 };
 
 /// The clients of [`FOREIGN_LEASE`]: `alice` holds r0 from 1 s to 5 s,

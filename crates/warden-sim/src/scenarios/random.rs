@@ -12,7 +12,7 @@ use rand::{Rng, SeedableRng};
 use warden_client::{AcquireOptions, Client, GrantKind};
 
 use super::client::waiting;
-use super::shape::{Def, Scenario, Setup};
+use super::shape::{Def, Scenario, Setup, LAN};
 use crate::env::{global_now, SimClock};
 use crate::faults::Script;
 use crate::world::{bound_e_ms, random_clock, sleep, ClientCtx, World};
@@ -24,6 +24,7 @@ pub(super) const RANDOM: Def = Def {
     fault_secs: 60,
     faults: Script::Random,
     spawn,
+    cluster: LAN,
 };
 
 /// Spawns the workers and the healer.

@@ -8,7 +8,7 @@ use super::client::{
     client_ctx, connect_at, cut_off, leader_host, node_hosts, reconnect, sleep_until, spawn_waiter,
     Waiter,
 };
-use super::shape::{ms, Def, Scenario, Setup};
+use super::shape::{ms, Def, Scenario, Setup, LAN};
 use crate::faults::{Aim, Gap, Script};
 use crate::world::sleep;
 
@@ -27,6 +27,7 @@ pub(super) const RETRY_AFTER_SNAPSHOT: Def = Def {
         gap: Gap::Never,
     },
     spawn: retry_after_snapshot,
+    cluster: LAN,
 };
 
 /// The clients of [`RETRY_AFTER_SNAPSHOT`]: the waiter `w`'s acquire
@@ -82,6 +83,7 @@ pub(super) const LOST_REPLY_NEW_LEADER: Def = Def {
     fault_secs: 2,
     faults: Script::None,
     spawn: lost_reply_new_leader,
+    cluster: LAN,
 };
 
 /// The client of [`LOST_REPLY_NEW_LEADER`]: the replies from every node to

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use rand::rngs::StdRng;
 
+use warden_server::config::TimingPreset;
+
 use crate::faults::Script;
 use crate::world::World;
 
@@ -43,6 +45,9 @@ pub enum Scenario {
     /// Random faults and a workload of every lock kind: mutexes, read-write
     /// locks, semaphores (docs/semantics.md "Lock kinds").
     Kinds,
+    /// Five nodes in three regions with the `wan` timing preset, the leader
+    /// crashed once (L1, L3; docs/operations.md "Latency between nodes").
+    Regions,
 }
 
 /// What a scenario's clients are given.
@@ -80,7 +85,31 @@ pub struct Def {
     pub faults: Script,
     /// Spawns its clients.
     pub spawn: Spawn,
+    /// Its cluster: how many nodes (None: 3, or 5 for 30 % of `random`
+    /// seeds), the timing preset they run, and the one-way latency of each
+    /// link between two nodes for the whole run (None: turmoil's
+    /// 0.2–3 ms everywhere; a fault may change links for its time).
+    pub cluster: ClusterShape,
 }
+
+/// How many nodes a scenario runs, with which timing, how far apart.
+#[derive(Clone, Copy, Debug)]
+pub struct ClusterShape {
+    /// Nodes (None: drawn, see [`Def::cluster`]).
+    pub nodes: Option<u64>,
+    /// The nodes' timing preset.
+    pub preset: TimingPreset,
+    /// (node, node) → one-way latency in ms, for the whole run.
+    pub links: Option<fn(u64, u64) -> u64>,
+}
+
+/// The shape of every scenario but `regions`: 3 nodes (or drawn), the
+/// `lan` preset, turmoil's latencies.
+pub const LAN: ClusterShape = ClusterShape {
+    nodes: None,
+    preset: TimingPreset::Lan,
+    links: None,
+};
 
 /// `ms` milliseconds.
 pub const fn ms(ms: u64) -> Duration {

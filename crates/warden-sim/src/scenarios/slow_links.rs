@@ -5,7 +5,7 @@
 use warden_client::AcquireOptions;
 
 use super::client::{client_ctx, connect_at, sleep_until, waiting};
-use super::shape::{ms, Def, Scenario, Setup};
+use super::shape::{ms, Def, Scenario, Setup, LAN};
 use crate::env::global_now;
 use crate::faults::{Aim, Gap, Script};
 use crate::world::{bound_e_ms, sleep};
@@ -32,6 +32,7 @@ pub(super) const SLOW_LINKS: Def = Def {
         gap: Gap::Drawn,
     },
     spawn: slow_links,
+    cluster: LAN,
 };
 
 /// The clients of [`SLOW_LINKS`]. While the links are slow, each of `a`'s

@@ -24,6 +24,7 @@
 #![allow(dead_code)]
 
 pub mod certs;
+pub mod delay;
 pub mod proxy;
 pub mod transport;
 
@@ -76,6 +77,10 @@ pub struct NodeProc {
     pub addr: String,
     /// Its peer port (`--peer-listen`), with [`Cluster::use_peer_ports`].
     pub peer_addr: Option<String>,
+    /// Where the other members dial its peer port (its `--peer-addrs`
+    /// entry), if not `peer_addr` itself: a proxy in front of it
+    /// ([`Cluster::delay_peer_links`]).
+    pub peer_dial_addr: Option<String>,
     /// Its HTTP port (`--admin-listen`), with [`Cluster::use_admin_ports`].
     pub admin_addr: Option<String>,
     pub dir: PathBuf,
@@ -201,6 +206,7 @@ impl Cluster {
                 id,
                 addr: addr.clone(),
                 peer_addr,
+                peer_dial_addr: None,
                 admin_addr,
                 dir: self.tmp.path().join(format!("node-{id}")),
                 log: self.tmp.path().join(format!("node-{id}.log")),
@@ -242,13 +248,35 @@ impl Cluster {
         self.nodes[&id].admin_addr.clone().expect("an admin port")
     }
 
-    /// `--peer-addrs`: `id=peer_addr` of every node that has one.
+    /// `--peer-addrs`: `id=ADDR` of every node that has a peer port, ADDR
+    /// where the others dial it (its proxy's, else the port itself).
     pub fn peer_addrs(&self) -> String {
         self.nodes
             .values()
-            .filter_map(|n| Some(format!("{}={}", n.id, n.peer_addr.as_ref()?)))
+            .filter_map(|n| {
+                let dial = n.peer_dial_addr.as_ref().or(n.peer_addr.as_ref())?;
+                Some(format!("{}={dial}", n.id))
+            })
             .collect::<Vec<_>>()
             .join(",")
+    }
+
+    /// Puts a [`delay::DelayProxy`] of `one_way` each way in front of every
+    /// laid-out node's peer port (switching peer ports on), and makes it
+    /// the address the other members dial: every peer call then crosses
+    /// two delays (one round trip of 2 × `one_way`), while clients reach
+    /// the client ports directly. Call before starting the nodes; keep the
+    /// proxies for as long as the cluster runs.
+    pub async fn delay_peer_links(&mut self, one_way: Duration) -> Vec<delay::DelayProxy> {
+        self.use_peer_ports();
+        let mut proxies = Vec::new();
+        for n in self.nodes.values_mut() {
+            let target = n.peer_addr.clone().expect("a peer port");
+            let proxy = delay::DelayProxy::start(&target, one_way).await;
+            n.peer_dial_addr = Some(proxy.addr.clone());
+            proxies.push(proxy);
+        }
+        proxies
     }
 
     /// Node `id`'s peer port (panics without [`Cluster::use_peer_ports`]).

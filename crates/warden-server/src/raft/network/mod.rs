@@ -61,7 +61,8 @@ pub const MAX_PEER_MESSAGE_BYTES: usize = 256 * 1024 * 1024;
 pub const PEER_RECONNECT_AFTER: Duration = Duration::from_secs(1);
 
 /// The shortest per-call timeout of a peer call: half the minimum election
-/// timeout (125 ms with the default 250 ms). A call's timeout is the larger
+/// timeout (125 ms with the `lan` preset's 250 ms, 500 ms with `wan`'s 1 s;
+/// `cluster status` shows it). A call's timeout is the larger
 /// of this and openraft's `RPCOption::hard_ttl()`.
 ///
 /// Why a floor: openraft derives `hard_ttl` for AppendEntries from the
@@ -102,7 +103,9 @@ pub const PEER_RECONNECT_AFTER: Duration = Duration::from_secs(1);
 /// docs/operations.md ("Latency between nodes") says to raise `--heartbeat`
 /// above the round trip on such links.
 pub fn call_timeout_floor(election_timeout_min_ms: u64) -> Duration {
-    Duration::from_millis(election_timeout_min_ms / 2)
+    Duration::from_millis(crate::config::call_timeout_floor_ms(
+        election_timeout_min_ms,
+    ))
 }
 
 /// Builds connections to peers.
