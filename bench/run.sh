@@ -10,6 +10,22 @@
 # Extra arguments go to `loadgen run` (e.g. --backends warden,warden-insecure,etcd
 # --workloads uncontended,parallel).
 # BENCH_LOAD_NOTE="..." is recorded as machine.load_note in the results.
+#
+#   bench/run.sh --scale          # the scale run (well over an hour at its default sizes: run it on
+#                                 # a quiet machine), writes bench/results/scale.{json,md,png}
+#   bench/run.sh --scale --quick  # every scenario small (2,000 sessions, 20,000 locks, 20 s hold),
+#                                 # under ~5 minutes: validates the driver (also: --scale-quick)
+#
+# The scale run is `loadgen scale` (bench/src/scale/): Warden with 100,000 sessions beside etcd and
+# ZooKeeper (chubby_cell), filled to 1,000,000 held locks (million_locks: memory, snapshot,
+# follower catch-up, full restart, failover), 100,000 sessions expiring at once with a waiter on
+# each lock (mass_expiry), the same measurements at 10k/100k/1M locks (curve), and peer traffic
+# through a delaying proxy at 25/50/100 ms one way (wan). It runs as one load principal, `scale`,
+# whose quota and the cluster limits it raises (scale.md records them). Knobs after --scale go to
+# `loadgen scale`: --sessions N, --locks N, --hold-secs S, --scenarios a,b, --anchors etcd,zookeeper.
+# BENCH_OUT=results/NAME.json writes NAME.{json,md,png} instead of scale.*. Without --scale this
+# script runs exactly as described above. docs/performance.md, "The scale run", says what each
+# scenario measures and how.
 # BENCH_OUT=results/NAME.json writes NAME.{json,md,png} instead of latest.*.
 #
 # After loadgen (the Rust drivers), the same run measures etcd through its own Go client's lock
@@ -32,13 +48,21 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 
+scale=""
+if [ "${1:-}" = --scale ] || [ "${1:-}" = --scale-quick ]; then
+    [ "$1" = --scale-quick ] && scale_quick=(--quick) || scale_quick=()
+    scale=1
+    shift
+fi
+
 need=()
 command -v etcd >/dev/null || need+=(etcd-server)
 command -v etcdctl >/dev/null || need+=(etcd-client)
 [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
 command -v java >/dev/null || need+=(default-jre-headless)
-command -v redis-server >/dev/null || need+=(redis-server)
-if [ -z "${BENCH_SKIP_GO:-}" ] && ! command -v go >/dev/null; then
+[ -n "$scale" ] || command -v redis-server >/dev/null || need+=(redis-server)
+[ -z "$scale" ] || command -v curl >/dev/null || need+=(curl)
+if [ -z "$scale" ] && [ -z "${BENCH_SKIP_GO:-}" ] && ! command -v go >/dev/null; then
     echo "bench/run.sh: the Go driver needs Go 1.26 or newer (or set BENCH_SKIP_GO=1)" >&2
     exit 1
 fi
@@ -73,6 +97,17 @@ echo "building warden (release) and loadgen (release)"
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
 cd "$here"
+if [ -n "$scale" ]; then
+    # 100,000 ZooKeeper sessions are 100,000 sockets here and as many in the servers.
+    ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+    BENCH_PIDFILE="$pidfile" WARDEN_COMMIT="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)" \
+        ./target/release/loadgen scale \
+        --warden-bin "$root/target/release/warden" \
+        --out "${BENCH_OUT:-results/scale.json}" \
+        --load-note "${BENCH_LOAD_NOTE:-}" \
+        ${scale_quick[@]+"${scale_quick[@]}"} "$@"
+    exit 0
+fi
 BENCH_PIDFILE="$pidfile" WARDEN_COMMIT="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)" \
     ./target/release/loadgen run \
     --warden-bin "$root/target/release/warden" \

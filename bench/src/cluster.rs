@@ -50,7 +50,31 @@ impl System {
     }
 }
 
+/// How [`Cluster::start_with`] starts a cluster beyond [`Cluster::start`]'s
+/// settings (the scale run's needs; the default changes nothing).
+#[derive(Debug, Clone, Default)]
+pub struct StartOptions {
+    /// Warden: extra `warden server` flags for every node (e.g. timing).
+    /// A flag given here replaces the default one: the defaults' timing
+    /// flags are left out when this names any of them.
+    pub warden_args: Vec<String>,
+    /// Warden: serve /metrics on an admin listener (`--admin-listen`, a
+    /// free port) on every node.
+    pub admin_listen: bool,
+    /// Warden: node i serves peers on its own port `.0` (`--peer-listen`)
+    /// and every node reaches it at `.1` (`--peer-addrs`): a proxy the
+    /// caller runs from `.1` to `.0`.
+    pub peer_ports: Option<Vec<(u16, u16)>>,
+    /// ZooKeeper: serve clients on every address (`clientPortAddress` left
+    /// out, so 127.0.0.x all reach it: more loopback 4-tuples than one
+    /// address's ephemeral ports give), and this `maxClientCnxns` (0: none).
+    pub zk_any_address: bool,
+    /// ZooKeeper: the JVM's heap (`-Xmx`), default `1g`.
+    pub zk_heap: Option<String>,
+}
+
 struct Node {
+    admin_addr: Option<String>,
     program: PathBuf,
     args: Vec<String>,
     dir: PathBuf,
@@ -185,6 +209,16 @@ impl Node {
 impl Cluster {
     /// Starts `system` under `work_dir` and waits until it serves.
     pub async fn start(system: System, work_dir: &Path, warden_bin: &Path) -> Result<Cluster> {
+        Cluster::start_with(system, work_dir, warden_bin, &StartOptions::default()).await
+    }
+
+    /// As [`Cluster::start`], with `opts`.
+    pub async fn start_with(
+        system: System,
+        work_dir: &Path,
+        warden_bin: &Path,
+        opts: &StartOptions,
+    ) -> Result<Cluster> {
         let dir = tempfile::Builder::new()
             .prefix("cluster-")
             .tempdir_in(work_dir)?;
@@ -192,6 +226,7 @@ impl Cluster {
         let client: Vec<u16> = (0..n).map(|_| free_port()).collect();
         let peer: Vec<u16> = (0..n).map(|_| free_port()).collect();
         let election: Vec<u16> = (0..n).map(|_| free_port()).collect();
+        let admin: Vec<u16> = (0..n).map(|_| free_port()).collect();
         let certs = match system {
             System::Warden { tls: true } => Some(mint_certs(warden_bin, dir.path(), n)?),
             _ => None,
@@ -217,6 +252,28 @@ impl Cluster {
                         ],
                         None => vec!["--insecure".to_owned()],
                     };
+                    let timing_given = opts.warden_args.iter().any(|a| {
+                        a == "--timing" || a == "--heartbeat" || a.starts_with("--election-timeout")
+                    });
+                    let timing: &[&str] = if timing_given {
+                        &[]
+                    } else {
+                        &[
+                            "--heartbeat",
+                            "50ms",
+                            // A follower of openraft campaigns once its leader
+                            // lease (election-timeout-max after the last message
+                            // from the leader) and then a timeout sampled in
+                            // [min, max) have passed: 300 + [200, 300) ms. That
+                            // is 500-600 ms without the leader, as etcd's
+                            // `--election-timeout 500` waits 500-1000 ms
+                            // (docs/benchmarks.md).
+                            "--election-timeout-min",
+                            "200ms",
+                            "--election-timeout-max",
+                            "300ms",
+                        ]
+                    };
                     let args = [
                         "server",
                         "--id",
@@ -227,23 +284,33 @@ impl Cluster {
                         &peers,
                         "--data-dir",
                         &ndir.join("data").display().to_string(),
-                        "--heartbeat",
-                        "50ms",
-                        // A follower of openraft campaigns once its leader
-                        // lease (election-timeout-max after the last message
-                        // from the leader) and then a timeout sampled in
-                        // [min, max) have passed: 300 + [200, 300) ms. That
-                        // is 500-600 ms without the leader, as etcd's
-                        // `--election-timeout 500` waits 500-1000 ms
-                        // (docs/benchmarks.md).
-                        "--election-timeout-min",
-                        "200ms",
-                        "--election-timeout-max",
-                        "300ms",
                     ];
+                    let mut extra: Vec<String> = opts.warden_args.clone();
+                    if let Some(ports) = &opts.peer_ports {
+                        extra.push("--peer-listen".into());
+                        extra.push(format!("127.0.0.1:{}", ports[i].0));
+                        extra.push("--peer-addrs".into());
+                        extra.push(
+                            ports
+                                .iter()
+                                .enumerate()
+                                .map(|(j, p)| format!("{}=127.0.0.1:{}", j + 1, p.1))
+                                .collect::<Vec<_>>()
+                                .join(","),
+                        );
+                    }
+                    if opts.admin_listen {
+                        extra.push("--admin-listen".into());
+                        extra.push(format!("127.0.0.1:{}", admin[i]));
+                    }
                     (
                         warden_bin.to_path_buf(),
-                        args.iter().map(|s| s.to_string()).chain(security).collect(),
+                        args.iter()
+                            .chain(timing)
+                            .map(|s| s.to_string())
+                            .chain(security)
+                            .chain(extra)
+                            .collect(),
                     )
                 }
                 System::Etcd { tuned } => {
@@ -292,12 +359,17 @@ impl Cluster {
                     std::fs::write(data.join("myid"), format!("{id}\n"))?;
                     let mut cfg = format!(
                         "tickTime=100\ninitLimit=50\nsyncLimit=5\ndataDir={}\n\
-                         clientPort={}\nclientPortAddress=127.0.0.1\nmaxClientCnxns=0\n\
+                         clientPort={}\n{}maxClientCnxns=0\n\
                          minSessionTimeout=200\nmaxSessionTimeout=60000\n\
                          admin.enableServer=false\n4lw.commands.whitelist=srvr,ruok\n\
                          forceSync=yes\nautopurge.purgeInterval=0\n",
                         data.display(),
-                        client[i]
+                        client[i],
+                        if opts.zk_any_address {
+                            ""
+                        } else {
+                            "clientPortAddress=127.0.0.1\n"
+                        }
                     );
                     for j in 0..n {
                         cfg.push_str(&format!(
@@ -316,7 +388,7 @@ impl Cluster {
                          log4j.appender.CONSOLE.layout.ConversionPattern=%d %p %m%n\n",
                     )?;
                     let args = vec![
-                        "-Xmx1g".to_string(),
+                        format!("-Xmx{}", opts.zk_heap.as_deref().unwrap_or("1g")),
                         "-XX:+UseG1GC".into(),
                         "-Dzookeeper.log.dir=.".into(),
                         format!(
@@ -350,6 +422,8 @@ impl Cluster {
                 }
             };
             let mut node = Node {
+                admin_addr: (matches!(system, System::Warden { .. }) && opts.admin_listen)
+                    .then(|| format!("127.0.0.1:{}", admin[i])),
                 program,
                 args,
                 dir: ndir,
@@ -367,6 +441,16 @@ impl Cluster {
         };
         cluster.wait_leader(Duration::from_secs(60)).await?;
         Ok(cluster)
+    }
+
+    /// The cluster's temp dir (Warden with TLS: `certs/` and `ca.key`).
+    pub fn dir(&self) -> &Path {
+        self._dir.path()
+    }
+
+    /// Warden with `admin_listen`: each node's admin listener, node order.
+    pub fn admin_addrs(&self) -> Vec<Option<String>> {
+        self.nodes.iter().map(|n| n.admin_addr.clone()).collect()
     }
 
     /// Client endpoints, `127.0.0.1:port`, node order.

@@ -5,12 +5,16 @@
 //!   `results/latest.json` after every row, then the report.
 //! - `loadgen report`: `latest.json` → a Markdown table of Warden's ratio to
 //!   each anchor and a PNG chart (report.rs).
+//! - `loadgen scale`: the scale run (scale/): Chubby-cell sessions, a
+//!   million held locks, mass expiry, the size curve, WAN latency; writes
+//!   `results/scale.{json,md,png}`. `loadgen scale-report` redraws those.
 //!
 //! `bench/run.sh` installs what is missing, builds, and calls both.
 
 mod backend;
 mod cluster;
 mod report;
+mod scale;
 mod workload;
 
 use std::path::{Path, PathBuf};
@@ -37,6 +41,10 @@ enum Cmd {
     Run(RunArgs),
     /// Write the Markdown table and the PNG chart from a results file.
     Report(ReportArgs),
+    /// The scale run: write results/scale.{json,md,png}.
+    Scale(scale::ScaleArgs),
+    /// Write scale.md and scale.png from a scale results file.
+    ScaleReport(ReportArgs),
 }
 
 #[derive(clap::Args)]
@@ -115,6 +123,11 @@ fn main() -> Result<()> {
             .build()?
             .block_on(run(args)),
         Cmd::Report(args) => report::write(&args.input, &args.md, &args.png),
+        Cmd::Scale(args) => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+            .block_on(scale::run(args)),
+        Cmd::ScaleReport(args) => scale::report::write(&args.input, &args.md, &args.png),
     }
 }
 
@@ -390,7 +403,7 @@ fn write_results(out: &Path, machine: &Map<String, Value>, runs: &[Run]) -> Resu
     Ok(())
 }
 
-fn loadavg() -> String {
+pub(crate) fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .unwrap_or_default()
         .split_whitespace()
@@ -468,7 +481,10 @@ fn loopback_rtt_ms() -> Option<f64> {
     Some((samples[samples.len() / 2] * 1000.0).round() / 1000.0)
 }
 
-async fn machine_info(work: &Path, args: &RunArgs, p: &Params) -> Map<String, Value> {
+/// The machine as every results file records it: date, cores, CPU,
+/// memory, kernel, data dir, fdatasync and loopback round trip, load
+/// average at the start, the note and the commit measured.
+pub(crate) fn machine_common(work: &Path, load_note: &str) -> Map<String, Value> {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let model = cpuinfo
         .lines()
@@ -507,14 +523,19 @@ async fn machine_info(work: &Path, args: &RunArgs, p: &Params) -> Map<String, Va
     m.insert("fdatasync_4k_p50_ms".into(), json!(fdatasync_ms(work)));
     m.insert("loopback_rtt_p50_ms".into(), json!(loopback_rtt_ms()));
     m.insert("loadavg_start".into(), json!(loadavg()));
-    m.insert("load_note".into(), json!(args.load_note));
-    m.insert(
-        "mode".into(),
-        json!(if args.quick { "quick" } else { "full" }),
-    );
+    m.insert("load_note".into(), json!(load_note));
     m.insert(
         "warden_commit".into(),
         json!(std::env::var("WARDEN_COMMIT").unwrap_or_default()),
+    );
+    m
+}
+
+async fn machine_info(work: &Path, args: &RunArgs, p: &Params) -> Map<String, Value> {
+    let mut m = machine_common(work, &args.load_note);
+    m.insert(
+        "mode".into(),
+        json!(if args.quick { "quick" } else { "full" }),
     );
     m.insert(
         "versions".into(),

@@ -183,7 +183,7 @@ const METRICS: [Metric; 8] = [
     },
 ];
 
-fn num(v: f64) -> String {
+pub fn num(v: f64) -> String {
     if v >= 1000.0 {
         let s = format!("{:.0}", v);
         let mut out = String::new();
@@ -512,51 +512,67 @@ fn chart(runs: &[Run], png: &Path) -> Result<()> {
             .iter()
             .filter_map(|(label, b, d)| value(runs, workload, b, *d, get).map(|v| (*label, v)))
             .collect();
-        let max = bars.iter().map(|b| b.1).fold(0.0, f64::max).max(1e-3) * 1.2;
-        let n = bars.len().max(1);
-        let mut chart = ChartBuilder::on(area)
-            .caption(caption, ("sans-serif", 20))
-            .margin(15)
-            .x_label_area_size(35)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0f64..n as f64, 0f64..max)?;
-        let labels: Vec<&str> = bars.iter().map(|b| b.0).collect();
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(n * 2 + 1)
-            .x_label_formatter(&|x| {
-                let i = x.floor() as usize;
-                if (x - i as f64 - 0.5).abs() < 0.01 {
-                    labels.get(i).map(|s| s.to_string()).unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
-            .y_label_formatter(&|y| num(*y))
-            .label_style(("sans-serif", 15))
-            .draw()?;
-        for (i, (label, v)) in bars.iter().enumerate() {
-            let color = if *label == "Warden" {
+        bar_panel(area, caption, &bars, |label| {
+            if label == "Warden" {
                 RGBColor(31, 119, 180)
-            } else if *label == "W. insecure" {
+            } else if label == "W. insecure" {
                 RGBColor(158, 202, 225)
             } else if label.starts_with("Redis") {
                 RGBColor(200, 200, 200)
             } else {
                 RGBColor(150, 150, 150)
-            };
-            chart.draw_series(std::iter::once(Rectangle::new(
-                [(i as f64 + 0.15, 0.0), (i as f64 + 0.85, *v)],
-                color.filled(),
-            )))?;
-            chart.draw_series(std::iter::once(Text::new(
-                num(*v),
-                (i as f64 + 0.3, *v + max * 0.06),
-                ("sans-serif", 15).into_font(),
-            )))?;
-        }
+            }
+        })?;
     }
     root.present()?;
+    Ok(())
+}
+
+/// One bar chart: `bars` (label, value) with the value above each bar, in
+/// the colour `color` gives its label; shared with the scale report.
+pub fn bar_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    caption: &str,
+    bars: &[(&str, f64)],
+    color: impl Fn(&str) -> RGBColor,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let max = bars.iter().map(|b| b.1).fold(0.0, f64::max).max(1e-3) * 1.2;
+    let n = bars.len().max(1);
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", 20))
+        .margin(15)
+        .x_label_area_size(35)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0f64..n as f64, 0f64..max)?;
+    let labels: Vec<&str> = bars.iter().map(|b| b.0).collect();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n * 2 + 1)
+        .x_label_formatter(&|x| {
+            let i = x.floor() as usize;
+            if (x - i as f64 - 0.5).abs() < 0.01 {
+                labels.get(i).map(|s| s.to_string()).unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .y_label_formatter(&|y| num(*y))
+        .label_style(("sans-serif", 15))
+        .draw()?;
+    for (i, (label, v)) in bars.iter().enumerate() {
+        chart.draw_series(std::iter::once(Rectangle::new(
+            [(i as f64 + 0.15, 0.0), (i as f64 + 0.85, *v)],
+            color(label).filled(),
+        )))?;
+        chart.draw_series(std::iter::once(Text::new(
+            num(*v),
+            (i as f64 + 0.3, *v + max * 0.06),
+            ("sans-serif", 15).into_font(),
+        )))?;
+    }
     Ok(())
 }

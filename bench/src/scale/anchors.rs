@@ -1,0 +1,227 @@
+//! `chubby_cell` on the anchors: etcd (one lease per session, each kept
+//! alive on its own keep-alive stream, the streams spread over a few gRPC
+//! connections: etcd-client opens one stream per lease) and ZooKeeper (one
+//! session per client connection, pinged by the client library; the
+//! connections spread over 127.0.0.2.. so the loopback 4-tuples outnumber
+//! one address's ephemeral ports). Each ramps up until it holds `n` or
+//! fails; the result says how far it got.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+use crate::backend::Target;
+use crate::cluster::{proc_usage, Cluster};
+use crate::scale::{cores, histogram, ms_q, record, Sizes};
+
+/// Session TTL and keep-alive interval of `chubby_cell`.
+pub const TTL: Duration = Duration::from_secs(12);
+pub const EVERY: Duration = Duration::from_secs(4);
+
+/// The probe: acquire + release of fresh resources through the backend's
+/// driver (backend.rs), until `stop`.
+async fn probe(
+    target: Target,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> (hdrhistogram::Histogram<u64>, u64) {
+    let mut h = histogram();
+    let mut failed = 0;
+    let Ok(mut c) = target.connect().await else {
+        return (h, 1);
+    };
+    let tag: u32 = rand::random();
+    let mut i = 0;
+    while !stop.load(Ordering::Relaxed) {
+        i += 1;
+        let t = Instant::now();
+        match tokio::time::timeout(
+            Duration::from_secs(10),
+            c.cycle(&format!("probe-{tag:x}-{i}")),
+        )
+        .await
+        {
+            Ok(Ok(())) => record(&mut h, t.elapsed()),
+            _ => failed += 1,
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    (h, failed)
+}
+
+/// Holds `n` etcd leases for the hold time; the row of `chubby_cell`.
+pub async fn etcd(cluster: &Cluster, s: &Sizes) -> Result<Value> {
+    let endpoints = cluster.endpoints();
+    let options = etcd_client::ConnectOptions::new().with_timeout(Duration::from_secs(5));
+    let mut conns = Vec::new();
+    for _ in 0..8 {
+        conns.push(etcd_client::Client::connect(&endpoints, Some(options.clone())).await?);
+    }
+    let lost = Arc::new(AtomicU64::new(0));
+    let granted = Arc::new(AtomicU64::new(0));
+    let ramp_started = Instant::now();
+    let mut first_error = None;
+    // Each lease is kept alive from its grant on (64 grants in flight).
+    let results: Vec<Result<tokio::task::JoinHandle<()>, etcd_client::Error>> =
+        futures::stream::iter(0..s.sessions as usize)
+            .map(|i| {
+                let mut c = conns[i % conns.len()].clone();
+                let lost = lost.clone();
+                async move {
+                    let id = c.lease_grant(TTL.as_secs() as i64, None).await?.id();
+                    let (mut keeper, mut stream) = c.lease_keep_alive(id).await?;
+                    Ok(tokio::spawn(async move {
+                        loop {
+                            tokio::time::sleep(EVERY).await;
+                            let ok = keeper.keep_alive().await.is_ok()
+                                && matches!(stream.message().await, Ok(Some(r)) if r.ttl() > 0);
+                            if !ok {
+                                lost.fetch_add(1, Ordering::Relaxed);
+                                return;
+                            }
+                        }
+                    }))
+                }
+            })
+            .buffer_unordered(64)
+            .collect()
+            .await;
+    let mut tasks = Vec::new();
+    for r in results {
+        match r {
+            Ok(t) => {
+                granted.fetch_add(1, Ordering::Relaxed);
+                tasks.push(t);
+            }
+            Err(e) => {
+                first_error.get_or_insert(format!("lease grant or keep-alive: {e}"));
+            }
+        }
+    }
+    let ramp_s = ramp_started.elapsed().as_secs_f64();
+    let row = hold(cluster, s, &lost, granted.load(Ordering::Relaxed), "etcd").await;
+    for t in tasks {
+        t.abort();
+    }
+    Ok(with(row, ramp_s, first_error))
+}
+
+/// Holds `n` ZooKeeper sessions for the hold time; the row of `chubby_cell`.
+pub async fn zookeeper(cluster: &Cluster, s: &Sizes, addresses: u8) -> Result<Value> {
+    let ports: Vec<u16> = cluster
+        .endpoints()
+        .iter()
+        .filter_map(|e| e.rsplit(':').next()?.parse().ok())
+        .collect();
+    let ramp_started = Instant::now();
+    let mut clients = Vec::new();
+    let mut first_error = None;
+    // In chunks, stopping at a chunk with failures: far enough to say how
+    // far it got, without spending the run on refused connects.
+    let chunk = 256u64;
+    let mut next = 0u64;
+    while next < s.sessions {
+        let got: Vec<_> = futures::stream::iter(next..(next + chunk).min(s.sessions))
+            .map(|i| {
+                let host = 2 + (i / ports.len() as u64 % addresses as u64) as u8;
+                let endpoint = format!("127.0.0.{host}:{}", ports[i as usize % ports.len()]);
+                async move {
+                    // The library pings every 3/8 of its connection timeout:
+                    // 10,667 ms gives one ping each 4 s.
+                    tokio::time::timeout(
+                        Duration::from_secs(20),
+                        zookeeper_client::Client::connector()
+                            .with_session_timeout(TTL)
+                            .with_connection_timeout(Duration::from_millis(10_667))
+                            .connect(&endpoint),
+                    )
+                    .await
+                }
+            })
+            .buffer_unordered(64)
+            .collect()
+            .await;
+        next += chunk;
+        let mut failed = false;
+        for r in got {
+            match r {
+                Ok(Ok(c)) => clients.push(c),
+                Ok(Err(e)) => {
+                    failed = true;
+                    first_error.get_or_insert(format!("connect: {e}"));
+                }
+                Err(_) => {
+                    failed = true;
+                    first_error.get_or_insert("connect: timed out after 20 s".to_owned());
+                }
+            }
+        }
+        if failed {
+            break;
+        }
+    }
+    let ramp_s = ramp_started.elapsed().as_secs_f64();
+    let lost = Arc::new(AtomicU64::new(0));
+    let n = clients.len() as u64;
+    let row = hold(cluster, s, &lost, n, "zookeeper").await;
+    let dead = clients
+        .iter()
+        .filter(|c| {
+            !matches!(
+                c.state(),
+                zookeeper_client::SessionState::SyncConnected
+                    | zookeeper_client::SessionState::Disconnected
+            )
+        })
+        .count();
+    drop(clients);
+    let mut row = with(row, ramp_s, first_error);
+    row["sessions_lost"] = json!(dead);
+    Ok(row)
+}
+
+/// The hold: `hold_secs` with the probe running, the leader's CPU measured.
+async fn hold(
+    cluster: &Cluster,
+    s: &Sizes,
+    lost: &AtomicU64,
+    held: u64,
+    backend: &'static str,
+) -> Value {
+    let leader = cluster.leader().await;
+    let pid = leader.and_then(|l| cluster.pids()[l]);
+    let before = pid.map(proc_usage).unwrap_or((0, 0));
+    let t0 = Instant::now();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let target = Target {
+        backend,
+        endpoints: cluster.endpoints(),
+        warden_tls: None,
+    };
+    let probe = tokio::spawn(probe(target, stop.clone()));
+    tokio::time::sleep(Duration::from_secs(s.hold_secs)).await;
+    stop.store(true, Ordering::Relaxed);
+    let after = pid.map(proc_usage).unwrap_or((0, 0));
+    let wall = t0.elapsed();
+    let (h, probe_failed) = probe.await.unwrap_or_else(|_| (histogram(), 0));
+    json!({
+        "sessions": held,
+        "sessions_lost": lost.load(Ordering::Relaxed),
+        "leader_cpu_cores": cores(before.0, after.0, wall),
+        "leader_rss_mib": (after.1 as f64 / 1024.0).round(),
+        "probe_p99_ms": ms_q(&h, 0.99),
+        "probe_cycles": h.len(),
+        "probe_failed": probe_failed,
+    })
+}
+
+fn with(mut row: Value, ramp_s: f64, error: Option<String>) -> Value {
+    row["ramp_s"] = json!((ramp_s * 10.0).round() / 10.0);
+    if let Some(e) = error {
+        row["stopped_by"] = json!(e);
+    }
+    row
+}

@@ -1,0 +1,770 @@
+//! The scale run's Warden driver, on the raw gRPC API so that one process
+//! can drive 100,000s of sessions:
+//!
+//! - [`setup_principal`]: mints the load principal's client certificate
+//!   (`scale`), raises the cluster limits, and gives `scale` a role with
+//!   `lock` on everything and the quota [`LOAD_QUOTA`].
+//! - [`Keeper`]: keeps leases alive over a few `Lease/LeaseKeepAlive`
+//!   streams (one lease id per request, many requests per stream: the
+//!   wire's batching; the server commits renewals in batched entries),
+//!   following the leader, counting leases answered `live = false`.
+//! - [`Calls`]: one `Lock/Calls` stream to the leader; every acquire and
+//!   release carries its own (client id, request id), so 100,000 waits can
+//!   be in flight on one stream (a client id may have only 64 requests in
+//!   flight beyond its acknowledged watermark: S7).
+//! - [`Probe`]: acquire + release of a fresh resource in a loop through
+//!   `warden_client` (its own client id), recording each cycle's latency.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use futures::StreamExt;
+use hdrhistogram::Histogram;
+use tokio::sync::{mpsc, oneshot};
+use warden_client::{ClusterLimits, Permission, Quota, TlsOptions};
+use warden_proto::v1 as pb;
+
+use crate::cluster::Cluster;
+
+/// The load principal: the name in its client certificate.
+pub const LOAD_USER: &str = "scale";
+/// The load principal's role.
+pub const LOAD_ROLE: &str = "scale-load";
+/// The cluster-wide limits the scale run sets (each at its ceiling).
+pub const LOAD_LIMITS: (u64, u64) = (1_000_000, 262_144);
+/// The quota of [`LOAD_ROLE`] (each field at its ceiling).
+pub const LOAD_QUOTA: Quota = Quota {
+    leases: 1_000_000,
+    locks: 10_000_000,
+    waiters: 1_000_000,
+    clients: 262_144,
+};
+
+/// How the scale run reaches one Warden cluster.
+#[derive(Clone)]
+pub struct Wt {
+    pub endpoints: Vec<String>,
+    /// `certs/` of the cluster: `root`'s and `scale`'s certificates.
+    pub certs: PathBuf,
+}
+
+impl Wt {
+    pub fn options(&self, user: &str) -> warden_client::ClientOptions {
+        warden_client::ClientOptions {
+            tls: Some(TlsOptions::new(self.certs.clone(), user)),
+            ..Default::default()
+        }
+    }
+
+    pub async fn client(&self, user: &str) -> Result<warden_client::Client> {
+        Ok(warden_client::Client::connect(self.endpoints.clone(), self.options(user)).await?)
+    }
+
+    /// A lazily connected channel to `addr` as the load principal.
+    pub fn channel(&self, addr: &str) -> Result<tonic::transport::Channel> {
+        Ok(warden_tls::ClientTls::load_client(&self.certs, LOAD_USER)?.channel_lazy(addr)?)
+    }
+
+    /// The leader's client address (asked of the cluster).
+    pub async fn leader(&self) -> Result<String> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            for addr in &self.endpoints {
+                let mut c = pb::lock_client::LockClient::new(self.channel(addr)?);
+                let asked = tokio::time::timeout(
+                    Duration::from_millis(500),
+                    c.cluster_status(pb::ClusterStatusRequest {}),
+                )
+                .await;
+                if let Ok(Ok(s)) = asked {
+                    let s = s.into_inner();
+                    if s.leader_id != 0 && s.leader_id == s.node_id {
+                        return Ok(addr.clone());
+                    }
+                }
+            }
+            if Instant::now() > deadline {
+                bail!("no Warden leader within 30 s");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// (node id, its own applied index, the commit index it knows) as the
+    /// node at `addr` reports itself.
+    pub async fn applied(&self, addr: &str) -> Option<(u64, u64, u64)> {
+        let mut c = pb::lock_client::LockClient::new(self.channel(addr).ok()?);
+        let s = tokio::time::timeout(
+            Duration::from_millis(500),
+            c.cluster_status(pb::ClusterStatusRequest {}),
+        )
+        .await
+        .ok()?
+        .ok()?
+        .into_inner();
+        let me = s.members.iter().find(|m| m.id == s.node_id)?;
+        Some((s.node_id, me.applied_index, s.commit_index))
+    }
+
+    /// Node `node_id`'s applied index: the larger of its own report and
+    /// the leader's view of it (a follower may not know its own yet).
+    pub async fn applied_of(&self, addr: &str, node_id: u64) -> Option<u64> {
+        let own = self.applied(addr).await.map(|a| a.1).unwrap_or(0);
+        let leader = self.leader().await.ok()?;
+        let mut c = pb::lock_client::LockClient::new(self.channel(&leader).ok()?);
+        let view = tokio::time::timeout(
+            Duration::from_millis(500),
+            c.cluster_status(pb::ClusterStatusRequest {}),
+        )
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .and_then(|s| {
+            s.into_inner()
+                .members
+                .iter()
+                .find(|m| m.id == node_id)
+                .map(|m| m.applied_index.max(m.matched_index))
+        })
+        .unwrap_or(0);
+        Some(own.max(view))
+    }
+}
+
+/// Runs `warden cert create-client NAME` for the cluster in `dir`.
+fn mint_client(warden_bin: &Path, dir: &Path, name: &str) -> Result<()> {
+    let out = std::process::Command::new(warden_bin)
+        .args(["cert", "create-client", name, "--certs-dir"])
+        .arg(dir.join("certs"))
+        .arg("--ca-key")
+        .arg(dir.join("ca.key"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .context("spawn warden cert create-client")?;
+    if !out.status.success() {
+        bail!(
+            "warden cert create-client {name}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// Mints `scale`'s certificate and, as `root`, raises the cluster limits
+/// and gives `scale` the role [`LOAD_ROLE`] (lock on "", quota
+/// [`LOAD_QUOTA`]). Returns how to reach the cluster.
+pub async fn setup_principal(cluster: &Cluster, warden_bin: &Path) -> Result<Wt> {
+    let wt = Wt {
+        endpoints: cluster.endpoints(),
+        certs: cluster.dir().join("certs"),
+    };
+    mint_client(warden_bin, cluster.dir(), LOAD_USER)?;
+    let root = wt.client(warden_client::DEFAULT_USER).await?;
+    let admin = root.admin();
+    admin
+        .set_limits(ClusterLimits {
+            max_leases: LOAD_LIMITS.0,
+            max_clients: LOAD_LIMITS.1,
+            default_quota: Quota::default(),
+        })
+        .await
+        .context("set limits")?;
+    admin
+        .grant_permission(LOAD_ROLE, "", Permission::Lock)
+        .await
+        .context("grant permission")?;
+    admin
+        .set_role_quota(LOAD_ROLE, Some(LOAD_QUOTA))
+        .await
+        .context("set role quota")?;
+    admin
+        .grant_role(LOAD_USER, LOAD_ROLE)
+        .await
+        .context("grant role")?;
+    Ok(wt)
+}
+
+/// Client ids of the raw calls: a random base per run, so two runs never
+/// share outcome records; each session or waiter takes the next one.
+pub struct Ids(AtomicU64);
+
+impl Ids {
+    pub fn new() -> Ids {
+        Ids(AtomicU64::new(
+            (rand::random::<u64>() >> 14).max(1) & ((1 << 52) - 1),
+        ))
+    }
+    pub fn next(&self) -> u64 {
+        self.0.fetch_add(1, Ordering::Relaxed) + 1
+    }
+}
+
+fn header(client_id: u64, request_id: u64) -> pb::RequestHeader {
+    pb::RequestHeader {
+        client_id,
+        request_id,
+        acked_request_id: request_id - 1,
+    }
+}
+
+/// Grants `n` leases of `ttl`, each under its own client id (request 1),
+/// `in_flight` at a time, each lease added to `keeper` as soon as granted.
+/// Returns (lease id, client id) of each granted lease, and the failures.
+pub async fn grant_leases(
+    wt: &Wt,
+    ids: &Ids,
+    n: u64,
+    ttl: Duration,
+    keeper: Option<&Keeper>,
+) -> Result<(Vec<(u64, u64)>, u64)> {
+    let leader = wt.leader().await?;
+    let channels: Vec<_> = (0..4).map(|_| wt.channel(&leader)).collect::<Result<_>>()?;
+    let results: Vec<Result<(u64, u64)>> = futures::stream::iter(0..n)
+        .map(|i| {
+            let mut c = pb::lease_client::LeaseClient::new(channels[i as usize % 4].clone());
+            let client_id = ids.next();
+            async move {
+                let mut tries = 0;
+                loop {
+                    let r = c
+                        .lease_grant(pb::LeaseGrantRequest {
+                            header: Some(header(client_id, 1)),
+                            ttl_ms: ttl.as_millis() as u64,
+                        })
+                        .await;
+                    match r {
+                        Ok(r) => return Ok((r.into_inner().lease_id, client_id)),
+                        Err(e) if tries < 3 && e.code() == tonic::Code::Unavailable => {
+                            tries += 1;
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                        }
+                        Err(e) => return Err(anyhow!("lease grant: {e}")),
+                    }
+                }
+            }
+        })
+        .buffer_unordered(256)
+        .collect()
+        .await;
+    let mut granted = Vec::new();
+    let mut failed = 0;
+    let mut first_error = None;
+    for r in results {
+        match r {
+            Ok(g) => {
+                if let Some(k) = keeper {
+                    k.add(&[g.0]);
+                }
+                granted.push(g)
+            }
+            Err(e) => {
+                failed += 1;
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    if let Some(e) = first_error {
+        eprintln!("   {failed} lease grants failed, first: {e:#}");
+    }
+    Ok((granted, failed))
+}
+
+// ---------------------------------------------------------------- keeper
+
+/// Keeps leases alive: `streams` keep-alive streams to the leader, each
+/// lease renewed once every `every`, the renewals spread evenly.
+pub struct Keeper {
+    shards: Vec<Arc<Mutex<Vec<u64>>>>,
+    next: AtomicU64,
+    stop: Arc<AtomicBool>,
+    /// Leases answered `live = false` at least once.
+    pub lost: Arc<Mutex<BTreeSet<u64>>>,
+    pub acked: Arc<AtomicU64>,
+    /// Stream (re)opens after the first.
+    pub reopened: Arc<AtomicU64>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+impl Keeper {
+    pub fn start(wt: &Wt, streams: usize, every: Duration) -> Keeper {
+        let stop = Arc::new(AtomicBool::new(false));
+        let lost = Arc::new(Mutex::new(BTreeSet::new()));
+        let acked = Arc::new(AtomicU64::new(0));
+        let reopened = Arc::new(AtomicU64::new(0));
+        let mut shards = Vec::new();
+        let mut tasks = Vec::new();
+        for _ in 0..streams.max(1) {
+            let shard: Arc<Mutex<Vec<u64>>> = Arc::default();
+            shards.push(shard.clone());
+            let (wt, stop, lost, acked, reopened) = (
+                wt.clone(),
+                stop.clone(),
+                lost.clone(),
+                acked.clone(),
+                reopened.clone(),
+            );
+            tasks.push(tokio::spawn(async move {
+                let mut opened = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    if opened > 0 {
+                        reopened.fetch_add(1, Ordering::Relaxed);
+                    }
+                    opened += 1;
+                    let _ = keep_stream(&wt, &shard, every, &stop, &lost, &acked).await;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }));
+        }
+        Keeper {
+            shards,
+            next: AtomicU64::new(0),
+            stop,
+            lost,
+            acked,
+            reopened,
+            tasks,
+        }
+    }
+
+    pub fn add(&self, leases: &[u64]) {
+        for l in leases {
+            let s = self.next.fetch_add(1, Ordering::Relaxed) as usize % self.shards.len();
+            self.shards[s].lock().expect("shard").push(*l);
+        }
+    }
+
+    pub fn lost_count(&self) -> u64 {
+        self.lost.lock().expect("lost").len() as u64
+    }
+
+    /// Stops renewing every lease at once (the streams end).
+    pub fn stop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+async fn keep_stream(
+    wt: &Wt,
+    shard: &Mutex<Vec<u64>>,
+    every: Duration,
+    stop: &AtomicBool,
+    lost: &Arc<Mutex<BTreeSet<u64>>>,
+    acked: &Arc<AtomicU64>,
+) -> Result<()> {
+    let leader = wt.leader().await?;
+    let mut c = pb::lease_client::LeaseClient::new(wt.channel(&leader)?);
+    let (tx, rx) = mpsc::channel::<pb::LeaseKeepAliveRequest>(4096);
+    let mut replies = c
+        .lease_keep_alive(tokio_stream::wrappers::ReceiverStream::new(rx))
+        .await?
+        .into_inner();
+    let (lost, acked) = (lost.clone(), acked.clone());
+    let mut reader = tokio::spawn(async move {
+        while let Some(Ok(r)) = replies.next().await {
+            if r.live {
+                acked.fetch_add(1, Ordering::Relaxed);
+            } else {
+                lost.lock().expect("lost").insert(r.lease_id);
+            }
+        }
+    });
+    let mut seq = 0u64;
+    loop {
+        let round = Instant::now();
+        let ids: Vec<u64> = shard.lock().expect("shard").clone();
+        let n = ids.len().max(1) as u32;
+        for (i, id) in ids.iter().enumerate() {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            seq += 1;
+            tokio::time::sleep_until((round + every * i as u32 / n).into()).await;
+            if reader.is_finished() {
+                bail!("keep-alive stream ended");
+            }
+            tx.send(pb::LeaseKeepAliveRequest {
+                lease_id: *id,
+                sequence: seq,
+            })
+            .await
+            .map_err(|_| anyhow!("keep-alive stream closed"))?;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep_until((round + every).into()) => {}
+            _ = &mut reader => bail!("keep-alive stream ended"),
+        }
+    }
+}
+
+// ---------------------------------------------------------------- calls
+
+/// The final answer of one call on a [`Calls`] stream.
+#[derive(Debug)]
+pub enum Answer {
+    Granted,
+    NotGranted,
+    Released,
+    /// The call's status: code and message.
+    Error(String),
+}
+
+type Waiting = HashMap<u64, (Option<oneshot::Sender<()>>, oneshot::Sender<Answer>)>;
+
+/// One `Lock/Calls` stream to a node.
+pub struct Calls {
+    tx: mpsc::UnboundedSender<pb::CallRequest>,
+    waiting: Arc<Mutex<Waiting>>,
+    next_call: AtomicU64,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Calls {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+impl Calls {
+    pub async fn open(wt: &Wt, addr: &str) -> Result<Calls> {
+        let mut c = pb::lock_client::LockClient::new(wt.channel(addr)?);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut answers = c
+            .calls(tokio_stream::wrappers::UnboundedReceiverStream::new(rx))
+            .await?
+            .into_inner();
+        let waiting: Arc<Mutex<Waiting>> = Arc::default();
+        let w = waiting.clone();
+        let reader = tokio::spawn(async move {
+            while let Some(Ok(r)) = answers.next().await {
+                use pb::acquire_response::Event;
+                use pb::call_response::Answer as A;
+                let answer = match r.answer {
+                    Some(A::Acquire(pb::AcquireResponse {
+                        event: Some(Event::Queued(_)),
+                    })) => {
+                        let mut w = w.lock().expect("waiting");
+                        if let Some((queued, _)) = w.get_mut(&r.call_id) {
+                            if let Some(q) = queued.take() {
+                                let _ = q.send(());
+                            }
+                        }
+                        continue;
+                    }
+                    Some(A::Acquire(pb::AcquireResponse {
+                        event: Some(Event::Granted(_)),
+                    })) => Answer::Granted,
+                    Some(A::Acquire(pb::AcquireResponse {
+                        event: Some(Event::NotGranted(_)),
+                    })) => Answer::NotGranted,
+                    Some(A::Release(_)) => Answer::Released,
+                    Some(A::Error(e)) => Answer::Error(format!("code {}: {}", e.code, e.message)),
+                    _ => continue,
+                };
+                if let Some((_, done)) = w.lock().expect("waiting").remove(&r.call_id) {
+                    let _ = done.send(answer);
+                }
+            }
+            // The stream ended: every open call fails (its sender drops).
+            w.lock().expect("waiting").clear();
+        });
+        Ok(Calls {
+            tx,
+            waiting,
+            next_call: AtomicU64::new(0),
+            reader,
+        })
+    }
+
+    /// Sends one call; returns (queued, answer) receivers. `queued` fires
+    /// when the server reports the acquire queued.
+    pub fn start(
+        &self,
+        call: pb::call_request::Call,
+    ) -> Result<(oneshot::Receiver<()>, oneshot::Receiver<Answer>)> {
+        let id = self.next_call.fetch_add(1, Ordering::Relaxed) + 1;
+        let (qtx, qrx) = oneshot::channel();
+        let (dtx, drx) = oneshot::channel();
+        self.waiting
+            .lock()
+            .expect("waiting")
+            .insert(id, (Some(qtx), dtx));
+        self.tx
+            .send(pb::CallRequest {
+                call_id: id,
+                call: Some(call),
+            })
+            .map_err(|_| anyhow!("calls stream closed"))?;
+        Ok((qrx, drx))
+    }
+
+    /// Acquire `resource` on `lease_id` as (client id, request id), waiting
+    /// up to `wait`; the final answer.
+    pub async fn acquire(
+        &self,
+        client_id: u64,
+        request_id: u64,
+        resource: String,
+        lease_id: u64,
+        wait: Duration,
+    ) -> Result<Answer> {
+        let (_, done) = self.start(acquire_call(
+            client_id, request_id, resource, lease_id, wait,
+        ))?;
+        done.await.map_err(|_| anyhow!("calls stream ended"))
+    }
+}
+
+pub fn acquire_call(
+    client_id: u64,
+    request_id: u64,
+    resource: String,
+    lease_id: u64,
+    wait: Duration,
+) -> pb::call_request::Call {
+    pb::call_request::Call::Acquire(pb::AcquireRequest {
+        header: Some(header(client_id, request_id)),
+        resource,
+        lease_id,
+        wait_timeout_ms: wait.as_millis() as u64,
+        ..Default::default()
+    })
+}
+
+/// Fills the cluster: for each (lease, client id) session, `each` locks
+/// `{prefix}{session}-{k}` on its lease, request ids 2.. (1 was the lease
+/// grant), sessions `parallel` at a time, each session's acquires in
+/// order. Returns (locks granted, failures, acquire latency histogram).
+pub async fn fill(
+    wt: &Wt,
+    sessions: &[(u64, u64)],
+    each: u64,
+    prefix: &str,
+    first_request: u64,
+) -> Result<(u64, u64, Histogram<u64>)> {
+    let leader = wt.leader().await?;
+    let streams: Vec<Arc<Calls>> = {
+        let mut v = Vec::new();
+        for _ in 0..4 {
+            v.push(Arc::new(Calls::open(wt, &leader).await?));
+        }
+        v
+    };
+    let results: Vec<(u64, u64, Histogram<u64>)> =
+        futures::stream::iter(sessions.iter().enumerate())
+            .map(|(s, (lease, client_id))| {
+                let calls = streams[s % streams.len()].clone();
+                let (lease, client_id) = (*lease, *client_id);
+                let prefix = prefix.to_owned();
+                async move {
+                    let (mut ok, mut failed) = (0, 0);
+                    let mut h = crate::scale::histogram();
+                    for k in 0..each {
+                        let t = Instant::now();
+                        let r = calls
+                            .acquire(
+                                client_id,
+                                first_request + k,
+                                format!("{prefix}{s}-{k}"),
+                                lease,
+                                Duration::ZERO,
+                            )
+                            .await;
+                        match r {
+                            Ok(Answer::Granted) => {
+                                ok += 1;
+                                crate::scale::record(&mut h, t.elapsed());
+                            }
+                            Ok(Answer::Error(e)) => {
+                                failed += 1;
+                                if failed == 1 && s == 0 {
+                                    eprintln!("   fill: {e}");
+                                }
+                            }
+                            _ => failed += 1,
+                        }
+                    }
+                    (ok, failed, h)
+                }
+            })
+            .buffer_unordered(1024)
+            .collect()
+            .await;
+    let mut h = crate::scale::histogram();
+    let (mut ok, mut failed) = (0, 0);
+    for (o, f, hh) in results {
+        ok += o;
+        failed += f;
+        let _ = h.add(hh);
+    }
+    Ok((ok, failed, h))
+}
+
+// ---------------------------------------------------------------- probe
+
+/// Acquire + release of fresh resources in a loop (one client, one at a
+/// time), until stopped; each cycle's latency and the failures.
+pub struct Probe {
+    stop: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<(Histogram<u64>, u64)>,
+}
+
+impl Probe {
+    pub async fn start(wt: &Wt) -> Result<Probe> {
+        let client = wt.client(LOAD_USER).await?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let task = tokio::spawn(async move {
+            let mut h = crate::scale::histogram();
+            let mut failed = 0u64;
+            let tag: u32 = rand::random();
+            let mut i = 0u64;
+            while !s.load(Ordering::Relaxed) {
+                i += 1;
+                let t = Instant::now();
+                let r = cycle(&client, &format!("probe-{tag:x}-{i}")).await;
+                match r {
+                    Ok(()) => crate::scale::record(&mut h, t.elapsed()),
+                    Err(_) => {
+                        failed += 1;
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                }
+                // ~50 cycles/s at most: a probe, not load.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            (h, failed)
+        });
+        Ok(Probe { stop, task })
+    }
+
+    pub async fn finish(self) -> (Histogram<u64>, u64) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.task
+            .await
+            .unwrap_or_else(|_| (crate::scale::histogram(), 0))
+    }
+}
+
+/// One acquire + release of `resource` on a new lease (TTL 12 s).
+pub async fn cycle(client: &warden_client::Client, resource: &str) -> Result<()> {
+    let options = warden_client::AcquireOptions::with_ttl(Duration::from_secs(12));
+    match client.acquire(resource, options).await? {
+        warden_client::AcquireResult::Granted {
+            lease_id,
+            fencing_token,
+            ..
+        } => {
+            client
+                .release(lease_id, Some(resource.to_owned()), Some(fencing_token))
+                .await?;
+            Ok(())
+        }
+        warden_client::AcquireResult::NotGranted { .. } => bail!("{resource} not granted"),
+    }
+}
+
+/// Time until an acquire + release of a fresh resource succeeds, trying
+/// every 20 ms with short deadlines, from `from`, giving up after `limit`.
+pub async fn until_served(wt: &Wt, from: Instant, limit: Duration) -> Option<f64> {
+    let options = warden_client::ClientOptions {
+        deadline: Duration::from_millis(1000),
+        attempt_timeout: Duration::from_millis(300),
+        ..wt.options(LOAD_USER)
+    };
+    let tag: u32 = rand::random();
+    let mut i = 0;
+    let mut client = None;
+    let mut last_error = None;
+    while from.elapsed() < limit {
+        i += 1;
+        if client.is_none() {
+            client = tokio::time::timeout(
+                Duration::from_secs(2),
+                warden_client::Client::connect(wt.endpoints.clone(), options.clone()),
+            )
+            .await
+            .ok()
+            .and_then(Result::ok);
+        }
+        if let Some(c) = &client {
+            let r = tokio::time::timeout(
+                Duration::from_secs(2),
+                cycle(c, &format!("served-{tag:x}-{i}")),
+            )
+            .await
+            .unwrap_or_else(|_| Err(anyhow!("cycle timed out after 2 s")));
+            match r {
+                Ok(()) => return Some(crate::scale::ms(from.elapsed())),
+                Err(e) => {
+                    // A fresh client next time: a real one reconnects.
+                    last_error = Some(e);
+                    client = None;
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    if let Some(e) = last_error {
+        eprintln!("   not served within {limit:?}: {e:#}");
+    }
+    None
+}
+
+/// SaveSnapshot through the admin client: (bytes, ms of the call).
+pub async fn save_snapshot(wt: &Wt) -> Result<(u64, f64)> {
+    let options = warden_client::ClientOptions {
+        deadline: Duration::from_secs(60),
+        ..wt.options(warden_client::DEFAULT_USER)
+    };
+    let root = warden_client::Client::connect(wt.endpoints.clone(), options).await?;
+    let t = Instant::now();
+    let s = root.admin().save_snapshot().await?;
+    Ok((s.data.len() as u64, crate::scale::ms(t.elapsed())))
+}
+
+/// The node's own snapshot metrics (`warden_snapshot_bytes`, and the mean
+/// of `warden_snapshot_duration_seconds` in ms, with how many it built),
+/// read from its admin listener's /metrics with `root`'s certificate
+/// (curl: the bench has no HTTP client of its own).
+pub fn snapshot_metrics(wt: &Wt, admin_addr: &str) -> Option<serde_json::Value> {
+    let out = std::process::Command::new("curl")
+        .args(["-sS", "--max-time", "5", "--cacert"])
+        .arg(wt.certs.join("ca.crt"))
+        .arg("--cert")
+        .arg(wt.certs.join("client.root.crt"))
+        .arg("--key")
+        .arg(wt.certs.join("client.root.key"))
+        .arg(format!("https://{admin_addr}/metrics"))
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let get = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(name) && l[name.len()..].starts_with([' ', '{']))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse::<f64>().ok())
+    };
+    let bytes = get("warden_snapshot_bytes")?;
+    let sum = get("warden_snapshot_duration_seconds_sum").unwrap_or(0.0);
+    let count = get("warden_snapshot_duration_seconds_count").unwrap_or(0.0);
+    Some(serde_json::json!({
+        "bytes": bytes,
+        "built": count,
+        "mean_ms": if count > 0.0 { Some((sum / count * 1e3 * 10.0).round() / 10.0) } else { None },
+    }))
+}
