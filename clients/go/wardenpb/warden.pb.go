@@ -1912,9 +1912,16 @@ type Timing struct {
 	// E: the most a leader change may lengthen a lease (docs/semantics.md).
 	BoundEMs uint64 `protobuf:"varint,11,opt,name=bound_e_ms,json=boundEMs,proto3" json:"bound_e_ms,omitempty"`
 	// G: the grace a new leader gives each lease once (docs/semantics.md L4).
-	BoundGMs      uint64 `protobuf:"varint,12,opt,name=bound_g_ms,json=boundGMs,proto3" json:"bound_g_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	BoundGMs uint64 `protobuf:"varint,12,opt,name=bound_g_ms,json=boundGMs,proto3" json:"bound_g_ms,omitempty"`
+	// The `--timing` preset the node's values started from: "lan" or "wan"
+	// ("" from a server that does not say); explicit timing flags may have
+	// changed single values, which the fields above report as in effect.
+	Preset string `protobuf:"bytes,13,opt,name=preset,proto3" json:"preset,omitempty"`
+	// The shortest timeout of a peer call (append, vote): half of
+	// election_timeout_min_ms (0 from a server that does not say).
+	CallTimeoutFloorMs uint64 `protobuf:"varint,14,opt,name=call_timeout_floor_ms,json=callTimeoutFloorMs,proto3" json:"call_timeout_floor_ms,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Timing) Reset() {
@@ -2027,6 +2034,20 @@ func (x *Timing) GetBoundEMs() uint64 {
 func (x *Timing) GetBoundGMs() uint64 {
 	if x != nil {
 		return x.BoundGMs
+	}
+	return 0
+}
+
+func (x *Timing) GetPreset() string {
+	if x != nil {
+		return x.Preset
+	}
+	return ""
+}
+
+func (x *Timing) GetCallTimeoutFloorMs() uint64 {
+	if x != nil {
+		return x.CallTimeoutFloorMs
 	}
 	return 0
 }
@@ -2668,7 +2689,7 @@ const file_warden_proto_rawDesc = "" +
 	"lagEntries\x12\x1c\n" +
 	"\tcontacted\x18\t \x01(\bR\tcontacted\x12\x1b\n" +
 	"\tpeer_addr\x18\n" +
-	" \x01(\tR\bpeerAddr\"\x82\x04\n" +
+	" \x01(\tR\bpeerAddr\"\xcd\x04\n" +
 	"\x06Timing\x12!\n" +
 	"\fheartbeat_ms\x18\x01 \x01(\x04R\vheartbeatMs\x125\n" +
 	"\x17election_timeout_min_ms\x18\x02 \x01(\x04R\x14electionTimeoutMinMs\x125\n" +
@@ -2686,7 +2707,9 @@ const file_warden_proto_rawDesc = "" +
 	"\n" +
 	"bound_e_ms\x18\v \x01(\x04R\bboundEMs\x12\x1c\n" +
 	"\n" +
-	"bound_g_ms\x18\f \x01(\x04R\bboundGMs\"\xc9\x03\n" +
+	"bound_g_ms\x18\f \x01(\x04R\bboundGMs\x12\x16\n" +
+	"\x06preset\x18\r \x01(\tR\x06preset\x121\n" +
+	"\x15call_timeout_floor_ms\x18\x0e \x01(\x04R\x12callTimeoutFloorMs\"\xc9\x03\n" +
 	"\x15ClusterStatusResponse\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12\x1b\n" +

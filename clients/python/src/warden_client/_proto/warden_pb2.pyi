@@ -933,6 +933,8 @@ class Timing(_message.Message):
     MAX_LOCK_DELAY_MS_FIELD_NUMBER: _builtins.int
     BOUND_E_MS_FIELD_NUMBER: _builtins.int
     BOUND_G_MS_FIELD_NUMBER: _builtins.int
+    PRESET_FIELD_NUMBER: _builtins.int
+    CALL_TIMEOUT_FLOOR_MS_FIELD_NUMBER: _builtins.int
     heartbeat_ms: _builtins.int
     election_timeout_min_ms: _builtins.int
     election_timeout_max_ms: _builtins.int
@@ -947,6 +949,15 @@ class Timing(_message.Message):
     """E: the most a leader change may lengthen a lease (docs/semantics.md)."""
     bound_g_ms: _builtins.int
     """G: the grace a new leader gives each lease once (docs/semantics.md L4)."""
+    preset: _builtins.str
+    """The `--timing` preset the node's values started from: "lan" or "wan"
+    ("" from a server that does not say); explicit timing flags may have
+    changed single values, which the fields above report as in effect.
+    """
+    call_timeout_floor_ms: _builtins.int
+    """The shortest timeout of a peer call (append, vote): half of
+    election_timeout_min_ms (0 from a server that does not say).
+    """
     def __init__(
         self,
         *,
@@ -962,10 +973,12 @@ class Timing(_message.Message):
         max_lock_delay_ms: _builtins.int = ...,
         bound_e_ms: _builtins.int = ...,
         bound_g_ms: _builtins.int = ...,
+        preset: _builtins.str = ...,
+        call_timeout_floor_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bound_e_ms", b"bound_e_ms", "bound_g_ms", b"bound_g_ms", "checkpoint_interval_ms", b"checkpoint_interval_ms", "election_timeout_max_ms", b"election_timeout_max_ms", "election_timeout_min_ms", b"election_timeout_min_ms", "heartbeat_ms", b"heartbeat_ms", "max_lock_delay_ms", b"max_lock_delay_ms", "max_ttl_ms", b"max_ttl_ms", "max_wait_timeout_ms", b"max_wait_timeout_ms", "min_ttl_ms", b"min_ttl_ms", "promotion_grace_ms", b"promotion_grace_ms", "renew_batch_window_ms", b"renew_batch_window_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bound_e_ms", b"bound_e_ms", "bound_g_ms", b"bound_g_ms", "call_timeout_floor_ms", b"call_timeout_floor_ms", "checkpoint_interval_ms", b"checkpoint_interval_ms", "election_timeout_max_ms", b"election_timeout_max_ms", "election_timeout_min_ms", b"election_timeout_min_ms", "heartbeat_ms", b"heartbeat_ms", "max_lock_delay_ms", b"max_lock_delay_ms", "max_ttl_ms", b"max_ttl_ms", "max_wait_timeout_ms", b"max_wait_timeout_ms", "min_ttl_ms", b"min_ttl_ms", "preset", b"preset", "promotion_grace_ms", b"promotion_grace_ms", "renew_batch_window_ms", b"renew_batch_window_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
