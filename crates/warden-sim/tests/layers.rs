@@ -52,6 +52,7 @@ const FOLDERS: &[(&str, &[(&str, u32)])] = &[
             ("handoff", 2),
             ("retries", 2),
             ("slow_links", 2),
+            ("regions", 2),
             ("owners", 2),
             ("kinds", 3),
             ("mod", 4),
