@@ -55,6 +55,7 @@ use crate::raft::peer_access::{
     follow_removals, PeerAccess, PeerGate, RemovedNodes, MAX_PEER_CONTROL_MESSAGE_BYTES,
 };
 use crate::raft::peer_service::{PeerService, PeerState};
+use crate::raft::snapshot_chunks::MAX_SNAPSHOT_CHUNK_MESSAGE_BYTES;
 use crate::store::{self, Db, LogStore, StateMachineStore};
 use crate::{raft, services, types, ServerError};
 use warden_proto::peer::peer_server::PeerServer;
@@ -431,6 +432,9 @@ where
         access.clone(),
         PeerServer::new(PeerService::new(peer_state.clone()))
             .max_decoding_message_size(MAX_PEER_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_PEER_MESSAGE_BYTES),
+        PeerServer::new(PeerService::new(peer_state.clone()))
+            .max_decoding_message_size(MAX_SNAPSHOT_CHUNK_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_PEER_MESSAGE_BYTES),
         PeerServer::new(PeerService::new(peer_state.clone()))
             .max_decoding_message_size(MAX_PEER_CONTROL_MESSAGE_BYTES)

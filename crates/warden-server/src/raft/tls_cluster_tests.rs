@@ -33,6 +33,7 @@ use crate::raft::peer_access::{
     follow_removals, PeerAccess, PeerGate, RemovedNodes, MAX_PEER_CONTROL_MESSAGE_BYTES,
 };
 use crate::raft::peer_service::{EarlyCampaign, PeerService, PeerState};
+use crate::raft::snapshot_chunks::MAX_SNAPSHOT_CHUNK_MESSAGE_BYTES;
 use crate::raft::Raft;
 use crate::store::{Db, LogStore, StateMachineStore};
 use crate::types::{Entry, LogId, MemberAddr, TypeConfig, Vote};
@@ -193,6 +194,8 @@ impl TestNode {
             access.clone(),
             PeerServer::new(PeerService::new(state.clone()))
                 .max_decoding_message_size(MAX_PEER_MESSAGE_BYTES),
+            PeerServer::new(PeerService::new(state.clone()))
+                .max_decoding_message_size(MAX_SNAPSHOT_CHUNK_MESSAGE_BYTES),
             PeerServer::new(PeerService::new(state.clone()))
                 .max_decoding_message_size(MAX_PEER_CONTROL_MESSAGE_BYTES),
         );
