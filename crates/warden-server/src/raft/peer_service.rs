@@ -595,8 +595,16 @@ impl Peer for PeerService {
         self.check_cluster(&req)?;
         let caller = PeerCaller::of(&req);
         let mut chunks = req.into_inner();
-        let broke =
-            |s: Status| peer_status(PeerRefusal::Unavailable(format!("snapshot stream: {s}")));
+        // tonic refuses a chunk message above the gate's decode bound
+        // (`OutOfRange`, naming the limit) before buffering it; anything
+        // else is the transport failing under the stream.
+        let broke = |s: Status| {
+            peer_status(if s.code() == tonic::Code::OutOfRange {
+                PeerRefusal::TooLarge(format!("snapshot chunk: {}", s.message()))
+            } else {
+                PeerRefusal::Unavailable(format!("snapshot stream: {}", s.message()))
+            })
+        };
         let first = chunks.message().await.map_err(broke)?;
         let (head, first) = Assembly::head(first).map_err(PeerRefusal::from)?;
         self.check_sender(
