@@ -91,11 +91,11 @@ pub(crate) const CONNECTION_WINDOW_BYTES: u32 = 4 * 1024 * 1024;
 
 /// The HTTP/2 receive windows of a peer port of its own (`--peer-listen`):
 /// 1 MiB per stream, 4 MiB per connection. Peers send few, large messages
-/// (entry batches, a whole snapshot), and a stream moves at most one window
+/// (entry batches, snapshot chunks of 1 MiB), and a stream moves at most one window
 /// per round trip: at 20 ms between nodes, 64 KiB a round trip made an
 /// 8 MiB request take 3.1 s against 0.26 s with 1 MiB (one run of a
 /// throw-away test, both windows side by side through a proxy delaying each
-/// direction 10 ms), too slow for a snapshot's one call. Only node
+/// direction 10 ms), too slow to catch a follower up. Only node
 /// certificates may call that port, so the small-frame budget that
 /// [`STREAM_WINDOW_BYTES`] guards against is no client's to spend.
 pub(crate) const PEER_STREAM_WINDOW_BYTES: u32 = 1024 * 1024;

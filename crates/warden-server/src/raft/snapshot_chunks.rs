@@ -40,8 +40,9 @@ use warden_proto::peer::SnapshotChunk;
 
 use crate::types::{SnapshotMeta, Vote};
 
-/// Most snapshot bytes in one chunk: 1 MiB (the HTTP/2 flow-control window
-/// of one connection, so one chunk never waits for a window update twice).
+/// Most snapshot bytes in one chunk: 1 MiB, one HTTP/2 stream window of a
+/// peer port of its own (`--peer-listen`), so the receiver buffers at most
+/// about one window per message on top of the snapshot it assembles.
 pub const MAX_SNAPSHOT_CHUNK_BYTES: usize = 1024 * 1024;
 
 /// Most bytes of a chunk's head and protobuf framing: 64 KiB (the peer
