@@ -40,10 +40,13 @@ struct FakePeer {
     /// which answers it `Unimplemented`).
     snapshot_streams: bool,
     /// Every snapshot received: (how it came, its bytes).
-    snapshots: std::sync::Arc<std::sync::Mutex<Vec<(SnapshotWay, Vec<u8>)>>>,
+    snapshots: std::sync::Arc<std::sync::Mutex<Vec<Received>>>,
     /// `InstallSnapshotStream` calls, answered or not.
     snapshot_stream_calls: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
+
+/// A snapshot a [`FakePeer`] received: how, and its bytes.
+type Received = (SnapshotWay, Vec<u8>);
 
 /// How a snapshot reached a [`FakePeer`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
