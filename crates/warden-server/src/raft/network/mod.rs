@@ -241,6 +241,7 @@ impl Network {
             streaming,
             snapshot_stream: true,
             snapshot_chunk_bytes: self.snapshot_chunk_bytes,
+            snapshot_chunk_timeout_floor: snapshot_send::SNAPSHOT_CHUNK_TIMEOUT_FLOOR,
         }
     }
 }
@@ -293,6 +294,9 @@ pub struct PeerConnection {
     snapshot_stream: bool,
     /// Most snapshot bytes per chunk.
     snapshot_chunk_bytes: usize,
+    /// See [`snapshot_send::SNAPSHOT_CHUNK_TIMEOUT_FLOOR`] (shorter only in
+    /// tests of a stalled transfer).
+    snapshot_chunk_timeout_floor: Duration,
 }
 
 /// A snapshot on the wire.

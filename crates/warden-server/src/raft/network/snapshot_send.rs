@@ -44,9 +44,10 @@ pub const SNAPSHOT_CHUNK_TIMEOUT_FLOOR: Duration = Duration::from_secs(10);
 
 /// How long each chunk of a snapshot, and the answer after the last, may
 /// take (module docs): the larger of openraft's `hard_ttl` (its
-/// `install_snapshot_timeout`) and [`SNAPSHOT_CHUNK_TIMEOUT_FLOOR`].
-pub fn snapshot_chunk_timeout(option: &RPCOption) -> Duration {
-    option.hard_ttl().max(SNAPSHOT_CHUNK_TIMEOUT_FLOOR)
+/// `install_snapshot_timeout`) and `floor` ([`SNAPSHOT_CHUNK_TIMEOUT_FLOOR`]
+/// on a node).
+pub fn snapshot_chunk_timeout(option: &RPCOption, floor: Duration) -> Duration {
+    option.hard_ttl().max(floor)
 }
 
 /// What the stream attempt came to.
@@ -65,7 +66,7 @@ impl PeerConnection {
         snapshot: Snapshot,
         option: &RPCOption,
     ) -> Result<SnapshotResponse<TypeConfig>, RPCError<TypeConfig>> {
-        let timeout = snapshot_chunk_timeout(option);
+        let timeout = snapshot_chunk_timeout(option, self.snapshot_chunk_timeout_floor);
         if self.snapshot_stream {
             match self.stream_snapshot(vote, &snapshot, timeout).await {
                 Streamed::Done(r) => return r,

@@ -20,6 +20,7 @@ fn connection() -> PeerConnection {
         streaming: true,
         snapshot_stream: true,
         snapshot_chunk_bytes: crate::raft::snapshot_chunks::MAX_SNAPSHOT_CHUNK_BYTES,
+        snapshot_chunk_timeout_floor: snapshot_send::SNAPSHOT_CHUNK_TIMEOUT_FLOOR,
     }
 }
 
@@ -43,6 +44,8 @@ struct FakePeer {
     snapshots: std::sync::Arc<std::sync::Mutex<Vec<Received>>>,
     /// `InstallSnapshotStream` calls, answered or not.
     snapshot_stream_calls: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// `InstallSnapshotStream` is taken but never read (a peer that stalls).
+    snapshot_stalls: bool,
 }
 
 /// A snapshot a [`FakePeer`] received: how, and its bytes.
@@ -129,6 +132,10 @@ impl warden_proto::peer::peer_server::Peer for FakePeer {
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         if !self.snapshot_streams {
             return Err(tonic::Status::unimplemented("no InstallSnapshotStream"));
+        }
+        if self.snapshot_stalls {
+            let _held = &req;
+            futures::future::pending::<()>().await;
         }
         let mut stream = req.into_inner();
         use crate::raft::snapshot_chunks::Assembly;
@@ -610,12 +617,53 @@ async fn a_cancelled_snapshot_ends_closed() {
 fn each_chunk_gets_at_least_ten_seconds() {
     use snapshot_send::{snapshot_chunk_timeout, SNAPSHOT_CHUNK_TIMEOUT_FLOOR};
     assert_eq!(SNAPSHOT_CHUNK_TIMEOUT_FLOOR, Duration::from_secs(10));
+    let floor = SNAPSHOT_CHUNK_TIMEOUT_FLOOR;
     assert_eq!(
-        snapshot_chunk_timeout(&RPCOption::new(Duration::from_millis(200))),
+        snapshot_chunk_timeout(&RPCOption::new(Duration::from_millis(200)), floor),
         Duration::from_secs(10)
     );
     assert_eq!(
-        snapshot_chunk_timeout(&RPCOption::new(Duration::from_secs(30))),
+        snapshot_chunk_timeout(&RPCOption::new(Duration::from_secs(30)), floor),
         Duration::from_secs(30)
     );
+    assert_eq!(connection().snapshot_chunk_timeout_floor, floor);
+}
+
+// Timeouts scale per chunk (snapshot_send's module docs): a peer that
+// takes the stream and never reads it stalls the transfer once HTTP/2 flow
+// control fills, and the transfer fails Unreachable ("timed out") after
+// one chunk's timeout instead of hanging; the connection counts the
+// timeout and no call is left marked unfinished.
+#[tokio::test]
+async fn a_stalled_snapshot_times_out_per_chunk() {
+    let peer = FakePeer {
+        snapshot_streams: true,
+        snapshot_stalls: true,
+        ..FakePeer::default()
+    };
+    let (mut c, server) = serve(peer.clone());
+    c.snapshot_chunk_timeout_floor = Duration::from_millis(300);
+    let r = c
+        .full_snapshot(
+            Vote::new_committed(2, 1),
+            snapshot_of(8 * crate::raft::snapshot_chunks::MAX_SNAPSHOT_CHUNK_BYTES),
+            never_cancelled(),
+            RPCOption::new(Duration::from_millis(100)),
+        )
+        .await;
+    match r {
+        Err(StreamingError::Unreachable(u)) => {
+            assert!(u.to_string().contains("timed out after 300 ms"), "{u}")
+        }
+        other => panic!("not a timeout: {other:?}"),
+    }
+    assert!(!c.call_unfinished);
+    assert!(c.timing_out_since.is_some(), "the timeout was counted");
+    assert_eq!(
+        peer.snapshot_stream_calls
+            .load(std::sync::atomic::Ordering::SeqCst),
+        1
+    );
+    assert!(c.snapshot_stream, "a timeout is no reason to fall back");
+    server.abort();
 }
