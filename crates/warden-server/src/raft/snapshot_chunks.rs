@@ -33,7 +33,7 @@
 //!   memory (openraft's `install_full_snapshot` takes one `Vec<u8>`, as the
 //!   state machine's in-memory `Snapshot` does), so this is the most memory
 //!   one transfer may ask of a node: 16 times the old one-message bound
-//!   (256 MiB), room for a table of several million locks.
+//!   (256 MiB).
 
 use serde::{Deserialize, Serialize};
 use warden_proto::peer::SnapshotChunk;
