@@ -33,9 +33,12 @@
 //!    commands into one entry; `membership` adds, removes and replaces
 //!    members.
 //! 4. [`raft`]: the Raft handle; `network` (openraft RPCs to peers over the
-//!    internal `Peer` service, its append stream, failed calls logged once
-//!    per streak then summarised per peer), `peer_service` (the
-//!    receiving side, bootstrap RPCs, the early campaign), `bootstrap` (the
+//!    internal `Peer` service, its append stream, snapshots sent in chunks
+//!    with a unary fallback, failed calls logged once per streak then
+//!    summarised per peer), `peer_service` (the
+//!    receiving side, bootstrap RPCs, the early campaign), `snapshot_chunks`
+//!    (a snapshot in chunks of at most 1 MiB on the peer service's
+//!    streaming calls, and their bounds), `bootstrap` (the
 //!    two-phase cluster id, docs/semantics.md "Membership and data loss"),
 //!    `log_format` (the log format each peer reads; the packing, wrapping
 //!    and peer-address gates),

@@ -55,6 +55,7 @@ use crate::raft::peer_access::{
     follow_removals, PeerAccess, PeerGate, RemovedNodes, MAX_PEER_CONTROL_MESSAGE_BYTES,
 };
 use crate::raft::peer_service::{PeerService, PeerState};
+use crate::raft::snapshot_chunks::MAX_SNAPSHOT_CHUNK_MESSAGE_BYTES;
 use crate::store::{self, Db, LogStore, StateMachineStore};
 use crate::{raft, services, types, ServerError};
 use warden_proto::peer::peer_server::PeerServer;
@@ -90,11 +91,11 @@ pub(crate) const CONNECTION_WINDOW_BYTES: u32 = 4 * 1024 * 1024;
 
 /// The HTTP/2 receive windows of a peer port of its own (`--peer-listen`):
 /// 1 MiB per stream, 4 MiB per connection. Peers send few, large messages
-/// (entry batches, a whole snapshot), and a stream moves at most one window
+/// (entry batches, snapshot chunks of 1 MiB), and a stream moves at most one window
 /// per round trip: at 20 ms between nodes, 64 KiB a round trip made an
 /// 8 MiB request take 3.1 s against 0.26 s with 1 MiB (one run of a
 /// throw-away test, both windows side by side through a proxy delaying each
-/// direction 10 ms), too slow for a snapshot's one call. Only node
+/// direction 10 ms), too slow to catch a follower up. Only node
 /// certificates may call that port, so the small-frame budget that
 /// [`STREAM_WINDOW_BYTES`] guards against is no client's to spend.
 pub(crate) const PEER_STREAM_WINDOW_BYTES: u32 = 1024 * 1024;
@@ -431,6 +432,9 @@ where
         access.clone(),
         PeerServer::new(PeerService::new(peer_state.clone()))
             .max_decoding_message_size(MAX_PEER_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_PEER_MESSAGE_BYTES),
+        PeerServer::new(PeerService::new(peer_state.clone()))
+            .max_decoding_message_size(MAX_SNAPSHOT_CHUNK_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_PEER_MESSAGE_BYTES),
         PeerServer::new(PeerService::new(peer_state.clone()))
             .max_decoding_message_size(MAX_PEER_CONTROL_MESSAGE_BYTES)

@@ -1,5 +1,6 @@
 //! Consensus glue: the Raft handle, the peer network (both sides), who may
 //! call the peer service (`peer_access`: checked before a body is read),
+//! a snapshot cut into chunks and put back together (`snapshot_chunks`),
 //! the two-phase cluster id, the log-format gate, and backups.
 
 pub mod backup;
@@ -10,6 +11,7 @@ pub mod network;
 pub mod observe;
 pub mod peer_access;
 pub mod peer_service;
+pub mod snapshot_chunks;
 #[cfg(test)]
 mod tls_cluster_tests;
 

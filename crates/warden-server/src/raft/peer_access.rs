@@ -33,15 +33,24 @@
 //!
 //! # Message sizes
 //!
-//! The gate routes each call to one of two instances of the same service:
-//! AppendEntries, AppendStream and InstallSnapshot (entry batches and whole
-//! snapshots, which travel as one message) decode up to
-//! [`crate::raft::network::MAX_PEER_MESSAGE_BYTES`]; every other call
-//! (votes, transfer-leader, bootstrap, the snapshot request) up to
-//! [`MAX_PEER_CONTROL_MESSAGE_BYTES`]. tonic refuses a message whose
-//! length prefix is above the bound (`OutOfRange`) before it reserves room
-//! for it, so even an admitted peer cannot make a node buffer a vote of
-//! 256 MiB.
+//! The gate routes each call to one of three instances of the same service:
+//!
+//! - AppendEntries, AppendStream and InstallSnapshot decode up to
+//!   [`crate::raft::network::MAX_PEER_MESSAGE_BYTES`] (256 MiB): an entry
+//!   batch (up to openraft's `max_payload_entries`, 300, of packed commands
+//!   each up to the request bound) has no smaller bound that always holds,
+//!   and InstallSnapshot (a whole snapshot in one message) is still what a
+//!   node from before InstallSnapshotStream sends during a rolling upgrade.
+//! - InstallSnapshotStream decodes chunks of up to
+//!   [`crate::raft::snapshot_chunks::MAX_SNAPSHOT_CHUNK_MESSAGE_BYTES`]
+//!   (1 MiB of data + 64 KiB): a snapshot no longer has to fit one message.
+//! - Every other call (votes, transfer-leader, bootstrap, the snapshot
+//!   requests) decodes up to [`MAX_PEER_CONTROL_MESSAGE_BYTES`].
+//!
+//! tonic refuses a message whose length prefix is above the bound
+//! (`OutOfRange`) before it reserves room for it, so even an admitted peer
+//! cannot make a node buffer a vote of 256 MiB, or a snapshot chunk above
+//! its bound.
 //!
 //! # Removed node ids
 //!
@@ -76,6 +85,7 @@ use tonic::server::NamedService;
 use tonic::{Code, Status};
 use warden_tls::{Identity, PeerInfo};
 
+use crate::raft::snapshot_chunks::ChunkError;
 use crate::store::Db;
 
 /// Largest message of a Peer call that carries no entries and no snapshot
@@ -158,6 +168,9 @@ pub enum PeerRefusal {
     /// A payload that does not decode, or a bad field.
     #[error("bad payload: {0}")]
     BadPayload(String),
+    /// A payload above its bound (the message names the field and the limit).
+    #[error("too large: {0}")]
+    TooLarge(String),
     /// The request cannot be served now (Raft stopped, a snapshot timed out).
     #[error("{0}")]
     Unavailable(String),
@@ -185,6 +198,7 @@ impl PeerRefusal {
             PeerRefusal::Bootstrapping
             | PeerRefusal::RaftNotStarted
             | PeerRefusal::BadPayload(_)
+            | PeerRefusal::TooLarge(_)
             | PeerRefusal::Unavailable(_)
             | PeerRefusal::Precondition(_)
             | PeerRefusal::Internal(_) => None,
@@ -208,9 +222,21 @@ pub fn peer_status(refusal: PeerRefusal) -> Status {
             Code::Unavailable
         }
         PeerRefusal::BadPayload(_) => Code::InvalidArgument,
+        PeerRefusal::TooLarge(_) => Code::OutOfRange,
         PeerRefusal::Internal(_) => Code::Internal,
     };
     Status::new(code, refusal.to_string())
+}
+
+impl From<ChunkError> for PeerRefusal {
+    fn from(e: ChunkError) -> PeerRefusal {
+        match e {
+            ChunkError::ChunkTooLarge { .. } | ChunkError::SnapshotTooLarge { .. } => {
+                PeerRefusal::TooLarge(e.to_string())
+            }
+            e => PeerRefusal::BadPayload(e.to_string()),
+        }
+    }
 }
 
 impl From<PeerRefusal> for Status {
@@ -425,9 +451,24 @@ fn is_bootstrap(method: &str) -> bool {
     )
 }
 
-/// Whether a Peer method carries entries or a snapshot (the large bound).
-fn is_bulk(method: &str) -> bool {
-    matches!(method, "AppendEntries" | "AppendStream" | "InstallSnapshot")
+/// Which of the gate's instances serves a Peer method (module docs,
+/// "Message sizes").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bound {
+    /// Entry batches and whole snapshots.
+    Bulk,
+    /// Snapshot chunks.
+    Chunk,
+    /// Everything else.
+    Control,
+}
+
+fn bound_of(method: &str) -> Bound {
+    match method {
+        "AppendEntries" | "AppendStream" | "InstallSnapshot" => Bound::Bulk,
+        "InstallSnapshotStream" => Bound::Chunk,
+        _ => Bound::Control,
+    }
 }
 
 impl PeerAccess {
@@ -534,21 +575,25 @@ impl PeerAccess {
 }
 
 /// The Peer service behind its gate (see the module docs): `bulk` decodes
-/// up to the large bound, `control` up to [`MAX_PEER_CONTROL_MESSAGE_BYTES`];
-/// both are the same service.
+/// up to the large bound, `chunk` up to
+/// [`crate::raft::snapshot_chunks::MAX_SNAPSHOT_CHUNK_MESSAGE_BYTES`],
+/// `control` up to [`MAX_PEER_CONTROL_MESSAGE_BYTES`]; all three are the
+/// same service.
 #[derive(Debug, Clone)]
 pub struct PeerGate<S> {
     access: Arc<PeerAccess>,
     bulk: S,
+    chunk: S,
     control: S,
 }
 
 impl<S> PeerGate<S> {
-    /// `bulk` and `control` behind the rules of `access`.
-    pub fn new(access: Arc<PeerAccess>, bulk: S, control: S) -> PeerGate<S> {
+    /// `bulk`, `chunk` and `control` behind the rules of `access`.
+    pub fn new(access: Arc<PeerAccess>, bulk: S, chunk: S, control: S) -> PeerGate<S> {
         PeerGate {
             access,
             bulk,
+            chunk,
             control,
         }
     }
@@ -577,7 +622,7 @@ where
 
     fn call(&mut self, mut request: http::Request<Body>) -> Self::Future {
         let path = request.uri().path();
-        let bulk = is_bulk(path.strip_prefix(PEER_PATH_PREFIX).unwrap_or(""));
+        let bound = bound_of(path.strip_prefix(PEER_PATH_PREFIX).unwrap_or(""));
         let admitted = self
             .access
             .admit(path, request.headers(), request.extensions());
@@ -591,10 +636,10 @@ where
             }
             Ok(caller) => {
                 request.extensions_mut().insert(caller);
-                let mut inner = if bulk {
-                    self.bulk.clone()
-                } else {
-                    self.control.clone()
+                let mut inner = match bound {
+                    Bound::Bulk => self.bulk.clone(),
+                    Bound::Chunk => self.chunk.clone(),
+                    Bound::Control => self.control.clone(),
                 };
                 Box::pin(async move { inner.call(request).await })
             }
@@ -727,6 +772,7 @@ mod tests {
                 Code::PermissionDenied,
             ),
             (PeerRefusal::BadPayload("x".into()), Code::InvalidArgument),
+            (PeerRefusal::TooLarge("x".into()), Code::OutOfRange),
         ];
         for (refusal, code) in cases {
             let text = refusal.to_string();

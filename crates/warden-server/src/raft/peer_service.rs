@@ -20,12 +20,13 @@ use tokio::sync::watch;
 use tonic::{Request, Response, Status, Streaming};
 use warden_proto::peer::peer_server::Peer;
 use warden_proto::peer::{
-    Blob, BootstrapId, BootstrapStateRequest, BootstrapStateResponse, TakeSnapshotRequest,
-    TakeSnapshotResponse,
+    Blob, BootstrapId, BootstrapStateRequest, BootstrapStateResponse, SnapshotChunk,
+    TakeSnapshotRequest, TakeSnapshotResponse,
 };
 
 use crate::raft::network::SnapshotEnvelope;
 use crate::raft::peer_access::{peer_status, PeerAccess, PeerCaller, PeerRefusal};
+use crate::raft::snapshot_chunks::{Assembly, MAX_SNAPSHOT_CHUNK_BYTES};
 use crate::raft::Raft;
 use crate::store::{Db, KEY_CLUSTER_ID, KEY_PREPARED_CLUSTER_ID};
 use crate::types::{Snapshot, TypeConfig, Vote};
@@ -391,6 +392,54 @@ type RaftReplies = Pin<
 /// The replies of one replication stream (see [`PeerService::append_stream`]).
 pub type AppendReplies = Pin<Box<dyn Stream<Item = Result<Blob, Status>> + Send + 'static>>;
 
+/// The chunks of `TakeSnapshotStream` (see [`PeerService::take_snapshot_stream`]).
+pub type SnapshotParts =
+    Pin<Box<dyn Stream<Item = Result<TakeSnapshotResponse, Status>> + Send + 'static>>;
+
+impl PeerService {
+    /// A snapshot of this node's state machine built now (for
+    /// `TakeSnapshot` and `TakeSnapshotStream`): the cluster id checked,
+    /// then a snapshot at least as new as the last applied entry.
+    async fn fresh_snapshot<T>(&self, req: &Request<T>) -> Result<Snapshot, Status> {
+        let raft = self.check_cluster(req)?;
+        let unavailable = |e: String| peer_status(PeerRefusal::Unavailable(e));
+        let mut rx = raft.metrics();
+        let target = rx.borrow_watched().last_applied.as_ref().map(|l| l.index());
+        raft.trigger()
+            .snapshot()
+            .await
+            .map_err(|e| unavailable(e.to_string()))?;
+        let wait = async {
+            loop {
+                let have = rx.borrow_watched().snapshot.as_ref().map(|l| l.index());
+                if have >= target {
+                    return;
+                }
+                if rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(10), wait)
+            .await
+            .map_err(|_| unavailable("snapshot did not complete in time".into()))?;
+        raft.get_snapshot()
+            .await
+            .map_err(|e| unavailable(e.to_string()))?
+            .ok_or_else(|| unavailable("no snapshot".into()))
+    }
+}
+
+/// The log index a snapshot covers (0: none).
+fn snapshot_index(snapshot: &Snapshot) -> u64 {
+    snapshot
+        .meta
+        .last_log_id
+        .as_ref()
+        .map(|l| l.index())
+        .unwrap_or(0)
+}
+
 #[tonic::async_trait]
 impl Peer for PeerService {
     type AppendStreamStream = AppendReplies;
@@ -533,6 +582,58 @@ impl Peer for PeerService {
         reply(self.raft()?.install_full_snapshot(env.vote, snapshot).await)
     }
 
+    /// A snapshot in chunks (`crate::raft::snapshot_chunks`): the gate
+    /// admitted the caller from the headers (node certificate, not removed,
+    /// this cluster's id) before this reads a chunk; the first chunk's head
+    /// names the sender, checked as InstallSnapshot's envelope is; then every
+    /// chunk is bounded, the whole checked against the head, and installed
+    /// as InstallSnapshot installs it. A refusal installs nothing.
+    async fn install_snapshot_stream(
+        &self,
+        req: Request<Streaming<SnapshotChunk>>,
+    ) -> Result<Response<Blob>, Status> {
+        self.check_cluster(&req)?;
+        let caller = PeerCaller::of(&req);
+        let mut chunks = req.into_inner();
+        // tonic refuses a chunk message above the gate's decode bound
+        // (`OutOfRange`, naming the limit) before buffering it; anything
+        // else is the transport failing under the stream.
+        let broke = |s: Status| {
+            peer_status(if s.code() == tonic::Code::OutOfRange {
+                PeerRefusal::TooLarge(format!("snapshot chunk: {}", s.message()))
+            } else {
+                PeerRefusal::Unavailable(format!("snapshot stream: {}", s.message()))
+            })
+        };
+        let first = chunks.message().await.map_err(broke)?;
+        let (head, first) = Assembly::head(first).map_err(PeerRefusal::from)?;
+        self.check_sender(
+            "InstallSnapshotStream",
+            caller,
+            head.vote.leader_id.node_id,
+            Membership::Committed,
+        )?;
+        let mut assembly = Assembly::new(&head).map_err(PeerRefusal::from)?;
+        assembly.push(first).map_err(PeerRefusal::from)?;
+        // Up to the chunk marked `done`; an end of stream before it is
+        // refused by `finish`.
+        while !assembly.is_done() {
+            let Some(chunk) = chunks.message().await.map_err(broke)? else {
+                break;
+            };
+            assembly.push(chunk).map_err(PeerRefusal::from)?;
+        }
+        let snapshot = Snapshot {
+            meta: head.meta,
+            snapshot: assembly.finish().map_err(PeerRefusal::from)?,
+        };
+        reply(
+            self.raft()?
+                .install_full_snapshot(head.vote, snapshot)
+                .await,
+        )
+    }
+
     async fn transfer_leader(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
         self.check_cluster(&req)?;
         let rpc: openraft::raft::TransferLeaderRequest<TypeConfig> = decode(req.get_ref())?;
@@ -626,43 +727,39 @@ impl Peer for PeerService {
         &self,
         req: Request<TakeSnapshotRequest>,
     ) -> Result<Response<TakeSnapshotResponse>, Status> {
-        let raft = self.check_cluster(&req)?;
-        let unavailable = |e: String| peer_status(PeerRefusal::Unavailable(e));
-        let mut rx = raft.metrics();
-        let target = rx.borrow_watched().last_applied.as_ref().map(|l| l.index());
-        raft.trigger()
-            .snapshot()
-            .await
-            .map_err(|e| unavailable(e.to_string()))?;
-        let wait = async {
-            loop {
-                let have = rx.borrow_watched().snapshot.as_ref().map(|l| l.index());
-                if have >= target {
-                    return;
-                }
-                if rx.changed().await.is_err() {
-                    return;
-                }
-            }
-        };
-        tokio::time::timeout(std::time::Duration::from_secs(10), wait)
-            .await
-            .map_err(|_| unavailable("snapshot did not complete in time".into()))?;
-        let snap = raft
-            .get_snapshot()
-            .await
-            .map_err(|e| unavailable(e.to_string()))?
-            .ok_or_else(|| unavailable("no snapshot".into()))?;
+        let snap = self.fresh_snapshot(&req).await?;
         Ok(Response::new(TakeSnapshotResponse {
             node_id: self.state.node_id,
-            index: snap
-                .meta
-                .last_log_id
-                .as_ref()
-                .map(|l| l.index())
-                .unwrap_or(0),
+            index: snapshot_index(&snap),
             data: snap.snapshot,
         }))
+    }
+
+    type TakeSnapshotStreamStream = SnapshotParts;
+
+    /// The whole state machine as `TakeSnapshot` returns it, in messages of
+    /// at most [`MAX_SNAPSHOT_CHUNK_BYTES`] of data each (at least one):
+    /// the same checks (a node certificate only, at the gate; the cluster
+    /// id). Complete when the stream ends with status OK.
+    async fn take_snapshot_stream(
+        &self,
+        req: Request<TakeSnapshotRequest>,
+    ) -> Result<Response<Self::TakeSnapshotStreamStream>, Status> {
+        let snap = self.fresh_snapshot(&req).await?;
+        let node_id = self.state.node_id;
+        let index = snapshot_index(&snap);
+        let data = Arc::new(snap.snapshot);
+        let count = data.len().div_ceil(MAX_SNAPSHOT_CHUNK_BYTES).max(1);
+        let parts = futures::stream::iter(0..count).map(move |i| {
+            let start = (i * MAX_SNAPSHOT_CHUNK_BYTES).min(data.len());
+            let end = (start + MAX_SNAPSHOT_CHUNK_BYTES).min(data.len());
+            Ok(TakeSnapshotResponse {
+                node_id,
+                index,
+                data: data[start..end].to_vec(),
+            })
+        });
+        Ok(Response::new(Box::pin(parts)))
     }
 }
 

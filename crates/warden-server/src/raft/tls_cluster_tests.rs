@@ -33,6 +33,7 @@ use crate::raft::peer_access::{
     follow_removals, PeerAccess, PeerGate, RemovedNodes, MAX_PEER_CONTROL_MESSAGE_BYTES,
 };
 use crate::raft::peer_service::{EarlyCampaign, PeerService, PeerState};
+use crate::raft::snapshot_chunks::MAX_SNAPSHOT_CHUNK_MESSAGE_BYTES;
 use crate::raft::Raft;
 use crate::store::{Db, LogStore, StateMachineStore};
 use crate::types::{Entry, LogId, MemberAddr, TypeConfig, Vote};
@@ -116,12 +117,51 @@ impl PeerConnector for Switched {
     }
 }
 
+/// Most snapshot bytes per chunk these nodes send: 1 KiB, so that a table
+/// of a few hundred locks is a snapshot of several chunks.
+const TEST_SNAPSHOT_CHUNK_BYTES: usize = 1024;
+
+/// Records the path of every call that reaches a node (before its gate).
+#[derive(Clone)]
+struct Recorded<S> {
+    inner: S,
+    paths: Arc<Mutex<Vec<String>>>,
+}
+
+impl<S: tonic::server::NamedService> tonic::server::NamedService for Recorded<S> {
+    const NAME: &'static str = S::NAME;
+}
+
+impl<S> tower::Service<tonic::codegen::http::Request<tonic::body::Body>> for Recorded<S>
+where
+    S: tower::Service<tonic::codegen::http::Request<tonic::body::Body>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: tonic::codegen::http::Request<tonic::body::Body>) -> S::Future {
+        if let Ok(mut paths) = self.paths.lock() {
+            paths.push(request.uri().path().to_string());
+        }
+        self.inner.call(request)
+    }
+}
+
 struct TestNode {
     addr: String,
     raft: Raft,
     state: Arc<PeerState>,
     off: Arc<AtomicBool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// The state machine's shared state (the applied table).
+    shared: Arc<crate::store::Shared>,
+    /// The path of every call this node was sent ([`Recorded`]).
+    paths: Arc<Mutex<Vec<String>>>,
 }
 
 impl TestNode {
@@ -144,6 +184,7 @@ impl TestNode {
         let stamps = Arc::new(Mutex::new(BTreeMap::new()));
         let log = LogStore::new(db.clone(), stamps.clone(), clock.clone()).expect("log store");
         let sm = StateMachineStore::open(db.clone(), clock, stamps).expect("sm");
+        let shared = sm.shared.clone();
         let config = openraft::Config {
             heartbeat_interval: 50,
             election_timeout_min: 300,
@@ -162,7 +203,8 @@ impl TestNode {
                 call_timeout_floor(300),
                 formats,
                 connector.clone(),
-            ),
+            )
+            .with_snapshot_chunk_bytes(TEST_SNAPSHOT_CHUNK_BYTES),
             log,
             sm,
         )
@@ -194,8 +236,15 @@ impl TestNode {
             PeerServer::new(PeerService::new(state.clone()))
                 .max_decoding_message_size(MAX_PEER_MESSAGE_BYTES),
             PeerServer::new(PeerService::new(state.clone()))
+                .max_decoding_message_size(MAX_SNAPSHOT_CHUNK_MESSAGE_BYTES),
+            PeerServer::new(PeerService::new(state.clone()))
                 .max_decoding_message_size(MAX_PEER_CONTROL_MESSAGE_BYTES),
         );
+        let paths = Arc::new(Mutex::new(Vec::new()));
+        let gate = Recorded {
+            inner: gate,
+            paths: paths.clone(),
+        };
         let cut = off.clone();
         let incoming = tls
             .server()
@@ -219,7 +268,30 @@ impl TestNode {
             state,
             off,
             tasks: vec![server, follow],
+            shared,
+            paths,
         }
+    }
+
+    /// The applied lock table, as snapshot bytes.
+    fn table_bytes(&self) -> Vec<u8> {
+        self.shared
+            .machine
+            .lock()
+            .expect("machine")
+            .table
+            .to_snapshot()
+    }
+
+    /// How many calls to Peer method `method` this node was sent.
+    fn calls_to(&self, method: &str) -> usize {
+        let path = format!("/warden.peer.v1.Peer/{method}");
+        self.paths
+            .lock()
+            .expect("paths")
+            .iter()
+            .filter(|p| **p == path)
+            .count()
     }
 
     fn metrics(&self) -> openraft::RaftMetrics<TypeConfig> {
@@ -619,6 +691,10 @@ async fn gate_body() {
         .expect_err("garbage");
     assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
 
+    // The snapshot stream: refused from its headers before a chunk is
+    // read, and bounded per chunk for an admitted peer.
+    snapshot_stream_refusals(&set, &node).await;
+
     // Another CA's node 2: the handshake fails, nothing is served.
     let mut stranger = peer_client(&other.node_dirs[&2], 2, 1, &node.addr);
     let e = stranger
@@ -630,5 +706,279 @@ async fn gate_body() {
     let _ = node.raft.shutdown().await;
     for t in node.tasks {
         t.abort();
+    }
+}
+
+/// A request stream of `chunks` with the cluster id.
+fn chunk_stream(
+    chunks: Vec<warden_proto::peer::SnapshotChunk>,
+) -> tonic::Request<impl tokio_stream::Stream<Item = warden_proto::peer::SnapshotChunk>> {
+    with_cluster_id(tokio_stream::iter(chunks))
+}
+
+/// A first chunk from node `from`'s vote declaring `data_bytes`, carrying
+/// `data`.
+fn first_chunk(from: u64, data_bytes: u64, data: Vec<u8>) -> warden_proto::peer::SnapshotChunk {
+    let head = crate::raft::snapshot_chunks::SnapshotHead {
+        vote: Vote::new_committed(1, from),
+        meta: Default::default(),
+        data_bytes,
+    };
+    warden_proto::peer::SnapshotChunk {
+        head: postcard::to_allocvec(&head).expect("encode"),
+        data,
+        done: false,
+    }
+}
+
+// docs/security.md "The peer service", for InstallSnapshotStream and
+// TakeSnapshotStream: a caller without a certificate is Unauthenticated
+// and a client certificate PermissionDenied, both answered from the
+// headers while the first chunk never comes; an admitted peer's chunk of
+// more data than 1 MiB is refused with OutOfRange naming the limit, a
+// chunk message above the decode bound by tonic before it is buffered,
+// and a stream cut before its last chunk installs nothing. Through all of
+// it the node's snapshot, log and term do not move.
+async fn snapshot_stream_refusals(set: &warden_tls::mint::LoopbackSet, node: &TestNode) {
+    use crate::raft::snapshot_chunks::{
+        MAX_SNAPSHOT_CHUNK_BYTES, MAX_SNAPSHOT_CHUNK_MESSAGE_BYTES,
+    };
+    use warden_proto::peer::{SnapshotChunk, TakeSnapshotRequest};
+    let before = node.metrics();
+    let never = || {
+        let (hold, rx) = tokio::sync::mpsc::unbounded_channel::<SnapshotChunk>();
+        (
+            hold,
+            with_cluster_id(tokio_stream::wrappers::UnboundedReceiverStream::new(rx)),
+        )
+    };
+
+    let anonymous =
+        warden_tls::ClientTls::anonymous(&set.client_dir.join("ca.crt")).expect("anonymous");
+    let mut as_nobody = PeerClient::new(anonymous.channel_lazy(&node.addr).expect("channel"));
+    let (_hold, body) = never();
+    let e = tokio::time::timeout(WAIT, as_nobody.install_snapshot_stream(body))
+        .await
+        .expect("answered without a chunk")
+        .expect_err("no certificate");
+    assert_eq!(e.code(), Code::Unauthenticated, "{e:?}");
+    let e = as_nobody
+        .take_snapshot_stream(with_cluster_id(TakeSnapshotRequest {}))
+        .await
+        .expect_err("no certificate");
+    assert_eq!(e.code(), Code::Unauthenticated, "{e:?}");
+
+    let alice = warden_tls::ClientTls::load_client(&set.client_dir, "alice").expect("alice");
+    let mut as_alice = PeerClient::new(alice.channel_lazy(&node.addr).expect("channel"));
+    let (_hold, body) = never();
+    let e = tokio::time::timeout(WAIT, as_alice.install_snapshot_stream(body))
+        .await
+        .expect("answered without a chunk")
+        .expect_err("a client certificate");
+    assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
+    assert!(e.message().contains("client alice"), "{}", e.message());
+    let e = as_alice
+        .take_snapshot_stream(with_cluster_id(TakeSnapshotRequest {}))
+        .await
+        .expect_err("a client certificate");
+    assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
+
+    let mut peer = peer_client(&set.node_dirs[&2], 2, 1, &node.addr);
+    let over = MAX_SNAPSHOT_CHUNK_BYTES + 1;
+    let e = peer
+        .install_snapshot_stream(chunk_stream(vec![first_chunk(
+            2,
+            over as u64,
+            vec![0; over],
+        )]))
+        .await
+        .expect_err("an oversized chunk");
+    assert_eq!(e.code(), Code::OutOfRange, "{e:?}");
+    assert!(
+        e.message().contains("the limit is 1048576 bytes"),
+        "{}",
+        e.message()
+    );
+    let e = peer
+        .install_snapshot_stream(chunk_stream(vec![first_chunk(
+            2,
+            (MAX_SNAPSHOT_CHUNK_MESSAGE_BYTES + 1) as u64,
+            vec![0; MAX_SNAPSHOT_CHUNK_MESSAGE_BYTES + 1],
+        )]))
+        .await
+        .expect_err("a chunk message above the decode bound");
+    assert_eq!(e.code(), Code::OutOfRange, "{e:?}");
+    assert!(
+        e.message().contains(&format!(
+            "the limit is: {MAX_SNAPSHOT_CHUNK_MESSAGE_BYTES} bytes"
+        )),
+        "{}",
+        e.message()
+    );
+    // A sender that stopped after its first chunk (no `done`).
+    let e = peer
+        .install_snapshot_stream(chunk_stream(vec![first_chunk(2, 2048, vec![0; 1024])]))
+        .await
+        .expect_err("cut off");
+    assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+    assert!(
+        e.message().contains("nothing was installed"),
+        "{}",
+        e.message()
+    );
+    // A head that speaks for another node than the certificate.
+    let e = peer
+        .install_snapshot_stream(chunk_stream(vec![first_chunk(3, 0, vec![])]))
+        .await
+        .expect_err("a claim of another node");
+    assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
+
+    let after = node.metrics();
+    assert_eq!(after.snapshot, before.snapshot, "the snapshot moved");
+    assert_eq!(after.current_term, before.current_term, "the term moved");
+    assert_eq!(
+        after.last_log_index, before.last_log_index,
+        "the log moved: {before:?} -> {after:?}"
+    );
+}
+
+// Bounded snapshot messages (docs/operations.md "Give peers a port of their
+// own"): a follower that was away while the leader wrote a few hundred
+// locks and purged its log is caught up with a snapshot of more than 3
+// chunks, over InstallSnapshotStream only (never the unary call), and then
+// holds the leader's table byte for byte. TakeSnapshotStream returns the
+// same bytes as TakeSnapshot, in messages of at most 1 MiB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_installs_a_snapshot_in_chunks() {
+    run_scoped(chunked_snapshot_body()).await;
+}
+
+async fn chunked_snapshot_body() {
+    use warden_core::types::{Acquire, Command, LeaseSpec, LogEntry, RequestHeader};
+    let root = tempfile::tempdir().expect("tempdir");
+    let set = warden_tls::mint::loopback_set(root.path(), &[1, 2, 3], &[]).expect("mint");
+    let mut nodes = BTreeMap::new();
+    for id in 1..=3u64 {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let dir = root.path().join(format!("data-{id}"));
+        nodes.insert(
+            id,
+            TestNode::start(id, listener, &set.node_dirs[&id], &dir).await,
+        );
+    }
+    let members: BTreeMap<u64, MemberAddr> = (1..=3)
+        .map(|id| (id, MemberAddr::client_only(nodes[&id].addr.clone())))
+        .collect();
+    nodes[&1]
+        .raft
+        .initialize(members)
+        .await
+        .expect("initialize");
+    let leader = wait_leader(&[&nodes[&1], &nodes[&2], &nodes[&3]]).await;
+    let behind = (1..=3u64)
+        .rev()
+        .find(|id| *id != leader)
+        .expect("a follower");
+    nodes[&behind].set_off(true);
+
+    let l = &nodes[&leader];
+    for i in 0..300u64 {
+        let cmd = Command::Acquire(Acquire {
+            header: RequestHeader {
+                client_id: 9,
+                request_id: i + 1,
+                acked_request_id: 0,
+            },
+            resource: format!("chunked-snapshot/resource-{i:04}"),
+            lease: LeaseSpec::New { ttl_ms: 600_000 },
+            wait_timeout_ms: 0,
+            lock_delay_ms: 0,
+            due: None,
+        });
+        l.raft
+            .client_write(crate::types::Request(LogEntry::V1(cmd)))
+            .await
+            .expect("write");
+    }
+    let applied = l
+        .metrics()
+        .last_applied
+        .map(|id| id.index())
+        .expect("applied");
+    l.raft.trigger().snapshot().await.expect("snapshot");
+    wait_until("the leader's snapshot covers the writes", || {
+        l.metrics().snapshot.map(|id| id.index()) >= Some(applied)
+    })
+    .await;
+    l.raft.trigger().purge_log(applied).await.expect("purge");
+    wait_until("the leader purged its log", || {
+        l.metrics().purged.map(|id| id.index()) >= Some(applied)
+    })
+    .await;
+    let snapshot = l
+        .raft
+        .get_snapshot()
+        .await
+        .expect("read")
+        .expect("a snapshot");
+    assert!(
+        snapshot.snapshot.len() > 3 * TEST_SNAPSHOT_CHUNK_BYTES,
+        "{} bytes is not more than 3 chunks",
+        snapshot.snapshot.len()
+    );
+
+    nodes[&behind].set_off(false);
+    let b = &nodes[&behind];
+    wait_until("the follower installed the snapshot", || {
+        b.metrics().snapshot.map(|id| id.index()) >= Some(applied)
+            && b.metrics().last_applied == l.metrics().last_applied
+    })
+    .await;
+    assert!(b.calls_to("InstallSnapshotStream") >= 1, "streamed");
+    assert_eq!(b.calls_to("InstallSnapshot"), 0, "never unary");
+    assert_eq!(b.table_bytes(), l.table_bytes(), "the tables differ");
+    assert!(
+        l.shared
+            .machine
+            .lock()
+            .expect("machine")
+            .table
+            .to_snapshot()
+            .len()
+            > 3 * TEST_SNAPSHOT_CHUNK_BYTES
+    );
+
+    // TakeSnapshotStream: the bytes TakeSnapshot returns, in parts of at
+    // most 1 MiB, every part naming the node and the index.
+    let other = (1..=3u64).find(|id| *id != leader).expect("another node");
+    let mut client = peer_client(&set.node_dirs[&other], other, leader, &l.addr);
+    let whole = client
+        .take_snapshot(with_cluster_id(warden_proto::peer::TakeSnapshotRequest {}))
+        .await
+        .expect("take snapshot")
+        .into_inner();
+    let mut parts = client
+        .take_snapshot_stream(with_cluster_id(warden_proto::peer::TakeSnapshotRequest {}))
+        .await
+        .expect("take snapshot stream")
+        .into_inner();
+    let mut streamed = Vec::new();
+    let mut count = 0;
+    while let Some(part) = parts.message().await.expect("part") {
+        assert!(part.data.len() <= crate::raft::snapshot_chunks::MAX_SNAPSHOT_CHUNK_BYTES);
+        assert_eq!((part.node_id, part.index), (leader, whole.index));
+        streamed.extend_from_slice(&part.data);
+        count += 1;
+    }
+    assert!(count >= 1);
+    assert_eq!(streamed, whole.data);
+
+    for node in nodes.into_values() {
+        let _ = node.raft.shutdown().await;
+        for t in node.tasks {
+            t.abort();
+        }
     }
 }

@@ -143,8 +143,9 @@ fn a_server_needs_certs_or_insecure() {
 /// serves `root`'s certificate and says it is not insecure; no certificate
 /// is Unauthenticated; another CA's and an expired certificate fail the
 /// handshake (and each node logs the failed handshake with the caller's
-/// address); a client certificate calling AppendEntries, Vote or
-/// InstallSnapshot directly is refused and no term or leader moves; a node
+/// address); a client certificate calling AppendEntries, Vote,
+/// InstallSnapshot, InstallSnapshotStream or TakeSnapshotStream directly is
+/// refused and no term or leader moves; a node
 /// certificate from another CA cannot reach the peer service.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tls_cluster_serves_its_clients_and_refuses_the_rest() {
@@ -240,6 +241,33 @@ async fn a_tls_cluster_serves_its_clients_and_refuses_the_rest() {
             peer.install_snapshot(stamp(junk()))
                 .await
                 .expect_err("snapshot"),
+            peer.install_snapshot_stream({
+                let mut r = tonic::Request::new(tokio_stream::iter(vec![
+                    warden_proto::peer::SnapshotChunk {
+                        head: vec![0; 64],
+                        data: vec![0; 64],
+                        done: true,
+                    },
+                ]));
+                r.metadata_mut().insert(
+                    warden_proto::CLUSTER_ID_METADATA,
+                    before.cluster_id.parse().expect("ascii"),
+                );
+                r
+            })
+            .await
+            .expect_err("snapshot stream"),
+            peer.take_snapshot_stream({
+                let mut r = tonic::Request::new(warden_proto::peer::TakeSnapshotRequest {});
+                r.metadata_mut().insert(
+                    warden_proto::CLUSTER_ID_METADATA,
+                    before.cluster_id.parse().expect("ascii"),
+                );
+                r
+            })
+            .await
+            .map(|_| ())
+            .expect_err("take snapshot stream"),
         ] {
             assert_eq!(e.code(), Code::PermissionDenied, "node {id}: {e:?}");
             assert!(

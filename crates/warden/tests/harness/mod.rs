@@ -867,7 +867,8 @@ async fn confirmed_leader(addr: &str) -> bool {
 }
 
 /// The Peer service's snapshot read on node `id` at `addr`, with node
-/// `id`'s own certificate (the Peer service serves node certificates only).
+/// `id`'s own certificate (the Peer service serves node certificates only),
+/// over `TakeSnapshotStream`: parts of at most 1 MiB, concatenated.
 async fn take_snapshot(addr: &str, id: u64, cluster_id: &str) -> Result<(u64, Vec<u8>), Status> {
     let ch = transport::peer_channel(addr, id).await?;
     let mut c = PeerClient::new(ch);
@@ -876,8 +877,18 @@ async fn take_snapshot(addr: &str, id: u64, cluster_id: &str) -> Result<(u64, Ve
         warden_proto::CLUSTER_ID_METADATA,
         cluster_id.parse().map_err(|_| Status::internal("bad id"))?,
     );
-    let r = c.take_snapshot(req).await?.into_inner();
-    Ok((r.index, r.data))
+    let mut parts = c.take_snapshot_stream(req).await?.into_inner();
+    let (mut index, mut data) = (0, Vec::new());
+    while let Some(part) = parts.message().await? {
+        assert!(
+            part.data.len() <= 1024 * 1024,
+            "a snapshot part of {} bytes",
+            part.data.len()
+        );
+        index = part.index;
+        data.extend_from_slice(&part.data);
+    }
+    Ok((index, data))
 }
 
 /// Raw `Lock` requests with hand-made client and request ids (S7 tests need

@@ -8,7 +8,15 @@
 //! Replication (openraft's `stream_append`) runs over one `AppendStream` per
 //! session: each AppendEntries is one message on a stream already open, its
 //! answer a postcard `StreamAppendResult` ([`AppendStream`]). Heartbeats,
-//! votes, snapshots and transfer-leader are unary calls.
+//! votes and transfer-leader are unary calls.
+//!
+//! A snapshot travels on one `InstallSnapshotStream` in chunks of at most
+//! 1 MiB, the first carrying the vote and the snapshot meta, the last marked
+//! done (`crate::raft::snapshot_chunks`); each chunk has its own timeout,
+//! so the transfer's time scales with the snapshot. A peer that answers
+//! the stream `Unimplemented` (an older binary) gets the whole snapshot in
+//! one unary `InstallSnapshot`, as before, from then on on that connection
+//! ([`snapshot_send`]).
 //!
 //! Every answer reports the log format the peer reads (the
 //! `warden-log-format` header); each connection records it in the node's
@@ -41,10 +49,17 @@ use warden_proto::peer::peer_client::PeerClient;
 use warden_proto::peer::Blob;
 
 use crate::raft::log_format::{reported_format, LogFormats};
+use crate::raft::snapshot_chunks::MAX_SNAPSHOT_CHUNK_BYTES;
 use crate::types::{MemberAddr, Snapshot, SnapshotMeta, TypeConfig, Vote};
 use failures::PeerFailures;
 
-/// Largest gRPC message between peers (snapshots travel whole): 256 MiB.
+/// Largest gRPC message between peers: 256 MiB. Still this large for two
+/// messages: an AppendEntries batch (up to openraft's `max_payload_entries`,
+/// 300, of packed commands, with no smaller bound that always holds), and
+/// the unary InstallSnapshot (a whole snapshot) that a binary from before
+/// `InstallSnapshotStream` sends and receives during a rolling upgrade.
+/// Snapshot chunks have their own bound
+/// ([`crate::raft::snapshot_chunks::MAX_SNAPSHOT_CHUNK_MESSAGE_BYTES`]).
 pub const MAX_PEER_MESSAGE_BYTES: usize = 256 * 1024 * 1024;
 
 /// How long a peer's calls may keep timing out, with no answer in between,
@@ -117,6 +132,8 @@ pub struct Network {
     connector: Arc<dyn PeerConnector>,
     /// Every connection's failed calls, per peer (logged once, then summarised).
     failures: Arc<PeerFailures>,
+    /// Most snapshot bytes per chunk sent.
+    snapshot_chunk_bytes: usize,
 }
 
 impl Network {
@@ -136,7 +153,17 @@ impl Network {
             formats,
             connector,
             failures: Arc::new(PeerFailures::default()),
+            snapshot_chunk_bytes: MAX_SNAPSHOT_CHUNK_BYTES,
         }
+    }
+
+    /// The same network sending snapshots in chunks of at most
+    /// `chunk_bytes` (clamped to 1 ..= [`MAX_SNAPSHOT_CHUNK_BYTES`]; the
+    /// default is the largest): for tests that need a snapshot of many
+    /// chunks without a table of many MiB.
+    pub fn with_snapshot_chunk_bytes(mut self, chunk_bytes: usize) -> Self {
+        self.snapshot_chunk_bytes = chunk_bytes.clamp(1, MAX_SNAPSHOT_CHUNK_BYTES);
+        self
     }
 }
 
@@ -215,6 +242,9 @@ impl Network {
             timeouts_unreported: 0,
             call_unfinished: false,
             streaming,
+            snapshot_stream: true,
+            snapshot_chunk_bytes: self.snapshot_chunk_bytes,
+            snapshot_chunk_timeout_floor: snapshot_send::SNAPSHOT_CHUNK_TIMEOUT_FLOOR,
         }
     }
 }
@@ -262,6 +292,14 @@ pub struct PeerConnection {
     /// Replicate over `AppendStream` (false: one unary AppendEntries per
     /// request, for heartbeats and for a peer that does not know the stream).
     streaming: bool,
+    /// Send snapshots over `InstallSnapshotStream` (false: the peer answered
+    /// it `Unimplemented`; one unary InstallSnapshot each, [`snapshot_send`]).
+    snapshot_stream: bool,
+    /// Most snapshot bytes per chunk.
+    snapshot_chunk_bytes: usize,
+    /// See [`snapshot_send::SNAPSHOT_CHUNK_TIMEOUT_FLOOR`] (shorter only in
+    /// tests of a stalled transfer).
+    snapshot_chunk_timeout_floor: Duration,
 }
 
 /// A snapshot on the wire.
@@ -570,6 +608,9 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
         .await
     }
 
+    /// A snapshot in chunks, or in one call to an older peer; see
+    /// [`snapshot_send`] for the timeouts. `cancel` ends the transfer at
+    /// once, whichever chunk it is at.
     async fn full_snapshot(
         &mut self,
         vote: Vote,
@@ -577,15 +618,7 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
         cancel: impl Future<Output = ReplicationClosed> + openraft::OptionalSend + 'static,
         option: RPCOption,
     ) -> Result<SnapshotResponse<TypeConfig>, StreamingError<TypeConfig>> {
-        let env = SnapshotEnvelope {
-            vote,
-            meta: snapshot.meta,
-            data: snapshot.snapshot,
-        };
-        let timeout = option.hard_ttl().max(Duration::from_secs(10));
-        let fut = self.call(&env, timeout, |mut c, r| async move {
-            c.install_snapshot(r).await
-        });
+        let fut = self.send_snapshot(vote, snapshot, &option);
         tokio::select! {
             closed = cancel => Err(StreamingError::Closed(closed)),
             res = fut => match res {
@@ -611,6 +644,7 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
 
 mod append_stream;
 pub mod failures;
+pub mod snapshot_send;
 #[cfg(test)]
 mod tests;
 

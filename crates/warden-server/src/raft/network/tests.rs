@@ -18,6 +18,9 @@ fn connection() -> PeerConnection {
         timeouts_unreported: 0,
         call_unfinished: false,
         streaming: true,
+        snapshot_stream: true,
+        snapshot_chunk_bytes: crate::raft::snapshot_chunks::MAX_SNAPSHOT_CHUNK_BYTES,
+        snapshot_chunk_timeout_floor: snapshot_send::SNAPSHOT_CHUNK_TIMEOUT_FLOOR,
     }
 }
 
@@ -34,6 +37,34 @@ struct FakePeer {
     /// service does (false: a binary from before packing).
     advertises: bool,
     streamed: std::sync::Arc<std::sync::Mutex<Vec<usize>>>,
+    /// Serves `InstallSnapshotStream` (false: a binary from before it,
+    /// which answers it `Unimplemented`).
+    snapshot_streams: bool,
+    /// Every snapshot received: (how it came, its bytes).
+    snapshots: std::sync::Arc<std::sync::Mutex<Vec<Received>>>,
+    /// `InstallSnapshotStream` calls, answered or not.
+    snapshot_stream_calls: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// `InstallSnapshotStream` is taken but never read (a peer that stalls).
+    snapshot_stalls: bool,
+}
+
+/// A snapshot a [`FakePeer`] received: how, and its bytes.
+type Received = (SnapshotWay, Vec<u8>);
+
+/// How a snapshot reached a [`FakePeer`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SnapshotWay {
+    /// Unary InstallSnapshot.
+    Whole,
+    /// InstallSnapshotStream, in this many chunks.
+    Chunks(usize),
+}
+
+/// The answer of an install: success at the sender's vote.
+fn installed(vote: Vote) -> Answer<Blob> {
+    let ok: Result<SnapshotResponse<TypeConfig>, String> = Ok(SnapshotResponse { vote });
+    let data = postcard::to_allocvec(&ok).expect("encode");
+    Ok(tonic::Response::new(Blob { data }))
 }
 
 type Answer<T> = Result<tonic::Response<T>, tonic::Status>;
@@ -85,7 +116,52 @@ impl warden_proto::peer::peer_server::Peer for FakePeer {
     async fn pre_vote(&self, _: tonic::Request<Blob>) -> Answer<Blob> {
         Err(tonic::Status::unimplemented(""))
     }
-    async fn install_snapshot(&self, _: tonic::Request<Blob>) -> Answer<Blob> {
+    async fn install_snapshot(&self, req: tonic::Request<Blob>) -> Answer<Blob> {
+        let env: SnapshotEnvelope = postcard::from_bytes(&req.get_ref().data).expect("envelope");
+        self.snapshots
+            .lock()
+            .expect("log")
+            .push((SnapshotWay::Whole, env.data));
+        installed(env.vote)
+    }
+    async fn install_snapshot_stream(
+        &self,
+        req: tonic::Request<tonic::Streaming<warden_proto::peer::SnapshotChunk>>,
+    ) -> Answer<Blob> {
+        self.snapshot_stream_calls
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if !self.snapshot_streams {
+            return Err(tonic::Status::unimplemented("no InstallSnapshotStream"));
+        }
+        if self.snapshot_stalls {
+            let _held = &req;
+            futures::future::pending::<()>().await;
+        }
+        let mut stream = req.into_inner();
+        use crate::raft::snapshot_chunks::Assembly;
+        let (head, first) = Assembly::head(stream.message().await?).expect("first chunk");
+        let mut assembly = Assembly::new(&head).expect("declared size");
+        assembly.push(first).expect("first chunk's data");
+        let mut count = 1;
+        while !assembly.is_done() {
+            let Some(chunk) = stream.message().await? else {
+                break;
+            };
+            count += 1;
+            assembly.push(chunk).expect("chunk");
+        }
+        let data = assembly.finish().expect("whole");
+        self.snapshots
+            .lock()
+            .expect("log")
+            .push((SnapshotWay::Chunks(count), data));
+        installed(head.vote)
+    }
+    type TakeSnapshotStreamStream = crate::raft::peer_service::SnapshotParts;
+    async fn take_snapshot_stream(
+        &self,
+        _: tonic::Request<warden_proto::peer::TakeSnapshotRequest>,
+    ) -> Answer<Self::TakeSnapshotStreamStream> {
         Err(tonic::Status::unimplemented(""))
     }
     async fn transfer_leader(&self, _: tonic::Request<Blob>) -> Answer<Blob> {
@@ -420,4 +496,174 @@ async fn calls_dropped_by_openraft_count_as_timeouts() {
         c.client.is_none(),
         "dropped after a second of dropped calls"
     );
+}
+
+/// A snapshot of `len` bytes (a pattern, so that a reordered or dropped
+/// chunk shows).
+fn snapshot_of(len: usize) -> Snapshot {
+    Snapshot {
+        meta: SnapshotMeta {
+            last_log_id: Some(crate::types::LogId::new(
+                openraft::vote::leader_id_adv::LeaderId {
+                    term: 3,
+                    node_id: 1,
+                },
+                42,
+            )),
+            last_membership: Default::default(),
+        },
+        snapshot: (0..len).map(|i| (i % 253) as u8).collect(),
+    }
+}
+
+/// A `cancel` future that never fires.
+fn never_cancelled() -> impl Future<Output = ReplicationClosed> + Send + 'static {
+    futures::future::pending()
+}
+
+// Bounded snapshot messages: a snapshot of several chunks reaches the peer
+// on InstallSnapshotStream in chunks of the connection's size (here 1 KiB:
+// 4.5 KiB is 5 chunks), byte for byte, and its answer is the peer's.
+#[tokio::test]
+async fn a_snapshot_travels_in_chunks() {
+    let peer = FakePeer {
+        snapshot_streams: true,
+        ..FakePeer::default()
+    };
+    let (mut c, server) = serve(peer.clone());
+    c.snapshot_chunk_bytes = 1024;
+    let snapshot = snapshot_of(4608);
+    let vote = Vote::new_committed(2, 1);
+    let r = c
+        .full_snapshot(
+            vote,
+            snapshot.clone(),
+            never_cancelled(),
+            RPCOption::new(Duration::from_secs(5)),
+        )
+        .await
+        .expect("installed");
+    assert_eq!(r.vote, vote);
+    let got = peer.snapshots.lock().expect("log").clone();
+    assert_eq!(got, vec![(SnapshotWay::Chunks(5), snapshot.snapshot)]);
+    assert!(c.snapshot_stream, "the stream stays in use");
+    server.abort();
+}
+
+// Rolling upgrade (L3: a mixed cluster still catches a follower up): a
+// peer that answers InstallSnapshotStream Unimplemented gets the snapshot
+// as one unary InstallSnapshot, and the connection remembers it: the next
+// snapshot goes unary at once, without trying the stream again.
+#[tokio::test]
+async fn a_peer_without_the_snapshot_stream_gets_the_snapshot_whole() {
+    let peer = FakePeer::default();
+    let (mut c, server) = serve(peer.clone());
+    c.snapshot_chunk_bytes = 1024;
+    let vote = Vote::new_committed(2, 1);
+    for len in [3000, 10] {
+        let r = c
+            .full_snapshot(
+                vote,
+                snapshot_of(len),
+                never_cancelled(),
+                RPCOption::new(Duration::from_secs(5)),
+            )
+            .await
+            .expect("installed");
+        assert_eq!(r.vote, vote);
+    }
+    assert!(!c.snapshot_stream, "fell back to the unary call");
+    assert_eq!(
+        peer.snapshot_stream_calls
+            .load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the stream was tried once"
+    );
+    let got = peer.snapshots.lock().expect("log").clone();
+    assert_eq!(
+        got,
+        vec![
+            (SnapshotWay::Whole, snapshot_of(3000).snapshot),
+            (SnapshotWay::Whole, snapshot_of(10).snapshot)
+        ]
+    );
+    server.abort();
+}
+
+// openraft's cancel (the replication session closed) ends a transfer at
+// once with `Closed`, whatever the peer does.
+#[tokio::test]
+async fn a_cancelled_snapshot_ends_closed() {
+    let peer = FakePeer {
+        snapshot_streams: true,
+        ..FakePeer::default()
+    };
+    let (mut c, server) = serve(peer.clone());
+    let r = c
+        .full_snapshot(
+            Vote::new_committed(2, 1),
+            snapshot_of(100),
+            async { ReplicationClosed::new("session closed") },
+            RPCOption::new(Duration::from_secs(5)),
+        )
+        .await;
+    assert!(matches!(r, Err(StreamingError::Closed(_))), "{r:?}");
+    server.abort();
+}
+
+// A chunk's timeout is openraft's install_snapshot_timeout, never below
+// the 10 s the whole transfer had before chunking.
+#[test]
+fn each_chunk_gets_at_least_ten_seconds() {
+    use snapshot_send::{snapshot_chunk_timeout, SNAPSHOT_CHUNK_TIMEOUT_FLOOR};
+    assert_eq!(SNAPSHOT_CHUNK_TIMEOUT_FLOOR, Duration::from_secs(10));
+    let floor = SNAPSHOT_CHUNK_TIMEOUT_FLOOR;
+    assert_eq!(
+        snapshot_chunk_timeout(&RPCOption::new(Duration::from_millis(200)), floor),
+        Duration::from_secs(10)
+    );
+    assert_eq!(
+        snapshot_chunk_timeout(&RPCOption::new(Duration::from_secs(30)), floor),
+        Duration::from_secs(30)
+    );
+    assert_eq!(connection().snapshot_chunk_timeout_floor, floor);
+}
+
+// Timeouts scale per chunk (snapshot_send's module docs): a peer that
+// takes the stream and never reads it stalls the transfer once HTTP/2 flow
+// control fills, and the transfer fails Unreachable ("timed out") after
+// one chunk's timeout instead of hanging; the connection counts the
+// timeout and no call is left marked unfinished.
+#[tokio::test]
+async fn a_stalled_snapshot_times_out_per_chunk() {
+    let peer = FakePeer {
+        snapshot_streams: true,
+        snapshot_stalls: true,
+        ..FakePeer::default()
+    };
+    let (mut c, server) = serve(peer.clone());
+    c.snapshot_chunk_timeout_floor = Duration::from_millis(300);
+    let r = c
+        .full_snapshot(
+            Vote::new_committed(2, 1),
+            snapshot_of(8 * crate::raft::snapshot_chunks::MAX_SNAPSHOT_CHUNK_BYTES),
+            never_cancelled(),
+            RPCOption::new(Duration::from_millis(100)),
+        )
+        .await;
+    match r {
+        Err(StreamingError::Unreachable(u)) => {
+            assert!(u.to_string().contains("timed out after 300 ms"), "{u}")
+        }
+        other => panic!("not a timeout: {other:?}"),
+    }
+    assert!(!c.call_unfinished);
+    assert!(c.timing_out_since.is_some(), "the timeout was counted");
+    assert_eq!(
+        peer.snapshot_stream_calls
+            .load(std::sync::atomic::Ordering::SeqCst),
+        1
+    );
+    assert!(c.snapshot_stream, "a timeout is no reason to fall back");
+    server.abort();
 }
