@@ -1,0 +1,138 @@
+//! The stored snapshot: a head in the meta table ([`KEY_SNAPSHOT_HEAD`]:
+//! the snapshot's meta, its length and its number of chunks) and the data in
+//! rows of at most [`SNAPSHOT_CHUNK_BYTES`] ([`SNAPSHOT_CHUNKS`], chunk
+//! number → bytes), written in one redb transaction with the node's lease
+//! deadlines at that snapshot. No row is larger than a chunk, so one write
+//! never asks redb for one huge value.
+//!
+//! A data dir written before the chunks keeps its snapshot as one meta
+//! value ([`KEY_SNAPSHOT`]): it still loads, and the next snapshot written
+//! removes it. A binary older than the chunks does not read the head, so it
+//! cannot open a data dir written by this one (docs/operations.md,
+//! "Upgrades").
+
+use std::io;
+
+use redb::{ReadTransaction, TableDefinition, WriteTransaction};
+use serde::{Deserialize, Serialize};
+
+use super::{decode, encode, io_err, StoredSnapshot, KEY_SNAPSHOT, KEY_SNAPSHOT_DEADLINES, META};
+use crate::types::SnapshotMeta;
+
+/// Chunk number (0, 1, ...) → at most [`SNAPSHOT_CHUNK_BYTES`] of the
+/// stored snapshot's data.
+pub(super) const SNAPSHOT_CHUNKS: TableDefinition<u64, &[u8]> =
+    TableDefinition::new("snapshot_chunks");
+/// The stored snapshot's head ([`SnapshotHead`]).
+pub(super) const KEY_SNAPSHOT_HEAD: &str = "snapshot_head";
+/// Largest row of [`SNAPSHOT_CHUNKS`]: 1 MiB.
+pub(super) const SNAPSHOT_CHUNK_BYTES: usize = 1 << 20;
+
+/// What [`KEY_SNAPSHOT_HEAD`] holds.
+#[derive(Serialize, Deserialize)]
+struct SnapshotHead {
+    meta: SnapshotMeta,
+    /// Bytes of data in all the chunks.
+    len: u64,
+    /// Rows in [`SNAPSHOT_CHUNKS`] (0 ..= chunks - 1).
+    chunks: u64,
+}
+
+fn corrupt(what: String) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("stored snapshot: {what}"),
+    )
+}
+
+/// The stored snapshot's meta, without reading its data (a data dir of the
+/// old layout decodes its one value).
+pub(super) fn read_meta(tx: &ReadTransaction) -> Result<Option<SnapshotMeta>, io::Error> {
+    let meta = tx.open_table(META).map_err(io_err)?;
+    if let Some(v) = meta.get(KEY_SNAPSHOT_HEAD).map_err(io_err)? {
+        return Ok(Some(decode::<SnapshotHead>(v.value())?.meta));
+    }
+    match meta.get(KEY_SNAPSHOT).map_err(io_err)? {
+        Some(v) => Ok(Some(decode::<StoredSnapshot>(v.value())?.meta)),
+        None => Ok(None),
+    }
+}
+
+/// The stored snapshot, if any: the chunks, or the old single value.
+pub(super) fn read(tx: &ReadTransaction) -> Result<Option<StoredSnapshot>, io::Error> {
+    let meta = tx.open_table(META).map_err(io_err)?;
+    let head = match meta.get(KEY_SNAPSHOT_HEAD).map_err(io_err)? {
+        Some(v) => decode::<SnapshotHead>(v.value())?,
+        None => {
+            return match meta.get(KEY_SNAPSHOT).map_err(io_err)? {
+                Some(v) => Ok(Some(decode(v.value())?)),
+                None => Ok(None),
+            }
+        }
+    };
+    let chunks = tx.open_table(SNAPSHOT_CHUNKS).map_err(io_err)?;
+    let len = usize::try_from(head.len).map_err(|_| corrupt(format!("{} bytes", head.len)))?;
+    let mut data = Vec::with_capacity(len);
+    for n in 0..head.chunks {
+        let row = chunks
+            .get(n)
+            .map_err(io_err)?
+            .ok_or_else(|| corrupt(format!("chunk {n} of {} is missing", head.chunks)))?;
+        data.extend_from_slice(row.value());
+    }
+    if data.len() != len {
+        return Err(corrupt(format!(
+            "{} bytes in {} chunks, the head says {len}",
+            data.len(),
+            head.chunks
+        )));
+    }
+    Ok(Some(StoredSnapshot {
+        meta: head.meta,
+        data,
+    }))
+}
+
+/// Replaces the stored snapshot with `meta` and `data` (chunks, head, and
+/// `deadlines` — the node's encoded lease deadlines at it — if given; else
+/// any older ones are removed) in `tx`. The old single value goes.
+pub(super) fn write(
+    tx: &WriteTransaction,
+    meta: &SnapshotMeta,
+    data: &[u8],
+    deadlines: Option<&[u8]>,
+) -> Result<(), io::Error> {
+    let mut chunks = tx.open_table(SNAPSHOT_CHUNKS).map_err(io_err)?;
+    chunks.retain(|_, _| false).map_err(io_err)?;
+    let mut n = 0u64;
+    for chunk in data.chunks(SNAPSHOT_CHUNK_BYTES) {
+        debug_assert!(chunk.len() <= SNAPSHOT_CHUNK_BYTES);
+        chunks.insert(n, chunk).map_err(io_err)?;
+        n += 1;
+    }
+    let head = encode(&SnapshotHead {
+        meta: meta.clone(),
+        len: data.len() as u64,
+        chunks: n,
+    })?;
+    let mut t = tx.open_table(META).map_err(io_err)?;
+    t.insert(KEY_SNAPSHOT_HEAD, head.as_slice())
+        .map_err(io_err)?;
+    t.remove(KEY_SNAPSHOT).map_err(io_err)?;
+    match deadlines {
+        Some(d) => {
+            t.insert(KEY_SNAPSHOT_DEADLINES, d).map_err(io_err)?;
+        }
+        None => {
+            t.remove(KEY_SNAPSHOT_DEADLINES).map_err(io_err)?;
+        }
+    }
+    Ok(())
+}
+
+/// True when `tx` holds a snapshot (either layout).
+pub(super) fn exists(tx: &ReadTransaction) -> Result<bool, io::Error> {
+    let meta = tx.open_table(META).map_err(io_err)?;
+    Ok(meta.get(KEY_SNAPSHOT_HEAD).map_err(io_err)?.is_some()
+        || meta.get(KEY_SNAPSHOT).map_err(io_err)?.is_some())
+}
