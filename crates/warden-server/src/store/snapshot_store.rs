@@ -136,3 +136,112 @@ pub(super) fn exists(tx: &ReadTransaction) -> Result<bool, io::Error> {
     Ok(meta.get(KEY_SNAPSHOT_HEAD).map_err(io_err)?.is_some()
         || meta.get(KEY_SNAPSHOT).map_err(io_err)?.is_some())
 }
+
+#[cfg(test)]
+mod tests {
+    //! Each test names the property it defends.
+
+    use std::sync::Arc;
+
+    use openraft::storage::RaftStateMachine;
+    use redb::{ReadableDatabase, ReadableTable};
+
+    use super::*;
+    use crate::store::db::{store_snapshot, Stored};
+    use crate::store::test_support::*;
+    use crate::store::Db;
+
+    fn meta(index: u64) -> SnapshotMeta {
+        SnapshotMeta {
+            last_log_id: Some(log_id(1, index)),
+            last_membership: Default::default(),
+        }
+    }
+
+    // A large snapshot is stored in rows of at most 1 MiB (no single huge
+    // redb value) and reads back byte for byte; a smaller one written after
+    // it leaves no stale chunk behind.
+    #[test]
+    fn snapshots_are_stored_in_chunks_of_at_most_one_mib() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path()).expect("db");
+        let data: Vec<u8> = (0..(5 * SNAPSHOT_CHUNK_BYTES / 2)).map(|i| i as u8).collect();
+        assert_eq!(
+            store_snapshot(&db.db, &meta(5), &data, Some(b"side")).expect("store"),
+            Stored::Written
+        );
+        {
+            let tx = db.db.begin_read().expect("read");
+            let t = tx.open_table(SNAPSHOT_CHUNKS).expect("chunks");
+            let sizes: Vec<usize> = t
+                .iter()
+                .expect("iter")
+                .map(|r| r.expect("row").1.value().len())
+                .collect();
+            assert_eq!(
+                sizes,
+                vec![SNAPSHOT_CHUNK_BYTES, SNAPSHOT_CHUNK_BYTES, SNAPSHOT_CHUNK_BYTES / 2]
+            );
+        }
+        let got = db.load_snapshot().expect("load").expect("some");
+        assert_eq!(got.data, data);
+        assert_eq!(got.meta.last_log_id, Some(log_id(1, 5)));
+        assert_eq!(
+            db.get_meta(KEY_SNAPSHOT_DEADLINES).expect("meta"),
+            Some(b"side".to_vec())
+        );
+        store_snapshot(&db.db, &meta(6), b"small", None).expect("store");
+        let tx = db.db.begin_read().expect("read");
+        let t = tx.open_table(SNAPSHOT_CHUNKS).expect("t");
+        assert_eq!(t.iter().expect("iter").count(), 1);
+        drop(t);
+        drop(tx);
+        assert_eq!(db.load_snapshot().expect("load").expect("some").data, b"small");
+        // Its deadlines went with the old snapshot.
+        assert_eq!(db.get_meta(KEY_SNAPSHOT_DEADLINES).expect("meta"), None);
+    }
+
+    // Compaction safety: the stored snapshot never moves back (a build that
+    // finishes after a newer install does not overwrite it), since the log
+    // before the newer one may be purged already.
+    #[test]
+    fn an_older_snapshot_never_replaces_a_newer_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path()).expect("db");
+        store_snapshot(&db.db, &meta(9), b"nine", None).expect("store");
+        assert_eq!(
+            store_snapshot(&db.db, &meta(4), b"four", None).expect("store"),
+            Stored::KeptNewer
+        );
+        assert_eq!(db.load_snapshot().expect("load").expect("some").data, b"nine");
+    }
+
+    // Data-dir compatibility: a data dir whose snapshot is the old single
+    // meta value opens with that snapshot loaded; the next snapshot stored
+    // replaces it with chunks and removes the old value.
+    #[tokio::test]
+    async fn an_old_single_value_snapshot_still_loads() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let table = warden_core::table::LockTable::new();
+        let bytes = table.to_snapshot();
+        {
+            let db = Db::open(dir.path()).expect("db");
+            let old = encode(&StoredSnapshot {
+                meta: meta(3),
+                data: bytes.clone(),
+            })
+            .expect("encode");
+            db.put_meta(KEY_SNAPSHOT, &old).expect("put");
+        }
+        let clock = Arc::new(EpochClock::default());
+        let (_log, mut sm) = open_stores(dir.path(), clock);
+        let (applied, _) = sm.applied_state().await.expect("applied");
+        assert_eq!(applied, Some(log_id(1, 3)));
+        let current = sm.get_current_snapshot().await.expect("get").expect("some");
+        assert_eq!(current.snapshot, bytes);
+        store_snapshot(&sm.db.db, &meta(4), &bytes, None).expect("store");
+        assert_eq!(sm.db.get_meta(KEY_SNAPSHOT).expect("meta"), None);
+        let current = sm.get_current_snapshot().await.expect("get").expect("some");
+        assert_eq!(current.meta.last_log_id, Some(log_id(1, 4)));
+    }
+}
