@@ -29,7 +29,7 @@ use openraft::storage::{IOFlushed, RaftLogStorage, RaftStateMachine};
 use openraft::{EntryPayload, RaftSnapshotBuilder};
 use warden_core::types::{Acquire, Command, LeaseSpec, LogEntry, RequestHeader};
 use warden_server::clock::{BootClock, NodeClock};
-use warden_server::store::{Db, LogStore, StateMachineStore, Stamps};
+use warden_server::store::{Db, LogStore, Stamps, StateMachineStore};
 use warden_server::types::{Entry, LogId, Request, SnapshotMeta};
 
 /// Entries appended and applied per round while filling.
@@ -112,7 +112,9 @@ where
             while !stop.load(Ordering::Relaxed) {
                 tokio::time::sleep(Duration::from_millis(1)).await;
                 let now = Instant::now();
-                let gap = now.duration_since(last).saturating_sub(Duration::from_millis(1));
+                let gap = now
+                    .duration_since(last)
+                    .saturating_sub(Duration::from_millis(1));
                 stall_ns.fetch_max(gap.as_nanos() as u64, Ordering::Relaxed);
                 last = now;
             }
@@ -178,7 +180,11 @@ async fn old_build(sm: &StateMachineStore, db: &Db) -> usize {
 fn hold_seconds(sm: &StateMachineStore) -> f64 {
     let text = sm.shared.metrics.render();
     text.lines()
-        .find_map(|l| l.strip_prefix("warden_snapshot_lock_hold_seconds_sum ")?.parse().ok())
+        .find_map(|l| {
+            l.strip_prefix("warden_snapshot_lock_hold_seconds_sum ")?
+                .parse()
+                .ok()
+        })
         .unwrap_or(0.0)
 }
 
@@ -225,7 +231,10 @@ async fn main() {
     println!();
     println!(
         "{:<44} {:>16} {:>16}",
-        format!("{} locks, {after} entries after the snapshot", locks + after),
+        format!(
+            "{} locks, {after} entries after the snapshot",
+            locks + after
+        ),
         "new",
         "old"
     );
@@ -241,8 +250,16 @@ async fn main() {
         ms(new_hold),
         "-"
     );
-    println!("{:<44} {:>16} {:>16}", "build + store, total", ms(new.total), ms(old.total));
-    println!("{:<44} {:>16} {:>16}", "snapshot bytes", new.bytes, old.bytes);
+    println!(
+        "{:<44} {:>16} {:>16}",
+        "build + store, total",
+        ms(new.total),
+        ms(old.total)
+    );
+    println!(
+        "{:<44} {:>16} {:>16}",
+        "snapshot bytes", new.bytes, old.bytes
+    );
     println!(
         "{:<44} {:>16} {:>16}",
         "runtime: longest ticker stall",

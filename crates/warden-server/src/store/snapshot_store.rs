@@ -165,7 +165,9 @@ mod tests {
     fn snapshots_are_stored_in_chunks_of_at_most_one_mib() {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = Db::open(dir.path()).expect("db");
-        let data: Vec<u8> = (0..(5 * SNAPSHOT_CHUNK_BYTES / 2)).map(|i| i as u8).collect();
+        let data: Vec<u8> = (0..(5 * SNAPSHOT_CHUNK_BYTES / 2))
+            .map(|i| i as u8)
+            .collect();
         assert_eq!(
             store_snapshot(&db.db, &meta(5), &data, Some(b"side")).expect("store"),
             Stored::Written
@@ -180,7 +182,11 @@ mod tests {
                 .collect();
             assert_eq!(
                 sizes,
-                vec![SNAPSHOT_CHUNK_BYTES, SNAPSHOT_CHUNK_BYTES, SNAPSHOT_CHUNK_BYTES / 2]
+                vec![
+                    SNAPSHOT_CHUNK_BYTES,
+                    SNAPSHOT_CHUNK_BYTES,
+                    SNAPSHOT_CHUNK_BYTES / 2
+                ]
             );
         }
         let got = db.load_snapshot().expect("load").expect("some");
@@ -196,7 +202,10 @@ mod tests {
         assert_eq!(t.iter().expect("iter").count(), 1);
         drop(t);
         drop(tx);
-        assert_eq!(db.load_snapshot().expect("load").expect("some").data, b"small");
+        assert_eq!(
+            db.load_snapshot().expect("load").expect("some").data,
+            b"small"
+        );
         // Its deadlines went with the old snapshot.
         assert_eq!(db.get_meta(KEY_SNAPSHOT_DEADLINES).expect("meta"), None);
     }
@@ -213,7 +222,10 @@ mod tests {
             store_snapshot(&db.db, &meta(4), b"four", None).expect("store"),
             Stored::KeptNewer
         );
-        assert_eq!(db.load_snapshot().expect("load").expect("some").data, b"nine");
+        assert_eq!(
+            db.load_snapshot().expect("load").expect("some").data,
+            b"nine"
+        );
     }
 
     // Data-dir compatibility: a data dir whose snapshot is the old single
