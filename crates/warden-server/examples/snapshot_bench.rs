@@ -3,8 +3,10 @@
 //! --locked -- --locks 1000000 [--after 10000]`.
 //!
 //! Fills a node's log and state machine (a temp data dir) with `--locks`
-//! held locks (one acquire per entry, from index 0), takes a first snapshot,
-//! applies `--after` more entries, and then builds a snapshot both ways:
+//! held locks, each on its own lease (entry 0 raises the cluster's lease
+//! limit to its ceiling, 1,000,000; then one acquire per entry), takes a
+//! first snapshot, applies `--after` more entries (acquires of more
+//! resources on existing leases), and then builds a snapshot both ways:
 //!
 //! - new: `build_snapshot` (the machine's lock held only to record the
 //!   applied id, membership and lease deadlines; the table replayed from the
@@ -27,7 +29,11 @@ use std::time::{Duration, Instant};
 use openraft::impls::leader_id_adv::LeaderId as RaftLeaderId;
 use openraft::storage::{IOFlushed, RaftLogStorage, RaftStateMachine};
 use openraft::{EntryPayload, RaftSnapshotBuilder};
-use warden_core::types::{Acquire, Command, LeaseSpec, LogEntry, RequestHeader};
+use warden_core::limits::MAX_LEASES_CEILING;
+use warden_core::types::{
+    Acquire, AuthChange, AuthOp, Authorized, ClusterLimits, Command, LeaseSpec, LogEntry,
+    RequestHeader,
+};
 use warden_server::clock::{BootClock, NodeClock};
 use warden_server::store::{Db, LogStore, Stamps, StateMachineStore};
 use warden_server::types::{Entry, LogId, Request, SnapshotMeta};
@@ -46,7 +52,44 @@ fn arg(name: &str, default: u64) -> u64 {
     }
 }
 
-fn entry(index: u64) -> Entry {
+/// Entry `index`: 0 raises the cluster's lease limit to its ceiling (an
+/// auth change, as `warden cluster limits` makes); 1..=locks each acquire
+/// one resource on a new lease; later ones acquire one more resource on an
+/// existing lease.
+fn entry(index: u64, locks: u64) -> Entry {
+    let header = RequestHeader {
+        client_id: 1 + index / 1_000,
+        request_id: 1 + index % 1_000,
+        acked_request_id: index % 1_000,
+    };
+    let cmd = if index == 0 {
+        Command::Authorized(Authorized {
+            principal: None,
+            command: Box::new(Command::AuthChange(AuthChange {
+                header,
+                op: AuthOp::SetLimits(ClusterLimits {
+                    max_leases: MAX_LEASES_CEILING,
+                    ..ClusterLimits::default()
+                }),
+                at_unix_ms: 0,
+            })),
+        })
+    } else {
+        Command::Acquire(Acquire {
+            header,
+            resource: format!("bench/resource/{index:010}"),
+            lease: if index <= locks {
+                LeaseSpec::New { ttl_ms: 3_600_000 }
+            } else {
+                LeaseSpec::Existing {
+                    lease_id: 1 + index % locks,
+                }
+            },
+            wait_timeout_ms: 0,
+            lock_delay_ms: 0,
+            due: None,
+        })
+    };
     Entry {
         log_id: LogId::new(
             RaftLeaderId {
@@ -55,27 +98,16 @@ fn entry(index: u64) -> Entry {
             },
             index,
         ),
-        payload: EntryPayload::Normal(Request(LogEntry::V1(Command::Acquire(Acquire {
-            header: RequestHeader {
-                client_id: 1 + index / 1_000,
-                request_id: 1 + index % 1_000,
-                acked_request_id: index % 1_000,
-            },
-            resource: format!("bench/resource/{index:010}"),
-            lease: LeaseSpec::New { ttl_ms: 3_600_000 },
-            wait_timeout_ms: 0,
-            lock_delay_ms: 0,
-            due: None,
-        })))),
+        payload: EntryPayload::Normal(Request(LogEntry::V1(cmd))),
     }
 }
 
 /// Appends and applies entries `from..to`.
-async fn fill(log: &mut LogStore, sm: &mut StateMachineStore, from: u64, to: u64) {
+async fn fill(log: &mut LogStore, sm: &mut StateMachineStore, from: u64, to: u64, locks: u64) {
     let mut i = from;
     while i < to {
         let end = (i + FILL_BATCH).min(to);
-        let entries: Vec<Entry> = (i..end).map(entry).collect();
+        let entries: Vec<Entry> = (i..end).map(|i| entry(i, locks)).collect();
         log.append(entries.clone(), IOFlushed::noop())
             .await
             .expect("append");
@@ -204,7 +236,7 @@ async fn main() {
     let mut sm = StateMachineStore::open(db.clone(), clock, stamps).expect("sm");
 
     let t = Instant::now();
-    fill(&mut log, &mut sm, 0, locks).await;
+    fill(&mut log, &mut sm, 0, locks + 1, locks).await;
     println!("filled {locks} held locks in {}", ms(t.elapsed()));
     let first = measure(&sm, || async {
         let mut b = sm.clone();
@@ -216,9 +248,26 @@ async fn main() {
         ms(first.total),
         first.bytes
     );
-    fill(&mut log, &mut sm, locks, locks + after).await;
+    fill(&mut log, &mut sm, locks + 1, locks + 1 + after, locks).await;
+    let held: usize = sm
+        .shared
+        .machine
+        .lock()
+        .expect("machine")
+        .table
+        .leases()
+        .count();
+    println!("{held} live leases");
     println!("applied {after} more entries");
 
+    {
+        // What the new path's lock hold is made of: one pass over the
+        // lease deadlines (the node-local sidecar).
+        let m = sm.shared.machine.lock().expect("machine");
+        let t = Instant::now();
+        let n = m.deadlines.lease_deadlines().count();
+        println!("one pass over {n} lease deadlines: {}", ms(t.elapsed()));
+    }
     let before = hold_seconds(&sm);
     let new = measure(&sm, || async {
         let mut b = sm.clone();

@@ -260,11 +260,16 @@ impl StateMachineStore {
             side: self.shared.clock.epoch().map(|epoch| SnapshotDeadlines {
                 epoch,
                 index: m.last_applied.as_ref().map(|l| l.index()).unwrap_or(0),
-                leases: m
-                    .deadlines
-                    .lease_deadlines()
-                    .filter_map(|(id, d)| Some((id, u64::try_from(d.as_nanos()).ok()?)))
-                    .collect(),
+                leases: {
+                    // Sized once: this runs under the lock, once per lease.
+                    let mut leases = Vec::with_capacity(m.deadlines.lease_count());
+                    leases.extend(
+                        m.deadlines
+                            .lease_deadlines()
+                            .filter_map(|(id, d)| Some((id, u64::try_from(d.as_nanos()).ok()?))),
+                    );
+                    leases
+                },
             }),
             growth_mark: self.db.growth.mark(),
         }
@@ -295,11 +300,13 @@ impl StateMachineStore {
             return self.build_by_copy().await;
         };
         let tail = self.db.tail.clone();
-        let side = view.side.as_ref().map(encode).transpose()?;
-        let meta = view.meta.clone();
+        let side = view.side;
+        let meta = view.meta;
         let built = self
             .db
             .io(move |db| {
+                // Encoded here, not on the runtime: one row per lease.
+                let side = side.as_ref().map(encode).transpose()?;
                 let (meta, data, side) = match replay(&db, &tail, &upto) {
                     Ok(Replayed::Table(data)) => (meta, data, side),
                     Ok(Replayed::Stored(meta, data)) => return Ok(Some((meta, data))),
@@ -366,11 +373,12 @@ impl StateMachineStore {
             .raft
             .snapshot_lock_hold
             .record(held.elapsed().as_secs_f64());
-        let side = view.side.as_ref().map(encode).transpose()?;
-        let meta = view.meta.clone();
+        let side = view.side;
+        let meta = view.meta;
         let (meta, data) = self
             .db
             .io(move |db| {
+                let side = side.as_ref().map(encode).transpose()?;
                 // Written with its deadlines in one transaction; a newer
                 // stored snapshot (a concurrent install) stays.
                 store_snapshot(&db, &meta, &data, side.as_deref())?;
