@@ -249,40 +249,6 @@ impl Db {
     }
 }
 
-/// How [`store_snapshot`] left the stored snapshot.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) enum Stored {
-    /// The given snapshot is stored now.
-    Written,
-    /// A snapshot at a later log id was stored already (a concurrent
-    /// install); it stays.
-    KeptNewer,
-}
-
-/// Stores `meta` and `data` (and the encoded lease `deadlines` at it) in one
-/// fsync'd transaction, unless a snapshot at a later log id is stored: the
-/// stored snapshot never moves back, since openraft purges the log up to the
-/// newest snapshot it was told of and the replay starts from the stored one.
-pub(super) fn store_snapshot(
-    db: &Database,
-    meta: &SnapshotMeta,
-    data: &[u8],
-    deadlines: Option<&[u8]>,
-) -> Result<Stored, io::Error> {
-    let tx = db.begin_write().map_err(io_err)?;
-    let newer = {
-        let read = db.begin_read().map_err(io_err)?;
-        snapshot_store::read_meta(&read)?.is_some_and(|m| m.last_log_id > meta.last_log_id)
-    };
-    if newer {
-        tx.abort().map_err(io_err)?;
-        return Ok(Stored::KeptNewer);
-    }
-    snapshot_store::write(&tx, meta, data, deadlines)?;
-    tx.commit().map_err(io_err)?;
-    Ok(Stored::Written)
-}
-
 /// An injected disk as a redb backend.
 #[derive(Debug)]
 pub(super) struct DiskBackend(Box<dyn redb::StorageBackend>);

@@ -10,7 +10,7 @@
 //! the newest snapshot it was told of (`calc_purge_upto`: never past the
 //! snapshot's last log id), and the state machine stores each snapshot
 //! before telling it, never replacing a stored one with an older
-//! (`db::store_snapshot`). Reading the stored snapshot and the log in one
+//! (`snapshot_store::store_snapshot`). Reading the stored snapshot and the log in one
 //! redb read transaction gives a view in which every entry after that
 //! snapshot is present; one that is not is an io error
 //! ([`io::ErrorKind::NotFound`]), never a panic.

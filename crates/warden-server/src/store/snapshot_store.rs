@@ -13,7 +13,7 @@
 
 use std::io;
 
-use redb::{ReadTransaction, TableDefinition, WriteTransaction};
+use redb::{Database, ReadTransaction, ReadableDatabase, TableDefinition, WriteTransaction};
 use serde::{Deserialize, Serialize};
 
 use super::{decode, encode, io_err, StoredSnapshot, KEY_SNAPSHOT, KEY_SNAPSHOT_DEADLINES, META};
@@ -130,6 +130,40 @@ pub(super) fn write(
     Ok(())
 }
 
+/// How [`store_snapshot`] left the stored snapshot.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Stored {
+    /// The given snapshot is stored now.
+    Written,
+    /// A snapshot at a later log id was stored already (a concurrent
+    /// install); it stays.
+    KeptNewer,
+}
+
+/// Stores `meta` and `data` (and the encoded lease `deadlines` at it) in one
+/// fsync'd transaction, unless a snapshot at a later log id is stored: the
+/// stored snapshot never moves back, since openraft purges the log up to the
+/// newest snapshot it was told of and the replay starts from the stored one.
+pub(super) fn store_snapshot(
+    db: &Database,
+    meta: &SnapshotMeta,
+    data: &[u8],
+    deadlines: Option<&[u8]>,
+) -> Result<Stored, io::Error> {
+    let tx = db.begin_write().map_err(io_err)?;
+    let newer = {
+        let read = db.begin_read().map_err(io_err)?;
+        read_meta(&read)?.is_some_and(|m| m.last_log_id > meta.last_log_id)
+    };
+    if newer {
+        tx.abort().map_err(io_err)?;
+        return Ok(Stored::KeptNewer);
+    }
+    write(&tx, meta, data, deadlines)?;
+    tx.commit().map_err(io_err)?;
+    Ok(Stored::Written)
+}
+
 /// True when `tx` holds a snapshot (either layout).
 pub(super) fn exists(tx: &ReadTransaction) -> Result<bool, io::Error> {
     let meta = tx.open_table(META).map_err(io_err)?;
@@ -144,10 +178,9 @@ mod tests {
     use std::sync::Arc;
 
     use openraft::storage::RaftStateMachine;
-    use redb::{ReadableDatabase, ReadableTable};
+    use redb::ReadableTable;
 
     use super::*;
-    use crate::store::db::{store_snapshot, Stored};
     use crate::store::test_support::*;
     use crate::store::Db;
 

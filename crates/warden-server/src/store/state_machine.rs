@@ -15,10 +15,10 @@ use warden_core::deadline::Deadlines;
 use warden_core::table::LockTable;
 use warden_core::types::{Command, LogEntry, Response};
 
-use super::db::store_snapshot;
 use super::db::Db;
 use super::log_writer::Stamps;
 use super::replay::{apply_to_table, replay, Replayed};
+use super::snapshot_store::store_snapshot;
 use super::{encode, io_err, KEY_SNAPSHOT_DEADLINES};
 use crate::clock::NodeClock;
 use crate::types::{leader_of, LogId, Snapshot, SnapshotMeta, StoredMembership, TypeConfig};
