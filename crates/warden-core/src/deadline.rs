@@ -337,6 +337,13 @@ impl Deadlines {
         self.leases.get(&id)
     }
 
+    /// Every lease's local deadline, by lease id (what a snapshot's
+    /// node-local sidecar keeps: one pass over the deadlines, no table
+    /// lookups).
+    pub fn lease_deadlines(&self) -> impl Iterator<Item = (LeaseId, Duration)> + '_ {
+        self.leases.by_key.iter().map(|(id, d)| (*id, *d))
+    }
+
     /// Milliseconds left on lease `id` at `now` (0 once passed; rounded up).
     pub fn remaining_ms(&self, id: LeaseId, now: Duration) -> Option<u64> {
         self.leases.get(&id).map(|d| until_ms(d, now))

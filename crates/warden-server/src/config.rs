@@ -164,7 +164,9 @@ pub struct Timing {
     /// at the entry's stamp, after the window, so a client's view (counted
     /// from its send time) only gets more conservative (S5).
     pub renew_batch_window_ms: u64,
-    /// Take a snapshot after this many entries since the last one: 10,000.
+    /// Take a snapshot after this many entries since the last one, once the
+    /// log has also grown by the last snapshot's size in bytes
+    /// (`raft::snapshot_schedule`): 10,000.
     pub snapshot_threshold: u64,
     /// Longest a SIGTERM'd leader waits for leadership transfer: 2 s.
     pub leader_transfer_timeout_ms: u64,

@@ -43,7 +43,8 @@
 //!    `log_format` (the log format each peer reads; the packing, wrapping
 //!    and peer-address gates),
 //!    `backup` (the snapshot file and seeding a restored cluster), `observe`
-//!    (Raft's state in the metrics), and [`raft::LeaderContact`].
+//!    (Raft's state in the metrics), `snapshot_schedule` (when this node
+//!    takes a snapshot), and [`raft::LeaderContact`].
 //! 5. [`store`]: the log store (a write-ahead file with group commit, folded
 //!    into redb; durable before acknowledged, S3) and the state machine (the
 //!    `warden-core` lock table + this node's deadline table).

@@ -560,7 +560,10 @@ where
         heartbeat_interval: t.heartbeat_ms,
         election_timeout_min: t.election_timeout_min_ms,
         election_timeout_max: t.election_timeout_max_ms,
-        snapshot_policy: SnapshotPolicy::LogsSinceLast(t.snapshot_threshold),
+        // This node asks for each snapshot itself, when the log has grown by
+        // `--snapshot-threshold` entries and by the last snapshot's size
+        // (`raft::snapshot_schedule`).
+        snapshot_policy: SnapshotPolicy::Never,
         max_in_snapshot_log_to_keep: t.snapshot_threshold.min(1_000),
         install_snapshot_timeout: 10_000,
         // Pre-vote: an isolated node does not inflate its term and depose a
@@ -679,6 +682,11 @@ where
         formats.clone(),
     ));
     let removals_task = tokio::spawn(follow_removals(raft.clone(), access));
+    let snapshot_task = tokio::spawn(raft::snapshot_schedule::run(
+        raft.clone(),
+        db.log_growth(),
+        config.timing.snapshot_threshold,
+    ));
     let raft_metrics_task = tokio::spawn(raft::observe::follow(
         raft.clone(),
         metrics.clone(),
@@ -714,6 +722,7 @@ where
     applied_format_task.abort();
     removals_task.abort();
     raft_metrics_task.abort();
+    snapshot_task.abort();
     if let Some(t) = reload_task {
         t.abort();
     }

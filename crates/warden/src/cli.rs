@@ -288,7 +288,9 @@ pub struct ServerArgs {
     /// Grace a new leader gives each lease once (G) [default: 1s; wan: 2s].
     #[arg(long, env = "WARDEN_SERVER_PROMOTION_GRACE", value_name = "DURATION", value_parser = parse_duration)]
     pub promotion_grace: Option<Duration>,
-    /// Take a snapshot after this many log entries [default: 10000].
+    /// Take a snapshot once this many log entries were applied since the
+    /// last one and the log has also grown by at least that snapshot's size
+    /// in bytes (so a large table snapshots less often) [default: 10000].
     #[arg(long, env = "WARDEN_SERVER_SNAPSHOT_THRESHOLD", value_name = "ENTRIES")]
     pub snapshot_threshold: Option<u64>,
     /// Longest a SIGTERM'd leader waits to hand leadership over [default: 2s].

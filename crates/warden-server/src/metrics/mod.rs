@@ -111,6 +111,7 @@ pub const DESCRIPTIONS: &[(&str, Kind, &str)] = &[
     ("warden_wal_fsync_duration_seconds", Kind::Histogram, "One fsync of the write-ahead log (a group of appended entries)."),
     ("warden_snapshot_duration_seconds", Kind::Histogram, "Building and storing one snapshot of the state machine."),
     ("warden_snapshot_bytes", Kind::Gauge, "Size of the last snapshot this node built or installed."),
+    ("warden_snapshot_lock_hold_seconds", Kind::Histogram, "How long one snapshot build held the state machine's lock (apply and reads wait that long)."),
     ("warden_locks_held", Kind::Gauge, "Grants held, by group."),
     ("warden_leases_live", Kind::Gauge, "Live leases (sessions and acquire-made leases)."),
     ("warden_waiters", Kind::Gauge, "Queued acquires, by group."),
@@ -175,6 +176,8 @@ pub struct RaftSeries {
     pub snapshot_duration: Histogram,
     /// `warden_snapshot_bytes`.
     pub snapshot_bytes: Gauge,
+    /// `warden_snapshot_lock_hold_seconds`.
+    pub snapshot_lock_hold: Histogram,
 }
 
 /// One gRPC method's series; a code's counter is registered at its first use.
@@ -365,6 +368,7 @@ impl Metrics {
             wal_fsync: histogram("warden_wal_fsync_duration_seconds", vec![]),
             snapshot_duration: histogram("warden_snapshot_duration_seconds", vec![]),
             snapshot_bytes: gauge("warden_snapshot_bytes", vec![]),
+            snapshot_lock_hold: histogram("warden_snapshot_lock_hold_seconds", vec![]),
         };
         let acquire = AcquireOutcome::ALL.map(|o| {
             histogram(

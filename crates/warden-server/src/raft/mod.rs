@@ -1,7 +1,8 @@
 //! Consensus glue: the Raft handle, the peer network (both sides), who may
 //! call the peer service (`peer_access`: checked before a body is read),
 //! a snapshot cut into chunks and put back together (`snapshot_chunks`),
-//! the two-phase cluster id, the log-format gate, and backups.
+//! the two-phase cluster id, the log-format gate, backups, and when this
+//! node takes a snapshot (`snapshot_schedule`).
 
 pub mod backup;
 pub mod bootstrap;
@@ -12,6 +13,7 @@ pub mod observe;
 pub mod peer_access;
 pub mod peer_service;
 pub mod snapshot_chunks;
+pub mod snapshot_schedule;
 #[cfg(test)]
 mod tls_cluster_tests;
 

@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use redb::{Database, ReadableDatabase, ReadableTable};
 
-use super::log_writer::{fold_rows, WAL_FILE, WAL_PREALLOC_BYTES};
+use super::log_growth::LogGrowth;
+use super::log_writer::{fold_rows, Tail, WAL_FILE, WAL_PREALLOC_BYTES};
 use super::rows::{decode_row, row_head};
+use super::snapshot_store::{self, SNAPSHOT_CHUNKS};
 use super::wal::{self, Wal};
-use super::{
-    encode, io_err, StoredSnapshot, KEY_SNAPSHOT, KEY_VOTE, LOG, META, OLD_LOG, OLD_STAMPS,
-};
+use super::{encode, io_err, StoredSnapshot, KEY_VOTE, LOG, META, OLD_LOG, OLD_STAMPS};
 use crate::types::{SnapshotMeta, Vote};
 
 /// Opens the storage backend of a node's redb database. None (production):
@@ -36,6 +36,11 @@ pub struct Db {
     /// The log's write-ahead file, recovered (folded into redb) when the
     /// database was opened; [`LogStore::new`] takes it.
     pub(super) wal: Arc<Mutex<Option<Wal>>>,
+    /// The log's in-memory tail (every entry not yet in redb), shared by the
+    /// log store and the snapshot builder's replay.
+    pub(super) tail: Arc<Mutex<Tail>>,
+    /// Log bytes appended since the last snapshot (the snapshot rule's input).
+    pub(super) growth: Arc<LogGrowth>,
 }
 
 impl Db {
@@ -94,6 +99,7 @@ impl Db {
         {
             let mut log = tx.open_table(LOG).map_err(io_err)?;
             tx.open_table(META).map_err(io_err)?;
+            tx.open_table(SNAPSHOT_CHUNKS).map_err(io_err)?;
             migrate_old_log(&tx, &mut log)?;
         }
         tx.commit().map_err(io_err)?;
@@ -115,6 +121,8 @@ impl Db {
             db: Arc::new(db),
             inline_io: disk.is_some(),
             wal: Arc::new(Mutex::new(Some(wal))),
+            tail: Arc::default(),
+            growth: Arc::default(),
         })
     }
 
@@ -187,7 +195,7 @@ impl Db {
         let meta = tx.open_table(META).map_err(io_err)?;
         let log = tx.open_table(LOG).map_err(io_err)?;
         let has_vote = meta.get(KEY_VOTE).map_err(io_err)?.is_some();
-        let has_snapshot = meta.get(KEY_SNAPSHOT).map_err(io_err)?.is_some();
+        let has_snapshot = snapshot_store::exists(&tx)?;
         let has_log = log.first().map_err(io_err)?.is_some();
         Ok(!(has_vote || has_snapshot || has_log))
     }
@@ -202,18 +210,42 @@ impl Db {
         data: Vec<u8>,
         vote: &Vote,
     ) -> Result<(), io::Error> {
-        let stored = encode(&StoredSnapshot {
-            meta: meta.clone(),
-            data,
-        })?;
         let vote = encode(vote)?;
         let tx = self.db.begin_write().map_err(io_err)?;
+        snapshot_store::write(&tx, meta, &data, None)?;
         {
             let mut t = tx.open_table(META).map_err(io_err)?;
-            t.insert(KEY_SNAPSHOT, stored.as_slice()).map_err(io_err)?;
             t.insert(KEY_VOTE, vote.as_slice()).map_err(io_err)?;
         }
         tx.commit().map_err(io_err)
+    }
+
+    /// The stored snapshot (chunked, or the old single value), if any.
+    pub(super) fn load_snapshot(&self) -> Result<Option<StoredSnapshot>, io::Error> {
+        let tx = self.db.begin_read().map_err(io_err)?;
+        snapshot_store::read(&tx)
+    }
+
+    /// Log bytes appended since the last snapshot, and its size.
+    pub fn log_growth(&self) -> Arc<LogGrowth> {
+        self.growth.clone()
+    }
+
+    /// Sum of the log rows' bytes after `index` (what the log has grown by
+    /// since a snapshot at `index`).
+    pub(super) fn log_bytes_after(&self, index: Option<u64>) -> Result<u64, io::Error> {
+        let tx = self.db.begin_read().map_err(io_err)?;
+        let t = tx.open_table(LOG).map_err(io_err)?;
+        let range = match index {
+            Some(i) => t.range(i.saturating_add(1)..),
+            None => t.range(0..),
+        }
+        .map_err(io_err)?;
+        let mut bytes = 0u64;
+        for item in range {
+            bytes += item.map_err(io_err)?.1.value().len() as u64;
+        }
+        Ok(bytes)
     }
 }
 

@@ -74,7 +74,7 @@ impl LogStore {
         let mut disk = LogDisk::new(db.db.clone(), wal, fold_bytes);
         disk.fsync = fsync;
         let disk = Arc::new(Mutex::new(disk));
-        let tail = Arc::new(Mutex::new(Tail::default()));
+        let tail = db.tail.clone();
         let writer = if db.inline_io {
             None
         } else {
@@ -281,10 +281,14 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let persisted = self.clock.epoch().map(|e| encode_stamp(e, stamp));
         let mut rows = Vec::new();
         let mut kept = Vec::new();
+        let mut bytes = 0u64;
         for e in entries {
-            rows.push((e.index(), encode_row(persisted.as_ref(), &e)?));
+            let row = encode_row(persisted.as_ref(), &e)?;
+            bytes += row.len() as u64;
+            rows.push((e.index(), row));
             kept.push(e);
         }
+        self.db.growth.appended(bytes);
         {
             let mut stamps = self.stamps.lock().map_err(io_err)?;
             for (idx, _) in &rows {

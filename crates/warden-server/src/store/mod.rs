@@ -20,8 +20,12 @@
 //!   file only ever holds appends).
 //! - `save_committed`: written without an fsync (see the method).
 //! - [`StateMachineStore`] keeps the table in memory; applying needs no fsync.
-//!   Snapshots are written to redb (fsync'd) when built or installed; on start
-//!   the last one is loaded and openraft re-applies the committed log after it.
+//!   Snapshots are written to redb (fsync'd, in rows of at most 1 MiB, on
+//!   tokio's blocking pool) when built or installed; on start the last one is
+//!   loaded and openraft re-applies the committed log after it. A build holds
+//!   the machine's lock only to record the applied log id, the membership
+//!   and the lease deadlines; the table at that id is rebuilt off the lock
+//!   from the stored snapshot and the log after it (`replay.rs`).
 //!
 //! Each entry is stamped with this node's clock when it reaches the local log
 //! (kept in memory, and persisted with the clock's epoch beside the entry):
@@ -41,6 +45,12 @@
 //! - `log_store.rs`: [`LogStore`], openraft's `RaftLogStorage`.
 //! - `state_machine.rs`: [`StateMachineStore`], openraft's
 //!   `RaftStateMachine` over [`Machine`] (lock table + deadline table).
+//! - `replay.rs`: a snapshot's table rebuilt from the stored snapshot and
+//!   the log after it (the one apply call both paths share).
+//! - `snapshot_store.rs`: the stored snapshot's layout (a head and 1 MiB
+//!   chunks; the old single value still loads).
+//! - `log_growth.rs`: [`LogGrowth`], log bytes appended since the last
+//!   snapshot and its size (the snapshot rule's inputs).
 
 use std::io;
 
@@ -48,9 +58,12 @@ use redb::TableDefinition;
 use serde::{Deserialize, Serialize};
 
 mod db;
+mod log_growth;
 mod log_store;
 mod log_writer;
+mod replay;
 mod rows;
+mod snapshot_store;
 mod state_machine;
 mod wal;
 
@@ -62,6 +75,7 @@ mod suite;
 mod test_support;
 
 pub use db::{Db, DiskFactory};
+pub use log_growth::LogGrowth;
 pub use log_store::LogStore;
 pub use log_writer::{Stamps, WAL_FILE};
 pub use state_machine::{Machine, RemovedWaiters, Shared, StateMachineStore, MAX_REMOVED_WAITERS};
@@ -86,6 +100,8 @@ pub(super) const KEY_SNAPSHOT_DEADLINES: &str = "snapshot_deadlines";
 pub(super) const KEY_VOTE: &str = "vote";
 pub(super) const KEY_COMMITTED: &str = "committed";
 pub(super) const KEY_PURGED: &str = "last_purged";
+/// The stored snapshot as one value, before it moved into chunks
+/// (`snapshot_store.rs`): still read, removed by the next snapshot written.
 pub(super) const KEY_SNAPSHOT: &str = "snapshot";
 /// The node id this data dir belongs to.
 pub const KEY_NODE_ID: &str = "node_id";

@@ -17,7 +17,9 @@ use warden_core::types::{Command, LogEntry, Response};
 
 use super::db::Db;
 use super::log_writer::Stamps;
-use super::{decode, encode, io_err, StoredSnapshot, KEY_SNAPSHOT, KEY_SNAPSHOT_DEADLINES};
+use super::replay::{apply_to_table, replay, Replayed};
+use super::snapshot_store::store_snapshot;
+use super::{encode, io_err, KEY_SNAPSHOT_DEADLINES};
 use crate::clock::NodeClock;
 use crate::types::{leader_of, LogId, Snapshot, SnapshotMeta, StoredMembership, TypeConfig};
 
@@ -142,7 +144,7 @@ struct SnapshotDeadlines {
 pub struct StateMachineStore {
     /// Shared state.
     pub shared: Arc<Shared>,
-    db: Db,
+    pub(super) db: Db,
 }
 
 impl StateMachineStore {
@@ -178,8 +180,9 @@ impl StateMachineStore {
             loaded_through: 0,
             applied_log_format: 0,
         };
-        if let Some(bytes) = db.get_meta(KEY_SNAPSHOT)? {
-            let snap: StoredSnapshot = decode(&bytes)?;
+        let stored = db.load_snapshot()?;
+        let snapshot_len = stored.as_ref().map_or(0, |s| s.data.len() as u64);
+        if let Some(snap) = stored {
             machine.table = LockTable::from_snapshot(&snap.data).map_err(io_err)?;
             // A lease loaded without being applied gets now + remaining_ms,
             // unless this node built the snapshot on this clock epoch: then
@@ -217,6 +220,10 @@ impl StateMachineStore {
             .unwrap_or(0);
         machine.loaded_through = applied_index;
         metrics.load_table(&machine.table);
+        // What the log grew by since the stored snapshot, before this start.
+        let after = db.log_bytes_after(machine.last_applied.as_ref().map(|l| l.index()))?;
+        db.growth.appended(after);
+        db.growth.snapshot_taken(0, snapshot_len);
         let (applied, _) = watch::channel(applied_index);
         Ok(StateMachineStore {
             shared: Arc::new(Shared {
@@ -240,46 +247,147 @@ impl StateMachineStore {
         self.shared.machine.lock().map_err(io_err)
     }
 
-    fn build(&self) -> Result<Snapshot, io::Error> {
-        let (meta, data, side) = {
-            let m = self.lock()?;
-            let meta = SnapshotMeta {
+    /// What a snapshot build records under the machine's lock: the
+    /// applied log id, the membership and this node's lease deadlines (one
+    /// pass over them), and the log growth mark. The table itself is not
+    /// copied (see [`Self::build`]).
+    fn view_of(&self, m: &Machine) -> BuildView {
+        BuildView {
+            meta: SnapshotMeta {
                 last_log_id: m.last_applied,
                 last_membership: m.membership.clone(),
-            };
-            let side = self.shared.clock.epoch().map(|epoch| SnapshotDeadlines {
+            },
+            side: self.shared.clock.epoch().map(|epoch| SnapshotDeadlines {
                 epoch,
                 index: m.last_applied.as_ref().map(|l| l.index()).unwrap_or(0),
-                leases: m
-                    .table
-                    .leases()
-                    .filter_map(|l| {
-                        let d = m.deadlines.lease_deadline(l.lease_id)?;
-                        Some((l.lease_id, u64::try_from(d.as_nanos()).ok()?))
-                    })
-                    .collect(),
-            });
+                leases: {
+                    // Sized once: this runs under the lock, once per lease.
+                    let mut leases = Vec::with_capacity(m.deadlines.lease_count());
+                    leases.extend(
+                        m.deadlines
+                            .lease_deadlines()
+                            .filter_map(|(id, d)| Some((id, u64::try_from(d.as_nanos()).ok()?))),
+                    );
+                    leases
+                },
+            }),
+            growth_mark: self.db.growth.mark(),
+        }
+    }
+
+    /// Builds and stores a snapshot of the applied state. The machine's lock
+    /// is held only to record [`BuildView`]; the table at that applied log
+    /// id is rebuilt on tokio's blocking pool from the stored snapshot and
+    /// the log after it ([`replay`]), encoded, and stored in chunks in one
+    /// redb transaction there. With the simulator's bug switches on (apply
+    /// then differs from a replay), with no stored snapshot and a log that
+    /// does not start at index 0, or when the log does not hold what was
+    /// applied (never expected: a warning), the table is copied under the
+    /// lock instead ([`Self::build_by_copy`]); the write still runs off the
+    /// runtime.
+    async fn build(&self) -> Result<Snapshot, io::Error> {
+        if self.shared.bugs != crate::sim_hooks::BugSwitches::default() {
+            return self.build_by_copy().await;
+        }
+        let held = std::time::Instant::now();
+        let view = self.view_of(&*self.lock()?);
+        self.shared
+            .metrics
+            .raft
+            .snapshot_lock_hold
+            .record(held.elapsed().as_secs_f64());
+        let Some(upto) = view.meta.last_log_id else {
+            return self.build_by_copy().await;
+        };
+        let tail = self.db.tail.clone();
+        let side = view.side;
+        let meta = view.meta;
+        let built = self
+            .db
+            .io(move |db| {
+                // Encoded here, not on the runtime: one row per lease.
+                let side = side.as_ref().map(encode).transpose()?;
+                let (meta, data, side) = match replay(&db, &tail, &upto) {
+                    Ok(Replayed::Table(data)) => (meta, data, side),
+                    Ok(Replayed::Stored(meta, data)) => return Ok(Some((meta, data))),
+                    Ok(Replayed::NoBase) => return Ok(None),
+                    // The log on disk does not hold what was applied after
+                    // the stored snapshot (an entry missing, or another one
+                    // at the applied index): never expected (see `replay`),
+                    // and not fatal, since the live table is still right.
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            io::ErrorKind::NotFound | io::ErrorKind::InvalidData
+                        ) =>
+                    {
+                        tracing::warn!("{e}; copying the table under the lock instead");
+                        return Ok(None);
+                    }
+                    Err(e) => return Err(e),
+                };
+                store_snapshot(&db, &meta, &data, side.as_deref())?;
+                Ok(Some((meta, data)))
+            })
+            .await?;
+        let Some((meta, data)) = built else {
+            return self.build_by_copy().await;
+        };
+        self.db
+            .growth
+            .snapshot_taken(view.growth_mark, data.len() as u64);
+        Ok(Snapshot {
+            meta,
+            snapshot: data,
+        })
+    }
+
+    /// The table copied and encoded under the machine's lock, then stored in
+    /// chunks off the runtime: the fallback of [`Self::build`].
+    async fn build_by_copy(&self) -> Result<Snapshot, io::Error> {
+        let held = std::time::Instant::now();
+        let (view, data) = {
+            let m = self.lock()?;
+            let view = self.view_of(&m);
             let data = if self.shared.bugs.outcome_table_not_in_snapshot {
                 crate::sim_hooks::without_outcomes(
                     &m.table,
-                    meta.last_log_id.as_ref().map(|l| l.index()).unwrap_or(0),
-                    meta.last_log_id.as_ref().map(leader_of).unwrap_or_default(),
+                    view.meta
+                        .last_log_id
+                        .as_ref()
+                        .map(|l| l.index())
+                        .unwrap_or(0),
+                    view.meta
+                        .last_log_id
+                        .as_ref()
+                        .map(leader_of)
+                        .unwrap_or_default(),
                 )
             } else {
                 m.table.to_snapshot()
             };
-            (meta, data, side)
+            (view, data)
         };
-        // Written before the snapshot and tied to its index: a crash between
-        // the two writes leaves a sidecar that the old snapshot ignores.
-        if let Some(side) = side {
-            self.db.put_meta(KEY_SNAPSHOT_DEADLINES, &encode(&side)?)?;
-        }
-        let stored = StoredSnapshot {
-            meta: meta.clone(),
-            data: data.clone(),
-        };
-        self.db.put_meta(KEY_SNAPSHOT, &encode(&stored)?)?;
+        self.shared
+            .metrics
+            .raft
+            .snapshot_lock_hold
+            .record(held.elapsed().as_secs_f64());
+        let side = view.side;
+        let meta = view.meta;
+        let (meta, data) = self
+            .db
+            .io(move |db| {
+                let side = side.as_ref().map(encode).transpose()?;
+                // Written with its deadlines in one transaction; a newer
+                // stored snapshot (a concurrent install) stays.
+                store_snapshot(&db, &meta, &data, side.as_deref())?;
+                Ok((meta, data))
+            })
+            .await?;
+        self.db
+            .growth
+            .snapshot_taken(view.growth_mark, data.len() as u64);
         Ok(Snapshot {
             meta,
             snapshot: data,
@@ -287,12 +395,19 @@ impl StateMachineStore {
     }
 }
 
+/// What [`StateMachineStore::build`] records under the machine's lock.
+struct BuildView {
+    meta: SnapshotMeta,
+    side: Option<SnapshotDeadlines>,
+    growth_mark: u64,
+}
+
 impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
     type SnapshotData = Vec<u8>;
 
     async fn build_snapshot(&mut self) -> Result<Snapshot, io::Error> {
         let started = tokio::time::Instant::now();
-        let built = self.build()?;
+        let built = self.build().await?;
         let raft = &self.shared.metrics.raft;
         raft.snapshot_duration
             .record(started.elapsed().as_secs_f64());
@@ -376,7 +491,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                                 crate::sim_hooks::buggy_command(&bugs, &m.table, log_leader, cmd);
                             &buggy
                         };
-                        let applied = m.table.apply(index, log_leader, cmd);
+                        let applied = apply_to_table(&mut m.table, &log_id, cmd);
                         let format = crate::types::entry_log_format(cmd);
                         if format > m.applied_log_format {
                             m.applied_log_format = format;
@@ -478,13 +593,19 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         meta: &SnapshotMeta,
         snapshot: Vec<u8>,
     ) -> Result<(), io::Error> {
-        let table = LockTable::from_snapshot(&snapshot).map_err(io_err)?;
-        let snapshot_bytes = snapshot.len();
-        let stored = StoredSnapshot {
-            meta: meta.clone(),
-            data: snapshot,
-        };
-        self.db.put_meta(KEY_SNAPSHOT, &encode(&stored)?)?;
+        // Decoded and stored on tokio's blocking pool (inline on an
+        // injected disk): a large table never stalls the runtime.
+        let stored_meta = meta.clone();
+        let mark = self.db.growth.mark();
+        let (table, snapshot_bytes) = self
+            .db
+            .io(move |db| {
+                let table = LockTable::from_snapshot(&snapshot).map_err(io_err)?;
+                store_snapshot(&db, &stored_meta, &snapshot, None)?;
+                Ok((table, snapshot.len()))
+            })
+            .await?;
+        self.db.growth.snapshot_taken(mark, snapshot_bytes as u64);
         let index = {
             let mut m = self.lock()?;
             m.deadlines = Deadlines::load(&table, self.shared.clock.now());
@@ -507,16 +628,12 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, io::Error> {
-        match self.db.get_meta(KEY_SNAPSHOT)? {
-            Some(b) => {
-                let s: StoredSnapshot = decode(&b)?;
-                Ok(Some(Snapshot {
-                    meta: s.meta,
-                    snapshot: s.data,
-                }))
-            }
-            None => Ok(None),
-        }
+        let db = self.db.clone();
+        let stored = self.db.io(move |_| db.load_snapshot()).await?;
+        Ok(stored.map(|s| Snapshot {
+            meta: s.meta,
+            snapshot: s.data,
+        }))
     }
 }
 
@@ -560,7 +677,7 @@ mod tests {
                 assert_eq!(m.last_applied, Some(log_id(1, 1)));
             }
             assert_eq!(*sm.shared.applied.borrow(), 1);
-            let snap = sm.build().expect("build snapshot");
+            let snap = sm.build().await.expect("build snapshot");
             assert_eq!(snap.meta.last_log_id, Some(log_id(1, 1)));
             snap.snapshot
         };
@@ -650,7 +767,7 @@ mod tests {
             let e = log.try_get_log_entries(1..2).await.expect("read");
             apply_entries(&mut sm, e).await;
             // A snapshot at index 1, then lease 2 granted at 104 s (log only).
-            sm.build().expect("snapshot");
+            sm.build().await.expect("snapshot");
             *clock.0.lock().expect("clock") = Duration::from_secs(104);
             log.append([entry(1, 2, grant(2, 10_000))], IOFlushed::noop())
                 .await
