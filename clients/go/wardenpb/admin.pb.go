@@ -1298,6 +1298,161 @@ func (x *SaveSnapshotResponse) GetNodeId() uint64 {
 	return 0
 }
 
+// The first message of a SaveSnapshotStream: what SaveSnapshotResponse
+// says besides `data`, and the length of the data to come.
+type SaveSnapshotHead struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ClusterId string                 `protobuf:"bytes,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// As SaveSnapshotResponse.applied_index.
+	AppliedIndex uint64 `protobuf:"varint,2,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	// Term and node id of the log entry at `applied_index`.
+	Term         uint64 `protobuf:"varint,3,opt,name=term,proto3" json:"term,omitempty"`
+	LeaderNodeId uint64 `protobuf:"varint,4,opt,name=leader_node_id,json=leaderNodeId,proto3" json:"leader_node_id,omitempty"`
+	// The serving leader.
+	NodeId uint64 `protobuf:"varint,5,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// Length in bytes of the snapshot's data, all data messages together.
+	DataBytes     uint64 `protobuf:"varint,6,opt,name=data_bytes,json=dataBytes,proto3" json:"data_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SaveSnapshotHead) Reset() {
+	*x = SaveSnapshotHead{}
+	mi := &file_admin_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SaveSnapshotHead) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SaveSnapshotHead) ProtoMessage() {}
+
+func (x *SaveSnapshotHead) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SaveSnapshotHead.ProtoReflect.Descriptor instead.
+func (*SaveSnapshotHead) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *SaveSnapshotHead) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
+func (x *SaveSnapshotHead) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+func (x *SaveSnapshotHead) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
+}
+
+func (x *SaveSnapshotHead) GetLeaderNodeId() uint64 {
+	if x != nil {
+		return x.LeaderNodeId
+	}
+	return 0
+}
+
+func (x *SaveSnapshotHead) GetNodeId() uint64 {
+	if x != nil {
+		return x.NodeId
+	}
+	return 0
+}
+
+func (x *SaveSnapshotHead) GetDataBytes() uint64 {
+	if x != nil {
+		return x.DataBytes
+	}
+	return 0
+}
+
+// One message of a SaveSnapshotStream.
+type SaveSnapshotChunk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// First message only (and it carries no data); absent in every later one.
+	Head *SaveSnapshotHead `protobuf:"bytes,1,opt,name=head,proto3" json:"head,omitempty"`
+	// At most 1 MiB of the lock table's snapshot bytes (warden-core snapshot
+	// format), following the previous message's.
+	Data []byte `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	// Set on the last message only.
+	Done          bool `protobuf:"varint,3,opt,name=done,proto3" json:"done,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SaveSnapshotChunk) Reset() {
+	*x = SaveSnapshotChunk{}
+	mi := &file_admin_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SaveSnapshotChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SaveSnapshotChunk) ProtoMessage() {}
+
+func (x *SaveSnapshotChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SaveSnapshotChunk.ProtoReflect.Descriptor instead.
+func (*SaveSnapshotChunk) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *SaveSnapshotChunk) GetHead() *SaveSnapshotHead {
+	if x != nil {
+		return x.Head
+	}
+	return nil
+}
+
+func (x *SaveSnapshotChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *SaveSnapshotChunk) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
 // The most a principal may hold at once.
 type Quota struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1315,7 +1470,7 @@ type Quota struct {
 
 func (x *Quota) Reset() {
 	*x = Quota{}
-	mi := &file_admin_proto_msgTypes[19]
+	mi := &file_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1327,7 +1482,7 @@ func (x *Quota) String() string {
 func (*Quota) ProtoMessage() {}
 
 func (x *Quota) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[19]
+	mi := &file_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1340,7 +1495,7 @@ func (x *Quota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Quota.ProtoReflect.Descriptor instead.
 func (*Quota) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{19}
+	return file_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Quota) GetLeases() uint64 {
@@ -1388,7 +1543,7 @@ type ClusterLimits struct {
 
 func (x *ClusterLimits) Reset() {
 	*x = ClusterLimits{}
-	mi := &file_admin_proto_msgTypes[20]
+	mi := &file_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1400,7 +1555,7 @@ func (x *ClusterLimits) String() string {
 func (*ClusterLimits) ProtoMessage() {}
 
 func (x *ClusterLimits) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[20]
+	mi := &file_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1413,7 +1568,7 @@ func (x *ClusterLimits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterLimits.ProtoReflect.Descriptor instead.
 func (*ClusterLimits) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{20}
+	return file_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ClusterLimits) GetMaxLeases() uint64 {
@@ -1453,7 +1608,7 @@ type GrantPermissionRequest struct {
 
 func (x *GrantPermissionRequest) Reset() {
 	*x = GrantPermissionRequest{}
-	mi := &file_admin_proto_msgTypes[21]
+	mi := &file_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1465,7 +1620,7 @@ func (x *GrantPermissionRequest) String() string {
 func (*GrantPermissionRequest) ProtoMessage() {}
 
 func (x *GrantPermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[21]
+	mi := &file_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1478,7 +1633,7 @@ func (x *GrantPermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantPermissionRequest.ProtoReflect.Descriptor instead.
 func (*GrantPermissionRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{21}
+	return file_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GrantPermissionRequest) GetHeader() *RequestHeader {
@@ -1520,7 +1675,7 @@ type RevokePermissionRequest struct {
 
 func (x *RevokePermissionRequest) Reset() {
 	*x = RevokePermissionRequest{}
-	mi := &file_admin_proto_msgTypes[22]
+	mi := &file_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1532,7 +1687,7 @@ func (x *RevokePermissionRequest) String() string {
 func (*RevokePermissionRequest) ProtoMessage() {}
 
 func (x *RevokePermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[22]
+	mi := &file_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1545,7 +1700,7 @@ func (x *RevokePermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokePermissionRequest.ProtoReflect.Descriptor instead.
 func (*RevokePermissionRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{22}
+	return file_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RevokePermissionRequest) GetHeader() *RequestHeader {
@@ -1579,7 +1734,7 @@ type DeleteRoleRequest struct {
 
 func (x *DeleteRoleRequest) Reset() {
 	*x = DeleteRoleRequest{}
-	mi := &file_admin_proto_msgTypes[23]
+	mi := &file_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1591,7 +1746,7 @@ func (x *DeleteRoleRequest) String() string {
 func (*DeleteRoleRequest) ProtoMessage() {}
 
 func (x *DeleteRoleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[23]
+	mi := &file_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1604,7 +1759,7 @@ func (x *DeleteRoleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRoleRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRoleRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{23}
+	return file_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeleteRoleRequest) GetHeader() *RequestHeader {
@@ -1633,7 +1788,7 @@ type GrantRoleRequest struct {
 
 func (x *GrantRoleRequest) Reset() {
 	*x = GrantRoleRequest{}
-	mi := &file_admin_proto_msgTypes[24]
+	mi := &file_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1645,7 +1800,7 @@ func (x *GrantRoleRequest) String() string {
 func (*GrantRoleRequest) ProtoMessage() {}
 
 func (x *GrantRoleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[24]
+	mi := &file_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1658,7 +1813,7 @@ func (x *GrantRoleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantRoleRequest.ProtoReflect.Descriptor instead.
 func (*GrantRoleRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{24}
+	return file_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GrantRoleRequest) GetHeader() *RequestHeader {
@@ -1693,7 +1848,7 @@ type RevokeRoleRequest struct {
 
 func (x *RevokeRoleRequest) Reset() {
 	*x = RevokeRoleRequest{}
-	mi := &file_admin_proto_msgTypes[25]
+	mi := &file_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1705,7 +1860,7 @@ func (x *RevokeRoleRequest) String() string {
 func (*RevokeRoleRequest) ProtoMessage() {}
 
 func (x *RevokeRoleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[25]
+	mi := &file_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1718,7 +1873,7 @@ func (x *RevokeRoleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeRoleRequest.ProtoReflect.Descriptor instead.
 func (*RevokeRoleRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{25}
+	return file_admin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RevokeRoleRequest) GetHeader() *RequestHeader {
@@ -1754,7 +1909,7 @@ type SetRoleQuotaRequest struct {
 
 func (x *SetRoleQuotaRequest) Reset() {
 	*x = SetRoleQuotaRequest{}
-	mi := &file_admin_proto_msgTypes[26]
+	mi := &file_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1766,7 +1921,7 @@ func (x *SetRoleQuotaRequest) String() string {
 func (*SetRoleQuotaRequest) ProtoMessage() {}
 
 func (x *SetRoleQuotaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[26]
+	mi := &file_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1779,7 +1934,7 @@ func (x *SetRoleQuotaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetRoleQuotaRequest.ProtoReflect.Descriptor instead.
 func (*SetRoleQuotaRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{26}
+	return file_admin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SetRoleQuotaRequest) GetHeader() *RequestHeader {
@@ -1814,7 +1969,7 @@ type SetLimitsRequest struct {
 
 func (x *SetLimitsRequest) Reset() {
 	*x = SetLimitsRequest{}
-	mi := &file_admin_proto_msgTypes[27]
+	mi := &file_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1826,7 +1981,7 @@ func (x *SetLimitsRequest) String() string {
 func (*SetLimitsRequest) ProtoMessage() {}
 
 func (x *SetLimitsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[27]
+	mi := &file_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1839,7 +1994,7 @@ func (x *SetLimitsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetLimitsRequest.ProtoReflect.Descriptor instead.
 func (*SetLimitsRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{27}
+	return file_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SetLimitsRequest) GetHeader() *RequestHeader {
@@ -1866,7 +2021,7 @@ type AuthChangeResponse struct {
 
 func (x *AuthChangeResponse) Reset() {
 	*x = AuthChangeResponse{}
-	mi := &file_admin_proto_msgTypes[28]
+	mi := &file_admin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1878,7 +2033,7 @@ func (x *AuthChangeResponse) String() string {
 func (*AuthChangeResponse) ProtoMessage() {}
 
 func (x *AuthChangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[28]
+	mi := &file_admin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1891,7 +2046,7 @@ func (x *AuthChangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthChangeResponse.ProtoReflect.Descriptor instead.
 func (*AuthChangeResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{28}
+	return file_admin_proto_rawDescGZIP(), []int{30}
 }
 
 type ListRolesRequest struct {
@@ -1902,7 +2057,7 @@ type ListRolesRequest struct {
 
 func (x *ListRolesRequest) Reset() {
 	*x = ListRolesRequest{}
-	mi := &file_admin_proto_msgTypes[29]
+	mi := &file_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1914,7 +2069,7 @@ func (x *ListRolesRequest) String() string {
 func (*ListRolesRequest) ProtoMessage() {}
 
 func (x *ListRolesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[29]
+	mi := &file_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1927,7 +2082,7 @@ func (x *ListRolesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRolesRequest.ProtoReflect.Descriptor instead.
 func (*ListRolesRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{29}
+	return file_admin_proto_rawDescGZIP(), []int{31}
 }
 
 type RoleGrant struct {
@@ -1940,7 +2095,7 @@ type RoleGrant struct {
 
 func (x *RoleGrant) Reset() {
 	*x = RoleGrant{}
-	mi := &file_admin_proto_msgTypes[30]
+	mi := &file_admin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1952,7 +2107,7 @@ func (x *RoleGrant) String() string {
 func (*RoleGrant) ProtoMessage() {}
 
 func (x *RoleGrant) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[30]
+	mi := &file_admin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1965,7 +2120,7 @@ func (x *RoleGrant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RoleGrant.ProtoReflect.Descriptor instead.
 func (*RoleGrant) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{30}
+	return file_admin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RoleGrant) GetPrefix() string {
@@ -1995,7 +2150,7 @@ type RoleInfo struct {
 
 func (x *RoleInfo) Reset() {
 	*x = RoleInfo{}
-	mi := &file_admin_proto_msgTypes[31]
+	mi := &file_admin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2007,7 +2162,7 @@ func (x *RoleInfo) String() string {
 func (*RoleInfo) ProtoMessage() {}
 
 func (x *RoleInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[31]
+	mi := &file_admin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2020,7 +2175,7 @@ func (x *RoleInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RoleInfo.ProtoReflect.Descriptor instead.
 func (*RoleInfo) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{31}
+	return file_admin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RoleInfo) GetName() string {
@@ -2055,7 +2210,7 @@ type ListRolesResponse struct {
 
 func (x *ListRolesResponse) Reset() {
 	*x = ListRolesResponse{}
-	mi := &file_admin_proto_msgTypes[32]
+	mi := &file_admin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2067,7 +2222,7 @@ func (x *ListRolesResponse) String() string {
 func (*ListRolesResponse) ProtoMessage() {}
 
 func (x *ListRolesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[32]
+	mi := &file_admin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2080,7 +2235,7 @@ func (x *ListRolesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRolesResponse.ProtoReflect.Descriptor instead.
 func (*ListRolesResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{32}
+	return file_admin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListRolesResponse) GetRoles() []*RoleInfo {
@@ -2105,7 +2260,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_admin_proto_msgTypes[33]
+	mi := &file_admin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2117,7 +2272,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[33]
+	mi := &file_admin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2130,7 +2285,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{33}
+	return file_admin_proto_rawDescGZIP(), []int{35}
 }
 
 // What a principal holds, counted against its quota.
@@ -2146,7 +2301,7 @@ type QuotaUsage struct {
 
 func (x *QuotaUsage) Reset() {
 	*x = QuotaUsage{}
-	mi := &file_admin_proto_msgTypes[34]
+	mi := &file_admin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2158,7 +2313,7 @@ func (x *QuotaUsage) String() string {
 func (*QuotaUsage) ProtoMessage() {}
 
 func (x *QuotaUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[34]
+	mi := &file_admin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2171,7 +2326,7 @@ func (x *QuotaUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaUsage.ProtoReflect.Descriptor instead.
 func (*QuotaUsage) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{34}
+	return file_admin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *QuotaUsage) GetLeases() uint64 {
@@ -2218,7 +2373,7 @@ type UserInfo struct {
 
 func (x *UserInfo) Reset() {
 	*x = UserInfo{}
-	mi := &file_admin_proto_msgTypes[35]
+	mi := &file_admin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2230,7 +2385,7 @@ func (x *UserInfo) String() string {
 func (*UserInfo) ProtoMessage() {}
 
 func (x *UserInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[35]
+	mi := &file_admin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2243,7 +2398,7 @@ func (x *UserInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserInfo.ProtoReflect.Descriptor instead.
 func (*UserInfo) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{35}
+	return file_admin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *UserInfo) GetPrincipal() string {
@@ -2285,7 +2440,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_admin_proto_msgTypes[36]
+	mi := &file_admin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2297,7 +2452,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[36]
+	mi := &file_admin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2310,7 +2465,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{36}
+	return file_admin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListUsersResponse) GetUsers() []*UserInfo {
@@ -2335,7 +2490,7 @@ type GetLimitsRequest struct {
 
 func (x *GetLimitsRequest) Reset() {
 	*x = GetLimitsRequest{}
-	mi := &file_admin_proto_msgTypes[37]
+	mi := &file_admin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2347,7 +2502,7 @@ func (x *GetLimitsRequest) String() string {
 func (*GetLimitsRequest) ProtoMessage() {}
 
 func (x *GetLimitsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[37]
+	mi := &file_admin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2360,7 +2515,7 @@ func (x *GetLimitsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLimitsRequest.ProtoReflect.Descriptor instead.
 func (*GetLimitsRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{37}
+	return file_admin_proto_rawDescGZIP(), []int{39}
 }
 
 type GetLimitsResponse struct {
@@ -2373,7 +2528,7 @@ type GetLimitsResponse struct {
 
 func (x *GetLimitsResponse) Reset() {
 	*x = GetLimitsResponse{}
-	mi := &file_admin_proto_msgTypes[38]
+	mi := &file_admin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2385,7 +2540,7 @@ func (x *GetLimitsResponse) String() string {
 func (*GetLimitsResponse) ProtoMessage() {}
 
 func (x *GetLimitsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[38]
+	mi := &file_admin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2398,7 +2553,7 @@ func (x *GetLimitsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLimitsResponse.ProtoReflect.Descriptor instead.
 func (*GetLimitsResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{38}
+	return file_admin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetLimitsResponse) GetLimits() *ClusterLimits {
@@ -2423,7 +2578,7 @@ type AuthAuditTrailRequest struct {
 
 func (x *AuthAuditTrailRequest) Reset() {
 	*x = AuthAuditTrailRequest{}
-	mi := &file_admin_proto_msgTypes[39]
+	mi := &file_admin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2435,7 +2590,7 @@ func (x *AuthAuditTrailRequest) String() string {
 func (*AuthAuditTrailRequest) ProtoMessage() {}
 
 func (x *AuthAuditTrailRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[39]
+	mi := &file_admin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2448,7 +2603,7 @@ func (x *AuthAuditTrailRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthAuditTrailRequest.ProtoReflect.Descriptor instead.
 func (*AuthAuditTrailRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{39}
+	return file_admin_proto_rawDescGZIP(), []int{41}
 }
 
 // One applied auth change. `op` names it; the fields it does not use are
@@ -2478,7 +2633,7 @@ type AuthAuditRecord struct {
 
 func (x *AuthAuditRecord) Reset() {
 	*x = AuthAuditRecord{}
-	mi := &file_admin_proto_msgTypes[40]
+	mi := &file_admin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2490,7 +2645,7 @@ func (x *AuthAuditRecord) String() string {
 func (*AuthAuditRecord) ProtoMessage() {}
 
 func (x *AuthAuditRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[40]
+	mi := &file_admin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2503,7 +2658,7 @@ func (x *AuthAuditRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthAuditRecord.ProtoReflect.Descriptor instead.
 func (*AuthAuditRecord) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{40}
+	return file_admin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *AuthAuditRecord) GetIndex() uint64 {
@@ -2586,7 +2741,7 @@ type AuthAuditTrailResponse struct {
 
 func (x *AuthAuditTrailResponse) Reset() {
 	*x = AuthAuditTrailResponse{}
-	mi := &file_admin_proto_msgTypes[41]
+	mi := &file_admin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2598,7 +2753,7 @@ func (x *AuthAuditTrailResponse) String() string {
 func (*AuthAuditTrailResponse) ProtoMessage() {}
 
 func (x *AuthAuditTrailResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[41]
+	mi := &file_admin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2611,7 +2766,7 @@ func (x *AuthAuditTrailResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthAuditTrailResponse.ProtoReflect.Descriptor instead.
 func (*AuthAuditTrailResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{41}
+	return file_admin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *AuthAuditTrailResponse) GetRecords() []*AuthAuditRecord {
@@ -2721,7 +2876,20 @@ const file_admin_proto_rawDesc = "" +
 	"\x04term\x18\x03 \x01(\x04R\x04term\x12$\n" +
 	"\x0eleader_node_id\x18\x04 \x01(\x04R\fleaderNodeId\x12\x12\n" +
 	"\x04data\x18\x05 \x01(\fR\x04data\x12\x17\n" +
-	"\anode_id\x18\x06 \x01(\x04R\x06nodeId\"i\n" +
+	"\anode_id\x18\x06 \x01(\x04R\x06nodeId\"\xc8\x01\n" +
+	"\x10SaveSnapshotHead\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12#\n" +
+	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\x12\x12\n" +
+	"\x04term\x18\x03 \x01(\x04R\x04term\x12$\n" +
+	"\x0eleader_node_id\x18\x04 \x01(\x04R\fleaderNodeId\x12\x17\n" +
+	"\anode_id\x18\x05 \x01(\x04R\x06nodeId\x12\x1d\n" +
+	"\n" +
+	"data_bytes\x18\x06 \x01(\x04R\tdataBytes\"l\n" +
+	"\x11SaveSnapshotChunk\x12/\n" +
+	"\x04head\x18\x01 \x01(\v2\x1b.warden.v1.SaveSnapshotHeadR\x04head\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12\x12\n" +
+	"\x04done\x18\x03 \x01(\bR\x04done\"i\n" +
 	"\x05Quota\x12\x16\n" +
 	"\x06leases\x18\x01 \x01(\x04R\x06leases\x12\x14\n" +
 	"\x05locks\x18\x02 \x01(\x04R\x05locks\x12\x18\n" +
@@ -2823,7 +2991,7 @@ const file_admin_proto_rawDesc = "" +
 	"\x16PERMISSION_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fPERMISSION_READ\x10\x01\x12\x13\n" +
 	"\x0fPERMISSION_LOCK\x10\x02\x12\x14\n" +
-	"\x10PERMISSION_ADMIN\x10\x032\xa1\v\n" +
+	"\x10PERMISSION_ADMIN\x10\x032\xf7\v\n" +
 	"\x05Admin\x127\n" +
 	"\x04List\x12\x16.warden.v1.ListRequest\x1a\x17.warden.v1.ListResponse\x12C\n" +
 	"\bTopLocks\x12\x1a.warden.v1.TopLocksRequest\x1a\x1b.warden.v1.TopLocksResponse\x12O\n" +
@@ -2834,7 +3002,8 @@ const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"RemoveNode\x12\x1c.warden.v1.RemoveNodeRequest\x1a\x1d.warden.v1.MembershipResponse\x12K\n" +
 	"\vReplaceNode\x12\x1d.warden.v1.ReplaceNodeRequest\x1a\x1d.warden.v1.MembershipResponse\x12O\n" +
-	"\fSaveSnapshot\x12\x1e.warden.v1.SaveSnapshotRequest\x1a\x1f.warden.v1.SaveSnapshotResponse\x12S\n" +
+	"\fSaveSnapshot\x12\x1e.warden.v1.SaveSnapshotRequest\x1a\x1f.warden.v1.SaveSnapshotResponse\x12T\n" +
+	"\x12SaveSnapshotStream\x12\x1e.warden.v1.SaveSnapshotRequest\x1a\x1c.warden.v1.SaveSnapshotChunk0\x01\x12S\n" +
 	"\x0fGrantPermission\x12!.warden.v1.GrantPermissionRequest\x1a\x1d.warden.v1.AuthChangeResponse\x12U\n" +
 	"\x10RevokePermission\x12\".warden.v1.RevokePermissionRequest\x1a\x1d.warden.v1.AuthChangeResponse\x12I\n" +
 	"\n" +
@@ -2862,7 +3031,7 @@ func file_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_admin_proto_goTypes = []any{
 	(Permission)(0),                 // 0: warden.v1.Permission
 	(*ListRequest)(nil),             // 1: warden.v1.ListRequest
@@ -2884,107 +3053,112 @@ var file_admin_proto_goTypes = []any{
 	(*MembershipResponse)(nil),      // 17: warden.v1.MembershipResponse
 	(*SaveSnapshotRequest)(nil),     // 18: warden.v1.SaveSnapshotRequest
 	(*SaveSnapshotResponse)(nil),    // 19: warden.v1.SaveSnapshotResponse
-	(*Quota)(nil),                   // 20: warden.v1.Quota
-	(*ClusterLimits)(nil),           // 21: warden.v1.ClusterLimits
-	(*GrantPermissionRequest)(nil),  // 22: warden.v1.GrantPermissionRequest
-	(*RevokePermissionRequest)(nil), // 23: warden.v1.RevokePermissionRequest
-	(*DeleteRoleRequest)(nil),       // 24: warden.v1.DeleteRoleRequest
-	(*GrantRoleRequest)(nil),        // 25: warden.v1.GrantRoleRequest
-	(*RevokeRoleRequest)(nil),       // 26: warden.v1.RevokeRoleRequest
-	(*SetRoleQuotaRequest)(nil),     // 27: warden.v1.SetRoleQuotaRequest
-	(*SetLimitsRequest)(nil),        // 28: warden.v1.SetLimitsRequest
-	(*AuthChangeResponse)(nil),      // 29: warden.v1.AuthChangeResponse
-	(*ListRolesRequest)(nil),        // 30: warden.v1.ListRolesRequest
-	(*RoleGrant)(nil),               // 31: warden.v1.RoleGrant
-	(*RoleInfo)(nil),                // 32: warden.v1.RoleInfo
-	(*ListRolesResponse)(nil),       // 33: warden.v1.ListRolesResponse
-	(*ListUsersRequest)(nil),        // 34: warden.v1.ListUsersRequest
-	(*QuotaUsage)(nil),              // 35: warden.v1.QuotaUsage
-	(*UserInfo)(nil),                // 36: warden.v1.UserInfo
-	(*ListUsersResponse)(nil),       // 37: warden.v1.ListUsersResponse
-	(*GetLimitsRequest)(nil),        // 38: warden.v1.GetLimitsRequest
-	(*GetLimitsResponse)(nil),       // 39: warden.v1.GetLimitsResponse
-	(*AuthAuditTrailRequest)(nil),   // 40: warden.v1.AuthAuditTrailRequest
-	(*AuthAuditRecord)(nil),         // 41: warden.v1.AuthAuditRecord
-	(*AuthAuditTrailResponse)(nil),  // 42: warden.v1.AuthAuditTrailResponse
-	(LockMode)(0),                   // 43: warden.v1.LockMode
-	(*RequestHeader)(nil),           // 44: warden.v1.RequestHeader
+	(*SaveSnapshotHead)(nil),        // 20: warden.v1.SaveSnapshotHead
+	(*SaveSnapshotChunk)(nil),       // 21: warden.v1.SaveSnapshotChunk
+	(*Quota)(nil),                   // 22: warden.v1.Quota
+	(*ClusterLimits)(nil),           // 23: warden.v1.ClusterLimits
+	(*GrantPermissionRequest)(nil),  // 24: warden.v1.GrantPermissionRequest
+	(*RevokePermissionRequest)(nil), // 25: warden.v1.RevokePermissionRequest
+	(*DeleteRoleRequest)(nil),       // 26: warden.v1.DeleteRoleRequest
+	(*GrantRoleRequest)(nil),        // 27: warden.v1.GrantRoleRequest
+	(*RevokeRoleRequest)(nil),       // 28: warden.v1.RevokeRoleRequest
+	(*SetRoleQuotaRequest)(nil),     // 29: warden.v1.SetRoleQuotaRequest
+	(*SetLimitsRequest)(nil),        // 30: warden.v1.SetLimitsRequest
+	(*AuthChangeResponse)(nil),      // 31: warden.v1.AuthChangeResponse
+	(*ListRolesRequest)(nil),        // 32: warden.v1.ListRolesRequest
+	(*RoleGrant)(nil),               // 33: warden.v1.RoleGrant
+	(*RoleInfo)(nil),                // 34: warden.v1.RoleInfo
+	(*ListRolesResponse)(nil),       // 35: warden.v1.ListRolesResponse
+	(*ListUsersRequest)(nil),        // 36: warden.v1.ListUsersRequest
+	(*QuotaUsage)(nil),              // 37: warden.v1.QuotaUsage
+	(*UserInfo)(nil),                // 38: warden.v1.UserInfo
+	(*ListUsersResponse)(nil),       // 39: warden.v1.ListUsersResponse
+	(*GetLimitsRequest)(nil),        // 40: warden.v1.GetLimitsRequest
+	(*GetLimitsResponse)(nil),       // 41: warden.v1.GetLimitsResponse
+	(*AuthAuditTrailRequest)(nil),   // 42: warden.v1.AuthAuditTrailRequest
+	(*AuthAuditRecord)(nil),         // 43: warden.v1.AuthAuditRecord
+	(*AuthAuditTrailResponse)(nil),  // 44: warden.v1.AuthAuditTrailResponse
+	(LockMode)(0),                   // 45: warden.v1.LockMode
+	(*RequestHeader)(nil),           // 46: warden.v1.RequestHeader
 }
 var file_admin_proto_depIdxs = []int32{
-	43, // 0: warden.v1.ListHolder.mode:type_name -> warden.v1.LockMode
+	45, // 0: warden.v1.ListHolder.mode:type_name -> warden.v1.LockMode
 	2,  // 1: warden.v1.ListedLock.holder:type_name -> warden.v1.ListHolder
 	3,  // 2: warden.v1.ListedLock.waiters:type_name -> warden.v1.ListWaiter
 	2,  // 3: warden.v1.ListedLock.holders:type_name -> warden.v1.ListHolder
 	4,  // 4: warden.v1.ListResponse.locks:type_name -> warden.v1.ListedLock
 	7,  // 5: warden.v1.TopLocksResponse.locks:type_name -> warden.v1.HotLock
-	44, // 6: warden.v1.ForceReleaseRequest.header:type_name -> warden.v1.RequestHeader
+	46, // 6: warden.v1.ForceReleaseRequest.header:type_name -> warden.v1.RequestHeader
 	12, // 7: warden.v1.AuditTrailResponse.records:type_name -> warden.v1.AuditRecord
-	20, // 8: warden.v1.ClusterLimits.default_quota:type_name -> warden.v1.Quota
-	44, // 9: warden.v1.GrantPermissionRequest.header:type_name -> warden.v1.RequestHeader
-	0,  // 10: warden.v1.GrantPermissionRequest.permission:type_name -> warden.v1.Permission
-	44, // 11: warden.v1.RevokePermissionRequest.header:type_name -> warden.v1.RequestHeader
-	44, // 12: warden.v1.DeleteRoleRequest.header:type_name -> warden.v1.RequestHeader
-	44, // 13: warden.v1.GrantRoleRequest.header:type_name -> warden.v1.RequestHeader
-	44, // 14: warden.v1.RevokeRoleRequest.header:type_name -> warden.v1.RequestHeader
-	44, // 15: warden.v1.SetRoleQuotaRequest.header:type_name -> warden.v1.RequestHeader
-	20, // 16: warden.v1.SetRoleQuotaRequest.quota:type_name -> warden.v1.Quota
-	44, // 17: warden.v1.SetLimitsRequest.header:type_name -> warden.v1.RequestHeader
-	21, // 18: warden.v1.SetLimitsRequest.limits:type_name -> warden.v1.ClusterLimits
-	0,  // 19: warden.v1.RoleGrant.permission:type_name -> warden.v1.Permission
-	31, // 20: warden.v1.RoleInfo.grants:type_name -> warden.v1.RoleGrant
-	20, // 21: warden.v1.RoleInfo.quota:type_name -> warden.v1.Quota
-	32, // 22: warden.v1.ListRolesResponse.roles:type_name -> warden.v1.RoleInfo
-	20, // 23: warden.v1.UserInfo.quota:type_name -> warden.v1.Quota
-	35, // 24: warden.v1.UserInfo.usage:type_name -> warden.v1.QuotaUsage
-	36, // 25: warden.v1.ListUsersResponse.users:type_name -> warden.v1.UserInfo
-	21, // 26: warden.v1.GetLimitsResponse.limits:type_name -> warden.v1.ClusterLimits
-	0,  // 27: warden.v1.AuthAuditRecord.permission:type_name -> warden.v1.Permission
-	20, // 28: warden.v1.AuthAuditRecord.quota:type_name -> warden.v1.Quota
-	21, // 29: warden.v1.AuthAuditRecord.limits:type_name -> warden.v1.ClusterLimits
-	41, // 30: warden.v1.AuthAuditTrailResponse.records:type_name -> warden.v1.AuthAuditRecord
-	1,  // 31: warden.v1.Admin.List:input_type -> warden.v1.ListRequest
-	6,  // 32: warden.v1.Admin.TopLocks:input_type -> warden.v1.TopLocksRequest
-	9,  // 33: warden.v1.Admin.ForceRelease:input_type -> warden.v1.ForceReleaseRequest
-	11, // 34: warden.v1.Admin.AuditTrail:input_type -> warden.v1.AuditTrailRequest
-	14, // 35: warden.v1.Admin.AddNode:input_type -> warden.v1.AddNodeRequest
-	15, // 36: warden.v1.Admin.RemoveNode:input_type -> warden.v1.RemoveNodeRequest
-	16, // 37: warden.v1.Admin.ReplaceNode:input_type -> warden.v1.ReplaceNodeRequest
-	18, // 38: warden.v1.Admin.SaveSnapshot:input_type -> warden.v1.SaveSnapshotRequest
-	22, // 39: warden.v1.Admin.GrantPermission:input_type -> warden.v1.GrantPermissionRequest
-	23, // 40: warden.v1.Admin.RevokePermission:input_type -> warden.v1.RevokePermissionRequest
-	24, // 41: warden.v1.Admin.DeleteRole:input_type -> warden.v1.DeleteRoleRequest
-	25, // 42: warden.v1.Admin.GrantRole:input_type -> warden.v1.GrantRoleRequest
-	26, // 43: warden.v1.Admin.RevokeRole:input_type -> warden.v1.RevokeRoleRequest
-	27, // 44: warden.v1.Admin.SetRoleQuota:input_type -> warden.v1.SetRoleQuotaRequest
-	28, // 45: warden.v1.Admin.SetLimits:input_type -> warden.v1.SetLimitsRequest
-	30, // 46: warden.v1.Admin.ListRoles:input_type -> warden.v1.ListRolesRequest
-	34, // 47: warden.v1.Admin.ListUsers:input_type -> warden.v1.ListUsersRequest
-	38, // 48: warden.v1.Admin.GetLimits:input_type -> warden.v1.GetLimitsRequest
-	40, // 49: warden.v1.Admin.AuthAuditTrail:input_type -> warden.v1.AuthAuditTrailRequest
-	5,  // 50: warden.v1.Admin.List:output_type -> warden.v1.ListResponse
-	8,  // 51: warden.v1.Admin.TopLocks:output_type -> warden.v1.TopLocksResponse
-	10, // 52: warden.v1.Admin.ForceRelease:output_type -> warden.v1.ForceReleaseResponse
-	13, // 53: warden.v1.Admin.AuditTrail:output_type -> warden.v1.AuditTrailResponse
-	17, // 54: warden.v1.Admin.AddNode:output_type -> warden.v1.MembershipResponse
-	17, // 55: warden.v1.Admin.RemoveNode:output_type -> warden.v1.MembershipResponse
-	17, // 56: warden.v1.Admin.ReplaceNode:output_type -> warden.v1.MembershipResponse
-	19, // 57: warden.v1.Admin.SaveSnapshot:output_type -> warden.v1.SaveSnapshotResponse
-	29, // 58: warden.v1.Admin.GrantPermission:output_type -> warden.v1.AuthChangeResponse
-	29, // 59: warden.v1.Admin.RevokePermission:output_type -> warden.v1.AuthChangeResponse
-	29, // 60: warden.v1.Admin.DeleteRole:output_type -> warden.v1.AuthChangeResponse
-	29, // 61: warden.v1.Admin.GrantRole:output_type -> warden.v1.AuthChangeResponse
-	29, // 62: warden.v1.Admin.RevokeRole:output_type -> warden.v1.AuthChangeResponse
-	29, // 63: warden.v1.Admin.SetRoleQuota:output_type -> warden.v1.AuthChangeResponse
-	29, // 64: warden.v1.Admin.SetLimits:output_type -> warden.v1.AuthChangeResponse
-	33, // 65: warden.v1.Admin.ListRoles:output_type -> warden.v1.ListRolesResponse
-	37, // 66: warden.v1.Admin.ListUsers:output_type -> warden.v1.ListUsersResponse
-	39, // 67: warden.v1.Admin.GetLimits:output_type -> warden.v1.GetLimitsResponse
-	42, // 68: warden.v1.Admin.AuthAuditTrail:output_type -> warden.v1.AuthAuditTrailResponse
-	50, // [50:69] is the sub-list for method output_type
-	31, // [31:50] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	20, // 8: warden.v1.SaveSnapshotChunk.head:type_name -> warden.v1.SaveSnapshotHead
+	22, // 9: warden.v1.ClusterLimits.default_quota:type_name -> warden.v1.Quota
+	46, // 10: warden.v1.GrantPermissionRequest.header:type_name -> warden.v1.RequestHeader
+	0,  // 11: warden.v1.GrantPermissionRequest.permission:type_name -> warden.v1.Permission
+	46, // 12: warden.v1.RevokePermissionRequest.header:type_name -> warden.v1.RequestHeader
+	46, // 13: warden.v1.DeleteRoleRequest.header:type_name -> warden.v1.RequestHeader
+	46, // 14: warden.v1.GrantRoleRequest.header:type_name -> warden.v1.RequestHeader
+	46, // 15: warden.v1.RevokeRoleRequest.header:type_name -> warden.v1.RequestHeader
+	46, // 16: warden.v1.SetRoleQuotaRequest.header:type_name -> warden.v1.RequestHeader
+	22, // 17: warden.v1.SetRoleQuotaRequest.quota:type_name -> warden.v1.Quota
+	46, // 18: warden.v1.SetLimitsRequest.header:type_name -> warden.v1.RequestHeader
+	23, // 19: warden.v1.SetLimitsRequest.limits:type_name -> warden.v1.ClusterLimits
+	0,  // 20: warden.v1.RoleGrant.permission:type_name -> warden.v1.Permission
+	33, // 21: warden.v1.RoleInfo.grants:type_name -> warden.v1.RoleGrant
+	22, // 22: warden.v1.RoleInfo.quota:type_name -> warden.v1.Quota
+	34, // 23: warden.v1.ListRolesResponse.roles:type_name -> warden.v1.RoleInfo
+	22, // 24: warden.v1.UserInfo.quota:type_name -> warden.v1.Quota
+	37, // 25: warden.v1.UserInfo.usage:type_name -> warden.v1.QuotaUsage
+	38, // 26: warden.v1.ListUsersResponse.users:type_name -> warden.v1.UserInfo
+	23, // 27: warden.v1.GetLimitsResponse.limits:type_name -> warden.v1.ClusterLimits
+	0,  // 28: warden.v1.AuthAuditRecord.permission:type_name -> warden.v1.Permission
+	22, // 29: warden.v1.AuthAuditRecord.quota:type_name -> warden.v1.Quota
+	23, // 30: warden.v1.AuthAuditRecord.limits:type_name -> warden.v1.ClusterLimits
+	43, // 31: warden.v1.AuthAuditTrailResponse.records:type_name -> warden.v1.AuthAuditRecord
+	1,  // 32: warden.v1.Admin.List:input_type -> warden.v1.ListRequest
+	6,  // 33: warden.v1.Admin.TopLocks:input_type -> warden.v1.TopLocksRequest
+	9,  // 34: warden.v1.Admin.ForceRelease:input_type -> warden.v1.ForceReleaseRequest
+	11, // 35: warden.v1.Admin.AuditTrail:input_type -> warden.v1.AuditTrailRequest
+	14, // 36: warden.v1.Admin.AddNode:input_type -> warden.v1.AddNodeRequest
+	15, // 37: warden.v1.Admin.RemoveNode:input_type -> warden.v1.RemoveNodeRequest
+	16, // 38: warden.v1.Admin.ReplaceNode:input_type -> warden.v1.ReplaceNodeRequest
+	18, // 39: warden.v1.Admin.SaveSnapshot:input_type -> warden.v1.SaveSnapshotRequest
+	18, // 40: warden.v1.Admin.SaveSnapshotStream:input_type -> warden.v1.SaveSnapshotRequest
+	24, // 41: warden.v1.Admin.GrantPermission:input_type -> warden.v1.GrantPermissionRequest
+	25, // 42: warden.v1.Admin.RevokePermission:input_type -> warden.v1.RevokePermissionRequest
+	26, // 43: warden.v1.Admin.DeleteRole:input_type -> warden.v1.DeleteRoleRequest
+	27, // 44: warden.v1.Admin.GrantRole:input_type -> warden.v1.GrantRoleRequest
+	28, // 45: warden.v1.Admin.RevokeRole:input_type -> warden.v1.RevokeRoleRequest
+	29, // 46: warden.v1.Admin.SetRoleQuota:input_type -> warden.v1.SetRoleQuotaRequest
+	30, // 47: warden.v1.Admin.SetLimits:input_type -> warden.v1.SetLimitsRequest
+	32, // 48: warden.v1.Admin.ListRoles:input_type -> warden.v1.ListRolesRequest
+	36, // 49: warden.v1.Admin.ListUsers:input_type -> warden.v1.ListUsersRequest
+	40, // 50: warden.v1.Admin.GetLimits:input_type -> warden.v1.GetLimitsRequest
+	42, // 51: warden.v1.Admin.AuthAuditTrail:input_type -> warden.v1.AuthAuditTrailRequest
+	5,  // 52: warden.v1.Admin.List:output_type -> warden.v1.ListResponse
+	8,  // 53: warden.v1.Admin.TopLocks:output_type -> warden.v1.TopLocksResponse
+	10, // 54: warden.v1.Admin.ForceRelease:output_type -> warden.v1.ForceReleaseResponse
+	13, // 55: warden.v1.Admin.AuditTrail:output_type -> warden.v1.AuditTrailResponse
+	17, // 56: warden.v1.Admin.AddNode:output_type -> warden.v1.MembershipResponse
+	17, // 57: warden.v1.Admin.RemoveNode:output_type -> warden.v1.MembershipResponse
+	17, // 58: warden.v1.Admin.ReplaceNode:output_type -> warden.v1.MembershipResponse
+	19, // 59: warden.v1.Admin.SaveSnapshot:output_type -> warden.v1.SaveSnapshotResponse
+	21, // 60: warden.v1.Admin.SaveSnapshotStream:output_type -> warden.v1.SaveSnapshotChunk
+	31, // 61: warden.v1.Admin.GrantPermission:output_type -> warden.v1.AuthChangeResponse
+	31, // 62: warden.v1.Admin.RevokePermission:output_type -> warden.v1.AuthChangeResponse
+	31, // 63: warden.v1.Admin.DeleteRole:output_type -> warden.v1.AuthChangeResponse
+	31, // 64: warden.v1.Admin.GrantRole:output_type -> warden.v1.AuthChangeResponse
+	31, // 65: warden.v1.Admin.RevokeRole:output_type -> warden.v1.AuthChangeResponse
+	31, // 66: warden.v1.Admin.SetRoleQuota:output_type -> warden.v1.AuthChangeResponse
+	31, // 67: warden.v1.Admin.SetLimits:output_type -> warden.v1.AuthChangeResponse
+	35, // 68: warden.v1.Admin.ListRoles:output_type -> warden.v1.ListRolesResponse
+	39, // 69: warden.v1.Admin.ListUsers:output_type -> warden.v1.ListUsersResponse
+	41, // 70: warden.v1.Admin.GetLimits:output_type -> warden.v1.GetLimitsResponse
+	44, // 71: warden.v1.Admin.AuthAuditTrail:output_type -> warden.v1.AuthAuditTrailResponse
+	52, // [52:72] is the sub-list for method output_type
+	32, // [32:52] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -3001,7 +3175,7 @@ func file_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   42,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,25 +22,26 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Admin_List_FullMethodName             = "/warden.v1.Admin/List"
-	Admin_TopLocks_FullMethodName         = "/warden.v1.Admin/TopLocks"
-	Admin_ForceRelease_FullMethodName     = "/warden.v1.Admin/ForceRelease"
-	Admin_AuditTrail_FullMethodName       = "/warden.v1.Admin/AuditTrail"
-	Admin_AddNode_FullMethodName          = "/warden.v1.Admin/AddNode"
-	Admin_RemoveNode_FullMethodName       = "/warden.v1.Admin/RemoveNode"
-	Admin_ReplaceNode_FullMethodName      = "/warden.v1.Admin/ReplaceNode"
-	Admin_SaveSnapshot_FullMethodName     = "/warden.v1.Admin/SaveSnapshot"
-	Admin_GrantPermission_FullMethodName  = "/warden.v1.Admin/GrantPermission"
-	Admin_RevokePermission_FullMethodName = "/warden.v1.Admin/RevokePermission"
-	Admin_DeleteRole_FullMethodName       = "/warden.v1.Admin/DeleteRole"
-	Admin_GrantRole_FullMethodName        = "/warden.v1.Admin/GrantRole"
-	Admin_RevokeRole_FullMethodName       = "/warden.v1.Admin/RevokeRole"
-	Admin_SetRoleQuota_FullMethodName     = "/warden.v1.Admin/SetRoleQuota"
-	Admin_SetLimits_FullMethodName        = "/warden.v1.Admin/SetLimits"
-	Admin_ListRoles_FullMethodName        = "/warden.v1.Admin/ListRoles"
-	Admin_ListUsers_FullMethodName        = "/warden.v1.Admin/ListUsers"
-	Admin_GetLimits_FullMethodName        = "/warden.v1.Admin/GetLimits"
-	Admin_AuthAuditTrail_FullMethodName   = "/warden.v1.Admin/AuthAuditTrail"
+	Admin_List_FullMethodName               = "/warden.v1.Admin/List"
+	Admin_TopLocks_FullMethodName           = "/warden.v1.Admin/TopLocks"
+	Admin_ForceRelease_FullMethodName       = "/warden.v1.Admin/ForceRelease"
+	Admin_AuditTrail_FullMethodName         = "/warden.v1.Admin/AuditTrail"
+	Admin_AddNode_FullMethodName            = "/warden.v1.Admin/AddNode"
+	Admin_RemoveNode_FullMethodName         = "/warden.v1.Admin/RemoveNode"
+	Admin_ReplaceNode_FullMethodName        = "/warden.v1.Admin/ReplaceNode"
+	Admin_SaveSnapshot_FullMethodName       = "/warden.v1.Admin/SaveSnapshot"
+	Admin_SaveSnapshotStream_FullMethodName = "/warden.v1.Admin/SaveSnapshotStream"
+	Admin_GrantPermission_FullMethodName    = "/warden.v1.Admin/GrantPermission"
+	Admin_RevokePermission_FullMethodName   = "/warden.v1.Admin/RevokePermission"
+	Admin_DeleteRole_FullMethodName         = "/warden.v1.Admin/DeleteRole"
+	Admin_GrantRole_FullMethodName          = "/warden.v1.Admin/GrantRole"
+	Admin_RevokeRole_FullMethodName         = "/warden.v1.Admin/RevokeRole"
+	Admin_SetRoleQuota_FullMethodName       = "/warden.v1.Admin/SetRoleQuota"
+	Admin_SetLimits_FullMethodName          = "/warden.v1.Admin/SetLimits"
+	Admin_ListRoles_FullMethodName          = "/warden.v1.Admin/ListRoles"
+	Admin_ListUsers_FullMethodName          = "/warden.v1.Admin/ListUsers"
+	Admin_GetLimits_FullMethodName          = "/warden.v1.Admin/GetLimits"
+	Admin_AuthAuditTrail_FullMethodName     = "/warden.v1.Admin/AuthAuditTrail"
 )
 
 // AdminClient is the client API for Admin service.
@@ -95,8 +96,25 @@ type AdminClient interface {
 	// for `old_node_id` in one joint-consensus change.
 	ReplaceNode(ctx context.Context, in *ReplaceNodeRequest, opts ...grpc.CallOption) (*MembershipResponse, error)
 	// A consistent snapshot of the lock table, from the leader's state machine
-	// at its applied index after a read-index confirmation. Needs admin on "".
+	// at its applied index after a read-index confirmation, in one message
+	// (kept for older clients; a large table makes a large message: prefer
+	// SaveSnapshotStream). Needs admin on "".
 	SaveSnapshot(ctx context.Context, in *SaveSnapshotRequest, opts ...grpc.CallOption) (*SaveSnapshotResponse, error)
+	// The same snapshot, same permission (admin on ""), checked the same way
+	// before anything is sent, in bounded messages:
+	//
+	//	message 1     head = the metadata and `data_bytes`, no data
+	//	message 2..n  data = the next at most 1 MiB (1,048,576 bytes)
+	//	message n     done = true
+	//
+	// There is always at least one data message (an empty one, marked done,
+	// for a snapshot of no bytes). The snapshot is the data messages' bytes in
+	// order; it is whole only when a message marked `done` came and the bytes
+	// add up to `data_bytes`: a stream that ends without `done` was cut off
+	// (the leader stopped, the connection broke) and must be discarded.
+	// Receivers bound `data_bytes` (the Rust client: 4 GiB) and refuse more.
+	// An older node answers Unimplemented: use SaveSnapshot there.
+	SaveSnapshotStream(ctx context.Context, in *SaveSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SaveSnapshotChunk], error)
 	// Identities: roles hold permissions on prefixes, principals hold roles
 	// (docs/security.md "Roles and prefixes"). Each change below is committed
 	// through Raft with the caller's principal, applied once per request id
@@ -222,6 +240,25 @@ func (c *adminClient) SaveSnapshot(ctx context.Context, in *SaveSnapshotRequest,
 	}
 	return out, nil
 }
+
+func (c *adminClient) SaveSnapshotStream(ctx context.Context, in *SaveSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SaveSnapshotChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Admin_ServiceDesc.Streams[0], Admin_SaveSnapshotStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[SaveSnapshotRequest, SaveSnapshotChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Admin_SaveSnapshotStreamClient = grpc.ServerStreamingClient[SaveSnapshotChunk]
 
 func (c *adminClient) GrantPermission(ctx context.Context, in *GrantPermissionRequest, opts ...grpc.CallOption) (*AuthChangeResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -385,8 +422,25 @@ type AdminServer interface {
 	// for `old_node_id` in one joint-consensus change.
 	ReplaceNode(context.Context, *ReplaceNodeRequest) (*MembershipResponse, error)
 	// A consistent snapshot of the lock table, from the leader's state machine
-	// at its applied index after a read-index confirmation. Needs admin on "".
+	// at its applied index after a read-index confirmation, in one message
+	// (kept for older clients; a large table makes a large message: prefer
+	// SaveSnapshotStream). Needs admin on "".
 	SaveSnapshot(context.Context, *SaveSnapshotRequest) (*SaveSnapshotResponse, error)
+	// The same snapshot, same permission (admin on ""), checked the same way
+	// before anything is sent, in bounded messages:
+	//
+	//	message 1     head = the metadata and `data_bytes`, no data
+	//	message 2..n  data = the next at most 1 MiB (1,048,576 bytes)
+	//	message n     done = true
+	//
+	// There is always at least one data message (an empty one, marked done,
+	// for a snapshot of no bytes). The snapshot is the data messages' bytes in
+	// order; it is whole only when a message marked `done` came and the bytes
+	// add up to `data_bytes`: a stream that ends without `done` was cut off
+	// (the leader stopped, the connection broke) and must be discarded.
+	// Receivers bound `data_bytes` (the Rust client: 4 GiB) and refuse more.
+	// An older node answers Unimplemented: use SaveSnapshot there.
+	SaveSnapshotStream(*SaveSnapshotRequest, grpc.ServerStreamingServer[SaveSnapshotChunk]) error
 	// Identities: roles hold permissions on prefixes, principals hold roles
 	// (docs/security.md "Roles and prefixes"). Each change below is committed
 	// through Raft with the caller's principal, applied once per request id
@@ -456,6 +510,9 @@ func (UnimplementedAdminServer) ReplaceNode(context.Context, *ReplaceNodeRequest
 }
 func (UnimplementedAdminServer) SaveSnapshot(context.Context, *SaveSnapshotRequest) (*SaveSnapshotResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SaveSnapshot not implemented")
+}
+func (UnimplementedAdminServer) SaveSnapshotStream(*SaveSnapshotRequest, grpc.ServerStreamingServer[SaveSnapshotChunk]) error {
+	return status.Error(codes.Unimplemented, "method SaveSnapshotStream not implemented")
 }
 func (UnimplementedAdminServer) GrantPermission(context.Context, *GrantPermissionRequest) (*AuthChangeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GrantPermission not implemented")
@@ -654,6 +711,17 @@ func _Admin_SaveSnapshot_Handler(srv interface{}, ctx context.Context, dec func(
 	}
 	return interceptor(ctx, in, info, handler)
 }
+
+func _Admin_SaveSnapshotStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(SaveSnapshotRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AdminServer).SaveSnapshotStream(m, &grpc.GenericServerStream[SaveSnapshotRequest, SaveSnapshotChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Admin_SaveSnapshotStreamServer = grpc.ServerStreamingServer[SaveSnapshotChunk]
 
 func _Admin_GrantPermission_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GrantPermissionRequest)
@@ -937,6 +1005,12 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Admin_AuthAuditTrail_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "SaveSnapshotStream",
+			Handler:       _Admin_SaveSnapshotStream_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "admin.proto",
 }

@@ -25,6 +25,9 @@ use tokio::time::Instant;
 use warden_proto::v1::{self, admin_client::AdminClient};
 
 use crate::client::{checked_deadline, within, Client, Retry};
+use crate::snapshot_stream::{
+    Assembly, SnapshotStreamError, MAX_SNAPSHOT_CHUNK_MESSAGE_BYTES, MAX_UNARY_SNAPSHOT_BYTES,
+};
 use crate::ClientError;
 
 /// Longest wait for one attempt of a read or a forced release: 4 s (a
@@ -53,9 +56,10 @@ const MEMBERSHIP_RETRY: Retry = Retry::IfCertainlyNotApplied {
 // The first attempt must fit before the deadline.
 const _: () = assert!(MEMBERSHIP_ATTEMPT_TIMEOUT.as_secs() < MEMBERSHIP_DEADLINE.as_secs());
 
-/// Largest snapshot [`Admin::save_snapshot`] accepts: 256 MiB (the
-/// server's peer message limit).
-pub const MAX_SNAPSHOT_BYTES: usize = 256 * 1024 * 1024;
+/// Longest wait for each message of a snapshot stream after the first
+/// ([`Admin::save_snapshot`]): 4 s. A stream that stalls longer is refused
+/// ([`SnapshotStreamError::Stalled`]).
+pub const SNAPSHOT_MESSAGE_TIMEOUT: Duration = Duration::from_secs(4);
 
 /// The operator's calls, on the leader; see the module's table for which of
 /// them are retried after what. Made by [`Client::admin`]; cheap to clone.
@@ -198,30 +202,106 @@ impl Admin {
     }
 
     /// A consistent snapshot of the lock table: the leader's state machine at
-    /// its applied index, after a read-index confirmation. At most
-    /// [`MAX_SNAPSHOT_BYTES`].
+    /// its applied index, after a read-index confirmation. Needs `admin` on
+    /// `""`.
+    ///
+    /// Asks for `SaveSnapshotStream`: a head with the metadata and the
+    /// length, then the data in messages of at most
+    /// [`MAX_SNAPSHOT_CHUNK_BYTES`](crate::MAX_SNAPSHOT_CHUNK_BYTES) (1 MiB),
+    /// the last marked done; at most
+    /// [`MAX_SNAPSHOT_BYTES`](crate::MAX_SNAPSHOT_BYTES) (4 GiB) in all.
+    /// Finding the leader and its head is retried like any read, within the
+    /// client's deadline and [`ADMIN_ATTEMPT_TIMEOUT`] per attempt; the data
+    /// then flows as long as each message comes within
+    /// [`SNAPSHOT_MESSAGE_TIMEOUT`] (so a large snapshot is not cut by the
+    /// deadline). A node that answers `Unimplemented` (from before the
+    /// stream) is asked the one-message `SaveSnapshot` instead, up to
+    /// [`MAX_UNARY_SNAPSHOT_BYTES`](crate::MAX_UNARY_SNAPSHOT_BYTES)
+    /// (256 MiB).
     ///
     /// # Errors
     ///
-    /// `Transport` for a snapshot over the limit; `NoQuorum` / `Unavailable`.
+    /// [`ClientError::SnapshotStream`] for a stream that breaks its rules
+    /// (cut off before done, more or fewer bytes than declared, a bound
+    /// exceeded, a failure or a stall mid-way); `PermissionDenied` without
+    /// `admin` on `""` (or on an insecure node without `--allow-admin`);
+    /// `InvalidArgument` for an older node's snapshot over 256 MiB;
+    /// `NoQuorum` / `Unavailable`.
     pub async fn save_snapshot(&self) -> Result<SavedSnapshot, ClientError> {
-        self.call("save snapshot", move |admin| async move {
-            let mut admin = admin.max_decoding_message_size(MAX_SNAPSHOT_BYTES);
-            let reply = within(
-                ADMIN_ATTEMPT_TIMEOUT,
-                admin.save_snapshot(v1::SaveSnapshotRequest {}),
-            )
-            .await?;
-            Ok(SavedSnapshot {
-                cluster_id: reply.cluster_id,
-                applied_index: reply.applied_index,
-                term: reply.term,
-                leader_node_id: reply.leader_node_id,
-                node_id: reply.node_id,
-                data: reply.data,
+        let opened = self
+            .call("save snapshot", move |admin| async move {
+                let mut streaming = admin
+                    .clone()
+                    .max_decoding_message_size(MAX_SNAPSHOT_CHUNK_MESSAGE_BYTES);
+                let opened = within(
+                    ADMIN_ATTEMPT_TIMEOUT,
+                    streaming.save_snapshot_stream(v1::SaveSnapshotRequest {}),
+                )
+                .await;
+                match opened {
+                    Ok(mut stream) => {
+                        let first = tokio::time::timeout(ADMIN_ATTEMPT_TIMEOUT, stream.message())
+                            .await
+                            .map_err(|_| {
+                                tonic::Status::deadline_exceeded(format!(
+                                    "no snapshot head within {} ms",
+                                    ADMIN_ATTEMPT_TIMEOUT.as_millis()
+                                ))
+                            })??;
+                        Ok(Opened::Stream { first, stream })
+                    }
+                    Err(status) if status.code() == tonic::Code::Unimplemented => {
+                        let mut unary = admin.max_decoding_message_size(MAX_UNARY_SNAPSHOT_BYTES);
+                        let reply = within(
+                            ADMIN_ATTEMPT_TIMEOUT,
+                            unary.save_snapshot(v1::SaveSnapshotRequest {}),
+                        )
+                        .await?;
+                        Ok(Opened::Unary(reply))
+                    }
+                    Err(status) => Err(status),
+                }
             })
+            .await?;
+        let (first, mut stream) = match opened {
+            Opened::Unary(reply) => return Ok(SavedSnapshot::from(reply)),
+            Opened::Stream { first, stream } => (first, stream),
+        };
+        let refused = |error| ClientError::SnapshotStream { error };
+        let mut assembly = Assembly::start(first).map_err(refused)?;
+        // Up to the message marked done, then the end of the stream (a
+        // message after done is refused too).
+        loop {
+            let next = tokio::time::timeout(SNAPSHOT_MESSAGE_TIMEOUT, stream.message()).await;
+            let (received, declared) = (assembly.received(), assembly.declared());
+            match next {
+                Err(_) => {
+                    return Err(refused(SnapshotStreamError::Stalled {
+                        received,
+                        declared,
+                        timeout_ms: SNAPSHOT_MESSAGE_TIMEOUT.as_millis() as u64,
+                    }))
+                }
+                Ok(Err(status)) => {
+                    return Err(refused(SnapshotStreamError::Broken {
+                        received,
+                        declared,
+                        reason: crate::error::describe(&status),
+                    }))
+                }
+                Ok(Ok(None)) => break,
+                Ok(Ok(Some(chunk))) => assembly.push(chunk).map_err(refused)?,
+            }
+        }
+        let (head, data) = assembly.finish().map_err(refused)?;
+        Ok(SavedSnapshot {
+            cluster_id: head.cluster_id,
+            applied_index: head.applied_index,
+            term: head.term,
+            leader_node_id: head.leader_node_id,
+            node_id: head.node_id,
+            data,
         })
-        .await
     }
 
     /// Adds node `node_id` (running with `--join`, serving peers at `addr`)
@@ -828,6 +908,29 @@ pub struct Membership {
     pub learners: Vec<u64>,
     /// Log index of the last membership entry.
     pub log_index: u64,
+}
+
+/// What one attempt of [`Admin::save_snapshot`] got: a stream and its
+/// first message, or an older node's whole answer.
+enum Opened {
+    Stream {
+        first: Option<v1::SaveSnapshotChunk>,
+        stream: tonic::Streaming<v1::SaveSnapshotChunk>,
+    },
+    Unary(v1::SaveSnapshotResponse),
+}
+
+impl From<v1::SaveSnapshotResponse> for SavedSnapshot {
+    fn from(reply: v1::SaveSnapshotResponse) -> Self {
+        SavedSnapshot {
+            cluster_id: reply.cluster_id,
+            applied_index: reply.applied_index,
+            term: reply.term,
+            leader_node_id: reply.leader_node_id,
+            node_id: reply.node_id,
+            data: reply.data,
+        }
+    }
 }
 
 /// The answer to [`Admin::save_snapshot`].

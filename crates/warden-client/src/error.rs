@@ -151,6 +151,16 @@ pub enum ClientError {
         /// Why.
         reason: crate::Lost,
     },
+    /// A snapshot stream ([`Admin::save_snapshot`](crate::Admin::save_snapshot))
+    /// was refused after it started: cut off before its last message, more
+    /// or fewer bytes than it declared, a declared length or a message above
+    /// its bound, or a transfer that failed or stalled mid-way. Nothing of
+    /// it is returned; saving again takes a new snapshot.
+    #[error("snapshot stream: {error}")]
+    SnapshotStream {
+        /// What was wrong, naming the field and the limit.
+        error: crate::SnapshotStreamError,
+    },
     /// The server or the transport failed in a way the client does not retry
     /// (an unexpected gRPC code, a malformed reply).
     #[error("transport: {message}")]

@@ -49,7 +49,10 @@
 //!   identities: roles, grants, principals' roles, quotas, limits, the auth
 //!   audit trail) on the same loop, each with its retry class (membership
 //!   changes, which carry no request id, are repeated only after an attempt
-//!   that certainly did nothing), and their results.
+//!   that certainly did nothing), and their results. A snapshot comes in
+//!   bounded messages (`SaveSnapshotStream`, put back together and checked
+//!   in `snapshot_stream.rs`: [`SnapshotStreamError`]), or in one message
+//!   from an older node.
 //! - [`Session`], [`LockGuard`], [`Lost`] (`session.rs`): a lease with a
 //!   background keep-alive, `valid_until` / `check()` / `lost()` (S5), and
 //!   the locks taken on it: mutexes (`lock`), a read-write lock's grants
@@ -154,6 +157,7 @@ mod published;
 mod requests;
 mod routing;
 mod session;
+mod snapshot_stream;
 mod tls;
 pub mod transport;
 mod types;
@@ -163,11 +167,15 @@ pub use admin::{
     Admin, AuditRecord, AuditTrail, AuthAuditRecord, AuthAuditTrail, AuthChange, ClusterLimits,
     ForceReleased, HotLock, Limits, ListedHolder, ListedLock, ListedWaiter, Listing, Membership,
     Permission, Quota, QuotaUsage, RoleGrant, RoleInfo, Roles, SavedSnapshot, TopLocks, UserInfo,
-    Users, ADMIN_ATTEMPT_TIMEOUT, MAX_SNAPSHOT_BYTES, MEMBERSHIP_ATTEMPT_TIMEOUT,
-    MEMBERSHIP_DEADLINE,
+    Users, ADMIN_ATTEMPT_TIMEOUT, MEMBERSHIP_ATTEMPT_TIMEOUT, MEMBERSHIP_DEADLINE,
+    SNAPSHOT_MESSAGE_TIMEOUT,
 };
 pub use client::Client;
 pub use election::{election_key, Election, LeaderInfo, Leadership, Observer, ELECTION_PREFIX};
+pub use snapshot_stream::{
+    SnapshotStreamError, MAX_SNAPSHOT_BYTES, MAX_SNAPSHOT_CHUNK_BYTES,
+    MAX_SNAPSHOT_CHUNK_MESSAGE_BYTES, MAX_UNARY_SNAPSHOT_BYTES,
+};
 pub use session::{
     LockGuard, LockOptions, Lost, MultiLockGuard, Semaphore, Session, SessionOptions,
 };

@@ -1086,14 +1086,27 @@ struct FakeAdmin {
     role: AdminRole,
     /// Every call seen, in order.
     seen: Arc<Mutex<Vec<AdminCall>>>,
+    /// What `SaveSnapshotStream` sends, in order (an `Err` ends the stream
+    /// with that status); `None`: `Unimplemented`, as a node from before
+    /// the stream answers.
+    snapshot_stream: Option<Arc<Vec<Result<v1::SaveSnapshotChunk, Status>>>>,
 }
+
+type SnapshotChunks = Pin<Box<dyn Stream<Item = Result<v1::SaveSnapshotChunk, Status>> + Send>>;
 
 impl FakeAdmin {
     fn new(role: AdminRole) -> FakeAdmin {
         FakeAdmin {
             role,
             seen: Arc::default(),
+            snapshot_stream: None,
         }
+    }
+
+    /// This node serves `SaveSnapshotStream` with `messages`.
+    fn streaming(mut self, messages: Vec<Result<v1::SaveSnapshotChunk, Status>>) -> FakeAdmin {
+        self.snapshot_stream = Some(Arc::new(messages));
+        self
     }
 
     /// Logs the call; `Err` when this node redirects it.
@@ -1146,6 +1159,20 @@ impl FakeAdmin {
 
 #[tonic::async_trait]
 impl v1::admin_server::Admin for FakeAdmin {
+    type SaveSnapshotStreamStream = SnapshotChunks;
+
+    async fn save_snapshot_stream(
+        &self,
+        _request: Request<v1::SaveSnapshotRequest>,
+    ) -> Result<Response<SnapshotChunks>, Status> {
+        let Some(messages) = &self.snapshot_stream else {
+            return Err(Status::unimplemented("SaveSnapshotStream"));
+        };
+        self.arrive("save_snapshot_stream", None)?;
+        let messages: Vec<_> = messages.iter().cloned().collect();
+        Ok(Response::new(Box::pin(tokio_stream::iter(messages))))
+    }
+
     async fn top_locks(
         &self,
         _request: Request<v1::TopLocksRequest>,
@@ -1551,6 +1578,9 @@ async fn admin_calls_follow_the_leader_hint() {
     );
     assert_eq!((saved.leader_node_id, saved.node_id), (2, 2));
     assert_eq!(saved.data, vec![1, 2, 3]);
+    // The fake leader serves no SaveSnapshotStream (an older node): the
+    // client fell back to the one-message SaveSnapshot.
+    assert_eq!(leader.count("save_snapshot"), 1);
 
     let client = client_of(&[&follower_addr]).await;
     let released = client
@@ -1588,6 +1618,151 @@ async fn admin_calls_follow_the_leader_hint() {
         (follower.count("remove_node"), leader.count("remove_node")),
         (1, 1)
     );
+}
+
+/// A SaveSnapshotStream answer: the head declaring `declared` bytes, then
+/// `pieces` as data messages, the last marked done.
+fn snapshot_messages(declared: u64, pieces: &[&[u8]]) -> Vec<Result<v1::SaveSnapshotChunk, Status>> {
+    let mut out = vec![Ok(v1::SaveSnapshotChunk {
+        head: Some(v1::SaveSnapshotHead {
+            cluster_id: "c1".into(),
+            applied_index: 41,
+            term: 3,
+            leader_node_id: 2,
+            node_id: 2,
+            data_bytes: declared,
+        }),
+        data: vec![],
+        done: false,
+    })];
+    for (i, piece) in pieces.iter().enumerate() {
+        out.push(Ok(v1::SaveSnapshotChunk {
+            head: None,
+            data: piece.to_vec(),
+            done: i + 1 == pieces.len(),
+        }));
+    }
+    out
+}
+
+/// What `save_snapshot` makes of a leader that streams `messages` (behind
+/// a follower that redirects to it), and how often the leader was asked
+/// the one-message SaveSnapshot.
+async fn save_from(
+    messages: Vec<Result<v1::SaveSnapshotChunk, Status>>,
+) -> (Result<warden_client::SavedSnapshot, ClientError>, usize) {
+    let leader = FakeAdmin::new(AdminRole::Leader).streaming(messages);
+    let leader_addr = start_admin(leader.clone()).await;
+    let follower = FakeAdmin::new(AdminRole::Follower(leader_addr));
+    let follower_addr = start_admin(follower).await;
+    let saved = client_of(&[&follower_addr])
+        .await
+        .admin()
+        .save_snapshot()
+        .await;
+    (saved, leader.count("save_snapshot"))
+}
+
+// A snapshot in bounded messages (admin.proto SaveSnapshotStream): the
+// client follows the redirect, puts the data messages back together in
+// order with the head's metadata, and does not ask the one-message call.
+#[tokio::test]
+async fn save_snapshot_assembles_the_stream() {
+    let (saved, unary) = save_from(snapshot_messages(7, &[b"abc", b"de", b"fg"])).await;
+    assert_eq!(
+        saved.unwrap(),
+        warden_client::SavedSnapshot {
+            cluster_id: "c1".into(),
+            applied_index: 41,
+            term: 3,
+            leader_node_id: 2,
+            node_id: 2,
+            data: b"abcdefg".to_vec(),
+        }
+    );
+    assert_eq!(unary, 0);
+}
+
+// A stream that breaks the rules is refused with a typed error naming the
+// field and the limit, never returned short or long, and never made up by
+// the one-message call: cut off before `done` (a leader that stopped
+// mid-way), more or fewer bytes than `head.data_bytes`, a declared length
+// above MAX_SNAPSHOT_BYTES (4 GiB), a data message above 1 MiB, and a
+// stream that fails mid-way.
+#[tokio::test]
+async fn save_snapshot_refuses_bad_streams() {
+    use warden_client::SnapshotStreamError as E;
+    let refusal = |r: Result<warden_client::SavedSnapshot, ClientError>| match r {
+        Err(ClientError::SnapshotStream { error }) => error,
+        other => panic!("expected a snapshot stream refusal, got {other:?}"),
+    };
+
+    let mut cut = snapshot_messages(7, &[b"abc", b"de", b"fg"]);
+    cut.pop();
+    let (r, unary) = save_from(cut).await;
+    assert_eq!(
+        refusal(r),
+        E::Unfinished {
+            received: 5,
+            declared: 7
+        }
+    );
+    assert_eq!(unary, 0);
+
+    let (r, _) = save_from(snapshot_messages(6, &[b"abc", b"de", b"fg"])).await;
+    assert_eq!(refusal(r), E::Overrun { declared: 6 });
+
+    let (r, _) = save_from(snapshot_messages(8, &[b"abc", b"de", b"fg"])).await;
+    assert_eq!(
+        refusal(r),
+        E::Short {
+            received: 7,
+            declared: 8
+        }
+    );
+
+    let declared = warden_client::MAX_SNAPSHOT_BYTES + 1;
+    let (r, _) = save_from(snapshot_messages(declared, &[b"abc"])).await;
+    let e = refusal(r);
+    assert_eq!(
+        e,
+        E::TooLarge {
+            declared,
+            limit: 4 * 1024 * 1024 * 1024
+        }
+    );
+    let text = ClientError::SnapshotStream { error: e }.to_string();
+    assert!(
+        text.contains("head.data_bytes") && text.contains("MAX_SNAPSHOT_BYTES"),
+        "{text}"
+    );
+
+    let big = vec![0u8; warden_client::MAX_SNAPSHOT_CHUNK_BYTES + 1];
+    let (r, _) = save_from(snapshot_messages(big.len() as u64, &[&big])).await;
+    assert_eq!(
+        refusal(r),
+        E::ChunkTooLarge {
+            message: 2,
+            bytes: big.len(),
+            limit: 1024 * 1024
+        }
+    );
+
+    let mut broken = snapshot_messages(7, &[b"abc", b"de", b"fg"]);
+    broken[2] = Err(Status::internal("disk on fire"));
+    let (r, unary) = save_from(broken).await;
+    match refusal(r) {
+        E::Broken {
+            received,
+            declared,
+            reason,
+        } => {
+            assert_eq!((received, declared), (3, 7));
+            assert!(reason.contains("disk on fire"), "{reason}");
+        }
+        other => panic!("expected Broken, got {other:?}"),
+    }
+    assert_eq!(unary, 0);
 }
 
 // S7 and L3 for the auth calls: an auth change follows the follower's

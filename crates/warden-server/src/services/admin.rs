@@ -1,8 +1,12 @@
 //! The public `warden.v1.Admin` gRPC service: `List`, `TopLocks` (see
 //! [`crate::node::top`]), `ForceRelease` and
 //! `AuditTrail`; `AddNode`, `RemoveNode`, `ReplaceNode` (see
-//! [`crate::node::membership`]) and `SaveSnapshot` (a read-index-confirmed
-//! copy of the leader's table, see [`crate::raft::backup`]); and the auth
+//! [`crate::node::membership`]), `SaveSnapshot` and `SaveSnapshotStream`
+//! (a read-index-confirmed copy of the leader's table, see
+//! [`crate::raft::backup`]: in one message, or a head and data messages of
+//! at most [`MAX_SNAPSHOT_CHUNK_BYTES`] each, see [`snapshot_chunks`]; both
+//! take the copy, and check `admin` on `""`, in
+//! [`Node::snapshot_cut`] only); and the auth
 //! calls: roles, grants, principals' roles, quotas, limits and the auth
 //! audit trail (`warden_core::auth`).
 //!
@@ -18,8 +22,11 @@
 //! call that changes something is refused unless it runs with `--insecure
 //! --allow-admin` ([`crate::node::Node::insecure_admin_gate`]).
 
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use futures::Stream;
 use tonic::{Request, Response, Status};
 use warden_core::auth::Target;
 use warden_core::types::{AuthChange, AuthOp, Command, ForceRelease, Permission};
@@ -33,6 +40,7 @@ use crate::node::membership::Membership;
 use crate::node::read::ListedHolder;
 use crate::node::submit::{AuthChanged, Released};
 use crate::node::{Node, NodeCell, Principal, SubmitError};
+use crate::raft::snapshot_chunks::MAX_SNAPSHOT_CHUNK_BYTES;
 
 /// Longest `requested_by` a caller may send, in bytes; the server appends
 /// " from <caller address>" and the whole stays within
@@ -43,13 +51,62 @@ pub const MAX_CALLER_REQUESTED_BY_BYTES: usize = 200;
 #[derive(Clone, Debug)]
 pub struct AdminService {
     node: NodeCell,
+    /// Most data bytes in one `SaveSnapshotStream` message:
+    /// [`MAX_SNAPSHOT_CHUNK_BYTES`] (smaller only in tests).
+    snapshot_chunk_bytes: usize,
 }
 
 impl AdminService {
     /// A service over the (not yet started) node.
     pub fn new(node: NodeCell) -> Self {
-        AdminService { node }
+        AdminService {
+            node,
+            snapshot_chunk_bytes: MAX_SNAPSHOT_CHUNK_BYTES,
+        }
     }
+
+    /// Test hook: `SaveSnapshotStream` cuts the data into messages of at
+    /// most `bytes` (clamped to 1..=[`MAX_SNAPSHOT_CHUNK_BYTES`]), so a
+    /// small table travels as several.
+    #[cfg(test)]
+    pub(crate) fn with_snapshot_chunk_bytes(mut self, bytes: usize) -> Self {
+        self.snapshot_chunk_bytes = bytes.clamp(1, MAX_SNAPSHOT_CHUNK_BYTES);
+        self
+    }
+}
+
+/// The messages of `SaveSnapshotStream` (see [`snapshot_chunks`]).
+pub type SnapshotChunks =
+    Pin<Box<dyn Stream<Item = Result<pb::SaveSnapshotChunk, Status>> + Send + 'static>>;
+
+/// The messages of one `SaveSnapshotStream` (admin.proto): `head` (its
+/// `data_bytes` set here to `data`'s length) with no data, then `data` in
+/// pieces of at most `chunk_bytes` (clamped to
+/// 1..=[`MAX_SNAPSHOT_CHUNK_BYTES`]), at least one, the last marked `done`.
+pub fn snapshot_chunks(
+    mut head: pb::SaveSnapshotHead,
+    data: Arc<Vec<u8>>,
+    chunk_bytes: usize,
+) -> impl Iterator<Item = pb::SaveSnapshotChunk> + Send + 'static {
+    let chunk_bytes = chunk_bytes.clamp(1, MAX_SNAPSHOT_CHUNK_BYTES);
+    head.data_bytes = data.len() as u64;
+    let count = data.len().div_ceil(chunk_bytes).max(1);
+    let first = pb::SaveSnapshotChunk {
+        head: Some(head),
+        data: Vec::new(),
+        done: false,
+    };
+    let rest = (0..count).map(move |i| {
+        let start = (i * chunk_bytes).min(data.len());
+        let end = (start + chunk_bytes).min(data.len());
+        debug_assert!(end - start <= MAX_SNAPSHOT_CHUNK_BYTES);
+        pb::SaveSnapshotChunk {
+            head: None,
+            data: data[start..end].to_vec(),
+            done: i + 1 == count,
+        }
+    });
+    std::iter::once(first).chain(rest)
 }
 
 /// Who asked, as the audit trail records it: the caller's text (or
@@ -113,6 +170,8 @@ async fn auth_change(
 
 #[tonic::async_trait]
 impl Admin for AdminService {
+    type SaveSnapshotStreamStream = SnapshotChunks;
+
     async fn list(
         &self,
         req: Request<pb::ListRequest>,
@@ -283,6 +342,27 @@ impl Admin for AdminService {
             data: cut.data,
             node_id: node.id(),
         }))
+    }
+
+    async fn save_snapshot_stream(
+        &self,
+        req: Request<pb::SaveSnapshotRequest>,
+    ) -> Result<Response<Self::SaveSnapshotStreamStream>, Status> {
+        let node = self.node.get()?;
+        let principal = principal(&req)?;
+        // The permission is checked, and the copy taken, before the first
+        // message: a refusal is the call's status, never a cut stream.
+        let cut = node.snapshot_cut(&principal).await?;
+        let head = pb::SaveSnapshotHead {
+            cluster_id: node.cluster_id().to_string(),
+            applied_index: cut.applied_index,
+            term: cut.term,
+            leader_node_id: cut.leader_node_id,
+            node_id: node.id(),
+            data_bytes: 0,
+        };
+        let chunks = snapshot_chunks(head, Arc::new(cut.data), self.snapshot_chunk_bytes);
+        Ok(Response::new(Box::pin(futures::stream::iter(chunks.map(Ok)))))
     }
 
     async fn grant_permission(
@@ -742,6 +822,43 @@ mod tests {
             .await
             .expect_err("no limits");
         assert!(bad.message().starts_with("limits"), "{}", bad.message());
+    }
+
+    // admin.proto SaveSnapshotStream's shape: the head first with
+    // `data_bytes` set and no data, then data messages of at most the
+    // chunk size (at least one: a snapshot of no bytes is one empty
+    // message), only the last marked done; the chunk size is clamped to
+    // 1..=MAX_SNAPSHOT_CHUNK_BYTES.
+    #[test]
+    fn snapshot_chunks_follow_the_wire_shape() {
+        let head = pb::SaveSnapshotHead {
+            cluster_id: "c".into(),
+            applied_index: 9,
+            ..Default::default()
+        };
+        let data = Arc::new((0..2500u32).map(|i| i as u8).collect::<Vec<u8>>());
+        let sent: Vec<_> = snapshot_chunks(head.clone(), data.clone(), 1000).collect();
+        assert_eq!(sent.len(), 4);
+        assert_eq!(sent[0].head.as_ref().map(|h| h.data_bytes), Some(2500));
+        assert!(sent[0].data.is_empty() && !sent[0].done);
+        assert_eq!(
+            sent[1..].iter().map(|c| (c.data.len(), c.done)).collect::<Vec<_>>(),
+            vec![(1000, false), (1000, false), (500, true)]
+        );
+        let joined: Vec<u8> = sent.iter().flat_map(|c| c.data.clone()).collect();
+        assert_eq!(&joined, data.as_ref());
+
+        let empty: Vec<_> = snapshot_chunks(head.clone(), Arc::new(Vec::new()), 1000).collect();
+        assert_eq!(empty.len(), 2);
+        assert_eq!(empty[0].head.as_ref().map(|h| h.data_bytes), Some(0));
+        assert!(empty[1].data.is_empty() && empty[1].done);
+
+        let big = Arc::new(vec![0u8; MAX_SNAPSHOT_CHUNK_BYTES + 1]);
+        let sent: Vec<_> = snapshot_chunks(head, big, usize::MAX).collect();
+        assert_eq!(
+            sent[1..].iter().map(|c| c.data.len()).collect::<Vec<_>>(),
+            vec![MAX_SNAPSHOT_CHUNK_BYTES, 1]
+        );
     }
 
     // "What bad input gets": requested_by is bounded, names

@@ -1074,3 +1074,183 @@ mod max_hold {
         }
     }
 }
+
+mod save_snapshot_stream {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use futures::StreamExt as _;
+    use tonic::{Code, Status};
+    use warden_core::types::Permission;
+    use warden_proto::v1 as pb;
+    use warden_proto::v1::admin_client::AdminClient;
+    use warden_tls::{ClientTls, NodeTls};
+
+    use crate::node::test_node::{header, Setup, TestNode};
+    use crate::services::admin::AdminService;
+
+    /// Data bytes per stream message in these tests: small, so a small
+    /// table travels as several messages.
+    const CHUNK_BYTES: usize = 64;
+
+    async fn within<T>(f: impl std::future::Future<Output = T>) -> T {
+        tokio::time::timeout(Duration::from_secs(10), f)
+            .await
+            .expect("an answer within 10 s")
+    }
+
+    /// Serves the Admin service of `node` on 127.0.0.1:0 over `tls`
+    /// (principals from client certificates), cutting snapshot streams
+    /// into [`CHUNK_BYTES`]; returns the address.
+    async fn serve_admin(node: Arc<crate::node::Node>, tls: &NodeTls) -> String {
+        let cell = crate::node::NodeCell::default();
+        cell.set(node);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr").to_string();
+        let admin = AdminService::new(cell).with_snapshot_chunk_bytes(CHUNK_BYTES);
+        let router = tonic::transport::Server::builder()
+            .add_service(pb::admin_server::AdminServer::new(admin));
+        let incoming = tls
+            .server()
+            .incoming(tokio_stream::wrappers::TcpListenerStream::new(listener));
+        tokio::spawn(router.serve_with_incoming(incoming));
+        addr
+    }
+
+    /// Every message of a `SaveSnapshotStream`, or the status it failed with.
+    async fn stream(
+        admin: &mut AdminClient<tonic::transport::Channel>,
+    ) -> Result<Vec<pb::SaveSnapshotChunk>, Status> {
+        let replies = within(admin.save_snapshot_stream(pb::SaveSnapshotRequest {}))
+            .await?
+            .into_inner();
+        within(replies.collect::<Vec<_>>())
+            .await
+            .into_iter()
+            .collect()
+    }
+
+    // admin.proto SaveSnapshotStream, over the real gRPC edge with mutual
+    // TLS: root (admin on "" always) gets a head with the same metadata as
+    // the one-message SaveSnapshot and `data_bytes` = the data's length,
+    // then more than 3 data messages of at most the chunk size, only the
+    // last marked done, whose bytes are byte for byte the unary call's
+    // (the same cut: nothing applied in between). The same permission as
+    // SaveSnapshot, checked in the same place before anything is sent: a
+    // principal with read but not admin is refused PermissionDenied naming
+    // itself and the admin permission, an anonymous caller (no client
+    // certificate) Unauthenticated; neither gets a message.
+    #[tokio::test]
+    async fn the_stream_carries_the_unary_snapshot_and_needs_admin() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let set = warden_tls::mint::loopback_set(root.path(), &[1], &["root", "alice"])
+            .expect("mint");
+        let t = TestNode::start(Setup::default()).await;
+        t.grant("alice", "", Permission::Read).await;
+        for (client_id, resource) in [(11, "orders/1"), (12, "orders/2"), (13, "payments/7")] {
+            let _: warden_core::types::AcquireReply = t
+                .node
+                .submit(
+                    &None,
+                    warden_core::types::Command::Acquire(warden_core::types::Acquire {
+                        header: header(client_id, 1),
+                        resource: resource.into(),
+                        lease: warden_core::types::LeaseSpec::New { ttl_ms: 60_000 },
+                        wait_timeout_ms: 0,
+                        lock_delay_ms: 0,
+                        due: None,
+                    }),
+                )
+                .await
+                .expect("acquire");
+        }
+        let node_tls = NodeTls::load(&set.node_dirs[&1], 1).expect("node 1");
+        let addr = serve_admin(t.node.clone(), &node_tls).await;
+
+        let root_tls = ClientTls::load_client(&set.client_dir, "root").expect("root");
+        let mut admin = AdminClient::new(root_tls.channel_lazy(&addr).expect("channel"));
+        let unary = within(admin.save_snapshot(pb::SaveSnapshotRequest {}))
+            .await
+            .expect("unary save")
+            .into_inner();
+        let messages = stream(&mut admin).await.expect("stream save");
+        let head = messages[0].head.clone().expect("the first message is the head");
+        assert_eq!(
+            head,
+            pb::SaveSnapshotHead {
+                cluster_id: unary.cluster_id.clone(),
+                applied_index: unary.applied_index,
+                term: unary.term,
+                leader_node_id: unary.leader_node_id,
+                node_id: unary.node_id,
+                data_bytes: unary.data.len() as u64,
+            }
+        );
+        assert!(messages[0].data.is_empty() && !messages[0].done);
+        let data = &messages[1..];
+        assert!(data.len() > 3, "{} data messages", data.len());
+        assert_eq!(data.len(), unary.data.len().div_ceil(CHUNK_BYTES));
+        assert!(data.iter().all(|m| m.head.is_none()));
+        assert!(data.iter().all(|m| m.data.len() <= CHUNK_BYTES));
+        assert_eq!(
+            data.iter().map(|m| m.done).collect::<Vec<_>>(),
+            (0..data.len()).map(|i| i + 1 == data.len()).collect::<Vec<_>>()
+        );
+        let joined: Vec<u8> = data.iter().flat_map(|m| m.data.clone()).collect();
+        assert_eq!(joined, unary.data);
+        assert!(warden_core::table::LockTable::from_snapshot(&joined).is_ok());
+
+        let alice_tls = ClientTls::load_client(&set.client_dir, "alice").expect("alice");
+        let mut alice = AdminClient::new(alice_tls.channel_lazy(&addr).expect("channel"));
+        let e = stream(&mut alice).await.expect_err("alice has no admin");
+        assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
+        assert!(
+            e.message().contains("principal alice") && e.message().contains("admin permission"),
+            "{}",
+            e.message()
+        );
+        let unary_refusal = within(alice.save_snapshot(pb::SaveSnapshotRequest {}))
+            .await
+            .expect_err("alice has no admin (unary)");
+        assert_eq!(unary_refusal.message(), e.message());
+
+        let anonymous = ClientTls::anonymous(&set.client_dir.join("ca.crt")).expect("anonymous");
+        let mut nobody = AdminClient::new(anonymous.channel_lazy(&addr).expect("channel"));
+        let e = stream(&mut nobody).await.expect_err("no certificate");
+        assert_eq!(e.code(), Code::Unauthenticated, "{e:?}");
+    }
+
+    // An insecure node (every caller anonymous) refuses the stream as it
+    // refuses SaveSnapshot without --insecure --allow-admin:
+    // PermissionDenied naming the flag, no message sent.
+    #[tokio::test]
+    async fn an_insecure_node_refuses_the_stream_without_allow_admin() {
+        let t = TestNode::start(Setup::default()).await;
+        let mut admin = AdminClient::new({
+            let cell = crate::node::NodeCell::default();
+            cell.set(t.node.clone());
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("bind");
+            let addr = listener.local_addr().expect("addr");
+            let router = tonic::transport::Server::builder().add_service(
+                pb::admin_server::AdminServer::new(AdminService::new(cell)),
+            );
+            tokio::spawn(router.serve_with_incoming(
+                tokio_stream::wrappers::TcpListenerStream::new(listener),
+            ));
+            tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+                .expect("endpoint")
+                .connect_lazy()
+        });
+        let e = stream(&mut admin).await.expect_err("insecure");
+        assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
+        assert!(
+            e.message().starts_with("snapshot save") && e.message().contains("--allow-admin"),
+            "{}",
+            e.message()
+        );
+    }
+}

@@ -614,6 +614,82 @@ class SaveSnapshotResponse(_message.Message):
 Global___SaveSnapshotResponse: _TypeAlias = SaveSnapshotResponse  # noqa: Y015
 
 @_typing.final
+class SaveSnapshotHead(_message.Message):
+    """The first message of a SaveSnapshotStream: what SaveSnapshotResponse
+    says besides `data`, and the length of the data to come.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CLUSTER_ID_FIELD_NUMBER: _builtins.int
+    APPLIED_INDEX_FIELD_NUMBER: _builtins.int
+    TERM_FIELD_NUMBER: _builtins.int
+    LEADER_NODE_ID_FIELD_NUMBER: _builtins.int
+    NODE_ID_FIELD_NUMBER: _builtins.int
+    DATA_BYTES_FIELD_NUMBER: _builtins.int
+    cluster_id: _builtins.str
+    applied_index: _builtins.int
+    """As SaveSnapshotResponse.applied_index."""
+    term: _builtins.int
+    """Term and node id of the log entry at `applied_index`."""
+    leader_node_id: _builtins.int
+    node_id: _builtins.int
+    """The serving leader."""
+    data_bytes: _builtins.int
+    """Length in bytes of the snapshot's data, all data messages together."""
+    def __init__(
+        self,
+        *,
+        cluster_id: _builtins.str = ...,
+        applied_index: _builtins.int = ...,
+        term: _builtins.int = ...,
+        leader_node_id: _builtins.int = ...,
+        node_id: _builtins.int = ...,
+        data_bytes: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["applied_index", b"applied_index", "cluster_id", b"cluster_id", "data_bytes", b"data_bytes", "leader_node_id", b"leader_node_id", "node_id", b"node_id", "term", b"term"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SaveSnapshotHead: _TypeAlias = SaveSnapshotHead  # noqa: Y015
+
+@_typing.final
+class SaveSnapshotChunk(_message.Message):
+    """One message of a SaveSnapshotStream."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HEAD_FIELD_NUMBER: _builtins.int
+    DATA_FIELD_NUMBER: _builtins.int
+    DONE_FIELD_NUMBER: _builtins.int
+    data: _builtins.bytes
+    """At most 1 MiB of the lock table's snapshot bytes (warden-core snapshot
+    format), following the previous message's.
+    """
+    done: _builtins.bool
+    """Set on the last message only."""
+    @_builtins.property
+    def head(self) -> Global___SaveSnapshotHead:
+        """First message only (and it carries no data); absent in every later one."""
+
+    def __init__(
+        self,
+        *,
+        head: Global___SaveSnapshotHead | None = ...,
+        data: _builtins.bytes = ...,
+        done: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["head", b"head"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["data", b"data", "done", b"done", "head", b"head"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SaveSnapshotChunk: _TypeAlias = SaveSnapshotChunk  # noqa: Y015
+
+@_typing.final
 class Quota(_message.Message):
     """The most a principal may hold at once."""
 

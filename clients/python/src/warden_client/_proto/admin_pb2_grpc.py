@@ -87,6 +87,11 @@ class AdminStub:
                 request_serializer=admin__pb2.SaveSnapshotRequest.SerializeToString,
                 response_deserializer=admin__pb2.SaveSnapshotResponse.FromString,
                 _registered_method=True)
+        self.SaveSnapshotStream = channel.unary_stream(
+                '/warden.v1.Admin/SaveSnapshotStream',
+                request_serializer=admin__pb2.SaveSnapshotRequest.SerializeToString,
+                response_deserializer=admin__pb2.SaveSnapshotChunk.FromString,
+                _registered_method=True)
         self.GrantPermission = channel.unary_unary(
                 '/warden.v1.Admin/GrantPermission',
                 request_serializer=admin__pb2.GrantPermissionRequest.SerializeToString,
@@ -230,7 +235,29 @@ class AdminServicer:
 
     def SaveSnapshot(self, request, context):
         """A consistent snapshot of the lock table, from the leader's state machine
-        at its applied index after a read-index confirmation. Needs admin on "".
+        at its applied index after a read-index confirmation, in one message
+        (kept for older clients; a large table makes a large message: prefer
+        SaveSnapshotStream). Needs admin on "".
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SaveSnapshotStream(self, request, context):
+        """The same snapshot, same permission (admin on ""), checked the same way
+        before anything is sent, in bounded messages:
+
+        message 1     head = the metadata and `data_bytes`, no data
+        message 2..n  data = the next at most 1 MiB (1,048,576 bytes)
+        message n     done = true
+
+        There is always at least one data message (an empty one, marked done,
+        for a snapshot of no bytes). The snapshot is the data messages' bytes in
+        order; it is whole only when a message marked `done` came and the bytes
+        add up to `data_bytes`: a stream that ends without `done` was cut off
+        (the leader stopped, the connection broke) and must be discarded.
+        Receivers bound `data_bytes` (the Rust client: 4 GiB) and refuse more.
+        An older node answers Unimplemented: use SaveSnapshot there.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -369,6 +396,11 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.SaveSnapshot,
                     request_deserializer=admin__pb2.SaveSnapshotRequest.FromString,
                     response_serializer=admin__pb2.SaveSnapshotResponse.SerializeToString,
+            ),
+            'SaveSnapshotStream': grpc.unary_stream_rpc_method_handler(
+                    servicer.SaveSnapshotStream,
+                    request_deserializer=admin__pb2.SaveSnapshotRequest.FromString,
+                    response_serializer=admin__pb2.SaveSnapshotChunk.SerializeToString,
             ),
             'GrantPermission': grpc.unary_unary_rpc_method_handler(
                     servicer.GrantPermission,
@@ -654,6 +686,33 @@ class Admin:
             '/warden.v1.Admin/SaveSnapshot',
             admin__pb2.SaveSnapshotRequest.SerializeToString,
             admin__pb2.SaveSnapshotResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SaveSnapshotStream(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/warden.v1.Admin/SaveSnapshotStream',
+            admin__pb2.SaveSnapshotRequest.SerializeToString,
+            admin__pb2.SaveSnapshotChunk.FromString,
             options,
             channel_credentials,
             insecure,

@@ -89,7 +89,25 @@ class AdminStub:
     """
     SaveSnapshot: _grpc.UnaryUnaryMultiCallable[_admin_pb2.SaveSnapshotRequest, _admin_pb2.SaveSnapshotResponse]
     """A consistent snapshot of the lock table, from the leader's state machine
-    at its applied index after a read-index confirmation. Needs admin on "".
+    at its applied index after a read-index confirmation, in one message
+    (kept for older clients; a large table makes a large message: prefer
+    SaveSnapshotStream). Needs admin on "".
+    """
+    SaveSnapshotStream: _grpc.UnaryStreamMultiCallable[_admin_pb2.SaveSnapshotRequest, _admin_pb2.SaveSnapshotChunk]
+    """The same snapshot, same permission (admin on ""), checked the same way
+    before anything is sent, in bounded messages:
+
+      message 1     head = the metadata and `data_bytes`, no data
+      message 2..n  data = the next at most 1 MiB (1,048,576 bytes)
+      message n     done = true
+
+    There is always at least one data message (an empty one, marked done,
+    for a snapshot of no bytes). The snapshot is the data messages' bytes in
+    order; it is whole only when a message marked `done` came and the bytes
+    add up to `data_bytes`: a stream that ends without `done` was cut off
+    (the leader stopped, the connection broke) and must be discarded.
+    Receivers bound `data_bytes` (the Rust client: 4 GiB) and refuse more.
+    An older node answers Unimplemented: use SaveSnapshot there.
     """
     GrantPermission: _grpc.UnaryUnaryMultiCallable[_admin_pb2.GrantPermissionRequest, _admin_pb2.AuthChangeResponse]
     """Identities: roles hold permissions on prefixes, principals hold roles
@@ -191,7 +209,25 @@ class AdminAsyncStub(AdminStub):
     """
     SaveSnapshot: _aio.UnaryUnaryMultiCallable[_admin_pb2.SaveSnapshotRequest, _admin_pb2.SaveSnapshotResponse]  # type: ignore[assignment]
     """A consistent snapshot of the lock table, from the leader's state machine
-    at its applied index after a read-index confirmation. Needs admin on "".
+    at its applied index after a read-index confirmation, in one message
+    (kept for older clients; a large table makes a large message: prefer
+    SaveSnapshotStream). Needs admin on "".
+    """
+    SaveSnapshotStream: _aio.UnaryStreamMultiCallable[_admin_pb2.SaveSnapshotRequest, _admin_pb2.SaveSnapshotChunk]  # type: ignore[assignment]
+    """The same snapshot, same permission (admin on ""), checked the same way
+    before anything is sent, in bounded messages:
+
+      message 1     head = the metadata and `data_bytes`, no data
+      message 2..n  data = the next at most 1 MiB (1,048,576 bytes)
+      message n     done = true
+
+    There is always at least one data message (an empty one, marked done,
+    for a snapshot of no bytes). The snapshot is the data messages' bytes in
+    order; it is whole only when a message marked `done` came and the bytes
+    add up to `data_bytes`: a stream that ends without `done` was cut off
+    (the leader stopped, the connection broke) and must be discarded.
+    Receivers bound `data_bytes` (the Rust client: 4 GiB) and refuse more.
+    An older node answers Unimplemented: use SaveSnapshot there.
     """
     GrantPermission: _aio.UnaryUnaryMultiCallable[_admin_pb2.GrantPermissionRequest, _admin_pb2.AuthChangeResponse]  # type: ignore[assignment]
     """Identities: roles hold permissions on prefixes, principals hold roles
@@ -338,7 +374,31 @@ class AdminServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.SaveSnapshotResponse, _abc.Awaitable[_admin_pb2.SaveSnapshotResponse]]:
         """A consistent snapshot of the lock table, from the leader's state machine
-        at its applied index after a read-index confirmation. Needs admin on "".
+        at its applied index after a read-index confirmation, in one message
+        (kept for older clients; a large table makes a large message: prefer
+        SaveSnapshotStream). Needs admin on "".
+        """
+
+    @_abc_1.abstractmethod
+    def SaveSnapshotStream(
+        self,
+        request: _admin_pb2.SaveSnapshotRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_admin_pb2.SaveSnapshotChunk], _abc.AsyncIterator[_admin_pb2.SaveSnapshotChunk]]:
+        """The same snapshot, same permission (admin on ""), checked the same way
+        before anything is sent, in bounded messages:
+
+          message 1     head = the metadata and `data_bytes`, no data
+          message 2..n  data = the next at most 1 MiB (1,048,576 bytes)
+          message n     done = true
+
+        There is always at least one data message (an empty one, marked done,
+        for a snapshot of no bytes). The snapshot is the data messages' bytes in
+        order; it is whole only when a message marked `done` came and the bytes
+        add up to `data_bytes`: a stream that ends without `done` was cut off
+        (the leader stopped, the connection broke) and must be discarded.
+        Receivers bound `data_bytes` (the Rust client: 4 GiB) and refuse more.
+        An older node answers Unimplemented: use SaveSnapshot there.
         """
 
     @_abc_1.abstractmethod
