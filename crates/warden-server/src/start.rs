@@ -68,29 +68,65 @@ pub(crate) fn nodelay_incoming(listener: TcpListener) -> tonic::transport::serve
     tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true))
 }
 
-/// The HTTP/2 receive window of each stream the node serves: 64 KiB, the
-/// protocol's own default (hyper's is 1 MiB).
+/// The HTTP/2 receive window of each stream the node serves: 32 KiB (the
+/// protocol's default is 64 KiB, hyper's 1 MiB).
 ///
 /// A client that sends faster than the node reads (a `Calls` stream past
 /// `MAX_CALLS_IN_PROGRESS`, or one whose answers it does not read) is
-/// paused by flow control once this much is unread. With hyper's 1 MiB, the
-/// unread DATA frames (one per message, ~80 bytes for an acquire) ran into
-/// h2's budget for buffered small frames first (half the connection window;
-/// each frame under 256 bytes counts 256 minus its size), and h2 closed the
-/// connection with GOAWAY `ENHANCE_YOUR_CALM` "too_many_data_frames" after
-/// about 3,000 pipelined acquires, not backpressure. At 64 KiB a stalled
-/// stream of the smallest messages Warden's clients send (a 9-byte
-/// keep-alive) counts at most about 1.8 MiB against the budget that
-/// [`CONNECTION_WINDOW_BYTES`] gives; one of acquires about 140 KiB.
-pub(crate) const STREAM_WINDOW_BYTES: u32 = 64 * 1024;
+/// paused by flow control once this much is unread. The window is bounded
+/// by h2's budget for buffered small DATA frames: each unread frame of
+/// under 256 bytes that does not end its stream counts 256 minus its size
+/// against a budget of half the connection window
+/// ([`CONNECTION_WINDOW_BYTES`]), and running out closes the whole
+/// connection with GOAWAY `ENHANCE_YOUR_CALM` "too_many_data_frames"
+/// instead of pausing it (h2 0.4.20, `Counts::record_data_frame`). With
+/// hyper's 1 MiB that came after about 3,000 pipelined acquires on one
+/// stream; with 64 KiB and a 4 MiB connection window, once a few dozen
+/// streams of one connection stalled (the flow-control tests below). [`BUFFERED_FRAME_BUDGET`]
+/// checks that [`MAX_STREAMS_PER_CONNECTION`] stalled streams of the
+/// smallest messages Warden's clients send fit the budget.
+pub(crate) const STREAM_WINDOW_BYTES: u32 = 32 * 1024;
 
-/// The HTTP/2 receive window of each connection the node serves: 4 MiB,
-/// which makes h2's budget for buffered small DATA frames 2 MiB (half of
-/// it), above what one stream's [`STREAM_WINDOW_BYTES`] can hold.
-pub(crate) const CONNECTION_WINDOW_BYTES: u32 = 4 * 1024 * 1024;
+/// The most streams one client connection may have open at once: 128
+/// (announced as SETTINGS_MAX_CONCURRENT_STREAMS; tonic announces no limit
+/// unless told). gRPC clients queue further calls until one ends. With
+/// [`STREAM_WINDOW_BYTES`] it bounds what one connection can leave unread
+/// in the node: 128 × 32 KiB = 4 MiB.
+pub(crate) const MAX_STREAMS_PER_CONNECTION: u32 = 128;
+
+/// The HTTP/2 receive window of each connection the node serves: 256 MiB.
+/// Not memory: the streams' windows bound what is buffered (4 MiB, see
+/// [`MAX_STREAMS_PER_CONNECTION`]); it sets h2's budget for buffered small
+/// DATA frames (half of it, [`BUFFERED_FRAME_BUDGET`]).
+pub(crate) const CONNECTION_WINDOW_BYTES: u32 = 256 * 1024 * 1024;
+
+/// h2's budget for buffered small DATA frames on one connection: half of
+/// [`CONNECTION_WINDOW_BYTES`] (h2 0.4.20 `DataFrameBudget::Auto`).
+pub(crate) const BUFFERED_FRAME_BUDGET: u64 = CONNECTION_WINDOW_BYTES as u64 / 2;
+
+/// The smallest message Warden's clients send on a stream that stays open,
+/// in bytes on the wire: a gRPC frame's 5-byte prefix and a 4-byte body.
+const SMALLEST_CLIENT_MESSAGE_BYTES: u64 = 9;
+
+/// What h2 counts against [`BUFFERED_FRAME_BUDGET`] when every stream a
+/// connection may open holds a full window of the smallest messages, each
+/// in a DATA frame of its own.
+const WORST_BUFFERED_FRAME_CHARGE: u64 = MAX_STREAMS_PER_CONNECTION as u64
+    * (STREAM_WINDOW_BYTES as u64 / SMALLEST_CLIENT_MESSAGE_BYTES)
+    * (256 - SMALLEST_CLIENT_MESSAGE_BYTES);
+
+// Stalled streams are paused by flow control, never GOAWAY: the worst
+// charge fits the budget, and the connection window is no limit on what
+// the streams' windows let through.
+const _: () = assert!(WORST_BUFFERED_FRAME_CHARGE <= BUFFERED_FRAME_BUDGET);
+const _: () = assert!(
+    MAX_STREAMS_PER_CONNECTION as u64 * STREAM_WINDOW_BYTES as u64
+        <= CONNECTION_WINDOW_BYTES as u64
+);
 
 /// The HTTP/2 receive windows of a peer port of its own (`--peer-listen`):
-/// 1 MiB per stream, 4 MiB per connection. Peers send few, large messages
+/// 1 MiB per stream ([`CONNECTION_WINDOW_BYTES`] per connection, as on the
+/// client port). Peers send few, large messages
 /// (entry batches, snapshot chunks of 1 MiB), and a stream moves at most one window
 /// per round trip: at 20 ms between nodes, 64 KiB a round trip made an
 /// 8 MiB request take 3.1 s against 0.26 s with 1 MiB (one run of a
@@ -103,8 +139,9 @@ pub(crate) const PEER_STREAM_WINDOW_BYTES: u32 = 1024 * 1024;
 /// The gRPC server's HTTP/2 settings, for the client port and (with
 /// [`PEER_STREAM_WINDOW_BYTES`] instead) a peer port of its own: keep-alive
 /// pings (a client that vanished silently loses its connection,
-/// `Timing::grpc_keepalive_interval_ms`) and the receive windows
-/// ([`STREAM_WINDOW_BYTES`], [`CONNECTION_WINDOW_BYTES`]).
+/// `Timing::grpc_keepalive_interval_ms`), the receive windows
+/// ([`STREAM_WINDOW_BYTES`], [`CONNECTION_WINDOW_BYTES`]) and the streams
+/// per connection ([`MAX_STREAMS_PER_CONNECTION`]).
 pub(crate) fn http2_server(timing: &crate::config::Timing) -> tonic::transport::Server {
     tonic::transport::Server::builder()
         .http2_keepalive_interval(Some(Duration::from_millis(
@@ -115,6 +152,7 @@ pub(crate) fn http2_server(timing: &crate::config::Timing) -> tonic::transport::
         )))
         .initial_stream_window_size(STREAM_WINDOW_BYTES)
         .initial_connection_window_size(CONNECTION_WINDOW_BYTES)
+        .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
 }
 
 /// Serves `listener`: TLS with `config.certs_dir` (see the module docs),
@@ -1203,24 +1241,25 @@ mod flow_control_tests {
     /// Calls pipelined on the one stream, all queued behind one holder.
     const CALLS: usize = 6_000;
 
-    // Backpressure, not an error (MAX_CALLS_IN_PROGRESS; public bug: 8,000
-    // waiting acquires pipelined on one `Calls` stream got GOAWAY
-    // ENHANCE_YOUR_CALM "too_many_data_frames" after 3,232 answers): a
-    // client that sends faster than it reads, each acquire in a DATA frame
-    // of its own, and reads nothing until all are sent, is paused by flow
-    // control (the node's 64 KiB stream window) instead of overrunning h2's
-    // budget for buffered small frames; every call is sent, and each gets
-    // its `Queued` answer on the same, never reset, stream. The client's own
-    // windows are large, so the node's answers never wait for it.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_calls_stream_that_sends_faster_than_it_reads_is_paused_not_reset() {
+    /// Streams on the one connection that stall at once.
+    const STALLED_STREAMS: usize = 32;
+
+    /// Calls pipelined on each of the [`STALLED_STREAMS`]: fewer than a
+    /// 32 KiB stream window holds of them (about 10 bytes each), enough for
+    /// the unread ones of about ten such streams (each frame counted 246
+    /// bytes) to run out h2's small-frame budget with a 64 KiB stream
+    /// window and a 4 MiB connection window (the test then fails).
+    const CALLS_PER_STALLED_STREAM: usize = 1_000;
+
+    /// A node with `p/1` held for 10 minutes, serving the Lock service on a
+    /// loopback port with the node's HTTP/2 settings ([`http2_server`]).
+    async fn node_serving_lock() -> (TestNode, std::net::SocketAddr, watch::Sender<bool>) {
         let t = TestNode::start(Setup::default()).await;
         let holder: AcquireReply = t.hold("p/1", 600_000, 0).await;
         assert!(matches!(holder.outcome, AcquireOutcome::Granted { .. }));
-
         let cell = NodeCell::default();
         cell.set(t.node.clone());
-        let (_stop, stopping) = watch::channel(false);
+        let (stop, stopping) = watch::channel(false);
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let server = http2_server(&config::Timing::default()).add_service(
@@ -1229,35 +1268,28 @@ mod flow_control_tests {
             )),
         );
         tokio::spawn(server.serve_with_incoming(nodelay_incoming(listener)));
-        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-            .expect("endpoint")
-            .initial_stream_window_size(64 * 1024 * 1024)
-            .initial_connection_window_size(64 * 1024 * 1024)
-            .connect()
-            .await
-            .expect("connect");
+        (t, addr, stop)
+    }
 
-        let sent = Arc::new(AtomicUsize::new(0));
-        let (all_sent_tx, all_sent) = tokio::sync::oneshot::channel::<()>();
-        let mut all_sent_tx = Some(all_sent_tx);
-        let counted = sent.clone();
-        let calls = futures::stream::iter(1..=CALLS as u64).then(move |i| {
-            let n = counted.fetch_add(1, Ordering::SeqCst) + 1;
-            if n == CALLS {
-                if let Some(tx) = all_sent_tx.take() {
-                    let _ = tx.send(());
-                }
-            }
+    /// `count` waiting acquires of `p/1` (client ids from `first_client`),
+    /// each in a DATA frame of its own: the stream is pending once before
+    /// each, so the encoder sends what it has (as a client that writes each
+    /// call as it comes). `sent` counts the calls taken for sending; the
+    /// last is taken only once the ones before it were sent.
+    fn acquires(
+        count: usize,
+        first_client: u64,
+        sent: Arc<AtomicUsize>,
+    ) -> impl futures::Stream<Item = pb::CallRequest> + Send + 'static {
+        futures::stream::iter(1..=count as u64).then(move |i| {
+            sent.fetch_add(1, Ordering::SeqCst);
             async move {
-                // Pending once: the encoder sends what it has, so each call
-                // goes in a DATA frame of its own (as a client that writes
-                // each call as it comes sends it).
                 tokio::task::yield_now().await;
                 pb::CallRequest {
                     call_id: i,
                     call: Some(pb::call_request::Call::Acquire(pb::AcquireRequest {
                         header: Some(pb::RequestHeader {
-                            client_id: 1_000 + i,
+                            client_id: first_client + i,
                             request_id: 1,
                             acked_request_id: 0,
                         }),
@@ -1268,32 +1300,29 @@ mod flow_control_tests {
                     })),
                 }
             }
-        });
-        let mut client = pb::lock_client::LockClient::new(channel);
-        let mut answers = tokio::time::timeout(Duration::from_secs(30), client.calls(calls))
-            .await
-            .expect("the stream opens within 30 s")
-            .expect("the stream opens")
-            .into_inner();
-        // Read nothing until every call has been taken for sending (the
-        // last one is produced only once the ones before it were sent).
-        tokio::time::timeout(Duration::from_secs(120), all_sent)
-            .await
-            .unwrap_or_else(|_| {
-                panic!(
-                    "only {} of {CALLS} calls sent within 120 s",
-                    sent.load(Ordering::SeqCst)
-                )
-            })
-            .expect("all sent");
+        })
+    }
+
+    /// Reads `count` answers from `answers` within `deadline`, each a
+    /// `Queued` for a call of its own; panics naming `stream` otherwise.
+    async fn expect_queued(
+        stream: usize,
+        count: usize,
+        mut answers: tonic::Streaming<pb::CallResponse>,
+        deadline: tokio::time::Instant,
+    ) {
         let mut queued = std::collections::BTreeSet::new();
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-        while queued.len() < CALLS {
+        while queued.len() < count {
             let answer = tokio::time::timeout_at(deadline, answers.message())
                 .await
-                .unwrap_or_else(|_| panic!("{} of {CALLS} answered within 120 s", queued.len()))
+                .unwrap_or_else(|_| {
+                    panic!("stream {stream}: {} of {count} answered in time", queued.len())
+                })
                 .unwrap_or_else(|s| {
-                    panic!("the stream failed after {} answers: {s:?}", queued.len())
+                    panic!(
+                        "stream {stream} failed after {} answers: {s:?}",
+                        queued.len()
+                    )
                 })
                 .expect("the stream stays open");
             match answer.answer {
@@ -1302,11 +1331,135 @@ mod flow_control_tests {
                 })) => {
                     assert!(queued.insert(answer.call_id), "one Queued per call");
                 }
-                other => panic!("call {}: {other:?}", answer.call_id),
+                other => panic!("stream {stream} call {}: {other:?}", answer.call_id),
             }
         }
-        assert_eq!(queued.len(), CALLS);
+        assert_eq!(queued.len(), count);
+    }
+
+    /// Waits until `sent` reaches `target` or `within` passes.
+    async fn all_taken(sent: &AtomicUsize, target: usize, within: Duration) {
+        let deadline = tokio::time::Instant::now() + within;
+        while sent.load(Ordering::SeqCst) < target {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "only {} of {target} calls sent within {within:?}",
+                sent.load(Ordering::SeqCst)
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    // Backpressure, not an error (MAX_CALLS_IN_PROGRESS; public bug: 8,000
+    // waiting acquires pipelined on one `Calls` stream got GOAWAY
+    // ENHANCE_YOUR_CALM "too_many_data_frames" after 3,232 answers): a
+    // client that sends faster than it reads, each acquire in a DATA frame
+    // of its own, and reads nothing until all are sent, is paused by flow
+    // control (the node's 32 KiB stream window) instead of overrunning h2's
+    // budget for buffered small frames; every call is sent, and each gets
+    // its `Queued` answer on the same, never reset, stream. The client's own
+    // windows are large, so the node's answers never wait for it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_calls_stream_that_sends_faster_than_it_reads_is_paused_not_reset() {
+        let (t, addr, _stop) = node_serving_lock().await;
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+            .expect("endpoint")
+            .initial_stream_window_size(64 * 1024 * 1024)
+            .initial_connection_window_size(64 * 1024 * 1024)
+            .connect()
+            .await
+            .expect("connect");
+        let sent = Arc::new(AtomicUsize::new(0));
+        let mut client = pb::lock_client::LockClient::new(channel);
+        let answers = tokio::time::timeout(
+            Duration::from_secs(30),
+            client.calls(acquires(CALLS, 1_000, sent.clone())),
+        )
+        .await
+        .expect("the stream opens within 30 s")
+        .expect("the stream opens")
+        .into_inner();
+        // Read nothing until every call has been taken for sending.
+        all_taken(&sent, CALLS, Duration::from_secs(120)).await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        expect_queued(0, CALLS, answers, deadline).await;
         assert_eq!(t.table(|m| m.waiters("p/1").len()), CALLS);
+    }
+
+    // The same across many streams of one connection (h2's small-frame
+    // budget is the connection's, not the stream's: with a 64 KiB stream
+    // window and a 4 MiB connection window, a few stalled streams of small
+    // calls closed the connection with GOAWAY ENHANCE_YOUR_CALM). A client
+    // opens STALLED_STREAMS `Calls` streams on one channel and reads none of
+    // their answers, with a small receive window of its own: each stream's
+    // answers soon wait for it, the node stops reading that stream, and the
+    // rest of its calls (the smallest a client can send: an acquire with
+    // nothing in it, each in a DATA frame of its own) wait unread in the
+    // node. Once every call is sent, every stream still answers each call,
+    // InvalidArgument (no header), on the same connection.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn many_stalled_calls_streams_on_one_connection_are_paused_not_closed() {
+        let (t, addr, _stop) = node_serving_lock().await;
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+            .expect("endpoint")
+            // Small: the node's answers stall each stream early. The
+            // connection window is large, so the client's own small-frame
+            // budget (half of it) holds every unread answer.
+            .initial_stream_window_size(4 * 1024)
+            .initial_connection_window_size(256 * 1024 * 1024)
+            .connect()
+            .await
+            .expect("connect");
+        let sent = Arc::new(AtomicUsize::new(0));
+        let mut streams = Vec::new();
+        for stream in 0..STALLED_STREAMS {
+            let mut client = pb::lock_client::LockClient::new(channel.clone());
+            let counted = sent.clone();
+            let calls = futures::stream::iter(1..=CALLS_PER_STALLED_STREAM as u64).then(move |i| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    tokio::task::yield_now().await;
+                    pb::CallRequest {
+                        call_id: i,
+                        call: Some(pb::call_request::Call::Acquire(Default::default())),
+                    }
+                }
+            });
+            let answers = tokio::time::timeout(Duration::from_secs(30), client.calls(calls))
+                .await
+                .unwrap_or_else(|_| panic!("stream {stream} opens within 30 s"))
+                .unwrap_or_else(|s| panic!("stream {stream} opens: {s:?}"))
+                .into_inner();
+            streams.push(answers);
+        }
+        let total = STALLED_STREAMS * CALLS_PER_STALLED_STREAM;
+        all_taken(&sent, total, Duration::from_secs(120)).await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        let answered = futures::future::join_all(streams.into_iter().enumerate().map(
+            |(stream, mut answers)| async move {
+                let mut refused = std::collections::BTreeSet::new();
+                while refused.len() < CALLS_PER_STALLED_STREAM {
+                    let answer = tokio::time::timeout_at(deadline, answers.message())
+                        .await
+                        .unwrap_or_else(|_| panic!("stream {stream}: answers in time"))
+                        .unwrap_or_else(|s| {
+                            panic!("stream {stream} failed after {}: {s:?}", refused.len())
+                        })
+                        .expect("the stream stays open");
+                    match answer.answer {
+                        Some(pb::call_response::Answer::Error(e)) if e.code == 3 => {
+                            assert!(refused.insert(answer.call_id), "one answer per call");
+                        }
+                        other => panic!("stream {stream} call {}: {other:?}", answer.call_id),
+                    }
+                }
+                refused.len()
+            },
+        ))
+        .await;
+        assert_eq!(answered, vec![CALLS_PER_STALLED_STREAM; STALLED_STREAMS]);
+        // Nothing was queued: only the holder's lease is in the table.
+        assert!(t.table(|m| m.waiters("p/1").is_empty()));
     }
 }
 
@@ -1318,13 +1471,13 @@ mod window_tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::{TcpListener, TcpStream};
 
-    use super::{PEER_STREAM_WINDOW_BYTES, STREAM_WINDOW_BYTES};
+    use super::{MAX_STREAMS_PER_CONNECTION, PEER_STREAM_WINDOW_BYTES, STREAM_WINDOW_BYTES};
     use crate::config::ServerConfig;
 
-    /// The INITIAL_WINDOW_SIZE (HTTP/2 setting 0x4) that the server on
-    /// `addr` announces in its first SETTINGS frame (RFC 9113 §6.5), read
-    /// over a plaintext connection that sends the preface and empty SETTINGS.
-    async fn announced_stream_window(addr: std::net::SocketAddr) -> u32 {
+    /// The settings (RFC 9113 §6.5.2: identifier to value) that the server
+    /// on `addr` announces in its first SETTINGS frame, read over a
+    /// plaintext connection that sends the preface and empty SETTINGS.
+    async fn announced_settings(addr: std::net::SocketAddr) -> BTreeMap<u16, u32> {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         let mut tcp = loop {
             match TcpStream::connect(addr).await {
@@ -1351,18 +1504,29 @@ mod window_tests {
             if head[3] == 4 && head[4] & 1 == 0 {
                 return payload
                     .chunks(6)
-                    .find(|p| u16::from_be_bytes([p[0], p[1]]) == 4)
-                    .map(|p| u32::from_be_bytes([p[2], p[3], p[4], p[5]]))
-                    // Absent: the protocol's default, 65,535.
-                    .unwrap_or(65_535);
+                    .map(|p| {
+                        (
+                            u16::from_be_bytes([p[0], p[1]]),
+                            u32::from_be_bytes([p[2], p[3], p[4], p[5]]),
+                        )
+                    })
+                    .collect();
             }
         }
     }
 
+    /// SETTINGS_INITIAL_WINDOW_SIZE (0x4): absent means the protocol's
+    /// default, 65,535.
+    fn stream_window(settings: &BTreeMap<u16, u32>) -> u32 {
+        settings.get(&4).copied().unwrap_or(65_535)
+    }
+
     // Flow control (docs/operations.md "Latency between nodes"): the client
-    // port announces the 64 KiB stream window that pauses a client sending
+    // port announces the 32 KiB stream window that pauses a client sending
     // faster than the node reads, and a peer port of its own the 1 MiB one
-    // that large peer messages need on links with real latency.
+    // that large peer messages need on links with real latency; both
+    // announce at most 128 streams per connection (SETTINGS 0x3), which
+    // bounds what one connection leaves unread in the node.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_peer_port_has_a_larger_stream_window_than_the_client_port() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -1386,11 +1550,12 @@ mod window_tests {
                 let _ = stopped.await;
             },
         ));
-        assert_eq!(announced_stream_window(addr).await, STREAM_WINDOW_BYTES);
-        assert_eq!(
-            announced_stream_window(peer_addr).await,
-            PEER_STREAM_WINDOW_BYTES
-        );
+        let client_port = announced_settings(addr).await;
+        let peer_port = announced_settings(peer_addr).await;
+        assert_eq!(stream_window(&client_port), STREAM_WINDOW_BYTES);
+        assert_eq!(stream_window(&peer_port), PEER_STREAM_WINDOW_BYTES);
+        assert_eq!(client_port.get(&3), Some(&MAX_STREAMS_PER_CONNECTION));
+        assert_eq!(peer_port.get(&3), Some(&MAX_STREAMS_PER_CONNECTION));
         let _ = stop.send(());
         let _ = tokio::time::timeout(Duration::from_secs(20), node).await;
     }

@@ -69,7 +69,7 @@ pub(super) async fn release(
 /// Most calls one `Calls` stream has in progress (validating, proposing or
 /// waiting for their entry to apply); beyond it the stream is not read until
 /// one finishes (backpressure, not an error: the client's further calls wait
-/// in the stream's HTTP/2 flow-control window, 64 KiB, and then in the
+/// in the stream's HTTP/2 flow-control window, 32 KiB, and then in the
 /// client, paused by flow control; so the node's memory per stream stays
 /// bounded). The window is kept that small so that a client that sends
 /// faster than the node reads is paused before h2's budget for buffered
