@@ -80,12 +80,16 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 pidfile="$(mktemp /tmp/warden-bench-pids.XXXXXX)"
+range_file=/proc/sys/net/ipv4/ip_local_port_range
+old_range=""
 cleanup() {
     # Only the processes loadgen recorded as it spawned them.
     while read -r pid; do
         [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true
     done <"$pidfile"
     rm -f "$pidfile"
+    # The ephemeral port range, if the scale run widened it.
+    [ -z "$old_range" ] || echo "$old_range" >"$range_file" || true
 }
 trap cleanup EXIT INT TERM
 
@@ -100,13 +104,22 @@ cd "$here"
 if [ -n "$scale" ]; then
     # 100,000 ZooKeeper sessions are 100,000 sockets here and as many in the servers.
     ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+    # ...and 100,000 connections from 127.0.0.1 to three ports on 127.0.0.1: more than
+    # three times the default ephemeral range (32768-60999). As root, widen it for the
+    # run and put it back after; otherwise the ZooKeeper row stops where ports run out.
+    if [ "$(id -u)" = 0 ] && [ -w "$range_file" ]; then
+        old_range="$(tr -s '[:space:]' ' ' <"$range_file")"
+        echo "1024 65535" >"$range_file"
+    else
+        echo "not root: the ephemeral port range stays $(cat "$range_file" 2>/dev/null)" >&2
+    fi
     BENCH_PIDFILE="$pidfile" WARDEN_COMMIT="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)" \
         ./target/release/loadgen scale \
         --warden-bin "$root/target/release/warden" \
         --out "${BENCH_OUT:-results/scale.json}" \
         --load-note "${BENCH_LOAD_NOTE:-}" \
         ${scale_quick[@]+"${scale_quick[@]}"} "$@"
-    exit 0
+    exit 0  # cleanup puts the port range back
 fi
 BENCH_PIDFILE="$pidfile" WARDEN_COMMIT="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)" \
     ./target/release/loadgen run \

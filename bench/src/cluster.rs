@@ -65,10 +65,6 @@ pub struct StartOptions {
     /// and every node reaches it at `.1` (`--peer-addrs`): a proxy the
     /// caller runs from `.1` to `.0`.
     pub peer_ports: Option<Vec<(u16, u16)>>,
-    /// ZooKeeper: serve clients on every address (`clientPortAddress` left
-    /// out, so 127.0.0.x all reach it: more loopback 4-tuples than one
-    /// address's ephemeral ports give), and this `maxClientCnxns` (0: none).
-    pub zk_any_address: bool,
     /// ZooKeeper: the JVM's heap (`-Xmx`), default `1g`.
     pub zk_heap: Option<String>,
 }
@@ -359,17 +355,12 @@ impl Cluster {
                     std::fs::write(data.join("myid"), format!("{id}\n"))?;
                     let mut cfg = format!(
                         "tickTime=100\ninitLimit=50\nsyncLimit=5\ndataDir={}\n\
-                         clientPort={}\n{}maxClientCnxns=0\n\
+                         clientPort={}\nclientPortAddress=127.0.0.1\nmaxClientCnxns=0\n\
                          minSessionTimeout=200\nmaxSessionTimeout=60000\n\
                          admin.enableServer=false\n4lw.commands.whitelist=srvr,ruok\n\
                          forceSync=yes\nautopurge.purgeInterval=0\n",
                         data.display(),
                         client[i],
-                        if opts.zk_any_address {
-                            ""
-                        } else {
-                            "clientPortAddress=127.0.0.1\n"
-                        }
                     );
                     for j in 0..n {
                         cfg.push_str(&format!(

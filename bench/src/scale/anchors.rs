@@ -2,8 +2,8 @@
 //! alive on its own keep-alive stream, the streams spread over a few gRPC
 //! connections: etcd-client opens one stream per lease) and ZooKeeper (one
 //! session per client connection, pinged by the client library; the
-//! connections spread over 127.0.0.2.. so the loopback 4-tuples outnumber
-//! one address's ephemeral ports). Each ramps up until it holds `n` or
+//! connections spread over the three servers, which listen on 127.0.0.1
+//! only). Each ramps up until it holds `n` or
 //! fails; the result says how far it got.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -110,7 +110,14 @@ pub async fn etcd(cluster: &Cluster, s: &Sizes) -> Result<Value> {
 }
 
 /// Holds `n` ZooKeeper sessions for the hold time; the row of `chubby_cell`.
-pub async fn zookeeper(cluster: &Cluster, s: &Sizes, addresses: u8) -> Result<Value> {
+///
+/// Each session is a TCP connection from 127.0.0.1 to one server's client
+/// port on 127.0.0.1 (the servers listen there only), round-robin over the
+/// three: at most three times the ephemeral port range's size
+/// (`net.ipv4.ip_local_port_range`; `bench/run.sh --scale` widens it to
+/// 1024–65535 as root). Past it connects fail, and the row says how far
+/// it got (`stopped_by`).
+pub async fn zookeeper(cluster: &Cluster, s: &Sizes) -> Result<Value> {
     let ports: Vec<u16> = cluster
         .endpoints()
         .iter()
@@ -126,8 +133,7 @@ pub async fn zookeeper(cluster: &Cluster, s: &Sizes, addresses: u8) -> Result<Va
     while next < s.sessions {
         let got: Vec<_> = futures::stream::iter(next..(next + chunk).min(s.sessions))
             .map(|i| {
-                let host = 2 + (i / ports.len() as u64 % addresses as u64) as u8;
-                let endpoint = format!("127.0.0.{host}:{}", ports[i as usize % ports.len()]);
+                let endpoint = format!("127.0.0.1:{}", ports[i as usize % ports.len()]);
                 async move {
                     // The library pings every 3/8 of its connection timeout:
                     // 10,667 ms gives one ping each 4 s.

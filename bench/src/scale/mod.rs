@@ -271,12 +271,11 @@ async fn chubby_cell(ctx: &Ctx, s: &Sizes, anchors_: &[String]) -> Result<Value>
             },
             "zookeeper" => {
                 let opts = StartOptions {
-                    zk_any_address: true,
                     zk_heap: Some("2g".into()),
                     ..Default::default()
                 };
                 match Cluster::start_with(System::Zookeeper, &ctx.work, &ctx.bin, &opts).await {
-                    Ok(c) => anchors::zookeeper(&c, s, 8).await.unwrap_or_else(err),
+                    Ok(c) => anchors::zookeeper(&c, s).await.unwrap_or_else(err),
                     Err(e) => err(e),
                 }
             }

@@ -116,7 +116,7 @@ fn markdown(machine: &Map<String, Value>, sc: &Map<String, Value>) -> String {
         );
     }
     if let Some(Value::Object(c)) = sc.get("chubby_cell") {
-        let _ = writeln!(s, "\n## chubby_cell\n\nSessions with a 12 s TTL, one keep-alive each 4 s, held while a probe client cycles acquire + release of fresh resources (one at a time, ≤ 50/s). Warden: leases over 8 `LeaseKeepAlive` streams (one lease id per request, many per stream); etcd: one lease and keep-alive stream per session over 8 connections; ZooKeeper: one session per connection, spread over 127.0.0.2–9. Each system ramps until it holds them all or fails (`stopped_by`).\n");
+        let _ = writeln!(s, "\n## chubby_cell\n\nSessions with a 12 s TTL, one keep-alive each 4 s, held while a probe client cycles acquire + release of fresh resources (one at a time, ≤ 50/s). Warden: leases over 8 `LeaseKeepAlive` streams (one lease id per request, many per stream); etcd: one lease and keep-alive stream per session over 8 connections; ZooKeeper: one session per connection from 127.0.0.1, spread over the three servers (listening on 127.0.0.1 only). Each system ramps until it holds them all or fails (`stopped_by`).\n");
         let cols = [
             "sessions",
             "sessions_lost",

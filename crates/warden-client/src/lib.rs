@@ -172,12 +172,12 @@ pub use admin::{
 };
 pub use client::Client;
 pub use election::{election_key, Election, LeaderInfo, Leadership, Observer, ELECTION_PREFIX};
+pub use session::{
+    LockGuard, LockOptions, Lost, MultiLockGuard, Semaphore, Session, SessionOptions,
+};
 pub use snapshot_stream::{
     SnapshotStreamError, MAX_SNAPSHOT_BYTES, MAX_SNAPSHOT_CHUNK_BYTES,
     MAX_SNAPSHOT_CHUNK_MESSAGE_BYTES, MAX_UNARY_SNAPSHOT_BYTES,
-};
-pub use session::{
-    LockGuard, LockOptions, Lost, MultiLockGuard, Semaphore, Session, SessionOptions,
 };
 pub use warden_clock::{BootClock, Clock, ClockError, TokioClock};
 

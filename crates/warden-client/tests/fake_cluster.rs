@@ -1622,7 +1622,10 @@ async fn admin_calls_follow_the_leader_hint() {
 
 /// A SaveSnapshotStream answer: the head declaring `declared` bytes, then
 /// `pieces` as data messages, the last marked done.
-fn snapshot_messages(declared: u64, pieces: &[&[u8]]) -> Vec<Result<v1::SaveSnapshotChunk, Status>> {
+fn snapshot_messages(
+    declared: u64,
+    pieces: &[&[u8]],
+) -> Vec<Result<v1::SaveSnapshotChunk, Status>> {
     let mut out = vec![Ok(v1::SaveSnapshotChunk {
         head: Some(v1::SaveSnapshotHead {
             cluster_id: "c1".into(),

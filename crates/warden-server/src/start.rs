@@ -1316,7 +1316,10 @@ mod flow_control_tests {
             let answer = tokio::time::timeout_at(deadline, answers.message())
                 .await
                 .unwrap_or_else(|_| {
-                    panic!("stream {stream}: {} of {count} answered in time", queued.len())
+                    panic!(
+                        "stream {stream}: {} of {count} answered in time",
+                        queued.len()
+                    )
                 })
                 .unwrap_or_else(|s| {
                     panic!(

@@ -362,7 +362,9 @@ impl Admin for AdminService {
             data_bytes: 0,
         };
         let chunks = snapshot_chunks(head, Arc::new(cut.data), self.snapshot_chunk_bytes);
-        Ok(Response::new(Box::pin(futures::stream::iter(chunks.map(Ok)))))
+        Ok(Response::new(Box::pin(futures::stream::iter(
+            chunks.map(Ok),
+        ))))
     }
 
     async fn grant_permission(
@@ -842,7 +844,10 @@ mod tests {
         assert_eq!(sent[0].head.as_ref().map(|h| h.data_bytes), Some(2500));
         assert!(sent[0].data.is_empty() && !sent[0].done);
         assert_eq!(
-            sent[1..].iter().map(|c| (c.data.len(), c.done)).collect::<Vec<_>>(),
+            sent[1..]
+                .iter()
+                .map(|c| (c.data.len(), c.done))
+                .collect::<Vec<_>>(),
             vec![(1000, false), (1000, false), (500, true)]
         );
         let joined: Vec<u8> = sent.iter().flat_map(|c| c.data.clone()).collect();

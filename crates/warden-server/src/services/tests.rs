@@ -1145,8 +1145,8 @@ mod save_snapshot_stream {
     #[tokio::test]
     async fn the_stream_carries_the_unary_snapshot_and_needs_admin() {
         let root = tempfile::tempdir().expect("tempdir");
-        let set = warden_tls::mint::loopback_set(root.path(), &[1], &["root", "alice"])
-            .expect("mint");
+        let set =
+            warden_tls::mint::loopback_set(root.path(), &[1], &["root", "alice"]).expect("mint");
         let t = TestNode::start(Setup::default()).await;
         t.grant("alice", "", Permission::Read).await;
         for (client_id, resource) in [(11, "orders/1"), (12, "orders/2"), (13, "payments/7")] {
@@ -1176,7 +1176,10 @@ mod save_snapshot_stream {
             .expect("unary save")
             .into_inner();
         let messages = stream(&mut admin).await.expect("stream save");
-        let head = messages[0].head.clone().expect("the first message is the head");
+        let head = messages[0]
+            .head
+            .clone()
+            .expect("the first message is the head");
         assert_eq!(
             head,
             pb::SaveSnapshotHead {
@@ -1196,7 +1199,9 @@ mod save_snapshot_stream {
         assert!(data.iter().all(|m| m.data.len() <= CHUNK_BYTES));
         assert_eq!(
             data.iter().map(|m| m.done).collect::<Vec<_>>(),
-            (0..data.len()).map(|i| i + 1 == data.len()).collect::<Vec<_>>()
+            (0..data.len())
+                .map(|i| i + 1 == data.len())
+                .collect::<Vec<_>>()
         );
         let joined: Vec<u8> = data.iter().flat_map(|m| m.data.clone()).collect();
         assert_eq!(joined, unary.data);
@@ -1235,12 +1240,12 @@ mod save_snapshot_stream {
                 .await
                 .expect("bind");
             let addr = listener.local_addr().expect("addr");
-            let router = tonic::transport::Server::builder().add_service(
-                pb::admin_server::AdminServer::new(AdminService::new(cell)),
+            let router = tonic::transport::Server::builder()
+                .add_service(pb::admin_server::AdminServer::new(AdminService::new(cell)));
+            tokio::spawn(
+                router
+                    .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
             );
-            tokio::spawn(router.serve_with_incoming(
-                tokio_stream::wrappers::TcpListenerStream::new(listener),
-            ));
             tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
                 .expect("endpoint")
                 .connect_lazy()
