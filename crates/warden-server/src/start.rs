@@ -404,7 +404,14 @@ where
     let clock = NodeClock::new(injected.clock.clone());
     let mut clock_failure = clock.failure();
     let storage = ServerError::of_data_dir;
+    // How long each step of a start takes, in the log (a node restarted
+    // with a large table spends seconds here before it serves).
+    let starting = tokio::time::Instant::now();
     let db = Db::open_on(&config.data_dir, injected.disk.as_deref()).map_err(storage)?;
+    tracing::info!(
+        elapsed_ms = starting.elapsed().as_millis() as u64,
+        "data dir opened"
+    );
     // A data dir belongs to one node id: a copy of another node's dir would
     // carry that node's vote and could vote twice in one term.
     match db.get_meta_string(store::KEY_NODE_ID).map_err(storage)? {
@@ -640,6 +647,11 @@ where
     )
     .map_err(storage)?;
     let shared = sm.shared.clone();
+    tracing::info!(
+        elapsed_ms = starting.elapsed().as_millis() as u64,
+        applied_index = *shared.applied.borrow(),
+        "state machine loaded from the stored snapshot"
+    );
     let applied_log_format = shared.applied_log_format.subscribe();
     let log_store = LogStore::with_fsync_metric(
         db.clone(),
@@ -672,6 +684,10 @@ where
     .await
     .map_err(|e| of_fatal("raft did not start", e))?;
     let _ = peer_state.raft.set(raft.clone());
+    tracing::info!(
+        elapsed_ms = starting.elapsed().as_millis() as u64,
+        "raft started"
+    );
     if !boot.pending.is_empty() {
         tokio::spawn(raft::bootstrap::push_to_pending(
             injected.peer_connector.clone(),
@@ -704,7 +720,12 @@ where
         renew_tx,
     });
     node_cell.set(node.clone());
-    tracing::info!(node_id = config.node_id, cluster_id = %boot.cluster_id, "serving");
+    tracing::info!(
+        node_id = config.node_id,
+        cluster_id = %boot.cluster_id,
+        elapsed_ms = starting.elapsed().as_millis() as u64,
+        "serving"
+    );
     let renew_task = tokio::spawn(node::renew::run(
         Arc::downgrade(&node),
         renew_rx,
