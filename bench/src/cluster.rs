@@ -190,7 +190,12 @@ impl Node {
         let child = Command::new(&self.program)
             .args(&self.args)
             .current_dir(&self.dir)
-            .env("RUST_LOG", "error")
+            // Warden's start steps and leader duties, for the scale run's
+            // restart breakdown (`scale::start_steps`); errors otherwise.
+            .env(
+                "RUST_LOG",
+                "error,warden_server::start=info,warden_server::node::duties=info",
+            )
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)

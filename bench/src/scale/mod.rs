@@ -382,19 +382,21 @@ async fn locks_point(ctx: &Ctx, locks: u64, sessions: u64, full: bool) -> Result
     let (leases, _) =
         warden::grant_leases(&wt, &ids, sessions, Duration::from_secs(60), Some(&keeper)).await?;
     eprintln!("   {} sessions; filling {each} locks each", leases.len());
-    let (held, fill_failed, fill_h) = warden::fill(&wt, &leases, each, "L", 2).await?;
+    let filled = warden::fill(&wt, &leases, each, "L", 2).await?;
+    let (held, fill_failed, fill_h) = (filled.ok, filled.failed, &filled.latency);
     let fill_s = t.elapsed().as_secs_f64();
     eprintln!("   {held} locks held ({fill_failed} failed) in {fill_s:.0} s");
     out.insert("locks".into(), json!(held));
     out.insert("sessions".into(), json!(leases.len()));
     out.insert("locks_per_session".into(), json!(each));
     out.insert("fill_failed".into(), json!(fill_failed));
+    out.insert("fill_errors".into(), json!(filled.errors));
     out.insert("fill_s".into(), json!((fill_s * 10.0).round() / 10.0));
     out.insert(
         "fill_acquires_per_s".into(),
         json!((held as f64 / fill_s).round()),
     );
-    out.insert("fill_acquire_p50_ms".into(), json!(ms_q(&fill_h, 0.5)));
+    out.insert("fill_acquire_p50_ms".into(), json!(ms_q(fill_h, 0.5)));
     // Let the nodes settle (snapshots built after the fill) before reading RSS.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let rss: Vec<f64> = cluster
@@ -467,7 +469,7 @@ async fn locks_point(ctx: &Ctx, locks: u64, sessions: u64, full: bool) -> Result
             Some(&keeper),
         )
         .await?;
-        let (written, _, _) = warden::fill(&wt, &extra, each, "C", 2).await?;
+        let written = warden::fill(&wt, &extra, each, "C", 2).await?.ok;
         let target = wt.applied(&wt.leader().await?).await.map(|a| a.2);
         let t = Instant::now();
         cluster.restart(f)?;
@@ -508,6 +510,12 @@ async fn locks_point(ctx: &Ctx, locks: u64, sessions: u64, full: bool) -> Result
         "restart_ms".into(),
         json!(warden::until_served(&wt, t, Duration::from_secs(600)).await),
     );
+    out.insert(
+        "restart_steps_ms".into(),
+        json!((1..=3)
+            .map(|id| start_steps(&cluster.dir().join(format!("n{id}")).join("out.log")))
+            .collect::<Vec<_>>()),
+    );
     out.insert("sessions_lost".into(), json!(keeper.lost_count()));
     drop(keeper);
     Ok(Value::Object(out))
@@ -546,6 +554,34 @@ async fn curve(ctx: &Ctx, s: &Sizes, million: Option<&Value>) -> Result<Value> {
         points.push(p);
     }
     Ok(json!(points))
+}
+
+/// The steps of a node's last start, from its log (warden-server's
+/// `start` logs each with `elapsed_ms` since the start began): ms until the
+/// data dir was open, the state machine loaded from the stored snapshot,
+/// Raft started and the node serving. Missing steps are absent.
+fn start_steps(log: &Path) -> Value {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut steps = Map::new();
+    for (key, message) in [
+        ("data_dir_opened", ": data dir opened"),
+        ("state_machine_loaded", ": state machine loaded"),
+        ("raft_started", ": raft started"),
+        ("serving", ": serving"),
+    ] {
+        let last = text.lines().rev().find(|l| l.contains(message));
+        let ms = last.and_then(|l| {
+            let rest = &l[l.find("elapsed_ms=")? + "elapsed_ms=".len()..];
+            rest.split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse::<u64>()
+                .ok()
+        });
+        if let Some(ms) = ms {
+            steps.insert(key.into(), json!(ms));
+        }
+    }
+    Value::Object(steps)
 }
 
 // ---------------------------------------------------------------- mass_expiry
@@ -611,15 +647,25 @@ async fn mass_expiry(ctx: &Ctx, s: &Sizes) -> Result<Value> {
     holders.stop();
     let waits = futures::future::join_all(done.into_iter().map(|d| async move {
         match d.await {
-            Ok(warden::Answer::Granted) => Some(t0.elapsed()),
-            _ => None,
+            Ok(warden::Answer::Granted) => Ok(t0.elapsed()),
+            Ok(warden::Answer::Error(e)) => Err(warden::error_kind(&e)),
+            Ok(other) => Err(format!("{other:?}")),
+            Err(e) => Err(warden::error_kind(&format!("{e:#}"))),
         }
     }));
-    let granted_at: Vec<Option<Duration>> =
+    let ended: Vec<Result<Duration, String>> =
         tokio::time::timeout(Duration::from_secs_f64(bound_s + 120.0), waits)
             .await
             .unwrap_or_default();
-    let granted: Vec<Duration> = granted_at.iter().flatten().copied().collect();
+    let granted: Vec<Duration> = ended
+        .iter()
+        .filter_map(|r| r.as_ref().ok())
+        .copied()
+        .collect();
+    let mut wait_errors = std::collections::BTreeMap::<String, u64>::new();
+    for e in ended.iter().filter_map(|r| r.as_ref().err()) {
+        *wait_errors.entry(e.clone()).or_default() += 1;
+    }
     let all = granted.len() == holding && holding > 0;
     let last = granted.iter().max().copied();
     let (h, probe_failed) = probe.finish().await;
@@ -628,6 +674,7 @@ async fn mass_expiry(ctx: &Ctx, s: &Sizes) -> Result<Value> {
         "locks_held": holding,
         "waiters_queued": queued_ok,
         "waiters_granted": granted.len(),
+        "wait_errors": wait_errors,
         "all_freed_after_s": if all { last.map(|d| (d.as_secs_f64() * 100.0).round() / 100.0) } else { None },
         "last_grant_after_s": last.map(|d| (d.as_secs_f64() * 100.0).round() / 100.0),
         "first_grant_after_s": granted.iter().min().map(|d| (d.as_secs_f64() * 100.0).round() / 100.0),

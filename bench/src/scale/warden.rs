@@ -555,7 +555,7 @@ pub async fn fill(
     each: u64,
     prefix: &str,
     first_request: u64,
-) -> Result<(u64, u64, Histogram<u64>)> {
+) -> Result<Filled> {
     let leader = wt.leader().await?;
     let streams: Vec<Arc<Calls>> = {
         let mut v = Vec::new();
@@ -564,17 +564,18 @@ pub async fn fill(
         }
         v
     };
-    let results: Vec<(u64, u64, Histogram<u64>)> =
-        futures::stream::iter(sessions.iter().enumerate())
-            .map(|(s, (lease, client_id))| {
-                let calls = streams[s % streams.len()].clone();
-                let (lease, client_id) = (*lease, *client_id);
-                let prefix = prefix.to_owned();
-                async move {
-                    let (mut ok, mut failed) = (0, 0);
-                    let mut h = crate::scale::histogram();
-                    for k in 0..each {
-                        let t = Instant::now();
+    let results: Vec<Filled> = futures::stream::iter(sessions.iter().enumerate())
+        .map(|(s, (lease, client_id))| {
+            let calls = streams[s % streams.len()].clone();
+            let (lease, client_id) = (*lease, *client_id);
+            let prefix = prefix.to_owned();
+            async move {
+                let mut f = Filled::default();
+                for k in 0..each {
+                    let t = Instant::now();
+                    let mut attempts = 0;
+                    let granted = loop {
+                        attempts += 1;
                         let r = calls
                             .acquire(
                                 client_id,
@@ -585,33 +586,87 @@ pub async fn fill(
                             )
                             .await;
                         match r {
-                            Ok(Answer::Granted) => {
-                                ok += 1;
-                                crate::scale::record(&mut h, t.elapsed());
-                            }
+                            Ok(Answer::Granted) => break true,
                             Ok(Answer::Error(e)) => {
-                                failed += 1;
-                                if failed == 1 && s == 0 {
-                                    eprintln!("   fill: {e}");
+                                *f.errors.entry(error_kind(&e)).or_default() += 1;
+                                // Unavailable: retried with the same request
+                                // id, as warden-client does (S7 makes it
+                                // safe), at most twice more.
+                                if !(e.starts_with("code 14:") && attempts < 3) {
+                                    break false;
                                 }
                             }
-                            _ => failed += 1,
+                            Ok(other) => {
+                                *f.errors.entry(format!("{other:?}")).or_default() += 1;
+                                break false;
+                            }
+                            Err(e) => {
+                                *f.errors.entry(error_kind(&format!("{e:#}"))).or_default() += 1;
+                                break false;
+                            }
                         }
+                    };
+                    if granted {
+                        f.ok += 1;
+                        crate::scale::record(&mut f.latency, t.elapsed());
+                    } else {
+                        f.failed += 1;
                     }
-                    (ok, failed, h)
                 }
-            })
-            .buffer_unordered(1024)
-            .collect()
-            .await;
-    let mut h = crate::scale::histogram();
-    let (mut ok, mut failed) = (0, 0);
-    for (o, f, hh) in results {
-        ok += o;
-        failed += f;
-        let _ = h.add(hh);
+                f
+            }
+        })
+        .buffer_unordered(1024)
+        .collect()
+        .await;
+    let mut all = Filled::default();
+    for f in results {
+        all.ok += f.ok;
+        all.failed += f.failed;
+        let _ = all.latency.add(f.latency);
+        for (k, n) in f.errors {
+            *all.errors.entry(k).or_default() += n;
+        }
     }
-    Ok((ok, failed, h))
+    Ok(all)
+}
+
+/// What [`fill`] did: acquires granted (after at most two retries of
+/// Unavailable) and failed, the granted ones' latency from the first
+/// attempt, and every failed attempt by kind ([`error_kind`]).
+#[derive(Debug)]
+pub struct Filled {
+    pub ok: u64,
+    pub failed: u64,
+    pub latency: Histogram<u64>,
+    pub errors: std::collections::BTreeMap<String, u64>,
+}
+
+impl Default for Filled {
+    fn default() -> Self {
+        Filled {
+            ok: 0,
+            failed: 0,
+            latency: crate::scale::histogram(),
+            errors: Default::default(),
+        }
+    }
+}
+
+/// An error's kind for counting: its text up to the first digit after the
+/// status code (so "did not commit within 3000 ms" and its siblings with
+/// other ids count together), at most 80 characters.
+pub fn error_kind(text: &str) -> String {
+    let (code, rest) = match text.split_once(": ") {
+        Some((code, rest)) if code.starts_with("code ") => (format!("{code}: "), rest),
+        _ => (String::new(), text),
+    };
+    let cut = rest
+        .find(|c: char| c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    let mut kind = format!("{code}{}", rest[..cut].trim_end());
+    kind.truncate(80);
+    kind
 }
 
 // ---------------------------------------------------------------- probe
