@@ -248,7 +248,10 @@ impl Admin {
                                     ADMIN_ATTEMPT_TIMEOUT.as_millis()
                                 ))
                             })??;
-                        Ok(Opened::Stream { first, stream })
+                        Ok(Opened::Stream {
+                            first,
+                            stream: Box::new(stream),
+                        })
                     }
                     Err(status) if status.code() == tonic::Code::Unimplemented => {
                         let mut unary = admin.max_decoding_message_size(MAX_UNARY_SNAPSHOT_BYTES);
@@ -915,7 +918,7 @@ pub struct Membership {
 enum Opened {
     Stream {
         first: Option<v1::SaveSnapshotChunk>,
-        stream: tonic::Streaming<v1::SaveSnapshotChunk>,
+        stream: Box<tonic::Streaming<v1::SaveSnapshotChunk>>,
     },
     Unary(v1::SaveSnapshotResponse),
 }
