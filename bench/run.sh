@@ -11,8 +11,9 @@
 # --workloads uncontended,parallel).
 # BENCH_LOAD_NOTE="..." is recorded as machine.load_note in the results.
 #
-#   bench/run.sh --scale          # the scale run (well over an hour at its default sizes: run it on
-#                                 # a quiet machine), writes bench/results/scale.{json,md,png}
+#   bench/run.sh --scale          # the scale run (16 minutes at its default sizes with
+#                                 # --anchors etcd on 2 cores, over an hour with ZooKeeper's
+#                                 # ramp: run it on a quiet machine), writes bench/results/scale.*
 #   bench/run.sh --scale --quick  # every scenario small (2,000 sessions, 20,000 locks, 20 s hold),
 #                                 # under ~5 minutes: validates the driver (also: --scale-quick)
 #

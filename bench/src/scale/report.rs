@@ -146,7 +146,7 @@ fn markdown(machine: &Map<String, Value>, sc: &Map<String, Value>) -> String {
         }
     }
     if let Some(Value::Object(o)) = sc.get("million_locks") {
-        let _ = writeln!(s, "\n## million_locks\n\nFill to N held locks (sessions × locks each, TTL 60 s, kept alive), then: RSS of each node; `snapshot_bytes`/`snapshot_ms`: the Admin `SaveSnapshot` call (the leader serializes its table after a read-index and sends it; the time includes the transfer over loopback), with the leader's own snapshot metrics beside it (`warden_snapshot_bytes`, mean of `warden_snapshot_duration_seconds`); `failover_ms`: kill -9 the leader, time until an acquire + release of a fresh resource succeeds (`failover_ms_empty`: the same before the fill); `catch_up_ms`: see `catch_up.how`; `restart_ms`: all three kill -9'd and started again, time until an acquire + release succeeds.\n");
+        let _ = writeln!(s, "\n## million_locks\n\nFill to N held locks (sessions × locks each, TTL 60 s, kept alive), then: RSS of each node; `snapshot_bytes`/`snapshot_ms`: the Admin `SaveSnapshotStream` call (the leader copies its table after a read-index and sends it in 1 MiB messages; the time includes the transfer over loopback), with the leader's own snapshot metrics beside it (`warden_snapshot_bytes`, mean of `warden_snapshot_duration_seconds`); `failover_ms`: kill -9 the leader, time until an acquire + release of a fresh resource succeeds (`failover_ms_empty`: the same before the fill); `catch_up_ms`: see `catch_up.how`; `restart_ms`: all three kill -9'd and started again, time until an acquire + release succeeds.\n");
         kv_table(&mut s, o, &[]);
     }
     if let Some(Value::Object(o)) = sc.get("mass_expiry") {
