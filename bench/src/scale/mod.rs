@@ -391,6 +391,7 @@ async fn locks_point(ctx: &Ctx, locks: u64, sessions: u64, full: bool) -> Result
     out.insert("locks_per_session".into(), json!(each));
     out.insert("fill_failed".into(), json!(fill_failed));
     out.insert("fill_errors".into(), json!(filled.errors));
+    out.insert("fill_leader_changes".into(), json!(filled.leader_changes));
     out.insert("fill_s".into(), json!((fill_s * 10.0).round() / 10.0));
     out.insert(
         "fill_acquires_per_s".into(),

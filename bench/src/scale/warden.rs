@@ -556,17 +556,10 @@ pub async fn fill(
     prefix: &str,
     first_request: u64,
 ) -> Result<Filled> {
-    let leader = wt.leader().await?;
-    let streams: Vec<Arc<Calls>> = {
-        let mut v = Vec::new();
-        for _ in 0..4 {
-            v.push(Arc::new(Calls::open(wt, &leader).await?));
-        }
-        v
-    };
+    let streams = LeaderStreams::open(wt).await?;
+    let streams = &streams;
     let results: Vec<Filled> = futures::stream::iter(sessions.iter().enumerate())
         .map(|(s, (lease, client_id))| {
-            let calls = streams[s % streams.len()].clone();
             let (lease, client_id) = (*lease, *client_id);
             let prefix = prefix.to_owned();
             async move {
@@ -576,6 +569,7 @@ pub async fn fill(
                     let mut attempts = 0;
                     let granted = loop {
                         attempts += 1;
+                        let (generation, calls) = streams.get(s).await;
                         let r = calls
                             .acquire(
                                 client_id,
@@ -591,9 +585,16 @@ pub async fn fill(
                                 *f.errors.entry(error_kind(&e)).or_default() += 1;
                                 // Unavailable: retried with the same request
                                 // id, as warden-client does (S7 makes it
-                                // safe), at most twice more.
-                                if !(e.starts_with("code 14:") && attempts < 3) {
+                                // safe), at most 9 times more; "not the
+                                // leader" first moves every stream to the
+                                // new leader.
+                                if !(e.starts_with("code 14:") && attempts < 10) {
                                     break false;
+                                }
+                                if e.contains("not the leader") {
+                                    streams.follow(generation).await;
+                                } else {
+                                    tokio::time::sleep(Duration::from_millis(50)).await;
                                 }
                             }
                             Ok(other) => {
@@ -619,7 +620,10 @@ pub async fn fill(
         .buffer_unordered(1024)
         .collect()
         .await;
-    let mut all = Filled::default();
+    let mut all = Filled {
+        leader_changes: streams.generation().await,
+        ..Filled::default()
+    };
     for f in results {
         all.ok += f.ok;
         all.failed += f.failed;
@@ -631,13 +635,64 @@ pub async fn fill(
     Ok(all)
 }
 
-/// What [`fill`] did: acquires granted (after at most two retries of
+/// Four `Calls` streams to the leader, moved to the new leader when a call
+/// finds the old one is not ([`LeaderStreams::follow`]).
+struct LeaderStreams<'a> {
+    wt: &'a Wt,
+    /// (generation, streams): the generation counts the moves.
+    now: tokio::sync::RwLock<(u64, Vec<Arc<Calls>>)>,
+}
+
+impl<'a> LeaderStreams<'a> {
+    async fn open(wt: &'a Wt) -> Result<LeaderStreams<'a>> {
+        let streams = Self::to_leader(wt).await?;
+        Ok(LeaderStreams {
+            wt,
+            now: tokio::sync::RwLock::new((0, streams)),
+        })
+    }
+
+    async fn to_leader(wt: &Wt) -> Result<Vec<Arc<Calls>>> {
+        let leader = wt.leader().await?;
+        let mut v = Vec::new();
+        for _ in 0..4 {
+            v.push(Arc::new(Calls::open(wt, &leader).await?));
+        }
+        Ok(v)
+    }
+
+    /// The stream for session `s`, with the generation it belongs to.
+    async fn get(&self, s: usize) -> (u64, Arc<Calls>) {
+        let now = self.now.read().await;
+        (now.0, now.1[s % now.1.len()].clone())
+    }
+
+    /// Moves the streams to the current leader, unless another call already
+    /// did since `generation`; on failure the old streams stay.
+    async fn follow(&self, generation: u64) {
+        let mut now = self.now.write().await;
+        if now.0 != generation {
+            return;
+        }
+        if let Ok(streams) = Self::to_leader(self.wt).await {
+            *now = (now.0 + 1, streams);
+        }
+    }
+
+    async fn generation(&self) -> u64 {
+        self.now.read().await.0
+    }
+}
+
+/// What [`fill`] did: acquires granted (after at most nine retries of
 /// Unavailable) and failed, the granted ones' latency from the first
-/// attempt, and every failed attempt by kind ([`error_kind`]).
+/// attempt, every failed attempt by kind ([`error_kind`]), and how many
+/// times the streams moved to a new leader.
 #[derive(Debug)]
 pub struct Filled {
     pub ok: u64,
     pub failed: u64,
+    pub leader_changes: u64,
     pub latency: Histogram<u64>,
     pub errors: std::collections::BTreeMap<String, u64>,
 }
@@ -647,6 +702,7 @@ impl Default for Filled {
         Filled {
             ok: 0,
             failed: 0,
+            leader_changes: 0,
             latency: crate::scale::histogram(),
             errors: Default::default(),
         }
