@@ -142,6 +142,25 @@ pub enum ChunkError {
     AfterDone,
 }
 
+/// How `len` bytes are cut into pieces of at most `chunk_bytes` (clamped
+/// to 1 ..= [`MAX_SNAPSHOT_CHUNK_BYTES`]): each piece's byte range, in
+/// order, and whether it is the last. At least one piece: an empty one for
+/// `len` 0. Shared by the peer snapshot stream ([`chunks`]) and the Admin
+/// backup stream.
+pub fn pieces(
+    len: usize,
+    chunk_bytes: usize,
+) -> impl Iterator<Item = (std::ops::Range<usize>, bool)> + Send + 'static {
+    let chunk_bytes = chunk_bytes.clamp(1, MAX_SNAPSHOT_CHUNK_BYTES);
+    let count = len.div_ceil(chunk_bytes).max(1);
+    (0..count).map(move |i| {
+        let start = (i * chunk_bytes).min(len);
+        let end = (start + chunk_bytes).min(len);
+        debug_assert!(end - start <= MAX_SNAPSHOT_CHUNK_BYTES);
+        (start..end, i + 1 == count)
+    })
+}
+
 /// The chunks of one snapshot, in order, each with at most `chunk_bytes`
 /// of data (1 ..= [`MAX_SNAPSHOT_CHUNK_BYTES`]; clamped into that range).
 pub fn chunks<'a>(
@@ -150,7 +169,6 @@ pub fn chunks<'a>(
     data: &'a [u8],
     chunk_bytes: usize,
 ) -> impl Iterator<Item = SnapshotChunk> + Send + 'a {
-    let chunk_bytes = chunk_bytes.clamp(1, MAX_SNAPSHOT_CHUNK_BYTES);
     let head = SnapshotHead {
         vote,
         meta,
@@ -158,16 +176,11 @@ pub fn chunks<'a>(
     };
     // postcard cannot fail on this type (ids, strings, maps of them).
     let head = postcard::to_allocvec(&head).unwrap_or_default();
-    let count = data.len().div_ceil(chunk_bytes).max(1);
     let mut head = Some(head);
-    (0..count).map(move |i| {
-        let start = (i * chunk_bytes).min(data.len());
-        let end = (start + chunk_bytes).min(data.len());
-        SnapshotChunk {
-            head: head.take().unwrap_or_default(),
-            data: data[start..end].to_vec(),
-            done: i + 1 == count,
-        }
+    pieces(data.len(), chunk_bytes).map(move |(range, done)| SnapshotChunk {
+        head: head.take().unwrap_or_default(),
+        data: data[range].to_vec(),
+        done,
     })
 }
 

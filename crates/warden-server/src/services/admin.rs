@@ -40,7 +40,7 @@ use crate::node::membership::Membership;
 use crate::node::read::ListedHolder;
 use crate::node::submit::{AuthChanged, Released};
 use crate::node::{Node, NodeCell, Principal, SubmitError};
-use crate::raft::snapshot_chunks::MAX_SNAPSHOT_CHUNK_BYTES;
+use crate::raft::snapshot_chunks::{pieces, MAX_SNAPSHOT_CHUNK_BYTES};
 
 /// Longest `requested_by` a caller may send, in bytes; the server appends
 /// " from <caller address>" and the whole stays within
@@ -88,23 +88,16 @@ pub fn snapshot_chunks(
     data: Arc<Vec<u8>>,
     chunk_bytes: usize,
 ) -> impl Iterator<Item = pb::SaveSnapshotChunk> + Send + 'static {
-    let chunk_bytes = chunk_bytes.clamp(1, MAX_SNAPSHOT_CHUNK_BYTES);
     head.data_bytes = data.len() as u64;
-    let count = data.len().div_ceil(chunk_bytes).max(1);
     let first = pb::SaveSnapshotChunk {
         head: Some(head),
         data: Vec::new(),
         done: false,
     };
-    let rest = (0..count).map(move |i| {
-        let start = (i * chunk_bytes).min(data.len());
-        let end = (start + chunk_bytes).min(data.len());
-        debug_assert!(end - start <= MAX_SNAPSHOT_CHUNK_BYTES);
-        pb::SaveSnapshotChunk {
-            head: None,
-            data: data[start..end].to_vec(),
-            done: i + 1 == count,
-        }
+    let rest = pieces(data.len(), chunk_bytes).map(move |(range, done)| pb::SaveSnapshotChunk {
+        head: None,
+        data: data[range].to_vec(),
+        done,
     });
     std::iter::once(first).chain(rest)
 }

@@ -333,13 +333,19 @@ impl StateMachineStore {
         let Some((meta, data)) = built else {
             return self.build_by_copy().await;
         };
+        Ok(self.stored(view.growth_mark, meta, data))
+    }
+
+    /// A snapshot just stored: the log growth restarts from `growth_mark`
+    /// with the snapshot's size (the snapshot rule's input).
+    fn stored(&self, growth_mark: u64, meta: SnapshotMeta, data: Vec<u8>) -> Snapshot {
         self.db
             .growth
-            .snapshot_taken(view.growth_mark, data.len() as u64);
-        Ok(Snapshot {
+            .snapshot_taken(growth_mark, data.len() as u64);
+        Snapshot {
             meta,
             snapshot: data,
-        })
+        }
     }
 
     /// The table copied and encoded under the machine's lock, then stored in
@@ -385,13 +391,7 @@ impl StateMachineStore {
                 Ok((meta, data))
             })
             .await?;
-        self.db
-            .growth
-            .snapshot_taken(view.growth_mark, data.len() as u64);
-        Ok(Snapshot {
-            meta,
-            snapshot: data,
-        })
+        Ok(self.stored(view.growth_mark, meta, data))
     }
 }
 
