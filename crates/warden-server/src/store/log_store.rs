@@ -148,16 +148,18 @@ impl RaftLogReader<TypeConfig> for LogStore {
         let (from_tail, tail_first) = {
             let t = self.tail.lock().map_err(io_err)?;
             let first = t.entries.first_key_value().map(|(i, _)| *i);
-            let got: Vec<Entry> = match first {
+            // Pointers only under the lock (see `Tail::entries`).
+            let got: Vec<Arc<Entry>> = match first {
                 Some(_) => t
                     .entries
                     .range((start, end))
-                    .map(|(_, e)| e.clone())
+                    .map(|(_, e)| Arc::clone(e))
                     .collect(),
                 None => Vec::new(),
             };
             (got, first)
         };
+        let from_tail: Vec<Entry> = from_tail.into_iter().map(Arc::unwrap_or_clone).collect();
         let disk_end = match (tail_first, end) {
             (None, end) => end,
             (Some(f), Included(e)) if e < f => Included(e),
@@ -300,7 +302,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             // the callback fires.
             let mut tail = self.tail.lock().map_err(io_err)?;
             for e in kept {
-                tail.entries.insert(e.index(), e);
+                tail.entries.insert(e.index(), Arc::new(e));
             }
         }
         // The callback fires only after the group holding these rows is

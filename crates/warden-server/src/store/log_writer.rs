@@ -44,7 +44,15 @@ pub(super) const SIM_WAL_FOLD_BYTES: u64 = 16 << 10;
 /// redb (or purged).
 #[derive(Debug, Default)]
 pub(super) struct Tail {
-    pub(super) entries: BTreeMap<u64, Entry>,
+    ///
+    /// Shared (`Arc`), so a reader copies pointers under the lock and the
+    /// entries after it. Copied whole, the 4,096 entries of a fast fill
+    /// (each a batch of acquires) held the lock for 260–380 ms during a
+    /// snapshot build's replay; the Raft core's next `append`, on the
+    /// runtime, waited for it and the leader missed its heartbeats (a
+    /// leader change with no fault while filling to 400,000 and 1,000,000
+    /// locks, docs/performance.md).
+    pub(super) entries: BTreeMap<u64, Arc<Entry>>,
     /// Highest index the writer has committed to disk (lowered by a truncate).
     pub(super) flushed: u64,
     /// The newest committed log id from `save_committed` (encoded), for

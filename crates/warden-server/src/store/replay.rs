@@ -17,7 +17,7 @@
 
 use std::collections::BTreeMap;
 use std::io;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use openraft::EntryPayload;
 use redb::{Database, ReadableDatabase};
@@ -73,11 +73,13 @@ pub(super) fn replay(
     // was in redb when it was taken, and stays in the transaction's view
     // unless purged, which only happens below a newer stored snapshot, which
     // the view then holds.
-    let from_tail: BTreeMap<u64, Entry> = {
+    // Pointers only under the lock: the Raft core's `append` waits for it
+    // (see `Tail::entries`).
+    let from_tail: BTreeMap<u64, Arc<Entry>> = {
         let t = tail.lock().map_err(io_err)?;
         t.entries
             .range(..=target)
-            .map(|(i, e)| (*i, e.clone()))
+            .map(|(i, e)| (*i, Arc::clone(e)))
             .collect()
     };
     let tx = db.begin_read().map_err(io_err)?;
@@ -114,7 +116,7 @@ pub(super) fn replay(
         }
         let decoded;
         let e = match from_tail.get(&index) {
-            Some(e) => e,
+            Some(e) => e.as_ref(),
             None => match rows.next() {
                 Some(row) => {
                     let (k, v) = row.map_err(io_err)?;

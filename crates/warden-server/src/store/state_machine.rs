@@ -412,6 +412,17 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
         raft.snapshot_duration
             .record(started.elapsed().as_secs_f64());
         raft.snapshot_bytes.set(built.snapshot.len() as f64);
+        tracing::info!(
+            index = built
+                .meta
+                .last_log_id
+                .as_ref()
+                .map(|l| l.index())
+                .unwrap_or(0),
+            bytes = built.snapshot.len(),
+            build_ms = started.elapsed().as_millis() as u64,
+            "built a snapshot"
+        );
         Ok(built)
     }
 }
