@@ -464,7 +464,7 @@ async fn queued_entries_below_a_stale_flushed_are_not_evicted() {
         let mut t = tail.lock().expect("tail");
         let mut rows = Vec::new();
         for i in r {
-            t.entries.insert(i, ent(term, i));
+            t.entries.insert(i, std::sync::Arc::new(ent(term, i)));
             rows.push(row(term, i, 0));
         }
         append(rows)
