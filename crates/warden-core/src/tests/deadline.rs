@@ -610,3 +610,69 @@ fn a_due_list_that_names_every_due_lease_is_not_full() {
     assert_eq!(rest.leases.len(), 1);
     assert!(!d.due_is_full(&log.t, &rest, s(5)));
 }
+
+// docs/semantics.md "Checkpoints": the leader's walk in slices names every
+// lease once per pass, as the one-go checkpoint does, with each slice about
+// len × elapsed / pass long (so a tick's entries stay small at 100,000
+// leases); a late slice takes more, so a pass keeps to its length in time;
+// the walk starts over after the last lease, and leases added meanwhile are
+// named in the next pass.
+#[test]
+fn the_checkpoint_walk_names_every_lease_once_per_pass_in_slices() {
+    use crate::deadline::CheckpointWalk;
+    let (mut log, mut d) = (Log::new(), Deadlines::new());
+    let grant = |log: &mut Log, d: &mut Deadlines, i: u64| {
+        let header = RequestHeader {
+            client_id: 1,
+            request_id: i,
+            acked_request_id: i - 1,
+        };
+        step(log, d, lease_grant(header, 10_000), s(0), s(0));
+    };
+    for i in 1..=1_000u64 {
+        grant(&mut log, &mut d, i);
+    }
+    let whole = d.checkpoint(&log.t, L1, s(3), s(1));
+    assert_eq!(whole.leases.len(), 1_000);
+    let pass = ms(750);
+    let mut walk = CheckpointWalk::default();
+    let mut named = Vec::new();
+    let mut items = Vec::new();
+    let mut sizes = Vec::new();
+    // Fifteen ticks of 50 ms make one pass of 750 ms.
+    for _ in 0..15 {
+        let slice = d.checkpoint_slice(&log.t, L1, s(3), s(1), &mut walk, ms(50), pass);
+        sizes.push(slice.leases.len());
+        named.extend(slice.leases.iter().map(|l| l.lease_id));
+        items.extend(slice.leases);
+        assert_eq!(slice.leader, L1);
+    }
+    // ceil(1,000 × 50 / 750) = 67 per slice; the 15th takes the last 62.
+    assert_eq!(&sizes[..14], &[67; 14]);
+    assert_eq!(sizes[14], 1_000 - 14 * 67);
+    assert_eq!(named, (1..=1_000).collect::<Vec<u64>>());
+    // Each item as the one-go checkpoint names it.
+    assert_eq!(items, whole.leases);
+    // The walk started over: leases added meanwhile are in the next pass,
+    // and a slice 375 ms late takes half of the leases.
+    for i in 1_001..=1_100u64 {
+        grant(&mut log, &mut d, i);
+    }
+    let late = d.checkpoint_slice(&log.t, L1, s(3), s(1), &mut walk, ms(375), pass);
+    assert_eq!(late.leases.len(), 550);
+    assert_eq!(late.leases.first().map(|l| l.lease_id), Some(1));
+    let rest = d.checkpoint_slice(&log.t, L1, s(3), s(1), &mut walk, pass, pass);
+    assert_eq!(rest.leases.len(), 550);
+    assert_eq!(rest.leases.last().map(|l| l.lease_id), Some(1_100));
+    // A lease renewed within the interval is walked but not named.
+    step(
+        &mut log,
+        &mut d,
+        Command::RenewBatch(RenewBatch { lease_ids: vec![5] }),
+        ms(2_500),
+        ms(2_500),
+    );
+    let again = d.checkpoint_slice(&log.t, L1, s(3), s(1), &mut walk, pass, pass);
+    assert_eq!(again.leases.len(), 1_099);
+    assert!(again.leases.iter().all(|l| l.lease_id != 5));
+}

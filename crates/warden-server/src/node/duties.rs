@@ -25,6 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use warden_core::deadline::CheckpointWalk;
 use warden_core::limits::MAX_DUE_PER_ENTRY;
 use warden_core::types::{Command, DropClients, EndLockDelay, EndMaxHold, Promote};
 use warden_core::ClientView;
@@ -43,6 +44,12 @@ pub const MAX_DROPPED_CLIENTS_PER_ENTRY: usize = 1_024;
 /// come back full ([`MAX_DUE_PER_ENTRY`] each): 200 entries end up to 200,000
 /// leases in a tick, twice the default cap on live leases.
 pub const MAX_EXPIRE_ENTRIES_PER_TICK: usize = 200;
+
+/// A whole pass of the checkpoint walk takes this share of the checkpoint
+/// interval (750 ms of the default 1 s), one slice per duty tick: every
+/// lease, wait and lock-delay is looked at least once per interval even
+/// when ticks run late (a late slice takes more, `Deadlines::checkpoint_slice`).
+pub const CHECKPOINT_PASS_SHARE: f64 = 0.75;
 
 /// What the leader remembers of each outcome record (node-local): by
 /// principal (`""` for the records of unwrapped and anonymous commands; a
@@ -102,6 +109,12 @@ pub async fn run(node: Weak<Node>) {
     let mut interval = tokio::time::interval(tick);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_checkpoint = None;
+    // The lease/wait/lock-delay checkpoint walks in slices, one per tick,
+    // a whole pass every CHECKPOINT_PASS_SHARE of the interval
+    // (`Deadlines::checkpoint_slice`).
+    let checkpoint_pass = checkpoint_every.mul_f64(CHECKPOINT_PASS_SHARE);
+    let mut walk = CheckpointWalk::default();
+    let mut last_slice: Option<Duration> = None;
     // Node-local: (principal, client id) → (its record's last_index, when
     // this leader first saw that last_index). Never replicated; a new leader
     // starts afresh, so a client is dropped no earlier than the idle timeout
@@ -114,6 +127,8 @@ pub async fn run(node: Weak<Node>) {
         let Some(leader) = node.leader_id_if_leader() else {
             node.set_promoted(None);
             last_checkpoint = None;
+            walk = CheckpointWalk::default();
+            last_slice = None;
             client_seen.clear();
             continue;
         };
@@ -150,22 +165,33 @@ pub async fn run(node: Weak<Node>) {
         // (a mass expiry still ends within its bound, L1), up to
         // MAX_EXPIRE_ENTRIES_PER_TICK entries: an entry that ended nothing
         // (the table refused it) cannot keep the loop from its other duties.
-        let (delays, max_holds, checkpoint) = {
+        let (delays, max_holds, slice, per_interval) = {
             let Ok(m) = node.shared.machine.lock() else {
                 return;
             };
             let delays = m.deadlines.due_lock_delays(&m.table, now);
             let max_holds = m.deadlines.due_max_holds(&m.table, now);
-            let checkpoint = match last_checkpoint {
+            // The first slice after promotion is a whole pass, as the one
+            // checkpoint of an interval was before the walk was spread.
+            let elapsed = last_slice.map_or(checkpoint_pass, |t| now.saturating_sub(t));
+            last_slice = Some(now);
+            let slice = m.deadlines.checkpoint_slice(
+                &m.table,
+                leader,
+                now,
+                checkpoint_every,
+                &mut walk,
+                elapsed,
+                checkpoint_pass,
+            );
+            let per_interval = match last_checkpoint {
                 Some(t) if now.saturating_sub(t) < checkpoint_every => None,
-                _ => Some((
-                    m.deadlines
-                        .checkpoint(&m.table, leader, now, checkpoint_every),
+                _ => Some(
                     m.deadlines
                         .max_hold_checkpoint(&m.table, leader, now, checkpoint_every),
-                )),
+                ),
             };
-            (delays, max_holds, checkpoint)
+            (delays, max_holds, slice, per_interval)
         };
         for _ in 0..MAX_EXPIRE_ENTRIES_PER_TICK {
             let (due, full) = {
@@ -218,9 +244,25 @@ pub async fn run(node: Weak<Node>) {
                 tracing::debug!("end max-hold: {}", e);
             }
         }
-        // 4. Checkpoint remaining TTLs and max-holds; drop idle clients'
+        // 4. Checkpoint remaining TTLs, waits and lock-delays (this tick's
+        // slice), in entries of at most MAX_DUE_PER_ENTRY items, proposed
+        // together (they batch into few appends): one entry naming a whole
+        // slice would hold apply, and the machine lock, for its whole list.
+        if !slice.is_empty() {
+            let entries = slice.into_entries(MAX_DUE_PER_ENTRY);
+            let proposed = futures::future::join_all(
+                entries
+                    .into_iter()
+                    .map(|cp| node.propose_duty(Command::Checkpoint(cp))),
+            )
+            .await;
+            for e in proposed.into_iter().filter_map(Result::err) {
+                tracing::debug!("checkpoint: {}", e);
+            }
+        }
+        // 5. Once an interval: checkpoint max-holds; drop idle clients'
         // outcome records.
-        if let Some((cp, max_hold_cp)) = checkpoint {
+        if let Some(max_hold_cp) = per_interval {
             last_checkpoint = Some(now);
             let idle = {
                 let Ok(m) = node.shared.machine.lock() else {
@@ -241,20 +283,6 @@ pub async fn run(node: Weak<Node>) {
                 if let Err(e) = node.propose_duty(cmd).await {
                     tracing::debug!("drop clients: {}", e);
                 }
-            }
-            // In entries of at most MAX_DUE_PER_ENTRY items, proposed
-            // together (they batch into few appends): with 100,000 sessions
-            // most leases are named each interval, and one entry naming them
-            // all would hold apply, and the machine lock, for its whole list.
-            let entries = cp.into_entries(MAX_DUE_PER_ENTRY);
-            let proposed = futures::future::join_all(
-                entries
-                    .into_iter()
-                    .map(|cp| node.propose_duty(Command::Checkpoint(cp))),
-            )
-            .await;
-            for e in proposed.into_iter().filter_map(Result::err) {
-                tracing::debug!("checkpoint: {}", e);
             }
             if let Some(cp) = max_hold_cp {
                 if let Err(e) = node.propose_duty(Command::CheckpointMaxHold(cp)).await {
