@@ -95,6 +95,18 @@ impl Drop for Cluster {
                 let _ = c.wait();
             }
         }
+        // BENCH_KEEP_LOGS=DIR: each node's out.log is copied there
+        // (`<cluster dir name>-n<id>.log`) before the temp dir goes.
+        if let Ok(keep) = std::env::var("BENCH_KEEP_LOGS") {
+            let keep = Path::new(&keep);
+            let name = self._dir.path().file_name().unwrap_or_default();
+            if std::fs::create_dir_all(keep).is_ok() {
+                for (i, n) in self.nodes.iter().enumerate() {
+                    let to = keep.join(format!("{}-n{}.log", name.to_string_lossy(), i + 1));
+                    let _ = std::fs::copy(n.dir.join("out.log"), to);
+                }
+            }
+        }
     }
 }
 
@@ -192,9 +204,13 @@ impl Node {
             .current_dir(&self.dir)
             // Warden's start steps and leader duties, for the scale run's
             // restart breakdown (`scale::start_steps`); errors otherwise.
+            // BENCH_NODE_LOG replaces the filter (e.g. to add openraft's
+            // election lines).
             .env(
                 "RUST_LOG",
-                "error,warden_server::start=info,warden_server::node::duties=info",
+                std::env::var("BENCH_NODE_LOG").unwrap_or_else(|_| {
+                    "error,warden_server::start=info,warden_server::node::duties=info".into()
+                }),
             )
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)

@@ -23,11 +23,13 @@ pub mod report;
 mod warden;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
 use serde_json::{json, Map, Value};
+use tokio::sync::oneshot;
 
 use crate::cluster::{free_port, proc_usage, Cluster, StartOptions, System};
 use warden::{Calls, Ids, Keeper, Probe, Wt};
@@ -398,6 +400,22 @@ async fn locks_point(ctx: &Ctx, locks: u64, sessions: u64, full: bool) -> Result
         json!((held as f64 / fill_s).round()),
     );
     out.insert("fill_acquire_p50_ms".into(), json!(ms_q(fill_h, 0.5)));
+    // The rate along the fill, and its last tenth's against the rate from
+    // 10,000 to 20,000 held locks (the bar: at least 0.8).
+    let curve: Vec<Value> = filled
+        .rate_curve
+        .iter()
+        .map(|(n, r)| json!({"locks": n, "acquires_per_s": r}))
+        .collect();
+    if let (Some(first), Some(last)) = (filled.rate_curve.first(), filled.rate_curve.last()) {
+        if first.1 > 0.0 {
+            out.insert(
+                "fill_rate_last_vs_first".into(),
+                json!((last.1 / first.1 * 100.0).round() / 100.0),
+            );
+        }
+    }
+    out.insert("fill_rate_curve".into(), json!(curve));
     // Let the nodes settle (snapshots built after the fill) before reading RSS.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let rss: Vec<f64> = cluster
@@ -620,25 +638,61 @@ async fn mass_expiry(ctx: &Ctx, s: &Sizes) -> Result<Value> {
     .await;
     let holding = held.iter().filter(|h| **h).count();
     eprintln!("   {holding} held; queueing one waiter on each");
-    let mut queued = Vec::new();
-    let mut done = Vec::new();
-    for i in 0..holder_leases.len() {
-        let (lease, _) = waiter_leases[i % waiter_leases.len()];
-        let (q, d) = calls.start(warden::acquire_call(
-            ids.next(),
-            1,
-            format!("mx-{i}"),
-            lease,
-            Duration::from_secs(600),
-        ))?;
-        queued.push(q);
-        done.push(d);
-    }
-    let queued_ok =
-        tokio::time::timeout(Duration::from_secs(300), futures::future::join_all(queued))
+    // Queued on one Calls stream to the leader; a wait refused with
+    // Unavailable (a leader change meanwhile) is sent again, with the same
+    // client and request id (S7), on a stream to the new leader, up to 4
+    // times. Every stream stays open: it carries its waits' grants.
+    let mut streams = vec![Arc::new(calls)];
+    let mut done: Vec<Option<oneshot::Receiver<warden::Answer>>> =
+        (0..holder_leases.len()).map(|_| None).collect();
+    let mut early: Vec<Option<warden::Answer>> = (0..holder_leases.len()).map(|_| None).collect();
+    let mut pending: Vec<(usize, u64)> =
+        (0..holder_leases.len()).map(|i| (i, ids.next())).collect();
+    let mut queued_ok = 0usize;
+    let mut queue_retries = 0u64;
+    for attempt in 0..5 {
+        let calls = streams.last().expect("a stream").clone();
+        let mut started = Vec::new();
+        for &(i, client_id) in &pending {
+            let (lease, _) = waiter_leases[i % waiter_leases.len()];
+            let (q, d) = calls.start(warden::acquire_call(
+                client_id,
+                1,
+                format!("mx-{i}"),
+                lease,
+                Duration::from_secs(600),
+            ))?;
+            started.push((i, client_id, q, d));
+        }
+        let qs: Vec<_> = started.iter_mut().map(|(_, _, q, _)| q).collect();
+        let got = tokio::time::timeout(Duration::from_secs(300), futures::future::join_all(qs))
             .await
-            .map(|v| v.iter().filter(|r| r.is_ok()).count())
-            .unwrap_or(0);
+            .unwrap_or_default();
+        let mut again = Vec::new();
+        for (k, (i, client_id, _, d)) in started.into_iter().enumerate() {
+            if got.get(k).is_some_and(|r| r.is_ok()) {
+                queued_ok += 1;
+                done[i] = Some(d);
+                continue;
+            }
+            // Not queued: its answer is already there (or never comes).
+            match tokio::time::timeout(Duration::from_secs(5), d).await {
+                Ok(Ok(warden::Answer::Error(e))) if e.starts_with("code 14:") && attempt < 4 => {
+                    again.push((i, client_id));
+                }
+                Ok(Ok(a)) => early[i] = Some(a),
+                Ok(Err(_)) | Err(_) => early[i] = Some(warden::Answer::Error("no answer".into())),
+            }
+        }
+        if again.is_empty() {
+            break;
+        }
+        queue_retries += again.len() as u64;
+        pending = again;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let leader = wt.leader().await?;
+        streams.push(Arc::new(Calls::open(&wt, &leader).await?));
+    }
     eprintln!("   {queued_ok} waiters queued; holders stop renewing");
     let status = wt.client(warden::LOAD_USER).await?.cluster_status().await?;
     let e_ms = status.timing.map(|t| t.bound_e_ms).unwrap_or(0);
@@ -646,8 +700,13 @@ async fn mass_expiry(ctx: &Ctx, s: &Sizes) -> Result<Value> {
     let probe = Probe::start(&wt).await?;
     let t0 = Instant::now();
     holders.stop();
-    let waits = futures::future::join_all(done.into_iter().map(|d| async move {
-        match d.await {
+    let waits = futures::future::join_all(done.into_iter().zip(early).map(|(d, a)| async move {
+        let answer = match (d, a) {
+            (Some(d), _) => d.await.map_err(anyhow::Error::from),
+            (None, Some(a)) => Ok(a),
+            (None, None) => Ok(warden::Answer::Error("never sent".into())),
+        };
+        match answer {
             Ok(warden::Answer::Granted) => Ok(t0.elapsed()),
             Ok(warden::Answer::Error(e)) => Err(warden::error_kind(&e)),
             Ok(other) => Err(format!("{other:?}")),
@@ -674,6 +733,8 @@ async fn mass_expiry(ctx: &Ctx, s: &Sizes) -> Result<Value> {
         "leases": holder_leases.len(),
         "locks_held": holding,
         "waiters_queued": queued_ok,
+        "queue_retries": queue_retries,
+        "queue_streams": streams.len(),
         "waiters_granted": granted.len(),
         "wait_errors": wait_errors,
         "all_freed_after_s": if all { last.map(|d| (d.as_secs_f64() * 100.0).round() / 100.0) } else { None },

@@ -237,7 +237,17 @@ pub async fn grant_leases(
                         })
                         .await;
                     match r {
-                        Ok(r) => return Ok((r.into_inner().lease_id, client_id)),
+                        Ok(r) => {
+                            let lease_id = r.into_inner().lease_id;
+                            // Kept alive from now on: added only after the
+                            // whole ramp (8-11 s at 100,000 leases), the
+                            // first leases of a 12 s TTL expired before
+                            // their first keep-alive.
+                            if let Some(k) = keeper {
+                                k.add(&[lease_id]);
+                            }
+                            return Ok((lease_id, client_id));
+                        }
                         Err(e) if tries < 3 && e.code() == tonic::Code::Unavailable => {
                             tries += 1;
                             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -255,12 +265,7 @@ pub async fn grant_leases(
     let mut first_error = None;
     for r in results {
         match r {
-            Ok(g) => {
-                if let Some(k) = keeper {
-                    k.add(&[g.0]);
-                }
-                granted.push(g)
-            }
+            Ok(g) => granted.push(g),
             Err(e) => {
                 failed += 1;
                 first_error.get_or_insert(e);
@@ -558,7 +563,13 @@ pub async fn fill(
 ) -> Result<Filled> {
     let streams = LeaderStreams::open(wt).await?;
     let streams = &streams;
-    let results: Vec<Filled> = futures::stream::iter(sessions.iter().enumerate())
+    // When the count of granted locks crossed each multiple of
+    // RATE_STEP_LOCKS: the fill rate along the fill (`rate_curve`).
+    let started = Instant::now();
+    let granted_so_far = std::sync::atomic::AtomicU64::new(0);
+    let crossings = std::sync::Mutex::new(vec![(0u64, started)]);
+    let (granted_so_far, crossings) = (&granted_so_far, &crossings);
+    let results: Filled = futures::stream::iter(sessions.iter().enumerate())
         .map(|(s, (lease, client_id))| {
             let (lease, client_id) = (*lease, *client_id);
             let prefix = prefix.to_owned();
@@ -610,6 +621,13 @@ pub async fn fill(
                     if granted {
                         f.ok += 1;
                         crate::scale::record(&mut f.latency, t.elapsed());
+                        let n =
+                            granted_so_far.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                        if n % RATE_STEP_LOCKS == 0 {
+                            if let Ok(mut c) = crossings.lock() {
+                                c.push((n, Instant::now()));
+                            }
+                        }
                     } else {
                         f.failed += 1;
                     }
@@ -618,20 +636,22 @@ pub async fn fill(
             }
         })
         .buffer_unordered(1024)
-        .collect()
+        // Folded as they finish: 100,000 sessions' histograms kept until
+        // the end took 19 GiB of the load generator (and the OOM killer
+        // took it) once latencies reached seconds.
+        .fold(Filled::default(), |mut all, f| async move {
+            all.ok += f.ok;
+            all.failed += f.failed;
+            let _ = all.latency.add(f.latency);
+            for (k, n) in f.errors {
+                *all.errors.entry(k).or_default() += n;
+            }
+            all
+        })
         .await;
-    let mut all = Filled {
-        leader_changes: streams.generation().await,
-        ..Filled::default()
-    };
-    for f in results {
-        all.ok += f.ok;
-        all.failed += f.failed;
-        let _ = all.latency.add(f.latency);
-        for (k, n) in f.errors {
-            *all.errors.entry(k).or_default() += n;
-        }
-    }
+    let mut all = results;
+    all.leader_changes = streams.generation().await;
+    all.rate_curve = rate_curve(&crossings.lock().map(|c| c.clone()).unwrap_or_default());
     Ok(all)
 }
 
@@ -684,6 +704,36 @@ impl<'a> LeaderStreams<'a> {
     }
 }
 
+/// The fill records the time at every this many granted locks.
+const RATE_STEP_LOCKS: u64 = 10_000;
+
+/// The fill rate along the fill from its crossings (locks, instant): the
+/// rate over the second RATE_STEP_LOCKS (from 10,000 to 20,000 held; the
+/// first includes opening the streams and 1,024 sessions starting at once),
+/// then over each tenth of the fill (at least RATE_STEP_LOCKS), as (locks
+/// held at the segment's end, acquires per second within it).
+fn rate_curve(crossings: &[(u64, Instant)]) -> Vec<(u64, f64)> {
+    let Some(&(total, _)) = crossings.last() else {
+        return Vec::new();
+    };
+    let tenth = (total / 10).max(RATE_STEP_LOCKS);
+    let mut out = Vec::new();
+    let Some(&first) = crossings.iter().find(|(n, _)| *n == RATE_STEP_LOCKS) else {
+        return Vec::new();
+    };
+    let mut prev = first;
+    for &(n, at) in crossings.iter().filter(|(n, _)| *n > RATE_STEP_LOCKS) {
+        if n == 2 * RATE_STEP_LOCKS || n % tenth == 0 || n == total {
+            let secs = at.duration_since(prev.1).as_secs_f64();
+            if secs > 0.0 && n > prev.0 {
+                out.push((n, ((n - prev.0) as f64 / secs).round()));
+            }
+            prev = (n, at);
+        }
+    }
+    out
+}
+
 /// What [`fill`] did: acquires granted (after at most nine retries of
 /// Unavailable) and failed, the granted ones' latency from the first
 /// attempt, every failed attempt by kind ([`error_kind`]), and how many
@@ -695,6 +745,8 @@ pub struct Filled {
     pub leader_changes: u64,
     pub latency: Histogram<u64>,
     pub errors: std::collections::BTreeMap<String, u64>,
+    /// (locks held, acquires per second) along the fill ([`rate_curve`]).
+    pub rate_curve: Vec<(u64, f64)>,
 }
 
 impl Default for Filled {
@@ -705,6 +757,7 @@ impl Default for Filled {
             leader_changes: 0,
             latency: crate::scale::histogram(),
             errors: Default::default(),
+            rate_curve: Vec::new(),
         }
     }
 }
