@@ -30,7 +30,10 @@ async fn probe(
 ) -> (hdrhistogram::Histogram<u64>, u64) {
     let mut h = histogram();
     let mut failed = 0;
-    let Ok(mut c) = target.connect().await else {
+    // Bounded: a ZooKeeper connect under 20,000 sessions once never
+    // returned, and the row with it.
+    let Ok(Ok(mut c)) = tokio::time::timeout(Duration::from_secs(10), target.connect()).await
+    else {
         return (h, 1);
     };
     let tag: u32 = rand::random();
@@ -232,7 +235,10 @@ async fn hold(
     stop.store(true, Ordering::Relaxed);
     let after = pid.map(proc_usage).unwrap_or((0, 0));
     let wall = t0.elapsed();
-    let (h, probe_failed) = probe.await.unwrap_or_else(|_| (histogram(), 0));
+    let (h, probe_failed) = match tokio::time::timeout(Duration::from_secs(30), probe).await {
+        Ok(Ok(r)) => r,
+        _ => (histogram(), 1),
+    };
     json!({
         "sessions": held,
         "sessions_lost": lost.load(Ordering::Relaxed),

@@ -277,7 +277,15 @@ async fn chubby_cell(ctx: &Ctx, s: &Sizes, anchors_: &[String]) -> Result<Value>
                     ..Default::default()
                 };
                 match Cluster::start_with(System::Zookeeper, &ctx.work, &ctx.bin, &opts).await {
-                    Ok(c) => anchors::zookeeper(&c, s).await.unwrap_or_else(err),
+                    Ok(c) => {
+                        // Bounded as a whole too: ramp, hold and a margin.
+                        let within =
+                            anchors::ZK_RAMP_LIMIT + Duration::from_secs(s.hold_secs + 300);
+                        match tokio::time::timeout(within, anchors::zookeeper(&c, s)).await {
+                            Ok(r) => r.unwrap_or_else(err),
+                            Err(_) => err(anyhow::anyhow!("timed out after {within:?}")),
+                        }
+                    }
                     Err(e) => err(e),
                 }
             }
