@@ -876,14 +876,21 @@ async fn chunked_snapshot_body() {
         .initialize(members)
         .await
         .expect("initialize");
-    let leader = wait_leader(&[&nodes[&1], &nodes[&2], &nodes[&3]]).await;
+    let first_leader = wait_leader(&[&nodes[&1], &nodes[&2], &nodes[&3]]).await;
     let behind = (1..=3u64)
         .rev()
-        .find(|id| *id != leader)
+        .find(|id| *id != first_leader)
         .expect("a follower");
     nodes[&behind].set_off(true);
+    let live: Vec<&TestNode> = (1..=3u64)
+        .filter(|id| *id != behind)
+        .map(|id| &nodes[&id])
+        .collect();
 
-    let l = &nodes[&leader];
+    // On two busy cores the live follower may campaign while the other node
+    // is away (a leader whose lease lapsed answers ForwardToLeader): each
+    // write follows the leader the live nodes agree on, with the same
+    // request id, so a retried write is applied once.
     for i in 0..300u64 {
         let cmd = Command::Acquire(Acquire {
             header: RequestHeader {
@@ -897,26 +904,54 @@ async fn chunked_snapshot_body() {
             lock_delay_ms: 0,
             due: None,
         });
-        l.raft
-            .client_write(crate::types::Request(LogEntry::V1(cmd)))
-            .await
-            .expect("write");
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let leader = wait_leader(&live).await;
+            match nodes[&leader]
+                .raft
+                .client_write(crate::types::Request(LogEntry::V1(cmd.clone())))
+                .await
+            {
+                Ok(_) => break,
+                Err(openraft::error::RaftError::APIError(
+                    openraft::error::ClientWriteError::ForwardToLeader(to),
+                )) => {
+                    assert!(
+                        tokio::time::Instant::now() < deadline,
+                        "write {i} still refused: {to:?}"
+                    );
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(e) => panic!("write {i}: {e:?}"),
+            }
+        }
     }
+    // Both live nodes apply every write, snapshot and purge their logs, so
+    // whichever of them leads when the follower returns must send it a
+    // snapshot.
+    let leader = wait_leader(&live).await;
+    let l = &nodes[&leader];
     let applied = l
         .metrics()
         .last_applied
         .map(|id| id.index())
         .expect("applied");
-    l.raft.trigger().snapshot().await.expect("snapshot");
-    wait_until("the leader's snapshot covers the writes", || {
-        l.metrics().snapshot.map(|id| id.index()) >= Some(applied)
-    })
-    .await;
-    l.raft.trigger().purge_log(applied).await.expect("purge");
-    wait_until("the leader purged its log", || {
-        l.metrics().purged.map(|id| id.index()) >= Some(applied)
-    })
-    .await;
+    for n in &live {
+        wait_until("both live nodes applied the writes", || {
+            n.metrics().last_applied.map(|id| id.index()) >= Some(applied)
+        })
+        .await;
+        n.raft.trigger().snapshot().await.expect("snapshot");
+        wait_until("the snapshot covers the writes", || {
+            n.metrics().snapshot.map(|id| id.index()) >= Some(applied)
+        })
+        .await;
+        n.raft.trigger().purge_log(applied).await.expect("purge");
+        wait_until("the log is purged", || {
+            n.metrics().purged.map(|id| id.index()) >= Some(applied)
+        })
+        .await;
+    }
     let snapshot = l
         .raft
         .get_snapshot()
