@@ -514,14 +514,38 @@ impl Cluster {
         }
     }
 
-    /// The index of the node that says it leads, if one does.
+    /// The index of the node that says it leads, if one does. For Warden,
+    /// the leader of the highest term any running node reports, and only
+    /// if that node says so itself: a leader deposed by a partition or a
+    /// stall still says it leads, at its old term, until it hears of the
+    /// new one (killing it would time no failover).
     pub async fn leader(&self) -> Option<usize> {
+        if matches!(self.system, System::Warden { .. }) {
+            let mut views = Vec::new();
+            for (i, n) in self.nodes.iter().enumerate() {
+                if n.child.is_some() {
+                    if let Some(s) = warden_status(&n.client_addr, &self.warden_tls).await {
+                        views.push((i, s));
+                    }
+                }
+            }
+            let term = views
+                .iter()
+                .filter(|(_, s)| s.leader_id != 0)
+                .map(|(_, s)| s.term)
+                .max()?;
+            return views
+                .iter()
+                .find(|(_, s)| s.term == term && s.leader_id != 0 && s.leader_id == s.node_id)
+                .map(|(i, _)| *i);
+        }
         for (i, n) in self.nodes.iter().enumerate() {
             if n.child.is_none() {
                 continue;
             }
             let leads = match self.system {
-                System::Warden { .. } => warden_leads(&n.client_addr, &self.warden_tls).await,
+                // chosen by term above
+                System::Warden { .. } => continue,
                 System::Etcd { .. } => etcd_leads(&n.client_addr).await,
                 System::Zookeeper => zk_mode(&n.client_addr)
                     .await
@@ -550,20 +574,23 @@ impl Cluster {
     }
 }
 
-async fn warden_leads(addr: &str, tls: &Option<TlsOptions>) -> bool {
+/// One node's own ClusterStatus (None if it does not answer in 300 ms).
+async fn warden_status(
+    addr: &str,
+    tls: &Option<TlsOptions>,
+) -> Option<warden_client::ClusterStatus> {
     let options = warden_client::ClientOptions {
         deadline: Duration::from_millis(300),
         attempt_timeout: Duration::from_millis(300),
         tls: tls.clone(),
         ..Default::default()
     };
-    let Ok(c) = warden_client::Client::connect(vec![addr.to_owned()], options).await else {
-        return false;
-    };
-    match c.cluster_status_within(Duration::from_millis(300)).await {
-        Ok(s) => s.leader_id != 0 && s.leader_id == s.node_id,
-        Err(_) => false,
-    }
+    let c = warden_client::Client::connect(vec![addr.to_owned()], options)
+        .await
+        .ok()?;
+    c.cluster_status_within(Duration::from_millis(300))
+        .await
+        .ok()
 }
 
 async fn etcd_leads(addr: &str) -> bool {
