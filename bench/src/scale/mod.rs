@@ -52,6 +52,11 @@ pub struct ScaleArgs {
     /// quick 20].
     #[arg(long)]
     hold_secs: Option<u64>,
+    /// One-way peer latencies of wan, in ms, comma-separated (each 1..=1000)
+    /// [default: 25,50,100].
+    #[arg(long, value_delimiter = ',', default_value = "25,50,100",
+          value_parser = clap::value_parser!(u64).range(1..=1000))]
+    wan_ms: Vec<u64>,
     /// Scenarios, comma-separated.
     #[arg(
         long,
@@ -130,7 +135,7 @@ pub async fn run(args: ScaleArgs) -> Result<()> {
         } else {
             vec![10_000, 100_000, locks.max(1_000_000)]
         },
-        wan_ms: vec![25, 50, 100],
+        wan_ms: args.wan_ms.clone(),
         wan_window_s: if q { 3 } else { 10 },
     };
     let warden_bin = std::fs::canonicalize(&args.warden_bin)
@@ -805,7 +810,8 @@ async fn wan_point(ctx: &Ctx, s: &Sizes, one_way: u64, preset: bool) -> Result<V
         peer_ports: Some(ports),
         ..Default::default()
     };
-    let (mut cluster, wt) = ctx.warden(&opts).await?;
+    let (mut cluster, mut wt) = ctx.warden(&opts).await?;
+    wt.peer_round_trip = Duration::from_millis(rtt);
     let client = wt.client(warden::LOAD_USER).await?;
     let mut h = histogram();
     for i in 0..(if s.quick { 20 } else { 100 }) {

@@ -50,6 +50,9 @@ pub struct Wt {
     pub endpoints: Vec<String>,
     /// `certs/` of the cluster: `root`'s and `scale`'s certificates.
     pub certs: PathBuf,
+    /// The round trip between nodes the driver put there (the `wan`
+    /// proxy); zero on plain loopback. A write's commit takes at least this.
+    pub peer_round_trip: Duration,
 }
 
 impl Wt {
@@ -161,6 +164,7 @@ pub async fn setup_principal(cluster: &Cluster, warden_bin: &Path) -> Result<Wt>
     let wt = Wt {
         endpoints: cluster.endpoints(),
         certs: cluster.dir().join("certs"),
+        peer_round_trip: Duration::ZERO,
     };
     mint_client(warden_bin, cluster.dir(), LOAD_USER)?;
     let root = wt.client(warden_client::DEFAULT_USER).await?;
@@ -845,9 +849,14 @@ pub async fn cycle(client: &warden_client::Client, resource: &str) -> Result<()>
 /// Time until an acquire + release of a fresh resource succeeds, trying
 /// every 20 ms with short deadlines, from `from`, giving up after `limit`.
 pub async fn until_served(wt: &Wt, from: Instant, limit: Duration) -> Option<f64> {
+    // An attempt must outlast a commit: with a 100 ms one-way peer link a
+    // write waits up to two round trips (one append in flight, then its
+    // own), and a fixed 300 ms timed out every attempt for a minute.
+    let attempt_timeout = Duration::from_millis(300) + 2 * wt.peer_round_trip;
+    let deadline = Duration::from_millis(1000).max(3 * attempt_timeout);
     let options = warden_client::ClientOptions {
-        deadline: Duration::from_millis(1000),
-        attempt_timeout: Duration::from_millis(300),
+        deadline,
+        attempt_timeout,
         ..wt.options(LOAD_USER)
     };
     let tag: u32 = rand::random();
@@ -866,12 +875,10 @@ pub async fn until_served(wt: &Wt, from: Instant, limit: Duration) -> Option<f64
             .and_then(Result::ok);
         }
         if let Some(c) = &client {
-            let r = tokio::time::timeout(
-                Duration::from_secs(2),
-                cycle(c, &format!("served-{tag:x}-{i}")),
-            )
-            .await
-            .unwrap_or_else(|_| Err(anyhow!("cycle timed out after 2 s")));
+            let cycle_limit = Duration::from_secs(2).max(2 * deadline);
+            let r = tokio::time::timeout(cycle_limit, cycle(c, &format!("served-{tag:x}-{i}")))
+                .await
+                .unwrap_or_else(|_| Err(anyhow!("cycle timed out after {cycle_limit:?}")));
             match r {
                 Ok(()) => return Some(crate::scale::ms(from.elapsed())),
                 Err(e) => {
