@@ -11,9 +11,10 @@
 # --workloads uncontended,parallel).
 # BENCH_LOAD_NOTE="..." is recorded as machine.load_note in the results.
 #
-#   bench/run.sh --scale          # the scale run (16 minutes at its default sizes with
-#                                 # --anchors etcd on 2 cores, over an hour with ZooKeeper's
-#                                 # ramp: run it on a quiet machine), writes bench/results/scale.*
+#   bench/run.sh --scale          # the scale run (about 25 minutes at its default sizes with
+#                                 # --anchors etcd on 2 cores; ZooKeeper's ramp is capped at
+#                                 # 300 s, but its anchor has hung past that: run it on a quiet
+#                                 # machine), writes bench/results/scale.*
 #   bench/run.sh --scale --quick  # every scenario small (2,000 sessions, 20,000 locks, 20 s hold),
 #                                 # under ~5 minutes: validates the driver (also: --scale-quick)
 #
@@ -23,7 +24,9 @@
 # each lock (mass_expiry), the same measurements at 10k/100k/1M locks (curve), and peer traffic
 # through a delaying proxy at 25/50/100 ms one way (wan). It runs as one load principal, `scale`,
 # whose quota and the cluster limits it raises (scale.md records them). Knobs after --scale go to
-# `loadgen scale`: --sessions N, --locks N, --hold-secs S, --scenarios a,b, --anchors etcd,zookeeper.
+# `loadgen scale`: --sessions N, --locks N, --hold-secs S, --scenarios a,b, --anchors etcd,zookeeper,
+# --wan-ms 25,50,100. BENCH_NODE_LOG sets the nodes' RUST_LOG; BENCH_KEEP_LOGS=DIR copies their
+# logs to DIR when each cluster stops.
 # BENCH_OUT=results/NAME.json writes NAME.{json,md,png} instead of scale.*. Without --scale this
 # script runs exactly as described above. docs/performance.md, "The scale run", says what each
 # scenario measures and how.
