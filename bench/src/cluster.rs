@@ -536,7 +536,7 @@ impl Cluster {
                 .max()?;
             return views
                 .iter()
-                .find(|(_, s)| s.term == term && s.leader_id != 0 && s.leader_id == s.node_id)
+                .find(|(_, s)| s.term == term && s.leader_id == s.node_id)
                 .map(|(i, _)| *i);
         }
         for (i, n) in self.nodes.iter().enumerate() {
