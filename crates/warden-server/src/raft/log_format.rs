@@ -246,6 +246,11 @@ impl LogFormats {
         Self::with_floor(me, AUTH_LOG_FORMAT)
     }
 
+    /// This node's id.
+    pub fn me(&self) -> u64 {
+        self.me
+    }
+
     fn with_floor(me: u64, unreported_floor: u32) -> Self {
         LogFormats {
             me,

@@ -10,19 +10,21 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use openraft::errors::RPCError;
+use openraft::network::RPCTypes;
 use openraft::raft::{AppendEntriesRequest, StreamAppendResult};
 use tokio::sync::mpsc;
 use warden_proto::peer::Blob;
 
-use super::{network, unreachable, PeerConnection, MAX_APPENDS_IN_FLIGHT};
+use super::{network, PeerConnection, MAX_APPENDS_IN_FLIGHT};
 use crate::types::{LogId, TypeConfig};
 
 /// One replication session over `AppendStream` (see
 /// [`PeerConnection::stream_append`]). Polling it takes openraft's requests
 /// (at most [`MAX_APPENDS_IN_FLIGHT`] unanswered) into the stream's request
 /// body and yields the follower's answers in order. The oldest unanswered
-/// request gets the call timeout: past it the session ends as timed out
-/// (counted toward [`PEER_RECONNECT_AFTER`]), so a stream on a connection
+/// request gets the call timeout: past it the session ends with openraft's
+/// `Timeout` (see [`PeerConnection::timeout_error`]; counted toward
+/// [`PEER_RECONNECT_AFTER`]), so a stream on a connection
 /// that stopped delivering is given up, as a unary call is. Dropping it drops
 /// openraft's request stream with it, as openraft's own sequential session
 /// does: no request is taken for a session that has ended.
@@ -149,10 +151,10 @@ where
             }
             if this.deadline.as_mut().poll(cx).is_ready() {
                 this.conn.timed_out();
-                let target = this.conn.target;
-                return this.end(unreachable(format!(
-                    "peer {target}: append stream timed out"
-                )));
+                let e = this
+                    .conn
+                    .timeout_error(RPCTypes::AppendEntries, this.timeout);
+                return this.end(e);
             }
         }
         Poll::Pending

@@ -28,7 +28,7 @@
 use std::time::Duration;
 
 use openraft::errors::RPCError;
-use openraft::network::RPCOption;
+use openraft::network::{RPCOption, RPCTypes};
 use openraft::raft::SnapshotResponse;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -84,9 +84,12 @@ impl PeerConnection {
             meta: snapshot.meta,
             data: snapshot.snapshot,
         };
-        self.call(&env, timeout, |mut c, r| async move {
-            c.install_snapshot(r).await
-        })
+        self.call(
+            RPCTypes::InstallSnapshot,
+            &env,
+            timeout,
+            |mut c, r| async move { c.install_snapshot(r).await },
+        )
         .await
     }
 

@@ -46,6 +46,9 @@ struct FakePeer {
     snapshot_stream_calls: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     /// `InstallSnapshotStream` is taken but never read (a peer that stalls).
     snapshot_stalls: bool,
+    /// `AppendStream` is taken but never answered (a peer, or a connection,
+    /// that stalls).
+    append_stalls: bool,
 }
 
 /// A snapshot a [`FakePeer`] received: how, and its bytes.
@@ -79,6 +82,16 @@ impl warden_proto::peer::peer_server::Peer for FakePeer {
     ) -> Answer<Self::AppendStreamStream> {
         if !self.streams {
             return Err(tonic::Status::unimplemented("no AppendStream"));
+        }
+        if self.append_stalls {
+            let held = req.into_inner();
+            let never: crate::raft::peer_service::AppendReplies =
+                Box::pin(futures::stream::pending().chain(futures::stream::iter(
+                    // Keeps the request body open (and unread) while the
+                    // answers never come.
+                    std::iter::once(held).filter_map(|_| None),
+                )));
+            return Ok(tonic::Response::new(never));
         }
         let streamed = self.streamed.clone();
         let replies = req.into_inner().map(move |blob| {
@@ -665,5 +678,49 @@ async fn a_stalled_snapshot_times_out_per_chunk() {
         1
     );
     assert!(c.snapshot_stream, "a timeout is no reason to fall back");
+    server.abort();
+}
+
+// Replication backoff (`PeerConnection::timeout_error`): an append that no
+// answer follows within the call timeout ends the session with openraft's
+// Timeout, which alone does not pause replication, not Unreachable, which
+// pauses it for the whole backoff (a busy leader's late timer paused every
+// commit 84 times in 80 s); the timeout still counts toward the reconnect.
+#[tokio::test]
+async fn an_unanswered_append_ends_the_session_as_a_timeout() {
+    let peer = FakePeer {
+        streams: true,
+        append_stalls: true,
+        ..FakePeer::default()
+    };
+    let (mut c, server) = serve(peer);
+    let rpc = AppendEntriesRequest::<TypeConfig> {
+        vote: Vote::new_committed(1, 1),
+        prev_log_id: None,
+        leader_commit: None,
+        entries: vec![],
+    };
+    let answers: Vec<_> = c
+        .stream_append(
+            futures::stream::iter(vec![rpc]),
+            RPCOption::new(Duration::from_millis(10)),
+        )
+        .await
+        .expect("session opens")
+        .collect()
+        .await;
+    match answers.as_slice() {
+        [Err(RPCError::Timeout(t))] => {
+            assert_eq!(t.action, RPCTypes::AppendEntries);
+            assert_eq!((t.id, t.target), (1, 2));
+            assert_eq!(
+                t.timeout,
+                call_timeout_floor(250),
+                "the floor, not the 10 ms ttl"
+            );
+        }
+        other => panic!("not a timeout: {other:?}"),
+    }
+    assert!(c.timing_out_since.is_some(), "the timeout was counted");
     server.abort();
 }
