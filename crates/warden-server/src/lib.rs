@@ -52,7 +52,8 @@
 //!    configuration and [`types::MemberAddr`], a member's client and peer
 //!    addresses), [`config`] (configuration and timing defaults, E and
 //!    G), [`clock`] (the injected node clock), [`events`] (the watch event
-//!    log, fed by apply), [`metrics`] (this node's Prometheus series and
+//!    log, fed by apply), [`wakes`] (which queued acquires to read again
+//!    after an apply: those of the resources it touched), [`metrics`] (this node's Prometheus series and
 //!    their bounded `group` label, fed by apply and the layers above),
 //!    [`hot_locks`] (the one-minute window of grants, expiries and waits
 //!    behind `warden top`, fed by apply), [`sim_hooks`] (the simulator's
@@ -99,6 +100,7 @@ pub mod sim_hooks;
 mod start;
 pub mod store;
 pub mod types;
+pub mod wakes;
 
 use std::future::Future;
 use std::sync::Arc;

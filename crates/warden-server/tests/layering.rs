@@ -9,7 +9,7 @@
 //!    gate, backups;
 //! 5. `store/`: the log store and the state machine;
 //! 6. the vocabulary at the bottom (`types.rs`, `config.rs`, `clock.rs`,
-//!    `events.rs`, `hot_locks.rs`, `sim_hooks.rs`, `metrics/`), which name
+//!    `events.rs`, `wakes.rs`, `hot_locks.rs`, `sim_hooks.rs`, `metrics/`), which name
 //!    nothing else of the crate.
 //!
 //! A file may name (`crate::…`, `super::…`) only its own layer's items or
@@ -30,7 +30,8 @@ fn rank(top: &str) -> Option<u32> {
         "node" => 4,
         "raft" => 3,
         "store" => 2,
-        "types" | "config" | "clock" | "events" | "hot_locks" | "sim_hooks" | "metrics" => 1,
+        "types" | "config" | "clock" | "events" | "wakes" | "hot_locks" | "sim_hooks"
+        | "metrics" => 1,
         _ => return None,
     })
 }

@@ -861,6 +861,12 @@ impl Node {
         self.shared.applied.subscribe()
     }
 
+    /// Wakes after each apply that touched `resource` (see
+    /// [`crate::wakes`]); take it before reading the resource's state.
+    pub fn follow_resource(&self, resource: &str) -> crate::wakes::ResourceWake {
+        self.shared.wakes.follow(resource)
+    }
+
     /// This node's watch event log (fed at apply, node-local).
     pub fn events(&self) -> &EventLog {
         &self.shared.events

@@ -115,6 +115,9 @@ pub struct Shared {
     pub stamps: Stamps,
     /// Node-local event log for the Watch service, fed at apply.
     pub events: crate::events::EventLog,
+    /// Which queued acquires to read again, woken at apply by the resources
+    /// each entry touched (node-local).
+    pub wakes: Arc<crate::wakes::ResourceWakes>,
     /// Node-local one-minute window behind `warden top`, fed at apply.
     pub hot_locks: crate::hot_locks::HotLocks,
     /// This node's id (for the observer).
@@ -232,6 +235,7 @@ impl StateMachineStore {
                 clock,
                 stamps,
                 events: crate::events::EventLog::new(crate::events::DEFAULT_WINDOW, applied_index),
+                wakes: Arc::default(),
                 hot_locks: crate::hot_locks::HotLocks::new(),
                 node_id,
                 observer,
@@ -465,6 +469,9 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             // time stands in for deadlines, but nothing is timed from it.
             let guessed = persisted.is_none();
             let stamp = persisted.unwrap_or(now);
+            // The entry's effects, for the waiters woken once the machine
+            // lock is released (they read the table).
+            let mut touched = Vec::new();
             let response = {
                 let mut m = self.lock()?;
                 m.last_applied = Some(log_id);
@@ -502,7 +509,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                                 crate::sim_hooks::buggy_command(&bugs, &m.table, log_leader, cmd);
                             &buggy
                         };
-                        let applied = apply_to_table(&mut m.table, &log_id, cmd);
+                        let mut applied = apply_to_table(&mut m.table, &log_id, cmd);
                         let format = crate::types::entry_log_format(cmd);
                         if format > m.applied_log_format {
                             m.applied_log_format = format;
@@ -583,10 +590,12 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                                 now,
                             );
                         }
+                        touched = std::mem::take(&mut applied.effects);
                         applied.response
                     }
                 }
             };
+            self.shared.wakes.wake(&touched);
             self.shared.applied.send_replace(index);
             if let Some(r) = responder {
                 r.send(response);
@@ -633,6 +642,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             m.last_applied.as_ref().map(|l| l.index()).unwrap_or(0)
         };
         self.shared.events.reset(index);
+        self.shared.wakes.wake_all();
         self.shared.applied.send_replace(index);
         tracing::info!(index, "installed a snapshot from the leader");
         Ok(())
