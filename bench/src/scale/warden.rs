@@ -786,43 +786,75 @@ pub fn error_kind(text: &str) -> String {
 
 /// Acquire + release of fresh resources in a loop (one client, one at a
 /// time), until stopped; each cycle's latency and the failures.
+///
+/// The probe is a separate client: it runs on an OS thread of its own with
+/// its own single-threaded runtime and its own connection, so its latency
+/// is the cluster's and not the wait of its task behind the load
+/// generator's (tens of thousands of streams and keep-alives on the same
+/// runtime put hundreds of milliseconds of queueing into a probe that
+/// shared it).
 pub struct Probe {
     stop: Arc<AtomicBool>,
-    task: tokio::task::JoinHandle<(Histogram<u64>, u64)>,
+    done: tokio::sync::oneshot::Receiver<(Histogram<u64>, u64)>,
 }
 
 impl Probe {
     pub async fn start(wt: &Wt) -> Result<Probe> {
-        let client = wt.client(LOAD_USER).await?;
         let stop = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready) = tokio::sync::oneshot::channel::<Result<()>>();
+        let (done_tx, done) = tokio::sync::oneshot::channel();
         let s = stop.clone();
-        let task = tokio::spawn(async move {
-            let mut h = crate::scale::histogram();
-            let mut failed = 0u64;
-            let tag: u32 = rand::random();
-            let mut i = 0u64;
-            while !s.load(Ordering::Relaxed) {
-                i += 1;
-                let t = Instant::now();
-                let r = cycle(&client, &format!("probe-{tag:x}-{i}")).await;
-                match r {
-                    Ok(()) => crate::scale::record(&mut h, t.elapsed()),
-                    Err(_) => {
-                        failed += 1;
+        let wt = wt.clone();
+        std::thread::Builder::new()
+            .name("probe".into())
+            .spawn(move || {
+                let rt = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e.into()));
+                        return;
+                    }
+                };
+                rt.block_on(async move {
+                    let client = match wt.client(LOAD_USER).await {
+                        Ok(c) => c,
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e));
+                            return;
+                        }
+                    };
+                    let _ = ready_tx.send(Ok(()));
+                    let mut h = crate::scale::histogram();
+                    let mut failed = 0u64;
+                    let tag: u32 = rand::random();
+                    let mut i = 0u64;
+                    while !s.load(Ordering::Relaxed) {
+                        i += 1;
+                        let t = Instant::now();
+                        let r = cycle(&client, &format!("probe-{tag:x}-{i}")).await;
+                        match r {
+                            Ok(()) => crate::scale::record(&mut h, t.elapsed()),
+                            Err(_) => {
+                                failed += 1;
+                                tokio::time::sleep(Duration::from_millis(20)).await;
+                            }
+                        }
+                        // ~50 cycles/s at most: a probe, not load.
                         tokio::time::sleep(Duration::from_millis(20)).await;
                     }
-                }
-                // ~50 cycles/s at most: a probe, not load.
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            (h, failed)
-        });
-        Ok(Probe { stop, task })
+                    let _ = done_tx.send((h, failed));
+                });
+            })?;
+        ready.await.map_err(|_| anyhow::anyhow!("the probe thread ended"))??;
+        Ok(Probe { stop, done })
     }
 
     pub async fn finish(self) -> (Histogram<u64>, u64) {
         self.stop.store(true, Ordering::Relaxed);
-        self.task
+        self.done
             .await
             .unwrap_or_else(|_| (crate::scale::histogram(), 0))
     }
