@@ -24,8 +24,8 @@
 # each lock (mass_expiry), the same measurements at 10k/100k/1M locks (curve), and peer traffic
 # through a delaying proxy at 25/50/100 ms one way (wan). It runs as one load principal, `scale`,
 # whose quota and the cluster limits it raises (scale.md records them). Knobs after --scale go to
-# `loadgen scale`: --sessions N, --locks N, --hold-secs S, --scenarios a,b, --anchors etcd,zookeeper,
-# --wan-ms 25,50,100. BENCH_NODE_LOG sets the nodes' RUST_LOG; BENCH_KEEP_LOGS=DIR copies their
+# `loadgen scale`: --sessions N, --locks N, --hold-secs S, --scenarios a,b, --anchors etcd,zookeeper
+# (or none), --wan-ms 25,50,100. BENCH_NODE_LOG sets the nodes' RUST_LOG; BENCH_KEEP_LOGS=DIR copies their
 # logs to DIR when each cluster stops.
 # BENCH_OUT=results/NAME.json writes NAME.{json,md,png} instead of scale.*. Without --scale this
 # script runs exactly as described above. docs/performance.md, "The scale run", says what each

@@ -64,7 +64,8 @@ pub struct ScaleArgs {
         default_value = "chubby_cell,million_locks,mass_expiry,curve,wan"
     )]
     scenarios: Vec<String>,
-    /// Systems of chubby_cell besides Warden, comma-separated (etcd, zookeeper).
+    /// Systems of chubby_cell besides Warden, comma-separated (etcd,
+    /// zookeeper), or `none` for Warden alone.
     #[arg(long, value_delimiter = ',', default_value = "etcd,zookeeper")]
     anchors: Vec<String>,
     /// The `warden` binary (release build of the main workspace).
@@ -268,7 +269,7 @@ async fn chubby_cell(ctx: &Ctx, s: &Sizes, anchors_: &[String]) -> Result<Value>
         Ok(v) => v,
         Err(e) => err(e),
     };
-    for a in anchors_ {
+    for a in anchors_.iter().filter(|a| a.as_str() != "none") {
         eprintln!("   chubby_cell: {a}");
         let v = match a.as_str() {
             "etcd" => match Cluster::start(System::Etcd { tuned: true }, &ctx.work, &ctx.bin).await

@@ -848,7 +848,9 @@ impl Probe {
                     let _ = done_tx.send((h, failed));
                 });
             })?;
-        ready.await.map_err(|_| anyhow::anyhow!("the probe thread ended"))??;
+        ready
+            .await
+            .map_err(|_| anyhow::anyhow!("the probe thread ended"))??;
         Ok(Probe { stop, done })
     }
 
