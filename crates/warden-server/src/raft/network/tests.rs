@@ -328,24 +328,28 @@ async fn a_commit_only_append_after_an_acknowledgement_is_not_sent() {
     server.abort();
 }
 
-/// One AppendEntries (empty) to `c`, over a stream session when `c`
-/// streams.
-async fn one_append(c: &mut PeerConnection) {
+/// The answers to one empty AppendEntries sent to `c` with `ttl`, over a
+/// stream session when `c` streams.
+async fn append_answers(
+    c: &mut PeerConnection,
+    ttl: Duration,
+) -> Vec<Result<StreamAppendResult<TypeConfig>, RPCError<TypeConfig>>> {
     let rpc = AppendEntriesRequest::<TypeConfig> {
         vote: Vote::new_committed(1, 1),
         prev_log_id: None,
         leader_commit: None,
         entries: vec![],
     };
-    let answers: Vec<_> = c
-        .stream_append(
-            futures::stream::iter(vec![rpc]),
-            RPCOption::new(Duration::from_secs(5)),
-        )
+    c.stream_append(futures::stream::iter(vec![rpc]), RPCOption::new(ttl))
         .await
         .expect("session opens")
         .collect()
-        .await;
+        .await
+}
+
+/// One AppendEntries (empty) to `c`, answered.
+async fn one_append(c: &mut PeerConnection) {
+    let answers = append_answers(c, Duration::from_secs(5)).await;
     assert!(matches!(answers.as_slice(), [Ok(Ok(None))]), "{answers:?}");
 }
 
@@ -694,21 +698,7 @@ async fn an_unanswered_append_ends_the_session_as_a_timeout() {
         ..FakePeer::default()
     };
     let (mut c, server) = serve(peer);
-    let rpc = AppendEntriesRequest::<TypeConfig> {
-        vote: Vote::new_committed(1, 1),
-        prev_log_id: None,
-        leader_commit: None,
-        entries: vec![],
-    };
-    let answers: Vec<_> = c
-        .stream_append(
-            futures::stream::iter(vec![rpc]),
-            RPCOption::new(Duration::from_millis(10)),
-        )
-        .await
-        .expect("session opens")
-        .collect()
-        .await;
+    let answers = append_answers(&mut c, Duration::from_millis(10)).await;
     match answers.as_slice() {
         [Err(RPCError::Timeout(t))] => {
             assert_eq!(t.action, RPCTypes::AppendEntries);
