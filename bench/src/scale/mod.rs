@@ -320,13 +320,15 @@ async fn chubby_warden(ctx: &Ctx, s: &Sizes) -> Result<Value> {
     let after = pid.map(proc_usage).unwrap_or((0, 0));
     let wall = t0.elapsed();
     let acked = keeper.acked.load(std::sync::atomic::Ordering::Relaxed) - acked_before;
-    let (h, probe_failed) = probe.finish().await;
+    let (h, probe_failed, probe_slowest) = probe.finish().await;
     Ok(json!({
         "sessions": granted.len(),
         "sessions_lost": keeper.lost_count(),
         "leader_cpu_cores": cores(before.0, after.0, wall),
         "probe_p99_ms": ms_q(&h, 0.99),
         "probe_p50_ms": ms_q(&h, 0.5),
+        "probe_max_ms": ms_q(&h, 1.0),
+        "probe_slowest": probe_slowest,
         "probe_cycles": h.len(),
         "probe_failed": probe_failed,
         "grant_failed": failed,
@@ -713,6 +715,10 @@ async fn mass_expiry(ctx: &Ctx, s: &Sizes) -> Result<Value> {
     let bound_s = anchors::TTL.as_secs_f64() + e_ms as f64 / 1000.0 + 2.0;
     let probe = Probe::start(&wt).await?;
     let t0 = Instant::now();
+    let t0_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| (d.as_secs_f64() * 1000.0).round() / 1000.0)
+        .unwrap_or(0.0);
     holders.stop();
     let waits = futures::future::join_all(done.into_iter().zip(early).map(|(d, a)| async move {
         let answer = match (d, a) {
@@ -742,7 +748,7 @@ async fn mass_expiry(ctx: &Ctx, s: &Sizes) -> Result<Value> {
     }
     let all = granted.len() == holding && holding > 0;
     let last = granted.iter().max().copied();
-    let (h, probe_failed) = probe.finish().await;
+    let (h, probe_failed, probe_slowest) = probe.finish().await;
     Ok(json!({
         "leases": holder_leases.len(),
         "locks_held": holding,
@@ -758,10 +764,14 @@ async fn mass_expiry(ctx: &Ctx, s: &Sizes) -> Result<Value> {
         "bound_e_ms": e_ms,
         "ttl_s": anchors::TTL.as_secs(),
         "probe_p99_ms": ms_q(&h, 0.99),
+        "probe_p50_ms": ms_q(&h, 0.5),
+        "probe_max_ms": ms_q(&h, 1.0),
+        "probe_slowest": probe_slowest,
         "probe_cycles": h.len(),
         "probe_failed": probe_failed,
         "waiter_sessions_lost": waiters_keeper.lost_count(),
         "measured_from": "the moment every holder's keep-alive stream stopped (each holder renewed at most 4 s before it)",
+        "measured_from_unix_s": t0_unix_s,
     }))
 }
 

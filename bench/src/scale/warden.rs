@@ -795,8 +795,16 @@ pub fn error_kind(text: &str) -> String {
 /// shared it).
 pub struct Probe {
     stop: Arc<AtomicBool>,
-    done: tokio::sync::oneshot::Receiver<(Histogram<u64>, u64)>,
+    done: tokio::sync::oneshot::Receiver<ProbeResult>,
 }
+
+/// What a probe measured: every cycle's latency, the cycles that failed,
+/// and its slowest cycles as (seconds from the probe's start to the
+/// cycle's start, ms), slowest first, at most [`PROBE_SLOWEST`].
+pub type ProbeResult = (Histogram<u64>, u64, Vec<(f64, f64)>);
+
+/// How many of its slowest cycles a probe reports with their times.
+pub const PROBE_SLOWEST: usize = 10;
 
 impl Probe {
     pub async fn start(wt: &Wt) -> Result<Probe> {
@@ -829,14 +837,22 @@ impl Probe {
                     let _ = ready_tx.send(Ok(()));
                     let mut h = crate::scale::histogram();
                     let mut failed = 0u64;
+                    let mut samples: Vec<(f64, f64)> = Vec::new();
                     let tag: u32 = rand::random();
                     let mut i = 0u64;
+                    let started = Instant::now();
                     while !s.load(Ordering::Relaxed) {
                         i += 1;
                         let t = Instant::now();
                         let r = cycle(&client, &format!("probe-{tag:x}-{i}")).await;
                         match r {
-                            Ok(()) => crate::scale::record(&mut h, t.elapsed()),
+                            Ok(()) => {
+                                crate::scale::record(&mut h, t.elapsed());
+                                samples.push((
+                                    (t - started).as_secs_f64(),
+                                    crate::scale::ms(t.elapsed()),
+                                ));
+                            }
                             Err(_) => {
                                 failed += 1;
                                 tokio::time::sleep(Duration::from_millis(20)).await;
@@ -845,7 +861,13 @@ impl Probe {
                         // ~50 cycles/s at most: a probe, not load.
                         tokio::time::sleep(Duration::from_millis(20)).await;
                     }
-                    let _ = done_tx.send((h, failed));
+                    samples.sort_by(|a, b| b.1.total_cmp(&a.1));
+                    samples.truncate(PROBE_SLOWEST);
+                    let slowest = samples
+                        .into_iter()
+                        .map(|(at, ms)| ((at * 100.0).round() / 100.0, ms))
+                        .collect();
+                    let _ = done_tx.send((h, failed, slowest));
                 });
             })?;
         ready
@@ -854,11 +876,11 @@ impl Probe {
         Ok(Probe { stop, done })
     }
 
-    pub async fn finish(self) -> (Histogram<u64>, u64) {
+    pub async fn finish(self) -> ProbeResult {
         self.stop.store(true, Ordering::Relaxed);
         self.done
             .await
-            .unwrap_or_else(|_| (crate::scale::histogram(), 0))
+            .unwrap_or_else(|_| (crate::scale::histogram(), 0, Vec::new()))
     }
 }
 
