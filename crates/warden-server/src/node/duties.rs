@@ -25,6 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use futures::StreamExt;
 use warden_core::deadline::CheckpointWalk;
 use warden_core::limits::MAX_DUE_PER_ENTRY;
 use warden_core::types::{Command, DropClients, EndLockDelay, EndMaxHold, Promote};
@@ -44,6 +45,14 @@ pub const MAX_DROPPED_CLIENTS_PER_ENTRY: usize = 1_024;
 /// come back full ([`MAX_DUE_PER_ENTRY`] each): 200 entries end up to 200,000
 /// leases in a tick, twice the default cap on live leases.
 pub const MAX_EXPIRE_ENTRIES_PER_TICK: usize = 200;
+
+/// Most `Checkpoint` entries of one duty tick uncommitted at once. With
+/// 100,000 expiring leases and a wait on each, a tick's slice is about 14
+/// entries of [`MAX_DUE_PER_ENTRY`] items; proposed together, a client entry
+/// proposed meanwhile waits for all of them to commit and apply, a few at a
+/// time for at most these (docs/performance.md, "Checkpoint entries a few
+/// at a time").
+pub const MAX_CHECKPOINT_ENTRIES_IN_FLIGHT: usize = 4;
 
 /// A whole pass of the checkpoint walk takes this share of the checkpoint
 /// interval (750 ms of the default 1 s), one slice per duty tick: every
@@ -94,6 +103,24 @@ pub fn idle_clients<'a>(
     }
     *seen = fresh;
     idle.into_iter().collect()
+}
+
+/// Proposes `cmds` in order with at most `in_flight` (at least 1) of them
+/// proposed and not yet answered at once; their results, in order.
+pub async fn few_at_a_time<T, F, Fut>(
+    cmds: impl IntoIterator<Item = Command>,
+    in_flight: usize,
+    propose: F,
+) -> Vec<T>
+where
+    F: FnMut(Command) -> Fut,
+    Fut: std::future::Future<Output = T>,
+{
+    futures::stream::iter(cmds)
+        .map(propose)
+        .buffered(in_flight.max(1))
+        .collect()
+        .await
 }
 
 /// Runs the duty loop until the node is gone.
@@ -245,16 +272,19 @@ pub async fn run(node: Weak<Node>) {
             }
         }
         // 4. Checkpoint remaining TTLs, waits and lock-delays (this tick's
-        // slice), in entries of at most MAX_DUE_PER_ENTRY items, proposed
-        // together (they batch into few appends): one entry naming a whole
-        // slice would hold apply, and the machine lock, for its whole list.
+        // slice), in entries of at most MAX_DUE_PER_ENTRY items, a few
+        // uncommitted at a time: one entry naming a whole slice would hold
+        // apply, and the machine lock, for its whole list, and a whole slice
+        // proposed at once would put a client entry proposed meanwhile
+        // behind all of it.
         if !slice.is_empty() {
-            let entries = slice.into_entries(MAX_DUE_PER_ENTRY);
-            let proposed = futures::future::join_all(
-                entries
-                    .into_iter()
-                    .map(|cp| node.propose_duty(Command::Checkpoint(cp))),
-            )
+            let entries = slice
+                .into_entries(MAX_DUE_PER_ENTRY)
+                .into_iter()
+                .map(Command::Checkpoint);
+            let proposed = few_at_a_time(entries, MAX_CHECKPOINT_ENTRIES_IN_FLIGHT, |cmd| {
+                node.propose_duty(cmd)
+            })
             .await;
             for e in proposed.into_iter().filter_map(Result::err) {
                 tracing::debug!("checkpoint: {}", e);
@@ -328,6 +358,44 @@ mod tests {
             client_id,
             last_index,
         }
+    }
+
+    /// Runs [`few_at_a_time`] over `n` commands whose answers take 1 ms
+    /// per place from the end (later ones come back sooner): (the answers
+    /// in the order returned, the most proposals unanswered at once).
+    async fn run_few(n: usize, in_flight: usize) -> (Vec<usize>, usize) {
+        use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+        let open = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let started = Arc::new(AtomicUsize::new(0));
+        let answers = few_at_a_time((0..n).map(|_| Command::Noop), in_flight, |cmd| {
+            let (open, most, started) = (open.clone(), most.clone(), started.clone());
+            async move {
+                assert_eq!(cmd, Command::Noop);
+                let k = started.fetch_add(1, SeqCst);
+                most.fetch_max(open.fetch_add(1, SeqCst) + 1, SeqCst);
+                tokio::time::sleep(Duration::from_millis((n - k) as u64)).await;
+                open.fetch_sub(1, SeqCst);
+                k
+            }
+        })
+        .await;
+        (answers, most.load(SeqCst))
+    }
+
+    // A client entry never waits behind a whole checkpoint slice
+    // (docs/performance.md, "Checkpoint entries a few at a time"): a
+    // slice's 30 entries are all proposed, in order, with never more than
+    // MAX_CHECKPOINT_ENTRIES_IN_FLIGHT unanswered at once (and at least one
+    // when asked for none), each result in its entry's place though later
+    // entries answer first.
+    #[tokio::test(start_paused = true)]
+    async fn checkpoint_entries_go_out_a_few_at_a_time() {
+        let (answers, most) = run_few(30, MAX_CHECKPOINT_ENTRIES_IN_FLIGHT).await;
+        assert_eq!(answers, (0..30).collect::<Vec<_>>());
+        assert_eq!(most, MAX_CHECKPOINT_ENTRIES_IN_FLIGHT);
+        let (answers, most) = run_few(5, 0).await;
+        assert_eq!((answers, most), ((0..5).collect::<Vec<_>>(), 1));
     }
 
     // S7: a client is dropped only after its record stood still for the
