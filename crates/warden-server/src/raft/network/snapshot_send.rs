@@ -20,6 +20,13 @@
 //! per chunk of 1 MiB the floor is 100 KiB/s. The unary fallback keeps one
 //! deadline for the whole call (its peer reads one message), as before.
 //!
+//! A transfer that timed out fails as openraft's `Unreachable`, unlike an
+//! append, which fails as `Timeout` ([`PeerConnection`]'s `timeout_error`):
+//! an append's timeout is a fraction of a second and is often this node
+//! running late, while a chunk's is seconds in which the peer took no byte,
+//! and `Unreachable` makes openraft back off (200 ms) before it starts
+//! another transfer of up to hundreds of MiB to a peer that is stalled.
+//!
 //! Cancellation: openraft's `cancel` future is raced against the whole
 //! transfer by [`super::PeerConnection`]'s `full_snapshot`; dropping the
 //! transfer drops the request stream before its last chunk, and the
