@@ -847,11 +847,9 @@ impl Probe {
                         let r = cycle(&client, &format!("probe-{tag:x}-{i}")).await;
                         match r {
                             Ok(()) => {
-                                crate::scale::record(&mut h, t.elapsed());
-                                samples.push((
-                                    (t - started).as_secs_f64(),
-                                    crate::scale::ms(t.elapsed()),
-                                ));
+                                let took = t.elapsed();
+                                crate::scale::record(&mut h, took);
+                                samples.push(((t - started).as_secs_f64(), crate::scale::ms(took)));
                             }
                             Err(_) => {
                                 failed += 1;
