@@ -14,6 +14,11 @@
 //! * `LeaseCapped` → min(deadline, stamp + remaining): a checkpoint only
 //!   shortens (L2, etcd issue 9395);
 //! * `LeaseGraced` → max(deadline, now + grace) (L4);
+//! * `ClockAdvanced` → each deadline that [`Deadlines::load`] set (from a
+//!   snapshot or a restart, not from an applied entry) becomes min(deadline,
+//!   stamp + what the duty clock derives now), as a `Checkpoint` caps it: a
+//!   node that was down or loaded an old snapshot does not keep the time it
+//!   missed ([`Deadlines::on_clock_advanced`]);
 //! * `LeaseEnded` → removed; the same for waits (`Queued`, `WaitCapped`,
 //!   `WaiterRemoved`) and lock-delays (`LockDelayStarted`, `LockDelayCapped`,
 //!   `LockDelayEnded`);
@@ -180,6 +185,19 @@ pub struct Deadlines {
     /// For display only: (resource, lease, enqueue index) → when the enqueue
     /// reached this node's log (or the table was loaded).
     waiting_since: BTreeMap<(String, LeaseId, LogIndex), Duration>,
+    /// Deadlines set by [`Deadlines::load`] from remaining times rather
+    /// than by an applied entry: capped at every duty-clock advance
+    /// ([`Deadlines::on_clock_advanced`]) until a renew, an end or a
+    /// removal sets or drops them.
+    loaded: Loaded,
+}
+
+/// The keys of [`Deadlines::loaded`], by kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Loaded {
+    leases: BTreeSet<LeaseId>,
+    waits: BTreeSet<(String, LeaseId, LogIndex)>,
+    lock_delays: BTreeSet<(String, LogIndex)>,
 }
 
 fn ms(v: u64) -> Duration {
@@ -215,6 +233,7 @@ impl Deadlines {
         match effect {
             Effect::LeaseSet { lease_id, ttl_ms } => {
                 self.leases.insert(*lease_id, add(stamp, *ttl_ms));
+                self.loaded.leases.remove(lease_id);
             }
             Effect::LeaseCapped {
                 lease_id,
@@ -227,6 +246,7 @@ impl Deadlines {
             }
             Effect::LeaseEnded { lease_id, .. } => {
                 self.leases.remove(lease_id);
+                self.loaded.leases.remove(lease_id);
             }
             Effect::Queued {
                 resource,
@@ -262,6 +282,7 @@ impl Deadlines {
                 let key = (resource.clone(), *lease_id, *enqueue_index);
                 self.waits.remove(&key);
                 self.waiting_since.remove(&key);
+                self.loaded.waits.remove(&key);
             }
             Effect::LockDelayStarted {
                 resource,
@@ -286,7 +307,9 @@ impl Deadlines {
                 resource,
                 start_index,
             } => {
-                self.lock_delays.remove(&(resource.clone(), *start_index));
+                let key = (resource.clone(), *start_index);
+                self.lock_delays.remove(&key);
+                self.loaded.lock_delays.remove(&key);
             }
             Effect::Granted {
                 resource,
@@ -332,8 +355,11 @@ impl Deadlines {
                 self.max_holds
                     .remove(&(resource.clone(), *lease_id, *fencing_token));
             }
-            // A published value and an auth change have no deadline.
-            Effect::Proclaimed { .. } | Effect::AuthChanged { .. } => {}
+            // A published value and an auth change have no deadline; a
+            // clock advance needs the table ([`Self::on_clock_advanced`]).
+            Effect::Proclaimed { .. }
+            | Effect::AuthChanged { .. }
+            | Effect::ClockAdvanced { .. } => {}
         }
     }
 
@@ -350,17 +376,24 @@ impl Deadlines {
     }
 
     /// Deadlines for a table that reached this node without being applied
-    /// (snapshot install, restart): each lease at now + `remaining_ms`, each
-    /// waiter at now + `remaining_wait_ms`, each lock-delay at now + `remaining_ms`.
+    /// (snapshot install, restart): each lease, waiter and lock-delay at now
+    /// + what it has left on the table's duty clock
+    /// ([`LockTable::lease_remaining_ms`], [`LockTable::all_waiters`],
+    /// [`LockTable::lock_delays`]). Each is capped again at every later
+    /// clock advance until an entry sets or ends it
+    /// ([`Self::on_clock_advanced`]).
     pub fn load(table: &LockTable, now: Duration) -> Self {
         let mut d = Self::new();
         for l in table.leases() {
-            d.leases.insert(l.lease_id, add(now, l.remaining_ms));
+            d.leases
+                .insert(l.lease_id, add(now, table.lease_remaining_ms(l)));
+            d.loaded.leases.insert(l.lease_id);
         }
         for (resource, w, remaining) in table.all_waiters() {
             let key = (resource, w.lease_id, w.enqueue_index);
             d.waiting_since.insert(key.clone(), now);
-            d.waits.insert(key, add(now, remaining));
+            d.waits.insert(key.clone(), add(now, remaining));
+            d.loaded.waits.insert(key);
         }
         for (resource, state) in table.resources_with_prefix("") {
             if let Some(g) = &state.holder {
@@ -368,8 +401,9 @@ impl Deadlines {
             }
         }
         for ld in table.lock_delays() {
-            d.lock_delays
-                .insert((ld.resource, ld.start_index), add(now, ld.remaining_ms));
+            let key = (ld.resource, ld.start_index);
+            d.lock_delays.insert(key.clone(), add(now, ld.remaining_ms));
+            d.loaded.lock_delays.insert(key);
         }
         for m in table.max_holds() {
             d.max_holds.insert(
@@ -378,6 +412,53 @@ impl Deadlines {
             );
         }
         d
+    }
+
+    /// A duty-clock advance applied at `stamp` (when it reached this node's
+    /// log): every deadline [`Self::load`] set and no entry has set or ended
+    /// since becomes min(deadline, stamp + what `table`'s clock derives for
+    /// it now). Only shortens (L2; etcd issue 9395), and what the clock
+    /// derives is never less than the truth (S4). Keys gone from `table`
+    /// leave the set. Costs O(loaded keys), which only a node that restarted
+    /// or installed a snapshot has, until their leases renew or end.
+    pub fn on_clock_advanced(&mut self, table: &LockTable, stamp: Duration) {
+        let Loaded {
+            leases,
+            waits,
+            lock_delays,
+        } = &mut self.loaded;
+        leases.retain(|id| match table.lease(*id) {
+            Some(l) => {
+                self.leases
+                    .set_min(*id, add(stamp, table.lease_remaining_ms(l)));
+                true
+            }
+            None => false,
+        });
+        waits.retain(|key| {
+            let (resource, lease_id, enqueue_index) = key;
+            match table.waiter_remaining_ms(resource, *lease_id, *enqueue_index) {
+                Some(left) => {
+                    self.waits.set_min(key.clone(), add(stamp, left));
+                    true
+                }
+                None => false,
+            }
+        });
+        lock_delays.retain(|key| match table.lock_delay(&key.0) {
+            Some(v) if v.start_index == key.1 => {
+                self.lock_delays
+                    .set_min(key.clone(), add(stamp, v.remaining_ms));
+                true
+            }
+            _ => false,
+        });
+    }
+
+    /// How many deadlines [`Self::load`] set that no entry has set or
+    /// ended since (leases, waits, lock-delays).
+    pub fn loaded_count(&self) -> usize {
+        self.loaded.leases.len() + self.loaded.waits.len() + self.loaded.lock_delays.len()
     }
 
     /// The local deadline of lease `id`, if known.
@@ -759,6 +840,16 @@ impl Deadlines {
     /// `table` (after a snapshot install or any doubt).
     pub fn prune(&mut self, table: &LockTable) {
         self.leases.retain(|id| table.lease(*id).is_some());
+        self.loaded.leases.retain(|id| table.lease(*id).is_some());
+        self.loaded
+            .waits
+            .retain(|(r, lease, enq)| table.has_waiter(r, *lease, *enq));
+        self.loaded.lock_delays.retain(|(r, start)| {
+            table
+                .resource(r)
+                .and_then(|s| s.lock_delay.as_ref())
+                .is_some_and(|d| d.start_index == *start)
+        });
         self.waits
             .retain(|(r, lease, enq)| table.has_waiter(r, *lease, *enq));
         self.waiting_since

@@ -224,4 +224,12 @@ pub enum Effect {
         /// Index of the entry that applied the change.
         index: LogIndex,
     },
+    /// The duty clock advanced (an `AdvanceClock` applied): a node caps the
+    /// deadlines it loaded from a snapshot or a restart at what the clock
+    /// now derives ([`crate::Deadlines::on_clock_advanced`]); nothing else
+    /// changes.
+    ClockAdvanced {
+        /// Index of the advance.
+        index: LogIndex,
+    },
 }

@@ -37,6 +37,9 @@
 //!   lease and wait changes) for the deadline table and for watchers.
 //! * [`snapshot`]: [`LockTable::to_snapshot`] / [`LockTable::from_snapshot`],
 //!   a version byte then postcard; byte-identical for equal tables.
+//! * [`duty_clock`]: the replicated duty clock that the leader advances a
+//!   few times each checkpoint interval; remaining TTLs, waits and
+//!   lock-delays are derived from it rather than named in the log.
 //! * [`deadline`]: the node-local, non-replicated [`Deadlines`] that turns
 //!   durations into instants on the node's own clock (passed in, never read)
 //!   and tells the leader what is due (from a time index: O(log n + due),
@@ -63,7 +66,8 @@
 //! 4. Every node feeds the effects to its [`Deadlines`] with the entry's stamp
 //!    and the apply time. The leader (after its own `Promote` has applied) asks
 //!    [`Deadlines::due`], [`Deadlines::due_lock_delays`] and
-//!    [`Deadlines::checkpoint`] what to propose next.
+//!    [`Deadlines::checkpoint`] (or, once every member reads it, advances
+//!    the [`duty_clock`]) what to propose next.
 //!
 //! # What this crate does not do
 //!
@@ -77,6 +81,7 @@
 
 pub mod auth;
 pub mod deadline;
+pub mod duty_clock;
 pub mod effect;
 pub mod limits;
 pub mod max_hold;
@@ -92,6 +97,7 @@ pub mod validate;
 
 pub use auth::{AuthTable, QuotaField, RoleView, Target, Usage};
 pub use deadline::Deadlines;
+pub use duty_clock::DutyClock;
 pub use effect::{Effect, FreeReason, LeaseEndReason, WaiterRemovedReason};
 pub use max_hold::{MaxHold, MaxHoldView};
 pub use multi::{MultiLock, MultiLockView};

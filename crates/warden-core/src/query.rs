@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::auth::{AuthTable, RoleView, Target, Usage};
+use crate::duty_clock::DutyClock;
 use crate::limits::MAX_AUTH_AUDIT_RECORDS;
 use crate::outcome::OutcomeTable;
 use crate::resource::{DelayScope, Grant, ResourceState, Waiter};
@@ -78,7 +79,9 @@ pub struct LockDelayView {
     pub start_index: LogIndex,
     /// The full delay in milliseconds.
     pub lock_delay_ms: u64,
-    /// Remaining delay in milliseconds as of the last checkpoint (or start).
+    /// Remaining delay in milliseconds now on the duty clock (as of the last
+    /// checkpoint or the start while the clock does not run; see
+    /// [`crate::duty_clock`]).
     pub remaining_ms: u64,
     /// What it withholds.
     pub scope: DelayScope,
@@ -149,6 +152,21 @@ impl LockTable {
         self.leases.values()
     }
 
+    /// What is left of `lease`'s TTL now on the duty clock: its
+    /// `remaining_ms` (as of its `last_index`) less the clock since then
+    /// ([`crate::duty_clock`]); never less than the truth (S4), at most
+    /// about one checkpoint interval more (L2). What a node that loads the
+    /// table starts the lease's countdown from.
+    pub fn lease_remaining_ms(&self, lease: &LeaseRecord) -> u64 {
+        self.clock
+            .remaining_now(lease.remaining_ms, lease.last_index)
+    }
+
+    /// The replicated duty clock.
+    pub fn duty_clock(&self) -> &DutyClock {
+        &self.clock
+    }
+
     /// The waiters on `resource`, in FIFO order (position 1 first).
     pub fn waiters(&self, resource: &str) -> Vec<WaiterView> {
         self.resources.get(resource).map_or_else(Vec::new, |s| {
@@ -181,7 +199,7 @@ impl LockTable {
                     resource: name.clone(),
                     start_index: d.start_index,
                     lock_delay_ms: d.lock_delay_ms,
-                    remaining_ms: d.remaining_ms,
+                    remaining_ms: self.clock.remaining_now(d.remaining_ms, d.start_index),
                     scope: d.scope.clone(),
                 })
             })
@@ -197,14 +215,15 @@ impl LockTable {
                 resource: resource.to_owned(),
                 start_index: d.start_index,
                 lock_delay_ms: d.lock_delay_ms,
-                remaining_ms: d.remaining_ms,
+                remaining_ms: self.clock.remaining_now(d.remaining_ms, d.start_index),
                 scope: d.scope.clone(),
             })
         })
     }
 
-    /// Every waiter: (resource, view, remaining wait in ms as of the last
-    /// checkpoint or enqueue), by resource then position.
+    /// Every waiter: (resource, view, remaining wait in ms now on the duty
+    /// clock, or as of the last checkpoint or enqueue while it does not
+    /// run), by resource then position.
     pub fn all_waiters(&self) -> Vec<(String, WaiterView, u64)> {
         self.resources
             .iter()
@@ -217,7 +236,8 @@ impl LockTable {
                             enqueue_index: w.enqueue_index,
                             position,
                         },
-                        w.remaining_wait_ms,
+                        self.clock
+                            .remaining_now(w.remaining_wait_ms, w.enqueue_index),
                     )
                 })
             })
@@ -242,6 +262,20 @@ impl LockTable {
             s.waiters
                 .iter()
                 .find(|w| w.lease_id == lease_id && w.enqueue_index == enqueue_index)
+        })
+    }
+
+    /// What is left of that waiter's wait now on the duty clock (as
+    /// [`Self::all_waiters`] reports it), if it still waits.
+    pub fn waiter_remaining_ms(
+        &self,
+        resource: &str,
+        lease_id: LeaseId,
+        enqueue_index: LogIndex,
+    ) -> Option<u64> {
+        self.waiter(resource, lease_id, enqueue_index).map(|w| {
+            self.clock
+                .remaining_now(w.remaining_wait_ms, w.enqueue_index)
         })
     }
 
@@ -441,6 +475,7 @@ impl LockTable {
         self.auth.check_invariants()?;
         self.outcomes.check_invariants()?;
         self.check_max_hold_invariants()?;
+        self.clock.check()?;
         if self.auth_audit.len() > MAX_AUTH_AUDIT_RECORDS {
             return Err("auth audit trail over its bound".into());
         }

@@ -25,6 +25,8 @@
 //! 5. The last `Promote` is forgotten (it names a leader of the old cluster).
 //! 6. **Max-holds** keep each grant's remaining cap as of the snapshot
 //!    (docs/semantics.md "Max-hold"): a restore never lengthens one.
+//! 7. **The duty clock** ([`crate::duty_clock`]) starts over: the full times
+//!    of 2 and 4 count from the new cluster's own advances.
 //!
 //! Lease ids, tokens of existing grants, log indexes inside the table, the
 //! outcome table (S7), the audit trails and identities (roles, grants,
@@ -140,6 +142,8 @@ pub fn for_new_cluster(
         }
     }
     table.last_promote = None;
+    // Full times as of the new cluster's first entries: no clock yet.
+    table.clock = crate::duty_clock::DutyClock::default();
     Ok(RestoreSummary {
         max_token_in_snapshot: max_token,
         old_next_token,

@@ -19,6 +19,7 @@
 //! | the auth audit trail | 4 |
 //! | multi-locks: (lease, first resource) → resources, enqueue index, grant index | 6 |
 //! | max-holds: (resource, lease) → token, grant index, cap, remaining cap; then (resource, lease, enqueue index) → a waiter's cap | 7 |
+//! | the duty clock: (advance index, clock ms) of the last hour's advances | 8 |
 //!
 //! Version 5 changed the table body's resource shape (a resource's kind and
 //! shared holders, a grant's mode and slot, a waiter's mode, a lock-delay's
@@ -28,6 +29,9 @@
 //! version 5 has it, so a version-5 snapshot loads with no multi-locks.
 //! Version 7 appended the max-holds part (docs/semantics.md "Max-hold"); an
 //! older snapshot loads with no max-holds.
+//! Version 8 appended the duty clock ([`crate::duty_clock`]); an older
+//! snapshot loads with the clock not running, so its remaining times are
+//! read as recorded, as they were written.
 //!
 //! An older version loads with the parts it lacks empty: no roles (only
 //! `root` and anonymous callers can act), default limits, ownerless leases,
@@ -41,8 +45,8 @@ use crate::table::LockTable;
 use crate::types::{AuthAuditRecord, LeaseId, Principal};
 
 /// The current snapshot format version (the first byte): see the module
-/// docs for what each version adds. Versions 1 to 6 still load.
-pub const SNAPSHOT_VERSION: u8 = 7;
+/// docs for what each version adds. Versions 1 to 7 still load.
+pub const SNAPSHOT_VERSION: u8 = 8;
 
 /// Why a snapshot could not be loaded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -90,6 +94,7 @@ impl LockTable {
             .and_then(|bytes| postcard::to_extend(&self.multis, bytes))
             .and_then(|bytes| postcard::to_extend(&self.max_holds, bytes))
             .and_then(|bytes| postcard::to_extend(&self.wait_max_holds, bytes))
+            .and_then(|bytes| postcard::to_extend(&self.clock, bytes))
             .unwrap_or_else(|_| vec![SNAPSHOT_VERSION])
     }
 
@@ -152,6 +157,11 @@ impl LockTable {
             table.max_holds = max_holds;
             let (wait_max_holds, after) = postcard::take_from_bytes(after).map_err(decode)?;
             table.wait_max_holds = wait_max_holds;
+            rest = after;
+        }
+        if *version >= 8 {
+            let (clock, after) = postcard::take_from_bytes(rest).map_err(decode)?;
+            table.clock = clock;
             rest = after;
         }
         table.usage = table.computed_usage();

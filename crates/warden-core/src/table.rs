@@ -33,6 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::auth::quota::check_one_more;
 use crate::auth::{AuthTable, QuotaField, Target, Usage};
+use crate::duty_clock::DutyClock;
 use crate::effect::{Effect, FreeReason, LeaseEndReason, WaiterRemovedReason};
 use crate::limits::{
     MAX_AUDIT_RECORDS, MAX_AUTH_AUDIT_RECORDS, MAX_ID, MAX_LEASES, MAX_LOCKS_PER_LEASE,
@@ -43,9 +44,9 @@ use crate::multi::{MultiKey, MultiLock};
 use crate::outcome::{fingerprint, Check, OutcomeTable};
 use crate::resource::{Grant, LockDelay, ResourceState, Waiter};
 use crate::types::{
-    Acquire, AcquireOutcome, AcquireReply, AuditRecord, AuthAuditRecord, AuthChange, Authorized,
-    CancelOutcome, CancelWait, Checkpoint, Command, DueList, EndLockDelay, ErrorCode, FencingToken,
-    ForceRelease, LeaderId, LeaseGrant, LeaseId, LeaseSpec, LockKind, LogIndex, Mode,
+    Acquire, AcquireOutcome, AcquireReply, AdvanceClock, AuditRecord, AuthAuditRecord, AuthChange,
+    Authorized, CancelOutcome, CancelWait, Checkpoint, Command, DueList, EndLockDelay, ErrorCode,
+    FencingToken, ForceRelease, LeaderId, LeaseGrant, LeaseId, LeaseSpec, LockKind, LogIndex, Mode,
     NotGrantedReason, Permission, Principal, Proclaim, Promote, Release, RenewBatch, RequestHeader,
     ResourceToken, Response, Revoke,
 };
@@ -104,6 +105,10 @@ pub struct LockTable {
     pub(crate) resources: BTreeMap<String, ResourceState>,
     pub(crate) outcomes: OutcomeTable,
     pub(crate) last_promote: Option<(LeaderId, LogIndex)>,
+    /// The replicated duty clock ([`crate::duty_clock`]): remaining times in
+    /// the table count down on it. Encoded last (snapshot version 8).
+    #[serde(skip)]
+    pub(crate) clock: DutyClock,
     /// The last [`MAX_AUDIT_RECORDS`] forced releases, oldest first. Encoded
     /// after the table by [`LockTable::to_snapshot`] (snapshot version 2), so
     /// version-1 snapshots still load (with an empty trail).
@@ -233,6 +238,7 @@ impl LockTable {
             resources: BTreeMap::new(),
             outcomes: OutcomeTable::default(),
             last_promote: None,
+            clock: DutyClock::default(),
             audit: VecDeque::new(),
             values: BTreeMap::new(),
             auth: AuthTable::default(),
@@ -311,6 +317,7 @@ impl LockTable {
             Command::EndLockDelay(e) => self.end_lock_delay(index, log_leader, e, fx),
             Command::EndMaxHold(e) => self.end_max_hold(index, log_leader, e, fx),
             Command::CheckpointMaxHold(c) => self.checkpoint_max_hold(log_leader, c, fx),
+            Command::AdvanceClock(a) => self.advance_clock(index, log_leader, a, fx),
             Command::DropClients(d) => {
                 if d.leader == log_leader {
                     for (client, last_index) in &d.clients {
@@ -1338,9 +1345,11 @@ impl LockTable {
             return Response::Done;
         }
         for l in self.leases.values_mut().filter(|l| !l.graced) {
+            // What is left now on the duty clock, re-counted from here.
+            let left = self.clock.remaining_now(l.remaining_ms, l.last_index);
             l.graced = true;
             l.last_index = index;
-            l.remaining_ms = l.remaining_ms.max(p.grace_ms);
+            l.remaining_ms = left.max(p.grace_ms);
             fx.push(Effect::LeaseGraced {
                 lease_id: l.lease_id,
                 grace_ms: p.grace_ms,
@@ -1351,6 +1360,12 @@ impl LockTable {
     }
 
     /// Records remaining durations; deadlines are only ever shortened by it.
+    ///
+    /// Once the duty clock runs, a wait's or lock-delay's recorded remaining
+    /// time is kept as it is (it counts from its enqueue or start index, and a
+    /// value named later would be counted from too early a point); only the
+    /// node-local deadlines are capped. A lease's counts from its `last_index`,
+    /// which the checkpoint moves, so it is recorded either way.
     fn checkpoint(
         &mut self,
         index: LogIndex,
@@ -1361,6 +1376,7 @@ impl LockTable {
         if c.leader != log_leader {
             return Response::Done;
         }
+        let clock_runs = self.clock.is_running();
         for cl in &c.leases {
             if let Some(l) = self
                 .leases
@@ -1382,7 +1398,9 @@ impl LockTable {
                 .and_then(|r| r.lock_delay.as_mut())
                 .filter(|d| d.start_index == cd.start_index)
             {
-                d.remaining_ms = cd.remaining_ms;
+                if !clock_runs {
+                    d.remaining_ms = cd.remaining_ms;
+                }
                 fx.push(Effect::LockDelayCapped {
                     resource: cd.resource.clone(),
                     start_index: cd.start_index,
@@ -1396,7 +1414,9 @@ impl LockTable {
                     .iter_mut()
                     .find(|w| w.lease_id == cw.lease_id && w.enqueue_index == cw.enqueue_index)
             }) {
-                w.remaining_wait_ms = cw.remaining_ms;
+                if !clock_runs {
+                    w.remaining_wait_ms = cw.remaining_ms;
+                }
                 fx.push(Effect::WaitCapped {
                     resource: cw.resource.clone(),
                     lease_id: cw.lease_id,
@@ -1404,6 +1424,24 @@ impl LockTable {
                     remaining_ms: cw.remaining_ms,
                 });
             }
+        }
+        Response::Done
+    }
+
+    /// Advances the duty clock (docs/semantics.md "Checkpoints"); an advance
+    /// proposed in another leader's term is ignored, as every leader duty is.
+    fn advance_clock(
+        &mut self,
+        index: LogIndex,
+        log_leader: LeaderId,
+        a: &AdvanceClock,
+        fx: &mut Vec<Effect>,
+    ) -> Response {
+        if a.leader != log_leader {
+            return Response::Done;
+        }
+        if self.clock.advance(index, a.elapsed_ms) {
+            fx.push(Effect::ClockAdvanced { index });
         }
         Response::Done
     }

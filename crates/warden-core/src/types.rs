@@ -133,6 +133,10 @@ pub enum Command {
     /// Remaining max-holds as seen by the leader (like [`Command::Checkpoint`]
     /// for leases): a new leader does not restart them from full.
     CheckpointMaxHold(CheckpointMaxHold),
+    /// Advances the replicated duty clock ([`crate::duty_clock`]), from which
+    /// remaining TTLs, waits and lock-delays are derived instead of being
+    /// named in [`Command::Checkpoint`] entries. Appended (log format 8).
+    AdvanceClock(AdvanceClock),
 }
 
 impl Command {
@@ -406,6 +410,18 @@ pub struct CheckpointMaxHold {
     /// Each grant and its remaining max-hold in milliseconds; one no longer
     /// held with its token is skipped. Only ever shortens a deadline.
     pub grants: Vec<(MaxHoldRef, u64)>,
+}
+
+/// One advance of the duty clock ([`Command::AdvanceClock`],
+/// docs/semantics.md "Checkpoints").
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AdvanceClock {
+    /// The proposer; an advance of another leader's term is ignored.
+    pub leader: LeaderId,
+    /// Milliseconds the proposer measured since the clock's last advance
+    /// (never more than passed: see [`crate::duty_clock`]); at most
+    /// [`crate::duty_clock::MAX_CLOCK_ADVANCE_MS`] counts.
+    pub elapsed_ms: u64,
 }
 
 /// One resource of a multi-grant and its own fencing token.

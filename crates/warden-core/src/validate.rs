@@ -581,6 +581,7 @@ pub(crate) fn kind(cmd: &Command) -> &'static str {
         Command::AcquireBounded(_) => "acquire",
         Command::EndMaxHold(_) => "end max-hold",
         Command::CheckpointMaxHold(_) => "max-hold checkpoint",
+        Command::AdvanceClock(_) => "clock advance",
     }
 }
 
@@ -694,6 +695,7 @@ pub fn command(cmd: &Command) -> Result<(), CommandError> {
         | Command::EndLockDelay(_)
         | Command::EndMaxHold(_)
         | Command::CheckpointMaxHold(_)
+        | Command::AdvanceClock(_)
         | Command::DropClients(_)
         | Command::Noop => Ok(()),
     }

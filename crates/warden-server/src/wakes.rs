@@ -162,7 +162,8 @@ fn effect_resource(effect: &Effect) -> Option<&str> {
         Effect::LeaseSet { .. }
         | Effect::LeaseCapped { .. }
         | Effect::LeaseGraced { .. }
-        | Effect::LeaseEnded { .. } => None,
+        | Effect::LeaseEnded { .. }
+        | Effect::ClockAdvanced { .. } => None,
     }
 }
 

@@ -142,7 +142,10 @@ fn snapshots_keep_values_and_old_versions_load() {
     log.apply(lease_grant(hdr(1, 1), 10_000));
     log.apply(proclaim(&key("e"), 1, None, "hello"));
     let bytes = log.t.to_snapshot();
-    assert_eq!(bytes[0], 7, "version 7 since max-hold; values came in 3");
+    assert_eq!(
+        bytes[0], 8,
+        "version 8 since the duty clock; values came in 3"
+    );
     let back = LockTable::from_snapshot(&bytes).unwrap();
     assert_eq!(back, log.t);
     assert_eq!(back.value(1, &key("e")), Some("hello"));

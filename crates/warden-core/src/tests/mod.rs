@@ -5,6 +5,7 @@ mod auth;
 mod batch;
 mod cancel;
 mod deadline;
+mod duty_clock;
 mod election;
 mod kinds;
 mod max_hold;

@@ -453,8 +453,8 @@ fn snapshots_carry_multi_locks() {
     log.apply(multi(hdr(2, 1), &["c", "b"], new_lease(10_000), 60_000, 0)); // lease 2 waits
     let bytes = log.t.to_snapshot();
     assert_eq!(
-        bytes[0], 7,
-        "version 7 since max-hold; multi-locks came in 6"
+        bytes[0], 8,
+        "version 8 since the duty clock; multi-locks came in 6"
     );
     let back = LockTable::from_snapshot(&bytes).expect("load");
     assert_eq!(back, log.t);

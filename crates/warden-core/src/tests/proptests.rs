@@ -76,6 +76,7 @@ fn command() -> impl Strategy<Value = Command> {
             lock_delays: vec![],
             waiters: vec![],
         })),
+        1 => (leader(), 0u64..3_000).prop_map(|(leader, elapsed_ms)| Command::AdvanceClock(AdvanceClock { leader, elapsed_ms })),
     ]
 }
 
@@ -446,7 +447,8 @@ fn lease_of(e: &Effect) -> Option<LeaseId> {
         | Effect::MaxHoldEnded { .. }
         | Effect::LockDelayCapped { .. }
         | Effect::LockDelayEnded { .. }
-        | Effect::AuthChanged { .. } => None,
+        | Effect::AuthChanged { .. }
+        | Effect::ClockAdvanced { .. } => None,
     }
 }
 

@@ -75,11 +75,11 @@ fn built() -> Log {
 // limits, lease owners, principals' outcome records, the auth audit trail;
 // the loaded table decides as the original (ownership, S7 replay).
 #[test]
-fn version_7_round_trips_roles_owners_quotas_and_records() {
+fn version_8_round_trips_roles_owners_quotas_and_records() {
     let (x, y) = (built(), built());
     let bytes = x.t.to_snapshot();
     assert_eq!(bytes[0], SNAPSHOT_VERSION);
-    assert_eq!(SNAPSHOT_VERSION, 7);
+    assert_eq!(SNAPSHOT_VERSION, 8);
     assert_eq!(bytes, y.t.to_snapshot());
     let back = LockTable::from_snapshot(&bytes).expect("load");
     assert_eq!(back, x.t);

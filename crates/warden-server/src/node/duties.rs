@@ -28,7 +28,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use warden_core::deadline::CheckpointWalk;
 use warden_core::limits::MAX_DUE_PER_ENTRY;
-use warden_core::types::{Command, DropClients, EndLockDelay, EndMaxHold, Promote};
+use warden_core::types::{AdvanceClock, Command, DropClients, EndLockDelay, EndMaxHold, Promote};
 use warden_core::ClientView;
 
 use crate::node::Node;
@@ -60,6 +60,36 @@ pub const MAX_CHECKPOINT_ENTRIES_IN_FLIGHT: usize = 4;
 /// lease, wait and lock-delay is looked at least once per interval even
 /// when ticks run late (a late slice takes more, `Deadlines::checkpoint_slice`).
 pub const CHECKPOINT_PASS_SHARE: f64 = 0.75;
+
+/// Duty-clock advances per checkpoint interval (docs/semantics.md
+/// "Checkpoints"): what a loading node derives is at most about this many
+/// advance periods longer than the truth (the age of the last advance, and
+/// up to two periods from an entry to the second advance after it), so
+/// three keep it within one interval, the checkpoint term of E.
+pub const CLOCK_ADVANCES_PER_INTERVAL: u32 = 3;
+
+/// How many milliseconds the next duty-clock advance may claim at `now`
+/// (this node's clock): since this leader's own measurement for the last
+/// advance, when the table's last advance (`table_last`, its log index) is
+/// that one (`own`); else since this node's stamp of the table's last
+/// advance (`applied_here`: when it reached this node's log, which is after
+/// its proposer measured it); 0 for the first advance ever or when neither
+/// is known. Never more than passed since the last advance was measured,
+/// so the clock never runs ahead of real time (S4).
+pub fn advance_elapsed_ms(
+    table_last: Option<u64>,
+    own: Option<(u64, Duration)>,
+    applied_here: Option<(u64, Duration)>,
+    now: Duration,
+) -> u64 {
+    let Some(last) = table_last else { return 0 };
+    let since = match (own, applied_here) {
+        (Some((i, measured)), _) if i == last => measured,
+        (_, Some((i, stamp))) if i == last => stamp,
+        _ => return 0,
+    };
+    u64::try_from(now.saturating_sub(since).as_millis()).unwrap_or(u64::MAX)
+}
 
 /// What the leader remembers of each outcome record (node-local): by
 /// principal (`""` for the records of unwrapped and anonymous commands; a
@@ -143,6 +173,13 @@ pub async fn run(node: Weak<Node>) {
     let checkpoint_pass = checkpoint_every.mul_f64(CHECKPOINT_PASS_SHARE);
     let mut walk = CheckpointWalk::default();
     let mut last_slice: Option<Duration> = None;
+    // Once every member reads log format 8 the checkpoint walk gives way to
+    // the duty clock: an advance every third of the interval, each measured
+    // after the last one applied; `own_advance` is this leader's last one
+    // (its log index, when it was measured).
+    let advance_every = checkpoint_every / CLOCK_ADVANCES_PER_INTERVAL;
+    let mut own_advance: Option<(u64, Duration)> = None;
+    let mut next_advance: Option<Duration> = None;
     // Node-local: (principal, client id) → (its record's last_index, when
     // this leader first saw that last_index). Never replicated; a new leader
     // starts afresh, so a client is dropped no earlier than the idle timeout
@@ -157,6 +194,8 @@ pub async fn run(node: Weak<Node>) {
             last_checkpoint = None;
             walk = CheckpointWalk::default();
             last_slice = None;
+            own_advance = None;
+            next_advance = None;
             client_seen.clear();
             continue;
         };
@@ -187,6 +226,7 @@ pub async fn run(node: Weak<Node>) {
             }
         }
         let now = node.shared.clock.now();
+        let clock_runs = node.formats.may_use_duty_clock();
         // 2. Expire due leases and timed-out waiters, in entries of at most
         // MAX_DUE_PER_ENTRY of each: while a list comes back full, more may
         // be due, and the next entry goes at once rather than a tick later
@@ -201,17 +241,23 @@ pub async fn run(node: Weak<Node>) {
             let max_holds = m.deadlines.due_max_holds(&m.table, now);
             // The first slice after promotion is a whole pass, as the one
             // checkpoint of an interval was before the walk was spread.
-            let elapsed = last_slice.map_or(checkpoint_pass, |t| now.saturating_sub(t));
-            last_slice = Some(now);
-            let slice = m.deadlines.checkpoint_slice(
-                &m.table,
-                leader,
-                now,
-                checkpoint_every,
-                &mut walk,
-                elapsed,
-                checkpoint_pass,
-            );
+            let slice = if clock_runs {
+                walk = CheckpointWalk::default();
+                last_slice = None;
+                None
+            } else {
+                let elapsed = last_slice.map_or(checkpoint_pass, |t| now.saturating_sub(t));
+                last_slice = Some(now);
+                Some(m.deadlines.checkpoint_slice(
+                    &m.table,
+                    leader,
+                    now,
+                    checkpoint_every,
+                    &mut walk,
+                    elapsed,
+                    checkpoint_pass,
+                ))
+            };
             let per_interval = match last_checkpoint {
                 Some(t) if now.saturating_sub(t) < checkpoint_every => None,
                 _ => Some(
@@ -278,7 +324,7 @@ pub async fn run(node: Weak<Node>) {
         // apply, and the machine lock, for its whole list, and a whole slice
         // proposed at once would put a client entry proposed meanwhile
         // behind all of it.
-        if !slice.is_empty() {
+        if let Some(slice) = slice.filter(|s| !s.is_empty()) {
             let entries = slice
                 .into_entries(MAX_DUE_PER_ENTRY)
                 .into_iter()
@@ -289,6 +335,32 @@ pub async fn run(node: Weak<Node>) {
             .await;
             for e in proposed.into_iter().filter_map(Result::err) {
                 tracing::debug!("checkpoint: {}", e);
+            }
+        }
+        // 4b. Or, once every member reads it, advance the duty clock: one
+        // entry however many leases, waits and lock-delays there are.
+        if clock_runs && next_advance.is_none_or(|t| now >= t) {
+            let (measured, elapsed_ms) = {
+                let Ok(m) = node.shared.machine.lock() else {
+                    return;
+                };
+                let measured = node.shared.clock.now();
+                let elapsed = advance_elapsed_ms(
+                    m.table.duty_clock().last_advance_index(),
+                    own_advance,
+                    m.last_clock_advance,
+                    measured,
+                );
+                (measured, elapsed)
+            };
+            next_advance = Some(measured.saturating_add(advance_every));
+            let cmd = Command::AdvanceClock(AdvanceClock { leader, elapsed_ms });
+            match node.propose_duty(cmd).await {
+                Ok((_, log_id)) => own_advance = Some((log_id.index, measured)),
+                Err(e) => {
+                    own_advance = None;
+                    tracing::debug!("advance clock: {}", e);
+                }
             }
         }
         // 5. Once an interval: checkpoint max-holds; drop idle clients'
@@ -397,6 +469,42 @@ mod tests {
         assert_eq!(most, MAX_CHECKPOINT_ENTRIES_IN_FLIGHT);
         let (answers, most) = run_few(5, 0).await;
         assert_eq!((answers, most), ((0..5).collect::<Vec<_>>(), 1));
+    }
+
+    // docs/semantics.md "Checkpoints" (S4): an advance never claims more
+    // time than passed since the last one was measured: from this leader's
+    // own measurement when the last advance is its own, else from this
+    // node's stamp of it (later than its proposer's measurement), else 0.
+    #[test]
+    fn an_advance_claims_only_time_that_certainly_passed() {
+        let t = Duration::from_millis;
+        assert_eq!(
+            advance_elapsed_ms(None, None, None, t(5_000)),
+            0,
+            "first ever"
+        );
+        // Its own last advance at index 40, measured at 1 s.
+        let own = Some((40, t(1_000)));
+        assert_eq!(
+            advance_elapsed_ms(Some(40), own, Some((40, t(1_003))), t(1_333)),
+            333
+        );
+        // Another leader advanced since (index 52): from this node's stamp.
+        assert_eq!(
+            advance_elapsed_ms(Some(52), own, Some((52, t(2_010))), t(2_500)),
+            490
+        );
+        // The table's last advance is neither its own nor one it stamped
+        // (a snapshot installed meanwhile): nothing is claimed.
+        assert_eq!(
+            advance_elapsed_ms(Some(60), own, Some((52, t(2_010))), t(3_000)),
+            0
+        );
+        // A stamp later than now (never expected) claims 0, not a wrap.
+        assert_eq!(
+            advance_elapsed_ms(Some(52), None, Some((52, t(9_000))), t(3_000)),
+            0
+        );
     }
 
     // S7: a client is dropped only after its record stood still for the

@@ -5,9 +5,11 @@
 //! membership (format 4), propose acquires of the other lock kinds
 //! (format 5: `Command::AcquireKind`, `Response::AcquireKind`), propose
 //! multi-locks (format 6: `Command::AcquireMulti`, `Response::AcquireMulti`),
-//! and propose max-hold acquires and their leader duties (format 7:
+//! propose max-hold acquires and their leader duties (format 7:
 //! `Command::AcquireBounded`, `Command::EndMaxHold`,
-//! `Command::CheckpointMaxHold`).
+//! `Command::CheckpointMaxHold`), and advance the duty clock instead of
+//! naming each lease, wait and lock-delay in checkpoints (format 8:
+//! `Command::AdvanceClock`).
 //!
 //! A binary older than a format cannot decode its entries (postcard fails on
 //! the unknown variant index), so a follower or learner that runs one would
@@ -65,6 +67,10 @@
 //!   the members that have not reported format 7. No max-hold grant exists
 //!   before the gate opened, so the leader's max-hold duties propose
 //!   nothing before it either.
+//! * [`LogFormats::may_use_duty_clock`]: every other member reads
+//!   [`DUTY_CLOCK_LOG_FORMAT`] (8: `Command::AdvanceClock`,
+//!   docs/semantics.md "Checkpoints"). Until then the leader's duty loop
+//!   names remaining times in `Command::Checkpoint` entries, as before.
 //!
 //! A member that has reported nothing yet counts as its *unreported floor*:
 //! 0 on an insecure node, [`AUTH_LOG_FORMAT`] on a secure one
@@ -111,26 +117,26 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// The log format this binary reads (and advertises): 7, which includes
-/// max-hold (`Command::AcquireBounded`, `Command::EndMaxHold`,
+/// The log format this binary reads (and advertises): 8, which includes
+/// the duty clock (`Command::AdvanceClock`), max-hold (`Command::AcquireBounded`, `Command::EndMaxHold`,
 /// `Command::CheckpointMaxHold`), multi-locks (`Command::AcquireMulti`), acquires of the other lock kinds (`Command::AcquireKind`), members with a
 /// peer address of their own (`MemberAddr`'s two-address
 /// form), everything of format 3 (authorized entries: `Command::Authorized`,
 /// `Command::AuthChange`, `Response::AuthChanged`) and of format 2 (packed
 /// entries, `Command::Batch`, `Response::Batch`). 1 is the log before
 /// packing; an older node advertises nothing, recorded as 0.
-pub const LOG_FORMAT: u32 = 7;
+pub const LOG_FORMAT: u32 = 8;
 
 // The format each gate needs (a leader does what a format brings only when
 // every other member reads it); defined beside the command shapes, which the
 // state machine's applied floor reads too.
 pub use crate::types::{
-    AUTH_LOG_FORMAT, BATCH_LOG_FORMAT, KINDS_LOG_FORMAT, MAX_HOLD_LOG_FORMAT, MULTI_LOG_FORMAT,
-    PEER_ADDR_LOG_FORMAT,
+    AUTH_LOG_FORMAT, BATCH_LOG_FORMAT, DUTY_CLOCK_LOG_FORMAT, KINDS_LOG_FORMAT,
+    MAX_HOLD_LOG_FORMAT, MULTI_LOG_FORMAT, PEER_ADDR_LOG_FORMAT,
 };
 
 /// What [`LOG_FORMAT_HEADER_VALUE`] is: [`LOG_FORMAT`] in decimal ASCII.
-pub const LOG_FORMAT_HEADER_VALUE: &str = "7";
+pub const LOG_FORMAT_HEADER_VALUE: &str = "8";
 
 /// The format a peer's answer reports: its
 /// [`warden_proto::LOG_FORMAT_METADATA`] value as a decimal `u32`; 0 when
@@ -229,6 +235,7 @@ pub struct LogFormats {
     kinds: Gate,
     multi: Gate,
     max_hold: Gate,
+    duty_clock: Gate,
 }
 
 impl LogFormats {
@@ -297,6 +304,13 @@ impl LogFormats {
                 "refusing acquires with a max-hold: these members have not reported log \
                  format 7",
             ),
+            duty_clock: Gate::new(
+                DUTY_CLOCK_LOG_FORMAT,
+                "every member reads log format 8: the leader advances the duty clock instead \
+                 of naming each lease in checkpoints",
+                "naming leases, waits and lock-delays in checkpoints: these members have not \
+                 reported log format 8",
+            ),
         }
     }
 
@@ -336,6 +350,13 @@ impl LogFormats {
     /// max-hold entries (at least [`MAX_HOLD_LOG_FORMAT`]). One atomic load.
     pub fn may_use_max_hold(&self) -> bool {
         self.max_hold.is_open()
+    }
+
+    /// Whether every other member has reported a format that reads
+    /// duty-clock advances (at least [`DUTY_CLOCK_LOG_FORMAT`]). One atomic
+    /// load.
+    pub fn may_use_duty_clock(&self) -> bool {
+        self.duty_clock.is_open()
     }
 
     /// The other members that have not reported [`MAX_HOLD_LOG_FORMAT`]
@@ -517,6 +538,7 @@ impl LogFormats {
             &self.kinds,
             &self.multi,
             &self.max_hold,
+            &self.duty_clock,
         ] {
             gate.set(self.lagging(known, gate.format));
         }
@@ -879,8 +901,24 @@ mod tests {
         assert_eq!(secure.lagging_max_hold_readers(), vec![3]);
         secure.record(3, LOG_FORMAT);
         assert!(secure.may_use_max_hold());
-        assert_eq!(LOG_FORMAT, MAX_HOLD_LOG_FORMAT);
-        assert_eq!(LOG_FORMAT_HEADER_VALUE, "7");
+    }
+
+    // Rolling upgrade (the duty clock, docs/semantics.md "Checkpoints"): the
+    // leader advances the clock (`Command::AdvanceClock`, which a format-7
+    // binary cannot decode) only once every other member has reported
+    // format 8; until then it names remaining times in checkpoints.
+    #[test]
+    fn the_duty_clock_waits_for_every_other_member_to_report_format_8() {
+        let secure = LogFormats::secure(1);
+        secure.set_members([1, 2, 3]);
+        secure.record(2, 8);
+        secure.record(3, 7);
+        assert!(secure.may_use_max_hold(), "format 7 is enough for max-hold");
+        assert!(!secure.may_use_duty_clock());
+        secure.record(3, LOG_FORMAT);
+        assert!(secure.may_use_duty_clock());
+        assert_eq!(LOG_FORMAT, DUTY_CLOCK_LOG_FORMAT);
+        assert_eq!(LOG_FORMAT_HEADER_VALUE, "8");
     }
 
     #[test]

@@ -48,6 +48,12 @@ pub struct Machine {
     /// started ([`crate::types::entry_log_format`]; 0 before the first),
     /// published on [`Shared::applied_log_format`] when it rises.
     pub applied_log_format: u32,
+    /// The last duty-clock advance this node applied (its log index) and
+    /// its stamp here: when it reached this node's log, or its apply time
+    /// when it has no stamp of this process (never earlier than the
+    /// leader's measurement of it). A new leader measures its first advance
+    /// from it (docs/semantics.md "Checkpoints"). Node-local.
+    pub last_clock_advance: Option<(u64, Duration)>,
 }
 
 /// Most waiters [`RemovedWaiters`] remembers.
@@ -182,6 +188,7 @@ impl StateMachineStore {
             removed_waiters: RemovedWaiters::default(),
             loaded_through: 0,
             applied_log_format: 0,
+            last_clock_advance: None,
         };
         let stored = db.load_snapshot()?;
         let snapshot_len = stored.as_ref().map_or(0, |s| s.data.len() as u64);
@@ -570,6 +577,16 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                             }
                         }
                         drop(hot);
+                        if let Some(advance) = applied.effects.iter().find_map(|e| match e {
+                            warden_core::Effect::ClockAdvanced { index } => Some(*index),
+                            _ => None,
+                        }) {
+                            // Deadlines this node loaded (not applied) are
+                            // capped at what the clock derives now.
+                            let m = &mut *m;
+                            m.deadlines.on_clock_advanced(&m.table, stamp);
+                            m.last_clock_advance = Some((advance, stamp));
+                        }
                         if bugs.full_ttl_reset_at_election && matches!(cmd, Command::Promote(_)) {
                             let m = &mut *m;
                             crate::sim_hooks::reset_full_ttls(&m.table, &mut m.deadlines, now);
