@@ -435,9 +435,32 @@ impl Deadlines {
             }
             None => false,
         });
+        // One pass over each resource's queue (a queue holds up to 10,000
+        // waiters; looking each loaded one up alone would be quadratic).
+        let clock = table.duty_clock();
+        let mut queue: Option<(String, BTreeMap<(LeaseId, LogIndex), u64>)> = None;
         waits.retain(|key| {
             let (resource, lease_id, enqueue_index) = key;
-            match table.waiter_remaining_ms(resource, *lease_id, *enqueue_index) {
+            if queue.as_ref().is_none_or(|(r, _)| r != resource) {
+                let lefts = table
+                    .resource(resource)
+                    .map_or_else(BTreeMap::new, |state| {
+                        state
+                            .waiters
+                            .iter()
+                            .map(|w| {
+                                let left =
+                                    clock.remaining_now(w.remaining_wait_ms, w.enqueue_index);
+                                ((w.lease_id, w.enqueue_index), left)
+                            })
+                            .collect()
+                    });
+                queue = Some((resource.clone(), lefts));
+            }
+            let left = queue
+                .as_ref()
+                .and_then(|(_, lefts)| lefts.get(&(*lease_id, *enqueue_index)).copied());
+            match left {
                 Some(left) => {
                     self.waits.set_min(key.clone(), add(stamp, left));
                     true

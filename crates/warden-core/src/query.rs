@@ -265,20 +265,6 @@ impl LockTable {
         })
     }
 
-    /// What is left of that waiter's wait now on the duty clock (as
-    /// [`Self::all_waiters`] reports it), if it still waits.
-    pub fn waiter_remaining_ms(
-        &self,
-        resource: &str,
-        lease_id: LeaseId,
-        enqueue_index: LogIndex,
-    ) -> Option<u64> {
-        self.waiter(resource, lease_id, enqueue_index).map(|w| {
-            self.clock
-                .remaining_now(w.remaining_wait_ms, w.enqueue_index)
-        })
-    }
-
     /// True if `lease_id` waits on `resource` with this enqueue index.
     pub fn has_waiter(&self, resource: &str, lease_id: LeaseId, enqueue_index: LogIndex) -> bool {
         self.resources.get(resource).is_some_and(|s| {

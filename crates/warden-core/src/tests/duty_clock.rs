@@ -246,3 +246,45 @@ fn loaded_deadlines_are_capped_at_each_advance_until_renewed() {
     );
     assert_eq!(d.loaded_count(), 3);
 }
+
+// Loaded waits on one resource are capped from one pass over its queue,
+// each by its own enqueue index; a wait that left the queue leaves the set.
+#[test]
+fn loaded_waits_of_one_queue_are_each_capped_by_their_own_start() {
+    let mut log = Log::new();
+    log.apply(acquire(hdr(1, 1), "a", new_lease(60_000), 0, 0)); // 1: holds a
+    log.apply(acquire(hdr(2, 1), "a", new_lease(60_000), 20_000, 0)); // 2: waits
+    log.apply(advance(L1, 0)); // 3
+    log.apply(advance(L1, 1_000)); // 4
+    log.apply(acquire(hdr(3, 1), "a", new_lease(60_000), 20_000, 0)); // 5: waits
+    log.apply(advance(L1, 1_000)); // 6
+    log.apply(advance(L1, 1_000)); // 7: 2 s since 2's second advance, 0 since 5's
+    let mut d = Deadlines::load(&log.t, Duration::from_secs(100));
+    assert_eq!(d.wait_deadline("a", 2, 2), Some(ms(118_000)));
+    assert_eq!(d.wait_deadline("a", 3, 5), Some(ms(120_000)));
+    // Down for 5 s: the next advance it applies carries them.
+    log.apply(advance(L1, 5_000)); // 8
+    d.on_clock_advanced(&log.t, ms(105_000));
+    assert_eq!(
+        d.wait_deadline("a", 2, 2),
+        Some(ms(118_000)),
+        "7 s from 2 s on: 20 - 7 = 13"
+    );
+    assert_eq!(
+        d.wait_deadline("a", 3, 5),
+        Some(ms(120_000)),
+        "15 s left from 105 s"
+    );
+    log.apply(advance(L1, 4_000)); // 9: 11 s since 2's, 9 s since 5's
+    d.on_clock_advanced(&log.t, ms(105_000));
+    assert_eq!(d.wait_deadline("a", 2, 2), Some(ms(114_000)));
+    assert_eq!(d.wait_deadline("a", 3, 5), Some(ms(116_000)));
+    // Lease 2 is revoked: it and its wait leave the loaded set.
+    log.apply(Command::Revoke(Revoke {
+        header: hdr(2, 2),
+        lease_id: 2,
+        due: None,
+    })); // 10
+    d.on_clock_advanced(&log.t, ms(105_000));
+    assert_eq!(d.loaded_count(), 3, "leases 1 and 3, and lease 3's wait");
+}
