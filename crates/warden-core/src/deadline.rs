@@ -377,7 +377,7 @@ impl Deadlines {
 
     /// Deadlines for a table that reached this node without being applied
     /// (snapshot install, restart): each lease, waiter and lock-delay at now
-    /// + what it has left on the table's duty clock
+    /// plus what it has left on the table's duty clock
     /// ([`LockTable::lease_remaining_ms`], [`LockTable::all_waiters`],
     /// [`LockTable::lock_delays`]). Each is capped again at every later
     /// clock advance until an entry sets or ends it
@@ -438,7 +438,9 @@ impl Deadlines {
         // One pass over each resource's queue (a queue holds up to 10,000
         // waiters; looking each loaded one up alone would be quadratic).
         let clock = table.duty_clock();
-        let mut queue: Option<(String, BTreeMap<(LeaseId, LogIndex), u64>)> = None;
+        // (resource, (lease, enqueue index) → wait left) of the last queue read.
+        type QueueLefts = (String, BTreeMap<(LeaseId, LogIndex), u64>);
+        let mut queue: Option<QueueLefts> = None;
         waits.retain(|key| {
             let (resource, lease_id, enqueue_index) = key;
             if queue.as_ref().is_none_or(|(r, _)| r != resource) {
