@@ -655,4 +655,100 @@ mod mass_expiry_tests {
         assert_eq!(sizes.iter().sum::<usize>() as u64, LEASES, "{sizes:?}");
         assert!(sizes.len() >= 3, "{sizes:?}");
     }
+
+    /// (clock advances, leases named in checkpoints) among `cmds`.
+    fn duty_counts(cmds: &[Command]) -> (usize, usize) {
+        cmds.iter().fold((0, 0), |(a, c), cmd| match cmd {
+            Command::AdvanceClock(_) => (a + 1, c),
+            Command::Checkpoint(cp) => (a, c + cp.leases.len()),
+            Command::Batch(inner) => {
+                let (ia, ic) = duty_counts(inner);
+                (a + ia, c + ic)
+            }
+            _ => (a, c),
+        })
+    }
+
+    /// Grants `n` leases of `ttl_ms` as `principal`, clients 1..=n.
+    async fn leases(t: &TestNode, principal: &crate::node::Principal, n: u64, ttl_ms: u64) {
+        for client in 1..=n {
+            let _: LeaseGranted = t
+                .node
+                .submit(
+                    principal,
+                    Command::LeaseGrant(LeaseGrant {
+                        header: header(client, 1),
+                        ttl_ms,
+                    }),
+                )
+                .await
+                .expect("lease grant");
+        }
+    }
+
+    // docs/semantics.md "Checkpoints": once every member reads log format 8
+    // the duty loop advances the clock and names no lease in a checkpoint,
+    // however many leases stop renewing; the clock never counts more than
+    // passed (S4), so what a loading node derives for a lease is never less
+    // than the TTL less the time since its grant was sent.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_duty_loop_advances_the_clock_instead_of_naming_leases() {
+        let started = tokio::time::Instant::now();
+        let t = TestNode::start(Setup::default()).await;
+        t.grant("alice", "", Permission::Lock).await;
+        let sent = tokio::time::Instant::now();
+        leases(&t, &named("alice"), 50, 10_000).await;
+        let deadline = sent + Duration::from_secs(8);
+        while t.table(|m| m.duty_clock().now_ms()) < 1_500 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the clock did not reach 1.5 s"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let (clock_ms, lefts) = t.table(|m| {
+            let lefts: Vec<u64> = m.leases().map(|l| m.lease_remaining_ms(l)).collect();
+            (m.duty_clock().now_ms(), lefts)
+        });
+        let since_sent = u64::try_from(sent.elapsed().as_millis()).expect("ms");
+        let since_start = u64::try_from(started.elapsed().as_millis()).expect("ms");
+        assert!(
+            clock_ms <= since_start,
+            "clock {clock_ms} ms ran ahead of {since_start} ms"
+        );
+        assert_eq!(lefts.len(), 50);
+        for left in &lefts {
+            assert!(
+                *left + since_sent >= 10_000,
+                "{left} ms left after {since_sent} ms"
+            );
+            assert!(*left < 10_000, "the clock counted nothing: {lefts:?}");
+        }
+        let (advances, named_leases) = duty_counts(&t.applied());
+        assert_eq!(named_leases, 0, "a lease was named in a checkpoint");
+        assert!(advances >= 2, "{advances} advances");
+    }
+
+    // Rolling upgrade: with a member that has not reported log format 8 the
+    // leader names leases in checkpoints as before and never proposes an
+    // advance that member could not decode.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_member_below_format_8_keeps_named_checkpoints() {
+        let t = TestNode::start(Setup {
+            gate_closed: true,
+            ..Setup::default()
+        })
+        .await;
+        leases(&t, &None, 5, 3_000).await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(8);
+        while duty_counts(&t.applied()).1 == 0 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no lease was checkpointed"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(duty_counts(&t.applied()).0, 0, "an advance was proposed");
+        assert!(!t.table(|m| m.duty_clock().is_running()));
+    }
 }
