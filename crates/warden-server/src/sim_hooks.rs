@@ -97,6 +97,12 @@ pub struct BugSwitches {
     /// multi-lock is granted in part (docs/semantics.md "Multi-locks";
     /// breaks the simulator's MULTI checker).
     pub multi_grant_first_only: bool,
+    /// Every duty-clock advance applies with three times the time its
+    /// leader measured (`Command::AdvanceClock`), so the clock runs ahead
+    /// of real time and leases derive less than they have left
+    /// (docs/semantics.md "Checkpoints"; breaks S4 for a node that loads
+    /// the table).
+    pub duty_clock_runs_fast: bool,
 }
 
 /// Simulator-only observer of a node's state machine.
@@ -152,6 +158,11 @@ pub(crate) fn buggy_command(
         );
     }
     let mut cmd = cmd.clone();
+    if bugs.duty_clock_runs_fast {
+        if let Command::AdvanceClock(a) = &mut cmd {
+            a.elapsed_ms = a.elapsed_ms.saturating_mul(3);
+        }
+    }
     if bugs.multi_grant_first_only {
         let inner = unwrapped_mut(&mut cmd);
         if let Command::AcquireMulti(m) = inner {

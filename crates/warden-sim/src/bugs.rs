@@ -20,7 +20,7 @@ pub struct Bugs {
 type SwitchOn = fn(&mut Bugs);
 
 /// Each `--inject-bug` name and the switch it turns on.
-const SWITCHES: [(&str, SwitchOn); 13] = [
+const SWITCHES: [(&str, SwitchOn); 14] = [
     ("full-ttl-reset-at-election", |b| {
         b.server.full_ttl_reset_at_election = true
     }),
@@ -57,6 +57,9 @@ const SWITCHES: [(&str, SwitchOn); 13] = [
     }),
     ("multi-grant-first-only", |b| {
         b.server.multi_grant_first_only = true
+    }),
+    ("duty-clock-runs-fast", |b| {
+        b.server.duty_clock_runs_fast = true
     }),
 ];
 

@@ -368,3 +368,12 @@ fn a_seed_replays_the_same_run() {
         )
     );
 }
+
+// docs/semantics.md "Checkpoints", S4 for a node that loads the table: a
+// duty clock that runs ahead of real time (every advance applied with three
+// times the time its leader measured) makes a live lease derive less than
+// it has left, and S4's check at each advance catches it.
+#[test]
+fn duty_clock_runs_fast_is_caught() {
+    assert_caught(1, Scenario::RepeatedElections, "duty-clock-runs-fast", "S4");
+}

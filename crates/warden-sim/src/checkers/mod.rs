@@ -16,7 +16,7 @@
 //! | `semaphore.rs` | SEMAPHORE: at most N holders of a semaphore of N permits (N as the clients asked), each in its own slot below N |
 //! | `read_write.rs` | RW: a read-write lock's writer (as the client asked) never holds beside another holder |
 //! | `s3_durability.rs` | S3: the same entry at each index; acknowledged changes stay |
-//! | `s4_no_early_expiry.rs` | S4: no expiry before TTL × (1 − ρ) after the last acknowledged send |
+//! | `s4_no_early_expiry.rs` | S4: no expiry, and no remaining time derived from the duty clock, before TTL × (1 − ρ) after the last acknowledged send |
 //! | `s5_client_honesty.rs` | S5: no client's `valid_until` reaches into another's grant |
 //! | `s6_ownership.rs` | S6: a release frees only the grant it names |
 //! | `lease_owners.rs` | OWNERS: no command of principal P changes a lease of principal Q (docs/security.md "Leases have owners") |
