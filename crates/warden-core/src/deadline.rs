@@ -480,6 +480,84 @@ impl Deadlines {
         });
     }
 
+    /// Marks the deadlines that `effects` set as loaded, for an entry this
+    /// node has no stamp of (replayed after a reboot: stamped with its apply
+    /// time, so as late as a loaded deadline): each advance caps them
+    /// ([`Self::on_clock_advanced`]) until a later entry sets them.
+    pub fn mark_loaded<'a>(&mut self, effects: impl IntoIterator<Item = &'a Effect>) {
+        for e in effects {
+            match e {
+                Effect::LeaseSet { lease_id, .. } => {
+                    self.loaded.leases.insert(*lease_id);
+                }
+                Effect::Queued {
+                    resource,
+                    lease_id,
+                    enqueue_index,
+                    ..
+                } => {
+                    self.loaded
+                        .waits
+                        .insert((resource.clone(), *lease_id, *enqueue_index));
+                }
+                Effect::LockDelayStarted {
+                    resource,
+                    start_index,
+                    ..
+                } => {
+                    self.loaded
+                        .lock_delays
+                        .insert((resource.clone(), *start_index));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Sets lease `id`'s deadline to `at` as a loaded one (the exact
+    /// deadline a snapshot's sidecar brings back, which may itself have
+    /// been loaded): later advances may still cap it.
+    pub fn restore_lease_deadline(&mut self, id: LeaseId, at: Duration) {
+        self.leases.insert(id, at);
+        self.loaded.leases.insert(id);
+    }
+
+    /// A `Promote` applied at `stamp`: every deadline, loaded or applied,
+    /// becomes min(deadline, stamp + what `table`'s duty clock derives for
+    /// it), once per term. A node that applied a renew late (it lagged, or
+    /// replayed its log after a reboot) has a deadline later than the
+    /// leader's; named checkpoints used to cap it within an interval, and
+    /// this does for the one node that matters, a new leader, before its
+    /// first duty (L2). Call it after the `Promote`'s own effects: the
+    /// table then records each graced lease's grace, so the cap never
+    /// undoes it. Nothing happens while the clock does not run. O(deadlines).
+    pub fn cap_all(&mut self, table: &LockTable, stamp: Duration) {
+        if !table.duty_clock().is_running() {
+            return;
+        }
+        let leases: Vec<(LeaseId, u64)> = self
+            .leases
+            .by_key
+            .keys()
+            .filter_map(|id| table.lease(*id).map(|l| (*id, table.lease_remaining_ms(l))))
+            .collect();
+        for (id, left) in leases {
+            self.leases.set_min(id, add(stamp, left));
+        }
+        for (resource, w, left) in table.all_waiters() {
+            let key = (resource, w.lease_id, w.enqueue_index);
+            if self.waits.get(&key).is_some() {
+                self.waits.set_min(key, add(stamp, left));
+            }
+        }
+        for v in table.lock_delays() {
+            let key = (v.resource, v.start_index);
+            if self.lock_delays.get(&key).is_some() {
+                self.lock_delays.set_min(key, add(stamp, v.remaining_ms));
+            }
+        }
+    }
+
     /// How many deadlines [`Self::load`] set that no entry has set or
     /// ended since (leases, waits, lock-delays).
     pub fn loaded_count(&self) -> usize {

@@ -2,12 +2,13 @@
 //! time has certainly passed since a log index, without naming each lease,
 //! wait and lock-delay in the log.
 //!
-//! The leader commits a [`crate::types::AdvanceClock`] entry every third of
-//! the checkpoint interval. Each carries the milliseconds the proposer
+//! The leader commits a [`crate::types::AdvanceClock`] entry every quarter
+//! of the checkpoint interval. Each carries the milliseconds the proposer
 //! measured since the clock's last advance (exactly, between two of its own
 //! measurements; from its own append stamp of the last advance when another
 //! leader made it, which is later than that leader's measurement; 0 for the
-//! first advance ever), so the clock never runs ahead of real time. The
+//! first advance ever) and names that advance, and applies only if it is
+//! still the last, so the clock never runs ahead of real time. The
 //! table keeps the clock value after each advance of the last hour, by the
 //! advance's log index.
 //!
@@ -21,8 +22,8 @@
 //! advance only after the previous one applied, so the second was measured
 //! after the entry. The remaining time derived this way is never shorter
 //! than the truth (no early expiry on a node that loads it, S4), and it is
-//! at most about three advance periods (one checkpoint interval) longer
-//! than the truth (L2's checkpoint term of E).
+//! at most about three advance periods (within one checkpoint interval)
+//! longer than the truth (L2's checkpoint term of E).
 //!
 //! Advances older than [`CLOCK_WINDOW_MS`] are dropped, keeping one: an
 //! index older than every kept advance counts from the oldest kept second

@@ -53,7 +53,9 @@ pub struct Waiter {
     pub enqueue_index: LogIndex,
     /// The wait timeout in milliseconds.
     pub wait_timeout_ms: u64,
-    /// Remaining wait in milliseconds as of the last checkpoint (or enqueue).
+    /// Remaining wait in milliseconds as of the enqueue (or of the last
+    /// checkpoint before the duty clock ran); what is left now is read
+    /// through the clock ([`crate::LockTable::all_waiters`]).
     pub remaining_wait_ms: u64,
     /// Lock-delay (ms) of the grant this waiter will get.
     pub lock_delay_ms: u64,
@@ -99,7 +101,9 @@ pub struct LockDelay {
     pub start_index: LogIndex,
     /// The full delay in milliseconds.
     pub lock_delay_ms: u64,
-    /// Remaining delay in milliseconds as of the last checkpoint (or start).
+    /// Remaining delay in milliseconds as of the start (or of the last
+    /// checkpoint before the duty clock ran); what is left now is read
+    /// through the clock ([`crate::LockTable::lock_delays`]).
     pub remaining_ms: u64,
     /// What it withholds.
     pub scope: DelayScope,

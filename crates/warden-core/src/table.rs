@@ -66,8 +66,11 @@ pub struct LeaseRecord {
     /// grace per lease between two renews).
     pub graced: bool,
     /// Remaining TTL in milliseconds as of `last_index` (the full TTL after a
-    /// renew, the proposer's value after a checkpoint, at least the grace after
-    /// a promote). Used only where no local deadline exists (snapshot load).
+    /// renew, the proposer's value after a checkpoint, what was left and at
+    /// least the grace after a promote). What is left now is this less the
+    /// duty clock since then ([`LockTable::lease_remaining_ms`]), read where
+    /// a node has no deadline of its own for the lease (snapshot load) and
+    /// to cap the ones it set late (advances, a promote).
     pub remaining_ms: u64,
     /// Created by an acquire: it dies when its last lock and last wait are gone.
     pub auto: bool,
@@ -1429,7 +1432,8 @@ impl LockTable {
     }
 
     /// Advances the duty clock (docs/semantics.md "Checkpoints"); an advance
-    /// proposed in another leader's term is ignored, as every leader duty is.
+    /// proposed in another leader's term is ignored, as every leader duty is,
+    /// and so is one measured from an advance that is no longer the last.
     fn advance_clock(
         &mut self,
         index: LogIndex,
@@ -1437,7 +1441,7 @@ impl LockTable {
         a: &AdvanceClock,
         fx: &mut Vec<Effect>,
     ) -> Response {
-        if a.leader != log_leader {
+        if a.leader != log_leader || a.after_index != self.clock.last_advance_index() {
             return Response::Done;
         }
         if self.clock.advance(index, a.elapsed_ms) {

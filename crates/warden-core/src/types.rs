@@ -418,8 +418,14 @@ pub struct CheckpointMaxHold {
 pub struct AdvanceClock {
     /// The proposer; an advance of another leader's term is ignored.
     pub leader: LeaderId,
-    /// Milliseconds the proposer measured since the clock's last advance
-    /// (never more than passed: see [`crate::duty_clock`]); at most
+    /// The log index of the advance `elapsed_ms` counts from (None: the
+    /// first advance ever). Apply ignores the advance unless that is still
+    /// the clock's last advance, so two advances measured from the same one
+    /// (one proposed after the other's commit timed out, both committed
+    /// later) never count the same time twice.
+    pub after_index: Option<LogIndex>,
+    /// Milliseconds the proposer measured since that advance (never more
+    /// than passed: see [`crate::duty_clock`]); at most
     /// [`crate::duty_clock::MAX_CLOCK_ADVANCE_MS`] counts.
     pub elapsed_ms: u64,
 }

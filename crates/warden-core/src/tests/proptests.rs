@@ -76,7 +76,7 @@ fn command() -> impl Strategy<Value = Command> {
             lock_delays: vec![],
             waiters: vec![],
         })),
-        1 => (leader(), 0u64..3_000).prop_map(|(leader, elapsed_ms)| Command::AdvanceClock(AdvanceClock { leader, elapsed_ms })),
+        1 => (leader(), proptest::option::of(0u64..40), 0u64..3_000).prop_map(|(leader, after_index, elapsed_ms)| Command::AdvanceClock(AdvanceClock { leader, after_index, elapsed_ms })),
     ]
 }
 

@@ -62,11 +62,13 @@ pub const MAX_CHECKPOINT_ENTRIES_IN_FLIGHT: usize = 4;
 pub const CHECKPOINT_PASS_SHARE: f64 = 0.75;
 
 /// Duty-clock advances per checkpoint interval (docs/semantics.md
-/// "Checkpoints"): what a loading node derives is at most about this many
+/// "Checkpoints"): what a loading node derives is at most about three
 /// advance periods longer than the truth (the age of the last advance, and
-/// up to two periods from an entry to the second advance after it), so
-/// three keep it within one interval, the checkpoint term of E.
-pub const CLOCK_ADVANCES_PER_INTERVAL: u32 = 3;
+/// up to two periods from an entry to the second advance after it); an
+/// advance goes out up to a duty tick (50 ms) and a commit after its time,
+/// so four an interval keep three periods within one interval, the
+/// checkpoint term of E.
+pub const CLOCK_ADVANCES_PER_INTERVAL: u32 = 4;
 
 /// How many milliseconds the next duty-clock advance may claim at `now`
 /// (this node's clock): since this leader's own measurement for the last
@@ -174,12 +176,15 @@ pub async fn run(node: Weak<Node>) {
     let mut walk = CheckpointWalk::default();
     let mut last_slice: Option<Duration> = None;
     // Once every member reads log format 8 the checkpoint walk gives way to
-    // the duty clock: an advance every third of the interval, each measured
+    // the duty clock: an advance every quarter of the interval, each measured
     // after the last one applied; `own_advance` is this leader's last one
     // (its log index, when it was measured).
     let advance_every = checkpoint_every / CLOCK_ADVANCES_PER_INTERVAL;
     let mut own_advance: Option<(u64, Duration)> = None;
     let mut next_advance: Option<Duration> = None;
+    // An advance whose commit timed out may still commit later: the next
+    // one names the advance it counts from (`after_index`), and apply
+    // ignores it if that is no longer the clock's last.
     // Node-local: (principal, client id) → (its record's last_index, when
     // this leader first saw that last_index). Never replicated; a new leader
     // starts afresh, so a client is dropped no earlier than the idle timeout
@@ -340,21 +345,22 @@ pub async fn run(node: Weak<Node>) {
         // 4b. Or, once every member reads it, advance the duty clock: one
         // entry however many leases, waits and lock-delays there are.
         if clock_runs && next_advance.is_none_or(|t| now >= t) {
-            let (measured, elapsed_ms) = {
+            let (measured, after_index, elapsed_ms) = {
                 let Ok(m) = node.shared.machine.lock() else {
                     return;
                 };
                 let measured = node.shared.clock.now();
-                let elapsed = advance_elapsed_ms(
-                    m.table.duty_clock().last_advance_index(),
-                    own_advance,
-                    m.last_clock_advance,
-                    measured,
-                );
-                (measured, elapsed)
+                let after_index = m.table.duty_clock().last_advance_index();
+                let elapsed =
+                    advance_elapsed_ms(after_index, own_advance, m.last_clock_advance, measured);
+                (measured, after_index, elapsed)
             };
             next_advance = Some(measured.saturating_add(advance_every));
-            let cmd = Command::AdvanceClock(AdvanceClock { leader, elapsed_ms });
+            let cmd = Command::AdvanceClock(AdvanceClock {
+                leader,
+                after_index,
+                elapsed_ms,
+            });
             match node.propose_duty(cmd).await {
                 Ok((_, log_id)) => own_advance = Some((log_id.index, measured)),
                 Err(e) => {

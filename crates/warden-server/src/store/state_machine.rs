@@ -156,6 +156,13 @@ pub struct StateMachineStore {
     pub(super) db: Db,
 }
 
+/// The duty clock's last advance in a table this node loaded rather than
+/// applied, stamped with the load time `now` (later than its proposer's
+/// measurement of it), for [`Machine::last_clock_advance`].
+fn loaded_clock_advance(table: &LockTable, now: Duration) -> Option<(u64, Duration)> {
+    table.duty_clock().last_advance_index().map(|i| (i, now))
+}
+
 impl StateMachineStore {
     /// Opens the state machine: loads the last snapshot from `db`, if any.
     pub fn open(db: Db, clock: Arc<NodeClock>, stamps: Stamps) -> Result<Self, io::Error> {
@@ -206,15 +213,11 @@ impl StateMachineStore {
                     if side.epoch == epoch && Some(side.index) == index {
                         for (lease_id, ns) in side.leases {
                             if machine.table.lease(lease_id).is_some() {
-                                let effect = warden_core::Effect::LeaseSet {
-                                    lease_id,
-                                    ttl_ms: 0,
-                                };
-                                machine.deadlines.on_effect(
-                                    &effect,
-                                    Duration::from_nanos(ns),
-                                    clock.now(),
-                                );
+                                // Still capped by later clock advances: the
+                                // deadline saved may itself have been loaded.
+                                machine
+                                    .deadlines
+                                    .restore_lease_deadline(lease_id, Duration::from_nanos(ns));
                             }
                         }
                     }
@@ -222,6 +225,9 @@ impl StateMachineStore {
             }
             machine.last_applied = snap.meta.last_log_id;
             machine.membership = snap.meta.last_membership.clone();
+            // The table's last clock advance was measured before now: a
+            // first advance proposed from here may count from this load.
+            machine.last_clock_advance = loaded_clock_advance(&machine.table, clock.now());
         }
         let applied_index = machine
             .last_applied
@@ -577,6 +583,19 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                             }
                         }
                         drop(hot);
+                        if guessed {
+                            // Stamped with its apply time, after a reboot:
+                            // as late as a loaded deadline, capped as one.
+                            m.deadlines.mark_loaded(&applied.effects);
+                        }
+                        if matches!(cmd, Command::Promote(p) if p.leader == log_leader) {
+                            // A new term: every deadline this node set late
+                            // (it lagged, or replayed after a reboot) is
+                            // capped at what the duty clock derives, before
+                            // its first duty if it is the new leader (L2).
+                            let m = &mut *m;
+                            m.deadlines.cap_all(&m.table, stamp);
+                        }
                         if let Some(advance) = applied.effects.iter().find_map(|e| match e {
                             warden_core::Effect::ClockAdvanced { index } => Some(*index),
                             _ => None,
@@ -646,6 +665,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         let index = {
             let mut m = self.lock()?;
             m.deadlines = Deadlines::load(&table, self.shared.clock.now());
+            m.last_clock_advance = loaded_clock_advance(&table, self.shared.clock.now());
             m.loaded_through = meta.last_log_id.as_ref().map(|l| l.index()).unwrap_or(0);
             self.shared.metrics.load_table(&table);
             self.shared
