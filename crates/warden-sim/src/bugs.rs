@@ -124,6 +124,6 @@ mod tests {
             assert!(!seen.contains(&bugs), "{name} repeats another switch");
             seen.push(bugs);
         }
-        assert_eq!(seen.len(), 13);
+        assert_eq!(seen.len(), 14);
     }
 }
