@@ -86,15 +86,21 @@ impl<K: Ord + Clone> Timed<K> {
     }
 
     /// The deadline becomes min(its deadline, `cap`), or `cap` if it had none.
+    /// An unchanged deadline is left in place (a cap at every clock advance
+    /// over many loaded deadlines mostly changes none).
     fn set_min(&mut self, key: K, cap: Duration) {
-        let at = self.get(&key).map_or(cap, |d| d.min(cap));
-        self.insert(key, at);
+        match self.get(&key) {
+            Some(d) if d <= cap => {}
+            _ => self.insert(key, cap),
+        }
     }
 
     /// The deadline becomes max(its deadline, `floor`), or `floor` if it had none.
     fn set_max(&mut self, key: K, floor: Duration) {
-        let at = self.get(&key).map_or(floor, |d| d.max(floor));
-        self.insert(key, at);
+        match self.get(&key) {
+            Some(d) if d >= floor => {}
+            _ => self.insert(key, floor),
+        }
     }
 
     /// Keys whose deadline is <= `now`, earliest first.
