@@ -180,7 +180,7 @@ fn slice_len(len: usize, elapsed: Duration, pass: Duration) -> usize {
 pub struct Deadlines {
     leases: Timed<LeaseId>,
     /// (resource, lease, enqueue index) → end of the wait.
-    waits: Timed<(String, LeaseId, LogIndex)>,
+    waits: Timed<WaitKey>,
     /// (resource, start index) → end of the delay.
     lock_delays: Timed<(String, LogIndex)>,
     /// (resource, lease, fencing token) → end of the grant's max-hold.
@@ -198,11 +198,14 @@ pub struct Deadlines {
     loaded: Loaded,
 }
 
+/// A wait's key: (resource, lease, enqueue index).
+type WaitKey = (String, LeaseId, LogIndex);
+
 /// The keys of [`Deadlines::loaded`], by kind.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct Loaded {
     leases: BTreeSet<LeaseId>,
-    waits: BTreeSet<(String, LeaseId, LogIndex)>,
+    waits: BTreeSet<WaitKey>,
     lock_delays: BTreeSet<(String, LogIndex)>,
 }
 
@@ -432,23 +435,50 @@ impl Deadlines {
             leases,
             waits,
             lock_delays,
-        } = &mut self.loaded;
-        leases.retain(|id| match table.lease(*id) {
-            Some(l) => {
-                self.leases
-                    .set_min(*id, add(stamp, table.lease_remaining_ms(l)));
-                true
-            }
-            None => false,
-        });
-        // One pass over each resource's queue (a queue holds up to 10,000
-        // waiters; looking each loaded one up alone would be quadratic).
+        } = std::mem::take(&mut self.loaded);
+        self.loaded = Loaded {
+            leases: self.cap_leases(table, stamp, leases),
+            waits: self.cap_waits(table, stamp, waits),
+            lock_delays: self.cap_lock_delays(table, stamp, lock_delays),
+        };
+    }
+
+    /// Caps each lease of `ids` at `stamp` + what the clock derives for it
+    /// ([`LockTable::lease_remaining_ms`]); the ones still in `table`.
+    fn cap_leases(
+        &mut self,
+        table: &LockTable,
+        stamp: Duration,
+        ids: impl IntoIterator<Item = LeaseId>,
+    ) -> BTreeSet<LeaseId> {
+        ids.into_iter()
+            .filter(|id| match table.lease(*id) {
+                Some(l) => {
+                    self.leases
+                        .set_min(*id, add(stamp, table.lease_remaining_ms(l)));
+                    true
+                }
+                None => false,
+            })
+            .collect()
+    }
+
+    /// Caps each wait of `keys` (in key order, so by resource) at `stamp` +
+    /// what the clock derives for it; the ones still in `table`. One pass
+    /// over each resource's queue: a queue holds up to 10,000 waiters, and
+    /// a lookup per key would be quadratic.
+    fn cap_waits(
+        &mut self,
+        table: &LockTable,
+        stamp: Duration,
+        keys: impl IntoIterator<Item = WaitKey>,
+    ) -> BTreeSet<WaitKey> {
         let clock = table.duty_clock();
-        // (resource, (lease, enqueue index) → wait left) of the last queue read.
-        type QueueLefts = (String, BTreeMap<(LeaseId, LogIndex), u64>);
-        let mut queue: Option<QueueLefts> = None;
-        waits.retain(|key| {
-            let (resource, lease_id, enqueue_index) = key;
+        // The last queue read: its resource, (lease, enqueue index) → wait left.
+        let mut queue: Option<(String, BTreeMap<(LeaseId, LogIndex), u64>)> = None;
+        let mut kept = BTreeSet::new();
+        for key in keys {
+            let (resource, lease_id, enqueue_index) = &key;
             if queue.as_ref().is_none_or(|(r, _)| r != resource) {
                 let lefts = table
                     .resource(resource)
@@ -468,22 +498,32 @@ impl Deadlines {
             let left = queue
                 .as_ref()
                 .and_then(|(_, lefts)| lefts.get(&(*lease_id, *enqueue_index)).copied());
-            match left {
-                Some(left) => {
-                    self.waits.set_min(key.clone(), add(stamp, left));
+            if let Some(left) = left {
+                self.waits.set_min(key.clone(), add(stamp, left));
+                kept.insert(key);
+            }
+        }
+        kept
+    }
+
+    /// Caps each lock-delay of `keys` at `stamp` + what the clock derives
+    /// for it ([`LockTable::lock_delay`]); the ones still running in `table`.
+    fn cap_lock_delays(
+        &mut self,
+        table: &LockTable,
+        stamp: Duration,
+        keys: impl IntoIterator<Item = (String, LogIndex)>,
+    ) -> BTreeSet<(String, LogIndex)> {
+        keys.into_iter()
+            .filter(|key| match table.lock_delay(&key.0) {
+                Some(v) if v.start_index == key.1 => {
+                    self.lock_delays
+                        .set_min(key.clone(), add(stamp, v.remaining_ms));
                     true
                 }
-                None => false,
-            }
-        });
-        lock_delays.retain(|key| match table.lock_delay(&key.0) {
-            Some(v) if v.start_index == key.1 => {
-                self.lock_delays
-                    .set_min(key.clone(), add(stamp, v.remaining_ms));
-                true
-            }
-            _ => false,
-        });
+                _ => false,
+            })
+            .collect()
     }
 
     /// Marks the deadlines that `effects` set as loaded, for an entry this
@@ -541,27 +581,13 @@ impl Deadlines {
         if !table.duty_clock().is_running() {
             return;
         }
-        let leases: Vec<(LeaseId, u64)> = self
-            .leases
-            .by_key
-            .keys()
-            .filter_map(|id| table.lease(*id).map(|l| (*id, table.lease_remaining_ms(l))))
-            .collect();
-        for (id, left) in leases {
-            self.leases.set_min(id, add(stamp, left));
-        }
-        for (resource, w, left) in table.all_waiters() {
-            let key = (resource, w.lease_id, w.enqueue_index);
-            if self.waits.get(&key).is_some() {
-                self.waits.set_min(key, add(stamp, left));
-            }
-        }
-        for v in table.lock_delays() {
-            let key = (v.resource, v.start_index);
-            if self.lock_delays.get(&key).is_some() {
-                self.lock_delays.set_min(key, add(stamp, v.remaining_ms));
-            }
-        }
+        let leases: Vec<LeaseId> = self.leases.by_key.keys().copied().collect();
+        self.cap_leases(table, stamp, leases);
+        let waits: Vec<WaitKey> = self.waits.by_key.keys().cloned().collect();
+        self.cap_waits(table, stamp, waits);
+        let lock_delays: Vec<(String, LogIndex)> =
+            self.lock_delays.by_key.keys().cloned().collect();
+        self.cap_lock_delays(table, stamp, lock_delays);
     }
 
     /// How many deadlines [`Self::load`] set that no entry has set or
@@ -949,16 +975,6 @@ impl Deadlines {
     /// `table` (after a snapshot install or any doubt).
     pub fn prune(&mut self, table: &LockTable) {
         self.leases.retain(|id| table.lease(*id).is_some());
-        self.loaded.leases.retain(|id| table.lease(*id).is_some());
-        self.loaded
-            .waits
-            .retain(|(r, lease, enq)| table.has_waiter(r, *lease, *enq));
-        self.loaded.lock_delays.retain(|(r, start)| {
-            table
-                .resource(r)
-                .and_then(|s| s.lock_delay.as_ref())
-                .is_some_and(|d| d.start_index == *start)
-        });
         self.waits
             .retain(|(r, lease, enq)| table.has_waiter(r, *lease, *enq));
         self.waiting_since
@@ -976,6 +992,15 @@ impl Deadlines {
                 .and_then(|s| s.lock_delay.as_ref())
                 .is_some_and(|d| d.start_index == *start)
         });
+        // Every loaded key has a deadline: the loaded keys follow them.
+        let Loaded {
+            leases,
+            waits,
+            lock_delays,
+        } = &mut self.loaded;
+        leases.retain(|id| self.leases.by_key.contains_key(id));
+        waits.retain(|key| self.waits.by_key.contains_key(key));
+        lock_delays.retain(|key| self.lock_delays.by_key.contains_key(key));
     }
 
     /// Number of lease deadlines held.

@@ -78,14 +78,10 @@ impl DutyClock {
         !self.advances.is_empty()
     }
 
-    /// Advances kept (for metrics and tests).
-    pub fn len(&self) -> usize {
+    /// Advances kept.
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.advances.len()
-    }
-
-    /// True when no advance is kept.
-    pub fn is_empty(&self) -> bool {
-        self.advances.is_empty()
     }
 
     /// Applies an advance at log `index` by `elapsed_ms`, at most
