@@ -19,6 +19,16 @@ impl Log {
             elapsed_ms,
         }))
     }
+
+    /// Applies `leader`'s `Promote` with a 1 s grace, as the log's leader
+    /// from now on.
+    fn promote(&mut self, leader: LeaderId) -> crate::table::Applied {
+        self.leader = leader;
+        self.apply(Command::Promote(Promote {
+            leader,
+            grace_ms: 1_000,
+        }))
+    }
 }
 
 fn ms(v: u64) -> Duration {
@@ -85,11 +95,7 @@ fn promote_records_what_is_left_now_at_least_the_grace() {
     log.advance(L1, 3_000); // 4
     log.advance(L1, 6_000); // 5: lease 1 and 2 have 4 s left
     log.apply(Command::RenewBatch(RenewBatch { lease_ids: vec![2] })); // 6
-    log.leader = L2;
-    log.apply(Command::Promote(Promote {
-        leader: L2,
-        grace_ms: 1_000,
-    })); // 7
+    log.promote(L2); // 7
     let l1 = log.t.lease(1).expect("live").clone();
     assert_eq!(
         (l1.last_index, l1.remaining_ms, l1.graced),
@@ -98,22 +104,14 @@ fn promote_records_what_is_left_now_at_least_the_grace() {
     assert_eq!(log.t.lease(2).expect("live").remaining_ms, 10_000);
     log.advance(L2, 0); // 8
     log.advance(L2, 500); // 9
-    log.advance(L2, 3_600); // 10
-                            // From 7 the second advance is 9: 3,600 ms since.
-    assert_eq!(
-        log.t
-            .lease_remaining_ms(&log.t.lease(1).expect("live").clone()),
-        400
-    );
+                          // 10: from 7, the second advance is 9, 3,600 ms ago.
+    log.advance(L2, 3_600);
+    assert_eq!(log.t.lease_remaining_ms(log.t.lease(1).expect("live")), 400);
     // A second Promote does not grace it again (L2): what is left stays.
-    log.leader = LeaderId {
+    log.promote(LeaderId {
         term: 3,
         node_id: 1,
-    };
-    log.apply(Command::Promote(Promote {
-        leader: log.leader,
-        grace_ms: 1_000,
-    })); // 11
+    }); // 11
     let l1 = log.t.lease(1).expect("live");
     assert_eq!(log.t.lease_remaining_ms(l1), 400);
 }
@@ -362,11 +360,7 @@ fn a_promote_caps_every_deadline_at_what_the_clock_derives() {
         50_000,
     );
     // 8: this node's Promote, stamped at 51 s, grace 1 s.
-    log.leader = L2;
-    let out = log.apply(Command::Promote(Promote {
-        leader: L2,
-        grace_ms: 1_000,
-    }));
+    let out = log.promote(L2);
     d.on_effects(&out.effects, ms(51_000), ms(51_000));
     d.cap_all(&log.t, ms(51_000));
     // Lease 1: 60 s less the 40 s counted since its second advance: 20 s.
@@ -381,11 +375,7 @@ fn a_promote_caps_every_deadline_at_what_the_clock_derives() {
     for elapsed in [0, 1_000, 9_000] {
         short.advance(L1, elapsed);
     }
-    short.leader = L2;
-    let out = short.apply(Command::Promote(Promote {
-        leader: L2,
-        grace_ms: 1_000,
-    }));
+    let out = short.promote(L2);
     ds.on_effects(&out.effects, ms(10_000), ms(10_000));
     ds.cap_all(&short.t, ms(10_000));
     assert_eq!(ds.lease_deadline(1), Some(ms(11_000)), "the grace stands");
