@@ -807,6 +807,70 @@ mod tests {
         );
     }
 
+    // L2 (docs/semantics.md "Checkpoints"): a node that applied a renew late
+    // (it lagged: its stamp, and so its deadline, is 50 s after the
+    // leader's) caps every deadline at what the duty clock derives when a
+    // Promote applies, as the named checkpoints it no longer gets used to.
+    #[tokio::test]
+    async fn a_promote_caps_a_late_deadline_at_what_the_clock_derives() {
+        use warden_core::types::{AdvanceClock, LeaderId, Promote};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let clock = Arc::new(FixedClock::default());
+        *clock.0.lock().expect("clock") = Duration::from_secs(150);
+        let (mut log, mut sm) = stores(dir.path(), clock.clone());
+        let l1 = LeaderId {
+            term: 1,
+            node_id: 1,
+        };
+        let advance = |after_index, elapsed_ms| {
+            Command::AdvanceClock(AdvanceClock {
+                leader: l1,
+                after_index,
+                elapsed_ms,
+            })
+        };
+        let promote = Command::Promote(Promote {
+            leader: LeaderId {
+                term: 2,
+                node_id: 1,
+            },
+            grace_ms: 1_000,
+        });
+        log.append(
+            [
+                entry(1, 1, grant(1, 60_000)),
+                entry(1, 2, advance(None, 0)),
+                entry(1, 3, advance(Some(2), 10_000)),
+                entry(1, 4, advance(Some(3), 40_000)),
+            ],
+            IOFlushed::noop(),
+        )
+        .await
+        .expect("append");
+        let e = log.try_get_log_entries(1..5).await.expect("read");
+        apply_entries(&mut sm, e).await;
+        {
+            let m = sm.shared.machine.lock().expect("machine");
+            assert_eq!(
+                m.deadlines.lease_deadline(1),
+                Some(Duration::from_secs(210))
+            );
+            assert_eq!(m.last_clock_advance, Some((4, Duration::from_secs(150))));
+        }
+        *clock.0.lock().expect("clock") = Duration::from_secs(151);
+        log.append([entry(2, 5, promote)], IOFlushed::noop())
+            .await
+            .expect("append");
+        let e = log.try_get_log_entries(5..6).await.expect("read");
+        apply_entries(&mut sm, e).await;
+        // From index 1 the second advance is index 3: 40 s since, 20 s left.
+        let m = sm.shared.machine.lock().expect("machine");
+        assert_eq!(
+            m.deadlines.lease_deadline(1),
+            Some(Duration::from_secs(171))
+        );
+    }
+
     // L2 across crash-restarts (etcd issue 9395 through restarts): a node
     // restarted on the same clock epoch replays its log with the stamps it
     // persisted and reloads its own snapshot with the deadlines it had, so its
