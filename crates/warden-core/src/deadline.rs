@@ -475,7 +475,8 @@ impl Deadlines {
     ) -> BTreeSet<WaitKey> {
         let clock = table.duty_clock();
         // The last queue read: its resource, (lease, enqueue index) → wait left.
-        let mut queue: Option<(String, BTreeMap<(LeaseId, LogIndex), u64>)> = None;
+        type QueueLefts = (String, BTreeMap<(LeaseId, LogIndex), u64>);
+        let mut queue: Option<QueueLefts> = None;
         let mut kept = BTreeSet::new();
         for key in keys {
             let (resource, lease_id, enqueue_index) = &key;
