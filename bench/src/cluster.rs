@@ -575,22 +575,42 @@ impl Cluster {
 }
 
 /// One node's own ClusterStatus (None if it does not answer in 300 ms).
-async fn warden_status(
-    addr: &str,
-    tls: &Option<TlsOptions>,
-) -> Option<warden_client::ClusterStatus> {
-    let options = warden_client::ClientOptions {
-        deadline: Duration::from_millis(300),
-        attempt_timeout: Duration::from_millis(300),
-        tls: tls.clone(),
-        ..Default::default()
+/// Asked over a channel to that node alone: `warden_client::Client` follows
+/// the leader, so every node's "own" status through it was the leader's, and
+/// the first running node looked like the leader (a failover that killed a
+/// follower timed no election).
+async fn warden_status(addr: &str, tls: &Option<TlsOptions>) -> Option<WardenStatus> {
+    use warden_proto::v1 as pb;
+    let channel = match tls {
+        Some(tls) => warden_tls::ClientTls::load_client(&tls.certs_dir, &tls.user)
+            .ok()?
+            .channel_lazy(addr)
+            .ok()?,
+        None => tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+            .ok()?
+            .connect_lazy(),
     };
-    let c = warden_client::Client::connect(vec![addr.to_owned()], options)
-        .await
-        .ok()?;
-    c.cluster_status_within(Duration::from_millis(300))
-        .await
-        .ok()
+    let mut c = pb::lock_client::LockClient::new(channel);
+    let s = tokio::time::timeout(
+        Duration::from_millis(300),
+        c.cluster_status(pb::ClusterStatusRequest {}),
+    )
+    .await
+    .ok()?
+    .ok()?
+    .into_inner();
+    Some(WardenStatus {
+        node_id: s.node_id,
+        leader_id: s.leader_id,
+        term: s.term,
+    })
+}
+
+/// What [`Cluster::leader`] reads of a Warden node's own status.
+struct WardenStatus {
+    node_id: u64,
+    leader_id: u64,
+    term: u64,
 }
 
 async fn etcd_leads(addr: &str) -> bool {

@@ -45,6 +45,10 @@ enum Cmd {
     Scale(scale::ScaleArgs),
     /// Write scale.md and scale.png from a scale results file.
     ScaleReport(ReportArgs),
+    /// One anchor row of the scale run's chubby_cell (the scale run starts
+    /// it as a child process).
+    #[command(hide = true)]
+    ScaleAnchor(scale::AnchorArgs),
 }
 
 #[derive(clap::Args)]
@@ -128,6 +132,10 @@ fn main() -> Result<()> {
             .build()?
             .block_on(scale::run(args)),
         Cmd::ScaleReport(args) => scale::report::write(&args.input, &args.md, &args.png),
+        Cmd::ScaleAnchor(args) => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+            .block_on(scale::anchor_main(args)),
     }
 }
 

@@ -81,6 +81,67 @@ pub struct ScaleArgs {
     load_note: String,
 }
 
+/// `loadgen scale-anchor`: one anchor row of chubby_cell, run by the scale
+/// run as a child process of its own (see [`anchor_row`]).
+#[derive(clap::Args)]
+pub struct AnchorArgs {
+    /// etcd or zookeeper.
+    #[arg(long)]
+    system: String,
+    #[arg(long)]
+    sessions: u64,
+    #[arg(long)]
+    hold_secs: u64,
+    #[arg(long)]
+    quick: bool,
+    #[arg(long)]
+    warden_bin: PathBuf,
+    #[arg(long)]
+    work_dir: PathBuf,
+    /// Where the row is written (JSON).
+    #[arg(long)]
+    out: PathBuf,
+}
+
+/// The child's side of [`anchor_row`]: start the system, run its row, write
+/// it to `--out`; its cluster is stopped when this returns.
+pub async fn anchor_main(args: AnchorArgs) -> Result<()> {
+    let s = Sizes {
+        sessions: args.sessions,
+        locks: 0,
+        hold_secs: args.hold_secs,
+        quick: args.quick,
+        curve: Vec::new(),
+        wan_ms: Vec::new(),
+        wan_window_s: 0,
+    };
+    let row = match args.system.as_str() {
+        "etcd" => {
+            match Cluster::start(System::Etcd { tuned: true }, &args.work_dir, &args.warden_bin)
+                .await
+            {
+                Ok(c) => anchors::etcd(&c, &s).await.unwrap_or_else(err),
+                Err(e) => err(e),
+            }
+        }
+        "zookeeper" => {
+            let opts = StartOptions {
+                zk_heap: Some("2g".into()),
+                ..Default::default()
+            };
+            match Cluster::start_with(System::Zookeeper, &args.work_dir, &args.warden_bin, &opts)
+                .await
+            {
+                Ok(c) => anchors::zookeeper(&c, &s).await.unwrap_or_else(err),
+                Err(e) => err(e),
+            }
+        }
+        other => err(anyhow::anyhow!("unknown anchor {other}")),
+    };
+    std::fs::write(&args.out, serde_json::to_string(&row)?)?;
+    Ok(())
+}
+
 /// The sizes of one run.
 #[derive(Debug, Clone)]
 pub struct Sizes {
@@ -271,35 +332,54 @@ async fn chubby_cell(ctx: &Ctx, s: &Sizes, anchors_: &[String]) -> Result<Value>
     };
     for a in anchors_.iter().filter(|a| a.as_str() != "none") {
         eprintln!("   chubby_cell: {a}");
-        let v = match a.as_str() {
-            "etcd" => match Cluster::start(System::Etcd { tuned: true }, &ctx.work, &ctx.bin).await
-            {
-                Ok(c) => anchors::etcd(&c, s).await.unwrap_or_else(err),
-                Err(e) => err(e),
-            },
-            "zookeeper" => {
-                let opts = StartOptions {
-                    zk_heap: Some("2g".into()),
-                    ..Default::default()
-                };
-                match Cluster::start_with(System::Zookeeper, &ctx.work, &ctx.bin, &opts).await {
-                    Ok(c) => {
-                        // Bounded as a whole too: ramp, hold and a margin.
-                        let within =
-                            anchors::ZK_RAMP_LIMIT + Duration::from_secs(s.hold_secs + 300);
-                        match tokio::time::timeout(within, anchors::zookeeper(&c, s)).await {
-                            Ok(r) => r.unwrap_or_else(err),
-                            Err(_) => err(anyhow::anyhow!("timed out after {within:?}")),
-                        }
-                    }
-                    Err(e) => err(e),
-                }
-            }
-            other => err(anyhow::anyhow!("unknown anchor {other}")),
-        };
-        row[a.as_str()] = v;
+        row[a.as_str()] = anchor_row(ctx, s, a).await.unwrap_or_else(err);
     }
     Ok(row)
+}
+
+/// One anchor's row, run by `loadgen scale-anchor` in a child process of
+/// its own process group (the anchor's servers are its children), killed
+/// with the whole group past the ramp limit + the hold + 5 minutes. In
+/// process, ZooKeeper's row under 100,000 sessions once hung past its own
+/// timeout, and the rest of the scale run with it; a killed row says so.
+async fn anchor_row(ctx: &Ctx, s: &Sizes, system: &str) -> Result<Value> {
+    use std::os::unix::process::CommandExt;
+    let out = ctx.work.join(format!("anchor-{system}.json"));
+    let mut cmd = std::process::Command::new(std::env::current_exe()?);
+    cmd.args(["scale-anchor", "--system", system])
+        .args(["--sessions", &s.sessions.to_string()])
+        .args(["--hold-secs", &s.hold_secs.to_string()])
+        .arg("--warden-bin")
+        .arg(&ctx.bin)
+        .arg("--work-dir")
+        .arg(&ctx.work)
+        .arg("--out")
+        .arg(&out)
+        .process_group(0);
+    if s.quick {
+        cmd.arg("--quick");
+    }
+    let mut child = tokio::process::Command::from(cmd).spawn()?;
+    let group = child.id().context("the anchor's child has no pid")?;
+    let within = anchors::ZK_RAMP_LIMIT + Duration::from_secs(s.hold_secs + 300);
+    let status = tokio::time::timeout(within, child.wait()).await;
+    // The whole group, even after a clean exit: nothing of it outlives its row.
+    let _ = std::process::Command::new("kill")
+        .args(["-9", "--", &format!("-{group}")])
+        .stderr(std::process::Stdio::null())
+        .status();
+    match status {
+        Err(_) => {
+            let _ = child.wait().await;
+            anyhow::bail!("killed after {within:?} (the row did not end)")
+        }
+        Ok(status) => {
+            let status = status?;
+            let text = std::fs::read_to_string(&out)
+                .with_context(|| format!("the anchor's row ({status})"))?;
+            Ok(serde_json::from_str(&text)?)
+        }
+    }
 }
 
 async fn chubby_warden(ctx: &Ctx, s: &Sizes) -> Result<Value> {
