@@ -38,6 +38,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::effect::Effect;
+#[cfg(doc)]
+use crate::limits::MAX_DUE_PER_SLOW_ENTRY;
 use crate::limits::{MAX_DUE_GRANTS_PER_ENTRY, MAX_DUE_PER_ENTRY};
 use crate::table::LockTable;
 use crate::types::{
@@ -711,23 +713,40 @@ impl Deadlines {
     /// that would take it past that bound. [`Deadlines::due_is_full`] tells
     /// whether a list was cut by either bound.
     pub fn due(&self, table: &LockTable, leader: LeaderId, now: Duration) -> DueList {
-        self.due_within(table, leader, now, MAX_DUE_GRANTS_PER_ENTRY)
+        self.due_up_to(table, leader, now, MAX_DUE_PER_ENTRY)
     }
 
-    /// [`Deadlines::due`] with the grant bound `max_grants` (tests use a small one).
+    /// [`Deadlines::due`] naming at most `max_items` leases and `max_items`
+    /// waiters instead of [`MAX_DUE_PER_ENTRY`] (at least one of each): a
+    /// leader whose commits take long names more per `Expire` entry
+    /// ([`MAX_DUE_PER_SLOW_ENTRY`]).
+    pub fn due_up_to(
+        &self,
+        table: &LockTable,
+        leader: LeaderId,
+        now: Duration,
+        max_items: usize,
+    ) -> DueList {
+        self.due_within(table, leader, now, max_items, MAX_DUE_GRANTS_PER_ENTRY)
+    }
+
+    /// [`Deadlines::due_up_to`] with the grant bound `max_grants` (tests use
+    /// a small one).
     pub(crate) fn due_within(
         &self,
         table: &LockTable,
         leader: LeaderId,
         now: Duration,
+        max_items: usize,
         max_grants: usize,
     ) -> DueList {
+        let max_items = max_items.max(1);
         let mut grants = 0usize;
         let mut leases: Vec<DueLease> = self
             .leases
             .due(now)
             .filter_map(|id| table.lease(*id).map(|l| (*id, l)))
-            .take(MAX_DUE_PER_ENTRY)
+            .take(max_items)
             .take_while(|(_, l)| {
                 let first = grants == 0;
                 grants = grants.saturating_add(l.locks.len().max(1));
@@ -748,7 +767,7 @@ impl Deadlines {
                 lease_id: *lease,
                 enqueue_index: *enq,
             })
-            .take(MAX_DUE_PER_ENTRY)
+            .take(max_items)
             .collect();
         waiters.sort_unstable_by(|a, b| {
             (&a.resource, a.lease_id, a.enqueue_index).cmp(&(
@@ -764,21 +783,24 @@ impl Deadlines {
         }
     }
 
-    /// True if `list` (from [`Deadlines::due`] on the same `table`) was cut
-    /// by a bound, so more may be due: [`MAX_DUE_PER_ENTRY`] leases or
-    /// waiters, or leases holding [`MAX_DUE_GRANTS_PER_ENTRY`] grants less
-    /// than one more lease would add.
+    /// True if `list` (from [`Deadlines::due`] or [`Deadlines::due_up_to`]
+    /// on the same `table` at the same `now`) was cut by a bound, so more is
+    /// due: a due lease or a due waiter that it does not name (cut by the
+    /// item bound, or by [`MAX_DUE_GRANTS_PER_ENTRY`]).
     pub fn due_is_full(&self, table: &LockTable, list: &DueList, now: Duration) -> bool {
-        if list.leases.len() >= MAX_DUE_PER_ENTRY || list.waiters.len() >= MAX_DUE_PER_ENTRY {
-            return true;
-        }
-        // Cut by the grant bound: some due lease is left out.
-        let named = list.leases.len();
-        self.leases
+        let more_leases = self
+            .leases
             .due(now)
             .filter(|id| table.lease(**id).is_some())
-            .nth(named)
-            .is_some()
+            .nth(list.leases.len())
+            .is_some();
+        more_leases
+            || self
+                .waits
+                .due(now)
+                .filter(|(r, lease, enq)| table.has_waiter(r, *lease, *enq))
+                .nth(list.waiters.len())
+                .is_some()
     }
 
     /// Lock-delays whose end <= now and that still run in `table`: (resource,

@@ -45,13 +45,25 @@ pub const MAX_BATCH_COMMANDS: usize = 256;
 /// Most leases, and most waiters, one due list names (an `Expire` entry, or
 /// the due list a client entry carries): a mass expiry is ended in bounded
 /// entries, the earliest deadlines first, so no single entry holds apply or
-/// the Raft core for long. A leader with more due proposes the next entry at
-/// once. Only what a leader proposes is bounded; apply takes any list, so
-/// entries written before the bound still replay.
-pub const MAX_DUE_PER_ENTRY: usize = 1_000;
+/// the Raft core for long. A leader with more due proposes the next entry as
+/// soon as the last one is applied, so a client entry proposed meanwhile
+/// waits behind at most one of them: 250 leases with a waiter each apply in
+/// about 2.5 ms on the 2-core VM, where 1,000 took about 10 ms and kept a
+/// client's acquire p99 above 50 ms through a storm of 100,000
+/// (docs/performance.md, "Expire entries of 250"). Only what a leader
+/// proposes is bounded; apply takes any list, so entries written with the
+/// earlier bound of 1,000 still replay.
+pub const MAX_DUE_PER_ENTRY: usize = 250;
+/// Most leases, and most waiters, an `Expire` entry names on a cluster with
+/// a long heartbeat (links with real latency; the server scales the bound
+/// from [`MAX_DUE_PER_ENTRY`] with the heartbeat up to this): entries go one
+/// at a time, so a storm ends at most one entry per commit round trip, and
+/// at 100 ms one way 250 a round trip would be 1,250 leases a second. Apply
+/// time then matters little beside the round trip.
+pub const MAX_DUE_PER_SLOW_ENTRY: usize = 1_000;
 /// Most grants the leases of one due list may hold together, beyond its first
-/// lease: a lease may hold up to [`MAX_LOCKS_PER_LEASE`] locks, so 1,000 due
-/// leases could free ten million grants in one entry. A due list stops
+/// lease: a lease may hold up to [`MAX_LOCKS_PER_LEASE`] locks, so 250 due
+/// leases could free two and a half million grants in one entry. A due list stops
 /// before the lease that would take it past this bound (it always names at
 /// least one lease), so one `Expire` frees at most this many grants, or one
 /// lease's.

@@ -421,8 +421,9 @@ fn due_and_next_deadline_follow_every_change_of_a_deadline() {
 }
 
 // A mass expiry in bounded entries (limits::MAX_DUE_PER_ENTRY): with 2,500
-// leases due at once the due list names 1,000, those whose deadlines came
-// first, in lease-id order; once they end, the next 1,000 come up.
+// leases due at once the due list names the bound's number (250), those
+// whose deadlines came first, in lease-id order; once they end, the next
+// ones come up.
 #[test]
 fn a_due_list_names_at_most_the_bound_earliest_deadline_first() {
     use crate::limits::MAX_DUE_PER_ENTRY;
@@ -440,9 +441,11 @@ fn a_due_list_names_at_most_the_bound_earliest_deadline_first() {
         d.on_effects(&out.effects, s(0), s(0));
     }
     let due = d.due(&log.t, L1, s(10)).leases;
+    let bound = MAX_DUE_PER_ENTRY as u64;
+    assert_eq!(bound, 250);
     assert_eq!(due.len(), MAX_DUE_PER_ENTRY);
     let ids: Vec<u64> = due.iter().map(|l| l.lease_id).collect();
-    assert_eq!(ids, (1_501..=2_500).collect::<Vec<u64>>());
+    assert_eq!(ids, (2_501 - bound..=2_500).collect::<Vec<u64>>());
     for id in &ids {
         d.forget_lease(*id);
     }
@@ -452,12 +455,15 @@ fn a_due_list_names_at_most_the_bound_earliest_deadline_first() {
         .iter()
         .map(|l| l.lease_id)
         .collect();
-    assert_eq!(next, (501..=1_500).collect::<Vec<u64>>());
+    assert_eq!(
+        next,
+        (2_501 - 2 * bound..=2_500 - bound).collect::<Vec<u64>>()
+    );
 }
 
 // A checkpoint in bounded entries (limits::MAX_DUE_PER_ENTRY): a leader with
 // 2,500 leases none of which was renewed in the last interval names them all,
-// in three entries of at most 1,000 items; applied one after another they
+// in ten entries of at most 250 items; applied one after another they
 // record the same remaining TTL for every lease as the whole checkpoint
 // would, and an empty checkpoint costs no entry.
 #[test]
@@ -476,7 +482,7 @@ fn a_checkpoint_is_split_into_bounded_entries_that_record_every_lease() {
     assert_eq!(whole.leases.len(), 2_500);
     let entries = whole.clone().into_entries(MAX_DUE_PER_ENTRY);
     let sizes: Vec<usize> = entries.iter().map(|c| c.leases.len()).collect();
-    assert_eq!(sizes, vec![1_000, 1_000, 500]);
+    assert_eq!(sizes, vec![250; 10]);
     let named: Vec<u64> = entries
         .iter()
         .flat_map(|c| c.leases.iter().map(|l| l.lease_id))
@@ -572,7 +578,7 @@ fn a_due_list_stops_before_the_lease_that_passes_the_grant_bound() {
         3,
         "12 grants are far below the real bound"
     );
-    let due = d.due_within(&log.t, L1, s(5), 10);
+    let due = d.due_within(&log.t, L1, s(5), crate::limits::MAX_DUE_PER_ENTRY, 10);
     let ids: Vec<u64> = due.leases.iter().map(|l| l.lease_id).collect();
     assert_eq!(ids, vec![1, 2]);
     assert!(
@@ -582,7 +588,7 @@ fn a_due_list_stops_before_the_lease_that_passes_the_grant_bound() {
     step(&mut log, &mut d, Command::Expire(due), s(5), s(5));
     assert_eq!(log.t.lease(1).map(|l| l.lease_id), None);
     assert_eq!(log.t.holder("l2/0").map(|g| g.lease_id), None);
-    let rest = d.due_within(&log.t, L1, s(5), 10);
+    let rest = d.due_within(&log.t, L1, s(5), crate::limits::MAX_DUE_PER_ENTRY, 10);
     let ids: Vec<u64> = rest.leases.iter().map(|l| l.lease_id).collect();
     assert_eq!(ids, vec![3]);
     assert!(!d.due_is_full(&log.t, &rest, s(5)));
@@ -675,4 +681,46 @@ fn the_checkpoint_walk_names_every_lease_once_per_pass_in_slices() {
     let again = d.checkpoint_slice(&log.t, L1, s(3), s(1), &mut walk, pass, pass);
     assert_eq!(again.leases.len(), 1_099);
     assert!(again.leases.iter().all(|l| l.lease_id != 5));
+}
+
+// Deadlines::due_up_to and due_is_full with a bound other than
+// MAX_DUE_PER_ENTRY (the slow-link Expire, MAX_DUE_PER_SLOW_ENTRY): a list
+// cut by its own item bound is full, for waiters as for leases, and a list
+// that names every due waiter is not.
+#[test]
+fn a_due_list_cut_by_its_own_bound_is_full_for_waiters_too() {
+    let (mut log, mut d) = (Log::new(), Deadlines::new());
+    step(
+        &mut log,
+        &mut d,
+        acquire(hdr(1, 1), "r", new_lease(60_000), 0, 0),
+        s(0),
+        s(0),
+    );
+    // Three waiters on "r", each on its own lease, waits of 5 s.
+    for c in 2..=4u64 {
+        step(
+            &mut log,
+            &mut d,
+            acquire(hdr(c, 1), "r", new_lease(60_000), 5_000, 0),
+            s(1),
+            s(1),
+        );
+    }
+    let two = d.due_up_to(&log.t, L1, s(7), 2);
+    assert_eq!(two.waiters.len(), 2);
+    assert!(two.leases.is_empty());
+    assert!(d.due_is_full(&log.t, &two, s(7)), "a third waiter is due");
+    let all = d.due_up_to(&log.t, L1, s(7), 1_000);
+    assert_eq!(
+        all.waiters.iter().map(|w| w.lease_id).collect::<Vec<_>>(),
+        vec![2, 3, 4]
+    );
+    assert!(!d.due_is_full(&log.t, &all, s(7)));
+    // A bound of 0 still names one of each kind.
+    assert_eq!(d.due_up_to(&log.t, L1, s(7), 0).waiters.len(), 1);
+    step(&mut log, &mut d, Command::Expire(two), s(7), s(7));
+    let rest = d.due(&log.t, L1, s(7));
+    assert_eq!(rest.waiters.len(), 1);
+    assert!(!d.due_is_full(&log.t, &rest, s(7)));
 }
