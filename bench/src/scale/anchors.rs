@@ -105,11 +105,29 @@ pub async fn etcd(cluster: &Cluster, s: &Sizes) -> Result<Value> {
         }
     }
     let ramp_s = ramp_started.elapsed().as_secs_f64();
-    let row = hold(cluster, s, &lost, granted.load(Ordering::Relaxed), "etcd").await;
+    let held = granted.load(Ordering::Relaxed);
+    progress(s, "hold", held, ramp_started);
+    let row = hold(cluster, s, &lost, held, "etcd").await;
+    progress(s, "closing", held, ramp_started);
     for t in tasks {
         t.abort();
     }
     Ok(with(row, ramp_s, first_error))
+}
+
+/// Records how far an anchor's row got (`phase`: ramp, hold or closing;
+/// the sessions it holds; seconds since the ramp began) where the parent
+/// reads it if it must kill the row's process: a row that hangs still says
+/// how far it got. Best effort: a failed write is ignored.
+pub fn progress(s: &Sizes, phase: &str, sessions: u64, since: Instant) {
+    if let Some(path) = &s.progress {
+        let v = json!({
+            "phase": phase,
+            "sessions": sessions,
+            "s_since_ramp_began": (since.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+        });
+        let _ = std::fs::write(path, v.to_string());
+    }
 }
 
 /// Longest the ZooKeeper ramp runs before it holds what it has.
@@ -187,6 +205,7 @@ pub async fn zookeeper(cluster: &Cluster, s: &Sizes) -> Result<Value> {
                 }
             }
         }
+        progress(s, "ramp", clients.len() as u64, ramp_started);
         if failed {
             break;
         }
@@ -194,7 +213,9 @@ pub async fn zookeeper(cluster: &Cluster, s: &Sizes) -> Result<Value> {
     let ramp_s = ramp_started.elapsed().as_secs_f64();
     let lost = Arc::new(AtomicU64::new(0));
     let n = clients.len() as u64;
+    progress(s, "hold", n, ramp_started);
     let row = hold(cluster, s, &lost, n, "zookeeper").await;
+    progress(s, "closing", n, ramp_started);
     let dead = clients
         .iter()
         .filter(|c| {

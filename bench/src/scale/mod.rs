@@ -114,6 +114,7 @@ pub async fn anchor_main(args: AnchorArgs) -> Result<()> {
         curve: Vec::new(),
         wan_ms: Vec::new(),
         wan_window_s: 0,
+        progress: Some(args.out.with_extension("progress.json")),
     };
     let row = match args.system.as_str() {
         "etcd" => {
@@ -154,6 +155,9 @@ pub struct Sizes {
     /// wan: one-way delays (ms) and the seconds of its windows.
     pub wan_ms: Vec<u64>,
     pub wan_window_s: u64,
+    /// Where an anchor's child process writes how far it got (the parent
+    /// reads it if it has to kill the child): [`anchors::progress`].
+    pub progress: Option<PathBuf>,
 }
 
 pub fn histogram() -> Histogram<u64> {
@@ -199,6 +203,7 @@ pub async fn run(args: ScaleArgs) -> Result<()> {
         },
         wan_ms: args.wan_ms.clone(),
         wan_window_s: if q { 3 } else { 10 },
+        progress: None,
     };
     let warden_bin = std::fs::canonicalize(&args.warden_bin)
         .with_context(|| format!("--warden-bin {}", args.warden_bin.display()))?;
@@ -371,7 +376,13 @@ async fn anchor_row(ctx: &Ctx, s: &Sizes, system: &str) -> Result<Value> {
     match status {
         Err(_) => {
             let _ = child.wait().await;
-            anyhow::bail!("killed after {within:?} (the row did not end)")
+            let progress = std::fs::read_to_string(out.with_extension("progress.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str::<Value>(&t).ok());
+            Ok(json!({
+                "error": format!("killed after {within:?} (the row did not end)"),
+                "progress_when_killed": progress,
+            }))
         }
         Ok(status) => {
             let status = status?;
