@@ -118,8 +118,12 @@ pub async fn anchor_main(args: AnchorArgs) -> Result<()> {
     };
     let row = match args.system.as_str() {
         "etcd" => {
-            match Cluster::start(System::Etcd { tuned: true }, &args.work_dir, &args.warden_bin)
-                .await
+            match Cluster::start(
+                System::Etcd { tuned: true },
+                &args.work_dir,
+                &args.warden_bin,
+            )
+            .await
             {
                 Ok(c) => anchors::etcd(&c, &s).await.unwrap_or_else(err),
                 Err(e) => err(e),
