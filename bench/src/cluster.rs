@@ -580,7 +580,6 @@ impl Cluster {
 /// the first running node looked like the leader (a failover that killed a
 /// follower timed no election).
 async fn warden_status(addr: &str, tls: &Option<TlsOptions>) -> Option<WardenStatus> {
-    use warden_proto::v1 as pb;
     let channel = match tls {
         Some(tls) => warden_tls::ClientTls::load_client(&tls.certs_dir, &tls.user)
             .ok()?
@@ -590,20 +589,30 @@ async fn warden_status(addr: &str, tls: &Option<TlsOptions>) -> Option<WardenSta
             .ok()?
             .connect_lazy(),
     };
-    let mut c = pb::lock_client::LockClient::new(channel);
-    let s = tokio::time::timeout(
-        Duration::from_millis(300),
-        c.cluster_status(pb::ClusterStatusRequest {}),
-    )
-    .await
-    .ok()?
-    .ok()?
-    .into_inner();
+    let s = status_over(channel, Duration::from_millis(300)).await?;
     Some(WardenStatus {
         node_id: s.node_id,
         leader_id: s.leader_id,
         term: s.term,
     })
+}
+
+/// The ClusterStatus of the node at the other end of `channel` (no leader
+/// following), None if it does not answer within `within`.
+pub async fn status_over(
+    channel: tonic::transport::Channel,
+    within: Duration,
+) -> Option<warden_proto::v1::ClusterStatusResponse> {
+    use warden_proto::v1 as pb;
+    let mut c = pb::lock_client::LockClient::new(channel);
+    let asked = c.cluster_status(pb::ClusterStatusRequest {});
+    Some(
+        tokio::time::timeout(within, asked)
+            .await
+            .ok()?
+            .ok()?
+            .into_inner(),
+    )
 }
 
 /// What [`Cluster::leader`] reads of a Warden node's own status.

@@ -28,7 +28,7 @@ use tokio::sync::{mpsc, oneshot};
 use warden_client::{ClusterLimits, Permission, Quota, TlsOptions};
 use warden_proto::v1 as pb;
 
-use crate::cluster::Cluster;
+use crate::cluster::{status_over, Cluster};
 
 /// The load principal: the name in its client certificate.
 pub const LOAD_USER: &str = "scale";
@@ -77,17 +77,9 @@ impl Wt {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             for addr in &self.endpoints {
-                let mut c = pb::lock_client::LockClient::new(self.channel(addr)?);
-                let asked = tokio::time::timeout(
-                    Duration::from_millis(500),
-                    c.cluster_status(pb::ClusterStatusRequest {}),
-                )
-                .await;
-                if let Ok(Ok(s)) = asked {
-                    let s = s.into_inner();
-                    if s.leader_id != 0 && s.leader_id == s.node_id {
-                        return Ok(addr.clone());
-                    }
+                let own = status_over(self.channel(addr)?, Duration::from_millis(500)).await;
+                if own.is_some_and(|s| s.leader_id != 0 && s.leader_id == s.node_id) {
+                    return Ok(addr.clone());
                 }
             }
             if Instant::now() > deadline {
@@ -100,15 +92,7 @@ impl Wt {
     /// (node id, its own applied index, the commit index it knows) as the
     /// node at `addr` reports itself.
     pub async fn applied(&self, addr: &str) -> Option<(u64, u64, u64)> {
-        let mut c = pb::lock_client::LockClient::new(self.channel(addr).ok()?);
-        let s = tokio::time::timeout(
-            Duration::from_millis(500),
-            c.cluster_status(pb::ClusterStatusRequest {}),
-        )
-        .await
-        .ok()?
-        .ok()?
-        .into_inner();
+        let s = status_over(self.channel(addr).ok()?, Duration::from_millis(500)).await?;
         let me = s.members.iter().find(|m| m.id == s.node_id)?;
         Some((s.node_id, me.applied_index, s.commit_index))
     }
@@ -118,22 +102,15 @@ impl Wt {
     pub async fn applied_of(&self, addr: &str, node_id: u64) -> Option<u64> {
         let own = self.applied(addr).await.map(|a| a.1).unwrap_or(0);
         let leader = self.leader().await.ok()?;
-        let mut c = pb::lock_client::LockClient::new(self.channel(&leader).ok()?);
-        let view = tokio::time::timeout(
-            Duration::from_millis(500),
-            c.cluster_status(pb::ClusterStatusRequest {}),
-        )
-        .await
-        .ok()
-        .and_then(Result::ok)
-        .and_then(|s| {
-            s.into_inner()
-                .members
-                .iter()
-                .find(|m| m.id == node_id)
-                .map(|m| m.applied_index.max(m.matched_index))
-        })
-        .unwrap_or(0);
+        let view = status_over(self.channel(&leader).ok()?, Duration::from_millis(500))
+            .await
+            .and_then(|s| {
+                s.members
+                    .iter()
+                    .find(|m| m.id == node_id)
+                    .map(|m| m.applied_index.max(m.matched_index))
+            })
+            .unwrap_or(0);
         Some(own.max(view))
     }
 }
