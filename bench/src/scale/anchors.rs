@@ -130,6 +130,17 @@ pub fn progress(s: &Sizes, phase: &str, sessions: u64, since: Instant) {
     }
 }
 
+/// File descriptors the ZooKeeper ramp leaves free below the open-file limit.
+const FD_MARGIN: u64 = 512;
+
+/// This process's soft open-file limit (`Max open files` in
+/// /proc/self/limits), None if it cannot be read or is unlimited.
+fn open_file_limit() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.split_whitespace().nth(3)?.parse().ok()
+}
+
 /// Longest the ZooKeeper ramp runs before it holds what it has.
 pub const ZK_RAMP_LIMIT: Duration = Duration::from_secs(300);
 
@@ -162,7 +173,24 @@ pub async fn zookeeper(cluster: &Cluster, s: &Sizes) -> Result<Value> {
     } else {
         ZK_RAMP_LIMIT
     };
+    // Each session is a socket here: past the open-file limit a connect
+    // fails, and the client library retries it at once without yielding,
+    // so the ramp's own timeouts never fire and the row hung (on this VM the
+    // hard limit is 20,000 and root may not raise it). The ramp stops short
+    // of the limit instead, and says so.
+    let fd_limit = open_file_limit();
+    let most = fd_limit.map_or(s.sessions, |l| s.sessions.min(l.saturating_sub(FD_MARGIN)));
     while next < s.sessions {
+        if next + chunk > most && most < s.sessions {
+            first_error.get_or_insert(format!(
+                "stopped at {} sessions: the load generator's open-file limit is {} \
+                 (ulimit -n; each ZooKeeper session is a socket here, and {FD_MARGIN} are \
+                 kept for the probe and the rest)",
+                clients.len(),
+                fd_limit.unwrap_or(0),
+            ));
+            break;
+        }
         if ramp_started.elapsed() >= ramp_limit {
             first_error.get_or_insert(format!(
                 "ramp time limit ({} s) reached at {} sessions",
