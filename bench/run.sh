@@ -12,9 +12,10 @@
 # BENCH_LOAD_NOTE="..." is recorded as machine.load_note in the results.
 #
 #   bench/run.sh --scale          # the scale run (about 25 minutes at its default sizes with
-#                                 # --anchors etcd on 2 cores, up to 13 more with ZooKeeper's row:
-#                                 # each anchor's row runs in a child process, killed with its
-#                                 # servers past its ramp limit + hold + 5 minutes), writes
+#                                 # --anchors etcd on 2 cores, about 4 more with ZooKeeper's row,
+#                                 # whose ramp stops at this process's open-file limit; each
+#                                 # anchor's row runs in a child process, killed with its servers
+#                                 # past its ramp limit + hold + 5 minutes), writes
 #                                 # bench/results/scale.*
 #   bench/run.sh --scale --quick  # every scenario small (2,000 sessions, 20,000 locks, 20 s hold),
 #                                 # under ~5 minutes: validates the driver (also: --scale-quick)
