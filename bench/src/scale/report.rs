@@ -169,9 +169,10 @@ fn markdown(machine: &Map<String, Value>, sc: &Map<String, Value>) -> String {
                 "from",
             ],
         );
+        per_lock_and_session(&mut s, rows, sc.get("chubby_cell"));
     }
     if let Some(Value::Array(rows)) = sc.get("wan") {
-        let _ = writeln!(s, "\n## wan (placeholder)\n\nPeer (Raft) traffic through a delaying loopback TCP proxy (each direction delayed `one_way_ms`; nodes serve peers on `--peer-listen` and reach each other through the proxy with `--peer-addrs`); clients reach nodes directly. `commits`: log entries committed per second while 16 clients cycle; `uncontended_p50_ms`: one client's acquire + release; `failover_ms` as above. `timing`: the flags the nodes ran with (`--timing wan` when the build has the preset, else explicit values).\n");
+        let _ = writeln!(s, "\n## wan\n\nPeer (Raft) traffic through a delaying loopback TCP proxy (each direction delayed `one_way_ms`; nodes serve peers on `--peer-listen` and reach each other through the proxy with `--peer-addrs`); clients reach nodes directly. `commits`: log entries committed per second while 16 clients cycle; `uncontended_p50_ms`: one client's acquire + release; `failover_ms` as above. `timing`: the flags the nodes ran with (`--timing wan` when the build has the preset, else explicit values).\n");
         list_table(
             &mut s,
             rows,
@@ -191,6 +192,41 @@ fn markdown(machine: &Map<String, Value>, sc: &Map<String, Value>) -> String {
         }
     }
     s
+}
+
+/// The bytes each held lock and each session cost: the slopes of the
+/// leader's RSS and of the snapshot between the curve's smallest and largest
+/// points (10 locks a session there, so a lock's share of its session is
+/// in it), and chubby_cell's leader RSS over its sessions (no locks; the
+/// process's own baseline is in it, so it is an upper bound).
+fn per_lock_and_session(s: &mut String, rows: &[Value], chubby: Option<&Value>) {
+    let point = |r: &Value| {
+        Some((
+            f(r.get("locks"))?,
+            f(r.get("rss_mib"))?,
+            f(r.get("snapshot_bytes"))?,
+        ))
+    };
+    let points: Vec<(f64, f64, f64)> = rows.iter().filter_map(point).collect();
+    if let (Some(a), Some(b)) = (points.first(), points.last()) {
+        if b.0 > a.0 {
+            let rss = (b.1 - a.1) * 1_048_576.0 / (b.0 - a.0);
+            let snap = (b.2 - a.2) / (b.0 - a.0);
+            let _ = writeln!(
+                s,
+                "\nPer held lock, from {} to {} locks: **{rss:.0} bytes** of the leader's memory and **{snap:.0} bytes** of snapshot (the slopes between the two points, with 10 locks a session).",
+                a.0, b.0
+            );
+        }
+    }
+    let chubby = chubby.and_then(|c| Some((f(c.get("leader_rss_mib"))?, f(c.get("sessions"))?)));
+    if let Some((rss, sessions)) = chubby.filter(|c| c.1 > 0.0) {
+        let _ = writeln!(
+            s,
+            "\nPer session: at most **{:.0} bytes** of the leader's memory (chubby_cell: {rss:.0} MiB over {sessions:.0} sessions without locks, the process's own baseline included).",
+            rss * 1_048_576.0 / sessions
+        );
+    }
 }
 
 fn f(v: Option<&Value>) -> Option<f64> {
