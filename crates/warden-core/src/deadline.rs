@@ -40,7 +40,7 @@ use std::time::Duration;
 use crate::effect::Effect;
 #[cfg(doc)]
 use crate::limits::MAX_DUE_PER_SLOW_ENTRY;
-use crate::limits::{MAX_DUE_GRANTS_PER_ENTRY, MAX_DUE_PER_ENTRY};
+use crate::limits::{MAX_DUE_GRANTS_PER_ENTRY, MAX_DUE_PER_ENTRY, MAX_HOLDS_PER_ENTRY};
 use crate::table::LockTable;
 use crate::types::{
     Checkpoint, CheckpointLease, CheckpointLockDelay, CheckpointMaxHold, CheckpointWaiter,
@@ -835,7 +835,7 @@ impl Deadlines {
 
     /// Grants whose max-hold ended by `now` and that are still held with
     /// that token in `table`, for an `EndMaxHold` entry: at most
-    /// [`MAX_DUE_PER_ENTRY`], those that ran out first, then sorted.
+    /// [`MAX_HOLDS_PER_ENTRY`], those that ran out first, then sorted.
     pub fn due_max_holds(&self, table: &LockTable, now: Duration) -> Vec<MaxHoldRef> {
         let mut due: Vec<MaxHoldRef> = self
             .max_holds
@@ -850,7 +850,7 @@ impl Deadlines {
                 lease_id: *lease,
                 fencing_token: *token,
             })
-            .take(MAX_DUE_PER_ENTRY)
+            .take(MAX_HOLDS_PER_ENTRY)
             .collect();
         due.sort_unstable();
         due
@@ -877,7 +877,7 @@ impl Deadlines {
                 (remaining < v.max_hold.remaining_ms.saturating_sub(interval_ms))
                     .then_some((g, remaining))
             })
-            .take(MAX_DUE_PER_ENTRY)
+            .take(MAX_HOLDS_PER_ENTRY)
             .collect();
         (!grants.is_empty()).then_some(CheckpointMaxHold { leader, grants })
     }

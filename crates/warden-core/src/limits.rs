@@ -42,9 +42,9 @@ pub const MAX_AUDIT_RECORDS: usize = 1_000;
 /// itself bounded by the server's request size, so an entry stays far below
 /// the peers' message limit.
 pub const MAX_BATCH_COMMANDS: usize = 256;
-/// Most leases, and most waiters, one due list names (an `Expire` entry, or
-/// the due list a client entry carries): a mass expiry is ended in bounded
-/// entries, the earliest deadlines first, so no single entry holds apply or
+/// Most leases, and most waiters, one `Expire` entry's due list names (a
+/// client entry's names up to [`MAX_DUE_PER_CLIENT_ENTRY`]): a mass expiry
+/// is ended in bounded entries, the earliest deadlines first, so no single entry holds apply or
 /// the Raft core for long. A leader with more due proposes the next entry as
 /// soon as the last one is applied, so a client entry proposed meanwhile
 /// waits behind at most one of them: 250 leases with a waiter each apply in
@@ -54,6 +54,23 @@ pub const MAX_BATCH_COMMANDS: usize = 256;
 /// proposes is bounded; apply takes any list, so entries written with the
 /// earlier bound of 1,000 still replay.
 pub const MAX_DUE_PER_ENTRY: usize = 250;
+/// Most grants one `EndMaxHold` or `CheckpointMaxHold` entry names (one of
+/// each per duty tick or interval). It stayed at 1,000 when
+/// [`MAX_DUE_PER_ENTRY`] went to 250: those entries are not repeated within
+/// a tick, so a smaller bound would slow the end of many max-holds that
+/// run out together, and leave more grants beyond the checkpoint's first.
+pub const MAX_HOLDS_PER_ENTRY: usize = 1_000;
+/// Most leases, waits and lock-delays one named `Checkpoint` entry names
+/// (`Checkpoint::into_entries`; clusters with a member below log format 8
+/// only). It stayed at 1,000 when [`MAX_DUE_PER_ENTRY`] went to 250: a few
+/// such entries are in flight at once, and four times as many would slow the
+/// checkpoint walk those clusters rely on.
+pub const MAX_CHECKPOINT_ITEMS_PER_ENTRY: usize = 1_000;
+/// Most leases, and most waiters, a due list carried by a client entry names
+/// (`Node::due_list`): S8's margin, the number of due waiters a hand-off can
+/// skip past before it could reach one not named, stayed at 1,000 when
+/// [`MAX_DUE_PER_ENTRY`] went to 250 for `Expire` entries.
+pub const MAX_DUE_PER_CLIENT_ENTRY: usize = 1_000;
 /// Most leases, and most waiters, an `Expire` entry names on a cluster with
 /// a long heartbeat (links with real latency; the server scales the bound
 /// from [`MAX_DUE_PER_ENTRY`] with the heartbeat up to this): entries go one
@@ -62,8 +79,9 @@ pub const MAX_DUE_PER_ENTRY: usize = 250;
 /// time then matters little beside the round trip.
 pub const MAX_DUE_PER_SLOW_ENTRY: usize = 1_000;
 /// Most grants the leases of one due list may hold together, beyond its first
-/// lease: a lease may hold up to [`MAX_LOCKS_PER_LEASE`] locks, so 250 due
-/// leases could free two and a half million grants in one entry. A due list stops
+/// lease: a lease may hold up to [`MAX_LOCKS_PER_LEASE`] locks, so the 1,000
+/// due leases of a client entry's list could free ten million grants in one
+/// entry. A due list stops
 /// before the lease that would take it past this bound (it always names at
 /// least one lease), so one `Expire` frees at most this many grants, or one
 /// lease's.

@@ -461,14 +461,14 @@ fn a_due_list_names_at_most_the_bound_earliest_deadline_first() {
     );
 }
 
-// A checkpoint in bounded entries (limits::MAX_DUE_PER_ENTRY): a leader with
+// A checkpoint in bounded entries (limits::MAX_CHECKPOINT_ITEMS_PER_ENTRY): a leader with
 // 2,500 leases none of which was renewed in the last interval names them all,
-// in ten entries of at most 250 items; applied one after another they
+// in three entries of at most 1,000 items; applied one after another they
 // record the same remaining TTL for every lease as the whole checkpoint
 // would, and an empty checkpoint costs no entry.
 #[test]
 fn a_checkpoint_is_split_into_bounded_entries_that_record_every_lease() {
-    use crate::limits::MAX_DUE_PER_ENTRY;
+    use crate::limits::MAX_CHECKPOINT_ITEMS_PER_ENTRY;
     let (mut log, mut d) = (Log::new(), Deadlines::new());
     for i in 1..=2_500u64 {
         let header = RequestHeader {
@@ -480,9 +480,9 @@ fn a_checkpoint_is_split_into_bounded_entries_that_record_every_lease() {
     }
     let whole = d.checkpoint(&log.t, L1, s(3), s(1));
     assert_eq!(whole.leases.len(), 2_500);
-    let entries = whole.clone().into_entries(MAX_DUE_PER_ENTRY);
+    let entries = whole.clone().into_entries(MAX_CHECKPOINT_ITEMS_PER_ENTRY);
     let sizes: Vec<usize> = entries.iter().map(|c| c.leases.len()).collect();
-    assert_eq!(sizes, vec![250; 10]);
+    assert_eq!(sizes, vec![1_000, 1_000, 500]);
     let named: Vec<u64> = entries
         .iter()
         .flat_map(|c| c.leases.iter().map(|l| l.lease_id))
@@ -503,7 +503,9 @@ fn a_checkpoint_is_split_into_bounded_entries_that_record_every_lease() {
     // checkpoint is proposed as no entry at all.
     let early = d.checkpoint(&log.t, L1, ms(500), s(1));
     assert!(early.is_empty());
-    assert!(early.into_entries(MAX_DUE_PER_ENTRY).is_empty());
+    assert!(early
+        .into_entries(MAX_CHECKPOINT_ITEMS_PER_ENTRY)
+        .is_empty());
 }
 
 // The split counts leases, lock-delays and waiters together and keeps each
@@ -547,8 +549,8 @@ fn a_checkpoint_split_counts_every_kind_of_item() {
 }
 
 // A mass expiry bounded by grants too (limits::MAX_DUE_GRANTS_PER_ENTRY): a
-// lease may hold up to 10,000 locks, so a due list of 1,000 leases could free
-// ten million grants in one entry. With a bound of 10 grants and three due
+// lease may hold up to 10,000 locks, so a due list of 250 leases could free
+// two and a half million grants in one entry. With a bound of 10 grants and three due
 // leases holding 4 locks each, the list names the first two (8 grants; the
 // third would make 12) and says it is full; once they end, the third comes
 // up alone and the list is not full. The full-size bound is the same code.
@@ -709,7 +711,6 @@ fn a_due_list_cut_by_its_own_bound_is_full_for_waiters_too() {
     }
     let two = d.due_up_to(&log.t, L1, s(7), 2);
     assert_eq!(two.waiters.len(), 2);
-    assert!(two.leases.is_empty());
     assert!(d.due_is_full(&log.t, &two, s(7)), "a third waiter is due");
     let all = d.due_up_to(&log.t, L1, s(7), 1_000);
     assert_eq!(

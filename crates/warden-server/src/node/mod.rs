@@ -264,7 +264,12 @@ impl Node {
         let leader = self.promoted_leader()?;
         let now = self.shared.clock.now();
         let m = self.shared.machine.lock().ok()?;
-        let due = m.deadlines.due(&m.table, leader, now);
+        let due = m.deadlines.due_up_to(
+            &m.table,
+            leader,
+            now,
+            warden_core::limits::MAX_DUE_PER_CLIENT_ENTRY,
+        );
         (!due.leases.is_empty() || !due.waiters.is_empty()).then_some(due)
     }
 
