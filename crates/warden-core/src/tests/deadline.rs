@@ -282,9 +282,10 @@ fn arithmetic_saturates() {
     let _ = d.checkpoint(&t, L1, Duration::ZERO, Duration::MAX);
 }
 
-// S8: a waiter whose wait has run out is listed as due, and the Expire removes it.
-#[test]
-fn timed_out_waiter_is_due() {
+/// "r" held by client 1's lease (granted at 0 s), and `waiters` more
+/// clients (2, 3, …) waiting on it, each on its own lease, enqueued at 1 s
+/// with a 5 s wait.
+fn held_with_waiters(waiters: u64) -> (Log, Deadlines) {
     let (mut log, mut d) = (Log::new(), Deadlines::new());
     step(
         &mut log,
@@ -293,13 +294,22 @@ fn timed_out_waiter_is_due() {
         s(0),
         s(0),
     );
-    step(
-        &mut log,
-        &mut d,
-        acquire(hdr(2, 1), "r", new_lease(60_000), 5_000, 0),
-        s(1),
-        s(1),
-    );
+    for c in 2..=waiters + 1 {
+        step(
+            &mut log,
+            &mut d,
+            acquire(hdr(c, 1), "r", new_lease(60_000), 5_000, 0),
+            s(1),
+            s(1),
+        );
+    }
+    (log, d)
+}
+
+// S8: a waiter whose wait has run out is listed as due, and the Expire removes it.
+#[test]
+fn timed_out_waiter_is_due() {
+    let (mut log, mut d) = held_with_waiters(1);
     assert!(d.due(&log.t, L1, ms(5_999)).waiters.is_empty());
     let due = d.due(&log.t, L1, s(6));
     assert_eq!(
@@ -691,24 +701,7 @@ fn the_checkpoint_walk_names_every_lease_once_per_pass_in_slices() {
 // that names every due waiter is not.
 #[test]
 fn a_due_list_cut_by_its_own_bound_is_full_for_waiters_too() {
-    let (mut log, mut d) = (Log::new(), Deadlines::new());
-    step(
-        &mut log,
-        &mut d,
-        acquire(hdr(1, 1), "r", new_lease(60_000), 0, 0),
-        s(0),
-        s(0),
-    );
-    // Three waiters on "r", each on its own lease, waits of 5 s.
-    for c in 2..=4u64 {
-        step(
-            &mut log,
-            &mut d,
-            acquire(hdr(c, 1), "r", new_lease(60_000), 5_000, 0),
-            s(1),
-            s(1),
-        );
-    }
+    let (mut log, mut d) = held_with_waiters(3);
     let two = d.due_up_to(&log.t, L1, s(7), 2);
     assert_eq!(two.waiters.len(), 2);
     assert!(d.due_is_full(&log.t, &two, s(7)), "a third waiter is due");
