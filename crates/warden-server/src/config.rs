@@ -207,11 +207,14 @@ pub const GRPC_KEEPALIVE_INTERVAL_MS_RANGE: (u64, u64) = (100, 2 * 60 * 60 * 1_0
 /// Bounds of `--grpc-keepalive-timeout`, in ms: 100 ms ..= 10 min.
 pub const GRPC_KEEPALIVE_TIMEOUT_MS_RANGE: (u64, u64) = (100, 10 * 60 * 1_000);
 
+/// The `lan` preset's (the default) heartbeat, in ms.
+pub const LAN_HEARTBEAT_MS: u64 = 50;
+
 impl Default for Timing {
     fn default() -> Self {
         Timing {
             preset: TimingPreset::Lan,
-            heartbeat_ms: 50,
+            heartbeat_ms: LAN_HEARTBEAT_MS,
             election_timeout_min_ms: 250,
             election_timeout_max_ms: 500,
             checkpoint_interval_ms: 1_000,

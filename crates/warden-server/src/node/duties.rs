@@ -61,14 +61,12 @@ pub const MAX_EXPIRE_ENTRIES_PER_TICK: usize = 800;
 /// "Expire entries of 250"). The time the last `Expire` entries took is no
 /// measure of the link: under a storm's load they take 40 ms on one machine.
 pub fn expire_items(heartbeat_ms: u64) -> usize {
-    let scaled = (MAX_DUE_PER_ENTRY as u64).saturating_mul(heartbeat_ms) / LAN_HEARTBEAT_MS;
+    let scaled =
+        (MAX_DUE_PER_ENTRY as u64).saturating_mul(heartbeat_ms) / crate::config::LAN_HEARTBEAT_MS;
     usize::try_from(scaled)
         .unwrap_or(usize::MAX)
         .clamp(MAX_DUE_PER_ENTRY, MAX_DUE_PER_SLOW_ENTRY)
 }
-
-/// The `lan` preset's heartbeat, against which [`expire_items`] scales.
-const LAN_HEARTBEAT_MS: u64 = 50;
 
 /// Most `Checkpoint` entries of one duty tick uncommitted at once. With
 /// 100,000 expiring leases and a wait on each, a tick's slice is about 14
@@ -296,13 +294,13 @@ pub async fn run(node: Weak<Node>) {
             };
             (delays, max_holds, slice, per_interval)
         };
+        let items = expire_items(node.config().timing.heartbeat_ms);
         for _ in 0..MAX_EXPIRE_ENTRIES_PER_TICK {
             let (due, full) = {
                 let Ok(m) = node.shared.machine.lock() else {
                     return;
                 };
                 let now = node.shared.clock.now();
-                let items = expire_items(node.config().timing.heartbeat_ms);
                 let due = m.deadlines.due_up_to(&m.table, leader, now, items);
                 let full = m.deadlines.due_is_full(&m.table, &due, now);
                 (due, full)

@@ -764,16 +764,9 @@ mod tests {
     // time (a crash-looping leader kept a dead lease a second past each restart).
     #[tokio::test]
     async fn replayed_promote_does_not_restart_the_grace() {
-        use warden_core::types::{LeaderId, Promote};
         let dir = tempfile::tempdir().expect("tempdir");
         let open = |clock: Arc<EpochClock>| open_stores(dir.path(), clock);
-        let promote = Command::Promote(Promote {
-            leader: LeaderId {
-                term: 2,
-                node_id: 1,
-            },
-            grace_ms: 1_000,
-        });
+        let promote = promote(2, 1_000);
         let clock = Arc::new(EpochClock::default());
         *clock.0.lock().expect("clock") = Duration::from_secs(100);
         {
@@ -813,7 +806,7 @@ mod tests {
     // Promote applies, as the named checkpoints it no longer gets used to.
     #[tokio::test]
     async fn a_promote_caps_a_late_deadline_at_what_the_clock_derives() {
-        use warden_core::types::{AdvanceClock, LeaderId, Promote};
+        use warden_core::types::{AdvanceClock, LeaderId};
         let dir = tempfile::tempdir().expect("tempdir");
         let clock = Arc::new(FixedClock::default());
         *clock.0.lock().expect("clock") = Duration::from_secs(150);
@@ -829,13 +822,7 @@ mod tests {
                 elapsed_ms,
             })
         };
-        let promote = Command::Promote(Promote {
-            leader: LeaderId {
-                term: 2,
-                node_id: 1,
-            },
-            grace_ms: 1_000,
-        });
+        let promote = promote(2, 1_000);
         log.append(
             [
                 entry(1, 1, grant(1, 60_000)),

@@ -83,6 +83,14 @@ pub(super) fn grant(request_id: u64, ttl_ms: u64) -> Command {
     })
 }
 
+/// A `Promote` by node 1 as leader of `term`, with the grace `grace_ms`.
+pub(super) fn promote(term: u64, grace_ms: u64) -> Command {
+    Command::Promote(warden_core::types::Promote {
+        leader: warden_core::types::LeaderId { term, node_id: 1 },
+        grace_ms,
+    })
+}
+
 pub(super) fn stores(dir: &Path, clock: Arc<FixedClock>) -> (LogStore, StateMachineStore) {
     let db = Db::open(dir).expect("open db");
     let stamps: Stamps = Arc::new(Mutex::new(BTreeMap::new()));
