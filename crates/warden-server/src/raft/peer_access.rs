@@ -665,8 +665,9 @@ pub async fn follow_removals(raft: crate::raft::Raft, access: Arc<PeerAccess>) {
         // An empty membership is a node that has not joined a cluster yet.
         if let Some(members) = members.filter(|m| !m.is_empty()) {
             let observe = {
+                let db = access.removed.db.clone();
                 let access = access.clone();
-                tokio::task::spawn_blocking(move || access.removed.observe(members)).await
+                db.blocking(move || access.removed.observe(members)).await
             };
             match observe {
                 Ok(Ok(gone)) if !gone.is_empty() => tracing::info!(

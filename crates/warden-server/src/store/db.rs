@@ -140,6 +140,20 @@ impl Db {
             .map_err(io_err)?
     }
 
+    /// Runs `f` (blocking work on this database, such as [`Self::put_meta`])
+    /// on tokio's blocking pool, or inline on an injected disk: the
+    /// simulator's runs must not wait on an OS thread, whose timing would
+    /// make one seed's runs differ.
+    pub async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, io::Error> {
+        if self.inline_io {
+            return Ok(f());
+        }
+        tokio::task::spawn_blocking(f).await.map_err(io_err)
+    }
+
     /// Reads one meta value.
     pub fn get_meta(&self, key: &str) -> Result<Option<Vec<u8>>, io::Error> {
         let tx = self.db.begin_read().map_err(io_err)?;
