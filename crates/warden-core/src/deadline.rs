@@ -35,6 +35,7 @@
 //! O(log n + what is due), not a pass over every lease and waiter.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
 use std::time::Duration;
 
 use crate::effect::Effect;
@@ -591,6 +592,51 @@ impl Deadlines {
         let lock_delays: Vec<(String, LogIndex)> =
             self.lock_delays.by_key.keys().cloned().collect();
         self.cap_lock_delays(table, stamp, lock_delays);
+    }
+
+    /// A `PromoteSlice` applied, as [`Self::cap_all`] for the leases the
+    /// promotion covers in the slice's range (`from_lease..to_lease`, no end
+    /// for None): the ones it graced (`graced`, after their grace) and the
+    /// ones not renewed since the promotion started (`last_index` before
+    /// `started_at`). A lease renewed since keeps the deadline its renew
+    /// set: `stamp` is this node's stamp of the promotion's first slice,
+    /// which may be earlier than that renew's. The first slice (`first`)
+    /// also caps every wait and lock-delay, all of which began before it.
+    /// Nothing happens while the clock does not run. O(leases in range +
+    /// waits and lock-delays in the first slice).
+    #[allow(clippy::too_many_arguments)]
+    pub fn cap_promote_slice(
+        &mut self,
+        table: &LockTable,
+        stamp: Duration,
+        from_lease: LeaseId,
+        to_lease: Option<LeaseId>,
+        started_at: LogIndex,
+        graced: &BTreeSet<LeaseId>,
+        first: bool,
+    ) {
+        if !table.duty_clock().is_running() {
+            return;
+        }
+        let range = match to_lease {
+            Some(to) if to <= from_lease => return,
+            Some(to) => (Bound::Included(from_lease), Bound::Excluded(to)),
+            None => (Bound::Included(from_lease), Bound::Unbounded),
+        };
+        let leases: Vec<LeaseId> = table
+            .leases
+            .range(range)
+            .filter(|(id, l)| l.last_index < started_at || graced.contains(id))
+            .map(|(id, _)| *id)
+            .collect();
+        self.cap_leases(table, stamp, leases);
+        if first {
+            let waits: Vec<WaitKey> = self.waits.by_key.keys().cloned().collect();
+            self.cap_waits(table, stamp, waits);
+            let lock_delays: Vec<(String, LogIndex)> =
+                self.lock_delays.by_key.keys().cloned().collect();
+            self.cap_lock_delays(table, stamp, lock_delays);
+        }
     }
 
     /// How many deadlines [`Self::load`] set that no entry has set or

@@ -64,7 +64,8 @@
 //!    returns an [`Applied`]: the [`types::Response`] for the client and the
 //!    [`Effect`]s.
 //! 4. Every node feeds the effects to its [`Deadlines`] with the entry's stamp
-//!    and the apply time. The leader (after its own `Promote` has applied) asks
+//!    and the apply time. The leader (after its own promotion has applied:
+//!    one `Promote`, or `PromoteSlice` entries whose last ends it) asks
 //!    [`Deadlines::due`], [`Deadlines::due_lock_delays`] and
 //!    [`Deadlines::checkpoint`] (or, once every member reads it, advances
 //!    the [`duty_clock`]) what to propose next.

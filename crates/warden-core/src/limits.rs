@@ -54,6 +54,13 @@ pub const MAX_BATCH_COMMANDS: usize = 256;
 /// proposes is bounded; apply takes any list, so entries written with the
 /// earlier bound of 1,000 still replay.
 pub const MAX_DUE_PER_ENTRY: usize = 250;
+/// Most leases one `PromoteSlice` entry ranges over (docs/semantics.md "A
+/// new leader"): a grace is a few hundred nanoseconds of apply per lease,
+/// so a slice holds apply for about as long as an `Expire` of
+/// [`MAX_DUE_PER_ENTRY`], and a promotion over the ceiling of 1,000,000
+/// leases is 200 entries instead of one that held apply for half a second
+/// (docs/performance.md, "Promotion in slices").
+pub const MAX_LEASES_PER_PROMOTE_ENTRY: usize = 5_000;
 /// Most grants one `EndMaxHold` or `CheckpointMaxHold` entry names (one of
 /// each per duty tick or interval). It stayed at 1,000 when
 /// [`MAX_DUE_PER_ENTRY`] went to 250: those entries are not repeated within

@@ -342,8 +342,22 @@ impl LockTable {
         &self.outcomes
     }
 
-    /// The leader id and index of the last applied matching `Promote`: a new
-    /// leader performs no leader duty until this names itself.
+    /// The lease ids that cut this table's leases, in id order, into runs of
+    /// `every` (at least 1): the id of the lease after each run but the last.
+    /// A new leader's promotion slices end at them
+    /// ([`crate::types::PromoteSlice`]). O(leases).
+    pub fn lease_id_bounds(&self, every: usize) -> Vec<LeaseId> {
+        self.leases
+            .keys()
+            .skip(every.max(1))
+            .step_by(every.max(1))
+            .copied()
+            .collect()
+    }
+
+    /// The leader id and index of the last applied matching `Promote`, or of
+    /// the last slice of a promotion in slices: a new leader performs no
+    /// leader duty until this names itself.
     pub fn last_promote(&self) -> Option<(LeaderId, LogIndex)> {
         self.last_promote
     }

@@ -47,8 +47,8 @@ use crate::types::{
     Acquire, AcquireOutcome, AcquireReply, AdvanceClock, AuditRecord, AuthAuditRecord, AuthChange,
     Authorized, CancelOutcome, CancelWait, Checkpoint, Command, DueList, EndLockDelay, ErrorCode,
     FencingToken, ForceRelease, LeaderId, LeaseGrant, LeaseId, LeaseSpec, LockKind, LogIndex, Mode,
-    NotGrantedReason, Permission, Principal, Proclaim, Promote, Release, RenewBatch, RequestHeader,
-    ResourceToken, Response, Revoke,
+    NotGrantedReason, Permission, Principal, Proclaim, Promote, PromoteSlice, Release, RenewBatch,
+    RequestHeader, ResourceToken, Response, Revoke,
 };
 use crate::validate::{self, error};
 
@@ -312,6 +312,7 @@ impl LockTable {
             },
             Command::RenewBatch(b) => self.renew(index, b, fx),
             Command::Promote(p) => self.promote(index, log_leader, p, fx),
+            Command::PromoteSlice(p) => self.promote_slice(index, log_leader, p, fx),
             Command::Checkpoint(c) => self.checkpoint(index, log_leader, c, fx),
             Command::Expire(due) => {
                 self.apply_due(index, log_leader, Some(due), fx);
@@ -1347,19 +1348,70 @@ impl LockTable {
         if p.leader != log_leader {
             return Response::Done;
         }
-        for l in self.leases.values_mut().filter(|l| !l.graced) {
-            // What is left now on the duty clock, re-counted from here.
-            let left = self.clock.remaining_now(l.remaining_ms, l.last_index);
-            l.graced = true;
-            l.last_index = index;
-            l.remaining_ms = left.max(p.grace_ms);
-            fx.push(Effect::LeaseGraced {
-                lease_id: l.lease_id,
-                grace_ms: p.grace_ms,
-            });
-        }
+        self.grace_leases(index, .., index.saturating_add(1), p.grace_ms, fx);
         self.last_promote = Some((p.leader, index));
         Response::Done
+    }
+
+    /// [`Self::promote`] for the leases in one range of ids: those not
+    /// graced since their last renew and not renewed since the promotion
+    /// started (`last_index` before its first slice). The last slice (no
+    /// `to_lease`) records the promotion as done. A slice whose proposer is
+    /// not its log's leader, or that names a start at or after its own
+    /// index, changes nothing.
+    fn promote_slice(
+        &mut self,
+        index: LogIndex,
+        log_leader: LeaderId,
+        p: &PromoteSlice,
+        fx: &mut Vec<Effect>,
+    ) -> Response {
+        let started_at = if p.started_at == 0 {
+            index
+        } else {
+            p.started_at
+        };
+        if p.leader != log_leader || started_at > index {
+            return Response::Done;
+        }
+        match p.to_lease {
+            Some(to) if to <= p.from_lease => {}
+            Some(to) => self.grace_leases(index, p.from_lease..to, started_at, p.grace_ms, fx),
+            None => self.grace_leases(index, p.from_lease.., started_at, p.grace_ms, fx),
+        }
+        if p.to_lease.is_none() {
+            self.last_promote = Some((p.leader, index));
+        }
+        Response::Done
+    }
+
+    /// L4 with L2: one grace per lease between two renews, for the leases in
+    /// `ids` whose `last_index` is before `before`.
+    fn grace_leases(
+        &mut self,
+        index: LogIndex,
+        ids: impl std::ops::RangeBounds<LeaseId>,
+        before: LogIndex,
+        grace_ms: u64,
+        fx: &mut Vec<Effect>,
+    ) {
+        let clock = &self.clock;
+        for l in self
+            .leases
+            .range_mut(ids)
+            .map(|(_, l)| l)
+            .filter(|l| !l.graced && l.last_index < before)
+        {
+            // What is left now on the duty clock, re-counted from here.
+            let left = clock.remaining_now(l.remaining_ms, l.last_index);
+            l.graced = true;
+            l.last_index = index;
+            l.remaining_ms = left.max(grace_ms);
+            fx.push(Effect::LeaseGraced {
+                lease_id: l.lease_id,
+                grace_ms,
+            });
+        }
     }
 
     /// Records remaining durations; deadlines are only ever shortened by it.

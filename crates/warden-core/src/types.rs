@@ -137,6 +137,10 @@ pub enum Command {
     /// remaining TTLs, waits and lock-delays are derived instead of being
     /// named in [`Command::Checkpoint`] entries. Appended (log format 8).
     AdvanceClock(AdvanceClock),
+    /// A new leader's promotion as bounded entries, one range of lease ids
+    /// each, instead of one [`Command::Promote`] over every lease
+    /// (docs/semantics.md "A new leader"). Appended (log format 9).
+    PromoteSlice(PromoteSlice),
 }
 
 impl Command {
@@ -490,6 +494,28 @@ pub struct Promote {
     /// Grace in milliseconds given once to every lease not yet graced since its
     /// last committed renew.
     pub grace_ms: u64,
+}
+
+/// One entry of a new leader's promotion (docs/semantics.md "A new leader",
+/// L4): the grace of [`Promote`] for the leases whose ids are in
+/// `from_lease..to_lease`, so that no entry visits more than
+/// [`crate::limits::MAX_LEASES_PER_PROMOTE_ENTRY`] leases. The first slice
+/// (`started_at` 0, `from_lease` 0) starts the promotion at its own index;
+/// the others name that index. A lease renewed since the start (its
+/// `last_index` at or past it) is skipped: it needs no grace. The slice with
+/// no `to_lease` ends the promotion ([`crate::LockTable::last_promote`]).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PromoteSlice {
+    /// The new leader.
+    pub leader: LeaderId,
+    /// Grace in milliseconds, as in [`Promote`].
+    pub grace_ms: u64,
+    /// The log index of this promotion's first slice; 0 in the first slice.
+    pub started_at: LogIndex,
+    /// The lowest lease id this slice graces.
+    pub from_lease: LeaseId,
+    /// The lease id this slice stops before; None: no end (the last slice).
+    pub to_lease: Option<LeaseId>,
 }
 
 /// Remaining durations as the leader sees them. Applying one may only shorten

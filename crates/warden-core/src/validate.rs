@@ -564,6 +564,7 @@ pub(crate) fn kind(cmd: &Command) -> &'static str {
         Command::LeaseGrant(_) => "lease grant",
         Command::Revoke(_) => "revoke",
         Command::Promote(_) => "promote",
+        Command::PromoteSlice(_) => "promote slice",
         Command::Checkpoint(_) => "checkpoint",
         Command::Expire(_) => "expire",
         Command::EndLockDelay(_) => "end lock-delay",
@@ -690,6 +691,7 @@ pub fn command(cmd: &Command) -> Result<(), CommandError> {
         )),
         Command::RenewBatch(_)
         | Command::Promote(_)
+        | Command::PromoteSlice(_)
         | Command::Checkpoint(_)
         | Command::Expire(_)
         | Command::EndLockDelay(_)

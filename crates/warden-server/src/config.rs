@@ -78,6 +78,12 @@ pub struct ServerConfig {
     /// match; none matched: `other`; elections: `election`). Checked at
     /// start; the same list on every node gives the same labels.
     pub metrics_groups: Vec<String>,
+    /// Most leases one entry of a new leader's promotion ranges over
+    /// (`Command::PromoteSlice`, docs/semantics.md "A new leader"):
+    /// [`warden_core::limits::MAX_LEASES_PER_PROMOTE_ENTRY`] (no flag sets
+    /// it). The simulator and tests set a few, so that their small tables
+    /// promote in several slices; 0 counts as 1.
+    pub promote_slice_leases: usize,
 }
 
 impl ServerConfig {

@@ -902,6 +902,7 @@ mod tests {
             peer_addrs: BTreeMap::new(),
             certs_dir: None,
             metrics_groups: Vec::new(),
+            promote_slice_leases: warden_core::limits::MAX_LEASES_PER_PROMOTE_ENTRY,
         };
         assert!(validate_config(&config(5_000, 5_000)).is_ok());
         let e = validate_config(&config(0, 5_000)).unwrap_err().to_string();
@@ -947,6 +948,7 @@ mod tests {
             admin_listen: Some("127.0.0.1:7080".parse().unwrap()),
             certs_dir: None,
             metrics_groups: Vec::new(),
+            promote_slice_leases: warden_core::limits::MAX_LEASES_PER_PROMOTE_ENTRY,
         };
         let err = |c: ServerConfig| validate_config(&c).unwrap_err().to_string();
         let good = config(Some("127.0.0.1:7101"), &[(1, "127.0.0.1:7101")]);
@@ -1014,6 +1016,7 @@ mod tests {
             admin_listen: None,
             certs_dir: None,
             metrics_groups: Vec::new(),
+            promote_slice_leases: warden_core::limits::MAX_LEASES_PER_PROMOTE_ENTRY,
         }
     }
 

@@ -208,6 +208,11 @@ pub const MAX_HOLD_LOG_FORMAT: u32 = 7;
 /// clock, docs/semantics.md "Checkpoints").
 pub const DUTY_CLOCK_LOG_FORMAT: u32 = 8;
 
+/// The first log format that decodes `Command::PromoteSlice` (a new
+/// leader's promotion in bounded entries, docs/semantics.md "A new
+/// leader").
+pub const PROMOTE_SLICE_LOG_FORMAT: u32 = 9;
+
 /// The oldest log format that decodes `cmd`: 1 for a command every Warden
 /// binary reads, else the format that introduced it (or the newest one
 /// among a batch's or a wrapper's commands). An applied entry of format F
@@ -226,6 +231,7 @@ pub fn entry_log_format(cmd: &warden_core::types::Command) -> u32 {
         AcquireMulti(_) => MULTI_LOG_FORMAT,
         AcquireBounded(_) | EndMaxHold(_) | CheckpointMaxHold(_) => MAX_HOLD_LOG_FORMAT,
         AdvanceClock(_) => DUTY_CLOCK_LOG_FORMAT,
+        PromoteSlice(_) => PROMOTE_SLICE_LOG_FORMAT,
         Acquire(_) | Release(_) | RenewBatch(_) | LeaseGrant(_) | Revoke(_) | Promote(_)
         | Checkpoint(_) | Expire(_) | EndLockDelay(_) | DropClients(_) | ForceRelease(_) | Noop
         | RaiseTokenFloor(_) | Proclaim(_) | CancelWait(_) => 1,
@@ -260,6 +266,7 @@ pub fn command_name(cmd: &warden_core::types::Command) -> &'static str {
         EndMaxHold(_) => "end_max_hold",
         CheckpointMaxHold(_) => "checkpoint_max_hold",
         AdvanceClock(_) => "advance_clock",
+        PromoteSlice(_) => "promote_slice",
     }
 }
 

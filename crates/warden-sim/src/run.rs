@@ -303,6 +303,10 @@ fn spawn_node(sim: &mut turmoil::Sim<'_>, cluster: &Cluster, id: u64, clock: Sim
                 peer_addrs: BTreeMap::new(),
                 certs_dir: None,
                 metrics_groups: Vec::new(),
+                // A few leases per promotion slice, so that every election
+                // in a run promotes in several entries (docs/semantics.md
+                // "A new leader") under its faults.
+                promote_slice_leases: 3,
             };
             let listener = turmoil::net::TcpListener::bind(config.listen).await?;
             let observer_dyn: Arc<dyn warden_server::sim_hooks::Observer> = observer;

@@ -375,6 +375,7 @@ pub fn resolve(args: &ServerArgs, file: FileConfig) -> Result<ServerConfig, Stri
         admin_listen,
         certs_dir,
         metrics_groups,
+        promote_slice_leases: warden_core::limits::MAX_LEASES_PER_PROMOTE_ENTRY,
     })
 }
 

@@ -66,6 +66,7 @@ fn command() -> impl Strategy<Value = Command> {
         1 => (h.clone(), 0u64..8, due()).prop_map(|(header, lease_id, due)| Command::Revoke(Revoke { header, lease_id, due })),
         2 => (h.clone(), 1u64..40, res.clone(), due()).prop_map(|(header, acquire_request_id, resource, due)| Command::CancelWait(CancelWait { header, acquire_request_id, resource, due })),
         1 => (leader(), 0u64..2_000).prop_map(|(leader, grace_ms)| Command::Promote(Promote { leader, grace_ms })),
+        1 => (leader(), 0u64..2_000, 0u64..40, 0u64..8, proptest::option::of(0u64..10)).prop_map(|(leader, grace_ms, started_at, from_lease, to_lease)| Command::PromoteSlice(PromoteSlice { leader, grace_ms, started_at, from_lease, to_lease })),
         2 => due().prop_map(|d| Command::Expire(d.unwrap_or_default())),
         1 => (leader(), res.clone(), 0u64..40, due()).prop_map(|(leader, resource, start_index, due)| Command::EndLockDelay(EndLockDelay { leader, resource, start_index, due })),
         1 => (h, res, proptest::option::of(0u64..12), due()).prop_map(|(header, resource, fencing_token, due)| Command::ForceRelease(ForceRelease { header, resource, fencing_token, due, requested_by: "ops".into(), at_unix_ms: 0 })),

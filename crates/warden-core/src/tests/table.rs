@@ -852,6 +852,94 @@ fn promote_graces_once_between_renews() {
     assert_eq!(log.t.to_snapshot(), before);
 }
 
+fn slice(leader: LeaderId, started_at: LogIndex, from: LeaseId, to: Option<LeaseId>) -> Command {
+    Command::PromoteSlice(PromoteSlice {
+        leader,
+        grace_ms: 1_000,
+        started_at,
+        from_lease: from,
+        to_lease: to,
+    })
+}
+
+fn graced_leases(log: &Log) -> Vec<LeaseId> {
+    (1..=20)
+        .filter(|id| log.t.lease(*id).is_some_and(|l| l.graced))
+        .collect()
+}
+
+// L4 in bounded entries (docs/semantics.md "A new leader"): the slices of a
+// promotion together grace what one Promote would, each only its range of
+// lease ids; only the last (no end) records the promotion as done, so no
+// duty, and no due list, counts on it before every lease had its grace.
+#[test]
+fn promotion_slices_grace_their_ranges_and_the_last_ends_the_promotion() {
+    let mut log = Log::new();
+    for c in 1..=5 {
+        log.apply(lease_grant(hdr(c, 1), 3_000)); // leases 1..=5 at 1..=5
+    }
+    assert_eq!(log.t.lease_id_bounds(2), vec![3, 5]);
+    assert_eq!(log.t.lease_id_bounds(5), Vec::<LeaseId>::new());
+    let first = log.apply(slice(L1, 0, 0, Some(3)));
+    assert_eq!(
+        first.effects,
+        vec![
+            Effect::LeaseGraced {
+                lease_id: 1,
+                grace_ms: 1_000
+            },
+            Effect::LeaseGraced {
+                lease_id: 2,
+                grace_ms: 1_000
+            }
+        ]
+    );
+    assert_eq!(log.t.last_promote(), None);
+    assert_eq!(log.t.lease(1).map(|l| l.last_index), Some(6));
+    let middle = log.apply(slice(L1, 6, 3, Some(5)));
+    assert_eq!(middle.effects.len(), 2);
+    assert_eq!(log.t.last_promote(), None);
+    let last = log.apply(slice(L1, 6, 5, None));
+    assert_eq!(last.effects.len(), 1);
+    assert_eq!(log.t.last_promote(), Some((L1, 8)));
+    assert_eq!(graced_leases(&log), vec![1, 2, 3, 4, 5]);
+    // A second promotion before any renew grants nothing (L2).
+    log.leader = L2;
+    assert!(log.apply(slice(L2, 0, 0, None)).effects.is_empty());
+    assert_eq!(log.t.last_promote(), Some((L2, 9)));
+}
+
+// L2 with slices: a lease renewed, or created, after the promotion started
+// needs no grace and gets none from a later slice (its renew set a full
+// TTL); a slice from another leader than its log's, one that names a start
+// after itself, and an empty range change nothing.
+#[test]
+fn a_promotion_slice_skips_leases_renewed_since_the_start_and_refuses_bad_slices() {
+    let mut log = Log::new();
+    for c in 1..=3 {
+        log.apply(lease_grant(hdr(c, 1), 3_000)); // leases 1..=3 at 1..=3
+    }
+    log.leader = L2;
+    log.apply(slice(L2, 0, 0, Some(2))); // 4: starts, graces lease 1
+    log.apply(Command::RenewBatch(RenewBatch { lease_ids: vec![2] })); // 5
+    log.apply(lease_grant(hdr(9, 1), 3_000)); // 6: lease 4, after the start
+    let before = log.t.to_snapshot();
+    log.apply(slice(L1, 4, 2, None)); // another leader than the log's
+    log.apply(slice(L2, 9, 2, None)); // a start after its own index (9)
+    log.apply(slice(L2, 4, 3, Some(3))); // an empty range
+    assert_eq!(log.t.to_snapshot(), before);
+    let last = log.apply(slice(L2, 4, 2, None));
+    assert_eq!(
+        last.effects,
+        vec![Effect::LeaseGraced {
+            lease_id: 3,
+            grace_ms: 1_000
+        }]
+    );
+    assert_eq!(graced_leases(&log), vec![1, 3]);
+    assert_eq!(log.t.last_promote(), Some((L2, 10)));
+}
+
 // Snapshot decoding never panics and names what is wrong.
 #[test]
 fn garbage_snapshots_are_typed_errors() {

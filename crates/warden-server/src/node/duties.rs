@@ -30,10 +30,13 @@ use warden_core::deadline::CheckpointWalk;
 use warden_core::limits::{
     MAX_CHECKPOINT_ITEMS_PER_ENTRY, MAX_DUE_PER_ENTRY, MAX_DUE_PER_SLOW_ENTRY,
 };
-use warden_core::types::{AdvanceClock, Command, DropClients, EndLockDelay, EndMaxHold, Promote};
+use warden_core::types::{
+    AdvanceClock, Command, DropClients, EndLockDelay, EndMaxHold, LeaderId, LeaseId, LogIndex,
+    Promote, PromoteSlice,
+};
 use warden_core::ClientView;
 
-use crate::node::Node;
+use crate::node::{Node, SubmitError};
 use crate::sim_hooks::Observer;
 
 /// A client's outcome record is dropped after this long without a request
@@ -178,6 +181,68 @@ where
         .await
 }
 
+/// Promotes this leader (docs/semantics.md "A new leader") and returns how
+/// many entries that took. While some member reads no log format 9, one
+/// `Promote` over every lease, as before. Else `PromoteSlice` entries of at
+/// most `promote_slice_leases` leases each (the config's;
+/// [`warden_core::limits::MAX_LEASES_PER_PROMOTE_ENTRY`] outside tests), cut at this leader's
+/// table as it is now (a lease created later has a higher id and is left to
+/// the last slice, which skips it: it was made after the start): the first
+/// alone, since the others name its index; the middle ones
+/// [`MAX_CHECKPOINT_ENTRIES_IN_FLIGHT`] at a time; the last, which ends the
+/// promotion, after all of them have applied.
+///
+/// # Errors
+/// The first slice's failure; the promotion starts again at the next tick
+/// (a lease graced already is not graced again before a renew, L2).
+async fn promote(node: &Node, leader: LeaderId, grace_ms: u64) -> Result<usize, SubmitError> {
+    if !node.formats.may_promote_in_slices() {
+        node.propose_duty(Command::Promote(Promote { leader, grace_ms }))
+            .await?;
+        return Ok(1);
+    }
+    let bounds = {
+        let m = node
+            .shared
+            .machine
+            .lock()
+            .map_err(|_| SubmitError::NotProposed {
+                reason: "state poisoned".into(),
+            })?;
+        m.table.lease_id_bounds(node.config().promote_slice_leases)
+    };
+    let slice = |started_at: LogIndex, from_lease: LeaseId, to_lease: Option<LeaseId>| {
+        Command::PromoteSlice(PromoteSlice {
+            leader,
+            grace_ms,
+            started_at,
+            from_lease,
+            to_lease,
+        })
+    };
+    let (_, first) = node
+        .propose_duty(slice(0, 0, bounds.first().copied()))
+        .await?;
+    let Some(&last_from) = bounds.last() else {
+        return Ok(1);
+    };
+    let started_at = first.index;
+    let middle: Vec<Command> = bounds
+        .windows(2)
+        .map(|w| slice(started_at, w[0], Some(w[1])))
+        .collect();
+    let proposed = few_at_a_time(middle, MAX_CHECKPOINT_ENTRIES_IN_FLIGHT, |cmd| {
+        node.propose_duty(cmd)
+    })
+    .await;
+    for p in proposed {
+        p?;
+    }
+    node.propose_duty(slice(started_at, last_from, None))
+        .await?;
+    Ok(bounds.len() + 1)
+}
+
 /// Runs the duty loop until the node is gone.
 pub async fn run(node: Weak<Node>) {
     let (tick, checkpoint_every, grace_ms) = match node.upgrade() {
@@ -236,14 +301,17 @@ pub async fn run(node: Weak<Node>) {
             .map(|p| *p == Some(leader))
             .unwrap_or(false);
         if !promoted {
-            let cmd = Command::Promote(Promote { leader, grace_ms });
-            match node.propose_duty(cmd).await {
+            match promote(&node, leader, grace_ms).await {
                 // `propose` returns after the entry has applied here. The
                 // duties run at once, not a tick later: a leader that
                 // crash-loops gets little time between restarts, and what is
                 // already due must go in that time (L2).
-                Ok(_) => {
-                    tracing::info!(term = leader.term, "leader duties start (promote applied)");
+                Ok(entries) => {
+                    tracing::info!(
+                        term = leader.term,
+                        entries,
+                        "leader duties start (promote applied)"
+                    );
                     node.set_promoted(Some(leader));
                 }
                 Err(e) => {
@@ -616,7 +684,7 @@ mod mass_expiry_tests {
     use std::time::Duration;
 
     use warden_core::limits::{MAX_DUE_PER_ENTRY, MAX_DUE_PER_SLOW_ENTRY};
-    use warden_core::types::{Command, LeaseGrant, Permission};
+    use warden_core::types::{Command, LeaseGrant, LeaseId, Permission, PromoteSlice};
 
     use super::super::submit::LeaseGranted;
     use super::expire_items;
@@ -779,6 +847,66 @@ mod mass_expiry_tests {
         let (advances, named_leases) = duty_counts(&t.applied());
         assert_eq!(named_leases, 0, "a lease was named in a checkpoint");
         assert!(advances >= 2, "{advances} advances");
+    }
+
+    // L4 in bounded entries (docs/semantics.md "A new leader", etcd issue
+    // 9496): a leader that promotes itself again (as after a restart that
+    // resumes its term) over 7 leases, 2 a slice, commits four
+    // `PromoteSlice` entries over ranges that cover every lease once, the
+    // first starting the promotion and the last ending it, and its duties
+    // wait for the last; every lease is graced.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_promotion_goes_out_in_slices_that_grace_every_lease_once() {
+        let t = TestNode::start(Setup {
+            promote_slice_leases: Some(2),
+            ..Setup::default()
+        })
+        .await;
+        leases(&t, &None, 7, 60_000).await;
+        let before = t.applied().len();
+        let leader = t.node.promoted_leader().expect("promoted");
+        t.node.set_promoted(None);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(8);
+        while t.node.promoted_leader().is_none() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the promotion did not end"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let slices: Vec<PromoteSlice> = t.applied()[before..]
+            .iter()
+            .filter_map(|c| match c {
+                Command::PromoteSlice(p) => Some(*p),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(slices.len(), 4, "{slices:?}");
+        let first = slices[0];
+        assert_eq!(
+            (
+                first.leader,
+                first.started_at,
+                first.from_lease,
+                first.to_lease
+            ),
+            (leader, 0, 0, Some(3))
+        );
+        let started_at = slices[1].started_at;
+        assert!(started_at > 0);
+        let mut ranges: Vec<(LeaseId, Option<LeaseId>)> = slices[1..]
+            .iter()
+            .map(|s| {
+                assert_eq!(s.started_at, started_at, "{slices:?}");
+                (s.from_lease, s.to_lease)
+            })
+            .collect();
+        assert_eq!(ranges.last(), Some(&(7, None)), "the last slice ends it");
+        ranges.sort();
+        assert_eq!(ranges, vec![(3, Some(5)), (5, Some(7)), (7, None)]);
+        let graced = t.table(|m| m.leases().filter(|l| l.graced).count());
+        assert_eq!(graced, 7);
+        assert_eq!(t.table(|m| m.last_promote().map(|(l, _)| l)), Some(leader));
     }
 
     // Rolling upgrade: with a member that has not reported log format 8 the

@@ -57,6 +57,9 @@ pub(crate) struct Setup {
     /// authorized entries stays closed (the node still is its own quorum:
     /// the member is a learner).
     pub(crate) gate_closed: bool,
+    /// Most leases a promotion slice ranges over; None: the production
+    /// bound.
+    pub(crate) promote_slice_leases: Option<usize>,
 }
 
 /// A running one-node cluster.
@@ -109,6 +112,9 @@ impl TestNode {
             peer_addrs: BTreeMap::new(),
             certs_dir: None,
             metrics_groups: Vec::new(),
+            promote_slice_leases: setup
+                .promote_slice_leases
+                .unwrap_or(warden_core::limits::MAX_LEASES_PER_PROMOTE_ENTRY),
         };
         let db = Db::open(dir.path()).expect("db");
         let clock = NodeClock::new(Arc::new(TokioClock::new()));
@@ -182,7 +188,7 @@ impl TestNode {
         while node.promoted_leader().is_none() {
             assert!(
                 tokio::time::Instant::now() < deadline,
-                "the one-node cluster did not elect itself and apply its Promote"
+                "the one-node cluster did not elect itself and apply its promotion"
             );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }

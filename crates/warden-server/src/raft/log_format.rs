@@ -9,7 +9,8 @@
 //! `Command::AcquireBounded`, `Command::EndMaxHold`,
 //! `Command::CheckpointMaxHold`), and advance the duty clock instead of
 //! naming each lease, wait and lock-delay in checkpoints (format 8:
-//! `Command::AdvanceClock`).
+//! `Command::AdvanceClock`), and promote a new leader in bounded entries
+//! (format 9: `Command::PromoteSlice`).
 //!
 //! A binary older than a format cannot decode its entries (postcard fails on
 //! the unknown variant index), so a follower or learner that runs one would
@@ -71,6 +72,10 @@
 //!   [`DUTY_CLOCK_LOG_FORMAT`] (8: `Command::AdvanceClock`,
 //!   docs/semantics.md "Checkpoints"). Until then the leader's duty loop
 //!   names remaining times in `Command::Checkpoint` entries, as before.
+//! * [`LogFormats::may_promote_in_slices`]: every other member reads
+//!   [`PROMOTE_SLICE_LOG_FORMAT`] (9: `Command::PromoteSlice`,
+//!   docs/semantics.md "A new leader"). Until then a new leader commits one
+//!   `Command::Promote` over every lease, as before.
 //!
 //! A member that has reported nothing yet counts as its *unreported floor*:
 //! 0 on an insecure node, [`AUTH_LOG_FORMAT`] on a secure one
@@ -117,26 +122,26 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// The log format this binary reads (and advertises): 8, which includes
-/// the duty clock (`Command::AdvanceClock`), max-hold (`Command::AcquireBounded`, `Command::EndMaxHold`,
+/// The log format this binary reads (and advertises): 9, which includes
+/// promotion slices (`Command::PromoteSlice`), the duty clock (`Command::AdvanceClock`), max-hold (`Command::AcquireBounded`, `Command::EndMaxHold`,
 /// `Command::CheckpointMaxHold`), multi-locks (`Command::AcquireMulti`), acquires of the other lock kinds (`Command::AcquireKind`), members with a
 /// peer address of their own (`MemberAddr`'s two-address
 /// form), everything of format 3 (authorized entries: `Command::Authorized`,
 /// `Command::AuthChange`, `Response::AuthChanged`) and of format 2 (packed
 /// entries, `Command::Batch`, `Response::Batch`). 1 is the log before
 /// packing; an older node advertises nothing, recorded as 0.
-pub const LOG_FORMAT: u32 = 8;
+pub const LOG_FORMAT: u32 = 9;
 
 // The format each gate needs (a leader does what a format brings only when
 // every other member reads it); defined beside the command shapes, which the
 // state machine's applied floor reads too.
 pub use crate::types::{
     AUTH_LOG_FORMAT, BATCH_LOG_FORMAT, DUTY_CLOCK_LOG_FORMAT, KINDS_LOG_FORMAT,
-    MAX_HOLD_LOG_FORMAT, MULTI_LOG_FORMAT, PEER_ADDR_LOG_FORMAT,
+    MAX_HOLD_LOG_FORMAT, MULTI_LOG_FORMAT, PEER_ADDR_LOG_FORMAT, PROMOTE_SLICE_LOG_FORMAT,
 };
 
 /// What [`LOG_FORMAT_HEADER_VALUE`] is: [`LOG_FORMAT`] in decimal ASCII.
-pub const LOG_FORMAT_HEADER_VALUE: &str = "8";
+pub const LOG_FORMAT_HEADER_VALUE: &str = "9";
 
 /// The format a peer's answer reports: its
 /// [`warden_proto::LOG_FORMAT_METADATA`] value as a decimal `u32`; 0 when
@@ -236,6 +241,7 @@ pub struct LogFormats {
     multi: Gate,
     max_hold: Gate,
     duty_clock: Gate,
+    promote_slices: Gate,
 }
 
 impl LogFormats {
@@ -311,6 +317,13 @@ impl LogFormats {
                 "naming leases, waits and lock-delays in checkpoints: these members have not \
                  reported log format 8",
             ),
+            promote_slices: Gate::new(
+                PROMOTE_SLICE_LOG_FORMAT,
+                "every member reads log format 9: a new leader promotes itself in bounded \
+                 entries",
+                "promoting a new leader in one entry over every lease: these members have not \
+                 reported log format 9",
+            ),
         }
     }
 
@@ -357,6 +370,13 @@ impl LogFormats {
     /// load.
     pub fn may_use_duty_clock(&self) -> bool {
         self.duty_clock.is_open()
+    }
+
+    /// Whether every other member has reported a format that reads
+    /// promotion slices (at least [`PROMOTE_SLICE_LOG_FORMAT`]). One atomic
+    /// load.
+    pub fn may_promote_in_slices(&self) -> bool {
+        self.promote_slices.is_open()
     }
 
     /// The other members that have not reported [`MAX_HOLD_LOG_FORMAT`]
@@ -539,6 +559,7 @@ impl LogFormats {
             &self.multi,
             &self.max_hold,
             &self.duty_clock,
+            &self.promote_slices,
         ] {
             gate.set(self.lagging(known, gate.format));
         }
@@ -917,8 +938,27 @@ mod tests {
         assert!(!secure.may_use_duty_clock());
         secure.record(3, LOG_FORMAT);
         assert!(secure.may_use_duty_clock());
-        assert_eq!(LOG_FORMAT, DUTY_CLOCK_LOG_FORMAT);
-        assert_eq!(LOG_FORMAT_HEADER_VALUE, "8");
+    }
+
+    // Rolling upgrade (promotion in slices, docs/semantics.md "A new
+    // leader"): a new leader proposes `Command::PromoteSlice`, which a
+    // format-8 binary cannot decode, only once every other member has
+    // reported format 9; until then it commits one `Promote`.
+    #[test]
+    fn promotion_slices_wait_for_every_other_member_to_report_format_9() {
+        let secure = LogFormats::secure(1);
+        secure.set_members([1, 2, 3]);
+        secure.record(2, 9);
+        secure.record(3, 8);
+        assert!(
+            secure.may_use_duty_clock(),
+            "format 8 is enough for the clock"
+        );
+        assert!(!secure.may_promote_in_slices());
+        secure.record(3, LOG_FORMAT);
+        assert!(secure.may_promote_in_slices());
+        assert_eq!(LOG_FORMAT, PROMOTE_SLICE_LOG_FORMAT);
+        assert_eq!(LOG_FORMAT_HEADER_VALUE, "9");
     }
 
     #[test]

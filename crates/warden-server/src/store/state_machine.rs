@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use warden_core::deadline::Deadlines;
 use warden_core::table::LockTable;
-use warden_core::types::{Command, LogEntry, Response};
+use warden_core::types::{Command, LeaderId, LogEntry, Response};
 
 use super::db::Db;
 use super::log_writer::Stamps;
@@ -54,6 +54,13 @@ pub struct Machine {
     /// leader's measurement of it). A new leader measures its first advance
     /// from it (docs/semantics.md "Checkpoints"). Node-local.
     pub last_clock_advance: Option<(u64, Duration)>,
+    /// The first `PromoteSlice` of the last promotion this node applied:
+    /// its leader, log index and stamp here. Every later slice of that
+    /// promotion graces and caps from this stamp, as one `Promote` did
+    /// (docs/semantics.md "A new leader"); a node that did not apply the
+    /// first (it loaded a snapshot taken in between) uses each slice's own
+    /// stamp, which is later (never an early expiry). Node-local.
+    pub promote_start: Option<(LeaderId, u64, Duration)>,
 }
 
 /// Most waiters [`RemovedWaiters`] remembers.
@@ -196,6 +203,7 @@ impl StateMachineStore {
             loaded_through: 0,
             applied_log_format: 0,
             last_clock_advance: None,
+            promote_start: None,
         };
         let stored = db.load_snapshot()?;
         let snapshot_len = stored.as_ref().map_or(0, |s| s.data.len() as u64);
@@ -542,6 +550,23 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                         if guessed {
                             m.loaded_through = m.loaded_through.max(index);
                         }
+                        // A promotion in slices graces (and caps) from its
+                        // first slice's stamp here, as one `Promote` did.
+                        let promote_slice = match cmd {
+                            Command::PromoteSlice(p) if p.leader == log_leader => Some(*p),
+                            _ => None,
+                        };
+                        let grace_from = match promote_slice {
+                            Some(p) if p.started_at == 0 => {
+                                m.promote_start = Some((p.leader, index, stamp));
+                                stamp
+                            }
+                            Some(p) => match m.promote_start {
+                                Some((l, i, at)) if l == p.leader && i == p.started_at => at,
+                                _ => stamp,
+                            },
+                            None => stamp,
+                        };
                         // One hold of the window's lock per entry.
                         let mut hot = (!guessed && !applied.effects.is_empty())
                             .then(|| self.shared.hot_locks.recorder(stamp));
@@ -558,7 +583,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                             if let Some(hot) = &mut hot {
                                 hot.effect(effect, ended.waited);
                             }
-                            m.deadlines.on_effect(effect, stamp, stamp);
+                            m.deadlines.on_effect(effect, stamp, grace_from);
                             if let warden_core::Effect::WaiterRemoved {
                                 resource,
                                 lease_id,
@@ -596,6 +621,33 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                             let m = &mut *m;
                             m.deadlines.cap_all(&m.table, stamp);
                         }
+                        if let Some(p) = promote_slice {
+                            let graced = applied
+                                .effects
+                                .iter()
+                                .filter_map(|e| match e {
+                                    warden_core::Effect::LeaseGraced { lease_id, .. } => {
+                                        Some(*lease_id)
+                                    }
+                                    _ => None,
+                                })
+                                .collect();
+                            let started_at = if p.started_at == 0 {
+                                index
+                            } else {
+                                p.started_at
+                            };
+                            let m = &mut *m;
+                            m.deadlines.cap_promote_slice(
+                                &m.table,
+                                grace_from,
+                                p.from_lease,
+                                p.to_lease,
+                                started_at,
+                                &graced,
+                                p.started_at == 0,
+                            );
+                        }
                         if let Some(advance) = applied.effects.iter().find_map(|e| match e {
                             warden_core::Effect::ClockAdvanced { index } => Some(*index),
                             _ => None,
@@ -606,7 +658,9 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                             m.deadlines.on_clock_advanced(&m.table, stamp);
                             m.last_clock_advance = Some((advance, stamp));
                         }
-                        if bugs.full_ttl_reset_at_election && matches!(cmd, Command::Promote(_)) {
+                        let election = matches!(cmd, Command::Promote(_))
+                            || matches!(cmd, Command::PromoteSlice(p) if p.started_at == 0);
+                        if bugs.full_ttl_reset_at_election && election {
                             let m = &mut *m;
                             crate::sim_hooks::reset_full_ttls(&m.table, &mut m.deadlines, now);
                         }
@@ -856,6 +910,98 @@ mod tests {
             m.deadlines.lease_deadline(1),
             Some(Duration::from_secs(171))
         );
+    }
+
+    // L4 and L2 with a promotion in slices (docs/semantics.md "A new
+    // leader"): every slice graces and caps from this node's stamp of the
+    // first slice, as one Promote did, so a slice applied later gives no
+    // more than G from the start; and a lease renewed after the start keeps
+    // the deadline its renew set (capping it from the earlier start stamp
+    // would end it a second early, S4).
+    #[tokio::test]
+    async fn promotion_slices_grace_from_the_first_slice_and_leave_a_renewed_lease() {
+        use warden_core::types::{AdvanceClock, LeaderId, PromoteSlice, RenewBatch};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let clock = Arc::new(FixedClock::default());
+        let set = |ms: u64| *clock.0.lock().expect("clock") = Duration::from_millis(ms);
+        set(150_000);
+        let (mut log, mut sm) = stores(dir.path(), clock.clone());
+        let (l1, l2) = (
+            LeaderId {
+                term: 1,
+                node_id: 1,
+            },
+            LeaderId {
+                term: 2,
+                node_id: 1,
+            },
+        );
+        let advance = |after_index, elapsed_ms| {
+            Command::AdvanceClock(AdvanceClock {
+                leader: l1,
+                after_index,
+                elapsed_ms,
+            })
+        };
+        let slice = |started_at, from_lease, to_lease| {
+            Command::PromoteSlice(PromoteSlice {
+                leader: l2,
+                grace_ms: 1_000,
+                started_at,
+                from_lease,
+                to_lease,
+            })
+        };
+        let shared = Arc::clone(&sm.shared);
+        let mut apply = async |index: u64, term: u64, cmd: Command| {
+            log.append([entry(term, index, cmd)], IOFlushed::noop())
+                .await
+                .expect("append");
+            let e = log
+                .try_get_log_entries(index..index + 1)
+                .await
+                .expect("read");
+            apply_entries(&mut sm, e).await;
+        };
+        // Leases 1, 2 and 3 (TTL 60 s, 60 s, 1 s) stamped at 150 s; the clock
+        // then counts 40 s since the second advance after them.
+        apply(1, 1, grant(1, 60_000)).await;
+        apply(2, 1, grant(2, 60_000)).await;
+        apply(3, 1, grant(3, 1_000)).await;
+        apply(4, 1, advance(None, 0)).await;
+        apply(5, 1, advance(Some(4), 10_000)).await;
+        apply(6, 1, advance(Some(5), 40_000)).await;
+        set(151_000);
+        apply(7, 2, slice(0, 0, Some(2))).await;
+        set(152_000);
+        apply(8, 2, Command::RenewBatch(RenewBatch { lease_ids: vec![2] })).await;
+        set(153_500);
+        {
+            let m = shared.machine.lock().expect("machine");
+            assert_eq!(m.table.last_promote(), None, "the promotion is not over");
+        }
+        apply(9, 2, slice(7, 2, None)).await;
+        let m = shared.machine.lock().expect("machine");
+        // Lease 1 (first slice): capped at 151 s + the 20 s the clock leaves.
+        assert_eq!(
+            m.deadlines.lease_deadline(1),
+            Some(Duration::from_secs(171))
+        );
+        // Lease 2, renewed at 152 s after the start: 152 s + 60 s, untouched.
+        assert_eq!(
+            m.deadlines.lease_deadline(2),
+            Some(Duration::from_secs(212))
+        );
+        assert!(!m.table.lease(2).expect("lease 2").graced);
+        // Lease 3 (run out by the clock), graced by the last slice: G from
+        // the first slice's stamp (152 s), not from its own (154.5 s).
+        assert_eq!(
+            m.deadlines.lease_deadline(3),
+            Some(Duration::from_secs(152))
+        );
+        let lease3 = m.table.lease(3).expect("lease 3");
+        assert_eq!((lease3.graced, lease3.last_index), (true, 9));
+        assert_eq!(m.table.last_promote(), Some((l2, 9)));
     }
 
     // L2 across crash-restarts (etcd issue 9395 through restarts): a node
