@@ -34,6 +34,12 @@ impl Proxy {
                     let Ok(outbound) = TcpStream::connect(("127.0.0.1", upstream)).await else {
                         return;
                     };
+                    // A connect to a port nothing listens on yet can connect
+                    // to itself (TCP simultaneous open) and hold the port
+                    // its node is about to bind: dropped at once.
+                    if outbound.local_addr().ok() == outbound.peer_addr().ok() {
+                        return;
+                    }
                     let _ = inbound.set_nodelay(true);
                     let _ = outbound.set_nodelay(true);
                     let (ir, iw) = inbound.into_split();

@@ -39,6 +39,15 @@ impl DelayProxy {
                     let Ok(server) = TcpStream::connect(&target).await else {
                         return;
                     };
+                    // A connect to a loopback port nothing listens on yet can
+                    // pick that very port as its source and connect to
+                    // itself (TCP simultaneous open); kept, it held the
+                    // port and its node failed to bind it ("Address already
+                    // in use", seen once in the 50 ms WAN test). Dropped at
+                    // once, the port is free again; the caller retries.
+                    if server.local_addr().ok() == server.peer_addr().ok() {
+                        return;
+                    }
                     let _ = client.set_nodelay(true);
                     let _ = server.set_nodelay(true);
                     let (cr, cw) = client.into_split();
