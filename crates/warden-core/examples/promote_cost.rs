@@ -114,7 +114,7 @@ fn main() {
     );
 
     let (mut table, mut deadlines, mut index) = filled(leases);
-    let bounds = table.lease_id_bounds(MAX_LEASES_PER_PROMOTE_ENTRY);
+    let bounds = table.lease_id_bounds(0, MAX_LEASES_PER_PROMOTE_ENTRY);
     let mut froms = vec![0];
     froms.extend(bounds.iter().copied());
     let (mut total, mut slowest, mut graced) = (Duration::ZERO, Duration::ZERO, 0);

@@ -48,6 +48,11 @@ use crate::types::{
     DueLease, DueList, DueWaiter, FencingToken, LeaderId, LeaseId, LogIndex, MaxHoldRef,
 };
 
+/// How many waiters at the front of a queue a due list looks at for ones
+/// whose wait has run out ([`Deadlines::due_front_waiters`]): a hand-off
+/// grants the head, or a run of shared waiters or permits behind it.
+pub const HANDOFF_LOOKAHEAD: usize = 64;
+
 /// Deadlines by key, also ordered by time: what is due at `now` is a range
 /// of the time index, found in O(log n + due).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -628,6 +633,7 @@ impl Deadlines {
             .range(range)
             .filter(|(id, l)| l.last_index < started_at || graced.contains(id))
             .map(|(id, _)| *id)
+            .filter(|id| self.leases.get(id).is_some())
             .collect();
         self.cap_leases(table, stamp, leases);
         if first {
@@ -648,6 +654,62 @@ impl Deadlines {
     /// The local deadline of lease `id`, if known.
     pub fn lease_deadline(&self, id: LeaseId) -> Option<Duration> {
         self.leases.get(&id)
+    }
+
+    /// The waiters among the first [`HANDOFF_LOOKAHEAD`] of `resource`'s
+    /// queue whose wait has run out at `now`: the ones a hand-off of
+    /// `resource` could reach, which a due list must remove first (S8).
+    pub fn due_front_waiters(
+        &self,
+        table: &LockTable,
+        resource: &str,
+        now: Duration,
+    ) -> Vec<DueWaiter> {
+        let Some(state) = table.resource(resource) else {
+            return Vec::new();
+        };
+        state
+            .waiters
+            .iter()
+            .take(HANDOFF_LOOKAHEAD)
+            .filter(|w| {
+                let key = (resource.to_owned(), w.lease_id, w.enqueue_index);
+                self.waits.get(&key).is_some_and(|at| at <= now)
+            })
+            .map(|w| DueWaiter {
+                resource: resource.to_owned(),
+                lease_id: w.lease_id,
+                enqueue_index: w.enqueue_index,
+            })
+            .collect()
+    }
+
+    /// Adds to `list` the waiters near the front of each of `resources`
+    /// whose wait has run out at `now` ([`Self::due_front_waiters`]), so
+    /// that apply removes them before the command that carries the list
+    /// hands those resources off (S8), even when more are due than the
+    /// list's bound let it name.
+    pub fn name_front_waiters(
+        &self,
+        table: &LockTable,
+        list: &mut DueList,
+        resources: impl IntoIterator<Item = String>,
+        now: Duration,
+    ) {
+        let before = list.waiters.len();
+        for r in resources {
+            list.waiters.extend(self.due_front_waiters(table, &r, now));
+        }
+        if list.waiters.len() > before {
+            list.waiters.sort_unstable_by(|a, b| {
+                (&a.resource, a.lease_id, a.enqueue_index).cmp(&(
+                    &b.resource,
+                    b.lease_id,
+                    b.enqueue_index,
+                ))
+            });
+            list.waiters.dedup();
+        }
     }
 
     /// Every lease's local deadline, by lease id (what a snapshot's
@@ -803,7 +865,6 @@ impl Deadlines {
                 last_index: l.last_index,
             })
             .collect();
-        leases.sort_unstable_by_key(|l| l.lease_id);
         let mut waiters: Vec<DueWaiter> = self
             .waits
             .due(now)
@@ -815,6 +876,34 @@ impl Deadlines {
             })
             .take(max_items)
             .collect();
+        // S8: apply ends the listed leases before it removes the listed
+        // waiters, and a lease's end hands what it held off at once. A lease
+        // holding a resource whose queue has a timed-out waiter near its
+        // front waits for the next list; this one names those waiters, so
+        // they are gone before it ends.
+        leases.retain(|d| {
+            let Some(lease) = table.lease(d.lease_id) else {
+                return true;
+            };
+            let front: Vec<DueWaiter> = lease
+                .locks
+                .iter()
+                .flat_map(|r| self.due_front_waiters(table, r, now))
+                .collect();
+            let keep = front.is_empty();
+            // Named beyond the bound only up to twice it; the rest, due too,
+            // come first in a later list.
+            if waiters.len() + front.len() <= max_items.saturating_mul(2) {
+                waiters.extend(front);
+            }
+            keep
+        });
+        // A lease that only waits ends first: its waits leave their queues
+        // before a listed holder's end hands anything off.
+        leases.sort_unstable_by_key(|l| {
+            let holds = table.lease(l.lease_id).is_some_and(|r| !r.locks.is_empty());
+            (holds, l.lease_id)
+        });
         waiters.sort_unstable_by(|a, b| {
             (&a.resource, a.lease_id, a.enqueue_index).cmp(&(
                 &b.resource,
@@ -822,6 +911,7 @@ impl Deadlines {
                 b.enqueue_index,
             ))
         });
+        waiters.dedup();
         DueList {
             leader,
             leases,

@@ -74,8 +74,9 @@ pub const MAX_HOLDS_PER_ENTRY: usize = 1_000;
 /// checkpoint walk those clusters rely on.
 pub const MAX_CHECKPOINT_ITEMS_PER_ENTRY: usize = 1_000;
 /// Most leases, and most waiters, a due list carried by a client entry names
-/// (`Node::due_list`): S8's margin, the number of due waiters a hand-off can
-/// skip past before it could reach one not named, stayed at 1,000 when
+/// by deadline (`Node::due_list`), beyond which it still names the timed-out
+/// waiters at the front of each queue the entry's command may hand off
+/// (`Deadlines::name_front_waiters`, S8). It stayed at 1,000 when
 /// [`MAX_DUE_PER_ENTRY`] went to 250 for `Expire` entries.
 pub const MAX_DUE_PER_CLIENT_ENTRY: usize = 1_000;
 /// Most leases, and most waiters, an `Expire` entry names on a cluster with

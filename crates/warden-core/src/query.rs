@@ -14,8 +14,8 @@ use crate::outcome::OutcomeTable;
 use crate::resource::{DelayScope, Grant, ResourceState, Waiter};
 use crate::table::{LeaseRecord, LockTable};
 use crate::types::{
-    AuditRecord, AuthAuditRecord, ClientId, ClusterLimits, FencingToken, LeaderId, LeaseId,
-    LockKind, LogIndex, Mode, Permission, Principal, Quota,
+    AuditRecord, AuthAuditRecord, ClientId, ClusterLimits, Command, FencingToken, LeaderId,
+    LeaseId, LockKind, LogIndex, Mode, Permission, Principal, Quota,
 };
 
 /// The holder of a resource, as [`LockTable::holder`] reports it.
@@ -342,16 +342,45 @@ impl LockTable {
         &self.outcomes
     }
 
-    /// The lease ids that cut this table's leases, in id order, into runs of
-    /// `every` (at least 1): the id of the lease after each run but the last.
-    /// A new leader's promotion slices end at them
-    /// ([`crate::types::PromoteSlice`]). O(leases).
-    pub fn lease_id_bounds(&self, every: usize) -> Vec<LeaseId> {
+    /// The resources `cmd` may hand off when it applies (S8): a release's
+    /// (or, with no resource named, every one its lease holds), a revoked
+    /// lease's, a forced release's, a cancelled wait's (whose grant may
+    /// have won the race); through `Authorized` and `Batch`. Empty for
+    /// every other command.
+    pub fn handoff_resources(&self, cmd: &Command) -> Vec<String> {
+        let held = |lease_id: LeaseId| -> Vec<String> {
+            self.leases
+                .get(&lease_id)
+                .map(|l| l.locks.iter().cloned().collect())
+                .unwrap_or_default()
+        };
+        match cmd {
+            Command::Release(r) => match &r.resource {
+                Some(name) => vec![name.clone()],
+                None => held(r.lease_id),
+            },
+            Command::Revoke(r) => held(r.lease_id),
+            Command::ForceRelease(f) => vec![f.resource.clone()],
+            Command::CancelWait(c) => vec![c.resource.clone()],
+            Command::Authorized(w) => self.handoff_resources(&w.command),
+            Command::Batch(cmds) => cmds
+                .iter()
+                .flat_map(|c| self.handoff_resources(c))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The lease ids that cut this table's leases of id `from` or more, in
+    /// id order, into runs of `every` (at least 1): the id of the lease
+    /// after each run but the last. A new leader's promotion slices end at
+    /// them ([`crate::types::PromoteSlice`]). O(leases from `from`).
+    pub fn lease_id_bounds(&self, from: LeaseId, every: usize) -> Vec<LeaseId> {
         self.leases
-            .keys()
+            .range(from..)
+            .map(|(id, _)| *id)
             .skip(every.max(1))
             .step_by(every.max(1))
-            .copied()
             .collect()
     }
 

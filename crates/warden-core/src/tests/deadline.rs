@@ -718,3 +718,149 @@ fn a_due_list_cut_by_its_own_bound_is_full_for_waiters_too() {
     assert_eq!(rest.waiters.len(), 1);
     assert!(!d.due_is_full(&log.t, &rest, s(7)));
 }
+
+// S8 ("a waiter whose wait has timed out is removed and never granted"):
+// apply ends a due list's leases before it removes its waiters, and a
+// lease's end hands its resources off at once. A holder due in the same
+// list as the timed-out waiter at the head of its queue used to hand the
+// resource to that waiter, whose lease is live: it held the lock after its
+// caller had been told it timed out. The holder now waits for the next
+// list, and this one removes the waiter first.
+#[test]
+fn a_holder_due_with_a_timed_out_head_waiter_waits_for_the_next_list() {
+    // Holder: lease 1, 60 s from 0 s. Waiter: lease 2, 60 s from 1 s,
+    // waiting 5 s. At 60.5 s the holder and the wait are due, lease 2 is not.
+    let (mut log, mut d) = held_with_waiters(1);
+    let first = d.due(&log.t, L1, ms(60_500));
+    assert!(first.leases.is_empty(), "{first:?}");
+    assert_eq!(
+        first.waiters,
+        vec![DueWaiter {
+            resource: "r".into(),
+            lease_id: 2,
+            enqueue_index: 2
+        }]
+    );
+    assert!(
+        d.due_is_full(&log.t, &first, ms(60_500)),
+        "the holder is left out"
+    );
+    let out = step(
+        &mut log,
+        &mut d,
+        Command::Expire(first),
+        ms(60_500),
+        ms(60_500),
+    );
+    assert!(
+        !out.effects
+            .iter()
+            .any(|e| matches!(e, Effect::Granted { .. })),
+        "{:?}",
+        out.effects
+    );
+    let second = d.due(&log.t, L1, ms(60_500));
+    assert_eq!(
+        second.leases,
+        vec![DueLease {
+            lease_id: 1,
+            last_index: 1
+        }]
+    );
+    let out = step(
+        &mut log,
+        &mut d,
+        Command::Expire(second),
+        ms(60_500),
+        ms(60_500),
+    );
+    assert!(
+        !out.effects
+            .iter()
+            .any(|e| matches!(e, Effect::Granted { .. })),
+        "{:?}",
+        out.effects
+    );
+    assert_eq!(log.t.holder("r"), None);
+    // Lease 2 was made by its acquire: it ended with its wait, unexpired.
+    assert!(log.t.lease(2).is_none());
+}
+
+// S8 ("a waiter whose lease ... is due is ... never granted"): when a dead
+// holder and a dead waiter behind it are due together, the waiter's lease
+// ends first (a lease that holds nothing goes before one that holds), so
+// the holder's end hands the resource to nobody, where ending by lease id
+// granted the dead waiter and freed it again in the same entry.
+#[test]
+fn a_due_waiting_lease_ends_before_the_due_holder_it_waits_on() {
+    let (mut log, mut d) = (Log::new(), Deadlines::new());
+    step(
+        &mut log,
+        &mut d,
+        acquire(hdr(1, 1), "r", new_lease(60_000), 0, 0),
+        s(0),
+        s(0),
+    );
+    step(
+        &mut log,
+        &mut d,
+        acquire(hdr(2, 1), "r", new_lease(60_000), 3_600_000, 0),
+        s(1),
+        s(1),
+    );
+    let due = d.due(&log.t, L1, s(61));
+    let order: Vec<LeaseId> = due.leases.iter().map(|l| l.lease_id).collect();
+    assert_eq!(order, vec![2, 1]);
+    let out = step(&mut log, &mut d, Command::Expire(due), s(61), s(61));
+    assert!(
+        !out.effects
+            .iter()
+            .any(|e| matches!(e, Effect::Granted { .. })),
+        "{:?}",
+        out.effects
+    );
+    assert_eq!(log.t.holder("r"), None);
+    assert_eq!(log.t.lease_count(), 0);
+}
+
+// S8 beyond the list's bound: when more waiters are due than a due list may
+// name, the list still names the timed-out waiters at the front of each
+// queue its own command hands off, so a release never hands its resource
+// to a waiter that timed out but was left out by the bound.
+#[test]
+fn a_full_due_list_still_names_the_timed_out_head_of_what_its_command_frees() {
+    let (mut log, mut d) = (Log::new(), Deadlines::new());
+    let mut at = |cmd, t| step(&mut log, &mut d, cmd, t, t);
+    at(acquire(hdr(1, 1), "r", new_lease(60_000), 0, 0), s(0)); // lease 1 holds r
+    at(acquire(hdr(3, 1), "s", new_lease(60_000), 0, 0), s(0)); // lease 2 holds s
+    at(acquire(hdr(2, 1), "r", new_lease(60_000), 5_000, 0), s(1)); // lease 3 waits on r until 6 s
+    at(acquire(hdr(4, 1), "s", new_lease(60_000), 4_000, 0), s(1)); // lease 4 waits on s until 5 s
+    let release_r = release(hdr(1, 2), Some("r"), 1, None);
+    let mut due = d.due_up_to(&log.t, L1, s(7), 1);
+    let waiter = |resource: &str, lease_id, enqueue_index| DueWaiter {
+        resource: resource.into(),
+        lease_id,
+        enqueue_index,
+    };
+    assert_eq!(
+        due.waiters,
+        vec![waiter("s", 4, 4)],
+        "the bound keeps the earliest"
+    );
+    assert_eq!(log.t.handoff_resources(&release_r), vec!["r".to_string()]);
+    d.name_front_waiters(&log.t, &mut due, log.t.handoff_resources(&release_r), s(7));
+    assert_eq!(due.waiters, vec![waiter("r", 3, 3), waiter("s", 4, 4)]);
+    let Command::Release(mut r) = release_r else {
+        unreachable!("a release")
+    };
+    r.due = Some(due);
+    let out = step(&mut log, &mut d, Command::Release(r), s(7), s(7));
+    assert!(
+        !out.effects
+            .iter()
+            .any(|e| matches!(e, Effect::Granted { .. })),
+        "{:?}",
+        out.effects
+    );
+    assert_eq!(log.t.holder("r"), None);
+}

@@ -259,18 +259,27 @@ impl Node {
     }
 
     /// The leases and waiters this leader sees as due, to ride in an entry
-    /// that can hand a resource off (S8). None unless promoted.
-    pub fn due_list(&self) -> Option<DueList> {
+    /// of `cmds` that can hand a resource off (S8): the first
+    /// `MAX_DUE_PER_CLIENT_ENTRY` by deadline, and every timed-out waiter
+    /// near the front of a queue that `cmds` may hand off, however many
+    /// more are due. None unless promoted.
+    pub fn due_list(&self, cmds: &[Command]) -> Option<DueList> {
         let leader = self.promoted_leader()?;
         let now = self.shared.clock.now();
         let m = self.shared.machine.lock().ok()?;
-        let due = m.deadlines.due_up_to(
+        let mut due = m.deadlines.due_up_to(
             &m.table,
             leader,
             now,
             warden_core::limits::MAX_DUE_PER_CLIENT_ENTRY,
         );
-        (!due.leases.is_empty() || !due.waiters.is_empty()).then_some(due)
+        if due.leases.is_empty() && due.waiters.is_empty() {
+            return None;
+        }
+        let resources = cmds.iter().flat_map(|c| m.table.handoff_resources(c));
+        m.deadlines
+            .name_front_waiters(&m.table, &mut due, resources, now);
+        Some(due)
     }
 
     /// Commands that waited in the proposer's queue, about to go out as one
@@ -280,7 +289,7 @@ impl Node {
     /// commit round ago; this one is fresh, and apply removes what it names
     /// before anything in the entry is handed off (S8).
     fn refresh_due(&self, cmds: &mut [Command]) {
-        place_due(self.due_list(), cmds);
+        place_due(self.due_list(cmds), cmds);
     }
 }
 

@@ -320,8 +320,9 @@ impl Node {
             )));
         }
         let mut cmd = authorize(wrapped, self.formats.may_wrap())?;
+        let due = self.due_list(std::slice::from_ref(&cmd));
         if let Some(slot) = cmd.client_due_mut() {
-            *slot = self.due_list();
+            *slot = due;
         }
         let (response, _) = self.proposer.propose(cmd).await?;
         match response {

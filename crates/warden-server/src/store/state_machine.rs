@@ -621,7 +621,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                             let m = &mut *m;
                             m.deadlines.cap_all(&m.table, stamp);
                         }
-                        if let Some(p) = promote_slice {
+                        if let Some(p) = promote_slice.filter(|p| p.started_at <= index) {
                             let graced = applied
                                 .effects
                                 .iter()
@@ -658,8 +658,9 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                             m.deadlines.on_clock_advanced(&m.table, stamp);
                             m.last_clock_advance = Some((advance, stamp));
                         }
+                        // After the whole promotion's caps (its last slice).
                         let election = matches!(cmd, Command::Promote(_))
-                            || matches!(cmd, Command::PromoteSlice(p) if p.started_at == 0);
+                            || matches!(cmd, Command::PromoteSlice(p) if p.to_lease.is_none());
                         if bugs.full_ttl_reset_at_election && election {
                             let m = &mut *m;
                             crate::sim_hooks::reset_full_ttls(&m.table, &mut m.deadlines, now);
@@ -963,24 +964,25 @@ mod tests {
                 .expect("read");
             apply_entries(&mut sm, e).await;
         };
-        // Leases 1, 2 and 3 (TTL 60 s, 60 s, 1 s) stamped at 150 s; the clock
-        // then counts 40 s since the second advance after them.
+        // Leases 1 to 4 (TTL 60 s, 60 s, 1 s, 60 s) stamped at 150 s; the
+        // clock then counts 40 s since the second advance after them.
         apply(1, 1, grant(1, 60_000)).await;
         apply(2, 1, grant(2, 60_000)).await;
         apply(3, 1, grant(3, 1_000)).await;
-        apply(4, 1, advance(None, 0)).await;
-        apply(5, 1, advance(Some(4), 10_000)).await;
-        apply(6, 1, advance(Some(5), 40_000)).await;
+        apply(4, 1, grant(4, 60_000)).await;
+        apply(5, 1, advance(None, 0)).await;
+        apply(6, 1, advance(Some(5), 10_000)).await;
+        apply(7, 1, advance(Some(6), 40_000)).await;
         set(151_000);
-        apply(7, 2, slice(0, 0, Some(2))).await;
+        apply(8, 2, slice(0, 0, Some(2))).await;
         set(152_000);
-        apply(8, 2, Command::RenewBatch(RenewBatch { lease_ids: vec![2] })).await;
+        apply(9, 2, Command::RenewBatch(RenewBatch { lease_ids: vec![2] })).await;
         set(153_500);
         {
             let m = shared.machine.lock().expect("machine");
             assert_eq!(m.table.last_promote(), None, "the promotion is not over");
         }
-        apply(9, 2, slice(7, 2, None)).await;
+        apply(10, 2, slice(8, 2, None)).await;
         let m = shared.machine.lock().expect("machine");
         // Lease 1 (first slice): capped at 151 s + the 20 s the clock leaves.
         assert_eq!(
@@ -999,9 +1001,15 @@ mod tests {
             m.deadlines.lease_deadline(3),
             Some(Duration::from_secs(152))
         );
+
         let lease3 = m.table.lease(3).expect("lease 3");
-        assert_eq!((lease3.graced, lease3.last_index), (true, 9));
-        assert_eq!(m.table.last_promote(), Some((l2, 9)));
+        assert_eq!((lease3.graced, lease3.last_index), (true, 10));
+        // Lease 4 (last slice): capped, as lease 1, at 151 s + 20 s.
+        assert_eq!(
+            m.deadlines.lease_deadline(4),
+            Some(Duration::from_secs(171))
+        );
+        assert_eq!(m.table.last_promote(), Some((l2, 10)));
     }
 
     // L2 across crash-restarts (etcd issue 9395 through restarts): a node
