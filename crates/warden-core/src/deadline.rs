@@ -41,7 +41,9 @@ use std::time::Duration;
 use crate::effect::Effect;
 #[cfg(doc)]
 use crate::limits::MAX_DUE_PER_SLOW_ENTRY;
-use crate::limits::{MAX_DUE_GRANTS_PER_ENTRY, MAX_DUE_PER_ENTRY, MAX_HOLDS_PER_ENTRY};
+use crate::limits::{
+    MAX_DUE_GRANTS_PER_ENTRY, MAX_DUE_PER_CLIENT_ENTRY, MAX_DUE_PER_ENTRY, MAX_HOLDS_PER_ENTRY,
+};
 use crate::table::LockTable;
 use crate::types::{
     Checkpoint, CheckpointLease, CheckpointLockDelay, CheckpointMaxHold, CheckpointWaiter,
@@ -52,6 +54,14 @@ use crate::types::{
 /// whose wait has run out ([`Deadlines::due_front_waiters`]): a hand-off
 /// grants the head, or a run of shared waiters or permits behind it.
 pub const HANDOFF_LOOKAHEAD: usize = 64;
+
+/// Sorts a due list's waiters by (resource, lease, enqueue index), once each.
+fn sort_waiters(waiters: &mut Vec<DueWaiter>) {
+    waiters.sort_unstable_by(|a, b| {
+        (&a.resource, a.lease_id, a.enqueue_index).cmp(&(&b.resource, b.lease_id, b.enqueue_index))
+    });
+    waiters.dedup();
+}
 
 /// Deadlines by key, also ordered by time: what is due at `now` is a range
 /// of the time index, found in O(log n + due).
@@ -668,12 +678,13 @@ impl Deadlines {
         let Some(state) = table.resource(resource) else {
             return Vec::new();
         };
+        let mut key: WaitKey = (resource.to_owned(), 0, 0);
         state
             .waiters
             .iter()
             .take(HANDOFF_LOOKAHEAD)
             .filter(|w| {
-                let key = (resource.to_owned(), w.lease_id, w.enqueue_index);
+                (key.1, key.2) = (w.lease_id, w.enqueue_index);
                 self.waits.get(&key).is_some_and(|at| at <= now)
             })
             .map(|w| DueWaiter {
@@ -697,18 +708,11 @@ impl Deadlines {
         now: Duration,
     ) {
         let before = list.waiters.len();
-        for r in resources {
+        for r in resources.into_iter().take(MAX_DUE_PER_CLIENT_ENTRY) {
             list.waiters.extend(self.due_front_waiters(table, &r, now));
         }
         if list.waiters.len() > before {
-            list.waiters.sort_unstable_by(|a, b| {
-                (&a.resource, a.lease_id, a.enqueue_index).cmp(&(
-                    &b.resource,
-                    b.lease_id,
-                    b.enqueue_index,
-                ))
-            });
-            list.waiters.dedup();
+            sort_waiters(&mut list.waiters);
         }
     }
 
@@ -848,6 +852,83 @@ impl Deadlines {
         max_items: usize,
         max_grants: usize,
     ) -> DueList {
+        self.listed(table, leader, now, max_items, max_grants, true)
+    }
+
+    /// The leader's `Expire` entries for `now`, and whether more is due than
+    /// they name ([`Self::due_is_full`]): one list of at most `max_items`
+    /// leases and waiters as [`Self::due_up_to`], but holding back no lease;
+    /// when a listed lease holds a resource among whose first
+    /// [`HANDOFF_LOOKAHEAD`] waiters one has timed out, two lists instead,
+    /// to go out together in this order: every listed waiter and those, then
+    /// the leases. Apply ends a list's leases before it removes its waiters,
+    /// and a lease's end hands off at once, so one list would grant the
+    /// holder's resource to the timed-out waiter (S8); holding the lease back
+    /// for a later list instead could hold it back for good while waiters
+    /// keep timing out at the front of its queue (L1). The waiters named for
+    /// this are at most `max_items` more.
+    pub fn expire_lists(
+        &self,
+        table: &LockTable,
+        leader: LeaderId,
+        now: Duration,
+        max_items: usize,
+    ) -> (Vec<DueList>, bool) {
+        let list = self.listed(
+            table,
+            leader,
+            now,
+            max_items,
+            MAX_DUE_GRANTS_PER_ENTRY,
+            false,
+        );
+        let full = self.due_is_full(table, &list, now);
+        // At most `max_items` queues looked at, and as many waiters named.
+        let mut blockers: Vec<DueWaiter> = Vec::new();
+        let held = list
+            .leases
+            .iter()
+            .filter_map(|d| table.lease(d.lease_id))
+            .flat_map(|l| l.locks.iter());
+        for r in held.take(max_items.max(1)) {
+            if blockers.len() >= max_items.max(1) {
+                break;
+            }
+            blockers.extend(self.due_front_waiters(table, r, now));
+        }
+        if blockers.is_empty() || list.leases.is_empty() {
+            return (vec![list], full);
+        }
+        let mut waiters = list.waiters;
+        waiters.extend(blockers);
+        sort_waiters(&mut waiters);
+        let first = DueList {
+            leader,
+            leases: Vec::new(),
+            waiters,
+        };
+        let second = DueList {
+            leader,
+            leases: list.leases,
+            waiters: Vec::new(),
+        };
+        (vec![first, second], full)
+    }
+
+    /// [`Self::due_within`]; `defer_blocked`: leave for a later list a lease
+    /// holding a resource among whose first [`HANDOFF_LOOKAHEAD`] waiters one
+    /// has timed out, and name those waiters (a client entry's list; the
+    /// leader's `Expire` entries name such a lease at once, after the
+    /// waiters, [`Self::expire_lists`]).
+    fn listed(
+        &self,
+        table: &LockTable,
+        leader: LeaderId,
+        now: Duration,
+        max_items: usize,
+        max_grants: usize,
+        defer_blocked: bool,
+    ) -> DueList {
         let max_items = max_items.max(1);
         let mut grants = 0usize;
         let mut leases: Vec<DueLease> = self
@@ -877,14 +958,25 @@ impl Deadlines {
             .take(max_items)
             .collect();
         // S8: apply ends the listed leases before it removes the listed
-        // waiters, and a lease's end hands what it held off at once. A lease
-        // holding a resource whose queue has a timed-out waiter near its
-        // front waits for the next list; this one names those waiters, so
-        // they are gone before it ends.
+        // waiters, and a lease's end hands what it held off at once. In a
+        // client entry's list, a lease holding a resource whose queue has a
+        // timed-out waiter near its front waits for a later list (the next
+        // `Expire` names it, after those waiters); this one names those
+        // waiters, so they are gone before it ends.
+        let mut examined = 0usize;
         leases.retain(|d| {
+            if !defer_blocked {
+                return true;
+            }
             let Some(lease) = table.lease(d.lease_id) else {
                 return true;
             };
+            // At most `max_items` queues looked at (each up to
+            // HANDOFF_LOOKAHEAD waiters), whatever the leases hold.
+            if examined >= max_items {
+                return true;
+            }
+            examined += lease.locks.len();
             let front: Vec<DueWaiter> = lease
                 .locks
                 .iter()
@@ -904,14 +996,7 @@ impl Deadlines {
             let holds = table.lease(l.lease_id).is_some_and(|r| !r.locks.is_empty());
             (holds, l.lease_id)
         });
-        waiters.sort_unstable_by(|a, b| {
-            (&a.resource, a.lease_id, a.enqueue_index).cmp(&(
-                &b.resource,
-                b.lease_id,
-                b.enqueue_index,
-            ))
-        });
-        waiters.dedup();
+        sort_waiters(&mut waiters);
         DueList {
             leader,
             leases,

@@ -345,8 +345,8 @@ impl LockTable {
     /// The resources `cmd` may hand off when it applies (S8): a release's
     /// (or, with no resource named, every one its lease holds), a revoked
     /// lease's, a forced release's, a cancelled wait's (whose grant may
-    /// have won the race); through `Authorized` and `Batch`. Empty for
-    /// every other command.
+    /// have won the race), an ended lock-delay's, ended max-holds'; through
+    /// `Authorized` and `Batch`. Empty for every other command.
     pub fn handoff_resources(&self, cmd: &Command) -> Vec<String> {
         let held = |lease_id: LeaseId| -> Vec<String> {
             self.leases
@@ -362,6 +362,8 @@ impl LockTable {
             Command::Revoke(r) => held(r.lease_id),
             Command::ForceRelease(f) => vec![f.resource.clone()],
             Command::CancelWait(c) => vec![c.resource.clone()],
+            Command::EndLockDelay(e) => vec![e.resource.clone()],
+            Command::EndMaxHold(e) => e.grants.iter().map(|g| g.resource.clone()).collect(),
             Command::Authorized(w) => self.handoff_resources(&w.command),
             Command::Batch(cmds) => cmds
                 .iter()

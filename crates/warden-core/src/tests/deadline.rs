@@ -786,6 +786,62 @@ fn a_holder_due_with_a_timed_out_head_waiter_waits_for_the_next_list() {
     assert!(log.t.lease(2).is_none());
 }
 
+// S8 and L1 in the leader's `Expire` entries: a due holder whose queue's
+// head has timed out is named at once, in a second list that goes out after
+// a first naming that waiter, so the hand-off reaches the live waiter
+// behind it. Held back instead (as a client entry's list does), the holder
+// would wait for good while heads kept timing out at the front of its queue.
+#[test]
+fn expire_lists_remove_a_timed_out_head_before_its_holder_ends() {
+    // Holder lease 1 (60 s from 0 s); lease 2 waits 5 s from 1 s (timed out
+    // at 6 s); lease 3 waits an hour from 2 s, its lease 120 s.
+    let (mut log, mut d) = held_with_waiters(1);
+    step(
+        &mut log,
+        &mut d,
+        acquire(hdr(9, 1), "r", new_lease(120_000), 3_600_000, 0),
+        s(2),
+        s(2),
+    );
+    let now = ms(60_500);
+    assert!(
+        d.due(&log.t, L1, now).leases.is_empty(),
+        "a client list holds it back"
+    );
+    let (lists, full) = d.expire_lists(&log.t, L1, now, crate::limits::MAX_DUE_PER_ENTRY);
+    assert!(!full);
+    type Named = (Vec<LeaseId>, Vec<(String, LeaseId)>);
+    let named: Vec<Named> = lists
+        .iter()
+        .map(|l| {
+            (
+                l.leases.iter().map(|d| d.lease_id).collect(),
+                l.waiters
+                    .iter()
+                    .map(|w| (w.resource.clone(), w.lease_id))
+                    .collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        named,
+        vec![(vec![], vec![("r".into(), 2)]), (vec![1], vec![])]
+    );
+    let mut granted = Vec::new();
+    for list in lists {
+        let out = step(&mut log, &mut d, Command::Expire(list), now, now);
+        granted.extend(out.effects.iter().filter_map(|e| match e {
+            Effect::Granted { lease_id, .. } => Some(*lease_id),
+            _ => None,
+        }));
+    }
+    assert_eq!(
+        granted,
+        vec![3],
+        "the live waiter behind, not the timed-out head"
+    );
+}
+
 // S8 ("a waiter whose lease ... is due is ... never granted"): when a dead
 // holder and a dead waiter behind it are due together, the waiter's lease
 // ends first (a lease that holds nothing goes before one that holds), so

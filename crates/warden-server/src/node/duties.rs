@@ -366,24 +366,33 @@ pub async fn run(node: Weak<Node>) {
         };
         let items = expire_items(node.config().timing.heartbeat_ms);
         for _ in 0..MAX_EXPIRE_ENTRIES_PER_TICK {
-            let (due, full) = {
+            let (lists, full) = {
                 let Ok(m) = node.shared.machine.lock() else {
                     return;
                 };
                 let now = node.shared.clock.now();
-                let due = m.deadlines.due_up_to(&m.table, leader, now, items);
-                let full = m.deadlines.due_is_full(&m.table, &due, now);
-                (due, full)
+                m.deadlines.expire_lists(&m.table, leader, now, items)
             };
-            if due.leases.is_empty() && due.waiters.is_empty() {
+            if lists
+                .iter()
+                .all(|due| due.leases.is_empty() && due.waiters.is_empty())
+            {
                 break;
             }
             tracing::debug!(
-                leases = due.leases.len(),
-                waiters = due.waiters.len(),
+                leases = lists.iter().map(|d| d.leases.len()).sum::<usize>(),
+                waiters = lists.iter().map(|d| d.waiters.len()).sum::<usize>(),
+                entries = lists.len(),
                 "expire"
             );
-            if let Err(e) = node.propose_duty(Command::Expire(due)).await {
+            // Two lists go out together, in order: the waiters that would
+            // otherwise be handed a resource, then the leases (S8).
+            let entries = lists.len();
+            let proposed = few_at_a_time(lists.into_iter().map(Command::Expire), entries, |cmd| {
+                node.propose_duty(cmd)
+            })
+            .await;
+            if let Some(e) = proposed.into_iter().find_map(Result::err) {
                 tracing::debug!("expire: {}", e);
                 break;
             }
@@ -393,12 +402,15 @@ pub async fn run(node: Weak<Node>) {
         }
         // 3. End due lock-delays.
         for (resource, start_index) in delays {
-            let cmd = Command::EndLockDelay(EndLockDelay {
+            let mut end = EndLockDelay {
                 leader,
                 resource,
                 start_index,
                 due: None,
-            });
+            };
+            // It hands the resource off: the due list rides in it (S8).
+            end.due = node.due_list(&[Command::EndLockDelay(end.clone())]);
+            let cmd = Command::EndLockDelay(end);
             if let Err(e) = node.propose_duty(cmd).await {
                 tracing::debug!("end lock-delay: {}", e);
             }
@@ -407,11 +419,13 @@ pub async fn run(node: Weak<Node>) {
         // token: a grant released or re-granted meanwhile is untouched).
         if !max_holds.is_empty() {
             tracing::debug!(grants = max_holds.len(), "end max-hold");
-            let cmd = Command::EndMaxHold(EndMaxHold {
+            let mut end = EndMaxHold {
                 leader,
                 grants: max_holds,
                 due: None,
-            });
+            };
+            end.due = node.due_list(&[Command::EndMaxHold(end.clone())]);
+            let cmd = Command::EndMaxHold(end);
             if let Err(e) = node.propose_duty(cmd).await {
                 tracing::debug!("end max-hold: {}", e);
             }
