@@ -110,12 +110,26 @@ impl Drop for Cluster {
     }
 }
 
-/// A free loopback port (bound to :0 and released).
+/// A free loopback port (bound to :0 and released) that this process has
+/// not handed out before: a port released can be handed out again by the
+/// next bind to :0, and two nodes given one port never form a cluster (a
+/// mass_expiry row failed so: `--peers` named one address twice).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+    static GIVEN: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        if GIVEN
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(port)
+        {
+            return port;
+        }
+    }
 }
 
 fn record_pid(pid: u32) {
