@@ -285,6 +285,17 @@ fn arithmetic_saturates() {
 /// "r" held by client 1's lease (granted at 0 s), and `waiters` more
 /// clients (2, 3, …) waiting on it, each on its own lease, enqueued at 1 s
 /// with a 5 s wait.
+/// The leases an applied entry granted a resource to, in order.
+fn granted(out: &crate::table::Applied) -> Vec<LeaseId> {
+    out.effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Granted { lease_id, .. } => Some(*lease_id),
+            _ => None,
+        })
+        .collect()
+}
+
 fn held_with_waiters(waiters: u64) -> (Log, Deadlines) {
     let (mut log, mut d) = (Log::new(), Deadlines::new());
     step(
@@ -724,8 +735,8 @@ fn a_due_list_cut_by_its_own_bound_is_full_for_waiters_too() {
 // lease's end hands its resources off at once. A holder due in the same
 // list as the timed-out waiter at the head of its queue used to hand the
 // resource to that waiter, whose lease is live: it held the lock after its
-// caller had been told it timed out. The holder now waits for the next
-// list, and this one removes the waiter first.
+// caller had been told it timed out. In a client entry's list the holder
+// now waits for a later list, and this one removes the waiter first.
 #[test]
 fn a_holder_due_with_a_timed_out_head_waiter_waits_for_the_next_list() {
     // Holder: lease 1, 60 s from 0 s. Waiter: lease 2, 60 s from 1 s,
@@ -745,21 +756,10 @@ fn a_holder_due_with_a_timed_out_head_waiter_waits_for_the_next_list() {
         d.due_is_full(&log.t, &first, ms(60_500)),
         "the holder is left out"
     );
-    let out = step(
-        &mut log,
-        &mut d,
-        Command::Expire(first),
-        ms(60_500),
-        ms(60_500),
-    );
-    assert!(
-        !out.effects
-            .iter()
-            .any(|e| matches!(e, Effect::Granted { .. })),
-        "{:?}",
-        out.effects
-    );
-    let second = d.due(&log.t, L1, ms(60_500));
+    let now = ms(60_500);
+    let out = step(&mut log, &mut d, Command::Expire(first), now, now);
+    assert_eq!(granted(&out), Vec::<LeaseId>::new(), "{:?}", out.effects);
+    let second = d.due(&log.t, L1, now);
     assert_eq!(
         second.leases,
         vec![DueLease {
@@ -767,20 +767,8 @@ fn a_holder_due_with_a_timed_out_head_waiter_waits_for_the_next_list() {
             last_index: 1
         }]
     );
-    let out = step(
-        &mut log,
-        &mut d,
-        Command::Expire(second),
-        ms(60_500),
-        ms(60_500),
-    );
-    assert!(
-        !out.effects
-            .iter()
-            .any(|e| matches!(e, Effect::Granted { .. })),
-        "{:?}",
-        out.effects
-    );
+    let out = step(&mut log, &mut d, Command::Expire(second), now, now);
+    assert_eq!(granted(&out), Vec::<LeaseId>::new(), "{:?}", out.effects);
     assert_eq!(log.t.holder("r"), None);
     // Lease 2 was made by its acquire: it ended with its wait, unexpired.
     assert!(log.t.lease(2).is_none());
@@ -827,19 +815,12 @@ fn expire_lists_remove_a_timed_out_head_before_its_holder_ends() {
         named,
         vec![(vec![], vec![("r".into(), 2)]), (vec![1], vec![])]
     );
-    let mut granted = Vec::new();
+    let mut leases = Vec::new();
     for list in lists {
         let out = step(&mut log, &mut d, Command::Expire(list), now, now);
-        granted.extend(out.effects.iter().filter_map(|e| match e {
-            Effect::Granted { lease_id, .. } => Some(*lease_id),
-            _ => None,
-        }));
+        leases.extend(granted(&out));
     }
-    assert_eq!(
-        granted,
-        vec![3],
-        "the live waiter behind, not the timed-out head"
-    );
+    assert_eq!(leases, vec![3], "the live waiter, not the timed-out head");
 }
 
 // S8 ("a waiter whose lease ... is due is ... never granted"): when a dead
@@ -868,13 +849,7 @@ fn a_due_waiting_lease_ends_before_the_due_holder_it_waits_on() {
     let order: Vec<LeaseId> = due.leases.iter().map(|l| l.lease_id).collect();
     assert_eq!(order, vec![2, 1]);
     let out = step(&mut log, &mut d, Command::Expire(due), s(61), s(61));
-    assert!(
-        !out.effects
-            .iter()
-            .any(|e| matches!(e, Effect::Granted { .. })),
-        "{:?}",
-        out.effects
-    );
+    assert_eq!(granted(&out), Vec::<LeaseId>::new(), "{:?}", out.effects);
     assert_eq!(log.t.holder("r"), None);
     assert_eq!(log.t.lease_count(), 0);
 }
@@ -911,12 +886,6 @@ fn a_full_due_list_still_names_the_timed_out_head_of_what_its_command_frees() {
     };
     r.due = Some(due);
     let out = step(&mut log, &mut d, Command::Release(r), s(7), s(7));
-    assert!(
-        !out.effects
-            .iter()
-            .any(|e| matches!(e, Effect::Granted { .. })),
-        "{:?}",
-        out.effects
-    );
+    assert_eq!(granted(&out), Vec::<LeaseId>::new(), "{:?}", out.effects);
     assert_eq!(log.t.holder("r"), None);
 }

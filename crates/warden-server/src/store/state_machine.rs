@@ -861,22 +861,10 @@ mod tests {
     // Promote applies, as the named checkpoints it no longer gets used to.
     #[tokio::test]
     async fn a_promote_caps_a_late_deadline_at_what_the_clock_derives() {
-        use warden_core::types::{AdvanceClock, LeaderId};
         let dir = tempfile::tempdir().expect("tempdir");
         let clock = Arc::new(FixedClock::default());
         *clock.0.lock().expect("clock") = Duration::from_secs(150);
         let (mut log, mut sm) = stores(dir.path(), clock.clone());
-        let l1 = LeaderId {
-            term: 1,
-            node_id: 1,
-        };
-        let advance = |after_index, elapsed_ms| {
-            Command::AdvanceClock(AdvanceClock {
-                leader: l1,
-                after_index,
-                elapsed_ms,
-            })
-        };
         let promote = promote(2, 1_000);
         log.append(
             [
@@ -921,28 +909,15 @@ mod tests {
     // would end it a second early, S4).
     #[tokio::test]
     async fn promotion_slices_grace_from_the_first_slice_and_leave_a_renewed_lease() {
-        use warden_core::types::{AdvanceClock, LeaderId, PromoteSlice, RenewBatch};
+        use warden_core::types::{LeaderId, PromoteSlice, RenewBatch};
         let dir = tempfile::tempdir().expect("tempdir");
         let clock = Arc::new(FixedClock::default());
         let set = |ms: u64| *clock.0.lock().expect("clock") = Duration::from_millis(ms);
         set(150_000);
         let (mut log, mut sm) = stores(dir.path(), clock.clone());
-        let (l1, l2) = (
-            LeaderId {
-                term: 1,
-                node_id: 1,
-            },
-            LeaderId {
-                term: 2,
-                node_id: 1,
-            },
-        );
-        let advance = |after_index, elapsed_ms| {
-            Command::AdvanceClock(AdvanceClock {
-                leader: l1,
-                after_index,
-                elapsed_ms,
-            })
+        let l2 = LeaderId {
+            term: 2,
+            node_id: 1,
         };
         let slice = |started_at, from_lease, to_lease| {
             Command::PromoteSlice(PromoteSlice {

@@ -91,6 +91,19 @@ pub(super) fn promote(term: u64, grace_ms: u64) -> Command {
     })
 }
 
+/// A duty-clock advance by node 1 as leader of term 1, counting
+/// `elapsed_ms` after the advance at `after_index`.
+pub(super) fn advance(after_index: Option<u64>, elapsed_ms: u64) -> Command {
+    Command::AdvanceClock(warden_core::types::AdvanceClock {
+        leader: warden_core::types::LeaderId {
+            term: 1,
+            node_id: 1,
+        },
+        after_index,
+        elapsed_ms,
+    })
+}
+
 pub(super) fn stores(dir: &Path, clock: Arc<FixedClock>) -> (LogStore, StateMachineStore) {
     let db = Db::open(dir).expect("open db");
     let stamps: Stamps = Arc::new(Mutex::new(BTreeMap::new()));

@@ -82,7 +82,9 @@ pub(super) const BATCHED_HANDOFF: Def = Def {
 /// `lb`, queued by `a`'s client) of r0 stop renewing after one renew of both
 /// in one batch, so one `Expire` entry ends both: r0 goes to the waiter and,
 /// as its lease ends in the same entry, on to `c`. Two grants of one
-/// resource in one entry must carry two growing tokens.
+/// resource in one entry must carry two growing tokens. `lb` also holds r1:
+/// a due list ends a lease that holds nothing before the holders (S8), and
+/// one that only waited would leave no second grant to check.
 fn batched_handoff(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
     let a = client_ctx(&s.world, "a", 37, 2_000);
     let c = client_ctx(&s.world, "c", 41, -2_000);
@@ -95,6 +97,11 @@ fn batched_handoff(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
             return Ok(());
         };
         let lb = client.lease_grant(ms(3_000)).await?.lease_id;
+        let hold_r1 = AcquireOptions {
+            lease_id: Some(lb),
+            ..AcquireOptions::with_ttl(ms(3_000))
+        };
+        let _ = client.acquire("r1", hold_r1).await;
         let wait = AcquireOptions {
             lease_id: Some(lb),
             ..waiting(ms(3_000), ms(30_000))
