@@ -55,6 +55,77 @@ use crate::types::{
 /// grants the head, or a run of shared waiters or permits behind it.
 pub const HANDOFF_LOOKAHEAD: usize = 64;
 
+/// A due list's leases in the order apply should end them (S8): a lease
+/// before every listed lease holding a resource it waits on, so that its
+/// waits have left their queues when that holder's end hands the resource
+/// off; otherwise leases that hold nothing first, then by id. Leases that
+/// wait on each other in a cycle keep that fallback order among themselves.
+fn waiters_first(table: &LockTable, leases: Vec<DueLease>) -> Vec<DueLease> {
+    let listed: BTreeMap<LeaseId, DueLease> = leases.into_iter().map(|d| (d.lease_id, d)).collect();
+    let key = |id: LeaseId| {
+        let holds = table.lease(id).is_some_and(|l| !l.locks.is_empty());
+        (holds, id)
+    };
+    // waiter -> the listed holders it must come before; in-degree per lease.
+    let mut before: BTreeMap<LeaseId, BTreeSet<LeaseId>> = BTreeMap::new();
+    let mut waits_on_me: BTreeMap<LeaseId, usize> = listed.keys().map(|id| (*id, 0)).collect();
+    for id in listed.keys() {
+        let Some(lease) = table.lease(*id) else {
+            continue;
+        };
+        for r in &lease.waits {
+            let Some(state) = table.resource(r) else {
+                continue;
+            };
+            // The smaller side: a semaphore may have thousands of holders.
+            let holders: Vec<LeaseId> = if state.shared.len() <= listed.len() {
+                state.holders().map(|g| g.lease_id).collect()
+            } else {
+                listed
+                    .keys()
+                    .copied()
+                    .filter(|h| state.grant_of(*h).is_some())
+                    .collect()
+            };
+            for h in holders {
+                if h != *id && listed.contains_key(&h) && before.entry(*id).or_default().insert(h) {
+                    *waits_on_me.entry(h).or_default() += 1;
+                }
+            }
+        }
+    }
+    let mut ready: BTreeSet<(bool, LeaseId)> = waits_on_me
+        .iter()
+        .filter(|(_, n)| **n == 0)
+        .map(|(id, _)| key(*id))
+        .collect();
+    let mut order = Vec::with_capacity(listed.len());
+    while let Some(next) = ready.pop_first() {
+        order.push(next.1);
+        for h in before.get(&next.1).into_iter().flatten() {
+            if let Some(n) = waits_on_me.get_mut(h) {
+                *n -= 1;
+                if *n == 0 {
+                    ready.insert(key(*h));
+                }
+            }
+        }
+    }
+    // A cycle: what is left, in the fallback order.
+    let mut rest: Vec<(bool, LeaseId)> = waits_on_me
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(id, _)| key(*id))
+        .collect();
+    rest.sort_unstable();
+    order.extend(rest.into_iter().map(|(_, id)| id));
+    debug_assert_eq!(order.len(), listed.len());
+    order
+        .into_iter()
+        .filter_map(|id| listed.get(&id).cloned())
+        .collect()
+}
+
 /// Sorts a due list's waiters by (resource, lease, enqueue index), once each.
 fn sort_waiters(waiters: &mut Vec<DueWaiter>) {
     waiters.sort_unstable_by(|a, b| {
@@ -990,12 +1061,7 @@ impl Deadlines {
             }
             keep
         });
-        // A lease that only waits ends first: its waits leave their queues
-        // before a listed holder's end hands anything off.
-        leases.sort_unstable_by_key(|l| {
-            let holds = table.lease(l.lease_id).is_some_and(|r| !r.locks.is_empty());
-            (holds, l.lease_id)
-        });
+        let leases = waiters_first(table, leases);
         sort_waiters(&mut waiters);
         DueList {
             leader,

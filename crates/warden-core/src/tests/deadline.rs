@@ -889,3 +889,22 @@ fn a_full_due_list_still_names_the_timed_out_head_of_what_its_command_frees() {
     assert_eq!(granted(&out), Vec::<LeaseId>::new(), "{:?}", out.effects);
     assert_eq!(log.t.holder("r"), None);
 }
+
+// S8 with leases that hold and wait: a due lease that holds A and waits on B
+// ends before the due holder of B (whatever their ids), so B's hand-off
+// finds its wait gone; by id, the holder of B (lease 1) ended first and
+// granted B to lease 2 in the entry that then ended lease 2 too.
+#[test]
+fn a_due_lease_that_holds_and_waits_ends_before_the_holder_it_waits_on() {
+    let (mut log, mut d) = (Log::new(), Deadlines::new());
+    let mut at = |cmd, t| step(&mut log, &mut d, cmd, t, t);
+    at(acquire(hdr(1, 1), "b", new_lease(60_000), 0, 0), s(0)); // lease 1 holds b
+    at(acquire(hdr(2, 1), "a", new_lease(60_000), 0, 0), s(1)); // lease 2 holds a
+    at(acquire(hdr(2, 2), "b", on(2), 3_600_000, 0), s(1)); // and waits on b
+    let due = d.due(&log.t, L1, s(61));
+    let order: Vec<LeaseId> = due.leases.iter().map(|l| l.lease_id).collect();
+    assert_eq!(order, vec![2, 1]);
+    let out = step(&mut log, &mut d, Command::Expire(due), s(61), s(61));
+    assert_eq!(granted(&out), Vec::<LeaseId>::new(), "{:?}", out.effects);
+    assert_eq!((log.t.holder("a"), log.t.holder("b")), (None, None));
+}
