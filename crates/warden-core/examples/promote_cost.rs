@@ -114,7 +114,9 @@ fn main() {
     );
 
     let (mut table, mut deadlines, mut index) = filled(leases);
-    let bounds = table.lease_id_bounds(0, MAX_LEASES_PER_PROMOTE_ENTRY);
+    let bounds: Vec<_> = table
+        .lease_id_bounds(0, MAX_LEASES_PER_PROMOTE_ENTRY)
+        .collect();
     let mut froms = vec![0];
     froms.extend(bounds.iter().copied());
     let (mut total, mut slowest, mut graced) = (Duration::ZERO, Duration::ZERO, 0);
@@ -138,15 +140,7 @@ fn main() {
                 _ => None,
             })
             .collect();
-        deadlines.cap_promote_slice(
-            &table,
-            stamp,
-            slice.from_lease,
-            slice.to_lease,
-            if started_at == 0 { index } else { started_at },
-            &ids,
-            started_at == 0,
-        );
+        deadlines.cap_promote_slice(&table, stamp, &slice, index, &ids);
         let took = start.elapsed();
         total += took;
         slowest = slowest.max(took);

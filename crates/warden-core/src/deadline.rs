@@ -35,7 +35,6 @@
 //! O(log n + what is due), not a pass over every lease and waiter.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::ops::Bound;
 use std::time::Duration;
 
 use crate::effect::Effect;
@@ -48,6 +47,7 @@ use crate::table::LockTable;
 use crate::types::{
     Checkpoint, CheckpointLease, CheckpointLockDelay, CheckpointMaxHold, CheckpointWaiter,
     DueLease, DueList, DueWaiter, FencingToken, LeaderId, LeaseId, LogIndex, MaxHoldRef,
+    PromoteSlice,
 };
 
 /// How many waiters at the front of a queue a due list looks at for ones
@@ -673,42 +673,33 @@ impl Deadlines {
         }
         let leases: Vec<LeaseId> = self.leases.by_key.keys().copied().collect();
         self.cap_leases(table, stamp, leases);
-        let waits: Vec<WaitKey> = self.waits.by_key.keys().cloned().collect();
-        self.cap_waits(table, stamp, waits);
-        let lock_delays: Vec<(String, LogIndex)> =
-            self.lock_delays.by_key.keys().cloned().collect();
-        self.cap_lock_delays(table, stamp, lock_delays);
+        self.cap_waits_and_lock_delays(table, stamp);
     }
 
-    /// A `PromoteSlice` applied, as [`Self::cap_all`] for the leases the
-    /// promotion covers in the slice's range (`from_lease..to_lease`, no end
-    /// for None): the ones it graced (`graced`, after their grace) and the
-    /// ones not renewed since the promotion started (`last_index` before
-    /// `started_at`). A lease renewed since keeps the deadline its renew
-    /// set: `stamp` is this node's stamp of the promotion's first slice,
-    /// which may be earlier than that renew's. The first slice (`first`)
-    /// also caps every wait and lock-delay, all of which began before it.
-    /// Nothing happens while the clock does not run. O(leases in range +
-    /// waits and lock-delays in the first slice).
-    #[allow(clippy::too_many_arguments)]
+    /// A `PromoteSlice` applied at `index`, as [`Self::cap_all`] for the
+    /// leases the promotion covers in the slice's range: the ones it graced
+    /// (`graced`, after their grace) and the ones not renewed since the
+    /// promotion started (`last_index` before its start). A lease renewed
+    /// since keeps the deadline its renew set: `stamp` is this node's stamp
+    /// of the promotion's first slice, which may be earlier than that
+    /// renew's. The first slice also caps every wait and lock-delay, all of
+    /// which began before it. Nothing happens while the clock does not run.
+    /// O(leases in range + waits and lock-delays in the first slice).
     pub fn cap_promote_slice(
         &mut self,
         table: &LockTable,
         stamp: Duration,
-        from_lease: LeaseId,
-        to_lease: Option<LeaseId>,
-        started_at: LogIndex,
+        slice: &PromoteSlice,
+        index: LogIndex,
         graced: &BTreeSet<LeaseId>,
-        first: bool,
     ) {
         if !table.duty_clock().is_running() {
             return;
         }
-        let range = match to_lease {
-            Some(to) if to <= from_lease => return,
-            Some(to) => (Bound::Included(from_lease), Bound::Excluded(to)),
-            None => (Bound::Included(from_lease), Bound::Unbounded),
+        let Some(range) = slice.lease_range() else {
+            return;
         };
+        let started_at = slice.start(index);
         let leases: Vec<LeaseId> = table
             .leases
             .range(range)
@@ -717,13 +708,19 @@ impl Deadlines {
             .filter(|id| self.leases.get(id).is_some())
             .collect();
         self.cap_leases(table, stamp, leases);
-        if first {
-            let waits: Vec<WaitKey> = self.waits.by_key.keys().cloned().collect();
-            self.cap_waits(table, stamp, waits);
-            let lock_delays: Vec<(String, LogIndex)> =
-                self.lock_delays.by_key.keys().cloned().collect();
-            self.cap_lock_delays(table, stamp, lock_delays);
+        if slice.is_first() {
+            self.cap_waits_and_lock_delays(table, stamp);
         }
+    }
+
+    /// Caps every wait and lock-delay at `stamp` + what the clock derives
+    /// for it (part of [`Self::cap_all`]).
+    fn cap_waits_and_lock_delays(&mut self, table: &LockTable, stamp: Duration) {
+        let waits: Vec<WaitKey> = self.waits.by_key.keys().cloned().collect();
+        self.cap_waits(table, stamp, waits);
+        let lock_delays: Vec<(String, LogIndex)> =
+            self.lock_delays.by_key.keys().cloned().collect();
+        self.cap_lock_delays(table, stamp, lock_delays);
     }
 
     /// How many deadlines [`Self::load`] set that no entry has set or

@@ -376,14 +376,17 @@ impl LockTable {
     /// The lease ids that cut this table's leases of id `from` or more, in
     /// id order, into runs of `every` (at least 1): the id of the lease
     /// after each run but the last. A new leader's promotion slices end at
-    /// them ([`crate::types::PromoteSlice`]). O(leases from `from`).
-    pub fn lease_id_bounds(&self, from: LeaseId, every: usize) -> Vec<LeaseId> {
+    /// them ([`crate::types::PromoteSlice`]). Lazy: O(what is taken).
+    pub fn lease_id_bounds(
+        &self,
+        from: LeaseId,
+        every: usize,
+    ) -> impl Iterator<Item = LeaseId> + '_ {
         self.leases
             .range(from..)
             .map(|(id, _)| *id)
             .skip(every.max(1))
             .step_by(every.max(1))
-            .collect()
     }
 
     /// The leader id and index of the last applied matching `Promote`, or of

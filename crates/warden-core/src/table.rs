@@ -1366,18 +1366,12 @@ impl LockTable {
         p: &PromoteSlice,
         fx: &mut Vec<Effect>,
     ) -> Response {
-        let started_at = if p.started_at == 0 {
-            index
-        } else {
-            p.started_at
-        };
+        let started_at = p.start(index);
         if p.leader != log_leader || started_at > index {
             return Response::Done;
         }
-        match p.to_lease {
-            Some(to) if to <= p.from_lease => {}
-            Some(to) => self.grace_leases(index, p.from_lease..to, started_at, p.grace_ms, fx),
-            None => self.grace_leases(index, p.from_lease.., started_at, p.grace_ms, fx),
+        if let Some(range) = p.lease_range() {
+            self.grace_leases(index, range, started_at, p.grace_ms, fx);
         }
         if p.to_lease.is_none() {
             self.last_promote = Some((p.leader, index));

@@ -518,6 +518,33 @@ pub struct PromoteSlice {
     pub to_lease: Option<LeaseId>,
 }
 
+impl PromoteSlice {
+    /// The log index the promotion started at, for this slice applied at
+    /// `index`: its own for the first slice (`started_at` 0).
+    pub fn start(&self, index: LogIndex) -> LogIndex {
+        if self.started_at == 0 {
+            index
+        } else {
+            self.started_at
+        }
+    }
+
+    /// Whether this is a promotion's first slice.
+    pub fn is_first(&self) -> bool {
+        self.started_at == 0
+    }
+
+    /// The lease ids it ranges over, None for an empty range.
+    pub fn lease_range(&self) -> Option<(std::ops::Bound<LeaseId>, std::ops::Bound<LeaseId>)> {
+        use std::ops::Bound::{Excluded, Included, Unbounded};
+        match self.to_lease {
+            Some(to) if to <= self.from_lease => None,
+            Some(to) => Some((Included(self.from_lease), Excluded(to))),
+            None => Some((Included(self.from_lease), Unbounded)),
+        }
+    }
+}
+
 /// Remaining durations as the leader sees them. Applying one may only shorten
 /// a node's deadlines, never lengthen them.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]

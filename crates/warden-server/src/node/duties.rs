@@ -204,11 +204,10 @@ async fn promote(node: &Node, leader: LeaderId, grace_ms: u64) -> Result<usize, 
         return Ok(1);
     }
     let every = node.config().promote_slice_leases;
-    let bounds = |from: LeaseId| {
+    let machine = || {
         node.shared
             .machine
             .lock()
-            .map(|m| m.table.lease_id_bounds(from, every))
             .map_err(|_| SubmitError::NotProposed {
                 reason: "state poisoned".into(),
             })
@@ -222,7 +221,7 @@ async fn promote(node: &Node, leader: LeaderId, grace_ms: u64) -> Result<usize, 
             to_lease,
         })
     };
-    let first_to = bounds(0)?.first().copied();
+    let first_to = machine()?.table.lease_id_bounds(0, every).next();
     let (_, first) = node.propose_duty(slice(0, 0, first_to)).await?;
     let Some(second_from) = first_to else {
         return Ok(1);
@@ -230,7 +229,10 @@ async fn promote(node: &Node, leader: LeaderId, grace_ms: u64) -> Result<usize, 
     // Every entry before the first slice has applied here now: the rest
     // are cut from the whole table.
     let started_at = first.index;
-    let cuts = bounds(second_from)?;
+    let cuts: Vec<LeaseId> = machine()?
+        .table
+        .lease_id_bounds(second_from, every)
+        .collect();
     let froms = std::iter::once(second_from).chain(cuts.iter().copied());
     let tos = cuts.iter().copied().map(Some).chain(std::iter::once(None));
     let rest: Vec<Command> = froms
@@ -402,15 +404,17 @@ pub async fn run(node: Weak<Node>) {
         }
         // 3. End due lock-delays.
         for (resource, start_index) in delays {
-            let mut end = EndLockDelay {
+            let mut cmd = Command::EndLockDelay(EndLockDelay {
                 leader,
                 resource,
                 start_index,
                 due: None,
-            };
+            });
             // It hands the resource off: the due list rides in it (S8).
-            end.due = node.due_list(&[Command::EndLockDelay(end.clone())]);
-            let cmd = Command::EndLockDelay(end);
+            let due = node.due_list(std::slice::from_ref(&cmd));
+            if let Command::EndLockDelay(end) = &mut cmd {
+                end.due = due;
+            }
             if let Err(e) = node.propose_duty(cmd).await {
                 tracing::debug!("end lock-delay: {}", e);
             }
@@ -419,13 +423,15 @@ pub async fn run(node: Weak<Node>) {
         // token: a grant released or re-granted meanwhile is untouched).
         if !max_holds.is_empty() {
             tracing::debug!(grants = max_holds.len(), "end max-hold");
-            let mut end = EndMaxHold {
+            let mut cmd = Command::EndMaxHold(EndMaxHold {
                 leader,
                 grants: max_holds,
                 due: None,
-            };
-            end.due = node.due_list(&[Command::EndMaxHold(end.clone())]);
-            let cmd = Command::EndMaxHold(end);
+            });
+            let due = node.due_list(std::slice::from_ref(&cmd));
+            if let Command::EndMaxHold(end) = &mut cmd {
+                end.due = due;
+            }
             if let Err(e) = node.propose_duty(cmd).await {
                 tracing::debug!("end max-hold: {}", e);
             }

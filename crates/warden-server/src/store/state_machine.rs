@@ -557,7 +557,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                             _ => None,
                         };
                         let grace_from = match promote_slice {
-                            Some(p) if p.started_at == 0 => {
+                            Some(p) if p.is_first() => {
                                 m.promote_start = Some((p.leader, index, stamp));
                                 stamp
                             }
@@ -621,7 +621,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                             let m = &mut *m;
                             m.deadlines.cap_all(&m.table, stamp);
                         }
-                        if let Some(p) = promote_slice.filter(|p| p.started_at <= index) {
+                        if let Some(p) = promote_slice.filter(|p| p.start(index) <= index) {
                             let graced = applied
                                 .effects
                                 .iter()
@@ -632,21 +632,9 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                                     _ => None,
                                 })
                                 .collect();
-                            let started_at = if p.started_at == 0 {
-                                index
-                            } else {
-                                p.started_at
-                            };
                             let m = &mut *m;
-                            m.deadlines.cap_promote_slice(
-                                &m.table,
-                                grace_from,
-                                p.from_lease,
-                                p.to_lease,
-                                started_at,
-                                &graced,
-                                p.started_at == 0,
-                            );
+                            m.deadlines
+                                .cap_promote_slice(&m.table, grace_from, &p, index, &graced);
                         }
                         if let Some(advance) = applied.effects.iter().find_map(|e| match e {
                             warden_core::Effect::ClockAdvanced { index } => Some(*index),
