@@ -55,6 +55,18 @@ pub fn waiting(ttl: Duration, wait: Duration) -> AcquireOptions {
     }
 }
 
+/// Runs `call` (a waiting acquire) for `queued_within`, long enough for its
+/// wait to be queued, then abandons it as a process that froze or crashed
+/// mid-wait would: the future is forgotten, not dropped (a dropped one would
+/// take its wait back with CancelWait), so the waiter stays until its wait
+/// times out or its lease ends (a stream that ends is not a cancel,
+/// docs/semantics.md S8).
+pub async fn queue_and_abandon<F: std::future::Future>(call: F, queued_within: Duration) {
+    let mut call = Box::pin(call);
+    let _ = tokio::time::timeout(queued_within, call.as_mut()).await;
+    std::mem::forget(call);
+}
+
 /// The host name of the node that leads, as a linearizable cluster-status
 /// read reports it (retried until one is known).
 pub async fn leader_host(client: &Client) -> String {

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use warden_client::{AcquireOptions, ClientOptions};
 
 use super::client::{
-    client_ctx, connect_at, node_hosts, sleep_until, spawn_waiter, waiting, Waiter,
+    client_ctx, connect_at, node_hosts, queue_and_abandon, sleep_until, spawn_waiter, waiting,
+    Waiter,
 };
 use super::shape::{ms, Def, Scenario, Setup, LAN};
 use crate::env::global_now;
@@ -56,12 +57,9 @@ fn due_waiter(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
     sim.client("w", async move {
         let client = connect_at(&roles, ms(2_000), endpoints, crate::env::client_options()).await?;
         let opts = waiting(ms(1_500), ms(20_000));
-        // The process stops mid-wait: the call is forgotten, not dropped (a
-        // dropped one would take its wait back with CancelWait), so only
-        // the lease's end can remove the waiter.
-        let mut call = Box::pin(w.acquire(&client, "r0", opts));
-        let _ = tokio::time::timeout(ms(5_000), call.as_mut()).await;
-        std::mem::forget(call);
+        // The process stops mid-wait: only the lease's end can remove the
+        // waiter.
+        queue_and_abandon(w.acquire(&client, "r0", opts), ms(5_000)).await;
         Ok(())
     });
 }
@@ -108,21 +106,13 @@ fn batched_handoff(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
             lease_id: Some(la),
             ..waiting(ms(3_000), ms(30_000))
         };
-        let mut on_r1 = Box::pin(client.acquire("r1", la_waits));
-        let _ = tokio::time::timeout(ms(300), on_r1.as_mut()).await;
-        std::mem::forget(on_r1);
+        queue_and_abandon(client.acquire("r1", la_waits), ms(300)).await;
         let wait = AcquireOptions {
             lease_id: Some(lb),
             ..waiting(ms(3_000), ms(30_000))
         };
-        // Queued, then the call is abandoned without its cancel, as a client
-        // that froze or crashed mid-wait abandons it: the future is forgotten,
-        // not dropped (a dropped one would send CancelWait). The waiter stays
-        // (a stream that ends is not a cancel, docs/semantics.md S8) and
-        // nobody renews lb.
-        let mut call = Box::pin(client.acquire("r0", wait));
-        let _ = tokio::time::timeout(ms(300), call.as_mut()).await;
-        std::mem::forget(call);
+        // Queued, then abandoned without its cancel; nobody renews lb.
+        queue_and_abandon(client.acquire("r0", wait), ms(300)).await;
         sleep_until(ms(2_000)).await;
         let (_, _) = tokio::join!(a.renew(&client, "r0", la, token), client.renew(lb));
         sleep_until(end).await;
