@@ -1177,3 +1177,69 @@ fn token_floor_raises_the_counter_and_never_lowers_it() {
     let a = log.apply(acquire(hdr(1, 1), "r", new_lease(5_000), 0, 0));
     assert_eq!(granted(&a).1, 1001);
 }
+
+// S8: the resources a command may hand off, which the leader's due list
+// checks for timed-out waiters at their queues' fronts
+// (`Deadlines::name_front_waiters`): every command that frees a grant or
+// ends a lock-delay or max-hold, through `Authorized` and `Batch`; none for
+// one that frees nothing.
+#[test]
+fn handoff_resources_name_what_each_command_may_hand_off() {
+    let mut log = Log::new();
+    log.apply(acquire(hdr(1, 1), "a", new_lease(5_000), 0, 0)); // lease 1
+    log.apply(acquire(hdr(1, 2), "b", on(1), 0, 0));
+    let t = &log.t;
+    let names = |cmd: Command| t.handoff_resources(&cmd);
+    let strs = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(names(release(hdr(1, 3), Some("b"), 1, None)), strs(&["b"]));
+    assert_eq!(names(release(hdr(1, 3), None, 1, None)), strs(&["a", "b"]));
+    let revoke = Command::Revoke(Revoke {
+        header: hdr(1, 3),
+        lease_id: 1,
+        due: None,
+    });
+    assert_eq!(names(revoke.clone()), strs(&["a", "b"]));
+    let force = Command::ForceRelease(ForceRelease {
+        header: hdr(2, 1),
+        resource: "a".into(),
+        fencing_token: None,
+        due: None,
+        requested_by: "ops".into(),
+        at_unix_ms: 0,
+    });
+    assert_eq!(names(force), strs(&["a"]));
+    let cancel = Command::CancelWait(CancelWait {
+        header: hdr(3, 2),
+        acquire_request_id: 1,
+        resource: "c".into(),
+        due: None,
+    });
+    assert_eq!(names(cancel), strs(&["c"]));
+    let end_delay = Command::EndLockDelay(EndLockDelay {
+        leader: L1,
+        resource: "d".into(),
+        start_index: 1,
+        due: None,
+    });
+    assert_eq!(names(end_delay), strs(&["d"]));
+    let end_hold = Command::EndMaxHold(EndMaxHold {
+        leader: L1,
+        grants: vec![MaxHoldRef {
+            resource: "e".into(),
+            lease_id: 1,
+            fencing_token: 1,
+        }],
+        due: None,
+    });
+    assert_eq!(names(end_hold), strs(&["e"]));
+    let wrapped = Command::Authorized(Authorized {
+        principal: None,
+        command: Box::new(revoke),
+    });
+    let batch = Command::Batch(vec![
+        wrapped,
+        acquire(hdr(4, 1), "f", new_lease(5_000), 0, 0),
+    ]);
+    assert_eq!(names(batch), strs(&["a", "b"]));
+    assert!(names(acquire(hdr(4, 1), "f", new_lease(5_000), 0, 0)).is_empty());
+}
