@@ -479,6 +479,44 @@ impl OutcomeTable {
         )
     }
 
+    /// The records after `after` in [`Self::records`]' order (every record
+    /// when None): `after` is `(principal, client id)`, None for the
+    /// `(None, _)` records; it need not be a kept record. Costs a lookup per
+    /// principal passed, not a walk of the records before it, so a caller
+    /// can walk the table a slice at a time.
+    pub fn records_after(
+        &self,
+        after: Option<(Option<&str>, ClientId)>,
+    ) -> impl Iterator<Item = (Option<&Principal>, ClientId, &ClientRecord)> {
+        use std::ops::Bound::{Excluded, Unbounded};
+        // (None, _) records after the cursor: all of them, those above its
+        // id, or none once the cursor is in the principals' records.
+        let anonymous = match after {
+            None => Some(self.clients.range(..)),
+            Some((None, c)) => Some(self.clients.range((Excluded(c), Unbounded))),
+            Some((Some(_), _)) => None,
+        };
+        // The cursor's own principal's records above its id.
+        let same = match after {
+            Some((Some(p), c)) => self.named.get_key_value(p).map(|(p, m)| {
+                m.range((Excluded(c), Unbounded))
+                    .map(move |(c, r)| (Some(p), *c, r))
+            }),
+            _ => None,
+        };
+        // Every later principal's.
+        let later = match after {
+            Some((Some(p), _)) => self.named.range::<str, _>((Excluded(p), Unbounded)),
+            _ => self.named.range::<str, _>(..),
+        };
+        anonymous
+            .into_iter()
+            .flatten()
+            .map(|(c, r)| (None, *c, r))
+            .chain(same.into_iter().flatten())
+            .chain(later.flat_map(|(p, m)| m.iter().map(move |(c, r)| (Some(p), *c, r))))
+    }
+
     /// Number of records, of every principal.
     pub fn len(&self) -> usize {
         self.clients.len() + self.named_count
@@ -634,5 +672,62 @@ mod tests {
             vec![4, 5, 6]
         );
         assert_eq!(rec.last_index, 6);
+    }
+
+    // The leader's idle-client walk resumes a slice at a time
+    // (`LockTable::client_records_after`): from any cursor, kept or not, the
+    // records after it are exactly the tail of `records()` past it, across
+    // the unwrapped records and each principal's.
+    #[test]
+    fn records_after_any_cursor_are_the_tail_of_records() {
+        let mut t = OutcomeTable::default();
+        let header = |client_id| RequestHeader {
+            client_id,
+            request_id: 1,
+            acked_request_id: 0,
+        };
+        let alice = Principal::new("alice").expect("principal");
+        let carol = Principal::new("carol").expect("principal");
+        let mut index = 0;
+        for client in [2, 4, 6] {
+            index += 1;
+            t.record(index, &header(client), 1, None);
+            for p in [&alice, &carol] {
+                index += 1;
+                t.record_for(index, Some(p), &header(client + 1), 1, None, false);
+            }
+        }
+        let key = |(p, c, _): (Option<&Principal>, ClientId, &ClientRecord)| {
+            (p.map(|p| p.as_str().to_owned()), c)
+        };
+        let all: Vec<_> = t.records().map(key).collect();
+        assert_eq!(all.len(), 9);
+        assert_eq!(t.records_after(None).map(key).collect::<Vec<_>>(), all);
+        // Cursors: kept records, gaps between them, before and after
+        // everything, and a principal with no records ("bob").
+        let cursors: [(Option<&str>, ClientId); 9] = [
+            (None, 0),
+            (None, 4),
+            (None, 5),
+            (None, u64::MAX),
+            (Some("alice"), 5),
+            (Some("alice"), 6),
+            (Some("bob"), 1),
+            (Some("carol"), 7),
+            (Some("zed"), 0),
+        ];
+        for (p, c) in cursors {
+            let after = |k: &(Option<String>, ClientId)| {
+                (k.0.as_deref().unwrap_or(""), k.1) > (p.unwrap_or(""), c)
+            };
+            let expected: Vec<_> = all.iter().filter(|k| after(k)).cloned().collect();
+            assert_eq!(
+                t.records_after(Some((p, c))).map(key).collect::<Vec<_>>(),
+                expected,
+                "after {p:?}, {c}"
+            );
+        }
+        assert_eq!(t.records_after(Some((Some("carol"), 7))).count(), 0);
+        assert_eq!(t.records_after(Some((Some("alice"), 5))).count(), 4);
     }
 }

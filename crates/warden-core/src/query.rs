@@ -337,6 +337,23 @@ impl LockTable {
         })
     }
 
+    /// The outcome records after `after` (`(principal, client id)`), in
+    /// [`Self::client_records`]' order; every record when None. The leader
+    /// walks the records a slice at a time from where its last slice ended,
+    /// so no duty holds the machine for a walk of every client.
+    pub fn client_records_after(
+        &self,
+        after: Option<(Option<&str>, ClientId)>,
+    ) -> impl Iterator<Item = ClientView<'_>> + '_ {
+        self.outcomes
+            .records_after(after)
+            .map(|(p, client_id, r)| ClientView {
+                principal: p.map(Principal::as_str),
+                client_id,
+                last_index: r.last_index,
+            })
+    }
+
     /// The outcome table itself (read-only).
     pub fn outcome_table(&self) -> &OutcomeTable {
         &self.outcomes

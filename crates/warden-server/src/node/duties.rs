@@ -18,10 +18,10 @@
 //! waiter cancels (in due lists) and idle-client drops go on whatever the
 //! auth table says (etcd issues 13975 and 14616: leases stopped expiring
 //! when authentication broke). Idle clients are tracked per outcome record,
-//! `(principal, client id)` ([`idle_clients`]), so every principal's idle
-//! records leave, not only those of unwrapped commands.
+//! `(principal, client id)`, a slice of the records each tick
+//! ([`crate::node::idle_clients`]), so every principal's idle records
+//! leave, not only those of unwrapped commands.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -34,17 +34,14 @@ use warden_core::types::{
     AdvanceClock, Command, DropClients, EndLockDelay, EndMaxHold, LeaderId, LeaseId, LogIndex,
     Promote, PromoteSlice,
 };
-use warden_core::ClientView;
 
+use crate::node::idle_clients::IdleClients;
 use crate::node::{Node, SubmitError};
 use crate::sim_hooks::Observer;
 
 /// A client's outcome record is dropped after this long without a request
 /// (S7): 10 minutes. Clients never retry a request for longer than this.
 pub const CLIENT_IDLE_TIMEOUT_MS: u64 = 600_000;
-
-/// Most clients one `DropClients` entry names.
-pub const MAX_DROPPED_CLIENTS_PER_ENTRY: usize = 1_024;
 
 /// Most `Expire` entries one duty tick proposes back to back while due lists
 /// come back full ([`MAX_DUE_PER_ENTRY`] each, or [`MAX_DUE_PER_SLOW_ENTRY`]):
@@ -116,51 +113,6 @@ pub fn advance_elapsed_ms(
         _ => return 0,
     };
     u64::try_from(now.saturating_sub(since).as_millis()).unwrap_or(u64::MAX)
-}
-
-/// What the leader remembers of each outcome record (node-local): by
-/// principal (`""` for the records of unwrapped and anonymous commands; a
-/// principal is never empty), then by client id: (the record's
-/// `last_index`, when this leader first saw that `last_index`).
-pub type ClientsSeen = BTreeMap<String, BTreeMap<u64, (u64, Duration)>>;
-
-/// The outcome records (S7) that have not moved (same `last_index`) for
-/// `idle_timeout` of this leader's clock, as `DropClients` names them:
-/// `(client id, last_index)`, each pair once, at most
-/// [`MAX_DROPPED_CLIENTS_PER_ENTRY`]. `seen` is rebuilt from `records`
-/// ([`warden_core::LockTable::client_records`]), so records that were
-/// dropped leave it too. Records of one client id under several principals
-/// are tracked apart (`DropClients` drops every record of the id whose
-/// `last_index` matches).
-pub fn idle_clients<'a>(
-    seen: &mut ClientsSeen,
-    records: impl Iterator<Item = ClientView<'a>>,
-    now: Duration,
-    idle_timeout: Duration,
-) -> Vec<(u64, u64)> {
-    let mut fresh: ClientsSeen = BTreeMap::new();
-    let mut idle = BTreeSet::new();
-    for r in records {
-        let name = r.principal.unwrap_or("");
-        let since = match seen.get(name).and_then(|m| m.get(&r.client_id)) {
-            Some((li, t)) if *li == r.last_index => *t,
-            _ => now,
-        };
-        if now.saturating_sub(since) >= idle_timeout && idle.len() < MAX_DROPPED_CLIENTS_PER_ENTRY {
-            idle.insert((r.client_id, r.last_index));
-        }
-        let entry = (r.last_index, since);
-        match fresh.get_mut(name) {
-            Some(m) => {
-                m.insert(r.client_id, entry);
-            }
-            None => {
-                fresh.insert(name.to_owned(), BTreeMap::from([(r.client_id, entry)]));
-            }
-        }
-    }
-    *seen = fresh;
-    idle.into_iter().collect()
 }
 
 /// Proposes `cmds` in order with at most `in_flight` (at least 1) of them
@@ -276,11 +228,9 @@ pub async fn run(node: Weak<Node>) {
     // An advance whose commit timed out may still commit later: the next
     // one names the advance it counts from (`after_index`), and apply
     // ignores it if that is no longer the clock's last.
-    // Node-local: (principal, client id) → (its record's last_index, when
-    // this leader first saw that last_index). Never replicated; a new leader
-    // starts afresh, so a client is dropped no earlier than the idle timeout
-    // after its last request.
-    let mut client_seen = ClientsSeen::new();
+    // Node-local, never replicated: a new leader starts afresh, so a client
+    // is dropped no earlier than the idle timeout after its last request.
+    let mut idle_clients = IdleClients::default();
     let idle_timeout = Duration::from_millis(CLIENT_IDLE_TIMEOUT_MS);
     loop {
         interval.tick().await;
@@ -292,7 +242,7 @@ pub async fn run(node: Weak<Node>) {
             last_slice = None;
             own_advance = None;
             next_advance = None;
-            client_seen.clear();
+            idle_clients.clear();
             continue;
         };
         // 1. Promote, once per term of office and per process: a node
@@ -482,30 +432,27 @@ pub async fn run(node: Weak<Node>) {
                 }
             }
         }
-        // 5. Once an interval: checkpoint max-holds; drop idle clients'
-        // outcome records.
+        // 5. Drop idle clients' outcome records: a slice of the records a
+        // tick (`IdleClients`), never a walk of every client.
+        let idle = {
+            let Ok(m) = node.shared.machine.lock() else {
+                return;
+            };
+            let records = m.table.client_records_after(idle_clients.after());
+            idle_clients.slice(records, now, idle_timeout)
+        };
+        if !idle.is_empty() {
+            let cmd = Command::DropClients(DropClients {
+                leader,
+                clients: idle,
+            });
+            if let Err(e) = node.propose_duty(cmd).await {
+                tracing::debug!("drop clients: {}", e);
+            }
+        }
+        // 6. Once an interval: checkpoint max-holds.
         if let Some(max_hold_cp) = per_interval {
             last_checkpoint = Some(now);
-            let idle = {
-                let Ok(m) = node.shared.machine.lock() else {
-                    return;
-                };
-                idle_clients(
-                    &mut client_seen,
-                    m.table.client_records(),
-                    now,
-                    idle_timeout,
-                )
-            };
-            if !idle.is_empty() {
-                let cmd = Command::DropClients(DropClients {
-                    leader,
-                    clients: idle,
-                });
-                if let Err(e) = node.propose_duty(cmd).await {
-                    tracing::debug!("drop clients: {}", e);
-                }
-            }
             if let Some(cp) = max_hold_cp {
                 if let Err(e) = node.propose_duty(Command::CheckpointMaxHold(cp)).await {
                     tracing::debug!("max-hold checkpoint: {}", e);
@@ -543,14 +490,6 @@ pub(crate) async fn forward_stale_expiries(node: Weak<Node>, observer: Arc<dyn O
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn record(principal: Option<&str>, client_id: u64, last_index: u64) -> ClientView<'_> {
-        ClientView {
-            principal,
-            client_id,
-            last_index,
-        }
-    }
 
     /// Runs [`few_at_a_time`] over `n` commands whose answers take 1 ms
     /// per place from the end (later ones come back sooner): (the answers
@@ -624,80 +563,6 @@ mod tests {
             advance_elapsed_ms(Some(52), None, Some((52, t(9_000))), t(3_000)),
             0
         );
-    }
-
-    // S7: a client is dropped only after its record stood still for the
-    // whole idle timeout on this leader's clock; a new request (a moved
-    // last_index) restarts its clock, and dropped records leave the map.
-    #[test]
-    fn idle_clients_wait_the_full_timeout() {
-        let t = Duration::from_secs;
-        let idle = t(600);
-        let mut seen = ClientsSeen::new();
-        let recs = |pairs: &[(u64, u64)]| {
-            pairs
-                .iter()
-                .map(|(c, li)| record(None, *c, *li))
-                .collect::<Vec<_>>()
-                .into_iter()
-        };
-        assert!(idle_clients(&mut seen, recs(&[(1, 10), (2, 20)]), t(0), idle).is_empty());
-        assert!(idle_clients(&mut seen, recs(&[(1, 10), (2, 20)]), t(599), idle).is_empty());
-        // Client 2 sent a request at 300 s: its record moved to index 30.
-        seen.get_mut("").expect("anonymous").insert(2, (30, t(300)));
-        let due = idle_clients(&mut seen, recs(&[(1, 10), (2, 30)]), t(600), idle);
-        assert_eq!(due, vec![(1, 10)]);
-        // Client 1's record was dropped by the entry: it leaves the map.
-        assert!(idle_clients(&mut seen, recs(&[(2, 30)]), t(899), idle).is_empty());
-        assert_eq!(seen[""].keys().copied().collect::<Vec<_>>(), vec![2]);
-        assert_eq!(
-            idle_clients(&mut seen, recs(&[(2, 30)]), t(900), idle),
-            vec![(2, 30)]
-        );
-    }
-
-    // S7 with identities (16,500 one-shot client ids must not crowd out a
-    // victim, and idle ones must leave): every principal's records are
-    // tracked on their own, so alice's idle record is dropped while bob's
-    // record of the same client id, touched later, stays; two idle records
-    // of one id touched by one entry are named once.
-    #[test]
-    fn idle_clients_are_tracked_per_principal() {
-        let t = Duration::from_secs;
-        let idle = t(600);
-        let mut seen = ClientsSeen::new();
-        let first = [
-            record(Some("alice"), 7, 10),
-            record(Some("bob"), 7, 10),
-            record(Some("mallory"), 9, 12),
-            record(None, 7, 10),
-        ];
-        assert!(idle_clients(&mut seen, first.into_iter(), t(0), idle).is_empty());
-        // Bob's record of client 7 moved at 100 s.
-        let later = [
-            record(Some("alice"), 7, 10),
-            record(Some("bob"), 7, 40),
-            record(Some("mallory"), 9, 12),
-            record(None, 7, 10),
-        ];
-        assert!(idle_clients(&mut seen, later.into_iter(), t(100), idle).is_empty());
-        let due = idle_clients(&mut seen, later.into_iter(), t(600), idle);
-        assert_eq!(
-            due,
-            vec![(7, 10), (9, 12)],
-            "alice's, the anonymous and mallory's"
-        );
-        assert_eq!(
-            idle_clients(
-                &mut seen,
-                [record(Some("bob"), 7, 40)].into_iter(),
-                t(700),
-                idle
-            ),
-            vec![(7, 40)],
-            "bob's record idles from 100 s"
-        );
-        assert_eq!(seen.keys().collect::<Vec<_>>(), vec!["bob"]);
     }
 }
 

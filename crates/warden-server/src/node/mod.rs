@@ -20,6 +20,8 @@
 //! - `renew.rs`: the renew batcher (S4).
 //! - `duties.rs`: leader duties (Promote, Expire, EndLockDelay, Checkpoint,
 //!   DropClients), proposed to the local Raft handle only.
+//! - `idle_clients.rs`: the walk that finds idle outcome records (S7) a
+//!   slice at a time, for `DropClients`.
 //! - `membership.rs`: add, remove and replace members.
 //! - `test_node.rs`, `auth_tests.rs` (tests only): a one-node cluster in
 //!   this process, and the write, read and renew paths' permission tests
@@ -30,6 +32,7 @@ mod auth_tests;
 pub mod cluster;
 pub mod duties;
 pub mod error;
+pub mod idle_clients;
 pub mod membership;
 pub mod proposer;
 pub mod read;
