@@ -35,13 +35,9 @@ use warden_core::types::{
     Promote, PromoteSlice,
 };
 
-use crate::node::idle_clients::IdleClients;
+use crate::node::idle_clients::{IdleClients, CLIENT_IDLE_TIMEOUT_MS};
 use crate::node::{Node, SubmitError};
 use crate::sim_hooks::Observer;
-
-/// A client's outcome record is dropped after this long without a request
-/// (S7): 10 minutes. Clients never retry a request for longer than this.
-pub const CLIENT_IDLE_TIMEOUT_MS: u64 = 600_000;
 
 /// Most `Expire` entries one duty tick proposes back to back while due lists
 /// come back full ([`MAX_DUE_PER_ENTRY`] each, or [`MAX_DUE_PER_SLOW_ENTRY`]):
@@ -813,5 +809,190 @@ mod mass_expiry_tests {
         }
         assert_eq!(duty_counts(&t.applied()).0, 0, "an advance was proposed");
         assert!(!t.table(|m| m.duty_clock().is_running()));
+    }
+}
+
+#[cfg(test)]
+mod s8_tests {
+    //! S8 through the duty loop of a running node (paused time): what the
+    //! leader's `Expire` entries hand off never reaches a waiter they name.
+
+    use std::time::Duration;
+
+    use warden_core::types::{Acquire, AcquireOutcome, AcquireReply, Command, LeaseSpec};
+
+    use super::super::test_node::{header, Setup, TestNode};
+
+    /// An anonymous acquire of `resource` on a new lease (`client`, request
+    /// 1), waiting up to `wait_timeout_ms`; the lease id and whether it queued.
+    async fn acquire(
+        t: &TestNode,
+        client: u64,
+        resource: &str,
+        ttl_ms: u64,
+        wait_timeout_ms: u64,
+    ) -> (u64, bool) {
+        let reply: AcquireReply = t
+            .node
+            .submit(
+                &None,
+                Command::Acquire(Acquire {
+                    header: header(client, 1),
+                    resource: resource.into(),
+                    lease: LeaseSpec::New { ttl_ms },
+                    wait_timeout_ms,
+                    lock_delay_ms: 0,
+                    due: None,
+                }),
+            )
+            .await
+            .expect("acquire");
+        match reply.outcome {
+            AcquireOutcome::Granted { lease_id, .. } => (lease_id, false),
+            AcquireOutcome::Queued { lease_id, .. } => (lease_id, true),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    // S8: a holder whose lease is due in the same duty tick as the timed-out
+    // waiter at the head of its queue. The leader proposes two `Expire`
+    // entries, the waiter first, so the holder's end hands the resource to
+    // the live waiter behind it; one entry (leases ended first, each
+    // handing off at once) granted it to the timed-out waiter, whose caller
+    // had been told it timed out.
+    #[tokio::test(start_paused = true)]
+    async fn a_holder_due_with_its_timed_out_head_waiter_hands_off_to_the_live_one() {
+        // A duty tick of 5 s: the holder's TTL (3 s) and the head's wait
+        // (2 s) both run out before the first tick after the set-up.
+        let t = TestNode::start(Setup {
+            duty_interval_ms: Some(5_000),
+            ..Setup::default()
+        })
+        .await;
+        let (holder, queued) = acquire(&t, 11, "r", 3_000, 0).await;
+        assert!(!queued);
+        let (head, queued) = acquire(&t, 12, "r", 60_000, 2_000).await;
+        assert!(queued);
+        let (live, queued) = acquire(&t, 13, "r", 60_000, 3_600_000).await;
+        assert!(queued);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while t.table(|m| m.holder("r").map(|h| h.lease_id)) != Some(live) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the live waiter was not granted: holder {:?}",
+                t.table(|m| m.holder("r").map(|h| h.lease_id))
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let grants: Vec<u64> = t
+            .grants()
+            .into_iter()
+            .filter(|(r, _)| r == "r")
+            .map(|(_, l)| l)
+            .collect();
+        assert_eq!(
+            grants,
+            vec![holder, live],
+            "the timed-out head was never granted"
+        );
+        // The two entries, in order: the head's wait, then the holder.
+        let expires: Vec<(Vec<u64>, Vec<u64>)> = t
+            .applied()
+            .iter()
+            .filter_map(|c| match c {
+                Command::Expire(d) if !d.leases.is_empty() || !d.waiters.is_empty() => Some((
+                    d.waiters.iter().map(|w| w.lease_id).collect(),
+                    d.leases.iter().map(|l| l.lease_id).collect(),
+                )),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(expires, vec![(vec![head], vec![]), (vec![], vec![holder])]);
+        assert!(
+            t.table(|m| m.lease(head).is_none()),
+            "the head's lease ended with its wait"
+        );
+    }
+}
+
+#[cfg(test)]
+mod idle_client_tests {
+    //! S7 on a running node: the leader's duty loop drops a principal's
+    //! outcome record that stood still for the idle timeout, and keeps one
+    //! that moved, on tokio's paused clock.
+
+    use std::time::Duration;
+
+    use tokio::time::Instant;
+    use warden_core::types::{Command, LeaseGrant, Permission};
+
+    use super::super::submit::LeaseGranted;
+    use super::super::test_node::{header, named, Setup, TestNode};
+    use super::CLIENT_IDLE_TIMEOUT_MS;
+
+    /// Whether alice's record of `client` is kept.
+    fn kept(t: &TestNode, client: u64) -> bool {
+        t.table(|m| m.outcome_table().record_of(Some("alice"), client).is_some())
+    }
+
+    async fn grant(t: &TestNode, client: u64, request_id: u64) {
+        let _: LeaseGranted = t
+            .node
+            .submit(
+                &named("alice"),
+                Command::LeaseGrant(LeaseGrant {
+                    header: header(client, request_id),
+                    ttl_ms: 60_000,
+                }),
+            )
+            .await
+            .expect("lease grant");
+    }
+
+    /// Sleeps (paused time) until `at`, or until `done` holds, checking
+    /// every 100 ms; whether `done` held.
+    async fn until(at: Instant, mut done: impl FnMut() -> bool) -> bool {
+        while Instant::now() < at {
+            if done() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        done()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_leader_drops_a_record_idle_for_the_timeout_and_keeps_one_that_moved() {
+        let idle = Duration::from_millis(CLIENT_IDLE_TIMEOUT_MS);
+        let t = TestNode::start(Setup::default()).await;
+        t.grant("alice", "", Permission::Lock).await;
+        grant(&t, 5, 1).await;
+        grant(&t, 6, 1).await;
+        let t0 = Instant::now();
+        assert!(kept(&t, 5) && kept(&t, 6));
+        // Client 6 sends another request halfway: its record moves.
+        tokio::time::sleep(idle / 2).await;
+        grant(&t, 6, 2).await;
+        let moved = Instant::now();
+        // Neither is dropped before the whole timeout.
+        let early = until(t0 + idle - Duration::from_secs(1), || {
+            !kept(&t, 5) || !kept(&t, 6)
+        })
+        .await;
+        assert!(!early, "a record was dropped before the idle timeout");
+        // Client 5's goes within a few seconds of it (a pass and a commit);
+        // client 6's stays.
+        let dropped = until(t0 + idle + Duration::from_secs(5), || !kept(&t, 5)).await;
+        assert!(dropped, "client 5's idle record was kept past the timeout");
+        assert!(kept(&t, 6), "client 6's record moved at half the timeout");
+        let dropped = until(moved + idle + Duration::from_secs(5), || !kept(&t, 6)).await;
+        assert!(dropped, "client 6's record was kept past its own timeout");
+        let applied = t.applied();
+        assert!(
+            applied.iter().any(
+                |c| matches!(c, Command::DropClients(d) if d.clients.iter().any(|(c, _)| *c == 5))
+            ),
+            "the drop went through a DropClients entry"
+        );
     }
 }

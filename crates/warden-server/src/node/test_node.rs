@@ -24,9 +24,13 @@ use crate::sim_hooks::{BugSwitches, Observer};
 use crate::store::{Db, LogStore, StateMachineStore};
 use crate::types::MemberAddr;
 
-/// Records every command applied (the entry's command as it was proposed).
+/// Records every command applied (the entry's command as it was proposed),
+/// and every grant apply made: (resource, lease id), in order.
 #[derive(Debug, Default)]
-pub(crate) struct Applied(pub(crate) Mutex<Vec<Command>>);
+pub(crate) struct Applied(
+    pub(crate) Mutex<Vec<Command>>,
+    pub(crate) Mutex<Vec<(String, u64)>>,
+);
 
 impl Observer for Applied {
     fn on_apply(
@@ -36,7 +40,7 @@ impl Observer for Applied {
         _log_leader: LeaderId,
         cmd: &Command,
         _logged: &Command,
-        _applied: &warden_core::table::Applied,
+        applied: &warden_core::table::Applied,
         _table: &warden_core::table::LockTable,
         _deadlines: &warden_core::deadline::Deadlines,
         _stamp: Duration,
@@ -44,6 +48,14 @@ impl Observer for Applied {
     ) {
         if let Ok(mut cmds) = self.0.lock() {
             cmds.push(cmd.clone());
+        }
+        if let Ok(mut grants) = self.1.lock() {
+            grants.extend(applied.effects.iter().filter_map(|e| match e {
+                warden_core::Effect::Granted {
+                    resource, lease_id, ..
+                } => Some((resource.clone(), *lease_id)),
+                _ => None,
+            }));
         }
     }
 }
@@ -60,6 +72,8 @@ pub(crate) struct Setup {
     /// Most leases a promotion slice ranges over; None: the production
     /// bound.
     pub(crate) promote_slice_leases: Option<usize>,
+    /// The duty tick in ms; None: the default (50 ms).
+    pub(crate) duty_interval_ms: Option<u64>,
 }
 
 /// A running one-node cluster.
@@ -93,6 +107,9 @@ impl TestNode {
             heartbeat_ms: 50,
             election_timeout_min_ms: 150,
             election_timeout_max_ms: 300,
+            duty_interval_ms: setup
+                .duty_interval_ms
+                .unwrap_or(Timing::default().duty_interval_ms),
             ..Timing::default()
         };
         let addr = "127.0.0.1:1".to_string();
@@ -228,6 +245,11 @@ impl TestNode {
     /// The commands applied so far, in order.
     pub(crate) fn applied(&self) -> Vec<Command> {
         self.applied.0.lock().expect("applied").clone()
+    }
+
+    /// The grants applied so far, in order: (resource, lease id).
+    pub(crate) fn grants(&self) -> Vec<(String, u64)> {
+        self.applied.1.lock().expect("grants").clone()
     }
 
     /// Reads the applied lock table.
