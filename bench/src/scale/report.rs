@@ -154,7 +154,7 @@ fn markdown(machine: &Map<String, Value>, sc: &Map<String, Value>) -> String {
         kv_table(&mut s, o, &[]);
     }
     if let Some(Value::Array(rows)) = sc.get("curve") {
-        let _ = writeln!(s, "\n## curve\n\nThe million_locks measurements (without catch-up and the empty failover) at each size, each on a fresh cluster; the point at the run's `--locks` is million_locks' own (`from`). `rss_mib`: the leader's; `acquire_p50_ms`: 200 uncontended acquires with the table full.\n");
+        let _ = writeln!(s, "\n## curve\n\nThe million_locks measurements (without catch-up and the empty failover) at each size, each on a fresh cluster; the point at the run's `--locks` is million_locks' own (`from`). `rss_mib`: the leader's; `acquire_p50_ms`: 200 uncontended acquires with the table full; `cycles_per_s`: acquire + release cycles of fresh resources a second with the table full, 64 clients for 10 s once connected (the rate at each size in steady state).\n");
         list_table(
             &mut s,
             rows,
@@ -166,9 +166,11 @@ fn markdown(machine: &Map<String, Value>, sc: &Map<String, Value>) -> String {
                 "restart_ms",
                 "failover_ms",
                 "acquire_p50_ms",
+                "cycles_per_s",
                 "from",
             ],
         );
+        steady_ratio(&mut s, rows);
         per_lock_and_session(&mut s, rows, sc.get("chubby_cell"));
     }
     if let Some(Value::Array(rows)) = sc.get("wan") {
@@ -192,6 +194,27 @@ fn markdown(machine: &Map<String, Value>, sc: &Map<String, Value>) -> String {
         }
     }
     s
+}
+
+/// The steady-state rate at the curve's largest point against its
+/// smallest (the scale target: at least 0.8).
+fn steady_ratio(s: &mut String, rows: &[Value]) {
+    let rate = |r: &Value| Some((r.get("locks")?.as_f64()?, r.get("cycles_per_s")?.as_f64()?));
+    let (Some(first), Some(last)) = (rows.first().and_then(rate), rows.last().and_then(rate))
+    else {
+        return;
+    };
+    if first.1 > 0.0 && last.0 > first.0 {
+        let _ = writeln!(
+            s,
+            "\nSteady-state rate with {:.0} locks held against {:.0}: **{:.2}×** ({:.0} against {:.0} cycles a second).",
+            last.0,
+            first.0,
+            last.1 / first.1,
+            last.1,
+            first.1
+        );
+    }
 }
 
 /// The bytes each held lock and each session cost: the slopes of the
