@@ -763,6 +763,27 @@ impl Deadlines {
             .collect()
     }
 
+    /// The timed-out waiters near the front of the first `max_queues` of
+    /// `resources` ([`Self::due_front_waiters`] of each), stopping once
+    /// `max_waiters` or more are named.
+    fn due_fronts<R: AsRef<str>>(
+        &self,
+        table: &LockTable,
+        resources: impl IntoIterator<Item = R>,
+        now: Duration,
+        max_queues: usize,
+        max_waiters: usize,
+    ) -> Vec<DueWaiter> {
+        let mut fronts = Vec::new();
+        for r in resources.into_iter().take(max_queues) {
+            if fronts.len() >= max_waiters {
+                break;
+            }
+            fronts.extend(self.due_front_waiters(table, r.as_ref(), now));
+        }
+        fronts
+    }
+
     /// Adds to `list` the waiters near the front of each of `resources`
     /// whose wait has run out at `now` ([`Self::due_front_waiters`]), so
     /// that apply removes them before the command that carries the list
@@ -775,11 +796,9 @@ impl Deadlines {
         resources: impl IntoIterator<Item = String>,
         now: Duration,
     ) {
-        let before = list.waiters.len();
-        for r in resources.into_iter().take(MAX_DUE_PER_CLIENT_ENTRY) {
-            list.waiters.extend(self.due_front_waiters(table, &r, now));
-        }
-        if list.waiters.len() > before {
+        let fronts = self.due_fronts(table, resources, now, MAX_DUE_PER_CLIENT_ENTRY, usize::MAX);
+        if !fronts.is_empty() {
+            list.waiters.extend(fronts);
             sort_waiters(&mut list.waiters);
         }
     }
@@ -952,18 +971,13 @@ impl Deadlines {
         );
         let full = self.due_is_full(table, &list, now);
         // At most `max_items` queues looked at, and as many waiters named.
-        let mut blockers: Vec<DueWaiter> = Vec::new();
         let held = list
             .leases
             .iter()
             .filter_map(|d| table.lease(d.lease_id))
             .flat_map(|l| l.locks.iter());
-        for r in held.take(max_items.max(1)) {
-            if blockers.len() >= max_items.max(1) {
-                break;
-            }
-            blockers.extend(self.due_front_waiters(table, r, now));
-        }
+        let bound = max_items.max(1);
+        let blockers = self.due_fronts(table, held, now, bound, bound);
         if blockers.is_empty() || list.leases.is_empty() {
             return (vec![list], full);
         }
@@ -1031,33 +1045,28 @@ impl Deadlines {
         // timed-out waiter near its front waits for a later list (the next
         // `Expire` names it, after those waiters); this one names those
         // waiters, so they are gone before it ends.
-        let mut examined = 0usize;
-        leases.retain(|d| {
-            if !defer_blocked {
-                return true;
-            }
-            let Some(lease) = table.lease(d.lease_id) else {
-                return true;
-            };
-            // At most `max_items` queues looked at (each up to
-            // HANDOFF_LOOKAHEAD waiters), whatever the leases hold.
-            if examined >= max_items {
-                return true;
-            }
-            examined += lease.locks.len();
-            let front: Vec<DueWaiter> = lease
-                .locks
-                .iter()
-                .flat_map(|r| self.due_front_waiters(table, r, now))
-                .collect();
-            let keep = front.is_empty();
-            // Named beyond the bound only up to twice it; the rest, due too,
-            // come first in a later list.
-            if waiters.len() + front.len() <= max_items.saturating_mul(2) {
-                waiters.extend(front);
-            }
-            keep
-        });
+        if defer_blocked {
+            let mut examined = 0usize;
+            leases.retain(|d| {
+                let Some(lease) = table.lease(d.lease_id) else {
+                    return true;
+                };
+                // At most `max_items` queues looked at (each up to
+                // HANDOFF_LOOKAHEAD waiters), whatever the leases hold.
+                if examined >= max_items {
+                    return true;
+                }
+                examined += lease.locks.len();
+                let front = self.due_fronts(table, &lease.locks, now, usize::MAX, usize::MAX);
+                let keep = front.is_empty();
+                // Named beyond the bound only up to twice it; the rest, due
+                // too, come first in a later list.
+                if waiters.len() + front.len() <= max_items.saturating_mul(2) {
+                    waiters.extend(front);
+                }
+                keep
+            });
+        }
         let leases = waiters_first(table, leases);
         sort_waiters(&mut waiters);
         DueList {

@@ -210,6 +210,28 @@ impl Command {
         }
     }
 
+    /// The due list of any command that carries one for apply to act on
+    /// before it hands anything off (S8): a client command's
+    /// ([`Self::client_due`]) or a lock-delay or max-hold end's. `Expire`,
+    /// which is a due list, is not one of them.
+    pub fn due(&self) -> Option<&DueList> {
+        match self {
+            Command::EndLockDelay(e) => e.due.as_ref(),
+            Command::EndMaxHold(e) => e.due.as_ref(),
+            c => c.client_due(),
+        }
+    }
+
+    /// The due-list slot of the commands [`Self::due`] reads, for the leader
+    /// to fill.
+    pub fn due_mut(&mut self) -> Option<&mut Option<DueList>> {
+        match self {
+            Command::EndLockDelay(e) => Some(&mut e.due),
+            Command::EndMaxHold(e) => Some(&mut e.due),
+            c => c.client_due_mut(),
+        }
+    }
+
     /// The due-list slot of the commands [`Self::client_due`] reads, for the
     /// leader to fill.
     pub fn client_due_mut(&mut self) -> Option<&mut Option<DueList>> {

@@ -182,11 +182,10 @@ pub(crate) fn buggy_command(
         }
     }
     let due = match &mut cmd {
-        Command::EndLockDelay(e) => e.due.as_mut(),
-        Command::EndMaxHold(e) => e.due.as_mut(),
         Command::Expire(d) => Some(d),
-        // A client command's list, bare or inside `Command::Authorized`.
-        c => c.client_due_mut().and_then(Option::as_mut),
+        // A duty's or a client command's list (bare or inside
+        // `Command::Authorized`).
+        c => c.due_mut().and_then(Option::as_mut),
     };
     if let Some(due) = due {
         if bugs.grant_to_due_waiter {

@@ -357,10 +357,7 @@ pub async fn run(node: Weak<Node>) {
                 due: None,
             });
             // It hands the resource off: the due list rides in it (S8).
-            let due = node.due_list(std::slice::from_ref(&cmd));
-            if let Command::EndLockDelay(end) = &mut cmd {
-                end.due = due;
-            }
+            node.refresh_due(std::slice::from_mut(&mut cmd));
             if let Err(e) = node.propose_duty(cmd).await {
                 tracing::debug!("end lock-delay: {}", e);
             }
@@ -374,10 +371,7 @@ pub async fn run(node: Weak<Node>) {
                 grants: max_holds,
                 due: None,
             });
-            let due = node.due_list(std::slice::from_ref(&cmd));
-            if let Command::EndMaxHold(end) = &mut cmd {
-                end.due = due;
-            }
+            node.refresh_due(std::slice::from_mut(&mut cmd));
             if let Err(e) = node.propose_duty(cmd).await {
                 tracing::debug!("end max-hold: {}", e);
             }

@@ -162,19 +162,29 @@ mod tests {
         }
     }
 
-    /// Runs whole passes over `records` (sorted as the table sorts them)
-    /// at `now`: every slice until the walk wraps; the idle pairs found.
+    /// The records after the walk's cursor (`records` sorted as the table
+    /// sorts them), as `LockTable::client_records_after` gives them.
+    fn rest<'a>(walk: &IdleClients, records: &[ClientView<'a>]) -> Vec<ClientView<'a>> {
+        let key = |p: Option<&str>, c: u64| (p.unwrap_or("").to_owned(), c);
+        let after = walk.after().map(|(p, c)| key(p, c));
+        records
+            .iter()
+            .copied()
+            .filter(|r| {
+                after
+                    .as_ref()
+                    .is_none_or(|a| key(r.principal, r.client_id) > *a)
+            })
+            .collect()
+    }
+
+    /// Runs a whole pass over `records` at `now`: every slice until the
+    /// walk wraps; the idle pairs found.
     fn pass(walk: &mut IdleClients, records: &[ClientView<'_>], now: Duration) -> Vec<(u64, u64)> {
         let mut idle = Vec::new();
         loop {
-            let after = walk.after().map(|(p, c)| (p.map(str::to_owned), c));
-            let rest = records.iter().copied().filter(|r| match &after {
-                None => true,
-                Some((p, c)) => {
-                    (r.principal.unwrap_or(""), r.client_id) > (p.as_deref().unwrap_or(""), *c)
-                }
-            });
-            idle.extend(walk.slice(rest, now, Duration::from_secs(600)));
+            let rest = rest(walk, records);
+            idle.extend(walk.slice(rest.into_iter(), now, Duration::from_secs(600)));
             if walk.after().is_none() {
                 return idle;
             }
@@ -246,16 +256,7 @@ mod tests {
         let mut walk = IdleClients::default();
         let mut slices = 0;
         loop {
-            let after = walk.after().map(|(p, c)| (p.unwrap_or("").to_owned(), c));
-            let rest: Vec<_> = all
-                .iter()
-                .copied()
-                .filter(|r| {
-                    after.as_ref().is_none_or(|(p, c)| {
-                        (r.principal.unwrap_or(""), r.client_id) > (p.as_str(), *c)
-                    })
-                })
-                .collect();
+            let rest = rest(&walk, &all);
             assert!(walk.slice(rest.into_iter(), t(0), t(600)).is_empty());
             slices += 1;
             if walk.after().is_none() {

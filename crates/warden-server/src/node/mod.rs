@@ -285,13 +285,15 @@ impl Node {
         Some(due)
     }
 
-    /// Commands that waited in the proposer's queue, about to go out as one
-    /// entry: the due list as this leader sees it now rides in the first
-    /// command that can carry one, and no other command carries one. Each
-    /// command's own list was taken when its request arrived, possibly a
-    /// commit round ago; this one is fresh, and apply removes what it names
-    /// before anything in the entry is handed off (S8).
-    fn refresh_due(&self, cmds: &mut [Command]) {
+    /// Puts the due list as this leader sees it now into the first of
+    /// `cmds` that can carry one ([`Command::due_mut`]), and none into the
+    /// others: a client command as it is submitted, a lock-delay or
+    /// max-hold end the leader proposes, and the commands that waited in
+    /// the proposer's queue as they go out as one entry (each one's own list
+    /// was taken when its request arrived, possibly a commit round ago; this
+    /// one is fresh). Apply removes what it names before anything in the
+    /// entry is handed off (S8).
+    pub(crate) fn refresh_due(&self, cmds: &mut [Command]) {
         place_due(self.due_list(cmds), cmds);
     }
 }
@@ -321,7 +323,7 @@ impl crate::sim_hooks::SimNode for Node {
 fn place_due(due: Option<DueList>, cmds: &mut [Command]) {
     let mut due = Some(due);
     for c in cmds {
-        if let Some(slot) = c.client_due_mut() {
+        if let Some(slot) = c.due_mut() {
             *slot = due.take().flatten();
         }
     }

@@ -320,10 +320,7 @@ impl Node {
             )));
         }
         let mut cmd = authorize(wrapped, self.formats.may_wrap())?;
-        let due = self.due_list(std::slice::from_ref(&cmd));
-        if let Some(slot) = cmd.client_due_mut() {
-            *slot = due;
-        }
+        self.refresh_due(std::slice::from_mut(&mut cmd));
         let (response, _) = self.proposer.propose(cmd).await?;
         match response {
             Response::Error(e) => Err(SubmitError::Refused(e)),

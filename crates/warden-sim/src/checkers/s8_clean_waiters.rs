@@ -54,13 +54,12 @@ fn dues_of(cmd: &Command) -> Vec<&DueList> {
     }
 }
 
-/// The due list of one command: a leader duty's, or a client command's of
-/// any kind, bare or wrapped (`Command::client_due`).
+/// The due list of one command: an `Expire`, another leader duty's, or a
+/// client command's of any kind, bare or wrapped (`Command::due`).
 fn due_of(cmd: &Command) -> Option<&DueList> {
     match cmd {
-        Command::EndLockDelay(e) => e.due.as_ref(),
         Command::Expire(d) => Some(d),
-        c => c.client_due(),
+        c => c.due(),
     }
 }
 
