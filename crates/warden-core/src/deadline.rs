@@ -41,11 +41,12 @@ use crate::effect::Effect;
 #[cfg(doc)]
 use crate::limits::MAX_DUE_PER_SLOW_ENTRY;
 use crate::limits::{
-    MAX_DUE_GRANTS_PER_ENTRY, MAX_DUE_PER_CLIENT_ENTRY, MAX_DUE_PER_ENTRY, MAX_HOLDS_PER_ENTRY,
+    MAX_DUE_GRANTS_PER_ENTRY, MAX_DUE_PER_CLIENT_ENTRY, MAX_DUE_PER_ENTRY,
+    MAX_HANDOFF_QUEUES_PER_LIST, MAX_HOLDS_PER_ENTRY,
 };
 use crate::table::LockTable;
 use crate::types::{
-    Checkpoint, CheckpointLease, CheckpointLockDelay, CheckpointMaxHold, CheckpointWaiter,
+    Checkpoint, CheckpointLease, CheckpointLockDelay, CheckpointMaxHold, CheckpointWaiter, Command,
     DueLease, DueList, DueWaiter, FencingToken, LeaderId, LeaseId, LogIndex, MaxHoldRef,
     PromoteSlice,
 };
@@ -796,11 +797,40 @@ impl Deadlines {
         resources: impl IntoIterator<Item = String>,
         now: Duration,
     ) {
-        let fronts = self.due_fronts(table, resources, now, MAX_DUE_PER_CLIENT_ENTRY, usize::MAX);
+        let fronts = self.due_fronts(
+            table,
+            resources,
+            now,
+            MAX_HANDOFF_QUEUES_PER_LIST,
+            usize::MAX,
+        );
         if !fronts.is_empty() {
             list.waiters.extend(fronts);
             sort_waiters(&mut list.waiters);
         }
+    }
+
+    /// The due list that rides in an entry of `cmds` that can hand a
+    /// resource off (a client entry, an `EndLockDelay`, an `EndMaxHold`;
+    /// S8): the first [`MAX_DUE_PER_CLIENT_ENTRY`] due leases and waiters by
+    /// deadline, as [`Self::due_up_to`] names them, and every timed-out
+    /// waiter near the front of the queues `cmds` may hand off
+    /// ([`Self::name_front_waiters`]), however many more are due. None when
+    /// nothing is due.
+    pub fn client_due(
+        &self,
+        table: &LockTable,
+        leader: LeaderId,
+        now: Duration,
+        cmds: &[Command],
+    ) -> Option<DueList> {
+        let mut due = self.due_up_to(table, leader, now, MAX_DUE_PER_CLIENT_ENTRY);
+        if due.leases.is_empty() && due.waiters.is_empty() {
+            return None;
+        }
+        let resources = cmds.iter().flat_map(|c| table.handoff_resources(c));
+        self.name_front_waiters(table, &mut due, resources, now);
+        Some(due)
     }
 
     /// Every lease's local deadline, by lease id (what a snapshot's

@@ -43,7 +43,7 @@ pub const MAX_AUDIT_RECORDS: usize = 1_000;
 /// the peers' message limit.
 pub const MAX_BATCH_COMMANDS: usize = 256;
 /// Most leases, and most waiters, one `Expire` entry's due list names (a
-/// client entry's names up to [`MAX_DUE_PER_CLIENT_ENTRY`]): a mass expiry
+/// client entry's, as many: [`MAX_DUE_PER_CLIENT_ENTRY`]): a mass expiry
 /// is ended in bounded entries, the earliest deadlines first, so no single entry holds apply or
 /// the Raft core for long. A leader with more due proposes the next entry as
 /// soon as the last one is applied, so a client entry proposed meanwhile
@@ -73,12 +73,24 @@ pub const MAX_HOLDS_PER_ENTRY: usize = 1_000;
 /// such entries are in flight at once, and four times as many would slow the
 /// checkpoint walk those clusters rely on.
 pub const MAX_CHECKPOINT_ITEMS_PER_ENTRY: usize = 1_000;
-/// Most leases, and most waiters, a due list carried by a client entry names
-/// by deadline (`Node::due_list`), beyond which it still names the timed-out
-/// waiters at the front of each queue the entry's command may hand off
-/// (`Deadlines::name_front_waiters`, S8). It stayed at 1,000 when
-/// [`MAX_DUE_PER_ENTRY`] went to 250 for `Expire` entries.
-pub const MAX_DUE_PER_CLIENT_ENTRY: usize = 1_000;
+/// Most leases, and most waiters, a due list carried by a client entry (or
+/// an `EndLockDelay` or `EndMaxHold`) names by deadline (`Node::due_list`),
+/// beyond which it still names the timed-out waiters at the front of the
+/// queues the entry's command may hand off (`Deadlines::name_front_waiters`,
+/// at most [`MAX_HANDOFF_QUEUES_PER_LIST`] queues; S8). The same as an
+/// `Expire`'s: the client's own command applies in the entry, so whatever the
+/// list ends, the client waits for. At 1,000 a client entry proposed during a
+/// storm of 100,000 expiring leases held apply for 6–12 ms, four times an
+/// `Expire`'s, and the client's acquire p99 through the storm was 32–105 ms;
+/// at 250, 17–29 ms (docs/performance.md, "Client entries' due lists of
+/// 250"). The leases a client entry leaves out, the leader's next `Expire`
+/// ends.
+pub const MAX_DUE_PER_CLIENT_ENTRY: usize = MAX_DUE_PER_ENTRY;
+/// Most queues whose timed-out front waiters a due list names beyond its
+/// bound ([`MAX_DUE_PER_CLIENT_ENTRY`]): those the entry's own command may
+/// hand off, a release's one or a revoked lease's up to
+/// [`MAX_LOCKS_PER_LEASE`] (docs/semantics.md S8).
+pub const MAX_HANDOFF_QUEUES_PER_LIST: usize = 1_000;
 /// Most leases, and most waiters, an `Expire` entry names on a cluster with
 /// a long heartbeat (links with real latency; the server scales the bound
 /// from [`MAX_DUE_PER_ENTRY`] with the heartbeat up to this): entries go one

@@ -908,3 +908,75 @@ fn a_due_lease_that_holds_and_waits_ends_before_the_holder_it_waits_on() {
     assert_eq!(granted(&out), Vec::<LeaseId>::new(), "{:?}", out.effects);
     assert_eq!((log.t.holder("a"), log.t.holder("b")), (None, None));
 }
+
+// S8 and its list bound (docs/semantics.md S8): the due list a client entry
+// carries (`Deadlines::client_due`) names the MAX_DUE_PER_CLIENT_ENTRY
+// earliest due leases and waiters, as an `Expire`'s does, however many more
+// are due; the client's own command applies in that entry, so it waits for
+// whatever the list ends (docs/performance.md, "Client entries' due lists
+// of 250"). Beyond that bound it still names the timed-out waiter at the
+// front of the queue its own release hands off, and the release then hands
+// that resource to nobody.
+#[test]
+fn a_client_due_list_names_the_bound_earliest_and_the_timed_out_head_it_frees() {
+    use crate::limits::MAX_DUE_PER_CLIENT_ENTRY;
+    let bound = MAX_DUE_PER_CLIENT_ENTRY as u64;
+    assert_eq!(bound, 250);
+    let (mut log, mut d) = (Log::new(), Deadlines::new());
+    let mut at = |cmd, t| step(&mut log, &mut d, cmd, t, t);
+    // Leases 1..=300, lease i due at 1 s + i ms: the lowest ids first.
+    for i in 1..=300 {
+        at(lease_grant(hdr(i, 1), 1_000 + i), s(0));
+    }
+    at(acquire(hdr(1_001, 1), "r", new_lease(60_000), 0, 0), s(0)); // lease 301 holds r
+    at(acquire(hdr(1_002, 1), "s", new_lease(60_000), 0, 0), s(0)); // lease 302 holds s
+                                                                    // Leases 303..=602 wait on s until 2 s; lease 603 waits on r until 4 s.
+    for c in 0..300 {
+        at(
+            acquire(hdr(2_000 + c, 1), "s", new_lease(60_000), 1_000, 0),
+            s(1),
+        );
+    }
+    at(
+        acquire(hdr(3_000, 1), "r", new_lease(60_000), 3_000, 0),
+        s(1),
+    );
+    let release_r = release(hdr(1_001, 2), Some("r"), 301, None);
+    let due = d
+        .client_due(&log.t, L1, s(7), std::slice::from_ref(&release_r))
+        .expect("leases and waiters are due");
+    let leases: Vec<LeaseId> = due.leases.iter().map(|l| l.lease_id).collect();
+    assert_eq!(leases, (1..=bound).collect::<Vec<_>>(), "the earliest 250");
+    let on = |r: &str| due.waiters.iter().filter(|w| w.resource == r).count();
+    assert_eq!(
+        on("s"),
+        MAX_DUE_PER_CLIENT_ENTRY,
+        "the bound's worth of s's"
+    );
+    assert_eq!(
+        due.waiters
+            .iter()
+            .filter(|w| w.resource == "r")
+            .map(|w| w.lease_id)
+            .collect::<Vec<_>>(),
+        vec![603],
+        "r's timed-out head, beyond the bound"
+    );
+    let Command::Release(mut r) = release_r else {
+        unreachable!("a release")
+    };
+    r.due = Some(due);
+    let out = step(&mut log, &mut d, Command::Release(r), s(7), s(7));
+    assert_eq!(granted(&out), Vec::<LeaseId>::new(), "{:?}", out.effects);
+    assert_eq!(log.t.holder("r"), None);
+    assert!(
+        (1..=bound).all(|id| log.t.lease(id).is_none()),
+        "listed: ended"
+    );
+    assert!(
+        (bound + 1..=300).all(|id| log.t.lease(id).is_some()),
+        "left for the next Expire"
+    );
+    // Nothing due: no list at all.
+    assert_eq!(d.client_due(&log.t, L1, s(0), &[]), None);
+}

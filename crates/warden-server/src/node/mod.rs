@@ -262,27 +262,13 @@ impl Node {
     }
 
     /// The leases and waiters this leader sees as due, to ride in an entry
-    /// of `cmds` that can hand a resource off (S8): the first
-    /// `MAX_DUE_PER_CLIENT_ENTRY` by deadline, and every timed-out waiter
-    /// near the front of a queue that `cmds` may hand off, however many
-    /// more are due. None unless promoted.
+    /// of `cmds` that can hand a resource off (S8;
+    /// [`warden_core::Deadlines::client_due`]). None unless promoted.
     pub fn due_list(&self, cmds: &[Command]) -> Option<DueList> {
         let leader = self.promoted_leader()?;
         let now = self.shared.clock.now();
         let m = self.shared.machine.lock().ok()?;
-        let mut due = m.deadlines.due_up_to(
-            &m.table,
-            leader,
-            now,
-            warden_core::limits::MAX_DUE_PER_CLIENT_ENTRY,
-        );
-        if due.leases.is_empty() && due.waiters.is_empty() {
-            return None;
-        }
-        let resources = cmds.iter().flat_map(|c| m.table.handoff_resources(c));
-        m.deadlines
-            .name_front_waiters(&m.table, &mut due, resources, now);
-        Some(due)
+        m.deadlines.client_due(&m.table, leader, now, cmds)
     }
 
     /// Puts the due list as this leader sees it now into the first of
