@@ -744,6 +744,18 @@ impl Deadlines {
         resource: &str,
         now: Duration,
     ) -> Vec<DueWaiter> {
+        self.front_waiters(table, resource, now, |_| false)
+    }
+
+    /// The waiters among the first [`HANDOFF_LOOKAHEAD`] of `resource`'s
+    /// queue whose wait has run out at `now` or for whose lease `gone` holds.
+    fn front_waiters(
+        &self,
+        table: &LockTable,
+        resource: &str,
+        now: Duration,
+        gone: impl Fn(LeaseId) -> bool,
+    ) -> Vec<DueWaiter> {
         let Some(state) = table.resource(resource) else {
             return Vec::new();
         };
@@ -754,7 +766,7 @@ impl Deadlines {
             .take(HANDOFF_LOOKAHEAD)
             .filter(|w| {
                 (key.1, key.2) = (w.lease_id, w.enqueue_index);
-                self.waits.get(&key).is_some_and(|at| at <= now)
+                self.waits.get(&key).is_some_and(|at| at <= now) || gone(w.lease_id)
             })
             .map(|w| DueWaiter {
                 resource: resource.to_owned(),
@@ -785,11 +797,13 @@ impl Deadlines {
         fronts
     }
 
-    /// Adds to `list` the waiters near the front of each of `resources`
-    /// whose wait has run out at `now` ([`Self::due_front_waiters`]), so
+    /// Adds to `list` the waiters near the front of each of the first
+    /// [`MAX_HANDOFF_QUEUES_PER_LIST`] of `resources` whose wait has run out
+    /// at `now`, or whose lease is due and not among the list's leases, so
     /// that apply removes them before the command that carries the list
     /// hands those resources off (S8), even when more are due than the
-    /// list's bound let it name.
+    /// list's bound let it name. (A listed lease ends before the command
+    /// applies, and its waits with it.)
     pub fn name_front_waiters(
         &self,
         table: &LockTable,
@@ -797,13 +811,13 @@ impl Deadlines {
         resources: impl IntoIterator<Item = String>,
         now: Duration,
     ) {
-        let fronts = self.due_fronts(
-            table,
-            resources,
-            now,
-            MAX_HANDOFF_QUEUES_PER_LIST,
-            usize::MAX,
-        );
+        let listed: BTreeSet<LeaseId> = list.leases.iter().map(|l| l.lease_id).collect();
+        let lease_due =
+            |id: LeaseId| !listed.contains(&id) && self.leases.get(&id).is_some_and(|at| at <= now);
+        let mut fronts = Vec::new();
+        for r in resources.into_iter().take(MAX_HANDOFF_QUEUES_PER_LIST) {
+            fronts.extend(self.front_waiters(table, &r, now, lease_due));
+        }
         if !fronts.is_empty() {
             list.waiters.extend(fronts);
             sort_waiters(&mut list.waiters);
@@ -813,10 +827,10 @@ impl Deadlines {
     /// The due list that rides in an entry of `cmds` that can hand a
     /// resource off (a client entry, an `EndLockDelay`, an `EndMaxHold`;
     /// S8): the first [`MAX_DUE_PER_CLIENT_ENTRY`] due leases and waiters by
-    /// deadline, as [`Self::due_up_to`] names them, and every timed-out
-    /// waiter near the front of the queues `cmds` may hand off
-    /// ([`Self::name_front_waiters`]), however many more are due. None when
-    /// nothing is due.
+    /// deadline, as [`Self::due_up_to`] names them, and every waiter near
+    /// the front of the queues `cmds` may hand off whose wait has timed out
+    /// or whose lease is due and not listed ([`Self::name_front_waiters`]),
+    /// however many more are due. None when nothing is due.
     pub fn client_due(
         &self,
         table: &LockTable,

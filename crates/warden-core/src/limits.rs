@@ -75,8 +75,9 @@ pub const MAX_HOLDS_PER_ENTRY: usize = 1_000;
 pub const MAX_CHECKPOINT_ITEMS_PER_ENTRY: usize = 1_000;
 /// Most leases, and most waiters, a due list carried by a client entry (or
 /// an `EndLockDelay` or `EndMaxHold`) names by deadline (`Node::due_list`),
-/// beyond which it still names the timed-out waiters at the front of the
-/// queues the entry's command may hand off (`Deadlines::name_front_waiters`,
+/// beyond which it still names the waiters at the front of the queues the
+/// entry's command may hand off whose wait has timed out or whose lease is
+/// due and not listed (`Deadlines::name_front_waiters`,
 /// at most [`MAX_HANDOFF_QUEUES_PER_LIST`] queues; S8). The same as an
 /// `Expire`'s: the client's own command applies in the entry, so whatever the
 /// list ends, the client waits for. At 1,000 a client entry proposed during a

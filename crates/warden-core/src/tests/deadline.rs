@@ -980,3 +980,52 @@ fn a_client_due_list_names_the_bound_earliest_and_the_timed_out_head_it_frees() 
     // Nothing due: no list at all.
     assert_eq!(d.client_due(&log.t, L1, s(0), &[]), None);
 }
+
+// S8 beyond the list's bound, for a waiter whose lease (not its wait) is
+// due: a release's hand-off must not reach it. With more leases due than a
+// client entry's list names (MAX_DUE_PER_CLIENT_ENTRY, earliest first), the
+// head waiter's lease, due later than those, is left out; the list names
+// the head's wait instead, so apply removes it and the release hands the
+// resource to the live waiter behind it. Without that, the release granted
+// the resource to a lease the leader saw as due.
+#[test]
+fn a_client_due_list_names_a_head_waiter_whose_lease_is_due_beyond_the_bound() {
+    let (mut log, mut d) = (Log::new(), Deadlines::new());
+    let mut at = |cmd, t| step(&mut log, &mut d, cmd, t, t);
+    // Leases 1..=300 due at 1 s + i ms: they fill the list's bound.
+    for i in 1..=300 {
+        at(lease_grant(hdr(i, 1), 1_000 + i), s(0));
+    }
+    at(acquire(hdr(1_001, 1), "r", new_lease(60_000), 0, 0), s(0)); // lease 301 holds r
+    at(
+        acquire(hdr(1_002, 1), "r", new_lease(2_000), 3_600_000, 0),
+        s(0),
+    ); // lease 302, due at 2 s, waits on r
+    at(
+        acquire(hdr(1_003, 1), "r", new_lease(60_000), 3_600_000, 0),
+        s(0),
+    ); // lease 303 waits on r
+    let release_r = release(hdr(1_001, 2), Some("r"), 301, None);
+    let due = d
+        .client_due(&log.t, L1, s(7), std::slice::from_ref(&release_r))
+        .expect("leases are due");
+    assert!(
+        due.leases.iter().all(|l| l.lease_id != 302),
+        "the bound leaves the head's lease out"
+    );
+    assert_eq!(
+        due.waiters
+            .iter()
+            .map(|w| (w.resource.as_str(), w.lease_id))
+            .collect::<Vec<_>>(),
+        vec![("r", 302)],
+        "the head's wait is named instead"
+    );
+    let Command::Release(mut r) = release_r else {
+        unreachable!("a release")
+    };
+    r.due = Some(due);
+    let out = step(&mut log, &mut d, Command::Release(r), s(7), s(7));
+    assert_eq!(granted(&out), vec![303], "{:?}", out.effects);
+    assert_eq!(log.t.holder("r").map(|h| h.lease_id), Some(303));
+}
