@@ -296,6 +296,22 @@ fn granted(out: &crate::table::Applied) -> Vec<LeaseId> {
         .collect()
 }
 
+/// Applies `release` (a `Command::Release`) carrying `due` as its due
+/// list, stamped and applied at `now`.
+fn release_carrying(
+    log: &mut Log,
+    d: &mut Deadlines,
+    release: Command,
+    due: DueList,
+    now: Duration,
+) -> crate::table::Applied {
+    let Command::Release(mut r) = release else {
+        unreachable!("a release")
+    };
+    r.due = Some(due);
+    step(log, d, Command::Release(r), now, now)
+}
+
 fn held_with_waiters(waiters: u64) -> (Log, Deadlines) {
     let (mut log, mut d) = (Log::new(), Deadlines::new());
     step(
@@ -881,11 +897,7 @@ fn a_full_due_list_still_names_the_timed_out_head_of_what_its_command_frees() {
     assert_eq!(log.t.handoff_resources(&release_r), vec!["r".to_string()]);
     d.name_front_waiters(&log.t, &mut due, log.t.handoff_resources(&release_r), s(7));
     assert_eq!(due.waiters, vec![waiter("r", 3, 3), waiter("s", 4, 4)]);
-    let Command::Release(mut r) = release_r else {
-        unreachable!("a release")
-    };
-    r.due = Some(due);
-    let out = step(&mut log, &mut d, Command::Release(r), s(7), s(7));
+    let out = release_carrying(&mut log, &mut d, release_r, due, s(7));
     assert_eq!(granted(&out), Vec::<LeaseId>::new(), "{:?}", out.effects);
     assert_eq!(log.t.holder("r"), None);
 }
@@ -962,11 +974,7 @@ fn a_client_due_list_names_the_bound_earliest_and_the_timed_out_head_it_frees() 
         vec![603],
         "r's timed-out head, beyond the bound"
     );
-    let Command::Release(mut r) = release_r else {
-        unreachable!("a release")
-    };
-    r.due = Some(due);
-    let out = step(&mut log, &mut d, Command::Release(r), s(7), s(7));
+    let out = release_carrying(&mut log, &mut d, release_r, due, s(7));
     assert_eq!(granted(&out), Vec::<LeaseId>::new(), "{:?}", out.effects);
     assert_eq!(log.t.holder("r"), None);
     assert!(
@@ -1021,11 +1029,7 @@ fn a_client_due_list_names_a_head_waiter_whose_lease_is_due_beyond_the_bound() {
         vec![("r", 302)],
         "the head's wait is named instead"
     );
-    let Command::Release(mut r) = release_r else {
-        unreachable!("a release")
-    };
-    r.due = Some(due);
-    let out = step(&mut log, &mut d, Command::Release(r), s(7), s(7));
+    let out = release_carrying(&mut log, &mut d, release_r, due, s(7));
     assert_eq!(granted(&out), vec![303], "{:?}", out.effects);
     assert_eq!(log.t.holder("r").map(|h| h.lease_id), Some(303));
 }
