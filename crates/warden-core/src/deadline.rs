@@ -744,18 +744,6 @@ impl Deadlines {
         resource: &str,
         now: Duration,
     ) -> Vec<DueWaiter> {
-        self.front_waiters(table, resource, now, |_| false)
-    }
-
-    /// The waiters among the first [`HANDOFF_LOOKAHEAD`] of `resource`'s
-    /// queue whose wait has run out at `now` or for whose lease `gone` holds.
-    fn front_waiters(
-        &self,
-        table: &LockTable,
-        resource: &str,
-        now: Duration,
-        gone: impl Fn(LeaseId) -> bool,
-    ) -> Vec<DueWaiter> {
         let Some(state) = table.resource(resource) else {
             return Vec::new();
         };
@@ -766,7 +754,7 @@ impl Deadlines {
             .take(HANDOFF_LOOKAHEAD)
             .filter(|w| {
                 (key.1, key.2) = (w.lease_id, w.enqueue_index);
-                self.waits.get(&key).is_some_and(|at| at <= now) || gone(w.lease_id)
+                self.waits.get(&key).is_some_and(|at| at <= now)
             })
             .map(|w| DueWaiter {
                 resource: resource.to_owned(),
@@ -797,13 +785,15 @@ impl Deadlines {
         fronts
     }
 
-    /// Adds to `list` the waiters near the front of each of the first
-    /// [`MAX_HANDOFF_QUEUES_PER_LIST`] of `resources` whose wait has run out
-    /// at `now`, or whose lease is due and not among the list's leases, so
-    /// that apply removes them before the command that carries the list
-    /// hands those resources off (S8), even when more are due than the
-    /// list's bound let it name. (A listed lease ends before the command
-    /// applies, and its waits with it.)
+    /// Adds to `list`, for each of the first [`MAX_HANDOFF_QUEUES_PER_LIST`]
+    /// of `resources` (the queues the command carrying the list may hand
+    /// off), what a hand-off could reach among the queue's first
+    /// [`HANDOFF_LOOKAHEAD`] waiters and must not (S8), even when more is due
+    /// than the list's bound let it name: the waiters whose wait has run out
+    /// at `now`, and the leases due at `now` that hold nothing (ending one
+    /// removes its waits and hands nothing off; apply skips it if a renew
+    /// committed in between, so the renew wins and the lease keeps its
+    /// place). The list's leases are put back in [`waiters_first`] order.
     pub fn name_front_waiters(
         &self,
         table: &LockTable,
@@ -811,25 +801,46 @@ impl Deadlines {
         resources: impl IntoIterator<Item = String>,
         now: Duration,
     ) {
-        let listed: BTreeSet<LeaseId> = list.leases.iter().map(|l| l.lease_id).collect();
-        let lease_due =
-            |id: LeaseId| !listed.contains(&id) && self.leases.get(&id).is_some_and(|at| at <= now);
+        let mut named: BTreeSet<LeaseId> = list.leases.iter().map(|l| l.lease_id).collect();
         let mut fronts = Vec::new();
+        let mut ends = Vec::new();
         for r in resources.into_iter().take(MAX_HANDOFF_QUEUES_PER_LIST) {
-            fronts.extend(self.front_waiters(table, &r, now, lease_due));
+            fronts.extend(self.due_front_waiters(table, &r, now));
+            let Some(state) = table.resource(&r) else {
+                continue;
+            };
+            for w in state.waiters.iter().take(HANDOFF_LOOKAHEAD) {
+                let due = self.leases.get(&w.lease_id).is_some_and(|at| at <= now);
+                let Some(lease) = table
+                    .lease(w.lease_id)
+                    .filter(|l| due && l.locks.is_empty())
+                else {
+                    continue;
+                };
+                if named.insert(w.lease_id) {
+                    ends.push(DueLease {
+                        lease_id: w.lease_id,
+                        last_index: lease.last_index,
+                    });
+                }
+            }
         }
         if !fronts.is_empty() {
             list.waiters.extend(fronts);
             sort_waiters(&mut list.waiters);
+        }
+        if !ends.is_empty() {
+            list.leases.extend(ends);
+            list.leases = waiters_first(table, std::mem::take(&mut list.leases));
         }
     }
 
     /// The due list that rides in an entry of `cmds` that can hand a
     /// resource off (a client entry, an `EndLockDelay`, an `EndMaxHold`;
     /// S8): the first [`MAX_DUE_PER_CLIENT_ENTRY`] due leases and waiters by
-    /// deadline, as [`Self::due_up_to`] names them, and every waiter near
-    /// the front of the queues `cmds` may hand off whose wait has timed out
-    /// or whose lease is due and not listed ([`Self::name_front_waiters`]),
+    /// deadline, as [`Self::due_up_to`] names them, and near the front of
+    /// the queues `cmds` may hand off every waiter whose wait has timed out
+    /// and every due lease that holds nothing ([`Self::name_front_waiters`]),
     /// however many more are due. None when nothing is due.
     pub fn client_due(
         &self,

@@ -75,9 +75,9 @@ pub const MAX_HOLDS_PER_ENTRY: usize = 1_000;
 pub const MAX_CHECKPOINT_ITEMS_PER_ENTRY: usize = 1_000;
 /// Most leases, and most waiters, a due list carried by a client entry (or
 /// an `EndLockDelay` or `EndMaxHold`) names by deadline (`Node::due_list`),
-/// beyond which it still names the waiters at the front of the queues the
-/// entry's command may hand off whose wait has timed out or whose lease is
-/// due and not listed (`Deadlines::name_front_waiters`,
+/// beyond which it still names, near the front of the queues the entry's
+/// command may hand off, the waiters whose wait has timed out and the due
+/// leases that hold nothing (`Deadlines::name_front_waiters`,
 /// at most [`MAX_HANDOFF_QUEUES_PER_LIST`] queues; S8). The same as an
 /// `Expire`'s: the client's own command applies in the entry, so whatever the
 /// list ends, the client waits for. At 1,000 a client entry proposed during a
@@ -87,10 +87,11 @@ pub const MAX_CHECKPOINT_ITEMS_PER_ENTRY: usize = 1_000;
 /// 250"). The leases a client entry leaves out, the leader's next `Expire`
 /// ends.
 pub const MAX_DUE_PER_CLIENT_ENTRY: usize = MAX_DUE_PER_ENTRY;
-/// Most queues whose timed-out front waiters a due list names beyond its
-/// bound ([`MAX_DUE_PER_CLIENT_ENTRY`]): those the entry's own command may
-/// hand off, a release's one or a revoked lease's up to
-/// [`MAX_LOCKS_PER_LEASE`] (docs/semantics.md S8).
+/// Most queues whose fronts a due list looks at beyond its bound
+/// ([`MAX_DUE_PER_CLIENT_ENTRY`]): those the entry's own command may hand
+/// off, a release's one or a revoked lease's up to [`MAX_LOCKS_PER_LEASE`];
+/// past the first 1,000 a hand-off has no such cover (docs/semantics.md S8,
+/// "Not covered yet").
 pub const MAX_HANDOFF_QUEUES_PER_LIST: usize = 1_000;
 /// Most leases, and most waiters, an `Expire` entry names on a cluster with
 /// a long heartbeat (links with real latency; the server scales the bound

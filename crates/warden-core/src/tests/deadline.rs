@@ -989,47 +989,87 @@ fn a_client_due_list_names_the_bound_earliest_and_the_timed_out_head_it_frees() 
     assert_eq!(d.client_due(&log.t, L1, s(0), &[]), None);
 }
 
-// S8 beyond the list's bound, for a waiter whose lease (not its wait) is
-// due: a release's hand-off must not reach it. With more leases due than a
-// client entry's list names (MAX_DUE_PER_CLIENT_ENTRY, earliest first), the
-// head waiter's lease, due later than those, is left out; the list names
-// the head's wait instead, so apply removes it and the release hands the
-// resource to the live waiter behind it. Without that, the release granted
-// the resource to a lease the leader saw as due.
-#[test]
-fn a_client_due_list_names_a_head_waiter_whose_lease_is_due_beyond_the_bound() {
+/// Leases 1..=300 due at 1 s + i ms (they fill a client list's bound),
+/// lease 301 holding r, and behind it on r lease 302 (TTL 2 s: due after
+/// those 300) and lease 303 (live), both waiting an hour; the release of r
+/// by 301 and the due list it carries at 7 s.
+fn due_head_beyond_the_bound() -> (Log, Deadlines, Command, DueList) {
     let (mut log, mut d) = (Log::new(), Deadlines::new());
     let mut at = |cmd, t| step(&mut log, &mut d, cmd, t, t);
-    // Leases 1..=300 due at 1 s + i ms: they fill the list's bound.
     for i in 1..=300 {
         at(lease_grant(hdr(i, 1), 1_000 + i), s(0));
     }
-    at(acquire(hdr(1_001, 1), "r", new_lease(60_000), 0, 0), s(0)); // lease 301 holds r
+    at(acquire(hdr(1_001, 1), "r", new_lease(60_000), 0, 0), s(0));
     at(
         acquire(hdr(1_002, 1), "r", new_lease(2_000), 3_600_000, 0),
         s(0),
-    ); // lease 302, due at 2 s, waits on r
+    );
     at(
         acquire(hdr(1_003, 1), "r", new_lease(60_000), 3_600_000, 0),
         s(0),
-    ); // lease 303 waits on r
+    );
     let release_r = release(hdr(1_001, 2), Some("r"), 301, None);
     let due = d
         .client_due(&log.t, L1, s(7), std::slice::from_ref(&release_r))
         .expect("leases are due");
+    (log, d, release_r, due)
+}
+
+// S8 beyond the list's bound, for a waiter whose lease (not its wait) is
+// due: a release's hand-off must not reach it. The bound
+// (MAX_DUE_PER_CLIENT_ENTRY, earliest first) leaves the head's lease out,
+// so the list names it too, as a lease that holds nothing: apply ends it
+// (expired) and the release hands r to the live waiter behind it. Without
+// that, the release granted r to a lease the leader saw as due.
+#[test]
+fn a_client_due_list_ends_a_head_waiters_due_lease_beyond_the_bound() {
+    use crate::limits::MAX_DUE_PER_CLIENT_ENTRY;
+    use crate::LeaseEndReason;
+    let (mut log, mut d, release_r, due) = due_head_beyond_the_bound();
+    let leases: Vec<LeaseId> = due.leases.iter().map(|l| l.lease_id).collect();
+    assert_eq!(leases.len(), MAX_DUE_PER_CLIENT_ENTRY + 1, "{leases:?}");
     assert!(
-        due.leases.iter().all(|l| l.lease_id != 302),
-        "the bound leaves the head's lease out"
+        leases.contains(&302),
+        "the head's lease is named: {leases:?}"
     );
-    assert_eq!(
+    assert!(
+        due.waiters.is_empty(),
+        "no wait is named: {:?}",
         due.waiters
-            .iter()
-            .map(|w| (w.resource.as_str(), w.lease_id))
-            .collect::<Vec<_>>(),
-        vec![("r", 302)],
-        "the head's wait is named instead"
     );
     let out = release_carrying(&mut log, &mut d, release_r, due, s(7));
     assert_eq!(granted(&out), vec![303], "{:?}", out.effects);
-    assert_eq!(log.t.holder("r").map(|h| h.lease_id), Some(303));
+    assert!(
+        out.effects.iter().any(|e| matches!(
+            e,
+            Effect::LeaseEnded {
+                lease_id: 302,
+                reason: LeaseEndReason::Expired
+            }
+        )),
+        "302 ended as expired: {:?}",
+        out.effects
+    );
+}
+
+// S8's guard for leases (docs/semantics.md "Leader duties and their
+// guards"): a renew that commits between the list's proposal and its apply
+// wins. The head's lease, named because it was due, renews in between: apply
+// skips it, it keeps its wait and its place, and the release grants it r.
+#[test]
+fn a_head_waiter_renewed_after_its_due_lease_was_named_keeps_its_place() {
+    let (mut log, mut d, release_r, due) = due_head_beyond_the_bound();
+    assert!(due.leases.iter().any(|l| l.lease_id == 302));
+    step(
+        &mut log,
+        &mut d,
+        Command::RenewBatch(RenewBatch {
+            lease_ids: vec![302],
+        }),
+        s(7),
+        s(7),
+    );
+    let out = release_carrying(&mut log, &mut d, release_r, due, s(7));
+    assert_eq!(granted(&out), vec![302], "{:?}", out.effects);
+    assert!(log.t.lease(302).is_some());
 }
