@@ -942,7 +942,8 @@ fn a_client_due_list_names_the_bound_earliest_and_the_timed_out_head_it_frees() 
     }
     at(acquire(hdr(1_001, 1), "r", new_lease(60_000), 0, 0), s(0)); // lease 301 holds r
     at(acquire(hdr(1_002, 1), "s", new_lease(60_000), 0, 0), s(0)); // lease 302 holds s
-                                                                    // Leases 303..=602 wait on s until 2 s; lease 603 waits on r until 4 s.
+
+    // Leases 303..=602 wait on s until 2 s; lease 603 waits on r until 4 s.
     for c in 0..300 {
         at(
             acquire(hdr(2_000 + c, 1), "s", new_lease(60_000), 1_000, 0),
