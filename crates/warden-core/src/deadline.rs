@@ -44,6 +44,7 @@ use crate::limits::{
     MAX_DUE_GRANTS_PER_ENTRY, MAX_DUE_PER_CLIENT_ENTRY, MAX_DUE_PER_ENTRY,
     MAX_HANDOFF_QUEUES_PER_LIST, MAX_HOLDS_PER_ENTRY,
 };
+use crate::resource::Waiter;
 use crate::table::LockTable;
 use crate::types::{
     Checkpoint, CheckpointLease, CheckpointLockDelay, CheckpointMaxHold, CheckpointWaiter, Command,
@@ -752,16 +753,21 @@ impl Deadlines {
             .waiters
             .iter()
             .take(HANDOFF_LOOKAHEAD)
-            .filter(|w| {
-                (key.1, key.2) = (w.lease_id, w.enqueue_index);
-                self.waits.get(&key).is_some_and(|at| at <= now)
-            })
+            .filter(|w| self.wait_ran_out(&mut key, w, now))
             .map(|w| DueWaiter {
                 resource: resource.to_owned(),
                 lease_id: w.lease_id,
                 enqueue_index: w.enqueue_index,
             })
             .collect()
+    }
+
+    /// Whether `w`'s wait has run out at `now`; `key` names the resource
+    /// `w` waits on (its lease and enqueue index are overwritten: one key,
+    /// no clone of the name, per queue looked at).
+    fn wait_ran_out(&self, key: &mut WaitKey, w: &Waiter, now: Duration) -> bool {
+        (key.1, key.2) = (w.lease_id, w.enqueue_index);
+        self.waits.get(key).is_some_and(|at| at <= now)
     }
 
     /// The timed-out waiters near the front of the first `max_queues` of
@@ -805,11 +811,18 @@ impl Deadlines {
         let mut fronts = Vec::new();
         let mut ends = Vec::new();
         for r in resources.into_iter().take(MAX_HANDOFF_QUEUES_PER_LIST) {
-            fronts.extend(self.due_front_waiters(table, &r, now));
             let Some(state) = table.resource(&r) else {
                 continue;
             };
+            let mut key: WaitKey = (r, 0, 0);
             for w in state.waiters.iter().take(HANDOFF_LOOKAHEAD) {
+                if self.wait_ran_out(&mut key, w, now) {
+                    fronts.push(DueWaiter {
+                        resource: key.0.clone(),
+                        lease_id: w.lease_id,
+                        enqueue_index: w.enqueue_index,
+                    });
+                }
                 let due = self.leases.get(&w.lease_id).is_some_and(|at| at <= now);
                 let Some(lease) = table
                     .lease(w.lease_id)
