@@ -921,6 +921,33 @@ fn a_due_lease_that_holds_and_waits_ends_before_the_holder_it_waits_on() {
     assert_eq!((log.t.holder("a"), log.t.holder("b")), (None, None));
 }
 
+/// Leases 1..=300 granted at 0 s, lease i due at 1 s + i ms (the lowest
+/// ids first): more than a client entry's list names
+/// (`MAX_DUE_PER_CLIENT_ENTRY`).
+fn leases_filling_a_client_list() -> (Log, Deadlines) {
+    let (mut log, mut d) = (Log::new(), Deadlines::new());
+    for i in 1..=300 {
+        step(
+            &mut log,
+            &mut d,
+            lease_grant(hdr(i, 1), 1_000 + i),
+            s(0),
+            s(0),
+        );
+    }
+    (log, d)
+}
+
+/// Lease 301's release of r and the due list it carries at 7 s
+/// (`Deadlines::client_due`).
+fn release_of_r_by_301(log: &Log, d: &Deadlines) -> (Command, DueList) {
+    let release_r = release(hdr(1_001, 2), Some("r"), 301, None);
+    let due = d
+        .client_due(&log.t, L1, s(7), std::slice::from_ref(&release_r))
+        .expect("something is due at 7 s");
+    (release_r, due)
+}
+
 // S8 and its list bound (docs/semantics.md S8): the due list a client entry
 // carries (`Deadlines::client_due`) names the MAX_DUE_PER_CLIENT_ENTRY
 // earliest due leases and waiters, as an `Expire`'s does, however many more
@@ -934,12 +961,8 @@ fn a_client_due_list_names_the_bound_earliest_and_the_timed_out_head_it_frees() 
     use crate::limits::MAX_DUE_PER_CLIENT_ENTRY;
     let bound = MAX_DUE_PER_CLIENT_ENTRY as u64;
     assert_eq!(bound, 250);
-    let (mut log, mut d) = (Log::new(), Deadlines::new());
+    let (mut log, mut d) = leases_filling_a_client_list();
     let mut at = |cmd, t| step(&mut log, &mut d, cmd, t, t);
-    // Leases 1..=300, lease i due at 1 s + i ms: the lowest ids first.
-    for i in 1..=300 {
-        at(lease_grant(hdr(i, 1), 1_000 + i), s(0));
-    }
     at(acquire(hdr(1_001, 1), "r", new_lease(60_000), 0, 0), s(0)); // lease 301 holds r
     at(acquire(hdr(1_002, 1), "s", new_lease(60_000), 0, 0), s(0)); // lease 302 holds s
 
@@ -954,10 +977,7 @@ fn a_client_due_list_names_the_bound_earliest_and_the_timed_out_head_it_frees() 
         acquire(hdr(3_000, 1), "r", new_lease(60_000), 3_000, 0),
         s(1),
     );
-    let release_r = release(hdr(1_001, 2), Some("r"), 301, None);
-    let due = d
-        .client_due(&log.t, L1, s(7), std::slice::from_ref(&release_r))
-        .expect("leases and waiters are due");
+    let (release_r, due) = release_of_r_by_301(&log, &d);
     let leases: Vec<LeaseId> = due.leases.iter().map(|l| l.lease_id).collect();
     assert_eq!(leases, (1..=bound).collect::<Vec<_>>(), "the earliest 250");
     let on = |r: &str| due.waiters.iter().filter(|w| w.resource == r).count();
@@ -990,16 +1010,12 @@ fn a_client_due_list_names_the_bound_earliest_and_the_timed_out_head_it_frees() 
     assert_eq!(d.client_due(&log.t, L1, s(0), &[]), None);
 }
 
-/// Leases 1..=300 due at 1 s + i ms (they fill a client list's bound),
-/// lease 301 holding r, and behind it on r lease 302 (TTL 2 s: due after
+/// [`leases_filling_a_client_list`], lease 301 holding r, and behind it on r lease 302 (TTL 2 s: due after
 /// those 300) and lease 303 (live), both waiting an hour; the release of r
 /// by 301 and the due list it carries at 7 s.
 fn due_head_beyond_the_bound() -> (Log, Deadlines, Command, DueList) {
-    let (mut log, mut d) = (Log::new(), Deadlines::new());
+    let (mut log, mut d) = leases_filling_a_client_list();
     let mut at = |cmd, t| step(&mut log, &mut d, cmd, t, t);
-    for i in 1..=300 {
-        at(lease_grant(hdr(i, 1), 1_000 + i), s(0));
-    }
     at(acquire(hdr(1_001, 1), "r", new_lease(60_000), 0, 0), s(0));
     at(
         acquire(hdr(1_002, 1), "r", new_lease(2_000), 3_600_000, 0),
@@ -1009,10 +1025,7 @@ fn due_head_beyond_the_bound() -> (Log, Deadlines, Command, DueList) {
         acquire(hdr(1_003, 1), "r", new_lease(60_000), 3_600_000, 0),
         s(0),
     );
-    let release_r = release(hdr(1_001, 2), Some("r"), 301, None);
-    let due = d
-        .client_due(&log.t, L1, s(7), std::slice::from_ref(&release_r))
-        .expect("leases are due");
+    let (release_r, due) = release_of_r_by_301(&log, &d);
     (log, d, release_r, due)
 }
 
