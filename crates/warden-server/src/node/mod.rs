@@ -391,6 +391,44 @@ mod tests {
         assert_eq!(dues(&cmds), vec![None, None, None]);
     }
 
+    // S8 for the leader's own hand-offs (docs/semantics.md S8:
+    // "`EndLockDelay` and `EndMaxHold` carry the leader's due list like a
+    // client entry"): the duty loop fills an ended lock-delay's and an ended
+    // max-hold's slot through the same placement (`Node::refresh_due`), and
+    // `Command::due` reads it back, as the simulator's S8 checker does.
+    #[test]
+    fn a_lock_delay_or_max_hold_end_carries_the_fresh_due_list() {
+        let leader = LeaderId {
+            term: 1,
+            node_id: 1,
+        };
+        let ends = [
+            Command::EndLockDelay(warden_core::types::EndLockDelay {
+                leader,
+                resource: "r".into(),
+                start_index: 4,
+                due: Some(due(7)),
+            }),
+            Command::EndMaxHold(warden_core::types::EndMaxHold {
+                leader,
+                grants: vec![],
+                due: None,
+            }),
+        ];
+        for end in ends {
+            let mut cmd = [end];
+            place_due(Some(due(42)), &mut cmd);
+            assert_eq!(
+                cmd[0].due().map(|d| d.leases[0].lease_id),
+                Some(42),
+                "{:?}",
+                cmd[0]
+            );
+            place_due(None, &mut cmd);
+            assert_eq!(cmd[0].due(), None, "a stale list is cleared");
+        }
+    }
+
     // S8 with identities: the due list rides inside `Command::Authorized`
     // too (apply reads the inner command's list), so a packed entry of
     // wrapped acquires still carries the leader's fresh list, once.
