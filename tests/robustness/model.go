@@ -1,0 +1,295 @@
+package robustness
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// Kinds of recorded operations (Input.Kind).
+const (
+	OpAcquire = "acquire" // a mutex acquire on a lease; Wait 0 is a try-lock
+	OpRelease = "release" // release(lease, resource, token)
+	OpWrite   = "write"   // a fenced write to the store (resource, token, value)
+	OpRead    = "read"    // a read of the store's key
+)
+
+// Outcomes (Output.Status). StatusUnknown is an operation whose call ended
+// without an answer (timeout, unavailable, connection cut): it is recorded
+// with Return = +inf, so Porcupine may place it anywhere after its call or
+// nowhere, and the models accept every effect it might have had.
+const (
+	StatusGranted     = "granted"      // Token
+	StatusHeld        = "held"         // Holder: the lease the server named
+	StatusTimeout     = "wait-timeout" // a waiting acquire's wait ran out
+	StatusRefusedElse = "not-granted"  // another reason (Reason); the model admits none
+	StatusReleased    = "released"
+	StatusNotReleased = "not-released" // released=false, stale token, or lease gone
+	StatusAccepted    = "accepted"
+	StatusStale       = "stale" // Highest: the store's highest token
+	StatusValue       = "value" // Value, Found
+	StatusUnknown     = "unknown"
+)
+
+// Input is what a client asked.
+type Input struct {
+	Model string `json:"model"` // "mutex" or "store"
+	Kind  string `json:"kind"`
+	Key   string `json:"key"` // the resource (also the store's key)
+	Lease uint64 `json:"lease,omitempty"`
+	Token uint64 `json:"token,omitempty"`
+	// A waiting acquire's wait in ms (0 = try-lock).
+	WaitMs int64  `json:"wait_ms,omitempty"`
+	Value  string `json:"value,omitempty"`
+}
+
+// Output is what it was answered.
+type Output struct {
+	Status  string `json:"status"`
+	Token   uint64 `json:"token,omitempty"`
+	Holder  uint64 `json:"holder,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Highest uint64 `json:"highest,omitempty"`
+	Value   string `json:"value,omitempty"`
+	Found   bool   `json:"found,omitempty"`
+	Err     string `json:"err,omitempty"` // the error of an unknown outcome
+}
+
+// mutexState is one resource's lock as the model knows it. Token 0 while
+// Held means a grant whose token the history never saw (an acquire with an
+// unknown outcome that the checker chose to let take effect). Last is the
+// highest token any grant of the resource is known to have had: every new
+// grant's token must exceed it (S2).
+type mutexState struct {
+	Held  bool
+	Lease uint64
+	Token uint64
+	Last  uint64
+}
+
+// mutexStep is the lease mutex's nondeterministic specification. A grant
+// ends by release or, at any moment, by its lease's expiry: the model cannot
+// know when a lease expired without comparing clocks, so every step may
+// first let the current grant end (the "expired" branch). What remains
+// checkable without clocks, and is checked:
+//
+//   - a grant's token exceeds every earlier grant's of the resource (S2);
+//   - a grant is made only on a free resource, so a grant beside a holder
+//     that later proves it still held (its release succeeds, or a try-lock is
+//     refused naming it) is a violation (S1);
+//   - a release succeeds only for the current grant's (lease, token): one
+//     that frees someone else's grant, or an older grant of its own lease,
+//     is a violation (S6);
+//   - a try-lock refused as held names the holder's lease; a waiting acquire
+//     times out only while the resource is held.
+func mutexStep(s mutexState, in Input, out Output) []mutexState {
+	cands := []mutexState{s}
+	if s.Held {
+		cands = append(cands, mutexState{Last: s.Last})
+	}
+	var next []mutexState
+	for _, c := range cands {
+		switch in.Kind {
+		case OpAcquire:
+			switch out.Status {
+			case StatusGranted:
+				if !c.Held && out.Token > c.Last {
+					next = append(next, mutexState{Held: true, Lease: in.Lease, Token: out.Token, Last: out.Token})
+				}
+			case StatusHeld:
+				if c.Held && c.Lease == out.Holder {
+					next = append(next, c)
+				}
+			case StatusTimeout:
+				if c.Held {
+					next = append(next, c)
+				}
+			case StatusUnknown:
+				next = append(next, c)
+				if !c.Held {
+					next = append(next, mutexState{Held: true, Lease: in.Lease, Last: c.Last})
+				}
+			}
+		case OpRelease:
+			mine := c.Held && c.Lease == in.Lease && (c.Token == in.Token || c.Token == 0)
+			last := c.Last
+			if in.Token > last {
+				last = in.Token
+			}
+			switch out.Status {
+			case StatusReleased:
+				if mine {
+					next = append(next, mutexState{Last: last})
+				}
+			case StatusNotReleased:
+				if !mine {
+					next = append(next, c)
+				}
+			case StatusUnknown:
+				next = append(next, c)
+				if mine {
+					next = append(next, mutexState{Last: last})
+				}
+			}
+		}
+	}
+	return next
+}
+
+// storeState is one key of the fenced store: the highest accepted token and
+// the value of the last accepted write.
+type storeState struct {
+	Highest uint64
+	Value   string
+	Found   bool
+}
+
+// storeStep is the fenced store's specification (docs/fencing.md "The rule,
+// precisely"): a write is accepted iff its token is at least the highest
+// accepted; a refusal names that highest; a read returns the last accepted
+// value. So the store never accepts a token below one it accepted (S2 at
+// the resource), whoever presents it, however late.
+func storeStep(s storeState, in Input, out Output) []storeState {
+	switch in.Kind {
+	case OpWrite:
+		applied := storeState{Highest: in.Token, Value: in.Value, Found: true}
+		switch out.Status {
+		case StatusAccepted:
+			if in.Token >= s.Highest {
+				return []storeState{applied}
+			}
+		case StatusStale:
+			if in.Token < s.Highest && out.Highest == s.Highest {
+				return []storeState{s}
+			}
+		case StatusUnknown:
+			if in.Token >= s.Highest {
+				return []storeState{s, applied}
+			}
+			return []storeState{s}
+		}
+	case OpRead:
+		switch out.Status {
+		case StatusValue:
+			if out.Found == s.Found && out.Value == s.Value {
+				return []storeState{s}
+			}
+		case StatusUnknown:
+			return []storeState{s}
+		}
+	}
+	return nil
+}
+
+func partitionByKey(history []porcupine.Operation) [][]porcupine.Operation {
+	byKey := map[string][]porcupine.Operation{}
+	var keys []string
+	for _, op := range history {
+		k := op.Input.(Input).Key
+		if _, ok := byKey[k]; !ok {
+			keys = append(keys, k)
+		}
+		byKey[k] = append(byKey[k], op)
+	}
+	sort.Strings(keys)
+	var out [][]porcupine.Operation
+	for _, k := range keys {
+		out = append(out, byKey[k])
+	}
+	return out
+}
+
+func describeOp(in, out interface{}) string {
+	i, o := in.(Input), out.(Output)
+	var call string
+	switch i.Kind {
+	case OpAcquire:
+		if i.WaitMs == 0 {
+			call = fmt.Sprintf("try-acquire(%s, lease %d)", i.Key, i.Lease)
+		} else {
+			call = fmt.Sprintf("acquire(%s, lease %d, wait %d ms)", i.Key, i.Lease, i.WaitMs)
+		}
+	case OpRelease:
+		call = fmt.Sprintf("release(%s, lease %d, token %d)", i.Key, i.Lease, i.Token)
+	case OpWrite:
+		call = fmt.Sprintf("write(%s, token %d, %q)", i.Key, i.Token, i.Value)
+	case OpRead:
+		call = fmt.Sprintf("read(%s)", i.Key)
+	}
+	var ret string
+	switch o.Status {
+	case StatusGranted:
+		ret = fmt.Sprintf("granted token %d", o.Token)
+	case StatusHeld:
+		ret = fmt.Sprintf("held by lease %d", o.Holder)
+	case StatusStale:
+		ret = fmt.Sprintf("stale (highest %d)", o.Highest)
+	case StatusValue:
+		if o.Found {
+			ret = fmt.Sprintf("%q", o.Value)
+		} else {
+			ret = "absent"
+		}
+	case StatusUnknown:
+		ret = "unknown: " + o.Err
+	case StatusRefusedElse:
+		ret = "not granted: " + o.Reason
+	default:
+		ret = o.Status
+	}
+	return call + " -> " + ret
+}
+
+// MutexModel is the lease mutex with fencing tokens, partitioned per
+// resource.
+func MutexModel() porcupine.Model {
+	nm := porcupine.NondeterministicModel{
+		Partition: partitionByKey,
+		Init:      func() []interface{} { return []interface{}{mutexState{}} },
+		Step: func(state, input, output interface{}) []interface{} {
+			var out []interface{}
+			for _, s := range mutexStep(state.(mutexState), input.(Input), output.(Output)) {
+				out = append(out, s)
+			}
+			return out
+		},
+		DescribeOperation: describeOp,
+		DescribeState: func(state interface{}) string {
+			s := state.(mutexState)
+			switch {
+			case !s.Held:
+				return fmt.Sprintf("free (last token %d)", s.Last)
+			case s.Token == 0:
+				return fmt.Sprintf("held by lease %d, token unseen (last %d)", s.Lease, s.Last)
+			default:
+				return fmt.Sprintf("held by lease %d, token %d", s.Lease, s.Token)
+			}
+		},
+	}
+	return nm.ToModel()
+}
+
+// StoreModel is the fenced register, partitioned per key.
+func StoreModel() porcupine.Model {
+	nm := porcupine.NondeterministicModel{
+		Partition: partitionByKey,
+		Init:      func() []interface{} { return []interface{}{storeState{}} },
+		Step: func(state, input, output interface{}) []interface{} {
+			var out []interface{}
+			for _, s := range storeStep(state.(storeState), input.(Input), output.(Output)) {
+				out = append(out, s)
+			}
+			return out
+		},
+		DescribeOperation: describeOp,
+		DescribeState: func(state interface{}) string {
+			s := state.(storeState)
+			if !s.Found {
+				return "empty"
+			}
+			return fmt.Sprintf("highest %d, value %q", s.Highest, s.Value)
+		},
+	}
+	return nm.ToModel()
+}

@@ -1,0 +1,249 @@
+package robustness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/warden-locks/warden/clients/go/warden"
+)
+
+// workload is the shared state of a run's workers.
+type workload struct {
+	rec       *Recorder
+	cluster   *Cluster
+	ttl       time.Duration
+	resources int
+	epoch     time.Duration
+	stop      atomic.Bool // workers finish their current step and return
+
+	mu   sync.Mutex
+	keys map[string]struct{} // every resource used (for the final reads)
+}
+
+// resource is one of the current epoch's resources. Names change every
+// epoch so that each Porcupine partition is a short history: an unknown
+// outcome stays pending forever in its own partition only.
+func (wl *workload) resource(rng *rand.Rand) string {
+	e := time.Duration(wl.rec.Now()) / wl.epoch
+	r := fmt.Sprintf("r%d-e%d", rng.Intn(wl.resources), e)
+	wl.mu.Lock()
+	wl.keys[r] = struct{}{}
+	wl.mu.Unlock()
+	return r
+}
+
+// worker is one client process's worth of behaviour: its own client
+// (connections), its own lease renewed every TTL/3, and a loop of
+// acquire, fenced writes, read and release.
+type worker struct {
+	id  int
+	wl  *workload
+	cl  *warden.Client
+	rng *rand.Rand
+	// Lie: a planted client-side bug, reporting a try-lock refused as held
+	// as granted (with a made-up fresh token). The checker must catch it.
+	lie bool
+
+	client int // current visualization row
+
+	lease     uint64
+	leaseLost *atomic.Bool
+	stopRenew context.CancelFunc
+	paused    atomic.Bool // renewals stop while the worker is paused
+
+	pauseNext atomic.Bool // the nemesis asks for a pause past the TTL
+	maxToken  uint64
+
+	// Counters (read after the worker returned).
+	granted, pauses int
+}
+
+func (w *worker) abandonLease() {
+	if w.stopRenew != nil {
+		w.stopRenew()
+	}
+	w.lease, w.stopRenew = 0, nil
+}
+
+// unknown ends the worker's current identity: the op stays pending forever
+// on its row, the lease is left to expire (it may hold the lock), and the
+// worker goes on as a new client.
+func (w *worker) unknown() {
+	w.abandonLease()
+	w.client = w.wl.rec.NewClient()
+}
+
+func (w *worker) ensureLease(ctx context.Context) bool {
+	if w.lease != 0 && !w.leaseLost.Load() {
+		return true
+	}
+	w.abandonLease()
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	l, err := w.cl.LeaseGrant(cctx, w.wl.ttl)
+	cancel()
+	if err != nil {
+		return false
+	}
+	w.lease = l.LeaseID
+	lost := &atomic.Bool{}
+	w.leaseLost = lost
+	rctx, stop := context.WithCancel(context.Background())
+	w.stopRenew = stop
+	go w.renew(rctx, l.LeaseID, lost)
+	return true
+}
+
+// renew keeps the lease alive every TTL/3 unless the worker is paused;
+// NotFound (the lease is gone) marks it lost.
+func (w *worker) renew(ctx context.Context, lease uint64, lost *atomic.Bool) {
+	t := time.NewTicker(w.wl.ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if w.paused.Load() {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, w.wl.ttl/3)
+		_, err := w.cl.Renew(cctx, lease)
+		cancel()
+		if errors.Is(err, warden.ErrNotFound) {
+			lost.Store(true)
+			return
+		}
+	}
+}
+
+func (w *worker) run(ctx context.Context) {
+	defer w.abandonLease()
+	for !w.wl.stop.Load() && ctx.Err() == nil {
+		if !w.ensureLease(ctx) {
+			_ = pause(ctx, 100*time.Millisecond) // no quorum yet: poll again
+			continue
+		}
+		w.step(ctx)
+	}
+}
+
+func (w *worker) invoke(in Input) int { return w.wl.rec.Invoke(w.client, w.id, in) }
+
+// step is one acquire and, when granted, fenced writes, a read and a
+// release.
+func (w *worker) step(ctx context.Context) {
+	r := w.wl.resource(w.rng)
+	var wait time.Duration
+	if w.rng.Intn(2) == 0 {
+		wait = time.Duration(100+w.rng.Intn(1400)) * time.Millisecond
+	}
+	lease := w.lease
+	h := w.invoke(Input{Model: "mutex", Kind: OpAcquire, Key: r, Lease: lease, WaitMs: wait.Milliseconds()})
+	cctx, cancel := context.WithTimeout(ctx, wait+10*time.Second)
+	g, err := w.cl.Acquire(cctx, r, warden.AcquireOptions{LeaseID: lease, Wait: wait})
+	cancel()
+	var ng *warden.NotGrantedError
+	switch {
+	case err == nil:
+		w.wl.rec.Return(h, Output{Status: StatusGranted, Token: g.FencingToken})
+		if g.FencingToken > w.maxToken {
+			w.maxToken = g.FencingToken
+		}
+		w.granted++
+		w.hold(ctx, r, lease, g.FencingToken)
+	case errors.As(err, &ng) && ng.Reason == warden.ReasonHeld:
+		if w.lie && wait == 0 {
+			w.maxToken++
+			w.wl.rec.Return(h, Output{Status: StatusGranted, Token: w.maxToken})
+			w.hold(ctx, r, lease, w.maxToken)
+			return
+		}
+		w.wl.rec.Return(h, Output{Status: StatusHeld, Holder: ng.HolderLeaseID})
+	case errors.As(err, &ng) && ng.Reason == warden.ReasonWaitTimeout:
+		w.wl.rec.Return(h, Output{Status: StatusTimeout})
+	case errors.As(err, &ng) && ng.Reason != warden.ReasonCancelled:
+		w.wl.rec.Return(h, Output{Status: StatusRefusedElse, Reason: string(ng.Reason)})
+	default:
+		w.wl.rec.Return(h, Output{Status: StatusUnknown, Err: err.Error()})
+		w.unknown()
+	}
+}
+
+// hold writes through the fence, maybe pauses past the TTL first (when the
+// nemesis asked), reads, and releases with the grant's token.
+func (w *worker) hold(ctx context.Context, r string, lease, token uint64) {
+	if w.pauseNext.CompareAndSwap(true, false) {
+		// A client pause past its TTL (a GC pause, a VM stall): no
+		// renewals, then the write with the old token as if nothing
+		// happened. The fence must refuse it if a newer holder wrote.
+		d := w.wl.ttl + time.Duration(500+w.rng.Intn(2000))*time.Millisecond
+		f := w.wl.rec.FaultStart("client-pause", fmt.Sprintf("worker %d", w.id),
+			fmt.Sprintf("lease %d token %d on %s for %v", lease, token, r, d))
+		w.paused.Store(true)
+		_ = pause(ctx, d) // the pause itself is the fault, not a wait for an event
+		w.paused.Store(false)
+		w.wl.rec.FaultEnd(f, "")
+		w.pauses++
+	}
+	writes := 1 + w.rng.Intn(2)
+	for i := 0; i < writes; i++ {
+		w.write(ctx, r, token)
+	}
+	if w.rng.Intn(3) == 0 {
+		w.read(ctx, r)
+	}
+	h := w.invoke(Input{Model: "mutex", Kind: OpRelease, Key: r, Lease: lease, Token: token})
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ok, err := w.cl.Release(cctx, lease, r, token)
+	cancel()
+	switch {
+	case err == nil && ok:
+		w.wl.rec.Return(h, Output{Status: StatusReleased})
+	case err == nil:
+		w.wl.rec.Return(h, Output{Status: StatusNotReleased})
+	case errors.Is(err, warden.ErrFailedPrecondition):
+		w.wl.rec.Return(h, Output{Status: StatusNotReleased, Err: err.Error()})
+	case errors.Is(err, warden.ErrNotFound):
+		w.wl.rec.Return(h, Output{Status: StatusNotReleased, Err: err.Error()})
+		w.leaseLost.Store(true)
+	default:
+		w.wl.rec.Return(h, Output{Status: StatusUnknown, Err: err.Error()})
+		w.unknown()
+	}
+}
+
+func (w *worker) write(ctx context.Context, r string, token uint64) {
+	v := fmt.Sprintf("w%d-%d", w.id, w.wl.rec.Now())
+	h := w.invoke(Input{Model: "store", Kind: OpWrite, Key: r, Token: token, Value: v})
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	res, err := w.wl.cluster.Store.Write(cctx, r, r, token, v)
+	cancel()
+	switch {
+	case err != nil:
+		w.wl.rec.Return(h, Output{Status: StatusUnknown, Err: err.Error()})
+		w.client = w.wl.rec.NewClient()
+	case res.Accepted:
+		w.wl.rec.Return(h, Output{Status: StatusAccepted})
+	default:
+		w.wl.rec.Return(h, Output{Status: StatusStale, Highest: res.Highest})
+	}
+}
+
+func (w *worker) read(ctx context.Context, r string) {
+	h := w.invoke(Input{Model: "store", Kind: OpRead, Key: r})
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	v, found, err := w.wl.cluster.Store.Read(cctx, r)
+	cancel()
+	if err != nil {
+		w.wl.rec.Return(h, Output{Status: StatusUnknown, Err: err.Error()})
+		w.client = w.wl.rec.NewClient()
+		return
+	}
+	w.wl.rec.Return(h, Output{Status: StatusValue, Value: v, Found: found})
+}
