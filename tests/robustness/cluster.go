@@ -98,13 +98,28 @@ func StartCluster(dir string) (*Cluster, error) {
 	return c, nil
 }
 
+var (
+	portsMu sync.Mutex
+	ports   = map[string]bool{}
+)
+
+// freePort is a 127.0.0.1 port from :0 that this process has not handed
+// out before (the kernel may give a just-closed port again).
 func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", err
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if !ports[addr] {
+			ports[addr] = true
+			return addr, nil
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 func (c *Cluster) pids() map[int]int {

@@ -63,6 +63,9 @@ type Result struct {
 	HistoryPath     string
 	HTML            []string
 	Mutation        string
+	// Findings outside the models (the monitor's probes, node logs).
+	Findings []Finding
+	Probes   int
 }
 
 // Line is the one-line verdict.
@@ -72,11 +75,14 @@ func (r *Result) Line() string {
 		fs = append(fs, fmt.Sprintf("%s=%d", k, v))
 	}
 	sort.Strings(fs)
-	s := fmt.Sprintf("robustness seed=%d: %s ops=%d (answered %d, unknown %d) grants=%d writes accepted=%d stale=%d partitions=%d faults[%s] run=%v check=%v history=%s",
-		r.Seed, r.Verdict, r.Ops, r.Definite, r.Unknown, r.Grants, r.Accepted, r.Stale, r.Partitions,
+	s := fmt.Sprintf("robustness seed=%d: %s ops=%d (answered %d, unknown %d) grants=%d writes accepted=%d stale=%d (after a client pause %d) partitions=%d faults[%s] run=%v check=%v history=%s",
+		r.Seed, r.Verdict, r.Ops, r.Definite, r.Unknown, r.Grants, r.Accepted, r.Stale, r.StaleAfterPause, r.Partitions,
 		strings.Join(fs, " "), r.Elapsed.Round(time.Second), r.CheckTime.Round(time.Millisecond), r.HistoryPath)
 	if len(r.HTML) > 0 {
 		s += " visualization=" + strings.Join(r.HTML, ",")
+	}
+	for _, f := range r.Findings {
+		s += fmt.Sprintf(" finding[%s node %d x%d]", f.Kind, f.Node, f.Count)
 	}
 	if len(r.Problems) > 0 {
 		s += " problems: " + strings.Join(r.Problems, "; ")
@@ -128,6 +134,14 @@ func Run(cfg Config) (*Result, error) {
 			w.run(ctx)
 		}(w)
 	}
+	mon := &monitor{c: c, rec: rec, findings: map[string]*Finding{}}
+	mctx, mcancel := context.WithCancel(ctx)
+	var mwg sync.WaitGroup
+	mwg.Add(1)
+	go func() {
+		defer mwg.Done()
+		mon.run(mctx)
+	}()
 	nem := &nemesis{rng: rand.New(rand.NewSource(seeds.Int63())), c: c, rec: rec, ttl: cfg.TTL, workers: workers,
 		counts: map[string]int{}}
 	nctx, ncancel := context.WithTimeout(ctx, cfg.Duration)
@@ -141,6 +155,8 @@ func Run(cfg Config) (*Result, error) {
 	_ = pause(ctx, cfg.Recovery) // the recovery phase: the workload runs on a healed cluster
 	wl.stop.Store(true)
 	wg.Wait()
+	mcancel()
+	mwg.Wait()
 
 	// Final reads of every key, retried until answered: the last accepted
 	// value of each register must be what the history says.
@@ -167,10 +183,12 @@ func Run(cfg Config) (*Result, error) {
 	}
 
 	ops, faults := rec.Snapshot()
-	res := &Result{Seed: cfg.Seed, Faults: nem.counts, Elapsed: time.Since(start)}
+	res := &Result{Seed: cfg.Seed, Faults: nem.counts, Elapsed: time.Since(start), Probes: mon.probes}
+	res.Findings = append(mon.list(), scanLogs(c)...)
 	pausedTaken := 0
 	for _, w := range workers {
 		pausedTaken += w.pauses
+		res.StaleAfterPause += w.staleAfterPause
 	}
 	if cfg.Nemesis {
 		res.Faults["client-pause-taken"] = pausedTaken
@@ -185,6 +203,9 @@ func Run(cfg Config) (*Result, error) {
 	}
 	if err := Check(cfg, ops, faults, res); err != nil {
 		return res, err
+	}
+	if res.Verdict != "PASS" || len(res.Findings) > 0 {
+		keepLogs(c, filepath.Join(cfg.OutDir, fmt.Sprintf("logs-%d", cfg.Seed)))
 	}
 	return res, nil
 }
@@ -244,6 +265,22 @@ func Check(cfg Config, ops []Op, faults []Fault, res *Result) error {
 	}
 	res.Verdict = verdict
 	return os.WriteFile(filepath.Join(cfg.OutDir, fmt.Sprintf("verdict-%d.txt", cfg.Seed)), []byte(res.Line()+"\n"), 0o644)
+}
+
+// keepLogs copies the node and store logs to dir (evidence for findings).
+func keepLogs(c *Cluster, dir string) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return
+	}
+	files := []string{c.Store.LogFile}
+	for _, n := range c.Nodes {
+		files = append(files, n.LogFile)
+	}
+	for _, f := range files {
+		if data, err := os.ReadFile(f); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, filepath.Base(f)), data, 0o644)
+		}
+	}
 }
 
 func countOps(ops []Op, res *Result) {

@@ -60,7 +60,7 @@ type worker struct {
 	maxToken  uint64
 
 	// Counters (read after the worker returned).
-	granted, pauses int
+	granted, pauses, staleAfterPause int
 }
 
 func (w *worker) abandonLease() {
@@ -178,7 +178,9 @@ func (w *worker) step(ctx context.Context) {
 // hold writes through the fence, maybe pauses past the TTL first (when the
 // nemesis asked), reads, and releases with the grant's token.
 func (w *worker) hold(ctx context.Context, r string, lease, token uint64) {
+	paused := false
 	if w.pauseNext.CompareAndSwap(true, false) {
+		paused = true
 		// A client pause past its TTL (a GC pause, a VM stall): no
 		// renewals, then the write with the old token as if nothing
 		// happened. The fence must refuse it if a newer holder wrote.
@@ -193,7 +195,9 @@ func (w *worker) hold(ctx context.Context, r string, lease, token uint64) {
 	}
 	writes := 1 + w.rng.Intn(2)
 	for i := 0; i < writes; i++ {
-		w.write(ctx, r, token)
+		if w.write(ctx, r, token) == StatusStale && paused {
+			w.staleAfterPause++
+		}
 	}
 	if w.rng.Intn(3) == 0 {
 		w.read(ctx, r)
@@ -218,7 +222,7 @@ func (w *worker) hold(ctx context.Context, r string, lease, token uint64) {
 	}
 }
 
-func (w *worker) write(ctx context.Context, r string, token uint64) {
+func (w *worker) write(ctx context.Context, r string, token uint64) string {
 	v := fmt.Sprintf("w%d-%d", w.id, w.wl.rec.Now())
 	h := w.invoke(Input{Model: "store", Kind: OpWrite, Key: r, Token: token, Value: v})
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -228,10 +232,13 @@ func (w *worker) write(ctx context.Context, r string, token uint64) {
 	case err != nil:
 		w.wl.rec.Return(h, Output{Status: StatusUnknown, Err: err.Error()})
 		w.client = w.wl.rec.NewClient()
+		return StatusUnknown
 	case res.Accepted:
 		w.wl.rec.Return(h, Output{Status: StatusAccepted})
+		return StatusAccepted
 	default:
 		w.wl.rec.Return(h, Output{Status: StatusStale, Highest: res.Highest})
+		return StatusStale
 	}
 }
 

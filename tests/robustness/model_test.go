@@ -1,0 +1,153 @@
+package robustness
+
+import (
+	"testing"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// op builds a Porcupine operation for the model tests; ret Forever is an
+// unknown outcome.
+func op(client int, call, ret int64, in Input, out Output) porcupine.Operation {
+	return porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret}
+}
+
+func acq(key string, lease uint64) Input {
+	return Input{Model: "mutex", Kind: OpAcquire, Key: key, Lease: lease}
+}
+
+func rel(key string, lease, token uint64) Input {
+	return Input{Model: "mutex", Kind: OpRelease, Key: key, Lease: lease, Token: token}
+}
+
+func wr(key string, token uint64, v string) Input {
+	return Input{Model: "store", Kind: OpWrite, Key: key, Token: token, Value: v}
+}
+
+var (
+	granted     = func(t uint64) Output { return Output{Status: StatusGranted, Token: t} }
+	heldBy      = func(l uint64) Output { return Output{Status: StatusHeld, Holder: l} }
+	released    = Output{Status: StatusReleased}
+	notReleased = Output{Status: StatusNotReleased}
+	unknown     = Output{Status: StatusUnknown, Err: "deadline exceeded"}
+	accepted    = Output{Status: StatusAccepted}
+	stale       = func(h uint64) Output { return Output{Status: StatusStale, Highest: h} }
+)
+
+func check(t *testing.T, m porcupine.Model, h []porcupine.Operation, want porcupine.CheckResult) {
+	t.Helper()
+	if got := porcupine.CheckOperationsTimeout(m, h, 0); got != want {
+		t.Fatalf("Porcupine says %s, want %s", got, want)
+	}
+}
+
+// A legal mutex history: grant, a try-lock refused naming the holder,
+// release, a grant with a higher token.
+func TestMutexModelAcceptsAHandOff(t *testing.T) {
+	check(t, MutexModel(), []porcupine.Operation{
+		op(0, 0, 10, acq("r", 1), granted(5)),
+		op(1, 20, 30, acq("r", 2), heldBy(1)),
+		op(0, 40, 50, rel("r", 1, 5), released),
+		op(1, 60, 70, acq("r", 2), granted(9)),
+	}, porcupine.Ok)
+}
+
+// S1: a grant made while the earlier holder still held (its later release
+// succeeded) is a violation, although leases may expire at any time.
+func TestMutexModelRefusesAGrantBesideALiveHolder(t *testing.T) {
+	check(t, MutexModel(), []porcupine.Operation{
+		op(0, 0, 10, acq("r", 1), granted(5)),
+		op(1, 20, 30, acq("r", 2), granted(7)),
+		op(0, 40, 50, rel("r", 1, 5), released),
+	}, porcupine.Illegal)
+}
+
+// An expired lease is allowed: the next grant may come without a release,
+// and the old holder's release is then refused.
+func TestMutexModelAllowsExpiry(t *testing.T) {
+	check(t, MutexModel(), []porcupine.Operation{
+		op(0, 0, 10, acq("r", 1), granted(5)),
+		op(1, 20, 30, acq("r", 2), granted(7)),
+		op(0, 40, 50, rel("r", 1, 5), notReleased),
+		op(1, 60, 70, rel("r", 2, 7), released),
+	}, porcupine.Ok)
+}
+
+// S2: a token not above an earlier grant's is a violation.
+func TestMutexModelRefusesATokenThatDoesNotGrow(t *testing.T) {
+	check(t, MutexModel(), []porcupine.Operation{
+		op(0, 0, 10, acq("r", 1), granted(5)),
+		op(0, 20, 30, rel("r", 1, 5), released),
+		op(1, 40, 50, acq("r", 2), granted(5)),
+	}, porcupine.Illegal)
+}
+
+// S6: a release that frees someone else's grant is a violation.
+func TestMutexModelRefusesAReleaseOfAnotherGrant(t *testing.T) {
+	check(t, MutexModel(), []porcupine.Operation{
+		op(0, 0, 10, acq("r", 1), granted(5)),
+		op(0, 20, 30, rel("r", 1, 5), released),
+		op(1, 40, 50, acq("r", 2), granted(8)),
+		op(0, 60, 70, rel("r", 1, 5), released),
+	}, porcupine.Illegal)
+}
+
+// An acquire whose outcome is unknown stays pending forever: the checker may
+// let it take effect (its lease then holds with an unseen token) or not.
+func TestMutexModelUnknownAcquireMayHaveTakenEffect(t *testing.T) {
+	check(t, MutexModel(), []porcupine.Operation{
+		op(0, 0, Forever, acq("r", 1), unknown),
+		op(1, 20, 30, acq("r", 2), heldBy(1)),
+	}, porcupine.Ok)
+	check(t, MutexModel(), []porcupine.Operation{
+		op(0, 0, Forever, acq("r", 1), unknown),
+		op(1, 20, 30, acq("r", 2), granted(3)),
+	}, porcupine.Ok)
+	// ... but a refusal naming a lease that never asked is still wrong.
+	check(t, MutexModel(), []porcupine.Operation{
+		op(0, 0, Forever, acq("r", 1), unknown),
+		op(1, 20, 30, acq("r", 2), heldBy(3)),
+	}, porcupine.Illegal)
+}
+
+// The fenced store (S2 at the resource): a write whose token is below one
+// the store accepted must be refused, naming the highest; a paused
+// client's late write with its old token is the case that matters.
+func TestStoreModel(t *testing.T) {
+	check(t, StoreModel(), []porcupine.Operation{
+		op(0, 0, 10, wr("r", 5, "a"), accepted),
+		op(1, 20, 30, wr("r", 7, "b"), accepted),
+		op(0, 40, 50, wr("r", 5, "late"), stale(7)),
+		op(0, 60, 70, wr("r", 7, "c"), accepted),
+		op(1, 80, 90, Input{Model: "store", Kind: OpRead, Key: "r"}, Output{Status: StatusValue, Value: "c", Found: true}),
+	}, porcupine.Ok)
+	check(t, StoreModel(), []porcupine.Operation{
+		op(1, 0, 10, wr("r", 7, "b"), accepted),
+		op(0, 20, 30, wr("r", 5, "late"), accepted),
+	}, porcupine.Illegal)
+	// An unknown write may have landed: a later refusal naming its token is
+	// fine, a read of its value too.
+	check(t, StoreModel(), []porcupine.Operation{
+		op(1, 0, Forever, wr("r", 7, "b"), unknown),
+		op(0, 20, 30, wr("r", 5, "late"), stale(7)),
+		op(1, 40, 50, Input{Model: "store", Kind: OpRead, Key: "r"}, Output{Status: StatusValue, Value: "b", Found: true}),
+	}, porcupine.Ok)
+}
+
+// Mutate turns a legal history into one the checker refuses.
+func TestMutateMakesAHistoryIllegal(t *testing.T) {
+	ops := []Op{
+		{Client: 0, Input: acq("r", 1), Output: granted(5), Call: 0, Return: 10},
+		{Client: 0, Input: rel("r", 1, 5), Output: released, Call: 20, Return: 30},
+		{Client: 1, Input: acq("r", 2), Output: granted(8), Call: 40, Return: 50},
+	}
+	check(t, MutexModel(), porcupineOps(ops, "mutex"), porcupine.Ok)
+	desc, ok := Mutate(ops)
+	if !ok {
+		t.Fatal("Mutate found nothing to corrupt")
+	}
+	if ops[2].Output.Token != 5 {
+		t.Fatalf("Mutate changed %q, want op 2's token set to 5", desc)
+	}
+	check(t, MutexModel(), porcupineOps(ops, "mutex"), porcupine.Illegal)
+}
