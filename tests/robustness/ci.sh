@@ -26,6 +26,7 @@ if [ ! -x "$WARDEN_BIN" ]; then
   exit 2
 fi
 export ROBUSTNESS_OUT=${ROBUSTNESS_OUT:-$(mktemp -d -t warden-robustness-out-XXXXXX)}
+mkdir -p "$ROBUSTNESS_OUT"
 
 # go test's own timeout: the schedules plus room for startup and checks.
 dur=${ROBUSTNESS_DURATION:-45s}
