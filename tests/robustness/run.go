@@ -66,6 +66,9 @@ type Result struct {
 	// Findings outside the models (the monitor's probes, node logs).
 	Findings []Finding
 	Probes   int
+	// Watch streams: events received (both watchers), stream ends that
+	// were resumed, and compaction gaps.
+	WatchEvents, WatchErrors, WatchGaps int
 }
 
 // Line is the one-line verdict.
@@ -75,12 +78,13 @@ func (r *Result) Line() string {
 		fs = append(fs, fmt.Sprintf("%s=%d", k, v))
 	}
 	sort.Strings(fs)
-	s := fmt.Sprintf("robustness seed=%d: %s ops=%d (answered %d, unknown %d) grants=%d writes accepted=%d stale=%d (after a client pause %d) partitions=%d faults[%s] run=%v check=%v history=%s",
-		r.Seed, r.Verdict, r.Ops, r.Definite, r.Unknown, r.Grants, r.Accepted, r.Stale, r.StaleAfterPause, r.Partitions,
+	s := fmt.Sprintf("robustness seed=%d: %s ops=%d (answered %d, unknown %d) grants=%d writes accepted=%d stale=%d (after a client pause %d) partitions=%d watch events=%d (resumed %d, gaps %d) faults[%s] run=%v check=%v history=%s",
+		r.Seed, r.Verdict, r.Ops, r.Definite, r.Unknown, r.Grants, r.Accepted, r.Stale, r.StaleAfterPause, r.Partitions, r.WatchEvents, r.WatchErrors, r.WatchGaps,
 		strings.Join(fs, " "), r.Elapsed.Round(time.Second), r.CheckTime.Round(time.Millisecond), r.HistoryPath)
 	if len(r.HTML) > 0 {
 		s += " visualization=" + strings.Join(r.HTML, ",")
 	}
+	s += fmt.Sprintf(" probes=%d", r.Probes)
 	for _, f := range r.Findings {
 		s += fmt.Sprintf(" finding[%s node %d x%d]", f.Kind, f.Node, f.Count)
 	}
@@ -126,6 +130,26 @@ func Run(cfg Config) (*Result, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// Two watchers of every workload resource, from the start.
+	var watchers []*watchRecord
+	wctx, wcancel := context.WithCancel(ctx)
+	var wwg sync.WaitGroup
+	for i := 0; i < 2; i++ {
+		cl, err := c.Client(warden.Options{})
+		if err != nil {
+			wcancel()
+			return nil, err
+		}
+		defer cl.Close()
+		w := &watchRecord{name: fmt.Sprintf("watcher %d", i), cl: cl, rec: rec, granted: map[string]bool{}}
+		watchers = append(watchers, w)
+		wwg.Add(1)
+		go func() {
+			defer wwg.Done()
+			w.run(wctx)
+		}()
+	}
+	defer wcancel()
 	var wg sync.WaitGroup
 	for _, w := range workers {
 		wg.Add(1)
@@ -182,6 +206,18 @@ func Run(cfg Config) (*Result, error) {
 		fcancel()
 	}
 
+	// The watchers must catch up with every answered grant (deadline 30 s).
+	sofar, _ := rec.Snapshot()
+	grants := definiteGrants(sofar)
+	wdeadline, wdcancel := context.WithTimeout(ctx, 30*time.Second)
+	for _, w := range watchers {
+		for !w.sawAll(grants) && pause(wdeadline, 100*time.Millisecond) == nil {
+		}
+	}
+	wdcancel()
+	wcancel()
+	wwg.Wait()
+
 	ops, faults := rec.Snapshot()
 	res := &Result{Seed: cfg.Seed, Faults: nem.counts, Elapsed: time.Since(start), Probes: mon.probes}
 	res.Findings = append(mon.list(), scanLogs(c)...)
@@ -200,6 +236,15 @@ func Run(cfg Config) (*Result, error) {
 	}
 	if cfg.Liars == 0 && res.RecoveryGrants == 0 {
 		res.Problems = append(res.Problems, fmt.Sprintf("no acquire was granted in the %v after every fault was healed (L1)", cfg.Recovery))
+	}
+	if cfg.Liars == 0 {
+		wp, n := checkWatches(ops, watchers)
+		res.Problems = append(res.Problems, wp...)
+		res.WatchEvents = n
+		for _, w := range watchers {
+			res.WatchErrors += len(w.errs)
+			res.WatchGaps += w.gaps
+		}
 	}
 	if err := Check(cfg, ops, faults, res); err != nil {
 		return res, err
