@@ -34,7 +34,7 @@ const (
 
 // Input is what a client asked.
 type Input struct {
-	Model string `json:"model"` // "mutex" or "store"
+	Model string `json:"model"` // "mutex", "semaphore" or "store"
 	Kind  string `json:"kind"`
 	Key   string `json:"key"` // the resource (also the store's key)
 	Lease uint64 `json:"lease,omitempty"`
@@ -48,6 +48,7 @@ type Input struct {
 type Output struct {
 	Status  string `json:"status"`
 	Token   uint64 `json:"token,omitempty"`
+	Slot    uint32 `json:"slot,omitempty"` // a semaphore grant's slot
 	Holder  uint64 `json:"holder,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 	Highest uint64 `json:"highest,omitempty"`
@@ -221,6 +222,9 @@ func describeOp(in, out interface{}) string {
 	switch o.Status {
 	case StatusGranted:
 		ret = fmt.Sprintf("granted token %d", o.Token)
+		if i.Model == "semaphore" {
+			ret += fmt.Sprintf(" slot %d", o.Slot)
+		}
 	case StatusHeld:
 		ret = fmt.Sprintf("held by lease %d", o.Holder)
 	case StatusStale:

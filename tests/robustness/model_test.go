@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/warden-locks/warden/clients/go/warden"
 )
 
 // op builds a Porcupine operation for the model tests; ret Forever is an
@@ -150,4 +151,63 @@ func TestMutateMakesAHistoryIllegal(t *testing.T) {
 		t.Fatalf("Mutate changed %q, want op 2's token set to 5", desc)
 	}
 	check(t, MutexModel(), porcupineOps(ops, "mutex"), porcupine.Illegal)
+}
+
+func sacq(key string, lease uint64) Input {
+	return Input{Model: "semaphore", Kind: OpAcquire, Key: key, Lease: lease}
+}
+
+func srel(key string, lease, token uint64) Input {
+	return Input{Model: "semaphore", Kind: OpRelease, Key: key, Lease: lease, Token: token}
+}
+
+func permitAt(slot uint32, token uint64) Output {
+	return Output{Status: StatusGranted, Token: token, Slot: slot}
+}
+
+// The semaphore of two permits: two grants in slots 0 and 1, a third
+// refused; a release frees its slot, which the next grant takes.
+func TestSemaphoreModelAcceptsTwoPermits(t *testing.T) {
+	check(t, SemaphoreModel(), []porcupine.Operation{
+		op(0, 0, 10, sacq("s", 1), permitAt(0, 3)),
+		op(1, 20, 30, sacq("s", 2), permitAt(1, 4)),
+		op(2, 40, 50, sacq("s", 3), heldBy(1)),
+		op(0, 60, 70, srel("s", 1, 3), released),
+		op(2, 80, 90, sacq("s", 3), permitAt(0, 9)),
+		op(1, 100, 110, srel("s", 2, 4), released),
+	}, porcupine.Ok)
+}
+
+// A third permit while two holders both prove they still held is a
+// violation; so is a grant in a slot other than the lowest free one.
+func TestSemaphoreModelRefusesAThirdPermitAndAWrongSlot(t *testing.T) {
+	check(t, SemaphoreModel(), []porcupine.Operation{
+		op(0, 0, 10, sacq("s", 1), permitAt(0, 3)),
+		op(1, 20, 30, sacq("s", 2), permitAt(1, 4)),
+		op(2, 40, 50, sacq("s", 3), permitAt(0, 5)),
+		op(0, 60, 70, srel("s", 1, 3), released),
+		op(1, 80, 90, srel("s", 2, 4), released),
+	}, porcupine.Illegal)
+	check(t, SemaphoreModel(), []porcupine.Operation{
+		op(0, 0, 10, sacq("s", 1), permitAt(1, 3)),
+	}, porcupine.Illegal)
+}
+
+// checkWatches refuses a stream that misses an answered grant or repeats
+// one, and accepts one that has each once.
+func TestCheckWatches(t *testing.T) {
+	ops := []Op{{Input: acq("r1-e0", 1), Output: granted(5), Call: 0, Return: 10}}
+	mk := func(evs ...warden.WatchEvent) *watchRecord {
+		return &watchRecord{name: "w", events: evs}
+	}
+	g := warden.WatchEvent{Index: 7, Resource: "r1-e0", Event: "granted", LeaseID: 1, FencingToken: 5}
+	if p, _ := checkWatches(ops, []*watchRecord{mk(g)}); len(p) != 0 {
+		t.Fatalf("a complete stream was refused: %q", p)
+	}
+	if p, _ := checkWatches(ops, []*watchRecord{mk()}); len(p) != 1 {
+		t.Fatalf("a stream without the grant gave %q, want one problem", p)
+	}
+	if p, _ := checkWatches(ops, []*watchRecord{mk(g, g)}); len(p) == 0 {
+		t.Fatal("a grant streamed twice was accepted")
+	}
 }

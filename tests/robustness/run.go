@@ -40,6 +40,8 @@ type Config struct {
 	CheckTimeout time.Duration
 	// Visualize writes the visualization even when the check passes.
 	Visualize bool
+	// Semaphores: a quarter of the steps take a permit of a semaphore.
+	Semaphores bool
 }
 
 // Result is a run's measured outcome.
@@ -116,7 +118,7 @@ func Run(cfg Config) (*Result, error) {
 	}
 	rec := NewRecorder()
 	wl := &workload{rec: rec, cluster: c, ttl: cfg.TTL, resources: cfg.Resources, epoch: cfg.Epoch,
-		keys: map[string]struct{}{}}
+		semaphores: cfg.Semaphores, keys: map[string]struct{}{}}
 	seeds := rand.New(rand.NewSource(cfg.Seed))
 	var workers []*worker
 	for i := 0; i < cfg.Workers; i++ {
@@ -281,8 +283,11 @@ func Check(cfg Config, ops []Op, faults []Fault, res *Result) error {
 	for _, m := range []struct {
 		name  string
 		model porcupine.Model
-	}{{"mutex", MutexModel()}, {"store", StoreModel()}} {
+	}{{"mutex", MutexModel()}, {"semaphore", SemaphoreModel()}, {"store", StoreModel()}} {
 		pops := porcupineOps(ops, m.name)
+		if len(pops) == 0 {
+			continue
+		}
 		res.Partitions += len(partitionByKey(pops))
 		result, info := porcupine.CheckOperationsVerbose(m.model, pops, cfg.CheckTimeout)
 		switch result {

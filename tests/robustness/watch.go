@@ -100,11 +100,12 @@ func (w *watchRecord) sawAll(grants []string) bool {
 	return true
 }
 
-// definiteGrants are the history's answered grants as grant keys.
+// definiteGrants are the history's answered mutex grants (the resources the
+// watchers follow) as grant keys.
 func definiteGrants(ops []Op) []string {
 	var out []string
 	for _, op := range ops {
-		if op.Input.Kind == OpAcquire && op.Output.Status == StatusGranted {
+		if op.Input.Model == "mutex" && op.Input.Kind == OpAcquire && op.Output.Status == StatusGranted {
 			out = append(out, grantKey(op.Input.Key, op.Input.Lease, op.Output.Token))
 		}
 	}

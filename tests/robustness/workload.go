@@ -19,17 +19,24 @@ type workload struct {
 	ttl       time.Duration
 	resources int
 	epoch     time.Duration
-	stop      atomic.Bool // workers finish their current step and return
+	// semaphores: a quarter of the steps use a semaphore of
+	// SemaphoreLimit permits instead of a mutex.
+	semaphores bool
+	stop       atomic.Bool // workers finish their current step and return
 
 	mu   sync.Mutex
 	keys map[string]struct{} // every resource used (for the final reads)
 }
 
-// resource is one of the current epoch's resources. Names change every
+// resource is one of the current epoch's mutexes ("r...", each also a
+// key of the fenced store) or semaphores ("s..."). Names change every
 // epoch so that each Porcupine partition is a short history: an unknown
 // outcome stays pending forever in its own partition only.
-func (wl *workload) resource(rng *rand.Rand) string {
+func (wl *workload) resource(rng *rand.Rand, model string) string {
 	e := time.Duration(wl.rec.Now()) / wl.epoch
+	if model == "semaphore" {
+		return fmt.Sprintf("s%d-e%d", rng.Intn(wl.resources), e)
+	}
 	r := fmt.Sprintf("r%d-e%d", rng.Intn(wl.resources), e)
 	wl.mu.Lock()
 	wl.keys[r] = struct{}{}
@@ -138,30 +145,34 @@ func (w *worker) invoke(in Input) int { return w.wl.rec.Invoke(w.client, w.id, i
 // step is one acquire and, when granted, fenced writes, a read and a
 // release.
 func (w *worker) step(ctx context.Context) {
-	r := w.wl.resource(w.rng)
+	model, limit := "mutex", uint32(0)
+	if w.wl.semaphores && w.rng.Intn(4) == 0 {
+		model, limit = "semaphore", SemaphoreLimit
+	}
+	r := w.wl.resource(w.rng, model)
 	var wait time.Duration
 	if w.rng.Intn(2) == 0 {
 		wait = time.Duration(100+w.rng.Intn(1400)) * time.Millisecond
 	}
 	lease := w.lease
-	h := w.invoke(Input{Model: "mutex", Kind: OpAcquire, Key: r, Lease: lease, WaitMs: wait.Milliseconds()})
+	h := w.invoke(Input{Model: model, Kind: OpAcquire, Key: r, Lease: lease, WaitMs: wait.Milliseconds()})
 	cctx, cancel := context.WithTimeout(ctx, wait+10*time.Second)
-	g, err := w.cl.Acquire(cctx, r, warden.AcquireOptions{LeaseID: lease, Wait: wait})
+	g, err := w.cl.Acquire(cctx, r, warden.AcquireOptions{LeaseID: lease, Wait: wait, Limit: limit})
 	cancel()
 	var ng *warden.NotGrantedError
 	switch {
 	case err == nil:
-		w.wl.rec.Return(h, Output{Status: StatusGranted, Token: g.FencingToken})
+		w.wl.rec.Return(h, Output{Status: StatusGranted, Token: g.FencingToken, Slot: g.Slot})
 		if g.FencingToken > w.maxToken {
 			w.maxToken = g.FencingToken
 		}
 		w.granted++
-		w.hold(ctx, r, lease, g.FencingToken)
+		w.hold(ctx, model, r, lease, g.FencingToken)
 	case errors.As(err, &ng) && ng.Reason == warden.ReasonHeld:
-		if w.lie && wait == 0 {
+		if w.lie && wait == 0 && model == "mutex" {
 			w.maxToken++
 			w.wl.rec.Return(h, Output{Status: StatusGranted, Token: w.maxToken})
-			w.hold(ctx, r, lease, w.maxToken)
+			w.hold(ctx, model, r, lease, w.maxToken)
 			return
 		}
 		w.wl.rec.Return(h, Output{Status: StatusHeld, Holder: ng.HolderLeaseID})
@@ -177,9 +188,9 @@ func (w *worker) step(ctx context.Context) {
 
 // hold writes through the fence, maybe pauses past the TTL first (when the
 // nemesis asked), reads, and releases with the grant's token.
-func (w *worker) hold(ctx context.Context, r string, lease, token uint64) {
+func (w *worker) hold(ctx context.Context, model, r string, lease, token uint64) {
 	paused := false
-	if w.pauseNext.CompareAndSwap(true, false) {
+	if model == "mutex" && w.pauseNext.CompareAndSwap(true, false) {
 		paused = true
 		// A client pause past its TTL (a GC pause, a VM stall): no
 		// renewals, then the write with the old token as if nothing
@@ -193,16 +204,20 @@ func (w *worker) hold(ctx context.Context, r string, lease, token uint64) {
 		w.wl.rec.FaultEnd(f, "")
 		w.pauses++
 	}
-	writes := 1 + w.rng.Intn(2)
-	for i := 0; i < writes; i++ {
-		if w.write(ctx, r, token) == StatusStale && paused {
-			w.staleAfterPause++
+	if model == "mutex" {
+		writes := 1 + w.rng.Intn(2)
+		for i := 0; i < writes; i++ {
+			if w.write(ctx, r, token) == StatusStale && paused {
+				w.staleAfterPause++
+			}
 		}
+		if w.rng.Intn(3) == 0 {
+			w.read(ctx, r)
+		}
+	} else {
+		_ = pause(ctx, time.Duration(w.rng.Intn(50))*time.Millisecond) // think time while holding a permit
 	}
-	if w.rng.Intn(3) == 0 {
-		w.read(ctx, r)
-	}
-	h := w.invoke(Input{Model: "mutex", Kind: OpRelease, Key: r, Lease: lease, Token: token})
+	h := w.invoke(Input{Model: model, Kind: OpRelease, Key: r, Lease: lease, Token: token})
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	ok, err := w.cl.Release(cctx, lease, r, token)
 	cancel()
