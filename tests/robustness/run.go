@@ -71,6 +71,8 @@ type Result struct {
 	// Watch streams: events received (both watchers), stream ends that
 	// were resumed, and compaction gaps.
 	WatchEvents, WatchErrors, WatchGaps int
+	// The longest window without an answered lock call.
+	LongestStall Stall
 }
 
 // Line is the one-line verdict.
@@ -86,7 +88,7 @@ func (r *Result) Line() string {
 	if len(r.HTML) > 0 {
 		s += " visualization=" + strings.Join(r.HTML, ",")
 	}
-	s += fmt.Sprintf(" probes=%d", r.Probes)
+	s += fmt.Sprintf(" probes=%d longest-stall=%v", r.Probes, r.LongestStall.Len().Round(time.Millisecond))
 	for _, f := range r.Findings {
 		s += fmt.Sprintf(" finding[%s node %d x%d]", f.Kind, f.Node, f.Count)
 	}
@@ -275,7 +277,20 @@ func Check(cfg Config, ops []Op, faults []Fault, res *Result) error {
 	if err := WriteHistory(res.HistoryPath, ops, faults); err != nil {
 		return err
 	}
+	if err := CheckOnly(cfg, ops, faults, res); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(cfg.OutDir, fmt.Sprintf("verdict-%d.txt", cfg.Seed)), []byte(res.Line()+"\n"), 0o644)
+}
+
+// CheckOnly checks a history with Porcupine and the token-uniqueness check
+// and fills res (visualizations under cfg.OutDir on failure, or always with
+// cfg.Visualize); it writes no history and no verdict file.
+func CheckOnly(cfg Config, ops []Op, faults []Fault, res *Result) error {
 	countOps(ops, res)
+	if st := Stalls(ops, faults, 1); len(st) > 0 {
+		res.LongestStall = st[0]
+	}
 	res.Problems = append(res.Problems, uniqueTokens(ops)...)
 
 	checkStart := time.Now()
@@ -314,7 +329,7 @@ func Check(cfg Config, ops []Op, faults []Fault, res *Result) error {
 		verdict = "FAIL"
 	}
 	res.Verdict = verdict
-	return os.WriteFile(filepath.Join(cfg.OutDir, fmt.Sprintf("verdict-%d.txt", cfg.Seed)), []byte(res.Line()+"\n"), 0o644)
+	return nil
 }
 
 // keepLogs copies the node and store logs to dir (evidence for findings).
