@@ -139,7 +139,9 @@ type WriteResult struct {
 
 // Write PUTs value under key, fenced by (resource, token). A non-nil error
 // means the outcome is unknown (no HTTP answer, or one we cannot read).
-func (s *FencedStore) Write(ctx context.Context, key, resource string, token uint64, value string) (WriteResult, error) {
+// A slot >= 0 sends warden-slot: the write is fenced by the permit rule
+// (per resource and slot) instead of the mutex rule.
+func (s *FencedStore) Write(ctx context.Context, key, resource string, token uint64, slot int, value string) (WriteResult, error) {
 	s.mu.Lock()
 	addr := s.Addr
 	s.mu.Unlock()
@@ -149,6 +151,9 @@ func (s *FencedStore) Write(ctx context.Context, key, resource string, token uin
 	}
 	req.Header.Set("warden-resource", resource)
 	req.Header.Set("warden-fencing-token", strconv.FormatUint(token, 10))
+	if slot >= 0 {
+		req.Header.Set("warden-slot", strconv.Itoa(slot))
+	}
 	resp, err := s.http.Do(req)
 	if err != nil {
 		return WriteResult{}, err

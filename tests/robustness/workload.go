@@ -37,11 +37,22 @@ func (wl *workload) resource(rng *rand.Rand, model string) string {
 	if model == "semaphore" {
 		return fmt.Sprintf("s%d-e%d", rng.Intn(wl.resources), e)
 	}
-	r := fmt.Sprintf("r%d-e%d", rng.Intn(wl.resources), e)
+	return fmt.Sprintf("r%d-e%d", rng.Intn(wl.resources), e)
+}
+
+// storeKey is the fenced store's key for a grant: the mutex's name, or the
+// semaphore's name and the permit's slot (the permit rule fences per
+// (resource, slot), so each slot is a register of its own). Every key used
+// is read once more at the end.
+func (wl *workload) storeKey(r string, slot int) string {
+	k := r
+	if slot >= 0 {
+		k = fmt.Sprintf("%s.slot%d", r, slot)
+	}
 	wl.mu.Lock()
-	wl.keys[r] = struct{}{}
+	wl.keys[k] = struct{}{}
 	wl.mu.Unlock()
-	return r
+	return k
 }
 
 // worker is one client process's worth of behaviour: its own client
@@ -167,12 +178,16 @@ func (w *worker) step(ctx context.Context) {
 			w.maxToken = g.FencingToken
 		}
 		w.granted++
-		w.hold(ctx, model, r, lease, g.FencingToken)
+		slot := -1
+		if model == "semaphore" {
+			slot = int(g.Slot)
+		}
+		w.hold(ctx, model, r, slot, lease, g.FencingToken)
 	case errors.As(err, &ng) && ng.Reason == warden.ReasonHeld:
 		if w.lie && wait == 0 && model == "mutex" {
 			w.maxToken++
 			w.wl.rec.Return(h, Output{Status: StatusGranted, Token: w.maxToken})
-			w.hold(ctx, model, r, lease, w.maxToken)
+			w.hold(ctx, model, r, -1, lease, w.maxToken)
 			return
 		}
 		w.wl.rec.Return(h, Output{Status: StatusHeld, Holder: ng.HolderLeaseID})
@@ -188,9 +203,9 @@ func (w *worker) step(ctx context.Context) {
 
 // hold writes through the fence, maybe pauses past the TTL first (when the
 // nemesis asked), reads, and releases with the grant's token.
-func (w *worker) hold(ctx context.Context, model, r string, lease, token uint64) {
+func (w *worker) hold(ctx context.Context, model, r string, slot int, lease, token uint64) {
 	paused := false
-	if model == "mutex" && w.pauseNext.CompareAndSwap(true, false) {
+	if w.pauseNext.CompareAndSwap(true, false) {
 		paused = true
 		// A client pause past its TTL (a GC pause, a VM stall): no
 		// renewals, then the write with the old token as if nothing
@@ -204,18 +219,15 @@ func (w *worker) hold(ctx context.Context, model, r string, lease, token uint64)
 		w.wl.rec.FaultEnd(f, "")
 		w.pauses++
 	}
-	if model == "mutex" {
-		writes := 1 + w.rng.Intn(2)
-		for i := 0; i < writes; i++ {
-			if w.write(ctx, r, token) == StatusStale && paused {
-				w.staleAfterPause++
-			}
+	key := w.wl.storeKey(r, slot)
+	writes := 1 + w.rng.Intn(2)
+	for i := 0; i < writes; i++ {
+		if w.write(ctx, key, r, slot, token) == StatusStale && paused {
+			w.staleAfterPause++
 		}
-		if w.rng.Intn(3) == 0 {
-			w.read(ctx, r)
-		}
-	} else {
-		_ = pause(ctx, time.Duration(w.rng.Intn(50))*time.Millisecond) // think time while holding a permit
+	}
+	if w.rng.Intn(3) == 0 {
+		w.read(ctx, key)
 	}
 	h := w.invoke(Input{Model: model, Kind: OpRelease, Key: r, Lease: lease, Token: token})
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -237,11 +249,11 @@ func (w *worker) hold(ctx context.Context, model, r string, lease, token uint64)
 	}
 }
 
-func (w *worker) write(ctx context.Context, r string, token uint64) string {
+func (w *worker) write(ctx context.Context, key, r string, slot int, token uint64) string {
 	v := fmt.Sprintf("w%d-%d", w.id, w.wl.rec.Now())
-	h := w.invoke(Input{Model: "store", Kind: OpWrite, Key: r, Token: token, Value: v})
+	h := w.invoke(Input{Model: "store", Kind: OpWrite, Key: key, Token: token, Value: v})
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	res, err := w.wl.cluster.Store.Write(cctx, r, r, token, v)
+	res, err := w.wl.cluster.Store.Write(cctx, key, r, token, slot, v)
 	cancel()
 	switch {
 	case err != nil:
