@@ -34,14 +34,16 @@ const (
 
 // Input is what a client asked.
 type Input struct {
-	Model string `json:"model"` // "mutex", "semaphore" or "store"
+	Model string `json:"model"` // "mutex", "semaphore", "rwlock" or "store"
 	Kind  string `json:"kind"`
 	Key   string `json:"key"` // the resource (also the store's key)
 	Lease uint64 `json:"lease,omitempty"`
 	Token uint64 `json:"token,omitempty"`
 	// A waiting acquire's wait in ms (0 = try-lock).
-	WaitMs int64  `json:"wait_ms,omitempty"`
-	Value  string `json:"value,omitempty"`
+	WaitMs int64 `json:"wait_ms,omitempty"`
+	// A read-write lock's mode: "shared" or "exclusive".
+	Mode  string `json:"mode,omitempty"`
+	Value string `json:"value,omitempty"`
 }
 
 // Output is what it was answered.
@@ -206,10 +208,14 @@ func describeOp(in, out interface{}) string {
 	var call string
 	switch i.Kind {
 	case OpAcquire:
+		mode := ""
+		if i.Mode != "" {
+			mode = ", " + i.Mode
+		}
 		if i.WaitMs == 0 {
-			call = fmt.Sprintf("try-acquire(%s, lease %d)", i.Key, i.Lease)
+			call = fmt.Sprintf("try-acquire(%s, lease %d%s)", i.Key, i.Lease, mode)
 		} else {
-			call = fmt.Sprintf("acquire(%s, lease %d, wait %d ms)", i.Key, i.Lease, i.WaitMs)
+			call = fmt.Sprintf("acquire(%s, lease %d, wait %d ms%s)", i.Key, i.Lease, i.WaitMs, mode)
 		}
 	case OpRelease:
 		call = fmt.Sprintf("release(%s, lease %d, token %d)", i.Key, i.Lease, i.Token)

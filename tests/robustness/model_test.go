@@ -211,3 +211,37 @@ func TestCheckWatches(t *testing.T) {
 		t.Fatal("a grant streamed twice was accepted")
 	}
 }
+
+func racq(key string, lease uint64, mode string) Input {
+	return Input{Model: "rwlock", Kind: OpAcquire, Key: key, Lease: lease, Mode: mode}
+}
+
+func rrel(key string, lease, token uint64) Input {
+	return Input{Model: "rwlock", Kind: OpRelease, Key: key, Lease: lease, Token: token}
+}
+
+// Readers together, then a writer once they are gone.
+func TestRWLockModelAcceptsReadersThenAWriter(t *testing.T) {
+	check(t, RWLockModel(), []porcupine.Operation{
+		op(0, 0, 10, racq("w", 1, "shared"), granted(3)),
+		op(1, 20, 30, racq("w", 2, "shared"), granted(4)),
+		op(2, 40, 50, racq("w", 3, "exclusive"), heldBy(1)),
+		op(0, 60, 70, rrel("w", 1, 3), released),
+		op(1, 80, 90, rrel("w", 2, 4), released),
+		op(2, 100, 110, racq("w", 3, "exclusive"), granted(8)),
+		op(2, 120, 130, rrel("w", 3, 8), released),
+	}, porcupine.Ok)
+}
+
+// A writer beside a reader that later proves it still held is a violation,
+// and so is a refusal on a resource nothing holds.
+func TestRWLockModelRefusesAWriterBesideAReader(t *testing.T) {
+	check(t, RWLockModel(), []porcupine.Operation{
+		op(0, 0, 10, racq("w", 1, "shared"), granted(3)),
+		op(1, 20, 30, racq("w", 2, "exclusive"), granted(4)),
+		op(0, 40, 50, rrel("w", 1, 3), released),
+	}, porcupine.Illegal)
+	check(t, RWLockModel(), []porcupine.Operation{
+		op(0, 0, 10, racq("w", 1, "shared"), heldBy(2)),
+	}, porcupine.Illegal)
+}

@@ -84,7 +84,7 @@ func TestRobustness(t *testing.T) {
 			cfg := baseConfig(t, seed)
 			cfg.Duration = dur
 			cfg.Nemesis = true
-			cfg.Semaphores = true
+			cfg.Kinds = true
 			cfg.Mutate = os.Getenv("ROBUSTNESS_MUTATE") == "1"
 			if dur > 10*time.Minute {
 				cfg.CheckTimeout = 30 * time.Minute

@@ -40,8 +40,9 @@ type Config struct {
 	CheckTimeout time.Duration
 	// Visualize writes the visualization even when the check passes.
 	Visualize bool
-	// Semaphores: a quarter of the steps take a permit of a semaphore.
-	Semaphores bool
+	// Kinds: a quarter of the steps take a permit of a semaphore, a
+	// quarter a read-write lock (else all take a mutex).
+	Kinds bool
 }
 
 // Result is a run's measured outcome.
@@ -120,7 +121,7 @@ func Run(cfg Config) (*Result, error) {
 	}
 	rec := NewRecorder()
 	wl := &workload{rec: rec, cluster: c, ttl: cfg.TTL, resources: cfg.Resources, epoch: cfg.Epoch,
-		semaphores: cfg.Semaphores, keys: map[string]struct{}{}}
+		kinds: cfg.Kinds, keys: map[string]struct{}{}}
 	seeds := rand.New(rand.NewSource(cfg.Seed))
 	var workers []*worker
 	for i := 0; i < cfg.Workers; i++ {
@@ -299,7 +300,7 @@ func CheckOnly(cfg Config, ops []Op, faults []Fault, res *Result) error {
 	for _, m := range []struct {
 		name  string
 		model porcupine.Model
-	}{{"mutex", MutexModel()}, {"semaphore", SemaphoreModel()}, {"store", StoreModel()}} {
+	}{{"mutex", MutexModel()}, {"semaphore", SemaphoreModel()}, {"rwlock", RWLockModel()}, {"store", StoreModel()}} {
 		pops := porcupineOps(ops, m.name)
 		if len(pops) == 0 {
 			continue

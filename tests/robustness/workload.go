@@ -19,23 +19,27 @@ type workload struct {
 	ttl       time.Duration
 	resources int
 	epoch     time.Duration
-	// semaphores: a quarter of the steps use a semaphore of
-	// SemaphoreLimit permits instead of a mutex.
-	semaphores bool
-	stop       atomic.Bool // workers finish their current step and return
+	// kinds: a quarter of the steps take a permit of a semaphore of
+	// SemaphoreLimit, a quarter a read-write lock (a reader two times in
+	// three), the rest a mutex; without it, all take a mutex.
+	kinds bool
+	stop  atomic.Bool // workers finish their current step and return
 
 	mu   sync.Mutex
 	keys map[string]struct{} // every resource used (for the final reads)
 }
 
-// resource is one of the current epoch's mutexes ("r...", each also a
-// key of the fenced store) or semaphores ("s..."). Names change every
+// resource is one of the current epoch's mutexes ("r..."), semaphores
+// ("s...") or read-write locks ("w..."). Names change every
 // epoch so that each Porcupine partition is a short history: an unknown
 // outcome stays pending forever in its own partition only.
 func (wl *workload) resource(rng *rand.Rand, model string) string {
 	e := time.Duration(wl.rec.Now()) / wl.epoch
-	if model == "semaphore" {
+	switch model {
+	case "semaphore":
 		return fmt.Sprintf("s%d-e%d", rng.Intn(wl.resources), e)
+	case "rwlock":
+		return fmt.Sprintf("w%d-e%d", rng.Intn(wl.resources), e)
 	}
 	return fmt.Sprintf("r%d-e%d", rng.Intn(wl.resources), e)
 }
@@ -156,9 +160,17 @@ func (w *worker) invoke(in Input) int { return w.wl.rec.Invoke(w.client, w.id, i
 // step is one acquire and, when granted, fenced writes, a read and a
 // release.
 func (w *worker) step(ctx context.Context) {
-	model, limit := "mutex", uint32(0)
-	if w.wl.semaphores && w.rng.Intn(4) == 0 {
-		model, limit = "semaphore", SemaphoreLimit
+	model, limit, mode, modeName := "mutex", uint32(0), warden.ModeUnspecified, ""
+	if w.wl.kinds {
+		switch w.rng.Intn(8) {
+		case 0, 1:
+			model, limit = "semaphore", SemaphoreLimit
+		case 2, 3:
+			model, mode, modeName = "rwlock", warden.ModeShared, "shared"
+			if w.rng.Intn(3) == 0 {
+				mode, modeName = warden.ModeExclusive, "exclusive"
+			}
+		}
 	}
 	r := w.wl.resource(w.rng, model)
 	var wait time.Duration
@@ -166,9 +178,9 @@ func (w *worker) step(ctx context.Context) {
 		wait = time.Duration(100+w.rng.Intn(1400)) * time.Millisecond
 	}
 	lease := w.lease
-	h := w.invoke(Input{Model: model, Kind: OpAcquire, Key: r, Lease: lease, WaitMs: wait.Milliseconds()})
+	h := w.invoke(Input{Model: model, Kind: OpAcquire, Key: r, Lease: lease, WaitMs: wait.Milliseconds(), Mode: modeName})
 	cctx, cancel := context.WithTimeout(ctx, wait+10*time.Second)
-	g, err := w.cl.Acquire(cctx, r, warden.AcquireOptions{LeaseID: lease, Wait: wait, Limit: limit})
+	g, err := w.cl.Acquire(cctx, r, warden.AcquireOptions{LeaseID: lease, Wait: wait, Limit: limit, Mode: mode})
 	cancel()
 	var ng *warden.NotGrantedError
 	switch {
@@ -219,15 +231,20 @@ func (w *worker) hold(ctx context.Context, model, r string, slot int, lease, tok
 		w.wl.rec.FaultEnd(f, "")
 		w.pauses++
 	}
-	key := w.wl.storeKey(r, slot)
-	writes := 1 + w.rng.Intn(2)
-	for i := 0; i < writes; i++ {
-		if w.write(ctx, key, r, slot, token) == StatusStale && paused {
-			w.staleAfterPause++
+	if model == "rwlock" {
+		// Read-write grants are checked at the lock service only.
+		_ = pause(ctx, time.Duration(w.rng.Intn(50))*time.Millisecond) // think time while holding
+	} else {
+		key := w.wl.storeKey(r, slot)
+		writes := 1 + w.rng.Intn(2)
+		for i := 0; i < writes; i++ {
+			if w.write(ctx, key, r, slot, token) == StatusStale && paused {
+				w.staleAfterPause++
+			}
 		}
-	}
-	if w.rng.Intn(3) == 0 {
-		w.read(ctx, key)
+		if w.rng.Intn(3) == 0 {
+			w.read(ctx, key)
+		}
 	}
 	h := w.invoke(Input{Model: model, Kind: OpRelease, Key: r, Lease: lease, Token: token})
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
