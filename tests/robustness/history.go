@@ -188,7 +188,8 @@ func ReadHistory(path string) ([]Op, []Fault, error) {
 func porcupineOps(ops []Op, model string) []porcupine.Operation {
 	var out []porcupine.Operation
 	for _, op := range ops {
-		if op.Input.Model != model {
+		// Renewals go with the mutex model (partitionWithRenewals).
+		if op.Input.Model != model && !(model == "mutex" && op.Input.Model == "lease") {
 			continue
 		}
 		out = append(out, porcupine.Operation{ClientId: op.Client, Input: op.Input, Call: op.Call,

@@ -3,6 +3,8 @@ package robustness
 import (
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/anishathalye/porcupine"
 )
@@ -13,6 +15,7 @@ const (
 	OpRelease = "release" // release(lease, resource, token)
 	OpWrite   = "write"   // a fenced write to the store (resource, token, value)
 	OpRead    = "read"    // a read of the store's key
+	OpRenew   = "renew"   // renew(lease), model "lease": added to the mutex partitions
 )
 
 // Outcomes (Output.Status). StatusUnknown is an operation whose call ended
@@ -29,6 +32,8 @@ const (
 	StatusAccepted    = "accepted"
 	StatusStale       = "stale" // Highest: the store's highest token
 	StatusValue       = "value" // Value, Found
+	StatusRenewed     = "renewed"
+	StatusLeaseGone   = "lease-gone" // a renew answered NotFound
 	StatusUnknown     = "unknown"
 )
 
@@ -69,6 +74,37 @@ type mutexState struct {
 	Lease uint64
 	Token uint64
 	Last  uint64
+	// Dead: the leases whose grant the model has let end by expiry (sorted,
+	// comma-separated, so the state stays comparable). A lease that expired
+	// can never be renewed again, so an acknowledged renew of a dead lease
+	// refutes that branch.
+	Dead string
+}
+
+func (s mutexState) dead(l uint64) bool {
+	for _, x := range strings.Split(s.Dead, ",") {
+		if x == strconv.FormatUint(l, 10) {
+			return true
+		}
+	}
+	return false
+}
+
+// expire ends the current grant by its lease's expiry.
+func (s mutexState) expire() mutexState {
+	ids := []uint64{s.Lease}
+	if s.Dead != "" {
+		for _, x := range strings.Split(s.Dead, ",") {
+			v, _ := strconv.ParseUint(x, 10, 64)
+			ids = append(ids, v)
+		}
+	}
+	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+	var parts []string
+	for _, v := range ids {
+		parts = append(parts, strconv.FormatUint(v, 10))
+	}
+	return mutexState{Last: s.Last, Dead: strings.Join(parts, ",")}
 }
 
 // mutexStep is the lease mutex's nondeterministic specification. A grant
@@ -87,18 +123,29 @@ type mutexState struct {
 //   - a try-lock refused as held names the holder's lease; a waiting acquire
 //     times out only while the resource is held.
 func mutexStep(s mutexState, in Input, out Output) []mutexState {
+	if in.Kind == OpRenew {
+		// Renewals change nothing; an acknowledged one refutes every
+		// branch in which its lease already expired.
+		if out.Status == StatusRenewed && s.dead(in.Lease) {
+			return nil
+		}
+		return []mutexState{s}
+	}
 	cands := []mutexState{s}
 	if s.Held {
-		cands = append(cands, mutexState{Last: s.Last})
+		cands = append(cands, s.expire())
 	}
 	var next []mutexState
 	for _, c := range cands {
 		switch in.Kind {
 		case OpAcquire:
+			if c.dead(in.Lease) {
+				continue // an expired lease is granted nothing
+			}
 			switch out.Status {
 			case StatusGranted:
 				if !c.Held && out.Token > c.Last {
-					next = append(next, mutexState{Held: true, Lease: in.Lease, Token: out.Token, Last: out.Token})
+					next = append(next, mutexState{Held: true, Lease: in.Lease, Token: out.Token, Last: out.Token, Dead: c.Dead})
 				}
 			case StatusHeld:
 				if c.Held && c.Lease == out.Holder {
@@ -111,7 +158,7 @@ func mutexStep(s mutexState, in Input, out Output) []mutexState {
 			case StatusUnknown:
 				next = append(next, c)
 				if !c.Held {
-					next = append(next, mutexState{Held: true, Lease: in.Lease, Last: c.Last})
+					next = append(next, mutexState{Held: true, Lease: in.Lease, Last: c.Last, Dead: c.Dead})
 				}
 			}
 		case OpRelease:
@@ -123,7 +170,7 @@ func mutexStep(s mutexState, in Input, out Output) []mutexState {
 			switch out.Status {
 			case StatusReleased:
 				if mine {
-					next = append(next, mutexState{Last: last})
+					next = append(next, mutexState{Last: last, Dead: c.Dead})
 				}
 			case StatusNotReleased:
 				if !mine {
@@ -132,7 +179,7 @@ func mutexStep(s mutexState, in Input, out Output) []mutexState {
 			case StatusUnknown:
 				next = append(next, c)
 				if mine {
-					next = append(next, mutexState{Last: last})
+					next = append(next, mutexState{Last: last, Dead: c.Dead})
 				}
 			}
 		}
@@ -185,6 +232,56 @@ func storeStep(s storeState, in Input, out Output) []storeState {
 	return nil
 }
 
+// partitionWithRenewals partitions mutex operations per resource and adds
+// to each partition the renewals of the leases it names: those from the
+// first call of that lease in the partition to the partition's last
+// answer, and each lease's first acknowledged renewal after that (the
+// renewals that can refute an expiry there).
+func partitionWithRenewals(history []porcupine.Operation) [][]porcupine.Operation {
+	var renews, rest []porcupine.Operation
+	for _, op := range history {
+		if op.Input.(Input).Kind == OpRenew {
+			renews = append(renews, op)
+		} else {
+			rest = append(rest, op)
+		}
+	}
+	parts := partitionByKey(rest)
+	for i, p := range parts {
+		first := map[uint64]int64{}
+		var end int64
+		for _, op := range p {
+			l := op.Input.(Input).Lease
+			if t, ok := first[l]; !ok || op.Call < t {
+				first[l] = op.Call
+			}
+			if op.Return != Forever && op.Return > end {
+				end = op.Return
+			}
+		}
+		after := map[uint64]porcupine.Operation{}
+		for _, r := range renews {
+			l := r.Input.(Input).Lease
+			t, ok := first[l]
+			switch {
+			case !ok || r.Return < t:
+			case r.Call <= end:
+				parts[i] = append(parts[i], r)
+			case r.Output.(Output).Status == StatusRenewed:
+				// One acknowledged renewal after the partition's end is
+				// enough to refute an expiry in it (death is final).
+				if a, seen := after[l]; !seen || r.Call < a.Call {
+					after[l] = r
+				}
+			}
+		}
+		for _, r := range after {
+			parts[i] = append(parts[i], r)
+		}
+	}
+	return parts
+}
+
 func partitionByKey(history []porcupine.Operation) [][]porcupine.Operation {
 	byKey := map[string][]porcupine.Operation{}
 	var keys []string
@@ -223,6 +320,8 @@ func describeOp(in, out interface{}) string {
 		call = fmt.Sprintf("write(%s, token %d, %q)", i.Key, i.Token, i.Value)
 	case OpRead:
 		call = fmt.Sprintf("read(%s)", i.Key)
+	case OpRenew:
+		call = fmt.Sprintf("renew(lease %d)", i.Lease)
 	}
 	var ret string
 	switch o.Status {
@@ -255,7 +354,7 @@ func describeOp(in, out interface{}) string {
 // resource.
 func MutexModel() porcupine.Model {
 	nm := porcupine.NondeterministicModel{
-		Partition: partitionByKey,
+		Partition: partitionWithRenewals,
 		Init:      func() []interface{} { return []interface{}{mutexState{}} },
 		Step: func(state, input, output interface{}) []interface{} {
 			var out []interface{}
@@ -267,13 +366,17 @@ func MutexModel() porcupine.Model {
 		DescribeOperation: describeOp,
 		DescribeState: func(state interface{}) string {
 			s := state.(mutexState)
+			dead := ""
+			if s.Dead != "" {
+				dead = "; expired leases " + s.Dead
+			}
 			switch {
 			case !s.Held:
-				return fmt.Sprintf("free (last token %d)", s.Last)
+				return fmt.Sprintf("free (last token %d)%s", s.Last, dead)
 			case s.Token == 0:
-				return fmt.Sprintf("held by lease %d, token unseen (last %d)", s.Lease, s.Last)
+				return fmt.Sprintf("held by lease %d, token unseen (last %d)%s", s.Lease, s.Last, dead)
 			default:
-				return fmt.Sprintf("held by lease %d, token %d", s.Lease, s.Token)
+				return fmt.Sprintf("held by lease %d, token %d%s", s.Lease, s.Token, dead)
 			}
 		},
 	}

@@ -245,3 +245,31 @@ func TestRWLockModelRefusesAWriterBesideAReader(t *testing.T) {
 		op(0, 0, 10, racq("w", 1, "shared"), heldBy(2)),
 	}, porcupine.Illegal)
 }
+
+func renew(lease uint64) Input { return Input{Model: "lease", Kind: OpRenew, Lease: lease} }
+
+var renewed = Output{Status: StatusRenewed}
+
+// S1/S3: a grant that vanished while its lease stayed alive (a lost
+// acknowledged grant on failover). The next grant would need the first to
+// have ended by expiry, which a later acknowledged renew of its lease
+// refutes.
+func TestMutexModelRefusesAGrantWhoseLeaseWasStillRenewed(t *testing.T) {
+	check(t, MutexModel(), []porcupine.Operation{
+		op(0, 0, 10, acq("r", 1), granted(5)),
+		op(1, 20, 30, acq("r", 2), granted(7)),
+		op(9, 40, 50, renew(1), renewed),
+	}, porcupine.Illegal)
+	// Without the renew, or with the renew refused, the expiry is legal.
+	check(t, MutexModel(), []porcupine.Operation{
+		op(0, 0, 10, acq("r", 1), granted(5)),
+		op(1, 20, 30, acq("r", 2), granted(7)),
+		op(9, 40, 50, renew(1), Output{Status: StatusLeaseGone}),
+	}, porcupine.Ok)
+	// A renew that overlaps the second grant may have come before it.
+	check(t, MutexModel(), []porcupine.Operation{
+		op(0, 0, 10, acq("r", 1), granted(5)),
+		op(1, 20, 30, acq("r", 2), granted(7)),
+		op(9, 25, 50, renew(1), renewed),
+	}, porcupine.Ok)
+}

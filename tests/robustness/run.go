@@ -54,6 +54,7 @@ type Result struct {
 	Definite        int // with an answer
 	Unknown         int // pending forever
 	Grants          int
+	Renewals        int // acknowledged renewals (checked with the mutexes)
 	Released        int
 	Accepted        int // fenced writes accepted
 	Stale           int // fenced writes refused as stale
@@ -83,8 +84,8 @@ func (r *Result) Line() string {
 		fs = append(fs, fmt.Sprintf("%s=%d", k, v))
 	}
 	sort.Strings(fs)
-	s := fmt.Sprintf("robustness seed=%d: %s ops=%d (answered %d, unknown %d) grants=%d writes accepted=%d stale=%d (after a client pause %d) partitions=%d watch events=%d (resumed %d, gaps %d) faults[%s] run=%v check=%v history=%s",
-		r.Seed, r.Verdict, r.Ops, r.Definite, r.Unknown, r.Grants, r.Accepted, r.Stale, r.StaleAfterPause, r.Partitions, r.WatchEvents, r.WatchErrors, r.WatchGaps,
+	s := fmt.Sprintf("robustness seed=%d: %s ops=%d (answered %d, unknown %d) grants=%d renewals=%d writes accepted=%d stale=%d (after a client pause %d) partitions=%d watch events=%d (resumed %d, gaps %d) faults[%s] run=%v check=%v history=%s",
+		r.Seed, r.Verdict, r.Ops, r.Definite, r.Unknown, r.Grants, r.Renewals, r.Accepted, r.Stale, r.StaleAfterPause, r.Partitions, r.WatchEvents, r.WatchErrors, r.WatchGaps,
 		strings.Join(fs, " "), r.Elapsed.Round(time.Second), r.CheckTime.Round(time.Millisecond), r.HistoryPath)
 	if len(r.HTML) > 0 {
 		s += " visualization=" + strings.Join(r.HTML, ",")
@@ -305,7 +306,11 @@ func CheckOnly(cfg Config, ops []Op, faults []Fault, res *Result) error {
 		if len(pops) == 0 {
 			continue
 		}
-		res.Partitions += len(partitionByKey(pops))
+		if m.name == "mutex" {
+			res.Partitions += len(partitionWithRenewals(pops))
+		} else {
+			res.Partitions += len(partitionByKey(pops))
+		}
 		result, info := porcupine.CheckOperationsVerbose(m.model, pops, cfg.CheckTimeout)
 		switch result {
 		case porcupine.Illegal:
@@ -367,6 +372,8 @@ func countOps(ops []Op, res *Result) {
 			res.Accepted++
 		case StatusStale:
 			res.Stale++
+		case StatusRenewed:
+			res.Renewals++
 		}
 	}
 }

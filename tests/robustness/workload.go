@@ -125,6 +125,7 @@ func (w *worker) ensureLease(ctx context.Context) bool {
 func (w *worker) renew(ctx context.Context, lease uint64, lost *atomic.Bool) {
 	t := time.NewTicker(w.wl.ttl / 3)
 	defer t.Stop()
+	client := w.wl.rec.NewClient()
 	for {
 		select {
 		case <-ctx.Done():
@@ -134,12 +135,23 @@ func (w *worker) renew(ctx context.Context, lease uint64, lost *atomic.Bool) {
 		if w.paused.Load() {
 			continue
 		}
+		// Recorded on a row of its own: an acknowledged renew proves the
+		// lease alive, so none of its grants can have ended by expiry
+		// before it (the mutex model's use of it).
+		h := w.wl.rec.Invoke(client, w.id, Input{Model: "lease", Kind: OpRenew, Lease: lease})
 		cctx, cancel := context.WithTimeout(ctx, w.wl.ttl/3)
 		_, err := w.cl.Renew(cctx, lease)
 		cancel()
-		if errors.Is(err, warden.ErrNotFound) {
+		switch {
+		case err == nil:
+			w.wl.rec.Return(h, Output{Status: StatusRenewed})
+		case errors.Is(err, warden.ErrNotFound):
+			w.wl.rec.Return(h, Output{Status: StatusLeaseGone, Err: err.Error()})
 			lost.Store(true)
 			return
+		default:
+			w.wl.rec.Return(h, Output{Status: StatusUnknown, Err: err.Error()})
+			client = w.wl.rec.NewClient()
 		}
 	}
 }
