@@ -241,7 +241,12 @@ func partitionWithRenewals(history []porcupine.Operation) [][]porcupine.Operatio
 	var renews, rest []porcupine.Operation
 	for _, op := range history {
 		if op.Input.(Input).Kind == OpRenew {
-			renews = append(renews, op)
+			// Only acknowledged renewals constrain anything; the others
+			// (refused, or pending forever) step every state to itself,
+			// so leaving them out changes no verdict and saves the search.
+			if op.Output.(Output).Status == StatusRenewed {
+				renews = append(renews, op)
+			}
 		} else {
 			rest = append(rest, op)
 		}
@@ -267,7 +272,7 @@ func partitionWithRenewals(history []porcupine.Operation) [][]porcupine.Operatio
 			case !ok || r.Return < t:
 			case r.Call <= end:
 				parts[i] = append(parts[i], r)
-			case r.Output.(Output).Status == StatusRenewed:
+			default:
 				// One acknowledged renewal after the partition's end is
 				// enough to refute an expiry in it (death is final).
 				if a, seen := after[l]; !seen || r.Call < a.Call {
