@@ -26,6 +26,10 @@ func main() {
 		os.Exit(2)
 	}
 	path := flag.Arg(0)
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	ops, faults, err := robustness.ReadHistory(path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
