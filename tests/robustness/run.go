@@ -244,6 +244,11 @@ func Run(cfg Config) (*Result, error) {
 	if cfg.Liars == 0 && res.RecoveryGrants == 0 {
 		res.Problems = append(res.Problems, fmt.Sprintf("no acquire was granted in the %v after every fault was healed (L1)", cfg.Recovery))
 	}
+	if err := os.MkdirAll(cfg.OutDir, 0o755); err == nil {
+		// The streams themselves, for diagnosing a violation (which grants
+		// and ends the server streamed around it).
+		_ = writeWatches(filepath.Join(cfg.OutDir, fmt.Sprintf("watch-%d.jsonl", cfg.Seed)), watchers)
+	}
 	if cfg.Liars == 0 {
 		wp, n := checkWatches(ops, watchers)
 		res.Problems = append(res.Problems, wp...)

@@ -1,9 +1,12 @@
 package robustness
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"sync"
 	"time"
@@ -210,4 +213,40 @@ func after(seq []string, from uint64) []string {
 		}
 	}
 	return nil
+}
+
+// writeWatches writes every watcher's events as JSON lines
+// ({"watcher":..., "index":..., "resource":..., "event":..., "lease":...,
+// "token":...}).
+func writeWatches(path string, ws []*watchRecord) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	for _, wr := range ws {
+		wr.mu.Lock()
+		evs := append([]warden.WatchEvent(nil), wr.events...)
+		wr.mu.Unlock()
+		for _, ev := range evs {
+			line := struct {
+				Watcher  string `json:"watcher"`
+				Index    uint64 `json:"index"`
+				Resource string `json:"resource"`
+				Event    string `json:"event"`
+				Lease    uint64 `json:"lease,omitempty"`
+				Token    uint64 `json:"token,omitempty"`
+			}{wr.name, ev.Index, ev.Resource, ev.Event, ev.LeaseID, ev.FencingToken}
+			if err := enc.Encode(line); err != nil {
+				f.Close()
+				return err
+			}
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
