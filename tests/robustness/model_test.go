@@ -210,6 +210,12 @@ func TestCheckWatches(t *testing.T) {
 	if p, _ := checkWatches(ops, []*watchRecord{mk(g, g)}); len(p) == 0 {
 		t.Fatal("a grant streamed twice was accepted")
 	}
+	// A grant streamed to a lease whose acquire was told wait-timeout.
+	timedOut := append(ops, Op{Input: acq("r1-e0", 2), Output: Output{Status: StatusTimeout}, Call: 20, Return: 30})
+	orphan := warden.WatchEvent{Index: 9, Resource: "r1-e0", Event: "granted", LeaseID: 2, FencingToken: 6}
+	if p, _ := checkWatches(timedOut, []*watchRecord{mk(g, orphan)}); len(p) != 1 {
+		t.Fatalf("a grant its client was told it did not get gave %q, want one problem", p)
+	}
 }
 
 func racq(key string, lease uint64, mode string) Input {

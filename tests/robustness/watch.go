@@ -118,13 +118,31 @@ func definiteGrants(ops []Op) []string {
 // checkWatches checks the watchers' streams against the history and each
 // other:
 //   - every grant the history saw answered is in every stream that had no
-//     compaction gap, exactly once;
+//     compaction gap, exactly once, and every streamed grant was answered
+//     as granted to its acquire (or that acquire's outcome is unknown): a
+//     grant its client was told it did not get is a violation;
 //   - per resource, the granted tokens of a stream grow strictly, and its
 //     indexes never go back;
 //   - two streams agree on every resource's sequence of events over the
 //     indexes both covered (every node derives the same events).
 func checkWatches(ops []Op, ws []*watchRecord) (problems []string, events int) {
 	grants := definiteGrants(ops)
+	// What the history's acquires say of each (resource, lease): the tokens
+	// answered granted, and whether one had an unknown outcome.
+	answered := map[string]bool{}
+	unknownAcq := map[string]bool{}
+	for _, op := range ops {
+		if op.Input.Model != "mutex" || op.Input.Kind != OpAcquire {
+			continue
+		}
+		rl := fmt.Sprintf("%s/%d", op.Input.Key, op.Input.Lease)
+		switch op.Output.Status {
+		case StatusGranted:
+			answered[grantKey(op.Input.Key, op.Input.Lease, op.Output.Token)] = true
+		case StatusUnknown:
+			unknownAcq[rl] = true
+		}
+	}
 	perStream := map[string]map[string][]string{}
 	var firstIdx []uint64
 	for _, w := range ws {
@@ -143,7 +161,15 @@ func checkWatches(ops []Op, ws []*watchRecord) (problems []string, events int) {
 			}
 			lastIdx = ev.Index
 			if ev.Event == "granted" {
-				count[grantKey(ev.Resource, ev.LeaseID, ev.FencingToken)]++
+				k := grantKey(ev.Resource, ev.LeaseID, ev.FencingToken)
+				if !answered[k] && !unknownAcq[fmt.Sprintf("%s/%d", ev.Resource, ev.LeaseID)] {
+					// The server granted what no acquire was told: every
+					// acquire of that lease on that resource was answered
+					// not granted (held, wait timed out, ...).
+					problems = append(problems, fmt.Sprintf("%s: %s granted to lease %d (token %d, index %d), but no acquire of it was answered granted or left unknown",
+						w.name, ev.Resource, ev.LeaseID, ev.FencingToken, ev.Index))
+				}
+				count[k]++
 				if ev.FencingToken <= lastTok[ev.Resource] {
 					problems = append(problems, fmt.Sprintf("%s: %s granted token %d after %d", w.name, ev.Resource,
 						ev.FencingToken, lastTok[ev.Resource]))
