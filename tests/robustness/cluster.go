@@ -201,7 +201,7 @@ func (c *Cluster) launch(n *Node, state string) error {
 
 // nodeLogFilter is the nodes' RUST_LOG: $ROBUSTNESS_NODE_LOG, else info
 // (which keeps h2's warn-level "remotely-reset pending-accept streams
-// reached limit", the reset-flood guard of issue 42, that scanLogs counts).
+// reached limit", the reset-flood guard a black-box check once saw, that scanLogs counts).
 func nodeLogFilter() string {
 	if v := os.Getenv("ROBUSTNESS_NODE_LOG"); v != "" {
 		return v

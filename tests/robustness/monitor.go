@@ -34,7 +34,7 @@ type Finding struct {
 // monitor asks each node directly, every 200 ms, for a renew of a lease
 // no one has (a write only the leader serves): the leader answers NotFound,
 // a follower "not the leader; the leader is node N at ADDR". A node that
-// names itself as the leader it is not is recorded (issue 42 saw it once).
+// names itself as the leader it is not is recorded (a black-box check saw it once).
 type monitor struct {
 	c   *Cluster
 	rec *Recorder

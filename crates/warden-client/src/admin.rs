@@ -335,10 +335,8 @@ impl Admin {
     ///
     /// # Errors
     ///
-    /// As [`add_node`](Admin::add_node); `FailedPrecondition` while a
-    /// member has not reported log format 4 (it could not read the peer
-    /// address); `InvalidArgument` (field `peer_addr`) when it is not
-    /// `HOST:PORT` or equals `addr`.
+    /// As [`add_node`](Admin::add_node); `InvalidArgument` (field
+    /// `peer_addr`) when it is not `HOST:PORT` or equals `addr`.
     pub async fn add_node_with_peer_addr(
         &self,
         node_id: u64,

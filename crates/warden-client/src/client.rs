@@ -622,7 +622,7 @@ impl Client {
         result
     }
 
-    /// A lease's TTL, time left (as the leader's deadline table sees it),
+    /// A lease's TTL, time left (in the leader's cluster time),
     /// locks and waits; a linearizable read. `NotFound` if not live.
     pub async fn lease_time_to_live(&self, lease_id: u64) -> Result<LeaseInfo, ClientError> {
         let deadline = checked_deadline(Instant::now(), self.inner.options.deadline);

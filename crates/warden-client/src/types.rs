@@ -603,8 +603,6 @@ pub struct Timing {
     pub election_timeout_min_ms: u64,
     /// Election timeout, upper bound.
     pub election_timeout_max_ms: u64,
-    /// Interval between checkpoints of remaining TTLs.
-    pub checkpoint_interval_ms: u64,
     /// Grace a new leader gives each lease once.
     pub promotion_grace_ms: u64,
     /// Window in which renewals are batched into one entry.
@@ -617,7 +615,9 @@ pub struct Timing {
     pub max_wait_timeout_ms: u64,
     /// Longest lock-delay.
     pub max_lock_delay_ms: u64,
-    /// E: the most a leader change may lengthen a lease.
+    /// E: the most a lease may outlive its TTL before it is ended and its
+    /// locks handed on (promotion grace + max election timeout + duty
+    /// interval + heartbeat).
     pub bound_e_ms: u64,
     /// G: the grace a new leader gives each lease once (L4).
     pub bound_g_ms: u64,
@@ -744,7 +744,6 @@ impl From<v1::Timing> for Timing {
             heartbeat_ms: t.heartbeat_ms,
             election_timeout_min_ms: t.election_timeout_min_ms,
             election_timeout_max_ms: t.election_timeout_max_ms,
-            checkpoint_interval_ms: t.checkpoint_interval_ms,
             promotion_grace_ms: t.promotion_grace_ms,
             renew_batch_window_ms: t.renew_batch_window_ms,
             min_ttl_ms: t.min_ttl_ms,

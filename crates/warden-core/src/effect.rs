@@ -1,9 +1,7 @@
 //! What one applied entry changed, as a list of [`Effect`]s.
 //!
-//! The replicated table stores durations only; the node-local
-//! [`crate::deadline::Deadlines`] turns these effects into instants (docs/semantics.md
-//! "Time"), and the server forwards grants and removals to waiting clients and
-//! watchers. Effects are deterministic (same entry, same table → same list),
+//! The server forwards grants and removals to waiting clients and
+//! watchers, and feeds its metrics and event log from them. Effects are deterministic (same entry, same table → same list),
 //! but they are not replicated state: they are derived again on every replica.
 
 use serde::{Deserialize, Serialize};
@@ -13,7 +11,7 @@ use crate::types::{FencingToken, LeaseId, LogIndex, Mode};
 /// Why a lease ended.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum LeaseEndReason {
-    /// Its deadline passed and an `Expire` entry (or a due list) ended it.
+    /// Its instant passed (docs/semantics.md "Time").
     Expired,
     /// A `Revoke` ended it.
     Revoked,
@@ -36,7 +34,7 @@ pub enum FreeReason {
     Revoked,
     /// A `ForceRelease` (involuntary: lock-delay applies).
     Forced,
-    /// Its max-hold ran out (an `EndMaxHold`; involuntary: lock-delay applies).
+    /// Its max-hold ran out (involuntary: lock-delay applies).
     MaxHold,
 }
 
@@ -45,7 +43,7 @@ pub enum FreeReason {
 pub enum WaiterRemovedReason {
     /// It became the holder (a [`Effect::Granted`] follows).
     Granted,
-    /// Its wait timed out (a due waiter in a committed due list, S8).
+    /// Its wait ran out (S8).
     TimedOut,
     /// Its lease ended (expiry, revoke), S8.
     LeaseEnded,
@@ -57,33 +55,18 @@ pub enum WaiterRemovedReason {
     Cancelled,
 }
 
-/// One change made by an applied entry. Millisecond durations; `stamp` and
-/// `now` below are the node-local times passed to
-/// [`crate::deadline::Deadlines::on_effect`].
+/// One change made by an applied entry. Millisecond durations; instants
+/// are in cluster time (docs/semantics.md "Time").
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub enum Effect {
-    /// A lease was created or renewed: deadline = stamp + `ttl_ms`.
+    /// A lease was created or renewed: it ends at `now + ttl_ms`.
     LeaseSet {
         /// The lease.
         lease_id: LeaseId,
         /// Its TTL in milliseconds.
         ttl_ms: u64,
     },
-    /// A checkpoint: deadline = min(deadline, stamp + `remaining_ms`); only shortens.
-    LeaseCapped {
-        /// The lease.
-        lease_id: LeaseId,
-        /// Remaining TTL at the proposer, in milliseconds.
-        remaining_ms: u64,
-    },
-    /// A promote (L4): deadline = max(deadline, now + `grace_ms`).
-    LeaseGraced {
-        /// The lease.
-        lease_id: LeaseId,
-        /// The grace in milliseconds.
-        grace_ms: u64,
-    },
-    /// The lease is gone; forget its deadline.
+    /// The lease is gone.
     LeaseEnded {
         /// The lease.
         lease_id: LeaseId,
@@ -115,8 +98,10 @@ pub enum Effect {
         fencing_token: FencingToken,
         /// Why.
         reason: FreeReason,
+        /// Cluster time (ms) the grant was made at: held for `now` less this.
+        granted_at_ms: u64,
     },
-    /// A waiter was enqueued: wait deadline = stamp + `wait_timeout_ms`.
+    /// A waiter was enqueued: its wait ends at `now + wait_timeout_ms`.
     Queued {
         /// The resource.
         resource: String,
@@ -129,7 +114,7 @@ pub enum Effect {
         /// The wait timeout in milliseconds.
         wait_timeout_ms: u64,
     },
-    /// A waiter left the queue; forget its wait deadline.
+    /// A waiter left the queue.
     WaiterRemoved {
         /// The resource.
         resource: String,
@@ -139,19 +124,10 @@ pub enum Effect {
         enqueue_index: LogIndex,
         /// Why.
         reason: WaiterRemovedReason,
+        /// Cluster time (ms) it was enqueued at: waited for `now` less this.
+        enqueued_at_ms: u64,
     },
-    /// A checkpointed wait: deadline = min(deadline, stamp + `remaining_ms`).
-    WaitCapped {
-        /// The resource.
-        resource: String,
-        /// The lease.
-        lease_id: LeaseId,
-        /// Its enqueue index.
-        enqueue_index: LogIndex,
-        /// Remaining wait in milliseconds.
-        remaining_ms: u64,
-    },
-    /// A lock-delay started (involuntary loss): its end = stamp + `lock_delay_ms`.
+    /// A lock-delay started (involuntary loss).
     LockDelayStarted {
         /// The resource.
         resource: String,
@@ -159,17 +135,10 @@ pub enum Effect {
         start_index: LogIndex,
         /// The delay in milliseconds.
         lock_delay_ms: u64,
+        /// Cluster time (ms) it ends at: the loss's instant plus the delay.
+        ends_at_ms: u64,
     },
-    /// A checkpointed lock-delay: end = min(end, stamp + `remaining_ms`).
-    LockDelayCapped {
-        /// The resource.
-        resource: String,
-        /// Index of the entry that started it.
-        start_index: LogIndex,
-        /// Remaining delay in milliseconds.
-        remaining_ms: u64,
-    },
-    /// A lock-delay ended; forget its end.
+    /// A lock-delay ended (or merged into a new one).
     LockDelayEnded {
         /// The resource.
         resource: String,
@@ -185,8 +154,7 @@ pub enum Effect {
         /// The grant it was published under; 0 for a candidate's value.
         fencing_token: FencingToken,
     },
-    /// A grant with a max-hold was made: its end = now + `max_hold_ms`
-    /// (counted from this node's apply, so never early).
+    /// A grant with a max-hold was made: it ends at `now + max_hold_ms`.
     MaxHoldStarted {
         /// The resource.
         resource: String,
@@ -197,18 +165,7 @@ pub enum Effect {
         /// The max-hold in milliseconds.
         max_hold_ms: u64,
     },
-    /// A checkpointed max-hold: end = min(end, stamp + `remaining_ms`).
-    MaxHoldCapped {
-        /// The resource.
-        resource: String,
-        /// The holder.
-        lease_id: LeaseId,
-        /// The grant's token.
-        fencing_token: FencingToken,
-        /// Remaining max-hold in milliseconds.
-        remaining_ms: u64,
-    },
-    /// A grant with a max-hold ended (for any reason); forget its end.
+    /// A grant with a max-hold ended (for any reason).
     MaxHoldEnded {
         /// The resource.
         resource: String,
@@ -222,14 +179,6 @@ pub enum Effect {
     /// it authorized against the table. No deadline changes.
     AuthChanged {
         /// Index of the entry that applied the change.
-        index: LogIndex,
-    },
-    /// The duty clock advanced (an `AdvanceClock` applied): a node caps the
-    /// deadlines it loaded from a snapshot or a restart at what the clock
-    /// now derives ([`crate::Deadlines::on_clock_advanced`]); nothing else
-    /// changes.
-    ClockAdvanced {
-        /// Index of the advance.
         index: LogIndex,
     },
 }

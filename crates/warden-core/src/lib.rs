@@ -34,16 +34,13 @@
 //!   (principal, client id), that gives client commands exactly-once effect
 //!   (S7).
 //! * [`effect`]: the [`Effect`]s an applied entry reports (grants, frees,
-//!   lease and wait changes) for the deadline table and for watchers.
+//!   lease and wait changes) for waiting clients, watchers and metrics.
 //! * [`snapshot`]: [`LockTable::to_snapshot`] / [`LockTable::from_snapshot`],
 //!   a version byte then postcard; byte-identical for equal tables.
-//! * [`duty_clock`]: the replicated duty clock that the leader advances a
-//!   few times each checkpoint interval; remaining TTLs, waits and
-//!   lock-delays are derived from it rather than named in the log.
-//! * [`deadline`]: the node-local, non-replicated [`Deadlines`] that turns
-//!   durations into instants on the node's own clock (passed in, never read)
-//!   and tells the leader what is due (from a time index: O(log n + due),
-//!   `examples/due_bench.rs` measures it) and what to checkpoint.
+//! * [`expiry`]: cluster time in the table: every instant (a lease's end,
+//!   a wait's deadline, a lock-delay's and a max-hold's end), the one
+//!   liveness predicate every decision uses, the sweep that ends due items
+//!   (a work bound), and L4's promote.
 //! * [`restore`]: the transformation of a backup's table for a new cluster
 //!   (token counter above every old token plus a gap, full TTLs, lock-delay
 //!   on every held resource).
@@ -51,29 +48,24 @@
 //! # The path of a command
 //!
 //! 1. The server builds a [`types::Command`] from a client request, wraps it
-//!    in [`types::Command::Authorized`] with the caller's principal (once
-//!    every member reads that format), and checks it with
-//!    [`validate::command`]. As leader it attaches the due list from
-//!    [`Deadlines::due`] to commands that can hand a resource off.
-//! 2. openraft commits a [`types::LogEntry::V1`]; every node stamps the entry
-//!    when it reaches its local log.
-//! 3. Every node calls [`LockTable::apply`] with the entry's index and the
-//!    leader id from its log id. Apply removes due leases and waiters (when the
-//!    leader ids match), validates again, consults the outcome table, checks
-//!    permission, ownership and quotas (wrapped commands), executes, and
-//!    returns an [`Applied`]: the [`types::Response`] for the client and the
-//!    [`Effect`]s.
-//! 4. Every node feeds the effects to its [`Deadlines`] with the entry's stamp
-//!    and the apply time. The leader (after its own promotion has applied:
-//!    one `Promote`, or `PromoteSlice` entries whose last ends it) asks
-//!    [`Deadlines::due`], [`Deadlines::due_lock_delays`] and
-//!    [`Deadlines::checkpoint`] (or, once every member reads it, advances
-//!    the [`duty_clock`]) what to propose next.
+//!    in [`types::Command::Authorized`] with the caller's principal, and
+//!    checks it with [`validate::command`].
+//! 2. The leader stamps the entry with its cluster time
+//!    ([`types::LogEntry`]: [`types::Stamp`]) and openraft commits it.
+//! 3. Every node calls [`LockTable::apply`] with the entry's index, the
+//!    leader id from its log id and the stamp. Apply moves cluster time,
+//!    ends due items (at most [`expiry::MAX_SWEEP_PER_ENTRY`]), validates
+//!    again, consults the outcome table, checks permission, ownership and
+//!    quotas (wrapped commands), ends what has ended on the resources the
+//!    command touches, executes, and returns an [`Applied`]: the
+//!    [`types::Response`] for the client and the [`Effect`]s.
+//! 4. The leader proposes a [`types::Command::Tick`] while
+//!    [`LockTable::next_instant_ms`] is due on its clock.
 //!
 //! # What this crate does not do
 //!
-//! No IO, no networking, no Raft (it knows nothing of openraft), no clock (all
-//! times are passed in as `Duration`s since a node-local origin), no
+//! No IO, no networking, no Raft (it knows nothing of openraft), no clock
+//! (time arrives only as the stamp of an entry), no
 //! randomness, no threads, no `HashMap` (iteration order must be the same on
 //! every replica). Apply never panics on any input: bad input gets a
 //! [`types::CommandError`] and changes nothing.
@@ -81,9 +73,8 @@
 #![warn(missing_docs)]
 
 pub mod auth;
-pub mod deadline;
-pub mod duty_clock;
 pub mod effect;
+pub mod expiry;
 pub mod limits;
 pub mod max_hold;
 pub mod multi;
@@ -97,9 +88,8 @@ pub mod types;
 pub mod validate;
 
 pub use auth::{AuthTable, QuotaField, RoleView, Target, Usage};
-pub use deadline::Deadlines;
-pub use duty_clock::DutyClock;
 pub use effect::{Effect, FreeReason, LeaseEndReason, WaiterRemovedReason};
+pub use expiry::{Promotion, MAX_SWEEP_PER_ENTRY};
 pub use max_hold::{MaxHold, MaxHoldView};
 pub use multi::{MultiLock, MultiLockView};
 pub use query::{ClientView, HolderView, LockDelayView, OutcomeStats, TokenState, WaiterView};

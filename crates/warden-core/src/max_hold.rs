@@ -1,29 +1,24 @@
 //! Max-hold: a hard cap on how long a grant may be held, however often its
 //! lease is renewed (docs/semantics.md "Max-hold").
 //!
-//! The table stores durations only, like a lock-delay: per held grant its
-//! [`MaxHold`] (the full cap, the remaining cap as of its grant or last
-//! [`crate::types::Command::CheckpointMaxHold`], its token and grant
-//! index), and per waiter of a [`crate::types::Command::AcquireBounded`]
-//! the cap its grant will get. Each node times the cap on its own clock
-//! ([`crate::Deadlines`], from its apply of the granting entry, so never
-//! early); the leader proposes a [`crate::types::Command::EndMaxHold`]
-//! naming (resource, lease, fencing token) when it runs out. That entry
-//! frees the grant as an involuntary loss (reason
-//! [`crate::FreeReason::MaxHold`]: lock-delay applies) and hands the
-//! resource off in the same entry; an entry naming a grant that is no
-//! longer held with that token (released, expired, re-granted) ends nothing.
+//! The table keeps per held grant its [`MaxHold`] (the cap, its token and
+//! grant index, and `ends_at_ms`: cluster time at the grant plus the cap),
+//! and per waiter of a [`crate::types::Command::AcquireBounded`] the cap
+//! its grant will get. A grant whose max-hold has ended is an involuntary
+//! loss at that instant (reason [`crate::FreeReason::MaxHold`]: lock-delay
+//! counts from it), ended by the sweep or by the next command that touches
+//! its resource ([`crate::expiry`]), which hands the resource off in the
+//! same entry.
 //!
 //! Whatever frees a grant drops its record ([`crate::Effect::MaxHoldEnded`]);
 //! whatever removes a waiter drops the cap it would have had.
 
 use serde::{Deserialize, Serialize};
 
-use crate::effect::{Effect, FreeReason};
+use crate::effect::Effect;
+use crate::expiry::Timed;
 use crate::table::LockTable;
-use crate::types::{
-    CheckpointMaxHold, EndMaxHold, FencingToken, LeaderId, LeaseId, LogIndex, MaxHoldRef, Response,
-};
+use crate::types::{FencingToken, LeaseId, LogIndex};
 
 /// The max-hold of one held grant.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,9 +29,8 @@ pub struct MaxHold {
     pub grant_index: LogIndex,
     /// The full cap in milliseconds.
     pub max_hold_ms: u64,
-    /// Remaining cap in milliseconds as of the grant or the last
-    /// checkpoint (used only where no local deadline exists: snapshot load).
-    pub remaining_ms: u64,
+    /// Cluster time (ms) the grant ends at: its grant's `now` plus the cap.
+    pub ends_at_ms: u64,
 }
 
 /// Key of a held grant's max-hold: (resource, lease).
@@ -55,17 +49,6 @@ pub struct MaxHoldView {
     pub max_hold: MaxHold,
 }
 
-impl MaxHoldView {
-    /// The exact grant, as max-hold entries name it.
-    pub fn grant(&self) -> MaxHoldRef {
-        MaxHoldRef {
-            resource: self.resource.clone(),
-            lease_id: self.lease_id,
-            fencing_token: self.max_hold.fencing_token,
-        }
-    }
-}
-
 impl LockTable {
     /// Records the max-hold of the grant just made (`fencing_token` at
     /// `index`); `max_hold_ms` 0 records nothing.
@@ -81,91 +64,24 @@ impl LockTable {
         if max_hold_ms == 0 {
             return;
         }
+        let ends_at_ms = self.now_ms.saturating_add(max_hold_ms);
         self.max_holds.insert(
             (resource.to_owned(), lease_id),
             MaxHold {
                 fencing_token,
                 grant_index: index,
                 max_hold_ms,
-                remaining_ms: max_hold_ms,
+                ends_at_ms,
             },
         );
+        self.timeline
+            .insert((ends_at_ms, Timed::MaxHold(resource.to_owned(), lease_id)));
         fx.push(Effect::MaxHoldStarted {
             resource: resource.to_owned(),
             lease_id,
             fencing_token,
             max_hold_ms,
         });
-    }
-
-    /// True when `g` names a grant held now with a max-hold.
-    fn max_hold_matches(&self, g: &MaxHoldRef) -> bool {
-        self.max_holds
-            .get(&(g.resource.clone(), g.lease_id))
-            .is_some_and(|m| m.fencing_token == g.fencing_token)
-            && self
-                .resources
-                .get(&g.resource)
-                .and_then(|s| s.grant_of(g.lease_id))
-                .is_some_and(|h| h.fencing_token == g.fencing_token)
-    }
-
-    /// [`crate::types::Command::EndMaxHold`]: the due list, then (if the
-    /// leader ids match) each named grant still held with its token is
-    /// freed as an involuntary loss and handed off (S8).
-    pub(crate) fn end_max_hold(
-        &mut self,
-        index: LogIndex,
-        log_leader: LeaderId,
-        e: &EndMaxHold,
-        fx: &mut Vec<Effect>,
-    ) -> Response {
-        self.apply_due(index, log_leader, e.due.as_ref(), fx);
-        if e.leader != log_leader {
-            return Response::Done;
-        }
-        for g in &e.grants {
-            if self.max_hold_matches(g) {
-                self.free(
-                    index,
-                    &g.resource,
-                    g.lease_id,
-                    FreeReason::MaxHold,
-                    true,
-                    fx,
-                );
-                self.drop_auto_if_idle(g.lease_id, fx);
-            }
-        }
-        Response::Done
-    }
-
-    /// [`crate::types::Command::CheckpointMaxHold`]: records each named
-    /// grant's remaining cap (at most what it had); deadlines only shorten.
-    pub(crate) fn checkpoint_max_hold(
-        &mut self,
-        log_leader: LeaderId,
-        c: &CheckpointMaxHold,
-        fx: &mut Vec<Effect>,
-    ) -> Response {
-        if c.leader != log_leader {
-            return Response::Done;
-        }
-        for (g, remaining_ms) in &c.grants {
-            if !self.max_hold_matches(g) {
-                continue;
-            }
-            if let Some(m) = self.max_holds.get_mut(&(g.resource.clone(), g.lease_id)) {
-                m.remaining_ms = m.remaining_ms.min(*remaining_ms);
-                fx.push(Effect::MaxHoldCapped {
-                    resource: g.resource.clone(),
-                    lease_id: g.lease_id,
-                    fencing_token: g.fencing_token,
-                    remaining_ms: m.remaining_ms,
-                });
-            }
-        }
-        Response::Done
     }
 
     /// The max-hold of the grant `lease_id` holds on `resource`, if it has one.
@@ -218,10 +134,10 @@ impl LockTable {
                     m.fencing_token
                 ));
             }
-            if !in_range(m.max_hold_ms) || m.remaining_ms > m.max_hold_ms {
+            if !in_range(m.max_hold_ms) {
                 return Err(format!(
-                    "max-hold of {resource:?} for lease {lease_id}: {} ms left of {} ms",
-                    m.remaining_ms, m.max_hold_ms
+                    "max-hold of {resource:?} for lease {lease_id}: cap {} ms out of range",
+                    m.max_hold_ms
                 ));
             }
         }

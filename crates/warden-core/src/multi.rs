@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use crate::auth::Target;
 use crate::effect::{Effect, WaiterRemovedReason};
 use crate::limits::{MAX_ID, MAX_LOCKS_PER_LEASE, MAX_WAITERS_PER_RESOURCE};
-use crate::resource::{ResourceState, Waiter};
+use crate::resource::ResourceState;
 use crate::table::LockTable;
 use crate::types::{
     AcquireMulti, AcquireOutcome, AcquireReply, CommandError, ErrorCode, LeaseId, LeaseSpec,
@@ -181,6 +181,13 @@ impl LockTable {
         let a = &m.acquire;
         let names = &m.resources;
         let n = names.len() as u64;
+        // What has ended on its resources ends first ("Time").
+        for r in names {
+            self.refresh(index, r, fx);
+        }
+        if let LeaseSpec::Existing { lease_id } = a.lease {
+            self.end_if_dead(index, lease_id, fx);
+        }
         for r in names {
             if let Some(s) = self.resources.get(r).filter(|s| s.kind != LockKind::Mutex) {
                 return Err(error(
@@ -299,11 +306,17 @@ impl LockTable {
                 grants: Vec::new(),
             });
         }
-        if let Some(r) = names.iter().find(|r| {
-            self.resources
-                .get(*r)
-                .is_some_and(|s| s.waiters.len() >= MAX_WAITERS_PER_RESOURCE)
-        }) {
+        let full = |t: &Self| {
+            names.iter().find(|r| {
+                t.resources
+                    .get(*r)
+                    .is_some_and(|s| s.waiters.len() >= MAX_WAITERS_PER_RESOURCE)
+            })
+        };
+        if let Some(r) = full(self).cloned() {
+            self.drop_ended_waiters(index, &r, fx);
+        }
+        if let Some(r) = full(self) {
             return Err(crate::table::exhausted(
                 Some("resources"),
                 format!("{r:?} has {MAX_WAITERS_PER_RESOURCE} waiters, the most a resource has"),
@@ -312,20 +325,7 @@ impl LockTable {
         self.make_room(index, caller, new_lease, ttl_ms, n, n, fx)?;
         let mut first_position = 0;
         for r in names {
-            let state = self
-                .resources
-                .entry(r.clone())
-                .or_insert_with(|| ResourceState::of(LockKind::Mutex));
-            state.waiters.push(Waiter {
-                lease_id,
-                enqueue_index: index,
-                wait_timeout_ms: a.wait_timeout_ms,
-                remaining_wait_ms: a.wait_timeout_ms,
-                lock_delay_ms: a.lock_delay_ms,
-                header: a.header,
-                mode: Mode::Exclusive,
-            });
-            let position = state.waiters.len() as u64;
+            let position = self.enqueue(index, r, LockKind::Mutex, lease_id, Mode::Exclusive, a);
             if first_position == 0 {
                 first_position = position;
             }
@@ -377,14 +377,14 @@ impl LockTable {
     ) -> Result<(), CommandError> {
         use crate::auth::QuotaField;
         if new_lease {
-            self.check_quota_n(caller, QuotaField::Leases, 1)?;
+            self.check_quota_n(index, caller, QuotaField::Leases, 1, fx)?;
         }
-        self.check_quota_n(caller, QuotaField::Locks, locks)?;
+        self.check_quota_n(index, caller, QuotaField::Locks, locks, fx)?;
         if waiters > 0 {
-            self.check_quota_n(caller, QuotaField::Waiters, waiters)?;
+            self.check_quota_n(index, caller, QuotaField::Waiters, waiters, fx)?;
         }
         if new_lease {
-            self.check_lease_limit()?;
+            self.check_lease_limit(index, fx)?;
             self.create_lease(index, ttl_ms, true, caller.principal.cloned(), fx);
         }
         Ok(())
@@ -406,6 +406,15 @@ impl LockTable {
         let Some(m) = self.multis.get(key) else {
             return HeadStep::Blocked;
         };
+        // Every waiter of a multi-lock has its wait's deadline and lease.
+        let ended = m.resources.first().and_then(|r| {
+            let s = self.resources.get(r)?;
+            let w = s
+                .waiters
+                .iter()
+                .find(|w| w.lease_id == key.0 && w.enqueue_index == m.enqueue_index)?;
+            self.wait_ended(w)
+        });
         let allowed = self.leases.get(&key.0).map(|l| {
             m.resources.iter().all(|r| {
                 self.auth.allows(
@@ -416,6 +425,7 @@ impl LockTable {
             })
         });
         let reason = match allowed {
+            _ if ended.is_some() => ended.unwrap_or(WaiterRemovedReason::LeaseEnded),
             None => WaiterRemovedReason::LeaseEnded,
             Some(false) => WaiterRemovedReason::PermissionRevoked,
             Some(true) if self.multi_grantable(key) => WaiterRemovedReason::Granted,
@@ -433,15 +443,15 @@ impl LockTable {
         m.grant_index = Some(index);
         let resources = m.resources.clone();
         for r in &resources {
-            let Some(state) = self.resources.get_mut(r) else {
+            let Some(w) = self.take_head(r) else {
                 continue;
             };
-            let w = state.waiters.remove(0);
             fx.push(Effect::WaiterRemoved {
                 resource: r.clone(),
                 lease_id: w.lease_id,
                 enqueue_index: w.enqueue_index,
                 reason: WaiterRemovedReason::Granted,
+                enqueued_at_ms: w.enqueued_at_ms(),
             });
             self.grant(index, r, w.lease_id, Mode::Exclusive, w.lock_delay_ms, fx);
         }
@@ -470,13 +480,19 @@ impl LockTable {
             else {
                 continue;
             };
-            state.waiters.remove(pos);
+            let w = state.waiters.remove(pos);
+            let enqueued_at_ms = w.enqueued_at_ms();
+            self.timeline.remove(&(
+                w.deadline_ms,
+                crate::expiry::Timed::Wait(r.clone(), key.0, m.enqueue_index),
+            ));
             self.forget_wait(key.0, r);
             fx.push(Effect::WaiterRemoved {
                 resource: r.clone(),
                 lease_id: key.0,
                 enqueue_index: m.enqueue_index,
                 reason,
+                enqueued_at_ms,
             });
         }
         m.resources
@@ -556,7 +572,7 @@ impl LockTable {
                 ))
             };
             if !self.leases.contains_key(&key.0) {
-                return bad("its lease is not live");
+                return bad("its lease is not in the table");
             }
             let distinct: std::collections::BTreeSet<&String> = m.resources.iter().collect();
             if m.resources.is_empty()

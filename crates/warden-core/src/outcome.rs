@@ -125,28 +125,21 @@ pub fn fingerprint(cmd: &Command) -> u64 {
             acquire: crate::types::AcquireKind { acquire: a, .. },
             ..
         }) => {
-            a.due = None;
             a.header.acked_request_id = 0;
         }
         Command::Release(r) => {
-            r.due = None;
             r.header.acked_request_id = 0;
         }
         Command::Revoke(r) => {
-            r.due = None;
             r.header.acked_request_id = 0;
         }
         Command::ForceRelease(f) => {
-            f.due = None;
             f.header.acked_request_id = 0;
             // Display-only wall-clock stamp: a retry takes a new one.
             f.at_unix_ms = 0;
         }
         Command::LeaseGrant(g) => g.header.acked_request_id = 0,
-        Command::EndLockDelay(e) => e.due = None,
-        Command::EndMaxHold(e) => e.due = None,
         Command::CancelWait(c) => {
-            c.due = None;
             c.header.acked_request_id = 0;
         }
         Command::AuthChange(a) => {
@@ -586,7 +579,7 @@ impl OutcomeTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{Acquire, DueLease, DueList, LeaderId, LeaseSpec, Release};
+    use crate::types::{Acquire, LeaseSpec, Release};
 
     /// FNV-1a over a buffer: the fingerprint's definition before it hashed
     /// postcard's output as it was written.
@@ -596,7 +589,7 @@ mod tests {
         })
     }
 
-    fn acquire(acked: u64, due: Option<DueList>) -> Command {
+    fn acquire(acked: u64) -> Command {
         Command::Acquire(Acquire {
             header: RequestHeader {
                 client_id: 7,
@@ -607,32 +600,20 @@ mod tests {
             lease: LeaseSpec::New { ttl_ms: 10_000 },
             wait_timeout_ms: 250,
             lock_delay_ms: 0,
-            due,
         })
     }
 
-    // S7 across versions: a fingerprint is FNV-1a of the postcard bytes of
-    // the command with its due list and watermark cleared, exactly as before
-    // it stopped building the buffer, so outcomes stored by an older node (or
-    // in a snapshot it built) still match a retry fingerprinted here.
+    // S7: a fingerprint is FNV-1a of the postcard bytes of the command with
+    // its watermark cleared, exactly as before it stopped building the
+    // buffer, so outcomes stored in a snapshot still match a retry
+    // fingerprinted here.
     #[test]
     fn fingerprint_is_fnv1a_of_the_postcard_bytes() {
-        let due = DueList {
-            leader: LeaderId {
-                term: 3,
-                node_id: 1,
-            },
-            leases: vec![DueLease {
-                lease_id: 9,
-                last_index: 40,
-            }],
-            waiters: vec![],
-        };
-        let plain = acquire(0, None);
+        let plain = acquire(0);
         let expected = fnv1a_of(&postcard::to_allocvec(&plain).expect("encode"));
         assert_eq!(fingerprint(&plain), expected);
-        // A retry with a newer watermark and a due list is the same request.
-        assert_eq!(fingerprint(&acquire(11, Some(due))), expected);
+        // A retry with a newer watermark is the same request.
+        assert_eq!(fingerprint(&acquire(11)), expected);
         let release = Command::Release(Release {
             header: RequestHeader {
                 client_id: 7,
@@ -642,7 +623,6 @@ mod tests {
             resource: Some("orders/42".into()),
             lease_id: 5,
             fencing_token: Some(77),
-            due: None,
         });
         assert_eq!(
             fingerprint(&release),

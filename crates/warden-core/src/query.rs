@@ -8,14 +8,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::auth::{AuthTable, RoleView, Target, Usage};
-use crate::duty_clock::DutyClock;
 use crate::limits::MAX_AUTH_AUDIT_RECORDS;
 use crate::outcome::OutcomeTable;
 use crate::resource::{DelayScope, Grant, ResourceState, Waiter};
 use crate::table::{LeaseRecord, LockTable};
 use crate::types::{
-    AuditRecord, AuthAuditRecord, ClientId, ClusterLimits, Command, FencingToken, LeaderId,
-    LeaseId, LockKind, LogIndex, Mode, Permission, Principal, Quota,
+    AuditRecord, AuthAuditRecord, ClientId, ClusterLimits, FencingToken, LeaseId, LockKind,
+    LogIndex, Mode, Permission, Principal, Quota,
 };
 
 /// The holder of a resource, as [`LockTable::holder`] reports it.
@@ -29,6 +28,8 @@ pub struct HolderView {
     pub ttl_ms: u64,
     /// Index of the entry that made the grant.
     pub grant_index: LogIndex,
+    /// Cluster time (ms) of that entry.
+    pub granted_at_ms: u64,
     /// Exclusive, or shared (a reader or a semaphore permit).
     pub mode: Mode,
     /// A semaphore permit's slot.
@@ -42,6 +43,7 @@ impl From<&Grant> for HolderView {
             fencing_token: g.fencing_token,
             ttl_ms: g.ttl_ms,
             grant_index: g.grant_index,
+            granted_at_ms: g.granted_at_ms,
             mode: g.mode,
             slot: g.slot,
         }
@@ -68,6 +70,8 @@ pub struct WaiterView {
     pub enqueue_index: LogIndex,
     /// 1 = next in line.
     pub position: u64,
+    /// Cluster time (ms) its wait ends at.
+    pub deadline_ms: u64,
 }
 
 /// A running lock-delay, as [`LockTable::lock_delays`] reports it.
@@ -79,10 +83,8 @@ pub struct LockDelayView {
     pub start_index: LogIndex,
     /// The full delay in milliseconds.
     pub lock_delay_ms: u64,
-    /// Remaining delay in milliseconds now on the duty clock (as of the last
-    /// checkpoint or the start while the clock does not run; see
-    /// [`crate::duty_clock`]).
-    pub remaining_ms: u64,
+    /// Cluster time (ms) it ends at.
+    pub ends_at_ms: u64,
     /// What it withholds.
     pub scope: DelayScope,
 }
@@ -112,21 +114,41 @@ pub struct OutcomeStats {
 }
 
 impl LockTable {
-    /// The exclusive holder of `resource` (a mutex's holder or a writer), if
-    /// any; [`Self::holders`] lists shared holders too.
-    pub fn holder(&self, resource: &str) -> Option<HolderView> {
-        self.resources
-            .get(resource)
-            .and_then(|s| s.holder.as_ref())
-            .map(HolderView::from)
+    /// True while grant `g` of `resource` has not ended at `now_ms`: its
+    /// lease is live and its max-hold, if any, has not run out
+    /// (docs/semantics.md "Time").
+    pub fn grant_live_at(&self, resource: &str, g: &Grant, now_ms: u64) -> bool {
+        self.lease_live_at(g.lease_id, now_ms)
+            && self
+                .max_holds
+                .get(&(resource.to_owned(), g.lease_id))
+                .is_none_or(|m| now_ms < m.ends_at_ms)
     }
 
-    /// Every holder of `resource`: the exclusive one, or the shared ones
-    /// (readers, permits) by lease id.
+    /// The exclusive holder of `resource` (a mutex's holder or a writer)
+    /// at the table's `now`, if any; [`Self::holders`] lists shared
+    /// holders too.
+    pub fn holder(&self, resource: &str) -> Option<HolderView> {
+        self.holders_at(resource, self.now_ms)
+            .into_iter()
+            .find(|g| g.mode == Mode::Exclusive)
+    }
+
+    /// Every holder of `resource` at the table's `now`: the exclusive one,
+    /// or the shared ones (readers, permits) by lease id.
     pub fn holders(&self, resource: &str) -> Vec<HolderView> {
-        self.resources
-            .get(resource)
-            .map_or_else(Vec::new, |s| s.holders().map(HolderView::from).collect())
+        self.holders_at(resource, self.now_ms)
+    }
+
+    /// [`Self::holders`] at cluster time `now_ms` (a linearizable read
+    /// passes the later of the leader's clock and the table's `now`).
+    pub fn holders_at(&self, resource: &str, now_ms: u64) -> Vec<HolderView> {
+        self.resources.get(resource).map_or_else(Vec::new, |s| {
+            s.holders()
+                .filter(|g| self.grant_live_at(resource, g, now_ms))
+                .map(HolderView::from)
+                .collect()
+        })
     }
 
     /// The kind of `resource` while anything is on it (None: free, any kind
@@ -142,47 +164,50 @@ impl LockTable {
             .map(String::as_str)
     }
 
-    /// The lease `id`, if live.
+    /// The lease `id`, if live at the table's `now`.
     pub fn lease(&self, id: LeaseId) -> Option<&LeaseRecord> {
-        self.leases.get(&id)
+        self.leases.get(&id).filter(|_| self.lease_live(id))
     }
 
-    /// Every live lease, by id.
+    /// Every lease live at the table's `now`, by id.
     pub fn leases(&self) -> impl Iterator<Item = &LeaseRecord> {
-        self.leases.values()
+        self.leases
+            .values()
+            .filter(|l| self.now_ms < self.lease_end_ms(l))
     }
 
-    /// What is left of `lease`'s TTL now on the duty clock: its
-    /// `remaining_ms` (as of its `last_index`) less the clock since then
-    /// ([`crate::duty_clock`]); never less than the truth (S4), at most
-    /// about one checkpoint interval more (L2). What a node that loads the
-    /// table starts the lease's countdown from.
+    /// What is left of `lease`'s TTL at cluster time `now_ms`, in
+    /// milliseconds (0 once it has ended).
+    pub fn lease_remaining_ms_at(&self, lease: &LeaseRecord, now_ms: u64) -> u64 {
+        self.lease_end_ms(lease).saturating_sub(now_ms)
+    }
+
+    /// What is left of `lease`'s TTL at the table's `now`.
     pub fn lease_remaining_ms(&self, lease: &LeaseRecord) -> u64 {
-        self.clock
-            .remaining_now(lease.remaining_ms, lease.last_index)
+        self.lease_remaining_ms_at(lease, self.now_ms)
     }
 
-    /// The replicated duty clock.
-    pub fn duty_clock(&self) -> &DutyClock {
-        &self.clock
-    }
-
-    /// The waiters on `resource`, in FIFO order (position 1 first).
+    /// The live waiters on `resource` at the table's `now`, in FIFO order
+    /// (position 1 first).
     pub fn waiters(&self, resource: &str) -> Vec<WaiterView> {
         self.resources.get(resource).map_or_else(Vec::new, |s| {
             s.waiters
                 .iter()
+                .filter(|w| self.wait_ended(w).is_none())
                 .zip(1u64..)
                 .map(|(w, position)| WaiterView {
                     lease_id: w.lease_id,
                     enqueue_index: w.enqueue_index,
                     position,
+                    deadline_ms: w.deadline_ms,
                 })
                 .collect()
         })
     }
 
-    /// The 1-based queue position of `lease_id` on `resource`, if it waits there.
+    /// The 1-based queue position of `lease_id` on `resource`, if it is
+    /// queued there (ended waiters not swept yet still count ahead of it:
+    /// one pass, no allocation, since every waiting acquire reads it).
     pub fn waiter_position(&self, resource: &str, lease_id: LeaseId) -> Option<u64> {
         self.resources
             .get(resource)
@@ -190,56 +215,39 @@ impl LockTable {
             .map(|p| p as u64 + 1)
     }
 
-    /// Every running lock-delay, by resource.
+    /// Every lock-delay running at the table's `now`, by resource.
     pub fn lock_delays(&self) -> Vec<LockDelayView> {
         self.resources
-            .iter()
-            .filter_map(|(name, s)| {
-                s.lock_delay.as_ref().map(|d| LockDelayView {
-                    resource: name.clone(),
-                    start_index: d.start_index,
-                    lock_delay_ms: d.lock_delay_ms,
-                    remaining_ms: self.clock.remaining_now(d.remaining_ms, d.start_index),
-                    scope: d.scope.clone(),
-                })
-            })
+            .keys()
+            .filter_map(|name| self.lock_delay(name))
             .collect()
     }
 
-    /// The running lock-delay of `resource`, if any (a resource in
-    /// lock-delay has no holder that the delay withholds). Its time left is node-local: see
-    /// [`crate::Deadlines::lock_delay_remaining_ms`].
+    /// The lock-delay of `resource` running at the table's `now`, if any
+    /// (a resource in lock-delay has no holder that the delay withholds).
     pub fn lock_delay(&self, resource: &str) -> Option<LockDelayView> {
         self.resources.get(resource).and_then(|s| {
-            s.lock_delay.as_ref().map(|d| LockDelayView {
-                resource: resource.to_owned(),
-                start_index: d.start_index,
-                lock_delay_ms: d.lock_delay_ms,
-                remaining_ms: self.clock.remaining_now(d.remaining_ms, d.start_index),
-                scope: d.scope.clone(),
-            })
+            s.lock_delay
+                .as_ref()
+                .filter(|d| self.now_ms < d.ends_at_ms)
+                .map(|d| LockDelayView {
+                    resource: resource.to_owned(),
+                    start_index: d.start_index,
+                    lock_delay_ms: d.lock_delay_ms,
+                    ends_at_ms: d.ends_at_ms,
+                    scope: d.scope.clone(),
+                })
         })
     }
 
-    /// Every waiter: (resource, view, remaining wait in ms now on the duty
-    /// clock, or as of the last checkpoint or enqueue while it does not
-    /// run), by resource then position.
-    pub fn all_waiters(&self) -> Vec<(String, WaiterView, u64)> {
+    /// Every live waiter: (resource, view), by resource then position.
+    pub fn all_waiters(&self) -> Vec<(String, WaiterView)> {
         self.resources
-            .iter()
-            .flat_map(|(name, s)| {
-                s.waiters.iter().zip(1u64..).map(move |(w, position)| {
-                    (
-                        name.clone(),
-                        WaiterView {
-                            lease_id: w.lease_id,
-                            enqueue_index: w.enqueue_index,
-                            position,
-                        },
-                        self.clock
-                            .remaining_now(w.remaining_wait_ms, w.enqueue_index),
-                    )
-                })
+            .keys()
+            .flat_map(|name| {
+                self.waiters(name)
+                    .into_iter()
+                    .map(move |w| (name.clone(), w))
             })
             .collect()
     }
@@ -283,10 +291,16 @@ impl LockTable {
     /// of the resource's holders holds that grant, `Unknown` when no grant ever had
     /// it (0, or at or above [`LockTable::next_token`]), `Stale` otherwise.
     pub fn token_state(&self, resource: &str, token: FencingToken) -> TokenState {
+        self.token_state_at(resource, token, self.now_ms)
+    }
+
+    /// [`Self::token_state`] at cluster time `now_ms`: a grant whose lease
+    /// or max-hold has ended is `Stale`.
+    pub fn token_state_at(&self, resource: &str, token: FencingToken, now_ms: u64) -> TokenState {
         if self
-            .resources
-            .get(resource)
-            .is_some_and(|s| s.holders().any(|g| g.fencing_token == token))
+            .holders_at(resource, now_ms)
+            .iter()
+            .any(|g| g.fencing_token == token)
         {
             TokenState::Current
         } else if token == 0 || token >= self.next_token {
@@ -357,60 +371,6 @@ impl LockTable {
     /// The outcome table itself (read-only).
     pub fn outcome_table(&self) -> &OutcomeTable {
         &self.outcomes
-    }
-
-    /// The resources `cmd` may hand off when it applies (S8): a release's
-    /// (or, with no resource named, every one its lease holds), a revoked
-    /// lease's, a forced release's, a cancelled wait's (whose grant may
-    /// have won the race), an ended lock-delay's, ended max-holds'; through
-    /// `Authorized` and `Batch`. Empty for every other command.
-    pub fn handoff_resources(&self, cmd: &Command) -> Vec<String> {
-        let held = |lease_id: LeaseId| -> Vec<String> {
-            self.leases
-                .get(&lease_id)
-                .map(|l| l.locks.iter().cloned().collect())
-                .unwrap_or_default()
-        };
-        match cmd {
-            Command::Release(r) => match &r.resource {
-                Some(name) => vec![name.clone()],
-                None => held(r.lease_id),
-            },
-            Command::Revoke(r) => held(r.lease_id),
-            Command::ForceRelease(f) => vec![f.resource.clone()],
-            Command::CancelWait(c) => vec![c.resource.clone()],
-            Command::EndLockDelay(e) => vec![e.resource.clone()],
-            Command::EndMaxHold(e) => e.grants.iter().map(|g| g.resource.clone()).collect(),
-            Command::Authorized(w) => self.handoff_resources(&w.command),
-            Command::Batch(cmds) => cmds
-                .iter()
-                .flat_map(|c| self.handoff_resources(c))
-                .collect(),
-            _ => Vec::new(),
-        }
-    }
-
-    /// The lease ids that cut this table's leases of id `from` or more, in
-    /// id order, into runs of `every` (at least 1): the id of the lease
-    /// after each run but the last. A new leader's promotion slices end at
-    /// them ([`crate::types::PromoteSlice`]). Lazy: O(what is taken).
-    pub fn lease_id_bounds(
-        &self,
-        from: LeaseId,
-        every: usize,
-    ) -> impl Iterator<Item = LeaseId> + '_ {
-        self.leases
-            .range(from..)
-            .map(|(id, _)| *id)
-            .skip(every.max(1))
-            .step_by(every.max(1))
-    }
-
-    /// The leader id and index of the last applied matching `Promote`, or of
-    /// the last slice of a promotion in slices: a new leader performs no
-    /// leader duty until this names itself.
-    pub fn last_promote(&self) -> Option<(LeaderId, LogIndex)> {
-        self.last_promote
     }
 
     /// The forced-release audit trail, oldest first (at most
@@ -498,7 +458,8 @@ impl LockTable {
         self.auth_audit.iter()
     }
 
-    /// Number of live leases (bounded by the replicated `max_leases`).
+    /// Number of leases in the table, ended ones not swept yet included
+    /// (bounded by the replicated `max_leases`).
     pub fn lease_count(&self) -> usize {
         self.leases.len()
     }
@@ -526,7 +487,12 @@ impl LockTable {
         self.auth.check_invariants()?;
         self.outcomes.check_invariants()?;
         self.check_max_hold_invariants()?;
-        self.clock.check()?;
+        if self.timeline != self.computed_timeline() {
+            return Err("time index out of step with the table's instants".into());
+        }
+        if self.promotion.prev_index > self.promotion.index {
+            return Err("promotes out of order".into());
+        }
         if self.auth_audit.len() > MAX_AUTH_AUDIT_RECORDS {
             return Err("auth audit trail over its bound".into());
         }
@@ -597,12 +563,15 @@ impl LockTable {
             }
             // S8: a hand-off happens in the entry that frees the resource,
             // so a head waiter the resource admits has been granted (unless
-            // tokens are exhausted, when nobody can be).
+            // tokens are exhausted, when nobody can be). An ended head
+            // waiter is removed at the latest when something touches the
+            // resource, so it may still head the queue here.
             // A multi-lock's waiter at the head may be blocked on another of
             // its resources: this one is then reserved for it (checked with
             // the multi-lock, below).
             if s.waiters.first().is_some_and(|w| {
-                s.admits(w.mode, false)
+                self.wait_ended(w).is_none()
+                    && s.admits(w.mode, false)
                     && self
                         .waiting_multi_of(w.lease_id, name, Some(w.enqueue_index))
                         .is_none()

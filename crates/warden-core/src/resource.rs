@@ -32,6 +32,8 @@ pub struct Grant {
     pub ttl_ms: u64,
     /// Index of the entry that made the grant.
     pub grant_index: LogIndex,
+    /// Cluster time (ms) of that entry (docs/semantics.md "Time").
+    pub granted_at_ms: u64,
     /// Lock-delay (ms) to apply if this grant is lost involuntarily.
     pub lock_delay_ms: u64,
     /// Exclusive (a mutex's or a writer's) or shared (a reader's or a permit).
@@ -53,10 +55,9 @@ pub struct Waiter {
     pub enqueue_index: LogIndex,
     /// The wait timeout in milliseconds.
     pub wait_timeout_ms: u64,
-    /// Remaining wait in milliseconds as of the enqueue (or of the last
-    /// checkpoint before the duty clock ran); what is left now is read
-    /// through the clock ([`crate::LockTable::all_waiters`]).
-    pub remaining_wait_ms: u64,
+    /// Cluster time (ms) its wait ends at: `now` at its enqueue plus
+    /// `wait_timeout_ms`. At or after it the waiter is never granted (S8).
+    pub deadline_ms: u64,
     /// Lock-delay (ms) of the grant this waiter will get.
     pub lock_delay_ms: u64,
     /// The acquire's header, so the server can answer the waiting request.
@@ -97,14 +98,13 @@ impl DelayScope {
 /// A running lock-delay (after an involuntary loss).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct LockDelay {
-    /// Index of the entry that started it; `EndLockDelay` must name it.
+    /// Index of the entry that started it.
     pub start_index: LogIndex,
     /// The full delay in milliseconds.
     pub lock_delay_ms: u64,
-    /// Remaining delay in milliseconds as of the start (or of the last
-    /// checkpoint before the duty clock ran); what is left now is read
-    /// through the clock ([`crate::LockTable::lock_delays`]).
-    pub remaining_ms: u64,
+    /// Cluster time (ms) it ends at: the loss's instant (a lease's end, a
+    /// max-hold's end, a forced release's `now`) plus the delay.
+    pub ends_at_ms: u64,
     /// What it withholds.
     pub scope: DelayScope,
 }
@@ -126,6 +126,13 @@ pub struct ResourceState {
     /// The shared holders by lease: a read-write lock's readers, or a
     /// semaphore's permits (at most `limit`).
     pub shared: BTreeMap<LeaseId, Grant>,
+}
+
+impl Waiter {
+    /// Cluster time (ms) it was enqueued at.
+    pub fn enqueued_at_ms(&self) -> u64 {
+        self.deadline_ms.saturating_sub(self.wait_timeout_ms)
+    }
 }
 
 impl ResourceState {

@@ -11,9 +11,9 @@
 //!    reuse a token a fence has seen, provided the old cluster issued fewer
 //!    than `token_gap` tokens after the backup (or the floor is above every
 //!    token it issued).
-//! 2. **Leases.** Every lease starts over with its full TTL (`remaining_ms =
-//!    ttl_ms`) and may be graced again (L4): its holder gets a full TTL to
-//!    reach the new cluster and renew.
+//! 2. **Leases.** Every lease starts over with its full TTL from the table's
+//!    cluster time (`expires_at_ms = now + ttl_ms`): its holder gets a full
+//!    TTL to reach the new cluster and renew.
 //! 3. **Lock-delay.** Every held grant's lock-delay becomes at least
 //!    `min(its lease's TTL, MAX_LOCK_DELAY_MS)` and at least
 //!    `min_lock_delay_ms`: if the holder never renews in the new cluster, the
@@ -21,12 +21,12 @@
 //!    holder may still be running (against the old cluster) and believe it
 //!    holds the lock.
 //! 4. **Waits and running lock-delays** restart with their full length
-//!    (`remaining_wait_ms = wait_timeout_ms`, `remaining_ms = lock_delay_ms`).
-//! 5. The last `Promote` is forgotten (it names a leader of the old cluster).
-//! 6. **Max-holds** keep each grant's remaining cap as of the snapshot
-//!    (docs/semantics.md "Max-hold"): a restore never lengthens one.
-//! 7. **The duty clock** ([`crate::duty_clock`]) starts over: the full times
-//!    of 2 and 4 count from the new cluster's own advances.
+//!    from the table's cluster time.
+//! 5. The promotes are forgotten (they are the old cluster's leaders').
+//! 6. **Max-holds** keep their end instant (`ends_at_ms`), so each grant
+//!    keeps its remaining cap as of the snapshot (docs/semantics.md
+//!    "Max-hold"): a restore never lengthens one. The new cluster's time
+//!    continues from the table's `now`.
 //!
 //! Lease ids, tokens of existing grants, log indexes inside the table, the
 //! outcome table (S7), the audit trails and identities (roles, grants,
@@ -114,9 +114,12 @@ pub fn for_new_cluster(
     }
     let old_next_token = table.next_token;
     table.next_token = next as u64;
+    // Full times from the backup's cluster time, where the new cluster's
+    // clock starts (docs/semantics.md "Time").
+    let now = table.now_ms;
     for l in table.leases.values_mut() {
-        l.remaining_ms = l.ttl_ms;
-        l.graced = false;
+        l.expires_at_ms = now.saturating_add(l.ttl_ms);
+        l.renew_index = 0;
     }
     let mut held = 0;
     for state in table.resources.values_mut() {
@@ -135,15 +138,14 @@ pub fn for_new_cluster(
                 .max(opts.min_lock_delay_ms);
         }
         for w in &mut state.waiters {
-            w.remaining_wait_ms = w.wait_timeout_ms;
+            w.deadline_ms = now.saturating_add(w.wait_timeout_ms);
         }
         if let Some(d) = state.lock_delay.as_mut() {
-            d.remaining_ms = d.lock_delay_ms;
+            d.ends_at_ms = now.saturating_add(d.lock_delay_ms);
         }
     }
-    table.last_promote = None;
-    // Full times as of the new cluster's first entries: no clock yet.
-    table.clock = crate::duty_clock::DutyClock::default();
+    table.promotion = crate::expiry::Promotion::default();
+    table.timeline = table.computed_timeline();
     Ok(RestoreSummary {
         max_token_in_snapshot: max_token,
         old_next_token,
@@ -156,14 +158,19 @@ pub fn for_new_cluster(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{
-        Acquire, Checkpoint, CheckpointLease, Command, LeaderId, LeaseSpec, Promote, RequestHeader,
-    };
+    use crate::types::{Acquire, Command, LeaderId, LeaseSpec, Promote, RequestHeader, Stamp};
 
     const LEADER: LeaderId = LeaderId {
         term: 3,
         node_id: 1,
     };
+
+    fn at(at_ms: u64) -> Stamp {
+        Stamp {
+            leader: LEADER,
+            at_ms,
+        }
+    }
 
     fn acquire(t: &mut LockTable, index: u64, client: u64, resource: &str, ttl_ms: u64) -> u64 {
         let cmd = Command::Acquire(Acquire {
@@ -176,48 +183,33 @@ mod tests {
             lease: LeaseSpec::New { ttl_ms },
             wait_timeout_ms: 0,
             lock_delay_ms: 0,
-            due: None,
         });
-        t.apply(index, LEADER, &cmd);
+        let now = t.now_ms();
+        t.apply(index, LEADER, at(now), &cmd);
         t.holder(resource).expect("granted").fencing_token
     }
 
     // S2 and docs/semantics.md "Membership and data loss" (restore): the first token after a restore is above every
-    // token in the backup plus the gap; leases get their full TTL back and
-    // every held grant gets a lock-delay.
+    // token in the backup plus the gap; leases get their full TTL back from
+    // the table's cluster time, the promotes are forgotten, and every held
+    // grant gets a lock-delay.
     #[test]
     fn restore_raises_tokens_renews_leases_and_sets_lock_delay() {
         let mut t = LockTable::new();
         let a = acquire(&mut t, 1, 7, "a", 10_000);
         let b = acquire(&mut t, 2, 8, "b", 90_000);
-        // The leader promotes and checkpoints: remaining TTLs shrink.
-        t.apply(
-            3,
-            LEADER,
-            &Command::Promote(Promote {
-                leader: LEADER,
-                grace_ms: 1_000,
-            }),
-        );
-        let leases: Vec<_> = t.leases().map(|l| (l.lease_id, l.last_index)).collect();
-        t.apply(
-            4,
-            LEADER,
-            &Command::Checkpoint(Checkpoint {
-                leader: LEADER,
-                leases: leases
-                    .iter()
-                    .map(|(id, last)| CheckpointLease {
-                        lease_id: *id,
-                        last_index: *last,
-                        remaining_ms: 5,
-                    })
-                    .collect(),
-                lock_delays: vec![],
-                waiters: vec![],
-            }),
-        );
-        assert!(t.leases().all(|l| l.remaining_ms == 5 && l.graced));
+        // Two promotes, then 8 s pass: lease a has 2 s left.
+        let promote = |n| {
+            Command::Promote(Promote {
+                no_expiry_before_ms: n,
+            })
+        };
+        t.apply(3, LEADER, at(1_000), &promote(5_000));
+        t.apply(4, LEADER, at(2_000), &promote(6_000));
+        t.apply(5, LEADER, at(8_000), &Command::Tick);
+        assert_eq!(t.now_ms(), 8_000);
+        let ends: Vec<_> = t.leases().map(|l| t.lease_remaining_ms(l)).collect();
+        assert_eq!(ends, vec![2_000, 82_000]);
         let old_next = t.next_token();
 
         let s = for_new_cluster(&mut t, RestoreOptions::default()).expect("restore");
@@ -227,8 +219,8 @@ mod tests {
         assert!(t.next_token() > a.max(b) + DEFAULT_TOKEN_GAP - 1);
         assert_eq!((s.leases, s.held), (2, 2));
         for l in t.leases() {
-            assert_eq!(l.remaining_ms, l.ttl_ms, "lease {}", l.lease_id);
-            assert!(!l.graced);
+            assert_eq!(l.expires_at_ms, 8_000 + l.ttl_ms, "lease {}", l.lease_id);
+            assert_eq!(t.lease_remaining_ms(l), l.ttl_ms, "lease {}", l.lease_id);
         }
         // Lock-delay: the lease's TTL (10 s), capped at the maximum (60 s).
         assert_eq!(
@@ -243,7 +235,8 @@ mod tests {
                 .map(|g| g.lock_delay_ms),
             Some(MAX_LOCK_DELAY_MS)
         );
-        assert_eq!(t.last_promote(), None);
+        assert_eq!(t.promotion(), crate::expiry::Promotion::default());
+        assert_eq!(t.now_ms(), 8_000, "cluster time goes on from the table's");
         t.check_invariants().expect("still consistent");
         // Holders and their tokens are unchanged, and survive a snapshot.
         let back = LockTable::from_snapshot(&t.to_snapshot()).expect("round trip");

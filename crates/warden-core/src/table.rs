@@ -1,21 +1,23 @@
 //! The replicated lock table and its deterministic `apply`.
 //!
 //! [`LockTable::apply`] is the state machine: given the entry's log index, the
-//! leader id in the entry's own Raft log id and the command, it changes the
+//! leader id in the entry's own Raft log id, its stamp and the command, it changes the
 //! table and returns the [`Response`] plus the [`Effect`]s. Same inputs → same
-//! state, response and effects on every replica: only ordered maps, no clock,
-//! no randomness, no hashing with random seeds. Apply never panics: bad input
-//! is refused with [`Response::Error`] and changes nothing (due lists, which
-//! are the leader's duty and not part of the request, are still applied).
+//! state, response and effects on every replica: only ordered maps, no clock
+//! (time arrives as the entry's stamp), no randomness, no hashing with random
+//! seeds. Apply never panics: bad input is refused with [`Response::Error`]
+//! and changes nothing (the sweep, which is the entry's and not the
+//! request's, still runs).
 //!
 //! Order of work for one entry:
-//! 1. the entry's due list (if its leader id matches the entry's): due leases
-//!    whose `last_index` still matches end (their locks go to the next live
-//!    waiter, or into lock-delay), then due waiters are removed (S8);
+//! 1. cluster time: `now = max(now, at_ms)` when the stamp's leader is the
+//!    entry's own (docs/semantics.md "Time"), then the sweep: at most
+//!    [`crate::expiry::MAX_SWEEP_PER_ENTRY`] due items end, in instant order;
 //! 2. [`crate::validate::command`]; a refusal records nothing;
 //! 3. the outcome table (S7): replay a stored outcome, refuse an expired or
 //!    reused request id, or execute;
-//! 4. the command itself, all checks before any change;
+//! 4. the command itself: what has ended on the resources it touches ends
+//!    first ([`crate::expiry`]), then all checks before any change;
 //! 5. the outcome is stored.
 //!
 //! A command wrapped in [`Command::Authorized`] adds, between 3 and 4, the
@@ -33,8 +35,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::auth::quota::check_one_more;
 use crate::auth::{AuthTable, QuotaField, Target, Usage};
-use crate::duty_clock::DutyClock;
 use crate::effect::{Effect, FreeReason, LeaseEndReason, WaiterRemovedReason};
+use crate::expiry::{Promotion, Timed, Timeline, MAX_SWEEP_PER_ENTRY};
 use crate::limits::{
     MAX_AUDIT_RECORDS, MAX_AUTH_AUDIT_RECORDS, MAX_ID, MAX_LEASES, MAX_LOCKS_PER_LEASE,
     MAX_WAITERS_PER_RESOURCE,
@@ -44,11 +46,11 @@ use crate::multi::{MultiKey, MultiLock};
 use crate::outcome::{fingerprint, Check, OutcomeTable};
 use crate::resource::{Grant, LockDelay, ResourceState, Waiter};
 use crate::types::{
-    Acquire, AcquireOutcome, AcquireReply, AdvanceClock, AuditRecord, AuthAuditRecord, AuthChange,
-    Authorized, CancelOutcome, CancelWait, Checkpoint, Command, DueList, EndLockDelay, ErrorCode,
-    FencingToken, ForceRelease, LeaderId, LeaseGrant, LeaseId, LeaseSpec, LockKind, LogIndex, Mode,
-    NotGrantedReason, Permission, Principal, Proclaim, Promote, PromoteSlice, Release, RenewBatch,
-    RequestHeader, ResourceToken, Response, Revoke,
+    Acquire, AcquireOutcome, AcquireReply, AuditRecord, AuthAuditRecord, AuthChange, Authorized,
+    CancelOutcome, CancelWait, Command, ErrorCode, FencingToken, ForceRelease, LeaderId,
+    LeaseGrant, LeaseId, LeaseSpec, LockKind, LogIndex, Mode, NotGrantedReason, Permission,
+    Principal, Proclaim, Release, RenewBatch, RequestHeader, ResourceToken, Response, Revoke,
+    Stamp,
 };
 use crate::validate::{self, error};
 
@@ -59,19 +61,13 @@ pub struct LeaseRecord {
     pub lease_id: LeaseId,
     /// TTL in milliseconds.
     pub ttl_ms: u64,
-    /// Index of its last renew, checkpoint or promote. Due lists and
-    /// checkpoints name it; apply skips the lease when it has moved (S4).
-    pub last_index: LogIndex,
-    /// True once a `Promote` has graced it since its last renew (L2/L4: one
-    /// grace per lease between two renews).
-    pub graced: bool,
-    /// Remaining TTL in milliseconds as of `last_index` (the full TTL after a
-    /// renew, the proposer's value after a checkpoint, what was left and at
-    /// least the grace after a promote). What is left now is this less the
-    /// duty clock since then ([`LockTable::lease_remaining_ms`]), read where
-    /// a node has no deadline of its own for the lease (snapshot load) and
-    /// to cap the ones it set late (advances, a promote).
-    pub remaining_ms: u64,
+    /// Cluster time (ms) it ends at unless renewed: `now` at the apply of
+    /// its grant or last renew, plus `ttl_ms` (S4). A promote may keep it
+    /// a little longer ([`LockTable::lease_end_ms`], L4).
+    pub expires_at_ms: u64,
+    /// Index of its grant or last renew (L4 compares it with the previous
+    /// promote's).
+    pub renew_index: LogIndex,
     /// Created by an acquire: it dies when its last lock and last wait are gone.
     pub auto: bool,
     /// Resources it holds.
@@ -82,7 +78,7 @@ pub struct LeaseRecord {
     /// legacy command or by an anonymous caller. Only a caller with the same
     /// `Option<Principal>` acquires on, releases, revokes or proclaims with
     /// it (see [`crate::auth`]); its waiters' principal is this owner.
-    /// Encoded in a snapshot section of its own (version 4).
+    /// Encoded in a snapshot section of its own.
     #[serde(skip)]
     pub owner: Option<Principal>,
 }
@@ -107,11 +103,11 @@ pub struct LockTable {
     pub(crate) leases: BTreeMap<LeaseId, LeaseRecord>,
     pub(crate) resources: BTreeMap<String, ResourceState>,
     pub(crate) outcomes: OutcomeTable,
-    pub(crate) last_promote: Option<(LeaderId, LogIndex)>,
-    /// The replicated duty clock ([`crate::duty_clock`]): remaining times in
-    /// the table count down on it. Encoded last (snapshot version 8).
-    #[serde(skip)]
-    pub(crate) clock: DutyClock,
+    /// Cluster time in milliseconds: the largest stamp of a matching leader
+    /// applied so far ([`crate::expiry`]).
+    pub(crate) now_ms: u64,
+    /// The last two promotes (L4).
+    pub(crate) promotion: Promotion,
     /// The last [`MAX_AUDIT_RECORDS`] forced releases, oldest first. Encoded
     /// after the table by [`LockTable::to_snapshot`] (snapshot version 2), so
     /// version-1 snapshots still load (with an empty trail).
@@ -142,6 +138,11 @@ pub struct LockTable {
     /// version 7).
     #[serde(skip)]
     pub(crate) wait_max_holds: BTreeMap<WaitKey, u64>,
+    /// Derived, never saved: every instant in the table, in instant order
+    /// ([`crate::expiry`]). Kept up to date at every change, rebuilt on
+    /// snapshot load, recomputed by `check_invariants`.
+    #[serde(skip)]
+    pub(crate) timeline: Timeline,
     /// Derived, never saved: per lease owner, its leases, locks (held grants
     /// and queued waits) and waiters (`clients` stays 0 here: the outcome
     /// table counts those). No entry is all zero. Kept up to date at every change,
@@ -160,6 +161,15 @@ pub struct LockTable {
     /// readers-overtake-writers`); never set in production, never saved.
     #[serde(skip)]
     pub(crate) readers_overtake_writers: bool,
+    /// Simulator-only bug switch (`warden-sim --inject-bug
+    /// grant-to-due-waiter`): hand-off ignores `now`; never set in
+    /// production, never saved.
+    #[serde(skip)]
+    pub(crate) handoff_ignores_now: bool,
+    /// Simulator-only bug switch (`warden-sim --inject-bug
+    /// sweep-skips-leases`); never set in production, never saved.
+    #[serde(skip)]
+    pub(crate) sweep_skips_leases: bool,
 }
 
 impl Default for LockTable {
@@ -240,8 +250,8 @@ impl LockTable {
             leases: BTreeMap::new(),
             resources: BTreeMap::new(),
             outcomes: OutcomeTable::default(),
-            last_promote: None,
-            clock: DutyClock::default(),
+            now_ms: 0,
+            promotion: Promotion::default(),
             audit: VecDeque::new(),
             values: BTreeMap::new(),
             auth: AuthTable::default(),
@@ -250,40 +260,56 @@ impl LockTable {
             max_holds: BTreeMap::new(),
             wait_max_holds: BTreeMap::new(),
             usage: BTreeMap::new(),
+            timeline: Timeline::new(),
             token_is_log_index: false,
             skip_lease_owner_check: false,
             readers_overtake_writers: false,
+            handoff_ignores_now: false,
+            sweep_skips_leases: false,
         }
     }
 
     /// Applies one committed entry (see the module docs for the order of work).
     ///
     /// `index` is the entry's log index; `log_leader` the leader id in the
-    /// entry's own log id, compared with the leader id inside leader-duty
-    /// commands and due lists (a mismatch ignores them: etcd issue 15247).
+    /// entry's own log id, compared with the stamp's (a mismatch ignores
+    /// the stamp and a promote: etcd issue 15247); `stamp` the proposer's
+    /// cluster time.
     ///
     /// A [`Command::Batch`] applies each of its commands in order at this
-    /// same `index` (one entry: one log index, one append stamp on every
-    /// node), each exactly as if it were the entry's only command, and answers
+    /// same `index` and cluster time, each exactly as if it were the
+    /// entry's only command, and answers
     /// [`Response::Batch`] with their responses in order. Every command checks
     /// before it changes anything, so a refused one leaves the table as the
     /// commands before it left it (its refusal is recorded in the outcome
     /// table, as for an entry of its own) and the later ones see exactly that.
     /// A batch that is empty, too long or nested is refused whole.
-    pub fn apply(&mut self, index: LogIndex, log_leader: LeaderId, cmd: &Command) -> Applied {
+    pub fn apply(
+        &mut self,
+        index: LogIndex,
+        log_leader: LeaderId,
+        stamp: Stamp,
+        cmd: &Command,
+    ) -> Applied {
         let mut fx = Vec::new();
-        let response = self.apply_one(index, log_leader, cmd, &mut fx);
+        let own = stamp.leader == log_leader;
+        if own {
+            self.advance_now(stamp.at_ms);
+        }
+        self.sweep(index, MAX_SWEEP_PER_ENTRY, &mut fx);
+        let response = self.apply_one(index, own, cmd, &mut fx);
         Applied {
             response,
             effects: fx,
         }
     }
 
-    /// [`Self::apply`], appending the effects to `fx`.
+    /// [`Self::apply`] of one command, appending the effects to `fx`; `own`
+    /// is whether the entry's stamp is its own leader's.
     fn apply_one(
         &mut self,
         index: LogIndex,
-        log_leader: LeaderId,
+        own: bool,
         cmd: &Command,
         fx: &mut Vec<Effect>,
     ) -> Response {
@@ -297,46 +323,38 @@ impl LockTable {
             | Command::ForceRelease(_)
             | Command::LeaseGrant(_)
             | Command::Proclaim(_)
-            | Command::CancelWait(_) => {
-                self.apply_due(index, log_leader, cmd.client_due(), fx);
-                match validate::command(cmd) {
-                    Ok(()) => self.client_command(index, Caller::LEGACY, cmd, fx),
-                    Err(e) => Response::Error(e),
-                }
-            }
-            Command::Authorized(w) => self.authorized(index, log_leader, w, fx),
+            | Command::CancelWait(_) => match validate::command(cmd) {
+                Ok(()) => self.client_command(index, Caller::LEGACY, cmd, fx),
+                Err(e) => Response::Error(e),
+            },
+            Command::Authorized(w) => self.authorized(index, w, fx),
             // Always refused: an auth change must come wrapped.
             Command::AuthChange(_) => match validate::command(cmd) {
                 Ok(()) => Response::Done,
                 Err(e) => Response::Error(e),
             },
             Command::RenewBatch(b) => self.renew(index, b, fx),
-            Command::Promote(p) => self.promote(index, log_leader, p, fx),
-            Command::PromoteSlice(p) => self.promote_slice(index, log_leader, p, fx),
-            Command::Checkpoint(c) => self.checkpoint(index, log_leader, c, fx),
-            Command::Expire(due) => {
-                self.apply_due(index, log_leader, Some(due), fx);
+            Command::Promote(p) => {
+                if own {
+                    self.promote(index, p.no_expiry_before_ms);
+                }
                 Response::Done
             }
-            Command::EndLockDelay(e) => self.end_lock_delay(index, log_leader, e, fx),
-            Command::EndMaxHold(e) => self.end_max_hold(index, log_leader, e, fx),
-            Command::CheckpointMaxHold(c) => self.checkpoint_max_hold(log_leader, c, fx),
-            Command::AdvanceClock(a) => self.advance_clock(index, log_leader, a, fx),
             Command::DropClients(d) => {
-                if d.leader == log_leader {
+                if own {
                     for (client, last_index) in &d.clients {
                         self.outcomes.drop_client(*client, *last_index);
                     }
                 }
                 Response::Done
             }
-            Command::Noop => Response::Done,
+            Command::Tick => Response::Done,
             Command::RaiseTokenFloor(r) => self.raise_token_floor(r.floor),
             Command::Batch(cmds) => match validate::command(cmd) {
                 Err(e) => Response::Error(e),
                 Ok(()) => Response::Batch(
                     cmds.iter()
-                        .map(|c| self.apply_one(index, log_leader, c, fx))
+                        .map(|c| self.apply_one(index, own, c, fx))
                         .collect(),
                 ),
             },
@@ -369,6 +387,24 @@ impl LockTable {
         self.readers_overtake_writers = true;
     }
 
+    /// Simulator only (`warden-sim --inject-bug grant-to-due-waiter`):
+    /// hand-off ignores cluster time, so a waiter whose wait or lease has
+    /// ended is granted (S8). Production never calls it.
+    #[doc(hidden)]
+    pub fn inject_handoff_ignores_now(&mut self) {
+        self.handoff_ignores_now = true;
+    }
+
+    /// Simulator only (`warden-sim --inject-bug sweep-skips-leases`): the
+    /// sweep drops a due lease from the time index without ending it, so
+    /// only a command that touches its resources ends it (L1, L2: a dead
+    /// holder of a resource nobody touches keeps it). Production never
+    /// calls it.
+    #[doc(hidden)]
+    pub fn inject_sweep_skips_leases(&mut self) {
+        self.sweep_skips_leases = true;
+    }
+
     /// `next_token = max(next_token, floor + 1)`; refused (nothing changes)
     /// when `floor >= MAX_ID`.
     fn raise_token_floor(&mut self, floor: u64) -> Response {
@@ -388,24 +424,10 @@ impl LockTable {
         }
     }
 
-    /// [`Command::Authorized`]: the inner command's due list, validation,
-    /// then [`Self::client_command`] for the principal (see [`crate::auth`]).
-    fn authorized(
-        &mut self,
-        index: LogIndex,
-        log_leader: LeaderId,
-        w: &Authorized,
-        fx: &mut Vec<Effect>,
-    ) -> Response {
-        let inner = &*w.command;
-        // Leader duties never depend on an identity; a leader duty wrapped
-        // here (or a nested Authorized) is refused below and its due list is
-        // not applied.
-        let due = match inner {
-            Command::Authorized(_) => None,
-            c => c.client_due(),
-        };
-        self.apply_due(index, log_leader, due, fx);
+    /// [`Command::Authorized`]: validation, then [`Self::client_command`]
+    /// for the principal (see [`crate::auth`]). Leader duties never depend
+    /// on an identity: one wrapped here is refused.
+    fn authorized(&mut self, index: LogIndex, w: &Authorized, fx: &mut Vec<Effect>) -> Response {
         if let Err(e) = validate::authorized(w) {
             return Response::Error(e);
         }
@@ -413,7 +435,7 @@ impl LockTable {
             principal: w.principal.as_ref(),
             wrapped: true,
         };
-        self.client_command(index, caller, inner, fx)
+        self.client_command(index, caller, &w.command, fx)
     }
 
     /// A validated client command: the outcome table (S7), then room for a
@@ -506,7 +528,7 @@ impl LockTable {
             Command::Revoke(r) => self.revoke(index, r, fx),
             Command::ForceRelease(f) => self.force_release(index, caller, f, fx),
             Command::LeaseGrant(g) => self.lease_grant(index, caller, g, fx),
-            Command::Proclaim(p) => self.proclaim(p, fx),
+            Command::Proclaim(p) => self.proclaim(index, p, fx),
             Command::AuthChange(c) => self.auth_change(index, caller, c, fx),
             Command::CancelWait(c) => self.cancel_wait(index, caller, c, fx),
             // Validation lets nothing else through.
@@ -618,14 +640,47 @@ impl LockTable {
         }
     }
 
-    /// Quotas (step 6): refuses when one more of each of `fields` would take
-    /// a wrapped command's principal over its quota (root and anonymous
-    /// callers have none).
+    /// Quotas (step 6): refuses when `n` more of `field` would take a
+    /// wrapped command's principal over its quota (root and anonymous
+    /// callers have none). Quotas count live items only: before refusing,
+    /// the principal's leases that have ended are ended ([`crate::expiry`]).
     pub(crate) fn check_quota_n(
-        &self,
+        &mut self,
+        index: LogIndex,
         caller: Caller<'_>,
         field: QuotaField,
         n: u64,
+        fx: &mut Vec<Effect>,
+    ) -> Result<(), CommandError> {
+        self.check_quota_with(index, caller, fx, |p, q, usage| {
+            crate::auth::quota::check_more(p, q, usage, field, n)
+        })
+    }
+
+    /// Quotas (step 6) for one more of each of `fields` (see
+    /// [`Self::check_quota_n`]).
+    fn check_quota(
+        &mut self,
+        index: LogIndex,
+        caller: Caller<'_>,
+        fields: &[QuotaField],
+        fx: &mut Vec<Effect>,
+    ) -> Result<(), CommandError> {
+        self.check_quota_with(index, caller, fx, |p, q, usage| {
+            fields
+                .iter()
+                .try_for_each(|f| check_one_more(p, q, usage, *f))
+        })
+    }
+
+    /// Runs `check` on the caller's quota and usage; when it refuses, ends
+    /// the caller's ended leases and runs it again.
+    fn check_quota_with(
+        &mut self,
+        index: LogIndex,
+        caller: Caller<'_>,
+        fx: &mut Vec<Effect>,
+        check: impl Fn(&str, &crate::types::Quota, &Usage) -> Result<(), CommandError>,
     ) -> Result<(), CommandError> {
         let Some(p) = caller.principal.filter(|_| caller.wrapped) else {
             return Ok(());
@@ -633,23 +688,12 @@ impl LockTable {
         let Some(q) = self.auth.effective_quota(Some(p.as_str())) else {
             return Ok(());
         };
-        let usage = self.usage.get(p.as_str()).copied().unwrap_or_default();
-        crate::auth::quota::check_more(p.as_str(), &q, &usage, field, n)
-    }
-
-    /// Quotas (step 6) for one more of each of `fields` (see
-    /// [`Self::check_quota_n`]).
-    fn check_quota(&self, caller: Caller<'_>, fields: &[QuotaField]) -> Result<(), CommandError> {
-        let Some(p) = caller.principal.filter(|_| caller.wrapped) else {
+        let usage = |t: &Self| t.usage.get(p.as_str()).copied().unwrap_or_default();
+        if check(p.as_str(), &q, &usage(self)).is_ok() {
             return Ok(());
-        };
-        let Some(q) = self.auth.effective_quota(Some(p.as_str())) else {
-            return Ok(());
-        };
-        let usage = self.usage.get(p.as_str()).copied().unwrap_or_default();
-        fields
-            .iter()
-            .try_for_each(|f| check_one_more(p.as_str(), &q, &usage, *f))
+        }
+        self.end_dead_leases(index, Some(Some(p.as_str())), u64::MAX, fx);
+        check(p.as_str(), &q, &usage(self))
     }
 
     /// A retried acquire: the first outcome plus the lease's current state (S7).
@@ -680,7 +724,7 @@ impl LockTable {
         let Some(id) = lease_id else {
             return (false, None);
         };
-        let live = self.leases.contains_key(&id);
+        let live = self.lease_live(id);
         let token = self
             .resources
             .get(resource)
@@ -705,52 +749,6 @@ impl LockTable {
         Response::AcquireKind { reply, slot }
     }
 
-    // ---------------------------------------------------------------- due lists
-
-    /// S8 / "Time": ends due leases whose `last_index` still matches, then
-    /// removes timed-out waiters; ignored when the leader ids differ.
-    pub(crate) fn apply_due(
-        &mut self,
-        index: LogIndex,
-        log_leader: LeaderId,
-        due: Option<&DueList>,
-        fx: &mut Vec<Effect>,
-    ) {
-        let Some(due) = due else { return };
-        if due.leader != log_leader {
-            return;
-        }
-        for d in &due.leases {
-            if self
-                .leases
-                .get(&d.lease_id)
-                .is_some_and(|l| l.last_index == d.last_index)
-            {
-                self.end_lease(
-                    index,
-                    d.lease_id,
-                    LeaseEndReason::Expired,
-                    FreeReason::Expired,
-                    true,
-                    fx,
-                );
-            }
-        }
-        for w in &due.waiters {
-            if self.remove_waiter(
-                index,
-                &w.resource,
-                w.lease_id,
-                w.enqueue_index,
-                WaiterRemovedReason::TimedOut,
-                fx,
-            ) {
-                self.settle(index, &w.resource, fx);
-                self.drop_auto_if_idle(w.lease_id, fx);
-            }
-        }
-    }
-
     // ---------------------------------------------------------------- commands
 
     /// An acquire of `resource` as a `kind` lock, in `mode` (docs/semantics.md
@@ -771,6 +769,12 @@ impl LockTable {
         max_hold_ms: u64,
         fx: &mut Vec<Effect>,
     ) -> Result<AcquireReply, CommandError> {
+        // What has ended on the resource ends first: an acquire never jumps
+        // the queue or a running lock-delay ("Time").
+        self.refresh(index, &a.resource, fx);
+        if let LeaseSpec::Existing { lease_id } = a.lease {
+            self.end_if_dead(index, lease_id, fx);
+        }
         let res = self.resources.get(&a.resource);
         if let Some(r) = res.filter(|r| r.kind != kind) {
             let field = match (r.kind, kind) {
@@ -867,11 +871,11 @@ impl LockTable {
             }
             // The quota is the caller's: it owns the lease (checked before).
             if new_lease {
-                self.check_quota(caller, &[QuotaField::Leases, QuotaField::Locks])?;
-                self.check_lease_limit()?;
+                self.check_quota(index, caller, &[QuotaField::Leases, QuotaField::Locks], fx)?;
+                self.check_lease_limit(index, fx)?;
                 self.create_lease(index, ttl_ms, true, caller.principal.cloned(), fx);
             } else {
-                self.check_quota(caller, &[QuotaField::Locks])?;
+                self.check_quota(index, caller, &[QuotaField::Locks], fx)?;
             }
             self.resources
                 .entry(a.resource.clone())
@@ -918,7 +922,13 @@ impl LockTable {
                 None,
             ));
         }
-        let queue_len = res.map_or(0, |r| r.waiters.len());
+        if res.is_some_and(|r| r.waiters.len() >= MAX_WAITERS_PER_RESOURCE) {
+            self.drop_ended_waiters(index, &a.resource, fx);
+        }
+        let queue_len = self
+            .resources
+            .get(&a.resource)
+            .map_or(0, |r| r.waiters.len());
         if queue_len >= MAX_WAITERS_PER_RESOURCE {
             return Err(exhausted(
                 Some("resource"),
@@ -927,37 +937,22 @@ impl LockTable {
         }
         if new_lease {
             self.check_quota(
+                index,
                 caller,
                 &[QuotaField::Leases, QuotaField::Locks, QuotaField::Waiters],
+                fx,
             )?;
-            self.check_lease_limit()?;
+            self.check_lease_limit(index, fx)?;
             self.create_lease(index, ttl_ms, true, caller.principal.cloned(), fx);
         } else {
-            self.check_quota(caller, &[QuotaField::Locks, QuotaField::Waiters])?;
+            self.check_quota(index, caller, &[QuotaField::Locks, QuotaField::Waiters], fx)?;
         }
-        let state = self
-            .resources
-            .entry(a.resource.clone())
-            .or_insert_with(|| ResourceState::of(kind));
-        state.waiters.push(Waiter {
-            lease_id,
-            enqueue_index: index,
-            wait_timeout_ms: a.wait_timeout_ms,
-            remaining_wait_ms: a.wait_timeout_ms,
-            lock_delay_ms: a.lock_delay_ms,
-            header: a.header,
-            mode,
-        });
-        let position = state.waiters.len() as u64;
+        let position = self.enqueue(index, &a.resource, kind, lease_id, mode, a);
         if max_hold_ms > 0 {
             self.wait_max_holds
                 .insert((a.resource.clone(), lease_id, index), max_hold_ms);
         }
-        if let Some(l) = self.leases.get_mut(&lease_id) {
-            if l.waits.insert(a.resource.clone()) {
-                add_usage(&mut self.usage, l.owner.as_ref(), 0, 1, 1);
-            }
-        }
+        self.note_wait(lease_id, &a.resource);
         fx.push(Effect::Queued {
             resource: a.resource.clone(),
             lease_id,
@@ -984,6 +979,7 @@ impl LockTable {
         r: &Release,
         fx: &mut Vec<Effect>,
     ) -> Result<Response, CommandError> {
+        self.end_if_dead(index, r.lease_id, fx);
         let lease = self
             .leases
             .get(&r.lease_id)
@@ -1008,6 +1004,7 @@ impl LockTable {
                 }
             }
         };
+        self.refresh(index, &resource, fx);
         let grant = self
             .resources
             .get(&resource)
@@ -1022,14 +1019,7 @@ impl LockTable {
         // S6, etcd issue 22082: a late release never frees a newer grant.
         check_token(r.fencing_token, grant)?;
         let token = grant.fencing_token;
-        self.free(
-            index,
-            &resource,
-            r.lease_id,
-            FreeReason::Released,
-            false,
-            fx,
-        );
+        self.free(index, &resource, r.lease_id, FreeReason::Released, None, fx);
         self.drop_auto_if_idle(r.lease_id, fx);
         Ok(Response::Released {
             resource,
@@ -1051,6 +1041,7 @@ impl LockTable {
         f: &ForceRelease,
         fx: &mut Vec<Effect>,
     ) -> Result<Response, CommandError> {
+        self.refresh(index, &f.resource, fx);
         let state = self.resources.get(&f.resource).filter(|s| s.is_held());
         let Some(state) = state else {
             return Err(error(
@@ -1093,7 +1084,8 @@ impl LockTable {
         for &(lease_id, _) in &victims {
             // A multi-grant ends whole: every resource it held is freed, each
             // with its own audit record.
-            let freed = self.free(index, &f.resource, lease_id, FreeReason::Forced, true, fx);
+            let now = Some(self.now_ms);
+            let freed = self.free(index, &f.resource, lease_id, FreeReason::Forced, now, fx);
             self.drop_auto_if_idle(lease_id, fx);
             for t in freed {
                 if self.audit.len() >= MAX_AUDIT_RECORDS {
@@ -1143,8 +1135,8 @@ impl LockTable {
         fx: &mut Vec<Effect>,
     ) -> Result<Response, CommandError> {
         self.next_free_lease_id()?;
-        self.check_quota(caller, &[QuotaField::Leases])?;
-        self.check_lease_limit()?;
+        self.check_quota(index, caller, &[QuotaField::Leases], fx)?;
+        self.check_lease_limit(index, fx)?;
         let lease_id = self.create_lease(index, g.ttl_ms, false, caller.principal.cloned(), fx);
         Ok(Response::LeaseGranted {
             lease_id,
@@ -1166,6 +1158,8 @@ impl LockTable {
         c: &CancelWait,
         fx: &mut Vec<Effect>,
     ) -> Result<Response, CommandError> {
+        self.refresh(index, &c.resource, fx);
+        self.drop_ended_waiters(index, &c.resource, fx);
         let key = caller.principal;
         let name = key.map(Principal::as_str);
         let client = c.header.client_id;
@@ -1263,7 +1257,6 @@ impl LockTable {
             resource: Some(resource),
             lease_id,
             fencing_token: Some(fencing_token),
-            due: None,
         };
         self.release(index, &release, fx)?;
         answer(lease_id, CancelOutcome::Released, Some(fencing_token))
@@ -1275,6 +1268,7 @@ impl LockTable {
         r: &Revoke,
         fx: &mut Vec<Effect>,
     ) -> Result<Response, CommandError> {
+        self.end_if_dead(index, r.lease_id, fx);
         if !self.leases.contains_key(&r.lease_id) {
             return Err(unknown_lease(r.lease_id));
         }
@@ -1283,7 +1277,7 @@ impl LockTable {
             r.lease_id,
             LeaseEndReason::Revoked,
             FreeReason::Revoked,
-            false,
+            None,
             fx,
         );
         Ok(Response::Revoked {
@@ -1314,224 +1308,51 @@ impl LockTable {
         Ok(Response::AuthChanged)
     }
 
-    /// S4: every live lease restarts its countdown with its full TTL and may
-    /// be graced again (L4).
+    /// S4: every live lease restarts its countdown with its full TTL from
+    /// `now`; an ended one is not resurrected (None, as for an unknown one).
     fn renew(&mut self, index: LogIndex, b: &RenewBatch, fx: &mut Vec<Effect>) -> Response {
-        let out = b
-            .lease_ids
-            .iter()
-            .map(|id| match self.leases.get_mut(id) {
-                Some(l) => {
-                    l.last_index = index;
-                    l.graced = false;
-                    l.remaining_ms = l.ttl_ms;
-                    fx.push(Effect::LeaseSet {
-                        lease_id: *id,
-                        ttl_ms: l.ttl_ms,
-                    });
-                    (*id, Some(l.ttl_ms))
-                }
-                None => (*id, None),
-            })
-            .collect();
-        Response::Renewed(out)
-    }
-
-    /// L4 with L2: one grace per lease between two renews.
-    fn promote(
-        &mut self,
-        index: LogIndex,
-        log_leader: LeaderId,
-        p: &Promote,
-        fx: &mut Vec<Effect>,
-    ) -> Response {
-        if p.leader != log_leader {
-            return Response::Done;
-        }
-        self.grace_leases(index, .., index.saturating_add(1), p.grace_ms, fx);
-        self.last_promote = Some((p.leader, index));
-        Response::Done
-    }
-
-    /// [`Self::promote`] for the leases in one range of ids: those not
-    /// graced since their last renew and not renewed since the promotion
-    /// started (`last_index` before its first slice). The last slice (no
-    /// `to_lease`) records the promotion as done. A slice whose proposer is
-    /// not its log's leader, or that names a start at or after its own
-    /// index, changes nothing.
-    fn promote_slice(
-        &mut self,
-        index: LogIndex,
-        log_leader: LeaderId,
-        p: &PromoteSlice,
-        fx: &mut Vec<Effect>,
-    ) -> Response {
-        let started_at = p.start(index);
-        if p.leader != log_leader || started_at > index {
-            return Response::Done;
-        }
-        if let Some(range) = p.lease_range() {
-            self.grace_leases(index, range, started_at, p.grace_ms, fx);
-        }
-        if p.to_lease.is_none() {
-            self.last_promote = Some((p.leader, index));
-        }
-        Response::Done
-    }
-
-    /// L4 with L2: one grace per lease between two renews, for the leases in
-    /// `ids` whose `last_index` is before `before`.
-    fn grace_leases(
-        &mut self,
-        index: LogIndex,
-        ids: impl std::ops::RangeBounds<LeaseId>,
-        before: LogIndex,
-        grace_ms: u64,
-        fx: &mut Vec<Effect>,
-    ) {
-        let clock = &self.clock;
-        for l in self
-            .leases
-            .range_mut(ids)
-            .map(|(_, l)| l)
-            .filter(|l| !l.graced && l.last_index < before)
-        {
-            // What is left now on the duty clock, re-counted from here.
-            let left = clock.remaining_now(l.remaining_ms, l.last_index);
-            l.graced = true;
-            l.last_index = index;
-            l.remaining_ms = left.max(grace_ms);
-            fx.push(Effect::LeaseGraced {
-                lease_id: l.lease_id,
-                grace_ms,
+        let mut out = Vec::with_capacity(b.lease_ids.len());
+        for id in &b.lease_ids {
+            self.end_if_dead(index, *id, fx);
+            let now = self.now_ms;
+            let Some(l) = self.leases.get_mut(id) else {
+                out.push((*id, None));
+                continue;
+            };
+            let before = (l.expires_at_ms, Timed::Lease(*id));
+            l.expires_at_ms = now.saturating_add(l.ttl_ms);
+            l.renew_index = index;
+            let (after, ttl_ms) = ((l.expires_at_ms, Timed::Lease(*id)), l.ttl_ms);
+            self.timeline.remove(&before);
+            self.timeline.insert(after);
+            fx.push(Effect::LeaseSet {
+                lease_id: *id,
+                ttl_ms,
             });
+            out.push((*id, Some(ttl_ms)));
         }
-    }
-
-    /// Records remaining durations; deadlines are only ever shortened by it.
-    ///
-    /// Once the duty clock runs, a wait's or lock-delay's recorded remaining
-    /// time is kept as it is (it counts from its enqueue or start index, and a
-    /// value named later would be counted from too early a point); only the
-    /// node-local deadlines are capped. A lease's counts from its `last_index`,
-    /// which the checkpoint moves, so it is recorded either way.
-    fn checkpoint(
-        &mut self,
-        index: LogIndex,
-        log_leader: LeaderId,
-        c: &Checkpoint,
-        fx: &mut Vec<Effect>,
-    ) -> Response {
-        if c.leader != log_leader {
-            return Response::Done;
-        }
-        let clock_runs = self.clock.is_running();
-        for cl in &c.leases {
-            if let Some(l) = self
-                .leases
-                .get_mut(&cl.lease_id)
-                .filter(|l| l.last_index == cl.last_index)
-            {
-                l.remaining_ms = cl.remaining_ms;
-                l.last_index = index;
-                fx.push(Effect::LeaseCapped {
-                    lease_id: cl.lease_id,
-                    remaining_ms: cl.remaining_ms,
-                });
-            }
-        }
-        for cd in &c.lock_delays {
-            if let Some(d) = self
-                .resources
-                .get_mut(&cd.resource)
-                .and_then(|r| r.lock_delay.as_mut())
-                .filter(|d| d.start_index == cd.start_index)
-            {
-                if !clock_runs {
-                    d.remaining_ms = cd.remaining_ms;
-                }
-                fx.push(Effect::LockDelayCapped {
-                    resource: cd.resource.clone(),
-                    start_index: cd.start_index,
-                    remaining_ms: cd.remaining_ms,
-                });
-            }
-        }
-        for cw in &c.waiters {
-            if let Some(w) = self.resources.get_mut(&cw.resource).and_then(|r| {
-                r.waiters
-                    .iter_mut()
-                    .find(|w| w.lease_id == cw.lease_id && w.enqueue_index == cw.enqueue_index)
-            }) {
-                if !clock_runs {
-                    w.remaining_wait_ms = cw.remaining_ms;
-                }
-                fx.push(Effect::WaitCapped {
-                    resource: cw.resource.clone(),
-                    lease_id: cw.lease_id,
-                    enqueue_index: cw.enqueue_index,
-                    remaining_ms: cw.remaining_ms,
-                });
-            }
-        }
-        Response::Done
-    }
-
-    /// Advances the duty clock (docs/semantics.md "Checkpoints"); an advance
-    /// proposed in another leader's term is ignored, as every leader duty is,
-    /// and so is one measured from an advance that is no longer the last.
-    fn advance_clock(
-        &mut self,
-        index: LogIndex,
-        log_leader: LeaderId,
-        a: &AdvanceClock,
-        fx: &mut Vec<Effect>,
-    ) -> Response {
-        if a.leader != log_leader || a.after_index != self.clock.last_advance_index() {
-            return Response::Done;
-        }
-        if self.clock.advance(index, a.elapsed_ms) {
-            fx.push(Effect::ClockAdvanced { index });
-        }
-        Response::Done
-    }
-
-    /// Ends the named delay (only if `start_index` matches) and hands off (S8).
-    fn end_lock_delay(
-        &mut self,
-        index: LogIndex,
-        log_leader: LeaderId,
-        e: &EndLockDelay,
-        fx: &mut Vec<Effect>,
-    ) -> Response {
-        self.apply_due(index, log_leader, e.due.as_ref(), fx);
-        if e.leader != log_leader {
-            return Response::Done;
-        }
-        let state = self.resources.get_mut(&e.resource);
-        if let Some(state) = state {
-            if state
-                .lock_delay
-                .as_ref()
-                .is_some_and(|d| d.start_index == e.start_index)
-            {
-                state.lock_delay = None;
-                fx.push(Effect::LockDelayEnded {
-                    resource: e.resource.clone(),
-                    start_index: e.start_index,
-                });
-                self.settle(index, &e.resource, fx);
-            }
-        }
-        Response::Done
+        Response::Renewed(out)
     }
 
     // ---------------------------------------------------------------- building blocks
 
     /// At most `max_leases` live leases in the cluster (replicated; default
     /// [`MAX_LEASES`]), for every command, wrapped or not.
-    pub(crate) fn check_lease_limit(&self) -> Result<(), CommandError> {
+    /// Live leases only: before refusing, ended ones are ended.
+    pub(crate) fn check_lease_limit(
+        &mut self,
+        index: LogIndex,
+        fx: &mut Vec<Effect>,
+    ) -> Result<(), CommandError> {
         let max = self.auth.limits().max_leases;
+        let over = |t: &Self| {
+            (t.leases.len() as u64)
+                .saturating_add(1)
+                .saturating_sub(max)
+        };
+        if over(self) > 0 {
+            self.end_dead_leases(index, None, over(self), fx);
+        }
         if self.leases.len() as u64 >= max {
             return Err(exhausted(
                 Some("lease_id"),
@@ -1553,14 +1374,16 @@ impl LockTable {
     ) -> LeaseId {
         let lease_id = self.next_lease_id;
         self.next_lease_id = self.next_lease_id.saturating_add(1);
+        let expires_at_ms = self.now_ms.saturating_add(ttl_ms);
+        self.timeline
+            .insert((expires_at_ms, Timed::Lease(lease_id)));
         self.leases.insert(
             lease_id,
             LeaseRecord {
                 lease_id,
                 ttl_ms,
-                last_index: index,
-                graced: false,
-                remaining_ms: ttl_ms,
+                expires_at_ms,
+                renew_index: index,
                 auto,
                 locks: BTreeSet::new(),
                 waits: BTreeSet::new(),
@@ -1617,6 +1440,7 @@ impl LockTable {
             fencing_token: token,
             ttl_ms,
             grant_index: index,
+            granted_at_ms: self.now_ms,
             lock_delay_ms,
             mode,
             slot,
@@ -1640,19 +1464,21 @@ impl LockTable {
 
     /// Takes `lease_id`'s grant off `resource` (and, for a multi-grant,
     /// off every one of its resources, in its order) and returns what was
-    /// freed; each resource as [`Self::free_one`] does.
+    /// freed; each resource as [`Self::free_one`] does. `loss_at` is the
+    /// cluster time of an involuntary loss (lock-delay counts from it);
+    /// None for a clean release.
     pub(crate) fn free(
         &mut self,
         index: LogIndex,
         resource: &str,
         lease_id: LeaseId,
         reason: FreeReason,
-        involuntary: bool,
+        loss_at: Option<u64>,
         fx: &mut Vec<Effect>,
     ) -> Vec<ResourceToken> {
         let Some(key) = self.granted_multi_of(lease_id, resource) else {
             return self
-                .free_one(index, resource, lease_id, reason, involuntary, fx)
+                .free_one(index, resource, lease_id, reason, loss_at, fx)
                 .into_iter()
                 .collect();
         };
@@ -1661,20 +1487,21 @@ impl LockTable {
         };
         m.resources
             .iter()
-            .filter_map(|r| self.free_one(index, r, lease_id, reason, involuntary, fx))
+            .filter_map(|r| self.free_one(index, r, lease_id, reason, loss_at, fx))
             .collect()
     }
 
     /// Takes `lease_id`'s grant off `resource`; starts (or widens) a
-    /// lock-delay when the loss is involuntary and the grant asked for one,
-    /// then hands off what is free (S8).
+    /// lock-delay when the loss is involuntary (`loss_at`) and the grant
+    /// asked for one, counted from the loss (none when that is already
+    /// over), then hands off what is free (S8).
     fn free_one(
         &mut self,
         index: LogIndex,
         resource: &str,
         lease_id: LeaseId,
         reason: FreeReason,
-        involuntary: bool,
+        loss_at: Option<u64>,
         fx: &mut Vec<Effect>,
     ) -> Option<ResourceToken> {
         let state = self.resources.get_mut(resource)?;
@@ -1690,6 +1517,10 @@ impl LockTable {
         let g = g?;
         self.values.remove(&(g.lease_id, resource.to_owned()));
         if let Some(m) = self.max_holds.remove(&(resource.to_owned(), g.lease_id)) {
+            self.timeline.remove(&(
+                m.ends_at_ms,
+                Timed::MaxHold(resource.to_owned(), g.lease_id),
+            ));
             fx.push(Effect::MaxHoldEnded {
                 resource: resource.to_owned(),
                 lease_id: g.lease_id,
@@ -1701,35 +1532,10 @@ impl LockTable {
             lease_id: g.lease_id,
             fencing_token: g.fencing_token,
             reason,
+            granted_at_ms: g.granted_at_ms,
         });
-        if involuntary && g.lock_delay_ms > 0 {
-            let scope = state.delay_scope_of(&g);
-            let (lock_delay_ms, scope) = match state.lock_delay.take() {
-                // One delay per resource: the merged one withholds both
-                // scopes, for the longer delay counted from now.
-                Some(old) => {
-                    fx.push(Effect::LockDelayEnded {
-                        resource: resource.to_owned(),
-                        start_index: old.start_index,
-                    });
-                    (
-                        old.lock_delay_ms.max(g.lock_delay_ms),
-                        old.scope.merge(scope),
-                    )
-                }
-                None => (g.lock_delay_ms, scope),
-            };
-            state.lock_delay = Some(LockDelay {
-                start_index: index,
-                lock_delay_ms,
-                remaining_ms: lock_delay_ms,
-                scope,
-            });
-            fx.push(Effect::LockDelayStarted {
-                resource: resource.to_owned(),
-                start_index: index,
-                lock_delay_ms,
-            });
+        if let Some(at) = loss_at.filter(|_| g.lock_delay_ms > 0) {
+            self.start_lock_delay(index, resource, &g, at, fx);
         }
         if let Some(l) = self.leases.get_mut(&g.lease_id) {
             if l.locks.remove(resource) {
@@ -1743,6 +1549,58 @@ impl LockTable {
         })
     }
 
+    /// The lock-delay after `g` was lost at cluster time `at`: it ends at
+    /// `at + g.lock_delay_ms`; nothing when that is not after `now`. One
+    /// delay per resource: a running one merges with it, withholding both
+    /// scopes until the later end.
+    fn start_lock_delay(
+        &mut self,
+        index: LogIndex,
+        resource: &str,
+        g: &Grant,
+        at: u64,
+        fx: &mut Vec<Effect>,
+    ) {
+        let ends_at_ms = at.saturating_add(g.lock_delay_ms);
+        if ends_at_ms <= self.now_ms {
+            return;
+        }
+        let Some(state) = self.resources.get_mut(resource) else {
+            return;
+        };
+        let scope = state.delay_scope_of(g);
+        let (lock_delay_ms, ends_at_ms, scope) = match state.lock_delay.take() {
+            Some(old) => {
+                self.timeline
+                    .remove(&(old.ends_at_ms, Timed::LockDelay(resource.to_owned())));
+                fx.push(Effect::LockDelayEnded {
+                    resource: resource.to_owned(),
+                    start_index: old.start_index,
+                });
+                (
+                    old.lock_delay_ms.max(g.lock_delay_ms),
+                    old.ends_at_ms.max(ends_at_ms),
+                    old.scope.merge(scope),
+                )
+            }
+            None => (g.lock_delay_ms, ends_at_ms, scope),
+        };
+        state.lock_delay = Some(LockDelay {
+            start_index: index,
+            lock_delay_ms,
+            ends_at_ms,
+            scope,
+        });
+        self.timeline
+            .insert((ends_at_ms, Timed::LockDelay(resource.to_owned())));
+        fx.push(Effect::LockDelayStarted {
+            resource: resource.to_owned(),
+            start_index: index,
+            lock_delay_ms,
+            ends_at_ms,
+        });
+    }
+
     /// S8 handoff: while the head waiter's mode is admitted (for a
     /// read-write lock, every reader at the head together; for a semaphore,
     /// as many as there are free slots), grants it with a new token if its
@@ -1751,75 +1609,159 @@ impl LockTable {
     /// nothing dies); drops the resource entry when nothing is left on it.
     /// A multi-lock's waiter at the head is granted, removed or left
     /// blocked with all of its resources ([`crate::multi`]).
-    fn settle(&mut self, index: LogIndex, resource: &str, fx: &mut Vec<Effect>) {
+    pub(crate) fn settle(&mut self, index: LogIndex, resource: &str, fx: &mut Vec<Effect>) {
         self.settle_all(index, VecDeque::from([resource.to_owned()]), fx);
     }
 
     /// One step of [`Self::settle`] for a head waiter that is no
-    /// multi-lock's: grants or removes it when the resource admits its
-    /// mode (true), else changes nothing (false).
+    /// multi-lock's: removes it when its wait or its lease has ended (S8,
+    /// "Time"), else grants or removes it when the resource admits its mode
+    /// (true), else changes nothing (false).
     pub(crate) fn settle_head(
         &mut self,
         index: LogIndex,
         resource: &str,
         fx: &mut Vec<Effect>,
     ) -> bool {
-        {
-            let Some(state) = self.resources.get_mut(resource) else {
-                return false;
-            };
-            let Some(head) = state.waiters.first() else {
-                return false;
-            };
-            if !state.admits(head.mode, false) {
-                return false;
+        let Some(state) = self.resources.get(resource) else {
+            return false;
+        };
+        let Some(head) = state.waiters.first() else {
+            return false;
+        };
+        let ended = self.wait_ended(head);
+        // Tokens exhausted: nobody can be granted; live waiters stay queued.
+        if ended.is_none() && (!state.admits(head.mode, false) || self.next_token > MAX_ID) {
+            return false;
+        }
+        let Some(w) = self.take_head(resource) else {
+            return false;
+        };
+        let max_hold_ms = self
+            .wait_max_holds
+            .remove(&(resource.to_owned(), w.lease_id, w.enqueue_index))
+            .unwrap_or(0);
+        // Permission is decided at this index, for the lease's owner.
+        let reason = ended.unwrap_or_else(|| {
+            let owner = self.leases.get(&w.lease_id).and_then(|l| l.owner.as_ref());
+            if self.auth.allows(
+                owner.map(Principal::as_str),
+                Permission::Lock,
+                Target::Resource(resource),
+            ) {
+                WaiterRemovedReason::Granted
+            } else {
+                WaiterRemovedReason::PermissionRevoked
             }
-            if self.next_token > MAX_ID {
-                // Tokens exhausted: nobody can be granted; the waiters stay queued.
-                return false;
-            }
-            let w = state.waiters.remove(0);
-            let max_hold_ms = self
-                .wait_max_holds
-                .remove(&(resource.to_owned(), w.lease_id, w.enqueue_index))
-                .unwrap_or(0);
-            // Permission is decided at this index, for the lease's owner.
-            let allowed = self.leases.get(&w.lease_id).map(|l| {
-                self.auth.allows(
-                    l.owner.as_ref().map(Principal::as_str),
-                    Permission::Lock,
-                    Target::Resource(resource),
-                )
-            });
-            let reason = match allowed {
-                None => WaiterRemovedReason::LeaseEnded,
-                Some(false) => WaiterRemovedReason::PermissionRevoked,
-                Some(true) => WaiterRemovedReason::Granted,
-            };
-            fx.push(Effect::WaiterRemoved {
-                resource: resource.to_owned(),
-                lease_id: w.lease_id,
-                enqueue_index: w.enqueue_index,
-                reason,
-            });
-            match reason {
-                WaiterRemovedReason::Granted => {
-                    let token =
-                        self.grant(index, resource, w.lease_id, w.mode, w.lock_delay_ms, fx);
-                    self.start_max_hold(index, resource, w.lease_id, token, max_hold_ms, fx);
-                }
-                WaiterRemovedReason::PermissionRevoked => {
-                    if let Some(l) = self.leases.get_mut(&w.lease_id) {
-                        if l.waits.remove(resource) {
-                            sub_usage(&mut self.usage, l.owner.as_ref(), 0, 1, 1);
-                        }
-                    }
-                    self.drop_auto_if_idle(w.lease_id, fx);
-                }
-                _ => {}
-            }
+        });
+        fx.push(Effect::WaiterRemoved {
+            resource: resource.to_owned(),
+            lease_id: w.lease_id,
+            enqueue_index: w.enqueue_index,
+            reason,
+            enqueued_at_ms: w.enqueued_at_ms(),
+        });
+        if reason == WaiterRemovedReason::Granted {
+            let token = self.grant(index, resource, w.lease_id, w.mode, w.lock_delay_ms, fx);
+            self.start_max_hold(index, resource, w.lease_id, token, max_hold_ms, fx);
+        } else {
+            self.forget_wait(w.lease_id, resource);
+            self.drop_auto_if_idle(w.lease_id, fx);
         }
         true
+    }
+
+    /// Why `w` has ended at `now`, if it has: its wait ran out, or its
+    /// lease ended ("Time": one predicate for every decision).
+    pub(crate) fn wait_ended(&self, w: &Waiter) -> Option<WaiterRemovedReason> {
+        if self.handoff_ignores_now {
+            // The reintroduced bug: only a lease gone from the table counts.
+            return (!self.leases.contains_key(&w.lease_id))
+                .then_some(WaiterRemovedReason::LeaseEnded);
+        }
+        if w.deadline_ms <= self.now_ms {
+            Some(WaiterRemovedReason::TimedOut)
+        } else if !self.lease_live(w.lease_id) {
+            Some(WaiterRemovedReason::LeaseEnded)
+        } else {
+            None
+        }
+    }
+
+    /// Takes the head waiter off `resource`'s queue and out of the time
+    /// index (its lease's `waits` and usage are the caller's).
+    pub(crate) fn take_head(&mut self, resource: &str) -> Option<Waiter> {
+        let state = self.resources.get_mut(resource)?;
+        if state.waiters.is_empty() {
+            return None;
+        }
+        let w = state.waiters.remove(0);
+        self.timeline.remove(&(
+            w.deadline_ms,
+            Timed::Wait(resource.to_owned(), w.lease_id, w.enqueue_index),
+        ));
+        Some(w)
+    }
+
+    /// Queues `lease_id` on `resource` in `mode` for acquire `a` (FIFO,
+    /// S8), its wait ending at `now + wait_timeout_ms`; creates the
+    /// resource entry as a `kind` lock if needed. Returns its 1-based
+    /// position. The lease's `waits` and usage are the caller's.
+    pub(crate) fn enqueue(
+        &mut self,
+        index: LogIndex,
+        resource: &str,
+        kind: LockKind,
+        lease_id: LeaseId,
+        mode: Mode,
+        a: &Acquire,
+    ) -> u64 {
+        let deadline_ms = self.now_ms.saturating_add(a.wait_timeout_ms);
+        let state = self
+            .resources
+            .entry(resource.to_owned())
+            .or_insert_with(|| ResourceState::of(kind));
+        state.waiters.push(Waiter {
+            lease_id,
+            enqueue_index: index,
+            wait_timeout_ms: a.wait_timeout_ms,
+            deadline_ms,
+            lock_delay_ms: a.lock_delay_ms,
+            header: a.header,
+            mode,
+        });
+        let position = state.waiters.len() as u64;
+        self.timeline.insert((
+            deadline_ms,
+            Timed::Wait(resource.to_owned(), lease_id, index),
+        ));
+        position
+    }
+
+    /// Removes every waiter on `resource` whose wait or lease has ended (a
+    /// queue at its bound counts live waiters only), then hands off.
+    pub(crate) fn drop_ended_waiters(
+        &mut self,
+        index: LogIndex,
+        resource: &str,
+        fx: &mut Vec<Effect>,
+    ) {
+        let ended: Vec<(LeaseId, LogIndex, WaiterRemovedReason)> = self
+            .resources
+            .get(resource)
+            .map(|s| {
+                s.waiters
+                    .iter()
+                    .filter_map(|w| Some((w.lease_id, w.enqueue_index, self.wait_ended(w)?)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for (lease_id, enqueue_index, reason) in ended {
+            if self.remove_waiter(index, resource, lease_id, enqueue_index, reason, fx) {
+                self.drop_auto_if_idle(lease_id, fx);
+            }
+        }
+        self.settle(index, resource, fx);
     }
 
     /// Records that `lease_id` waits on `resource` (and its owner's usage).
@@ -1843,7 +1785,7 @@ impl LockTable {
     /// Removes one exact waiter; true if it was there. A multi-lock's
     /// waiter goes with all of its others, whose resources are settled
     /// here (the caller settles `resource`).
-    fn remove_waiter(
+    pub(crate) fn remove_waiter(
         &mut self,
         index: LogIndex,
         resource: &str,
@@ -1871,8 +1813,14 @@ impl LockTable {
             self.settle_all(index, others, fx);
             return true;
         }
+        let mut enqueued_at_ms = 0;
         if let Some(s) = self.resources.get_mut(resource) {
-            s.waiters.remove(pos);
+            let w = s.waiters.remove(pos);
+            self.timeline.remove(&(
+                w.deadline_ms,
+                Timed::Wait(resource.to_owned(), lease_id, enqueue_index),
+            ));
+            enqueued_at_ms = w.enqueued_at_ms();
         }
         self.wait_max_holds
             .remove(&(resource.to_owned(), lease_id, enqueue_index));
@@ -1886,19 +1834,21 @@ impl LockTable {
             lease_id,
             enqueue_index,
             reason,
+            enqueued_at_ms,
         });
         true
     }
 
-    /// Ends a lease: removes its waits (S8), frees its locks (lock-delay if
-    /// `involuntary`), then reports it ended.
-    fn end_lease(
+    /// Ends a lease: removes its waits (S8), frees its locks (an
+    /// involuntary loss at `loss_at`, when given: lock-delay counts from
+    /// it), then reports it ended.
+    pub(crate) fn end_lease(
         &mut self,
         index: LogIndex,
         lease_id: LeaseId,
         reason: LeaseEndReason,
         free_reason: FreeReason,
-        involuntary: bool,
+        loss_at: Option<u64>,
         fx: &mut Vec<Effect>,
     ) {
         let Some(lease) = self.remove_lease(lease_id) else {
@@ -1922,7 +1872,7 @@ impl LockTable {
                 .get(r)
                 .is_some_and(|s| s.grant_of(lease_id).is_some())
             {
-                self.free(index, r, lease_id, free_reason, involuntary, fx);
+                self.free(index, r, lease_id, free_reason, loss_at, fx);
             }
         }
         fx.push(Effect::LeaseEnded { lease_id, reason });
@@ -1931,6 +1881,8 @@ impl LockTable {
     /// Takes a lease out of the table, and its counts out of its owner's usage.
     fn remove_lease(&mut self, lease_id: LeaseId) -> Option<LeaseRecord> {
         let l = self.leases.remove(&lease_id)?;
+        self.timeline
+            .remove(&(l.expires_at_ms, Timed::Lease(lease_id)));
         let (locks, waits) = (l.locks.len() as u64, l.waits.len() as u64);
         sub_usage(&mut self.usage, l.owner.as_ref(), 1, locks + waits, waits);
         Some(l)
@@ -1964,7 +1916,16 @@ impl LockTable {
     /// Publishes a value (elections). A candidate's value (no token) needs a
     /// live lease; a holder's needs the exact grant (a deposed leader's
     /// proclaim is refused).
-    fn proclaim(&mut self, p: &Proclaim, fx: &mut Vec<Effect>) -> Result<Response, CommandError> {
+    fn proclaim(
+        &mut self,
+        index: LogIndex,
+        p: &Proclaim,
+        fx: &mut Vec<Effect>,
+    ) -> Result<Response, CommandError> {
+        self.end_if_dead(index, p.lease_id, fx);
+        if p.fencing_token.is_some() {
+            self.refresh(index, &p.resource, fx);
+        }
         if !self.leases.contains_key(&p.lease_id) {
             return Err(unknown_lease(p.lease_id));
         }
@@ -1985,6 +1946,10 @@ impl LockTable {
             }
         }
         let key = (p.lease_id, p.resource.clone());
+        if !self.values.contains_key(&key) && self.values.len() >= crate::limits::MAX_VALUES {
+            // Values of ended leases do not count.
+            self.end_dead_leases(index, None, u64::MAX, fx);
+        }
         if !self.values.contains_key(&key) && self.values.len() >= crate::limits::MAX_VALUES {
             return Err(exhausted(
                 Some("value"),
@@ -2013,12 +1978,14 @@ impl LockTable {
             .get(&lease_id)
             .is_some_and(|l| l.auto && l.locks.is_empty() && l.waits.is_empty())
         {
+            let reason = if self.lease_live(lease_id) {
+                LeaseEndReason::Released
+            } else {
+                LeaseEndReason::Expired
+            };
             self.remove_lease(lease_id);
             self.drop_values(lease_id);
-            fx.push(Effect::LeaseEnded {
-                lease_id,
-                reason: LeaseEndReason::Released,
-            });
+            fx.push(Effect::LeaseEnded { lease_id, reason });
         }
     }
 }

@@ -17,9 +17,9 @@ pub type ClientId = u64;
 /// A request id, unique per client, growing by one per new request (never 0).
 pub type RequestId = u64;
 
-/// The leader that proposed an entry: its term and node id. Leader-duty
-/// entries carry the proposer's id; apply compares it with the leader id in the
-/// entry's own log id and ignores the entry on a mismatch (docs/semantics.md "Time").
+/// The leader of one term: its term and node id. A stamp names the leader
+/// that made it; apply compares it with the leader id in the entry's own
+/// log id and ignores a stamp on a mismatch (docs/semantics.md "Time").
 #[derive(
     Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default,
 )]
@@ -42,15 +42,32 @@ pub struct RequestHeader {
     pub acked_request_id: RequestId,
 }
 
-/// One Raft log entry's payload. Versioned: a later format adds `V2` and keeps
-/// decoding `V1`, so no migration is ever needed for old logs or snapshots.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub enum LogEntry {
-    /// Format version 1.
-    V1(Command),
+/// Cluster time as the proposing leader read it (docs/semantics.md "Time"):
+/// milliseconds on the cluster clock, rounded down, and the leader whose
+/// clock it is. Apply moves the table's `now` to `max(now, at_ms)` when
+/// `leader` is the leader in the entry's own log id, and ignores the stamp
+/// otherwise.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Stamp {
+    /// The leader that read its clock.
+    pub leader: LeaderId,
+    /// Cluster time in milliseconds.
+    pub at_ms: u64,
 }
 
-/// A state-machine command. Append new variants at the end only.
+/// One Raft log entry's payload (log format 1): the stamp and the command.
+/// A packed batch ([`Command::Batch`]) shares its entry's one stamp, and
+/// S7's comparison of a retried command never sees it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct LogEntry {
+    /// The proposer's cluster time.
+    pub stamp: Stamp,
+    /// What to apply.
+    pub command: Command,
+}
+
+/// A state-machine command. A later log format appends variants at the end
+/// only, and the leader proposes one only once every member reads it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub enum Command {
     /// Acquire a resource, creating a lease or using an existing one.
@@ -63,20 +80,17 @@ pub enum Command {
     LeaseGrant(LeaseGrant),
     /// Revoke a lease: frees all its locks and waits.
     Revoke(Revoke),
-    /// A new leader's first entry: one grace per lease (L4).
+    /// A new leader's first entry (L4): no lease renewed since the previous
+    /// leader's promote ends before `no_expiry_before_ms`.
     Promote(Promote),
-    /// Remaining TTLs, lock-delays and waits as seen by the leader.
-    Checkpoint(Checkpoint),
-    /// Leases and waiters the leader saw as due.
-    Expire(DueList),
-    /// Ends a lock-delay.
-    EndLockDelay(EndLockDelay),
     /// Drops idle clients' outcome records (S7).
     DropClients(DropClients),
     /// Admin: release someone else's grant (an involuntary loss: lock-delay applies).
     ForceRelease(ForceRelease),
-    /// Does nothing (used by tests and as a barrier).
-    Noop,
+    /// Changes nothing but what every entry does: moves cluster time and
+    /// ends due items (docs/semantics.md "Time"). The leader's tick, and a
+    /// barrier.
+    Tick,
     /// Operator: raise the fencing-token counter above a floor (docs/semantics.md
     /// "Membership and data loss").
     RaiseTokenFloor(RaiseTokenFloor),
@@ -85,7 +99,7 @@ pub enum Command {
     Proclaim(Proclaim),
     /// Several commands packed by the leader into one entry when they queued
     /// at the same moment (docs/performance.md). Applied as each command in
-    /// order, all at this entry's log index and append stamp, each with its
+    /// order, all at this entry's log index and stamp, each with its
     /// own response in [`Response::Batch`]; one command's refusal neither
     /// fails nor undoes the others. 1..=[`crate::limits::MAX_BATCH_COMMANDS`]
     /// commands, none of them a `Batch`; otherwise the whole entry is refused
@@ -110,37 +124,18 @@ pub enum Command {
     CancelWait(CancelWait),
     /// An acquire of a read-write lock (shared or exclusive) or of a
     /// semaphore permit (docs/semantics.md "Lock kinds"). A plain
-    /// [`Command::Acquire`] is a mutex acquire; this variant was appended
-    /// (log format 5) so that every older entry decodes unchanged. Answered
-    /// with [`Response::AcquireKind`].
+    /// [`Command::Acquire`] is a mutex acquire. Answered with
+    /// [`Response::AcquireKind`].
     AcquireKind(AcquireKind),
     /// An atomic acquire of several mutexes (docs/semantics.md
     /// "Multi-locks"): all of them granted in one entry, each with its own
-    /// fencing token, or none. Appended (log format 6) so that every older
-    /// entry decodes unchanged. Answered with [`Response::AcquireMulti`].
+    /// fencing token, or none. Answered with [`Response::AcquireMulti`].
     AcquireMulti(AcquireMulti),
     /// An acquire of any kind whose grant ends no later than `max_hold_ms`
     /// after it was made, however often its lease is renewed
-    /// (docs/semantics.md "Max-hold"). Appended (log format 7) so that
-    /// every older entry decodes unchanged. Answered with
+    /// (docs/semantics.md "Max-hold"). Answered with
     /// [`Response::AcquireKind`], as the acquire inside it.
     AcquireBounded(AcquireBounded),
-    /// Ends grants whose max-hold the leader saw run out (an involuntary
-    /// loss: lock-delay applies, then hand-off in this entry). Guarded by
-    /// the leader id and by each grant's fencing token: a late or
-    /// duplicate end after a release or re-grant ends nothing.
-    EndMaxHold(EndMaxHold),
-    /// Remaining max-holds as seen by the leader (like [`Command::Checkpoint`]
-    /// for leases): a new leader does not restart them from full.
-    CheckpointMaxHold(CheckpointMaxHold),
-    /// Advances the replicated duty clock ([`crate::duty_clock`]), from which
-    /// remaining TTLs, waits and lock-delays are derived instead of being
-    /// named in [`Command::Checkpoint`] entries. Appended (log format 8).
-    AdvanceClock(AdvanceClock),
-    /// A new leader's promotion as bounded entries, one range of lease ids
-    /// each, instead of one [`Command::Promote`] over every lease
-    /// (docs/semantics.md "A new leader"). Appended (log format 9).
-    PromoteSlice(PromoteSlice),
 }
 
 impl Command {
@@ -192,65 +187,6 @@ impl Command {
             _ => None,
         }
     }
-
-    /// The due list of a client command that can hand a resource off
-    /// (`Acquire`, `Release`, `Revoke`, `ForceRelease`, `CancelWait`), also
-    /// inside a [`Command::Authorized`]; None for any other command.
-    pub fn client_due(&self) -> Option<&DueList> {
-        match self.unwrapped() {
-            Command::Acquire(a) => a.due.as_ref(),
-            Command::AcquireKind(k) => k.acquire.due.as_ref(),
-            Command::AcquireMulti(m) => m.acquire.due.as_ref(),
-            Command::AcquireBounded(b) => b.acquire.acquire.due.as_ref(),
-            Command::Release(r) => r.due.as_ref(),
-            Command::Revoke(r) => r.due.as_ref(),
-            Command::ForceRelease(f) => f.due.as_ref(),
-            Command::CancelWait(c) => c.due.as_ref(),
-            _ => None,
-        }
-    }
-
-    /// The due list of any command that carries one for apply to act on
-    /// before it hands anything off (S8): a client command's
-    /// ([`Self::client_due`]) or a lock-delay or max-hold end's. `Expire`,
-    /// which is a due list, is not one of them.
-    pub fn due(&self) -> Option<&DueList> {
-        match self {
-            Command::EndLockDelay(e) => e.due.as_ref(),
-            Command::EndMaxHold(e) => e.due.as_ref(),
-            c => c.client_due(),
-        }
-    }
-
-    /// The due-list slot of the commands [`Self::due`] reads, for the leader
-    /// to fill.
-    pub fn due_mut(&mut self) -> Option<&mut Option<DueList>> {
-        match self {
-            Command::EndLockDelay(e) => Some(&mut e.due),
-            Command::EndMaxHold(e) => Some(&mut e.due),
-            c => c.client_due_mut(),
-        }
-    }
-
-    /// The due-list slot of the commands [`Self::client_due`] reads, for the
-    /// leader to fill.
-    pub fn client_due_mut(&mut self) -> Option<&mut Option<DueList>> {
-        let cmd = match self {
-            Command::Authorized(w) => &mut *w.command,
-            c => c,
-        };
-        match cmd {
-            Command::Acquire(a) => Some(&mut a.due),
-            Command::AcquireKind(k) => Some(&mut k.acquire.due),
-            Command::AcquireMulti(m) => Some(&mut m.acquire.due),
-            Command::AcquireBounded(b) => Some(&mut b.acquire.acquire.due),
-            Command::Release(r) => Some(&mut r.due),
-            Command::Revoke(r) => Some(&mut r.due),
-            Command::ForceRelease(f) => Some(&mut f.due),
-            Command::CancelWait(c) => Some(&mut c.due),
-            _ => None,
-        }
-    }
 }
 
 /// How an acquire gets its lease.
@@ -268,38 +204,6 @@ pub enum LeaseSpec {
     },
 }
 
-/// Leases and waiters the proposing leader saw as due, guarded by its leader id
-/// and by each lease's `last_index` (docs/semantics.md "Time"; etcd issue 15247).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
-pub struct DueList {
-    /// The proposer.
-    pub leader: LeaderId,
-    /// Leases to end; skipped where `last_index` has moved.
-    pub leases: Vec<DueLease>,
-    /// Waiters whose wait timed out; skipped where the waiter's enqueue index differs.
-    pub waiters: Vec<DueWaiter>,
-}
-
-/// A lease the leader saw as due.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DueLease {
-    /// The lease.
-    pub lease_id: LeaseId,
-    /// The lease's `last_index` as the proposer saw it.
-    pub last_index: LogIndex,
-}
-
-/// A waiter the leader saw as timed out.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct DueWaiter {
-    /// The resource it waits on.
-    pub resource: String,
-    /// The lease it waits with.
-    pub lease_id: LeaseId,
-    /// The log index of its enqueue.
-    pub enqueue_index: LogIndex,
-}
-
 /// Acquire a resource.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct Acquire {
@@ -314,8 +218,6 @@ pub struct Acquire {
     /// Lock-delay after an involuntary loss of this grant; at most
     /// [`crate::limits::MAX_LOCK_DELAY_MS`].
     pub lock_delay_ms: u64,
-    /// Due leases and waiters, removed before the acquire is applied.
-    pub due: Option<DueList>,
 }
 
 /// What kind of lock a resource is (docs/semantics.md "Lock kinds"). A
@@ -371,7 +273,7 @@ impl std::fmt::Display for Mode {
 /// [`Acquire`]; every other pairing is refused (field `mode`).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct AcquireKind {
-    /// The acquire (resource, lease, wait timeout, lock-delay, due list).
+    /// The acquire (resource, lease, wait timeout, lock-delay).
     pub acquire: Acquire,
     /// The kind of lock the caller expects the resource to be.
     pub kind: LockKind,
@@ -381,11 +283,11 @@ pub struct AcquireKind {
 
 /// An atomic acquire of several mutexes (docs/semantics.md "Multi-locks").
 /// `acquire.resource` must be `resources[0]`; the lease, wait timeout,
-/// lock-delay and due list apply to the whole multi-lock.
+/// and lock-delay apply to the whole multi-lock.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct AcquireMulti {
     /// The acquire of the first resource (lease, wait timeout, lock-delay
-    /// per resource, due list).
+    /// per resource).
     pub acquire: Acquire,
     /// Every resource, in the caller's order: 1..=
     /// [`crate::limits::MAX_MULTI_RESOURCES`], no duplicates.
@@ -403,57 +305,6 @@ pub struct AcquireBounded {
     /// entry that makes it: [`crate::limits::MIN_MAX_HOLD_MS`]..=
     /// [`crate::limits::MAX_MAX_HOLD_MS`], and above the wait timeout.
     pub max_hold_ms: u64,
-}
-
-/// One grant with a max-hold, named exactly: a max-hold entry acts on it
-/// only while `lease_id` holds `resource` with this `fencing_token`.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct MaxHoldRef {
-    /// The resource.
-    pub resource: String,
-    /// The holding lease.
-    pub lease_id: LeaseId,
-    /// The grant's token.
-    pub fencing_token: FencingToken,
-}
-
-/// Ends grants whose max-hold ran out ([`Command::EndMaxHold`]).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct EndMaxHold {
-    /// The proposer.
-    pub leader: LeaderId,
-    /// The grants to end; one no longer held with its token is skipped.
-    pub grants: Vec<MaxHoldRef>,
-    /// Due leases and waiters, removed first.
-    pub due: Option<DueList>,
-}
-
-/// Remaining max-holds at the proposer ([`Command::CheckpointMaxHold`]).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct CheckpointMaxHold {
-    /// The proposer.
-    pub leader: LeaderId,
-    /// Each grant and its remaining max-hold in milliseconds; one no longer
-    /// held with its token is skipped. Only ever shortens a deadline.
-    pub grants: Vec<(MaxHoldRef, u64)>,
-}
-
-/// One advance of the duty clock ([`Command::AdvanceClock`],
-/// docs/semantics.md "Checkpoints").
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AdvanceClock {
-    /// The proposer; an advance of another leader's term is ignored.
-    pub leader: LeaderId,
-    /// The log index of the advance `elapsed_ms` counts from (None: the
-    /// first advance ever). Apply ignores the advance unless that is still
-    /// the clock's last advance, so two advances measured from the same one
-    /// (one proposed after the other's commit timed out, both committed
-    /// later) never count the same time twice.
-    pub after_index: Option<LogIndex>,
-    /// Milliseconds the proposer measured since that advance (never more
-    /// than passed: see [`crate::duty_clock`]); at most
-    /// [`crate::duty_clock::MAX_CLOCK_ADVANCE_MS`] counts.
-    pub elapsed_ms: u64,
 }
 
 /// One resource of a multi-grant and its own fencing token.
@@ -476,8 +327,6 @@ pub struct Release {
     pub lease_id: LeaseId,
     /// None = whatever grant the lease holds on the resource; Some = exactly this one.
     pub fencing_token: Option<FencingToken>,
-    /// Due leases and waiters, removed first.
-    pub due: Option<DueList>,
 }
 
 /// Renew leases: each named lease that is still live restarts its countdown
@@ -504,182 +353,16 @@ pub struct Revoke {
     pub header: RequestHeader,
     /// The lease.
     pub lease_id: LeaseId,
-    /// Due leases and waiters, removed first.
-    pub due: Option<DueList>,
 }
 
-/// A new leader's first entry (docs/semantics.md "Time", L4).
+/// A new leader's first entry (docs/semantics.md "Time", L4). Applied only
+/// when its stamp is its own log id's leader's.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Promote {
-    /// The new leader.
-    pub leader: LeaderId,
-    /// Grace in milliseconds given once to every lease not yet graced since its
-    /// last committed renew.
-    pub grace_ms: u64,
-}
-
-/// One entry of a new leader's promotion (docs/semantics.md "A new leader",
-/// L4): the grace of [`Promote`] for the leases whose ids are in
-/// `from_lease..to_lease`, so that no entry visits more than
-/// [`crate::limits::MAX_LEASES_PER_PROMOTE_ENTRY`] leases. The first slice
-/// (`started_at` 0, `from_lease` 0) starts the promotion at its own index;
-/// the others name that index. A lease renewed since the start (its
-/// `last_index` at or past it) is skipped: it needs no grace. The slice with
-/// no `to_lease` ends the promotion ([`crate::LockTable::last_promote`]).
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PromoteSlice {
-    /// The new leader.
-    pub leader: LeaderId,
-    /// Grace in milliseconds, as in [`Promote`].
-    pub grace_ms: u64,
-    /// The log index of this promotion's first slice; 0 in the first slice.
-    pub started_at: LogIndex,
-    /// The lowest lease id this slice graces.
-    pub from_lease: LeaseId,
-    /// The lease id this slice stops before; None: no end (the last slice).
-    pub to_lease: Option<LeaseId>,
-}
-
-impl PromoteSlice {
-    /// The log index the promotion started at, for this slice applied at
-    /// `index`: its own for the first slice (`started_at` 0).
-    pub fn start(&self, index: LogIndex) -> LogIndex {
-        if self.started_at == 0 {
-            index
-        } else {
-            self.started_at
-        }
-    }
-
-    /// Whether this is a promotion's first slice.
-    pub fn is_first(&self) -> bool {
-        self.started_at == 0
-    }
-
-    /// The lease ids it ranges over, None for an empty range.
-    pub fn lease_range(&self) -> Option<(std::ops::Bound<LeaseId>, std::ops::Bound<LeaseId>)> {
-        use std::ops::Bound::{Excluded, Included, Unbounded};
-        match self.to_lease {
-            Some(to) if to <= self.from_lease => None,
-            Some(to) => Some((Included(self.from_lease), Excluded(to))),
-            None => Some((Included(self.from_lease), Unbounded)),
-        }
-    }
-}
-
-/// Remaining durations as the leader sees them. Applying one may only shorten
-/// a node's deadlines, never lengthen them.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
-pub struct Checkpoint {
-    /// The proposer.
-    pub leader: LeaderId,
-    /// Leases not renewed in the last interval.
-    pub leases: Vec<CheckpointLease>,
-    /// Running lock-delays.
-    pub lock_delays: Vec<CheckpointLockDelay>,
-    /// Waiters' remaining wait.
-    pub waiters: Vec<CheckpointWaiter>,
-}
-
-impl Checkpoint {
-    /// True when it names nothing (proposing it would only cost an entry).
-    pub fn is_empty(&self) -> bool {
-        self.leases.is_empty() && self.lock_delays.is_empty() && self.waiters.is_empty()
-    }
-
-    /// Splits it into entries naming at most `max_items` items each (leases,
-    /// lock-delays and waiters together; `max_items` ≥ 1), in order, so that
-    /// no one entry holds apply for long (a leader with 100,000 leases names
-    /// most of them each interval). Applying the pieces in any order gives
-    /// what applying the whole would: each item is guarded on its own
-    /// (`last_index`, `start_index`, `enqueue_index`). An empty checkpoint
-    /// gives no entries.
-    pub fn into_entries(self, max_items: usize) -> Vec<Checkpoint> {
-        let max_items = max_items.max(1);
-        let empty = Checkpoint {
-            leader: self.leader,
-            leases: Vec::new(),
-            lock_delays: Vec::new(),
-            waiters: Vec::new(),
-        };
-        let mut out: Vec<Checkpoint> = Vec::new();
-        let mut current = empty.clone();
-        let mut items = 0usize;
-        // Starts a new entry when the current one is full.
-        let mut room = |current: &mut Checkpoint, out: &mut Vec<Checkpoint>| {
-            if items == max_items {
-                out.push(std::mem::replace(current, empty.clone()));
-                items = 0;
-            }
-            items += 1;
-        };
-        for l in self.leases {
-            room(&mut current, &mut out);
-            current.leases.push(l);
-        }
-        for d in self.lock_delays {
-            room(&mut current, &mut out);
-            current.lock_delays.push(d);
-        }
-        for w in self.waiters {
-            room(&mut current, &mut out);
-            current.waiters.push(w);
-        }
-        if !current.is_empty() {
-            out.push(current);
-        }
-        debug_assert!(out.iter().all(|c| !c.is_empty()
-            && c.leases.len() + c.lock_delays.len() + c.waiters.len() <= max_items));
-        out
-    }
-}
-
-/// One lease in a checkpoint.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CheckpointLease {
-    /// The lease.
-    pub lease_id: LeaseId,
-    /// Its `last_index` as the proposer saw it; skipped when it has moved.
-    pub last_index: LogIndex,
-    /// Remaining TTL in milliseconds at the proposer.
-    pub remaining_ms: u64,
-}
-
-/// One lock-delay in a checkpoint.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct CheckpointLockDelay {
-    /// The resource.
-    pub resource: String,
-    /// Index of the entry that started the delay.
-    pub start_index: LogIndex,
-    /// Remaining delay in milliseconds.
-    pub remaining_ms: u64,
-}
-
-/// One waiter in a checkpoint.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct CheckpointWaiter {
-    /// The resource.
-    pub resource: String,
-    /// The lease.
-    pub lease_id: LeaseId,
-    /// Its enqueue index.
-    pub enqueue_index: LogIndex,
-    /// Remaining wait in milliseconds.
-    pub remaining_ms: u64,
-}
-
-/// Ends a lock-delay (and grants to the next live waiter in the same entry).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct EndLockDelay {
-    /// The proposer.
-    pub leader: LeaderId,
-    /// The resource.
-    pub resource: String,
-    /// Index of the entry that started this delay: a duplicate never ends a later delay.
-    pub start_index: LogIndex,
-    /// Due leases and waiters, removed first.
-    pub due: Option<DueList>,
+    /// The leader's base time plus the grace G, in cluster-time
+    /// milliseconds: a lease granted or renewed after the previous promote
+    /// does not end before it.
+    pub no_expiry_before_ms: u64,
 }
 
 /// Drops idle clients' outcome records.
@@ -712,8 +395,6 @@ pub struct CancelWait {
     pub acquire_request_id: RequestId,
     /// The resource that acquire asked for; a mismatch is refused.
     pub resource: String,
-    /// Due leases and waiters, removed first.
-    pub due: Option<DueList>,
 }
 
 /// What a [`CancelWait`] did.
@@ -762,8 +443,6 @@ pub struct ForceRelease {
     pub resource: String,
     /// None = whoever holds it; Some = only this grant.
     pub fencing_token: Option<FencingToken>,
-    /// Due leases and waiters, removed first.
-    pub due: Option<DueList>,
     /// Who asked, for the audit trail: 1..=[`crate::limits::MAX_REQUESTED_BY_BYTES`]
     /// bytes of UTF-8 without control characters (the proposing server fills
     /// it from the request and the caller's address).

@@ -564,13 +564,9 @@ pub(crate) fn kind(cmd: &Command) -> &'static str {
         Command::LeaseGrant(_) => "lease grant",
         Command::Revoke(_) => "revoke",
         Command::Promote(_) => "promote",
-        Command::PromoteSlice(_) => "promote slice",
-        Command::Checkpoint(_) => "checkpoint",
-        Command::Expire(_) => "expire",
-        Command::EndLockDelay(_) => "end lock-delay",
         Command::DropClients(_) => "drop clients",
         Command::ForceRelease(_) => "force release",
-        Command::Noop => "noop",
+        Command::Tick => "tick",
         Command::RaiseTokenFloor(_) => "raise token floor",
         Command::Proclaim(_) => "proclaim",
         Command::Batch(_) => "batch",
@@ -580,9 +576,6 @@ pub(crate) fn kind(cmd: &Command) -> &'static str {
         Command::AcquireKind(_) => "acquire",
         Command::AcquireMulti(_) => "acquire",
         Command::AcquireBounded(_) => "acquire",
-        Command::EndMaxHold(_) => "end max-hold",
-        Command::CheckpointMaxHold(_) => "max-hold checkpoint",
-        Command::AdvanceClock(_) => "clock advance",
     }
 }
 
@@ -689,17 +682,9 @@ pub fn command(cmd: &Command) -> Result<(), CommandError> {
             "command",
             "an auth change must come wrapped in Authorized (the principal must be known)",
         )),
-        Command::RenewBatch(_)
-        | Command::Promote(_)
-        | Command::PromoteSlice(_)
-        | Command::Checkpoint(_)
-        | Command::Expire(_)
-        | Command::EndLockDelay(_)
-        | Command::EndMaxHold(_)
-        | Command::CheckpointMaxHold(_)
-        | Command::AdvanceClock(_)
-        | Command::DropClients(_)
-        | Command::Noop => Ok(()),
+        Command::RenewBatch(_) | Command::Promote(_) | Command::DropClients(_) | Command::Tick => {
+            Ok(())
+        }
     }
 }
 

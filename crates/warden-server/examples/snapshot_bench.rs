@@ -9,12 +9,11 @@
 //! resources on existing leases), and then builds a snapshot both ways:
 //!
 //! - new: `build_snapshot` (the machine's lock held only to record the
-//!   applied id, membership and lease deadlines; the table replayed from the
-//!   stored snapshot and the log after it, encoded and stored in 1 MiB
-//!   chunks on tokio's blocking pool);
-//! - old: the table encoded under the machine's lock (with the deadline
-//!   sidecar, as before) and written as one redb value by a synchronous
-//!   write on the runtime thread.
+//!   applied id and membership; the table replayed from the stored
+//!   snapshot and the log after it, encoded and stored in 1 MiB chunks on
+//!   tokio's blocking pool);
+//! - old: the table encoded under the machine's lock and written as one
+//!   redb value by a synchronous write on the runtime thread.
 //!
 //! For each it prints the machine-lock hold (the longest a concurrent thread
 //! waited for the lock, and for the new path the build's own
@@ -31,11 +30,11 @@ use openraft::storage::{IOFlushed, RaftLogStorage, RaftStateMachine};
 use openraft::{EntryPayload, RaftSnapshotBuilder};
 use warden_core::limits::MAX_LEASES_CEILING;
 use warden_core::types::{
-    Acquire, AuthChange, AuthOp, Authorized, ClusterLimits, Command, LeaseSpec, LogEntry,
-    RequestHeader,
+    Acquire, AuthChange, AuthOp, Authorized, ClusterLimits, Command, LeaderId, LeaseSpec, LogEntry,
+    RequestHeader, Stamp,
 };
 use warden_server::clock::{BootClock, NodeClock};
-use warden_server::store::{Db, LogStore, Stamps, StateMachineStore};
+use warden_server::store::{Db, LogStore, MaxStamp, StateMachineStore};
 use warden_server::types::{Entry, LogId, Request, SnapshotMeta};
 
 /// Entries appended and applied per round while filling.
@@ -87,7 +86,6 @@ fn entry(index: u64, locks: u64) -> Entry {
             },
             wait_timeout_ms: 0,
             lock_delay_ms: 0,
-            due: None,
         })
     };
     Entry {
@@ -98,7 +96,16 @@ fn entry(index: u64, locks: u64) -> Entry {
             },
             index,
         ),
-        payload: EntryPayload::Normal(Request(LogEntry::V1(cmd))),
+        payload: EntryPayload::Normal(Request(LogEntry {
+            stamp: Stamp {
+                leader: LeaderId {
+                    term: 1,
+                    node_id: 1,
+                },
+                at_ms: index,
+            },
+            command: cmd,
+        })),
     }
 }
 
@@ -182,28 +189,17 @@ where
     }
 }
 
-/// The build as it was before: sidecar and table encoded under the lock,
-/// then one redb value written synchronously on the runtime thread.
+/// The build as it was before: the table encoded under the lock, then one
+/// redb value written synchronously on the runtime thread.
 async fn old_build(sm: &StateMachineStore, db: &Db) -> usize {
-    let (meta, data, side) = {
+    let (meta, data) = {
         let m = sm.shared.machine.lock().expect("machine");
         let meta = SnapshotMeta {
             last_log_id: m.last_applied,
             last_membership: m.membership.clone(),
         };
-        let side: Vec<(u64, u64)> = m
-            .table
-            .leases()
-            .filter_map(|l| {
-                let d = m.deadlines.lease_deadline(l.lease_id)?;
-                Some((l.lease_id, u64::try_from(d.as_nanos()).ok()?))
-            })
-            .collect();
-        (meta, m.table.to_snapshot(), side)
+        (meta, m.table.to_snapshot())
     };
-    let side = postcard::to_allocvec(&(1u64, 0u64, side)).expect("encode");
-    db.put_meta("bench_old_snapshot_deadlines", &side)
-        .expect("write");
     let stored = postcard::to_allocvec(&(meta, &data)).expect("encode");
     db.put_meta("bench_old_snapshot", &stored).expect("write");
     data.len()
@@ -231,9 +227,9 @@ async fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path()).expect("db");
     let clock = NodeClock::new(BootClock::shared());
-    let stamps: Stamps = Arc::default();
-    let mut log = LogStore::new(db.clone(), stamps.clone(), clock.clone()).expect("log");
-    let mut sm = StateMachineStore::open(db.clone(), clock, stamps).expect("sm");
+    let max_stamp = MaxStamp::default();
+    let mut log = LogStore::new(db.clone(), max_stamp.clone()).expect("log");
+    let mut sm = StateMachineStore::open(db.clone(), clock, max_stamp).expect("sm");
 
     let t = Instant::now();
     fill(&mut log, &mut sm, 0, locks + 1, locks).await;
@@ -260,14 +256,6 @@ async fn main() {
     println!("{held} live leases");
     println!("applied {after} more entries");
 
-    {
-        // What the new path's lock hold is made of: one pass over the
-        // lease deadlines (the node-local sidecar).
-        let m = sm.shared.machine.lock().expect("machine");
-        let t = Instant::now();
-        let n = m.deadlines.lease_deadlines().count();
-        println!("one pass over {n} lease deadlines: {}", ms(t.elapsed()));
-    }
     let before = hold_seconds(&sm);
     let new = measure(&sm, || async {
         let mut b = sm.clone();

@@ -78,12 +78,6 @@ pub struct ServerConfig {
     /// match; none matched: `other`; elections: `election`). Checked at
     /// start; the same list on every node gives the same labels.
     pub metrics_groups: Vec<String>,
-    /// Most leases one entry of a new leader's promotion ranges over
-    /// (`Command::PromoteSlice`, docs/semantics.md "A new leader"):
-    /// [`warden_core::limits::MAX_LEASES_PER_PROMOTE_ENTRY`] (no flag sets
-    /// it). The simulator and tests set a few, so that their small tables
-    /// promote in several slices; 0 counts as 1.
-    pub promote_slice_leases: usize,
 }
 
 impl ServerConfig {
@@ -158,8 +152,6 @@ pub struct Timing {
     pub election_timeout_min_ms: u64,
     /// Raft election timeout, upper bound: 500 ms.
     pub election_timeout_max_ms: u64,
-    /// Interval between checkpoints of remaining TTLs: 1 s.
-    pub checkpoint_interval_ms: u64,
     /// Grace a new leader gives each lease once (G, docs/semantics.md L4): 1 s.
     pub promotion_grace_ms: u64,
     /// Window in which renewals are collected into one entry: 10 ms. Each
@@ -223,7 +215,6 @@ impl Default for Timing {
             heartbeat_ms: LAN_HEARTBEAT_MS,
             election_timeout_min_ms: 250,
             election_timeout_max_ms: 500,
-            checkpoint_interval_ms: 1_000,
             promotion_grace_ms: 1_000,
             renew_batch_window_ms: 10,
             snapshot_threshold: 10_000,
@@ -258,9 +249,9 @@ impl Timing {
     ///   quorum, up to about 400 ms, so the `lan` preset's 1 s (two 500 ms
     ///   attempts) leaves no room for the first failed attempt.
     ///
-    /// E is then 2 s + 1 s + 2 s = 5 s. The checkpoint interval, renew
-    /// batch window, duty period and keep-alives do not depend on the
-    /// round trip and keep their `lan` values.
+    /// E is then 2 s + 2 s + 50 ms + 250 ms = 4.3 s. The renew batch
+    /// window, duty period and keep-alives do not depend on the round trip
+    /// and keep their `lan` values.
     pub fn wan() -> Self {
         Timing {
             preset: TimingPreset::Wan,
@@ -279,11 +270,17 @@ impl Timing {
         call_timeout_floor_ms(self.election_timeout_min_ms)
     }
 
-    /// E: the most a leader change may lengthen a lease: one promotion grace +
-    /// one checkpoint interval + apply lag (bounded here by one election
-    /// timeout).
+    /// E: the most a lease may outlive its TTL in cluster time before it
+    /// is ended and its locks handed on (docs/semantics.md "E, term by
+    /// term"): one promotion grace G (a new leader's promote), one election
+    /// timeout (no entry is applied while there is no leader), one duty
+    /// period (the leader ticks when the earliest instant is due) and one
+    /// heartbeat (the tick's commit round trip).
     pub fn bound_e_ms(&self) -> u64 {
-        self.promotion_grace_ms + self.checkpoint_interval_ms + self.election_timeout_max_ms
+        self.promotion_grace_ms
+            + self.election_timeout_max_ms
+            + self.duty_interval_ms
+            + self.heartbeat_ms
     }
 }
 
@@ -305,15 +302,14 @@ mod tests {
         );
         assert_eq!(wan.call_timeout_floor_ms(), 500);
         assert_eq!(wan.promotion_grace_ms, 2_000);
-        assert_eq!(wan.bound_e_ms(), 5_000);
+        assert_eq!(wan.bound_e_ms(), 4_300);
         // What does not depend on the round trip stays as in `lan`.
         let lan = TimingPreset::Lan.timing();
         assert_eq!(lan, Timing::default());
-        assert_eq!(wan.checkpoint_interval_ms, lan.checkpoint_interval_ms);
         assert_eq!(wan.renew_batch_window_ms, lan.renew_batch_window_ms);
         assert_eq!(wan.duty_interval_ms, lan.duty_interval_ms);
         assert_eq!(lan.call_timeout_floor_ms(), 125);
-        assert_eq!(lan.bound_e_ms(), 2_500);
+        assert_eq!(lan.bound_e_ms(), 1_600);
         assert_eq!((lan.preset.name(), wan.preset.name()), ("lan", "wan"));
     }
 }

@@ -124,6 +124,7 @@ impl Event {
                 lease_id,
                 fencing_token,
                 reason,
+                ..
             } => {
                 let kind = match reason {
                     FreeReason::Released => EventKind::Released,
@@ -377,6 +378,7 @@ mod tests {
             lease_id,
             fencing_token: token,
             reason: FreeReason::Released,
+            granted_at_ms: 0,
         }
     }
 
@@ -407,6 +409,7 @@ mod tests {
                     lease_id: 1,
                     fencing_token: 5,
                     reason,
+                    granted_at_ms: 0,
                 },
             )
             .expect("freed is an event");
@@ -425,6 +428,7 @@ mod tests {
             lease_id: 2,
             enqueue_index: 3,
             reason,
+            enqueued_at_ms: 0,
         };
         assert_eq!(
             kind(removed(WaiterRemovedReason::TimedOut)),

@@ -1,21 +1,23 @@
 //! Hot locks: a rolling window of what each resource went through on this
-//! node in the last [`WINDOW`] (one minute), behind `Admin/TopLocks`
+//! node in the last [`WINDOW_MS`] (one minute of cluster time), behind `Admin/TopLocks`
 //! (`warden top`) and the dashboard's hot-locks list.
 //!
-//! The state machine hands [`HotLocks::record`] each effect of every
-//! applied entry with the entry's append stamp on this node's clock (the
-//! same stamp its deadline table uses; docs/semantics.md "Time":
-//! node-local, display only, never replicated), and, for a waiter's grant,
-//! how long it waited (`crate::metrics::Ended`, read from the deadline
-//! table once for the metrics and for this window). From them it keeps, per
-//! resource seen in the window:
+//! It measures **cluster time** (docs/semantics.md "Time"): the state
+//! machine hands [`HotLocks::recorder`] the table's `now` after each
+//! applied entry ([`warden_core::LockTable::now_ms`]) and the entry's
+//! effects, and a reader asks at a cluster time too (the table's `now`, or
+//! the leader's clock for a linearizable read). The window is one minute of
+//! cluster time, which runs at real time within the clock-rate bound; on an
+//! idle cluster cluster time moves only with the entries that are applied,
+//! so the window is as fresh as the last entry. From the effects it keeps,
+//! per resource seen in the window:
 //!
 //! - grants (`Effect::Granted`) and expiries (`Effect::Freed` with reason
 //!   `Expired`) per second, for counts over the last minute;
-//! - the waits of grants that came from the queue, the last
-//!   [`MAX_WAIT_SAMPLES`] of them, for the wait p99. A waiter this node saw
-//!   queue before it started (or before a snapshot install) comes without a
-//!   wait and gives no sample.
+//! - the waits of grants that came from the queue (the granting entry's
+//!   `now` less the waiter's enqueue time, `Effect::WaiterRemoved`'s
+//!   `enqueued_at_ms`), the last [`MAX_WAIT_SAMPLES`] of them, for the wait
+//!   p99.
 //!
 //! Queue length and the oldest waiter's age are not counted here: the
 //! reader takes them from the lock table it serves (exact, linearizable)
@@ -27,19 +29,19 @@
 //! window full, the [`EVICT_BATCH`] least recently seen go first: one pass
 //! per batch, so recording a seen resource keeps no eviction order and
 //! allocates nothing), each with at most 61 one-second buckets and
-//! [`MAX_WAIT_SAMPLES`] waits; resources not seen for a [`WINDOW`] are
+//! [`MAX_WAIT_SAMPLES`] waits; resources not seen for a [`WINDOW_MS`] are
 //! dropped. Worst case, computed (not measured): 4,096 resources × (a
 //! 512-byte name, 61 buckets of 16 bytes, 256 waits of 24 bytes) ≈ 31 MB; a
 //! quiet node keeps nothing.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
-use std::time::Duration;
 
 use warden_core::effect::{Effect, FreeReason};
+use warden_core::WaiterRemovedReason;
 
-/// How far back the counts reach: one minute.
-pub const WINDOW: Duration = Duration::from_secs(60);
+/// How far back the counts reach: one minute of cluster time, in ms.
+pub const WINDOW_MS: u64 = 60_000;
 
 /// Most resources kept in the window.
 pub const MAX_RESOURCES: usize = 4_096;
@@ -51,10 +53,10 @@ pub const EVICT_BATCH: usize = MAX_RESOURCES / 8;
 /// Most wait samples kept per resource (the p99 is over these).
 pub const MAX_WAIT_SAMPLES: usize = 256;
 
-/// Grants and expiries in one second of the node clock.
+/// Grants and expiries in one second of cluster time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Bucket {
-    /// Whole seconds since the clock's origin.
+    /// Whole seconds of cluster time.
     second: u64,
     grants: u32,
     expiries: u32,
@@ -65,15 +67,15 @@ struct Bucket {
 struct Recent {
     /// Oldest first; at most one per second of the window.
     buckets: VecDeque<Bucket>,
-    /// (grant stamp, wait in ms), oldest first.
-    waits: VecDeque<(Duration, u64)>,
-    /// The last stamp anything happened to it.
-    last_seen: Duration,
+    /// (grant's cluster time in ms, wait in ms), oldest first.
+    waits: VecDeque<(u64, u64)>,
+    /// The cluster time (ms) anything last happened to it.
+    last_seen: u64,
 }
 
 impl Recent {
-    fn bucket(&mut self, stamp: Duration) -> &mut Bucket {
-        let second = stamp.as_secs();
+    fn bucket(&mut self, now_ms: u64) -> &mut Bucket {
+        let second = now_ms / 1_000;
         if self.buckets.back().is_none_or(|b| b.second < second) {
             self.buckets.push_back(Bucket {
                 second,
@@ -81,19 +83,19 @@ impl Recent {
                 expiries: 0,
             });
         }
-        // Stamps of later entries are never earlier (the node clock does not
-        // go back); an earlier one counts in the newest bucket.
+        // Cluster time never goes back from one applied entry to the next;
+        // a reader's earlier time counts in the newest bucket.
         let last = self.buckets.len() - 1;
         &mut self.buckets[last]
     }
 
-    /// Drops what is older than the window at `now`.
-    fn trim(&mut self, now: Duration) {
-        let from = now.saturating_sub(WINDOW);
+    /// Drops what is older than the window at `now` (cluster time, ms).
+    fn trim(&mut self, now: u64) {
+        let from = now.saturating_sub(WINDOW_MS);
         while self
             .buckets
             .front()
-            .is_some_and(|b| b.second < from.as_secs())
+            .is_some_and(|b| b.second < from / 1_000)
         {
             self.buckets.pop_front();
         }
@@ -102,7 +104,7 @@ impl Recent {
         }
     }
 
-    fn summary(&self, now: Duration) -> RecentCounts {
+    fn summary(&self, now: u64) -> RecentCounts {
         RecentCounts {
             wait_p99_ms: self.wait_p99_ms(now),
             ..self.counts(now)
@@ -110,8 +112,8 @@ impl Recent {
     }
 
     /// Grants and expiries in the window at `now` (no wait p99).
-    fn counts(&self, now: Duration) -> RecentCounts {
-        let from = now.saturating_sub(WINDOW).as_secs();
+    fn counts(&self, now: u64) -> RecentCounts {
+        let from = now.saturating_sub(WINDOW_MS) / 1_000;
         let live = self.buckets.iter().filter(|b| b.second >= from);
         let (grants, expiries) = live.fold((0u64, 0u64), |(g, e), b| {
             (g + u64::from(b.grants), e + u64::from(b.expiries))
@@ -124,8 +126,8 @@ impl Recent {
     }
 
     /// The p99 of the waits in the window at `now` (a sort of its samples).
-    fn wait_p99_ms(&self, now: Duration) -> Option<u64> {
-        let cutoff = now.saturating_sub(WINDOW);
+    fn wait_p99_ms(&self, now: u64) -> Option<u64> {
+        let cutoff = now.saturating_sub(WINDOW_MS);
         let mut waits: Vec<u64> = self
             .waits
             .iter()
@@ -164,7 +166,7 @@ pub struct RecentCounts {
 pub struct QueueNow {
     /// Waiters queued on it now.
     pub queue_length: u64,
-    /// The oldest waiter's age on this node's clock, in ms (0: none).
+    /// The oldest waiter's age in cluster time, in ms (0: none).
     pub oldest_waiter_age_ms: u64,
 }
 
@@ -201,8 +203,9 @@ impl HotLock {
 #[derive(Debug, Default)]
 struct Inner {
     resources: BTreeMap<String, Recent>,
-    /// The stamp of the last sweep (sweeps run at most once a second).
-    last_sweep: Duration,
+    /// The cluster time (ms) of the last sweep (sweeps run at most once a
+    /// second).
+    last_sweep: u64,
 }
 
 impl Inner {
@@ -210,9 +213,9 @@ impl Inner {
         debug_assert!(self.resources.len() <= MAX_RESOURCES);
     }
 
-    /// The window of `resource`, seen at `stamp` (made room for at the
-    /// bound: [`Inner::evict_least_recent`]).
-    fn touch(&mut self, resource: &str, stamp: Duration) -> &mut Recent {
+    /// The window of `resource`, seen at cluster time `now_ms` (made room
+    /// for at the bound: [`Inner::evict_least_recent`]).
+    fn touch(&mut self, resource: &str, now_ms: u64) -> &mut Recent {
         if !self.resources.contains_key(resource) {
             if self.resources.len() >= MAX_RESOURCES {
                 self.evict_least_recent();
@@ -220,7 +223,7 @@ impl Inner {
             self.resources.insert(
                 resource.to_owned(),
                 Recent {
-                    last_seen: stamp,
+                    last_seen: now_ms,
                     ..Recent::default()
                 },
             );
@@ -229,15 +232,15 @@ impl Inner {
             .resources
             .get_mut(resource)
             .expect("inserted or present above");
-        r.last_seen = r.last_seen.max(stamp);
+        r.last_seen = r.last_seen.max(now_ms);
         r
     }
 
     /// Drops the [`EVICT_BATCH`] least recently seen resources (of equal
-    /// stamps, the first by name): one pass and a selection over the
-    /// window's stamps, once per batch of new resources.
+    /// times, the first by name): one pass and a selection over the
+    /// window's last-seen times, once per batch of new resources.
     fn evict_least_recent(&mut self) {
-        let mut stamps: Vec<Duration> = self.resources.values().map(|r| r.last_seen).collect();
+        let mut stamps: Vec<u64> = self.resources.values().map(|r| r.last_seen).collect();
         let n = EVICT_BATCH.min(stamps.len());
         if n == 0 {
             return;
@@ -258,9 +261,9 @@ impl Inner {
         debug_assert!(self.resources.len() + n <= MAX_RESOURCES);
     }
 
-    /// Drops resources not seen for a window at `now`.
-    fn sweep(&mut self, now: Duration) {
-        let from = now.saturating_sub(WINDOW);
+    /// Drops resources not seen for a window at `now` (cluster time, ms).
+    fn sweep(&mut self, now: u64) {
+        let from = now.saturating_sub(WINDOW_MS);
         self.resources.retain(|_, r| r.last_seen >= from);
         for r in self.resources.values_mut() {
             r.trim(now);
@@ -269,7 +272,7 @@ impl Inner {
     }
 }
 
-/// The node-local hot-locks window (see the module docs).
+/// This node's hot-locks window, in cluster time (see the module docs).
 #[derive(Debug, Default)]
 pub struct HotLocks {
     inner: Mutex<Inner>,
@@ -286,34 +289,31 @@ impl HotLocks {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Records effects of one applied entry, stamped `stamp` on this node's
-    /// clock (the apply hook), each with how long its waiter waited if it is
-    /// a grant from the queue this node timed (None otherwise).
-    pub fn record<'a>(
-        &self,
-        effects: impl IntoIterator<Item = (&'a Effect, Option<Duration>)>,
-        stamp: Duration,
-    ) {
-        let mut r = self.recorder(stamp);
-        for (effect, waited) in effects {
-            r.effect(effect, waited);
+    /// Records the effects of one applied entry, with `now_ms` the table's
+    /// cluster time after it.
+    pub fn record<'a>(&self, effects: impl IntoIterator<Item = &'a Effect>, now_ms: u64) {
+        let mut r = self.recorder(now_ms);
+        for effect in effects {
+            r.effect(effect);
         }
     }
 
     /// [`HotLocks::record`] one effect at a time, under one hold of the
     /// window's lock: apply records an entry's effects as it goes, and the
     /// window sweeps (at most once a second) when the recorder drops.
-    pub fn recorder(&self, stamp: Duration) -> Recorder<'_> {
+    /// `now_ms` is the table's cluster time after the entry.
+    pub fn recorder(&self, now_ms: u64) -> Recorder<'_> {
         Recorder {
             inner: self.inner(),
-            stamp,
+            now_ms,
         }
     }
-    /// The counts of every resource seen in the window at `now` whose name
-    /// starts with `prefix`.
-    pub fn recent(&self, prefix: &str, now: Duration) -> BTreeMap<String, RecentCounts> {
+
+    /// The counts of every resource seen in the window at cluster time
+    /// `now` (ms) whose name starts with `prefix`.
+    pub fn recent(&self, prefix: &str, now: u64) -> BTreeMap<String, RecentCounts> {
         let g = self.inner();
-        let from = now.saturating_sub(WINDOW);
+        let from = now.saturating_sub(WINDOW_MS);
         g.resources
             .range::<str, _>((
                 std::ops::Bound::Included(prefix),
@@ -336,18 +336,19 @@ impl HotLocks {
     }
 
     /// The `limit` hottest of: the resources with a queue now (`queues`,
-    /// from the table) and those seen in the window at `now`, both under
+    /// from the table) and those seen in the window at cluster time `now`
+    /// (ms), both under
     /// `prefix`, in [`HotLock`]'s order. A resource seen in the window with
     /// no queue now shows queue length 0.
     pub fn rank(
         &self,
         prefix: &str,
         queues: BTreeMap<String, QueueNow>,
-        now: Duration,
+        now: u64,
         limit: usize,
     ) -> Vec<HotLock> {
         let g = self.inner();
-        let from = now.saturating_sub(WINDOW);
+        let from = now.saturating_sub(WINDOW_MS);
         let seen = |name: &str| g.resources.get(name).filter(|r| r.last_seen >= from);
         let mut all: Vec<HotLock> = queues
             .iter()
@@ -385,34 +386,41 @@ impl HotLocks {
 /// Records one entry's effects into the window ([`HotLocks::recorder`]).
 pub struct Recorder<'a> {
     inner: std::sync::MutexGuard<'a, Inner>,
-    stamp: Duration,
+    now_ms: u64,
 }
 
 impl Recorder<'_> {
-    /// Records `effect`, with its waiter's wait if it was timed.
-    pub fn effect(&mut self, effect: &Effect, waited: Option<Duration>) {
-        let (g, stamp) = (&mut *self.inner, self.stamp);
+    /// Records `effect`; a grant from the queue adds its wait.
+    pub fn effect(&mut self, effect: &Effect) {
+        let (g, now) = (&mut *self.inner, self.now_ms);
         match effect {
-            Effect::Granted { resource, .. } => g.touch(resource, stamp).bucket(stamp).grants += 1,
+            Effect::Granted { resource, .. } => g.touch(resource, now).bucket(now).grants += 1,
             Effect::Freed {
                 resource, reason, ..
             } => {
-                let r = g.touch(resource, stamp);
+                let r = g.touch(resource, now);
                 if *reason == FreeReason::Expired {
-                    r.bucket(stamp).expiries += 1;
+                    r.bucket(now).expiries += 1;
                 }
             }
             Effect::Queued { resource, .. } => {
-                g.touch(resource, stamp);
+                g.touch(resource, now);
             }
-            Effect::WaiterRemoved { resource, .. } => {
-                let r = g.touch(resource, stamp);
-                if let Some(waited) = waited {
-                    let wait_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
+            Effect::WaiterRemoved {
+                resource,
+                reason,
+                enqueued_at_ms,
+                ..
+            } => {
+                let r = g.touch(resource, now);
+                // A granted waiter: how long it was queued, in cluster time
+                // (as the wait histogram measures it).
+                if *reason == WaiterRemovedReason::Granted {
+                    let wait_ms = now.saturating_sub(*enqueued_at_ms);
                     if r.waits.len() >= MAX_WAIT_SAMPLES {
                         r.waits.pop_front();
                     }
-                    r.waits.push_back((stamp, wait_ms));
+                    r.waits.push_back((now, wait_ms));
                 }
             }
             _ => {}
@@ -422,9 +430,9 @@ impl Recorder<'_> {
 
 impl Drop for Recorder<'_> {
     fn drop(&mut self) {
-        let stamp = self.stamp;
-        if stamp.saturating_sub(self.inner.last_sweep) >= Duration::from_secs(1) {
-            self.inner.sweep(stamp);
+        let now = self.now_ms;
+        if now.saturating_sub(self.inner.last_sweep) >= 1_000 {
+            self.inner.sweep(now);
         }
         self.inner.check_invariants();
     }
@@ -433,8 +441,8 @@ impl Drop for Recorder<'_> {
 #[cfg(test)]
 mod tests {
     //! The window's counting, eviction, order and bounds ("Hot locks" in
-    //! docs/operations.md), on stamps given by hand (the node clock is
-    //! injected; nothing here reads a clock).
+    //! docs/operations.md), at cluster times given by hand (nothing here
+    //! reads a clock).
 
     use super::*;
     use warden_core::effect::WaiterRemovedReason;
@@ -456,12 +464,8 @@ mod tests {
             lease_id: 1,
             fencing_token: 1,
             reason,
+            granted_at_ms: 0,
         }
-    }
-
-    /// Effects without a timed wait.
-    fn plain(effects: &[Effect]) -> Vec<(&Effect, Option<Duration>)> {
-        effects.iter().map(|e| (e, None)).collect()
     }
 
     fn queued(resource: &str, lease_id: u64, enqueue_index: u64) -> Effect {
@@ -474,26 +478,29 @@ mod tests {
         }
     }
 
+    /// A waiter enqueued at cluster time `enqueued_at_ms` left the queue.
     fn removed(
         resource: &str,
         lease_id: u64,
         enqueue_index: u64,
         reason: WaiterRemovedReason,
+        enqueued_at_ms: u64,
     ) -> Effect {
         Effect::WaiterRemoved {
             resource: resource.into(),
             lease_id,
             enqueue_index,
             reason,
+            enqueued_at_ms,
         }
     }
 
-    fn s(secs: u64) -> Duration {
-        Duration::from_secs(secs)
+    fn s(secs: u64) -> u64 {
+        secs * 1_000
     }
 
-    fn ms(millis: u64) -> Duration {
-        Duration::from_millis(millis)
+    fn ms(millis: u64) -> u64 {
+        millis
     }
 
     // Hot locks: grants and expiries count over the last minute only; other
@@ -501,18 +508,9 @@ mod tests {
     #[test]
     fn counts_cover_the_last_minute_only() {
         let hot = HotLocks::new();
-        hot.record(
-            plain(&[granted("a", 1), freed("a", FreeReason::Expired)]),
-            s(100),
-        );
-        hot.record(
-            plain(&[granted("a", 2), freed("a", FreeReason::Released)]),
-            s(130),
-        );
-        hot.record(
-            plain(&[freed("a", FreeReason::Forced), granted("a", 3)]),
-            s(150),
-        );
+        hot.record(&[granted("a", 1), freed("a", FreeReason::Expired)], s(100));
+        hot.record(&[granted("a", 2), freed("a", FreeReason::Released)], s(130));
+        hot.record(&[freed("a", FreeReason::Forced), granted("a", 3)], s(150));
         let at = |now| hot.recent("", s(now)).get("a").copied();
         assert_eq!(
             at(155),
@@ -534,19 +532,19 @@ mod tests {
     #[test]
     fn resources_not_seen_for_a_window_are_evicted() {
         let hot = HotLocks::new();
-        hot.record(plain(&[granted("old", 1)]), s(10));
-        hot.record(plain(&[granted("new", 2)]), s(50));
+        hot.record(&[granted("old", 1)], s(10));
+        hot.record(&[granted("new", 2)], s(50));
         assert_eq!(hot.len(), 2);
-        hot.record(plain(&[granted("new", 3)]), s(71));
+        hot.record(&[granted("new", 3)], s(71));
         assert_eq!(hot.len(), 1, "\"old\" was last seen 61 s ago");
         assert!(hot.recent("", s(71)).contains_key("new"));
-        hot.record(plain(&[]), s(200));
+        hot.record(&[], s(200));
         assert!(hot.is_empty());
     }
 
     // Hot locks: the wait p99 is over the grants that came from the queue
-    // (enqueue stamp to grant stamp); a waiter that left without a grant,
-    // or whose enqueue this node never saw, gives no sample.
+    // (the waiter's enqueue time to the granting entry's cluster time); a
+    // waiter that left without a grant gives no sample.
     #[test]
     fn wait_p99_comes_from_queued_grants() {
         let hot = HotLocks::new();
@@ -554,37 +552,41 @@ mod tests {
         for lease in 1..=100 {
             effects.push(queued("q", lease, 7));
         }
-        hot.record(plain(&effects), ms(10_000));
+        hot.record(&effects, ms(10_000));
         // Leases 1..=99 are granted after 1..=99 ms; lease 100 after 5 s.
         for lease in 1..=99 {
-            let (removed, granted) = (
-                removed("q", lease, 7, WaiterRemovedReason::Granted),
-                granted("q", lease),
-            );
             hot.record(
-                [(&removed, Some(ms(lease))), (&granted, None)],
+                &[
+                    removed("q", lease, 7, WaiterRemovedReason::Granted, 10_000),
+                    granted("q", lease),
+                ],
                 ms(10_000 + lease),
             );
         }
         let p = |now| hot.recent("", now).get("q").and_then(|c| c.wait_p99_ms);
         // Nearest rank: ceil(0.99 * 99) = 99, the largest of 99 samples.
         assert_eq!(p(ms(12_000)), Some(99));
-        let last = removed("q", 100, 7, WaiterRemovedReason::Granted);
-        hot.record([(&last, Some(ms(5_000)))], ms(15_000));
+        let last = removed("q", 100, 7, WaiterRemovedReason::Granted, 10_000);
+        hot.record([&last], ms(15_000));
         // Rank 99 of 100: the 5 s outlier is the one sample above the p99.
         assert_eq!(p(ms(15_000)), Some(99));
-        // A waiter that left without a grant, or whose wait this node did
-        // not time (it came with a loaded table), adds nothing.
-        hot.record(plain(&[queued("c", 1, 9)]), ms(15_000));
+        // A waiter that left without a grant adds nothing.
+        hot.record(&[queued("c", 1, 9)], ms(15_000));
         hot.record(
-            plain(&[
-                removed("c", 1, 9, WaiterRemovedReason::TimedOut),
-                removed("c", 2, 3, WaiterRemovedReason::Granted),
-                granted("c", 2),
-            ]),
+            &[removed("c", 1, 9, WaiterRemovedReason::TimedOut, 15_000)],
             ms(16_000),
         );
         assert_eq!(hot.recent("", ms(16_000))["c"].wait_p99_ms, None);
+        // A grant of a waiter queued before this node loaded the table is
+        // timed like any other: its enqueue time is replicated.
+        hot.record(
+            &[
+                removed("c", 2, 3, WaiterRemovedReason::Granted, 13_500),
+                granted("c", 2),
+            ],
+            ms(16_000),
+        );
+        assert_eq!(hot.recent("", ms(16_000))["c"].wait_p99_ms, Some(2_500));
     }
 
     // Hot locks: `warden top`'s order is queue length, then the oldest
@@ -593,10 +595,10 @@ mod tests {
     #[test]
     fn rank_orders_by_queue_then_age_then_grants() {
         let hot = HotLocks::new();
-        hot.record(plain(&[granted("app/busy", 1)]), s(10));
-        hot.record(plain(&[granted("app/busy", 2)]), s(11));
-        hot.record(plain(&[granted("app/calm", 3)]), s(12));
-        hot.record(plain(&[granted("other/x", 4)]), s(12));
+        hot.record(&[granted("app/busy", 1)], s(10));
+        hot.record(&[granted("app/busy", 2)], s(11));
+        hot.record(&[granted("app/calm", 3)], s(12));
+        hot.record(&[granted("other/x", 4)], s(12));
         let q = |queue_length, oldest_waiter_age_ms| QueueNow {
             queue_length,
             oldest_waiter_age_ms,
@@ -639,12 +641,12 @@ mod tests {
         let hot = HotLocks::new();
         let name = |i: usize| format!("r{i:05}");
         for i in 0..MAX_RESOURCES {
-            hot.record(plain(&[granted(&name(i), 1)]), ms(1_000 + i as u64));
+            hot.record(&[granted(&name(i), 1)], ms(1_000 + i as u64));
         }
         assert_eq!(hot.len(), MAX_RESOURCES);
         // Seen again: r00000 is now the most recently seen.
-        hot.record(plain(&[granted(&name(0), 2)]), ms(10_000));
-        hot.record(plain(&[granted("new", 1)]), ms(10_001));
+        hot.record(&[granted(&name(0), 2)], ms(10_000));
+        hot.record(&[granted("new", 1)], ms(10_001));
         assert_eq!(hot.len(), MAX_RESOURCES - EVICT_BATCH + 1);
         let kept = hot.recent("", ms(20_000));
         assert!(kept.contains_key("new") && kept.contains_key(&name(0)));
@@ -655,10 +657,10 @@ mod tests {
             kept.contains_key(&name(EVICT_BATCH + 1))
                 && kept.contains_key(&name(MAX_RESOURCES - 1))
         );
-        // Of equal stamps, the first by name go.
+        // Of equal last-seen times, the first by name go.
         let hot = HotLocks::new();
         for i in 0..=MAX_RESOURCES {
-            hot.record(plain(&[granted(&name(i), 1)]), ms(1_000));
+            hot.record(&[granted(&name(i), 1)], ms(1_000));
         }
         let kept = hot.recent("", ms(2_000));
         assert_eq!(kept.len(), MAX_RESOURCES - EVICT_BATCH + 1);
@@ -668,9 +670,9 @@ mod tests {
 
         let hot = HotLocks::new();
         for i in 0..(MAX_WAIT_SAMPLES as u64 + 50) {
-            hot.record(plain(&[queued("w", i + 1, 1)]), ms(1_000 + i));
-            let removed = removed("w", i + 1, 1, WaiterRemovedReason::Granted);
-            hot.record([(&removed, Some(ms(5)))], ms(1_000 + i + 5));
+            hot.record(&[queued("w", i + 1, 1)], ms(1_000 + i));
+            let removed = removed("w", i + 1, 1, WaiterRemovedReason::Granted, 1_000 + i);
+            hot.record([&removed], ms(1_000 + i + 5));
         }
         assert_eq!(hot.inner().resources["w"].waits.len(), MAX_WAIT_SAMPLES);
     }

@@ -88,6 +88,7 @@
 //! duties, and never acknowledges a renew before it commits.
 
 pub mod clock;
+pub mod cluster_time;
 pub mod config;
 pub mod events;
 pub mod hot_locks;

@@ -4,7 +4,7 @@
 //! ([`IdentitySource`]), and the switches that reintroduce known bugs so the
 //! simulator's checkers can be shown to catch them.
 //!
-//! Everything here takes core types (the lock table, deadlines, commands),
+//! Everything here takes core types (the lock table, entries, commands),
 //! warden-tls' [`Identity`] and the small [`SimNode`] view, never the
 //! server's own structures. Production never turns a bug switch on, never
 //! sets an observer and never sets an identity source.
@@ -14,11 +14,9 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
 
-use warden_core::deadline::Deadlines;
 use warden_core::table::{Applied, LockTable};
-use warden_core::types::{Command, LeaderId, LockKind, Mode};
+use warden_core::types::{Command, LeaderId, LockKind, LogEntry, Mode};
 use warden_tls::Identity;
 
 /// Simulator only: the identity a verified TLS handshake would have given
@@ -43,8 +41,7 @@ pub trait SimNode: Send + Sync + Debug + 'static {
     fn leader_id_if_leader(&self) -> Option<LeaderId>;
 
     /// Proposes `cmd` to this node's local Raft handle as a leader duty is
-    /// proposed (no validation, no due list); resolves once it applied here
-    /// or failed.
+    /// proposed (no validation); resolves once it applied here or failed.
     fn propose_duty(self: Arc<Self>, cmd: Command) -> Pin<Box<dyn Future<Output = ()> + Send>>;
 }
 
@@ -53,21 +50,25 @@ pub trait SimNode: Send + Sync + Debug + 'static {
 /// turns one on (nothing outside the simulator constructs a non-default value).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BugSwitches {
-    /// A new leader restarts every lease's countdown with its full TTL
-    /// (etcd issue 9395; breaks L2).
+    /// A new leader's promote restarts every lease's countdown with its
+    /// full TTL (etcd issue 9395; breaks L2).
     pub full_ttl_reset_at_election: bool,
-    /// Leases that only wait are never expired and due lists name no waiter,
-    /// so a waiter whose lease is due is granted (Jepsen etcd 3.4.3; breaks S8).
+    /// Hand-off ignores cluster time: a waiter whose wait or lease has
+    /// ended is granted (Jepsen etcd 3.4.3; breaks S8).
     pub grant_to_due_waiter: bool,
-    /// A stalled ex-leader's expiries reach the new leader through a
-    /// forwarding path and apply without the leader-id and `last_index`
-    /// guards (etcd issue 15247; breaks S4/S5).
-    pub expiry_via_forwarding: bool,
+    /// A new leader's clock starts from its own monotonic clock's reading
+    /// instead of the cluster's time: an instant compared across nodes
+    /// (breaks S4 or L1/L2, whichever way the clocks differ).
+    pub leader_base_from_own_clock: bool,
+    /// The leader's cluster clock runs at three times its monotonic clock
+    /// (breaks S4: leases end before the holder's `valid_until`).
+    pub cluster_clock_runs_fast: bool,
+    /// The sweep drops due leases from the time index without ending them;
+    /// only touching a resource does, so a dead holder of a resource nobody
+    /// touches keeps it (breaks L1/L2).
+    pub sweep_skips_leases: bool,
     /// The outcome table is left out of snapshots (breaks S7).
     pub outcome_table_not_in_snapshot: bool,
-    /// Apply uses the entry's leader's clock reading as the append stamp:
-    /// an instant compared across nodes (breaks S4/L1).
-    pub instant_across_nodes: bool,
     /// The fencing token is the grant's log index: several grants made by
     /// one entry share it (breaks S2 and the fence's "equal = same holder").
     pub token_is_log_index: bool,
@@ -97,72 +98,81 @@ pub struct BugSwitches {
     /// multi-lock is granted in part (docs/semantics.md "Multi-locks";
     /// breaks the simulator's MULTI checker).
     pub multi_grant_first_only: bool,
-    /// Every duty-clock advance applies with three times the time its
-    /// leader measured (`Command::AdvanceClock`), so the clock runs ahead
-    /// of real time and leases derive less than they have left
-    /// (docs/semantics.md "Checkpoints"; breaks S4 for a node that loads
-    /// the table).
-    pub duty_clock_runs_fast: bool,
 }
 
 /// Simulator-only observer of a node's state machine.
 pub trait Observer: Send + Sync + Debug + 'static {
     /// Called after each normal entry is applied on `node_id`, with the
-    /// command as applied (`cmd`: a bug switch may have rewritten it) and as
-    /// the log holds it (`logged`: what the client asked for), the table
-    /// and deadlines as they are after that entry, the entry's append stamp
-    /// and the apply time on this node's clock (the lock on the machine is
-    /// held: do not block).
+    /// entry as applied (`entry`: a bug switch may have rewritten it) and
+    /// as the log holds it (`logged`: what the client asked for), and the
+    /// table as it is after that entry (the lock on the machine is held: do
+    /// not block).
     #[allow(clippy::too_many_arguments)]
     fn on_apply(
         &self,
         node_id: u64,
         index: u64,
         log_leader: LeaderId,
-        cmd: &Command,
-        logged: &Command,
+        entry: &LogEntry,
+        logged: &LogEntry,
         applied: &Applied,
         table: &LockTable,
-        deadlines: &warden_core::deadline::Deadlines,
-        stamp: std::time::Duration,
-        now: std::time::Duration,
     );
 
     /// Called once when the node starts serving (after bootstrap).
     fn on_started(&self, _node: Arc<dyn SimNode>) {}
-
-    /// `instant_across_nodes`: the clock reading of node `node_id` now.
-    fn clock_of(&self, _node_id: u64) -> Option<std::time::Duration> {
-        None
-    }
-
-    /// `expiry_via_forwarding`: hands an ex-leader's expiry to whoever
-    /// leads now (the "forwarding path").
-    fn forward_expiry(&self, _from: u64, _cmd: Command) {}
 }
 
-/// The command as a buggy server would apply it (simulator only): see
-/// [`BugSwitches`]. With every switch off it is `cmd` unchanged.
-pub(crate) fn buggy_command(
+/// Turns on the table's own switches (simulator only).
+pub(crate) fn inject(bugs: &BugSwitches, table: &mut LockTable) {
+    if bugs.token_is_log_index {
+        table.inject_token_is_log_index();
+    }
+    if bugs.skip_lease_owner_check {
+        table.inject_skip_lease_owner_check();
+    }
+    if bugs.readers_overtake_writers {
+        table.inject_readers_overtake_writers();
+    }
+    if bugs.grant_to_due_waiter {
+        table.inject_handoff_ignores_now();
+    }
+    if bugs.sweep_skips_leases {
+        table.inject_sweep_skips_leases();
+    }
+}
+
+/// The entry as a buggy server would apply it (simulator only): see
+/// [`BugSwitches`]. With every switch off it is `entry` unchanged.
+pub(crate) fn buggy_entry(
     bugs: &BugSwitches,
     table: &LockTable,
     log_leader: LeaderId,
-    cmd: &Command,
-) -> Command {
+    entry: &LogEntry,
+) -> LogEntry {
+    let mut command = buggy_command(bugs, &entry.command);
+    if bugs.full_ttl_reset_at_election && matches!(command, Command::Promote(_)) {
+        // Every lease renewed by the promote's entry: full TTLs again.
+        let lease_ids = table.leases().map(|l| l.lease_id).collect();
+        command = Command::Batch(vec![
+            Command::RenewBatch(warden_core::types::RenewBatch { lease_ids }),
+            command,
+        ]);
+    }
+    let _ = log_leader;
+    LogEntry {
+        stamp: entry.stamp,
+        command,
+    }
+}
+
+/// The command as a buggy server would apply it.
+fn buggy_command(bugs: &BugSwitches, cmd: &Command) -> Command {
     if let Command::Batch(cmds) = cmd {
         // A packed entry: each command as the buggy server would apply it.
-        return Command::Batch(
-            cmds.iter()
-                .map(|c| buggy_command(bugs, table, log_leader, c))
-                .collect(),
-        );
+        return Command::Batch(cmds.iter().map(|c| buggy_command(bugs, c)).collect());
     }
     let mut cmd = cmd.clone();
-    if bugs.duty_clock_runs_fast {
-        if let Command::AdvanceClock(a) = &mut cmd {
-            a.elapsed_ms = a.elapsed_ms.saturating_mul(3);
-        }
-    }
     if bugs.multi_grant_first_only {
         let inner = unwrapped_mut(&mut cmd);
         if let Command::AcquireMulti(m) = inner {
@@ -181,34 +191,6 @@ pub(crate) fn buggy_command(
             _ => {}
         }
     }
-    let due = match &mut cmd {
-        Command::Expire(d) => Some(d),
-        // A duty's or a client command's list (bare or inside
-        // `Command::Authorized`).
-        c => c.due_mut().and_then(Option::as_mut),
-    };
-    if let Some(due) = due {
-        if bugs.grant_to_due_waiter {
-            due.waiters.clear();
-            due.leases.retain(|l| {
-                table
-                    .lease(l.lease_id)
-                    .is_none_or(|r| !r.locks.is_empty() || r.waits.is_empty())
-            });
-        }
-    }
-    if bugs.expiry_via_forwarding {
-        if let Command::Expire(due) = &mut cmd {
-            if due.leader != log_leader {
-                due.leader = log_leader;
-                for l in &mut due.leases {
-                    if let Some(r) = table.lease(l.lease_id) {
-                        l.last_index = r.last_index;
-                    }
-                }
-            }
-        }
-    }
     cmd
 }
 
@@ -220,27 +202,19 @@ fn unwrapped_mut(cmd: &mut Command) -> &mut Command {
     }
 }
 
-/// `full_ttl_reset_at_election`: every lease's countdown restarts at `now`
-/// with its full TTL (etcd issue 9395).
-pub(crate) fn reset_full_ttls(table: &LockTable, deadlines: &mut Deadlines, now: Duration) {
-    for lease in table.leases() {
-        let effect = warden_core::Effect::LeaseSet {
-            lease_id: lease.lease_id,
-            ttl_ms: lease.ttl_ms,
-        };
-        deadlines.on_effect(&effect, now, now);
-    }
-}
-
-/// `outcome_table_not_in_snapshot`: the snapshot bytes of `table`, last
-/// applied at `index` under `leader`, with every client's outcome record
-/// dropped.
+/// `outcome_table_not_in_snapshot`: the snapshot bytes of `table` with
+/// every client's outcome record dropped.
 pub(crate) fn without_outcomes(table: &LockTable, index: u64, leader: LeaderId) -> Vec<u8> {
     let mut t = table.clone();
     let clients: Vec<(u64, u64)> = t.clients().collect();
+    let stamp = warden_core::types::Stamp {
+        leader,
+        at_ms: t.now_ms(),
+    };
     let _ = t.apply(
         index,
         leader,
+        stamp,
         &Command::DropClients(warden_core::types::DropClients { leader, clients }),
     );
     t.to_snapshot()

@@ -452,6 +452,7 @@ where
         ),
         stopping: Default::default(),
         formats: OnceLock::new(),
+        heard: OnceLock::new(),
     });
     let node_cell = NodeCell::default();
 
@@ -468,7 +469,6 @@ where
         peer_state.leader_contact.clone(),
         stop_rx.clone(),
     );
-    let authorizes = tls.is_some() || identities.is_some();
     let mut builder = http2_server(&config.timing)
         .layer(services::grpc_metrics::GrpcMetrics::new(metrics.clone()))
         .trace_fn(services::trace::request_span)
@@ -635,11 +635,11 @@ where
     .validate()
     .map_err(|e| ServerError::Config(e.to_string()))?;
 
-    let stamps = Arc::new(Mutex::new(BTreeMap::new()));
+    let max_stamp = crate::store::MaxStamp::default();
     let sm = StateMachineStore::open_injected(
         db.clone(),
         clock.clone(),
-        stamps.clone(),
+        max_stamp.clone(),
         config.node_id,
         injected.observer.clone(),
         injected.bugs,
@@ -653,22 +653,18 @@ where
         "state machine loaded from the stored snapshot"
     );
     let applied_log_format = shared.applied_log_format.subscribe();
-    let log_store = LogStore::with_fsync_metric(
-        db.clone(),
-        stamps,
-        clock.clone(),
-        Some(metrics.raft.wal_fsync.clone()),
-    )
-    .map_err(storage)?;
+    let log_store =
+        LogStore::with_fsync_metric(db.clone(), max_stamp, Some(metrics.raft.wal_fsync.clone()))
+            .map_err(storage)?;
     // A secure node's peers are TLS node certificates, which only binaries
     // that read authorized entries hold (see `raft::log_format`); the
     // simulator's nodes with injected identities all run this binary.
-    let formats = Arc::new(if authorizes {
-        raft::log_format::LogFormats::secure(config.node_id)
-    } else {
-        raft::log_format::LogFormats::new(config.node_id)
-    });
+    let formats = Arc::new(raft::log_format::LogFormats::new(config.node_id));
     let _ = peer_state.formats.set(formats.clone());
+    // Cluster time across elections (docs/semantics.md "Time"): what this
+    // node sends as leader with every AppendEntries, and what it keeps of a
+    // leader's from the calls it accepts.
+    let _ = peer_state.heard.set(shared.clone());
     let raft = raft::Raft::new(
         config.node_id,
         Arc::new(raft_config),
@@ -677,7 +673,8 @@ where
             raft::network::call_timeout_floor(t.election_timeout_min_ms),
             formats.clone(),
             injected.peer_connector.clone(),
-        ),
+        )
+        .with_cluster_time(Some(shared.clone())),
         log_store,
         sm,
     )
@@ -755,15 +752,6 @@ where
     if let Some(observer) = &injected.observer {
         observer.on_started(node.clone());
     }
-    let forward_task = (injected.bugs.expiry_via_forwarding)
-        .then(|| injected.observer.clone())
-        .flatten()
-        .map(|o| {
-            tokio::spawn(node::duties::forward_stale_expiries(
-                Arc::downgrade(&node),
-                o,
-            ))
-        });
 
     // The node stops on its own when its clock fails (it cannot keep lease
     // deadlines without it; see `NodeClock`) or when Raft stopped on a
@@ -783,9 +771,6 @@ where
     raft_metrics_task.abort();
     snapshot_task.abort();
     if let Some(t) = reload_task {
-        t.abort();
-    }
-    if let Some(t) = forward_task {
         t.abort();
     }
     // Peers' calls from here on are answered "stopping" by the peer
@@ -847,7 +832,13 @@ async fn raise_token_floor(raft: &raft::Raft, floor: u64) {
     let mut last = String::new();
     while tokio::time::Instant::now() < deadline {
         let cmd = Command::RaiseTokenFloor(RaiseTokenFloor { floor });
-        let write = raft.client_write(types::Request(LogEntry::V1(cmd)));
+        // No stamp of a leader's clock (the node has no duties yet): a
+        // stamp that names no leader is ignored by apply ("Time").
+        let entry = LogEntry {
+            stamp: Default::default(),
+            command: cmd,
+        };
+        let write = raft.client_write(types::Request(entry));
         match tokio::time::timeout_at(deadline, write).await {
             Ok(Ok(r)) => match r.data {
                 Response::Done => {
@@ -902,7 +893,6 @@ mod tests {
             peer_addrs: BTreeMap::new(),
             certs_dir: None,
             metrics_groups: Vec::new(),
-            promote_slice_leases: warden_core::limits::MAX_LEASES_PER_PROMOTE_ENTRY,
         };
         assert!(validate_config(&config(5_000, 5_000)).is_ok());
         let e = validate_config(&config(0, 5_000)).unwrap_err().to_string();
@@ -948,7 +938,6 @@ mod tests {
             admin_listen: Some("127.0.0.1:7080".parse().unwrap()),
             certs_dir: None,
             metrics_groups: Vec::new(),
-            promote_slice_leases: warden_core::limits::MAX_LEASES_PER_PROMOTE_ENTRY,
         };
         let err = |c: ServerConfig| validate_config(&c).unwrap_err().to_string();
         let good = config(Some("127.0.0.1:7101"), &[(1, "127.0.0.1:7101")]);
@@ -1016,7 +1005,6 @@ mod tests {
             admin_listen: None,
             certs_dir: None,
             metrics_groups: Vec::new(),
-            promote_slice_leases: warden_core::limits::MAX_LEASES_PER_PROMOTE_ENTRY,
         }
     }
 

@@ -168,73 +168,39 @@ impl<'de> Deserialize<'de> for MemberAddr {
     }
 }
 
-/// The application payload of a Raft log entry: one versioned Warden command.
+/// The application payload of a Raft log entry: the stamp and the command
+/// ([`LogEntry`], log format 1).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(transparent)]
 pub struct Request(pub LogEntry);
 
 impl fmt::Display for Request {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.0 {
-            LogEntry::V1(cmd) => write!(f, "v1:{}", command_name(cmd)),
-        }
+        write!(
+            f,
+            "{}@{}ms",
+            command_name(&self.0.command),
+            self.0.stamp.at_ms
+        )
     }
 }
 
-/// The first log format that can decode `Command::Batch` (packed entries).
-pub const BATCH_LOG_FORMAT: u32 = 2;
+/// The log format this binary writes and reads: [`LogEntry`] with its
+/// stamp, every [`warden_core::types::Command`] variant there is. A later
+/// format appends variants; the leader proposes one only once every member
+/// reports it reads that format (`raft::log_format`).
+pub const LOG_FORMAT: u32 = 1;
 
-/// The first log format that can decode `Command::Authorized` and
-/// `Command::AuthChange` (entries that carry their principal).
-pub const AUTH_LOG_FORMAT: u32 = 3;
-
-/// The first log format that reads a member's own peer address
-/// ([`MemberAddr`]'s two-address form) as such.
-pub const PEER_ADDR_LOG_FORMAT: u32 = 4;
-
-/// The first log format that decodes `Command::AcquireKind` (semaphores and
-/// read-write locks).
-pub const KINDS_LOG_FORMAT: u32 = 5;
-
-/// The first log format that decodes `Command::AcquireMulti` (multi-locks).
-pub const MULTI_LOG_FORMAT: u32 = 6;
-
-/// The first log format that decodes `Command::AcquireBounded`,
-/// `Command::EndMaxHold` and `Command::CheckpointMaxHold` (max-hold,
-/// docs/semantics.md "Max-hold").
-pub const MAX_HOLD_LOG_FORMAT: u32 = 7;
-
-/// The first log format that decodes `Command::AdvanceClock` (the duty
-/// clock, docs/semantics.md "Checkpoints").
-pub const DUTY_CLOCK_LOG_FORMAT: u32 = 8;
-
-/// The first log format that decodes `Command::PromoteSlice` (a new
-/// leader's promotion in bounded entries, docs/semantics.md "A new
-/// leader").
-pub const PROMOTE_SLICE_LOG_FORMAT: u32 = 9;
-
-/// The oldest log format that decodes `cmd`: 1 for a command every Warden
-/// binary reads, else the format that introduced it (or the newest one
-/// among a batch's or a wrapper's commands). An applied entry of format F
-/// shows that this log can no longer be followed by a binary older than F
-/// (`raft::log_format`'s applied floor).
+/// The oldest log format that decodes `cmd` (the newest among a batch's
+/// or a wrapper's commands): [`LOG_FORMAT`] for every command today. An
+/// applied entry of format F shows that this log can no longer be
+/// followed by a binary older than F (`raft::log_format`'s applied floor).
 pub fn entry_log_format(cmd: &warden_core::types::Command) -> u32 {
     use warden_core::types::Command::*;
     match cmd {
-        Batch(cmds) => cmds
-            .iter()
-            .map(entry_log_format)
-            .fold(BATCH_LOG_FORMAT, u32::max),
-        Authorized(a) => entry_log_format(&a.command).max(AUTH_LOG_FORMAT),
-        AuthChange(_) => AUTH_LOG_FORMAT,
-        AcquireKind(_) => KINDS_LOG_FORMAT,
-        AcquireMulti(_) => MULTI_LOG_FORMAT,
-        AcquireBounded(_) | EndMaxHold(_) | CheckpointMaxHold(_) => MAX_HOLD_LOG_FORMAT,
-        AdvanceClock(_) => DUTY_CLOCK_LOG_FORMAT,
-        PromoteSlice(_) => PROMOTE_SLICE_LOG_FORMAT,
-        Acquire(_) | Release(_) | RenewBatch(_) | LeaseGrant(_) | Revoke(_) | Promote(_)
-        | Checkpoint(_) | Expire(_) | EndLockDelay(_) | DropClients(_) | ForceRelease(_) | Noop
-        | RaiseTokenFloor(_) | Proclaim(_) | CancelWait(_) => 1,
+        Batch(cmds) => cmds.iter().map(entry_log_format).fold(LOG_FORMAT, u32::max),
+        Authorized(a) => entry_log_format(&a.command),
+        _ => LOG_FORMAT,
     }
 }
 
@@ -248,12 +214,9 @@ pub fn command_name(cmd: &warden_core::types::Command) -> &'static str {
         LeaseGrant(_) => "lease_grant",
         Revoke(_) => "revoke",
         Promote(_) => "promote",
-        Checkpoint(_) => "checkpoint",
-        Expire(_) => "expire",
-        EndLockDelay(_) => "end_lock_delay",
         DropClients(_) => "drop_clients",
         ForceRelease(_) => "force_release",
-        Noop => "noop",
+        Tick => "tick",
         RaiseTokenFloor(_) => "raise_token_floor",
         Proclaim(_) => "proclaim",
         Batch(_) => "batch",
@@ -263,10 +226,6 @@ pub fn command_name(cmd: &warden_core::types::Command) -> &'static str {
         AcquireKind(_) => "acquire_kind",
         AcquireMulti(_) => "acquire_multi",
         AcquireBounded(_) => "acquire_bounded",
-        EndMaxHold(_) => "end_max_hold",
-        CheckpointMaxHold(_) => "checkpoint_max_hold",
-        AdvanceClock(_) => "advance_clock",
-        PromoteSlice(_) => "promote_slice",
     }
 }
 

@@ -149,21 +149,14 @@ fn effect_resource(effect: &Effect) -> Option<&str> {
         | Effect::Freed { resource, .. }
         | Effect::Queued { resource, .. }
         | Effect::WaiterRemoved { resource, .. }
-        | Effect::WaitCapped { resource, .. }
         | Effect::LockDelayStarted { resource, .. }
-        | Effect::LockDelayCapped { resource, .. }
         | Effect::LockDelayEnded { resource, .. }
         | Effect::Proclaimed { resource, .. }
         | Effect::MaxHoldStarted { resource, .. }
-        | Effect::MaxHoldCapped { resource, .. }
         | Effect::MaxHoldEnded { resource, .. } => Some(resource),
         // Handled by `wake` (every follower).
         Effect::AuthChanged { .. } => None,
-        Effect::LeaseSet { .. }
-        | Effect::LeaseCapped { .. }
-        | Effect::LeaseGraced { .. }
-        | Effect::LeaseEnded { .. }
-        | Effect::ClockAdvanced { .. } => None,
+        Effect::LeaseSet { .. } | Effect::LeaseEnded { .. } => None,
     }
 }
 
@@ -179,6 +172,7 @@ mod tests {
             lease_id: 1,
             fencing_token: 1,
             reason: warden_core::effect::FreeReason::Released,
+            granted_at_ms: 0,
         }
     }
 

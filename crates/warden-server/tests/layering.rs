@@ -8,7 +8,7 @@
 //! 4. `raft/`: the Raft handle, the peer network, bootstrap, the log-format
 //!    gate, backups;
 //! 5. `store/`: the log store and the state machine;
-//! 6. the vocabulary at the bottom (`types.rs`, `config.rs`, `clock.rs`,
+//! 6. the vocabulary at the bottom (`types.rs`, `config.rs`, `clock.rs`, `cluster_time.rs`,
 //!    `events.rs`, `wakes.rs`, `hot_locks.rs`, `sim_hooks.rs`, `metrics/`), which name
 //!    nothing else of the crate.
 //!
@@ -30,8 +30,8 @@ fn rank(top: &str) -> Option<u32> {
         "node" => 4,
         "raft" => 3,
         "store" => 2,
-        "types" | "config" | "clock" | "events" | "wakes" | "hot_locks" | "sim_hooks"
-        | "metrics" => 1,
+        "types" | "config" | "clock" | "cluster_time" | "events" | "wakes" | "hot_locks"
+        | "sim_hooks" | "metrics" => 1,
         _ => return None,
     })
 }

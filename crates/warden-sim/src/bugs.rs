@@ -27,9 +27,13 @@ const SWITCHES: [(&str, SwitchOn); 14] = [
     ("grant-to-due-waiter", |b| {
         b.server.grant_to_due_waiter = true
     }),
-    ("expiry-via-forwarding", |b| {
-        b.server.expiry_via_forwarding = true
+    ("leader-base-from-own-clock", |b| {
+        b.server.leader_base_from_own_clock = true
     }),
+    ("cluster-clock-runs-fast", |b| {
+        b.server.cluster_clock_runs_fast = true
+    }),
+    ("sweep-skips-leases", |b| b.server.sweep_skips_leases = true),
     ("token-is-log-index", |b| b.server.token_is_log_index = true),
     ("outcome-table-not-in-snapshot", |b| {
         b.server.outcome_table_not_in_snapshot = true
@@ -39,9 +43,6 @@ const SWITCHES: [(&str, SwitchOn); 14] = [
     }),
     ("valid-until-from-receipt", |b| {
         b.valid_until_from_receipt = true
-    }),
-    ("instant-across-nodes", |b| {
-        b.server.instant_across_nodes = true
     }),
     ("skip-lease-owner-check", |b| {
         b.server.skip_lease_owner_check = true
@@ -57,9 +58,6 @@ const SWITCHES: [(&str, SwitchOn); 14] = [
     }),
     ("multi-grant-first-only", |b| {
         b.server.multi_grant_first_only = true
-    }),
-    ("duty-clock-runs-fast", |b| {
-        b.server.duty_clock_runs_fast = true
     }),
 ];
 

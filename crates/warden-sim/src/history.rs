@@ -1,9 +1,8 @@
 //! The observer every node's state machine calls after each apply
 //! (`warden_server::sim_hooks::Observer`): it records the apply in the run's
 //! [`History`], runs the inline checkers (`checkers`, in their fixed
-//! order), knows which nodes run (for the leader and for a stale leader's
-//! forwarded expiries), and at the end of the run calls the end-of-run
-//! checkers.
+//! order), knows which nodes run (for the fault scripts' leader), and at
+//! the end of the run calls the end-of-run checkers.
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
@@ -11,12 +10,12 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use warden_core::table::{Applied, LockTable};
-use warden_core::types::{Command, LeaderId};
-use warden_core::{Deadlines, Effect};
+use warden_core::types::{LeaderId, LogEntry};
+use warden_core::Effect;
 use warden_server::sim_hooks::SimNode;
 
 use crate::checkers::{self, Bounds, Checker, Entry, Next};
-use crate::env::{global_now, SimClock};
+use crate::env::global_now;
 use crate::world::{lock, Grant, History, SharedHistory};
 
 /// Watches every node's state machine and runs the checkers.
@@ -24,8 +23,6 @@ use crate::world::{lock, Grant, History, SharedHistory};
 pub struct SimObserver {
     /// The history.
     history: SharedHistory,
-    /// Each node's clock.
-    clocks: BTreeMap<u64, SimClock>,
     /// Running nodes (weak: a crashed node's handle dies with its runtime).
     nodes: Mutex<BTreeMap<u64, Weak<dyn SimNode>>>,
     /// The checkers, in the order they are called ([`checkers::all`]).
@@ -39,12 +36,10 @@ fn hash_of<T: Hash>(v: &T) -> u64 {
 }
 
 impl SimObserver {
-    /// An observer recording into `history`, with every node's clock and
-    /// the checkers' `bounds`.
-    pub fn new(history: SharedHistory, clocks: BTreeMap<u64, SimClock>, bounds: Bounds) -> Self {
+    /// An observer recording into `history`, with the checkers' `bounds`.
+    pub fn new(history: SharedHistory, bounds: Bounds) -> Self {
         SimObserver {
             history,
-            clocks,
             nodes: Mutex::new(BTreeMap::new()),
             checkers: Mutex::new(checkers::all(bounds)),
         }
@@ -68,7 +63,7 @@ impl SimObserver {
         best.map(|(_, n)| n)
     }
 
-    /// Forgets a crashed node (its deadline table dies with it).
+    /// Forgets a crashed node (its in-memory state dies with it).
     pub fn forget(&self, node_id: u64) {
         lock(&self.nodes).remove(&node_id);
         for c in lock(&self.checkers).iter_mut() {
@@ -122,55 +117,54 @@ impl warden_server::sim_hooks::Observer for SimObserver {
         node_id: u64,
         index: u64,
         log_leader: LeaderId,
-        cmd: &Command,
-        logged: &Command,
+        entry: &LogEntry,
+        logged: &LogEntry,
         applied: &Applied,
         table: &LockTable,
-        deadlines: &Deadlines,
-        stamp: Duration,
-        now: Duration,
     ) {
         let at = global_now();
+        let cmd = &entry.command;
         if std::env::var_os("WARDEN_SIM_TRACE").is_some() {
-            // The append stamp, on this node's clock, as global time.
-            let appended = self
-                .clocks
-                .get(&node_id)
-                .map(|c| c.global_at(stamp).as_secs_f64())
-                .unwrap_or(f64::NAN);
             eprintln!(
-                "{:>8.3} s n{node_id} apply {index} (appended {appended:.3} s, leader {}/{}) {cmd:?} -> {:?}",
+                "{:>8.3} s n{node_id} apply {index} (stamp {} ms by {}/{}, now {} ms, leader {}/{}) {cmd:?} -> {:?}",
                 at.as_secs_f64(),
+                entry.stamp.at_ms,
+                entry.stamp.leader.term,
+                entry.stamp.leader.node_id,
+                table.now_ms(),
                 log_leader.term,
                 log_leader.node_id,
                 applied.effects
             );
         }
-        let entry = Entry {
+        let mut checkers = lock(&self.checkers);
+        let mut h = lock(&self.history);
+        // The node's table after its previous normal entry (Raft's blank
+        // and membership entries between change no table), forgotten with
+        // a crash.
+        let before = h.last_table.remove(&node_id).filter(|(i, _)| *i < index);
+        let e = Entry {
             node_id,
             index,
             log_leader,
+            stamp: entry.stamp,
             cmd,
             parts: checkers::parts(cmd, &applied.response),
-            logged,
-            logged_parts: checkers::parts(logged, &applied.response),
+            logged: &logged.command,
+            logged_parts: checkers::parts(&logged.command, &applied.response),
             table,
-            deadlines,
-            stamp,
-            now,
+            before: before.as_ref().map(|(i, t)| (*i, t)),
             at,
             digest: hash_of(&format!("{cmd:?}")),
         };
-        let mut checkers = lock(&self.checkers);
-        let mut h = lock(&self.history);
         h.applies += 1;
         for c in checkers.iter_mut() {
-            c.on_entry(&entry, &mut h);
+            c.on_entry(&e, &mut h);
         }
         for effect in &applied.effects {
             let passed = checkers
                 .iter_mut()
-                .all(|c| c.on_effect(&entry, effect, &mut h) == Next::Continue);
+                .all(|c| c.on_effect(&e, effect, &mut h) == Next::Continue);
             if passed {
                 Self::record(&mut h, effect, at);
             }
@@ -180,18 +174,5 @@ impl warden_server::sim_hooks::Observer for SimObserver {
 
     fn on_started(&self, node: Arc<dyn SimNode>) {
         lock(&self.nodes).insert(node.node_id(), Arc::downgrade(&node));
-    }
-
-    fn clock_of(&self, node_id: u64) -> Option<Duration> {
-        self.clocks.get(&node_id).map(|c| c.now())
-    }
-
-    fn forward_expiry(&self, from: u64, cmd: Command) {
-        let Some(leader) = self.leader_node(Some(from)) else {
-            return;
-        };
-        tokio::spawn(async move {
-            leader.propose_duty(cmd).await;
-        });
     }
 }

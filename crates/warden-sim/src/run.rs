@@ -106,11 +106,9 @@ pub fn run(cfg: RunConfig) -> Outcome {
     }
     let observer = Arc::new(SimObserver::new(
         history.clone(),
-        clocks.clone(),
         Bounds {
             e_ms: timing.bound_e_ms(),
             slack_ms: 1_000,
-            s8_slack: Duration::from_millis(500),
         },
     ));
     let mut sim = turmoil::Builder::new()
@@ -303,10 +301,6 @@ fn spawn_node(sim: &mut turmoil::Sim<'_>, cluster: &Cluster, id: u64, clock: Sim
                 peer_addrs: BTreeMap::new(),
                 certs_dir: None,
                 metrics_groups: Vec::new(),
-                // A few leases per promotion slice, so that every election
-                // in a run promotes in several entries (docs/semantics.md
-                // "A new leader") under its faults.
-                promote_slice_leases: 3,
             };
             let listener = turmoil::net::TcpListener::bind(config.listen).await?;
             let observer_dyn: Arc<dyn warden_server::sim_hooks::Observer> = observer;

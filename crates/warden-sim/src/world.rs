@@ -59,19 +59,30 @@ pub fn timing_of(preset: TimingPreset) -> Timing {
     }
 }
 
-/// E for these timings, in ms: the most a leader change may lengthen a
-/// lease (docs/semantics.md L1, L2).
+/// E for these timings, in ms: the most leader changes and the sweep may
+/// lengthen a lease (docs/semantics.md L1, L2): G + the longest election
+/// timeout + the duty interval + a heartbeat.
 pub fn bound_e_ms() -> u64 {
     timing().bound_e_ms()
 }
 
+/// The clock-rate bound ρ, in parts per million (1 %, as the server's).
+pub const RHO_PPM: i64 = warden_server::cluster_time::RHO_PPM as i64;
+
+/// `ms` of cluster time as the most real time it may take: `ms / (1 − ρ)`,
+/// rounded up (cluster time runs at no less than 1 − ρ of real time; the
+/// liveness bounds of docs/semantics.md L1, L2 and L4 allow for it).
+pub fn drifted_ms(ms: u64) -> u64 {
+    (ms * 100).div_ceil(99)
+}
+
 /// A clock drawn from the run's seed for host `id`: its origin hours from
-/// any other's, its rate within ±0.5 % (docs/semantics.md "Time").
+/// any other's, its rate anywhere within ±ρ (docs/semantics.md "Time").
 pub fn random_clock(rng: &mut StdRng, id: u64) -> SimClock {
     SimClock {
         // Hours apart: any comparison of instants across hosts is way off.
         origin: Duration::from_secs(rng.random_range(1..200) * 3_600 + id * 977),
-        rate_ppm: rng.random_range(-5_000..=5_000),
+        rate_ppm: rng.random_range(-RHO_PPM..=RHO_PPM),
         epoch: id,
     }
 }

@@ -282,9 +282,6 @@ pub struct ServerArgs {
     /// Raft election timeout, upper bound [default: 500ms; wan: 2s].
     #[arg(long, env = "WARDEN_SERVER_ELECTION_TIMEOUT_MAX", value_name = "DURATION", value_parser = parse_duration)]
     pub election_timeout_max: Option<Duration>,
-    /// Interval between checkpoints of remaining TTLs [default: 1s].
-    #[arg(long, env = "WARDEN_SERVER_CHECKPOINT_INTERVAL", value_name = "DURATION", value_parser = parse_duration)]
-    pub checkpoint_interval: Option<Duration>,
     /// Grace a new leader gives each lease once (G) [default: 1s; wan: 2s].
     #[arg(long, env = "WARDEN_SERVER_PROMOTION_GRACE", value_name = "DURATION", value_parser = parse_duration)]
     pub promotion_grace: Option<Duration>,

@@ -30,7 +30,7 @@ pub struct AddNodeArgs {
     #[arg(long, value_name = "HOST:PORT")]
     pub addr: String,
     /// Where its peers reach its peer (Raft) service, when it runs with
-    /// `--peer-listen` (needs every member on log format 4).
+    /// `--peer-listen`.
     #[arg(long, value_name = "HOST:PORT")]
     pub peer_addr: Option<String>,
     #[command(flatten)]
@@ -61,7 +61,7 @@ pub struct ReplaceNodeArgs {
     #[arg(long, value_name = "HOST:PORT")]
     pub addr: String,
     /// Where its peers reach its peer (Raft) service, when it runs with
-    /// `--peer-listen` (needs every member on log format 4).
+    /// `--peer-listen`.
     #[arg(long, value_name = "HOST:PORT")]
     pub peer_addr: Option<String>,
     #[command(flatten)]
@@ -355,7 +355,7 @@ mod tests {
             insecure: false,
             election_prefix: "\u{1}election/".into(),
             max_requests_in_flight: 64,
-            members_log_format: 5,
+            members_log_format: 1,
         }
     }
 

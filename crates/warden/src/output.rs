@@ -376,7 +376,6 @@ fn timing_json(t: &Timing) -> Value {
         "heartbeat_ms": t.heartbeat_ms,
         "election_timeout_min_ms": t.election_timeout_min_ms,
         "election_timeout_max_ms": t.election_timeout_max_ms,
-        "checkpoint_interval_ms": t.checkpoint_interval_ms,
         "promotion_grace_ms": t.promotion_grace_ms,
         "renew_batch_window_ms": t.renew_batch_window_ms,
         "min_ttl_ms": t.min_ttl_ms,
@@ -455,11 +454,10 @@ fn cluster_status_text(c: &ClusterStatus) -> String {
                 format!(", peer call floor {}", ms(t.call_timeout_floor_ms))
             };
             out.push_str(&format!(
-                "timing: {preset}heartbeat {}, election timeout {}–{}{floor}, checkpoint interval {}, promotion grace {}, renew batch window {}\n",
+                "timing: {preset}heartbeat {}, election timeout {}–{}{floor}, promotion grace {}, renew batch window {}\n",
                 ms(t.heartbeat_ms),
                 ms(t.election_timeout_min_ms),
                 ms(t.election_timeout_max_ms),
-                ms(t.checkpoint_interval_ms),
                 ms(t.promotion_grace_ms),
                 ms(t.renew_batch_window_ms),
             ));
@@ -471,7 +469,7 @@ fn cluster_status_text(c: &ClusterStatus) -> String {
                 ms(t.max_lock_delay_ms),
             ));
             out.push_str(&format!(
-                "bounds: E = {} (promotion grace + checkpoint interval + max election timeout), G = {}\n",
+                "bounds: E = {} (promotion grace + max election timeout + duty interval + heartbeat), G = {}\n",
                 ms(t.bound_e_ms),
                 ms(t.bound_g_ms),
             ));
@@ -840,14 +838,13 @@ mod tests {
                 heartbeat_ms: 50,
                 election_timeout_min_ms: 250,
                 election_timeout_max_ms: 500,
-                checkpoint_interval_ms: 1_000,
                 promotion_grace_ms: 1_000,
                 renew_batch_window_ms: 2,
                 min_ttl_ms: 1_000,
                 max_ttl_ms: 3_600_000,
                 max_wait_timeout_ms: 3_600_000,
                 max_lock_delay_ms: 60_000,
-                bound_e_ms: 2_500,
+                bound_e_ms: 1_600,
                 bound_g_ms: 1_000,
                 preset: "lan".into(),
                 call_timeout_floor_ms: 125,
@@ -857,7 +854,7 @@ mod tests {
             insecure: false,
             election_prefix: "\u{1}election/".into(),
             max_requests_in_flight: 64,
-            members_log_format: 5,
+            members_log_format: 1,
         }
     }
 
@@ -880,7 +877,11 @@ mod tests {
             keys(&v["members"][0]),
             ["addr", "applied_index", "id", "peer_addr", "role"]
         );
-        assert_eq!(v["timing"]["bound_e_ms"], 2_500);
+        assert_eq!(v["timing"]["bound_e_ms"], 1_600);
+        assert!(
+            v["timing"].get("checkpoint_interval_ms").is_none(),
+            "no checkpoints since log format 1: {v}"
+        );
         assert_eq!(v["timing"]["bound_g_ms"], 1_000);
         assert_eq!(v["timing"]["preset"], "lan");
         assert_eq!(v["timing"]["call_timeout_floor_ms"], 125);
@@ -896,7 +897,13 @@ mod tests {
             text.contains("timing: lan preset, heartbeat 50ms, election timeout 250ms–500ms, peer call floor 125ms,"),
             "{text}"
         );
-        assert!(text.contains("E = 2s 500ms"), "{text}");
+        assert!(
+            text.contains(
+                "bounds: E = 1s 600ms (promotion grace + max election timeout + duty interval + heartbeat), G = 1s"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("checkpoint"), "{text}");
         assert!(text.contains("G = 1s"), "{text}");
         assert!(text.contains("127.0.0.1:7002  leader"), "{text}");
     }
@@ -915,7 +922,7 @@ mod tests {
             election_timeout_max_ms: 2_000,
             promotion_grace_ms: 2_000,
             call_timeout_floor_ms: 500,
-            bound_e_ms: 5_000,
+            bound_e_ms: 4_300,
             bound_g_ms: 2_000,
             ..c.timing.clone().unwrap()
         });
@@ -924,7 +931,7 @@ mod tests {
             text.contains("timing: wan preset, heartbeat 250ms, election timeout 1s–2s, peer call floor 500ms,"),
             "{text}"
         );
-        assert!(text.contains("E = 5s"), "{text}");
+        assert!(text.contains("E = 4s 300ms"), "{text}");
         assert!(text.contains("G = 2s"), "{text}");
         let mut old = c.timing.clone().unwrap();
         old.preset = String::new();
@@ -932,7 +939,7 @@ mod tests {
         c.timing = Some(old);
         let text = cluster_status(&c, OutputFormat::Text).stdout.unwrap();
         assert!(
-            text.contains("timing: heartbeat 250ms, election timeout 1s–2s, checkpoint"),
+            text.contains("timing: heartbeat 250ms, election timeout 1s–2s, promotion grace"),
             "{text}"
         );
     }

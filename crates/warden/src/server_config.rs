@@ -29,7 +29,6 @@ pub struct FileConfig {
     heartbeat: Option<String>,
     election_timeout_min: Option<String>,
     election_timeout_max: Option<String>,
-    checkpoint_interval: Option<String>,
     promotion_grace: Option<String>,
     snapshot_threshold: Option<u64>,
     leader_transfer_timeout: Option<String>,
@@ -167,8 +166,6 @@ pub mod limits {
     /// Election timeout (either bound): at most 60 s; the lower bound must be
     /// at least 2 × heartbeat and below the upper bound.
     pub const ELECTION_TIMEOUT_MAX_MS: u64 = 60_000;
-    /// Checkpoint interval: 10 ms ..= 60 s.
-    pub const CHECKPOINT_INTERVAL_MS: (u64, u64) = (10, 60_000);
     /// Promotion grace: 0 ..= 60 s.
     pub const PROMOTION_GRACE_MS: (u64, u64) = (0, 60_000);
     /// Snapshot threshold: 1 ..= 100,000,000 entries.
@@ -270,12 +267,6 @@ pub fn resolve(args: &ServerArgs, file: FileConfig) -> Result<ServerConfig, Stri
         file.election_timeout_max.as_deref(),
         defaults.election_timeout_max_ms,
     )?;
-    timing.checkpoint_interval_ms = duration_ms(
-        "checkpoint-interval",
-        args.checkpoint_interval,
-        file.checkpoint_interval.as_deref(),
-        defaults.checkpoint_interval_ms,
-    )?;
     timing.promotion_grace_ms = duration_ms(
         "promotion-grace",
         args.promotion_grace,
@@ -375,7 +366,6 @@ pub fn resolve(args: &ServerArgs, file: FileConfig) -> Result<ServerConfig, Stri
         admin_listen,
         certs_dir,
         metrics_groups,
-        promote_slice_leases: warden_core::limits::MAX_LEASES_PER_PROMOTE_ENTRY,
     })
 }
 
@@ -513,12 +503,6 @@ pub fn validate_timing(t: &Timing) -> Result<(), String> {
         true,
     )?;
     check_range(
-        "checkpoint-interval",
-        t.checkpoint_interval_ms,
-        limits::CHECKPOINT_INTERVAL_MS,
-        true,
-    )?;
-    check_range(
         "promotion-grace",
         t.promotion_grace_ms,
         limits::PROMOTION_GRACE_MS,
@@ -599,7 +583,7 @@ mod tests {
         assert_eq!(config.node_id, 2);
         assert_eq!(config.timing, Timing::default());
         assert_eq!(config.timing.heartbeat_ms, 50);
-        assert_eq!(config.timing.bound_e_ms(), 2_500);
+        assert_eq!(config.timing.bound_e_ms(), 1_600);
         assert_eq!(config.timing.grpc_keepalive_interval_ms, 5_000);
         assert_eq!(config.timing.grpc_keepalive_timeout_ms, 5_000);
         assert!(!config.initial_cluster_state_new);
@@ -619,7 +603,7 @@ mod tests {
         assert_eq!(config.timing, Timing::wan());
         assert_eq!(config.timing.heartbeat_ms, 250);
         assert_eq!(config.timing.call_timeout_floor_ms(), 500);
-        assert_eq!(config.timing.bound_e_ms(), 5_000);
+        assert_eq!(config.timing.bound_e_ms(), 4_300);
 
         let args = ServerArgs {
             timing: Some(TimingPreset::Wan),
@@ -633,15 +617,15 @@ mod tests {
         assert_eq!(t.election_timeout_min_ms, 1_000);
         assert_eq!(t.election_timeout_max_ms, 3_000);
         assert_eq!(t.promotion_grace_ms, 2_000);
-        // E = G + checkpoint interval + max election timeout, from the
-        // values in effect.
-        assert_eq!(t.bound_e_ms(), 2_000 + 1_000 + 3_000);
+        // E = G + max election timeout + duty interval + heartbeat, from
+        // the values in effect.
+        assert_eq!(t.bound_e_ms(), 2_000 + 3_000 + 50 + 300);
 
         let file = parse_config_file("timing = \"wan\"\npromotion-grace = \"1500ms\"").unwrap();
         let t = resolve(&base_args(), file).unwrap().timing;
         assert_eq!(t.preset, warden_server::TimingPreset::Wan);
         assert_eq!((t.heartbeat_ms, t.promotion_grace_ms), (250, 1_500));
-        assert_eq!(t.bound_e_ms(), 1_500 + 1_000 + 2_000);
+        assert_eq!(t.bound_e_ms(), 1_500 + 2_000 + 50 + 250);
 
         let file = parse_config_file("timing = \"wan\"").unwrap();
         let args = ServerArgs {
@@ -729,7 +713,7 @@ mod tests {
             data-dir = "/var/lib/warden"
             initial-cluster-state = "new"
             heartbeat = "20ms"
-            checkpoint-interval = "2s"
+            promotion-grace = "2s"
             snapshot-threshold = 20
             [peers]
             1 = "127.0.0.1:7001"
@@ -747,7 +731,7 @@ mod tests {
         assert_eq!(config.node_id, 2);
         assert_eq!(config.peers.len(), 2);
         assert_eq!(config.timing.heartbeat_ms, 40);
-        assert_eq!(config.timing.checkpoint_interval_ms, 2_000);
+        assert_eq!(config.timing.promotion_grace_ms, 2_000);
         assert_eq!(config.timing.snapshot_threshold, 20);
         assert!(config.initial_cluster_state_new);
         assert_eq!(config.data_dir, PathBuf::from("/var/lib/warden"));
@@ -1011,6 +995,30 @@ mod tests {
         assert!(err.starts_with("--election-timeout-min"), "{err}");
     }
 
+    // Bad input names the field: `checkpoint-interval` is gone with the
+    // checkpoints (cluster time, log format 1, docs/semantics.md "Time").
+    // A config file that still names it is refused like any unknown key,
+    // naming it, and so is the flag; nothing is silently dropped.
+    #[test]
+    fn a_removed_checkpoint_interval_is_refused_naming_the_key() {
+        let err =
+            parse_config_file("heartbeat = \"50ms\"\ncheckpoint-interval = \"1s\"").unwrap_err();
+        assert!(err.contains("unknown field `checkpoint-interval`"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir.path().join("old.toml");
+        std::fs::write(&old, "checkpoint-interval = \"2s\"\n").unwrap();
+        let err = read_config_file(&old).unwrap_err();
+        assert!(
+            err.starts_with("--config ") && err.contains("`checkpoint-interval`"),
+            "{err}"
+        );
+        use clap::Parser as _;
+        let err =
+            crate::cli::Cli::try_parse_from(["warden", "server", "--checkpoint-interval", "1s"])
+                .expect_err("--checkpoint-interval is refused");
+        assert!(err.to_string().contains("--checkpoint-interval"), "{err}");
+    }
+
     // Bad input names the field and the limit, and never panics.
     #[test]
     fn out_of_bounds_timing_names_field_and_limit() {
@@ -1031,10 +1039,6 @@ mod tests {
             (
                 Box::new(|a| a.election_timeout_max = Some(Duration::from_millis(200))),
                 "--election-timeout-max: 200ms must be above --election-timeout-min 250ms",
-            ),
-            (
-                Box::new(|a| a.checkpoint_interval = Some(Duration::from_millis(1))),
-                "--checkpoint-interval: 1ms is below the minimum 10ms",
             ),
             (
                 Box::new(|a| a.promotion_grace = Some(Duration::from_secs(61))),

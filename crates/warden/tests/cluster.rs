@@ -16,6 +16,8 @@ mod harness;
 mod auth;
 #[path = "cases/chaos.rs"]
 mod chaos;
+#[path = "cases/cluster_time.rs"]
+mod cluster_time;
 #[path = "cases/conformance.rs"]
 mod conformance;
 #[path = "cases/crash_loop.rs"]
@@ -58,10 +60,10 @@ use std::time::{Duration, Instant};
 use harness::{Api, Cluster, Final};
 use warden_client::ClientError;
 
-/// E for the default timing: promotion grace 1 s + checkpoint interval 1 s +
-/// apply lag bounded by one election timeout (500 ms). `warden cluster status`
-/// prints the same number.
-const E: Duration = Duration::from_millis(2_500);
+/// E for the default timing (docs/semantics.md "E, term by term"): promotion
+/// grace 1 s + max election timeout 500 ms + duty interval 50 ms +
+/// heartbeat 50 ms. `warden cluster status` prints the same number.
+const E: Duration = Duration::from_millis(1_600);
 /// How long a status read may take to observe a change (read-index + reply).
 const OBSERVE: Duration = Duration::from_millis(300);
 
@@ -439,7 +441,7 @@ async fn lagging_follower_catches_up_by_snapshot_and_leads() {
         .await
         .expect("release held");
 
-    // Quiesce (no leases: no checkpoints), then compare snapshots.
+    // Quiesce (no leases: no ticks), then compare snapshots.
     let snaps = cluster
         .snapshots_at_same_index(Duration::from_secs(20))
         .await;
@@ -584,7 +586,7 @@ async fn initial_cluster_state_new_forms_with_a_majority() {
     let member3 = status.members.iter().find(|m| m.id == 3).expect("member 3");
     assert_eq!(member3.role, "follower");
     // Caught up (wait_applied saw it reach the commit index); later
-    // checkpoints may have moved the commit index since.
+    // ticks may have moved the commit index since.
     assert!(member3.applied_index > 0);
 }
 

@@ -14,7 +14,7 @@
 //! `29s 893ms of TTL left`, `12ms ago`, `"valid_for_ms":19534`), and in
 //! `warden cluster status` the leader's id, terms and log indexes (which
 //! node wins an election is not determined, and the leader appends a
-//! checkpoint entry every second while leases live, so indexes depend on
+//! tick entry whenever a lease's instant falls due, so indexes depend on
 //! how fast the commands ran). Its member rows are compared as a set with
 //! their ids masked (they come sorted by id, and the ids of the roles vary).
 //!

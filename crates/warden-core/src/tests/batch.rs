@@ -119,12 +119,12 @@ fn batch_equals_its_commands_applied_one_by_one_at_the_same_index() {
         acquire(hdr(3, 1), "y", new_lease(5_000), 0, 0),
     ];
     let mut packed = LockTable::new();
-    let a = packed.apply(1, L1, &batch(cmds.clone()));
+    let a = packed.apply(1, L1, stamp(L1, 0), &batch(cmds.clone()));
     let mut single = LockTable::new();
     let mut rs = Vec::new();
     let mut fx = Vec::new();
     for c in &cmds {
-        let one = single.apply(1, L1, c);
+        let one = single.apply(1, L1, stamp(L1, 0), c);
         rs.push(one.response);
         fx.extend(one.effects);
     }
@@ -302,7 +302,12 @@ fn snapshot_after_batches_restores_the_same_table() {
     // Each inner command's outcome survived: a retry of client 3's acquire
     // is answered from the table, not executed again.
     let mut t = restored;
-    let a = t.apply(3, L1, &acquire(hdr(3, 1), "s", new_lease(5_000), 30_000, 0));
+    let a = t.apply(
+        3,
+        L1,
+        stamp(L1, 0),
+        &acquire(hdr(3, 1), "s", new_lease(5_000), 30_000, 0),
+    );
     match a.response {
         Response::Acquire(r) => assert!(r.retried),
         other => panic!("{other:?}"),

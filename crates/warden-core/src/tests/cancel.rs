@@ -10,7 +10,6 @@ fn cancel(h: RequestHeader, acquire_request_id: RequestId, resource: &str) -> Co
         header: h,
         acquire_request_id,
         resource: resource.into(),
-        due: None,
     })
 }
 

@@ -86,8 +86,7 @@ fn proclaim_needs_the_exact_grant_and_values_end_with_it() {
         })
     ));
     // Values of an expired lease go with it.
-    let last = log.t.lease(2).unwrap().last_index;
-    log.apply(expire(L1, &[(2, last)]));
+    log.expire(2);
     assert_eq!(log.t.value(2, &e), None);
     assert_eq!(log.t.holder(&e), None);
 }
@@ -135,27 +134,15 @@ fn bad_proclaims_are_refused_with_a_named_field() {
         }));
 }
 
-// Snapshots carry published values (version 3) and older versions still load.
+// Snapshots carry published values.
 #[test]
-fn snapshots_keep_values_and_old_versions_load() {
+fn snapshots_keep_values() {
     let mut log = Log::new();
     log.apply(lease_grant(hdr(1, 1), 10_000));
     log.apply(proclaim(&key("e"), 1, None, "hello"));
     let bytes = log.t.to_snapshot();
-    assert_eq!(
-        bytes[0], 8,
-        "version 8 since the duty clock; values came in 3"
-    );
+    assert_eq!(bytes[0], crate::SNAPSHOT_VERSION);
     let back = LockTable::from_snapshot(&bytes).unwrap();
     assert_eq!(back, log.t);
     assert_eq!(back.value(1, &key("e")), Some("hello"));
-    // A version-2 snapshot (table + audit trail, no values) still loads.
-    let mut v2 = vec![2u8];
-    let mut no_values = log.t.clone();
-    no_values.values.clear();
-    v2 = crate::snapshot::legacy::encode_body(&no_values, v2[0]);
-    v2 = postcard::to_extend(&no_values.audit, v2).unwrap();
-    let old = LockTable::from_snapshot(&v2).unwrap();
-    assert_eq!(old.value(1, &key("e")), None);
-    assert_eq!(old.lease(1).unwrap().ttl_ms, 10_000);
 }

@@ -158,11 +158,15 @@ fn a_lost_permit_delays_only_its_slot() {
         );
         granted(&log.apply(a));
     }
-    // Lease 1 (slot 0) and lease 3 (slot 2) expire in one entry.
-    let out = log.apply(expire(L1, &[(1, 1), (3, 3)]));
+    // Lease 2 renews at 5 s; lease 1 (slot 0) and lease 3 (slot 2) expire
+    // in one entry at 10 s.
+    log.advance(5_000);
+    log.apply(Command::RenewBatch(RenewBatch { lease_ids: vec![2] }));
+    let out = log.tick_at(10_000);
     let delay = log.t.lock_delay("pool").expect("a delay runs");
     assert_eq!(delay.scope, DelayScope::Slots([0, 2].into()));
     assert_eq!(delay.start_index, log.index);
+    assert_eq!(delay.ends_at_ms, 15_000, "counted from the leases' end");
     assert!(out.effects.iter().any(|e| matches!(
         e,
         Effect::LockDelayStarted {
@@ -195,12 +199,11 @@ fn a_lost_permit_delays_only_its_slot() {
         queued(&log.apply(permit(hdr(6, 1), "pool", new_lease(10_000), 60_000))),
         1
     );
-    let end = log.apply(Command::EndLockDelay(EndLockDelay {
-        leader: L1,
-        resource: "pool".into(),
-        start_index: delay.start_index,
-        due: None,
-    }));
+    assert!(
+        grants(&log.tick_at(14_999)).is_empty(),
+        "still in lock-delay"
+    );
+    let end = log.tick_at(15_000);
     let g = grants(&end);
     assert_eq!(g.len(), 1, "{g:?}");
     assert_eq!((g[0].0, g[0].2), (5, Some(0)), "lease 5, the waiter");
@@ -250,7 +253,7 @@ fn readers_share_and_a_queued_writer_is_not_overtaken() {
 fn a_lost_reader_delays_writers_only() {
     let mut log = Log::new();
     granted(&log.apply(read(hdr(1, 1), "doc", new_lease(10_000), 0, 5_000)));
-    log.apply(expire(L1, &[(1, 1)]));
+    log.expire(1);
     let delay = log.t.lock_delay("doc").expect("delay");
     assert_eq!(delay.scope, DelayScope::Writers);
     granted(&log.apply(read(hdr(2, 1), "doc", new_lease(10_000), 0, 0)));
@@ -264,12 +267,7 @@ fn a_lost_reader_delays_writers_only() {
         vec![],
         "the writer still waits for the delay"
     );
-    let end = log.apply(Command::EndLockDelay(EndLockDelay {
-        leader: L1,
-        resource: "doc".into(),
-        start_index: delay.start_index,
-        due: None,
-    }));
+    let end = log.tick_at(delay.ends_at_ms);
     assert_eq!(
         grants(&end).iter().map(|g| g.0).collect::<Vec<_>>(),
         vec![3]
@@ -285,8 +283,7 @@ fn a_lost_reader_delays_writers_only() {
         Mode::Exclusive,
     );
     let (lease, _) = granted(&log.apply(w));
-    let last = log.t.lease(lease).map(|l| l.last_index).unwrap_or(0);
-    log.apply(expire(L1, &[(lease, last)]));
+    log.expire(lease);
     assert_eq!(
         log.t.lock_delay("other").map(|d| d.scope),
         Some(DelayScope::All)
@@ -408,7 +405,6 @@ fn force_release_frees_every_reader_and_retries_keep_the_slot() {
         header: hdr(9, 1),
         resource: "doc".into(),
         fencing_token: None,
-        due: None,
         requested_by: "ops".into(),
         at_unix_ms: 0,
     }));
@@ -442,7 +438,7 @@ fn force_release_frees_every_reader_and_retries_keep_the_slot() {
     assert!(second.effects.is_empty());
 }
 
-// Snapshots (version 5) carry kinds, shared holders, slots, waiter modes and
+// Snapshots carry kinds, shared holders, slots, waiter modes and
 // delay scopes, byte-identical for equal tables.
 #[test]
 fn snapshots_carry_every_kind() {
@@ -460,8 +456,12 @@ fn snapshots_carry_every_kind() {
         Mode::Shared,
     );
     let (lease, _) = granted(&log.apply(a));
-    let last = log.t.lease(lease).map(|l| l.last_index).unwrap_or(0);
-    log.apply(expire(L1, &[(lease, last)]));
+    // The others renew; lease 4 alone expires.
+    log.advance(5_000);
+    log.apply(Command::RenewBatch(RenewBatch {
+        lease_ids: vec![1, 2, 3],
+    }));
+    log.expire(lease);
     let bytes = log.t.to_snapshot();
     let back = LockTable::from_snapshot(&bytes).expect("load");
     assert_eq!(back, log.t);
@@ -477,8 +477,8 @@ fn snapshots_carry_every_kind() {
 // Two losses in different entries: the running delay is ended and one
 // delay starts at the second loss, for the longer of the two delays, with
 // both scopes (docs/semantics.md "Lock kinds", lock-delay): never shorter
-// than either. The effects end the old delay and start the new one, so the
-// deadline table keeps exactly one.
+// than either (it ends at the later of the two ends). The effects end the
+// old delay and start the new one, so watchers see exactly one.
 #[test]
 fn a_second_loss_merges_the_delays_into_the_longer_one() {
     let mut log = Log::new();
@@ -502,18 +502,22 @@ fn a_second_loss_merges_the_delays_into_the_longer_one() {
     );
     granted(&log.apply(a));
     granted(&log.apply(b));
-    log.apply(expire(L1, &[(1, 1)]));
+    // Lease 2 renews at 3 s: lease 1 ends at 10 s, lease 2 at 13 s.
+    log.advance(3_000);
+    log.apply(Command::RenewBatch(RenewBatch { lease_ids: vec![2] }));
+    log.expire(1);
     let first = log.t.lock_delay("pool").expect("first delay");
     assert_eq!(
-        (first.lock_delay_ms, first.scope.clone()),
-        (5_000, DelayScope::Slots([0].into()))
+        (first.lock_delay_ms, first.ends_at_ms, first.scope.clone()),
+        (5_000, 15_000, DelayScope::Slots([0].into()))
     );
-    let out = log.apply(expire(L1, &[(2, 2)]));
+    let out = log.expire(2);
     let merged = log.t.lock_delay("pool").expect("merged delay");
     assert_eq!(merged.start_index, log.index);
     assert_eq!(
-        merged.lock_delay_ms, 5_000,
-        "the longer delay, not lease 2's 1 s"
+        (merged.lock_delay_ms, merged.ends_at_ms),
+        (5_000, 15_000),
+        "the longer delay and the later end, not lease 2's 14 s"
     );
     assert_eq!(merged.scope, DelayScope::Slots([0, 1].into()));
     let ended = out.effects.iter().position(|e| {
@@ -523,14 +527,11 @@ fn a_second_loss_merges_the_delays_into_the_longer_one() {
         matches!(e, Effect::LockDelayStarted { start_index, lock_delay_ms: 5_000, .. } if *start_index == merged.start_index)
     });
     assert!(ended.is_some() && ended < started, "{:?}", out.effects);
-    // The first delay's end entry is now stale and ends nothing.
-    log.apply(Command::EndLockDelay(EndLockDelay {
-        leader: L1,
-        resource: "pool".into(),
-        start_index: first.start_index,
-        due: None,
-    }));
+    // Lease 2's own delay would have ended at 14 s: the merged one runs on.
+    log.tick_at(14_000);
     assert_eq!(log.t.lock_delay("pool"), Some(merged));
+    log.tick_at(15_000);
+    assert_eq!(log.t.lock_delay("pool"), None);
 }
 
 // Security: an acquire of another kind needs `lock` on the resource, as a

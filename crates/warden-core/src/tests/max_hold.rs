@@ -1,11 +1,9 @@
 //! Max-hold (docs/semantics.md "Max-hold"): a grant ends no later than its
-//! cap after it was made, however often its lease is renewed; the end is a
-//! leader-proposed entry guarded by the grant's token.
-
-use std::time::Duration;
+//! cap after it was made (`granted-at + max_hold_ms` in cluster time),
+//! however often its lease is renewed; the sweep or the next command on the
+//! resource ends it.
 
 use super::*;
-use crate::deadline::Deadlines;
 use crate::effect::{Effect, FreeReason};
 use crate::limits::{MAX_MAX_HOLD_MS, MIN_MAX_HOLD_MS};
 
@@ -53,21 +51,6 @@ fn mutex(
     )
 }
 
-fn end(leader: LeaderId, grants: &[(&str, LeaseId, FencingToken)]) -> Command {
-    Command::EndMaxHold(EndMaxHold {
-        leader,
-        grants: grants
-            .iter()
-            .map(|&(r, lease_id, fencing_token)| MaxHoldRef {
-                resource: r.into(),
-                lease_id,
-                fencing_token,
-            })
-            .collect(),
-        due: None,
-    })
-}
-
 fn renew(ids: &[LeaseId]) -> Command {
     Command::RenewBatch(RenewBatch {
         lease_ids: ids.to_vec(),
@@ -78,12 +61,13 @@ fn holder_token(log: &Log, resource: &str) -> Option<FencingToken> {
     log.t.holder(resource).map(|h| h.fencing_token)
 }
 
-/// Max-hold: a grant renewed many times is still ended by the guarded end
-/// entry, reason `max_hold`, and handed off in that same entry to the next
+/// Max-hold: a grant renewed many times still ends at granted-at + cap,
+/// reason `max_hold`, and is handed off in that same entry to the next
 /// waiter with a larger token (S2, S8).
 #[test]
 fn renewed_grant_ends_at_its_cap_and_hands_off() {
     let mut log = Log::new();
+    log.advance(1_000);
     let a = log.apply(lease_grant(hdr(1, 1), 5_000));
     let Response::LeaseGranted { lease_id: la, .. } = a.response else {
         panic!("{:?}", a.response)
@@ -97,9 +81,17 @@ fn renewed_grant_ends_at_its_cap_and_hands_off() {
         max_hold_ms: D,
     }));
     let m = log.t.max_hold("r", la).expect("recorded");
-    assert_eq!((m.fencing_token, m.max_hold_ms, m.remaining_ms), (t1, D, D));
+    assert_eq!(
+        (m.fencing_token, m.max_hold_ms, m.ends_at_ms),
+        (t1, D, 1_000 + D)
+    );
+    assert_eq!(
+        log.t.holder("r").map(|h| h.granted_at_ms),
+        Some(1_000),
+        "granted at the entry's now"
+    );
     // Someone waits behind it.
-    let w = log.apply(acquire(hdr(2, 1), "r", new_lease(5_000), 3_000, 0));
+    let w = log.apply(acquire(hdr(2, 1), "r", new_lease(30_000), 60_000, 0));
     assert!(matches!(
         w.response,
         Response::Acquire(AcquireReply {
@@ -108,16 +100,20 @@ fn renewed_grant_ends_at_its_cap_and_hands_off() {
         })
     ));
     for _ in 0..20 {
+        log.advance(450);
         let r = log.apply(renew(&[la]));
         assert_eq!(r.response, Response::Renewed(vec![(la, Some(5_000))]));
     }
+    assert_eq!(log.now_ms, 10_000);
     assert_eq!(holder_token(&log, "r"), Some(t1), "renewals never end it");
-    let out = log.apply(end(L1, &[("r", la, t1)]));
+    assert!(log.tick_at(1_000 + D - 1).effects.is_empty());
+    let out = log.tick_at(1_000 + D);
     assert!(out.effects.contains(&Effect::Freed {
         resource: "r".into(),
         lease_id: la,
         fencing_token: t1,
         reason: FreeReason::MaxHold,
+        granted_at_ms: 1_000,
     }));
     assert!(out.effects.contains(&Effect::MaxHoldEnded {
         resource: "r".into(),
@@ -132,57 +128,73 @@ fn renewed_grant_ends_at_its_cap_and_hands_off() {
     assert!(log.t.lease(la).is_some());
 }
 
-/// Max-hold: the end is an involuntary loss, so the grant's lock-delay
-/// applies before the next waiter is granted ("Lock-delay").
+/// Max-hold: the end is an involuntary loss at the cap's instant, so the
+/// grant's lock-delay counts from there before the next waiter is granted
+/// ("Lock-delay"); a command that touches the resource after the instant,
+/// before any sweep, ends it first (an acquire never jumps the queue).
 #[test]
-fn end_starts_the_lock_delay() {
+fn end_starts_the_lock_delay_from_the_caps_instant() {
     let mut log = Log::new();
-    let g = log.apply(mutex(hdr(1, 1), "r", new_lease(5_000), 0, 2_000));
-    let (la, t1) = granted(&g);
-    log.apply(acquire(hdr(2, 1), "r", new_lease(5_000), 3_000, 0));
-    let out = log.apply(end(L1, &[("r", la, t1)]));
+    let g = log.apply(mutex(hdr(1, 1), "r", new_lease(30_000), 0, 2_000));
+    let (la, _) = granted(&g);
+    log.apply(acquire(hdr(2, 1), "r", new_lease(30_000), 60_000, 0));
+    // At 11 s an acquire arrives: the cap ended at 10 s; the delay runs to
+    // 12 s, and the acquire queues behind the waiter.
+    log.advance(11_000);
+    let out = log.apply(acquire(hdr(3, 1), "r", new_lease(30_000), 60_000, 0));
     let start = log.index;
     assert!(out.effects.contains(&Effect::LockDelayStarted {
         resource: "r".into(),
         start_index: start,
         lock_delay_ms: 2_000,
+        ends_at_ms: 12_000,
     }));
+    assert!(matches!(
+        out.response,
+        Response::Acquire(AcquireReply {
+            outcome: AcquireOutcome::Queued { position: 2, .. },
+            ..
+        })
+    ));
     assert!(
         log.t.holder("r").is_none(),
         "withheld during the lock-delay"
     );
     // The acquire-made lease had nothing left: it died with the grant.
     assert!(log.t.lease(la).is_none());
+    log.tick_at(12_000);
+    assert_eq!(log.t.holder("r").map(|h| h.lease_id), Some(la + 1));
 }
 
-/// Max-hold guard (S6 for leader duties): a late or duplicate end entry,
-/// after a release and a re-grant to the same lease, ends nothing; an end
-/// from another leader's proposal ends nothing either.
+/// Max-hold: a release and a re-grant to the same lease start a new cap
+/// from the re-grant; the old grant's instant ends nothing.
 #[test]
-fn stale_end_ends_nothing() {
+fn a_regrant_gets_its_own_cap() {
     let mut log = Log::new();
-    let a = log.apply(lease_grant(hdr(1, 1), 5_000));
+    let a = log.apply(lease_grant(hdr(1, 1), 30_000));
     let Response::LeaseGranted { lease_id: la, .. } = a.response else {
         panic!()
     };
     let (_, t1) = granted(&log.apply(mutex(hdr(1, 2), "r", on(la), 0, 0)));
+    log.advance(1_000);
     log.apply(release(hdr(1, 3), Some("r"), la, Some(t1)));
     assert_eq!(log.t.max_hold("r", la), None, "a release drops the cap");
+    log.advance(1_000);
     let (_, t2) = granted(&log.apply(mutex(hdr(1, 4), "r", on(la), 0, 0)));
     assert!(t2 > t1);
-    let before = lock_state(&log.t);
-    let out = log.apply(end(L1, &[("r", la, t1)]));
-    assert_eq!(out.response, Response::Done);
+    assert_eq!(
+        log.t.max_hold("r", la).map(|m| m.ends_at_ms),
+        Some(2_000 + D)
+    );
+    let out = log.tick_at(D);
     assert!(out.effects.is_empty(), "{:?}", out.effects);
-    assert_eq!(lock_state(&log.t), before, "the re-grant is untouched");
-    // Proposed by another leader than the entry's: ignored.
-    let out = log.apply(end(L2, &[("r", la, t2)]));
-    assert!(out.effects.is_empty());
-    assert_eq!(holder_token(&log, "r"), Some(t2));
-    // The right one ends it; a duplicate then ends nothing.
-    assert!(!log.apply(end(L1, &[("r", la, t2)])).effects.is_empty());
+    assert_eq!(
+        holder_token(&log, "r"),
+        Some(t2),
+        "the re-grant is untouched"
+    );
+    assert!(!log.tick_at(2_000 + D).effects.is_empty());
     assert!(log.t.holder("r").is_none());
-    assert!(log.apply(end(L1, &[("r", la, t2)])).effects.is_empty());
 }
 
 /// "What bad input gets": a max-hold under 1 s or over 24 h, or a wait of
@@ -242,12 +254,13 @@ fn bad_input_is_refused_naming_the_field() {
 fn every_kind_and_waiters_get_the_cap() {
     let mut log = Log::new();
     let rw = |h, lease, wait, mode| bounded(h, "rw", lease, wait, 0, LockKind::ReadWrite, mode, D);
-    let (r1, t1) = granted(&log.apply(rw(hdr(1, 1), new_lease(5_000), 0, Mode::Shared)));
-    let (r2, t2) = granted(&log.apply(rw(hdr(2, 1), new_lease(5_000), 0, Mode::Shared)));
+    let (r1, t1) = granted(&log.apply(rw(hdr(1, 1), new_lease(30_000), 0, Mode::Shared)));
+    let (r2, t2) = granted(&log.apply(rw(hdr(2, 1), new_lease(30_000), 0, Mode::Shared)));
     assert_eq!(log.t.max_hold("rw", r1).map(|m| m.fencing_token), Some(t1));
     assert_eq!(log.t.max_hold("rw", r2).map(|m| m.fencing_token), Some(t2));
-    // A writer waits with a cap of its own.
-    let w = log.apply(rw(hdr(3, 1), new_lease(5_000), 3_000, Mode::Exclusive));
+    // A writer waits (from 2 s, for 9 s) with a cap of its own.
+    log.advance(2_000);
+    let w = log.apply(rw(hdr(3, 1), new_lease(30_000), 9_000, Mode::Exclusive));
     let enq = log.index;
     let lw = match &w.response {
         Response::AcquireKind {
@@ -261,18 +274,19 @@ fn every_kind_and_waiters_get_the_cap() {
         other => panic!("{other:?}"),
     };
     assert_eq!(log.t.wait_max_hold("rw", lw, enq), Some(D));
-    log.apply(end(L1, &[("rw", r1, t1), ("rw", r2, t2)]));
+    // The readers' caps end at 10 s: the writer is granted then.
+    log.tick_at(D);
     let h = log.t.holder("rw").expect("the writer got it");
     assert_eq!(h.lease_id, lw);
     let m = log.t.max_hold("rw", lw).expect("its cap");
-    assert_eq!((m.grant_index, m.remaining_ms), (log.index, D));
+    assert_eq!((m.grant_index, m.ends_at_ms), (log.index, 2 * D));
     assert_eq!(log.t.wait_max_hold("rw", lw, enq), None);
     // A semaphore permit.
     let sem = LockKind::Semaphore { limit: 2 };
     let p = bounded(
         hdr(4, 1),
         "sem",
-        new_lease(5_000),
+        new_lease(30_000),
         0,
         0,
         sem,
@@ -281,75 +295,39 @@ fn every_kind_and_waiters_get_the_cap() {
     );
     let (lp, tp) = granted(&log.apply(p));
     assert_eq!(log.t.max_hold("sem", lp).map(|m| m.fencing_token), Some(tp));
-    log.apply(end(L1, &[("sem", lp, tp)]));
+    log.tick_at(2 * D);
     assert!(log.t.holders("sem").is_empty());
+    assert!(log.t.holder("rw").is_none());
 }
 
-/// Max-hold across leaders and snapshots ("Time", L2): a checkpoint
-/// records the remaining cap (only ever shorter), a snapshot carries it,
-/// and the deadline table of a node that loads the snapshot times the
-/// remaining cap, not the full one; a restore keeps it.
+/// Max-hold across snapshots and restores ("Time"): a snapshot carries the
+/// cap's instant; a restore keeps it (the new cluster's time goes on from
+/// the table's `now`), so it never lengthens a cap.
 #[test]
-fn checkpoint_snapshot_and_restore_keep_the_remaining_cap() {
+fn snapshot_and_restore_keep_the_caps_instant() {
     let mut log = Log::new();
-    let g = log.apply(mutex(hdr(1, 1), "r", new_lease(5_000), 0, 0));
-    let (la, t1) = granted(&g);
-    let mut dl = Deadlines::new();
-    dl.on_effects(&g.effects, Duration::ZERO, Duration::ZERO);
-    assert_eq!(
-        dl.max_hold_deadline("r", la, t1),
-        Some(Duration::from_millis(D))
-    );
-    assert_eq!(dl.next_deadline(), Some(Duration::from_millis(5_000)));
-    // 4 s later the leader checkpoints 6 s left.
-    let now = Duration::from_millis(4_000);
-    let cp = dl
-        .max_hold_checkpoint(&log.t, L1, now, Duration::from_millis(1_000))
-        .expect("a cap has run for over the interval");
-    assert_eq!(cp.grants.len(), 1);
-    assert_eq!(cp.grants[0].1, 6_000);
-    let out = log.apply(Command::CheckpointMaxHold(cp.clone()));
-    dl.on_effects(&out.effects, now, now);
-    assert_eq!(log.t.max_hold("r", la).map(|m| m.remaining_ms), Some(6_000));
-    // A checkpoint never lengthens it.
-    let mut longer = cp;
-    longer.grants[0].1 = 9_000;
-    log.apply(Command::CheckpointMaxHold(longer));
-    assert_eq!(log.t.max_hold("r", la).map(|m| m.remaining_ms), Some(6_000));
-    // The snapshot carries it; a loaded node times what is left.
+    let g = log.apply(mutex(hdr(1, 1), "r", new_lease(30_000), 0, 0));
+    let (la, _) = granted(&g);
+    log.advance_and_tick(4_000);
     let bytes = log.t.to_snapshot();
-    assert_eq!(bytes[0], 8);
     let back = LockTable::from_snapshot(&bytes).expect("loads");
     assert_eq!(back.max_hold("r", la), log.t.max_hold("r", la));
-    let loaded = Deadlines::load(&back, Duration::from_millis(100));
-    assert_eq!(
-        loaded.max_hold_deadline("r", la, t1),
-        Some(Duration::from_millis(6_100))
-    );
-    assert!(loaded
-        .due_max_holds(&back, Duration::from_millis(6_099))
-        .is_empty());
-    assert_eq!(
-        loaded.due_max_holds(&back, Duration::from_millis(6_100)),
-        vec![MaxHoldRef {
-            resource: "r".into(),
-            lease_id: la,
-            fencing_token: t1
-        }]
-    );
-    // A restore into a new cluster keeps the remaining cap.
+    assert_eq!(back.max_hold("r", la).map(|m| m.ends_at_ms), Some(D));
+    assert_eq!(back.next_instant_ms(), Some(D));
+    // A restore into a new cluster keeps the remaining 6 s.
     let mut restored = back.clone();
     crate::restore::for_new_cluster(&mut restored, crate::restore::RestoreOptions::default())
         .expect("restores");
-    assert_eq!(
-        restored.max_hold("r", la).map(|m| m.remaining_ms),
-        Some(6_000)
-    );
+    assert_eq!(restored.max_hold("r", la).map(|m| m.ends_at_ms), Some(D));
     assert_eq!(restored.check_invariants(), Ok(()));
+    let mut next = Log::of(restored, log.index);
+    next.tick_at(D);
+    assert!(next.t.holder("r").is_none(), "ended at its instant");
 }
 
-/// check_invariants knows max-hold: a cap without its grant, or with a
-/// remaining cap above the full one, is reported (snapshot load refuses it).
+/// check_invariants knows max-hold: a cap without its grant, or one whose
+/// instant is out of step with the time index, is reported (snapshot load
+/// refuses the first).
 #[test]
 fn check_invariants_learns_max_hold() {
     let mut log = Log::new();
@@ -361,7 +339,7 @@ fn check_invariants_learns_max_hold() {
     assert!(broken.check_invariants().is_err());
     let mut broken = log.t.clone();
     if let Some(m) = broken.max_holds.get_mut(&("r".to_owned(), la)) {
-        m.remaining_ms = m.max_hold_ms + 1;
+        m.ends_at_ms += 1;
     }
     assert!(broken.check_invariants().is_err());
     let mut broken = log.t.clone();
@@ -371,29 +349,16 @@ fn check_invariants_learns_max_hold() {
 }
 
 /// Max-hold: whatever else ends the grant (the lease's expiry) drops its
-/// cap, and the deadline table forgets it; a version-6 snapshot (no
-/// max-hold part) still loads.
+/// cap and its instant.
 #[test]
-fn expiry_drops_the_cap_and_old_snapshots_load() {
+fn expiry_drops_the_cap() {
     let mut log = Log::new();
     let g = log.apply(mutex(hdr(1, 1), "r", new_lease(5_000), 0, 0));
-    let (la, t1) = granted(&g);
-    let mut dl = Deadlines::new();
-    dl.on_effects(&g.effects, Duration::ZERO, Duration::ZERO);
-    let out = log.apply(expire(L1, &[(la, 1)]));
-    dl.on_effects(&out.effects, Duration::ZERO, Duration::ZERO);
+    let (la, _) = granted(&g);
+    assert_eq!(log.t.next_instant_ms(), Some(5_000));
+    log.expire(la);
     assert_eq!(log.t.max_hold("r", la), None);
-    assert_eq!(dl.max_hold_deadline("r", la, t1), None);
-    // Version 6 wrote everything but the last three parts (two max-hold
-    // maps, then the duty clock of version 8).
-    let mut t = LockTable::new();
-    t.apply(1, L1, &acquire(hdr(1, 1), "r", new_lease(5_000), 0, 0));
-    let mut v6 = t.to_snapshot();
-    v6[0] = 6;
-    // The two empty maps and the clock's empty list are one byte each
-    // (length 0).
-    v6.truncate(v6.len() - 3);
-    assert_eq!(LockTable::from_snapshot(&v6), Ok(t));
+    assert_eq!(log.t.next_instant_ms(), None, "nothing left to time");
 }
 
 /// S7 with max-hold: a retried bounded acquire replays its first answer
@@ -427,7 +392,6 @@ fn a_retry_replays_and_a_cancel_drops_the_waiters_cap() {
         header: hdr(2, 2),
         acquire_request_id: 1,
         resource: "r".into(),
-        due: None,
     }));
     assert!(
         matches!(
@@ -442,7 +406,9 @@ fn a_retry_replays_and_a_cancel_drops_the_waiters_cap() {
     );
     assert_eq!(log.t.wait_max_hold("r", lw, enq), None);
     // The end then frees the holder and hands nothing off.
-    log.apply(end(L1, &[("r", la, t1)]));
+    log.tick_at(D);
+    assert_eq!(log.t.max_hold("r", la).map(|m| m.fencing_token), None);
+    assert_ne!(holder_token(&log, "r"), Some(t1));
     assert!(log.t.holder("r").is_none());
     assert_eq!(log.t.max_holds().count(), 0);
 }

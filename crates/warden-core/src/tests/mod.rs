@@ -2,18 +2,21 @@
 //! or public bug it defends.
 
 mod auth;
+mod auth_changes;
 mod batch;
 mod cancel;
-mod deadline;
-mod duty_clock;
 mod election;
 mod kinds;
 mod max_hold;
 mod multi;
 mod proptests;
 mod quota;
+mod release;
+mod s8;
 mod snapshot;
 mod table;
+mod time;
+mod time_limits;
 
 use crate::outcome::OutcomeTable;
 use crate::table::{Applied, LockTable};
@@ -30,26 +33,122 @@ pub(crate) const L2: LeaderId = LeaderId {
     node_id: 2,
 };
 
-/// A table plus a log index counter: every `apply` is the next entry.
+/// A stamp of `leader`'s cluster time `at_ms`.
+pub(crate) fn stamp(leader: LeaderId, at_ms: u64) -> Stamp {
+    Stamp { leader, at_ms }
+}
+
+/// A table plus a log index counter and a cluster clock: every `apply` is
+/// the next entry, stamped by `leader` at `now_ms`.
 pub(crate) struct Log {
     pub t: LockTable,
     pub index: LogIndex,
     pub leader: LeaderId,
+    /// The proposing leader's cluster time: the stamp of the next entry.
+    pub now_ms: u64,
 }
 
 impl Log {
     pub fn new() -> Self {
+        Self::of(LockTable::new(), 0)
+    }
+
+    /// A log over `t` whose last entry was `index`, its clock at the
+    /// table's `now`.
+    pub fn of(t: LockTable, index: LogIndex) -> Self {
+        let now_ms = t.now_ms();
         Self {
-            t: LockTable::new(),
-            index: 0,
+            t,
+            index,
             leader: L1,
+            now_ms,
         }
     }
 
+    /// The stamp the next entry gets.
+    pub fn stamp(&self) -> Stamp {
+        stamp(self.leader, self.now_ms)
+    }
+
     pub fn apply(&mut self, cmd: Command) -> Applied {
+        self.apply_stamped(self.stamp(), cmd)
+    }
+
+    /// Applies `cmd` as the next entry with an explicit stamp.
+    pub fn apply_stamped(&mut self, s: Stamp, cmd: Command) -> Applied {
         self.index += 1;
-        let out = self.t.apply(self.index, self.leader, &cmd);
+        let out = self.t.apply(self.index, self.leader, s, &cmd);
         assert_eq!(self.t.check_invariants(), Ok(()), "after {cmd:?}");
+        out
+    }
+
+    /// Moves the proposer's clock `ms` forward (no entry).
+    pub fn advance(&mut self, ms: u64) {
+        self.now_ms += ms;
+    }
+
+    /// Applies a `Tick` at the proposer's clock.
+    pub fn tick(&mut self) -> Applied {
+        self.apply(Command::Tick)
+    }
+
+    /// Moves the clock `ms` forward and applies a `Tick`.
+    pub fn advance_and_tick(&mut self, ms: u64) -> Applied {
+        self.advance(ms);
+        self.tick()
+    }
+
+    /// Moves the clock to `at_ms` (never back) and applies a `Tick`.
+    pub fn tick_at(&mut self, at_ms: u64) -> Applied {
+        self.now_ms = self.now_ms.max(at_ms);
+        self.tick()
+    }
+
+    /// Applies `cmd` as the next entry without the invariant check (for
+    /// loops of thousands of entries; callers check at the end).
+    pub fn apply_fast(&mut self, cmd: Command) -> Applied {
+        self.index += 1;
+        self.t.apply(self.index, self.leader, self.stamp(), &cmd)
+    }
+
+    /// `n` session leases of `ttl_ms` from client 900,000 (its requests
+    /// acknowledge each other, so its record stays small), granted at the
+    /// clock's `now`: items for the sweep to work through. Returns their ids.
+    pub fn fillers(&mut self, n: u64, ttl_ms: u64) -> Vec<LeaseId> {
+        let first = self.t.next_lease_id();
+        let base = self
+            .t
+            .clients()
+            .find(|(c, _)| *c == 900_000)
+            .map_or(0, |_| self.index * 1_000);
+        for i in 1..=n {
+            let h = RequestHeader {
+                client_id: 900_000,
+                request_id: base + i,
+                acked_request_id: base + i - 1,
+            };
+            let out = self.apply_fast(lease_grant(h, ttl_ms));
+            assert!(
+                matches!(out.response, Response::LeaseGranted { .. }),
+                "{:?}",
+                out.response
+            );
+        }
+        assert_eq!(self.t.check_invariants(), Ok(()));
+        (first..first + n).collect()
+    }
+
+    /// Expires lease `id`: moves the clock to its end and applies a `Tick`
+    /// (the sweep ends it there, as the `Expire` entry once did).
+    pub fn expire(&mut self, id: LeaseId) -> Applied {
+        let end = self
+            .t
+            .leases
+            .get(&id)
+            .map(|l| self.t.lease_end_ms(l))
+            .expect("lease in the table");
+        let out = self.tick_at(end);
+        assert!(!self.t.leases.contains_key(&id), "lease {id} swept");
         out
     }
 }
@@ -75,7 +174,6 @@ pub(crate) fn acquire(
         lease,
         wait_timeout_ms: wait_ms,
         lock_delay_ms: delay_ms,
-        due: None,
     })
 }
 
@@ -118,26 +216,11 @@ pub(crate) fn release(
         resource: resource.map(str::to_owned),
         lease_id,
         fencing_token: token,
-        due: None,
     })
 }
 
 pub(crate) fn lease_grant(h: RequestHeader, ttl_ms: u64) -> Command {
     Command::LeaseGrant(LeaseGrant { header: h, ttl_ms })
-}
-
-pub(crate) fn expire(leader: LeaderId, leases: &[(LeaseId, LogIndex)]) -> Command {
-    Command::Expire(DueList {
-        leader,
-        leases: leases
-            .iter()
-            .map(|&(lease_id, last_index)| DueLease {
-                lease_id,
-                last_index,
-            })
-            .collect(),
-        waiters: vec![],
-    })
 }
 
 /// The granted token of an acquire response, or a panic naming what came back.

@@ -298,8 +298,8 @@ fn a_resource_of_another_kind_is_refused_naming_the_kind() {
 fn expiry_frees_every_resource_with_a_lock_delay_each() {
     let mut log = Log::new();
     log.apply(multi(hdr(1, 1), &["a", "b"], new_lease(10_000), 0, 2_000)); // lease 1
-    log.apply(acquire(hdr(2, 1), "b", new_lease(10_000), 60_000, 0)); // lease 2 waits
-    let out = log.apply(expire(L1, &[(1, 1)]));
+    log.apply(acquire(hdr(2, 1), "b", new_lease(30_000), 60_000, 0)); // lease 2 waits
+    let out = log.expire(1);
     let freed: Vec<(String, FreeReason)> = out
         .effects
         .iter()
@@ -327,13 +327,10 @@ fn expiry_frees_every_resource_with_a_lock_delay_each() {
     );
     assert!(grants_of(&out).is_empty(), "b is in lock-delay");
     assert_eq!(queue(&log, "b"), vec![2]);
-    let start = log.index;
-    let out = log.apply(Command::EndLockDelay(EndLockDelay {
-        leader: L1,
-        resource: "b".into(),
-        start_index: start,
-        due: None,
-    }));
+    // Both delays count from the lease's end (10 s) and end at 12 s.
+    assert_eq!(log.t.lock_delay("b").map(|d| d.ends_at_ms), Some(12_000));
+    assert!(grants_of(&log.tick_at(11_999)).is_empty());
+    let out = log.tick_at(12_000);
     assert_eq!(grants_of(&out), vec![("b".into(), 2, 3)]);
 }
 
@@ -348,7 +345,6 @@ fn a_forced_release_of_one_resource_ends_the_whole_multi_grant() {
         header: hdr(9, 1),
         resource: "b".into(),
         fencing_token: Some(2),
-        due: None,
         requested_by: "ops".into(),
         at_unix_ms: 0,
     }));
@@ -383,15 +379,8 @@ fn a_timed_out_multi_lock_leaves_every_queue() {
     log.apply(acquire(hdr(1, 1), "b", new_lease(10_000), 0, 0)); // lease 1 holds b
     log.apply(multi(hdr(2, 1), &["a", "b"], new_lease(10_000), 5_000, 0)); // lease 2
     log.apply(acquire(hdr(3, 1), "a", new_lease(10_000), 60_000, 0)); // lease 3 behind on a
-    let out = log.apply(Command::Expire(DueList {
-        leader: L1,
-        leases: vec![],
-        waiters: vec![DueWaiter {
-            resource: "b".into(),
-            lease_id: 2,
-            enqueue_index: 2,
-        }],
-    }));
+                                                                      // Its wait ends at 5 s on both resources.
+    let out = log.tick_at(5_000);
     let removed: Vec<(String, WaiterRemovedReason)> = out
         .effects
         .iter()
@@ -415,16 +404,8 @@ fn a_timed_out_multi_lock_leaves_every_queue() {
     assert_eq!(grants_of(&out), vec![("a".into(), 3, 2)]);
     assert!(log.t.lease(2).is_none());
     assert!(log.t.multi_lock(2, "a").is_none());
-    // The stale due entry for a names nothing now.
-    let out = log.apply(Command::Expire(DueList {
-        leader: L1,
-        leases: vec![],
-        waiters: vec![DueWaiter {
-            resource: "a".into(),
-            lease_id: 2,
-            enqueue_index: 2,
-        }],
-    }));
+    // Nothing of it is left to sweep.
+    let out = log.tick();
     assert!(out.effects.is_empty(), "{:?}", out.effects);
 }
 
@@ -444,7 +425,7 @@ fn a_retried_multi_lock_replays_its_answer() {
     assert_eq!(refused(&other.response).code, ErrorCode::InvalidArgument);
 }
 
-// "Multi-locks", snapshots: version 6 carries waiting and granted
+// "Multi-locks", snapshots: a snapshot carries waiting and granted
 // multi-locks; the loaded table hands off as the original.
 #[test]
 fn snapshots_carry_multi_locks() {
@@ -452,18 +433,11 @@ fn snapshots_carry_multi_locks() {
     log.apply(multi(hdr(1, 1), &["a", "b"], new_lease(10_000), 0, 0)); // lease 1 holds a, b
     log.apply(multi(hdr(2, 1), &["c", "b"], new_lease(10_000), 60_000, 0)); // lease 2 waits
     let bytes = log.t.to_snapshot();
-    assert_eq!(
-        bytes[0], 8,
-        "version 8 since the duty clock; multi-locks came in 6"
-    );
+    assert_eq!(bytes[0], crate::SNAPSHOT_VERSION);
     let back = LockTable::from_snapshot(&bytes).expect("load");
     assert_eq!(back, log.t);
     assert_eq!(back.multi_locks().count(), 2);
-    let mut again = Log {
-        t: back,
-        index: log.index,
-        leader: L1,
-    };
+    let mut again = Log::of(back, log.index);
     let out = again.apply(release(hdr(1, 2), Some("a"), 1, None));
     assert_eq!(
         grants_of(&out),
@@ -515,7 +489,6 @@ fn a_cancel_takes_a_multi_lock_back_whole() {
         header: hdr(2, 2),
         acquire_request_id: 1,
         resource: "a".into(),
-        due: None,
     }));
     assert!(
         matches!(
@@ -537,7 +510,6 @@ fn a_cancel_takes_a_multi_lock_back_whole() {
         header: hdr(3, 2),
         acquire_request_id: 1,
         resource: "c".into(),
-        due: None,
     }));
     assert!(
         matches!(
@@ -554,49 +526,42 @@ fn a_cancel_takes_a_multi_lock_back_whole() {
     assert_eq!(holder(&log, "d"), None);
 }
 
-// S8, "Time": a waiting multi-lock's wait timeout is due on every one of
-// its resources from the one enqueue; the leader's due list ends it whole in
-// one entry (the extra due waiters name nothing by then), and its
-// acquire-made lease goes with it.
+// S8, "Time": a waiting multi-lock's wait ends on every one of its
+// resources at the one deadline (its enqueue's `now` plus the wait); the
+// sweep ends it whole in one entry, and its acquire-made lease goes with it.
 #[test]
-fn a_multi_locks_wait_is_due_and_ends_it_whole() {
-    use std::time::Duration;
+fn a_multi_locks_wait_ends_it_whole() {
     let mut log = Log::new();
-    let mut d = crate::Deadlines::new();
-    fn step(log: &mut Log, d: &mut crate::Deadlines, cmd: Command, at: Duration) {
-        let out = log.apply(cmd);
-        d.on_effects(&out.effects, at, at);
-    }
-    step(
-        &mut log,
-        &mut d,
-        acquire(hdr(1, 1), "b", new_lease(60_000), 0, 0),
-        Duration::ZERO,
-    );
-    step(
-        &mut log,
-        &mut d,
-        multi(hdr(2, 1), &["a", "b"], new_lease(60_000), 5_000, 0),
-        Duration::from_secs(1),
-    );
-    let due = d.due(&log.t, L1, Duration::from_secs(6));
-    assert_eq!(
-        due.waiters
+    log.apply(acquire(hdr(1, 1), "b", new_lease(60_000), 0, 0));
+    log.advance(1_000);
+    log.apply(multi(hdr(2, 1), &["a", "b"], new_lease(60_000), 5_000, 0));
+    let deadlines = |log: &Log| {
+        ["a", "b"]
             .iter()
-            .map(|w| (w.resource.as_str(), w.lease_id, w.enqueue_index))
-            .collect::<Vec<_>>(),
-        vec![("a", 2, 2), ("b", 2, 2)]
-    );
-    step(
-        &mut log,
-        &mut d,
-        Command::Expire(due),
-        Duration::from_secs(6),
-    );
+            .flat_map(|r| log.t.waiters(r))
+            .map(|w| (w.lease_id, w.deadline_ms))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(deadlines(&log), vec![(2, 6_000), (2, 6_000)]);
+    assert!(log.tick_at(5_999).effects.is_empty());
+    let out = log.tick_at(6_000);
+    let removed = out
+        .effects
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Effect::WaiterRemoved {
+                    lease_id: 2,
+                    reason: WaiterRemovedReason::TimedOut,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(removed, 2);
     assert!(queue(&log, "a").is_empty() && queue(&log, "b").is_empty());
     assert!(log.t.lease(2).is_none());
-    assert_eq!(d.wait_deadline("a", 2, 2), None);
-    assert_eq!(d.wait_deadline("b", 2, 2), None);
     assert_eq!(holder(&log, "b"), Some((1, 1)));
 }
 
@@ -611,7 +576,6 @@ fn a_cancel_that_overtakes_its_multi_lock_preempts_it() {
         header: hdr(2, 2),
         acquire_request_id: 1,
         resource: "a".into(),
-        due: None,
     }));
     let out = log.apply(multi(hdr(2, 1), &["a", "b"], new_lease(10_000), 60_000, 0));
     let (reply, tokens) = answer(&out);

@@ -20,7 +20,9 @@ fn lockers(users: &[&str]) -> Log {
 /// thousands of entries; the callers check the invariants at the end).
 fn fast(log: &mut Log, cmd: Command) -> Response {
     log.index += 1;
-    log.t.apply(log.index, log.leader, &cmd).response
+    log.t
+        .apply(log.index, log.leader, log.stamp(), &cmd)
+        .response
 }
 
 /// Client `client`'s `n`-th request, acknowledging the one before.

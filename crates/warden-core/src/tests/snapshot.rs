@@ -1,4 +1,5 @@
-//! Snapshot version 4 (identities) and the versions before it.
+//! Snapshots (version 1): identities, cluster time and instants, and
+//! damaged bytes.
 
 use super::*;
 use crate::snapshot::{SnapshotError, SNAPSHOT_VERSION};
@@ -54,7 +55,6 @@ fn entries() -> Vec<Command> {
                 header: hdr(9, 7),
                 resource: "anon".into(),
                 fencing_token: None,
-                due: None,
                 requested_by: "console".into(),
                 at_unix_ms: 5,
             }),
@@ -75,11 +75,11 @@ fn built() -> Log {
 // limits, lease owners, principals' outcome records, the auth audit trail;
 // the loaded table decides as the original (ownership, S7 replay).
 #[test]
-fn version_8_round_trips_roles_owners_quotas_and_records() {
+fn snapshots_round_trip_roles_owners_quotas_and_records() {
     let (x, y) = (built(), built());
     let bytes = x.t.to_snapshot();
     assert_eq!(bytes[0], SNAPSHOT_VERSION);
-    assert_eq!(SNAPSHOT_VERSION, 8);
+    assert_eq!(SNAPSHOT_VERSION, 1);
     assert_eq!(bytes, y.t.to_snapshot());
     let back = LockTable::from_snapshot(&bytes).expect("load");
     assert_eq!(back, x.t);
@@ -100,11 +100,7 @@ fn version_8_round_trips_roles_owners_quotas_and_records() {
         Some(7)
     );
     // The loaded table decides as the original did.
-    let mut log = Log {
-        t: back,
-        index: x.index,
-        leader: L1,
-    };
+    let mut log = Log::of(back, x.index);
     let out = log.apply(as_("bob", release(hdr(2, 3), Some("jobs/1"), 1, None)));
     assert_eq!(refused(&out.response).code, ErrorCode::PermissionDenied);
     let retry = log.apply(as_(
@@ -117,72 +113,27 @@ fn version_8_round_trips_roles_owners_quotas_and_records() {
     ));
 }
 
-/// Version-3 bytes of `t`: the encoder as it was before identities (table
-/// body, forced-release trail, values).
-fn version_3(t: &LockTable) -> Vec<u8> {
-    let bytes = crate::snapshot::legacy::encode_body(t, 3);
-    let bytes = postcard::to_extend(&t.audit, bytes).expect("trail");
-    postcard::to_extend(&t.values, bytes).expect("values")
+/// The snapshot bytes of `t` with `owners` in place of its lease owners
+/// (the encoder's layout, part by part).
+fn with_owners(t: &LockTable, owners: &std::collections::BTreeMap<LeaseId, Principal>) -> Vec<u8> {
+    let mut bytes = postcard::to_extend(t, vec![SNAPSHOT_VERSION]).expect("body");
+    bytes = postcard::to_extend(&t.audit, bytes).expect("trail");
+    bytes = postcard::to_extend(&t.values, bytes).expect("values");
+    bytes = postcard::to_extend(&t.auth, bytes).expect("auth");
+    bytes = postcard::to_extend(owners, bytes).expect("owners");
+    bytes = postcard::to_extend(t.outcomes.named(), bytes).expect("records");
+    bytes = postcard::to_extend(&t.auth_audit, bytes).expect("auth trail");
+    bytes = postcard::to_extend(&t.multis, bytes).expect("multis");
+    bytes = postcard::to_extend(&t.max_holds, bytes).expect("max-holds");
+    postcard::to_extend(&t.wait_max_holds, bytes).expect("wait max-holds")
 }
 
-// Upgrade: a version-3 snapshot (written before identities) still loads:
-// no roles, default limits, every lease ownerless, every outcome record
-// `(None, id)`; then only root (and anonymous callers) can act until roles
-// are granted. Versions 1 and 2 load too.
-#[test]
-fn version_3_snapshots_load_with_ownerless_leases_and_no_roles() {
-    let mut old = Log::new();
-    old.apply(acquire(hdr(1, 1), "orders/1", new_lease(10_000), 0, 0));
-    old.apply(lease_grant(hdr(2, 1), 10_000));
-    let v3 = version_3(&old.t);
-    let t = LockTable::from_snapshot(&v3).expect("v3 loads");
-    assert_eq!(t.lease_owner(1), Some(None));
-    assert_eq!(t.lease_owner(2), Some(None));
-    assert!(t.roles().next().is_none());
-    assert_eq!(t.limits(), &ClusterLimits::default());
-    assert_eq!(
-        t.client_records().filter(|c| c.principal.is_some()).count(),
-        0
-    );
-    assert_eq!(t.outcome_stats().clients, 2);
-    // What identities add to a version-3 table is empty; the rest is equal.
-    assert_eq!(t, old.t);
-    // A table with identities, written as version 3, loses them on load.
-    let rich = built();
-    let t = LockTable::from_snapshot(&version_3(&rich.t)).expect("v3 of a rich table");
-    assert!(t.leases().all(|l| l.owner.is_none()));
-    assert_eq!(t.auth_audit_trail().count(), 0);
-    let mut log = Log {
-        t,
-        index: rich.index,
-        leader: L1,
-    };
-    let out = log.apply(as_(
-        "alice",
-        acquire(hdr(1, 9), "jobs/9", new_lease(10_000), 0, 0),
-    ));
-    assert_eq!(refused(&out.response).code, ErrorCode::PermissionDenied);
-    granted(&log.apply(as_(
-        "root",
-        acquire(hdr(9, 99), "jobs/9", new_lease(10_000), 0, 0),
-    )));
-    // Versions 1 and 2.
-    let v1 = crate::snapshot::legacy::encode_body(&old.t, 1);
-    assert_eq!(LockTable::from_snapshot(&v1).expect("v1 loads"), old.t);
-    let v2 = postcard::to_extend(
-        &old.t.audit,
-        crate::snapshot::legacy::encode_body(&old.t, 2),
-    )
-    .expect("v2 trail");
-    assert_eq!(LockTable::from_snapshot(&v2).expect("v2 loads"), old.t);
-}
-
-// Snapshot decoding never panics on garbage: every truncation of a version-4
+// Snapshot decoding never panics on garbage: every truncation of a
 // snapshot and every single-byte change gives a typed error or a table that
 // passes check_invariants; an owner of a dead lease and an invalid principal
 // are Inconsistent.
 #[test]
-fn damaged_version_4_snapshots_are_typed_errors() {
+fn damaged_snapshots_are_typed_errors() {
     let log = built();
     let bytes = log.t.to_snapshot();
     for len in 0..bytes.len() {
@@ -206,13 +157,12 @@ fn damaged_version_4_snapshots_are_typed_errors() {
         .leases()
         .filter_map(|l| l.owner.clone().map(|o| (l.lease_id, o)))
         .collect();
-    let mut bytes = crate::snapshot::legacy::encode_body(&t, 4);
-    bytes = postcard::to_extend(&t.audit, bytes).expect("trail");
-    bytes = postcard::to_extend(&t.values, bytes).expect("values");
-    bytes = postcard::to_extend(&t.auth, bytes).expect("auth");
-    bytes = postcard::to_extend(&owners, bytes).expect("owners");
-    bytes = postcard::to_extend(t.outcomes.named(), bytes).expect("records");
-    bytes = postcard::to_extend(&t.auth_audit, bytes).expect("auth trail");
+    assert_eq!(
+        LockTable::from_snapshot(&with_owners(&log.t, &owners)),
+        Ok(log.t.clone()),
+        "the layout as the encoder writes it"
+    );
+    let bytes = with_owners(&t, &owners);
     assert!(matches!(
         LockTable::from_snapshot(&bytes),
         Err(SnapshotError::Inconsistent(m)) if m.contains("lease 3")
@@ -226,4 +176,61 @@ fn damaged_version_4_snapshots_are_typed_errors() {
         LockTable::from_snapshot(&t.to_snapshot()),
         Err(SnapshotError::Inconsistent(_))
     ));
+}
+
+// "Time" across snapshots: a snapshot keeps cluster time, the last two
+// promotes and every instant (leases, waits, lock-delays, max-holds);
+// loading rebuilds the time index from them (check_invariants compares
+// it), and the loaded table goes on exactly as the original.
+#[test]
+fn snapshots_keep_cluster_time_promotes_and_instants() {
+    let mut log = Log::new();
+    log.now_ms = 1_000;
+    log.apply(acquire(hdr(1, 1), "d", new_lease(2_000), 0, 4_000)); // lease 1, ends 3 s
+    log.apply(crate::tests::max_hold::bounded(
+        hdr(2, 1),
+        "m",
+        new_lease(60_000),
+        0,
+        0,
+        LockKind::Mutex,
+        Mode::Exclusive,
+        5_000,
+    )); // lease 2, max-hold ends 6 s
+    log.apply(acquire(hdr(3, 1), "m", new_lease(60_000), 30_000, 0)); // lease 3 waits to 31 s
+    log.apply(Command::Promote(Promote {
+        no_expiry_before_ms: 2_500,
+    }));
+    log.now_ms = 2_000;
+    log.apply(Command::Promote(Promote {
+        no_expiry_before_ms: 3_500,
+    }));
+    log.tick_at(3_000); // lease 1 ends at 3 s: "d" in lock-delay to 7 s
+    let t = &log.t;
+    assert_eq!(t.now_ms(), 3_000);
+    assert_eq!(t.lock_delay("d").map(|d| d.ends_at_ms), Some(7_000));
+    let bytes = t.to_snapshot();
+    let back = LockTable::from_snapshot(&bytes).expect("load");
+    assert_eq!(&back, t);
+    assert_eq!(back.now_ms(), 3_000);
+    assert_eq!(back.promotion(), t.promotion());
+    assert_eq!(back.promotion().no_expiry_before_ms, 3_500);
+    assert_eq!(back.timeline, t.timeline, "rebuilt, not saved");
+    let instants: Vec<u64> = back.timeline.iter().map(|(at, _)| *at).collect();
+    assert_eq!(instants, vec![6_000, 7_000, 31_000, 61_000, 61_000]);
+    assert_eq!(back.next_instant_ms(), Some(6_000));
+    assert_eq!(back.check_invariants(), Ok(()));
+    // The same entries after it give the same results.
+    let mut a = Log::of(back, log.index);
+    for at in [6_000, 7_000] {
+        assert_eq!(a.tick_at(at), log.tick_at(at));
+    }
+    assert_eq!(a.t.holder("m").map(|h| h.lease_id), Some(3));
+    assert_eq!(a.t.to_snapshot(), log.t.to_snapshot());
+    // A time index out of step with the instants is caught.
+    let mut broken = a.t.clone();
+    broken.timeline.clear();
+    assert!(broken
+        .check_invariants()
+        .is_err_and(|e| e.contains("time index")));
 }

@@ -15,12 +15,14 @@
 //!   ([`groups`]); `warden_leases_live`. Reported by every node: equal
 //!   values once applied. The table is counted once only when it is loaded
 //!   (start, snapshot install: [`Metrics::load_table`]).
-//! - **Durations** come from this node's append stamps (the times
-//!   `Deadlines` keeps): a wait from the enqueue's stamp to the grant's, a
-//!   hold from the grant's to the free's, a handoff from a free to the next
-//!   grant of the same resource. A sample whose start this process never
-//!   stamped (loaded from a snapshot or at a restart) is skipped, not
-//!   guessed.
+//! - **Durations** are in cluster time (docs/semantics.md "Time"), read
+//!   from the replicated table's instants, so every node reports the same
+//!   samples, whatever it loaded: a wait is the granting entry's `now` less
+//!   the waiter's enqueue time (`Effect::WaiterRemoved`'s
+//!   `enqueued_at_ms`), a hold the freeing entry's `now` less the grant's
+//!   (`Effect::Freed`'s `granted_at_ms`), a handoff a grant's `now` less
+//!   the `now` of the resource's last free this node applied. Cluster time
+//!   runs at real time within the clock-rate bound ρ (1 %).
 //! - **Raft and storage**: term, leadership, leader changes, commit and
 //!   applied index, per-peer lag (leader), proposal duration, commands per
 //!   entry, WAL fsync, snapshot duration and size ([`Metrics::raft`]).
@@ -44,10 +46,8 @@ use metrics::{Counter, Gauge, Histogram, Key, KeyName, Label, Metadata, Recorder
 use metrics_exporter_prometheus::{
     Matcher, PrometheusBuilder, PrometheusHandle, PrometheusRecorder,
 };
-use warden_core::deadline::Deadlines;
 use warden_core::effect::{Effect, FreeReason, WaiterRemovedReason};
 use warden_core::table::LockTable;
-use warden_core::types::LogIndex;
 
 pub use groups::{Groups, GroupsError, MAX_METRICS_GROUPS};
 
@@ -66,8 +66,9 @@ pub const COMMANDS_BUCKETS: [f64; 11] = [
 /// beyond it a free is not timed (the sample is skipped).
 pub const MAX_HANDOFF_STARTS: usize = 16_384;
 
-/// A remembered free older than this is dropped when room is needed.
-const HANDOFF_HORIZON: Duration = Duration::from_secs(60);
+/// A remembered free older than this (cluster time, ms) is dropped when
+/// room is needed.
+const HANDOFF_HORIZON_MS: u64 = 60_000;
 
 /// The reasons of `warden_lock_frees_total`, in [`FreeReason`] order.
 pub const FREE_REASONS: [&str; 5] = ["release", "expire", "revoke", "force", "max_hold"];
@@ -118,9 +119,9 @@ pub const DESCRIPTIONS: &[(&str, Kind, &str)] = &[
     ("warden_grants_total", Kind::Counter, "Grants made, by group."),
     ("warden_lock_frees_total", Kind::Counter, "Grants ended, by group and reason (release, expire, revoke, force)."),
     ("warden_acquire_duration_seconds", Kind::Histogram, "Acquire calls served by this node, from receipt to answer, by outcome (granted, not_granted, error)."),
-    ("warden_wait_duration_seconds", Kind::Histogram, "Time a granted waiter spent queued (this node's append stamps), by group."),
-    ("warden_hold_duration_seconds", Kind::Histogram, "Grant to free (this node's append stamps), by group."),
-    ("warden_handoff_duration_seconds", Kind::Histogram, "A free to the next grant of the same resource, whoever takes it (this node's append stamps), by group."),
+    ("warden_wait_duration_seconds", Kind::Histogram, "Time a granted waiter spent queued, in cluster time (its enqueue to the entry that granted it), by group."),
+    ("warden_hold_duration_seconds", Kind::Histogram, "Grant to free, in cluster time, by group."),
+    ("warden_handoff_duration_seconds", Kind::Histogram, "A free to the next grant of the same resource, whoever takes it, in cluster time, by group."),
     ("warden_keepalives_total", Kind::Counter, "Lease keep-alives this node received."),
     ("warden_watch_streams", Kind::Gauge, "Open watch streams on this node."),
     ("warden_grpc_requests_total", Kind::Counter, "gRPC calls answered by this node, by method and code."),
@@ -187,48 +188,35 @@ struct GrpcSeries {
     codes: [Option<Counter>; 17],
 }
 
-/// What one effect ends that this node timed with its own append stamps,
-/// computed once per effect by the apply hook ([`Ended::of`]) for the
-/// metrics and for the hot-lock window.
+/// What one effect ends, timed in cluster time: computed once per effect
+/// by the apply hook ([`Ended::of`]) for the metrics and for the hot-lock
+/// window.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Ended {
     /// A `WaiterRemoved` with reason `Granted`: how long the waiter was
-    /// queued (enqueue's stamp to the granting entry's).
-    pub waited: Option<Duration>,
-    /// A `Freed`: how long the grant was held (grant's stamp to the free's).
-    pub held: Option<Duration>,
+    /// queued, in ms (its enqueue to the granting entry's `now`).
+    pub waited_ms: Option<u64>,
+    /// A `Freed`: how long the grant was held, in ms (its grant to the
+    /// freeing entry's `now`).
+    pub held_ms: Option<u64>,
 }
 
 impl Ended {
-    /// What `effect`, of an entry stamped `stamp`, ends, read from
-    /// `deadlines` before they apply it (they still hold its start). None
-    /// where the start is not this node's own stamp: entries at or below
-    /// `loaded_through` came with a loaded table (start, snapshot install),
-    /// whose starts are load times.
-    pub fn of(
-        effect: &Effect,
-        deadlines: &Deadlines,
-        stamp: Duration,
-        loaded_through: LogIndex,
-    ) -> Ended {
+    /// What `effect` of an entry ends, with `now_ms` the table's cluster
+    /// time after that entry applied.
+    pub fn of(effect: &Effect, now_ms: u64) -> Ended {
         match effect {
             Effect::WaiterRemoved {
-                resource,
-                lease_id,
-                enqueue_index,
                 reason: WaiterRemovedReason::Granted,
-            } if *enqueue_index > loaded_through => Ended {
-                waited: deadlines
-                    .waiting_since(resource, *lease_id, *enqueue_index)
-                    .map(|at| stamp.saturating_sub(at)),
-                held: None,
+                enqueued_at_ms,
+                ..
+            } => Ended {
+                waited_ms: Some(now_ms.saturating_sub(*enqueued_at_ms)),
+                held_ms: None,
             },
-            Effect::Freed { resource, .. } => Ended {
-                waited: None,
-                held: deadlines
-                    .held_since(resource)
-                    .filter(|(grant_index, _)| *grant_index > loaded_through)
-                    .map(|(_, at)| stamp.saturating_sub(at)),
+            Effect::Freed { granted_at_ms, .. } => Ended {
+                waited_ms: None,
+                held_ms: Some(now_ms.saturating_sub(*granted_at_ms)),
             },
             _ => Ended::default(),
         }
@@ -247,7 +235,7 @@ pub struct Metrics {
     acquire: [Histogram; 3],
     /// Raft and storage series.
     pub raft: RaftSeries,
-    /// Resource → stamp of its last free, for the handoff (bounded,
+    /// Resource → cluster time of its last free, for the handoff (bounded,
     /// [`MAX_HANDOFF_STARTS`]).
     freed_at: Mutex<FreedAt>,
     peer_lag: Mutex<BTreeMap<u64, Gauge>>,
@@ -418,7 +406,8 @@ impl Metrics {
 
     /// Counts the table once when it is loaded (at start from the stored
     /// snapshot, or when a snapshot is installed): the gauges are set from
-    /// it (the durations of what it holds are not timed: [`Ended::of`]).
+    /// it. What it holds is timed when it ends, from the table's instants
+    /// like any other; a handoff from a free before the load is not.
     pub fn load_table(&self, table: &LockTable) {
         let mut held = vec![0u64; self.lock.len()];
         let mut waiting = vec![0u64; self.lock.len()];
@@ -437,9 +426,10 @@ impl Metrics {
         }
     }
 
-    /// One effect of an applied entry stamped `stamp`, with what it ends
-    /// ([`Ended::of`]).
-    pub fn on_effect(&self, effect: &Effect, ended: Ended, stamp: Duration) {
+    /// One effect of an applied entry, with `now_ms` the table's cluster
+    /// time after that entry ([`warden_core::LockTable::now_ms`]).
+    pub fn on_effect(&self, effect: &Effect, now_ms: u64) {
+        let ended = Ended::of(effect, now_ms);
         match effect {
             Effect::Granted { resource, .. } => {
                 let series = &self.lock[self.groups.of(resource)];
@@ -451,7 +441,7 @@ impl Metrics {
                     .ok()
                     .and_then(|mut f| f.at.remove(resource));
                 if let Some(at) = freed {
-                    series.handoff.record(seconds(stamp, at));
+                    series.handoff.record(seconds(now_ms.saturating_sub(at)));
                 }
             }
             Effect::Freed {
@@ -460,11 +450,11 @@ impl Metrics {
                 let series = &self.lock[self.groups.of(resource)];
                 series.frees[free_reason_index(*reason)].increment(1);
                 series.locks_held.decrement(1.0);
-                if let Some(held) = ended.held {
-                    series.hold.record(held.as_secs_f64());
+                if let Some(held) = ended.held_ms {
+                    series.hold.record(seconds(held));
                 }
                 if let Ok(mut freed_at) = self.freed_at.lock() {
-                    freed_at.remember(resource, stamp);
+                    freed_at.remember(resource, now_ms);
                 }
             }
             Effect::Queued { resource, .. } => {
@@ -473,8 +463,8 @@ impl Metrics {
             Effect::WaiterRemoved { resource, .. } => {
                 let series = &self.lock[self.groups.of(resource)];
                 series.waiters.decrement(1.0);
-                if let Some(waited) = ended.waited {
-                    series.wait.record(waited.as_secs_f64());
+                if let Some(waited) = ended.waited_ms {
+                    series.wait.record(seconds(waited));
                 }
             }
             _ => {}
@@ -580,8 +570,9 @@ impl Drop for OpenStream {
     }
 }
 
-fn seconds(end: Duration, start: Duration) -> f64 {
-    end.saturating_sub(start).as_secs_f64()
+/// Milliseconds of cluster time as a histogram's seconds.
+fn seconds(ms: u64) -> f64 {
+    ms as f64 / 1_000.0
 }
 
 fn free_reason_index(reason: FreeReason) -> usize {
@@ -594,41 +585,43 @@ fn free_reason_index(reason: FreeReason) -> usize {
     }
 }
 
-/// The stamps of recent frees, by resource: where a handoff starts.
+/// The cluster times (ms) of recent frees, by resource: where a handoff
+/// starts.
 #[derive(Debug, Default)]
 struct FreedAt {
-    at: HashMap<String, Duration>,
+    at: HashMap<String, u64>,
     /// When the map, full, was last pruned of frees older than
-    /// [`HANDOFF_HORIZON`] (a full map of recent frees is pruned again a
+    /// [`HANDOFF_HORIZON_MS`] (a full map of recent frees is pruned again a
     /// second later at the soonest, not on every free: each prune is a pass
     /// over [`MAX_HANDOFF_STARTS`] entries).
-    pruned_at: Option<Duration>,
+    pruned_at: Option<u64>,
 }
 
 impl FreedAt {
-    /// Remembers `resource`'s free at `stamp`, within [`MAX_HANDOFF_STARTS`]:
-    /// when full, frees older than [`HANDOFF_HORIZON`] go first; if none is
-    /// that old, this free is not remembered (its handoff is not timed).
-    fn remember(&mut self, resource: &str, stamp: Duration) {
+    /// Remembers `resource`'s free at cluster time `now_ms`, within
+    /// [`MAX_HANDOFF_STARTS`]: when full, frees older than
+    /// [`HANDOFF_HORIZON_MS`] go first; if none is that old, this free is
+    /// not remembered (its handoff is not timed).
+    fn remember(&mut self, resource: &str, now_ms: u64) {
         if let Some(at) = self.at.get_mut(resource) {
-            *at = stamp;
+            *at = now_ms;
             return;
         }
         if self.at.len() >= MAX_HANDOFF_STARTS {
             if self
                 .pruned_at
-                .is_some_and(|p| stamp.saturating_sub(p) < Duration::from_secs(1))
+                .is_some_and(|p| now_ms.saturating_sub(p) < 1_000)
             {
                 return;
             }
-            self.pruned_at = Some(stamp);
-            let horizon = stamp.saturating_sub(HANDOFF_HORIZON);
+            self.pruned_at = Some(now_ms);
+            let horizon = now_ms.saturating_sub(HANDOFF_HORIZON_MS);
             self.at.retain(|_, at| *at > horizon);
             if self.at.len() >= MAX_HANDOFF_STARTS {
                 return;
             }
         }
-        self.at.insert(resource.to_owned(), stamp);
+        self.at.insert(resource.to_owned(), now_ms);
         debug_assert!(self.at.len() <= MAX_HANDOFF_STARTS);
     }
 }

@@ -3,11 +3,8 @@
 
 use std::time::Duration;
 
-use warden_core::deadline::Deadlines;
 use warden_core::table::LockTable;
-use warden_core::types::{
-    Acquire, Command, DueLease, DueList, LeaderId, LeaseSpec, Release, RequestHeader,
-};
+use warden_core::types::{Acquire, Command, LeaderId, LeaseSpec, Release, RequestHeader, Stamp};
 
 use super::*;
 
@@ -19,11 +16,9 @@ const LEADER: LeaderId = LeaderId {
 /// A table fed to metrics the way the state machine feeds them.
 struct Node {
     table: LockTable,
-    deadlines: Deadlines,
     metrics: Metrics,
     index: u64,
     request: u64,
-    loaded_through: u64,
 }
 
 impl Node {
@@ -31,23 +26,23 @@ impl Node {
         let list: Vec<String> = groups.iter().map(|s| s.to_string()).collect();
         Node {
             table: LockTable::new(),
-            deadlines: Deadlines::default(),
             metrics: Metrics::new(Groups::new(&list).unwrap()),
             index: 0,
             request: 0,
-            loaded_through: 0,
         }
     }
 
-    /// Applies `cmd` as the next entry, appended at `at_ms` on this node.
+    /// Applies `cmd` as the next entry, stamped at cluster time `at_ms`.
     fn apply(&mut self, cmd: Command, at_ms: u64) {
         self.index += 1;
-        let stamp = Duration::from_millis(at_ms);
-        let applied = self.table.apply(self.index, LEADER, &cmd);
+        let stamp = Stamp {
+            leader: LEADER,
+            at_ms,
+        };
+        let applied = self.table.apply(self.index, LEADER, stamp, &cmd);
+        let now_ms = self.table.now_ms();
         for effect in &applied.effects {
-            let ended = Ended::of(effect, &self.deadlines, stamp, self.loaded_through);
-            self.metrics.on_effect(effect, ended, stamp);
-            self.deadlines.on_effect(effect, stamp, stamp);
+            self.metrics.on_effect(effect, now_ms);
         }
         self.metrics.after_entry(&self.table);
     }
@@ -70,7 +65,6 @@ impl Node {
                 lease,
                 wait_timeout_ms: wait_ms,
                 lock_delay_ms: 0,
-                due: None,
             }),
             at_ms,
         );
@@ -85,7 +79,6 @@ impl Node {
                 resource: Some(resource.into()),
                 lease_id: holder.lease_id,
                 fencing_token: Some(holder.fencing_token),
-                due: None,
             }),
             at_ms,
         );
@@ -128,19 +121,9 @@ fn held_and_frees_follow_the_effects() {
     assert_eq!(n.value("warden_leases_live"), 6.0);
 
     n.release("payments/0", 100);
-    let lease = n.table.holder("payments/1").unwrap().lease_id;
-    let last_index = n.table.lease(lease).unwrap().last_index;
-    n.apply(
-        Command::Expire(DueList {
-            leader: LEADER,
-            leases: vec![DueLease {
-                lease_id: lease,
-                last_index,
-            }],
-            waiters: vec![],
-        }),
-        200,
-    );
+    // payments/1's lease (granted at 10 ms, TTL 10 s) ends at 10,010 ms;
+    // the others later.
+    n.apply(Command::Tick, 10_010);
     assert_eq!(n.value(r#"warden_locks_held{group="payments/"}"#), 3.0);
     assert_eq!(
         n.value(r#"warden_lock_frees_total{group="payments/",reason="release"}"#),
@@ -155,20 +138,21 @@ fn held_and_frees_follow_the_effects() {
         0.0
     );
     assert_eq!(n.value("warden_leases_live"), 4.0);
-    // Hold durations from the append stamps: 100 − 0 ms and 200 − 10 ms.
+    // Hold durations in cluster time: 100 − 0 ms, and 10,010 − 10 ms (an
+    // expired grant is held until its lease's end).
     assert_eq!(
         n.value(r#"warden_hold_duration_seconds_count{group="payments/"}"#),
         2.0
     );
     let sum = n.value(r#"warden_hold_duration_seconds_sum{group="payments/"}"#);
-    assert!((sum - 0.29).abs() < 1e-9, "{sum}");
+    assert!((sum - 10.1).abs() < 1e-9, "{sum}");
 }
 
 // A queued waiter's grant adds a wait sample as long as it waited (from its
-// enqueue's stamp to the handing-off entry's), and the handoff from the free
-// to that grant (in the same entry: 0).
+// enqueue's cluster time to the handing-off entry's), and the handoff from
+// the free to that grant (in the same entry: 0).
 #[test]
-fn wait_and_handoff_durations_from_stamps() {
+fn wait_and_handoff_durations_in_cluster_time() {
     let mut n = Node::new(&[]);
     n.acquire("r", new_lease(), 0, 1_000);
     n.acquire("r", new_lease(), 30_000, 1_250);
@@ -203,44 +187,46 @@ fn wait_and_handoff_durations_from_stamps() {
     assert!((sum - 0.4).abs() < 1e-9, "{sum}");
 }
 
-// A sample whose start came from a load (snapshot, restart) is skipped, not
-// guessed; the gauges are counted from the loaded table.
+// Cluster time is replicated: a node that loaded the table (snapshot,
+// restart) times what it holds from the table's instants like any other,
+// and counts the gauges from the loaded table.
 #[test]
-fn loaded_grants_are_counted_but_not_timed() {
+fn loaded_grants_are_counted_and_timed() {
     let mut n = Node::new(&[]);
     n.acquire("a", new_lease(), 0, 0);
-    n.acquire("b", new_lease(), 0, 0);
-    n.acquire("b", new_lease(), 60_000, 0);
+    n.acquire("b", new_lease(), 0, 1_000);
+    n.acquire("b", new_lease(), 60_000, 2_000);
     let snapshot = n.table.to_snapshot();
     let table = LockTable::from_snapshot(&snapshot).unwrap();
+    assert_eq!(table.now_ms(), 2_000);
     let mut m = Node::new(&[]);
     m.index = n.index;
     // The loaded outcome table holds this client's earlier request ids.
     m.request = n.request;
-    m.deadlines = Deadlines::load(&table, Duration::from_secs(50));
-    m.loaded_through = m.index;
     m.metrics.load_table(&table);
     m.table = table;
     assert_eq!(m.value(r#"warden_locks_held{group="other"}"#), 2.0);
     assert_eq!(m.value(r#"warden_waiters{group="other"}"#), 1.0);
     assert_eq!(m.value("warden_leases_live"), 3.0);
-    m.release("b", 51_000);
-    // The waiter was granted in the release's entry.
+    m.release("b", 5_000);
+    // The waiter was granted in the release's entry; both durations come
+    // from instants made before the load: held 5,000 − 1,000 ms, waited
+    // 5,000 − 2,000 ms.
     assert_eq!(m.value(r#"warden_grants_total{group="other"}"#), 1.0);
     assert_eq!(
-        m.value(r#"warden_hold_duration_seconds_count{group="other"}"#),
-        0.0
+        m.value(r#"warden_hold_duration_seconds_sum{group="other"}"#),
+        4.0
     );
     assert_eq!(
-        m.value(r#"warden_wait_duration_seconds_count{group="other"}"#),
-        0.0
+        m.value(r#"warden_wait_duration_seconds_sum{group="other"}"#),
+        3.0
     );
     assert_eq!(m.value(r#"warden_locks_held{group="other"}"#), 2.0);
-    // A grant made after the load is timed.
-    m.release("b", 52_000);
+    // No free before the load was seen here: that handoff is not timed.
     assert_eq!(
-        m.value(r#"warden_hold_duration_seconds_count{group="other"}"#),
-        1.0
+        m.value(r#"warden_handoff_duration_seconds_count{group="other"}"#),
+        1.0,
+        "the release's own handoff (0 s) only"
     );
 }
 
@@ -378,7 +364,7 @@ async fn upkeep_runs_every_interval_and_keeps_every_sample() {
 #[test]
 fn handoff_starts_are_bounded_and_pruned_at_most_once_a_second() {
     let mut freed = FreedAt::default();
-    let s = Duration::from_secs;
+    let s = |secs: u64| secs * 1_000;
     for i in 0..MAX_HANDOFF_STARTS {
         freed.remember(&format!("r{i}"), s(100));
     }
@@ -389,17 +375,17 @@ fn handoff_starts_are_bounded_and_pruned_at_most_once_a_second() {
         s(101),
         "a known resource is updated in place"
     );
-    freed.remember("x", Duration::from_millis(100_500));
+    freed.remember("x", 100_500);
     assert!(!freed.at.contains_key("x"));
-    assert_eq!(freed.pruned_at, Some(Duration::from_millis(100_500)));
-    freed.remember("z", Duration::from_millis(100_900));
+    assert_eq!(freed.pruned_at, Some(100_500));
+    freed.remember("z", 100_900);
     assert_eq!(
         freed.pruned_at,
-        Some(Duration::from_millis(100_500)),
+        Some(100_500),
         "no second pass within a second"
     );
     // Past the horizon, every free at 100 s goes; r0's (101 s) stays.
-    let later = Duration::from_millis(160_500);
+    let later = 160_500;
     freed.remember("y", later);
     assert_eq!(freed.at.len(), 2);
     assert_eq!(freed.at.get("y"), Some(&later));

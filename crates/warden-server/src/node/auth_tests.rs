@@ -22,7 +22,6 @@ fn acquire(client_id: u64, request_id: u64, resource: &str, lease: LeaseSpec) ->
         lease,
         wait_timeout_ms: 0,
         lock_delay_ms: 0,
-        due: None,
     })
 }
 
@@ -149,51 +148,6 @@ async fn an_insecure_node_wraps_anonymous_commands_once_the_gate_opens() {
     );
 }
 
-// Upgrade (a format-2 member cannot decode `Authorized`): while some
-// member has not reported log format 3, a secure node proposes no client
-// command at all (Unavailable, "nothing was proposed": retried), never one
-// without its principal; an insecure node proposes its commands unwrapped,
-// as before identities existed, except an auth change, which only exists
-// wrapped.
-#[tokio::test]
-async fn with_the_gate_closed_a_secure_node_proposes_nothing() {
-    let t = TestNode::start(Setup {
-        gate_closed: true,
-        ..Setup::default()
-    })
-    .await;
-    let before = t.applied().len();
-    let e = t
-        .node
-        .submit::<LeaseGranted>(&named("root"), lease_grant(3, 1, 10_000))
-        .await
-        .expect_err("refused");
-    assert!(
-        matches!(&e, SubmitError::NotProposed { reason } if reason.contains("log format 3")),
-        "{e:?}"
-    );
-    let e = t
-        .auth(&None, AuthOp::DeleteRole { role: "x".into() })
-        .await
-        .expect_err("refused");
-    assert!(matches!(&e, SubmitError::NotProposed { .. }), "{e:?}");
-    assert_eq!(t.applied().len(), before, "nothing was proposed");
-    let LeaseGranted { lease_id, .. } = t
-        .node
-        .submit(&None, lease_grant(3, 2, 10_000))
-        .await
-        .expect("anonymous lease grant");
-    let last = t.applied().pop().expect("applied");
-    assert!(
-        matches!(last, Command::LeaseGrant(_)),
-        "unwrapped: {last:?}"
-    );
-    assert_eq!(
-        t.table(|m| m.lease_owner(lease_id).map(|o| o.map(str::to_owned))),
-        Some(None)
-    );
-}
-
 // Leases have owners (etcd PR 8031): bob, who may lock everything, cannot
 // renew, read, revoke, release or acquire on alice's lease even with its id
 // and token: PermissionDenied naming the lease, and the lease is untouched;
@@ -229,7 +183,6 @@ async fn a_principal_cannot_touch_another_principals_lease() {
     let revoke = Command::Revoke(Revoke {
         header: header(2, 1),
         lease_id: lease,
-        due: None,
     });
     let (code, _, message) = refusal(t.node.submit::<Revoked>(&bob, revoke).await);
     assert_eq!(code, ErrorCode::PermissionDenied);
@@ -239,7 +192,6 @@ async fn a_principal_cannot_touch_another_principals_lease() {
         resource: Some("ledger".into()),
         lease_id: lease,
         fencing_token: Some(token),
-        due: None,
     });
     let (code, _, _) = refusal(t.node.submit::<Released>(&bob, release).await);
     assert_eq!(code, ErrorCode::PermissionDenied);
@@ -321,7 +273,6 @@ async fn a_revoke_binds_later_commands_but_recorded_outcomes_stand() {
         resource: Some("jobs/a".into()),
         lease_id: lease,
         fencing_token: Some(token),
-        due: None,
     });
     let released: Released = t.node.submit(&alice, release).await.expect("release");
     assert_eq!((released.lease_id, released.fencing_token), (lease, token));
@@ -682,70 +633,4 @@ async fn a_multi_lock_needs_lock_on_every_resource() {
         .await
         .expect("granted");
     assert_eq!(answer.grants.len(), 2);
-}
-
-// Upgrade (the log-format gate, log format 6): while a member has not
-// reported format 6, a multi-lock is refused FailedPrecondition (field
-// `resources`) naming that member, and nothing is proposed.
-#[tokio::test]
-async fn a_multi_lock_waits_for_every_member_to_read_format_6() {
-    let t = TestNode::start(Setup {
-        gate_closed: true,
-        ..Setup::default()
-    })
-    .await;
-    let before = t.applied().len();
-    let (code, field, message) = refusal(
-        t.node
-            .submit::<super::submit::AcquireAnswer>(&None, multi(1, 1, &["a", "b"]))
-            .await,
-    );
-    assert_eq!(
-        (code, field.as_deref()),
-        (ErrorCode::FailedPrecondition, Some("resources"))
-    );
-    assert!(
-        message.contains("log format 6") && message.contains("[2]"),
-        "{message}"
-    );
-    assert_eq!(t.applied().len(), before, "nothing was proposed");
-}
-
-// Rolling upgrade (docs/semantics.md "Max-hold", the format-7 gate): an
-// acquire with a max-hold (`Command::AcquireBounded`) is refused with
-// FailedPrecondition naming `max_hold_ms`, log format 7 and the lagging
-// member while a member has not reported format 7; nothing is proposed.
-#[tokio::test]
-async fn a_max_hold_acquire_waits_for_every_member_to_read_format_7() {
-    let t = TestNode::start(Setup {
-        gate_closed: true,
-        ..Setup::default()
-    })
-    .await;
-    let before = t.applied().len();
-    let Command::Acquire(acquire) = acquire(1, 1, "r", new_lease()) else {
-        unreachable!("acquire builds an Acquire")
-    };
-    let cmd = Command::AcquireBounded(warden_core::types::AcquireBounded {
-        acquire: warden_core::types::AcquireKind {
-            acquire,
-            kind: warden_core::types::LockKind::Mutex,
-            mode: warden_core::types::Mode::Exclusive,
-        },
-        max_hold_ms: 5_000,
-    });
-    let (code, field, message) = refusal(
-        t.node
-            .submit::<super::submit::AcquireAnswer>(&None, cmd)
-            .await,
-    );
-    assert_eq!(
-        (code, field.as_deref()),
-        (ErrorCode::FailedPrecondition, Some("max_hold_ms"))
-    );
-    assert!(
-        message.contains("log format 7") && message.contains("[2]"),
-        "{message}"
-    );
-    assert_eq!(t.applied().len(), before, "nothing was proposed");
 }

@@ -11,9 +11,7 @@
 //!   openraft ("already undergoing a configuration change") with the add
 //!   long committed.
 //! - A new member has a client address and, when it runs with
-//!   `--peer-listen`, a peer address of its own ([`MemberAddr`]); a peer
-//!   address is refused (`FailedPrecondition`) until every other member
-//!   reports log format 4 (`raft::log_format`).
+//!   `--peer-listen`, a peer address of its own ([`MemberAddr`]).
 //! - A new member is first given the cluster id (bootstrap prepare + commit
 //!   on the node at its peer address, else its address, which must answer
 //!   with the expected node id and run with `--join`), then added as an
@@ -242,23 +240,6 @@ fn member_addr(addr: &str, peer_addr: Option<&str>) -> Result<MemberAddr, Member
         .map_err(|e| invalid("peer_addr", e.to_string()))
 }
 
-/// A peer address may enter the membership only once every other member
-/// reads log format 4 (`raft::log_format`, the peer-address gate).
-fn check_peer_addr_readers(node: &Node, member: &MemberAddr) -> Result<(), MembershipError> {
-    if member.peer_addr().is_none() || node.formats.may_name_peer_addrs() {
-        return Ok(());
-    }
-    let lagging = node.formats.lagging_peer_addr_readers();
-    Err(refused(
-        ErrorCode::FailedPrecondition,
-        format!(
-            "a member with its own peer address needs every member to read log format 4; \
-             members {lagging:?} have not reported it (upgrade them, or add the node without \
-             peer_addr)"
-        ),
-    ))
-}
-
 /// The leader's state for a change. Who may ask (the `admin` permission,
 /// or `--allow-admin` on an insecure node) is checked by the caller, the
 /// admin service.
@@ -438,7 +419,6 @@ async fn add_node(
         )
     })?;
     precondition(node).await?;
-    check_peer_addr_readers(node, &member)?;
     let v = check_quorum_settled(node, |v| {
         let mut new_voters = v.voters.clone();
         new_voters.insert(id);
@@ -515,7 +495,6 @@ async fn replace_node(
         )
     })?;
     let v = precondition(node).await?;
-    check_peer_addr_readers(node, &member)?;
     if !v.voters.contains(&old) {
         return Err(MembershipError::Refused(command_error(
             ErrorCode::NotFound,

@@ -4,11 +4,11 @@
 //!
 //! # Files
 //!
-//! - `mod.rs`: [`Node`] (every field private), [`NodeCell`], leader lookup,
-//!   due lists.
-//! - `submit.rs`: [`Node::submit`] (validate, leader check, due list,
-//!   propose, typed answer), [`Node::renew`] (through the renew batcher, S4),
-//!   the duty path, and the entry write to the local Raft handle.
+//! - `mod.rs`: [`Node`] (every field private), [`NodeCell`], leader lookup.
+//! - `submit.rs`: [`Node::submit`] (validate, leader check, log-format
+//!   gate, propose, typed answer), [`Node::renew`] (through the renew
+//!   batcher, S4), the duty path, and the entry write to the local Raft
+//!   handle.
 //! - `read.rs`: the linearizable read path and the views services read
 //!   (each method says what it reads).
 //! - `top.rs`: `top`, the hottest resources under a prefix (the table's
@@ -18,8 +18,8 @@
 //! - `error.rs`: [`SubmitError`], [`ReadError`], [`Bootstrapping`].
 //! - `proposer.rs`: packs queued acquires and releases into one entry.
 //! - `renew.rs`: the renew batcher (S4).
-//! - `duties.rs`: leader duties (Promote, Expire, EndLockDelay, Checkpoint,
-//!   DropClients), proposed to the local Raft handle only.
+//! - `duties.rs`: leader duties (Promote, Tick, DropClients), proposed to
+//!   the local Raft handle only.
 //! - `idle_clients.rs`: the walk that finds idle outcome records (S7) a
 //!   slice at a time, for `DropClients`.
 //! - `membership.rs`: add, remove and replace members.
@@ -32,11 +32,14 @@ mod auth_tests;
 pub mod cluster;
 pub mod duties;
 pub mod error;
+#[cfg(test)]
+mod expiry_tests;
 pub mod idle_clients;
 pub mod membership;
 pub mod proposer;
 pub mod read;
 pub mod renew;
+mod stamp;
 pub mod submit;
 #[cfg(test)]
 pub(crate) mod test_node;
@@ -48,7 +51,7 @@ use std::time::Duration;
 use openraft::async_runtime::WatchReceiver as _;
 use openraft::ServerState;
 use tokio::sync::mpsc;
-use warden_core::types::{Command, DueList, LeaderId};
+use warden_core::types::{Command, LeaderId};
 
 use crate::config::ServerConfig;
 use crate::raft::log_format::LogFormats;
@@ -95,15 +98,16 @@ pub struct Node {
     /// The state machine, shared with the log store.
     shared: Arc<Shared>,
     /// The leader id whose `Promote` this node has seen applied while leader.
-    /// Leader duties and due lists need it (docs/semantics.md "Time": no
+    /// Leader duties need it (docs/semantics.md "Time": no
     /// leader duty before the leader's own Promote applied).
     promoted: Mutex<Option<LeaderId>>,
     /// The renew batcher's queue.
     renew_tx: mpsc::Sender<RenewJob>,
     /// Packs queued client commands into one entry (see [`proposer`]).
     proposer: Proposer<RaftSink>,
-    /// The log formats the members report: [`Node::submit`] wraps client
-    /// commands in `Authorized` only while every member reads them.
+    /// The log formats the members report: [`Node::submit`] proposes a
+    /// command of a newer format only while every member reads it
+    /// ([`LogFormats::may_propose`]).
     formats: Arc<LogFormats>,
     /// Opens channels to peers (a new member gets the cluster id through it).
     connector: Arc<dyn PeerConnector>,
@@ -121,7 +125,7 @@ pub struct NodeParts {
     pub raft: Raft,
     /// The state machine's shared state.
     pub shared: Arc<Shared>,
-    /// The log formats the peers report (the proposer's packing gate).
+    /// The log formats the peers report (the write path's log-format gate).
     pub formats: Arc<LogFormats>,
     /// Opens channels to peers.
     pub connector: Arc<dyn PeerConnector>,
@@ -152,12 +156,6 @@ impl Sink for RaftSink {
             .record(started.elapsed().as_secs_f64());
         out
     }
-
-    fn refresh(&self, cmds: &mut [Command]) {
-        if let Some(node) = self.0.upgrade() {
-            node.refresh_due(cmds);
-        }
-    }
 }
 
 impl Node {
@@ -179,7 +177,6 @@ impl Node {
             renew_tx: parts.renew_tx,
             proposer: Proposer::new(
                 RaftSink(me.clone()),
-                parts.formats.clone(),
                 proposer::MAX_IN_FLIGHT,
                 Duration::from_millis(COMMIT_TIMEOUT_MS),
             ),
@@ -253,34 +250,12 @@ impl Node {
     }
 
     /// Records that this leader's own `Promote` has applied (Some), or that
-    /// it no longer leads (None): leader duties and due lists start only
-    /// after it (docs/semantics.md "Time").
+    /// it no longer leads (None): leader duties start only after it
+    /// (docs/semantics.md "Time").
     pub(crate) fn set_promoted(&self, leader: Option<LeaderId>) {
         if let Ok(mut p) = self.promoted.lock() {
             *p = leader;
         }
-    }
-
-    /// The leases and waiters this leader sees as due, to ride in an entry
-    /// of `cmds` that can hand a resource off (S8;
-    /// [`warden_core::Deadlines::client_due`]). None unless promoted.
-    pub fn due_list(&self, cmds: &[Command]) -> Option<DueList> {
-        let leader = self.promoted_leader()?;
-        let now = self.shared.clock.now();
-        let m = self.shared.machine.lock().ok()?;
-        m.deadlines.client_due(&m.table, leader, now, cmds)
-    }
-
-    /// Puts the due list as this leader sees it now into the first of
-    /// `cmds` that can carry one ([`Command::due_mut`]), and none into the
-    /// others: a client command as it is submitted, a lock-delay or
-    /// max-hold end the leader proposes, and the commands that waited in
-    /// the proposer's queue as they go out as one entry (each one's own list
-    /// was taken when its request arrived, possibly a commit round ago; this
-    /// one is fresh). Apply removes what it names before anything in the
-    /// entry is handed off (S8).
-    pub(crate) fn refresh_due(&self, cmds: &mut [Command]) {
-        place_due(self.due_list(cmds), cmds);
     }
 }
 
@@ -300,157 +275,5 @@ impl crate::sim_hooks::SimNode for Node {
         Box::pin(async move {
             let _ = Node::propose_duty(&self, cmd).await;
         })
-    }
-}
-
-/// Puts `due` into the first of `cmds` that can carry a due list (seeing
-/// through `Command::Authorized`) and clears every later one's (see
-/// [`Node::refresh_due`], S8).
-fn place_due(due: Option<DueList>, cmds: &mut [Command]) {
-    let mut due = Some(due);
-    for c in cmds {
-        if let Some(slot) = c.due_mut() {
-            *slot = due.take().flatten();
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use warden_core::types::{Acquire, DueLease, LeaseSpec, RenewBatch, RequestHeader, Revoke};
-
-    fn due(lease_id: u64) -> DueList {
-        DueList {
-            leader: LeaderId {
-                term: 1,
-                node_id: 1,
-            },
-            leases: vec![DueLease {
-                lease_id,
-                last_index: 3,
-            }],
-            waiters: vec![],
-        }
-    }
-
-    fn header(request_id: u64) -> RequestHeader {
-        RequestHeader {
-            client_id: 1,
-            request_id,
-            acked_request_id: 0,
-        }
-    }
-
-    fn acquire(request_id: u64, stale: Option<DueList>) -> Command {
-        Command::Acquire(Acquire {
-            header: header(request_id),
-            resource: format!("r{request_id}"),
-            lease: LeaseSpec::New { ttl_ms: 5_000 },
-            wait_timeout_ms: 0,
-            lock_delay_ms: 0,
-            due: stale,
-        })
-    }
-
-    fn dues(cmds: &[Command]) -> Vec<Option<u64>> {
-        cmds.iter()
-            .filter(|c| matches!(c.unwrapped(), Command::Acquire(_) | Command::Revoke(_)))
-            .map(|c| c.client_due().map(|d| d.leases[0].lease_id))
-            .collect()
-    }
-
-    fn wrapped(principal: &str, cmd: Command) -> Command {
-        Command::Authorized(warden_core::types::Authorized {
-            principal: Some(warden_core::types::Principal::new(principal).expect("principal")),
-            command: Box::new(cmd),
-        })
-    }
-
-    // S8 (expiry before hand-off): commands that waited in the proposer's
-    // queue carry the leader's due list as it is now, once, in the first
-    // command that can carry one; the lists they took on arrival (possibly a
-    // commit round old) are cleared, and commands without a due list are
-    // skipped.
-    #[test]
-    fn the_fresh_due_list_rides_in_the_first_command_that_carries_one() {
-        let mut cmds = vec![
-            Command::RenewBatch(RenewBatch { lease_ids: vec![9] }),
-            acquire(1, Some(due(7))),
-            Command::Revoke(Revoke {
-                header: header(2),
-                lease_id: 5,
-                due: Some(due(7)),
-            }),
-            acquire(3, None),
-        ];
-        place_due(Some(due(42)), &mut cmds);
-        assert_eq!(dues(&cmds), vec![Some(42), None, None]);
-        // Nothing due now: every stale list is cleared all the same.
-        place_due(None, &mut cmds);
-        assert_eq!(dues(&cmds), vec![None, None, None]);
-    }
-
-    // S8 for the leader's own hand-offs (docs/semantics.md S8:
-    // "`EndLockDelay` and `EndMaxHold` carry the leader's due list like a
-    // client entry"): the duty loop fills an ended lock-delay's and an ended
-    // max-hold's slot through the same placement (`Node::refresh_due`), and
-    // `Command::due` reads it back, as the simulator's S8 checker does.
-    #[test]
-    fn a_lock_delay_or_max_hold_end_carries_the_fresh_due_list() {
-        let leader = LeaderId {
-            term: 1,
-            node_id: 1,
-        };
-        let ends = [
-            Command::EndLockDelay(warden_core::types::EndLockDelay {
-                leader,
-                resource: "r".into(),
-                start_index: 4,
-                due: Some(due(7)),
-            }),
-            Command::EndMaxHold(warden_core::types::EndMaxHold {
-                leader,
-                grants: vec![],
-                due: None,
-            }),
-        ];
-        for end in ends {
-            let mut cmd = [end];
-            place_due(Some(due(42)), &mut cmd);
-            assert_eq!(
-                cmd[0].due().map(|d| d.leases[0].lease_id),
-                Some(42),
-                "{:?}",
-                cmd[0]
-            );
-            place_due(None, &mut cmd);
-            assert_eq!(cmd[0].due(), None, "a stale list is cleared");
-        }
-    }
-
-    // S8 with identities: the due list rides inside `Command::Authorized`
-    // too (apply reads the inner command's list), so a packed entry of
-    // wrapped acquires still carries the leader's fresh list, once.
-    #[test]
-    fn the_fresh_due_list_rides_inside_an_authorized_command() {
-        let mut cmds = vec![
-            wrapped(
-                "alice",
-                Command::LeaseGrant(warden_core::types::LeaseGrant {
-                    header: header(9),
-                    ttl_ms: 5_000,
-                }),
-            ),
-            wrapped("alice", acquire(1, Some(due(7)))),
-            wrapped("bob", acquire(2, Some(due(7)))),
-        ];
-        place_due(Some(due(42)), &mut cmds);
-        assert_eq!(dues(&cmds), vec![Some(42), None]);
-        assert!(
-            matches!(&cmds[1], Command::Authorized(w) if w.principal.as_ref().map(|p| p.as_str()) == Some("alice")),
-            "still wrapped, principal kept: {:?}",
-            cmds[1]
-        );
     }
 }

@@ -28,15 +28,6 @@
 //! before its command went out is left out of the next entry; one that gives
 //! up while its own entry is uncommitted frees that slot at once (the entry
 //! may still commit; S7 answers a retry).
-//!
-//! Commands that waited in the queue get the leader's due list as it is when
-//! they go out ([`Sink::refresh`]), so the wait does not age it (S8).
-//!
-//! Packing is gated on the cluster's version ([`crate::raft::log_format`]): while
-//! some member has not reported a log format that reads `Command::Batch`
-//! ([`LogFormats::may_pack`] is false), every command goes to the sink alone
-//! at once, as before packing existed, and commands still queued from before
-//! go out one entry each.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -48,7 +39,6 @@ use warden_core::types::{Command, Response};
 
 use super::submit::no_quorum;
 use super::SubmitError;
-use crate::raft::log_format::LogFormats;
 use crate::types::LogId;
 
 /// What a proposal returns: the command's response and its entry's log id.
@@ -71,11 +61,6 @@ pub trait Sink: Send + Sync + 'static {
     /// Proposes one entry holding `cmd` and waits until it has committed and
     /// applied here (or failed).
     fn write(&self, cmd: Command) -> impl Future<Output = Proposed> + Send;
-
-    /// Called just before commands that waited in the queue go out (one
-    /// entry's worth, in order): production puts the leader's due list as it
-    /// is now into the first of them (S8; see `Node::refresh_due`).
-    fn refresh(&self, _cmds: &mut [Command]) {}
 }
 
 /// Where a packable command goes.
@@ -102,7 +87,6 @@ struct State {
 
 struct Inner<S> {
     sink: S,
-    formats: Arc<LogFormats>,
     max_in_flight: usize,
     queued_timeout: Duration,
     state: Mutex<State>,
@@ -180,21 +164,6 @@ impl<S: Sink> Inner<S> {
             .filter(|j| !j.reply.is_closed())
             .map(|j| (j.cmd, j.reply))
             .unzip();
-        if cmds.len() > 1 && !this.formats.may_pack() {
-            // A member that cannot read packed entries appeared while these
-            // queued: one entry each, concurrently, each with the leader's
-            // due list as it is now (S8).
-            let writes = cmds.into_iter().zip(replies).map(|(mut cmd, reply)| {
-                let this = this.clone();
-                async move {
-                    this.sink.refresh(std::slice::from_mut(&mut cmd));
-                    let _ = reply.send(this.sink.write(cmd).await);
-                }
-            });
-            futures::future::join_all(writes).await;
-            return;
-        }
-        this.sink.refresh(&mut cmds);
         if cmds.len() <= 1 {
             if let (Some(cmd), Some(reply)) = (cmds.pop(), replies.into_iter().next()) {
                 let _ = reply.send(this.sink.write(cmd).await);
@@ -225,20 +194,13 @@ impl<S: Sink> Inner<S> {
 
 impl<S: Sink> Proposer<S> {
     /// A proposer over `sink` allowing `max_in_flight` (at least 1) entries
-    /// of packed commands uncommitted at once, packing only while
-    /// `formats.may_pack()`; a queued command's caller waits at most
-    /// `queued_timeout` in all (a direct write is bounded by the sink
-    /// itself).
-    pub fn new(
-        sink: S,
-        formats: Arc<LogFormats>,
-        max_in_flight: usize,
-        queued_timeout: Duration,
-    ) -> Self {
+    /// of packed commands uncommitted at once; a queued command's caller
+    /// waits at most `queued_timeout` in all (a direct write is bounded by
+    /// the sink itself).
+    pub fn new(sink: S, max_in_flight: usize, queued_timeout: Duration) -> Self {
         Proposer {
             inner: Arc::new(Inner {
                 sink,
-                formats,
                 queued_timeout,
                 max_in_flight: max_in_flight.max(1),
                 state: Mutex::new(State::default()),
@@ -247,11 +209,10 @@ impl<S: Sink> Proposer<S> {
     }
 
     /// Proposes `cmd`: packable commands alone at once when a slot is free,
-    /// else with what queues meanwhile; other commands, and every command
-    /// while some member cannot read packed entries, straight to the sink.
+    /// else with what queues meanwhile; other commands straight to the sink.
     /// Returns after the entry holding `cmd` has committed and applied.
     pub async fn propose(&self, cmd: Command) -> Proposed {
-        if !packable(&cmd) || !self.inner.formats.may_pack() {
+        if !packable(&cmd) {
             return self.inner.sink.write(cmd).await;
         }
         // A release may go while one more entry is uncommitted when nothing
@@ -305,9 +266,7 @@ mod tests {
     use super::*;
     use openraft::impls::leader_id_adv::LeaderId as RaftLeaderId;
     use tokio::sync::mpsc;
-    use warden_core::types::{
-        Acquire, DueLease, DueList, LeaderId, LeaseSpec, RenewBatch, RequestHeader,
-    };
+    use warden_core::types::{Acquire, LeaseSpec, RenewBatch, RequestHeader};
 
     /// Never reached in these tests (they release every entry themselves).
     const LONG: Duration = Duration::from_secs(600);
@@ -343,37 +302,6 @@ mod tests {
                 ))
             }
         }
-
-        /// Marks the first command's due list as refreshed, clears the others'.
-        fn refresh(&self, cmds: &mut [Command]) {
-            for (i, c) in cmds.iter_mut().enumerate() {
-                if let Command::Acquire(a) = c {
-                    a.due = (i == 0).then(fresh_due);
-                }
-            }
-        }
-    }
-
-    fn fresh_due() -> DueList {
-        DueList {
-            leader: LeaderId {
-                term: 1,
-                node_id: 1,
-            },
-            leases: vec![DueLease {
-                lease_id: 99,
-                last_index: 3,
-            }],
-            waiters: vec![],
-        }
-    }
-
-    fn dues(cmd: &Command) -> Vec<Option<DueList>> {
-        match cmd {
-            Command::Batch(cmds) => cmds.iter().flat_map(dues).collect(),
-            Command::Acquire(a) => vec![a.due.clone()],
-            _ => vec![],
-        }
     }
 
     /// A response that names the command (its request id) so each caller's
@@ -398,7 +326,6 @@ mod tests {
             lease: LeaseSpec::New { ttl_ms: 5_000 },
             wait_timeout_ms: 0,
             lock_delay_ms: 0,
-            due: None,
         })
     }
 
@@ -410,27 +337,13 @@ mod tests {
         }
     }
 
-    /// A three-node cluster whose other members report `formats`.
-    fn cluster(formats: [u32; 2]) -> Arc<LogFormats> {
-        let f = Arc::new(LogFormats::new(1));
-        f.set_members([1, 2, 3]);
-        f.record(2, formats[0]);
-        f.record(3, formats[1]);
-        f
-    }
-
-    /// Every member reads packed entries.
-    fn upgraded() -> Arc<LogFormats> {
-        cluster([2, 2])
-    }
-
     type Seen = mpsc::UnboundedReceiver<(Command, oneshot::Sender<()>)>;
 
-    /// A proposer over a [`Gate`] with `max_in_flight` slots, packing per
-    /// `formats`; the receiver sees each entry as it is written.
-    fn gated(formats: Arc<LogFormats>, max_in_flight: usize) -> (Arc<Proposer<Gate>>, Seen) {
+    /// A proposer over a [`Gate`] with `max_in_flight` slots; the receiver
+    /// sees each entry as it is written.
+    fn gated(max_in_flight: usize) -> (Arc<Proposer<Gate>>, Seen) {
         let (tx, seen) = mpsc::unbounded_channel();
-        let p = Proposer::new(Gate { seen: tx }, formats, max_in_flight, LONG);
+        let p = Proposer::new(Gate { seen: tx }, max_in_flight, LONG);
         (Arc::new(p), seen)
     }
 
@@ -449,10 +362,10 @@ mod tests {
     // Packing (docs/performance.md): an uncontended command goes out alone and at once; commands
     // that arrive while it is uncommitted wait and then go out together as
     // ONE Batch entry, in arrival order, each caller getting its own response (S3: only
-    // after that entry answered); the batch carries a fresh due list (S8).
+    // after that entry answered).
     #[tokio::test]
     async fn queued_commands_share_one_entry_and_the_first_goes_alone() {
-        let (p, mut seen) = gated(upgraded(), 1);
+        let (p, mut seen) = gated(1);
         let first = propose_on_task(&p, acquire(1));
         let (cmd, go1) = seen.recv().await.expect("first entry");
         assert_eq!(
@@ -488,8 +401,6 @@ mod tests {
         let (batch, go2) = seen.recv().await.expect("batch entry");
         assert!(matches!(batch, Command::Batch(_)), "{batch:?}");
         assert_eq!(request_ids(&batch), vec![2, 3, 4]);
-        // S8: the waited-for entry carries the due list as of now, once.
-        assert_eq!(dues(&batch), vec![Some(fresh_due()), None, None]);
         go2.send(()).expect("batch waiting");
         for (i, h) in later.into_iter().enumerate() {
             let (response, log_id) = h.await.expect("join").expect("answered");
@@ -509,7 +420,7 @@ mod tests {
     // before its entry went out is left out of it.
     #[tokio::test]
     async fn a_second_slot_sends_at_once_and_abandoned_commands_are_dropped() {
-        let (p, mut seen) = gated(upgraded(), 2);
+        let (p, mut seen) = gated(2);
         let spawn = |id| propose_on_task(&p, acquire(id));
         let a = spawn(1);
         let (c1, go1) = seen.recv().await.expect("first");
@@ -524,14 +435,12 @@ mod tests {
         assert!(c.await.is_err_and(|e| e.is_cancelled()));
         go2.send(()).expect("second waiting");
         assert!(b.await.expect("join").is_ok());
-        // Only request 4 is left: it goes out alone, not as a batch of one,
-        // with the due list as of now (S8: it waited).
+        // Only request 4 is left: it goes out alone, not as a batch of one.
         let (c4, go4) = seen.recv().await.expect("third entry");
         assert!(
             matches!(&c4, Command::Acquire(a) if a.header.request_id == 4),
             "{c4:?}"
         );
-        assert_eq!(dues(&c4), vec![Some(fresh_due())]);
         go4.send(()).expect("fourth waiting");
         go1.send(()).expect("first waiting");
         assert!(a.await.expect("join").is_ok());
@@ -539,86 +448,6 @@ mod tests {
             d.await.expect("join"),
             Ok((Response::Revoked { lease_id: 4 }, _))
         ));
-        assert!(seen.try_recv().is_err());
-    }
-
-    // Rolling upgrade (packing gate; an older binary cannot decode a Batch): while
-    // one member has not reported log format 2 nothing is packed or queued; every
-    // command goes out alone at once, as before packing. Once it reports 2, commands
-    // that arrive while one is uncommitted queue and go out as one Batch; if a member
-    // answers with an older format while some are queued, those go out one entry
-    // each, and each of those entries carries the leader's due list, not only the
-    // first (refresh cleared the others' own lists, taken on arrival; S8).
-    #[tokio::test]
-    async fn nothing_is_packed_until_every_member_reads_packed_entries() {
-        let formats = cluster([2, 0]);
-        assert!(!formats.may_pack());
-        let (p, mut seen) = gated(formats.clone(), 1);
-        let spawn = |id| propose_on_task(&p, acquire(id));
-        let mut gates = Vec::new();
-        let mut calls = Vec::new();
-        for id in 1..=3 {
-            calls.push(spawn(id));
-            let (cmd, go) = seen.recv().await.expect("entry");
-            assert_eq!(
-                cmd,
-                acquire(id),
-                "alone, at once, though others are uncommitted"
-            );
-            gates.push(go);
-        }
-        assert_eq!(p.queued(), 0);
-        for go in gates.drain(..) {
-            go.send(()).expect("waiting");
-        }
-        for c in calls.drain(..) {
-            assert!(c.await.expect("join").is_ok());
-        }
-        // Node 3 now runs this version: packing starts.
-        formats.record(3, 2);
-        assert!(formats.may_pack());
-        calls.push(spawn(4));
-        let (cmd, go4) = seen.recv().await.expect("first entry");
-        assert_eq!(cmd, acquire(4));
-        calls.push(spawn(5));
-        wait_queued(&p, 1).await;
-        calls.push(spawn(6));
-        wait_queued(&p, 2).await;
-        go4.send(()).expect("waiting");
-        let (batch, go_batch) = seen.recv().await.expect("batch");
-        assert!(matches!(batch, Command::Batch(_)), "{batch:?}");
-        assert_eq!(request_ids(&batch), vec![5, 6]);
-        go_batch.send(()).expect("waiting");
-        for c in calls.drain(..) {
-            assert!(c.await.expect("join").is_ok());
-        }
-        // Two queue behind one in flight; then node 2 answers with an older
-        // format (a binary from before packing).
-        calls.push(spawn(7));
-        let (_, go7) = seen.recv().await.expect("entry 7");
-        calls.push(spawn(8));
-        wait_queued(&p, 1).await;
-        calls.push(spawn(9));
-        wait_queued(&p, 2).await;
-        formats.record(2, 0);
-        go7.send(()).expect("waiting");
-        let mut rest = Vec::new();
-        for _ in 0..2 {
-            let (cmd, go) = seen.recv().await.expect("entry");
-            assert!(matches!(cmd, Command::Acquire(_)), "not packed: {cmd:?}");
-            assert_eq!(
-                dues(&cmd),
-                vec![Some(fresh_due())],
-                "an entry of its own without the leader's due list: {cmd:?}"
-            );
-            rest.extend(request_ids(&cmd));
-            go.send(()).expect("waiting");
-        }
-        rest.sort_unstable();
-        assert_eq!(rest, vec![8, 9]);
-        for c in calls {
-            assert!(c.await.expect("join").is_ok());
-        }
         assert!(seen.try_recv().is_err());
     }
 
@@ -632,7 +461,6 @@ mod tests {
             resource: Some(format!("r{request_id}")),
             lease_id: 5,
             fencing_token: None,
-            due: None,
         })
     }
 
@@ -642,7 +470,7 @@ mod tests {
     // entry is uncommitted goes out at once, instead of queueing behind that entry.
     #[tokio::test]
     async fn a_release_goes_out_at_once_while_an_acquire_entry_is_uncommitted() {
-        let (p, mut seen) = gated(upgraded(), 1);
+        let (p, mut seen) = gated(1);
         let first = propose_on_task(&p, acquire(1));
         let (cmd, go1) = seen.recv().await.expect("acquire entry");
         assert_eq!(cmd, acquire(1));
@@ -674,7 +502,7 @@ mod tests {
     // queued) is the test above.
     #[tokio::test]
     async fn a_release_that_finds_commands_queued_packs_with_them() {
-        let (p, mut seen) = gated(upgraded(), 1);
+        let (p, mut seen) = gated(1);
         let spawn = |cmd: Command| propose_on_task(&p, cmd);
         let first = spawn(acquire(1));
         let (cmd, go1) = seen.recv().await.expect("acquire entry");
@@ -704,10 +532,9 @@ mod tests {
     }
 
     // Packing with identities (docs/performance.md, "Packing queued
-    // commands"): acquires and releases wrapped in `Command::Authorized`
-    // (every client command once the cluster reads log format 3) queue and
-    // pack exactly like bare ones, still wrapped; a wrapped lease grant is
-    // not packable, as a bare one is not.
+    // commands"): acquires and releases wrapped in `Command::Authorized`, as
+    // every client command is, queue and pack exactly like bare ones, still
+    // wrapped; a wrapped lease grant is not packable, as a bare one is not.
     #[tokio::test]
     async fn authorized_acquires_and_releases_pack_like_bare_ones() {
         assert!(packable(&wrapped(acquire(1))) && packable(&wrapped(release(1))));
@@ -720,7 +547,7 @@ mod tests {
             ttl_ms: 5_000,
         });
         assert!(!packable(&wrapped(grant)));
-        let (p, mut seen) = gated(upgraded(), 1);
+        let (p, mut seen) = gated(1);
         let first = propose_on_task(&p, wrapped(acquire(1)));
         let (cmd, go1) = seen.recv().await.expect("first entry");
         assert_eq!(cmd, wrapped(acquire(1)), "alone, at once, still wrapped");
@@ -748,7 +575,7 @@ mod tests {
     // (e.g. "not the leader"), never a success.
     #[tokio::test]
     async fn a_failed_batch_fails_each_caller() {
-        let (p, mut seen) = gated(upgraded(), 1);
+        let (p, mut seen) = gated(1);
         let spawn = |id| propose_on_task(&p, acquire(id));
         let a = spawn(1);
         let (_, go1) = seen.recv().await.expect("first");

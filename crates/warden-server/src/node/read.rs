@@ -3,9 +3,15 @@
 //! and the views the services read, each a method that says what it reads
 //! and returns plain values (never a lock on the state machine).
 //!
-//! Ages, remaining TTLs and the lock-delay left come from this node's own
-//! deadline table (display only, never replicated; docs/semantics.md
-//! "Time").
+//! Ages, remaining TTLs and the lock-delay left are in cluster time
+//! (docs/semantics.md "Time"): the table's instants (a lease's end, a
+//! grant's and an enqueue's time, a lock-delay's end) less a `now`, and
+//! only what is live at that `now` is shown (an item whose instant has
+//! passed has ended, swept or not). A linearizable read's `now` is
+//! [`read_now_ms`]: the later of the leader's cluster clock and the table's
+//! `now`; a read of the applied table without a read-index (a queued
+//! acquire's progress, an answer this node just applied) uses the table's
+//! own `now`.
 //!
 //! # Permissions
 //!
@@ -35,11 +41,12 @@ use std::time::Duration;
 use openraft::async_runtime::WatchReceiver as _;
 use tokio::sync::watch;
 use warden_core::auth::Target;
+use warden_core::resource::Waiter;
 use warden_core::types::{
     AuditRecord, AuthAuditRecord, ClusterLimits, CommandError, ErrorCode, FencingToken, LeaseId,
     LockKind, LogIndex, Mode, NotGrantedReason, Permission, Quota, ResourceToken,
 };
-use warden_core::{validate, TokenState, Usage, WaiterRemovedReason};
+use warden_core::{validate, LockTable, TokenState, Usage, WaiterRemovedReason};
 
 use super::error::command_error;
 use super::renew::{ownership, Ownership};
@@ -55,7 +62,7 @@ pub struct HolderStatus {
     pub lease_id: LeaseId,
     /// Its grant's fencing token.
     pub fencing_token: FencingToken,
-    /// The lease's TTL left on this node's clock, in milliseconds.
+    /// The lease's TTL left at the read's cluster time, in milliseconds.
     pub ttl_remaining_ms: u64,
     /// The lease's TTL in milliseconds.
     pub ttl_ms: u64,
@@ -76,10 +83,10 @@ pub struct ResourceStatus {
     pub holders: Vec<HolderStatus>,
     /// Its kind while anything is on it (docs/semantics.md "Lock kinds").
     pub kind: Option<LockKind>,
-    /// Waiters queued on it.
+    /// Live waiters queued on it.
     pub waiters: u64,
-    /// The lock-delay left on this node's clock, in milliseconds, when the
-    /// resource is in its lock-delay (no holder); 0 = none.
+    /// The lock-delay left at the read's cluster time, in milliseconds,
+    /// when the resource is in its lock-delay (no holder); 0 = none.
     pub lock_delay_remaining_ms: u64,
 }
 
@@ -103,13 +110,16 @@ pub struct LeaseStatus {
     pub lease_id: LeaseId,
     /// Its TTL in milliseconds.
     pub ttl_ms: u64,
-    /// Its TTL left on this node's clock, in milliseconds.
+    /// Its TTL left at the read's cluster time, in milliseconds.
     pub ttl_remaining_ms: u64,
     /// Resources it holds.
     pub locks: Vec<String>,
     /// Resources it waits on.
     pub waits: Vec<String>,
-    /// Whether a promotion grace was used since its last renew (L4).
+    /// Whether a new leader's grace keeps it live past its own
+    /// `expires_at` (L4: the last promote's `no_expiry_before` is later,
+    /// and its last grant or renew came after the promote before that one;
+    /// docs/semantics.md "Time").
     pub graced: bool,
 }
 
@@ -118,7 +128,7 @@ pub struct LeaseStatus {
 pub struct ListedWaiter {
     /// The waiting lease.
     pub lease_id: LeaseId,
-    /// How long it has waited, on this node's clock, in milliseconds.
+    /// How long it has waited, in cluster time, in milliseconds.
     pub age_ms: u64,
 }
 
@@ -129,9 +139,9 @@ pub struct ListedHolder {
     pub lease_id: LeaseId,
     /// Its grant's token.
     pub fencing_token: FencingToken,
-    /// How long it has held, on this node's clock, in milliseconds.
+    /// How long it has held, in cluster time, in milliseconds.
     pub age_ms: u64,
-    /// The lease's TTL left on this node's clock, in milliseconds.
+    /// The lease's TTL left at the read's cluster time, in milliseconds.
     pub ttl_remaining_ms: u64,
     /// The principal owning the lease (None: anonymous, an insecure node).
     pub owner: Option<String>,
@@ -150,10 +160,10 @@ pub struct ListedLock {
     pub holders: Vec<ListedHolder>,
     /// Its kind (docs/semantics.md "Lock kinds").
     pub kind: LockKind,
-    /// Waiters in FIFO order.
+    /// Live waiters in FIFO order.
     pub waiters: Vec<ListedWaiter>,
-    /// The lock-delay left on this node's clock, in milliseconds, when the
-    /// resource is in its lock-delay (no holder); 0 = none.
+    /// The lock-delay left at the read's cluster time, in milliseconds,
+    /// when the resource is in its lock-delay (no holder); 0 = none.
     pub lock_delay_remaining_ms: u64,
 }
 
@@ -241,8 +251,8 @@ pub enum QueueBehind {
     /// Next in line, and the resource is in its lock-delay after an
     /// involuntary loss: no grant before it ends.
     LockDelay {
-        /// The lock-delay left on this node's clock, in milliseconds
-        /// (rounded up; 0 when it has run out and its end is not yet
+        /// The lock-delay left at the applied table's cluster time, in
+        /// milliseconds (0 when it has run out and its end is not yet
         /// applied).
         remaining_ms: u64,
     },
@@ -269,10 +279,14 @@ impl QueueBehind {
     }
 }
 
-/// The lock-delay left on `resource` at `now` on this node's deadline table,
-/// in milliseconds (0: none). As the TTL left of a lease: display only
-/// (docs/semantics.md "Time"); a delay whose local deadline is unknown
-/// shows 0.
+/// Cluster time (ms) for a linearizable read: the later of the leader's
+/// cluster clock (`leader_clock`: Some while this node leads with its base
+/// set) and the table's `now` (docs/semantics.md "Time"). A read of the
+/// applied table without a read-index uses the table's `now` alone.
+pub(crate) fn read_now_ms(table: &LockTable, leader_clock: Option<u64>) -> u64 {
+    leader_clock.map_or(table.now_ms(), |c| c.max(table.now_ms()))
+}
+
 /// The max-hold (ms, 0: none) of the grant (`resource`, `lease_id`,
 /// `fencing_token`) in `m`'s table.
 fn grant_max_hold_ms(
@@ -287,14 +301,26 @@ fn grant_max_hold_ms(
         .map_or(0, |h| h.max_hold_ms)
 }
 
-fn lock_delay_left_ms(m: &Machine, resource: &str, now: Duration) -> u64 {
-    m.table
+/// The lock-delay left on `resource` at cluster time `now_ms`, in
+/// milliseconds (0: none, or it has ended).
+fn lock_delay_left_ms(table: &LockTable, resource: &str, now_ms: u64) -> u64 {
+    table
         .lock_delay(resource)
-        .and_then(|d| {
-            m.deadlines
-                .lock_delay_remaining_ms(resource, d.start_index, now)
-        })
-        .unwrap_or(0)
+        .map_or(0, |d| d.ends_at_ms.saturating_sub(now_ms))
+}
+
+/// The TTL left of lease `lease_id` at cluster time `now_ms`, in
+/// milliseconds (0: not live).
+fn ttl_left_ms(table: &LockTable, lease_id: LeaseId, now_ms: u64) -> u64 {
+    table
+        .lease(lease_id)
+        .map_or(0, |l| table.lease_remaining_ms_at(l, now_ms))
+}
+
+/// Whether waiter `w` is live at cluster time `now_ms`: its wait has not
+/// run out and its lease has not ended.
+pub(super) fn waiter_live_at(table: &LockTable, w: &Waiter, now_ms: u64) -> bool {
+    now_ms < w.deadline_ms && table.lease_live_at(w.lease_id, now_ms)
 }
 
 /// One role, as `role list` shows it.
@@ -452,7 +478,7 @@ impl Node {
     ) -> Result<ResourceStatus, ReadError> {
         validate::resource(resource)?;
         let read_index = self.linearizable_read().await?;
-        let now = self.shared.clock.now();
+        let leader_clock = self.leader_clock_ms();
         let m = self.machine()?;
         allowed(
             &m,
@@ -461,10 +487,11 @@ impl Node {
             Target::Resource(resource),
             "resource",
         )?;
+        let now = read_now_ms(&m.table, leader_clock);
         let status = |h: &warden_core::HolderView| HolderStatus {
             lease_id: h.lease_id,
             fencing_token: h.fencing_token,
-            ttl_remaining_ms: m.deadlines.remaining_ms(h.lease_id, now).unwrap_or(0),
+            ttl_remaining_ms: ttl_left_ms(&m.table, h.lease_id, now),
             ttl_ms: h.ttl_ms,
             value: m
                 .table
@@ -476,10 +503,20 @@ impl Node {
         };
         Ok(ResourceStatus {
             read_index,
-            holders: m.table.holders(resource).iter().map(status).collect(),
+            holders: m
+                .table
+                .holders_at(resource, now)
+                .iter()
+                .map(status)
+                .collect(),
             kind: m.table.kind(resource),
-            waiters: m.table.waiters(resource).len() as u64,
-            lock_delay_remaining_ms: lock_delay_left_ms(&m, resource, now),
+            waiters: m.table.resource(resource).map_or(0, |s| {
+                s.waiters
+                    .iter()
+                    .filter(|w| waiter_live_at(&m.table, w, now))
+                    .count() as u64
+            }),
+            lock_delay_remaining_ms: lock_delay_left_ms(&m.table, resource, now),
         })
     }
 
@@ -494,6 +531,7 @@ impl Node {
         validate::resource(resource)?;
         validate::fencing_token(token)?;
         let read_index = self.linearizable_read().await?;
+        let leader_clock = self.leader_clock_ms();
         let m = self.machine()?;
         allowed(
             &m,
@@ -502,12 +540,15 @@ impl Node {
             Target::Resource(resource),
             "resource",
         )?;
+        let now = read_now_ms(&m.table, leader_clock);
         Ok(TokenCheck {
             read_index,
-            state: m.table.token_state(resource, token),
+            state: m.table.token_state_at(resource, token, now),
             holder_token: m
                 .table
-                .holder(resource)
+                .holders_at(resource, now)
+                .iter()
+                .find(|h| h.mode == Mode::Exclusive)
                 .map(|h| h.fencing_token)
                 .unwrap_or(0),
         })
@@ -524,8 +565,9 @@ impl Node {
     ) -> Result<Option<LeaseStatus>, ReadError> {
         validate::lease_id(lease_id)?;
         let read_index = self.linearizable_read().await?;
-        let now = self.shared.clock.now();
+        let leader_clock = self.leader_clock_ms();
         let m = self.machine()?;
+        let now = read_now_ms(&m.table, leader_clock);
         if ownership(m.table.lease_owner(lease_id), principal) == Ownership::Foreign
             && !m
                 .table
@@ -540,14 +582,18 @@ impl Node {
                 ),
             )));
         }
-        Ok(m.table.lease(lease_id).map(|lease| LeaseStatus {
+        let live = m
+            .table
+            .lease(lease_id)
+            .filter(|_| m.table.lease_live_at(lease_id, now));
+        Ok(live.map(|lease| LeaseStatus {
             read_index,
             lease_id,
             ttl_ms: lease.ttl_ms,
-            ttl_remaining_ms: m.deadlines.remaining_ms(lease_id, now).unwrap_or(0),
+            ttl_remaining_ms: m.table.lease_remaining_ms_at(lease, now),
             locks: lease.locks.iter().cloned().collect(),
             waits: lease.waits.iter().cloned().collect(),
-            graced: lease.graced,
+            graced: m.table.lease_end_ms(lease) > lease.expires_at_ms,
         }))
     }
 
@@ -561,7 +607,7 @@ impl Node {
     ) -> Result<(LogIndex, Vec<ListedLock>), ReadError> {
         check_prefix(prefix)?;
         let read_index = self.linearizable_read().await?;
-        let now = self.shared.clock.now();
+        let leader_clock = self.leader_clock_ms();
         let m = self.machine()?;
         allowed(
             &m,
@@ -570,39 +616,44 @@ impl Node {
             Target::Prefix(prefix),
             "prefix",
         )?;
-        let locks = m
-            .table
+        let now = read_now_ms(&m.table, leader_clock);
+        let table = &m.table;
+        let locks = table
             .resources_with_prefix(prefix)
             .map(|(name, state)| {
                 let listed = |g: &warden_core::Grant| ListedHolder {
                     lease_id: g.lease_id,
                     fencing_token: g.fencing_token,
-                    age_ms: m
-                        .deadlines
-                        .held_for_ms(name, g.grant_index, now)
-                        .unwrap_or(0),
-                    ttl_remaining_ms: m.deadlines.remaining_ms(g.lease_id, now).unwrap_or(0),
-                    owner: m.table.lease_owner(g.lease_id).flatten().map(str::to_owned),
+                    age_ms: now.saturating_sub(g.granted_at_ms),
+                    ttl_remaining_ms: ttl_left_ms(table, g.lease_id, now),
+                    owner: table.lease_owner(g.lease_id).flatten().map(str::to_owned),
                     mode: g.mode,
                     slot: g.slot,
                 };
                 ListedLock {
                     resource: name.clone(),
-                    holders: state.holders().map(listed).collect(),
+                    holders: state
+                        .holders()
+                        .filter(|g| table.grant_live_at(name, g, now))
+                        .map(listed)
+                        .collect(),
                     kind: state.kind,
                     waiters: state
                         .waiters
                         .iter()
+                        .filter(|w| waiter_live_at(table, w, now))
                         .map(|w| ListedWaiter {
                             lease_id: w.lease_id,
-                            age_ms: m
-                                .deadlines
-                                .waited_for_ms(name, w.lease_id, w.enqueue_index, now)
-                                .unwrap_or(0),
+                            age_ms: now.saturating_sub(w.enqueued_at_ms()),
                         })
                         .collect(),
-                    lock_delay_remaining_ms: lock_delay_left_ms(&m, name, now),
+                    lock_delay_remaining_ms: lock_delay_left_ms(table, name, now),
                 }
+            })
+            // Only what is live at `now`: a resource whose every item has
+            // ended (not swept yet) is not listed.
+            .filter(|l| {
+                !l.holders.is_empty() || !l.waiters.is_empty() || l.lock_delay_remaining_ms > 0
             })
             .collect();
         Ok((read_index, locks))
@@ -762,17 +813,24 @@ impl Node {
         })
     }
 
-    /// The lock-delay left on `resource` in this node's applied table, in
-    /// milliseconds (0: none, or the state is unusable). No read-index: for
-    /// the answer to an acquire this node just applied (refused for the
-    /// lock-delay), which is at least as new as that entry.
+    /// The lock-delay left on `resource` in this node's applied table at
+    /// its cluster time, in milliseconds (0: none, or the state is
+    /// unusable). No read-index: for the answer to an acquire this node
+    /// just applied (refused for the lock-delay), which is at least as new
+    /// as that entry.
     pub fn lock_delay_remaining_ms(&self, resource: &str) -> u64 {
-        let now = self.shared.clock.now();
         self.shared
             .machine
             .lock()
-            .map(|m| lock_delay_left_ms(&m, resource, now))
+            .map(|m| lock_delay_left_ms(&m.table, resource, m.table.now_ms()))
             .unwrap_or(0)
+    }
+
+    /// This node's cluster clock while it leads with its base set, for
+    /// [`read_now_ms`]; None otherwise (a read then uses the table's `now`).
+    pub(super) fn leader_clock_ms(&self) -> Option<u64> {
+        let leader = self.leader_id_if_leader()?;
+        self.cluster_now_ms(leader)
     }
 
     /// The max-hold (ms, 0: none) of the grant `lease_id` holds on
@@ -800,8 +858,8 @@ impl Node {
         lease_id: LeaseId,
         enqueue_index: LogIndex,
     ) -> Option<WaiterStep> {
-        let now = self.shared.clock.now();
         let m = self.shared.machine.lock().ok()?;
+        let now = m.table.now_ms();
         let state = m.table.resource(resource);
         if let Some(g) = state
             .and_then(|s| s.grant_of(lease_id))
@@ -825,8 +883,11 @@ impl Node {
             });
         }
         // What it waits behind: the writer or mutex holder, else the first
-        // reader or permit holder.
-        let holder = state.and_then(|s| s.holders().next());
+        // reader or permit holder, live at the table's `now`.
+        let holder = state.and_then(|s| {
+            s.holders()
+                .find(|g| m.table.grant_live_at(resource, g, now))
+        });
         Some(match m.table.waiter_position(resource, lease_id) {
             Some(position) => WaiterStep::Queued {
                 position,
@@ -838,7 +899,7 @@ impl Node {
                         lease_id: h.lease_id,
                     },
                     None if m.table.lock_delay(resource).is_some() => QueueBehind::LockDelay {
-                        remaining_ms: lock_delay_left_ms(&m, resource, now),
+                        remaining_ms: lock_delay_left_ms(&m.table, resource, now),
                     },
                     None => QueueBehind::Nothing,
                 },

@@ -7,16 +7,21 @@
 //! # Identities
 //!
 //! [`Node::submit`] proposes every client command as
-//! `Command::Authorized { principal, command }` once every member reads
-//! that entry (the log-format gate, [`crate::raft::log_format`]): the
-//! table then decides permission, lease ownership and quotas when the entry
-//! applies, against the auth table at that index (`warden_core::auth`). The
-//! server never decides a write's permission itself: a retried request
-//! whose outcome is recorded must get that outcome even after a revoke (S7).
-//! While the gate is closed, a secure node (principal `Some`) proposes
-//! nothing and answers `Unavailable`; an insecure node (principal `None`)
-//! proposes the command unwrapped, as before identities existed (an auth
-//! change, which only exists wrapped, waits like a secure node's command).
+//! `Command::Authorized { principal, command }` (principal `None` on an
+//! insecure node): the table decides permission, lease ownership and quotas
+//! when the entry applies, against the auth table at that index
+//! (`warden_core::auth`). The server never decides a write's permission
+//! itself: a retried request whose outcome is recorded must get that
+//! outcome even after a revoke (S7).
+//!
+//! # Log formats
+//!
+//! Before proposing, [`Node::submit`] asks the log-format gate
+//! ([`crate::raft::log_format`]) whether every member reads the entry's
+//! format ([`crate::types::entry_log_format`]); a command of a format some
+//! member has not reported is refused with `FailedPrecondition`, naming
+//! those members, and nothing is proposed. The duty path asks the same.
+//! Every command of log format 1 passes.
 //!
 //! [`Node::renew`] is not wrapped (renews are batched by the leader): the
 //! batcher checks that the caller owns each lease (`warden_core::auth`,
@@ -228,49 +233,18 @@ impl Reply for AuthChanged {
     }
 }
 
-/// What the write path says while some member cannot read authorized
-/// entries (the gate of [`crate::raft::log_format`]).
-pub const WAITING_FOR_LOG_FORMAT_3: &str =
-    "waiting for every member to report log format 3 (authorized entries)";
-
-/// The entry [`Node::submit`] proposes for the client command `w.command`
-/// made by `w.principal` (see the module docs, "Identities"): `w` itself
-/// when `may_wrap`; otherwise the bare command for an anonymous caller, and
-/// `NotProposed` (retryable: nothing was proposed) for a named caller and
-/// for an auth change.
-///
-/// # Errors
-/// [`SubmitError::NotProposed`] while the gate is closed, as above.
-pub fn authorize(w: Authorized, may_wrap: bool) -> Result<Command, SubmitError> {
-    if may_wrap {
-        return Ok(Command::Authorized(w));
-    }
-    let reason = match (&w.principal, &*w.command) {
-        (None, Command::AuthChange(_)) => {
-            format!("{WAITING_FOR_LOG_FORMAT_3}: an auth change needs them")
-        }
-        (None, _) => return Ok(*w.command),
-        (Some(_), _) => format!(
-            "{WAITING_FOR_LOG_FORMAT_3}: a secure node proposes no client command without its \
-             principal"
-        ),
-    };
-    Err(SubmitError::NotProposed { reason })
-}
-
 impl Node {
     /// The one write path for client commands: validates `cmd` (a bad field
     /// is refused naming the field and the limit; nothing is proposed),
-    /// checks that this node leads, wraps it with `principal`, attaches the leader's due list where the
-    /// command can hand a resource off (S8), proposes it through the
-    /// proposer, and returns the state machine's typed answer after the
-    /// entry committed and applied (S3). A refusal by the table comes back
-    /// as [`SubmitError::Refused`].
+    /// checks that this node leads, wraps it with `principal`, checks that
+    /// every member reads its log format, proposes it through the proposer,
+    /// and returns the state machine's typed answer after the entry
+    /// committed and applied (S3). A refusal by the table comes back as
+    /// [`SubmitError::Refused`].
     ///
     /// `principal` is who the command is made for; it is carried to apply
-    /// in `Command::Authorized` ([`authorize`], the module docs), where
-    /// permissions, lease ownership and quotas are decided against the
-    /// table at that index.
+    /// in `Command::Authorized` (the module docs), where permissions, lease
+    /// ownership and quotas are decided against the table at that index.
     pub async fn submit<R: Reply>(
         &self,
         principal: &Principal,
@@ -283,44 +257,9 @@ impl Node {
         // The inner command's fields, and that it is a client command (a
         // leader duty or an already wrapped command is refused).
         validate::authorized(&wrapped)?;
-        self.require_leader()?;
-        if matches!(&*wrapped.command, Command::AcquireKind(_)) && !self.formats.may_use_kinds() {
-            return Err(SubmitError::Refused(super::error::command_error(
-                warden_core::types::ErrorCode::FailedPrecondition,
-                Some("kind"),
-                format!(
-                    "semaphores and read-write locks need every member to read log format 5; \
-                     members {:?} have not reported it (upgrade them, or take a mutex)",
-                    self.formats.lagging_kind_readers()
-                ),
-            )));
-        }
-        if matches!(&*wrapped.command, Command::AcquireMulti(_)) && !self.formats.may_use_multi() {
-            return Err(SubmitError::Refused(super::error::command_error(
-                warden_core::types::ErrorCode::FailedPrecondition,
-                Some("resources"),
-                format!(
-                    "multi-locks need every member to read log format 6; members {:?} have \
-                     not reported it (upgrade them, or take the locks one by one)",
-                    self.formats.lagging_multi_readers()
-                ),
-            )));
-        }
-        if matches!(&*wrapped.command, Command::AcquireBounded(_))
-            && !self.formats.may_use_max_hold()
-        {
-            return Err(SubmitError::Refused(super::error::command_error(
-                warden_core::types::ErrorCode::FailedPrecondition,
-                Some("max_hold_ms"),
-                format!(
-                    "max_hold_ms needs every member to read log format 7; members {:?} have \
-                     not reported it (upgrade them, or acquire without a max-hold)",
-                    self.formats.lagging_max_hold_readers()
-                ),
-            )));
-        }
-        let mut cmd = authorize(wrapped, self.formats.may_wrap())?;
-        self.refresh_due(std::slice::from_mut(&mut cmd));
+        self.await_promoted().await?;
+        let cmd = Command::Authorized(wrapped);
+        self.may_propose(&cmd)?;
         let (response, _) = self.proposer.propose(cmd).await?;
         match response {
             Response::Error(e) => Err(SubmitError::Refused(e)),
@@ -343,7 +282,7 @@ impl Node {
         lease_id: LeaseId,
     ) -> Result<Option<u64>, SubmitError> {
         validate::lease_id(lease_id)?;
-        self.require_leader()?;
+        self.await_promoted().await?;
         let stopping = || SubmitError::NotProposed {
             reason: "node stopping".into(),
         };
@@ -362,19 +301,40 @@ impl Node {
     }
 
     /// The duty path: proposes `cmd` (a leader duty or a renew batch) to the
-    /// local Raft handle and waits for it to commit and apply. No validation
-    /// and no due list: the proposer built the command itself.
+    /// local Raft handle and waits for it to commit and apply. No
+    /// validation: the proposer built the command itself. The log-format
+    /// gate holds as for a client command.
     pub(crate) async fn propose_duty(
         &self,
         cmd: Command,
     ) -> Result<(Response, LogId), SubmitError> {
+        self.may_propose(&cmd)?;
         self.proposer.propose(cmd).await
+    }
+
+    /// The log-format gate for `cmd` (the module docs, "Log formats"):
+    /// `FailedPrecondition` naming the members that have not reported its
+    /// format; nothing is proposed.
+    fn may_propose(&self, cmd: &Command) -> Result<(), SubmitError> {
+        self.formats
+            .may_propose(crate::types::entry_log_format(cmd))
+            .map_err(|behind| {
+                SubmitError::refused(
+                    warden_core::types::ErrorCode::FailedPrecondition,
+                    None,
+                    behind.to_string(),
+                )
+            })
     }
 
     /// One entry holding `cmd`, proposed to the local Raft handle; waits for
     /// it to commit and apply, at most [`COMMIT_TIMEOUT_MS`].
     pub(super) async fn write_entry(&self, cmd: Command) -> Result<(Response, LogId), SubmitError> {
-        let fut = self.raft.client_write(Request(LogEntry::V1(cmd)));
+        let entry = LogEntry {
+            stamp: self.stamp_for(&cmd)?,
+            command: cmd,
+        };
+        let fut = self.raft.client_write(Request(entry));
         match tokio::time::timeout(Duration::from_millis(COMMIT_TIMEOUT_MS), fut).await {
             Err(_) => Err(no_quorum()),
             Ok(Err(e)) => Err(self.write_error(e)),

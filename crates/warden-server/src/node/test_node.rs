@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 use warden_core::types::{
-    AuthChange, AuthOp, Command, LeaderId, Permission, Principal, RequestHeader,
+    AuthChange, AuthOp, Command, LeaderId, LogEntry, Permission, Principal, RequestHeader,
 };
 
 use super::submit::AuthChanged;
@@ -21,14 +21,14 @@ use crate::raft::log_format::LogFormats;
 use crate::raft::network::{call_timeout_floor, Network, TcpConnector};
 use crate::raft::Raft;
 use crate::sim_hooks::{BugSwitches, Observer};
-use crate::store::{Db, LogStore, StateMachineStore};
+use crate::store::{Db, LogStore, MaxStamp, StateMachineStore};
 use crate::types::MemberAddr;
 
-/// Records every command applied (the entry's command as it was proposed),
-/// and every grant apply made: (resource, lease id), in order.
+/// Records every entry applied (as it was proposed: its stamp and
+/// command), and every grant apply made: (resource, lease id), in order.
 #[derive(Debug, Default)]
 pub(crate) struct Applied(
-    pub(crate) Mutex<Vec<Command>>,
+    pub(crate) Mutex<Vec<LogEntry>>,
     pub(crate) Mutex<Vec<(String, u64)>>,
 );
 
@@ -38,16 +38,13 @@ impl Observer for Applied {
         _node_id: u64,
         _index: u64,
         _log_leader: LeaderId,
-        cmd: &Command,
-        _logged: &Command,
+        _entry: &LogEntry,
+        logged: &LogEntry,
         applied: &warden_core::table::Applied,
         _table: &warden_core::table::LockTable,
-        _deadlines: &warden_core::deadline::Deadlines,
-        _stamp: Duration,
-        _now: Duration,
     ) {
-        if let Ok(mut cmds) = self.0.lock() {
-            cmds.push(cmd.clone());
+        if let Ok(mut entries) = self.0.lock() {
+            entries.push(logged.clone());
         }
         if let Ok(mut grants) = self.1.lock() {
             grants.extend(applied.effects.iter().filter_map(|e| match e {
@@ -65,13 +62,6 @@ impl Observer for Applied {
 pub(crate) struct Setup {
     /// `--allow-admin`.
     pub(crate) allow_admin: bool,
-    /// A second member that never reports its log format: the gate for
-    /// authorized entries stays closed (the node still is its own quorum:
-    /// the member is a learner).
-    pub(crate) gate_closed: bool,
-    /// Most leases a promotion slice ranges over; None: the production
-    /// bound.
-    pub(crate) promote_slice_leases: Option<usize>,
     /// The duty tick in ms; None: the default (50 ms).
     pub(crate) duty_interval_ms: Option<u64>,
 }
@@ -129,18 +119,15 @@ impl TestNode {
             peer_addrs: BTreeMap::new(),
             certs_dir: None,
             metrics_groups: Vec::new(),
-            promote_slice_leases: setup
-                .promote_slice_leases
-                .unwrap_or(warden_core::limits::MAX_LEASES_PER_PROMOTE_ENTRY),
         };
         let db = Db::open(dir.path()).expect("db");
         let clock = NodeClock::new(Arc::new(TokioClock::new()));
-        let stamps = Arc::new(Mutex::new(BTreeMap::new()));
+        let max_stamp = MaxStamp::default();
         let applied = Arc::new(Applied::default());
         let sm = StateMachineStore::open_injected(
             db.clone(),
             clock.clone(),
-            stamps.clone(),
+            max_stamp.clone(),
             1,
             Some(applied.clone()),
             BugSwitches::default(),
@@ -148,7 +135,7 @@ impl TestNode {
         )
         .expect("state machine");
         let shared = sm.shared.clone();
-        let log_store = LogStore::new(db, stamps, clock).expect("log store");
+        let log_store = LogStore::new(db, max_stamp).expect("log store");
         let formats = Arc::new(LogFormats::new(1));
         let raft_config = openraft::Config {
             cluster_name: "warden-test".into(),
@@ -175,13 +162,8 @@ impl TestNode {
             raft
         })
         .await;
-        // The membership as the gate sees it: this node alone (the gate
-        // opens at once), or with a member that never reports.
-        if setup.gate_closed {
-            formats.set_members([1, 2]);
-        } else {
-            formats.set_members([1]);
-        }
+        // The membership as the log-format gate sees it: this node alone.
+        formats.set_members([1]);
         let (renew_tx, renew_rx) = mpsc::channel(1_024);
         let node = Node::new(NodeParts {
             id: 1,
@@ -235,7 +217,6 @@ impl TestNode {
                     lease: warden_core::types::LeaseSpec::New { ttl_ms },
                     wait_timeout_ms: 0,
                     lock_delay_ms,
-                    due: None,
                 }),
             )
             .await
@@ -244,6 +225,11 @@ impl TestNode {
 
     /// The commands applied so far, in order.
     pub(crate) fn applied(&self) -> Vec<Command> {
+        self.entries().into_iter().map(|e| e.command).collect()
+    }
+
+    /// The entries applied so far (stamp and command), in order.
+    pub(crate) fn entries(&self) -> Vec<LogEntry> {
         self.applied.0.lock().expect("applied").clone()
     }
 

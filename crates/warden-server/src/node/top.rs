@@ -1,8 +1,10 @@
 //! `top`: the most contended resources under a prefix ([`Node::top_locks`]),
-//! from the table (queue length, oldest waiter) and this node's hot-locks
-//! window (the last minute's grants, expiries and wait p99;
-//! [`crate::hot_locks`]). Served by the leader after a read-index, like
-//! `list`, and with `list`'s permission: `read` on a prefix of the prefix.
+//! from the table (queue length, oldest waiter's age) and this node's
+//! hot-locks window (the last minute's grants, expiries and wait p99;
+//! [`crate::hot_locks`]), all in cluster time at the read's `now`
+//! ([`super::read::read_now_ms`]). Served by the leader after a
+//! read-index, like `list`, and with `list`'s permission: `read` on a
+//! prefix of the prefix.
 
 use std::collections::BTreeMap;
 
@@ -10,7 +12,7 @@ use warden_core::auth::Target;
 use warden_core::types::{ErrorCode, LogIndex, Permission};
 
 use super::error::command_error;
-use super::read::{allowed, check_prefix};
+use super::read::{allowed, check_prefix, read_now_ms, waiter_live_at};
 use super::{Node, Principal, ReadError};
 use crate::hot_locks::{HotLock, QueueNow};
 
@@ -42,8 +44,8 @@ impl Node {
             .into());
         }
         let read_index = self.linearizable_read().await?;
-        let now = self.shared.clock.now();
-        let queues = {
+        let leader_clock = self.leader_clock_ms();
+        let (now, queues) = {
             let m = self.machine()?;
             allowed(
                 &m,
@@ -52,26 +54,26 @@ impl Node {
                 Target::Prefix(prefix),
                 "prefix",
             )?;
-            m.table
+            let now = read_now_ms(&m.table, leader_clock);
+            let queues = m
+                .table
                 .resources_with_prefix(prefix)
-                .filter(|(_, state)| !state.waiters.is_empty())
-                .map(|(name, state)| {
-                    // The queue is in enqueue order: its first is the oldest.
-                    let oldest = state
+                .filter_map(|(name, state)| {
+                    // Live waiters only; the queue is in enqueue order, so
+                    // its first is the oldest.
+                    let mut live = state
                         .waiters
-                        .first()
-                        .and_then(|w| {
-                            m.deadlines
-                                .waited_for_ms(name, w.lease_id, w.enqueue_index, now)
-                        })
-                        .unwrap_or(0);
+                        .iter()
+                        .filter(|w| waiter_live_at(&m.table, w, now));
+                    let oldest = live.next()?;
                     let queue = QueueNow {
-                        queue_length: state.waiters.len() as u64,
-                        oldest_waiter_age_ms: oldest,
+                        queue_length: 1 + live.count() as u64,
+                        oldest_waiter_age_ms: now.saturating_sub(oldest.enqueued_at_ms()),
                     };
-                    (name.clone(), queue)
+                    Some((name.clone(), queue))
                 })
-                .collect::<BTreeMap<_, _>>()
+                .collect::<BTreeMap<_, _>>();
+            (now, queues)
         };
         let hot = self
             .shared

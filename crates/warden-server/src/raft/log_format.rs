@@ -1,151 +1,87 @@
-//! The cluster-version gates: which log format each member can read, and
-//! so whether this node may pack queued commands into one `Command::Batch`
-//! entry (format 2), wrap client commands in `Command::Authorized` with
-//! their principal (format 3), put a member's own peer address into the
-//! membership (format 4), propose acquires of the other lock kinds
-//! (format 5: `Command::AcquireKind`, `Response::AcquireKind`), propose
-//! multi-locks (format 6: `Command::AcquireMulti`, `Response::AcquireMulti`),
-//! propose max-hold acquires and their leader duties (format 7:
-//! `Command::AcquireBounded`, `Command::EndMaxHold`,
-//! `Command::CheckpointMaxHold`), and advance the duty clock instead of
-//! naming each lease, wait and lock-delay in checkpoints (format 8:
-//! `Command::AdvanceClock`), and promote a new leader in bounded entries
-//! (format 9: `Command::PromoteSlice`).
+//! The log-format gate: which log format each member reads, and so whether
+//! this node may propose an entry of a given format.
 //!
-//! A binary older than a format cannot decode its entries (postcard fails on
-//! the unknown variant index), so a follower or learner that runs one would
-//! stop taking the leader's log at the first such entry. Format 4 is
-//! subtler: its membership entries decode in an older binary (a
-//! [`crate::types::MemberAddr`] is one string, as `BasicNode` was), but there
-//! a member with a peer address reads as one address that nothing serves,
-//! so that binary, once leader, could not reach the member. Every node
-//! therefore advertises [`LOG_FORMAT`], the newest log format it reads, in
-//! the [`warden_proto::LOG_FORMAT_METADATA`] header of every answer of the
-//! peer service's Raft calls (AppendEntries, the AppendStream's opening,
-//! votes, snapshots, transfer-leader); an older node sends no header, which
-//! counts as format 0. The calling side ([`crate::raft::network`]) records the
-//! latest format each peer answered with in [`LogFormats`]; a restarted or
-//! replaced node's first answer replaces it (openraft holds several
-//! connections to a peer, so one of them timing out forgets nothing).
+//! # Shapes
 //!
-//! A gate is open only while every member of the current membership other
-//! than this node (voters and learners, as openraft's metrics show it; fed by
-//! [`LogFormats::set_members`]) reads its format:
+//! * A *log format* is a number. [`LOG_FORMAT`] is the newest one this
+//!   binary reads and writes; [`OLDEST_LOG_FORMAT`] (1) is the oldest there
+//!   is, the one every binary that can follow this log reads. A binary that
+//!   adds a `Command` variant appends it (postcard numbers variants in
+//!   order, so an older binary fails to decode the new one), raises
+//!   [`LOG_FORMAT`], and makes [`crate::types::entry_log_format`] return the
+//!   new format for that variant and for a batch or wrapper holding it.
+//! * Every node advertises [`LOG_FORMAT`] in the
+//!   [`warden_proto::LOG_FORMAT_METADATA`] header of every answer of the
+//!   peer service's Raft calls (AppendEntries, the AppendStream's opening,
+//!   votes, snapshots, transfer-leader; [`advertise`]); an answer without
+//!   it reads as 0 ([`reported_format`]). The calling side
+//!   ([`crate::raft::network`]) records the latest format each peer answered
+//!   with ([`LogFormats::record`]); a restarted or replaced node's first
+//!   answer replaces it (openraft holds several connections to a peer, so
+//!   one of them timing out forgets nothing).
+//! * A leader passes on what it knows: its Raft requests carry, in
+//!   [`warden_proto::MEMBERS_LOG_FORMAT_METADATA`] (`1=1,2=1,3=1`), the
+//!   format each member reported to it or it heard of
+//!   ([`LogFormats::members_header`]); a receiver keeps the newest format it
+//!   was told per member ([`LogFormats::heard`]), capped at its own
+//!   [`LOG_FORMAT`] ([`parse_members_header`]).
 //!
-//! * [`LogFormats::may_pack`]: every other member reads [`BATCH_LOG_FORMAT`]
-//!   (2). Until then the [`crate::node::proposer`] sends every command alone
-//!   as a plain entry, as before packing existed.
-//! * [`LogFormats::may_wrap`]: every other member reads [`AUTH_LOG_FORMAT`]
-//!   (3: `Command::Authorized`, `Command::AuthChange`). Until then
-//!   [`crate::node::Node::submit`] proposes an insecure node's client
-//!   commands unwrapped (as before identities existed) and refuses a secure
-//!   node's with `Unavailable` (a secure node never proposes a client command
-//!   without its principal).
-//! * [`LogFormats::may_name_peer_addrs`]: every other member reads
-//!   [`PEER_ADDR_LOG_FORMAT`] (4: a [`crate::types::MemberAddr`] with a peer
-//!   address). Until then [`crate::node::Node::add_node`] and `replace_node`
-//!   refuse a member with a peer address (`FailedPrecondition`, naming the
-//!   members that have not reported format 4). The node being added needs no
-//!   report: it runs with `--peer-listen`, which only a format-4 binary has.
-//!   A new cluster's first membership (`--peers` with `--peer-addrs`) and a
-//!   restore are written by the operator for binaries they start, and are
-//!   not gated.
-//! * [`LogFormats::may_use_kinds`]: every other member reads
-//!   [`KINDS_LOG_FORMAT`] (5: semaphores and read-write locks,
-//!   docs/semantics.md "Lock kinds"). Until then
-//!   [`crate::node::Node::submit`] refuses such an acquire with
-//!   `FailedPrecondition`, naming the members that have not reported format
-//!   5; a mutex acquire is proposed as before.
-//! * [`LogFormats::may_use_multi`]: every other member reads
-//!   [`MULTI_LOG_FORMAT`] (6: multi-locks, docs/semantics.md
-//!   "Multi-locks"). Until then [`crate::node::Node::submit`] refuses a
-//!   multi-lock with `FailedPrecondition` (field `resources`), naming the
-//!   members that have not reported format 6.
-//! * [`LogFormats::may_use_max_hold`]: every other member reads
-//!   [`MAX_HOLD_LOG_FORMAT`] (7: max-hold, docs/semantics.md "Max-hold").
-//!   Until then [`crate::node::Node::submit`] refuses an acquire with
-//!   `max_hold_ms` with `FailedPrecondition` (field `max_hold_ms`), naming
-//!   the members that have not reported format 7. No max-hold grant exists
-//!   before the gate opened, so the leader's max-hold duties propose
-//!   nothing before it either.
-//! * [`LogFormats::may_use_duty_clock`]: every other member reads
-//!   [`DUTY_CLOCK_LOG_FORMAT`] (8: `Command::AdvanceClock`,
-//!   docs/semantics.md "Checkpoints"). Until then the leader's duty loop
-//!   names remaining times in `Command::Checkpoint` entries, as before.
-//! * [`LogFormats::may_promote_in_slices`]: every other member reads
-//!   [`PROMOTE_SLICE_LOG_FORMAT`] (9: `Command::PromoteSlice`,
-//!   docs/semantics.md "A new leader"). Until then a new leader commits one
-//!   `Command::Promote` over every lease, as before.
+//! # The rule
 //!
-//! A member that has reported nothing yet counts as its *unreported floor*:
-//! 0 on an insecure node, [`AUTH_LOG_FORMAT`] on a secure one
-//! ([`LogFormats::secure`]). Every peer of a secure node authenticates with a
-//! node certificate over TLS, which only binaries that read format 3 can do,
-//! so a member that is down while a new leader takes over (and so has never
-//! answered it) cannot hold back that leader's writes. A member's own
-//! report always wins over the floor. The floor is below
-//! [`PEER_ADDR_LOG_FORMAT`] on purpose: a format-3 binary also holds node
-//! certificates, so only a member's own report of format 4 opens that gate
-//! (it gates a membership change, which waits without harm, not writes).
+//! A node proposes an entry of format F only when
+//! [`LogFormats::may_propose`]`(F)` is `Ok`: every member of the current
+//! membership other than this node (voters and learners, from openraft's
+//! metrics, [`LogFormats::set_members`]) counts as reading F. A member
+//! counts as its own latest report to this node if it made one; else as the
+//! largest of:
 //!
-//! The *applied floor* raises it further: once this node has applied an
-//! entry of format F ([`crate::types::entry_log_format`], published by the
-//! state machine and fed to [`LogFormats::applied`]), a member that has not
-//! reported to this node counts as at least F. An F entry commits only
-//! while every member reads F (the gate), and once one is in the log no
-//! older binary can follow the log anyway, so the gate would protect
-//! nothing by waiting for that member. Without it, one member down while a
-//! leader change happens would stop semaphores and read-write locks (and
-//! every later gated command) until it came back. The floor is node-local
-//! and starts at 0 on each start: a restarted node learns it again from the
-//! entries it applies past its snapshot, or from the members' reports.
+//! * the *floor*, [`OLDEST_LOG_FORMAT`]: a member that cannot read format 1
+//!   cannot follow this log at all;
+//! * the *applied floor*: the newest format of an entry this node has
+//!   applied ([`LogFormats::applied`], fed from the state machine by
+//!   [`follow_applied_format`]). Such an entry committed only while every
+//!   member read its format, and once it is in the log no older binary can
+//!   follow the log anyway, so waiting for a member that is down would
+//!   protect nothing;
+//! * what a leader said of it (second hand, above), so the node that takes
+//!   over while a member is down does not wait for that member either.
 //!
-//! *Second-hand reports* are the other half: a leader puts the format each
-//! member has reported to it (or, for a member it has not heard from, what
-//! it was told) in the [`warden_proto::MEMBERS_LOG_FORMAT_METADATA`] header
-//! of its Raft requests (`1=5,2=5,3=5`), and each receiver
-//! ([`LogFormats::heard`]) keeps the newest format it was told per member.
-//! A member that has not reported to this node counts as what it was told
-//! of it, so the node that takes over after a leader dies, with a member
-//! still down, does not wait for that member even before any gated entry
-//! was written. A member added later was told of by nobody, and must report
-//! itself. As with CockroachDB's finalized cluster version, a format every
-//! member has shown is the cluster's from then on: rolling a member back
-//! below it is not supported (docs/operations.md). This too is node-local
-//! and starts empty.
+//! A member's own report always wins, even when it is older (a member rolled
+//! back or replaced by an older binary closes the gate again; rolling back
+//! below a format every member has shown is not supported). A member added
+//! later was told of by nobody, and counts as the floor until it reports.
+//! Format [`OLDEST_LOG_FORMAT`] never waits; anything newer waits while no
+//! membership is known. This node itself is not asked: it proposes only
+//! what it can build, so what it can read. A refusal is a [`Behind`] naming
+//! the members that lag; the write path ([`crate::node::Node::submit`])
+//! answers it with `FailedPrecondition`.
 //!
-//! Each flag is an atomic recomputed when a report, the membership or a
-//! floor changes, so the proposer reads it without a lock. Its changes are logged
-//! at info.
+//! Everything here is node-local and starts empty on each start (a
+//! restarted node learns it again from reports, requests and the entries it
+//! applies past its snapshot). The oldest format the other members read is
+//! kept in an atomic, recomputed when a report, the membership or a floor
+//! changes, so [`LogFormats::may_propose`] is one atomic load while it
+//! passes; its changes are logged at info.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// The log format this binary reads (and advertises): 9, which includes
-/// promotion slices (`Command::PromoteSlice`), the duty clock (`Command::AdvanceClock`), max-hold (`Command::AcquireBounded`, `Command::EndMaxHold`,
-/// `Command::CheckpointMaxHold`), multi-locks (`Command::AcquireMulti`), acquires of the other lock kinds (`Command::AcquireKind`), members with a
-/// peer address of their own (`MemberAddr`'s two-address
-/// form), everything of format 3 (authorized entries: `Command::Authorized`,
-/// `Command::AuthChange`, `Response::AuthChanged`) and of format 2 (packed
-/// entries, `Command::Batch`, `Response::Batch`). 1 is the log before
-/// packing; an older node advertises nothing, recorded as 0.
-pub const LOG_FORMAT: u32 = 9;
+/// The log format this binary reads, writes and advertises (defined beside
+/// the command shapes, whose [`crate::types::entry_log_format`] the state
+/// machine's applied floor reads).
+pub use crate::types::LOG_FORMAT;
 
-// The format each gate needs (a leader does what a format brings only when
-// every other member reads it); defined beside the command shapes, which the
-// state machine's applied floor reads too.
-pub use crate::types::{
-    AUTH_LOG_FORMAT, BATCH_LOG_FORMAT, DUTY_CLOCK_LOG_FORMAT, KINDS_LOG_FORMAT,
-    MAX_HOLD_LOG_FORMAT, MULTI_LOG_FORMAT, PEER_ADDR_LOG_FORMAT, PROMOTE_SLICE_LOG_FORMAT,
-};
+/// The oldest log format there is: an unreported member counts as it, and
+/// an entry of it is proposed without waiting for any report.
+pub const OLDEST_LOG_FORMAT: u32 = 1;
 
-/// What [`LOG_FORMAT_HEADER_VALUE`] is: [`LOG_FORMAT`] in decimal ASCII.
-pub const LOG_FORMAT_HEADER_VALUE: &str = "9";
+/// What [`advertise`] sends: [`LOG_FORMAT`] in decimal ASCII.
+pub const LOG_FORMAT_HEADER_VALUE: &str = "1";
 
 /// The format a peer's answer reports: its
 /// [`warden_proto::LOG_FORMAT_METADATA`] value as a decimal `u32`; 0 when
-/// it has none (a binary from before packing) or it does not parse.
+/// it has none or it does not parse.
 pub fn reported_format(metadata: &tonic::metadata::MetadataMap) -> u32 {
     metadata
         .get(warden_proto::LOG_FORMAT_METADATA)
@@ -163,6 +99,39 @@ pub fn advertise<T>(response: &mut tonic::Response<T>) {
     );
 }
 
+/// Why an entry of some format may not be proposed yet: members of the
+/// current membership that do not count as reading it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Behind {
+    /// The format asked for.
+    pub format: u32,
+    /// The other members that do not count as reading it, by id; empty
+    /// when no membership is known yet.
+    pub lagging: Vec<u64>,
+}
+
+impl std::fmt::Display for Behind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.lagging.is_empty() {
+            write!(
+                f,
+                "log format {} needs every member to read it, and the membership is not known \
+                 yet",
+                self.format
+            )
+        } else {
+            write!(
+                f,
+                "log format {} needs every member to read it; members {:?} have not reported \
+                 it (upgrade them)",
+                self.format, self.lagging
+            )
+        }
+    }
+}
+
+impl std::error::Error for Behind {}
+
 #[derive(Debug, Default)]
 struct Known {
     /// The latest format each peer answered with, by node id.
@@ -170,93 +139,60 @@ struct Known {
     /// Every member (voters and learners) of the current membership; None
     /// until the first membership is known.
     members: Option<BTreeSet<u64>>,
-    /// The newest format of an entry this node has applied (0: none yet):
-    /// the applied floor (see the module docs).
+    /// The newest format of an entry this node has applied (0: none yet).
     applied: u32,
     /// Second-hand reports: the newest format a leader's request said each
-    /// member reads (see the module docs).
+    /// member reads.
     heard: BTreeMap<u64, u32>,
 }
 
-/// One gate: the format it needs, its flag, and what it logs.
-#[derive(Debug)]
-struct Gate {
-    format: u32,
-    open: AtomicBool,
-    opened: &'static str,
-    closed: &'static str,
-}
-
-impl Gate {
-    fn new(format: u32, opened: &'static str, closed: &'static str) -> Self {
-        Gate {
-            format,
-            open: AtomicBool::new(false),
-            opened,
-            closed,
-        }
-    }
-
-    fn is_open(&self) -> bool {
-        self.open.load(Ordering::Acquire)
-    }
-
-    /// Sets the flag from the members that do not read [`Self::format`]
-    /// yet, logging when it flips.
-    fn set(&self, lagging: Vec<u64>) {
-        let open = lagging.is_empty();
-        if self.open.swap(open, Ordering::AcqRel) == open {
-            return;
-        }
-        if open {
-            tracing::info!(log_format = self.format, "{}", self.opened);
-        } else {
-            tracing::info!(?lagging, log_format = self.format, "{}", self.closed);
-        }
+impl Known {
+    /// The format member `id` counts as (see the module docs, "The rule").
+    fn counts_as(&self, id: u64) -> u32 {
+        self.reported.get(&id).copied().unwrap_or_else(|| {
+            OLDEST_LOG_FORMAT
+                .max(self.applied)
+                .max(self.heard.get(&id).copied().unwrap_or(0))
+        })
     }
 }
 
-/// The formats the peers of one node reported, and whether it may pack and
-/// wrap (see the module docs). One per node, shared by its network (which
-/// records reports), its proposer (which reads [`Self::may_pack`]) and its
-/// write path (which reads [`Self::may_wrap`]).
+/// The formats the members of one node's cluster read, as that node knows
+/// them (see the module docs). One per node, shared by its network (which
+/// records reports), its peer service (which takes second-hand reports) and
+/// its write path (which asks [`Self::may_propose`]).
 #[derive(Debug)]
 pub struct LogFormats {
     me: u64,
-    /// The format a member that has not reported counts as.
-    unreported_floor: u32,
     known: Mutex<Known>,
+    /// The oldest format the other members count as: 0 while no membership
+    /// is known, `u32::MAX` when this node is the only member.
+    others_read: AtomicU32,
     /// The oldest format among the members (this node's own included), each
-    /// as reported or heard; 0 while one is unknown. One atomic load.
-    members_read_now: std::sync::atomic::AtomicU32,
+    /// as reported or heard; 0 while one is unknown.
+    members_read_now: AtomicU32,
     /// What this node's Raft requests carry in
     /// [`warden_proto::MEMBERS_LOG_FORMAT_METADATA`]; None while nothing is
-    /// known. Rebuilt when a report, a second-hand report or the membership
-    /// changes.
+    /// known.
     members_header: Mutex<Option<tonic::metadata::AsciiMetadataValue>>,
-    pack: Gate,
-    wrap: Gate,
-    peer_addrs: Gate,
-    kinds: Gate,
-    multi: Gate,
-    max_hold: Gate,
-    duty_clock: Gate,
-    promote_slices: Gate,
 }
 
 impl LogFormats {
-    /// An insecure node `me` (which needs no report from itself): nothing
-    /// reported and no membership known yet; both gates closed. A member
-    /// that has not reported counts as format 0.
+    /// Node `me`: nothing reported and no membership known yet.
     pub fn new(me: u64) -> Self {
-        Self::with_floor(me, 0)
+        LogFormats {
+            me,
+            known: Mutex::new(Known::default()),
+            others_read: AtomicU32::new(0),
+            members_read_now: AtomicU32::new(0),
+            members_header: Mutex::new(None),
+        }
     }
 
-    /// A secure node `me`: as [`Self::new`], but a member that has not
-    /// reported counts as [`AUTH_LOG_FORMAT`] (its peers are TLS node
-    /// certificates; see the module docs).
+    /// The same as [`Self::new`]: a secure node's members count as the
+    /// same floor as an insecure node's.
     pub fn secure(me: u64) -> Self {
-        Self::with_floor(me, AUTH_LOG_FORMAT)
+        Self::new(me)
     }
 
     /// This node's id.
@@ -264,152 +200,36 @@ impl LogFormats {
         self.me
     }
 
-    fn with_floor(me: u64, unreported_floor: u32) -> Self {
-        LogFormats {
-            me,
-            unreported_floor,
-            known: Mutex::new(Known::default()),
-            members_read_now: Default::default(),
-            members_header: Mutex::new(None),
-            pack: Gate::new(
-                BATCH_LOG_FORMAT,
-                "every member reads packed entries: queued commands are packed into one entry \
-                 while this node leads",
-                "not packing queued commands: these members have not reported log format 2",
-            ),
-            wrap: Gate::new(
-                AUTH_LOG_FORMAT,
-                "every member reads log format 3: client commands carry their principal \
-                 (authorized entries) while this node leads",
-                "not proposing authorized entries: these members have not reported log format \
-                 3 (an insecure node proposes client commands unwrapped, a secure node refuses \
-                 them as unavailable)",
-            ),
-            peer_addrs: Gate::new(
-                PEER_ADDR_LOG_FORMAT,
-                "every member reads log format 4: a membership change may give a member its \
-                 own peer address",
-                "refusing peer addresses in membership changes: these members have not \
-                 reported log format 4",
-            ),
-            kinds: Gate::new(
-                KINDS_LOG_FORMAT,
-                "every member reads log format 5: semaphores and read-write locks may be \
-                 acquired",
-                "refusing semaphore and read-write acquires: these members have not reported \
-                 log format 5",
-            ),
-            multi: Gate::new(
-                MULTI_LOG_FORMAT,
-                "every member reads log format 6: multi-locks may be acquired",
-                "refusing multi-locks: these members have not reported log format 6",
-            ),
-            max_hold: Gate::new(
-                MAX_HOLD_LOG_FORMAT,
-                "every member reads log format 7: acquires with a max-hold may be made",
-                "refusing acquires with a max-hold: these members have not reported log \
-                 format 7",
-            ),
-            duty_clock: Gate::new(
-                DUTY_CLOCK_LOG_FORMAT,
-                "every member reads log format 8: the leader advances the duty clock instead \
-                 of naming each lease in checkpoints",
-                "naming leases, waits and lock-delays in checkpoints: these members have not \
-                 reported log format 8",
-            ),
-            promote_slices: Gate::new(
-                PROMOTE_SLICE_LOG_FORMAT,
-                "every member reads log format 9: a new leader promotes itself in bounded \
-                 entries",
-                "promoting a new leader in one entry over every lease: these members have not \
-                 reported log format 9",
-            ),
+    /// Whether this node may propose an entry of log format `format`
+    /// ([`crate::types::entry_log_format`]): `Ok` when it is
+    /// [`OLDEST_LOG_FORMAT`] or older, or every other member counts as
+    /// reading it; else the members that lag. One atomic load while it
+    /// passes.
+    ///
+    /// # Errors
+    /// [`Behind`] naming the members that do not count as reading `format`
+    /// (none while no membership is known).
+    pub fn may_propose(&self, format: u32) -> Result<(), Behind> {
+        if format <= OLDEST_LOG_FORMAT || format <= self.others_read.load(Ordering::Acquire) {
+            return Ok(());
         }
-    }
-
-    /// Whether every other member has reported a format that reads packed
-    /// entries (at least [`BATCH_LOG_FORMAT`]). One atomic load.
-    pub fn may_pack(&self) -> bool {
-        self.pack.is_open()
-    }
-
-    /// Whether every other member has reported a format that reads
-    /// authorized entries (at least [`AUTH_LOG_FORMAT`]). One atomic load.
-    pub fn may_wrap(&self) -> bool {
-        self.wrap.is_open()
-    }
-
-    /// Whether every other member has reported a format that reads a
-    /// member's own peer address (at least [`PEER_ADDR_LOG_FORMAT`]; the
-    /// unreported floor never reaches it). One atomic load.
-    pub fn may_name_peer_addrs(&self) -> bool {
-        self.peer_addrs.is_open()
-    }
-
-    /// Whether every other member has reported a format that reads
-    /// acquires of the other lock kinds (at least [`KINDS_LOG_FORMAT`]).
-    /// One atomic load.
-    pub fn may_use_kinds(&self) -> bool {
-        self.kinds.is_open()
-    }
-
-    /// Whether every other member has reported a format that reads
-    /// multi-locks (at least [`MULTI_LOG_FORMAT`]). One atomic load.
-    pub fn may_use_multi(&self) -> bool {
-        self.multi.is_open()
-    }
-
-    /// Whether every other member has reported a format that reads
-    /// max-hold entries (at least [`MAX_HOLD_LOG_FORMAT`]). One atomic load.
-    pub fn may_use_max_hold(&self) -> bool {
-        self.max_hold.is_open()
-    }
-
-    /// Whether every other member has reported a format that reads
-    /// duty-clock advances (at least [`DUTY_CLOCK_LOG_FORMAT`]). One atomic
-    /// load.
-    pub fn may_use_duty_clock(&self) -> bool {
-        self.duty_clock.is_open()
-    }
-
-    /// Whether every other member has reported a format that reads
-    /// promotion slices (at least [`PROMOTE_SLICE_LOG_FORMAT`]). One atomic
-    /// load.
-    pub fn may_promote_in_slices(&self) -> bool {
-        self.promote_slices.is_open()
-    }
-
-    /// The other members that have not reported [`MAX_HOLD_LOG_FORMAT`]
-    /// (what a refused max-hold acquire names).
-    pub fn lagging_max_hold_readers(&self) -> Vec<u64> {
+        // Read again under the lock: a report may have come in since.
         let known = self.lock();
-        self.lagging(&known, MAX_HOLD_LOG_FORMAT)
+        if known.members.is_none() {
+            return Err(Behind {
+                format,
+                lagging: Vec::new(),
+            });
+        }
+        let lagging = self.lagging(&known, format);
+        if lagging.is_empty() {
+            return Ok(());
+        }
+        Err(Behind { format, lagging })
     }
 
-    /// The other members that have not reported [`MULTI_LOG_FORMAT`] (what
-    /// a refused multi-lock names).
-    pub fn lagging_multi_readers(&self) -> Vec<u64> {
-        let known = self.lock();
-        self.lagging(&known, MULTI_LOG_FORMAT)
-    }
-
-    /// The other members that have not reported [`KINDS_LOG_FORMAT`] (what
-    /// a refused acquire names).
-    pub fn lagging_kind_readers(&self) -> Vec<u64> {
-        let known = self.lock();
-        self.lagging(&known, KINDS_LOG_FORMAT)
-    }
-
-    /// The other members that have not reported [`PEER_ADDR_LOG_FORMAT`]
-    /// (what a refused membership change names); empty when the gate is
-    /// open or no membership is known.
-    pub fn lagging_peer_addr_readers(&self) -> Vec<u64> {
-        let known = self.lock();
-        self.lagging(&known, PEER_ADDR_LOG_FORMAT)
-    }
-
-    /// The members of `known` other than this node whose format (reported,
-    /// else the unreported floor) is below `format`.
+    /// The members of `known` other than this node that do not count as
+    /// reading `format`.
     fn lagging(&self, known: &Known, format: u32) -> Vec<u64> {
         let Some(members) = &known.members else {
             return Vec::new();
@@ -417,22 +237,13 @@ impl LogFormats {
         members
             .iter()
             .copied()
-            .filter(|id| *id != self.me)
-            .filter(|id| {
-                let reported = known.reported.get(id).copied();
-                let floor = self
-                    .unreported_floor
-                    .max(known.applied)
-                    .max(known.heard.get(id).copied().unwrap_or(0));
-                reported.unwrap_or(floor) < format
-            })
+            .filter(|id| *id != self.me && known.counts_as(*id) < format)
             .collect()
     }
 
-    /// This node applied an entry of log format `format`
-    /// ([`crate::types::entry_log_format`]): a member that has not reported
-    /// counts as at least that from now on (the applied floor). A report
-    /// still wins.
+    /// This node applied an entry of log format `format`: a member that has
+    /// not reported counts as at least that from now on (the applied
+    /// floor). A report still wins; the floor never falls.
     pub fn applied(&self, format: u32) {
         self.update(|k| {
             let raised = format > k.applied;
@@ -488,7 +299,6 @@ impl LogFormats {
     /// may be among them). Empty: not known (an uninitialized node).
     pub fn set_members(&self, members: impl IntoIterator<Item = u64>) {
         let members: BTreeSet<u64> = members.into_iter().collect();
-        // An empty membership is an uninitialized node's: nothing known yet.
         let members = (!members.is_empty()).then_some(members);
         self.update(|k| {
             let changed = k.members != members;
@@ -503,7 +313,7 @@ impl LogFormats {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Known> {
-        // Two small maps; a panic elsewhere leaves them usable.
+        // Small maps; a panic elsewhere leaves them usable.
         self.known.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -540,28 +350,36 @@ impl LogFormats {
             .unwrap_or_else(PoisonError::into_inner) = header;
     }
 
-    /// Applies `change` (true when it changed anything) and recomputes the
-    /// flags, logging when one flips.
+    /// Applies `change` (true when it changed anything), then recomputes
+    /// what is published, logging when the oldest format the other members
+    /// read changes.
     fn update(&self, change: impl FnOnce(&mut Known) -> bool) {
         let known = &mut *self.lock();
         if !change(known) {
             return;
         }
         self.publish_members(known);
-        if known.members.is_none() {
+        let others = match &known.members {
+            None => 0,
+            Some(members) => members
+                .iter()
+                .filter(|id| **id != self.me)
+                .map(|id| known.counts_as(*id))
+                .min()
+                .unwrap_or(u32::MAX),
+        };
+        let before = self.others_read.swap(others, Ordering::AcqRel);
+        if before == others || known.members.is_none() {
             return;
         }
-        for gate in [
-            &self.pack,
-            &self.wrap,
-            &self.peer_addrs,
-            &self.kinds,
-            &self.multi,
-            &self.max_hold,
-            &self.duty_clock,
-            &self.promote_slices,
-        ] {
-            gate.set(self.lagging(known, gate.format));
+        if others == u32::MAX {
+            tracing::info!("no other member: every log format may be proposed");
+        } else {
+            tracing::info!(
+                log_format = others,
+                oldest = ?self.lagging(known, others.saturating_add(1)),
+                "the other members read log format {others} or newer"
+            );
         }
     }
 }
@@ -635,332 +453,135 @@ pub async fn follow_membership(raft: crate::raft::Raft, formats: Arc<LogFormats>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use warden_core::types::Command;
 
-    // Rolling upgrade (the packing gate): packing starts only once every other member,
-    // learners too, has reported format 2; a member that reports an older format, or a
-    // new member, stops it again.
+    /// A format after this binary's: the mechanism must gate it although no
+    /// command of it exists yet.
+    const NEXT: u32 = 2;
+
+    // The gate (rolling upgrade to a later format): a leader whose peers
+    // reported format 1 may not propose format-2 content and names who lags;
+    // it may once every other member, learners too, reported 2; an older
+    // report (a member rolled back or replaced) closes it again. Format 1
+    // never waits, and a one-node cluster needs no report.
     #[test]
-    fn packing_waits_for_every_other_member_to_report_format_2() {
+    fn a_new_format_waits_for_every_other_member_to_report_it() {
         let f = LogFormats::new(1);
-        f.record(2, 2);
-        f.record(3, 2);
-        assert!(!f.may_pack(), "membership not known yet");
-        f.set_members([1, 2, 3]);
-        assert!(
-            f.may_pack(),
-            "both others report 2; no report needed from self"
+        assert_eq!(
+            f.may_propose(OLDEST_LOG_FORMAT),
+            Ok(()),
+            "format 1 never waits"
         );
-        f.record(3, 0);
-        assert!(!f.may_pack(), "node 3 answered without the header");
-        f.record(3, 2);
-        assert!(f.may_pack());
-        f.set_members([1, 2, 3, 4]);
-        assert!(!f.may_pack(), "learner 4 has not reported");
-        f.record(4, 1);
-        assert!(!f.may_pack(), "learner 4 reads format 1 only");
-        f.record(4, 3);
-        assert!(f.may_pack(), "a newer format reads packed entries too");
+        assert_eq!(
+            f.may_propose(NEXT),
+            Err(Behind {
+                format: NEXT,
+                lagging: vec![]
+            }),
+            "no membership known yet"
+        );
         f.set_members([1, 2, 3]);
-        assert!(f.may_pack());
-    }
-
-    // Rolling upgrade (the authorized-entry gate; a format-2 binary cannot
-    // decode `Command::Authorized`): client commands are wrapped only once
-    // every other member, learners too, has reported format 3; a member
-    // answering with an older format closes the gate again, and the packing
-    // gate (format 2) opens independently of it.
-    #[test]
-    fn wrapping_waits_for_every_other_member_to_report_format_3() {
-        let f = LogFormats::new(1);
-        f.set_members([1, 2, 3]);
-        assert!(!f.may_wrap() && !f.may_pack(), "nothing reported yet");
-        f.record(2, 3);
-        f.record(3, 2);
-        assert!(f.may_pack(), "both read packed entries");
-        assert!(!f.may_wrap(), "node 3 reads format 2 only");
-        f.record(3, 3);
-        assert!(f.may_wrap() && f.may_pack());
+        f.record(2, 1);
+        f.record(3, 1);
+        let behind = f.may_propose(NEXT).expect_err("2 and 3 read format 1");
+        assert_eq!(behind.lagging, vec![2, 3]);
+        assert!(behind.to_string().contains("members [2, 3]"), "{behind}");
+        f.record(2, NEXT);
+        assert_eq!(f.may_propose(NEXT).expect_err("3 lags").lagging, vec![3]);
+        f.record(3, NEXT);
+        assert_eq!(f.may_propose(NEXT), Ok(()));
+        assert_eq!(f.may_propose(OLDEST_LOG_FORMAT), Ok(()));
         f.set_members([1, 2, 3, 4]);
-        assert!(!f.may_wrap(), "learner 4 has not reported");
-        f.record(4, 3);
-        assert!(f.may_wrap());
+        assert_eq!(
+            f.may_propose(NEXT)
+                .expect_err("learner 4 has not reported")
+                .lagging,
+            vec![4]
+        );
+        f.record(4, NEXT + 1);
+        assert_eq!(f.may_propose(NEXT), Ok(()), "a newer format reads it too");
         f.record(2, 0);
-        assert!(
-            !f.may_wrap() && !f.may_pack(),
-            "node 2 answered without the header"
+        assert_eq!(
+            f.may_propose(NEXT)
+                .expect_err("2 answered without the header")
+                .lagging,
+            vec![2]
         );
-        // A one-node cluster needs no report at all.
         let single = LogFormats::new(7);
         single.set_members([7]);
-        assert!(single.may_wrap() && single.may_pack());
+        assert_eq!(single.may_propose(NEXT), Ok(()), "no other member");
     }
 
-    // Availability with one member down (L3: a majority serves; found by
-    // the real-process semaphore test that kills the leader): once this node
-    // has applied a format-5 entry, a member that has not reported to it
-    // (down while this node took over) counts as format 5, so semaphores and
-    // read-write locks stay available; a member's own older report still
-    // closes the gate, and the floor never falls.
+    // Availability with one member down (L3: a majority serves): an
+    // unreported member counts as its floor (format 1: every command of
+    // today passes, format 2 waits); once this node applied a format-2 entry,
+    // or a leader said the member reads 2, it counts as 2; its own older
+    // report still wins, and neither floor falls.
     #[test]
-    fn an_applied_entry_raises_the_floor_of_unreported_members() {
-        use warden_core::types::{
-            Acquire, AcquireKind, Command, LeaseSpec, LockKind, Mode, RequestHeader,
-        };
-        let kinds = Command::AcquireKind(AcquireKind {
-            acquire: Acquire {
-                header: RequestHeader {
-                    client_id: 1,
-                    request_id: 1,
-                    acked_request_id: 0,
-                },
-                resource: "doc".into(),
-                lease: LeaseSpec::New { ttl_ms: 5_000 },
-                wait_timeout_ms: 0,
-                lock_delay_ms: 0,
-                due: None,
-            },
-            kind: LockKind::ReadWrite,
-            mode: Mode::Shared,
-        });
-        assert_eq!(crate::types::entry_log_format(&kinds), KINDS_LOG_FORMAT);
-        assert_eq!(
-            crate::types::entry_log_format(&Command::Batch(vec![Command::Noop, kinds.clone()])),
-            KINDS_LOG_FORMAT
-        );
-        assert_eq!(crate::types::entry_log_format(&Command::Noop), 1);
-        let f = LogFormats::secure(1);
+    fn an_unreported_member_counts_as_its_floor() {
+        let f = LogFormats::new(1);
         f.set_members([1, 2, 3]);
-        f.record(2, KINDS_LOG_FORMAT);
-        assert!(
-            !f.may_use_kinds(),
-            "3 never answered: it counts as format 3"
+        for cmd in [Command::Tick, Command::Batch(vec![Command::Tick])] {
+            let format = crate::types::entry_log_format(&cmd);
+            assert_eq!(format, OLDEST_LOG_FORMAT);
+            assert_eq!(f.may_propose(format), Ok(()), "nobody reported: {cmd:?}");
+        }
+        f.record(2, NEXT);
+        assert_eq!(
+            f.may_propose(NEXT).expect_err("3 counts as 1").lagging,
+            vec![3]
         );
-        assert_eq!(f.lagging_kind_readers(), [3]);
-        f.applied(KINDS_LOG_FORMAT);
-        assert!(
-            f.may_use_kinds() && f.may_name_peer_addrs(),
-            "3 counts as 5 now"
+        f.applied(NEXT);
+        assert_eq!(f.may_propose(NEXT), Ok(()), "3 counts as 2 now");
+        f.applied(OLDEST_LOG_FORMAT);
+        assert_eq!(f.may_propose(NEXT), Ok(()), "the applied floor never falls");
+        f.record(3, OLDEST_LOG_FORMAT);
+        assert_eq!(
+            f.may_propose(NEXT).expect_err("3's report wins").lagging,
+            vec![3]
         );
-        f.applied(1);
-        assert!(f.may_use_kinds(), "the floor never falls");
-        f.record(3, AUTH_LOG_FORMAT);
-        assert!(!f.may_use_kinds(), "3's own report of format 3 wins");
-        assert_eq!(f.lagging_kind_readers(), [3]);
+
+        let next = LogFormats::new(2);
+        next.set_members([1, 2, 3]);
+        next.record(3, NEXT);
+        assert_eq!(
+            next.may_propose(NEXT)
+                .expect_err("1 never answered")
+                .lagging,
+            vec![1]
+        );
+        next.heard(&BTreeMap::from([(1, NEXT)]));
+        assert_eq!(next.may_propose(NEXT), Ok(()), "a leader saw 1 report 2");
+        next.heard(&BTreeMap::from([(1, OLDEST_LOG_FORMAT)]));
+        assert_eq!(next.may_propose(NEXT), Ok(()), "what was heard never falls");
     }
 
-    // Availability with one member down before any gated entry exists (L3:
-    // a majority serves; the README's session kills the leader, then takes a
-    // semaphore): a leader passes on the formats its members reported, and
-    // a node told so counts a member that never answered it as what it was
-    // told; a member's own older report still wins, a member nobody told of
-    // (added later) must report itself, and a malformed item is skipped.
+    // Second-hand reports: a leader's requests carry what each member
+    // reported to it (this node as its own format); the oldest of them is
+    // the members' format; a receiver reads no format above its own, and
+    // skips malformed items.
     #[test]
     fn a_leader_passes_on_the_formats_its_members_reported() {
-        let leader = LogFormats::secure(1);
+        let leader = LogFormats::new(1);
+        assert_eq!(leader.members_header(), None);
         leader.set_members([1, 2, 3]);
-        leader.record(2, KINDS_LOG_FORMAT);
+        leader.record(2, LOG_FORMAT);
         assert_eq!(leader.members_read_format(), 0, "3 has not reported");
-        leader.record(3, PEER_ADDR_LOG_FORMAT);
-        assert_eq!(
-            leader.members_read_format(),
-            PEER_ADDR_LOG_FORMAT,
-            "the oldest"
-        );
-        leader.record(3, KINDS_LOG_FORMAT);
-        assert_eq!(leader.members_read_format(), KINDS_LOG_FORMAT);
+        leader.record(3, LOG_FORMAT);
+        assert_eq!(leader.members_read_format(), LOG_FORMAT);
         let header = leader.members_header().expect("a header");
-        assert_eq!(header.to_str().unwrap(), format!("1={LOG_FORMAT},2=5,3=5"));
-        let next = LogFormats::secure(2);
-        next.set_members([1, 2, 3]);
-        next.record(3, KINDS_LOG_FORMAT);
-        assert!(!next.may_use_kinds(), "1 never answered 2");
-        next.heard(&parse_members_header(header.to_str().unwrap()));
-        assert!(
-            next.may_use_kinds(),
-            "1 counts as 5: the leader saw it report 5"
-        );
-        assert_eq!(next.members_read_format(), KINDS_LOG_FORMAT);
-        next.set_members([1, 2, 3, 4]);
-        assert!(!next.may_use_kinds(), "nobody told 2 of the new member 4");
-        next.record(4, KINDS_LOG_FORMAT);
-        assert!(next.may_use_kinds());
-        next.record(1, AUTH_LOG_FORMAT);
-        assert!(!next.may_use_kinds(), "1's own report of 3 wins");
         assert_eq!(
-            parse_members_header("1=5,x=4,2=99,3=,4"),
-            BTreeMap::from([(1, 5), (2, LOG_FORMAT)])
+            header.to_str().expect("ascii"),
+            format!("1={LOG_FORMAT},2={LOG_FORMAT},3={LOG_FORMAT}")
         );
-    }
-
-    // Availability of a secure cluster (L3: a majority serves): a member that
-    // has never answered this node (down while it took over as leader) counts
-    // as format 3, because a secure node's peers are TLS node certificates
-    // that only format-3 binaries hold; a member's own older report still
-    // closes the gate. An insecure node waits for every report.
-    #[test]
-    fn a_secure_node_counts_an_unreported_member_as_format_3() {
-        let secure = LogFormats::secure(1);
-        assert!(!secure.may_wrap(), "no membership known yet");
-        secure.set_members([1, 2, 3]);
-        assert!(
-            secure.may_wrap() && secure.may_pack(),
-            "2 and 3 never answered"
-        );
-        secure.record(3, 2);
-        assert!(!secure.may_wrap(), "a report wins over the floor");
-        assert!(secure.may_pack());
-        secure.record(3, 3);
-        assert!(secure.may_wrap());
-        let insecure = LogFormats::new(1);
-        insecure.set_members([1, 2, 3]);
-        insecure.record(2, 3);
-        assert!(
-            !insecure.may_wrap(),
-            "node 3 never answered an insecure node"
-        );
-    }
-
-    // Rolling upgrade (the peer-address gate; a format-3 binary reads a
-    // two-address member as one address nothing serves): a membership change
-    // may name a peer address only once every other member, learners too,
-    // has itself reported format 4. The secure unreported floor (3) does not
-    // open it, though it opens wrapping; the refusal names who lags.
-    #[test]
-    fn peer_addresses_wait_for_every_other_member_to_report_format_4() {
-        let secure = LogFormats::secure(1);
-        assert!(!secure.may_name_peer_addrs(), "no membership known yet");
-        assert_eq!(secure.lagging_peer_addr_readers(), Vec::<u64>::new());
-        secure.set_members([1, 2, 3]);
-        assert!(secure.may_wrap(), "the floor opens wrapping");
-        assert!(
-            !secure.may_name_peer_addrs(),
-            "but not peer addresses: 2 and 3 never answered"
-        );
-        assert_eq!(secure.lagging_peer_addr_readers(), vec![2, 3]);
-        secure.record(2, 4);
-        secure.record(3, 3);
-        assert!(!secure.may_name_peer_addrs());
-        assert_eq!(secure.lagging_peer_addr_readers(), vec![3]);
-        assert!(secure.may_wrap() && secure.may_pack());
-        secure.record(3, 4);
-        assert!(secure.may_name_peer_addrs());
-        assert_eq!(secure.lagging_peer_addr_readers(), Vec::<u64>::new());
-        secure.set_members([1, 2, 3, 4]);
-        assert!(!secure.may_name_peer_addrs(), "learner 4 has not reported");
-        assert_eq!(secure.lagging_peer_addr_readers(), vec![4]);
-        secure.record(4, 5);
-        assert!(secure.may_name_peer_addrs(), "a newer format reads it too");
-        secure.record(2, 0);
-        assert!(!secure.may_name_peer_addrs() && !secure.may_wrap());
-        let single = LogFormats::new(7);
-        single.set_members([7]);
-        assert!(
-            single.may_name_peer_addrs(),
-            "a one-node cluster needs no report"
+        assert_eq!(
+            parse_members_header("1=1,x=4,2=99,3=,4"),
+            BTreeMap::from([(1, 1), (2, LOG_FORMAT)])
         );
     }
 
     // The header round trip: what `advertise` puts in an answer is what
     // `reported_format` reads; no header or garbage reads as 0.
-    // Rolling upgrade (the kinds gate): a semaphore or read-write acquire
-    // (`Command::AcquireKind`, a variant a format-4 binary cannot decode) is
-    // proposed only once every other member has reported format 5; a member
-    // still on format 4 keeps it closed and is named.
-    #[test]
-    fn lock_kinds_wait_for_every_other_member_to_report_format_5() {
-        let secure = LogFormats::secure(1);
-        secure.set_members([1, 2, 3]);
-        assert!(secure.may_wrap() && !secure.may_use_kinds());
-        assert_eq!(secure.lagging_kind_readers(), vec![2, 3]);
-        secure.record(2, 5);
-        secure.record(3, 4);
-        assert!(
-            secure.may_name_peer_addrs(),
-            "format 4 is enough for peer addresses"
-        );
-        assert!(!secure.may_use_kinds());
-        assert_eq!(secure.lagging_kind_readers(), vec![3]);
-        secure.record(3, LOG_FORMAT);
-        assert!(secure.may_use_kinds());
-        assert_eq!(LOG_FORMAT_HEADER_VALUE, LOG_FORMAT.to_string());
-    }
-
-    // Rolling upgrade (the multi-lock gate): a multi-lock
-    // (`Command::AcquireMulti`, a variant a format-5 binary cannot decode) is
-    // proposed only once every other member has reported format 6; a member
-    // still on format 5 keeps it closed (and the kinds gate open) and is named.
-    #[test]
-    fn multi_locks_wait_for_every_other_member_to_report_format_6() {
-        let secure = LogFormats::secure(1);
-        secure.set_members([1, 2, 3]);
-        assert!(!secure.may_use_multi());
-        assert_eq!(secure.lagging_multi_readers(), vec![2, 3]);
-        secure.record(2, 6);
-        secure.record(3, 5);
-        assert!(secure.may_use_kinds(), "format 5 is enough for kinds");
-        assert!(!secure.may_use_multi());
-        assert_eq!(secure.lagging_multi_readers(), vec![3]);
-        secure.record(3, LOG_FORMAT);
-        assert!(secure.may_use_multi());
-    }
-
-    // Rolling upgrade (the max-hold gate, docs/semantics.md "Max-hold"): an
-    // acquire with a max-hold (`Command::AcquireBounded`, a variant a
-    // format-6 binary cannot decode) is proposed only once every other
-    // member has reported format 7; a member still on format 6 keeps it
-    // closed (and the multi-lock gate open) and is named.
-    #[test]
-    fn max_hold_waits_for_every_other_member_to_report_format_7() {
-        let secure = LogFormats::secure(1);
-        secure.set_members([1, 2, 3]);
-        assert!(!secure.may_use_max_hold());
-        assert_eq!(secure.lagging_max_hold_readers(), vec![2, 3]);
-        secure.record(2, 7);
-        secure.record(3, 6);
-        assert!(secure.may_use_multi(), "format 6 is enough for multi-locks");
-        assert!(!secure.may_use_max_hold());
-        assert_eq!(secure.lagging_max_hold_readers(), vec![3]);
-        secure.record(3, LOG_FORMAT);
-        assert!(secure.may_use_max_hold());
-    }
-
-    // Rolling upgrade (the duty clock, docs/semantics.md "Checkpoints"): the
-    // leader advances the clock (`Command::AdvanceClock`, which a format-7
-    // binary cannot decode) only once every other member has reported
-    // format 8; until then it names remaining times in checkpoints.
-    #[test]
-    fn the_duty_clock_waits_for_every_other_member_to_report_format_8() {
-        let secure = LogFormats::secure(1);
-        secure.set_members([1, 2, 3]);
-        secure.record(2, 8);
-        secure.record(3, 7);
-        assert!(secure.may_use_max_hold(), "format 7 is enough for max-hold");
-        assert!(!secure.may_use_duty_clock());
-        secure.record(3, LOG_FORMAT);
-        assert!(secure.may_use_duty_clock());
-    }
-
-    // Rolling upgrade (promotion in slices, docs/semantics.md "A new
-    // leader"): a new leader proposes `Command::PromoteSlice`, which a
-    // format-8 binary cannot decode, only once every other member has
-    // reported format 9; until then it commits one `Promote`.
-    #[test]
-    fn promotion_slices_wait_for_every_other_member_to_report_format_9() {
-        let secure = LogFormats::secure(1);
-        secure.set_members([1, 2, 3]);
-        secure.record(2, 9);
-        secure.record(3, 8);
-        assert!(
-            secure.may_use_duty_clock(),
-            "format 8 is enough for the clock"
-        );
-        assert!(!secure.may_promote_in_slices());
-        secure.record(3, LOG_FORMAT);
-        assert!(secure.may_promote_in_slices());
-        assert_eq!(LOG_FORMAT, PROMOTE_SLICE_LOG_FORMAT);
-        assert_eq!(LOG_FORMAT_HEADER_VALUE, "9");
-    }
-
     #[test]
     fn an_advertised_format_reads_back_and_a_missing_one_is_0() {
         let mut r = tonic::Response::new(());

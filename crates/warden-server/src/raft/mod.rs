@@ -6,6 +6,9 @@
 
 pub mod backup;
 pub mod bootstrap;
+#[cfg(test)]
+mod cluster_time_tests;
+pub mod cluster_time_wire;
 mod leader_contact;
 pub mod log_format;
 pub mod network;

@@ -24,13 +24,14 @@ use warden_proto::peer::{
     TakeSnapshotRequest, TakeSnapshotResponse,
 };
 
+use crate::raft::cluster_time_wire::TimedAppend;
 use crate::raft::network::SnapshotEnvelope;
 use crate::raft::peer_access::{peer_status, PeerAccess, PeerCaller, PeerRefusal};
 use crate::raft::snapshot_chunks::{Assembly, MAX_SNAPSHOT_CHUNK_BYTES};
 use crate::raft::Raft;
 use crate::store::{Db, KEY_CLUSTER_ID, KEY_PREPARED_CLUSTER_ID};
 use crate::types::{Snapshot, TypeConfig, Vote};
-use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, StreamAppendError, VoteRequest};
+use openraft::raft::{AppendEntriesResponse, StreamAppendError, VoteRequest};
 
 /// State behind the peer service.
 #[derive(Debug)]
@@ -60,9 +61,13 @@ pub struct PeerState {
     /// would log an ERROR for each message its stopped core cannot take (a
     /// clean stop logs none).
     pub stopping: std::sync::atomic::AtomicBool,
-    /// The log formats this node's gates know (set once Raft runs); a
-    /// leader's AppendEntries raises their members' floor.
+    /// The log formats the log-format gate knows (set once Raft runs); a
+    /// leader's AppendEntries raises its members' floor (second-hand
+    /// reports).
     pub formats: OnceLock<Arc<crate::raft::log_format::LogFormats>>,
+    /// Where a cluster time heard from an accepted AppendEntries goes (set
+    /// once Raft runs; docs/semantics.md "Time").
+    pub heard: OnceLock<Arc<crate::store::Shared>>,
 }
 
 /// How long past the leader lease a follower waits before it campaigns
@@ -463,18 +468,28 @@ impl Peer for PeerService {
         let slot = refused.clone();
         let state = self.state.clone();
         let service = self.clone();
+        let times: Arc<Mutex<std::collections::VecDeque<Option<(u64, u64)>>>> = Arc::default();
+        let times_in = times.clone();
+        let heard = self.state.heard.get().cloned();
         let requests = req.into_inner().scan((), move |_, message| {
             if message.is_err() {
                 campaign_after_broken_stream(&state);
             }
             let rpc = message.and_then(|b| {
-                let rpc: AppendEntriesRequest<TypeConfig> = decode(&b)?;
+                let TimedAppend {
+                    cluster_time_ms,
+                    rpc,
+                } = decode(&b)?;
                 service.check_sender(
                     "AppendStream",
                     caller,
                     rpc.vote.leader_id.node_id,
                     Membership::Committed,
                 )?;
+                // Answered in order: the reply to this frame takes it.
+                if let Ok(mut t) = times_in.lock() {
+                    t.push_back(cluster_time_ms.map(|at| (at, rpc.vote.leader_id.term)));
+                }
                 Ok(rpc)
             });
             let next = match rpc {
@@ -501,10 +516,14 @@ impl Peer for PeerService {
         let replies = replies
             .map(move |r| match r {
                 Ok(result) => {
+                    let time = times.lock().ok().and_then(|mut t| t.pop_front()).flatten();
                     // As for AppendEntries: any answer but "your vote is
                     // stale" means the sender is the leader this node follows.
                     if !matches!(result, Err(StreamAppendError::HigherVote(_))) {
                         contact.touch();
+                        if let (Some((t, term)), Some(shared)) = (time, &heard) {
+                            crate::raft::cluster_time_wire::heard(shared, t, term);
+                        }
                     }
                     postcard::to_allocvec(&result)
                         .map(|data| Blob { data })
@@ -525,7 +544,10 @@ impl Peer for PeerService {
 
     async fn append_entries(&self, req: Request<Blob>) -> Result<Response<Blob>, Status> {
         self.check_cluster(&req)?;
-        let rpc: openraft::raft::AppendEntriesRequest<TypeConfig> = decode(req.get_ref())?;
+        let TimedAppend {
+            cluster_time_ms,
+            rpc,
+        } = decode(req.get_ref())?;
         self.check_sender(
             "AppendEntries",
             PeerCaller::of(&req),
@@ -533,11 +555,15 @@ impl Peer for PeerService {
             Membership::Committed,
         )?;
         self.note_members_read(&req);
+        let term = rpc.vote.leader_id.term;
         let r = self.raft()?.append_entries(rpc).await;
         // Any answer but "your vote is stale" means the sender is the leader
         // this node follows (a log conflict is still contact).
         if matches!(&r, Ok(resp) if !matches!(resp, AppendEntriesResponse::HigherVote(_))) {
             self.state.leader_contact.touch();
+            if let (Some(t), Some(shared)) = (cluster_time_ms, self.state.heard.get()) {
+                crate::raft::cluster_time_wire::heard(shared, t, term);
+            }
         }
         reply(r)
     }
@@ -767,8 +793,8 @@ impl Peer for PeerService {
 mod tests {
     use super::*;
 
-    // Packing gate (rolling upgrade): every Raft answer of this peer
-    // service, success or Raft-level error, advertises LOG_FORMAT (4).
+    // Log-format gate (rolling upgrade): every Raft answer of this peer
+    // service, success or Raft-level error, advertises LOG_FORMAT.
     #[test]
     fn raft_answers_advertise_the_log_format() {
         let ok = reply(Ok::<u8, String>(1)).expect("encodes");
@@ -891,16 +917,16 @@ mod tests {
     async fn votes_from_non_members_are_refused_body() {
         use crate::types::MemberAddr;
         use std::collections::BTreeMap;
-        use std::sync::{Arc, Mutex};
+        use std::sync::Arc;
 
-        use crate::store::{Db, LogStore, StateMachineStore};
+        use crate::store::{Db, LogStore, MaxStamp, StateMachineStore};
 
         let dir = tempfile::tempdir().expect("tempdir");
         let db = Db::open(dir.path()).expect("db");
         let clock = crate::clock::NodeClock::new(crate::clock::TokioClock::shared());
-        let stamps = Arc::new(Mutex::new(BTreeMap::new()));
-        let log = LogStore::new(db.clone(), stamps.clone(), clock.clone()).expect("log store");
-        let sm = StateMachineStore::open(db.clone(), clock, stamps).expect("sm");
+        let max_stamp = MaxStamp::default();
+        let log = LogStore::new(db.clone(), max_stamp.clone()).expect("log store");
+        let sm = StateMachineStore::open(db.clone(), clock, max_stamp).expect("sm");
         let config = openraft::Config::default().validate().expect("config");
         let floor = crate::raft::network::call_timeout_floor(config.election_timeout_min);
         let raft = Raft::new(
@@ -972,6 +998,7 @@ mod tests {
             connector: Arc::new(crate::raft::network::TcpConnector),
             stopping: Default::default(),
             formats: OnceLock::new(),
+            heard: OnceLock::new(),
         });
         let _ = state.raft.set(raft.clone());
         let service = PeerService::new(state.clone());

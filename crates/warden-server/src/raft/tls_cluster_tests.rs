@@ -181,9 +181,9 @@ impl TestNode {
         });
         let db = Db::open(dir).expect("db");
         let clock = crate::clock::NodeClock::new(crate::clock::TokioClock::shared());
-        let stamps = Arc::new(Mutex::new(BTreeMap::new()));
-        let log = LogStore::new(db.clone(), stamps.clone(), clock.clone()).expect("log store");
-        let sm = StateMachineStore::open(db.clone(), clock, stamps).expect("sm");
+        let max_stamp = crate::store::MaxStamp::default();
+        let log = LogStore::new(db.clone(), max_stamp.clone()).expect("log store");
+        let sm = StateMachineStore::open(db.clone(), clock, max_stamp).expect("sm");
         let shared = sm.shared.clone();
         let config = openraft::Config {
             heartbeat_interval: 50,
@@ -229,6 +229,7 @@ impl TestNode {
             access: access.clone(),
             stopping: Default::default(),
             formats: OnceLock::new(),
+            heard: OnceLock::new(),
         });
         let _ = state.raft.set(raft.clone());
         let gate = PeerGate::new(
@@ -384,8 +385,13 @@ fn forged_append(leader: u64, term: u64, last: Option<LogId>, entry: bool) -> Bl
         leader_commit: last,
         entries,
     };
+    // As a leader sends it: with its cluster time (none here).
+    let timed = crate::raft::cluster_time_wire::TimedAppend {
+        cluster_time_ms: None,
+        rpc,
+    };
     Blob {
-        data: postcard::to_allocvec(&rpc).expect("encode"),
+        data: postcard::to_allocvec(&timed).expect("encode"),
     }
 }
 
@@ -902,14 +908,16 @@ async fn chunked_snapshot_body() {
             lease: LeaseSpec::New { ttl_ms: 600_000 },
             wait_timeout_ms: 0,
             lock_delay_ms: 0,
-            due: None,
         });
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
             let leader = wait_leader(&live).await;
             match nodes[&leader]
                 .raft
-                .client_write(crate::types::Request(LogEntry::V1(cmd.clone())))
+                .client_write(crate::types::Request(LogEntry {
+                    stamp: Default::default(),
+                    command: cmd.clone(),
+                }))
                 .await
             {
                 Ok(_) => break,

@@ -12,10 +12,11 @@
 //!
 //! Reads are linearizable (read-index, as `Status`) and check the caller's
 //! permission against the table they are served from (see
-//! [`crate::node::read`]). The ages `List` reports come from this node's own
-//! deadline table: display only, never replicated. `ForceRelease` and the
-//! auth changes are proposed like any client command (S7 header, due list
-//! attached, reply after commit) with the caller's principal: the table
+//! [`crate::node::read`]). The ages and times left `List` reports are in
+//! cluster time: the table's replicated instants less the read's `now`
+//! (docs/semantics.md "Time"). `ForceRelease` and the auth changes are
+//! proposed like any client command (S7 header, reply after commit) with
+//! the caller's principal: the table
 //! decides their `admin` permission when they apply, records who asked in
 //! the replicated audit trails with the proposer's wall-clock time (display
 //! only, docs/semantics.md "Time"). On an insecure node every administration
@@ -243,7 +244,6 @@ impl Admin for AdminService {
             header: request_header(r.header)?,
             resource: r.resource,
             fencing_token: nonzero(r.fencing_token),
-            due: None,
             requested_by: requested_by(&r.requested_by, peer)?,
             at_unix_ms: wall_clock_ms(),
         });

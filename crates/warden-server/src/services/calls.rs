@@ -538,7 +538,6 @@ mod tests {
                     resource: Some("q/1".into()),
                     lease_id: holder_lease,
                     fencing_token: Some(fencing_token),
-                    due: None,
                 }),
             )
             .await
@@ -677,7 +676,6 @@ mod tests {
                     resource: Some("s/1".into()),
                     lease_id: holder_lease,
                     fencing_token: Some(fencing_token),
-                    due: None,
                 }),
             )
             .await

@@ -95,7 +95,6 @@ pub fn acquire(mut r: pb::AcquireRequest) -> Result<Command, SubmitError> {
         lease,
         wait_timeout_ms: r.wait_timeout_ms,
         lock_delay_ms: r.lock_delay_ms,
-        due: None,
     };
     if multi {
         return Ok(Command::AcquireMulti(AcquireMulti {
@@ -186,7 +185,6 @@ pub fn release(r: pb::ReleaseRequest) -> Result<Command, SubmitError> {
         resource: (!r.resource.is_empty()).then_some(r.resource),
         lease_id: r.lease_id,
         fencing_token: nonzero(r.fencing_token),
-        due: None,
     }))
 }
 
@@ -321,7 +319,8 @@ pub enum AcquireStart {
 /// ended since is refused `request_expired` (S7: the first outcome, but the
 /// lease no longer holds it): `Err(fencing_token, lease_id)`. A refusal for
 /// the lock-delay carries `lock_delay_left(resource)`: the milliseconds left
-/// on the node's deadline table (display only). A grant carries
+/// in cluster time, from the applied table's lock-delay end and `now`. A
+/// grant carries
 /// `max_hold(resource, lease, token)`: its max-hold in ms (0: none).
 pub fn acquire_start(
     answer: AcquireAnswer,

@@ -141,7 +141,6 @@ impl Lock for LockService {
         let cmd = Command::Revoke(Revoke {
             header: request_header(r.header)?,
             lease_id: r.lease_id,
-            due: None,
         });
         let Revoked { lease_id } = node.submit(&principal, cmd).await?;
         Ok(Response::new(pb::LeaseRevokeResponse {
@@ -162,7 +161,6 @@ impl Lock for LockService {
             header: request_header(r.header)?,
             acquire_request_id: r.acquire_request_id,
             resource: r.resource,
-            due: None,
         });
         let WaitCancelled {
             resource,
@@ -298,7 +296,8 @@ impl Lock for LockService {
                 heartbeat_ms: timing.heartbeat_ms,
                 election_timeout_min_ms: timing.election_timeout_min_ms,
                 election_timeout_max_ms: timing.election_timeout_max_ms,
-                checkpoint_interval_ms: timing.checkpoint_interval_ms,
+                // No checkpoints since log format 1: always 0.
+                checkpoint_interval_ms: 0,
                 promotion_grace_ms: timing.promotion_grace_ms,
                 renew_batch_window_ms: timing.renew_batch_window_ms,
                 min_ttl_ms: warden_core::limits::MIN_TTL_MS,

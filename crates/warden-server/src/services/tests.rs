@@ -434,7 +434,6 @@ mod watch_start {
                     lease: LeaseSpec::New { ttl_ms: 30_000 },
                     wait_timeout_ms: 0,
                     lock_delay_ms: 0,
-                    due: None,
                 }),
             )
             .await
@@ -1160,7 +1159,6 @@ mod save_snapshot_stream {
                         lease: warden_core::types::LeaseSpec::New { ttl_ms: 60_000 },
                         wait_timeout_ms: 0,
                         lock_delay_ms: 0,
-                        due: None,
                     }),
                 )
                 .await

@@ -334,7 +334,6 @@ mod tests {
                 lease: LeaseSpec::New { ttl_ms: 30_000 },
                 wait_timeout_ms,
                 lock_delay_ms: 0,
-                due: None,
             })
         };
         let holder: AcquireReply = t
@@ -402,7 +401,6 @@ mod tests {
             resource: Some("q/1".into()),
             lease_id: alice_lease,
             fencing_token: Some(fencing_token),
-            due: None,
         });
         let _: Released = t
             .node
@@ -431,8 +429,8 @@ mod tests {
     // Lock-delay is visible (docs/semantics.md "Words", lock-delay): after a
     // forced release of a grant with a 5 s lock-delay the resource has no
     // holder, and `status`, a try-lock's refusal and a waiter's first
-    // `Queued` report each carry the time left, in (0, 5 s], read from this
-    // node's deadline table as the TTL left of a holder is.
+    // `Queued` report each carry the time left, in (0, 5 s], in cluster
+    // time from the table's lock-delay end, as the TTL left of a holder is.
     #[tokio::test]
     async fn a_lock_delay_shows_its_time_left_in_status_refusal_and_queue() {
         use super::super::calls::start_acquire;
@@ -461,7 +459,6 @@ mod tests {
                     header: header(2, 1),
                     resource: "d/1".into(),
                     fencing_token: None,
-                    due: None,
                     requested_by: "test".into(),
                     at_unix_ms: 0,
                 }),
@@ -580,7 +577,6 @@ mod tests {
                     header: header(4, 2),
                     acquire_request_id: 1,
                     resource: "c/1".into(),
-                    due: None,
                 }),
             )
             .await

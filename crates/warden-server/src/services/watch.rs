@@ -208,7 +208,6 @@ mod tests {
             lease: LeaseSpec::New { ttl_ms: 30_000 },
             wait_timeout_ms: 0,
             lock_delay_ms: 0,
-            due: None,
         })
     }
 

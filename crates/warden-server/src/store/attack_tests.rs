@@ -14,7 +14,7 @@ use openraft::impls::leader_id_adv::LeaderId as RaftLeaderId;
 use openraft::storage::{IOFlushed, RaftLogStorage};
 use openraft::{EntryPayload, RaftLogReader};
 use redb::{ReadableDatabase, ReadableTable};
-use warden_core::types::{Command, LogEntry};
+use warden_core::types::{Command, LogEntry, Stamp};
 
 use super::log_writer::{write_group, LogDisk, LogWrite, Tail, WAL_FOLD_BYTES};
 use super::rows::{decode_row_entry, encode_row};
@@ -123,7 +123,7 @@ fn lid(term: u64, index: u64) -> LogId {
 fn row(term: u64, index: u64, pad: usize) -> (u64, Vec<u8>) {
     // A payload that varies in size so groups cross the fold size.
     let cmd = if pad == 0 {
-        Command::Noop
+        Command::Tick
     } else {
         Command::LeaseGrant(warden_core::types::LeaseGrant {
             header: warden_core::types::RequestHeader {
@@ -136,9 +136,12 @@ fn row(term: u64, index: u64, pad: usize) -> (u64, Vec<u8>) {
     };
     let e = Entry {
         log_id: lid(term, index),
-        payload: EntryPayload::Normal(crate::types::Request(LogEntry::V1(cmd))),
+        payload: EntryPayload::Normal(crate::types::Request(LogEntry {
+            stamp: Stamp::default(),
+            command: cmd,
+        })),
     };
-    (index, encode_row(None, &e).expect("row"))
+    (index, encode_row(&e).expect("row"))
 }
 
 fn append(rows: Vec<(u64, Vec<u8>)>) -> LogWrite {
@@ -422,15 +425,6 @@ fn every_torn_crash_point_recovers_the_acknowledged_log() {
     sweep(100..103, 60, 2);
 }
 
-/// A clock for the read-path test.
-#[derive(Debug, Default)]
-struct ZeroClock;
-impl crate::clock::Clock for ZeroClock {
-    fn now(&self) -> Result<std::time::Duration, crate::clock::ClockError> {
-        Ok(std::time::Duration::ZERO)
-    }
-}
-
 // Raft log reads (what apply and replication read): an entry the writer
 // has not yet moved into redb must never leave the in-memory tail. The
 // interleaving below is what the writer thread does when openraft submits a
@@ -446,18 +440,19 @@ async fn queued_entries_below_a_stale_flushed_are_not_evicted() {
     let wal = db.wal.lock().expect("wal").take().expect("wal");
     let disk = Arc::new(Mutex::new(LogDisk::new(db.db.clone(), wal, WAL_FOLD_BYTES)));
     let tail = Arc::new(Mutex::new(Tail::default()));
-    let stamps: Stamps = Arc::new(Mutex::new(BTreeMap::new()));
     let mut log = LogStore {
         db: db.clone(),
-        stamps,
-        clock: crate::clock::NodeClock::new(Arc::new(ZeroClock)),
+        max_stamp: MaxStamp::default(),
         tail: tail.clone(),
         disk: disk.clone(),
         writer: None,
     };
     let ent = |term: u64, i: u64| Entry {
         log_id: lid(term, i),
-        payload: EntryPayload::Normal(crate::types::Request(LogEntry::V1(Command::Noop))),
+        payload: EntryPayload::Normal(crate::types::Request(LogEntry {
+            stamp: Stamp::default(),
+            command: Command::Tick,
+        })),
     };
     // `LogStore::append` up to the send: the entries join the tail.
     let queue_append = |term: u64, r: std::ops::RangeInclusive<u64>| {

@@ -1,21 +1,19 @@
 //! The node's redb database: opening a data dir (folding its write-ahead
-//! file, migrating an older log layout), the meta table, and an injected
+//! file, refusing an older layout), the meta table, and an injected
 //! disk as a redb backend.
 
 use std::fmt::Debug;
 use std::io;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use redb::{Database, ReadableDatabase, ReadableTable};
 
 use super::log_growth::LogGrowth;
 use super::log_writer::{fold_rows, Tail, WAL_FILE, WAL_PREALLOC_BYTES};
-use super::rows::{decode_row, row_head};
 use super::snapshot_store::{self, SNAPSHOT_CHUNKS};
 use super::wal::{self, Wal};
-use super::{encode, io_err, StoredSnapshot, KEY_VOTE, LOG, META, OLD_LOG, OLD_STAMPS};
+use super::{encode, io_err, StoredSnapshot, KEY_VOTE, LOG, META};
 use crate::types::{SnapshotMeta, Vote};
 
 /// Opens the storage backend of a node's redb database. None (production):
@@ -74,6 +72,9 @@ impl Db {
             .list_tables()
             .map_err(io_err)?
             .any(|t| redb::TableHandle::name(&t) == redb::TableHandle::name(&META));
+        // Before the write-ahead file is opened: opening creates it, and an
+        // older layout's file is not ours to read.
+        refuse_old_layout(&tx)?;
         let wal_path = data_dir.join(WAL_FILE);
         let file = match disk {
             Some(disk) => disk.open(&wal_path),
@@ -97,10 +98,9 @@ impl Db {
             ));
         }
         {
-            let mut log = tx.open_table(LOG).map_err(io_err)?;
+            tx.open_table(LOG).map_err(io_err)?;
             tx.open_table(META).map_err(io_err)?;
             tx.open_table(SNAPSHOT_CHUNKS).map_err(io_err)?;
-            migrate_old_log(&tx, &mut log)?;
         }
         tx.commit().map_err(io_err)?;
         // The write-ahead file: what it holds goes into redb now, so every
@@ -190,19 +190,6 @@ impl Db {
             .map(|v| String::from_utf8_lossy(&v).into_owned()))
     }
 
-    /// The append stamp persisted for `index`, if it was taken on `epoch`.
-    pub fn persisted_stamp(&self, index: u64, epoch: u64) -> Result<Option<Duration>, io::Error> {
-        let tx = self.db.begin_read().map_err(io_err)?;
-        let t = tx.open_table(LOG).map_err(io_err)?;
-        let Some(v) = t.get(index).map_err(io_err)? else {
-            return Ok(None);
-        };
-        let (stamp, _) = decode_row(v.value())?;
-        Ok(stamp
-            .filter(|(e, _)| *e == epoch)
-            .map(|(_, ns)| Duration::from_nanos(ns)))
-    }
-
     /// True when this data dir holds no Raft state (no vote, no log, no snapshot).
     pub fn raft_state_is_empty(&self) -> Result<bool, io::Error> {
         let tx = self.db.begin_read().map_err(io_err)?;
@@ -226,7 +213,7 @@ impl Db {
     ) -> Result<(), io::Error> {
         let vote = encode(vote)?;
         let tx = self.db.begin_write().map_err(io_err)?;
-        snapshot_store::write(&tx, meta, &data, None)?;
+        snapshot_store::write(&tx, meta, &data)?;
         {
             let mut t = tx.open_table(META).map_err(io_err)?;
             t.insert(KEY_VOTE, vote.as_slice()).map_err(io_err)?;
@@ -234,7 +221,7 @@ impl Db {
         tx.commit().map_err(io_err)
     }
 
-    /// The stored snapshot (chunked, or the old single value), if any.
+    /// The stored snapshot (a head and chunks), if any.
     pub(super) fn load_snapshot(&self) -> Result<Option<StoredSnapshot>, io::Error> {
         let tx = self.db.begin_read().map_err(io_err)?;
         snapshot_store::read(&tx)
@@ -288,101 +275,131 @@ impl redb::StorageBackend for DiskBackend {
     }
 }
 
-/// Moves a log written before the stamp moved into the row (tables
-/// `raft_log` + `append_stamps`) into [`LOG`], in the transaction that opens
-/// the data dir, and deletes the old tables. Nothing to do (and nothing
-/// written) once they are gone.
-pub(super) fn migrate_old_log(
-    tx: &redb::WriteTransaction,
-    log: &mut redb::Table<'_, u64, &[u8]>,
-) -> Result<(), io::Error> {
-    let has_old = tx
+/// Refuses a data dir written by an older layout (Warden 0.1: its log
+/// table is `raft_log_v2`, its rows carry append stamps), which this
+/// version does not read (docs/operations.md "Upgrades"). Nothing is
+/// written either way.
+pub(super) fn refuse_old_layout(tx: &redb::WriteTransaction) -> Result<(), io::Error> {
+    let old = tx
         .list_tables()
         .map_err(io_err)?
-        .any(|t| redb::TableHandle::name(&t) == redb::TableHandle::name(&OLD_LOG));
-    if !has_old {
-        return Ok(());
+        .any(|t| OLD_LAYOUT_TABLES.contains(&redb::TableHandle::name(&t)));
+    if old {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "this data dir was written by Warden 0.1, whose log and snapshot formats this version does not read; start from an empty data dir (docs/operations.md \"Upgrades\")",
+        ));
     }
-    {
-        let old = tx.open_table(OLD_LOG).map_err(io_err)?;
-        let stamps = tx.open_table(OLD_STAMPS).map_err(io_err)?;
-        for item in old.iter().map_err(io_err)? {
-            let (k, v) = item.map_err(io_err)?;
-            let index = k.value();
-            let stamp: Option<[u8; 16]> = stamps
-                .get(index)
-                .map_err(io_err)?
-                .and_then(|s| s.value().try_into().ok());
-            let mut row = row_head(stamp.as_ref(), v.value().len());
-            row.extend_from_slice(v.value());
-            log.insert(index, row.as_slice()).map_err(io_err)?;
-        }
-    }
-    tx.delete_table(OLD_LOG).map_err(io_err)?;
-    tx.delete_table(OLD_STAMPS).map_err(io_err)?;
     Ok(())
 }
+
+/// Tables only an older layout has.
+const OLD_LAYOUT_TABLES: [&str; 3] = ["raft_log_v2", "raft_log", "append_stamps"];
 
 #[cfg(test)]
 mod tests {
     //! Each test names the property it defends.
 
-    use std::time::Duration;
-
-    use openraft::storage::RaftLogStorage;
-    use openraft::RaftLogReader;
-
-    use crate::store::rows::encode_stamp;
+    use redb::TableDefinition;
 
     use super::*;
-    use crate::store::test_support::*;
 
-    // S3 and L2 across an upgrade: a data dir written with the old layout
-    // (entries in `raft_log`, stamps in `append_stamps`) opens with every
-    // entry and its persisted stamp, in the one-row layout, old tables gone.
-    #[tokio::test]
-    async fn old_log_layout_is_migrated_on_open() {
+    /// The log table of Warden 0.1.
+    const V01_LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("raft_log_v2");
+
+    /// The names of the files in `dir`.
+    fn files(dir: &Path) -> Vec<std::ffi::OsString> {
+        let mut out: Vec<_> = std::fs::read_dir(dir)
+            .expect("read dir")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// A table's name and rows (each key as a string, and its value).
+    type TableRows = (String, Vec<(String, Vec<u8>)>);
+
+    /// Every table of the database in `dir` with its rows.
+    fn contents(dir: &Path) -> Vec<TableRows> {
+        let db = Database::create(dir.join("warden.redb")).expect("db");
+        let tx = db.begin_read().expect("read");
+        let mut out = Vec::new();
+        let mut names: Vec<String> = tx
+            .list_tables()
+            .expect("tables")
+            .map(|t| redb::TableHandle::name(&t).to_string())
+            .collect();
+        names.sort();
+        for name in names {
+            let rows = if name == "meta" {
+                let t = tx.open_table(META).expect("meta");
+                t.iter()
+                    .expect("iter")
+                    .map(|r| {
+                        let (k, v) = r.expect("row");
+                        (k.value().to_string(), v.value().to_vec())
+                    })
+                    .collect()
+            } else {
+                let t = tx.open_table(V01_LOG).expect("log");
+                t.iter()
+                    .expect("iter")
+                    .map(|r| {
+                        let (k, v) = r.expect("row");
+                        (k.value().to_string(), v.value().to_vec())
+                    })
+                    .collect()
+            };
+            out.push((name, rows));
+        }
+        out
+    }
+
+    // "One format" (docs/operations.md "Upgrades"): a data dir written by
+    // Warden 0.1 (its log table is `raft_log_v2`) is refused with an error
+    // that says so and where to read on, and the open writes nothing: no
+    // table added or changed, no write-ahead file created.
+    #[test]
+    fn a_warden_0_1_data_dir_is_refused_and_left_untouched() {
         let dir = tempfile::tempdir().expect("tempdir");
         {
             let db = Database::create(dir.path().join("warden.redb")).expect("db");
             let tx = db.begin_write().expect("tx");
             {
-                let mut log = tx.open_table(OLD_LOG).expect("log");
-                let mut st = tx.open_table(OLD_STAMPS).expect("stamps");
-                for i in 1..=3u64 {
-                    let e = encode(&entry(1, i, grant(i, 10_000))).expect("encode");
-                    log.insert(i, e.as_slice()).expect("insert");
-                }
-                // Entry 3 has no stamp (written by a clock without an epoch).
-                for i in 1..=2u64 {
-                    let p = encode_stamp(42, Duration::from_millis(100 * i));
-                    st.insert(i, p.as_slice()).expect("stamp");
-                }
+                let mut log = tx.open_table(V01_LOG).expect("log");
+                log.insert(1u64, [1u8, 2, 3].as_slice()).expect("row");
+                let mut meta = tx.open_table(META).expect("meta");
+                meta.insert(KEY_VOTE, [7u8].as_slice()).expect("vote");
             }
             tx.commit().expect("commit");
         }
-        let (mut log, _) = open_stores(dir.path(), Arc::new(EpochClock::default()));
-        let got = log.try_get_log_entries(1..=3).await.expect("read");
+        let before = contents(dir.path());
+        assert_eq!(files(dir.path()), vec!["warden.redb"]);
+        let err = Db::open(dir.path()).expect_err("a 0.1 data dir must be refused");
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+        let msg = err.to_string();
+        assert!(msg.contains("Warden 0.1"), "{msg}");
+        assert!(msg.contains("docs/operations.md"), "{msg}");
+        // No write-ahead file created, no table added or changed (redb
+        // itself may rewrite its header on open: the data is what counts).
+        assert_eq!(files(dir.path()), vec!["warden.redb"]);
+        assert_eq!(contents(dir.path()), before);
         assert_eq!(
-            got.iter().map(|e| e.log_id.index()).collect::<Vec<_>>(),
-            vec![1, 2, 3]
+            before.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+            vec!["meta", "raft_log_v2"]
         );
-        assert_eq!(
-            log.get_log_state().await.expect("state").last_log_id,
-            Some(log_id(1, 3))
-        );
-        let stamp = |i| log.db.persisted_stamp(i, 42).expect("stamp");
-        assert_eq!(stamp(1), Some(Duration::from_millis(100)));
-        assert_eq!(stamp(2), Some(Duration::from_millis(200)));
-        assert_eq!(stamp(3), None);
-        assert_eq!(log.db.persisted_stamp(1, 7).expect("other epoch"), None);
-        let tx = log.db.db.begin_read().expect("read");
-        let names: Vec<String> = tx
-            .list_tables()
-            .expect("tables")
-            .map(|t| redb::TableHandle::name(&t).to_string())
-            .collect();
-        assert!(!names.contains(&"raft_log".to_string()), "{names:?}");
-        assert!(!names.contains(&"append_stamps".to_string()), "{names:?}");
+        // Still refused the second time: nothing was half-migrated.
+        assert!(Db::open(dir.path()).is_err());
+    }
+
+    // The new layout opens: a fresh data dir gets the `log` table and
+    // opens again (the refusal keys on the old tables, not on any table).
+    #[test]
+    fn a_new_data_dir_opens_and_reopens() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(Db::open(dir.path()).expect("create"));
+        let db = Db::open(dir.path()).expect("reopen");
+        assert!(db.raft_state_is_empty().expect("empty"));
     }
 }

@@ -1,9 +1,11 @@
-//! The openraft log store: appends stamped and handed to the log writer,
-//! reads from the in-memory tail, then redb.
+//! The openraft log store: appends handed to the log writer, reads from
+//! the in-memory tail, then redb; the largest cluster-time stamp in the log
+//! ([`MaxStamp`]).
 
 use std::fmt::Debug;
 use std::io;
 use std::ops::RangeBounds;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use openraft::entry::RaftEntry;
@@ -14,19 +16,56 @@ use serde::Deserialize;
 
 use super::db::Db;
 use super::log_writer::{
-    write_group, LogDisk, LogWrite, LogWriter, Stamps, Tail, SIM_WAL_FOLD_BYTES, WAL_FOLD_BYTES,
+    write_group, LogDisk, LogWrite, LogWriter, Tail, SIM_WAL_FOLD_BYTES, WAL_FOLD_BYTES,
 };
-use super::rows::{decode_row_entry, encode_row, encode_stamp};
+use super::rows::{decode_row_entry, encode_row};
 use super::{decode, encode, io_err, KEY_COMMITTED, KEY_PURGED, KEY_VOTE, LOG};
-use crate::clock::NodeClock;
 use crate::types::{Entry, LogId, TypeConfig, Vote};
+
+/// The largest cluster-time stamp (ms) of any entry this node's log has
+/// held since the process started, uncommitted and truncated ones included
+/// (each was read from a real leader's clock before now), and of the log
+/// found on disk at start. A new leader's clock starts no lower
+/// (docs/semantics.md "Time"). Shared with the node; never decreases.
+/// It also keeps the newest term of a stamped entry the log has held: a
+/// time heard from an older term's leader is not used for `B`
+/// (`crate::cluster_time`).
+#[derive(Clone, Debug, Default)]
+pub struct MaxStamp(Arc<(AtomicU64, AtomicU64)>);
+
+impl MaxStamp {
+    /// The largest stamp seen (0: none).
+    pub fn get(&self) -> u64 {
+        self.0 .0.load(Ordering::Acquire)
+    }
+
+    /// The newest term of a stamped entry seen (0: none).
+    pub fn term(&self) -> u64 {
+        self.0 .1.load(Ordering::Acquire)
+    }
+
+    /// Raises it to `at_ms` if that is larger.
+    pub fn observe(&self, at_ms: u64) {
+        self.0 .0.fetch_max(at_ms, Ordering::AcqRel);
+    }
+
+    /// Raises it to the stamp of `e`, and the term to `e`'s, if it has one
+    /// (a Warden command).
+    pub fn observe_entry(&self, e: &Entry) {
+        if let openraft::EntryPayload::Normal(r) = &e.payload {
+            self.observe(r.0.stamp.at_ms);
+            self.0
+                 .1
+                .fetch_max(e.log_id.leader_id.term, Ordering::AcqRel);
+        }
+    }
+}
 
 /// The Raft log store: a write-ahead file folded into redb.
 #[derive(Clone)]
 pub struct LogStore {
     pub(super) db: Db,
-    pub(super) stamps: Stamps,
-    pub(super) clock: Arc<NodeClock>,
+    pub(super) max_stamp: MaxStamp,
     pub(super) tail: Arc<Mutex<Tail>>,
     /// The log's disk; the writer thread holds its lock while it runs.
     pub(super) disk: Arc<Mutex<LogDisk>>,
@@ -44,10 +83,11 @@ impl Debug for LogStore {
 }
 
 impl LogStore {
-    /// A log store over `db`, stamping appends with `clock`. Takes the
-    /// database's write-ahead file: a second store on one [`Db`] is refused.
-    pub fn new(db: Db, stamps: Stamps, clock: Arc<NodeClock>) -> Result<Self, io::Error> {
-        Self::with_fsync_metric(db, stamps, clock, None)
+    /// A log store over `db` that raises `max_stamp` with every entry it
+    /// holds. Takes the database's write-ahead file: a second store on one
+    /// [`Db`] is refused.
+    pub fn new(db: Db, max_stamp: MaxStamp) -> Result<Self, io::Error> {
+        Self::with_fsync_metric(db, max_stamp, None)
     }
 
     /// [`LogStore::new`], recording each durable write of a group of
@@ -56,10 +96,18 @@ impl LogStore {
     /// start.
     pub fn with_fsync_metric(
         db: Db,
-        stamps: Stamps,
-        clock: Arc<NodeClock>,
+        max_stamp: MaxStamp,
         fsync: Option<metrics::Histogram>,
     ) -> Result<Self, io::Error> {
+        // The log on disk (folded at open): one decode per entry, once.
+        {
+            let tx = db.db.begin_read().map_err(io_err)?;
+            let t = tx.open_table(LOG).map_err(io_err)?;
+            for item in t.iter().map_err(io_err)? {
+                let (_, v) = item.map_err(io_err)?;
+                max_stamp.observe_entry(&decode_row_entry(v.value())?);
+            }
+        }
         let wal =
             db.wal.lock().map_err(io_err)?.take().ok_or_else(|| {
                 io::Error::other("the log store of this database is already open")
@@ -87,8 +135,7 @@ impl LogStore {
         };
         Ok(LogStore {
             db,
-            stamps,
-            clock,
+            max_stamp,
             tail,
             disk,
             writer,
@@ -277,26 +324,17 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        // The stamp is taken when the entry reaches this node, which is after
-        // the client sent it: no deadline derived from it is early (S4).
-        let stamp = self.clock.now();
-        let persisted = self.clock.epoch().map(|e| encode_stamp(e, stamp));
         let mut rows = Vec::new();
         let mut kept = Vec::new();
         let mut bytes = 0u64;
         for e in entries {
-            let row = encode_row(persisted.as_ref(), &e)?;
+            let row = encode_row(&e)?;
             bytes += row.len() as u64;
+            self.max_stamp.observe_entry(&e);
             rows.push((e.index(), row));
             kept.push(e);
         }
         self.db.growth.appended(bytes);
-        {
-            let mut stamps = self.stamps.lock().map_err(io_err)?;
-            for (idx, _) in &rows {
-                stamps.insert(*idx, stamp);
-            }
-        }
         {
             // Readable once this returns (openraft's contract), durable when
             // the callback fires.
@@ -314,10 +352,6 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn truncate_after(&mut self, last_log_id: Option<LogId>) -> Result<(), io::Error> {
         let from = last_log_id.map(|l| l.index() + 1).unwrap_or(0);
-        {
-            let mut stamps = self.stamps.lock().map_err(io_err)?;
-            let _ = stamps.split_off(&from);
-        }
         {
             let mut tail = self.tail.lock().map_err(io_err)?;
             let _ = tail.entries.split_off(&from);
@@ -343,13 +377,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 mod tests {
     //! Each test names the property it defends.
 
-    use std::time::Duration;
-
     use openraft::storage::IOFlushed;
     use redb::ReadableDatabase;
     use warden_core::types::Command;
 
-    use crate::store::rows::encode_stamp;
     use crate::store::wal::{self, Wal};
     use crate::store::WAL_FILE;
 
@@ -510,14 +541,14 @@ mod tests {
         }
     }
 
-    // Raft log repair: truncate_after drops the suffix (and its stamps);
+    // Raft log repair: truncate_after drops the suffix;
     // purge drops the prefix and remembers the last purged id.
     #[tokio::test]
     async fn truncate_and_purge() {
         let dir = tempfile::tempdir().expect("tempdir");
         let clock = Arc::new(FixedClock::default());
         let (mut log, _) = stores(dir.path(), clock);
-        let entries = (1..=6).map(|i| entry(1, i, Command::Noop));
+        let entries = (1..=6).map(|i| entry(1, i, Command::Tick));
         log.append(entries, IOFlushed::noop())
             .await
             .expect("append");
@@ -527,15 +558,6 @@ mod tests {
         assert_eq!(
             log.get_log_state().await.expect("state").last_log_id,
             Some(log_id(1, 4))
-        );
-        assert_eq!(
-            log.stamps
-                .lock()
-                .expect("stamps")
-                .keys()
-                .copied()
-                .collect::<Vec<_>>(),
-            vec![1, 2, 3, 4]
         );
         log.purge(log_id(1, 2)).await.expect("purge");
         let state = log.get_log_state().await.expect("state");
@@ -550,8 +572,9 @@ mod tests {
 
     // S3 across a crash: entries that reached only the write-ahead file (the
     // node died before a fold) are in the log when the data dir is opened
-    // again, with their persisted stamps (L2); a torn record after them is
-    // dropped, not read.
+    // again, and their stamps count towards the log's largest stamp ("Time":
+    // a new leader's clock starts no lower); a torn record after them is
+    // dropped, not read (nor its stamp).
     #[tokio::test]
     async fn entries_only_in_the_write_ahead_file_are_recovered_on_open() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -560,38 +583,36 @@ mod tests {
             let file = wal::open_file(&dir.path().join(WAL_FILE)).expect("file");
             let (mut wal, rec) = Wal::open(file).expect("wal");
             assert!(rec.rows.is_empty());
-            let stamp = encode_stamp(42, Duration::from_secs(7));
             let rows: Vec<(u64, Vec<u8>)> = (1..=3)
                 .map(|i| {
-                    (
-                        i,
-                        encode_row(Some(&stamp), &entry(1, i, grant(i, 5_000))).expect("row"),
-                    )
+                    let e = stamped(1, i, 7_000 + i, grant(i, 5_000));
+                    (i, encode_row(&e).expect("row"))
                 })
                 .collect();
             wal.append(rows.iter().map(|(i, r)| (*i, r.as_slice())), None)
                 .expect("append");
             let committed = encode(&Some(log_id(1, 2))).expect("id");
-            let torn = encode_row(None, &entry(1, 4, Command::Noop)).expect("row");
+            let torn = encode_row(&stamped(1, 4, 99_000, Command::Tick)).expect("row");
             wal.append([(4, torn.as_slice())].into_iter(), Some(&committed))
                 .expect("append");
             // The last record loses its final byte: it was never fsync'd.
             let end = wal.end_for_test();
             wal.file_for_test().write(end - 1, &[0x5A]).expect("tear");
         }
-        let (mut log, _) = open_stores(dir.path(), Arc::new(EpochClock::default()));
+        let (mut log, _) = stores(dir.path(), Arc::new(FixedClock::default()));
         let state = log.get_log_state().await.expect("state");
         assert_eq!(state.last_log_id, Some(log_id(1, 3)));
+        assert_eq!(
+            log.max_stamp.get(),
+            7_003,
+            "the torn record's stamp is not read"
+        );
         let got = log.try_get_log_entries(1..10).await.expect("read");
         assert_eq!(
             got.iter().map(|e| e.log_id.index()).collect::<Vec<_>>(),
             vec![1, 2, 3]
         );
         assert_eq!(log.read_committed().await.expect("committed"), None);
-        assert_eq!(
-            log.db.persisted_stamp(2, 42).expect("stamp"),
-            Some(Duration::from_secs(7))
-        );
     }
 
     // S3 through folds: with far more appends than one write-ahead file holds
@@ -609,7 +630,7 @@ mod tests {
             for start in (1..=total).step_by(50) {
                 let (tx, rx) =
                     <crate::types::TypeConfig as openraft::type_config::TypeConfigExt>::oneshot();
-                let entries = (start..start + 50).map(|i| entry(1, i, Command::Noop));
+                let entries = (start..start + 50).map(|i| entry(1, i, Command::Tick));
                 log.append(entries, IOFlushed::signal(tx))
                     .await
                     .expect("append");
@@ -643,7 +664,7 @@ mod tests {
         {
             let (mut log, _) = stores(dir.path(), clock.clone());
             log.append(
-                (1..=6).map(|i| entry(1, i, Command::Noop)),
+                (1..=6).map(|i| entry(1, i, Command::Tick)),
                 IOFlushed::noop(),
             )
             .await
@@ -654,7 +675,7 @@ mod tests {
             let (tx, rx) =
                 <crate::types::TypeConfig as openraft::type_config::TypeConfigExt>::oneshot();
             log.append(
-                (4..=5).map(|i| entry(2, i, Command::Noop)),
+                (4..=5).map(|i| entry(2, i, Command::Tick)),
                 IOFlushed::signal(tx),
             )
             .await

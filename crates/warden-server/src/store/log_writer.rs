@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::io;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use openraft::storage::IOFlushed;
 use redb::Database;
@@ -14,10 +13,6 @@ use redb::Database;
 use super::wal::Wal;
 use super::{encode, io_err, KEY_COMMITTED, KEY_PURGED, LOG, META};
 use crate::types::{Entry, LogId, TypeConfig};
-
-/// Local append stamps: log index → this node's clock when the entry reached
-/// the local log. Memory only; shared between the log store and the state machine.
-pub type Stamps = Arc<Mutex<BTreeMap<u64, Duration>>>;
 
 /// Most entries [`LogStore`] keeps in memory after they are on disk (the
 /// tail replication reads from without touching redb).

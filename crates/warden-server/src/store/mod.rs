@@ -1,6 +1,5 @@
 //! Durable storage: the Raft log (a write-ahead file folded into redb) and
-//! vote in redb, and the in-memory state machine (the lock table plus this
-//! node's deadline table).
+//! vote in redb, and the in-memory state machine (the lock table).
 //!
 //! What is on disk when each method returns:
 //! - [`LogStore`] `append`: returns once the entries are readable (an
@@ -27,28 +26,28 @@
 //!   and the lease deadlines; the table at that id is rebuilt off the lock
 //!   from the stored snapshot and the log after it (`replay.rs`).
 //!
-//! Each entry is stamped with this node's clock when it reaches the local log
-//! (kept in memory, and persisted with the clock's epoch beside the entry):
-//! apply uses it as the start of a lease's countdown (docs/semantics.md "Time"). An
-//! entry replayed after a restart on the same epoch gets its persisted stamp;
-//! one with no usable stamp uses the apply time, which is later still.
+//! Every entry carries its proposing leader's cluster time inside it
+//! ([`warden_core::types::Stamp`]); nothing about time is node-local here.
+//! The log store keeps the largest stamp it has seen (uncommitted entries
+//! included), which a new leader's clock starts from (docs/semantics.md
+//! "Time", [`crate::cluster_time`]).
 //!
 //! # Files
 //!
 //! - `db.rs`: the redb database of a data dir ([`Db`]): open (fold the
-//!   write-ahead file, migrate an older layout), meta values, seeding a
+//!   write-ahead file, refuse an older layout), meta values, seeding a
 //!   restored data dir; [`DiskFactory`] for an injected disk.
-//! - `rows.rs`: the log row codec (append stamp + entry).
+//! - `rows.rs`: the log row codec.
 //! - `wal.rs`: the log's write-ahead file (format and recovery).
 //! - `log_writer.rs`: group commit into the write-ahead file, folds into
 //!   redb, the in-memory tail.
 //! - `log_store.rs`: [`LogStore`], openraft's `RaftLogStorage`.
 //! - `state_machine.rs`: [`StateMachineStore`], openraft's
-//!   `RaftStateMachine` over [`Machine`] (lock table + deadline table).
+//!   `RaftStateMachine` over [`Machine`] (the lock table).
 //! - `replay.rs`: a snapshot's table rebuilt from the stored snapshot and
 //!   the log after it (the one apply call both paths share).
 //! - `snapshot_store.rs`: the stored snapshot's layout (a head and 1 MiB
-//!   chunks; the old single value still loads).
+//!   chunks).
 //! - `log_growth.rs`: [`LogGrowth`], log bytes appended since the last
 //!   snapshot and its size (the snapshot rule's inputs).
 
@@ -70,6 +69,8 @@ mod wal;
 #[cfg(test)]
 mod attack_tests;
 #[cfg(test)]
+mod cluster_time_tests;
+#[cfg(test)]
 mod suite;
 #[cfg(test)]
 mod test_support;
@@ -77,32 +78,17 @@ mod test_support;
 pub use db::{Db, DiskFactory};
 pub use log_growth::LogGrowth;
 pub use log_store::LogStore;
-pub use log_writer::{Stamps, WAL_FILE};
+pub use log_store::MaxStamp;
+pub use log_writer::WAL_FILE;
 pub use state_machine::{Machine, RemovedWaiters, Shared, StateMachineStore, MAX_REMOVED_WAITERS};
 
-/// Log index → one row: the entry's append stamp, then the entry (see
-/// [`encode_row`]). The stamp is the node clock's epoch and the time the
-/// entry reached this node's log (ns), so a process restarted on the same
-/// clock epoch (same boot) replays its log with the stamps it had, not with
-/// "now" (L2 across crash-restarts). Node-local. One row per entry, so an
-/// append writes one B-tree, not two (docs/performance.md).
-pub(super) const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("raft_log_v2");
+/// Log index → one row: the entry (see `rows.rs`).
+pub(super) const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("log");
 pub(super) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
-/// The log before the stamp moved into the row: postcard entries only.
-/// Migrated into [`LOG`] when a data dir is opened.
-pub(super) const OLD_LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("raft_log");
-/// The stamps before they moved into the row (16 bytes: epoch, ns).
-pub(super) const OLD_STAMPS: TableDefinition<u64, &[u8]> = TableDefinition::new("append_stamps");
-/// Node-local lease deadlines at the last snapshot built here, with the clock
-/// epoch they were taken on.
-pub(super) const KEY_SNAPSHOT_DEADLINES: &str = "snapshot_deadlines";
 
 pub(super) const KEY_VOTE: &str = "vote";
 pub(super) const KEY_COMMITTED: &str = "committed";
 pub(super) const KEY_PURGED: &str = "last_purged";
-/// The stored snapshot as one value, before it moved into chunks
-/// (`snapshot_store.rs`): still read, removed by the next snapshot written.
-pub(super) const KEY_SNAPSHOT: &str = "snapshot";
 /// The node id this data dir belongs to.
 pub const KEY_NODE_ID: &str = "node_id";
 /// The committed cluster id (docs/semantics.md "Membership").

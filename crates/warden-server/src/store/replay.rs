@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use openraft::EntryPayload;
 use redb::{Database, ReadableDatabase};
 use warden_core::table::{Applied, LockTable};
-use warden_core::types::{Command, LogEntry};
+use warden_core::types::LogEntry;
 
 use super::log_writer::Tail;
 use super::rows::decode_row_entry;
@@ -32,8 +32,13 @@ use crate::types::{leader_of, Entry, LogId, SnapshotMeta};
 
 /// Applies one committed command to the lock table: the live state machine
 /// and the replay both change the table only through this.
-pub(super) fn apply_to_table(table: &mut LockTable, log_id: &LogId, cmd: &Command) -> Applied {
-    table.apply(log_id.index(), leader_of(log_id), cmd)
+pub(super) fn apply_to_table(table: &mut LockTable, log_id: &LogId, entry: &LogEntry) -> Applied {
+    table.apply(
+        log_id.index(),
+        leader_of(log_id),
+        entry.stamp,
+        &entry.command,
+    )
 }
 
 /// What [`replay`] found.
@@ -139,8 +144,7 @@ pub(super) fn replay(
             return Err(missing(index, base));
         }
         if let EntryPayload::Normal(req) = &e.payload {
-            let LogEntry::V1(cmd) = &req.0;
-            apply_to_table(&mut table, &e.log_id, cmd);
+            apply_to_table(&mut table, &e.log_id, &req.0);
         }
         last = Some(e.log_id);
     }
@@ -162,13 +166,12 @@ mod tests {
     //! Each test names the property it defends.
 
     use std::sync::Arc;
-    use std::time::Duration;
 
     use openraft::storage::{IOFlushed, RaftLogStorage, RaftStateMachine};
     use openraft::RaftLogReader;
     use warden_core::types::{
         Acquire, AcquireBounded, AcquireKind, AcquireMulti, AuthChange, AuthOp, Authorized,
-        LeaseSpec, LockKind, Mode, Permission, Principal, Release, RequestHeader,
+        Command, LeaseSpec, LockKind, Mode, Permission, Principal, Release, RequestHeader,
     };
 
     use super::*;
@@ -190,14 +193,13 @@ mod tests {
             lease: LeaseSpec::New { ttl_ms: 30_000 },
             wait_timeout_ms,
             lock_delay_ms: 500,
-            due: None,
         }
     }
 
     /// A mix of commands touching every part of the snapshot: leases,
     /// holders and waiters, a semaphore, a multi-lock, a max-hold, an auth
     /// change and a lease owned by a principal, releases, a batch, and
-    /// entries that do not touch the table (blank, membership-free noop).
+    /// entries that do not touch the table but move time (a tick).
     fn commands(from_request: u64) -> Vec<Command> {
         let r = from_request;
         let user = Principal::new("alice").expect("principal");
@@ -239,7 +241,7 @@ mod tests {
                 principal: Some(user),
                 command: Box::new(Command::Acquire(acquire(r + 7, "owned", 0))),
             }),
-            Command::Noop,
+            Command::Tick,
             Command::Batch(vec![
                 Command::Acquire(acquire(r + 8, "b1", 0)),
                 Command::Acquire(acquire(r + 9, "b2", 0)),
@@ -249,12 +251,13 @@ mod tests {
                 resource: Some("b1".into()),
                 lease_id: 99_999,
                 fencing_token: None,
-                due: None,
             }),
         ]
     }
 
-    /// Appends `cmds` from `index` on and applies them.
+    /// Appends `cmds` from `index` on and applies them, stamped 100 ms
+    /// apart in cluster time (entry `i` at `1_000 + 100 i`), so replays
+    /// also carry the table's `now` and every instant counted from it.
     async fn append_and_apply(
         log: &mut LogStore,
         sm: &mut StateMachineStore,
@@ -265,7 +268,10 @@ mod tests {
         let entries: Vec<_> = cmds
             .into_iter()
             .enumerate()
-            .map(|(i, c)| entry(1, index + i as u64, c))
+            .map(|(i, c)| {
+                let at = index + i as u64;
+                stamped(1, at, 1_000 + 100 * at, c)
+            })
             .collect();
         log.append(entries, IOFlushed::noop())
             .await
@@ -292,9 +298,8 @@ mod tests {
     async fn replayed_snapshot_equals_the_live_table() {
         use openraft::RaftSnapshotBuilder;
         let dir = tempfile::tempdir().expect("tempdir");
-        let clock = Arc::new(EpochClock::default());
-        *clock.0.lock().expect("clock") = Duration::from_secs(100);
-        let (mut log, mut sm) = open_stores(dir.path(), clock.clone());
+        let clock = Arc::new(FixedClock::default());
+        let (mut log, mut sm) = stores(dir.path(), clock.clone());
         let next = append_and_apply(&mut log, &mut sm, 0, commands(1)).await;
         let (bytes, upto) = live(&sm);
         // From the start of the log.
@@ -341,8 +346,8 @@ mod tests {
     #[tokio::test]
     async fn a_missing_entry_is_an_io_error() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let clock = Arc::new(EpochClock::default());
-        let (mut log, mut sm) = open_stores(dir.path(), clock);
+        let clock = Arc::new(FixedClock::default());
+        let (mut log, mut sm) = stores(dir.path(), clock);
         let _ = append_and_apply(&mut log, &mut sm, 0, commands(1)).await;
         let (_, upto) = live(&sm);
         // Entry 4 gone from the disk and from the tail.
@@ -371,8 +376,8 @@ mod tests {
     async fn a_log_without_its_start_falls_back_to_a_copy() {
         use openraft::RaftSnapshotBuilder;
         let dir = tempfile::tempdir().expect("tempdir");
-        let clock = Arc::new(EpochClock::default());
-        let (mut log, mut sm) = open_stores(dir.path(), clock);
+        let clock = Arc::new(FixedClock::default());
+        let (mut log, mut sm) = stores(dir.path(), clock);
         let _ = append_and_apply(&mut log, &mut sm, 1, commands(1)).await;
         let (bytes, upto) = live(&sm);
         assert!(matches!(
@@ -392,9 +397,9 @@ mod tests {
     async fn log_growth_counts_bytes_since_the_last_snapshot() {
         use openraft::RaftSnapshotBuilder;
         let dir = tempfile::tempdir().expect("tempdir");
-        let clock = Arc::new(EpochClock::default());
+        let clock = Arc::new(FixedClock::default());
         let built_len = {
-            let (mut log, mut sm) = open_stores(dir.path(), clock.clone());
+            let (mut log, mut sm) = stores(dir.path(), clock.clone());
             let growth = sm.db.log_growth();
             assert_eq!(growth.bytes_since_snapshot(), 0);
             let next = append_and_apply(&mut log, &mut sm, 0, commands(1)).await;
@@ -408,7 +413,7 @@ mod tests {
             built.snapshot.len() as u64
         };
         // Restarted: the rows after the snapshot count again, and its size.
-        let (log, sm) = open_stores(dir.path(), clock);
+        let (log, sm) = stores(dir.path(), clock);
         drop(log);
         let growth = sm.db.log_growth();
         // The snapshot is at index 10 (the first 11 commands).

@@ -1,22 +1,15 @@
 //! The stored snapshot: a head in the meta table ([`KEY_SNAPSHOT_HEAD`]:
 //! the snapshot's meta, its length and its number of chunks) and the data in
 //! rows of at most [`SNAPSHOT_CHUNK_BYTES`] ([`SNAPSHOT_CHUNKS`], chunk
-//! number → bytes), written in one redb transaction with the node's lease
-//! deadlines at that snapshot. No row is larger than a chunk, so one write
-//! never asks redb for one huge value.
-//!
-//! A data dir written before the chunks keeps its snapshot as one meta
-//! value ([`KEY_SNAPSHOT`]): it still loads, and the next snapshot written
-//! removes it. A binary older than the chunks does not read the head, so it
-//! cannot open a data dir written by this one (docs/operations.md,
-//! "Upgrades").
+//! number → bytes), written in one redb transaction. No row is larger than
+//! a chunk, so one write never asks redb for one huge value.
 
 use std::io;
 
 use redb::{Database, ReadTransaction, ReadableDatabase, TableDefinition, WriteTransaction};
 use serde::{Deserialize, Serialize};
 
-use super::{decode, encode, io_err, StoredSnapshot, KEY_SNAPSHOT, KEY_SNAPSHOT_DEADLINES, META};
+use super::{decode, encode, io_err, StoredSnapshot, META};
 use crate::types::SnapshotMeta;
 
 /// Chunk number (0, 1, ...) → at most [`SNAPSHOT_CHUNK_BYTES`] of the
@@ -45,30 +38,21 @@ fn corrupt(what: String) -> io::Error {
     )
 }
 
-/// The stored snapshot's meta, without reading its data (a data dir of the
-/// old layout decodes its one value).
+/// The stored snapshot's meta, without reading its data.
 pub(super) fn read_meta(tx: &ReadTransaction) -> Result<Option<SnapshotMeta>, io::Error> {
     let meta = tx.open_table(META).map_err(io_err)?;
-    if let Some(v) = meta.get(KEY_SNAPSHOT_HEAD).map_err(io_err)? {
-        return Ok(Some(decode::<SnapshotHead>(v.value())?.meta));
-    }
-    match meta.get(KEY_SNAPSHOT).map_err(io_err)? {
-        Some(v) => Ok(Some(decode::<StoredSnapshot>(v.value())?.meta)),
+    match meta.get(KEY_SNAPSHOT_HEAD).map_err(io_err)? {
+        Some(v) => Ok(Some(decode::<SnapshotHead>(v.value())?.meta)),
         None => Ok(None),
     }
 }
 
-/// The stored snapshot, if any: the chunks, or the old single value.
+/// The stored snapshot, if any.
 pub(super) fn read(tx: &ReadTransaction) -> Result<Option<StoredSnapshot>, io::Error> {
     let meta = tx.open_table(META).map_err(io_err)?;
     let head = match meta.get(KEY_SNAPSHOT_HEAD).map_err(io_err)? {
         Some(v) => decode::<SnapshotHead>(v.value())?,
-        None => {
-            return match meta.get(KEY_SNAPSHOT).map_err(io_err)? {
-                Some(v) => Ok(Some(decode(v.value())?)),
-                None => Ok(None),
-            }
-        }
+        None => return Ok(None),
     };
     let chunks = tx.open_table(SNAPSHOT_CHUNKS).map_err(io_err)?;
     let len = usize::try_from(head.len).map_err(|_| corrupt(format!("{} bytes", head.len)))?;
@@ -93,14 +77,12 @@ pub(super) fn read(tx: &ReadTransaction) -> Result<Option<StoredSnapshot>, io::E
     }))
 }
 
-/// Replaces the stored snapshot with `meta` and `data` (chunks, head, and
-/// `deadlines` — the node's encoded lease deadlines at it — if given; else
-/// any older ones are removed) in `tx`. The old single value goes.
+/// Replaces the stored snapshot with `meta` and `data` (chunks and head)
+/// in `tx`.
 pub(super) fn write(
     tx: &WriteTransaction,
     meta: &SnapshotMeta,
     data: &[u8],
-    deadlines: Option<&[u8]>,
 ) -> Result<(), io::Error> {
     let mut chunks = tx.open_table(SNAPSHOT_CHUNKS).map_err(io_err)?;
     chunks.retain(|_, _| false).map_err(io_err)?;
@@ -118,15 +100,6 @@ pub(super) fn write(
     let mut t = tx.open_table(META).map_err(io_err)?;
     t.insert(KEY_SNAPSHOT_HEAD, head.as_slice())
         .map_err(io_err)?;
-    t.remove(KEY_SNAPSHOT).map_err(io_err)?;
-    match deadlines {
-        Some(d) => {
-            t.insert(KEY_SNAPSHOT_DEADLINES, d).map_err(io_err)?;
-        }
-        None => {
-            t.remove(KEY_SNAPSHOT_DEADLINES).map_err(io_err)?;
-        }
-    }
     Ok(())
 }
 
@@ -140,15 +113,13 @@ pub(super) enum Stored {
     KeptNewer,
 }
 
-/// Stores `meta` and `data` (and the encoded lease `deadlines` at it) in one
-/// fsync'd transaction, unless a snapshot at a later log id is stored: the
+/// Stores `meta` and `data` in one fsync'd transaction, unless a snapshot at a later log id is stored: the
 /// stored snapshot never moves back, since openraft purges the log up to the
 /// newest snapshot it was told of and the replay starts from the stored one.
 pub(super) fn store_snapshot(
     db: &Database,
     meta: &SnapshotMeta,
     data: &[u8],
-    deadlines: Option<&[u8]>,
 ) -> Result<Stored, io::Error> {
     let tx = db.begin_write().map_err(io_err)?;
     let newer = {
@@ -159,25 +130,21 @@ pub(super) fn store_snapshot(
         tx.abort().map_err(io_err)?;
         return Ok(Stored::KeptNewer);
     }
-    write(&tx, meta, data, deadlines)?;
+    write(&tx, meta, data)?;
     tx.commit().map_err(io_err)?;
     Ok(Stored::Written)
 }
 
-/// True when `tx` holds a snapshot (either layout).
+/// True when `tx` holds a snapshot.
 pub(super) fn exists(tx: &ReadTransaction) -> Result<bool, io::Error> {
     let meta = tx.open_table(META).map_err(io_err)?;
-    Ok(meta.get(KEY_SNAPSHOT_HEAD).map_err(io_err)?.is_some()
-        || meta.get(KEY_SNAPSHOT).map_err(io_err)?.is_some())
+    Ok(meta.get(KEY_SNAPSHOT_HEAD).map_err(io_err)?.is_some())
 }
 
 #[cfg(test)]
 mod tests {
     //! Each test names the property it defends.
 
-    use std::sync::Arc;
-
-    use openraft::storage::RaftStateMachine;
     use redb::ReadableTable;
 
     use super::*;
@@ -202,7 +169,7 @@ mod tests {
             .map(|i| i as u8)
             .collect();
         assert_eq!(
-            store_snapshot(&db.db, &meta(5), &data, Some(b"side")).expect("store"),
+            store_snapshot(&db.db, &meta(5), &data).expect("store"),
             Stored::Written
         );
         {
@@ -225,11 +192,7 @@ mod tests {
         let got = db.load_snapshot().expect("load").expect("some");
         assert_eq!(got.data, data);
         assert_eq!(got.meta.last_log_id, Some(log_id(1, 5)));
-        assert_eq!(
-            db.get_meta(KEY_SNAPSHOT_DEADLINES).expect("meta"),
-            Some(b"side".to_vec())
-        );
-        store_snapshot(&db.db, &meta(6), b"small", None).expect("store");
+        store_snapshot(&db.db, &meta(6), b"small").expect("store");
         let tx = db.db.begin_read().expect("read");
         let t = tx.open_table(SNAPSHOT_CHUNKS).expect("t");
         assert_eq!(t.iter().expect("iter").count(), 1);
@@ -239,8 +202,6 @@ mod tests {
             db.load_snapshot().expect("load").expect("some").data,
             b"small"
         );
-        // Its deadlines went with the old snapshot.
-        assert_eq!(db.get_meta(KEY_SNAPSHOT_DEADLINES).expect("meta"), None);
     }
 
     // Compaction safety: the stored snapshot never moves back (a build that
@@ -250,43 +211,14 @@ mod tests {
     fn an_older_snapshot_never_replaces_a_newer_one() {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = Db::open(dir.path()).expect("db");
-        store_snapshot(&db.db, &meta(9), b"nine", None).expect("store");
+        store_snapshot(&db.db, &meta(9), b"nine").expect("store");
         assert_eq!(
-            store_snapshot(&db.db, &meta(4), b"four", None).expect("store"),
+            store_snapshot(&db.db, &meta(4), b"four").expect("store"),
             Stored::KeptNewer
         );
         assert_eq!(
             db.load_snapshot().expect("load").expect("some").data,
             b"nine"
         );
-    }
-
-    // Data-dir compatibility: a data dir whose snapshot is the old single
-    // meta value opens with that snapshot loaded; the next snapshot stored
-    // replaces it with chunks and removes the old value.
-    #[tokio::test]
-    async fn an_old_single_value_snapshot_still_loads() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let table = warden_core::table::LockTable::new();
-        let bytes = table.to_snapshot();
-        {
-            let db = Db::open(dir.path()).expect("db");
-            let old = encode(&StoredSnapshot {
-                meta: meta(3),
-                data: bytes.clone(),
-            })
-            .expect("encode");
-            db.put_meta(KEY_SNAPSHOT, &old).expect("put");
-        }
-        let clock = Arc::new(EpochClock::default());
-        let (_log, mut sm) = open_stores(dir.path(), clock);
-        let (applied, _) = sm.applied_state().await.expect("applied");
-        assert_eq!(applied, Some(log_id(1, 3)));
-        let current = sm.get_current_snapshot().await.expect("get").expect("some");
-        assert_eq!(current.snapshot, bytes);
-        store_snapshot(&sm.db.db, &meta(4), &bytes, None).expect("store");
-        assert_eq!(sm.db.get_meta(KEY_SNAPSHOT).expect("meta"), None);
-        let current = sm.get_current_snapshot().await.expect("get").expect("some");
-        assert_eq!(current.meta.last_log_id, Some(log_id(1, 4)));
     }
 }

@@ -4,14 +4,13 @@
 //! (log state, reads, truncate, purge, vote, applied state, membership,
 //! snapshot build and install), checked by the consensus library itself.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use openraft::testing::log::{StoreBuilder, Suite};
 use openraft::StorageError;
 
 use super::test_support::FixedClock;
-use super::{Db, LogStore, Stamps, StateMachineStore};
+use super::{Db, LogStore, MaxStamp, StateMachineStore};
 use crate::clock::NodeClock;
 use crate::types::TypeConfig;
 
@@ -29,11 +28,10 @@ impl StoreBuilder<TypeConfig, LogStore, StateMachineStore, tempfile::TempDir> fo
     ) -> Result<(tempfile::TempDir, LogStore, StateMachineStore), StorageError<TypeConfig>> {
         let dir = tempfile::tempdir().map_err(|e| read_error(&e))?;
         let db = Db::open(dir.path()).map_err(|e| read_error(&e))?;
-        let stamps: Stamps = Arc::new(Mutex::new(BTreeMap::new()));
+        let max_stamp = MaxStamp::default();
         let clock = NodeClock::new(Arc::new(FixedClock::default()));
-        let log =
-            LogStore::new(db.clone(), stamps.clone(), clock.clone()).map_err(|e| read_error(&e))?;
-        let sm = StateMachineStore::open(db, clock, stamps).map_err(|e| read_error(&e))?;
+        let log = LogStore::new(db.clone(), max_stamp.clone()).map_err(|e| read_error(&e))?;
+        let sm = StateMachineStore::open(db, clock, max_stamp).map_err(|e| read_error(&e))?;
         Ok((dir, log, sm))
     }
 }

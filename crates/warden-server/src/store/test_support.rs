@@ -1,4 +1,4 @@
-//! Test helpers for the store's tests: hand-set clocks, entries, and a
+//! Test helpers for the store's tests: a hand-set clock, stamped entries, and a
 //! node's log and state machine on a temp dir.
 
 use std::collections::BTreeMap;
@@ -10,10 +10,12 @@ use openraft::impls::leader_id_adv::LeaderId as RaftLeaderId;
 use openraft::storage::RaftStateMachine;
 use openraft::EntryPayload;
 use redb::{Database, ReadableDatabase, ReadableTable};
-use warden_core::types::{Command, LeaseGrant, LogEntry, RequestHeader};
+use warden_core::types::{Command, LeaderId, LeaseGrant, LogEntry, RequestHeader, Stamp};
 
 use super::wal::{self, Wal};
-use super::{decode, Db, LogStore, Stamps, StateMachineStore, KEY_COMMITTED, LOG, META, WAL_FILE};
+use super::{
+    decode, Db, LogStore, MaxStamp, StateMachineStore, KEY_COMMITTED, LOG, META, WAL_FILE,
+};
 use crate::clock::{Clock, ClockError, NodeClock};
 use crate::types::{Entry, LogId, Request};
 
@@ -27,11 +29,6 @@ impl Clock for FixedClock {
     }
 }
 
-/// A hand-set clock with an epoch: two instances share one time base,
-/// like two processes of one boot.
-#[derive(Debug, Default)]
-pub(super) struct EpochClock(pub(super) Mutex<Duration>);
-
 /// Applies `entries` as openraft hands them over after a commit (no
 /// responders), or as a restarted node replays them.
 pub(super) async fn apply_entries(sm: &mut StateMachineStore, entries: Vec<Entry>) {
@@ -42,33 +39,45 @@ pub(super) async fn apply_entries(sm: &mut StateMachineStore, entries: Vec<Entry
     .expect("apply");
 }
 
-/// A node's log and state machine on `dir`, as a (re)started process opens them.
-pub(super) fn open_stores(dir: &Path, clock: Arc<EpochClock>) -> (LogStore, StateMachineStore) {
-    let db = Db::open(dir).expect("db");
-    let stamps: Stamps = Arc::new(Mutex::new(BTreeMap::new()));
+/// A node's log and state machine on `dir`, as a (re)started process opens
+/// them: one [`MaxStamp`] shared by both, as `start.rs` wires it.
+pub(super) fn stores(dir: &Path, clock: Arc<FixedClock>) -> (LogStore, StateMachineStore) {
+    let db = Db::open(dir).expect("open db");
+    let max_stamp = MaxStamp::default();
     let clock = NodeClock::new(clock);
-    let log = LogStore::new(db.clone(), stamps.clone(), clock.clone()).expect("log store");
-    let sm = StateMachineStore::open(db, clock, stamps).expect("sm");
+    let log = LogStore::new(db.clone(), max_stamp.clone()).expect("log store");
+    let sm = StateMachineStore::open(db, clock, max_stamp).expect("open sm");
     (log, sm)
-}
-
-impl Clock for EpochClock {
-    fn now(&self) -> Result<Duration, ClockError> {
-        Ok(*self.0.lock().expect("clock"))
-    }
-    fn epoch(&self) -> Option<u64> {
-        Some(42)
-    }
 }
 
 pub(super) fn log_id(term: u64, index: u64) -> LogId {
     LogId::new(RaftLeaderId { term, node_id: 1 }, index)
 }
 
+/// The stamp node 1 puts on an entry as leader of `term` at cluster time
+/// `at_ms`.
+pub(super) fn stamp(term: u64, at_ms: u64) -> Stamp {
+    Stamp {
+        leader: LeaderId { term, node_id: 1 },
+        at_ms,
+    }
+}
+
+/// Entry `index` of `term`, stamped by node 1 as that term's leader at
+/// cluster time 0.
 pub(super) fn entry(term: u64, index: u64, cmd: Command) -> Entry {
+    stamped(term, index, 0, cmd)
+}
+
+/// Entry `index` of `term`, stamped by node 1 as that term's leader at
+/// cluster time `at_ms`.
+pub(super) fn stamped(term: u64, index: u64, at_ms: u64, cmd: Command) -> Entry {
     Entry {
         log_id: log_id(term, index),
-        payload: EntryPayload::Normal(Request(LogEntry::V1(cmd))),
+        payload: EntryPayload::Normal(Request(LogEntry {
+            stamp: stamp(term, at_ms),
+            command: cmd,
+        })),
     }
 }
 
@@ -81,36 +90,6 @@ pub(super) fn grant(request_id: u64, ttl_ms: u64) -> Command {
         },
         ttl_ms,
     })
-}
-
-/// A `Promote` by node 1 as leader of `term`, with the grace `grace_ms`.
-pub(super) fn promote(term: u64, grace_ms: u64) -> Command {
-    Command::Promote(warden_core::types::Promote {
-        leader: warden_core::types::LeaderId { term, node_id: 1 },
-        grace_ms,
-    })
-}
-
-/// A duty-clock advance by node 1 as leader of term 1, counting
-/// `elapsed_ms` after the advance at `after_index`.
-pub(super) fn advance(after_index: Option<u64>, elapsed_ms: u64) -> Command {
-    Command::AdvanceClock(warden_core::types::AdvanceClock {
-        leader: warden_core::types::LeaderId {
-            term: 1,
-            node_id: 1,
-        },
-        after_index,
-        elapsed_ms,
-    })
-}
-
-pub(super) fn stores(dir: &Path, clock: Arc<FixedClock>) -> (LogStore, StateMachineStore) {
-    let db = Db::open(dir).expect("open db");
-    let stamps: Stamps = Arc::new(Mutex::new(BTreeMap::new()));
-    let clock = NodeClock::new(clock);
-    let log = LogStore::new(db.clone(), stamps.clone(), clock.clone()).expect("log store");
-    let sm = StateMachineStore::open(db, clock, stamps).expect("open sm");
-    (log, sm)
 }
 
 /// What a node restarted now would find on disk: the log indexes and the

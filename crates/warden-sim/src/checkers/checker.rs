@@ -5,8 +5,8 @@ use std::fmt::Debug;
 use std::time::Duration;
 
 use warden_core::table::LockTable;
-use warden_core::types::{Acquire, AcquireReply, Command, LeaderId, Response};
-use warden_core::{Deadlines, Effect};
+use warden_core::types::{Acquire, AcquireReply, Command, LeaderId, Response, Stamp};
+use warden_core::Effect;
 
 use crate::world::History;
 
@@ -18,6 +18,9 @@ pub struct Entry<'a> {
     pub index: u64,
     /// The leader id in the entry's own log id (who proposed it).
     pub log_leader: LeaderId,
+    /// The entry's stamp: its proposer's cluster time (docs/semantics.md
+    /// "Time"; apply ignores a stamp of another leader).
+    pub stamp: Stamp,
     /// The command as applied (an injected bug may have rewritten it).
     pub cmd: &'a Command,
     /// Its commands with their responses ([`parts`]).
@@ -28,15 +31,17 @@ pub struct Entry<'a> {
     /// The logged commands with the responses of the applied ones, one by
     /// one ([`parts`]).
     pub logged_parts: Vec<(&'a Command, &'a Response)>,
-    /// The node's table after it.
+    /// The node's table after it (its `now_ms()` is the entry's cluster
+    /// time: apply moves `now` first).
     pub table: &'a LockTable,
-    /// The node's deadline table after it.
-    pub deadlines: &'a Deadlines,
-    /// The entry's append stamp, on this node's clock.
-    pub stamp: Duration,
-    /// The apply time, on this node's clock.
-    pub now: Duration,
-    /// The apply time, global.
+    /// The node's table after its previous normal entry, with that entry's
+    /// index, when the history holds it (not at a node's first apply after
+    /// a restart). Raft's blank and membership entries in between change no
+    /// table; a snapshot installed in between does (rare: a lagging
+    /// follower), so a checker that needs the exact previous state also
+    /// asks for the index just before.
+    pub before: Option<(u64, &'a LockTable)>,
+    /// The apply time, global (real, simulated time).
     pub at: Duration,
     /// A digest of the command (equal commands, equal digests).
     pub digest: u64,
@@ -91,7 +96,7 @@ pub trait Checker: Debug + Send {
         Next::Continue
     }
 
-    /// Node `node_id` crashed: its volatile state (its deadline table) is gone.
+    /// Node `node_id` crashed: its volatile state is gone.
     fn on_crash(&mut self, _node_id: u64) {}
 
     /// Once at the end of the run, on the whole history.
@@ -106,8 +111,9 @@ pub(crate) mod harness {
     use warden_core::table::LockTable;
     use warden_core::types::{
         Acquire, AcquireKind, Command, LeaderId, LeaseSpec, LockKind, Mode, Release, RequestHeader,
+        Stamp,
     };
-    use warden_core::{Deadlines, Effect};
+    use warden_core::Effect;
 
     // The module's items: `parts`, `Checker`, `Entry`, `Next`, `History`.
     use super::*;
@@ -137,7 +143,6 @@ pub(crate) mod harness {
                 lease: LeaseSpec::New { ttl_ms: 10_000 },
                 wait_timeout_ms: wait_ms,
                 lock_delay_ms: 0,
-                due: None,
             },
             kind,
             mode,
@@ -156,14 +161,14 @@ pub(crate) mod harness {
             resource: Some(resource.into()),
             lease_id,
             fencing_token: None,
-            due: None,
         })
     }
 
     /// Applies each (applied, logged) pair in order on one table (indexes
-    /// from 1), feeding `checker` as the observer does (the entry, then each
-    /// effect and `extra(index)`'s made-up effects, then the table kept as
-    /// the node's last); returns the findings.
+    /// from 1, entry i stamped at cluster time i ms), feeding `checker` as
+    /// the observer does (the entry, then each effect and `extra(index)`'s
+    /// made-up effects, then the table kept as the node's last); returns the
+    /// findings.
     pub fn findings(
         checker: &mut dyn Checker,
         cmds: &[(Command, Command)],
@@ -171,22 +176,25 @@ pub(crate) mod harness {
     ) -> Vec<String> {
         let mut table = LockTable::new();
         let mut h = History::default();
-        let deadlines = Deadlines::default();
         for (i, (cmd, logged)) in cmds.iter().enumerate() {
             let index = i as u64 + 1;
-            let applied = table.apply(index, LEADER, cmd);
+            let stamp = Stamp {
+                leader: LEADER,
+                at_ms: index,
+            };
+            let before = table.clone();
+            let applied = table.apply(index, LEADER, stamp, cmd);
             let entry = Entry {
                 node_id: 1,
                 index,
                 log_leader: LEADER,
+                stamp,
                 cmd,
                 parts: parts(cmd, &applied.response),
                 logged,
                 logged_parts: parts(logged, &applied.response),
                 table: &table,
-                deadlines: &deadlines,
-                stamp: Duration::ZERO,
-                now: Duration::ZERO,
+                before: Some((index - 1, &before)),
                 at: Duration::ZERO,
                 digest: 0,
             };

@@ -35,11 +35,7 @@ impl Checker for Fifo {
         else {
             return Next::Continue;
         };
-        let Some((_, before)) = h
-            .last_table
-            .get(&e.node_id)
-            .filter(|(index, _)| *index + 1 == e.index)
-        else {
+        let Some((_, before)) = e.before.filter(|(i, _)| *i + 1 == e.index) else {
             return Next::Continue;
         };
         // When the granted lease joined the queue: its wait's enqueue, or

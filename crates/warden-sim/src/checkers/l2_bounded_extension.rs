@@ -1,9 +1,13 @@
 //! L2 bounded extension (docs/semantics.md L2): over any number of leader
-//! changes, a lease whose last renew was committed at r is gone by
-//! r + TTL + E, plus the time without a quorum (which the prober measures)
-//! and a scheduling slack. r is bounded by the end of the lease's last
-//! acquire or renew call, acknowledged or not (a failed call may still have
-//! committed). Checked at the end of the run.
+//! changes, a lease whose last renew was committed at r is ended (an apply
+//! ends it: `LeaseEnded`) by r + (TTL + E) / (1 − ρ), plus the time without
+//! a quorum (which the prober measures) and a scheduling slack. E is
+//! `Timing::bound_e_ms` (G + the longest election timeout + the duty
+//! interval + a heartbeat); the division by 1 − ρ is the clock drift: cluster
+//! time runs at no less than 1 − ρ of real time, on a leader's clock and,
+//! through the heard time, across elections. r is bounded by the end of the
+//! lease's last acquire or renew call, acknowledged or not (a failed call
+//! may still have committed). Checked at the end of the run.
 
 use std::time::Duration;
 
@@ -37,7 +41,9 @@ impl Checker for BoundedExtension {
         let mut found = Vec::new();
         let end_of_run = h.ended_at;
         for (lease, (send, ttl_ms)) in &h.last_call_end {
-            let bound0 = *send + Duration::from_millis(ttl_ms + self.e_ms + self.slack_ms);
+            // ρ = 1 %: (TTL + E) / (1 − ρ), rounded up.
+            let drifted = ((ttl_ms + self.e_ms) * 100).div_ceil(99);
+            let bound0 = *send + Duration::from_millis(drifted + self.slack_ms);
             let ended = h.lease_end.get(lease).map(|(_, at)| *at);
             let upto = ended.unwrap_or(end_of_run);
             let leaderless: Duration = h

@@ -28,10 +28,10 @@
 //!
 //! L must be owned by P. Replayed outcomes (S7) are judged the same way: a
 //! lease's owner never changes, so a replay of an allowed change is allowed.
-//! Not counted: what the leader's duties do (expiry, promotion, checkpoints,
-//! lock-delays, dropped clients: no principal), the due list a command
-//! carries (the leader's, applied first), and hand-offs (a release of P's
-//! grant that grants Q's waiting lease is Q's wait being served, S8).
+//! Not counted: what the leader's duties and apply's sweep do (expiry,
+//! promotion, ticks, lock-delays, dropped clients: no principal), and
+//! hand-offs (a release of P's grant that grants Q's waiting lease is Q's
+//! wait being served, S8).
 //!
 //! **Renewals** are leader-made `RenewBatch` entries without a principal
 //! (the leader checks ownership before batching, `warden_server::node::renew`),
@@ -215,8 +215,8 @@ mod tests {
     use warden_core::table::LockTable;
     use warden_core::types::{
         AuthChange, AuthOp, Authorized, LeaderId, LeaseGrant, Principal, RequestHeader, Revoke,
+        Stamp,
     };
-    use warden_core::Deadlines;
 
     use super::*;
 
@@ -261,22 +261,24 @@ mod tests {
     ) -> Vec<String> {
         let mut checker = LeaseOwners::default();
         let mut h = History::default();
-        let deadlines = Deadlines::default();
         for (i, cmd) in cmds.iter().enumerate() {
             let index = i as u64 + 1;
-            let applied = table.apply(index, LEADER, cmd);
+            let stamp = Stamp {
+                leader: LEADER,
+                at_ms: index,
+            };
+            let applied = table.apply(index, LEADER, stamp, cmd);
             let entry = Entry {
                 node_id: 1,
                 index,
                 log_leader: LEADER,
+                stamp,
                 cmd,
                 parts: vec![(cmd, &applied.response)],
                 logged: cmd,
                 logged_parts: vec![(cmd, &applied.response)],
                 table,
-                deadlines: &deadlines,
-                stamp: Duration::ZERO,
-                now: Duration::ZERO,
+                before: None,
                 at: Duration::ZERO,
                 digest: 0,
             };
@@ -326,7 +328,6 @@ mod tests {
                 Command::Revoke(Revoke {
                     header: hdr(2, 1),
                     lease_id: 1,
-                    due: None,
                 }),
             ),
         ]

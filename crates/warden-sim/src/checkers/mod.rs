@@ -16,17 +16,15 @@
 //! | `semaphore.rs` | SEMAPHORE: at most N holders of a semaphore of N permits (N as the clients asked), each in its own slot below N |
 //! | `read_write.rs` | RW: a read-write lock's writer (as the client asked) never holds beside another holder |
 //! | `s3_durability.rs` | S3: the same entry at each index; acknowledged changes stay |
-//! | `s4_no_early_expiry.rs` | S4: no expiry, and no remaining time derived from the duty clock, before TTL × (1 − ρ) after the last acknowledged send |
+//! | `s4_no_early_expiry.rs` | S4: no node ends a lease by expiry, or treats it as ended, before TTL × (1 − ρ) of real time after the last acknowledged send |
 //! | `s5_client_honesty.rs` | S5: no client's `valid_until` reaches into another's grant |
 //! | `s6_ownership.rs` | S6: a release frees only the grant it names |
 //! | `lease_owners.rs` | OWNERS: no command of principal P changes a lease of principal Q (docs/security.md "Leases have owners") |
 //! | `s7_exactly_once.rs` | S7: a request executes at most once per node |
-//! | `s8_clean_waiters.rs` | S8: no hand-off to a lease the proposing leader saw as due |
+//! | `s8_clean_waiters.rs` | S8: no hand-off to a waiter whose wait or lease had ended at the entry's cluster time (no slack, no exception) |
 //! | `multi.rs` | MULTI: a multi-lock is granted whole (every resource, one token each, by one entry) or not at all |
 //! | `fifo.rs` | FIFO: no grant overtakes a waiter queued before it (readers behind a writer, permits in enqueue order) |
-//! | `l2_bounded_extension.rs` | L2: a lease is gone by its last renew + TTL + E (+ time without a quorum) |
-
-use std::time::Duration;
+//! | `l2_bounded_extension.rs` | L2: a lease is gone by its last renew + (TTL + E) / (1 − ρ) (+ time without a quorum) |
 
 pub use checker::{acquire_reply, parts, Checker, Entry, Next};
 
@@ -50,13 +48,11 @@ mod semaphore;
 /// Knobs of the checkers.
 #[derive(Clone, Copy, Debug)]
 pub struct Bounds {
-    /// E (ms): the most a leader change may lengthen a lease (L2).
+    /// E (ms): the most leader changes and the sweep may lengthen a lease
+    /// (L2; `Timing::bound_e_ms`).
     pub e_ms: u64,
     /// Slack for scheduling (ms, L2).
     pub slack_ms: u64,
-    /// Slack of the S8 check: how long before the entry's append stamp the
-    /// proposer may have computed its due list.
-    pub s8_slack: Duration,
 }
 
 /// Every checker, in the order the observer calls them. The order decides
@@ -75,11 +71,11 @@ pub fn all(bounds: Bounds) -> Vec<Box<dyn Checker>> {
         Box::new(multi::Multi),
         Box::new(s3_durability::Durability::default()),
         Box::new(s7_exactly_once::ExactlyOnce::default()),
-        Box::new(s8_clean_waiters::CleanWaiters::new(bounds.s8_slack)),
+        Box::new(s8_clean_waiters::CleanWaiters::default()),
         Box::new(fifo::Fifo),
         Box::new(s6_ownership::Ownership),
         Box::new(lease_owners::LeaseOwners::default()),
-        Box::new(s4_no_early_expiry::NoEarlyExpiry),
+        Box::new(s4_no_early_expiry::NoEarlyExpiry::default()),
         Box::new(s5_client_honesty::ClientHonesty),
         Box::new(l2_bounded_extension::BoundedExtension::new(
             bounds.e_ms,
@@ -100,7 +96,6 @@ mod tests {
         let bounds = Bounds {
             e_ms: 2_500,
             slack_ms: 1_000,
-            s8_slack: Duration::from_millis(500),
         };
         let order: Vec<&str> = all(bounds).iter().map(|c| c.property()).collect();
         assert_eq!(

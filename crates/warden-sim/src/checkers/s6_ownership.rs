@@ -26,6 +26,7 @@ impl Checker for Ownership {
             lease_id,
             fencing_token,
             reason: FreeReason::Released,
+            ..
         } = effect
         else {
             return Next::Continue;

@@ -1,76 +1,37 @@
-//! S8 clean waiters (docs/semantics.md S8): a waiter whose lease is due is
-//! removed, never granted. Checked at every first apply of an entry on the
-//! node that proposed it: a hand-off never goes to a lease that node's own
-//! deadline table saw as due (more than a slack before the entry's append
-//! stamp), unless the entry's due list names the lease (apply then skipped
-//! it only because a renew committed in between: that renew wins) or the
-//! lease is the entry's own acquire.
+//! S8 clean waiters (docs/semantics.md S8): a waiter whose wait has timed
+//! out or whose lease has ended is removed, never granted. No slack and no
+//! exception: at every hand-off (a `WaiterRemoved { Granted }` effect), on
+//! every node whose table before the entry the history holds (after the
+//! node's previous normal entry), the waiter as it stood before the entry
+//! must be live at the entry's cluster time (the table's `now` after the
+//! entry: apply moves it first):
+//!
+//! - its wait's deadline is after `now`;
+//! - its lease, if it was in the table before the entry, ends after `now`
+//!   (`LockTable::lease_end_ms`, L4's grace included). A lease with an end
+//!   at or before `now` stays ended through the entry: a renew of an ended
+//!   lease is `NotFound` (docs/semantics.md S6).
+//!
+//! A waiter enqueued by the entry itself has a fresh deadline and lease.
+//! Each hand-off is reported once (every node applies the same entry).
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
+use std::collections::BTreeSet;
 
-use warden_core::types::{AcquireOutcome, Command, DueList};
-use warden_core::Effect;
+use warden_core::{Effect, WaiterRemovedReason};
 
-use super::checker::{acquire_reply, Checker, Entry, Next};
+use super::checker::{Checker, Entry, Next};
 use crate::world::History;
+
+#[cfg(test)]
+use super::checker::harness;
 
 const PROPERTY: &str = "S8";
 
 /// See the module docs.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct CleanWaiters {
-    /// How long before the entry's append stamp the proposer may have
-    /// computed its due list.
-    slack: Duration,
-    /// (node, index) already seen (a replay after a restart is not the
-    /// proposer's view at proposal time).
-    checked: BTreeSet<(u64, u64)>,
-    /// Whether the current entry is its node's first apply of it.
-    first_apply: bool,
-    /// (node, lease) → that node's clock when the lease entered its table
-    /// (its apply of the entry that created the lease). Forgotten with a
-    /// crash, like the node's deadline table.
-    in_table_since: BTreeMap<(u64, u64), Duration>,
-}
-
-impl CleanWaiters {
-    /// With `slack` (see the field).
-    pub fn new(slack: Duration) -> Self {
-        CleanWaiters {
-            slack,
-            checked: BTreeSet::new(),
-            first_apply: false,
-            in_table_since: BTreeMap::new(),
-        }
-    }
-}
-
-/// Every due list an entry carries (a packed entry's, command by command).
-fn dues_of(cmd: &Command) -> Vec<&DueList> {
-    match cmd {
-        Command::Batch(cmds) => cmds.iter().filter_map(due_of).collect(),
-        c => due_of(c).into_iter().collect(),
-    }
-}
-
-/// The due list of one command: an `Expire`, another leader duty's, or a
-/// client command's of any kind, bare or wrapped (`Command::due`).
-fn due_of(cmd: &Command) -> Option<&DueList> {
-    match cmd {
-        Command::Expire(d) => Some(d),
-        c => c.due(),
-    }
-}
-
-/// Whether `lease` is granted by one of the entry's own acquires (of any
-/// kind).
-fn is_own_acquire(e: &Entry<'_>, lease: u64) -> bool {
-    e.parts.iter().any(|(part, response)| {
-        acquire_reply(part, response).is_some_and(|(_, r)| {
-            matches!(&r.outcome, AcquireOutcome::Granted { lease_id, .. } if *lease_id == lease)
-        })
-    })
+    /// (index, resource, lease) already reported.
+    reported: BTreeSet<(u64, String, u64)>,
 }
 
 impl Checker for CleanWaiters {
@@ -78,81 +39,95 @@ impl Checker for CleanWaiters {
         PROPERTY
     }
 
-    fn on_entry(&mut self, e: &Entry<'_>, _h: &mut History) {
-        self.first_apply = self.checked.insert((e.node_id, e.index));
-    }
-
     fn on_effect(&mut self, e: &Entry<'_>, effect: &Effect, h: &mut History) -> Next {
-        let node_id = e.node_id;
-        match effect {
-            Effect::LeaseSet { lease_id, .. } => {
-                self.in_table_since
-                    .entry((node_id, *lease_id))
-                    .or_insert(e.now);
+        let Effect::WaiterRemoved {
+            resource,
+            lease_id,
+            enqueue_index,
+            reason: WaiterRemovedReason::Granted,
+            ..
+        } = effect
+        else {
+            return Next::Continue;
+        };
+        let Some((_, before)) = e.before else {
+            return Next::Continue;
+        };
+        let now = e.table.now_ms();
+        let mut ended = Vec::new();
+        if let Some(w) = before.waiter(resource, *lease_id, *enqueue_index) {
+            if w.deadline_ms <= now {
+                ended.push(format!("its wait ended at {} ms", w.deadline_ms));
             }
-            Effect::LeaseEnded { lease_id, .. } => {
-                self.in_table_since.remove(&(node_id, *lease_id));
+        }
+        if let Some(lease) = before.lease(*lease_id) {
+            let end = before.lease_end_ms(lease);
+            // Still ended after the entry (a table from before a snapshot
+            // install may predate a renew: then the lease was live).
+            let still = e
+                .table
+                .lease(*lease_id)
+                .is_none_or(|l| e.table.lease_end_ms(l) <= now);
+            if end <= now && still {
+                ended.push(format!("its lease ended at {end} ms"));
             }
-            Effect::Granted {
-                resource, lease_id, ..
-            } => {
-                // Before its own Promote has applied a leader attaches no due
-                // list (its leases are not yet graced, docs/semantics.md "Time").
-                let promoted = e
-                    .table
-                    .last_promote()
-                    .is_some_and(|(l, _)| l == e.log_leader);
-                // A lease the entry's due list names was due at the proposal;
-                // apply skipped it only because a renew committed in between
-                // (that renew wins: not an S8 case).
-                let named_due = dues_of(e.cmd)
-                    .iter()
-                    .any(|d| d.leases.iter().any(|l| l.lease_id == *lease_id));
-                // S8 asks the entry to carry "the leases and waiters the
-                // proposing leader sees as due", i.e. as its deadline table is
-                // when it proposes. A lease whose creating entry this leader
-                // applied only after this entry reached its log (so after the
-                // proposal) was not in that table: its id did not even exist
-                // yet (ids come from a replicated counter at apply), so no due
-                // list could name it. This happens when the creating acquire
-                // waited longer than its TTL between append and commit (its
-                // deadline is append stamp + TTL): it is "born due", and the
-                // hand-off was proposed while both entries waited for a quorum.
-                // Not an S8 case: the leader's next expiry removes it, and S5
-                // keeps its client from acting on the grant (its valid_until
-                // counts from its send, before that stamp). A lease already in
-                // the table at the stamp stays checked.
-                let seen_at_proposal = self
-                    .in_table_since
-                    .get(&(node_id, *lease_id))
-                    .is_none_or(|since| *since <= e.stamp);
-                if e.log_leader.node_id == node_id
-                    && promoted
-                    && self.first_apply
-                    && !named_due
-                    && !is_own_acquire(e, *lease_id)
-                    && seen_at_proposal
-                {
-                    if let Some(d) = e.deadlines.lease_deadline(*lease_id) {
-                        if d + self.slack < e.stamp {
-                            h.violation(
-                                PROPERTY,
-                                format!(
-                                    "node {node_id} index {}: {resource} handed to lease {lease_id}, due {} ms before the entry reached the leader's log",
-                                    e.index,
-                                    (e.stamp - d).as_millis()
-                                ),
-                            );
-                        }
-                    }
-                }
-            }
-            _ => {}
+        }
+        if !ended.is_empty() && self.reported.insert((e.index, resource.clone(), *lease_id)) {
+            h.violation(
+                PROPERTY,
+                format!(
+                    "node {} index {}: {resource} handed to waiter lease {lease_id} (enqueued at {enqueue_index}) at cluster time {now} ms, but {}",
+                    e.node_id,
+                    e.index,
+                    ended.join(" and ")
+                ),
+            );
         }
         Next::Continue
     }
+}
 
-    fn on_crash(&mut self, node_id: u64) {
-        self.in_table_since.retain(|(node, _), _| *node != node_id);
+#[cfg(test)]
+mod tests {
+    use warden_core::types::{LockKind, Mode};
+
+    use super::*;
+
+    // S8 without slack: a mutex holder, a waiter that waits 2 ms (entry i
+    // is stamped at i ms: it is enqueued at 2 ms, its wait ends at 4 ms),
+    // and a release at 3 ms hands the mutex to it (live): nothing found.
+    // Without the release, a made-up grant to it at index 4 (cluster time
+    // 4 ms, its wait's end) is found.
+    #[test]
+    fn a_hand_off_to_an_ended_waiter_is_found() {
+        let acquire = |c, wait| harness::acquire(c, "m", LockKind::Mutex, Mode::Exclusive, wait);
+        let live = harness::unchanged(vec![
+            acquire(1, 0),
+            acquire(2, 2),
+            harness::release(1, "m", 1),
+        ]);
+        assert!(harness::findings(&mut CleanWaiters::default(), &live, |_| vec![]).is_empty());
+        let late = harness::unchanged(vec![
+            acquire(1, 0),
+            acquire(2, 2),
+            acquire(3, 0),
+            acquire(4, 0),
+        ]);
+        let grant = |index| {
+            if index != 4 {
+                return vec![];
+            }
+            vec![Effect::WaiterRemoved {
+                resource: "m".into(),
+                lease_id: 2,
+                enqueue_index: 2,
+                reason: WaiterRemovedReason::Granted,
+                enqueued_at_ms: 2,
+            }]
+        };
+        assert_eq!(
+            harness::findings(&mut CleanWaiters::default(), &late, grant),
+            ["node 1 index 4: m handed to waiter lease 2 (enqueued at 2) at cluster time 4 ms, but its wait ended at 4 ms"]
+        );
     }
 }

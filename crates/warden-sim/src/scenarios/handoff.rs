@@ -3,51 +3,57 @@
 //! release never frees a newer grant (S6).
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use warden_client::{AcquireOptions, ClientOptions};
 
 use super::client::{
-    client_ctx, connect_at, node_hosts, queue_and_abandon, sleep_until, spawn_waiter, waiting,
-    Waiter,
+    client_ctx, connect_at, cut_off, leader_host, node_hosts, queue_and_abandon, reconnect,
+    sleep_until, spawn_waiter, waiting, Waiter,
 };
 use super::shape::{ms, Def, Scenario, Setup, LAN};
 use crate::env::global_now;
-use crate::faults::{Aim, Gap, Script};
+use crate::faults::Script;
 use crate::world::{lock, sleep};
 
-/// S8, Jepsen etcd 3.4.3 ("a waiter whose lease expired while it waited"
-/// was granted the lock): client `w`'s host is paused (everything to and
-/// from it held) for the whole fault phase.
+/// S8, Jepsen etcd 3.4.3 (a waiter whose lease expired while it waited
+/// was granted the lock): the holder's client cuts the leader off from the
+/// other nodes itself, so no scripted faults.
 pub(super) const DUE_WAITER: Def = Def {
     scenario: Scenario::DueWaiter,
     name: "due-waiter",
     fault_secs: 3,
-    faults: Script::Scripted {
-        aim: Aim::PauseClient("w"),
-        after: ms(0),
-        len: ms(30_000),
-        gap: Gap::Drawn,
-    },
+    faults: Script::None,
     spawn: due_waiter,
     cluster: LAN,
 };
 
-/// The clients of [`DUE_WAITER`]: the queued waiter `w`'s process stops (so
-/// its lease stops being renewed) before the holder `h` releases; the
-/// waiter must be removed, never granted.
+/// The clients of [`DUE_WAITER`]: holder `h` takes r0 with a 1.5 s lease
+/// and walks away; three waiters of `w` queue behind it, their waits
+/// ending 30, 60 and 90 ms after `h`'s lease. `h`'s client cuts the leader
+/// off 60 ms before that lease ends, so nothing applies until the new
+/// leader's first entry, by when all four have ended: its sweep ends `h`'s
+/// lease first (instant order) and the hand-off must skip the three ended
+/// waits (docs/semantics.md S8: one predicate, `now` from the entry).
 fn due_waiter(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
     let h = client_ctx(&s.world, "h", 7, -2_000);
-    let w = client_ctx(&s.world, "w", 11, 4_000);
+    s.world.principal("w");
+    let granted_at: Arc<Mutex<Option<Duration>>> = Arc::new(Mutex::new(None));
     let (endpoints, end) = (s.endpoints.clone(), s.fault_end);
+    let hosts = node_hosts(&s.endpoints);
     let roles = s.world.roles.clone();
+    let granted = granted_at.clone();
     sim.client("h", async move {
         let client = connect_at(&roles, ms(1_000), endpoints, crate::env::client_options()).await?;
-        let opts = AcquireOptions::with_ttl(ms(10_000));
-        if let Some((lease, token, _, _)) = h.acquire(&client, "r0", opts).await {
-            sleep_until(ms(3_000)).await;
-            h.renew(&client, "r0", lease, token).await;
-            sleep_until(ms(5_500)).await;
-            h.release(&client, "r0", lease, token).await;
+        let opts = AcquireOptions::with_ttl(ms(1_500));
+        if h.acquire(&client, "r0", opts).await.is_some() {
+            let t_a = global_now();
+            *lock(&granted) = Some(t_a);
+            let leader = leader_host(&client).await;
+            sleep_until(t_a + ms(1_440)).await;
+            cut_off(&leader, &hosts);
+            sleep_until(t_a + ms(3_000)).await;
+            reconnect(&leader, &hosts);
         }
         sleep_until(end).await;
         Ok(())
@@ -55,11 +61,20 @@ fn due_waiter(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
     let endpoints = s.endpoints.clone();
     let roles = s.world.roles.clone();
     sim.client("w", async move {
-        let client = connect_at(&roles, ms(2_000), endpoints, crate::env::client_options()).await?;
-        let opts = waiting(ms(1_500), ms(20_000));
-        // The process stops mid-wait: only the lease's end can remove the
-        // waiter.
-        queue_and_abandon(w.acquire(&client, "r0", opts), ms(5_000)).await;
+        let client = connect_at(&roles, ms(1_000), endpoints, crate::env::client_options()).await?;
+        let t_a = loop {
+            if let Some(t) = *lock(&granted_at) {
+                break t;
+            }
+            sleep(ms(10)).await;
+        };
+        sleep_until(t_a + ms(300)).await;
+        for ends in [1_530, 1_560, 1_590] {
+            let wait = (t_a + ms(ends)).saturating_sub(global_now());
+            // Queued, then abandoned without its cancel: only its wait's
+            // end removes it.
+            queue_and_abandon(client.acquire("r0", waiting(ms(20_000), wait)), ms(20)).await;
+        }
         Ok(())
     });
 }
@@ -78,13 +93,11 @@ pub(super) const BATCHED_HANDOFF: Def = Def {
 
 /// The clients of [`BATCHED_HANDOFF`]: a holder `a` and a waiter (lease
 /// `lb`, queued by `a`'s client) of r0 stop renewing after one renew of both
-/// in one batch, so one `Expire` entry ends both: r0 goes to the waiter and,
-/// as its lease ends in the same entry, on to `c`. Two grants of one
-/// resource in one entry must carry two growing tokens. `lb` also holds r1,
-/// on which `la` waits: a due list ends a lease before the listed holders
-/// of what it waits on (S8), so only a cycle of waits, which has no such
-/// order, still hands r0 to `lb` inside the entry that ends it
-/// (docs/semantics.md S8, "not covered yet").
+/// in one batch, so both leases end at one instant and one entry's sweep
+/// ends both, in lease order: r0 is freed, the hand-off skips `lb`'s ended
+/// wait (S8: one predicate, however the two wait on each other: `lb` also
+/// holds r1, on which `a`'s lease waits) and grants r0 to `c` with a fresh
+/// token (S2).
 fn batched_handoff(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
     let a = client_ctx(&s.world, "a", 37, 2_000);
     let c = client_ctx(&s.world, "c", 41, -2_000);

@@ -10,7 +10,7 @@ use super::client::{
 };
 use super::shape::{ms, Def, Scenario, Setup, LAN};
 use crate::faults::{Aim, Gap, Script};
-use crate::world::sleep;
+use crate::world::{lock, sleep};
 
 /// L2, etcd issue 9395 (leases restarted with the full TTL at every
 /// election never expire): the leader is isolated for 1.2 s, 0.9 s apart,
@@ -49,9 +49,10 @@ fn repeated_elections(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
     });
 }
 
-/// S4, etcd issue 15247 (a stalled ex-leader's lease revocations went
-/// through the forwarding path): the leader stalls for 6 s, every message
-/// to and from it held, once.
+/// S4 and L4, etcd issue 15247 (a stalled ex-leader's lease revocations
+/// went through the forwarding path; here a stalled leader's stamps are
+/// ignored by apply, docs/semantics.md "Time"): the leader stalls for 6 s,
+/// every message to and from it held, once.
 pub(super) const STALLED_LEADER_EXPIRY: Def = Def {
     scenario: Scenario::StalledLeaderExpiry,
     name: "stalled-leader-expiry",
@@ -66,11 +67,13 @@ pub(super) const STALLED_LEADER_EXPIRY: Def = Def {
     cluster: LAN,
 };
 
-/// The holder of [`STALLED_LEADER_EXPIRY`] keeps renewing through the new
-/// leader; when the stale leader's expiries reach the cluster they must not
-/// end the renewed lease.
+/// The holder of [`STALLED_LEADER_EXPIRY`] keeps renewing, retrying
+/// through the election onto the new leader: its lease must not end early
+/// (S4), nor end at all for want of a leader while it retries (L4: the new
+/// leader's promote keeps it live for G).
 fn stalled_leader_expiry(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
     let a = client_ctx(&s.world, "a", 13, -4_000);
+    let history = s.world.history.clone();
     let (endpoints, end) = (s.endpoints.clone(), s.fault_end);
     let roles = s.world.roles.clone();
     sim.client("a", async move {
@@ -79,6 +82,13 @@ fn stalled_leader_expiry(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
         if let Some((lease, token, _, _)) = a.acquire(&client, "r0", opts).await {
             a.renew_every(&client, "r0", (lease, token), ms(300), ms(9_000))
                 .await;
+            let ended = lock(&history).lease_end.get(&lease).copied();
+            if let Some((reason, at)) = ended {
+                a.violation(
+                    "L4",
+                    format!("stalled-leader-expiry: lease {lease}, renewed every 300 ms through the stall, ended ({reason:?}) at {at:?}"),
+                );
+            }
             a.release(&client, "r0", lease, token).await;
         }
         sleep_until(end).await;

@@ -9,7 +9,7 @@
 //! |---|---|
 //! | `random.rs` | `random`: workers drawn from the seed, then the healer (L1, L3) |
 //! | `kinds.rs` | `kinds`: as `random`, with each resource drawn as a mutex, a read-write lock or a semaphore (SEMAPHORE, RW, FIFO, S2, FENCE) |
-//! | `leases.rs` | renews and expiry: `repeated-elections` (L2), `stalled-leader-expiry` (S4), `slow-renew-ack` (S5), `deposed-leader-renew` (S4, S5) |
+//! | `leases.rs` | renews and expiry: `repeated-elections` (L2), `stalled-leader-expiry` (S4, L4), `slow-renew-ack` (S5), `deposed-leader-renew` (S4, S5) |
 //! | `handoff.rs` | hand-offs and releases: `due-waiter` (S8), `batched-handoff` (S2), `retried-release` (S6) |
 //! | `retries.rs` | retried requests: `retry-after-snapshot`, `lost-reply-new-leader` (S7) |
 //! | `slow_links.rs` | `slow-links` (L3, L1) |

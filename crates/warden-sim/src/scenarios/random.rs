@@ -15,7 +15,7 @@ use super::client::waiting;
 use super::shape::{Def, Scenario, Setup, LAN};
 use crate::env::{global_now, SimClock};
 use crate::faults::Script;
-use crate::world::{bound_e_ms, random_clock, sleep, ClientCtx, World};
+use crate::world::{bound_e_ms, drifted_ms, random_clock, sleep, ClientCtx, World};
 
 /// Random faults and a random workload, drawn from the seed.
 pub(super) const RANDOM: Def = Def {
@@ -154,8 +154,9 @@ pub(super) fn spawn_healer(
         sleep(heal_at.saturating_sub(now)).await;
         ctx.roles.wait().await;
         let client = Client::connect(endpoints, crate::env::client_options()).await?;
-        // L1: the longest TTL + lock-delay (0) + E, plus election time.
-        let bound = Duration::from_millis(4_000 + bound_e_ms() + 2_000);
+        // L1: the longest TTL + lock-delay (0) + E, drifted by up to ρ,
+        // plus election time.
+        let bound = Duration::from_millis(drifted_ms(4_000 + bound_e_ms()) + 2_000);
         for resource in &resources {
             let started = global_now();
             let mut granted = None;

@@ -15,7 +15,7 @@ use super::client::{client_ctx, connect_at, sleep_until, waiting};
 use super::shape::{ms, ClusterShape, Def, Scenario, Setup};
 use crate::env::global_now;
 use crate::faults::Script;
-use crate::world::{lock, sleep, timing_of};
+use crate::world::{drifted_ms, lock, sleep, timing_of};
 
 /// Nodes of the `regions` scenario.
 pub const REGION_NODES: u64 = 5;
@@ -159,8 +159,9 @@ fn regions(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
         sleep_until(ms(4_500)).await;
         let opts = waiting(ms(3_000), ms(10_000));
         // L1: w's acquire was sent at 4 s; its lease ends and r1 is granted
-        // within TTL + E (the wan preset's 5 s), plus 1 s for the commits.
-        let bound = ms(4_000 + 1_500 + e_ms + 1_000);
+        // within TTL + E (the wan preset's), drifted by up to ρ, plus 1 s
+        // for the commits.
+        let bound = ms(4_000 + drifted_ms(1_500 + e_ms) + 1_000);
         match b.acquire(&client, "r1", opts).await {
             Some((lease, token, _, _)) => {
                 let granted_at = global_now();

@@ -22,7 +22,8 @@ pub enum Scenario {
     RepeatedElections,
     /// A waiter whose lease expired while it waited (S8, Jepsen etcd 3.4.3).
     DueWaiter,
-    /// A stalled ex-leader whose expiries go through forwarding (etcd 15247).
+    /// A leader stalled while a holder keeps renewing through the election
+    /// (S4, L4, etcd 15247).
     StalledLeaderExpiry,
     /// A waiting acquire re-sent to the new leader after the old one
     /// crashed and restarted from a snapshot (S7).

@@ -8,7 +8,7 @@ use super::client::{client_ctx, connect_at, sleep_until, waiting};
 use super::shape::{ms, Def, Scenario, Setup, LAN};
 use crate::env::global_now;
 use crate::faults::{Aim, Gap, Script};
-use crate::world::{bound_e_ms, sleep};
+use crate::world::{bound_e_ms, drifted_ms, sleep};
 
 /// One-way latency of every peer link in the `slow-links` scenario: 40 ms.
 /// An append's round trip (80 ms) is then above openraft's own call timeout
@@ -103,8 +103,8 @@ fn slow_links(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
         sleep_until(ms(4_500)).await;
         let opts = waiting(ms(3_000), ms(6_000));
         // L1: w's acquire was sent at 4 s; its lease ends and r1 is granted
-        // within TTL + E, plus 1 s for the commits.
-        let bound = ms(4_000 + 1_500 + bound_e_ms() + 1_000);
+        // within TTL + E (drifted by up to ρ), plus 1 s for the commits.
+        let bound = ms(4_000 + drifted_ms(1_500 + bound_e_ms()) + 1_000);
         match b.acquire(&client, "r1", opts).await {
             Some((lease, token, _, _)) => {
                 let granted_at = global_now();

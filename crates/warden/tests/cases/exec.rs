@@ -487,7 +487,7 @@ async fn elect_fails_over_to_the_other_campaigner() {
     )
     .expect("SIGINT b");
     // Within b's TTL (3 s): had b's lease to run out (b renews every TTL/3),
-    // that would take at least 2 s + E = 4.5 s; c is elected by b's
+    // that would take at least 2 s + E = 3.6 s; c is elected by b's
     // resignation.
     let elected_c = c_out.json(ttl).await;
     assert_eq!(elected_c["value"], "c");

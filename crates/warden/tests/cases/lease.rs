@@ -183,7 +183,7 @@ async fn keep_alives_are_committed_in_batches() {
         .expect("status")
         .commit_index;
     eprintln!("50 keep-alives: {} log entries", after - before);
-    // Renew batches plus at most a checkpoint or two in that time.
+    // Renew batches plus at most a few ticks in that time.
     assert!(
         after - before < 25,
         "50 keep-alives took {} entries",

@@ -179,8 +179,7 @@ async fn a_cluster_on_peer_ports_serves_peers_there_only() {
     );
     let (_, next) = take(&api, "after-kill", Duration::from_secs(30)).await;
     assert!(next > fencing_token, "S2: {next} > {fencing_token}");
-    // The killed node comes back (and reports log format 4 to the new
-    // leader, which the peer-address gate waits for).
+    // The killed node comes back.
     cluster.spawn(leader);
     cluster.wait_applied(leader, Duration::from_secs(20)).await;
 
@@ -201,9 +200,8 @@ async fn a_cluster_on_peer_ports_serves_peers_there_only() {
         if code == 0 {
             break json;
         }
-        // A joiner that has just started, or a member the new leader has
-        // not heard from yet (the gate), is retried until the deadline.
-        let transient = stderr.contains("unreachable") || stderr.contains("log format 4");
+        // A joiner that has just started is retried until the deadline.
+        let transient = stderr.contains("unreachable");
         assert!(
             transient && Instant::now() < deadline,
             "add-node: exit {code}: {stderr}"

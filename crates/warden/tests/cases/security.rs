@@ -538,9 +538,17 @@ fn forged_append(
         .enumerate()
         .map(|(i, command)| Entry {
             log_id: LogId::new(raft_leader(term, sender), after.index() + 1 + i as u64),
-            payload: openraft::EntryPayload::Normal(Request(warden_core::types::LogEntry::V1(
+            payload: openraft::EntryPayload::Normal(Request(warden_core::types::LogEntry {
+                // The forger's own cluster time; apply keeps the largest.
+                stamp: warden_core::types::Stamp {
+                    leader: warden_core::types::LeaderId {
+                        term,
+                        node_id: sender,
+                    },
+                    at_ms: 0,
+                },
                 command,
-            ))),
+            })),
         })
         .collect();
     let leader_commit = Some(entries.last().map_or(after, |e| e.log_id));
@@ -550,8 +558,13 @@ fn forged_append(
         leader_commit,
         entries,
     };
+    // As a leader sends it: with a cluster time (a forger's choice).
+    let timed = warden_server::raft::cluster_time_wire::TimedAppend {
+        cluster_time_ms: Some(u64::MAX / 2),
+        rpc,
+    };
     Blob {
-        data: postcard::to_allocvec(&rpc).expect("encode"),
+        data: postcard::to_allocvec(&timed).expect("encode"),
     }
 }
 
@@ -569,7 +582,6 @@ fn forged_commands(resource: &str) -> Vec<warden_core::types::Command> {
             },
             resource: resource.into(),
             fencing_token: None,
-            due: None,
             requested_by: "forged".into(),
             at_unix_ms: 0,
         }),

@@ -97,7 +97,8 @@ where
                     if carries_only_a_commit(&rpc, this.acked.as_ref()) {
                         continue;
                     }
-                    let data = match postcard::to_allocvec(&rpc) {
+                    let timed = crate::raft::cluster_time_wire::timed(&this.conn.cluster_time, rpc);
+                    let data = match postcard::to_allocvec(&timed) {
                         Ok(data) => data,
                         Err(e) => return this.end(network(e.to_string())),
                     };

@@ -21,7 +21,7 @@
 //! Every answer reports the log format the peer reads (the
 //! `warden-log-format` header); each connection records it in the node's
 //! [`LogFormats`] and forgets it when it drops its channel (see
-//! [`crate::raft::log_format`]: the gate for packed entries).
+//! [`crate::raft::log_format`]: the log-format gate).
 //!
 //! Failed calls are logged once per streak and then summarised per peer
 //! ([`failures`]), not once per heartbeat.
@@ -50,6 +50,7 @@ use tonic::transport::{Channel, Endpoint};
 use warden_proto::peer::peer_client::PeerClient;
 use warden_proto::peer::Blob;
 
+use crate::raft::cluster_time_wire::ClusterTimeSource;
 use crate::raft::log_format::{reported_format, LogFormats};
 use crate::raft::snapshot_chunks::MAX_SNAPSHOT_CHUNK_BYTES;
 use crate::types::{MemberAddr, Snapshot, SnapshotMeta, TypeConfig, Vote};
@@ -131,6 +132,8 @@ pub struct Network {
     cluster_id: String,
     call_timeout_floor: Duration,
     formats: Arc<LogFormats>,
+    /// This node's cluster time as leader, sent with every AppendEntries.
+    cluster_time: ClusterTimeSource,
     connector: Arc<dyn PeerConnector>,
     /// Every connection's failed calls, per peer (logged once, then summarised).
     failures: Arc<PeerFailures>,
@@ -153,10 +156,18 @@ impl Network {
             cluster_id,
             call_timeout_floor,
             formats,
+            cluster_time: None,
             connector,
             failures: Arc::new(PeerFailures::default()),
             snapshot_chunk_bytes: MAX_SNAPSHOT_CHUNK_BYTES,
         }
+    }
+
+    /// The same network sending `cluster_time` (this node's cluster time as
+    /// leader) with every AppendEntries (docs/semantics.md "Time").
+    pub fn with_cluster_time(mut self, cluster_time: ClusterTimeSource) -> Self {
+        self.cluster_time = cluster_time;
+        self
     }
 
     /// The same network sending snapshots in chunks of at most
@@ -237,6 +248,7 @@ impl Network {
             cluster_id: self.cluster_id.clone(),
             call_timeout_floor: self.call_timeout_floor,
             formats: self.formats.clone(),
+            cluster_time: self.cluster_time.clone(),
             connector: self.connector.clone(),
             failures: self.failures.clone(),
             client: None,
@@ -276,6 +288,8 @@ pub struct PeerConnection {
     call_timeout_floor: Duration,
     /// The node's record of its peers' log formats (shared).
     formats: Arc<LogFormats>,
+    /// This node's cluster time as leader (shared).
+    pub(super) cluster_time: ClusterTimeSource,
     /// Opens this peer's channel.
     connector: Arc<dyn PeerConnector>,
     /// The node's record of failed calls (shared by its connections).
@@ -526,9 +540,10 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<TypeConfig>, RPCError<TypeConfig>> {
+        let timed = crate::raft::cluster_time_wire::timed(&self.cluster_time, rpc);
         self.call(
             RPCTypes::AppendEntries,
-            &rpc,
+            &timed,
             self.call_timeout(&option),
             |mut c, r| async move { c.append_entries(r).await },
         )
@@ -589,7 +604,7 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
                         "peer has no append stream; replicating with one call per AppendEntries"
                     );
                     self.streaming = false;
-                    // A binary from before the stream predates packing too.
+                    // A binary without the stream reports no format either.
                     self.formats.record(self.target, 0);
                     return stream_append_sequential(self, input, option).await;
                 }

@@ -11,6 +11,7 @@ fn connection() -> PeerConnection {
         cluster_id: "c".into(),
         call_timeout_floor: call_timeout_floor(250),
         formats: Arc::new(LogFormats::new(1)),
+        cluster_time: None,
         connector: Arc::new(TcpConnector),
         failures: Arc::new(failures::PeerFailures::default()),
         client: None,
@@ -34,7 +35,7 @@ struct FakePeer {
     appends: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     streams: bool,
     /// Answers carry the log-format header, as this binary's peer
-    /// service does (false: a binary from before packing).
+    /// service does (false: a binary without it).
     advertises: bool,
     streamed: std::sync::Arc<std::sync::Mutex<Vec<usize>>>,
     /// Serves `InstallSnapshotStream` (false: a binary from before it,
@@ -96,8 +97,9 @@ impl warden_proto::peer::peer_server::Peer for FakePeer {
         let streamed = self.streamed.clone();
         let replies = req.into_inner().map(move |blob| {
             let blob = blob?;
-            let rpc: AppendEntriesRequest<TypeConfig> =
+            let timed: crate::raft::cluster_time_wire::TimedAppend =
                 postcard::from_bytes(&blob.data).expect("request decodes");
+            let rpc = timed.rpc;
             streamed.lock().expect("log").push(rpc.entries.len());
             let last = rpc.entries.last().map(|e| e.log_id).or(rpc.prev_log_id);
             let ok: StreamAppendResult<TypeConfig> = Ok(last);
@@ -353,8 +355,8 @@ async fn one_append(c: &mut PeerConnection) {
     assert!(matches!(answers.as_slice(), [Ok(Ok(None))]), "{answers:?}");
 }
 
-// Packing gate (rolling upgrade): a peer that advertises log
-// format 2 is recorded as 2, on the AppendStream and on unary calls; one
+// Log-format gate (rolling upgrade): a peer that advertises its log
+// format is recorded with it, on the AppendStream and on unary calls; one
 // that sends no header (an older binary) as 0; a dropped connection keeps
 // the report (another connection to the peer may be live) and the next
 // answer, on a new connection, replaces it.
@@ -399,7 +401,7 @@ async fn each_answer_records_the_peers_log_format() {
     server.abort();
 }
 
-// Review of the packing gate (docs/safety.md S3 "reported, in its latest
+// Review of the log-format gate (docs/safety.md S3 "reported, in its latest
 // answer on a live connection"): openraft opens one connection per purpose to a
 // peer (replication, heartbeats, votes, snapshots). One of them being dropped (a
 // heartbeat connection that timed out) must not forget the format that the
@@ -420,7 +422,7 @@ async fn one_dropped_connection_does_not_forget_what_a_live_one_reported() {
     heartbeat.streaming = false;
     one_append(&mut replication).await;
     one_append(&mut heartbeat).await;
-    assert!(replication.formats.may_pack());
+    assert_eq!(replication.formats.reported(2), Some(LOG_FORMAT));
     // Links slower than one heartbeat interval (the simulator's
     // slow-links scenario: 80 ms round trips, 50 ms heartbeats): openraft
     // drops every heartbeat call before its answer, so after
@@ -440,7 +442,6 @@ async fn one_dropped_connection_does_not_forget_what_a_live_one_reported() {
         Some(LOG_FORMAT),
         "the live replication connection's report was forgotten"
     );
-    assert!(replication.formats.may_pack());
     server.abort();
 }
 
