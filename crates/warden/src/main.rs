@@ -2,7 +2,7 @@
 //! the other subcommands are a CLI client.
 //!
 //! - `cli.rs`: clap types and parsers.
-//! - `server_config.rs`: flags over config file over defaults, with limits.
+//! - `server_config/`: flags over config file over defaults, with limits.
 //! - `dev.rs`: the local cluster of child processes.
 //! - `dev_certs.rs`: the certificates `dev` and `demo` mint under their dir.
 //! - `commands.rs`: the client subcommands.
@@ -18,7 +18,7 @@
 //!   `warden completion SHELL`.
 //! - `profile.rs`: the client profile `warden dev` writes and client
 //!   commands read when no flag or variable names the cluster.
-//! - `output.rs`: what they print (text or one JSON value) and exit codes.
+//! - `output/`: what they print (text or one JSON value) and exit codes.
 //! - `server_exit.rs`: `warden server`'s exit codes, one per class of stop.
 
 mod admin_cmd;
