@@ -408,6 +408,56 @@ fn revoked_waiters_are_skipped_at_every_kind_of_hand_off() {
     }
 }
 
+// An entry's sweep runs before its command (docs/semantics.md "Time"): when
+// a revoke of carol's role is stamped at the instant dave's lease ends, the
+// sweep hands the lock to carol while she still holds the role, and the
+// revoke after it, like any revoke, leaves what is held alone.
+#[test]
+fn a_revoke_stamped_at_an_expiry_comes_after_that_entrys_hand_off() {
+    let mut log = with_jobs_role(&["carol", "dave"]);
+    let (d, t1) = granted(&log.apply(as_(
+        "dave",
+        acquire(hdr(4, 1), "jobs/x", new_lease(1_000), 0, 0),
+    )));
+    log.apply(as_(
+        "carol",
+        acquire(hdr(3, 1), "jobs/x", new_lease(30_000), 60_000, 0),
+    ));
+    let c = log.t.waiters("jobs/x")[0].lease_id;
+    log.advance(1_000);
+    let request = log.index + 1;
+    let out = log.apply(as_(
+        "root",
+        change(
+            hdr(999_999, request),
+            AuthOp::RevokeRole {
+                user: who("carol"),
+                role: "jobs".into(),
+            },
+        ),
+    ));
+    assert_eq!(out.response, Response::AuthChanged);
+    let granted_to: Vec<_> = out
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Granted {
+                lease_id,
+                fencing_token,
+                ..
+            } => Some((*lease_id, *fencing_token)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(granted_to, vec![(c, t1 + 1)]);
+    assert!(log.t.lease(d).is_none());
+    assert_eq!(
+        log.t.holder("jobs/x").map(|h| h.lease_id),
+        Some(c),
+        "the revoke leaves the hand-off's grant"
+    );
+}
+
 // Prefix matching (crate::auth docs): `election:sched` lets alice campaign
 // and proclaim on the election `scheduler` but not lock a resource of that
 // name; the lock prefix `sch` never matches the election; `""` matches both.

@@ -731,7 +731,7 @@ proptest! {
             // it, and the leases it leaves.
             let mut probe = t.clone();
             let swept = probe.apply(index, L1, s, &Command::Tick).effects;
-            let before: BTreeMap<LeaseId, crate::table::LeaseRecord> = probe.leases;
+            let before: BTreeMap<LeaseId, crate::table::LeaseRecord> = probe.leases.clone();
             let (before_now, before_deadlines) = (t.now_ms(), deadlines(&t));
             let out = t.apply(index, L1, s, &cmd);
             prop_assert_eq!(t.check_invariants(), Ok(()), "after {:?}", cmd);
@@ -739,17 +739,21 @@ proptest! {
             prop_assert!(out.effects.starts_with(&swept), "the sweep comes first");
             let own_effects = &out.effects[swept.len()..];
             // Every grant a wrapped command or a hand-off makes goes to a
-            // lease whose owner has lock on the resource at this index.
+            // lease whose owner has lock on the resource at this index: the
+            // sweep's hand-offs run first, so they are checked against the
+            // permissions before the command (a revoke in the same entry
+            // comes after them), the command's own against those after it.
             let wrapped = matches!(cmd, Command::Authorized(_));
             let mut handed: Vec<(LeaseId, &str)> = Vec::new();
-            for e in &out.effects {
+            for (n, e) in out.effects.iter().enumerate() {
+                let perms = if n < swept.len() { &probe } else { &t };
                 match e {
                     Effect::WaiterRemoved { resource, lease_id, reason: crate::effect::WaiterRemovedReason::Granted, .. } => handed.push((*lease_id, resource)),
                     Effect::Granted { resource, lease_id, .. } if wrapped || handed.contains(&(*lease_id, resource.as_str())) => {
                         if let Some(l) = t.lease(*lease_id).or_else(|| before.get(lease_id)) {
                             let owner = l.owner.as_ref().map(Principal::as_str);
                             prop_assert!(
-                                t.allows(owner, Permission::Lock, crate::auth::Target::Resource(resource)),
+                                perms.allows(owner, Permission::Lock, crate::auth::Target::Resource(resource)),
                                 "{:?} granted {} without lock", owner, resource
                             );
                         }
