@@ -30,7 +30,7 @@ pub const MAX_LOCKS_PER_LEASE: usize = 10_000;
 /// Most permits a semaphore has (`limit` of an acquire of
 /// [`crate::types::LockKind::Semaphore`]); at least 1.
 pub const MAX_SEMAPHORE_LIMIT: u32 = 10_000;
-/// Most resources in one multi-lock ([`crate::types::Command::AcquireMulti`]).
+/// Most resources in one multi-lock ([`crate::types::Acquire::resources`]).
 pub const MAX_MULTI_RESOURCES: usize = 64;
 /// Live leases (sessions) in the whole cluster; a lease grant or an acquire
 /// that would create one more is refused with ResourceExhausted.

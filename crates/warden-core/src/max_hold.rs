@@ -3,7 +3,7 @@
 //!
 //! The table keeps per held grant its [`MaxHold`] (the cap, its token and
 //! grant index, and `ends_at_ms`: cluster time at the grant plus the cap),
-//! and per waiter of a [`crate::types::Command::AcquireBounded`] the cap
+//! and per waiter of a [`crate::types::Acquire`] with a `max_hold_ms` the cap
 //! its grant will get. A grant whose max-hold has ended is an involuntary
 //! loss at that instant (reason [`crate::FreeReason::MaxHold`]: lock-delay
 //! counts from it), ended by the sweep or by the next command that touches

@@ -33,8 +33,8 @@ use crate::limits::{MAX_ID, MAX_LOCKS_PER_LEASE, MAX_WAITERS_PER_RESOURCE};
 use crate::resource::ResourceState;
 use crate::table::LockTable;
 use crate::types::{
-    AcquireMulti, AcquireOutcome, AcquireReply, CommandError, ErrorCode, LeaseId, LeaseSpec,
-    LockKind, LogIndex, Mode, NotGrantedReason, Permission, Principal, ResourceToken, Response,
+    Acquire, AcquireOutcome, AcquireReply, CommandError, ErrorCode, LeaseId, LeaseSpec, LockKind,
+    LogIndex, Mode, NotGrantedReason, Permission, Principal, ResourceToken, Response,
 };
 use crate::validate::error;
 
@@ -165,7 +165,7 @@ impl LockTable {
         })
     }
 
-    /// A [`Command::AcquireMulti`](crate::types::Command::AcquireMulti):
+    /// A multi-lock's [`Acquire`]:
     /// refused when a resource is another kind than a mutex, or when the
     /// lease already holds or waits on one of them; granted whole when
     /// every resource is free with nobody queued; else a try-lock is not
@@ -175,11 +175,10 @@ impl LockTable {
         &mut self,
         index: LogIndex,
         caller: crate::table::Caller<'_>,
-        m: &AcquireMulti,
+        a: &Acquire,
         fx: &mut Vec<Effect>,
     ) -> Result<Response, CommandError> {
-        let a = &m.acquire;
-        let names = &m.resources;
+        let names = &a.resources;
         let n = names.len() as u64;
         // What has ended on its resources ends first ("Time").
         for r in names {
@@ -537,7 +536,7 @@ impl LockTable {
         }
     }
 
-    /// The answer to a [`crate::types::Command::AcquireMulti`]: the reply
+    /// The answer to a multi-lock's acquire: the reply
     /// and, while the reply's lease holds the multi-grant, every resource's
     /// token.
     pub(crate) fn multi_response(&self, first: &str, reply: AcquireReply) -> Response {

@@ -118,13 +118,7 @@ pub(crate) type NamedRecords = BTreeMap<Principal, BTreeMap<ClientId, ClientReco
 pub fn fingerprint(cmd: &Command) -> u64 {
     let mut c = cmd.clone();
     match &mut c {
-        Command::Acquire(a)
-        | Command::AcquireKind(crate::types::AcquireKind { acquire: a, .. })
-        | Command::AcquireMulti(crate::types::AcquireMulti { acquire: a, .. })
-        | Command::AcquireBounded(crate::types::AcquireBounded {
-            acquire: crate::types::AcquireKind { acquire: a, .. },
-            ..
-        }) => {
+        Command::Acquire(a) => {
             a.header.acked_request_id = 0;
         }
         Command::Release(r) => {
@@ -590,17 +584,17 @@ mod tests {
     }
 
     fn acquire(acked: u64) -> Command {
-        Command::Acquire(Acquire {
-            header: RequestHeader {
+        Command::Acquire(Acquire::mutex(
+            RequestHeader {
                 client_id: 7,
                 request_id: 12,
                 acked_request_id: acked,
             },
-            resource: "orders/42".into(),
-            lease: LeaseSpec::New { ttl_ms: 10_000 },
-            wait_timeout_ms: 250,
-            lock_delay_ms: 0,
-        })
+            "orders/42",
+            LeaseSpec::New { ttl_ms: 10_000 },
+            250,
+            0,
+        ))
     }
 
     // S7: a fingerprint is FNV-1a of the postcard bytes of the command with

@@ -173,17 +173,17 @@ mod tests {
     }
 
     fn acquire(t: &mut LockTable, index: u64, client: u64, resource: &str, ttl_ms: u64) -> u64 {
-        let cmd = Command::Acquire(Acquire {
-            header: RequestHeader {
+        let cmd = Command::Acquire(Acquire::mutex(
+            RequestHeader {
                 client_id: client,
                 request_id: 1,
                 acked_request_id: 0,
             },
-            resource: resource.into(),
-            lease: LeaseSpec::New { ttl_ms },
-            wait_timeout_ms: 0,
-            lock_delay_ms: 0,
-        });
+            resource,
+            LeaseSpec::New { ttl_ms },
+            0,
+            0,
+        ));
         let now = t.now_ms();
         t.apply(index, LEADER, at(now), &cmd);
         t.holder(resource).expect("granted").fencing_token

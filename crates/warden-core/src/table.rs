@@ -315,9 +315,6 @@ impl LockTable {
     ) -> Response {
         match cmd {
             Command::Acquire(_)
-            | Command::AcquireKind(_)
-            | Command::AcquireMulti(_)
-            | Command::AcquireBounded(_)
             | Command::Release(_)
             | Command::Revoke(_)
             | Command::ForceRelease(_)
@@ -463,24 +460,14 @@ impl LockTable {
                 self.outcomes
                     .record_for(index, key, header, fp, None, !caller.wrapped);
                 match (cmd, resp) {
-                    (Command::Acquire(a), Response::Acquire(reply)) => {
-                        Response::Acquire(self.replay_acquire(a, reply))
-                    }
-                    (Command::AcquireKind(k), Response::AcquireKind { reply, .. }) => {
-                        let reply = self.replay_acquire(&k.acquire, reply);
-                        self.kind_response(&k.acquire.resource, reply)
-                    }
-                    (Command::AcquireBounded(b), Response::AcquireKind { reply, .. }) => {
-                        let a = &b.acquire.acquire;
-                        let reply = self.replay_acquire(a, reply);
-                        self.kind_response(&a.resource, reply)
-                    }
                     (
-                        Command::AcquireMulti(m),
-                        Response::AcquireMulti { reply, .. } | Response::Acquire(reply),
+                        Command::Acquire(a),
+                        Response::Acquire(reply)
+                        | Response::AcquireKind { reply, .. }
+                        | Response::AcquireMulti { reply, .. },
                     ) => {
-                        let reply = self.replay_acquire(&m.acquire, reply);
-                        self.multi_response(&m.acquire.resource, reply)
+                        let reply = self.replay_acquire(a, reply);
+                        self.acquire_response(a, reply)
                     }
                     (_, resp) => resp,
                 }
@@ -510,20 +497,11 @@ impl LockTable {
         fx: &mut Vec<Effect>,
     ) -> Result<Response, CommandError> {
         match cmd {
-            Command::Acquire(a) => self
-                .acquire(index, caller, a, LockKind::Mutex, Mode::Exclusive, 0, fx)
-                .map(Response::Acquire),
-            Command::AcquireKind(k) => {
-                let reply = self.acquire(index, caller, &k.acquire, k.kind, k.mode, 0, fx)?;
-                Ok(self.kind_response(&k.acquire.resource, reply))
+            Command::Acquire(a) if a.is_multi() => self.acquire_multi(index, caller, a, fx),
+            Command::Acquire(a) => {
+                let reply = self.acquire(index, caller, a, fx)?;
+                Ok(self.acquire_response(a, reply))
             }
-            Command::AcquireBounded(b) => {
-                let k = &b.acquire;
-                let reply =
-                    self.acquire(index, caller, &k.acquire, k.kind, k.mode, b.max_hold_ms, fx)?;
-                Ok(self.kind_response(&k.acquire.resource, reply))
-            }
-            Command::AcquireMulti(m) => self.acquire_multi(index, caller, m, fx),
             Command::Release(r) => self.release(index, r, fx),
             Command::Revoke(r) => self.revoke(index, r, fx),
             Command::ForceRelease(f) => self.force_release(index, caller, f, fx),
@@ -577,12 +555,18 @@ impl LockTable {
         }
         let p = caller.principal;
         match cmd {
-            Command::Acquire(a)
-            | Command::AcquireKind(crate::types::AcquireKind { acquire: a, .. })
-            | Command::AcquireBounded(crate::types::AcquireBounded {
-                acquire: crate::types::AcquireKind { acquire: a, .. },
-                ..
-            }) => {
+            Command::Acquire(a) if a.is_multi() => {
+                // `lock` on every resource; the first refused is named.
+                for r in &a.resources {
+                    self.auth
+                        .check(p, Permission::Lock, Target::Resource(r), Some("resources"))?;
+                }
+                if let LeaseSpec::Existing { lease_id } = a.lease {
+                    self.check_owner(caller, lease_id)?;
+                }
+                Ok(())
+            }
+            Command::Acquire(a) => {
                 self.auth.check(
                     p,
                     Permission::Lock,
@@ -590,17 +574,6 @@ impl LockTable {
                     Some("resource"),
                 )?;
                 if let LeaseSpec::Existing { lease_id } = a.lease {
-                    self.check_owner(caller, lease_id)?;
-                }
-                Ok(())
-            }
-            Command::AcquireMulti(m) => {
-                // `lock` on every resource; the first refused is named.
-                for r in &m.resources {
-                    self.auth
-                        .check(p, Permission::Lock, Target::Resource(r), Some("resources"))?;
-                }
-                if let LeaseSpec::Existing { lease_id } = m.acquire.lease {
                     self.check_owner(caller, lease_id)?;
                 }
                 Ok(())
@@ -733,8 +706,20 @@ impl LockTable {
         (live, token)
     }
 
-    /// The answer to a [`Command::AcquireKind`]: the reply and the slot of
-    /// the permit the reply's lease holds on `resource` now, if any.
+    /// The answer to `a` in its shape (see [`Acquire`]).
+    fn acquire_response(&self, a: &Acquire, reply: AcquireReply) -> Response {
+        if a.is_multi() {
+            self.multi_response(&a.resource, reply)
+        } else if a.is_plain_mutex() {
+            Response::Acquire(reply)
+        } else {
+            self.kind_response(&a.resource, reply)
+        }
+    }
+
+    /// The answer to an acquire of another kind or with a max-hold: the
+    /// reply and the slot of the permit the reply's lease holds on
+    /// `resource` now, if any.
     fn kind_response(&self, resource: &str, reply: AcquireReply) -> Response {
         let lease_id = match &reply.outcome {
             AcquireOutcome::Granted { lease_id, .. } | AcquireOutcome::Queued { lease_id, .. } => {
@@ -758,17 +743,14 @@ impl LockTable {
     /// and the resource admits the mode; else a try-lock is not granted and
     /// any other acquire queues (S8, FIFO). A new grant or wait gets
     /// `max_hold_ms` (0 = none; [`crate::max_hold`]).
-    #[allow(clippy::too_many_arguments)]
     fn acquire(
         &mut self,
         index: LogIndex,
         caller: Caller<'_>,
         a: &Acquire,
-        kind: LockKind,
-        mode: Mode,
-        max_hold_ms: u64,
         fx: &mut Vec<Effect>,
     ) -> Result<AcquireReply, CommandError> {
+        let (kind, mode, max_hold_ms) = (a.kind, a.mode, a.max_hold_ms);
         // What has ended on the resource ends first: an acquire never jumps
         // the queue or a running lock-delay ("Time").
         self.refresh(index, &a.resource, fx);

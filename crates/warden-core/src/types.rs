@@ -70,7 +70,9 @@ pub struct LogEntry {
 /// only, and the leader proposes one only once every member reads it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub enum Command {
-    /// Acquire a resource, creating a lease or using an existing one.
+    /// Acquire a lock of any kind, or a multi-lock, creating a lease or
+    /// using an existing one ([`Acquire`] says which shape is which and
+    /// how each is answered).
     Acquire(Acquire),
     /// Release one exact grant (S6).
     Release(Release),
@@ -122,31 +124,14 @@ pub enum Command {
     /// request header (S7). Needs no permission: it names the caller's own
     /// acquire (same principal and client id).
     CancelWait(CancelWait),
-    /// An acquire of a read-write lock (shared or exclusive) or of a
-    /// semaphore permit (docs/semantics.md "Lock kinds"). A plain
-    /// [`Command::Acquire`] is a mutex acquire. Answered with
-    /// [`Response::AcquireKind`].
-    AcquireKind(AcquireKind),
-    /// An atomic acquire of several mutexes (docs/semantics.md
-    /// "Multi-locks"): all of them granted in one entry, each with its own
-    /// fencing token, or none. Answered with [`Response::AcquireMulti`].
-    AcquireMulti(AcquireMulti),
-    /// An acquire of any kind whose grant ends no later than `max_hold_ms`
-    /// after it was made, however often its lease is renewed
-    /// (docs/semantics.md "Max-hold"). Answered with
-    /// [`Response::AcquireKind`], as the acquire inside it.
-    AcquireBounded(AcquireBounded),
 }
 
 impl Command {
-    /// The acquire inside a [`Command::Acquire`] or [`Command::AcquireKind`]
-    /// (also inside a [`Command::Authorized`]).
+    /// The acquire of a [`Command::Acquire`] (also inside a
+    /// [`Command::Authorized`]).
     pub fn acquire(&self) -> Option<&Acquire> {
         match self.unwrapped() {
             Command::Acquire(a) => Some(a),
-            Command::AcquireKind(k) => Some(&k.acquire),
-            Command::AcquireMulti(m) => Some(&m.acquire),
-            Command::AcquireBounded(b) => Some(&b.acquire.acquire),
             _ => None,
         }
     }
@@ -175,9 +160,6 @@ impl Command {
     pub fn request_header(&self) -> Option<&RequestHeader> {
         match self.unwrapped() {
             Command::Acquire(a) => Some(&a.header),
-            Command::AcquireKind(k) => Some(&k.acquire.header),
-            Command::AcquireMulti(m) => Some(&m.acquire.header),
-            Command::AcquireBounded(b) => Some(&b.acquire.acquire.header),
             Command::Release(r) => Some(&r.header),
             Command::Revoke(r) => Some(&r.header),
             Command::LeaseGrant(g) => Some(&g.header),
@@ -204,13 +186,34 @@ pub enum LeaseSpec {
     },
 }
 
-/// Acquire a resource.
+/// An acquire: of one lock of any kind (`resources` empty), or of a
+/// multi-lock of mutexes (docs/semantics.md "Multi-locks"). The shapes and
+/// their answers:
+///
+/// - a mutex, (`Mutex`, `Exclusive`) with `max_hold_ms` 0: answered with
+///   [`Response::Acquire`];
+/// - another kind, or any kind with a max-hold: answered with
+///   [`Response::AcquireKind`] (the semaphore slot beside the reply);
+/// - a multi-lock, `resources` set (its first is `resource`), a mutex with
+///   no max-hold: answered with [`Response::AcquireMulti`].
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct Acquire {
     /// Exactly-once header.
     pub header: RequestHeader,
-    /// 1..=512 bytes of UTF-8, no control characters.
+    /// 1..=512 bytes of UTF-8, no control characters; a multi-lock's first
+    /// resource.
     pub resource: String,
+    /// Empty for one lock; a multi-lock's every resource, in the caller's
+    /// order: 1..=[`crate::limits::MAX_MULTI_RESOURCES`], no duplicates,
+    /// the first equal to `resource`.
+    pub resources: Vec<String>,
+    /// The kind of lock the caller expects the resource to be.
+    pub kind: LockKind,
+    /// How the grant holds it: (`ReadWrite`, `Shared`) for a reader,
+    /// (`ReadWrite`, `Exclusive`) for a writer, (`Semaphore`, `Shared`) for
+    /// a permit, (`Mutex`, `Exclusive`) for a mutex; every other pairing is
+    /// refused (field `mode`).
+    pub mode: Mode,
     /// The lease to grant on.
     pub lease: LeaseSpec,
     /// 0 = try-lock; at most [`crate::limits::MAX_WAIT_TIMEOUT_MS`].
@@ -218,6 +221,77 @@ pub struct Acquire {
     /// Lock-delay after an involuntary loss of this grant; at most
     /// [`crate::limits::MAX_LOCK_DELAY_MS`].
     pub lock_delay_ms: u64,
+    /// 0 = none; else the most the grant may be held, in milliseconds,
+    /// counted from the entry that makes it, however often its lease is
+    /// renewed (docs/semantics.md "Max-hold"):
+    /// [`crate::limits::MIN_MAX_HOLD_MS`]..=[`crate::limits::MAX_MAX_HOLD_MS`],
+    /// and above the wait timeout. Not for a multi-lock.
+    pub max_hold_ms: u64,
+}
+
+impl Acquire {
+    /// A mutex acquire of `resource`.
+    pub fn mutex(
+        header: RequestHeader,
+        resource: impl Into<String>,
+        lease: LeaseSpec,
+        wait_timeout_ms: u64,
+        lock_delay_ms: u64,
+    ) -> Self {
+        Acquire {
+            header,
+            resource: resource.into(),
+            resources: Vec::new(),
+            kind: LockKind::Mutex,
+            mode: Mode::Exclusive,
+            lease,
+            wait_timeout_ms,
+            lock_delay_ms,
+            max_hold_ms: 0,
+        }
+    }
+
+    /// A multi-lock of `resources` (its `resource` is their first, or "").
+    pub fn multi(
+        header: RequestHeader,
+        resources: Vec<String>,
+        lease: LeaseSpec,
+        wait_timeout_ms: u64,
+        lock_delay_ms: u64,
+    ) -> Self {
+        let first = resources.first().cloned().unwrap_or_default();
+        Acquire {
+            resources,
+            ..Acquire::mutex(header, first, lease, wait_timeout_ms, lock_delay_ms)
+        }
+    }
+
+    /// This acquire as one of `kind` held in `mode`.
+    pub fn of_kind(self, kind: LockKind, mode: Mode) -> Self {
+        Acquire { kind, mode, ..self }
+    }
+
+    /// This acquire with a max-hold of `max_hold_ms`.
+    pub fn with_max_hold(self, max_hold_ms: u64) -> Self {
+        Acquire {
+            max_hold_ms,
+            ..self
+        }
+    }
+
+    /// True for a multi-lock.
+    pub fn is_multi(&self) -> bool {
+        !self.resources.is_empty()
+    }
+
+    /// True for a mutex with no max-hold (answered with
+    /// [`Response::Acquire`]).
+    pub fn is_plain_mutex(&self) -> bool {
+        !self.is_multi()
+            && self.kind == LockKind::Mutex
+            && self.mode == Mode::Exclusive
+            && self.max_hold_ms == 0
+    }
 }
 
 /// What kind of lock a resource is (docs/semantics.md "Lock kinds"). A
@@ -226,7 +300,7 @@ pub struct Acquire {
 /// FailedPrecondition naming the current kind.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, PartialOrd, Ord)]
 pub enum LockKind {
-    /// One exclusive holder (every [`Command::Acquire`]).
+    /// One exclusive holder.
     #[default]
     Mutex,
     /// Shared holders together, or one exclusive holder.
@@ -265,46 +339,6 @@ impl std::fmt::Display for Mode {
             Mode::Shared => "shared",
         })
     }
-}
-
-/// An acquire of a lock of a given kind and mode: (`ReadWrite`, `Shared`)
-/// for a reader, (`ReadWrite`, `Exclusive`) for a writer, (`Semaphore`,
-/// `Shared`) for a permit. (`Mutex`, `Exclusive`) means the same as a plain
-/// [`Acquire`]; every other pairing is refused (field `mode`).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct AcquireKind {
-    /// The acquire (resource, lease, wait timeout, lock-delay).
-    pub acquire: Acquire,
-    /// The kind of lock the caller expects the resource to be.
-    pub kind: LockKind,
-    /// How the grant holds it.
-    pub mode: Mode,
-}
-
-/// An atomic acquire of several mutexes (docs/semantics.md "Multi-locks").
-/// `acquire.resource` must be `resources[0]`; the lease, wait timeout,
-/// and lock-delay apply to the whole multi-lock.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct AcquireMulti {
-    /// The acquire of the first resource (lease, wait timeout, lock-delay
-    /// per resource).
-    pub acquire: Acquire,
-    /// Every resource, in the caller's order: 1..=
-    /// [`crate::limits::MAX_MULTI_RESOURCES`], no duplicates.
-    pub resources: Vec<String>,
-}
-
-/// An acquire whose grant is held for at most `max_hold_ms`
-/// (docs/semantics.md "Max-hold"). Mutexes, read-write locks and
-/// semaphores; not multi-locks.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct AcquireBounded {
-    /// The acquire, its kind and mode (a mutex is (`Mutex`, `Exclusive`)).
-    pub acquire: AcquireKind,
-    /// The most the grant may be held, in milliseconds, counted from the
-    /// entry that makes it: [`crate::limits::MIN_MAX_HOLD_MS`]..=
-    /// [`crate::limits::MAX_MAX_HOLD_MS`], and above the wait timeout.
-    pub max_hold_ms: u64,
 }
 
 /// One resource of a multi-grant and its own fencing token.
@@ -477,7 +511,7 @@ pub struct AuditRecord {
 /// What applying a command answers.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub enum Response {
-    /// For an acquire (first or retried).
+    /// For a mutex acquire (first or retried).
     Acquire(AcquireReply),
     /// For a release or force-release.
     Released {
@@ -529,7 +563,8 @@ pub enum Response {
         /// The grant released, for [`CancelOutcome::Released`].
         fencing_token: Option<FencingToken>,
     },
-    /// For a [`Command::AcquireKind`] (first or retried): the reply, and the
+    /// For an acquire of another kind than a mutex, or with a max-hold
+    /// (first or retried): the reply, and the
     /// slot of a semaphore permit the lease holds now (the resource-side
     /// fence checks a permit's token per slot: docs/fencing.md).
     AcquireKind {
@@ -538,7 +573,7 @@ pub enum Response {
         /// The permit's slot in `0..limit`, while the lease holds one.
         slot: Option<u32>,
     },
-    /// For a [`Command::AcquireMulti`] (first or retried): the reply (its
+    /// For a multi-lock's acquire (first or retried): the reply (its
     /// outcome names the first resource), and one token per resource, in
     /// the request's order, while the lease holds the multi-grant.
     AcquireMulti {

@@ -462,7 +462,28 @@ fn acquire(a: &Acquire) -> Result<(), CommandError> {
         LeaseSpec::Existing { lease_id: id } => lease_id(id)?,
     }
     wait_timeout_ms(a.wait_timeout_ms)?;
-    lock_delay_ms(a.lock_delay_ms)
+    lock_delay_ms(a.lock_delay_ms)?;
+    kind_and_mode(a.kind, a.mode)?;
+    if a.is_multi() {
+        // docs/semantics.md "Multi-locks": mutexes only, no max-hold.
+        multi_resources(&a.resource, &a.resources)?;
+        if (a.kind, a.mode) != (LockKind::Mutex, Mode::Exclusive) {
+            return Err(invalid(
+                "mode",
+                "a multi-lock takes mutexes only: kind mutex, mode exclusive",
+            ));
+        }
+        if a.max_hold_ms != 0 {
+            return Err(invalid(
+                "max_hold_ms",
+                "a multi-lock takes no max-hold: leave max_hold_ms 0, or take the locks one by one",
+            ));
+        }
+    }
+    if a.max_hold_ms != 0 {
+        max_hold_ms(a.max_hold_ms, a.wait_timeout_ms)?;
+    }
+    Ok(())
 }
 
 /// A max-hold in milliseconds: [`MIN_MAX_HOLD_MS`]..=[`MAX_MAX_HOLD_MS`],
@@ -573,9 +594,6 @@ pub(crate) fn kind(cmd: &Command) -> &'static str {
         Command::Authorized(_) => "authorized",
         Command::AuthChange(_) => "auth change",
         Command::CancelWait(_) => "cancel wait",
-        Command::AcquireKind(_) => "acquire",
-        Command::AcquireMulti(_) => "acquire",
-        Command::AcquireBounded(_) => "acquire",
     }
 }
 
@@ -597,10 +615,7 @@ pub fn authorized(w: &Authorized) -> Result<(), CommandError> {
         | Command::LeaseGrant(_)
         | Command::Proclaim(_)
         | Command::ForceRelease(_)
-        | Command::CancelWait(_)
-        | Command::AcquireKind(_)
-        | Command::AcquireMulti(_)
-        | Command::AcquireBounded(_)) => command(inner),
+        | Command::CancelWait(_)) => command(inner),
         Command::AuthChange(c) => auth_change(c),
         other => Err(invalid(
             "command",
@@ -620,19 +635,6 @@ pub fn authorized(w: &Authorized) -> Result<(), CommandError> {
 pub fn command(cmd: &Command) -> Result<(), CommandError> {
     match cmd {
         Command::Acquire(a) => acquire(a),
-        Command::AcquireKind(k) => {
-            acquire(&k.acquire)?;
-            kind_and_mode(k.kind, k.mode)
-        }
-        Command::AcquireMulti(m) => {
-            acquire(&m.acquire)?;
-            multi_resources(&m.acquire.resource, &m.resources)
-        }
-        Command::AcquireBounded(b) => {
-            acquire(&b.acquire.acquire)?;
-            kind_and_mode(b.acquire.kind, b.acquire.mode)?;
-            max_hold_ms(b.max_hold_ms, b.acquire.acquire.wait_timeout_ms)
-        }
         Command::Release(r) => {
             header(&r.header)?;
             if let Some(name) = &r.resource {

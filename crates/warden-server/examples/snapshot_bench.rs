@@ -74,19 +74,19 @@ fn entry(index: u64, locks: u64) -> Entry {
             })),
         })
     } else {
-        Command::Acquire(Acquire {
+        Command::Acquire(Acquire::mutex(
             header,
-            resource: format!("bench/resource/{index:010}"),
-            lease: if index <= locks {
+            format!("bench/resource/{index:010}"),
+            if index <= locks {
                 LeaseSpec::New { ttl_ms: 3_600_000 }
             } else {
                 LeaseSpec::Existing {
                     lease_id: 1 + index % locks,
                 }
             },
-            wait_timeout_ms: 0,
-            lock_delay_ms: 0,
-        })
+            0,
+            0,
+        ))
     };
     Entry {
         log_id: LogId::new(

@@ -81,7 +81,7 @@ pub struct BugSwitches {
     /// simulator's OWNERS checker.
     pub skip_lease_owner_check: bool,
     /// Every semaphore permit request applies as one of a semaphore with
-    /// one permit more than asked (`AcquireKind` with `Semaphore { limit }`
+    /// one permit more than asked (an `Acquire` with `Semaphore { limit }`
     /// applied with `limit + 1`), so N + 1 holders appear (docs/semantics.md
     /// "Lock kinds"; breaks the simulator's SEMAPHORE checker).
     pub semaphore_limit_plus_one: bool,
@@ -175,12 +175,12 @@ fn buggy_command(bugs: &BugSwitches, cmd: &Command) -> Command {
     let mut cmd = cmd.clone();
     if bugs.multi_grant_first_only {
         let inner = unwrapped_mut(&mut cmd);
-        if let Command::AcquireMulti(m) = inner {
-            let first = m.acquire.clone();
-            *inner = Command::Acquire(first);
+        if let Command::Acquire(m) = inner {
+            // Only the first resource: a plain acquire of it.
+            m.resources.clear();
         }
     }
-    if let Command::AcquireKind(k) = unwrapped_mut(&mut cmd) {
+    if let Command::Acquire(k) = unwrapped_mut(&mut cmd) {
         match (&mut k.kind, k.mode) {
             (LockKind::Semaphore { limit }, _) if bugs.semaphore_limit_plus_one => {
                 *limit = limit.saturating_add(1);

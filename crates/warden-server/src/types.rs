@@ -223,9 +223,6 @@ pub fn command_name(cmd: &warden_core::types::Command) -> &'static str {
         Authorized(a) => command_name(&a.command),
         AuthChange(_) => "auth_change",
         CancelWait(_) => "cancel_wait",
-        AcquireKind(_) => "acquire_kind",
-        AcquireMulti(_) => "acquire_multi",
-        AcquireBounded(_) => "acquire_bounded",
     }
 }
 

@@ -41,7 +41,7 @@ fn write(h: RequestHeader, resource: &str, lease: LeaseSpec, wait_ms: u64) -> Co
     )
 }
 
-/// The slot an `AcquireKind` answer carries.
+/// The slot a `Response::AcquireKind` answer carries.
 fn slot(a: &Applied) -> Option<u32> {
     match &a.response {
         Response::AcquireKind { slot, .. } => *slot,
@@ -392,7 +392,7 @@ fn bad_kinds_are_refused_naming_the_field() {
 }
 
 // Force release without a token frees every holder (each an involuntary
-// loss with its own audit record); S7: a retried AcquireKind answers from the
+// loss with its own audit record); S7: a retried acquire of a kind answers from the
 // outcome table with the permit's current slot; Validate's token state knows
 // shared grants.
 #[test]
@@ -430,7 +430,7 @@ fn force_release_frees_every_reader_and_retries_keep_the_slot() {
     );
     assert!(log.t.holders("doc").is_empty());
     assert_eq!(log.t.token_state("doc", t1), crate::TokenState::Stale);
-    // S7: the same AcquireKind again is a retry with the slot it holds.
+    // S7: the same acquire again is a retry with the slot it holds.
     let first = log.apply(permit(hdr(3, 1), "pool", new_lease(10_000), 0));
     let second = log.apply(permit(hdr(3, 1), "pool", new_lease(10_000), 0));
     assert_eq!(granted(&first), granted(&second));

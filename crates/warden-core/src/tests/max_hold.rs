@@ -21,15 +21,11 @@ pub(crate) fn bounded(
     mode: Mode,
     max_hold_ms: u64,
 ) -> Command {
-    let Command::AcquireKind(acquire) =
-        acquire_kind(h, resource, lease, wait_ms, delay_ms, kind, mode)
-    else {
-        unreachable!("acquire_kind builds an AcquireKind")
-    };
-    Command::AcquireBounded(AcquireBounded {
-        acquire,
-        max_hold_ms,
-    })
+    Command::Acquire(
+        Acquire::mutex(h, resource, lease, wait_ms, delay_ms)
+            .of_kind(kind, mode)
+            .with_max_hold(max_hold_ms),
+    )
 }
 
 fn mutex(
@@ -197,9 +193,9 @@ fn a_regrant_gets_its_own_cap() {
     assert!(log.t.holder("r").is_none());
 }
 
-/// "What bad input gets": a max-hold under 1 s or over 24 h, or a wait of
-/// the max-hold or more, is refused naming the field and the limit, and
-/// nothing changes.
+/// "What bad input gets": a max-hold under 1 s (but not 0, which is none)
+/// or over 24 h, or a wait of the max-hold or more, is refused naming the
+/// field and the limit, and nothing changes.
 #[test]
 fn bad_input_is_refused_naming_the_field() {
     let mut log = Log::new();
@@ -207,7 +203,6 @@ fn bad_input_is_refused_naming_the_field() {
     let cases = [
         (MIN_MAX_HOLD_MS - 1, 0, "max_hold_ms", "1000"),
         (MAX_MAX_HOLD_MS + 1, 0, "max_hold_ms", "86400000"),
-        (0, 0, "max_hold_ms", "1000"),
         (5_000, 5_000, "wait_timeout_ms", "5000"),
         (5_000, 6_000, "wait_timeout_ms", "5000"),
     ];

@@ -168,13 +168,7 @@ pub(crate) fn acquire(
     wait_ms: u64,
     delay_ms: u64,
 ) -> Command {
-    Command::Acquire(Acquire {
-        header: h,
-        resource: resource.into(),
-        lease,
-        wait_timeout_ms: wait_ms,
-        lock_delay_ms: delay_ms,
-    })
+    Command::Acquire(Acquire::mutex(h, resource, lease, wait_ms, delay_ms))
 }
 
 /// An acquire of a `kind` lock in `mode` (docs/semantics.md "Lock kinds").
@@ -187,14 +181,7 @@ pub(crate) fn acquire_kind(
     kind: LockKind,
     mode: Mode,
 ) -> Command {
-    let Command::Acquire(acquire) = acquire(h, resource, lease, wait_ms, delay_ms) else {
-        unreachable!("acquire builds an Acquire")
-    };
-    Command::AcquireKind(AcquireKind {
-        acquire,
-        kind,
-        mode,
-    })
+    Command::Acquire(Acquire::mutex(h, resource, lease, wait_ms, delay_ms).of_kind(kind, mode))
 }
 
 pub(crate) fn new_lease(ttl_ms: u64) -> LeaseSpec {

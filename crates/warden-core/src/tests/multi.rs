@@ -13,14 +13,8 @@ pub(crate) fn multi(
     wait_ms: u64,
     delay_ms: u64,
 ) -> Command {
-    let first = resources.first().copied().unwrap_or("x");
-    let Command::Acquire(acquire) = acquire(h, first, lease, wait_ms, delay_ms) else {
-        unreachable!("acquire builds an Acquire")
-    };
-    Command::AcquireMulti(AcquireMulti {
-        acquire,
-        resources: resources.iter().map(|r| (*r).to_owned()).collect(),
-    })
+    let resources = resources.iter().map(|r| (*r).to_owned()).collect();
+    Command::Acquire(Acquire::multi(h, resources, lease, wait_ms, delay_ms))
 }
 
 /// The answer to a multi-lock acquire: its reply and tokens.
@@ -226,20 +220,20 @@ fn a_lease_that_holds_or_waits_on_one_of_the_resources_is_refused() {
     }
 }
 
-// "What bad input gets": an empty list, a duplicate, more than 64
-// resources or a first resource other than the acquire's are refused
-// (InvalidArgument, field `resources`, naming the limit), nothing changed.
+// "What bad input gets": a duplicate, more than 64 resources or a first
+// resource other than the acquire's are refused (InvalidArgument, field
+// `resources`, naming the limit), nothing changed. (An empty list is not a
+// multi-lock: it is one acquire of `resource`.)
 #[test]
 fn bad_resource_lists_are_refused_naming_the_field_and_the_limit() {
     let mut log = Log::new();
     let many: Vec<String> = (0..=MAX_MULTI_RESOURCES).map(|i| format!("r{i}")).collect();
     let many: Vec<&str> = many.iter().map(String::as_str).collect();
     let mut wrong_first = multi(hdr(1, 4), &["a", "b"], new_lease(10_000), 0, 0);
-    if let Command::AcquireMulti(m) = &mut wrong_first {
-        m.acquire.resource = "b".into();
+    if let Command::Acquire(m) = &mut wrong_first {
+        m.resource = "b".into();
     }
     let cases = [
-        (multi(hdr(1, 1), &[], new_lease(10_000), 0, 0), "1..=64"),
         (
             multi(hdr(1, 2), &["a", "b", "a"], new_lease(10_000), 0, 0),
             "twice",
@@ -567,7 +561,7 @@ fn a_multi_locks_wait_ends_it_whole() {
 
 // S7, S8 ("Multi-locks"): a cancel that overtakes its multi-lock preempts
 // it: when the multi-lock applies it is answered not granted (cancelled) as
-// an `AcquireMulti`, and queues on nothing.
+// a multi-lock `Acquire`, and queues on nothing.
 #[test]
 fn a_cancel_that_overtakes_its_multi_lock_preempts_it() {
     let mut log = Log::new();
@@ -592,4 +586,37 @@ fn a_cancel_that_overtakes_its_multi_lock_preempts_it() {
     );
     assert!(queue(&log, "a").is_empty() && queue(&log, "b").is_empty());
     assert!(log.t.multi_locks().next().is_none());
+}
+
+// docs/semantics.md "Multi-locks": mutexes only, no max-hold. A multi-lock
+// acquire of another kind is refused naming `mode`, one with a max-hold
+// naming `max_hold_ms`; nothing changes.
+#[test]
+fn a_multi_lock_of_another_kind_or_with_a_max_hold_is_refused() {
+    let mut log = Log::new();
+    let base = |n| {
+        let Command::Acquire(a) = multi(hdr(1, n), &["a", "b"], new_lease(10_000), 0, 0) else {
+            unreachable!("multi builds an Acquire")
+        };
+        a
+    };
+    let cases = [
+        (base(1).of_kind(LockKind::ReadWrite, Mode::Shared), "mode"),
+        (
+            base(2).of_kind(LockKind::Semaphore { limit: 3 }, Mode::Shared),
+            "mode",
+        ),
+        (base(3).with_max_hold(60_000), "max_hold_ms"),
+    ];
+    for (a, field) in cases {
+        let before = lock_state(&log.t);
+        let out = log.apply(Command::Acquire(a));
+        let e = refused(&out.response);
+        assert_eq!(
+            (e.code, e.field.as_deref()),
+            (ErrorCode::InvalidArgument, Some(field))
+        );
+        assert!(out.effects.is_empty());
+        assert_eq!(lock_state(&log.t), before);
+    }
 }

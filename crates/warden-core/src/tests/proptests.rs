@@ -81,14 +81,14 @@ fn command() -> impl Strategy<Value = Command> {
     let res = proptest::sample::select(RESOURCES.to_vec()).prop_map(str::to_owned);
     prop_oneof![
         8 => (h.clone(), res.clone(), lease_spec(), prop_oneof![3 => Just(0u64), 3 => Just(10_000), 1 => Just(u64::MAX)], prop_oneof![Just(0u64), Just(500)])
-            .prop_map(|(header, resource, lease, wait_timeout_ms, lock_delay_ms)| Command::Acquire(Acquire { header, resource, lease, wait_timeout_ms, lock_delay_ms })),
+            .prop_map(|(header, resource, lease, wait_timeout_ms, lock_delay_ms)| Command::Acquire(Acquire::mutex(header, resource, lease, wait_timeout_ms, lock_delay_ms))),
         8 => (h.clone(), res.clone(), lease_spec(), prop_oneof![3 => Just(0u64), 3 => Just(10_000)], prop_oneof![Just(0u64), Just(500)], kind_and_mode())
-            .prop_map(|(header, resource, lease, wait_timeout_ms, lock_delay_ms, (kind, mode))| Command::AcquireKind(AcquireKind { acquire: Acquire { header, resource, lease, wait_timeout_ms, lock_delay_ms }, kind, mode })),
+            .prop_map(|(header, resource, lease, wait_timeout_ms, lock_delay_ms, (kind, mode))| Command::Acquire(Acquire::mutex(header, resource, lease, wait_timeout_ms, lock_delay_ms).of_kind(kind, mode))),
         // docs/semantics.md "Max-hold": every kind, some bad caps and waits.
         5 => (h.clone(), res.clone(), lease_spec(), prop_oneof![3 => Just(0u64), 3 => Just(5_000), 1 => Just(20_000)], prop_oneof![Just(0u64), Just(500)], kind_and_mode(), prop_oneof![Just(999u64), Just(10_000), Just(30_000)])
-            .prop_map(|(header, resource, lease, wait_timeout_ms, lock_delay_ms, (kind, mode), max_hold_ms)| Command::AcquireBounded(AcquireBounded { acquire: AcquireKind { acquire: Acquire { header, resource, lease, wait_timeout_ms, lock_delay_ms }, kind, mode }, max_hold_ms })),
+            .prop_map(|(header, resource, lease, wait_timeout_ms, lock_delay_ms, (kind, mode), max_hold_ms)| Command::Acquire(Acquire::mutex(header, resource, lease, wait_timeout_ms, lock_delay_ms).of_kind(kind, mode).with_max_hold(max_hold_ms))),
         5 => (h.clone(), proptest::sample::subsequence(RESOURCES.to_vec(), 1..=3).prop_shuffle(), lease_spec(), prop_oneof![3 => Just(0u64), 3 => Just(10_000)], prop_oneof![Just(0u64), Just(500)])
-            .prop_map(|(header, names, lease, wait_timeout_ms, lock_delay_ms)| Command::AcquireMulti(AcquireMulti { acquire: Acquire { header, resource: names[0].to_owned(), lease, wait_timeout_ms, lock_delay_ms }, resources: names.into_iter().map(str::to_owned).collect() })),
+            .prop_map(|(header, names, lease, wait_timeout_ms, lock_delay_ms)| Command::Acquire(Acquire::multi(header, names.into_iter().map(str::to_owned).collect(), lease, wait_timeout_ms, lock_delay_ms))),
         3 => (h.clone(), proptest::option::of(res.clone()), 0u64..8, proptest::option::of(0u64..12))
             .prop_map(|(header, resource, lease_id, fencing_token)| Command::Release(Release { header, resource, lease_id, fencing_token })),
         3 => proptest::collection::vec(0u64..8, 0..4).prop_map(|lease_ids| Command::RenewBatch(RenewBatch { lease_ids })),
@@ -142,9 +142,6 @@ fn op() -> impl Strategy<Value = Op> {
 fn set_request_id(cmd: &mut Command, id: u64) {
     let h = match cmd {
         Command::Acquire(a) => &mut a.header,
-        Command::AcquireKind(k) => &mut k.acquire.header,
-        Command::AcquireMulti(m) => &mut m.acquire.header,
-        Command::AcquireBounded(b) => &mut b.acquire.acquire.header,
         Command::Release(r) => &mut r.header,
         Command::LeaseGrant(g) => &mut g.header,
         Command::Revoke(r) => &mut r.header,
@@ -457,7 +454,7 @@ fn client_command() -> impl Strategy<Value = Command> {
     ];
     prop_oneof![
         6 => (h.clone(), key.clone(), lease, prop_oneof![Just(0u64), Just(10_000)], prop_oneof![Just(0u64), Just(500)])
-            .prop_map(|(header, resource, lease, wait_timeout_ms, lock_delay_ms)| Command::Acquire(Acquire { header, resource, lease, wait_timeout_ms, lock_delay_ms })),
+            .prop_map(|(header, resource, lease, wait_timeout_ms, lock_delay_ms)| Command::Acquire(Acquire::mutex(header, resource, lease, wait_timeout_ms, lock_delay_ms))),
         3 => (h.clone(), proptest::option::of(key.clone()), 1u64..10, proptest::option::of(1u64..12))
             .prop_map(|(header, resource, lease_id, fencing_token)| Command::Release(Release { header, resource, lease_id, fencing_token })),
         2 => h.clone().prop_map(|header| Command::LeaseGrant(LeaseGrant { header, ttl_ms: 2_000 })),
@@ -683,7 +680,7 @@ proptest! {
                         None => LeaseSpec::New { ttl_ms: 1_000 },
                     };
                     let wait_timeout_ms = if *wait { 10_000 } else { 0 };
-                    let c = Command::Acquire(Acquire { header: hdr(8, index), resource: keys()[*k].clone(), lease, wait_timeout_ms, lock_delay_ms: 0 });
+                    let c = Command::Acquire(Acquire::mutex(hdr(8, index), keys()[*k].clone(), lease, wait_timeout_ms, 0));
                     (wrap(*p, c), Some(CALLERS[*p]))
                 }
                 IdOp::WrappedRaw(p, c) => {

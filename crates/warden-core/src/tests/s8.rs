@@ -230,13 +230,8 @@ fn a_semaphore_skips_100_ended_waiters_in_the_releasing_entry() {
 #[test]
 fn a_multi_lock_queue_skips_100_ended_waiters_in_the_releasing_entry() {
     let multi = |h: RequestHeader, ttl: u64, wait: u64| {
-        let Command::Acquire(a) = acquire(h, "m1", new_lease(ttl), wait, 0) else {
-            unreachable!("acquire builds an Acquire")
-        };
-        Command::AcquireMulti(AcquireMulti {
-            acquire: a,
-            resources: vec!["m1".into(), "m2".into()],
-        })
+        let resources = vec!["m1".into(), "m2".into()];
+        Command::Acquire(Acquire::multi(h, resources, new_lease(ttl), wait, 0))
     };
     let (log, live, out) = scenario(
         |log| granted(&log.apply(acquire(hdr(1, 1), "m1", new_lease(600_000), 0, 0))),

@@ -95,25 +95,13 @@ fn holder_of_600_max_holds(log: &mut Log) -> LeaseId {
         panic!("{:?}", out.response)
     };
     for i in 0..600u64 {
-        let Command::AcquireKind(acquire) = acquire_kind(
-            RequestHeader {
-                client_id: 77,
-                request_id: i + 2,
-                acked_request_id: i + 1,
-            },
-            &format!("held/{i}"),
-            on(lease_id),
-            0,
-            0,
-            LockKind::Mutex,
-            Mode::Exclusive,
-        ) else {
-            unreachable!("acquire_kind builds an AcquireKind")
+        let header = RequestHeader {
+            client_id: 77,
+            request_id: i + 2,
+            acked_request_id: i + 1,
         };
-        let out = log.apply_fast(Command::AcquireBounded(AcquireBounded {
-            acquire,
-            max_hold_ms: 1_000,
-        }));
+        let acquire = Acquire::mutex(header, format!("held/{i}"), on(lease_id), 0, 0);
+        let out = log.apply_fast(Command::Acquire(acquire.with_max_hold(1_000)));
         granted(&out);
     }
     lease_id

@@ -59,13 +59,7 @@ impl Node {
     fn acquire(&mut self, resource: &str, lease: LeaseSpec, wait_ms: u64, at_ms: u64) {
         let header = self.header();
         self.apply(
-            Command::Acquire(Acquire {
-                header,
-                resource: resource.into(),
-                lease,
-                wait_timeout_ms: wait_ms,
-                lock_delay_ms: 0,
-            }),
+            Command::Acquire(Acquire::mutex(header, resource, lease, wait_ms, 0)),
             at_ms,
         );
     }

@@ -16,13 +16,13 @@ use super::test_node::{header, named, Setup, TestNode};
 use super::{ReadError, SubmitError};
 
 fn acquire(client_id: u64, request_id: u64, resource: &str, lease: LeaseSpec) -> Command {
-    Command::Acquire(Acquire {
-        header: header(client_id, request_id),
-        resource: resource.into(),
+    Command::Acquire(Acquire::mutex(
+        header(client_id, request_id),
+        resource,
         lease,
-        wait_timeout_ms: 0,
-        lock_delay_ms: 0,
-    })
+        0,
+        0,
+    ))
 }
 
 fn new_lease() -> LeaseSpec {
@@ -592,9 +592,9 @@ fn multi(client_id: u64, request_id: u64, resources: &[&str]) -> Command {
     else {
         unreachable!("acquire builds an Acquire")
     };
-    Command::AcquireMulti(warden_core::types::AcquireMulti {
-        acquire,
+    Command::Acquire(warden_core::types::Acquire {
         resources: resources.iter().map(|r| (*r).to_owned()).collect(),
+        ..acquire
     })
 }
 

@@ -174,13 +174,13 @@ async fn acquire(
     ttl_ms: u64,
     wait_timeout_ms: u64,
 ) -> (u64, bool) {
-    let cmd = Command::Acquire(Acquire {
-        header: header(client, 1),
-        resource: resource.into(),
-        lease: LeaseSpec::New { ttl_ms },
+    let cmd = Command::Acquire(Acquire::mutex(
+        header(client, 1),
+        resource,
+        LeaseSpec::New { ttl_ms },
         wait_timeout_ms,
-        lock_delay_ms: 0,
-    });
+        0,
+    ));
     let mut tries = 0;
     // Sent again with the same request id while its outcome is unknown
     // (see `lease`).

@@ -316,17 +316,17 @@ mod tests {
     }
 
     fn acquire(request_id: u64) -> Command {
-        Command::Acquire(Acquire {
-            header: RequestHeader {
+        Command::Acquire(Acquire::mutex(
+            RequestHeader {
                 client_id: 1,
                 request_id,
                 acked_request_id: 0,
             },
-            resource: format!("r{request_id}"),
-            lease: LeaseSpec::New { ttl_ms: 5_000 },
-            wait_timeout_ms: 0,
-            lock_delay_ms: 0,
-        })
+            format!("r{request_id}"),
+            LeaseSpec::New { ttl_ms: 5_000 },
+            0,
+            0,
+        ))
     }
 
     fn request_ids(cmd: &Command) -> Vec<u64> {

@@ -59,8 +59,8 @@ impl Reply for AcquireReply {
 }
 
 /// The answer to any acquire: a mutex's (`Command::Acquire`), another
-/// kind's (`Command::AcquireKind`, docs/semantics.md "Lock kinds") or a
-/// multi-lock's (`Command::AcquireMulti`, "Multi-locks").
+/// kind's (docs/semantics.md "Lock kinds") or a multi-lock's
+/// ("Multi-locks"): see `warden_core::types::Acquire`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AcquireAnswer {
     /// The reply, as for a mutex.

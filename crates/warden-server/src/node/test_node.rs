@@ -211,13 +211,13 @@ impl TestNode {
         self.node
             .submit(
                 &None,
-                Command::Acquire(warden_core::types::Acquire {
-                    header: header(1, 1),
-                    resource: resource.into(),
-                    lease: warden_core::types::LeaseSpec::New { ttl_ms },
-                    wait_timeout_ms: 0,
+                Command::Acquire(warden_core::types::Acquire::mutex(
+                    header(1, 1),
+                    resource,
+                    warden_core::types::LeaseSpec::New { ttl_ms },
+                    0,
                     lock_delay_ms,
-                }),
+                )),
             )
             .await
             .expect("the holder's acquire")

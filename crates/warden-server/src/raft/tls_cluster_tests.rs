@@ -898,17 +898,17 @@ async fn chunked_snapshot_body() {
     // write follows the leader the live nodes agree on, with the same
     // request id, so a retried write is applied once.
     for i in 0..300u64 {
-        let cmd = Command::Acquire(Acquire {
-            header: RequestHeader {
+        let cmd = Command::Acquire(Acquire::mutex(
+            RequestHeader {
                 client_id: 9,
                 request_id: i + 1,
                 acked_request_id: 0,
             },
-            resource: format!("chunked-snapshot/resource-{i:04}"),
-            lease: LeaseSpec::New { ttl_ms: 600_000 },
-            wait_timeout_ms: 0,
-            lock_delay_ms: 0,
-        });
+            format!("chunked-snapshot/resource-{i:04}"),
+            LeaseSpec::New { ttl_ms: 600_000 },
+            0,
+            0,
+        ));
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
             let leader = wait_leader(&live).await;

@@ -4,9 +4,8 @@
 //! `warden_core::validate` in [`crate::node::Node::submit`].
 
 use warden_core::types::{
-    Acquire, AcquireBounded, AcquireKind, AcquireMulti, AcquireOutcome, AuthAuditRecord, AuthOp,
-    ClusterLimits, Command, LeaseSpec, LockKind, Mode, NotGrantedReason, Permission, Principal,
-    Quota, Release, RequestHeader,
+    Acquire, AcquireOutcome, AuthAuditRecord, AuthOp, ClusterLimits, Command, LeaseSpec, LockKind,
+    Mode, NotGrantedReason, Permission, Principal, Quota, Release, RequestHeader,
 };
 use warden_core::Usage;
 use warden_proto::v1 as pb;
@@ -88,40 +87,20 @@ pub fn acquire(mut r: pb::AcquireRequest) -> Result<Command, SubmitError> {
             ))
         }
     };
-    let kind = lock_kind(r.mode, r.limit)?;
-    let acquire = Acquire {
+    let (kind, mode) = lock_kind(r.mode, r.limit)?.unwrap_or((LockKind::Mutex, Mode::Exclusive));
+    // docs/semantics.md "Lock kinds" and "Max-hold": any kind, max-hold 0 =
+    // none; a multi-lock is mutexes with no max-hold (checked above).
+    Ok(Command::Acquire(Acquire {
         header,
         resource: r.resource,
+        resources: r.resources,
+        kind,
+        mode,
         lease,
         wait_timeout_ms: r.wait_timeout_ms,
         lock_delay_ms: r.lock_delay_ms,
-    };
-    if multi {
-        return Ok(Command::AcquireMulti(AcquireMulti {
-            acquire,
-            resources: r.resources,
-        }));
-    }
-    if r.max_hold_ms != 0 {
-        // docs/semantics.md "Max-hold": any kind; a mutex is (Mutex, Exclusive).
-        let (kind, mode) = kind.unwrap_or((LockKind::Mutex, Mode::Exclusive));
-        return Ok(Command::AcquireBounded(AcquireBounded {
-            acquire: AcquireKind {
-                acquire,
-                kind,
-                mode,
-            },
-            max_hold_ms: r.max_hold_ms,
-        }));
-    }
-    Ok(match kind {
-        None => Command::Acquire(acquire),
-        Some((kind, mode)) => Command::AcquireKind(AcquireKind {
-            acquire,
-            kind,
-            mode,
-        }),
-    })
+        max_hold_ms: r.max_hold_ms,
+    }))
 }
 
 /// The kind and mode an `AcquireRequest` asks for (docs/semantics.md "Lock

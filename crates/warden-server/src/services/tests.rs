@@ -428,13 +428,13 @@ mod watch_start {
             .node
             .submit(
                 &None,
-                Command::Acquire(Acquire {
-                    header: header(50, 1),
-                    resource: "w/1".into(),
-                    lease: LeaseSpec::New { ttl_ms: 30_000 },
-                    wait_timeout_ms: 0,
-                    lock_delay_ms: 0,
-                }),
+                Command::Acquire(Acquire::mutex(
+                    header(50, 1),
+                    "w/1",
+                    LeaseSpec::New { ttl_ms: 30_000 },
+                    0,
+                    0,
+                )),
             )
             .await
             .expect("acquire");
@@ -1153,13 +1153,13 @@ mod save_snapshot_stream {
                 .node
                 .submit(
                     &None,
-                    warden_core::types::Command::Acquire(warden_core::types::Acquire {
-                        header: header(client_id, 1),
-                        resource: resource.into(),
-                        lease: warden_core::types::LeaseSpec::New { ttl_ms: 60_000 },
-                        wait_timeout_ms: 0,
-                        lock_delay_ms: 0,
-                    }),
+                    warden_core::types::Command::Acquire(warden_core::types::Acquire::mutex(
+                        header(client_id, 1),
+                        resource,
+                        warden_core::types::LeaseSpec::New { ttl_ms: 60_000 },
+                        0,
+                        0,
+                    )),
                 )
                 .await
                 .expect("acquire");

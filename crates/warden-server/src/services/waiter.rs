@@ -328,13 +328,13 @@ mod tests {
             t.grant(who, "q/", Permission::Lock).await;
         }
         let acquire = |client_id, wait_timeout_ms| {
-            Command::Acquire(Acquire {
-                header: header(client_id, 1),
-                resource: "q/1".into(),
-                lease: LeaseSpec::New { ttl_ms: 30_000 },
+            Command::Acquire(Acquire::mutex(
+                header(client_id, 1),
+                "q/1",
+                LeaseSpec::New { ttl_ms: 30_000 },
                 wait_timeout_ms,
-                lock_delay_ms: 0,
-            })
+                0,
+            ))
         };
         let holder: AcquireReply = t
             .node

@@ -202,13 +202,13 @@ mod tests {
     use crate::node::test_node::{header, named, Setup, TestNode};
 
     fn acquire(request_id: u64, resource: &str) -> Command {
-        Command::Acquire(Acquire {
-            header: header(40, request_id),
-            resource: resource.into(),
-            lease: LeaseSpec::New { ttl_ms: 30_000 },
-            wait_timeout_ms: 0,
-            lock_delay_ms: 0,
-        })
+        Command::Acquire(Acquire::mutex(
+            header(40, request_id),
+            resource,
+            LeaseSpec::New { ttl_ms: 30_000 },
+            0,
+            0,
+        ))
     }
 
     // `watch` needs `read` on a prefix of its prefix (never a silently

@@ -170,8 +170,8 @@ mod tests {
     use openraft::storage::{IOFlushed, RaftLogStorage, RaftStateMachine};
     use openraft::RaftLogReader;
     use warden_core::types::{
-        Acquire, AcquireBounded, AcquireKind, AcquireMulti, AuthChange, AuthOp, Authorized,
-        Command, LeaseSpec, LockKind, Mode, Permission, Principal, Release, RequestHeader,
+        Acquire, AuthChange, AuthOp, Authorized, Command, LeaseSpec, LockKind, Mode, Permission,
+        Principal, Release, RequestHeader,
     };
 
     use super::*;
@@ -187,13 +187,8 @@ mod tests {
     }
 
     fn acquire(request_id: u64, resource: &str, wait_timeout_ms: u64) -> Acquire {
-        Acquire {
-            header: header(request_id),
-            resource: resource.into(),
-            lease: LeaseSpec::New { ttl_ms: 30_000 },
-            wait_timeout_ms,
-            lock_delay_ms: 500,
-        }
+        let lease = LeaseSpec::New { ttl_ms: 30_000 };
+        Acquire::mutex(header(request_id), resource, lease, wait_timeout_ms, 500)
     }
 
     /// A mix of commands touching every part of the snapshot: leases,
@@ -208,23 +203,14 @@ mod tests {
             Command::Acquire(acquire(r + 1, "a", 0)),
             // Queued behind "a"'s holder: a waiter.
             Command::Acquire(acquire(r + 2, "a", 60_000)),
-            Command::AcquireMulti(AcquireMulti {
-                acquire: acquire(r + 3, "m1", 0),
+            Command::Acquire(Acquire {
                 resources: vec!["m1".into(), "m2".into(), "m3".into()],
+                ..acquire(r + 3, "m1", 0)
             }),
-            Command::AcquireBounded(AcquireBounded {
-                acquire: AcquireKind {
-                    acquire: acquire(r + 4, "capped", 0),
-                    kind: LockKind::Mutex,
-                    mode: Mode::Exclusive,
-                },
-                max_hold_ms: 5_000,
-            }),
-            Command::AcquireKind(AcquireKind {
-                acquire: acquire(r + 5, "sem", 0),
-                kind: LockKind::Semaphore { limit: 3 },
-                mode: Mode::Shared,
-            }),
+            Command::Acquire(acquire(r + 4, "capped", 0).with_max_hold(5_000)),
+            Command::Acquire(
+                acquire(r + 5, "sem", 0).of_kind(LockKind::Semaphore { limit: 3 }, Mode::Shared),
+            ),
             Command::Authorized(Authorized {
                 principal: None,
                 command: Box::new(Command::AuthChange(AuthChange {

@@ -110,8 +110,7 @@ pub trait Checker: Debug + Send {
 pub(crate) mod harness {
     use warden_core::table::LockTable;
     use warden_core::types::{
-        Acquire, AcquireKind, Command, LeaderId, LeaseSpec, LockKind, Mode, Release, RequestHeader,
-        Stamp,
+        Acquire, Command, LeaderId, LeaseSpec, LockKind, Mode, Release, RequestHeader, Stamp,
     };
     use warden_core::Effect;
 
@@ -132,21 +131,13 @@ pub(crate) mod harness {
         mode: Mode,
         wait_ms: u64,
     ) -> Command {
-        Command::AcquireKind(AcquireKind {
-            acquire: Acquire {
-                header: RequestHeader {
-                    client_id: client,
-                    request_id: 1,
-                    acked_request_id: 0,
-                },
-                resource: resource.into(),
-                lease: LeaseSpec::New { ttl_ms: 10_000 },
-                wait_timeout_ms: wait_ms,
-                lock_delay_ms: 0,
-            },
-            kind,
-            mode,
-        })
+        let header = RequestHeader {
+            client_id: client,
+            request_id: 1,
+            acked_request_id: 0,
+        };
+        let lease = LeaseSpec::New { ttl_ms: 10_000 };
+        Command::Acquire(Acquire::mutex(header, resource, lease, wait_ms, 0).of_kind(kind, mode))
     }
 
     /// Client `client`'s second request: the release of lease `lease_id`'s

@@ -6,7 +6,7 @@
 //! **Owner.** A lease's owner is the principal of the command that created
 //! it, recorded here when that command applies (not read back from the
 //! table, which the check is about): `Authorized { principal: P, .. }` whose
-//! acquire (of any kind: `Acquire`, `AcquireKind`) with a new lease was granted or queued, or whose `LeaseGrant`
+//! acquire (of any kind) with a new lease was granted or queued, or whose `LeaseGrant`
 //! answered `LeaseGranted`. An unwrapped or anonymous creation has owner
 //! None. Owners compare as `Option`s, as the core compares them: a named
 //! principal owns no ownerless lease, an anonymous caller no owned one.

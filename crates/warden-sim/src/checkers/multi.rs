@@ -1,5 +1,5 @@
 //! MULTI (docs/semantics.md "Multi-locks"): a multi-lock is granted whole
-//! or not at all. For every logged `AcquireMulti` the table accepted as a
+//! or not at all. For every logged multi-lock `Acquire` the table accepted as a
 //! grant, the answer is a multi-lock's (one token per resource, in the
 //! order asked) and, right after that entry, the lease holds every one of
 //! its resources with exactly those tokens, each granted by that entry (or
@@ -7,7 +7,7 @@
 //! every node, from the command as the log holds it (a server that applied
 //! it as something else is caught too).
 
-use warden_core::types::{AcquireOutcome, Command, Response};
+use warden_core::types::{AcquireOutcome, Response};
 
 use super::checker::{Checker, Entry};
 use crate::world::History;
@@ -25,7 +25,7 @@ impl Checker for Multi {
 
     fn on_entry(&mut self, e: &Entry<'_>, h: &mut History) {
         for (part, response) in &e.logged_parts {
-            let Command::AcquireMulti(m) = part.unwrapped() else {
+            let Some(m) = part.acquire().filter(|a| a.is_multi()) else {
                 continue;
             };
             let at = format!(

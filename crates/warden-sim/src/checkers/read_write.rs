@@ -1,7 +1,7 @@
 //! RW (docs/semantics.md "Lock kinds", S1 for read-write locks): a
 //! read-write lock never has a writer beside another holder, reader or
 //! writer, in any committed state. A writer is a lease that asked for an
-//! exclusive grant, read from the logged `AcquireKind` commands the table
+//! exclusive grant, read from the logged `Acquire` commands the table
 //! accepted (granted or queued), or one the table holds as exclusive: a
 //! table that made a writer's grant shared agrees with itself. Checked at
 //! every apply on every node.
@@ -33,7 +33,7 @@ impl Checker for ReadWrite {
 
     fn on_entry(&mut self, e: &Entry<'_>, h: &mut History) {
         for (part, response) in &e.logged_parts {
-            let Command::AcquireKind(k) = part.unwrapped() else {
+            let Command::Acquire(k) = part.unwrapped() else {
                 continue;
             };
             let (LockKind::ReadWrite, Some((a, r))) = (k.kind, acquire_reply(part, response))

@@ -23,7 +23,7 @@ pub struct ExactlyOnce {
 /// acquire of any kind or a lease grant, bare or wrapped.
 fn header_of(cmd: &Command) -> Option<(u64, u64)> {
     match cmd.unwrapped() {
-        Command::Acquire(_) | Command::AcquireKind(_) | Command::LeaseGrant(_) => {
+        Command::Acquire(_) | Command::LeaseGrant(_) => {
             cmd.request_header().map(|h| (h.client_id, h.request_id))
         }
         _ => None,

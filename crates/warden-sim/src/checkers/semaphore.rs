@@ -1,7 +1,7 @@
 //! SEMAPHORE (docs/semantics.md "Lock kinds", S1 for permits): a semaphore
 //! of N permits has at most N holders in every committed state, each in its
 //! own slot below N. N is the limit the clients asked for, read from the
-//! logged `AcquireKind` commands the table accepted (granted or queued),
+//! logged `Acquire` commands the table accepted (granted or queued),
 //! not from the table (a table that counts one permit too many agrees with
 //! itself). Checked at every apply on every node.
 
@@ -31,7 +31,7 @@ impl Checker for Semaphore {
 
     fn on_entry(&mut self, e: &Entry<'_>, h: &mut History) {
         for (part, response) in &e.logged_parts {
-            let Command::AcquireKind(k) = part.unwrapped() else {
+            let Command::Acquire(k) = part.unwrapped() else {
                 continue;
             };
             let (LockKind::Semaphore { limit }, Some((a, r))) =
