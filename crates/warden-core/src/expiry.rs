@@ -18,8 +18,10 @@
 //! * the lease limit and quotas count live items only ([`LockTable::make_room`]).
 //!
 //! The sweep is a work bound only: apply of every entry ends at most
-//! [`MAX_SWEEP_PER_ENTRY`] due items in instant order, and the leader
-//! proposes a tick while [`LockTable::next_instant_ms`] is due.
+//! [`MAX_SWEEP_PER_ENTRY`] due items in instant order, and starts no new
+//! one once it has made [`MAX_SWEEP_EFFECTS_PER_ENTRY`] effects (a lease
+//! counts as one item however many locks it frees), and the leader proposes
+//! a tick while [`LockTable::next_instant_ms`] is due.
 //!
 //! L4: a [`crate::types::Promote`] records the new leader's
 //! `no_expiry_before_ms`; a lease granted or renewed after the previous
@@ -39,6 +41,13 @@ use crate::types::{LeaseId, LogIndex};
 /// items past it are ended for every decision already). The leader keeps
 /// ticking while any remain.
 pub const MAX_SWEEP_PER_ENTRY: usize = 250;
+
+/// The effects (frees, hand-offs, ends) after which one entry's sweep starts
+/// no further item: 250 leases of up to
+/// [`crate::limits::MAX_LOCKS_PER_LEASE`] locks each would otherwise free
+/// millions of grants in one apply. An item always finishes, so one entry
+/// makes at most this plus one lease's worth.
+pub const MAX_SWEEP_EFFECTS_PER_ENTRY: usize = 10_000;
 
 /// The most not-yet-ended items (leases kept by a promote's grace) one
 /// sweep steps over before it stops.
@@ -138,7 +147,11 @@ impl LockTable {
         let mut ended = 0;
         let mut skipped = 0;
         let mut after: Option<(u64, Timed)> = None;
-        while ended < limit && skipped < MAX_SWEEP_SKIPS {
+        let start = fx.len();
+        while ended < limit
+            && skipped < MAX_SWEEP_SKIPS
+            && fx.len() - start < MAX_SWEEP_EFFECTS_PER_ENTRY
+        {
             let next = match &after {
                 None => self.timeline.first(),
                 Some(k) => self.timeline.range((Excluded(k), Unbounded)).next(),

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::effect::{Effect, LeaseEndReason, WaiterRemovedReason};
-use crate::expiry::{Promotion, MAX_SWEEP_PER_ENTRY};
+use crate::expiry::{Promotion, MAX_SWEEP_EFFECTS_PER_ENTRY, MAX_SWEEP_PER_ENTRY};
 
 /// The leases an entry ended as expired, in order.
 fn expired(a: &Applied) -> Vec<LeaseId> {
@@ -120,6 +120,48 @@ fn the_sweep_ends_at_most_its_bound_per_entry_in_instant_order() {
     assert_eq!(log.t.lease_count(), 0);
     assert_eq!(log.t.next_instant_ms(), None);
     assert!(log.tick().effects.is_empty());
+}
+
+// "Time", the sweep's work bound in effects: three sessions of 6,000 locks
+// each, due at once, are not freed in one apply (18,000 frees); the first
+// tick ends two of them (it starts no item past MAX_SWEEP_EFFECTS_PER_ENTRY
+// effects, and finishes the one it is in), the next tick the third, and the
+// third session's locks are free for every read before its tick.
+#[test]
+fn the_sweep_starts_no_item_past_its_effect_bound() {
+    let mut log = Log::new();
+    let mut request = 0;
+    let mut next = || {
+        request += 1;
+        RequestHeader {
+            client_id: 1,
+            request_id: request,
+            acked_request_id: request - 1,
+        }
+    };
+    for s in 0..3u64 {
+        let Response::LeaseGranted { lease_id, .. } =
+            log.apply_fast(lease_grant(next(), 1_000 + s)).response
+        else {
+            panic!("a session")
+        };
+        for i in 0..6_000 {
+            let r = format!("s{s}/{i}");
+            granted(&log.apply_fast(acquire(next(), &r, on(lease_id), 0, 0)));
+        }
+    }
+    assert_eq!(log.t.check_invariants(), Ok(()));
+    log.now_ms = 5_000;
+    let first = log.tick();
+    assert_eq!(expired(&first), vec![1, 2]);
+    assert!(first.effects.len() >= MAX_SWEEP_EFFECTS_PER_ENTRY);
+    assert!(first.effects.len() < MAX_SWEEP_EFFECTS_PER_ENTRY + 6_002);
+    assert_eq!(log.t.lease_count(), 1, "the third is not swept yet");
+    assert!(log.t.holder("s2/0").is_none(), "but its locks are free");
+    let second = log.tick();
+    assert_eq!(expired(&second), vec![3]);
+    assert_eq!(log.t.lease_count(), 0);
+    assert_eq!(log.t.next_instant_ms(), None);
 }
 
 // L4: a promote keeps a lease granted or renewed after the previous
