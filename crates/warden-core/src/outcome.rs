@@ -20,9 +20,8 @@
 //!   evicted for it;
 //! * a leader drops idle records with a `DropClients` entry.
 //!
-//! Encoding: the `(None, _)` records are the table body's outcome map (as in
-//! snapshot versions 1–3); the principals' records are a section of their own
-//! (version 4). The eviction order and the per-index lookup are rebuilt on
+//! Encoding: the `(None, _)` records are the table body's outcome map; the
+//! principals' records are a section of their own. The eviction order and the per-index lookup are rebuilt on
 //! load.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -106,14 +105,13 @@ impl<'de> Deserialize<'de> for OutcomeTable {
     }
 }
 
-/// The principals' records, as snapshot version 4 encodes them.
+/// The principals' records, as the snapshot encodes them.
 pub(crate) type NamedRecords = BTreeMap<Principal, BTreeMap<ClientId, ClientRecord>>;
 
 /// A deterministic 64-bit fingerprint of a command's arguments: FNV-1a over
-/// the postcard bytes of the command with every due list set to `None`,
-/// `acked_request_id` set to 0 and display-only wall-clock stamps set to 0
-/// (a retry may carry a newer watermark, other due lists and a new stamp, yet
-/// it is the same request). A [`Command::Authorized`]'s fingerprint is its
+/// the postcard bytes of the command with `acked_request_id` set to 0 and
+/// display-only wall-clock stamps set to 0 (a retry may carry a newer
+/// watermark and a new stamp, yet it is the same request). A [`Command::Authorized`]'s fingerprint is its
 /// inner command's.
 pub fn fingerprint(cmd: &Command) -> u64 {
     let mut c = cmd.clone();
@@ -527,7 +525,7 @@ impl OutcomeTable {
         )
     }
 
-    /// The principals' records (snapshot version 4 section).
+    /// The principals' records (a snapshot section of their own).
     pub(crate) fn named(&self) -> &NamedRecords {
         &self.named
     }

@@ -2,8 +2,8 @@
 //! lock-delays, counters, the outcome table's size, identities (permission
 //! checks, lease owners, roles, principals, limits, quotas and usage, the
 //! auth audit trail) and [`LockTable::check_invariants`]. The server's status
-//! endpoints and read paths, the deadline table and the simulator's checkers
-//! read the table only through these.
+//! endpoints and read paths and the simulator's checkers read the table only
+//! through these.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -88,7 +88,7 @@ pub struct LeaseRecord {
 pub struct Applied {
     /// The answer to the proposer's client.
     pub response: Response,
-    /// Every change, in order, for the deadline table and watchers.
+    /// Every change, in order, for watchers, metrics and waiting acquires.
     pub effects: Vec<Effect>,
 }
 
@@ -109,29 +109,27 @@ pub struct LockTable {
     /// The last two promotes (L4).
     pub(crate) promotion: Promotion,
     /// The last [`MAX_AUDIT_RECORDS`] forced releases, oldest first. Encoded
-    /// after the table by [`LockTable::to_snapshot`] (snapshot version 2), so
-    /// version-1 snapshots still load (with an empty trail).
+    /// after the table by [`LockTable::to_snapshot`].
     #[serde(skip)]
     pub(crate) audit: VecDeque<AuditRecord>,
     /// Published values by (lease, resource) (`Proclaim`; elections). Encoded
-    /// after the audit trail (snapshot version 3). A value goes when its lease
+    /// after the audit trail. A value goes when its lease
     /// ends or when the lease's grant of the resource ends.
     #[serde(skip)]
     pub(crate) values: BTreeMap<(LeaseId, String), String>,
     /// Roles, grants, quotas and cluster-wide limits ([`crate::auth`]).
-    /// Encoded after the values (snapshot version 4).
+    /// Encoded after the values.
     #[serde(skip)]
     pub(crate) auth: AuthTable,
     /// The last [`MAX_AUTH_AUDIT_RECORDS`] auth changes, oldest first.
-    /// Encoded last (snapshot version 4).
+    /// Encoded last.
     #[serde(skip)]
     pub(crate) auth_audit: VecDeque<AuthAuditRecord>,
     /// Multi-locks, waiting or granted, by (lease, first resource)
-    /// ([`crate::multi`]). Encoded after the auth audit trail (snapshot version 6).
+    /// ([`crate::multi`]). Encoded after the auth audit trail.
     #[serde(skip)]
     pub(crate) multis: BTreeMap<MultiKey, MultiLock>,
-    /// Max-holds of held grants ([`crate::max_hold`]). Encoded last
-    /// (snapshot version 7).
+    /// Max-holds of held grants ([`crate::max_hold`]). Encoded last.
     #[serde(skip)]
     pub(crate) max_holds: BTreeMap<HeldKey, MaxHold>,
     /// Max-holds the grants of waiters will get. Encoded last (snapshot

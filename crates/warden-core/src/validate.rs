@@ -4,8 +4,8 @@
 //! The server calls [`command`] before proposing a client command, and
 //! [`crate::table::LockTable::apply`] calls it again at apply time, so a
 //! command that slipped past a buggy or older server is still refused there,
-//! with nothing changed. Leader-duty commands (`Promote`, `Checkpoint`,
-//! `Expire`, `EndLockDelay`, `DropClients`) and `RenewBatch` carry no
+//! with nothing changed. Leader-duty commands (`Promote`, `Tick`,
+//! `DropClients`) and `RenewBatch` carry no
 //! client-chosen durations that need bounds: apply treats their contents
 //! defensively (unknown ids are skipped, arithmetic is checked) and they always
 //! pass here.

@@ -24,8 +24,9 @@
 //!    resource, request ids), and `injected` (simulator only: a connection's injected
 //!    identity, where a TLS handshake would put it).
 //! 3. [`node`]: a running node. [`node::Node::submit`] is the one write path
-//!    for client commands (validate, leader check, due list, propose, typed
-//!    answer, [`node::SubmitError`]); `renew` batches keep-alives (S4);
+//!    for client commands (validate, leader check, this leader's promote,
+//!    propose, typed answer, [`node::SubmitError`]); `stamp` gives each entry
+//!    its leader's cluster time; `renew` batches keep-alives (S4);
 //!    `top` reads the hottest resources (`warden top`); `duties` proposes
 //!    leader duties to the local Raft handle; `read` is
 //!    the linearizable read path and the views services read; `cluster` the
@@ -40,18 +41,20 @@
 //!    (a snapshot in chunks of at most 1 MiB on the peer service's
 //!    streaming calls, and their bounds), `bootstrap` (the
 //!    two-phase cluster id, docs/semantics.md "Membership and data loss"),
-//!    `log_format` (the log format each peer reads; the packing, wrapping
-//!    and peer-address gates),
+//!    `log_format` (the log format each peer reads, and the gate that
+//!    proposes a newer format only when every member reads it),
+//!    `cluster_time_wire` (the leader's cluster time on every append),
 //!    `backup` (the snapshot file and seeding a restored cluster), `observe`
 //!    (Raft's state in the metrics), `snapshot_schedule` (when this node
 //!    takes a snapshot), and [`raft::LeaderContact`].
 //! 5. [`store`]: the log store (a write-ahead file with group commit, folded
 //!    into redb; durable before acknowledged, S3) and the state machine (the
-//!    `warden-core` lock table + this node's deadline table).
+//!    `warden-core` lock table, its instants in cluster time).
 //! 6. The vocabulary every layer speaks: [`types`] (the openraft type
 //!    configuration and [`types::MemberAddr`], a member's client and peer
 //!    addresses), [`config`] (configuration and timing defaults, E and
-//!    G), [`clock`] (the injected node clock), [`events`] (the watch event
+//!    G), [`clock`] (the injected node clock), [`cluster_time`] (the
+//!    leader's cluster clock and the heard time, docs/semantics.md "Time"), [`events`] (the watch event
 //!    log, fed by apply), [`wakes`] (which queued acquires to read again
 //!    after an apply: those of the resources it touched), [`metrics`] (this node's Prometheus series and
 //!    their bounded `group` label, fed by apply and the layers above),
@@ -64,20 +67,19 @@
 //! A client's `Acquire` reaches `services::lock`, becomes a command
 //! (`services::convert`) and goes to [`node::Node::submit`]: validated (a bad
 //! field gets `InvalidArgument` naming the field and the limit), and, on the
-//! leader, proposed to the local Raft handle with the leader's due list
-//! attached (through the proposer, which packs it with others that queued
-//! meanwhile into one entry, refreshing the due list then). openraft appends
+//! leader, once its `Promote` has applied, proposed to the local Raft handle
+//! (through the proposer, which packs it with others that queued meanwhile
+//! into one entry stamped with the leader's cluster time). openraft appends
 //! it to each node's log (fsync) on a quorum, commits it, and the state
 //! machine applies it: `warden_core::table::LockTable::apply` decides,
-//! deterministically, and its effects update this node's deadline table and
-//! event log. The reply is sent after apply. A follower answers `Unavailable`
+//! deterministically, from the entry and its stamp alone, and its effects
+//! feed the event log, the metrics and the waiting acquires. The reply is sent after apply. A follower answers `Unavailable`
 //! with the leader's address.
 //!
 //! Every call carries its principal (`services::principal`: the caller's
 //! client certificate; none on an insecure node; in the simulator, the
 //! identity `Injected::identities` gives its plaintext connection). `Node::submit` proposes the
-//! command wrapped in `Authorized` with it (once every member reads log
-//! format 3, `raft::log_format`), and the table decides permission, lease
+//! command wrapped in `Authorized` with it, and the table decides permission, lease
 //! ownership and quotas when the entry applies; the renew batcher renews
 //! only the caller's own leases; reads check the table they are served from
 //! (`node::read`, docs/security.md). Leader duties carry no principal.

@@ -1169,8 +1169,8 @@ mod tests {
             injected,
             std::future::pending(),
         ));
-        // It forms its one-node cluster and serves; its leader duties
-        // commit a checkpoint every second, each fsync'd.
+        // It forms its one-node cluster and serves; its leader's first
+        // entry is its promote, fsync'd.
         use tonic_health::pb::health_check_response::ServingStatus;
         use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
         let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))

@@ -24,9 +24,6 @@ use warden_core::types::{LeaderId, LogEntry, Response};
 ///   `addr`);
 /// * `"<client_addr> peer=<peer_addr>"` otherwise ([`PEER_ADDR_SEPARATOR`]).
 ///
-/// A binary older than log format 4 would read the second form as one
-/// (unreachable) address, so a leader puts it into the membership only once
-/// every member reads format 4 (`raft::log_format`, the peer-address gate).
 /// Neither address may contain whitespace ([`MemberAddr::new`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct MemberAddr {

@@ -276,7 +276,7 @@ fn kinds_seed_passes_every_checker() {
 // cut off (docs/operations.md "Rolling restart": the log-format gate's
 // applied floor and second-hand reports): seed 1 partitions node 1 one way
 // and changes the leader; the new leader kept refusing every semaphore and
-// read-write acquire ("members [1] have not reported log format 5") until
+// read-write acquire ("members [1] have not reported" the newer format) until
 // the healer failed L1. It passes every checker now.
 #[test]
 fn kinds_across_a_leader_change_with_a_member_cut_off() {

@@ -54,12 +54,11 @@
 //!
 //! # What apply checks, in order, for `Authorized { principal, command }`
 //!
-//! 1. the inner command's due list (leader duties never depend on an
-//!    identity; a leader duty wrapped in `Authorized` is refused and its due
-//!    list is not applied);
+//! 1. the entry's sweep, as for every entry (leader duties never depend on
+//!    an identity; a leader duty wrapped in `Authorized` is refused);
 //! 2. [`crate::validate::authorized`]: the principal's syntax and the inner
 //!    command (only `Acquire`, `Release`, `Revoke`, `LeaseGrant`, `Proclaim`,
-//!    `ForceRelease`, `AuthChange` may be wrapped); refusals are not recorded;
+//!    `ForceRelease`, `CancelWait`, `AuthChange` may be wrapped); refusals are not recorded;
 //! 3. the outcome table (S7), keyed by `(principal, client id)`: a request
 //!    whose outcome is recorded gets that outcome, **even after a revoke** (a
 //!    retried acquire that was granted answers with its grant, so the holder
@@ -189,21 +188,14 @@
 //! * NotFound, field `role` or `prefix`, for an auth change naming what is
 //!   not there.
 //!
-//! # Upgrade
+//! # Unwrapped commands
 //!
-//! Unwrapped client commands apply as before identities existed: no
-//! permission, ownership or quota check, ownerless leases, the key
-//! `(None, client id)` and the legacy outcome-table bound. Two differences
-//! appear only in tables that wrapped commands have changed, which an old
-//! binary never applies: the lease bound is the replicated `max_leases`
-//! (equal to [`MAX_LEASES`](crate::limits::MAX_LEASES) until a `SetLimits`),
-//! and the legacy eviction never takes a principal's record. A hand-off made
-//! by any entry checks the waiter's lease owner (an ownerless lease always
-//! passes). So an old and a new binary in one cluster never diverge as long
-//! as nothing wraps commands before every member reads them. Snapshots of
-//! versions 1–3 load with no roles, default limits, ownerless leases and
-//! `(None, id)` records: then only `root` (and anonymous callers) can act
-//! until roles are granted.
+//! A client command that is not wrapped (the simulator's and the tests'
+//! direct commands; a server always wraps) applies with no permission,
+//! ownership or quota check, an ownerless lease and the key
+//! `(None, client id)` under the legacy outcome-table bound. A hand-off
+//! made by any entry checks the waiter's lease owner (an ownerless lease
+//! always passes).
 
 pub(crate) mod quota;
 mod roles;

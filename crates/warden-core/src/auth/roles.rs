@@ -32,7 +32,7 @@ pub struct RoleView<'a> {
     pub quota: Option<Quota>,
 }
 
-/// The auth table (replicated; snapshot version 4).
+/// The auth table (replicated; in every snapshot).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 pub struct AuthTable {
     roles: BTreeMap<String, Role>,

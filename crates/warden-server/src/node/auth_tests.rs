@@ -65,7 +65,7 @@ fn read_refusal<T: std::fmt::Debug>(
     }
 }
 
-// Identity and permissions: once every member reads log format 3, a
+// Identity and permissions: a
 // secure node's client command goes out as `Authorized` with the caller's
 // principal, the lease it makes belongs to that principal, and the table
 // decides `lock` on the resource at apply: alice (lock on "orders/") takes
@@ -552,7 +552,7 @@ async fn an_insecure_node_refuses_admin_calls_without_allow_admin() {
 // Leader duties never need a principal (etcd issues 13975 and 14616:
 // leases stopped expiring when authentication broke): a lease whose owner
 // has lost every role since still expires on time (L1: gone within TTL + E;
-// here E is the one-node cluster's checkpoint interval and apply lag).
+// here E is the one-node cluster's, docs/semantics.md "E, term by term").
 #[tokio::test]
 async fn a_lease_whose_owner_lost_its_roles_still_expires() {
     let t = TestNode::start(Setup::default()).await;

@@ -5,9 +5,7 @@
 //! - at least `--snapshot-threshold` entries were applied, or at least
 //!   [`BYTES_INSTEAD_OF_ENTRIES`] of log were appended (packed entries carry
 //!   up to 256 commands each, so a fill of a million locks is only a few
-//!   thousand entries; the leader's per-lease `Checkpoint` entries used to
-//!   reach the entry count for it, and the duty clock writes almost none:
-//!   docs/performance.md, "Run 7"), and
+//!   thousand entries, and an idle table writes no entries at all), and
 //! - at least as many log bytes were appended as the last snapshot has.
 //!
 //! The second rule makes the interval grow with the state, as etcd and TiKV

@@ -57,7 +57,7 @@ pub(super) struct Tail {
 
 /// One write for the log writer, applied in queue order.
 pub(super) enum LogWrite {
-    /// Log rows (index, row: the persisted append stamp and the entry).
+    /// Log rows (index, row: the encoded entry).
     Append {
         rows: Vec<(u64, Vec<u8>)>,
         callback: IOFlushed<TypeConfig>,

@@ -140,7 +140,7 @@ impl Checker for LeaseOwners {
                 continue;
             }
             // Only wrapped commands carry a principal; an unwrapped one
-            // (before every member read log format 3) is nobody's.
+            // (the simulator's direct commands) is nobody's.
             if !matches!(part, Command::Authorized(_)) {
                 continue;
             }
