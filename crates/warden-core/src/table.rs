@@ -598,14 +598,15 @@ impl LockTable {
 
     /// A live lease acts only for its owner (etcd PR 8031); an unknown lease
     /// is left to the command's own NotFound.
+    ///
+    /// Another principal's lease is answered exactly as a lease that does
+    /// not exist ([`unknown_lease`]), so lease ids (small and sequential)
+    /// tell nobody which sessions are live (docs/security.md "Leases have
+    /// owners").
     fn check_owner(&self, caller: Caller<'_>, lease_id: LeaseId) -> Result<(), CommandError> {
         match self.leases.get(&lease_id) {
             Some(l) if l.owner.as_ref() != caller.principal && !self.skip_lease_owner_check => {
-                Err(error(
-                    ErrorCode::PermissionDenied,
-                    Some("lease_id"),
-                    format!("lease {lease_id} belongs to another principal"),
-                ))
+                Err(unknown_lease(lease_id))
             }
             _ => Ok(()),
         }

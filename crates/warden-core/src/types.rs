@@ -681,8 +681,7 @@ pub enum ErrorCode {
     /// A retry whose outcome record is gone (S7): gRPC FailedPrecondition with
     /// message prefix `request_expired`.
     RequestExpired,
-    /// The principal lacks the permission, or the lease belongs to another
-    /// principal: gRPC PermissionDenied.
+    /// The principal lacks the permission: gRPC PermissionDenied.
     PermissionDenied,
 }
 

@@ -111,7 +111,28 @@ fn another_principal_cannot_use_a_lease_even_with_its_id_and_token() {
     assert_ne!(log.t.lease_owner(lease), Some(Some("bob")));
     assert_eq!(log.t.lease_owner(99), None);
     let before = lock_state(&log.t);
-    let denied = format!("lease {lease} belongs to another principal");
+    // No liveness oracle: each is answered exactly as the same command on a
+    // lease that does not exist.
+    let absent = 99;
+    let as_absent = |cmd: &Command| {
+        let mut c = cmd.clone();
+        // (a request of its own: the same request id with other arguments
+        // is another refusal, S7)
+        match &mut c {
+            Command::Release(r) => {
+                (r.lease_id, r.header.request_id) = (absent, r.header.request_id + 100)
+            }
+            Command::Revoke(r) => {
+                (r.lease_id, r.header.request_id) = (absent, r.header.request_id + 100)
+            }
+            Command::Proclaim(p) => p.lease_id = absent,
+            Command::Acquire(a) => {
+                (a.lease, a.header.request_id) = (on(absent), a.header.request_id + 100)
+            }
+            other => panic!("{other:?}"),
+        }
+        c
+    };
     for (caller, cmd) in [
         (
             Some("bob"),
@@ -128,11 +149,21 @@ fn another_principal_cannot_use_a_lease_even_with_its_id_and_token() {
         (None, release(hdr(3, 2), Some("jobs/1"), lease, Some(token))),
     ] {
         let out = log.apply(by(caller, cmd.clone()));
-        let e = refused(&out.response);
-        assert_eq!(e.code, ErrorCode::PermissionDenied, "{cmd:?}");
+        let e = refused(&out.response).clone();
+        assert_eq!(e.code, ErrorCode::NotFound, "{cmd:?}");
         assert_eq!(e.field.as_deref(), Some("lease_id"));
-        assert_eq!(e.message, denied);
         assert!(out.effects.is_empty());
+        let out = log.apply(by(caller, as_absent(&cmd)));
+        let none = refused(&out.response);
+        assert_eq!(
+            (none.code, none.field.as_deref(), none.message.clone()),
+            (
+                e.code,
+                e.field.as_deref(),
+                e.message.replace(&lease.to_string(), &absent.to_string())
+            ),
+            "{cmd:?}"
+        );
     }
     assert_eq!(lock_state(&log.t), before);
     assert_eq!(
@@ -157,7 +188,7 @@ fn another_principal_cannot_use_a_lease_even_with_its_id_and_token() {
     };
     assert_eq!(log.t.lease_owner(legacy), Some(None));
     let e = log.apply(as_("alice", revoke(hdr(1, 3), legacy)));
-    assert_eq!(refused(&e.response).code, ErrorCode::PermissionDenied);
+    assert_eq!(refused(&e.response).code, ErrorCode::NotFound);
     assert_eq!(
         log.apply(by(None, revoke(hdr(3, 3), legacy))).response,
         Response::Revoked { lease_id: legacy }

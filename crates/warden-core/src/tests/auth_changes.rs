@@ -471,7 +471,7 @@ fn a_batch_checks_each_authorized_command_on_its_own() {
     assert_eq!(refused(&rs[1]).code, ErrorCode::PermissionDenied);
     assert_eq!(
         refused(&rs[2]).message,
-        "lease 1 belongs to another principal"
+        "lease 1 not found (expired, revoked or never granted)"
     );
     assert!(matches!(
         &rs[3],

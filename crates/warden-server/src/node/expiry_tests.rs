@@ -165,6 +165,37 @@ async fn an_idle_table_gets_no_ticks() {
     );
 }
 
+// "Sweeps" (ticks while the table holds something with an instant): a
+// lease of 60 s that nobody renews or touches gets a tick about every
+// IDLE_TICK_MS, so the applied `now` never lags the leader's clock by more
+// than that plus a duty pass, and no more often than that.
+#[tokio::test(start_paused = true)]
+async fn a_table_with_an_instant_gets_an_entry_every_idle_tick() {
+    let t = TestNode::start(Setup::default()).await;
+    let id = lease(&t, &None, 1, 1, 60_000).await;
+    let before = ticks(&t.entries());
+    let duty_ms = t.node.config.timing.duty_interval_ms;
+    for _ in 0..20 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let leader = t.node.leader_id_if_leader().expect("leads");
+        let clock = t.node.cluster_now_ms(leader).expect("a clock");
+        let applied = t.table(|m| m.now_ms());
+        assert!(
+            clock - applied <= super::duties::IDLE_TICK_MS + duty_ms,
+            "applied now {applied} lags the clock {clock}"
+        );
+    }
+    let idle_ticks = ticks(&t.entries()) - before;
+    // 10 s of idling: one tick per IDLE_TICK_MS (+ at most a duty pass).
+    let most = 10_000 / super::duties::IDLE_TICK_MS;
+    let least = 10_000 / (super::duties::IDLE_TICK_MS + duty_ms);
+    assert!(
+        (least - 1..=most + 1).contains(&(idle_ticks as u64)),
+        "{idle_ticks} ticks in 10 s"
+    );
+    assert!(t.table(|m| m.lease(id).is_some()), "the lease is live");
+}
+
 /// An anonymous acquire of `resource` on a new lease (`client`, request
 /// 1), waiting up to `wait_timeout_ms`; the lease id and whether it queued.
 async fn acquire(
