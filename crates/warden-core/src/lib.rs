@@ -86,6 +86,7 @@ pub mod snapshot;
 pub mod table;
 pub mod types;
 pub mod validate;
+pub mod values;
 
 pub use auth::{AuthTable, QuotaField, RoleView, Target, Usage};
 pub use effect::{Effect, FreeReason, LeaseEndReason, WaiterRemovedReason};

@@ -49,8 +49,7 @@ use crate::types::{
     Acquire, AcquireOutcome, AcquireReply, AuditRecord, AuthAuditRecord, AuthChange, Authorized,
     CancelOutcome, CancelWait, Command, ErrorCode, FencingToken, ForceRelease, LeaderId,
     LeaseGrant, LeaseId, LeaseSpec, LockKind, LogIndex, Mode, NotGrantedReason, Permission,
-    Principal, Proclaim, Release, RenewBatch, RequestHeader, ResourceToken, Response, Revoke,
-    Stamp,
+    Principal, Release, RenewBatch, RequestHeader, ResourceToken, Response, Revoke, Stamp,
 };
 use crate::validate::{self, error};
 
@@ -504,7 +503,7 @@ impl LockTable {
             Command::Revoke(r) => self.revoke(index, r, fx),
             Command::ForceRelease(f) => self.force_release(index, caller, f, fx),
             Command::LeaseGrant(g) => self.lease_grant(index, caller, g, fx),
-            Command::Proclaim(p) => self.proclaim(index, p, fx),
+            Command::Proclaim(p) => self.proclaim(index, caller, p, fx),
             Command::AuthChange(c) => self.auth_change(index, caller, c, fx),
             Command::CancelWait(c) => self.cancel_wait(index, caller, c, fx),
             // Validation lets nothing else through.
@@ -645,9 +644,55 @@ impl LockTable {
         })
     }
 
+    /// Quota `waits_per_resource`: refuses a wrapped caller whose live
+    /// leases already wait that many times on `resource` (ResourceExhausted,
+    /// field `quota.waits_per_resource`), so one principal never fills a
+    /// queue others share (docs/security.md "Quotas and limits"). Counts
+    /// only when the queue is at least that long, and then at most
+    /// [`MAX_WAITERS_PER_RESOURCE`] waiters.
+    pub(crate) fn check_waits_on(
+        &self,
+        caller: Caller<'_>,
+        resource: &str,
+    ) -> Result<(), CommandError> {
+        let Some(p) = caller.principal.filter(|_| caller.wrapped) else {
+            return Ok(());
+        };
+        let Some(q) = self.auth.effective_quota(Some(p.as_str())) else {
+            return Ok(());
+        };
+        let limit = q.waits_per_resource;
+        let Some(state) = self.resources.get(resource) else {
+            return Ok(());
+        };
+        if (state.waiters.len() as u64) < limit {
+            return Ok(());
+        }
+        let now = self.now_ms;
+        let mine = state
+            .waiters
+            .iter()
+            .filter(|w| w.deadline_ms > now && self.lease_live(w.lease_id))
+            .filter(|w| {
+                self.leases
+                    .get(&w.lease_id)
+                    .is_some_and(|l| l.owner.as_ref() == Some(p))
+            })
+            .count() as u64;
+        if mine < limit {
+            return Ok(());
+        }
+        Err(exhausted(
+            Some("quota.waits_per_resource"),
+            format!(
+                "quota waits_per_resource of principal {p} reached on {resource:?}: {limit} (raise it per role)"
+            ),
+        ))
+    }
+
     /// Runs `check` on the caller's quota and usage; when it refuses, ends
     /// the caller's ended leases and runs it again.
-    fn check_quota_with(
+    pub(crate) fn check_quota_with(
         &mut self,
         index: LogIndex,
         caller: Caller<'_>,
@@ -916,6 +961,7 @@ impl LockTable {
                 format!("a resource has at most {MAX_WAITERS_PER_RESOURCE} waiters"),
             ));
         }
+        self.check_waits_on(caller, &a.resource)?;
         if new_lease {
             self.check_quota(
                 index,
@@ -1496,7 +1542,7 @@ impl LockTable {
             state.shared.remove(&lease_id)
         };
         let g = g?;
-        self.values.remove(&(g.lease_id, resource.to_owned()));
+        self.forget_value(g.lease_id, resource);
         if let Some(m) = self.max_holds.remove(&(resource.to_owned(), g.lease_id)) {
             self.timeline.remove(&(
                 m.ends_at_ms,
@@ -1835,7 +1881,6 @@ impl LockTable {
         let Some(lease) = self.remove_lease(lease_id) else {
             return;
         };
-        self.drop_values(lease_id);
         for r in &lease.waits {
             let enq = self
                 .resources
@@ -1860,10 +1905,12 @@ impl LockTable {
     }
 
     /// Takes a lease out of the table, and its counts out of its owner's usage.
+    /// Its published values go with it ([`crate::values`]).
     fn remove_lease(&mut self, lease_id: LeaseId) -> Option<LeaseRecord> {
         let l = self.leases.remove(&lease_id)?;
         self.timeline
             .remove(&(l.expires_at_ms, Timed::Lease(lease_id)));
+        self.drop_values(lease_id, l.owner.as_ref());
         let (locks, waits) = (l.locks.len() as u64, l.waits.len() as u64);
         sub_usage(&mut self.usage, l.owner.as_ref(), 1, locks + waits, waits);
         Some(l)
@@ -1877,79 +1924,9 @@ impl LockTable {
             let (locks, waits) = (l.locks.len() as u64, l.waits.len() as u64);
             add_usage(&mut usage, l.owner.as_ref(), 1, locks + waits, waits);
         }
+        self.add_value_usage(&mut usage);
         usage.retain(|_, u: &mut Usage| !u.is_zero());
         usage
-    }
-
-    /// Forgets every value `lease_id` published.
-    fn drop_values(&mut self, lease_id: LeaseId) {
-        let keys: Vec<(LeaseId, String)> = self
-            .values
-            .range((lease_id, String::new())..)
-            .take_while(|((l, _), _)| *l == lease_id)
-            .map(|(k, _)| k.clone())
-            .collect();
-        for k in keys {
-            self.values.remove(&k);
-        }
-    }
-
-    /// Publishes a value (elections). A candidate's value (no token) needs a
-    /// live lease; a holder's needs the exact grant (a deposed leader's
-    /// proclaim is refused).
-    fn proclaim(
-        &mut self,
-        index: LogIndex,
-        p: &Proclaim,
-        fx: &mut Vec<Effect>,
-    ) -> Result<Response, CommandError> {
-        self.end_if_dead(index, p.lease_id, fx);
-        if p.fencing_token.is_some() {
-            self.refresh(index, &p.resource, fx);
-        }
-        if !self.leases.contains_key(&p.lease_id) {
-            return Err(unknown_lease(p.lease_id));
-        }
-        if let Some(token) = p.fencing_token {
-            let grant = self
-                .resources
-                .get(&p.resource)
-                .and_then(|s| s.grant_of(p.lease_id));
-            if grant.is_none_or(|g| g.fencing_token != token) {
-                return Err(error(
-                    ErrorCode::FailedPrecondition,
-                    Some("fencing_token"),
-                    format!(
-                        "lease {} does not hold {:?} with fencing token {token}",
-                        p.lease_id, p.resource
-                    ),
-                ));
-            }
-        }
-        let key = (p.lease_id, p.resource.clone());
-        if !self.values.contains_key(&key) && self.values.len() >= crate::limits::MAX_VALUES {
-            // Values of ended leases do not count.
-            self.end_dead_leases(index, None, u64::MAX, fx);
-        }
-        if !self.values.contains_key(&key) && self.values.len() >= crate::limits::MAX_VALUES {
-            return Err(exhausted(
-                Some("value"),
-                format!(
-                    "the table keeps at most {} published values",
-                    crate::limits::MAX_VALUES
-                ),
-            ));
-        }
-        self.values.insert(key, p.value.clone());
-        fx.push(Effect::Proclaimed {
-            resource: p.resource.clone(),
-            lease_id: p.lease_id,
-            fencing_token: p.fencing_token.unwrap_or(0),
-        });
-        Ok(Response::Proclaimed {
-            resource: p.resource.clone(),
-            lease_id: p.lease_id,
-        })
     }
 
     /// An acquire-created lease with no lock and no wait left dies.
@@ -1965,7 +1942,6 @@ impl LockTable {
                 LeaseEndReason::Expired
             };
             self.remove_lease(lease_id);
-            self.drop_values(lease_id);
             fx.push(Effect::LeaseEnded { lease_id, reason });
         }
     }

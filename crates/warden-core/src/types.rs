@@ -771,20 +771,34 @@ pub struct Quota {
     /// Outcome records (client ids) it keeps (S7;
     /// [`crate::limits::QUOTA_CLIENTS_CEILING`]).
     pub clients: u64,
+    /// Published values (`Proclaim`, elections) of its leases
+    /// ([`crate::limits::QUOTA_VALUES_CEILING`]).
+    pub values: u64,
+    /// Bytes of those values ([`crate::limits::QUOTA_VALUE_BYTES_CEILING`]).
+    pub value_bytes: u64,
+    /// Queued waits of its leases on any one resource
+    /// ([`crate::limits::QUOTA_WAITS_PER_RESOURCE_CEILING`]), so that no
+    /// principal fills a queue that others share.
+    pub waits_per_resource: u64,
 }
 
 impl Default for Quota {
     /// The documented defaults: 10,000 leases, 100,000 locks, 10,000 waiters,
-    /// 4,096 clients.
+    /// 4,096 clients, 1,000 values of at most 1 MiB in all, 1,000 waits on
+    /// one resource: each below the table-wide cap it counts against.
     fn default() -> Self {
         use crate::limits::{
-            DEFAULT_QUOTA_CLIENTS, DEFAULT_QUOTA_LEASES, DEFAULT_QUOTA_LOCKS, DEFAULT_QUOTA_WAITERS,
+            DEFAULT_QUOTA_CLIENTS, DEFAULT_QUOTA_LEASES, DEFAULT_QUOTA_LOCKS, DEFAULT_QUOTA_VALUES,
+            DEFAULT_QUOTA_VALUE_BYTES, DEFAULT_QUOTA_WAITERS, DEFAULT_QUOTA_WAITS_PER_RESOURCE,
         };
         Quota {
             leases: DEFAULT_QUOTA_LEASES,
             locks: DEFAULT_QUOTA_LOCKS,
             waiters: DEFAULT_QUOTA_WAITERS,
             clients: DEFAULT_QUOTA_CLIENTS,
+            values: DEFAULT_QUOTA_VALUES,
+            value_bytes: DEFAULT_QUOTA_VALUE_BYTES,
+            waits_per_resource: DEFAULT_QUOTA_WAITS_PER_RESOURCE,
         }
     }
 }

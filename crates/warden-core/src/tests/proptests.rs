@@ -480,6 +480,7 @@ fn auth_op() -> impl Strategy<Value = crate::types::AuthOp> {
             locks,
             waiters,
             clients,
+            ..Quota::default()
         });
     prop_oneof![
         4 => (role.clone(), prefix.clone(), permission).prop_map(|(role, prefix, permission)| AuthOp::GrantPermission { role, prefix, permission }),

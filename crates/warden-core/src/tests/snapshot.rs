@@ -22,6 +22,7 @@ fn entries() -> Vec<Command> {
                     locks: 70,
                     waiters: 3,
                     clients: 9,
+                    ..Quota::default()
                 }),
             },
         ),
@@ -35,6 +36,7 @@ fn entries() -> Vec<Command> {
                     locks: 2,
                     waiters: 3,
                     clients: 4,
+                    ..Quota::default()
                 },
             }),
         ),

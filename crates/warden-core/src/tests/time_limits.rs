@@ -165,6 +165,7 @@ fn a_quota_does_not_count_ended_unswept_leases() {
             locks: 1_000,
             waiters: 10,
             clients: 10,
+            ..Quota::default()
         }),
     });
     log.root(grant_role("alice", "alice-quota"));

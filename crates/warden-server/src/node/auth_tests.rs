@@ -412,6 +412,7 @@ async fn auth_changes_need_admin_and_a_refused_one_changes_nothing() {
         locks: 5,
         waiters: 5,
         clients: 5,
+        ..Quota::default()
     };
     let ops = vec![
         AuthOp::GrantPermission {
