@@ -555,6 +555,9 @@ mod tests {
             locks: 1,
             waiters: 1,
             clients: 1,
+            values: 1,
+            value_bytes: 1,
+            waits_per_resource: 1,
         });
         let limits = Some(pb::ClusterLimits {
             max_leases: 10,
