@@ -1843,7 +1843,10 @@ async fn auth_calls_carry_a_request_id_and_convert_their_answers() {
     assert_eq!(users.users[0].quota, None);
     assert_eq!(users.users[0].usage.clients, 3);
     assert_eq!(
-        (users.users[0].usage.values, users.users[0].usage.value_bytes),
+        (
+            users.users[0].usage.values,
+            users.users[0].usage.value_bytes
+        ),
         (4, 5)
     );
     let limits = admin.limits().await.unwrap();
