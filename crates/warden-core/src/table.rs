@@ -500,7 +500,7 @@ impl LockTable {
                 Ok(self.acquire_response(a, reply))
             }
             Command::Release(r) => self.release(index, r, fx),
-            Command::Revoke(r) => self.revoke(index, r, fx),
+            Command::Revoke(r) => self.revoke(index, caller, r, fx),
             Command::ForceRelease(f) => self.force_release(index, caller, f, fx),
             Command::LeaseGrant(g) => self.lease_grant(index, caller, g, fx),
             Command::Proclaim(p) => self.proclaim(index, caller, p, fx),
@@ -586,6 +586,8 @@ impl LockTable {
                 self.check_owner(caller, pr.lease_id)
             }
             Command::Release(r) => self.check_owner(caller, r.lease_id),
+            // An admin may revoke anyone's lease (audited in `revoke`).
+            Command::Revoke(_) if self.is_admin(caller) => Ok(()),
             Command::Revoke(r) => self.check_owner(caller, r.lease_id),
             Command::ForceRelease(_) | Command::AuthChange(_) => {
                 self.auth
@@ -593,6 +595,22 @@ impl LockTable {
             }
             _ => Ok(()),
         }
+    }
+
+    /// A wrapped, named caller with `admin` on `""` (an anonymous caller
+    /// never acts on an owned lease).
+    fn is_admin(&self, caller: Caller<'_>) -> bool {
+        caller.wrapped
+            && caller.principal.is_some()
+            && self
+                .auth
+                .check(
+                    caller.principal,
+                    Permission::Admin,
+                    Target::Prefix(""),
+                    None,
+                )
+                .is_ok()
     }
 
     /// A live lease acts only for its owner (etcd PR 8031); an unknown lease
@@ -1289,24 +1307,67 @@ impl LockTable {
         answer(lease_id, CancelOutcome::Released, Some(fencing_token))
     }
 
+    /// Its owner's revoke ends the lease cleanly (no lock-delay). An
+    /// admin's revoke of another principal's lease (authorized before) is an
+    /// involuntary loss of every grant, as a forced release: lock-delay
+    /// applies, and each freed grant gets an audit record naming the admin.
     fn revoke(
         &mut self,
         index: LogIndex,
+        caller: Caller<'_>,
         r: &Revoke,
         fx: &mut Vec<Effect>,
     ) -> Result<Response, CommandError> {
         self.end_if_dead(index, r.lease_id, fx);
-        if !self.leases.contains_key(&r.lease_id) {
+        let Some(lease) = self.leases.get(&r.lease_id) else {
             return Err(unknown_lease(r.lease_id));
-        }
+        };
+        let by_admin = caller.wrapped && lease.owner.as_ref() != caller.principal;
+        let (reason, loss_at) = if by_admin {
+            (FreeReason::Forced, Some(self.now_ms))
+        } else {
+            (FreeReason::Revoked, None)
+        };
+        let start = fx.len();
         self.end_lease(
             index,
             r.lease_id,
             LeaseEndReason::Revoked,
-            FreeReason::Revoked,
-            None,
+            reason,
+            loss_at,
             fx,
         );
+        if by_admin {
+            let requested_by = match caller.principal {
+                Some(p) => format!("{p} (revoke of lease {})", r.lease_id),
+                None => format!("revoke of lease {}", r.lease_id),
+            };
+            let freed: Vec<(String, FencingToken)> = fx[start..]
+                .iter()
+                .filter_map(|e| match e {
+                    Effect::Freed {
+                        resource,
+                        lease_id,
+                        fencing_token,
+                        ..
+                    } if *lease_id == r.lease_id => Some((resource.clone(), *fencing_token)),
+                    _ => None,
+                })
+                .collect();
+            for (resource, fencing_token) in freed {
+                if self.audit.len() >= MAX_AUDIT_RECORDS {
+                    self.audit.pop_front();
+                }
+                self.audit.push_back(AuditRecord {
+                    index,
+                    resource,
+                    lease_id: r.lease_id,
+                    fencing_token,
+                    requested_by: requested_by.clone(),
+                    at_unix_ms: r.at_unix_ms,
+                });
+            }
+        }
         Ok(Response::Revoked {
             lease_id: r.lease_id,
         })

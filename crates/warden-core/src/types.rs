@@ -380,13 +380,19 @@ pub struct LeaseGrant {
     pub ttl_ms: u64,
 }
 
-/// Revoke a lease.
+/// Revoke a lease: its owner's (a clean end: no lock-delay), or, by a
+/// principal with `admin` on `""`, anyone's (an involuntary loss of every
+/// grant it holds, each with its own audit record, as a forced release:
+/// docs/security.md "Undoing a principal").
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct Revoke {
     /// Exactly-once header.
     pub header: RequestHeader,
     /// The lease.
     pub lease_id: LeaseId,
+    /// The proposer's wall clock, display only: the audit records of an
+    /// admin's revoke of another principal's lease carry it.
+    pub at_unix_ms: u64,
 }
 
 /// A new leader's first entry (docs/semantics.md "Time", L4). Applied only
@@ -491,7 +497,8 @@ pub struct ForceRelease {
 /// One forced release, as the replicated audit trail keeps it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct AuditRecord {
-    /// Index of the `ForceRelease` entry.
+    /// Index of the entry: a `ForceRelease`, or an admin's `Revoke` of
+    /// another principal's lease.
     pub index: LogIndex,
     /// The resource.
     pub resource: String,

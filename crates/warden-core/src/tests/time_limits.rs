@@ -67,6 +67,7 @@ fn an_ended_unswept_lease_is_not_found_to_renew_release_and_revoke() {
     let out = log.apply(Command::Revoke(Revoke {
         header: hdr(1, 11),
         lease_id: c,
+        at_unix_ms: 0,
     }));
     let e = refused(&out.response);
     assert_eq!(

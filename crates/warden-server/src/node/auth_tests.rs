@@ -180,6 +180,7 @@ async fn a_principal_cannot_touch_another_principals_lease() {
         Command::Revoke(Revoke {
             header: header(2, n),
             lease_id,
+            at_unix_ms: 0,
         })
     };
     let e = refusal(t.node.submit::<Revoked>(&bob, revoke(1, lease)).await);
