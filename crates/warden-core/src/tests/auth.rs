@@ -657,4 +657,16 @@ fn an_admin_revokes_any_lease_and_it_is_audited() {
     log.apply(as_("alice", revoke(hdr(1, 4), b)));
     assert!(log.t.lock_delay("jobs/3").is_none());
     assert_eq!(log.t.audit_trail().count(), 2);
+    // `user list` shows a principal that owns something with no role left.
+    let (d, _) = granted(&log.apply(as_(
+        "alice",
+        acquire(hdr(1, 5), "jobs/4", new_lease(60_000), 0, 0),
+    )));
+    log.root(AuthOp::RevokeRole {
+        user: who("alice"),
+        role: "jobs".into(),
+    });
+    let users = log.t.users();
+    assert!(users.contains(&("alice", Vec::new())), "{users:?}");
+    assert!(log.t.lease(d).is_some());
 }

@@ -704,9 +704,9 @@ impl Node {
         Ok((read_index, roles))
     }
 
-    /// `user list`: every principal that holds a role, with its roles, the
-    /// quota that binds it and its usage, by name, linearizable. Needs
-    /// `admin` on `""`.
+    /// `user list`: every principal that holds a role or owns anything in
+    /// the table, with its roles, the quota that binds it and its usage, by
+    /// name, linearizable. Needs `admin` on `""`.
     pub async fn users(
         &self,
         principal: &Principal,
@@ -717,9 +717,10 @@ impl Node {
         let users = m
             .table
             .users()
+            .into_iter()
             .map(|(name, roles)| UserInfo {
                 principal: name.to_owned(),
-                roles: roles.iter().cloned().collect(),
+                roles,
                 quota: m.table.effective_quota(Some(name)),
                 usage: m.table.usage(name),
             })
