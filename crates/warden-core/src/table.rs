@@ -432,6 +432,32 @@ impl LockTable {
         self.client_command(index, caller, &w.command, fx)
     }
 
+    /// What a leader may refuse before proposing `w` (docs/security.md
+    /// "Refused before the log"): a wrapped client command that is not a
+    /// retry of a recorded request (S7: a recorded outcome stands, even
+    /// after a revoke) and that its principal may not make on this table
+    /// (permission, lease ownership), so that a principal without the
+    /// permission cannot fill the log with refusals. Apply still decides: a
+    /// change committed in between binds. None when it may be proposed.
+    /// Reads only.
+    pub fn refusal_before_log(&self, w: &Authorized) -> Option<CommandError> {
+        if validate::authorized(w).is_err() {
+            return None; // apply refuses it, naming the field
+        }
+        let caller = Caller {
+            principal: w.principal.as_ref(),
+            wrapped: true,
+        };
+        if let Some(header) = w.command.request_header() {
+            let fp = fingerprint(&w.command);
+            let key = caller.principal.map(Principal::as_str);
+            if !matches!(self.outcomes.check(key, header, fp), Check::Execute) {
+                return None;
+            }
+        }
+        self.authorize(caller, &w.command).err()
+    }
+
     /// A validated client command: the outcome table (S7), then room for a
     /// new record, permission and ownership (wrapped commands only), then
     /// the command, then the record. A command without a header (`Proclaim`)
