@@ -433,13 +433,20 @@ impl LockTable {
     }
 
     /// What a leader may refuse before proposing `w` (docs/security.md
-    /// "Refused before the log"): a wrapped client command that is not a
-    /// retry of a recorded request (S7: a recorded outcome stands, even
-    /// after a revoke) and that its principal may not make on this table
-    /// (permission, lease ownership), so that a principal without the
-    /// permission cannot fill the log with refusals. Apply still decides: a
-    /// change committed in between binds. None when it may be proposed.
-    /// Reads only.
+    /// "Refused before the log"), so that a principal cannot fill the log
+    /// with refusals. Apply still decides: a change committed in between
+    /// binds. None when it may be proposed. Reads only.
+    ///
+    /// - A request from a client id with no outcome record when there is no
+    ///   room for one (the principal's `clients` quota, `max_clients`): apply
+    ///   would refuse it, recording nothing, the same way.
+    /// - A request from a client id that has a record, not a retry of a
+    ///   recorded request (S7: a recorded outcome stands, even after a
+    ///   revoke), that its principal may not make on this table
+    ///   (permission, lease ownership). A new client's first request goes to
+    ///   the log whatever it is: its record is what lets the client's next
+    ///   request acknowledge it (else that request would be refused as
+    ///   expired).
     pub fn refusal_before_log(&self, w: &Authorized) -> Option<CommandError> {
         if validate::authorized(w).is_err() {
             return None; // apply refuses it, naming the field
@@ -448,9 +455,12 @@ impl LockTable {
             principal: w.principal.as_ref(),
             wrapped: true,
         };
+        let key = caller.principal.map(Principal::as_str);
         if let Some(header) = w.command.request_header() {
+            if !self.outcomes.has(key, header.client_id) {
+                return self.client_room(caller, header.client_id).err();
+            }
             let fp = fingerprint(&w.command);
-            let key = caller.principal.map(Principal::as_str);
             if !matches!(self.outcomes.check(key, header, fp), Check::Execute) {
                 return None;
             }
