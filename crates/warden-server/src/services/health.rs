@@ -191,8 +191,8 @@ type HttpBuilder = hyper_util::server::conn::auto::Builder<TokioExecutor>;
 /// Its own accept loop (not `axum::serve`, which sets no header read
 /// timeout): with TLS through `ServerTls::listener_with` (handshake and
 /// connection limits), plaintext through `AcceptBackoff`; each connection
-/// speaks the protocol its ALPN chose (HTTP/1.1 without ALPN), so none
-/// waits unbounded to be told which.
+/// speaks the protocol its ALPN chose (HTTP/1.1 without ALPN, and in
+/// plaintext), so none waits unbounded to be told which.
 ///
 /// # Errors
 /// `ServerError::Config` naming `--admin-listen` when the address cannot be bound.
@@ -241,7 +241,7 @@ pub async fn serve(
                     next = incoming.next() => match next {
                         Some(Ok(tcp)) => {
                             let _ = tcp.set_nodelay(true);
-                            serve_connection(tcp, None, None, app.clone(), builder.clone(), conn_stop.clone());
+                            serve_connection(tcp, None, false, app.clone(), builder.clone(), conn_stop.clone());
                         }
                         Some(Err(_)) => {} // reset before it was accepted
                         None => break,
@@ -262,22 +262,23 @@ pub async fn serve(
                 (conn, _) = listener.accept() => {
                     let info = conn.info().clone();
                     let h2 = info.alpn() == Some(warden_tls::ALPN_H2);
-                    serve_connection(conn, Some(info), Some(h2), app.clone(), builder.clone(), conn_stop.clone());
+                    serve_connection(conn, Some(info), h2, app.clone(), builder.clone(), conn_stop.clone());
                 }
             }
         }
     }))
 }
 
-/// Serves one admin connection in its own task: HTTP/2 only (`h2`: true),
-/// HTTP/1.1 only (false), or either (None: plaintext, read from the first
-/// bytes); each request carries `ConnectInfo<PeerInfo>` and holds its
+/// Serves one admin connection in its own task: HTTP/2 only (`h2`: ALPN
+/// `h2`) or HTTP/1.1 only (otherwise, and always in plaintext: detecting
+/// the protocol from the first bytes would wait for them with no
+/// deadline); each request carries `ConnectInfo<PeerInfo>` and holds its
 /// stream open in the connection's limits until its response ends. When
 /// `stop` turns true the connection is shut down gracefully.
 fn serve_connection<IO>(
     io: IO,
     info: Option<PeerInfo>,
-    h2: Option<bool>,
+    h2: bool,
     app: Router,
     builder: HttpBuilder,
     mut stop: watch::Receiver<bool>,
@@ -285,10 +286,10 @@ fn serve_connection<IO>(
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     tokio::spawn(async move {
-        let builder = match h2 {
-            Some(true) => builder.http2_only(),
-            Some(false) => builder.http1_only(),
-            None => builder,
+        let builder = if h2 {
+            builder.http2_only()
+        } else {
+            builder.http1_only()
         };
         let service = hyper_util::service::TowerToHyperService::new(AdminConnection { app, info });
         let conn = builder.serve_connection(TokioIo::new(io), service);
@@ -576,17 +577,29 @@ mod tests {
         assert!(read.ends_with("ok\n"), "{read}");
     }
 
-    // The same on an insecure node's plaintext admin port.
+    // The same on an insecure node's plaintext admin port (HTTP/1.1
+    // only), for an unfinished header and for a connection that sends
+    // nothing at all.
     #[tokio::test]
     async fn the_admin_port_drops_an_unfinished_header_in_plaintext() {
         let (addr, _stop) = admin(None, Duration::from_millis(500)).await;
+        for head in [UNFINISHED, b""] {
+            let conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let sent = Instant::now();
+            let (_, closed) = send_and_read_to_close(conn, head).await;
+            let after = closed - sent;
+            assert!(
+                after >= Duration::from_millis(400) && after < Duration::from_secs(3),
+                "{head:?}: closed after {after:?}"
+            );
+        }
+        // A whole request is answered.
         let conn = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let sent = Instant::now();
-        let (_, closed) = send_and_read_to_close(conn, UNFINISHED).await;
-        let after = closed - sent;
-        assert!(
-            after >= Duration::from_millis(400) && after < Duration::from_secs(3),
-            "closed after {after:?}"
-        );
+        let (read, _) = send_and_read_to_close(
+            conn,
+            b"GET /healthz HTTP/1.1\r\nHost: warden\r\nConnection: close\r\n\r\n",
+        )
+        .await;
+        assert!(read.starts_with("HTTP/1.1 200 OK"), "{read}");
     }
 }
