@@ -206,6 +206,7 @@ async fn a_tls_cluster_serves_its_clients_and_refuses_the_rest() {
                 not_before: now - 3 * day,
                 not_after: now - day,
             }),
+            cluster: None,
         },
     )
     .expect("expired root");
@@ -447,6 +448,7 @@ async fn certificates_rotate_on_sighup_one_node_at_a_time() {
             &CertOptions {
                 overwrite: true,
                 validity: None,
+                cluster: None,
             },
         )
         .expect("new node certificate");
