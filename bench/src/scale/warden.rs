@@ -42,6 +42,9 @@ pub const LOAD_QUOTA: Quota = Quota {
     locks: 10_000_000,
     waiters: 1_000_000,
     clients: 262_144,
+    values: 100_000,
+    value_bytes: 409_600_000,
+    waits_per_resource: 10_000,
 };
 
 /// How the scale run reaches one Warden cluster.

@@ -108,24 +108,38 @@ func TestC12OtherPrincipalLeaseRefused(t *testing.T) {
 	}
 	bob := newClient(t, shared, "bob")
 	lease := alice.LeaseID()
+	absent := lease + 1_000_000
 	calls := []struct {
 		name string
-		call func() error
+		call func(id uint64) error
 	}{
-		{"release", func() error { _, err := bob.Release(ctx, lease, "c12-r", g.FencingToken()); return err }},
-		{"renew", func() error { _, err := bob.Renew(ctx, lease); return err }},
-		{"keep-alive", func() error { _, err := bob.KeepAliveOnce(ctx, lease); return err }},
-		{"revoke", func() error { return bob.Revoke(ctx, lease) }},
-		{"acquire on alice's lease", func() error {
-			_, err := bob.Acquire(ctx, "c12-bob", warden.AcquireOptions{LeaseID: lease})
+		{"release", func(id uint64) error { _, err := bob.Release(ctx, id, "c12-r", g.FencingToken()); return err }},
+		{"renew", func(id uint64) error { _, err := bob.Renew(ctx, id); return err }},
+		{"keep-alive", func(id uint64) error { _, err := bob.KeepAliveOnce(ctx, id); return err }},
+		{"revoke", func(id uint64) error { return bob.Revoke(ctx, id) }},
+		{"acquire on alice's lease", func(id uint64) error {
+			_, err := bob.Acquire(ctx, "c12-bob", warden.AcquireOptions{LeaseID: id})
 			return err
 		}},
 	}
+	// An answer as text, the id asked about written as "ID".
+	answer := func(err error, id uint64) string {
+		var we *warden.Error
+		if err == nil {
+			return "ok"
+		}
+		if !errors.As(err, &we) {
+			return "untyped: " + strings.ReplaceAll(err.Error(), fmt.Sprint(id), "ID")
+		}
+		return fmt.Sprintf("%v %s %s", we.Kind, we.Reason, strings.ReplaceAll(we.Message, fmt.Sprint(id), "ID"))
+	}
 	for _, c := range calls {
-		err := c.call()
-		we := wardenError(t, err, warden.KindPermissionDenied)
-		if !strings.Contains(we.Message, fmt.Sprint(lease)) {
-			t.Fatalf("bob's %s: the refusal does not name lease %d: %v", c.name, lease, err)
+		owned, none := c.call(lease), c.call(absent)
+		if c.name == "release" || c.name == "acquire on alice's lease" {
+			wardenError(t, owned, warden.KindNotFound)
+		}
+		if a, b := answer(owned, lease), answer(none, absent); a != b {
+			t.Fatalf("bob's %s: alice's lease answers %q, a lease that does not exist %q", c.name, a, b)
 		}
 	}
 	st, err := alice.Client().Status(ctx, "c12-r")

@@ -219,8 +219,8 @@ type RenewResult struct {
 // number, which the reply must echo. A [Session] renews its lease itself.
 //
 // Errors: KindNotFound when the lease is gone (it cannot be renewed back to
-// life); KindPermissionDenied for another principal's lease; KindTransport
-// when the reply does not echo the sequence.
+// life; another principal's lease answers the same); KindTransport when the
+// reply does not echo the sequence.
 func (c *Client) Renew(ctx context.Context, leaseID uint64) (RenewResult, error) {
 	var out RenewResult
 	err := c.do(ctx, c.opts.CallTimeout, func(ctx context.Context, _ string, conn *grpc.ClientConn) error {
@@ -244,8 +244,8 @@ func (c *Client) Renew(ctx context.Context, leaseID uint64) (RenewResult, error)
 // lock-delay) and its waits are removed, in one committed entry. Retried
 // with one request id (S7).
 //
-// Errors: KindNotFound when the lease is not live; KindPermissionDenied for
-// another principal's lease.
+// Errors: KindNotFound when the lease is not live, or is another
+// principal's (no lease id tells whether it is live).
 func (c *Client) Revoke(ctx context.Context, leaseID uint64) error {
 	req, err := c.begin(ctx)
 	if err != nil {
@@ -267,8 +267,8 @@ func (c *Client) Revoke(ctx context.Context, leaseID uint64) error {
 // released. Retried with one request id (S7).
 //
 // Errors: KindNotFound for an unknown lease; KindFailedPrecondition for a
-// stale token or another holder; KindPermissionDenied for another
-// principal's lease.
+// stale token or another holder. Another principal's lease answers as one
+// that does not exist.
 func (c *Client) Release(ctx context.Context, leaseID uint64, resource string, fencingToken uint64) (bool, error) {
 	req, err := c.begin(ctx)
 	if err != nil {

@@ -203,9 +203,8 @@ func (e *ClockError) Unwrap() error { return e.Err }
 // KeepAliveOnce renews leaseID once over a Lease/LeaseKeepAlive stream
 // (what a [Session] does every TTL/3) and returns the TTL restarted.
 //
-// Errors: KindNotFound when the server says the lease is not live;
-// KindPermissionDenied for another principal's lease; KindNoQuorum /
-// KindUnavailable.
+// Errors: KindNotFound when the server says the lease is not live (also for
+// another principal's lease); KindNoQuorum / KindUnavailable.
 func (c *Client) KeepAliveOnce(ctx context.Context, leaseID uint64) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.CallTimeout)
 	defer cancel()

@@ -1463,9 +1463,15 @@ type Quota struct {
 	// Queued waits on its leases (0..=1,000,000).
 	Waiters uint64 `protobuf:"varint,3,opt,name=waiters,proto3" json:"waiters,omitempty"`
 	// Outcome records (client ids) it keeps (0..=262,144; S7).
-	Clients       uint64 `protobuf:"varint,4,opt,name=clients,proto3" json:"clients,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Clients uint64 `protobuf:"varint,4,opt,name=clients,proto3" json:"clients,omitempty"`
+	// Published values (elections) of its leases (0..=100,000).
+	Values uint64 `protobuf:"varint,5,opt,name=values,proto3" json:"values,omitempty"`
+	// Bytes of those values (0..=409,600,000).
+	ValueBytes uint64 `protobuf:"varint,6,opt,name=value_bytes,json=valueBytes,proto3" json:"value_bytes,omitempty"`
+	// Queued waits of its leases on any one resource (0..=10,000).
+	WaitsPerResource uint64 `protobuf:"varint,7,opt,name=waits_per_resource,json=waitsPerResource,proto3" json:"waits_per_resource,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Quota) Reset() {
@@ -1522,6 +1528,27 @@ func (x *Quota) GetWaiters() uint64 {
 func (x *Quota) GetClients() uint64 {
 	if x != nil {
 		return x.Clients
+	}
+	return 0
+}
+
+func (x *Quota) GetValues() uint64 {
+	if x != nil {
+		return x.Values
+	}
+	return 0
+}
+
+func (x *Quota) GetValueBytes() uint64 {
+	if x != nil {
+		return x.ValueBytes
+	}
+	return 0
+}
+
+func (x *Quota) GetWaitsPerResource() uint64 {
+	if x != nil {
+		return x.WaitsPerResource
 	}
 	return 0
 }
@@ -2295,6 +2322,8 @@ type QuotaUsage struct {
 	Locks         uint64                 `protobuf:"varint,2,opt,name=locks,proto3" json:"locks,omitempty"`
 	Waiters       uint64                 `protobuf:"varint,3,opt,name=waiters,proto3" json:"waiters,omitempty"`
 	Clients       uint64                 `protobuf:"varint,4,opt,name=clients,proto3" json:"clients,omitempty"`
+	Values        uint64                 `protobuf:"varint,5,opt,name=values,proto3" json:"values,omitempty"`
+	ValueBytes    uint64                 `protobuf:"varint,6,opt,name=value_bytes,json=valueBytes,proto3" json:"value_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2353,6 +2382,20 @@ func (x *QuotaUsage) GetWaiters() uint64 {
 func (x *QuotaUsage) GetClients() uint64 {
 	if x != nil {
 		return x.Clients
+	}
+	return 0
+}
+
+func (x *QuotaUsage) GetValues() uint64 {
+	if x != nil {
+		return x.Values
+	}
+	return 0
+}
+
+func (x *QuotaUsage) GetValueBytes() uint64 {
+	if x != nil {
+		return x.ValueBytes
 	}
 	return 0
 }
@@ -2889,12 +2932,16 @@ const file_admin_proto_rawDesc = "" +
 	"\x11SaveSnapshotChunk\x12/\n" +
 	"\x04head\x18\x01 \x01(\v2\x1b.warden.v1.SaveSnapshotHeadR\x04head\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\x12\x12\n" +
-	"\x04done\x18\x03 \x01(\bR\x04done\"i\n" +
+	"\x04done\x18\x03 \x01(\bR\x04done\"\xd0\x01\n" +
 	"\x05Quota\x12\x16\n" +
 	"\x06leases\x18\x01 \x01(\x04R\x06leases\x12\x14\n" +
 	"\x05locks\x18\x02 \x01(\x04R\x05locks\x12\x18\n" +
 	"\awaiters\x18\x03 \x01(\x04R\awaiters\x12\x18\n" +
-	"\aclients\x18\x04 \x01(\x04R\aclients\"\x86\x01\n" +
+	"\aclients\x18\x04 \x01(\x04R\aclients\x12\x16\n" +
+	"\x06values\x18\x05 \x01(\x04R\x06values\x12\x1f\n" +
+	"\vvalue_bytes\x18\x06 \x01(\x04R\n" +
+	"valueBytes\x12,\n" +
+	"\x12waits_per_resource\x18\a \x01(\x04R\x10waitsPerResource\"\x86\x01\n" +
 	"\rClusterLimits\x12\x1d\n" +
 	"\n" +
 	"max_leases\x18\x01 \x01(\x04R\tmaxLeases\x12\x1f\n" +
@@ -2945,13 +2992,16 @@ const file_admin_proto_rawDesc = "" +
 	"\x05roles\x18\x01 \x03(\v2\x13.warden.v1.RoleInfoR\x05roles\x12\x1d\n" +
 	"\n" +
 	"read_index\x18\x02 \x01(\x04R\treadIndex\"\x12\n" +
-	"\x10ListUsersRequest\"n\n" +
+	"\x10ListUsersRequest\"\xa7\x01\n" +
 	"\n" +
 	"QuotaUsage\x12\x16\n" +
 	"\x06leases\x18\x01 \x01(\x04R\x06leases\x12\x14\n" +
 	"\x05locks\x18\x02 \x01(\x04R\x05locks\x12\x18\n" +
 	"\awaiters\x18\x03 \x01(\x04R\awaiters\x12\x18\n" +
-	"\aclients\x18\x04 \x01(\x04R\aclients\"\x93\x01\n" +
+	"\aclients\x18\x04 \x01(\x04R\aclients\x12\x16\n" +
+	"\x06values\x18\x05 \x01(\x04R\x06values\x12\x1f\n" +
+	"\vvalue_bytes\x18\x06 \x01(\x04R\n" +
+	"valueBytes\"\x93\x01\n" +
 	"\bUserInfo\x12\x1c\n" +
 	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x14\n" +
 	"\x05roles\x18\x02 \x03(\tR\x05roles\x12&\n" +

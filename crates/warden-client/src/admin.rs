@@ -1063,17 +1063,27 @@ pub struct Quota {
     pub waiters: u64,
     /// Outcome records (client ids) it keeps (at most 262,144; S7).
     pub clients: u64,
+    /// Published values (elections) of its leases (at most 100,000).
+    pub values: u64,
+    /// Bytes of those values (at most 409,600,000).
+    pub value_bytes: u64,
+    /// Queued waits of its leases on any one resource (at most 10,000).
+    pub waits_per_resource: u64,
 }
 
 impl Default for Quota {
     /// The server's default quota: 10,000 leases, 100,000 locks, 10,000
-    /// waiters, 4,096 clients.
+    /// waiters, 4,096 clients, 1,000 values of 1 MiB in all, 1,000 waits on
+    /// one resource.
     fn default() -> Self {
         Quota {
             leases: 10_000,
             locks: 100_000,
             waiters: 10_000,
             clients: 4_096,
+            values: 1_000,
+            value_bytes: 1 << 20,
+            waits_per_resource: 1_000,
         }
     }
 }
@@ -1085,6 +1095,9 @@ impl Quota {
             locks: self.locks,
             waiters: self.waiters,
             clients: self.clients,
+            values: self.values,
+            value_bytes: self.value_bytes,
+            waits_per_resource: self.waits_per_resource,
         }
     }
 
@@ -1094,6 +1107,9 @@ impl Quota {
             locks: q.locks,
             waiters: q.waiters,
             clients: q.clients,
+            values: q.values,
+            value_bytes: q.value_bytes,
+            waits_per_resource: q.waits_per_resource,
         }
     }
 }
@@ -1181,6 +1197,10 @@ pub struct QuotaUsage {
     pub waiters: u64,
     /// Outcome records it keeps.
     pub clients: u64,
+    /// Published values of its leases.
+    pub values: u64,
+    /// Their bytes.
+    pub value_bytes: u64,
 }
 
 /// One principal that holds a role.
@@ -1348,6 +1368,8 @@ impl From<v1::ListUsersResponse> for Users {
                             locks: u.locks,
                             waiters: u.waiters,
                             clients: u.clients,
+                            values: u.values,
+                            value_bytes: u.value_bytes,
                         })
                         .unwrap_or_default(),
                 })

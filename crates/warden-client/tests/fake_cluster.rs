@@ -1377,6 +1377,9 @@ impl v1::admin_server::Admin for FakeAdmin {
                     locks: 6,
                     waiters: 7,
                     clients: 8,
+                    values: 9,
+                    value_bytes: 10,
+                    waits_per_resource: 11,
                 }),
             }],
             read_index: 21,
@@ -1398,6 +1401,8 @@ impl v1::admin_server::Admin for FakeAdmin {
                     locks: 2,
                     waiters: 1,
                     clients: 3,
+                    values: 4,
+                    value_bytes: 5,
                 }),
             }],
             read_index: 22,
@@ -1418,6 +1423,9 @@ impl v1::admin_server::Admin for FakeAdmin {
                     locks: 2,
                     waiters: 3,
                     clients: 4,
+                    values: 5,
+                    value_bytes: 6,
+                    waits_per_resource: 7,
                 }),
             }),
             read_index: 23,
@@ -1823,6 +1831,9 @@ async fn auth_calls_carry_a_request_id_and_convert_their_answers() {
                 locks: 6,
                 waiters: 7,
                 clients: 8,
+                values: 9,
+                value_bytes: 10,
+                waits_per_resource: 11,
             }),
         }]
     );
@@ -1831,12 +1842,27 @@ async fn auth_calls_carry_a_request_id_and_convert_their_answers() {
     assert_eq!(users.users[0].principal, "carol");
     assert_eq!(users.users[0].quota, None);
     assert_eq!(users.users[0].usage.clients, 3);
+    assert_eq!(
+        (
+            users.users[0].usage.values,
+            users.users[0].usage.value_bytes
+        ),
+        (4, 5)
+    );
     let limits = admin.limits().await.unwrap();
     assert_eq!(
         (limits.limits.max_leases, limits.limits.max_clients),
         (500, 600)
     );
     assert_eq!(limits.limits.default_quota.waiters, 3);
+    assert_eq!(
+        (
+            limits.limits.default_quota.values,
+            limits.limits.default_quota.value_bytes,
+            limits.limits.default_quota.waits_per_resource
+        ),
+        (5, 6, 7)
+    );
     let trail = admin.auth_audit_trail().await.unwrap();
     assert_eq!(trail.records.len(), 2);
     assert_eq!(trail.records[0].principal.as_deref(), Some("root"));

@@ -41,6 +41,8 @@
 //!   a wait's deadline, a lock-delay's and a max-hold's end), the one
 //!   liveness predicate every decision uses, the sweep that ends due items
 //!   (a work bound), and L4's promote.
+//! * [`values`]: published values (`Proclaim`, elections), their bounds
+//!   and the owner's value quotas.
 //! * [`restore`]: the transformation of a backup's table for a new cluster
 //!   (token counter above every old token plus a gap, full TTLs, lock-delay
 //!   on every held resource).
@@ -49,7 +51,8 @@
 //!
 //! 1. The server builds a [`types::Command`] from a client request, wraps it
 //!    in [`types::Command::Authorized`] with the caller's principal, and
-//!    checks it with [`validate::command`].
+//!    checks it with [`validate::command`]; the leader refuses what its
+//!    table already refuses ([`LockTable::refusal_before_log`]).
 //! 2. The leader stamps the entry with its cluster time
 //!    ([`types::LogEntry`]: [`types::Stamp`]) and openraft commits it.
 //! 3. Every node calls [`LockTable::apply`] with the entry's index, the
@@ -60,7 +63,8 @@
 //!    command touches, executes, and returns an [`Applied`]: the
 //!    [`types::Response`] for the client and the [`Effect`]s.
 //! 4. The leader proposes a [`types::Command::Tick`] while
-//!    [`LockTable::next_instant_ms`] is due on its clock.
+//!    [`LockTable::next_instant_ms`] is due on its clock, and after a second
+//!    without an entry while the table holds any instant.
 //!
 //! # What this crate does not do
 //!
@@ -86,6 +90,7 @@ pub mod snapshot;
 pub mod table;
 pub mod types;
 pub mod validate;
+pub mod values;
 
 pub use auth::{AuthTable, QuotaField, RoleView, Target, Usage};
 pub use effect::{Effect, FreeReason, LeaseEndReason, WaiterRemovedReason};

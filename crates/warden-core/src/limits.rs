@@ -106,6 +106,22 @@ pub const QUOTA_LOCKS_CEILING: u64 = 10_000_000;
 pub const QUOTA_WAITERS_CEILING: u64 = 1_000_000;
 /// Highest quota of client records (also [`MAX_CLIENTS_CEILING`]).
 pub const QUOTA_CLIENTS_CEILING: u64 = MAX_CLIENTS_CEILING;
+/// Default per-principal quota: published values of its leases (1 % of
+/// [`MAX_VALUES`], so no principal's default fills the table's cap).
+pub const DEFAULT_QUOTA_VALUES: u64 = 1_000;
+/// Default per-principal quota: bytes of its published values (1 MiB).
+pub const DEFAULT_QUOTA_VALUE_BYTES: u64 = 1 << 20;
+/// Default per-principal quota: waits of its leases on one resource (a tenth
+/// of [`MAX_WAITERS_PER_RESOURCE`]).
+pub const DEFAULT_QUOTA_WAITS_PER_RESOURCE: u64 = 1_000;
+/// Highest quota of values (also [`MAX_VALUES`]).
+pub const QUOTA_VALUES_CEILING: u64 = MAX_VALUES as u64;
+/// Highest quota of value bytes: [`MAX_VALUES`] values of
+/// [`MAX_VALUE_BYTES`] each.
+pub const QUOTA_VALUE_BYTES_CEILING: u64 = (MAX_VALUES * MAX_VALUE_BYTES) as u64;
+/// Highest quota of waits on one resource (also
+/// [`MAX_WAITERS_PER_RESOURCE`]).
+pub const QUOTA_WAITS_PER_RESOURCE_CEILING: u64 = MAX_WAITERS_PER_RESOURCE as u64;
 /// A grant prefix that starts with this names elections: `election:sched`
 /// matches the elections whose name starts with `sched` (see [`crate::auth`]).
 pub const ELECTION_GRANT_PREFIX: &str = "election:";

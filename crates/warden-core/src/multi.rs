@@ -321,6 +321,9 @@ impl LockTable {
                 format!("{r:?} has {MAX_WAITERS_PER_RESOURCE} waiters, the most a resource has"),
             ));
         }
+        for r in names {
+            self.check_waits_on(caller, r)?;
+        }
         self.make_room(index, caller, new_lease, ttl_ms, n, n, fx)?;
         let mut first_position = 0;
         for r in names {

@@ -122,13 +122,14 @@ pub fn fingerprint(cmd: &Command) -> u64 {
         Command::Release(r) => {
             r.header.acked_request_id = 0;
         }
-        Command::Revoke(r) => {
-            r.header.acked_request_id = 0;
-        }
         Command::ForceRelease(f) => {
             f.header.acked_request_id = 0;
             // Display-only wall-clock stamp: a retry takes a new one.
             f.at_unix_ms = 0;
+        }
+        Command::Revoke(r) => {
+            r.header.acked_request_id = 0;
+            r.at_unix_ms = 0;
         }
         Command::LeaseGrant(g) => g.header.acked_request_id = 0,
         Command::CancelWait(c) => {

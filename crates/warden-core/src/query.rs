@@ -428,9 +428,20 @@ impl LockTable {
         self.auth.roles()
     }
 
-    /// Every principal with roles, and its roles, by name (`user list`).
-    pub fn users(&self) -> impl Iterator<Item = (&str, &BTreeSet<String>)> + '_ {
-        self.auth.users()
+    /// Every principal that holds a role or owns anything in the table (a
+    /// lease, with its locks, waits and values), and its roles (none for
+    /// one that only owns), by name (`user list`): a principal whose roles
+    /// were revoked still shows while it holds something.
+    pub fn users(&self) -> Vec<(&str, Vec<String>)> {
+        let mut out: BTreeMap<&str, Vec<String>> = self
+            .auth
+            .users()
+            .map(|(name, roles)| (name, roles.iter().cloned().collect()))
+            .collect();
+        for owner in self.usage.keys() {
+            out.entry(owner.as_str()).or_default();
+        }
+        out.into_iter().collect()
     }
 
     /// The cluster-wide limits and the default per-principal quota.

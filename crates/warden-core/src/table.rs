@@ -49,8 +49,7 @@ use crate::types::{
     Acquire, AcquireOutcome, AcquireReply, AuditRecord, AuthAuditRecord, AuthChange, Authorized,
     CancelOutcome, CancelWait, Command, ErrorCode, FencingToken, ForceRelease, LeaderId,
     LeaseGrant, LeaseId, LeaseSpec, LockKind, LogIndex, Mode, NotGrantedReason, Permission,
-    Principal, Proclaim, Release, RenewBatch, RequestHeader, ResourceToken, Response, Revoke,
-    Stamp,
+    Principal, Release, RenewBatch, RequestHeader, ResourceToken, Response, Revoke, Stamp,
 };
 use crate::validate::{self, error};
 
@@ -433,6 +432,42 @@ impl LockTable {
         self.client_command(index, caller, &w.command, fx)
     }
 
+    /// What a leader may refuse before proposing `w` (docs/security.md
+    /// "Refused before the log"), so that a principal cannot fill the log
+    /// with refusals. Apply still decides: a change committed in between
+    /// binds. None when it may be proposed. Reads only.
+    ///
+    /// - A request from a client id with no outcome record when there is no
+    ///   room for one (the principal's `clients` quota, `max_clients`): apply
+    ///   would refuse it, recording nothing, the same way.
+    /// - A request from a client id that has a record, not a retry of a
+    ///   recorded request (S7: a recorded outcome stands, even after a
+    ///   revoke), that its principal may not make on this table
+    ///   (permission, lease ownership). A new client's first request goes to
+    ///   the log whatever it is: its record is what lets the client's next
+    ///   request acknowledge it (else that request would be refused as
+    ///   expired).
+    pub fn refusal_before_log(&self, w: &Authorized) -> Option<CommandError> {
+        if validate::authorized(w).is_err() {
+            return None; // apply refuses it, naming the field
+        }
+        let caller = Caller {
+            principal: w.principal.as_ref(),
+            wrapped: true,
+        };
+        let key = caller.principal.map(Principal::as_str);
+        if let Some(header) = w.command.request_header() {
+            if !self.outcomes.has(key, header.client_id) {
+                return self.client_room(caller, header.client_id).err();
+            }
+            let fp = fingerprint(&w.command);
+            if !matches!(self.outcomes.check(key, header, fp), Check::Execute) {
+                return None;
+            }
+        }
+        self.authorize(caller, &w.command).err()
+    }
+
     /// A validated client command: the outcome table (S7), then room for a
     /// new record, permission and ownership (wrapped commands only), then
     /// the command, then the record. A command without a header (`Proclaim`)
@@ -501,10 +536,10 @@ impl LockTable {
                 Ok(self.acquire_response(a, reply))
             }
             Command::Release(r) => self.release(index, r, fx),
-            Command::Revoke(r) => self.revoke(index, r, fx),
+            Command::Revoke(r) => self.revoke(index, caller, r, fx),
             Command::ForceRelease(f) => self.force_release(index, caller, f, fx),
             Command::LeaseGrant(g) => self.lease_grant(index, caller, g, fx),
-            Command::Proclaim(p) => self.proclaim(index, p, fx),
+            Command::Proclaim(p) => self.proclaim(index, caller, p, fx),
             Command::AuthChange(c) => self.auth_change(index, caller, c, fx),
             Command::CancelWait(c) => self.cancel_wait(index, caller, c, fx),
             // Validation lets nothing else through.
@@ -587,6 +622,8 @@ impl LockTable {
                 self.check_owner(caller, pr.lease_id)
             }
             Command::Release(r) => self.check_owner(caller, r.lease_id),
+            // An admin may revoke anyone's lease (audited in `revoke`).
+            Command::Revoke(_) if self.is_admin(caller) => Ok(()),
             Command::Revoke(r) => self.check_owner(caller, r.lease_id),
             Command::ForceRelease(_) | Command::AuthChange(_) => {
                 self.auth
@@ -596,16 +633,33 @@ impl LockTable {
         }
     }
 
+    /// A wrapped, named caller with `admin` on `""` (an anonymous caller
+    /// never acts on an owned lease).
+    fn is_admin(&self, caller: Caller<'_>) -> bool {
+        caller.wrapped
+            && caller.principal.is_some()
+            && self
+                .auth
+                .check(
+                    caller.principal,
+                    Permission::Admin,
+                    Target::Prefix(""),
+                    None,
+                )
+                .is_ok()
+    }
+
     /// A live lease acts only for its owner (etcd PR 8031); an unknown lease
     /// is left to the command's own NotFound.
+    ///
+    /// Another principal's lease is answered exactly as a lease that does
+    /// not exist ([`unknown_lease`]), so lease ids (small and sequential)
+    /// tell nobody which sessions are live (docs/security.md "Leases have
+    /// owners").
     fn check_owner(&self, caller: Caller<'_>, lease_id: LeaseId) -> Result<(), CommandError> {
         match self.leases.get(&lease_id) {
             Some(l) if l.owner.as_ref() != caller.principal && !self.skip_lease_owner_check => {
-                Err(error(
-                    ErrorCode::PermissionDenied,
-                    Some("lease_id"),
-                    format!("lease {lease_id} belongs to another principal"),
-                ))
+                Err(unknown_lease(lease_id))
             }
             _ => Ok(()),
         }
@@ -644,9 +698,55 @@ impl LockTable {
         })
     }
 
+    /// Quota `waits_per_resource`: refuses a wrapped caller whose live
+    /// leases already wait that many times on `resource` (ResourceExhausted,
+    /// field `quota.waits_per_resource`), so one principal never fills a
+    /// queue others share (docs/security.md "Quotas and limits"). Counts
+    /// only when the queue is at least that long, and then at most
+    /// [`MAX_WAITERS_PER_RESOURCE`] waiters.
+    pub(crate) fn check_waits_on(
+        &self,
+        caller: Caller<'_>,
+        resource: &str,
+    ) -> Result<(), CommandError> {
+        let Some(p) = caller.principal.filter(|_| caller.wrapped) else {
+            return Ok(());
+        };
+        let Some(q) = self.auth.effective_quota(Some(p.as_str())) else {
+            return Ok(());
+        };
+        let limit = q.waits_per_resource;
+        let Some(state) = self.resources.get(resource) else {
+            return Ok(());
+        };
+        if (state.waiters.len() as u64) < limit {
+            return Ok(());
+        }
+        let now = self.now_ms;
+        let mine = state
+            .waiters
+            .iter()
+            .filter(|w| w.deadline_ms > now && self.lease_live(w.lease_id))
+            .filter(|w| {
+                self.leases
+                    .get(&w.lease_id)
+                    .is_some_and(|l| l.owner.as_ref() == Some(p))
+            })
+            .count() as u64;
+        if mine < limit {
+            return Ok(());
+        }
+        Err(exhausted(
+            Some("quota.waits_per_resource"),
+            format!(
+                "quota waits_per_resource of principal {p} reached on {resource:?}: {limit} (raise it per role)"
+            ),
+        ))
+    }
+
     /// Runs `check` on the caller's quota and usage; when it refuses, ends
     /// the caller's ended leases and runs it again.
-    fn check_quota_with(
+    pub(crate) fn check_quota_with(
         &mut self,
         index: LogIndex,
         caller: Caller<'_>,
@@ -915,6 +1015,7 @@ impl LockTable {
                 format!("a resource has at most {MAX_WAITERS_PER_RESOURCE} waiters"),
             ));
         }
+        self.check_waits_on(caller, &a.resource)?;
         if new_lease {
             self.check_quota(
                 index,
@@ -1242,24 +1343,67 @@ impl LockTable {
         answer(lease_id, CancelOutcome::Released, Some(fencing_token))
     }
 
+    /// Its owner's revoke ends the lease cleanly (no lock-delay). An
+    /// admin's revoke of another principal's lease (authorized before) is an
+    /// involuntary loss of every grant, as a forced release: lock-delay
+    /// applies, and each freed grant gets an audit record naming the admin.
     fn revoke(
         &mut self,
         index: LogIndex,
+        caller: Caller<'_>,
         r: &Revoke,
         fx: &mut Vec<Effect>,
     ) -> Result<Response, CommandError> {
         self.end_if_dead(index, r.lease_id, fx);
-        if !self.leases.contains_key(&r.lease_id) {
+        let Some(lease) = self.leases.get(&r.lease_id) else {
             return Err(unknown_lease(r.lease_id));
-        }
+        };
+        let by_admin = caller.wrapped && lease.owner.as_ref() != caller.principal;
+        let (reason, loss_at) = if by_admin {
+            (FreeReason::Forced, Some(self.now_ms))
+        } else {
+            (FreeReason::Revoked, None)
+        };
+        let start = fx.len();
         self.end_lease(
             index,
             r.lease_id,
             LeaseEndReason::Revoked,
-            FreeReason::Revoked,
-            None,
+            reason,
+            loss_at,
             fx,
         );
+        if by_admin {
+            let requested_by = match caller.principal {
+                Some(p) => format!("{p} (revoke of lease {})", r.lease_id),
+                None => format!("revoke of lease {}", r.lease_id),
+            };
+            let freed: Vec<(String, FencingToken)> = fx[start..]
+                .iter()
+                .filter_map(|e| match e {
+                    Effect::Freed {
+                        resource,
+                        lease_id,
+                        fencing_token,
+                        ..
+                    } if *lease_id == r.lease_id => Some((resource.clone(), *fencing_token)),
+                    _ => None,
+                })
+                .collect();
+            for (resource, fencing_token) in freed {
+                if self.audit.len() >= MAX_AUDIT_RECORDS {
+                    self.audit.pop_front();
+                }
+                self.audit.push_back(AuditRecord {
+                    index,
+                    resource,
+                    lease_id: r.lease_id,
+                    fencing_token,
+                    requested_by: requested_by.clone(),
+                    at_unix_ms: r.at_unix_ms,
+                });
+            }
+        }
         Ok(Response::Revoked {
             lease_id: r.lease_id,
         })
@@ -1495,7 +1639,7 @@ impl LockTable {
             state.shared.remove(&lease_id)
         };
         let g = g?;
-        self.values.remove(&(g.lease_id, resource.to_owned()));
+        self.forget_value(g.lease_id, resource);
         if let Some(m) = self.max_holds.remove(&(resource.to_owned(), g.lease_id)) {
             self.timeline.remove(&(
                 m.ends_at_ms,
@@ -1834,7 +1978,6 @@ impl LockTable {
         let Some(lease) = self.remove_lease(lease_id) else {
             return;
         };
-        self.drop_values(lease_id);
         for r in &lease.waits {
             let enq = self
                 .resources
@@ -1859,10 +2002,12 @@ impl LockTable {
     }
 
     /// Takes a lease out of the table, and its counts out of its owner's usage.
+    /// Its published values go with it ([`crate::values`]).
     fn remove_lease(&mut self, lease_id: LeaseId) -> Option<LeaseRecord> {
         let l = self.leases.remove(&lease_id)?;
         self.timeline
             .remove(&(l.expires_at_ms, Timed::Lease(lease_id)));
+        self.drop_values(lease_id, l.owner.as_ref());
         let (locks, waits) = (l.locks.len() as u64, l.waits.len() as u64);
         sub_usage(&mut self.usage, l.owner.as_ref(), 1, locks + waits, waits);
         Some(l)
@@ -1876,79 +2021,9 @@ impl LockTable {
             let (locks, waits) = (l.locks.len() as u64, l.waits.len() as u64);
             add_usage(&mut usage, l.owner.as_ref(), 1, locks + waits, waits);
         }
+        self.add_value_usage(&mut usage);
         usage.retain(|_, u: &mut Usage| !u.is_zero());
         usage
-    }
-
-    /// Forgets every value `lease_id` published.
-    fn drop_values(&mut self, lease_id: LeaseId) {
-        let keys: Vec<(LeaseId, String)> = self
-            .values
-            .range((lease_id, String::new())..)
-            .take_while(|((l, _), _)| *l == lease_id)
-            .map(|(k, _)| k.clone())
-            .collect();
-        for k in keys {
-            self.values.remove(&k);
-        }
-    }
-
-    /// Publishes a value (elections). A candidate's value (no token) needs a
-    /// live lease; a holder's needs the exact grant (a deposed leader's
-    /// proclaim is refused).
-    fn proclaim(
-        &mut self,
-        index: LogIndex,
-        p: &Proclaim,
-        fx: &mut Vec<Effect>,
-    ) -> Result<Response, CommandError> {
-        self.end_if_dead(index, p.lease_id, fx);
-        if p.fencing_token.is_some() {
-            self.refresh(index, &p.resource, fx);
-        }
-        if !self.leases.contains_key(&p.lease_id) {
-            return Err(unknown_lease(p.lease_id));
-        }
-        if let Some(token) = p.fencing_token {
-            let grant = self
-                .resources
-                .get(&p.resource)
-                .and_then(|s| s.grant_of(p.lease_id));
-            if grant.is_none_or(|g| g.fencing_token != token) {
-                return Err(error(
-                    ErrorCode::FailedPrecondition,
-                    Some("fencing_token"),
-                    format!(
-                        "lease {} does not hold {:?} with fencing token {token}",
-                        p.lease_id, p.resource
-                    ),
-                ));
-            }
-        }
-        let key = (p.lease_id, p.resource.clone());
-        if !self.values.contains_key(&key) && self.values.len() >= crate::limits::MAX_VALUES {
-            // Values of ended leases do not count.
-            self.end_dead_leases(index, None, u64::MAX, fx);
-        }
-        if !self.values.contains_key(&key) && self.values.len() >= crate::limits::MAX_VALUES {
-            return Err(exhausted(
-                Some("value"),
-                format!(
-                    "the table keeps at most {} published values",
-                    crate::limits::MAX_VALUES
-                ),
-            ));
-        }
-        self.values.insert(key, p.value.clone());
-        fx.push(Effect::Proclaimed {
-            resource: p.resource.clone(),
-            lease_id: p.lease_id,
-            fencing_token: p.fencing_token.unwrap_or(0),
-        });
-        Ok(Response::Proclaimed {
-            resource: p.resource.clone(),
-            lease_id: p.lease_id,
-        })
     }
 
     /// An acquire-created lease with no lock and no wait left dies.
@@ -1964,7 +2039,6 @@ impl LockTable {
                 LeaseEndReason::Expired
             };
             self.remove_lease(lease_id);
-            self.drop_values(lease_id);
             fx.push(Effect::LeaseEnded { lease_id, reason });
         }
     }

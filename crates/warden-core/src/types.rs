@@ -380,13 +380,19 @@ pub struct LeaseGrant {
     pub ttl_ms: u64,
 }
 
-/// Revoke a lease.
+/// Revoke a lease: its owner's (a clean end: no lock-delay), or, by a
+/// principal with `admin` on `""`, anyone's (an involuntary loss of every
+/// grant it holds, each with its own audit record, as a forced release:
+/// docs/security.md "Undoing a principal").
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct Revoke {
     /// Exactly-once header.
     pub header: RequestHeader,
     /// The lease.
     pub lease_id: LeaseId,
+    /// The proposer's wall clock, display only: the audit records of an
+    /// admin's revoke of another principal's lease carry it.
+    pub at_unix_ms: u64,
 }
 
 /// A new leader's first entry (docs/semantics.md "Time", L4). Applied only
@@ -491,7 +497,8 @@ pub struct ForceRelease {
 /// One forced release, as the replicated audit trail keeps it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct AuditRecord {
-    /// Index of the `ForceRelease` entry.
+    /// Index of the entry: a `ForceRelease`, or an admin's `Revoke` of
+    /// another principal's lease.
     pub index: LogIndex,
     /// The resource.
     pub resource: String,
@@ -681,8 +688,7 @@ pub enum ErrorCode {
     /// A retry whose outcome record is gone (S7): gRPC FailedPrecondition with
     /// message prefix `request_expired`.
     RequestExpired,
-    /// The principal lacks the permission, or the lease belongs to another
-    /// principal: gRPC PermissionDenied.
+    /// The principal lacks the permission: gRPC PermissionDenied.
     PermissionDenied,
 }
 
@@ -772,20 +778,34 @@ pub struct Quota {
     /// Outcome records (client ids) it keeps (S7;
     /// [`crate::limits::QUOTA_CLIENTS_CEILING`]).
     pub clients: u64,
+    /// Published values (`Proclaim`, elections) of its leases
+    /// ([`crate::limits::QUOTA_VALUES_CEILING`]).
+    pub values: u64,
+    /// Bytes of those values ([`crate::limits::QUOTA_VALUE_BYTES_CEILING`]).
+    pub value_bytes: u64,
+    /// Queued waits of its leases on any one resource
+    /// ([`crate::limits::QUOTA_WAITS_PER_RESOURCE_CEILING`]), so that no
+    /// principal fills a queue that others share.
+    pub waits_per_resource: u64,
 }
 
 impl Default for Quota {
     /// The documented defaults: 10,000 leases, 100,000 locks, 10,000 waiters,
-    /// 4,096 clients.
+    /// 4,096 clients, 1,000 values of at most 1 MiB in all, 1,000 waits on
+    /// one resource: each below the table-wide cap it counts against.
     fn default() -> Self {
         use crate::limits::{
-            DEFAULT_QUOTA_CLIENTS, DEFAULT_QUOTA_LEASES, DEFAULT_QUOTA_LOCKS, DEFAULT_QUOTA_WAITERS,
+            DEFAULT_QUOTA_CLIENTS, DEFAULT_QUOTA_LEASES, DEFAULT_QUOTA_LOCKS, DEFAULT_QUOTA_VALUES,
+            DEFAULT_QUOTA_VALUE_BYTES, DEFAULT_QUOTA_WAITERS, DEFAULT_QUOTA_WAITS_PER_RESOURCE,
         };
         Quota {
             leases: DEFAULT_QUOTA_LEASES,
             locks: DEFAULT_QUOTA_LOCKS,
             waiters: DEFAULT_QUOTA_WAITERS,
             clients: DEFAULT_QUOTA_CLIENTS,
+            values: DEFAULT_QUOTA_VALUES,
+            value_bytes: DEFAULT_QUOTA_VALUE_BYTES,
+            waits_per_resource: DEFAULT_QUOTA_WAITS_PER_RESOURCE,
         }
     }
 }

@@ -20,7 +20,8 @@ use crate::limits::{
     MAX_MAX_HOLD_MS, MAX_MULTI_RESOURCES, MAX_PREFIX_BYTES, MAX_PRINCIPAL_BYTES,
     MAX_REQUESTED_BY_BYTES, MAX_RESOURCE_BYTES, MAX_SEMAPHORE_LIMIT, MAX_TTL_MS,
     MAX_WAIT_TIMEOUT_MS, MIN_MAX_HOLD_MS, MIN_TTL_MS, QUOTA_CLIENTS_CEILING, QUOTA_LEASES_CEILING,
-    QUOTA_LOCKS_CEILING, QUOTA_WAITERS_CEILING,
+    QUOTA_LOCKS_CEILING, QUOTA_VALUES_CEILING, QUOTA_VALUE_BYTES_CEILING, QUOTA_WAITERS_CEILING,
+    QUOTA_WAITS_PER_RESOURCE_CEILING,
 };
 use crate::types::{
     Acquire, AuthChange, AuthOp, Authorized, ClusterLimits, Command, CommandError, ErrorCode,
@@ -388,8 +389,10 @@ fn at_most(field: &str, value: u64, min: u64, max: u64) -> Result<(), CommandErr
 
 /// A quota: each field at most its ceiling
 /// ([`QUOTA_LEASES_CEILING`], [`QUOTA_LOCKS_CEILING`],
-/// [`QUOTA_WAITERS_CEILING`], [`QUOTA_CLIENTS_CEILING`]); 0 is allowed (the
-/// principal may hold none).
+/// [`QUOTA_WAITERS_CEILING`], [`QUOTA_CLIENTS_CEILING`],
+/// [`QUOTA_VALUES_CEILING`], [`QUOTA_VALUE_BYTES_CEILING`],
+/// [`QUOTA_WAITS_PER_RESOURCE_CEILING`]); 0 is allowed (the principal may
+/// hold none).
 ///
 /// # Errors
 /// `InvalidArgument`, field `"quota.leases"` (or `.locks`, `.waiters`,
@@ -412,6 +415,19 @@ fn quota_in(q: &Quota, name: &str) -> Result<(), CommandError> {
         q.clients,
         0,
         QUOTA_CLIENTS_CEILING,
+    )?;
+    at_most(&format!("{name}.values"), q.values, 0, QUOTA_VALUES_CEILING)?;
+    at_most(
+        &format!("{name}.value_bytes"),
+        q.value_bytes,
+        0,
+        QUOTA_VALUE_BYTES_CEILING,
+    )?;
+    at_most(
+        &format!("{name}.waits_per_resource"),
+        q.waits_per_resource,
+        0,
+        QUOTA_WAITS_PER_RESOURCE_CEILING,
     )
 }
 

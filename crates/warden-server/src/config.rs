@@ -78,6 +78,65 @@ pub struct ServerConfig {
     /// match; none matched: `other`; elections: `election`). Checked at
     /// start; the same list on every node gives the same labels.
     pub metrics_groups: Vec<String>,
+    /// Connection and handshake limits of every listener (client port,
+    /// `--peer-listen`, `--admin-listen`): docs/security.md "Connection
+    /// limits". Checked at start ([`ConnLimits::validate`]).
+    pub conn_limits: ConnLimits,
+}
+
+/// Connection and handshake limits, the same for each of the node's
+/// listeners (each counts its own). The handshake and connection limits
+/// ([`warden_tls::AcceptOptions`]) apply to TLS listeners; an insecure
+/// node's listeners keep only the back-off on accept errors, which every
+/// accept loop has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnLimits {
+    /// Handshake deadline, pending handshakes in all and per source,
+    /// connections in all and per principal, idle timeout.
+    pub accept: warden_tls::AcceptOptions,
+    /// `--admin-header-read-timeout`: an HTTP/1.1 request on the admin
+    /// port whose header has not been read in full by then closes its
+    /// connection; also how long an HTTP/1.1 connection may wait between
+    /// requests ([`ADMIN_HEADER_READ_TIMEOUT`]).
+    pub admin_header_read_timeout: std::time::Duration,
+}
+
+impl Default for ConnLimits {
+    fn default() -> Self {
+        ConnLimits {
+            accept: warden_tls::AcceptOptions::default(),
+            admin_header_read_timeout: ADMIN_HEADER_READ_TIMEOUT,
+        }
+    }
+}
+
+/// Default [`ConnLimits::admin_header_read_timeout`]: 10 s (hyper's own
+/// default is 30 s, and only with a timer, which axum's `serve` does not
+/// set).
+pub const ADMIN_HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// Bounds of [`ConnLimits::admin_header_read_timeout`]: 100 ms ..= 5 min.
+pub const ADMIN_HEADER_READ_TIMEOUT_RANGE: (std::time::Duration, std::time::Duration) = (
+    std::time::Duration::from_millis(100),
+    std::time::Duration::from_secs(300),
+);
+
+impl ConnLimits {
+    /// Checks every limit against its bounds: the error names the field
+    /// (as its flag, without `--`), the value and the bounds.
+    pub fn validate(&self) -> Result<(), warden_tls::LimitError> {
+        self.accept.validate()?;
+        let value = self.admin_header_read_timeout;
+        let (min, max) = ADMIN_HEADER_READ_TIMEOUT_RANGE;
+        if value < min || value > max {
+            return Err(warden_tls::LimitError::Duration {
+                field: "admin-header-read-timeout",
+                value,
+                min,
+                max,
+            });
+        }
+        Ok(())
+    }
 }
 
 impl ServerConfig {

@@ -64,8 +64,14 @@ use warden_proto::peer::peer_server::PeerServer;
 /// on, a reply written in two segments waits for the peer's delayed ACK (up
 /// to 40 ms on Linux). `serve_with_incoming` ignores the builder's
 /// `tcp_nodelay`, so it is set on the listener here (docs/performance.md).
-pub(crate) fn nodelay_incoming(listener: TcpListener) -> tonic::transport::server::TcpIncoming {
-    tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true))
+/// Read through `AcceptBackoff`: tonic's accept loop goes straight on after
+/// an accept error, so at the open-file limit it would spin on `EMFILE`.
+pub(crate) fn nodelay_incoming(
+    listener: TcpListener,
+) -> warden_tls::AcceptBackoff<tonic::transport::server::TcpIncoming> {
+    warden_tls::AcceptBackoff::new(
+        tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
+    )
 }
 
 /// The HTTP/2 receive window of each stream the node serves: 32 KiB (the
@@ -201,12 +207,15 @@ pub(crate) async fn serve_tcp(
     // The acceptor sets TCP_NODELAY on every connection itself. The peer
     // port takes the same handshakes: the peer gate, not the port, decides
     // that only node certificates get through.
-    let incoming = tls
-        .server()
-        .incoming(tokio_stream::wrappers::TcpListenerStream::new(listener));
+    // Each listener has its own handshake and connection limits.
+    let accept = config.conn_limits.accept;
+    let incoming = tls.server().incoming_with(
+        tokio_stream::wrappers::TcpListenerStream::new(listener),
+        accept,
+    );
     let peer_incoming = peer_listener.map(|l| {
         tls.server()
-            .incoming(tokio_stream::wrappers::TcpListenerStream::new(l))
+            .incoming_with(tokio_stream::wrappers::TcpListenerStream::new(l), accept)
     });
     injected.peer_connector = Arc::new(TlsPeerConnector(tls.clone()));
     run_node(
@@ -284,6 +293,10 @@ fn validate_config(config: &ServerConfig) -> Result<(), ServerError> {
             "election-timeout-max: must be greater than election-timeout-min".into(),
         ));
     }
+    config
+        .conn_limits
+        .validate()
+        .map_err(|e| ServerError::Config(e.to_string()))?;
     let (lo, hi) = config::MAX_REQUEST_BYTES_RANGE;
     if !(lo..=hi).contains(&config.max_request_bytes) {
         return Err(ServerError::Config(format!(
@@ -556,6 +569,7 @@ where
                 node_cell.clone(),
                 peer_state.leader_contact.clone(),
                 metrics.clone(),
+                services::health::AdminHttp::of(&config, MAX_STREAMS_PER_CONNECTION),
                 stop_rx.clone(),
             )
             .await?,
@@ -912,6 +926,7 @@ mod tests {
             peer_addrs: BTreeMap::new(),
             certs_dir: None,
             metrics_groups: Vec::new(),
+            conn_limits: Default::default(),
         };
         assert!(validate_config(&config(5_000, 5_000)).is_ok());
         let e = validate_config(&config(0, 5_000)).unwrap_err().to_string();
@@ -957,6 +972,7 @@ mod tests {
             admin_listen: Some("127.0.0.1:7080".parse().unwrap()),
             certs_dir: None,
             metrics_groups: Vec::new(),
+            conn_limits: Default::default(),
         };
         let err = |c: ServerConfig| validate_config(&c).unwrap_err().to_string();
         let good = config(Some("127.0.0.1:7101"), &[(1, "127.0.0.1:7101")]);
@@ -1024,6 +1040,7 @@ mod tests {
             admin_listen: None,
             certs_dir: None,
             metrics_groups: Vec::new(),
+            conn_limits: Default::default(),
         }
     }
 
@@ -1590,6 +1607,91 @@ mod window_tests {
         assert_eq!(stream_window(&peer_port), PEER_STREAM_WINDOW_BYTES);
         assert_eq!(client_port.get(&3), Some(&MAX_STREAMS_PER_CONNECTION));
         assert_eq!(peer_port.get(&3), Some(&MAX_STREAMS_PER_CONNECTION));
+        let _ = stop.send(());
+        let _ = tokio::time::timeout(Duration::from_secs(20), node).await;
+    }
+
+    // Finding: anonymous HTTP/2 connections stayed open for ever. On a TLS
+    // node's client port (through `serve_tcp`, the production path) a
+    // connection that opens no stream is closed at the connection idle
+    // timeout (1 s here); and a bad limit refuses the start naming it.
+    #[tokio::test]
+    async fn a_tls_node_closes_a_connection_with_no_stream_at_the_idle_timeout() {
+        use std::sync::Arc;
+        use tokio::time::Instant;
+
+        let dir = tempfile::tempdir().unwrap();
+        let certs = dir.path().join("certs");
+        let set = warden_tls::mint::loopback_set(&certs, &[1], &[]).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let mut config = super::tests::one_node_config(addr, dir.path().join("data"));
+        config.certs_dir = Some(set.node_dirs[&1].clone());
+        config.conn_limits.accept.max_connections = 0;
+        let refused = super::validate_config(&config).unwrap_err().to_string();
+        assert_eq!(
+            refused,
+            "invalid config: max-connections: 0 is outside 1..=1048576"
+        );
+        config.conn_limits.accept.max_connections = 100;
+        config.conn_limits.accept.max_connections_per_principal = 10;
+        config.conn_limits.accept.idle_timeout = Duration::from_secs(1);
+        super::validate_config(&config).expect("valid limits");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let node = tokio::spawn(crate::run_with(
+            config,
+            listener,
+            crate::clock::TokioClock::shared(),
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        let mut roots = rustls::RootCertStore::empty();
+        {
+            use rustls::pki_types::pem::PemObject as _;
+            for ca in
+                rustls::pki_types::CertificateDer::pem_file_iter(set.client_dir.join("ca.crt"))
+                    .unwrap()
+            {
+                roots.add(ca.unwrap()).unwrap();
+            }
+        }
+        let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        tls.alpn_protocols = vec![b"h2".to_vec()];
+        let tcp = TcpStream::connect(addr).await.expect("connect");
+        let mut conn = tokio_rustls::TlsConnector::from(Arc::new(tls))
+            .connect(
+                rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap(),
+                tcp,
+            )
+            .await
+            .expect("handshake");
+        let connected = Instant::now();
+        conn.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+            .await
+            .expect("preface");
+        let mut buf = [0u8; 256];
+        let closed = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                match conn.read(&mut buf).await {
+                    Ok(0) | Err(_) => return Instant::now(),
+                    Ok(_) => {} // SETTINGS, their ACK
+                }
+            }
+        })
+        .await
+        .expect("closed within 10 s");
+        let after = closed - connected;
+        assert!(
+            after >= Duration::from_millis(900) && after < Duration::from_secs(4),
+            "closed after {after:?}"
+        );
         let _ = stop.send(());
         let _ = tokio::time::timeout(Duration::from_secs(20), node).await;
     }

@@ -301,6 +301,7 @@ fn spawn_node(sim: &mut turmoil::Sim<'_>, cluster: &Cluster, id: u64, clock: Sim
                 peer_addrs: BTreeMap::new(),
                 certs_dir: None,
                 metrics_groups: Vec::new(),
+                conn_limits: Default::default(),
             };
             let listener = turmoil::net::TcpListener::bind(config.listen).await?;
             let observer_dyn: Arc<dyn warden_server::sim_hooks::Observer> = observer;

@@ -47,8 +47,17 @@ pub enum HandshakeFailure {
     PeerAlert,
     /// No handshake within the timeout.
     Timeout,
-    /// Too many handshakes in progress: the connection was closed at once.
+    /// Too many handshakes in progress: the connection was closed at once,
+    /// or it lost its slot to a source holding fewer.
     TooMany,
+    /// Its source had too many handshakes in progress: the oldest of them
+    /// was closed.
+    SourceBudget,
+    /// Too many connections (of its principal, or in all) with none idle:
+    /// closed after its handshake.
+    ConnectionLimit,
+    /// Idle connections closed (logged at info, rate-limited).
+    Idle,
     /// Accepting the TCP connection failed.
     Accept,
     /// The peer closed the connection during the handshake (port probes,
@@ -75,6 +84,9 @@ impl HandshakeFailure {
             HandshakeFailure::PeerAlert => "peer sent an alert",
             HandshakeFailure::Timeout => "handshake timed out",
             HandshakeFailure::TooMany => "too many handshakes in progress",
+            HandshakeFailure::SourceBudget => "too many handshakes from one source",
+            HandshakeFailure::ConnectionLimit => "connection limit reached",
+            HandshakeFailure::Idle => "idle connection closed",
             HandshakeFailure::Accept => "accept failed",
             HandshakeFailure::Closed => "closed during handshake",
             HandshakeFailure::Other => "handshake failed",

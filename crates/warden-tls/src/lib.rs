@@ -26,6 +26,10 @@
 //!   validity, usages, identity) before anything uses it.
 //! - `failure_log.rs`: [`HandshakeFailure`] and the rate-limited `warn` log
 //!   of failed handshakes (one line per reason per second).
+//! - `limits.rs`: [`AcceptOptions`] (handshake deadline, pending
+//!   handshakes in all and per source, connections in all and per
+//!   principal, idle timeout), their checks, and [`AcceptBackoff`] (every
+//!   accept loop's pause on `EMFILE`/`ENFILE`).
 //! - `server.rs`: [`ServerTls`] (reloadable TLS 1.3 configs; client
 //!   certificates optional), [`ServerTls::incoming`] (tonic) and
 //!   [`ServerTls::listener`] (axum), [`TlsConnection`], [`PeerInfo`],
@@ -64,6 +68,7 @@ mod error;
 pub mod failure_log;
 mod identity;
 pub mod inspect;
+pub mod limits;
 #[cfg(feature = "mint")]
 pub mod mint;
 mod node;
@@ -84,8 +89,11 @@ pub use identity::{
     CLUSTER_URI_PREFIX, MAX_CLUSTER_NAME_BYTES, MAX_NODE_ID, MAX_PRINCIPAL_BYTES, NODE_URI_PREFIX,
     PRINCIPAL_URI_PREFIX,
 };
+pub use limits::{
+    AcceptBackoff, AcceptOptions, LimitError, StreamGuard, HANDSHAKE_TIMEOUT, MAX_HANDSHAKES,
+};
 pub use node::NodeTls;
 pub use server::{
-    peer_identity, peer_info, AcceptOptions, Installed, PeerInfo, ServerTls, TlsConnection,
-    TlsIncoming, TlsListener, ALPN_H2, ALPN_HTTP1, HANDSHAKE_TIMEOUT, MAX_HANDSHAKES,
+    peer_identity, peer_info, Installed, PeerInfo, ServerTls, TlsConnection, TlsIncoming,
+    TlsListener, ALPN_H2, ALPN_HTTP1,
 };

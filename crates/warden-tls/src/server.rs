@@ -32,18 +32,20 @@
 //!
 //! # Accepting
 //!
-//! Each accepted connection's handshake runs in its own task, with a
-//! timeout ([`AcceptOptions::handshake_timeout`], 10 s), so a slow or
-//! malicious client never blocks accepting others; at most
-//! [`AcceptOptions::max_handshakes`] run at once, further connections are
-//! closed at once. Failed handshakes are logged, rate-limited, by
-//! [`crate::failure_log`]. Dropping the [`TlsIncoming`] (tonic does on
-//! shutdown) or [`TlsListener`] stops accepting and aborts handshakes in
-//! progress; established connections are not touched.
+//! Each accepted connection's handshake runs in its own task, within the
+//! listener's limits ([`AcceptOptions`], [`crate::limits`]): a handshake
+//! deadline, pending handshakes in all and per source, then a cap on
+//! established connections in all and per principal and an idle timeout;
+//! the accept loop pauses on `EMFILE`/`ENFILE` ([`AcceptBackoff`]). So a
+//! slow or malicious client never blocks accepting others. Failed
+//! handshakes are logged, rate-limited, by [`crate::failure_log`].
+//! Dropping the [`TlsIncoming`] (tonic does on shutdown) or
+//! [`TlsListener`] stops accepting and aborts handshakes in progress;
+//! established connections are not touched.
 
 use std::fmt;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::{Arc, RwLock};
@@ -58,42 +60,21 @@ use rustls_pki_types::{CertificateDer, UnixTime};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
-use tokio::task::JoinSet;
+use tokio::task::{AbortHandle, JoinSet};
 use tokio_stream::{Stream, StreamExt};
 
 use crate::certs::{provider, NodeCerts};
 use crate::error::LoadError;
 use crate::failure_log::{FailureLog, HandshakeFailure};
 use crate::identity::{check_cluster, CertIdentity, Identity, IdentityError};
-
-/// Default [`AcceptOptions::handshake_timeout`].
-pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Default [`AcceptOptions::max_handshakes`].
-pub const MAX_HANDSHAKES: usize = 1024;
+use crate::limits::{
+    source_of, AcceptBackoff, AcceptOptions, Admit, ConnState, Pending, Registry, StreamGuard,
+};
 
 /// ALPN for gRPC.
 pub const ALPN_H2: &[u8] = b"h2";
 /// ALPN for HTTP/1.1 (admin listener only).
 pub const ALPN_HTTP1: &[u8] = b"http/1.1";
-
-/// How an acceptor runs handshakes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AcceptOptions {
-    /// A connection whose handshake has not finished by then is closed.
-    pub handshake_timeout: Duration,
-    /// Handshakes in progress at once; a connection beyond that is closed
-    /// at once (and logged, rate-limited).
-    pub max_handshakes: usize,
-}
-
-impl Default for AcceptOptions {
-    fn default() -> Self {
-        AcceptOptions {
-            handshake_timeout: HANDSHAKE_TIMEOUT,
-            max_handshakes: MAX_HANDSHAKES,
-        }
-    }
-}
 
 /// What a TLS connection's peer is, from its verified handshake. Tonic puts
 /// it in every request's extensions (see [`peer_info`]); axum handlers get
@@ -106,7 +87,27 @@ pub struct PeerInfo {
     local_addr: SocketAddr,
     identity: Identity,
     alpn: Option<Vec<u8>>,
+    conn: ConnHandle,
 }
+
+/// The connection's state in its listener's registry (compared by
+/// identity: two `PeerInfo`s of one connection are equal).
+#[derive(Clone)]
+struct ConnHandle(Arc<ConnState>);
+
+impl fmt::Debug for ConnHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl PartialEq for ConnHandle {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for ConnHandle {}
 
 impl PeerInfo {
     /// The peer's address.
@@ -127,6 +128,20 @@ impl PeerInfo {
     /// The ALPN protocol agreed on, if any.
     pub fn alpn(&self) -> Option<&[u8]> {
         self.alpn.as_deref()
+    }
+
+    /// Opens a stream of this connection: it does not count as idle
+    /// ([`AcceptOptions::idle_timeout`], and the oldest idle connection is
+    /// the one closed at a connection cap) until the guard is dropped.
+    /// The HTTP layer holds one per request until its response ends.
+    pub fn stream_guard(&self) -> StreamGuard {
+        self.conn.0.stream()
+    }
+
+    /// Whether the connection was closed by the limits (idle, or replaced
+    /// at a cap).
+    pub fn is_closed(&self) -> bool {
+        self.conn.0.is_closed()
     }
 }
 
@@ -164,12 +179,30 @@ impl TlsConnection {
     }
 }
 
+impl Drop for TlsConnection {
+    fn drop(&mut self) {
+        self.info.conn.0.forget();
+    }
+}
+
+/// The error a connection closed by the limits fails with.
+fn closed_by_limits() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::ConnectionAborted,
+        "connection closed by the connection limits (idle, or replaced at a cap)",
+    )
+}
+
 impl AsyncRead for TlsConnection {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
+        // Registers the reading task, so that closing wakes it.
+        if self.info.conn.0.poll_closed(cx) {
+            return Poll::Ready(Err(closed_by_limits()));
+        }
         Pin::new(&mut self.stream).poll_read(cx, buf)
     }
 }
@@ -180,6 +213,9 @@ impl AsyncWrite for TlsConnection {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
+        if self.info.conn.0.is_closed() {
+            return Poll::Ready(Err(closed_by_limits()));
+        }
         Pin::new(&mut self.stream).poll_write(cx, buf)
     }
 
@@ -196,6 +232,9 @@ impl AsyncWrite for TlsConnection {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
+        if self.info.conn.0.is_closed() {
+            return Poll::Ready(Err(closed_by_limits()));
+        }
         Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
     }
 
@@ -321,7 +360,7 @@ struct Inner {
     dir: PathBuf,
     node_id: u64,
     current: RwLock<Arc<Configs>>,
-    log: FailureLog,
+    log: Arc<FailureLog>,
 }
 
 impl fmt::Debug for ServerTls {
@@ -404,7 +443,7 @@ impl ServerTls {
                 dir: certs.dir().to_path_buf(),
                 node_id: certs.node_id(),
                 current: RwLock::new(Arc::new(configs)),
-                log: FailureLog::default(),
+                log: Arc::new(FailureLog::default()),
             }),
         })
     }
@@ -496,19 +535,18 @@ impl ServerTls {
     /// `TcpIncoming` or `tokio_stream::wrappers::TcpListenerStream`), with
     /// the gRPC config and default [`AcceptOptions`]. Must be called inside
     /// a tokio runtime (it spawns the accept task).
-    pub fn incoming<S, E>(&self, tcp: S) -> TlsIncoming
+    pub fn incoming<S>(&self, tcp: S) -> TlsIncoming
     where
-        S: Stream<Item = Result<TcpStream, E>> + Send + 'static,
-        E: fmt::Display + Send + 'static,
+        S: Stream<Item = io::Result<TcpStream>> + Send + Unpin + 'static,
     {
         self.incoming_with(tcp, AcceptOptions::default())
     }
 
-    /// [`ServerTls::incoming`] with options.
-    pub fn incoming_with<S, E>(&self, tcp: S, options: AcceptOptions) -> TlsIncoming
+    /// [`ServerTls::incoming`] with options (not checked here: see
+    /// [`AcceptOptions::validate`]).
+    pub fn incoming_with<S>(&self, tcp: S, options: AcceptOptions) -> TlsIncoming
     where
-        S: Stream<Item = Result<TcpStream, E>> + Send + 'static,
-        E: fmt::Display + Send + 'static,
+        S: Stream<Item = io::Result<TcpStream>> + Send + Unpin + 'static,
     {
         TlsIncoming {
             rx: spawn_acceptor(self.clone(), Alpn::Grpc, tcp, options),
@@ -581,25 +619,29 @@ impl axum::serve::Listener for TlsListener {
     }
 }
 
-/// Spawns the accept task: reads `tcp`, runs each handshake in its own task
-/// (at most `options.max_handshakes` at once), and sends completed
-/// connections to the returned channel. Ends when the receiver is dropped
-/// (aborting handshakes in progress) or when `tcp` ends and the last
-/// handshake finished.
-fn spawn_acceptor<S, E>(
+/// Spawns the accept task: reads `tcp` through [`AcceptBackoff`], runs
+/// each handshake in its own task within the handshake limits, admits
+/// each completed one to the listener's connection [`Registry`], and sends
+/// it to the returned channel (see [`crate::limits`]). Ends when the
+/// receiver is dropped (aborting handshakes in progress) or when `tcp`
+/// ends and the last handshake finished.
+fn spawn_acceptor<S>(
     tls: ServerTls,
     alpn: Alpn,
     tcp: S,
     options: AcceptOptions,
 ) -> mpsc::Receiver<TlsConnection>
 where
-    S: Stream<Item = Result<TcpStream, E>> + Send + 'static,
-    E: fmt::Display + Send + 'static,
+    S: Stream<Item = io::Result<TcpStream>> + Send + Unpin + 'static,
 {
     let (tx, rx) = mpsc::channel(64);
     tokio::spawn(async move {
-        let mut tcp = std::pin::pin!(tcp);
-        let mut handshakes: JoinSet<Option<TlsConnection>> = JoinSet::new();
+        let log = tls.inner.log.clone();
+        let registry = Registry::start(options, log.clone());
+        let mut tcp = AcceptBackoff::with_log(tcp, log.clone());
+        let mut handshakes: JoinSet<(IpAddr, u64, Option<TlsConnection>)> = JoinSet::new();
+        let mut pending: Pending<(SocketAddr, AbortHandle)> = Pending::default();
+        let mut next_id: u64 = 0;
         let mut tcp_open = true;
         loop {
             if !tcp_open && handshakes.is_empty() {
@@ -609,40 +651,58 @@ where
                 _ = tx.closed() => break,
                 next = tcp.next(), if tcp_open => match next {
                     Some(Ok(stream)) => {
-                        if handshakes.len() >= options.max_handshakes {
-                            if let Ok(remote) = stream.peer_addr() {
-                                tls.inner.log.failed(
+                        let Ok(remote) = stream.peer_addr() else {
+                            continue; // already gone
+                        };
+                        let source = source_of(remote.ip());
+                        match pending.admit(source, &options) {
+                            Admit::No => {
+                                log.failed(
                                     remote,
                                     HandshakeFailure::TooMany,
-                                    &format_args!("{} in progress", handshakes.len()),
+                                    &format_args!("{} in progress", pending.len()),
+                                );
+                                continue;
+                            }
+                            Admit::Evicting((evicted, abort), why) => {
+                                abort.abort();
+                                log.failed(
+                                    evicted,
+                                    why,
+                                    &format_args!(
+                                        "pending handshake closed for a newer connection from {remote}"
+                                    ),
                                 );
                             }
-                            drop(stream);
-                        } else {
-                            handshakes.spawn(handshake(
-                                tls.clone(),
-                                alpn,
-                                stream,
-                                options.handshake_timeout,
-                            ));
+                            Admit::Yes => {}
                         }
+                        next_id += 1;
+                        let id = next_id;
+                        let abort = handshakes.spawn(handshake(
+                            tls.clone(),
+                            alpn,
+                            stream,
+                            options.handshake_timeout,
+                            registry.clone(),
+                            (source, id),
+                        ));
+                        pending.insert(source, id, (remote, abort));
                     }
+                    // Not a resource error (`AcceptBackoff` waits those
+                    // out): a connection reset before it was accepted.
                     Some(Err(e)) => {
-                        // Accept errors (EMFILE, ...) have no remote address.
-                        if let Some(suppressed) = tls
-                            .inner
-                            .log
-                            .admit(HandshakeFailure::Accept, tokio::time::Instant::now())
-                        {
-                            tracing::warn!(error = %e, suppressed, "accepting a connection failed");
-                        }
+                        tracing::debug!(error = %e, "accepting a connection failed");
                     }
                     None => tcp_open = false,
                 },
                 Some(done) = handshakes.join_next(), if !handshakes.is_empty() => {
-                    if let Ok(Some(conn)) = done {
-                        if tx.send(conn).await.is_err() {
-                            break;
+                    // An aborted handshake was removed when it was evicted.
+                    if let Ok((source, id, conn)) = done {
+                        pending.remove(source, id);
+                        if let Some(conn) = conn {
+                            if tx.send(conn).await.is_err() {
+                                break;
+                            }
                         }
                     }
                 }
@@ -652,12 +712,26 @@ where
     rx
 }
 
-/// One handshake: `None` when it failed (logged) or timed out.
+/// One handshake, returning `pending`'s key with its connection: `None`
+/// when it failed (logged), timed out, or the registry refused it.
 async fn handshake(
     tls: ServerTls,
     alpn: Alpn,
     tcp: TcpStream,
     timeout: Duration,
+    registry: Arc<Registry>,
+    pending: (IpAddr, u64),
+) -> (IpAddr, u64, Option<TlsConnection>) {
+    let conn = handshake_inner(tls, alpn, tcp, timeout, registry).await;
+    (pending.0, pending.1, conn)
+}
+
+async fn handshake_inner(
+    tls: ServerTls,
+    alpn: Alpn,
+    tcp: TcpStream,
+    timeout: Duration,
+    registry: Arc<Registry>,
 ) -> Option<TlsConnection> {
     let (Ok(remote_addr), Ok(local_addr)) = (tcp.peer_addr(), tcp.local_addr()) else {
         return None; // already gone
@@ -703,6 +777,15 @@ async fn handshake(
         },
     };
     let alpn = conn.alpn_protocol().map(<[u8]>::to_vec);
+    let conn = match registry.admit(&identity, remote_addr.ip()) {
+        Ok(conn) => conn,
+        Err(refused) => {
+            tls.inner
+                .log
+                .failed(remote_addr, HandshakeFailure::ConnectionLimit, &refused);
+            return None;
+        }
+    };
     Some(TlsConnection {
         stream,
         info: PeerInfo {
@@ -710,6 +793,7 @@ async fn handshake(
             local_addr,
             identity,
             alpn,
+            conn: ConnHandle(conn),
         },
     })
 }

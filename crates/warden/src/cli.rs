@@ -351,6 +351,46 @@ pub struct ServerArgs {
         value_delimiter = ','
     )]
     pub metrics_groups: Option<Vec<String>>,
+    /// TLS listeners: close a connection whose handshake has not finished
+    /// within this (100ms..=1m) [default: 5s].
+    #[arg(long, env = "WARDEN_SERVER_HANDSHAKE_TIMEOUT", value_name = "DURATION", value_parser = parse_duration)]
+    pub handshake_timeout: Option<Duration>,
+    /// TLS listeners: handshakes in progress at once, per listener
+    /// (1..=65536) [default: 1024].
+    #[arg(long, env = "WARDEN_SERVER_MAX_HANDSHAKES", value_name = "N")]
+    pub max_handshakes: Option<usize>,
+    /// TLS listeners: handshakes in progress at once from one source (an
+    /// IPv4 address or an IPv6 /64), at most --max-handshakes; a source over
+    /// it loses its oldest pending handshake [default: 64].
+    #[arg(
+        long,
+        env = "WARDEN_SERVER_MAX_HANDSHAKES_PER_SOURCE",
+        value_name = "N"
+    )]
+    pub max_handshakes_per_source: Option<usize>,
+    /// TLS listeners: established connections per listener
+    /// (1..=1048576); past it the oldest idle connection is closed
+    /// [default: 16384].
+    #[arg(long, env = "WARDEN_SERVER_MAX_CONNECTIONS", value_name = "N")]
+    pub max_connections: Option<usize>,
+    /// TLS listeners: established connections of one principal (without a
+    /// certificate: of one source) per listener, at most --max-connections
+    /// [default: 1024].
+    #[arg(
+        long,
+        env = "WARDEN_SERVER_MAX_CONNECTIONS_PER_PRINCIPAL",
+        value_name = "N"
+    )]
+    pub max_connections_per_principal: Option<usize>,
+    /// TLS listeners: close a connection with no open stream (call) for
+    /// this long (1s..=24h) [default: 5m].
+    #[arg(long, env = "WARDEN_SERVER_CONNECTION_IDLE_TIMEOUT", value_name = "DURATION", value_parser = parse_duration)]
+    pub connection_idle_timeout: Option<Duration>,
+    /// --admin-listen: close an HTTP/1.1 connection whose request header is
+    /// not read in full within this, or that waits longer between requests
+    /// (100ms..=5m) [default: 10s].
+    #[arg(long, env = "WARDEN_SERVER_ADMIN_HEADER_READ_TIMEOUT", value_name = "DURATION", value_parser = parse_duration)]
+    pub admin_header_read_timeout: Option<Duration>,
     /// How log lines are written to stderr: `text` (one human-readable
     /// line each) or `json` (one JSON object a line: `timestamp`, `level`,
     /// `fields.message`, `target`, and the request's span: `method`,

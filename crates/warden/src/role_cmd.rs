@@ -131,9 +131,18 @@ pub struct RoleQuotaArgs {
     /// Client ids with an outcome record (0..=262144).
     #[arg(long, value_name = "N")]
     pub clients: Option<u64>,
+    /// Published values (elections) of its leases (0..=100000).
+    #[arg(long, value_name = "N")]
+    pub values: Option<u64>,
+    /// Bytes of those values (0..=409600000).
+    #[arg(long, value_name = "BYTES")]
+    pub value_bytes: Option<u64>,
+    /// Queued waits on any one resource (0..=10000).
+    #[arg(long, value_name = "N")]
+    pub waits_per_resource: Option<u64>,
     /// Clear the role's quota (its principals fall back to their other
     /// roles' quotas, or the default quota).
-    #[arg(long, conflicts_with_all = ["leases", "locks", "waiters", "clients"])]
+    #[arg(long, conflicts_with_all = ["leases", "locks", "waiters", "clients", "values", "value_bytes", "waits_per_resource"])]
     pub clear: bool,
     #[command(flatten)]
     pub client: ClientArgs,
@@ -191,6 +200,15 @@ pub struct LimitsArgs {
     /// Default quota: client ids per principal.
     #[arg(long, value_name = "N")]
     pub default_clients: Option<u64>,
+    /// Default quota: published values per principal.
+    #[arg(long, value_name = "N")]
+    pub default_values: Option<u64>,
+    /// Default quota: bytes of published values per principal.
+    #[arg(long, value_name = "BYTES")]
+    pub default_value_bytes: Option<u64>,
+    /// Default quota: waits per principal on any one resource.
+    #[arg(long, value_name = "N")]
+    pub default_waits_per_resource: Option<u64>,
     #[command(flatten)]
     pub client: ClientArgs,
 }
@@ -204,6 +222,9 @@ impl LimitsArgs {
             self.default_locks,
             self.default_waiters,
             self.default_clients,
+            self.default_values,
+            self.default_value_bytes,
+            self.default_waits_per_resource,
         ]
         .iter()
         .any(Option::is_some)
@@ -220,6 +241,11 @@ impl LimitsArgs {
                 locks: self.default_locks.unwrap_or(q.locks),
                 waiters: self.default_waiters.unwrap_or(q.waiters),
                 clients: self.default_clients.unwrap_or(q.clients),
+                values: self.default_values.unwrap_or(q.values),
+                value_bytes: self.default_value_bytes.unwrap_or(q.value_bytes),
+                waits_per_resource: self
+                    .default_waits_per_resource
+                    .unwrap_or(q.waits_per_resource),
             },
         }
     }
@@ -257,13 +283,16 @@ pub fn quota_json(q: &Quota) -> Value {
         "locks": q.locks,
         "waiters": q.waiters,
         "clients": q.clients,
+        "values": q.values,
+        "value_bytes": q.value_bytes,
+        "waits_per_resource": q.waits_per_resource,
     })
 }
 
 fn quota_text(q: &Quota) -> String {
     format!(
-        "{} leases, {} locks, {} waiters, {} clients",
-        q.leases, q.locks, q.waiters, q.clients
+        "{} leases, {} locks, {} waiters, {} clients, {} values ({} bytes), {} waits per resource",
+        q.leases, q.locks, q.waiters, q.clients, q.values, q.value_bytes, q.waits_per_resource
     )
 }
 
@@ -349,6 +378,8 @@ pub fn users_json(users: &[UserInfo]) -> Value {
                         "locks": u.usage.locks,
                         "waiters": u.usage.waiters,
                         "clients": u.usage.clients,
+                        "values": u.usage.values,
+                        "value_bytes": u.usage.value_bytes,
                     },
                 })
             })
@@ -598,6 +629,9 @@ async fn role_quota(a: RoleQuotaArgs) -> Report {
             locks: a.locks.unwrap_or(base.locks),
             waiters: a.waiters.unwrap_or(base.waiters),
             clients: a.clients.unwrap_or(base.clients),
+            values: a.values.unwrap_or(base.values),
+            value_bytes: a.value_bytes.unwrap_or(base.value_bytes),
+            waits_per_resource: a.waits_per_resource.unwrap_or(base.waits_per_resource),
         })
     };
     if let Some(q) = &quota {
@@ -606,6 +640,9 @@ async fn role_quota(a: RoleQuotaArgs) -> Report {
             locks: q.locks,
             waiters: q.waiters,
             clients: q.clients,
+            values: q.values,
+            value_bytes: q.value_bytes,
+            waits_per_resource: q.waits_per_resource,
         };
         if let Err(e) = warden_core::validate::quota(&core) {
             let flag = e
@@ -698,6 +735,9 @@ pub async fn limits(a: LimitsArgs) -> Report {
                 locks: new.default_quota.locks,
                 waiters: new.default_quota.waiters,
                 clients: new.default_quota.clients,
+                values: new.default_quota.values,
+                value_bytes: new.default_quota.value_bytes,
+                waits_per_resource: new.default_quota.waits_per_resource,
             },
         };
         if let Err(e) = warden_core::validate::limits(&core) {
@@ -861,6 +901,9 @@ mod tests {
             locks: 2,
             waiters: 3,
             clients: 4,
+            values: 5,
+            value_bytes: 6,
+            waits_per_resource: 7,
         };
         let roles = vec![RoleInfo {
             name: "payments".into(),
@@ -874,11 +917,12 @@ mod tests {
             roles_json(&roles),
             json!([{"role": "payments",
                     "grants": [{"prefix": "payments/", "permission": "lock"}],
-                    "quota": {"leases": 1, "locks": 2, "waiters": 3, "clients": 4}}])
+                    "quota": {"leases": 1, "locks": 2, "waiters": 3, "clients": 4,
+                              "values": 5, "value_bytes": 6, "waits_per_resource": 7}}])
         );
         assert_eq!(
             roles_text(&roles),
-            "payments: lock on \"payments/\"; quota 1 leases, 2 locks, 3 waiters, 4 clients"
+            "payments: lock on \"payments/\"; quota 1 leases, 2 locks, 3 waiters, 4 clients, 5 values (6 bytes), 7 waits per resource"
         );
         let users = vec![UserInfo {
             principal: "carol".into(),
@@ -889,12 +933,15 @@ mod tests {
                 locks: 1,
                 waiters: 0,
                 clients: 2,
+                values: 1,
+                value_bytes: 4,
             },
         }];
         assert_eq!(
             users_json(&users),
             json!([{"user": "carol", "roles": ["payments"], "quota": null,
-                    "usage": {"leases": 1, "locks": 1, "waiters": 0, "clients": 2}}])
+                    "usage": {"leases": 1, "locks": 1, "waiters": 0, "clients": 2,
+                              "values": 1, "value_bytes": 4}}])
         );
         let record = AuthAuditRecord {
             index: 9,

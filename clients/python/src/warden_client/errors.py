@@ -182,8 +182,8 @@ class RequestExpiredError(FailedPreconditionError):
 
 
 class PermissionDeniedError(WardenError):
-    """The caller's principal may not do this (e.g. touch another principal's
-    lease)."""
+    """The caller's principal may not do this (e.g. lock outside its roles'
+    prefixes). Another principal's lease answers as one that does not exist."""
 
 
 class AdminDisabledError(PermissionDeniedError):

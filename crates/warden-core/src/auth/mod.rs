@@ -177,8 +177,9 @@
 //!   (`principal alice has no lock permission on "orders/1"`,
 //!   `... on election "scheduler"`), none for a lease grant
 //!   (`... on any prefix`) or an admin command (`principal alice has no
-//!   admin permission on prefix ""`), field `lease_id` for ownership
-//!   (`lease 7 belongs to another principal`);
+//!   admin permission on prefix ""`);
+//! * NotFound, field `lease_id`, for another principal's lease: the same
+//!   answer as for a lease that does not exist (no liveness oracle);
 //! * ResourceExhausted, field `quota.leases` / `quota.locks` /
 //!   `quota.waiters` / `quota.clients` for a quota, `lease_id` for
 //!   `max_leases`, `client_id` for `max_clients` and the legacy bound;

@@ -21,6 +21,10 @@ pub struct Usage {
     pub waiters: u64,
     /// Outcome records keyed by it (S7).
     pub clients: u64,
+    /// Published values of its leases ([`crate::values`]).
+    pub values: u64,
+    /// Their bytes.
+    pub value_bytes: u64,
 }
 
 impl Usage {
@@ -40,16 +44,22 @@ pub enum QuotaField {
     Waiters,
     /// [`Quota::clients`].
     Clients,
+    /// [`Quota::values`].
+    Values,
+    /// [`Quota::value_bytes`].
+    ValueBytes,
 }
 
 impl QuotaField {
-    /// `leases`, `locks`, `waiters` or `clients`.
+    /// `leases`, `locks`, `waiters`, `clients`, `values` or `value_bytes`.
     pub fn name(self) -> &'static str {
         match self {
             QuotaField::Leases => "leases",
             QuotaField::Locks => "locks",
             QuotaField::Waiters => "waiters",
             QuotaField::Clients => "clients",
+            QuotaField::Values => "values",
+            QuotaField::ValueBytes => "value_bytes",
         }
     }
 
@@ -59,6 +69,8 @@ impl QuotaField {
             QuotaField::Locks => q.locks,
             QuotaField::Waiters => q.waiters,
             QuotaField::Clients => q.clients,
+            QuotaField::Values => q.values,
+            QuotaField::ValueBytes => q.value_bytes,
         }
     }
 
@@ -68,6 +80,8 @@ impl QuotaField {
             QuotaField::Locks => u.locks,
             QuotaField::Waiters => u.waiters,
             QuotaField::Clients => u.clients,
+            QuotaField::Values => u.values,
+            QuotaField::ValueBytes => u.value_bytes,
         }
     }
 }

@@ -117,6 +117,9 @@ impl AuthTable {
             locks: a.locks.max(b.locks),
             waiters: a.waiters.max(b.waiters),
             clients: a.clients.max(b.clients),
+            values: a.values.max(b.values),
+            value_bytes: a.value_bytes.max(b.value_bytes),
+            waits_per_resource: a.waits_per_resource.max(b.waits_per_resource),
         });
         Some(best.unwrap_or(self.limits.default_quota))
     }

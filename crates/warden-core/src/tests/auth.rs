@@ -21,6 +21,7 @@ pub(super) fn revoke(h: RequestHeader, lease_id: LeaseId) -> Command {
     Command::Revoke(Revoke {
         header: h,
         lease_id,
+        at_unix_ms: 0,
     })
 }
 
@@ -111,7 +112,28 @@ fn another_principal_cannot_use_a_lease_even_with_its_id_and_token() {
     assert_ne!(log.t.lease_owner(lease), Some(Some("bob")));
     assert_eq!(log.t.lease_owner(99), None);
     let before = lock_state(&log.t);
-    let denied = format!("lease {lease} belongs to another principal");
+    // No liveness oracle: each is answered exactly as the same command on a
+    // lease that does not exist.
+    let absent = 99;
+    let as_absent = |cmd: &Command| {
+        let mut c = cmd.clone();
+        // (a request of its own: the same request id with other arguments
+        // is another refusal, S7)
+        match &mut c {
+            Command::Release(r) => {
+                (r.lease_id, r.header.request_id) = (absent, r.header.request_id + 100)
+            }
+            Command::Revoke(r) => {
+                (r.lease_id, r.header.request_id) = (absent, r.header.request_id + 100)
+            }
+            Command::Proclaim(p) => p.lease_id = absent,
+            Command::Acquire(a) => {
+                (a.lease, a.header.request_id) = (on(absent), a.header.request_id + 100)
+            }
+            other => panic!("{other:?}"),
+        }
+        c
+    };
     for (caller, cmd) in [
         (
             Some("bob"),
@@ -128,11 +150,21 @@ fn another_principal_cannot_use_a_lease_even_with_its_id_and_token() {
         (None, release(hdr(3, 2), Some("jobs/1"), lease, Some(token))),
     ] {
         let out = log.apply(by(caller, cmd.clone()));
-        let e = refused(&out.response);
-        assert_eq!(e.code, ErrorCode::PermissionDenied, "{cmd:?}");
+        let e = refused(&out.response).clone();
+        assert_eq!(e.code, ErrorCode::NotFound, "{cmd:?}");
         assert_eq!(e.field.as_deref(), Some("lease_id"));
-        assert_eq!(e.message, denied);
         assert!(out.effects.is_empty());
+        let out = log.apply(by(caller, as_absent(&cmd)));
+        let none = refused(&out.response);
+        assert_eq!(
+            (none.code, none.field.as_deref(), none.message.clone()),
+            (
+                e.code,
+                e.field.as_deref(),
+                e.message.replace(&lease.to_string(), &absent.to_string())
+            ),
+            "{cmd:?}"
+        );
     }
     assert_eq!(lock_state(&log.t), before);
     assert_eq!(
@@ -157,7 +189,7 @@ fn another_principal_cannot_use_a_lease_even_with_its_id_and_token() {
     };
     assert_eq!(log.t.lease_owner(legacy), Some(None));
     let e = log.apply(as_("alice", revoke(hdr(1, 3), legacy)));
-    assert_eq!(refused(&e.response).code, ErrorCode::PermissionDenied);
+    assert_eq!(refused(&e.response).code, ErrorCode::NotFound);
     assert_eq!(
         log.apply(by(None, revoke(hdr(3, 3), legacy))).response,
         Response::Revoked { lease_id: legacy }
@@ -563,4 +595,78 @@ fn election_prefixes_match_elections_and_lock_prefixes_match_locks() {
         "lock prefixes match locks"
     );
     assert!(!grant_covers("x", &election("x")));
+}
+
+// Undoing a principal (docs/security.md): `admin` may revoke another
+// principal's lease; it is an involuntary loss of every grant it held (the
+// lock-delay it asked for runs, and a waiter is granted only after it), each
+// freed grant gets an audit record naming the admin, as a forced release
+// does. A principal without admin still gets NotFound for it, and an
+// owner's own revoke stays clean (no lock-delay, no audit record).
+#[test]
+fn an_admin_revokes_any_lease_and_it_is_audited() {
+    let mut log = with_jobs_role(&["alice", "bob", "carol"]);
+    log.root(grant_perm("ops", "", Permission::Admin));
+    log.root(grant_role("carol", "ops"));
+    let (a, t1) = granted(&log.apply(as_(
+        "alice",
+        acquire(hdr(1, 1), "jobs/1", new_lease(60_000), 0, 2_000),
+    )));
+    let (_, t2) = granted(&log.apply(as_("alice", acquire(hdr(1, 2), "jobs/2", on(a), 0, 0))));
+    log.apply(as_(
+        "bob",
+        acquire(hdr(2, 1), "jobs/1", new_lease(60_000), 60_000, 0),
+    ));
+    let e = log.apply(as_("bob", revoke(hdr(2, 2), a)));
+    assert_eq!(refused(&e.response).code, ErrorCode::NotFound);
+    let mut r = revoke(hdr(3, 1), a);
+    if let Command::Revoke(r) = &mut r {
+        r.at_unix_ms = 1_700_000_000_000;
+    }
+    let out = log.apply(as_("carol", r));
+    assert_eq!(out.response, Response::Revoked { lease_id: a });
+    assert!(log.t.lease(a).is_none());
+    let trail: Vec<(String, u64, String, u64)> = log
+        .t
+        .audit_trail()
+        .map(|r| {
+            (
+                r.resource.clone(),
+                r.fencing_token,
+                r.requested_by.clone(),
+                r.at_unix_ms,
+            )
+        })
+        .collect();
+    let by = format!("carol (revoke of lease {a})");
+    assert_eq!(
+        trail,
+        vec![
+            ("jobs/1".to_owned(), t1, by.clone(), 1_700_000_000_000),
+            ("jobs/2".to_owned(), t2, by, 1_700_000_000_000),
+        ]
+    );
+    // Involuntary: jobs/1's lock-delay of 2 s runs; bob waits for it.
+    assert!(log.t.lock_delay("jobs/1").is_some());
+    assert!(log.t.holder("jobs/1").is_none());
+    // An owner's own revoke: clean, not audited.
+    let (b, _) = granted(&log.apply(as_(
+        "alice",
+        acquire(hdr(1, 3), "jobs/3", new_lease(60_000), 0, 2_000),
+    )));
+    log.apply(as_("alice", revoke(hdr(1, 4), b)));
+    assert!(log.t.lock_delay("jobs/3").is_none());
+    assert_eq!(log.t.audit_trail().count(), 2);
+    // `user list` shows a principal that owns something with no role left.
+    let (d, _) = granted(&log.apply(as_(
+        "alice",
+        acquire(hdr(1, 5), "jobs/4", new_lease(60_000), 0, 0),
+    )));
+    log.root(AuthOp::RevokeRole {
+        user: who("alice"),
+        role: "jobs".into(),
+    });
+    let users = log.t.users();
+    assert!(users.contains(&("alice", Vec::new())), "{users:?}");
+    assert!(log.t.lease(d).is_some());
 }

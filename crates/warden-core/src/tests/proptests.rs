@@ -93,7 +93,7 @@ fn command() -> impl Strategy<Value = Command> {
             .prop_map(|(header, resource, lease_id, fencing_token)| Command::Release(Release { header, resource, lease_id, fencing_token })),
         3 => proptest::collection::vec(0u64..8, 0..4).prop_map(|lease_ids| Command::RenewBatch(RenewBatch { lease_ids })),
         1 => (h.clone(), 500u64..5_000).prop_map(|(header, ttl_ms)| Command::LeaseGrant(LeaseGrant { header, ttl_ms })),
-        1 => (h.clone(), 0u64..8).prop_map(|(header, lease_id)| Command::Revoke(Revoke { header, lease_id })),
+        1 => (h.clone(), 0u64..8).prop_map(|(header, lease_id)| Command::Revoke(Revoke { header, lease_id, at_unix_ms: 0 })),
         2 => (h.clone(), 1u64..40, res.clone()).prop_map(|(header, acquire_request_id, resource)| Command::CancelWait(CancelWait { header, acquire_request_id, resource })),
         1 => (0u64..60_000).prop_map(|no_expiry_before_ms| Command::Promote(Promote { no_expiry_before_ms })),
         2 => Just(Command::Tick),
@@ -458,7 +458,7 @@ fn client_command() -> impl Strategy<Value = Command> {
         3 => (h.clone(), proptest::option::of(key.clone()), 1u64..10, proptest::option::of(1u64..12))
             .prop_map(|(header, resource, lease_id, fencing_token)| Command::Release(Release { header, resource, lease_id, fencing_token })),
         2 => h.clone().prop_map(|header| Command::LeaseGrant(LeaseGrant { header, ttl_ms: 2_000 })),
-        2 => (h.clone(), 1u64..10).prop_map(|(header, lease_id)| Command::Revoke(Revoke { header, lease_id })),
+        2 => (h.clone(), 1u64..10).prop_map(|(header, lease_id)| Command::Revoke(Revoke { header, lease_id, at_unix_ms: 0 })),
         1 => (key.clone(), 1u64..10, proptest::option::of(1u64..12)).prop_map(|(resource, lease_id, fencing_token)| Command::Proclaim(Proclaim { resource, lease_id, fencing_token, value: "v".into() })),
         1 => (h, key).prop_map(|(header, resource)| Command::ForceRelease(ForceRelease { header, resource, fencing_token: None, requested_by: "ops".into(), at_unix_ms: 0 })),
     ]
@@ -480,6 +480,7 @@ fn auth_op() -> impl Strategy<Value = crate::types::AuthOp> {
             locks,
             waiters,
             clients,
+            ..Quota::default()
         });
     prop_oneof![
         4 => (role.clone(), prefix.clone(), permission).prop_map(|(role, prefix, permission)| AuthOp::GrantPermission { role, prefix, permission }),
@@ -637,9 +638,9 @@ proptest! {
     // commands from three principals and an anonymous caller, with random
     // grants, revokes, quotas and limits: check_invariants holds after every
     // entry (usage counters included), apply never panics, no command of
-    // principal P ever changes a lease owned by Q (except ForceRelease by an
-    // admin, leader duties and hand-offs), a refused wrapped command changes
-    // nothing, and snapshots round-trip.
+    // principal P ever changes a lease owned by Q (except ForceRelease and
+    // Revoke by an admin, leader duties and hand-offs), a refused wrapped
+    // command changes nothing, and snapshots round-trip.
     #[test]
     fn principals_never_change_each_others_leases(ops in proptest::collection::vec((id_op(), dt()), 1..150)) {
         let mut t = LockTable::new();
@@ -759,7 +760,7 @@ proptest! {
                 }
             }
             if let Some(caller) = checked {
-                let forced = matches!(&cmd, Command::Authorized(w) if matches!(*w.command, Command::ForceRelease(_)));
+                let forced = matches!(&cmd, Command::Authorized(w) if matches!(*w.command, Command::ForceRelease(_) | Command::Revoke(_)));
                 if !(forced && was_admin == Some(true)) {
                     let r = touches_only_own_leases(caller, &before, &t, own_effects);
                     prop_assert!(r.is_ok(), "{:?} by {:?}: {:?}", cmd, caller, r);

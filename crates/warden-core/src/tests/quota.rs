@@ -109,6 +109,7 @@ fn a_principal_over_its_lease_quota_is_refused_and_others_are_served() {
             locks: 200_000,
             waiters: 3,
             clients: 1,
+            ..Quota::default()
         },
     ));
     log.root(grant_role("mallory", "small"));
@@ -119,6 +120,7 @@ fn a_principal_over_its_lease_quota_is_refused_and_others_are_served() {
             locks: 200_000,
             waiters: Quota::default().waiters,
             clients: Quota::default().clients,
+            ..Quota::default()
         })
     );
     // Root and anonymous callers have no quota; alice has the default.
@@ -139,6 +141,7 @@ fn lock_and_waiter_quotas_count_held_and_queued() {
             locks: 4,
             waiters: 1,
             clients: 100,
+            ..Quota::default()
         },
         ..ClusterLimits::default()
     }));
@@ -187,7 +190,8 @@ fn lock_and_waiter_quotas_count_held_and_queued() {
             leases: 1,
             locks: 4,
             waiters: 1,
-            clients: 1
+            clients: 1,
+            ..Usage::default()
         }
     );
     // Alice holds c and d and still acquires.
@@ -202,6 +206,7 @@ fn lock_and_waiter_quotas_count_held_and_queued() {
             locks: 2,
             waiters: 1,
             clients: 100,
+            ..Quota::default()
         },
         ..ClusterLimits::default()
     }));
@@ -512,4 +517,206 @@ fn drop_clients_drops_idle_records_of_every_principal() {
         .client_records()
         .all(|v| v.client_id != 5 && v.client_id != 6));
     assert_eq!(log.t.usage("bob").clients, 0);
+}
+
+/// The lease a wrapped lease grant makes.
+fn lease_of(r: Response) -> LeaseId {
+    match r {
+        Response::LeaseGranted { lease_id, .. } => lease_id,
+        other => panic!("expected a lease, got {other:?}"),
+    }
+}
+
+// Quotas on published values (docs/security.md "Quotas and limits"; the
+// election-value flood: one principal filled the table-wide cap of 100,000
+// values and every other principal's Proclaim failed): mallory, with one
+// lease, publishes values on election after election until her default quota
+// of 1,000 (ResourceExhausted, field `quota.values`, nothing changed); a
+// replacement of one of her values still works; alice still publishes; a
+// byte quota refuses a value that would take her over it, and a shorter
+// replacement frees bytes; when the lease ends, her usage is zero again.
+#[test]
+fn values_count_against_their_owners_quota_and_others_still_publish() {
+    let mut log = lockers(&["mallory", "alice"]);
+    let m = lease_of(
+        log.apply(as_("mallory", lease_grant(nth(7, 1), 60_000)))
+            .response,
+    );
+    let quota = crate::limits::DEFAULT_QUOTA_VALUES;
+    for i in 0..quota {
+        let r = fast(
+            &mut log,
+            as_(
+                "mallory",
+                super::auth::proclaim(&super::auth::election(&format!("e{i}")), m, "v"),
+            ),
+        );
+        assert!(matches!(r, Response::Proclaimed { .. }), "{i}: {r:?}");
+    }
+    assert_eq!(log.t.check_invariants(), Ok(()));
+    assert_eq!(log.t.usage("mallory").values, quota);
+    assert_eq!(log.t.usage("mallory").value_bytes, quota);
+    let before = lock_state(&log.t);
+    let out = log.apply(as_(
+        "mallory",
+        super::auth::proclaim(&super::auth::election("one-more"), m, "v"),
+    ));
+    let e = refused(&out.response);
+    assert_eq!(
+        (e.code, e.field.as_deref()),
+        (ErrorCode::ResourceExhausted, Some("quota.values"))
+    );
+    assert!(
+        e.message.contains("mallory") && e.message.contains("1000"),
+        "{e:?}"
+    );
+    assert!(out.effects.is_empty());
+    assert_eq!(lock_state(&log.t), before);
+    assert_eq!(log.t.value(m, &super::auth::election("one-more")), None);
+    // Replacing one of hers takes no new value.
+    let out = log.apply(as_(
+        "mallory",
+        super::auth::proclaim(&super::auth::election("e0"), m, "w"),
+    ));
+    assert!(
+        matches!(out.response, Response::Proclaimed { .. }),
+        "{out:?}"
+    );
+    // Alice is served.
+    let a = lease_of(
+        log.apply(as_("alice", lease_grant(nth(8, 1), 60_000)))
+            .response,
+    );
+    let out = log.apply(as_(
+        "alice",
+        super::auth::proclaim(&super::auth::election("e0"), a, "alice"),
+    ));
+    assert!(
+        matches!(out.response, Response::Proclaimed { .. }),
+        "{out:?}"
+    );
+    // Bytes: a role quota of 10 bytes for alice.
+    log.root(set_quota(
+        "lockers",
+        Quota {
+            value_bytes: 10,
+            ..Quota::default()
+        },
+    ));
+    let out = log.apply(as_(
+        "alice",
+        super::auth::proclaim(&super::auth::election("e1"), a, "123456"),
+    ));
+    let e = refused(&out.response);
+    assert_eq!(e.field.as_deref(), Some("quota.value_bytes"), "{e:?}");
+    let out = log.apply(as_(
+        "alice",
+        super::auth::proclaim(&super::auth::election("e0"), a, "12"),
+    ));
+    assert!(
+        matches!(out.response, Response::Proclaimed { .. }),
+        "{out:?}"
+    );
+    let out = log.apply(as_(
+        "alice",
+        super::auth::proclaim(&super::auth::election("e1"), a, "12345678"),
+    ));
+    assert!(
+        matches!(out.response, Response::Proclaimed { .. }),
+        "{out:?}"
+    );
+    assert_eq!(log.t.usage("alice").value_bytes, 10);
+    // The lease's end takes its values and their usage with it.
+    log.apply(as_("mallory", super::auth::revoke(nth(7, 2), m)));
+    assert_eq!(log.t.usage("mallory").values, 0);
+    assert_eq!(log.t.usage("mallory").value_bytes, 0);
+}
+
+// Quota `waits_per_resource` (docs/security.md "Quotas and limits"; the
+// queue flood: one principal with the holder's role queued 10,000 waits on
+// her resource, the per-resource cap, and even root was refused a wait
+// there): with the quota at 3, bob's fourth wait on `q` is refused
+// (ResourceExhausted, field `quota.waits_per_resource`, nothing changed)
+// while his wait on another resource, carol's wait on `q` and root's still
+// queue; a multi-lock naming `q` is refused the same way.
+#[test]
+fn one_principal_cannot_fill_a_resources_queue() {
+    let mut log = lockers(&["alice", "bob", "carol"]);
+    log.root(set_quota(
+        "lockers",
+        Quota {
+            waits_per_resource: 3,
+            ..Quota::default()
+        },
+    ));
+    granted(&log.apply(as_(
+        "alice",
+        acquire(nth(1, 1), "q", new_lease(60_000), 0, 0),
+    )));
+    for n in 1..=3 {
+        let out = log.apply(as_(
+            "bob",
+            acquire(nth(2, n), "q", new_lease(60_000), 60_000, 0),
+        ));
+        assert!(
+            matches!(
+                out.response,
+                Response::Acquire(AcquireReply {
+                    outcome: AcquireOutcome::Queued { .. },
+                    ..
+                })
+            ),
+            "{out:?}"
+        );
+    }
+    let before = lock_state(&log.t);
+    let out = log.apply(as_(
+        "bob",
+        acquire(nth(2, 4), "q", new_lease(60_000), 60_000, 0),
+    ));
+    let e = refused(&out.response);
+    assert_eq!(
+        (e.code, e.field.as_deref()),
+        (
+            ErrorCode::ResourceExhausted,
+            Some("quota.waits_per_resource")
+        )
+    );
+    assert!(out.effects.is_empty());
+    assert_eq!(lock_state(&log.t), before);
+    let multi = Command::Acquire(Acquire::multi(
+        nth(2, 5),
+        vec!["q".into(), "r".into()],
+        new_lease(60_000),
+        60_000,
+        0,
+    ));
+    let e = refused(&log.apply(as_("bob", multi)).response).clone();
+    assert_eq!(e.field.as_deref(), Some("quota.waits_per_resource"));
+    let queued = |out: &Applied| {
+        matches!(
+            out.response,
+            Response::Acquire(AcquireReply {
+                outcome: AcquireOutcome::Queued { .. },
+                ..
+            })
+        )
+    };
+    granted(&log.apply(as_(
+        "alice",
+        acquire(nth(1, 2), "r", new_lease(60_000), 0, 0),
+    )));
+    assert!(queued(&log.apply(as_(
+        "bob",
+        acquire(nth(2, 6), "r", new_lease(60_000), 60_000, 0)
+    ))));
+    assert!(queued(&log.apply(as_(
+        "carol",
+        acquire(nth(3, 1), "q", new_lease(60_000), 60_000, 0)
+    ))));
+    assert!(queued(&log.apply(as_(
+        "root",
+        acquire(nth(4, 1), "q", new_lease(60_000), 60_000, 0)
+    ))));
+    assert_eq!(log.t.waiters("q").len(), 5);
 }

@@ -97,6 +97,7 @@ fn revoke_frees_and_hands_off() {
     let out = log.apply(Command::Revoke(Revoke {
         header: hdr(1, 4),
         lease_id: 1,
+        at_unix_ms: 0,
     }));
     assert_eq!(out.response, Response::Revoked { lease_id: 1 });
     assert!(log.t.lock_delays().is_empty());

@@ -567,6 +567,7 @@ fn bad_input_is_refused_with_a_named_field_and_changes_nothing() {
             Command::Revoke(Revoke {
                 header: hdr(2, 1),
                 lease_id: 0,
+                at_unix_ms: 0,
             }),
             "lease_id",
         ),
@@ -611,6 +612,7 @@ fn bad_input_is_refused_with_a_named_field_and_changes_nothing() {
             Command::Revoke(Revoke {
                 header: hdr(3, 3),
                 lease_id: 999,
+                at_unix_ms: 0,
             }),
             ErrorCode::NotFound,
             "lease_id",

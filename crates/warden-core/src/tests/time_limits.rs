@@ -67,6 +67,7 @@ fn an_ended_unswept_lease_is_not_found_to_renew_release_and_revoke() {
     let out = log.apply(Command::Revoke(Revoke {
         header: hdr(1, 11),
         lease_id: c,
+        at_unix_ms: 0,
     }));
     let e = refused(&out.response);
     assert_eq!(
@@ -165,6 +166,7 @@ fn a_quota_does_not_count_ended_unswept_leases() {
             locks: 1_000,
             waiters: 10,
             clients: 10,
+            ..Quota::default()
         }),
     });
     log.root(grant_role("alice", "alice-quota"));

@@ -6,8 +6,12 @@
 //! an item whose instant has passed is ended for every decision, swept or
 //! not. The leader only keeps entries coming: it proposes a
 //! [`Command::Tick`] when the table's earliest instant is due on its clock,
-//! and keeps ticking while due items remain; an empty table (no instant)
-//! needs no ticks.
+//! and keeps ticking while due items remain; and while the table holds
+//! anything with an instant it ticks when its applied `now` is
+//! [`IDLE_TICK_MS`] behind the leader's clock (no entry for that long), so
+//! what reads the applied time (hold durations, follower views, snapshots)
+//! is never more than that stale. An empty table (no instant) needs no
+//! ticks.
 //!
 //! Every duty entry is proposed to the *local* Raft handle, never through a
 //! forwarding path (etcd issue 15247), and is stamped with this leader's id,
@@ -34,6 +38,10 @@ use crate::node::{Node, SubmitError};
 /// more than twice the default cap on live leases with a wait each.
 pub const MAX_TICKS_PER_PASS: usize = 1_000;
 
+/// The longest a table that holds an instant goes without an entry: the
+/// leader ticks once its applied `now` is this far behind its clock.
+pub const IDLE_TICK_MS: u64 = 1_000;
+
 /// Proposes this leader's `Promote` (L4): `no_expiry_before_ms` is its base
 /// plus the grace G. Returns once it has applied here.
 async fn promote(node: &Node, leader: LeaderId, grace_ms: u64) -> Result<(), SubmitError> {
@@ -44,10 +52,16 @@ async fn promote(node: &Node, leader: LeaderId, grace_ms: u64) -> Result<(), Sub
     node.propose_duty(cmd).await.map(|_| ())
 }
 
-/// Whether the table holds an item due at cluster time `now_ms`.
-fn due_at(node: &Node, now_ms: u64) -> Option<bool> {
+/// Whether the table needs a tick at cluster time `now_ms`: it holds an
+/// item due then, or it holds any instant and its applied `now` is
+/// [`IDLE_TICK_MS`] behind.
+fn tick_due_at(node: &Node, now_ms: u64) -> Option<bool> {
     let m = node.shared.machine.lock().ok()?;
-    Some(m.table.next_instant_ms().is_some_and(|at| at <= now_ms))
+    Some(
+        m.table.next_instant_ms().is_some_and(|at| {
+            at <= now_ms || now_ms.saturating_sub(m.table.now_ms()) >= IDLE_TICK_MS
+        }),
+    )
 }
 
 /// Runs the duty loop until the node is gone.
@@ -94,12 +108,13 @@ pub async fn run(node: Weak<Node>) {
                 }
             }
         }
-        // 2. Tick while the earliest instant in the table is due.
+        // 2. Tick while the earliest instant in the table is due, or once
+        // when a table with instants has had no entry for IDLE_TICK_MS.
         for _ in 0..MAX_TICKS_PER_PASS {
             let Some(now_ms) = node.cluster_now_ms(leader) else {
                 break;
             };
-            match due_at(&node, now_ms) {
+            match tick_due_at(&node, now_ms) {
                 Some(true) => {}
                 Some(false) => break,
                 None => return,

@@ -165,6 +165,45 @@ async fn an_idle_table_gets_no_ticks() {
     );
 }
 
+// "Sweeps" (ticks while the table holds something with an instant): a
+// lease of 60 s that nobody renews or touches gets ticks while it lives,
+// stamped at least IDLE_TICK_MS apart (not one a duty pass), so the applied
+// `now` keeps up with the leader's clock. (Paused time jumps to the next
+// timer while an entry's fsync runs on a blocking thread, so the test bounds
+// the ticks' stamps, not how far the applied time lags at any one moment.)
+#[tokio::test(start_paused = true)]
+async fn a_table_with_an_instant_gets_an_entry_every_idle_tick() {
+    let t = TestNode::start(Setup::default()).await;
+    let id = lease(&t, &None, 1, 1, 60_000).await;
+    let before = t.entries().len();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let stamps: Vec<u64> = t.entries()[before..]
+        .iter()
+        .filter(|e| matches!(e.command, Command::Tick))
+        .map(|e| e.stamp.at_ms)
+        .collect();
+    let idle_ms = super::duties::IDLE_TICK_MS;
+    assert!(
+        (3..=(10_000 / idle_ms + 1) as usize).contains(&stamps.len()),
+        "{} ticks in 10 s: {stamps:?}",
+        stamps.len()
+    );
+    for w in stamps.windows(2) {
+        assert!(
+            w[1] - w[0] >= idle_ms,
+            "ticks closer than IDLE_TICK_MS: {stamps:?}"
+        );
+    }
+    let leader = t.node.leader_id_if_leader().expect("leads");
+    let clock = t.node.cluster_now_ms(leader).expect("a clock");
+    let last = *stamps.last().expect("a tick");
+    assert!(
+        clock - last < 10_000 / 2,
+        "the last tick at {last}, the clock at {clock}"
+    );
+    assert!(t.table(|m| m.lease(id).is_some()), "the lease is live");
+}
+
 /// An anonymous acquire of `resource` on a new lease (`client`, request
 /// 1), waiting up to `wait_timeout_ms`; the lease id and whether it queued.
 async fn acquire(

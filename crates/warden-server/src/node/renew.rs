@@ -24,7 +24,7 @@ use std::sync::Weak;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
-use warden_core::types::{Command, ErrorCode, RenewBatch, Response};
+use warden_core::types::{Command, RenewBatch, Response};
 
 use super::{Node, Principal, SubmitError};
 
@@ -110,9 +110,10 @@ pub fn ownership(owner: Option<Option<&str>>, caller: &Principal) -> Ownership {
 }
 
 /// The jobs whose lease the caller owns; every other job is answered now:
-/// PermissionDenied naming the lease for another principal's, "not live"
-/// (or, before this leader's `Promote` applied, "not proposed") for a lease
-/// the table does not hold.
+/// "not live" (or, before this leader's `Promote` applied, "not proposed")
+/// for a lease the table does not hold, and exactly the same for another
+/// principal's, so a renew tells nobody which lease ids are live
+/// (docs/security.md "Leases have owners").
 fn keep_owned(node: &Node, jobs: Vec<RenewJob>) -> Vec<RenewJob> {
     let promoted = node.promoted_leader().is_some();
     let Ok(m) = node.shared.machine.lock() else {
@@ -131,17 +132,10 @@ fn keep_owned(node: &Node, jobs: Vec<RenewJob>) -> Vec<RenewJob> {
         }
         match owns {
             Ownership::Owned => kept.push(job),
-            Ownership::Foreign => {
-                let _ = job.reply.send(Err(SubmitError::refused(
-                    ErrorCode::PermissionDenied,
-                    Some("lease_id"),
-                    format!("lease {} belongs to another principal", job.lease_id),
-                )));
-            }
-            Ownership::NotLive if promoted => {
+            Ownership::Foreign | Ownership::NotLive if promoted => {
                 let _ = job.reply.send(Ok(None));
             }
-            Ownership::NotLive => {
+            Ownership::Foreign | Ownership::NotLive => {
                 let _ = job.reply.send(Err(SubmitError::NotProposed {
                     reason: "this leader has not applied its first entry yet".into(),
                 }));

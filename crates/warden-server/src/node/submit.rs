@@ -258,6 +258,11 @@ impl Node {
         // leader duty or an already wrapped command is refused).
         validate::authorized(&wrapped)?;
         self.await_promoted().await?;
+        // Refused before the log (docs/security.md): what this table already
+        // refuses never becomes an entry; apply still decides the rest.
+        if let Some(e) = self.refusal_before_log(&wrapped) {
+            return Err(SubmitError::Refused(e));
+        }
         let cmd = Command::Authorized(wrapped);
         self.may_propose(&cmd)?;
         let (response, _) = self.proposer.propose(cmd).await?;
@@ -266,6 +271,13 @@ impl Node {
             r => R::from_response(r)
                 .map_err(|other| SubmitError::fatal(format!("unexpected reply {other:?}"))),
         }
+    }
+
+    /// The table's refusal of `w` before it is proposed, if any (a
+    /// poisoned state machine refuses nothing here: apply decides).
+    fn refusal_before_log(&self, w: &Authorized) -> Option<warden_core::types::CommandError> {
+        let m = self.shared.machine.lock().ok()?;
+        m.table.refusal_before_log(w)
     }
 
     /// Renews `lease_id` through the renew batcher: one `RenewBatch` entry per

@@ -119,6 +119,7 @@ impl TestNode {
             peer_addrs: BTreeMap::new(),
             certs_dir: None,
             metrics_groups: Vec::new(),
+            conn_limits: Default::default(),
         };
         let db = Db::open(dir.path()).expect("db");
         let clock = NodeClock::new(Arc::new(TokioClock::new()));

@@ -127,7 +127,7 @@ fn requested_by(text: &str, peer: Option<std::net::SocketAddr>) -> Result<String
 
 /// Wall-clock milliseconds since the Unix epoch, for display in the audit
 /// trail only (never compared, never used in logic).
-fn wall_clock_ms() -> u64 {
+pub(super) fn wall_clock_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
@@ -555,6 +555,9 @@ mod tests {
             locks: 1,
             waiters: 1,
             clients: 1,
+            values: 1,
+            value_bytes: 1,
+            waits_per_resource: 1,
         });
         let limits = Some(pb::ClusterLimits {
             max_leases: 10,

@@ -402,6 +402,9 @@ pub fn quota(q: pb::Quota) -> Quota {
         locks: q.locks,
         waiters: q.waiters,
         clients: q.clients,
+        values: q.values,
+        value_bytes: q.value_bytes,
+        waits_per_resource: q.waits_per_resource,
     }
 }
 
@@ -412,6 +415,9 @@ pub fn quota_pb(q: &Quota) -> pb::Quota {
         locks: q.locks,
         waiters: q.waiters,
         clients: q.clients,
+        values: q.values,
+        value_bytes: q.value_bytes,
+        waits_per_resource: q.waits_per_resource,
     }
 }
 
@@ -467,6 +473,8 @@ fn usage_pb(u: &Usage) -> pb::QuotaUsage {
         locks: u.locks,
         waiters: u.waiters,
         clients: u.clients,
+        values: u.values,
+        value_bytes: u.value_bytes,
     }
 }
 

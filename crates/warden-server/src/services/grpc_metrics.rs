@@ -10,6 +10,11 @@
 //! (`/warden.v1.Lock/Acquire`) only when a service answered it: a path no
 //! service has (answered `Unimplemented` by the router) or that is not a
 //! plain `/service/method` counts as `unknown`, so no caller can add series.
+//!
+//! The layer also keeps each call's stream open in its connection's limits
+//! (`warden_tls::PeerInfo::stream_guard`) from receipt to that same end: a
+//! TLS connection with no call in progress counts as idle, and is closed
+//! after the idle timeout (docs/security.md "Connection limits").
 
 use std::future::Future;
 use std::pin::Pin;
@@ -72,6 +77,10 @@ where
             path: request.uri().path().to_owned(),
             started: tokio::time::Instant::now(),
             metrics: self.metrics.clone(),
+            _stream: request
+                .extensions()
+                .get::<warden_tls::PeerInfo>()
+                .map(warden_tls::PeerInfo::stream_guard),
         };
         let answer = self.inner.call(request);
         Box::pin(async move {
@@ -96,6 +105,9 @@ struct Call {
     path: String,
     started: tokio::time::Instant,
     metrics: Arc<Metrics>,
+    /// Over TLS, the call's stream of its connection, open until the call
+    /// ends: a connection with none is idle (`warden_tls::limits`).
+    _stream: Option<warden_tls::StreamGuard>,
 }
 
 impl Call {

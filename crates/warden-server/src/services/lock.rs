@@ -141,6 +141,7 @@ impl Lock for LockService {
         let cmd = Command::Revoke(Revoke {
             header: request_header(r.header)?,
             lease_id: r.lease_id,
+            at_unix_ms: super::admin::wall_clock_ms(),
         });
         let Revoked { lease_id } = node.submit(&principal, cmd).await?;
         Ok(Response::new(pb::LeaseRevokeResponse {

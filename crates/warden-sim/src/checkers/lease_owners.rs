@@ -328,6 +328,7 @@ mod tests {
                 Command::Revoke(Revoke {
                     header: hdr(2, 1),
                     lease_id: 1,
+                    at_unix_ms: 0,
                 }),
             ),
         ]

@@ -29,8 +29,9 @@ pub(super) const FOREIGN_LEASE: Def = Def {
 /// of r1 on it, a release of her grant and a revoke of her lease. If bob
 /// never sees her grant the attack did not run: a finding (L3), so that the
 /// scenario cannot pass without trying; so is an attempt that the cluster
-/// answers with anything but success or `PermissionDenied` (it was not
-/// decided). A success is left to the OWNERS checker (an acknowledged
+/// answers with anything but success or `NotFound` (another principal's
+/// lease answers as one that does not exist, docs/security.md "Leases have
+/// owners"; anything else was not decided). A success is left to the OWNERS checker (an acknowledged
 /// renew is recorded for it, as every client's is).
 fn foreign_lease(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
     let alice = client_ctx(&s.world, "alice", 73, 1_500);
@@ -92,9 +93,10 @@ fn foreign_lease(sim: &mut turmoil::Sim<'_>, s: &mut Setup<'_>) {
     });
 }
 
-/// `e`, the answer to `bob`'s `what` alice's lease, must be the refusal.
+/// `e`, the answer to `bob`'s `what` alice's lease, must be the refusal: the
+/// answer to a lease that does not exist.
 fn expect_denied(bob: &ClientCtx, what: &str, e: &ClientError) {
-    if !matches!(e, ClientError::PermissionDenied { .. }) {
+    if !matches!(e, ClientError::NotFound { .. }) {
         bob.violation(
             "L3",
             format!("foreign-lease: bob's {what} alice's lease was not decided: {e}"),

@@ -97,9 +97,17 @@ pub struct TestServer {
 
 impl TestServer {
     pub async fn start(tls: &ServerTls) -> TestServer {
+        TestServer::start_with(tls, warden_tls::AcceptOptions::default()).await
+    }
+
+    /// [`TestServer::start`] with `options`.
+    pub async fn start_with(tls: &ServerTls, options: warden_tls::AcceptOptions) -> TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let incoming = tls.incoming(tokio_stream::wrappers::TcpListenerStream::new(listener));
+        let incoming = tls.incoming_with(
+            tokio_stream::wrappers::TcpListenerStream::new(listener),
+            options,
+        );
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             tonic::transport::Server::builder()

@@ -45,6 +45,13 @@ pub struct FileConfig {
     admin_listen: Option<String>,
     metrics_groups: Option<Vec<String>>,
     log_format: Option<LogFormat>,
+    handshake_timeout: Option<String>,
+    max_handshakes: Option<usize>,
+    max_handshakes_per_source: Option<usize>,
+    max_connections: Option<usize>,
+    max_connections_per_principal: Option<usize>,
+    connection_idle_timeout: Option<String>,
+    admin_header_read_timeout: Option<String>,
 }
 
 /// `peers = "1=a:7001,2=b:7001"` or a `[peers]` table `1 = "a:7001"`.
@@ -190,6 +197,7 @@ pub fn log_format(args: &ServerArgs, file: &FileConfig) -> LogFormat {
 /// without `--`) and the limit.
 pub fn resolve(args: &ServerArgs, file: FileConfig) -> Result<ServerConfig, String> {
     let certs_dir = transport(args, &file)?;
+    let conn_limits = conn_limits(args, &file)?;
     let node_id = args
         .id
         .or(file.id)
@@ -366,7 +374,62 @@ pub fn resolve(args: &ServerArgs, file: FileConfig) -> Result<ServerConfig, Stri
         admin_listen,
         certs_dir,
         metrics_groups,
+        conn_limits,
     })
+}
+
+/// The connection and handshake limits: each flag, else its file key, else
+/// its default; checked by `ConnLimits::validate` (the error names the
+/// flag, the value and the bounds).
+fn conn_limits(
+    args: &ServerArgs,
+    file: &FileConfig,
+) -> Result<warden_server::config::ConnLimits, String> {
+    let defaults = warden_server::config::ConnLimits::default();
+    let duration = |name: &str, flag: Option<Duration>, file: Option<&str>, default: Duration| {
+        duration_ms(name, flag, file, default.as_millis() as u64).map(Duration::from_millis)
+    };
+    let d = defaults.accept;
+    let limits = warden_server::config::ConnLimits {
+        accept: warden_tls::AcceptOptions {
+            handshake_timeout: duration(
+                "handshake-timeout",
+                args.handshake_timeout,
+                file.handshake_timeout.as_deref(),
+                d.handshake_timeout,
+            )?,
+            max_handshakes: args
+                .max_handshakes
+                .or(file.max_handshakes)
+                .unwrap_or(d.max_handshakes),
+            max_handshakes_per_source: args
+                .max_handshakes_per_source
+                .or(file.max_handshakes_per_source)
+                .unwrap_or(d.max_handshakes_per_source),
+            max_connections: args
+                .max_connections
+                .or(file.max_connections)
+                .unwrap_or(d.max_connections),
+            max_connections_per_principal: args
+                .max_connections_per_principal
+                .or(file.max_connections_per_principal)
+                .unwrap_or(d.max_connections_per_principal),
+            idle_timeout: duration(
+                "connection-idle-timeout",
+                args.connection_idle_timeout,
+                file.connection_idle_timeout.as_deref(),
+                d.idle_timeout,
+            )?,
+        },
+        admin_header_read_timeout: duration(
+            "admin-header-read-timeout",
+            args.admin_header_read_timeout,
+            file.admin_header_read_timeout.as_deref(),
+            defaults.admin_header_read_timeout,
+        )?,
+    };
+    limits.validate().map_err(|e| format!("--{e}"))?;
+    Ok(limits)
 }
 
 /// What the node serves: TLS with `--certs-dir` (flag, else `certs-dir` in

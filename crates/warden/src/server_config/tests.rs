@@ -564,3 +564,79 @@ fn identity_errors_are_clear() {
         .unwrap_err()
         .contains("--data-dir"));
 }
+
+// docs/security.md "Connection limits": the defaults, each limit from its
+// flag or its file key (flags first), and a value outside its bounds
+// refused naming the flag, the value and the bounds.
+#[test]
+fn connection_limits_from_flags_and_file_with_their_bounds() {
+    let config = resolve(&base_args(), FileConfig::default()).unwrap();
+    assert_eq!(
+        config.conn_limits,
+        warden_server::config::ConnLimits::default()
+    );
+    let a = config.conn_limits.accept;
+    assert_eq!(a.handshake_timeout, Duration::from_secs(5));
+    assert_eq!((a.max_handshakes, a.max_handshakes_per_source), (1024, 64));
+    assert_eq!(
+        (a.max_connections, a.max_connections_per_principal),
+        (16_384, 1024)
+    );
+    assert_eq!(a.idle_timeout, Duration::from_secs(300));
+    assert_eq!(
+        config.conn_limits.admin_header_read_timeout,
+        Duration::from_secs(10)
+    );
+    let file = parse_config_file(
+        "handshake-timeout = \"2s\"\nmax-handshakes = 256\nmax-handshakes-per-source = 8\n\
+         max-connections = 1000\nmax-connections-per-principal = 10\n\
+         connection-idle-timeout = \"1m\"\nadmin-header-read-timeout = \"3s\"",
+    )
+    .unwrap();
+    let args = ServerArgs {
+        max_connections_per_principal: Some(20),
+        ..base_args()
+    };
+    let limits = resolve(&args, file).unwrap().conn_limits;
+    assert_eq!(limits.accept.handshake_timeout, Duration::from_secs(2));
+    assert_eq!(limits.accept.max_handshakes, 256);
+    assert_eq!(limits.accept.max_handshakes_per_source, 8);
+    assert_eq!(limits.accept.max_connections, 1000);
+    assert_eq!(limits.accept.max_connections_per_principal, 20);
+    assert_eq!(limits.accept.idle_timeout, Duration::from_secs(60));
+    assert_eq!(limits.admin_header_read_timeout, Duration::from_secs(3));
+    let refused = |change: fn(&mut ServerArgs)| {
+        let mut args = base_args();
+        change(&mut args);
+        resolve(&args, FileConfig::default()).unwrap_err()
+    };
+    assert_eq!(
+        refused(|a| a.max_connections = Some(0)),
+        "--max-connections: 0 is outside 1..=1048576"
+    );
+    assert_eq!(
+        refused(|a| a.max_handshakes_per_source = Some(1025)),
+        "--max-handshakes-per-source: 1025 is outside 1..=1024"
+    );
+    assert_eq!(
+        refused(|a| a.handshake_timeout = Some(Duration::from_secs(61))),
+        "--handshake-timeout: 1m 1s is outside 100ms..=1m"
+    );
+    assert_eq!(
+        refused(|a| a.connection_idle_timeout = Some(Duration::from_millis(500))),
+        "--connection-idle-timeout: 500ms is outside 1s..=1day"
+    );
+    assert_eq!(
+        refused(|a| a.admin_header_read_timeout = Some(Duration::ZERO)),
+        "--admin-header-read-timeout: 0s is outside 100ms..=5m"
+    );
+    let e = resolve(
+        &base_args(),
+        parse_config_file("max-connections-per-principal = 0").unwrap(),
+    )
+    .unwrap_err();
+    assert!(
+        e.starts_with("--max-connections-per-principal: 0 is outside"),
+        "{e}"
+    );
+}

@@ -699,6 +699,9 @@ class Quota(_message.Message):
     LOCKS_FIELD_NUMBER: _builtins.int
     WAITERS_FIELD_NUMBER: _builtins.int
     CLIENTS_FIELD_NUMBER: _builtins.int
+    VALUES_FIELD_NUMBER: _builtins.int
+    VALUE_BYTES_FIELD_NUMBER: _builtins.int
+    WAITS_PER_RESOURCE_FIELD_NUMBER: _builtins.int
     leases: _builtins.int
     """Live leases it owns (0..=1,000,000)."""
     locks: _builtins.int
@@ -707,6 +710,12 @@ class Quota(_message.Message):
     """Queued waits on its leases (0..=1,000,000)."""
     clients: _builtins.int
     """Outcome records (client ids) it keeps (0..=262,144; S7)."""
+    values: _builtins.int
+    """Published values (elections) of its leases (0..=100,000)."""
+    value_bytes: _builtins.int
+    """Bytes of those values (0..=409,600,000)."""
+    waits_per_resource: _builtins.int
+    """Queued waits of its leases on any one resource (0..=10,000)."""
     def __init__(
         self,
         *,
@@ -714,10 +723,13 @@ class Quota(_message.Message):
         locks: _builtins.int = ...,
         waiters: _builtins.int = ...,
         clients: _builtins.int = ...,
+        values: _builtins.int = ...,
+        value_bytes: _builtins.int = ...,
+        waits_per_resource: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["clients", b"clients", "leases", b"leases", "locks", b"locks", "waiters", b"waiters"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["clients", b"clients", "leases", b"leases", "locks", b"locks", "value_bytes", b"value_bytes", "values", b"values", "waiters", b"waiters", "waits_per_resource", b"waits_per_resource"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1088,10 +1100,14 @@ class QuotaUsage(_message.Message):
     LOCKS_FIELD_NUMBER: _builtins.int
     WAITERS_FIELD_NUMBER: _builtins.int
     CLIENTS_FIELD_NUMBER: _builtins.int
+    VALUES_FIELD_NUMBER: _builtins.int
+    VALUE_BYTES_FIELD_NUMBER: _builtins.int
     leases: _builtins.int
     locks: _builtins.int
     waiters: _builtins.int
     clients: _builtins.int
+    values: _builtins.int
+    value_bytes: _builtins.int
     def __init__(
         self,
         *,
@@ -1099,10 +1115,12 @@ class QuotaUsage(_message.Message):
         locks: _builtins.int = ...,
         waiters: _builtins.int = ...,
         clients: _builtins.int = ...,
+        values: _builtins.int = ...,
+        value_bytes: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["clients", b"clients", "leases", b"leases", "locks", b"locks", "waiters", b"waiters"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["clients", b"clients", "leases", b"leases", "locks", b"locks", "value_bytes", b"value_bytes", "values", b"values", "waiters", b"waiters"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

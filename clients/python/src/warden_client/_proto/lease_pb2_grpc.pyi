@@ -48,8 +48,8 @@ class LeaseStub:
     Renewals are committed in batched entries and acknowledged after commit
     (S4). A lease that is not live gets `live = false` (the stream goes on).
     A lease_id no lease can have (0, or above 2^53-1) ends the stream with
-    InvalidArgument naming lease_id and the limit; a live lease of another
-    principal ends it with PermissionDenied.
+    InvalidArgument naming lease_id and the limit; another principal's lease
+    gets `live = false`, as a lease that does not exist does.
     On a follower, the stream ends with Unavailable and `warden-leader`.
     """
     LeaseTimeToLive: _grpc.UnaryUnaryMultiCallable[_lease_pb2.LeaseTimeToLiveRequest, _lease_pb2.LeaseTimeToLiveResponse]
@@ -73,8 +73,8 @@ class LeaseAsyncStub(LeaseStub):
     Renewals are committed in batched entries and acknowledged after commit
     (S4). A lease that is not live gets `live = false` (the stream goes on).
     A lease_id no lease can have (0, or above 2^53-1) ends the stream with
-    InvalidArgument naming lease_id and the limit; a live lease of another
-    principal ends it with PermissionDenied.
+    InvalidArgument naming lease_id and the limit; another principal's lease
+    gets `live = false`, as a lease that does not exist does.
     On a follower, the stream ends with Unavailable and `warden-leader`.
     """
     LeaseTimeToLive: _aio.UnaryUnaryMultiCallable[_lease_pb2.LeaseTimeToLiveRequest, _lease_pb2.LeaseTimeToLiveResponse]  # type: ignore[assignment]
@@ -107,8 +107,8 @@ class LeaseServicer(metaclass=_abc_1.ABCMeta):
         Renewals are committed in batched entries and acknowledged after commit
         (S4). A lease that is not live gets `live = false` (the stream goes on).
         A lease_id no lease can have (0, or above 2^53-1) ends the stream with
-        InvalidArgument naming lease_id and the limit; a live lease of another
-        principal ends it with PermissionDenied.
+        InvalidArgument naming lease_id and the limit; another principal's lease
+        gets `live = false`, as a lease that does not exist does.
         On a follower, the stream ends with Unavailable and `warden-leader`.
         """
 

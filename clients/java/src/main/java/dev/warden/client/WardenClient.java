@@ -200,7 +200,7 @@ public final class WardenClient implements AutoCloseable {
    * grant of the resource.
    *
    * @return fails with {@link NotFoundException} / {@link FailedPreconditionException} when the
-   *     grant has ended, {@link PermissionDeniedException} for another principal's lease
+   *     grant has ended (another principal's lease answers as one that does not exist)
    */
   public CompletableFuture<ReleaseResult> releaseAsync(String resource, long leaseId,
       long fencingToken) {
@@ -264,7 +264,8 @@ public final class WardenClient implements AutoCloseable {
    * server echoes; the result names the acknowledged attempt's send time.
    *
    * @return fails with {@link LeaseNotFoundException} when the lease is gone (it cannot be
-   *     renewed back to life, S6), {@link PermissionDeniedException} for another principal's
+   *     renewed back to life, S6; another principal's lease answers the same, as one that does
+   *     not exist)
    */
   public CompletableFuture<RenewResult> renewAsync(long leaseId) {
     return engine.call(LockGrpc.getRenewMethod().getFullMethodName(), node -> {
@@ -293,7 +294,8 @@ public final class WardenClient implements AutoCloseable {
    * One keep-alive of a lease over a {@code Lease/LeaseKeepAlive} stream (what a {@link
    * Session} sends every TTL/3). A lease that is not live answers {@code live = false}.
    *
-   * @return fails with {@link PermissionDeniedException} for another principal's lease
+   * @return {@code live = false} also for another principal's lease (no lease id tells whether
+   *     it is live)
    */
   public CompletableFuture<RenewResult> keepAliveAsync(long leaseId) {
     KeepAliveStream stream = new KeepAliveStream(engine, leaseId);

@@ -69,7 +69,7 @@ class FailureTest {
         Code.FAILED_PRECONDITION, "lease 7 is not live", "LEASE_NOT_LIVE", "warden.v1", null,
         new Metadata())).toException("rpc"));
     WardenException denied = Failure.of(serverError(Code.PERMISSION_DENIED,
-        "lease 7 belongs to another principal", "PERMISSION_DENIED", "warden.v1", null,
+        "principal alice has no lock permission on \"jobs/2\"", "PERMISSION_DENIED", "warden.v1", null,
         new Metadata())).toException("rpc");
     assertInstanceOf(PermissionDeniedException.class, denied);
     assertEquals(ErrorReason.PERMISSION_DENIED, denied.reason());
