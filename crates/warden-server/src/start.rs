@@ -52,7 +52,7 @@ use crate::inject::Injected;
 use crate::node::{self, Node, NodeCell, NodeParts};
 use crate::raft::network::{Network, TlsPeerConnector, MAX_PEER_MESSAGE_BYTES};
 use crate::raft::peer_access::{
-    follow_removals, PeerAccess, PeerGate, RemovedNodes, MAX_PEER_CONTROL_MESSAGE_BYTES,
+    follow_members, PeerAccess, PeerGate, RemovedNodes, MAX_PEER_CONTROL_MESSAGE_BYTES,
 };
 use crate::raft::peer_service::{PeerService, PeerState};
 use crate::raft::snapshot_chunks::MAX_SNAPSHOT_CHUNK_MESSAGE_BYTES;
@@ -194,6 +194,16 @@ pub(crate) async fn serve_tcp(
     };
     let tls = warden_tls::NodeTls::load(&dir, config.node_id)
         .map_err(|e| ServerError::Config(format!("certs-dir: {e}")))?;
+    match tls.server().installed().cluster {
+        Some(name) => tracing::info!(
+            cluster = %name,
+            "certificates name cluster {name:?}: certificates of another cluster, or of none, are refused"
+        ),
+        None => tracing::info!(
+            "this node's certificate names no cluster: it takes any certificate of its CA bundle \
+             (docs/security.md \"Cluster names\")"
+        ),
+    }
     // The acceptor sets TCP_NODELAY on every connection itself. The peer
     // port takes the same handshakes: the peer gate, not the port, decides
     // that only node certificates get through.
@@ -234,6 +244,7 @@ fn reload_on_sighup(tls: warden_tls::NodeTls) -> Result<tokio::task::JoinHandle<
             match tokio::task::spawn_blocking(move || again.reload()).await {
                 Ok(Ok(installed)) => tracing::info!(
                     node_id = installed.node_id,
+                    cluster = installed.cluster.as_deref().unwrap_or("none"),
                     cas = installed.cas,
                     not_after = %humantime::format_rfc3339_seconds(installed.not_after),
                     "SIGHUP: reloaded the certs dir; new handshakes use it"
@@ -443,11 +454,16 @@ where
     let committed = db.get_meta_string(store::KEY_CLUSTER_ID).map_err(storage)?;
     let empty_at_start = committed.is_none() && db.raft_state_is_empty().map_err(storage)?;
     let (cluster_tx, _) = watch::channel(committed);
-    let access = Arc::new(PeerAccess::new(
-        tls.is_some(),
-        cluster_tx.subscribe(),
-        RemovedNodes::open(db.clone()).map_err(storage)?,
-    ));
+    // Unknown peer ids are confirmed with the voters this node knows,
+    // over its own peer connections (`raft::member_confirm`).
+    let access = Arc::new(
+        PeerAccess::new(
+            tls.is_some(),
+            cluster_tx.subscribe(),
+            RemovedNodes::open(db.clone()).map_err(storage)?,
+        )
+        .confirming_with(config.node_id, injected.peer_connector.clone()),
+    );
     let peer_state = Arc::new(PeerState {
         node_id: config.node_id,
         db: db.clone(),
@@ -695,6 +711,9 @@ where
     .await
     .map_err(|e| of_fatal("raft did not start", e))?;
     let _ = peer_state.raft.set(raft.clone());
+    // At once: until it has read the membership, Raft calls that need a
+    // member are refused (`Unavailable`).
+    let removals_task = tokio::spawn(follow_members(raft.clone(), access.clone()));
     tracing::info!(
         elapsed_ms = starting.elapsed().as_millis() as u64,
         "raft started"
@@ -751,7 +770,6 @@ where
         raft.clone(),
         formats.clone(),
     ));
-    let removals_task = tokio::spawn(follow_removals(raft.clone(), access));
     let snapshot_task = tokio::spawn(raft::snapshot_schedule::run(
         raft.clone(),
         db.log_growth(),
@@ -761,6 +779,7 @@ where
         raft.clone(),
         metrics.clone(),
         formats,
+        access,
         metrics_stop,
     ));
     if let Some(observer) = &injected.observer {

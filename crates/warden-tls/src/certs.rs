@@ -22,7 +22,7 @@ use rustls_pki_types::pem::{PemObject, SectionKind};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
 
 use crate::error::LoadError;
-use crate::identity::{validate_principal, CertIdentity, IdentityError};
+use crate::identity::{cluster_of_parsed, validate_principal, CertIdentity, IdentityError};
 
 /// The CA bundle's file name: one or more CA certificates.
 pub const CA_CERT: &str = "ca.crt";
@@ -192,6 +192,8 @@ struct Leaf {
     key: PrivateKeyDer<'static>,
     /// The node id, for [`Expect::Node`].
     node_id: Option<u64>,
+    /// The cluster its certificate names, if any.
+    cluster: Option<String>,
     not_after: SystemTime,
 }
 
@@ -222,6 +224,11 @@ fn load_leaf(
         x509_parser::parse_x509_certificate(&chain[0]).map_err(|e| bad_cert(e.to_string()))?;
     let not_after = x509_time(&parsed.validity().not_after);
     let node_id = check_identity(CertIdentity::of_parsed(&parsed), cert_file, expect)?;
+    // Checked by `of_parsed` already: a bad cluster URI is a bad identity.
+    let cluster = cluster_of_parsed(&parsed).map_err(|source| LoadError::BadIdentity {
+        file: cert_file.to_path_buf(),
+        source,
+    })?;
     let key = read_key(key_file)?;
 
     let provider = provider();
@@ -272,6 +279,7 @@ fn load_leaf(
         chain,
         key,
         node_id,
+        cluster,
         not_after,
     })
 }
@@ -343,6 +351,7 @@ pub struct NodeCerts {
     chain: Vec<CertificateDer<'static>>,
     key: PrivateKeyDer<'static>,
     node_id: u64,
+    cluster: Option<String>,
     not_after: SystemTime,
 }
 
@@ -351,6 +360,7 @@ impl fmt::Debug for NodeCerts {
         f.debug_struct("NodeCerts")
             .field("dir", &self.dir)
             .field("node_id", &self.node_id)
+            .field("cluster", &self.cluster)
             .field("ca", &self.ca)
             .field(
                 "not_after",
@@ -381,6 +391,7 @@ impl NodeCerts {
             chain: leaf.chain,
             key: leaf.key,
             node_id,
+            cluster: leaf.cluster,
             not_after: leaf.not_after,
         })
     }
@@ -407,6 +418,12 @@ impl NodeCerts {
     /// The node id in `node.crt`.
     pub fn node_id(&self) -> u64 {
         self.node_id
+    }
+
+    /// The cluster `node.crt` names (`warden://cluster/NAME`), if any: the
+    /// node refuses certificates of another cluster ([`crate::check_cluster`]).
+    pub fn cluster(&self) -> Option<&str> {
+        self.cluster.as_deref()
     }
 
     /// The CA bundle.
@@ -438,6 +455,7 @@ pub struct ClientCerts {
     ca: CaBundle,
     chain: Vec<CertificateDer<'static>>,
     key: PrivateKeyDer<'static>,
+    cluster: Option<String>,
     not_after: SystemTime,
 }
 
@@ -446,6 +464,7 @@ impl fmt::Debug for ClientCerts {
         f.debug_struct("ClientCerts")
             .field("dir", &self.dir)
             .field("user", &self.user)
+            .field("cluster", &self.cluster)
             .field("ca", &self.ca)
             .field(
                 "not_after",
@@ -478,6 +497,7 @@ impl ClientCerts {
             ca,
             chain: leaf.chain,
             key: leaf.key,
+            cluster: leaf.cluster,
             not_after: leaf.not_after,
         })
     }
@@ -490,6 +510,12 @@ impl ClientCerts {
     /// The principal.
     pub fn user(&self) -> &str {
         &self.user
+    }
+
+    /// The cluster the client certificate names, if any: the client then
+    /// refuses a server of another cluster ([`crate::check_cluster`]).
+    pub fn cluster(&self) -> Option<&str> {
+        self.cluster.as_deref()
     }
 
     /// The CA bundle.

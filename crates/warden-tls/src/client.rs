@@ -14,8 +14,11 @@
 //!   `--listen`).
 //! - That the server presented a **node** certificate (`warden://node/N`);
 //!   a peer connector ([`ClientTls::peer_connector`]) also that `N` is the
-//!   peer expected. Checked right after the handshake, before a byte of
-//!   HTTP/2 is sent.
+//!   peer expected; and, when this side's own certificate and the server's
+//!   both name a cluster (`warden://cluster/NAME`), that it is the same one
+//!   ([`crate::check_cluster`]; a server naming none is taken, so clients
+//!   can move to named certificates before the nodes do). Checked right after the handshake, before
+//!   a byte of HTTP/2 is sent.
 //!
 //! TLS 1.3 only, ALPN `h2`, client auth with the user's (or node's)
 //! certificate.
@@ -50,7 +53,7 @@ use tonic::transport::{Channel, Endpoint, Uri};
 
 use crate::certs::{provider, CaBundle, ClientCerts, NodeCerts};
 use crate::error::LoadError;
-use crate::identity::CertIdentity;
+use crate::identity::{check_cluster, CertIdentity, ClusterMismatch};
 use crate::server::ALPN_H2;
 
 /// Default [`TlsConnector::with_handshake_timeout`].
@@ -108,6 +111,14 @@ pub enum ConnectError {
         /// What it presented instead.
         reason: String,
     },
+    /// The server's certificate is for another cluster than this side's.
+    #[error("{addr}: the server is not a node of this cluster: {reason}")]
+    OtherCluster {
+        /// `host:port`.
+        addr: String,
+        /// Both clusters.
+        reason: ClusterMismatch,
+    },
     /// A peer connection reached another node than expected.
     #[error("{addr}: expected node {expected}, the server is node {found}")]
     WrongNode {
@@ -157,7 +168,14 @@ pub struct ClientTls {
 
 struct Inner {
     source: Source,
-    current: RwLock<Arc<ClientConfig>>,
+    current: RwLock<Current>,
+}
+
+/// The config in use and the cluster its certificate names.
+#[derive(Clone)]
+struct Current {
+    config: Arc<ClientConfig>,
+    cluster: Option<String>,
 }
 
 impl fmt::Debug for ClientTls {
@@ -221,8 +239,9 @@ fn anonymous_config(ca_file: &Path) -> Result<Arc<ClientConfig>, LoadError> {
     build_config(ca_file.parent().unwrap_or(Path::new(".")), ca.roots(), None)
 }
 
-/// A config built by [`ClientTls::prepare_node`], not yet installed.
-pub(crate) struct PreparedClient(Arc<ClientConfig>);
+/// A config built by [`ClientTls::prepare_node`], not yet installed, with
+/// the cluster its certificate names.
+pub(crate) struct PreparedClient(Arc<ClientConfig>, Option<String>);
 
 impl ClientTls {
     /// A client's config: [`ClientCerts::load`]`(dir, user)`.
@@ -244,7 +263,7 @@ impl ClientTls {
             Source::Anonymous {
                 ca_file: ca_file.to_path_buf(),
             },
-            anonymous_config(ca_file)?,
+            PreparedClient(anonymous_config(ca_file)?, None),
         ))
     }
 
@@ -255,7 +274,7 @@ impl ClientTls {
                 dir: certs.dir().to_path_buf(),
                 user: certs.user().to_string(),
             },
-            client_config(certs)?,
+            PreparedClient(client_config(certs)?, certs.cluster().map(str::to_string)),
         ))
     }
 
@@ -266,27 +285,36 @@ impl ClientTls {
                 dir: certs.dir().to_path_buf(),
                 node_id: certs.node_id(),
             },
-            node_config(certs)?,
+            PreparedClient(node_config(certs)?, certs.cluster().map(str::to_string)),
         ))
     }
 
-    fn new(source: Source, config: Arc<ClientConfig>) -> ClientTls {
+    fn new(source: Source, prepared: PreparedClient) -> ClientTls {
         ClientTls {
             inner: Arc::new(Inner {
                 source,
-                current: RwLock::new(config),
+                current: RwLock::new(Current {
+                    config: prepared.0,
+                    cluster: prepared.1,
+                }),
             }),
         }
     }
 
     /// Re-reads the files it was loaded from; on error nothing changes.
     pub fn reload(&self) -> Result<(), LoadError> {
-        let config = match &self.inner.source {
-            Source::Client { dir, user } => client_config(&ClientCerts::load(dir, user)?)?,
-            Source::Node { dir, node_id } => node_config(&NodeCerts::load_for(dir, *node_id)?)?,
-            Source::Anonymous { ca_file } => anonymous_config(ca_file)?,
+        let prepared = match &self.inner.source {
+            Source::Client { dir, user } => {
+                let certs = ClientCerts::load(dir, user)?;
+                PreparedClient(client_config(&certs)?, certs.cluster().map(str::to_string))
+            }
+            Source::Node { dir, node_id } => {
+                let certs = NodeCerts::load_for(dir, *node_id)?;
+                PreparedClient(node_config(&certs)?, certs.cluster().map(str::to_string))
+            }
+            Source::Anonymous { ca_file } => PreparedClient(anonymous_config(ca_file)?, None),
         };
-        self.commit(PreparedClient(config));
+        self.commit(prepared);
         Ok(())
     }
 
@@ -294,9 +322,10 @@ impl ClientTls {
     /// the node this was loaded for).
     pub(crate) fn prepare_node(&self, certs: &NodeCerts) -> Result<PreparedClient, LoadError> {
         match &self.inner.source {
-            Source::Node { node_id, .. } if *node_id == certs.node_id() => {
-                Ok(PreparedClient(node_config(certs)?))
-            }
+            Source::Node { node_id, .. } if *node_id == certs.node_id() => Ok(PreparedClient(
+                node_config(certs)?,
+                certs.cluster().map(str::to_string),
+            )),
             Source::Node { node_id, .. } => Err(LoadError::WrongNode {
                 file: certs.dir().join(crate::certs::NODE_CERT),
                 expected: *node_id,
@@ -318,16 +347,29 @@ impl ClientTls {
             .inner
             .current
             .write()
-            .unwrap_or_else(|e| e.into_inner()) = prepared.0;
+            .unwrap_or_else(|e| e.into_inner()) = Current {
+            config: prepared.0,
+            cluster: prepared.1,
+        };
     }
 
-    /// The current config.
-    pub fn config(&self) -> Arc<ClientConfig> {
+    fn current(&self) -> Current {
         self.inner
             .current
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// The current config.
+    pub fn config(&self) -> Arc<ClientConfig> {
+        self.current().config
+    }
+
+    /// The cluster this side's certificate names, if any (none for an
+    /// anonymous config): servers must then be nodes of that cluster.
+    pub fn cluster(&self) -> Option<String> {
+        self.current().cluster
     }
 
     /// A connector that accepts any node's certificate (clients).
@@ -410,7 +452,8 @@ impl TlsConnector {
                 source,
             })?;
         let _ = tcp.set_nodelay(true);
-        let connector = tokio_rustls::TlsConnector::from(self.tls.config());
+        let current = self.tls.current();
+        let connector = tokio_rustls::TlsConnector::from(current.config);
         let stream =
             match tokio::time::timeout(self.handshake_timeout, connector.connect(server_name, tcp))
                 .await
@@ -424,15 +467,17 @@ impl TlsConnector {
                     })
                 }
             };
-        self.check_server(&addr, &stream)?;
+        self.check_server(&addr, &stream, current.cluster.as_deref())?;
         Ok(TokioIo::new(stream))
     }
 
-    /// The server must be a node (and the expected one, for a peer).
+    /// The server must be a node (and the expected one, for a peer) of
+    /// cluster `cluster` when that is given.
     fn check_server(
         &self,
         addr: &str,
         stream: &tokio_rustls::client::TlsStream<TcpStream>,
+        cluster: Option<&str>,
     ) -> Result<(), ConnectError> {
         let not_a_node = |reason: String| ConnectError::NotANode {
             addr: addr.to_string(),
@@ -441,16 +486,29 @@ impl TlsConnector {
         let Some([end_entity, ..]) = stream.get_ref().1.peer_certificates() else {
             return Err(not_a_node("no certificate".into()));
         };
-        match CertIdentity::of(end_entity) {
-            Ok(CertIdentity::Node(found)) => match self.expected_node {
-                Some(expected) if expected != found => Err(ConnectError::WrongNode {
-                    addr: addr.to_string(),
-                    expected,
-                    found,
-                }),
-                _ => Ok(()),
-            },
-            Ok(CertIdentity::Client(principal)) => {
+        match CertIdentity::read(end_entity) {
+            Ok((CertIdentity::Node(found), theirs)) => {
+                // A server naming no cluster is taken (a node not yet given
+                // a named certificate: clients move first); the server's
+                // own check refuses this side if it must.
+                if theirs.is_some() {
+                    check_cluster(cluster, theirs.as_deref()).map_err(|reason| {
+                        ConnectError::OtherCluster {
+                            addr: addr.to_string(),
+                            reason,
+                        }
+                    })?;
+                }
+                match self.expected_node {
+                    Some(expected) if expected != found => Err(ConnectError::WrongNode {
+                        addr: addr.to_string(),
+                        expected,
+                        found,
+                    }),
+                    _ => Ok(()),
+                }
+            }
+            Ok((CertIdentity::Client(principal), _)) => {
                 Err(not_a_node(format!("a certificate of client {principal:?}")))
             }
             Err(e) => Err(not_a_node(e.to_string())),

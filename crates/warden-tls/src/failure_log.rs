@@ -32,6 +32,9 @@ pub enum HandshakeFailure {
     /// The peer's certificate verified but carries no usable identity
     /// ([`crate::identity`]).
     BadIdentity,
+    /// The peer's certificate is for another cluster (or names none where
+    /// this node's names one).
+    OtherCluster,
     /// Another certificate problem (encoding, signature, ...).
     BadCertificate,
     /// Not a TLS client hello (plain HTTP, garbage).
@@ -73,6 +76,7 @@ impl HandshakeFailure {
             HandshakeFailure::NotYetValid => "certificate not yet valid",
             HandshakeFailure::WrongUsage => "certificate not for this use",
             HandshakeFailure::BadIdentity => "certificate carries no valid identity",
+            HandshakeFailure::OtherCluster => "certificate of another cluster",
             HandshakeFailure::BadCertificate => "bad certificate",
             HandshakeFailure::NotTls => "not TLS",
             HandshakeFailure::Incompatible => "no TLS version or cipher suite in common",
@@ -107,6 +111,18 @@ impl HandshakeFailure {
         }
     }
 
+    /// The identity rule a refused certificate broke, when that is why an
+    /// accept failed (its own message reads better than rustls' debug form).
+    pub fn identity_error(e: &std::io::Error) -> Option<&IdentityError> {
+        let tls = e.get_ref()?.downcast_ref::<rustls::Error>()?;
+        match tls {
+            rustls::Error::InvalidCertificate(rustls::CertificateError::Other(other)) => {
+                other.0.downcast_ref::<IdentityError>()
+            }
+            _ => None,
+        }
+    }
+
     /// Classifies a rustls error.
     pub fn of_rustls_error(e: &rustls::Error) -> HandshakeFailure {
         use rustls::CertificateError as C;
@@ -116,9 +132,11 @@ impl HandshakeFailure {
                 C::Expired | C::ExpiredContext { .. } => HandshakeFailure::Expired,
                 C::NotValidYet | C::NotValidYetContext { .. } => HandshakeFailure::NotYetValid,
                 C::InvalidPurpose | C::InvalidPurposeContext { .. } => HandshakeFailure::WrongUsage,
-                C::Other(other) if other.0.downcast_ref::<IdentityError>().is_some() => {
-                    HandshakeFailure::BadIdentity
-                }
+                C::Other(other) => match other.0.downcast_ref::<IdentityError>() {
+                    Some(IdentityError::OtherCluster(_)) => HandshakeFailure::OtherCluster,
+                    Some(_) => HandshakeFailure::BadIdentity,
+                    None => HandshakeFailure::BadCertificate,
+                },
                 _ => HandshakeFailure::BadCertificate,
             },
             rustls::Error::InvalidMessage(_)

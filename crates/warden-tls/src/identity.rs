@@ -17,7 +17,13 @@
 //!    `node-3`, ... are refused: nothing that reads like a node id can be a
 //!    principal). A SAN URI `warden://principal/<NAME>`, if present, must
 //!    name the same principal.
-//! 3. Any other SAN URI whose scheme is `warden` (in any case) is refused:
+//! 3. A SAN URI `warden://cluster/<NAME>` names the cluster the certificate
+//!    was minted for (`warden cert create-node | create-client --cluster`,
+//!    or the CA's `--cluster`): at most one, NAME by
+//!    [`validate_cluster_name`]. It is not part of the identity; it is read
+//!    with [`CertIdentity::read`] and checked against the reader's own
+//!    cluster with [`check_cluster`].
+//! 4. Any other SAN URI whose scheme is `warden` (in any case) is refused:
 //!    an identity this code does not understand is not guessed at.
 //!
 //! An [`Identity`] is only ever built from a certificate the TLS handshake
@@ -32,6 +38,11 @@ use x509_parser::extensions::GeneralName;
 pub const NODE_URI_PREFIX: &str = "warden://node/";
 /// SAN URI prefix naming a client principal: `warden://principal/<name>`.
 pub const PRINCIPAL_URI_PREFIX: &str = "warden://principal/";
+/// SAN URI prefix naming the cluster a certificate belongs to:
+/// `warden://cluster/<name>`.
+pub const CLUSTER_URI_PREFIX: &str = "warden://cluster/";
+/// Longest cluster name, in bytes (a DNS label's bound).
+pub const MAX_CLUSTER_NAME_BYTES: usize = 63;
 /// Largest node id: 2^53 - 1, the same bound as `warden_core::limits::MAX_ID`
 /// (ids travel as JSON numbers).
 pub const MAX_NODE_ID: u64 = (1 << 53) - 1;
@@ -124,6 +135,126 @@ pub enum IdentityError {
         /// The URI as written.
         uri: String,
     },
+    /// More than one `warden://cluster/` URI.
+    #[error("more than one {CLUSTER_URI_PREFIX} URI")]
+    SeveralClusterUris,
+    /// A `warden://cluster/` URI whose name is not a cluster name.
+    #[error("{uri:?}: {reason}")]
+    BadClusterName {
+        /// The URI as written.
+        uri: String,
+        /// Why the name is refused.
+        reason: ClusterNameError,
+    },
+    /// The certificate names another cluster than the reader's own (or
+    /// none, where the reader's names one): [`check_cluster`].
+    #[error(transparent)]
+    OtherCluster(ClusterMismatch),
+}
+
+/// Why a name is not a cluster name ([`validate_cluster_name`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClusterNameError {
+    /// Empty or longer than [`MAX_CLUSTER_NAME_BYTES`].
+    #[error("cluster name {name:?} must be 1..={MAX_CLUSTER_NAME_BYTES} bytes long (is {len})")]
+    Length {
+        /// The name (cut to 80 characters).
+        name: String,
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// A character outside lowercase ASCII letters, digits, `.`, `_`, `-`.
+    #[error("cluster name {name:?} contains {bad:?}; allowed are lowercase ASCII letters, digits, '.', '_', '-'")]
+    Character {
+        /// The name (cut to 80 characters).
+        name: String,
+        /// The first character not allowed.
+        bad: char,
+    },
+    /// Does not start with a letter or a digit.
+    #[error("cluster name {name:?} must start with a lowercase letter or a digit")]
+    Start {
+        /// The name.
+        name: String,
+    },
+}
+
+/// A certificate of another cluster than the reader's ([`check_cluster`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClusterMismatch {
+    /// The certificate names cluster `found`, the reader's names `expected`.
+    #[error("the certificate is for cluster {found:?}, not this cluster {expected:?}")]
+    Other {
+        /// The reader's own cluster.
+        expected: String,
+        /// The certificate's.
+        found: String,
+    },
+    /// The certificate names no cluster, the reader's names `expected`.
+    #[error(
+        "the certificate names no cluster, and this cluster is {expected:?} (mint it with --cluster {expected})"
+    )]
+    Unnamed {
+        /// The reader's own cluster.
+        expected: String,
+    },
+}
+
+/// Checks a cluster name: 1..=63 bytes of lowercase ASCII letters, digits,
+/// `.`, `_` and `-`, starting with a letter or a digit (so it sits in a URI
+/// as it is, and `Prod` and `prod` are never two clusters).
+pub fn validate_cluster_name(name: &str) -> Result<(), ClusterNameError> {
+    let shown = || name.chars().take(80).collect::<String>();
+    if name.is_empty() || name.len() > MAX_CLUSTER_NAME_BYTES {
+        return Err(ClusterNameError::Length {
+            name: shown(),
+            len: name.len(),
+        });
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-')))
+    {
+        return Err(ClusterNameError::Character { name: shown(), bad });
+    }
+    if !name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+    {
+        return Err(ClusterNameError::Start { name: shown() });
+    }
+    Ok(())
+}
+
+/// The SAN URI naming cluster `name`.
+pub fn cluster_uri(name: &str) -> String {
+    format!("{CLUSTER_URI_PREFIX}{name}")
+}
+
+/// Whether a certificate naming cluster `theirs` may talk to a reader whose
+/// own certificate names `own`:
+///
+/// - the reader names a cluster: the certificate must name the same one (a
+///   certificate naming none is refused too: it could be any cluster's);
+/// - the reader names none (certificates minted before cluster names, or
+///   without `--cluster`): anything is accepted, as before cluster names
+///   existed; such a reader is bound to no cluster by its certificates.
+///
+/// # Errors
+/// [`ClusterMismatch`], naming both sides.
+pub fn check_cluster(own: Option<&str>, theirs: Option<&str>) -> Result<(), ClusterMismatch> {
+    match (own, theirs) {
+        (None, _) => Ok(()),
+        (Some(a), Some(b)) if a == b => Ok(()),
+        (Some(a), Some(b)) => Err(ClusterMismatch::Other {
+            expected: a.to_string(),
+            found: b.to_string(),
+        }),
+        (Some(a), None) => Err(ClusterMismatch::Unnamed {
+            expected: a.to_string(),
+        }),
+    }
 }
 
 /// Why a name is not a principal.
@@ -225,7 +356,17 @@ impl CertIdentity {
         Self::of_parsed(&cert)
     }
 
+    /// The identity and the cluster name (if any) in a DER certificate;
+    /// like [`CertIdentity::of`], on certificates a verifier accepted.
+    pub fn read(der: &[u8]) -> Result<(CertIdentity, Option<String>), IdentityError> {
+        let (_, cert) = x509_parser::parse_x509_certificate(der)
+            .map_err(|e| IdentityError::Unparsable(e.to_string()))?;
+        Ok((Self::of_parsed(&cert)?, cluster_of_parsed(&cert)?))
+    }
+
     pub(crate) fn of_parsed(cert: &X509Certificate<'_>) -> Result<CertIdentity, IdentityError> {
+        // A bad or repeated cluster URI makes the certificate unusable.
+        cluster_of_parsed(cert)?;
         let uris = san_uris(cert)?;
         let mut node_ids = Vec::new();
         let mut principal_uris = Vec::new();
@@ -237,6 +378,8 @@ impl CertIdentity {
                 );
             } else if let Some(name) = uri.strip_prefix(PRINCIPAL_URI_PREFIX) {
                 principal_uris.push((uri.clone(), name.to_string()));
+            } else if uri.starts_with(CLUSTER_URI_PREFIX) {
+                // Read by `cluster_of_parsed`.
             } else if uri.len() >= "warden:".len()
                 && uri[.."warden:".len()].eq_ignore_ascii_case("warden:")
             {
@@ -264,6 +407,28 @@ impl CertIdentity {
         }
         Ok(CertIdentity::Client(principal))
     }
+}
+
+/// The cluster a certificate names (its `warden://cluster/` URI), if any:
+/// at most one, with a valid name. Read on CAs too (`create-ca --cluster`).
+pub(crate) fn cluster_of_parsed(
+    cert: &X509Certificate<'_>,
+) -> Result<Option<String>, IdentityError> {
+    let mut found = None;
+    for uri in san_uris(cert)? {
+        let Some(name) = uri.strip_prefix(CLUSTER_URI_PREFIX) else {
+            continue;
+        };
+        if found.is_some() {
+            return Err(IdentityError::SeveralClusterUris);
+        }
+        validate_cluster_name(name).map_err(|reason| IdentityError::BadClusterName {
+            uri: uri.clone(),
+            reason,
+        })?;
+        found = Some(name.to_string());
+    }
+    Ok(found)
 }
 
 /// Every SAN URI of `cert` (an unreadable SAN extension is an error).
@@ -373,5 +538,81 @@ mod tests {
         for bad in ["", "0", "03", "+3", "-3", "3a", "9007199254740992", " 3"] {
             assert_eq!(parse_node_id(bad), None, "{bad:?}");
         }
+    }
+
+    // docs/security.md "Certificates": cluster names are lowercase and
+    // URI-safe, and each bad one is refused with its own reason.
+    #[test]
+    fn cluster_name_rules() {
+        let longest = "x".repeat(63);
+        for ok in [
+            "prod",
+            "a",
+            "eu-west.1",
+            "team_a",
+            "0blue",
+            longest.as_str(),
+        ] {
+            assert_eq!(validate_cluster_name(ok), Ok(()), "{ok}");
+        }
+        assert!(matches!(
+            validate_cluster_name(""),
+            Err(ClusterNameError::Length { len: 0, .. })
+        ));
+        assert!(matches!(
+            validate_cluster_name(&"x".repeat(64)),
+            Err(ClusterNameError::Length { len: 64, .. })
+        ));
+        for (bad, c) in [
+            ("Prod", 'P'),
+            ("a/b", '/'),
+            ("a b", ' '),
+            ("é", 'é'),
+            ("a:1", ':'),
+        ] {
+            assert_eq!(
+                validate_cluster_name(bad),
+                Err(ClusterNameError::Character {
+                    name: bad.into(),
+                    bad: c
+                }),
+                "{bad}"
+            );
+        }
+        for bad in ["-a", ".a", "_a"] {
+            assert!(
+                matches!(
+                    validate_cluster_name(bad),
+                    Err(ClusterNameError::Start { .. })
+                ),
+                "{bad}"
+            );
+        }
+        assert_eq!(cluster_uri("prod"), "warden://cluster/prod");
+    }
+
+    // docs/security.md "Certificates": a reader naming a cluster takes only
+    // that cluster's certificates (not one naming none); a reader naming
+    // none takes any, as before cluster names.
+    #[test]
+    fn a_named_reader_takes_its_own_cluster_only() {
+        assert_eq!(check_cluster(Some("blue"), Some("blue")), Ok(()));
+        assert_eq!(
+            check_cluster(Some("blue"), Some("green")),
+            Err(ClusterMismatch::Other {
+                expected: "blue".into(),
+                found: "green".into()
+            })
+        );
+        let unnamed = check_cluster(Some("blue"), None).unwrap_err();
+        assert_eq!(
+            unnamed,
+            ClusterMismatch::Unnamed {
+                expected: "blue".into()
+            }
+        );
+        assert!(unnamed.to_string().contains("--cluster blue"), "{unnamed}");
+        assert_eq!(check_cluster(None, Some("green")), Ok(()));
+        assert_eq!(check_cluster(None, None), Ok(()));
     }
 }

@@ -11,7 +11,7 @@ use x509_parser::extensions::GeneralName;
 
 use crate::certs::{read_certs, x509_time};
 use crate::error::LoadError;
-use crate::identity::CertIdentity;
+use crate::identity::{cluster_of_parsed, CertIdentity};
 
 /// What a certificate is for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +54,10 @@ pub struct CertInfo {
     pub serial: String,
     /// Subject alternative names: `DNS:...`, `IP:...`, `URI:...`.
     pub sans: Vec<String>,
+    /// The cluster it names (`warden://cluster/NAME`): a node's or client's
+    /// cluster, a CA's default for what it signs. None when it names none
+    /// or the name is unusable (then a leaf's kind says why).
+    pub cluster: Option<String>,
     /// notBefore.
     pub not_before: SystemTime,
     /// notAfter.
@@ -173,6 +177,7 @@ pub fn describe(
         issuer: cert.issuer().to_string(),
         serial: cert.raw_serial_as_string(),
         sans,
+        cluster: cluster_of_parsed(&cert).ok().flatten(),
         not_before: x509_time(&cert.validity().not_before),
         not_after,
         expired: not_after < now,

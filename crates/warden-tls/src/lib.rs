@@ -6,13 +6,20 @@
 //! A certs dir holds `ca.crt` (one or more CAs), a node's `node.crt` /
 //! `node.key` (SAN URI `warden://node/N`, serverAuth + clientAuth) and
 //! clients' `client.NAME.crt` / `client.NAME.key` (principal NAME in the
-//! common name, clientAuth only). The CA key lives outside it.
+//! common name, clientAuth only). The CA key lives outside it. A node or
+//! client certificate may name its cluster (`warden://cluster/NAME`): a
+//! node whose own certificate names one refuses, at the handshake, every
+//! certificate that names another or none, and a client or peer whose own
+//! certificate names one refuses a server of another
+//! ([`check_cluster`]), so one CA can serve several clusters.
 //!
 //! # Modules
 //!
 //! - `identity.rs`: [`Identity`] (`Anonymous`, `Client { principal }`,
-//!   `Node { node_id }`), the principal rules ([`validate_principal`]) and
-//!   [`CertIdentity::of`], the one reader of an identity from a certificate.
+//!   `Node { node_id }`), the principal rules ([`validate_principal`]),
+//!   cluster names ([`validate_cluster_name`], [`check_cluster`]) and
+//!   [`CertIdentity::of`] / [`CertIdentity::read`], the one reader of an
+//!   identity (and cluster name) from a certificate.
 //! - `error.rs`: [`LoadError`], each variant naming the file.
 //! - `certs.rs`: [`NodeCerts::load`], [`ClientCerts::load`], [`CaBundle`]:
 //!   a certs dir read and checked (PEM, key matches, chain to `ca.crt`,
@@ -77,8 +84,10 @@ pub use client::{
 pub use error::LoadError;
 pub use failure_log::HandshakeFailure;
 pub use identity::{
-    node_uri, principal_uri, validate_principal, CertIdentity, Identity, IdentityError,
-    PrincipalError, MAX_NODE_ID, MAX_PRINCIPAL_BYTES, NODE_URI_PREFIX, PRINCIPAL_URI_PREFIX,
+    check_cluster, cluster_uri, node_uri, principal_uri, validate_cluster_name, validate_principal,
+    CertIdentity, ClusterMismatch, ClusterNameError, Identity, IdentityError, PrincipalError,
+    CLUSTER_URI_PREFIX, MAX_CLUSTER_NAME_BYTES, MAX_NODE_ID, MAX_PRINCIPAL_BYTES, NODE_URI_PREFIX,
+    PRINCIPAL_URI_PREFIX,
 };
 pub use limits::{
     AcceptBackoff, AcceptOptions, LimitError, StreamGuard, HANDSHAKE_TIMEOUT, MAX_HANDSHAKES,

@@ -16,6 +16,13 @@
 //!   outlives its CA: its notAfter is cut to the CA's.
 //! - The CA's common name is `Warden CA <key id>` (8 hex digits of its key
 //!   identifier), so two CAs in one bundle are told apart.
+//! - Cluster names: a node or client certificate names its cluster in a SAN
+//!   URI `warden://cluster/NAME` ([`CertOptions::cluster`]), and a node
+//!   whose certificate names one refuses every certificate of another
+//!   cluster or of none ([`crate::check_cluster`]). A CA made with
+//!   [`CaOptions::cluster`] carries the same URI as the default of the
+//!   certificates it signs; [`CertOptions::cluster`] overrides it, so one
+//!   CA (made with or without a name) can sign for several clusters.
 //!
 //! # Rotating the CA, one node at a time
 //!
@@ -51,7 +58,10 @@ use crate::certs::{
     client_cert_file, client_key_file, read_certs, read_file, CA_CERT, NODE_CERT, NODE_KEY,
 };
 use crate::error::LoadError;
-use crate::identity::{node_uri, principal_uri, validate_principal, PrincipalError, MAX_NODE_ID};
+use crate::identity::{
+    cluster_of_parsed, cluster_uri, node_uri, principal_uri, validate_cluster_name,
+    validate_principal, ClusterNameError, PrincipalError, MAX_NODE_ID,
+};
 
 /// A CA's default lifetime: 10 years (3650 days, as CockroachDB).
 pub const DEFAULT_CA_LIFETIME: Duration = Duration::from_secs(3650 * 24 * 3600);
@@ -86,21 +96,28 @@ impl Validity {
 }
 
 /// Options of [`create_ca`].
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct CaOptions {
     /// Replace an existing CA key file (the old CA stays in `ca.crt`).
     pub overwrite: bool,
     /// Default: [`DEFAULT_CA_LIFETIME`] from now.
     pub validity: Option<Validity>,
+    /// The cluster the certificates this CA signs belong to unless
+    /// [`CertOptions::cluster`] says otherwise (a `warden://cluster/NAME`
+    /// URI on the CA). None: they name none unless told.
+    pub cluster: Option<String>,
 }
 
 /// Options of [`create_node`] and [`create_client`].
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct CertOptions {
     /// Replace existing certificate and key files.
     pub overwrite: bool,
     /// Default: [`DEFAULT_CERT_LIFETIME`] from now (cut to the CA's notAfter).
     pub validity: Option<Validity>,
+    /// The cluster the certificate belongs to (`warden://cluster/NAME`).
+    /// None: the signing CA's cluster, if it names one.
+    pub cluster: Option<String>,
 }
 
 /// What [`create_ca`] wrote.
@@ -114,6 +131,8 @@ pub struct MintedCa {
     pub common_name: String,
     /// CA certificates in `ca.crt` now (more than 1: a bundle).
     pub cas_in_bundle: usize,
+    /// The cluster it names as its certificates' default.
+    pub cluster: Option<String>,
     /// The new CA's notAfter.
     pub not_after: SystemTime,
 }
@@ -129,6 +148,8 @@ pub struct Minted {
     pub common_name: String,
     /// `DNS:...`, `IP:...`, `URI:...`.
     pub sans: Vec<String>,
+    /// The cluster it names, if any.
+    pub cluster: Option<String>,
     /// notAfter.
     pub not_after: SystemTime,
     /// notAfter was cut to the signing CA's.
@@ -205,6 +226,17 @@ pub enum MintError {
     /// The client name is not a principal.
     #[error("client name: {0}")]
     BadName(PrincipalError),
+    /// The cluster name is not one.
+    #[error("--cluster: {0}")]
+    BadCluster(ClusterNameError),
+    /// The signing CA's certificate carries a bad cluster URI.
+    #[error("{}: the CA's cluster name is unusable: {reason}", ca_file.display())]
+    BadCaCluster {
+        /// The CA bundle.
+        ca_file: PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// notAfter not after notBefore.
     #[error("validity: notAfter {} is not after notBefore {}", humantime::format_rfc3339_seconds(*not_after), humantime::format_rfc3339_seconds(*not_before))]
     BadValidity {
@@ -356,6 +388,9 @@ pub fn create_ca(
             file: ca_key.to_path_buf(),
         });
     }
+    if let Some(name) = &options.cluster {
+        validate_cluster_name(name).map_err(MintError::BadCluster)?;
+    }
     let validity = validity_or(options.validity, DEFAULT_CA_LIFETIME)?;
     let ca_file = certs_dir.join(CA_CERT);
     let (mut bundle, old_cas) = match std::fs::metadata(&ca_file) {
@@ -386,6 +421,9 @@ pub fn create_ca(
     ];
     params.not_before = validity.not_before.into();
     params.not_after = validity.not_after.into();
+    if let Some(name) = &options.cluster {
+        params.subject_alt_names = vec![cluster_san(name)?];
+    }
     let cert = params.self_signed(&key).map_err(rcgen_error)?;
 
     create_dir(certs_dir)?;
@@ -400,14 +438,34 @@ pub fn create_ca(
         key_file: ca_key.to_path_buf(),
         common_name,
         cas_in_bundle: old_cas + 1,
+        cluster: options.cluster.clone(),
         not_after: validity.not_after,
     })
+}
+
+fn cluster_san(name: &str) -> Result<SanType, MintError> {
+    Ok(SanType::URI(
+        rcgen::string::Ia5String::try_from(cluster_uri(name)).map_err(rcgen_error)?,
+    ))
+}
+
+/// The cluster a leaf names: `options.cluster` (checked), else the CA's.
+fn leaf_cluster(options: &CertOptions, signer: &Signer) -> Result<Option<String>, MintError> {
+    match &options.cluster {
+        Some(name) => {
+            validate_cluster_name(name).map_err(MintError::BadCluster)?;
+            Ok(Some(name.clone()))
+        }
+        None => Ok(signer.cluster.clone()),
+    }
 }
 
 /// The CA key and the certificate of it in `ca.crt`, ready to sign.
 struct Signer {
     issuer: Issuer<'static, KeyPair>,
     not_after: SystemTime,
+    /// The cluster the CA names as its certificates' default.
+    cluster: Option<String>,
 }
 
 fn load_signer(certs_dir: &Path, ca_key: &Path) -> Result<Signer, MintError> {
@@ -428,8 +486,16 @@ fn load_signer(certs_dir: &Path, ca_key: &Path) -> Result<Signer, MintError> {
             && parsed.public_key().subject_public_key.data.as_ref() == key.public_key_raw()
         {
             let not_after = crate::certs::x509_time(&parsed.validity().not_after);
+            let cluster = cluster_of_parsed(&parsed).map_err(|e| MintError::BadCaCluster {
+                ca_file: ca_file.clone(),
+                reason: e.to_string(),
+            })?;
             let issuer = Issuer::from_ca_cert_der(&der, key).map_err(rcgen_error)?;
-            return Ok(Signer { issuer, not_after });
+            return Ok(Signer {
+                issuer,
+                not_after,
+                cluster,
+            });
         }
     }
     Err(MintError::KeyNotInBundle {
@@ -455,11 +521,11 @@ fn san_texts(sans: &[SanType]) -> Vec<String> {
 fn mint_leaf(
     signer: &Signer,
     common_name: &str,
-    sans: Vec<SanType>,
+    mut sans: Vec<SanType>,
+    cluster: Option<String>,
     usages: Vec<ExtendedKeyUsagePurpose>,
     validity: Validity,
-    cert_file: PathBuf,
-    key_file: PathBuf,
+    (cert_file, key_file): (PathBuf, PathBuf),
 ) -> Result<Minted, MintError> {
     let cut_to_ca = validity.not_after > signer.not_after;
     let not_after = validity.not_after.min(signer.not_after);
@@ -468,6 +534,9 @@ fn mint_leaf(
             not_before: validity.not_before,
             not_after,
         });
+    }
+    if let Some(name) = &cluster {
+        sans.push(cluster_san(name)?);
     }
     let mut params = CertificateParams::default();
     let mut name = DistinguishedName::new();
@@ -491,6 +560,7 @@ fn mint_leaf(
         key_file,
         common_name: common_name.to_string(),
         sans: san_texts(&sans),
+        cluster,
         not_after,
         cut_to_ca,
     })
@@ -518,13 +588,14 @@ fn host_san(host: &str) -> Result<SanType, MintError> {
 
 /// Creates `certs_dir/node.crt` and `node.key` for node `node_id`, signed
 /// by the CA key `ca_key` (its certificate must be in `certs_dir/ca.crt`):
-/// common name `node`, SANs each of `hosts` (DNS names and IP addresses)
-/// and `warden://node/<node_id>`, extended key usages serverAuth and
+/// common name `node`, SANs each of `hosts` (DNS names and IP addresses),
+/// `warden://node/<node_id>` and, when it has one (`options.cluster`, else
+/// the CA's), `warden://cluster/<name>`; extended key usages serverAuth and
 /// clientAuth.
 ///
-/// Errors: `BadNodeId`, `NoHosts`, `BadHost`, `KeyInsideCertsDir`, `Exists`
-/// without `overwrite`, `Load` (missing CA key or `ca.crt`),
-/// `KeyNotInBundle`, `BadValidity`, `Write`.
+/// Errors: `BadNodeId`, `NoHosts`, `BadHost`, `BadCluster`,
+/// `KeyInsideCertsDir`, `Exists` without `overwrite`, `Load` (missing CA key
+/// or `ca.crt`), `KeyNotInBundle`, `BadCaCluster`, `BadValidity`, `Write`.
 pub fn create_node<H: AsRef<str>>(
     certs_dir: &Path,
     ca_key: &Path,
@@ -548,30 +619,35 @@ pub fn create_node<H: AsRef<str>>(
     sans.push(SanType::URI(
         rcgen::string::Ia5String::try_from(node_uri(node_id)).map_err(rcgen_error)?,
     ));
+    if let Some(name) = &options.cluster {
+        validate_cluster_name(name).map_err(MintError::BadCluster)?;
+    }
     let validity = validity_or(options.validity, DEFAULT_CERT_LIFETIME)?;
     let cert_file = certs_dir.join(NODE_CERT);
     let key_file = certs_dir.join(NODE_KEY);
     check_key_outside(certs_dir, ca_key)?;
     refuse_existing(&[&cert_file, &key_file], options.overwrite)?;
     let signer = load_signer(certs_dir, ca_key)?;
+    let cluster = leaf_cluster(options, &signer)?;
     mint_leaf(
         &signer,
         "node",
         sans,
+        cluster,
         vec![
             ExtendedKeyUsagePurpose::ServerAuth,
             ExtendedKeyUsagePurpose::ClientAuth,
         ],
         validity,
-        cert_file,
-        key_file,
+        (cert_file, key_file),
     )
 }
 
 /// Creates `certs_dir/client.NAME.crt` and `client.NAME.key`: common name
 /// NAME (checked by [`validate_principal`]: `node` and node-like names are
-/// refused), SAN `warden://principal/NAME`, extended key usage clientAuth
-/// only, and never a `warden://node/` URI.
+/// refused), SAN `warden://principal/NAME` (and `warden://cluster/<name>`
+/// as for [`create_node`]), extended key usage clientAuth only, and never a
+/// `warden://node/` URI.
 ///
 /// Errors: `BadName`, then as [`create_node`].
 pub fn create_client(
@@ -584,20 +660,24 @@ pub fn create_client(
     let sans = vec![SanType::URI(
         rcgen::string::Ia5String::try_from(principal_uri(name)).map_err(rcgen_error)?,
     )];
+    if let Some(cluster) = &options.cluster {
+        validate_cluster_name(cluster).map_err(MintError::BadCluster)?;
+    }
     let validity = validity_or(options.validity, DEFAULT_CERT_LIFETIME)?;
     let cert_file = certs_dir.join(client_cert_file(name));
     let key_file = certs_dir.join(client_key_file(name));
     check_key_outside(certs_dir, ca_key)?;
     refuse_existing(&[&cert_file, &key_file], options.overwrite)?;
     let signer = load_signer(certs_dir, ca_key)?;
+    let cluster = leaf_cluster(options, &signer)?;
     mint_leaf(
         &signer,
         name,
         sans,
+        cluster,
         vec![ExtendedKeyUsagePurpose::ClientAuth],
         validity,
-        cert_file,
-        key_file,
+        (cert_file, key_file),
     )
 }
 
@@ -618,15 +698,34 @@ pub struct LoopbackSet {
 
 /// Mints a whole set under `root` in one call (tests, `warden dev`): one CA,
 /// a node certificate for each of `node_ids` with [`LOOPBACK_HOSTS`], and a
-/// client certificate for each of `principals`.
+/// client certificate for each of `principals`; none names a cluster.
 pub fn loopback_set(
     root: &Path,
     node_ids: &[u64],
     principals: &[&str],
 ) -> Result<LoopbackSet, MintError> {
+    loopback_set_in(root, None, node_ids, principals)
+}
+
+/// [`loopback_set`] whose CA names `cluster` (so every certificate of the
+/// set, and every one its CA key signs later without a cluster of its own,
+/// names it).
+pub fn loopback_set_in(
+    root: &Path,
+    cluster: Option<&str>,
+    node_ids: &[u64],
+    principals: &[&str],
+) -> Result<LoopbackSet, MintError> {
     let ca_key = root.join("ca.key");
     let client_dir = root.join("clients");
-    create_ca(&client_dir, &ca_key, &CaOptions::default())?;
+    create_ca(
+        &client_dir,
+        &ca_key,
+        &CaOptions {
+            cluster: cluster.map(str::to_string),
+            ..CaOptions::default()
+        },
+    )?;
     let ca_pem = read_file(&client_dir.join(CA_CERT))?;
     for principal in principals {
         create_client(&client_dir, &ca_key, principal, &CertOptions::default())?;

@@ -11,7 +11,10 @@
 //! one that is presented must chain to `ca.crt` (rustls'
 //! `WebPkiClientVerifier` with `allow_unauthenticated`) and carry an identity
 //! by the rules of [`crate::identity`] (checked in the verifier, so a bad one
-//! fails the handshake with an alert). Another CA, an expired certificate or
+//! fails the handshake with an alert); when the node's own certificate
+//! names a cluster, the client's must name the same one
+//! ([`crate::check_cluster`]: a certificate of another cluster, or of none,
+//! fails the handshake the same way). Another CA, an expired certificate or
 //! garbage fails the handshake. The gRPC config offers ALPN `h2`; the HTTP
 //! config (admin listener) `h2` and `http/1.1`.
 //!
@@ -63,7 +66,7 @@ use tokio_stream::{Stream, StreamExt};
 use crate::certs::{provider, NodeCerts};
 use crate::error::LoadError;
 use crate::failure_log::{FailureLog, HandshakeFailure};
-use crate::identity::{CertIdentity, Identity};
+use crate::identity::{check_cluster, CertIdentity, Identity, IdentityError};
 use crate::limits::{
     source_of, AcceptBackoff, AcceptOptions, Admit, ConnState, Pending, Registry, StreamGuard,
 };
@@ -257,11 +260,15 @@ impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, TlsL
 }
 
 /// The client-certificate verifier: rustls' `WebPkiClientVerifier` (chain,
-/// validity, clientAuth usage), then the identity rules; a certificate
-/// without a valid identity fails the handshake.
+/// validity, clientAuth usage), then the identity rules, then the cluster:
+/// when this node's certificate names a cluster, the caller's must name
+/// the same one ([`check_cluster`]). A certificate without a valid
+/// identity, or of another cluster, fails the handshake.
 #[derive(Debug)]
 struct IdentityVerifier {
     webpki: Arc<dyn ClientCertVerifier>,
+    /// The cluster this node's own certificate names.
+    cluster: Option<String>,
 }
 
 impl ClientCertVerifier for IdentityVerifier {
@@ -286,11 +293,14 @@ impl ClientCertVerifier for IdentityVerifier {
         let verified = self
             .webpki
             .verify_client_cert(end_entity, intermediates, now)?;
-        CertIdentity::of(end_entity).map_err(|e| {
+        let refuse = |e: IdentityError| {
             rustls::Error::InvalidCertificate(rustls::CertificateError::Other(rustls::OtherError(
                 Arc::new(e),
             )))
-        })?;
+        };
+        let (_, cluster) = CertIdentity::read(end_entity).map_err(refuse)?;
+        check_cluster(self.cluster.as_deref(), cluster.as_deref())
+            .map_err(|e| refuse(IdentityError::OtherCluster(e)))?;
         Ok(verified)
     }
 
@@ -334,6 +344,7 @@ struct Configs {
     grpc: Arc<ServerConfig>,
     http: Arc<ServerConfig>,
     node_id: u64,
+    cluster: Option<String>,
     not_after: SystemTime,
     cas: usize,
 }
@@ -366,6 +377,8 @@ impl fmt::Debug for ServerTls {
 pub struct Installed {
     /// The node id in `node.crt`.
     pub node_id: u64,
+    /// The cluster `node.crt` names, if any.
+    pub cluster: Option<String>,
     /// `node.crt`'s notAfter.
     pub not_after: SystemTime,
     /// CA certificates in `ca.crt`.
@@ -385,7 +398,10 @@ fn build_configs(certs: &NodeCerts) -> Result<Configs, LoadError> {
         .allow_unauthenticated()
         .build()
         .map_err(|e| config_error(certs.dir(), e))?;
-    let verifier: Arc<dyn ClientCertVerifier> = Arc::new(IdentityVerifier { webpki });
+    let verifier: Arc<dyn ClientCertVerifier> = Arc::new(IdentityVerifier {
+        webpki,
+        cluster: certs.cluster().map(str::to_string),
+    });
     let make = |alpn: &[&[u8]]| -> Result<Arc<ServerConfig>, LoadError> {
         let mut config = ServerConfig::builder_with_provider(provider.clone())
             .with_protocol_versions(&[&rustls::version::TLS13])
@@ -405,6 +421,7 @@ fn build_configs(certs: &NodeCerts) -> Result<Configs, LoadError> {
         grpc: make(&[ALPN_H2])?,
         http: make(&[ALPN_H2, ALPN_HTTP1])?,
         node_id: certs.node_id(),
+        cluster: certs.cluster().map(str::to_string),
         not_after: certs.not_after(),
         cas: certs.ca().certs().len(),
     })
@@ -462,6 +479,7 @@ impl ServerTls {
         let configs = prepared.0;
         let installed = Installed {
             node_id: configs.node_id,
+            cluster: configs.cluster.clone(),
             not_after: configs.not_after,
             cas: configs.cas,
         };
@@ -488,6 +506,7 @@ impl ServerTls {
         let c = self.current();
         Installed {
             node_id: c.node_id,
+            cluster: c.cluster.clone(),
             not_after: c.not_after,
             cas: c.cas,
         }
@@ -726,9 +745,11 @@ async fn handshake_inner(
     let stream = match tokio::time::timeout(timeout, accept).await {
         Ok(Ok(stream)) => stream,
         Ok(Err(e)) => {
-            tls.inner
-                .log
-                .failed(remote_addr, HandshakeFailure::of_io_error(&e), &e);
+            let reason = HandshakeFailure::of_io_error(&e);
+            match HandshakeFailure::identity_error(&e) {
+                Some(broken) => tls.inner.log.failed(remote_addr, reason, broken),
+                None => tls.inner.log.failed(remote_addr, reason, &e),
+            }
             return None;
         }
         Err(_) => {

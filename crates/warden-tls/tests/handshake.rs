@@ -134,6 +134,7 @@ async fn another_ca_and_an_expired_certificate_fail_with_one_warn_line_each() {
                 not_before: now - 2 * DAY,
                 not_after: now - DAY,
             }),
+            cluster: None,
         },
     )
     .unwrap();
@@ -436,4 +437,166 @@ async fn a_server_without_a_node_certificate_is_refused() {
         "{} bytes reached the imposter",
         received.len()
     );
+}
+
+// docs/security.md "Certificates", cluster names (one CA serving several
+// clusters): a node whose certificate names cluster "blue" serves a client
+// and a peer of "blue" and fails the handshake of a client certificate of
+// "green" from the same CA, of one that names no cluster, and of a node
+// certificate of "green", with one warn line naming the reason. A client
+// of "blue" refuses a node of "green" after the handshake. A node whose
+// certificate names no cluster takes any of the CA's certificates, as
+// before cluster names.
+#[tokio::test]
+async fn a_node_refuses_certificates_of_another_cluster_from_the_same_ca() {
+    let (logs, _guard) = Logs::capture();
+    let root = tempfile::tempdir().unwrap();
+    let set = mint::loopback_set_in(root.path(), Some("blue"), &[1, 2], &["alice"]).unwrap();
+    let ca = &set.ca_key;
+    let other = |name: &str| CertOptions {
+        cluster: Some(name.to_string()),
+        ..CertOptions::default()
+    };
+    // Same CA, another cluster: client "mallory" and node 3 of "green".
+    mint::create_client(&set.client_dir, ca, "mallory", &other("green")).unwrap();
+    let green_node = root.path().join("green-node-3");
+    std::fs::create_dir_all(&green_node).unwrap();
+    std::fs::copy(set.client_dir.join("ca.crt"), green_node.join("ca.crt")).unwrap();
+    mint::create_node(&green_node, ca, 3, &mint::LOOPBACK_HOSTS, &other("green")).unwrap();
+    // A client certificate that names no cluster: a second CA without a
+    // name, trusted by node 1 beside the first.
+    let plain_dir = root.path().join("plain");
+    let plain_ca = root.path().join("plain-ca.key");
+    std::fs::create_dir_all(&plain_dir).unwrap();
+    std::fs::copy(set.client_dir.join("ca.crt"), plain_dir.join("ca.crt")).unwrap();
+    mint::create_ca(&plain_dir, &plain_ca, &CaOptions::default()).unwrap();
+    mint::create_client(&plain_dir, &plain_ca, "unnamed", &CertOptions::default()).unwrap();
+    std::fs::copy(plain_dir.join("ca.crt"), set.node_dirs[&1].join("ca.crt")).unwrap();
+
+    let node1 = NodeTls::load(&set.node_dirs[&1], 1).unwrap();
+    assert_eq!(node1.server().installed().cluster.as_deref(), Some("blue"));
+    let server = TestServer::start(node1.server()).await;
+    let addr = server.addr_text();
+
+    let alice = ClientTls::load_client(&set.client_dir, "alice").unwrap();
+    assert_eq!(alice.cluster().as_deref(), Some("blue"));
+    let answer = who_am_i(alice.channel_lazy(&addr).unwrap()).await.unwrap();
+    assert_eq!(identity_of(&answer), "client alice");
+    let node2 = NodeTls::load(&set.node_dirs[&2], 2).unwrap();
+    let peer = warden_tls::endpoint(&addr)
+        .unwrap()
+        .connect_with_connector_lazy(node2.peer_connector(1));
+    assert_eq!(identity_of(&who_am_i(peer).await.unwrap()), "node 2");
+
+    // The server's own check, with clients that check nothing themselves
+    // (raw rustls): green's client and node certificates, and one naming no
+    // cluster, all signed by the same CA, fail the handshake.
+    let ca_file = set.client_dir.join("ca.crt");
+    let green_client = (
+        set.client_dir.join("client.mallory.crt"),
+        set.client_dir.join("client.mallory.key"),
+    );
+    let green_peer = (green_node.join("node.crt"), green_node.join("node.key"));
+    let no_cluster = (
+        plain_dir.join("client.unnamed.crt"),
+        plain_dir.join("client.unnamed.key"),
+    );
+    for (who, (cert, key), bundle) in [
+        ("unnamed", &no_cluster, plain_dir.join("ca.crt")),
+        ("mallory", &green_client, ca_file.clone()),
+        ("green node 3", &green_peer, ca_file.clone()),
+    ] {
+        let config = raw_client_config(&bundle, Some((cert, key)), &[b"h2"]);
+        assert!(
+            raw_handshake(server.addr, config).await.is_err(),
+            "{who} was served"
+        );
+    }
+    // One line per reason per second: the first refusal's, naming why.
+    let lines = logs
+        .wait_for_warns("certificate of another cluster", 1)
+        .await;
+    assert!(!lines.is_empty(), "{}", logs.text());
+    assert!(
+        lines[0].contains("names no cluster") && lines[0].contains("\"blue\""),
+        "{}",
+        lines[0]
+    );
+    // warden-tls' own connectors: green's refuses node 1 itself (both name
+    // a cluster, not the same) before a request is sent.
+    let unnamed = ClientTls::load_client(&plain_dir, "unnamed").unwrap();
+    assert_eq!(unnamed.cluster(), None);
+    let mallory = ClientTls::load_client(&set.client_dir, "mallory").unwrap();
+    assert_eq!(mallory.cluster().as_deref(), Some("green"));
+    let uri: tonic::transport::Uri = format!("http://{}", server.addr).parse().unwrap();
+    match mallory.connector().connect(&uri).await {
+        Err(ConnectError::OtherCluster { reason, .. }) => {
+            assert!(reason.to_string().contains("\"blue\""), "{reason}");
+        }
+        other => panic!("expected OtherCluster, got {other:?}"),
+    }
+    assert!(who_am_i(unnamed.channel_lazy(&addr).unwrap())
+        .await
+        .is_err());
+
+    // The other way round: a client of "blue" refuses a node of "green"
+    // after the handshake, before a request, naming both clusters.
+    let green3 = NodeTls::load(&green_node, 3).unwrap();
+    let green_server = TestServer::start(green3.server()).await;
+    let green_uri: tonic::transport::Uri = format!("http://{}", green_server.addr).parse().unwrap();
+    match alice.connector().connect(&green_uri).await {
+        Err(ConnectError::OtherCluster { reason, .. }) => {
+            assert!(reason.to_string().contains("\"green\""), "{reason}");
+        }
+        // Or the green node refused alice's certificate first.
+        Err(ConnectError::Handshake { .. }) => {}
+        other => panic!("expected OtherCluster, got {other:?}"),
+    }
+
+    // A leaf minted without --cluster by a CA that names one inherits it.
+    mint::create_node(
+        &set.node_dirs[&2],
+        ca,
+        2,
+        &mint::LOOPBACK_HOSTS,
+        &CertOptions {
+            overwrite: true,
+            ..CertOptions::default()
+        },
+    )
+    .unwrap();
+    let inherited = NodeTls::load(&set.node_dirs[&2], 2).unwrap();
+    assert_eq!(
+        inherited.server().installed().cluster.as_deref(),
+        Some("blue")
+    );
+
+    // A node whose certificate names no cluster (from a CA without a name,
+    // in a bundle that trusts both CAs) takes any certificate of its CAs,
+    // as before cluster names existed; and a client of "blue" accepts such
+    // a node (only a node naming another cluster is refused client-side),
+    // so clients can move to named certificates before the nodes do.
+    let plain_node = root.path().join("plain-node-4");
+    std::fs::create_dir_all(&plain_node).unwrap();
+    std::fs::copy(set.client_dir.join("ca.crt"), plain_node.join("ca.crt")).unwrap();
+    let unnamed_ca = root.path().join("unnamed-ca.key");
+    mint::create_ca(&plain_node, &unnamed_ca, &CaOptions::default()).unwrap();
+    mint::create_node(
+        &plain_node,
+        &unnamed_ca,
+        4,
+        &mint::LOOPBACK_HOSTS,
+        &CertOptions::default(),
+    )
+    .unwrap();
+    let node4 = NodeTls::load(&plain_node, 4).unwrap();
+    assert_eq!(node4.server().installed().cluster, None);
+    let unbound = TestServer::start(node4.server()).await;
+    // alice's bundle must trust node 4's CA too.
+    std::fs::copy(plain_node.join("ca.crt"), set.client_dir.join("ca.crt")).unwrap();
+    alice.reload().unwrap();
+    let answer = who_am_i(alice.channel_lazy(&unbound.addr_text()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(identity_of(&answer), "client alice");
 }

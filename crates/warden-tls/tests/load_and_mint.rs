@@ -140,6 +140,7 @@ fn load_errors_name_the_file() {
                 not_before: now - 3 * DAY,
                 not_after: now - DAY,
             }),
+            cluster: None,
         },
     )
     .unwrap();
@@ -257,6 +258,7 @@ fn create_ca_refuses_to_overwrite_and_appends_a_bundle() {
         &CaOptions {
             overwrite: true,
             validity: None,
+            cluster: None,
         },
     )
     .unwrap();
@@ -290,6 +292,7 @@ fn create_ca_refuses_to_overwrite_and_appends_a_bundle() {
         &CertOptions {
             overwrite: true,
             validity: None,
+            cluster: None,
         },
     )
     .unwrap();
@@ -322,6 +325,7 @@ fn mint_checks_its_input() {
         &CaOptions {
             overwrite: false,
             validity: Some(Validity::lifetime(10 * DAY)),
+            cluster: None,
         },
     )
     .unwrap();
@@ -409,6 +413,7 @@ fn list_describes_every_certificate() {
                 not_before: now - 3 * DAY,
                 not_after: now - DAY,
             }),
+            cluster: None,
         },
     )
     .unwrap();
@@ -465,4 +470,108 @@ fn list_describes_every_certificate() {
         inspect::list(&root.path().join("nope")),
         Err(LoadError::Missing { .. })
     ));
+}
+
+// docs/security.md "Certificates", cluster names: `create-ca --cluster`
+// writes `warden://cluster/NAME` on the CA; node and client certificates
+// it signs inherit it, `--cluster` overrides it (one CA, several
+// clusters), the loaders and `cert list` read it back, and a bad name is
+// refused naming the flag, with nothing written.
+#[test]
+fn certificates_carry_their_cluster_name() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("certs");
+    let key = root.path().join("ca.key");
+    let named = |n: &str| Some(n.to_string());
+    let ca = mint::create_ca(
+        &dir,
+        &key,
+        &CaOptions {
+            cluster: named("prod"),
+            ..CaOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(ca.cluster.as_deref(), Some("prod"));
+    let node = mint::create_node(&dir, &key, 1, &["127.0.0.1"], &CertOptions::default()).unwrap();
+    assert_eq!(node.cluster.as_deref(), Some("prod"));
+    assert!(
+        node.sans.contains(&"URI:warden://cluster/prod".to_string()),
+        "{:?}",
+        node.sans
+    );
+    let alice = mint::create_client(
+        &dir,
+        &key,
+        "alice",
+        &CertOptions {
+            cluster: named("staging"),
+            ..CertOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(alice.cluster.as_deref(), Some("staging"));
+    assert_eq!(NodeCerts::load(&dir).unwrap().cluster(), Some("prod"));
+    assert_eq!(
+        ClientCerts::load(&dir, "alice").unwrap().cluster(),
+        Some("staging")
+    );
+    let listing = inspect::list(&dir).unwrap();
+    let clusters: Vec<(CertKind, Option<String>)> = listing
+        .certs
+        .iter()
+        .map(|c| (c.kind.clone(), c.cluster.clone()))
+        .collect();
+    assert_eq!(
+        clusters,
+        vec![
+            (CertKind::Ca, named("prod")),
+            (CertKind::Client("alice".into()), named("staging")),
+            (CertKind::Node(1), named("prod")),
+        ]
+    );
+
+    // Bad names: refused before anything is written.
+    let e = mint::create_client(
+        &dir,
+        &key,
+        "bob",
+        &CertOptions {
+            cluster: named("Prod"),
+            ..CertOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert!(matches!(e, MintError::BadCluster(_)), "{e:?}");
+    assert!(e.to_string().starts_with("--cluster: "), "{e}");
+    assert!(!dir.join("client.bob.crt").exists());
+    let e = mint::create_ca(
+        &root.path().join("other"),
+        &root.path().join("other.key"),
+        &CaOptions {
+            cluster: named("a/b"),
+            ..CaOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert!(matches!(e, MintError::BadCluster(_)), "{e:?}");
+    assert!(!root.path().join("other.key").exists());
+
+    // A CA without a name signs certificates without one unless told.
+    let (plain, plain_key) = minted(&root.path().join("plain"));
+    assert_eq!(NodeCerts::load(&plain).unwrap().cluster(), None);
+    let m = mint::create_node(
+        &plain,
+        &plain_key,
+        2,
+        &["127.0.0.1"],
+        &CertOptions {
+            overwrite: true,
+            cluster: named("blue"),
+            ..CertOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(m.cluster.as_deref(), Some("blue"));
+    assert_eq!(NodeCerts::load(&plain).unwrap().cluster(), Some("blue"));
 }

@@ -9,6 +9,7 @@ use warden_tls::{ClientTls, LoadError, NodeTls};
 const OVERWRITE: CertOptions = CertOptions {
     overwrite: true,
     validity: None,
+    cluster: None,
 };
 
 // CA rotation, one node at a time: after ca.crt becomes an old+new bundle

@@ -27,12 +27,16 @@ pub struct CertArgs {
 pub enum CertCommand {
     /// Create a CA: its key at --ca-key (outside --certs-dir) and
     /// DIR/ca.crt; an existing ca.crt gets the new CA appended (a bundle
-    /// trusting old and new, for a rotation one node at a time).
+    /// trusting old and new, for a rotation one node at a time). With
+    /// --cluster NAME, the certificates it signs name that cluster unless
+    /// their own --cluster says otherwise.
     CreateCa(CreateCaArgs),
     /// Create DIR/node.crt and DIR/node.key for node --id, valid for each
-    /// HOST (DNS names and IP addresses clients and peers dial).
+    /// HOST (DNS names and IP addresses clients and peers dial), of cluster
+    /// --cluster (default: the CA's).
     CreateNode(CreateNodeArgs),
-    /// Create DIR/client.NAME.crt and DIR/client.NAME.key for principal NAME.
+    /// Create DIR/client.NAME.crt and DIR/client.NAME.key for principal
+    /// NAME, of cluster --cluster (default: the CA's).
     CreateClient(CreateClientArgs),
     /// List every certificate in DIR: file, kind, name, SANs, expiry.
     List(ListArgs),
@@ -62,6 +66,15 @@ pub struct SignArgs {
     /// [default: 10y for a CA, 5y otherwise; never past the CA's expiry].
     #[arg(long, value_name = "DURATION", value_parser = parse_lifetime)]
     pub lifetime: Option<Duration>,
+    /// The cluster the certificate belongs to, written as a SAN URI
+    /// `warden://cluster/NAME` (1..=63 of lowercase ASCII letters, digits,
+    /// '.', '_', '-'; starting with a letter or digit). A node whose
+    /// certificate names a cluster refuses every peer and client
+    /// certificate that names another or none. On create-ca: the default
+    /// of the certificates it signs [default for create-node and
+    /// create-client: the CA's, if it names one].
+    #[arg(long, value_name = "NAME", value_parser = parse_cluster_name)]
+    pub cluster: Option<String>,
 }
 
 /// `warden cert create-ca`.
@@ -117,6 +130,13 @@ pub fn parse_lifetime(text: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// Parses `--cluster`: a cluster name (`warden_tls::validate_cluster_name`).
+pub fn parse_cluster_name(text: &str) -> Result<String, String> {
+    warden_tls::validate_cluster_name(text)
+        .map(|()| text.to_string())
+        .map_err(|e| e.to_string())
+}
+
 /// Parses `--id`: a node id in 1..=2^53-1.
 pub fn parse_node_id(text: &str) -> Result<u64, String> {
     match text.trim().parse::<u64>() {
@@ -158,6 +178,7 @@ fn create_ca(a: CreateCaArgs) -> Report {
     let options = CaOptions {
         overwrite: a.sign.overwrite,
         validity: validity(a.sign.lifetime),
+        cluster: a.sign.cluster.clone(),
     };
     let ca = match mint::create_ca(&a.dir.certs_dir, &a.sign.ca_key, &options) {
         Ok(ca) => ca,
@@ -169,12 +190,17 @@ fn create_ca(a: CreateCaArgs) -> Report {
             "key_file": ca.key_file.display().to_string(),
             "common_name": ca.common_name,
             "cas_in_bundle": ca.cas_in_bundle,
+            "cluster": ca.cluster,
             "not_after": time(ca.not_after),
         })
         .to_string()),
         OutputFormat::Text => ok(format!(
-            "created CA {:?} (valid until {}) in {}{}; its key is {} (keep it off the nodes)",
+            "created CA {:?}{} (valid until {}) in {}{}; its key is {} (keep it off the nodes)",
             ca.common_name,
+            match &ca.cluster {
+                Some(c) => format!(" for cluster {c:?}"),
+                None => String::new(),
+            },
             time(ca.not_after),
             ca.cert_file.display(),
             match ca.cas_in_bundle {
@@ -192,6 +218,7 @@ fn minted_json(m: &Minted, extra: (&str, Value)) -> Value {
         "key_file": m.key_file.display().to_string(),
         "common_name": m.common_name,
         "sans": m.sans,
+        "cluster": m.cluster,
         "not_after": time(m.not_after),
         "cut_to_ca": m.cut_to_ca,
     });
@@ -214,6 +241,7 @@ fn cert_options(sign: &SignArgs) -> CertOptions {
     CertOptions {
         overwrite: sign.overwrite,
         validity: validity(sign.lifetime),
+        cluster: sign.cluster.clone(),
     }
 }
 
@@ -302,6 +330,7 @@ fn list(a: ListArgs) -> Report {
                     "issuer": c.issuer,
                     "serial": c.serial,
                     "sans": c.sans,
+                    "cluster": c.cluster,
                     "not_before": time(c.not_before),
                     "not_after": time(c.not_after),
                     "expired": c.expired,
@@ -474,6 +503,100 @@ mod tests {
         assert_eq!(v["certificates"][2]["node_id"], 3);
         assert_eq!(v["certificates"][1]["principal"], "alice");
         assert_eq!(v["certificates"][1]["expired"], false);
+    }
+
+    // docs/security.md "Certificates": `--cluster` on create-ca is the
+    // default of what the CA signs, `--cluster` on create-node and
+    // create-client overrides it, JSON and `list` show it, and a bad name
+    // is refused by the parser naming the flag.
+    #[test]
+    fn cluster_names_go_into_the_certificates() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("certs");
+        let key = root.path().join("ca.key");
+        let (d, k) = (dir.to_str().unwrap(), key.to_str().unwrap());
+        let r = run_args(&[
+            "cert",
+            "create-ca",
+            "--certs-dir",
+            d,
+            "--ca-key",
+            k,
+            "--cluster",
+            "prod",
+        ]);
+        assert_eq!(r.exit_code, 0, "{r:?}");
+        assert!(
+            r.stdout
+                .as_deref()
+                .unwrap()
+                .contains("for cluster \"prod\""),
+            "{r:?}"
+        );
+        let r = run_args(&[
+            "cert",
+            "create-node",
+            "--certs-dir",
+            d,
+            "--ca-key",
+            k,
+            "--id",
+            "1",
+            "127.0.0.1",
+            "--output",
+            "json",
+        ]);
+        let v: Value = serde_json::from_str(r.stdout.as_deref().unwrap()).unwrap();
+        assert_eq!(v["cluster"], "prod");
+        assert_eq!(
+            v["sans"],
+            json!([
+                "IP:127.0.0.1",
+                "URI:warden://node/1",
+                "URI:warden://cluster/prod"
+            ])
+        );
+        let r = run_args(&[
+            "cert",
+            "create-client",
+            "alice",
+            "--certs-dir",
+            d,
+            "--ca-key",
+            k,
+            "--cluster",
+            "staging",
+            "--output",
+            "json",
+        ]);
+        let v: Value = serde_json::from_str(r.stdout.as_deref().unwrap()).unwrap();
+        assert_eq!(v["cluster"], "staging");
+        let r = run_args(&["cert", "list", "--certs-dir", d, "--output", "json"]);
+        let v: Value = serde_json::from_str(r.stdout.as_deref().unwrap()).unwrap();
+        let clusters: Vec<&Value> = v["certificates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| &c["cluster"])
+            .collect();
+        assert_eq!(
+            clusters,
+            [&json!("prod"), &json!("staging"), &json!("prod")]
+        );
+        let e = crate::cli::Cli::try_parse_from([
+            "warden",
+            "cert",
+            "create-ca",
+            "--certs-dir",
+            d,
+            "--ca-key",
+            k,
+            "--cluster",
+            "Prod",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("--cluster") && e.contains("lowercase"), "{e}");
     }
 
     // What bad input gets: one line on stderr naming the file, exit 1,

@@ -106,6 +106,7 @@ pub const DESCRIPTIONS: &[(&str, Kind, &str)] = &[
     ("warden_raft_commit_index", Kind::Gauge, "The highest log index this node knows is committed (sampled every 250 ms)."),
     ("warden_raft_applied_index", Kind::Gauge, "The highest log index this node has applied (sampled every 250 ms)."),
     ("warden_raft_members_log_format", Kind::Gauge, "The oldest log format among the members, each as this node knows it (reported to it, or heard from a leader); 0 while one is unknown (sampled every 250 ms)."),
+    ("warden_raft_peers_unconfirmed", Kind::Gauge, "Node ids of this cluster's certificates that this node's membership does not name and that a majority of the voters it knows did not confirm: their Raft calls are refused (each counts for a minute after its last refused confirmation; sampled every 250 ms)."),
     ("warden_raft_peer_lag_entries", Kind::Gauge, "Leader only (0 elsewhere): entries in the leader's log that `peer` has not acknowledged."),
     ("warden_raft_proposal_duration_seconds", Kind::Histogram, "Leader only: one entry of client commands, from its proposal to Raft to its apply (a command's wait to be packed into an entry is not included; failed proposals count too)."),
     ("warden_raft_commands_per_entry", Kind::Histogram, "Leader only: client commands packed into one proposed entry."),
@@ -167,6 +168,8 @@ pub struct RaftSeries {
     pub applied_index: Gauge,
     /// `warden_raft_members_log_format`.
     pub members_log_format: Gauge,
+    /// `warden_raft_peers_unconfirmed`.
+    pub peers_unconfirmed: Gauge,
     /// `warden_raft_proposal_duration_seconds`.
     pub proposal_duration: Histogram,
     /// `warden_raft_commands_per_entry`.
@@ -351,6 +354,7 @@ impl Metrics {
             commit_index: gauge("warden_raft_commit_index", vec![]),
             applied_index: gauge("warden_raft_applied_index", vec![]),
             members_log_format: gauge("warden_raft_members_log_format", vec![]),
+            peers_unconfirmed: gauge("warden_raft_peers_unconfirmed", vec![]),
             proposal_duration: histogram("warden_raft_proposal_duration_seconds", vec![]),
             commands_per_entry: histogram("warden_raft_commands_per_entry", vec![]),
             wal_fsync: histogram("warden_wal_fsync_duration_seconds", vec![]),

@@ -1,5 +1,7 @@
 //! Consensus glue: the Raft handle, the peer network (both sides), who may
-//! call the peer service (`peer_access`: checked before a body is read),
+//! call the peer service (`peer_access`: checked before a body is read;
+//! `member_confirm`: ids its membership does not name, confirmed with its
+//! voters),
 //! a snapshot cut into chunks and put back together (`snapshot_chunks`),
 //! the two-phase cluster id, the log-format gate, backups, and when this
 //! node takes a snapshot (`snapshot_schedule`).
@@ -11,6 +13,7 @@ mod cluster_time_tests;
 pub mod cluster_time_wire;
 mod leader_contact;
 pub mod log_format;
+pub mod member_confirm;
 pub mod network;
 pub mod observe;
 pub mod peer_access;

@@ -3,8 +3,9 @@
 //! change only with the vote, the state, the leader or the membership, so no
 //! change is missed and the task does not wake per entry); the term, the
 //! commit and applied index and the per-peer lag from openraft's full
-//! metrics, and the members' oldest log format (`raft::log_format`), read
-//! then and every [`SAMPLE_INTERVAL`].
+//! metrics, the members' oldest log format (`raft::log_format`) and the
+//! peer ids refused as unconfirmed (`raft::member_confirm`), read then and
+//! every [`SAMPLE_INTERVAL`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +16,7 @@ use tokio::sync::watch;
 
 use crate::metrics::Metrics;
 use crate::raft::log_format::LogFormats;
+use crate::raft::peer_access::PeerAccess;
 use crate::raft::Raft;
 
 /// How often the indexes and the lag are sampled.
@@ -26,6 +28,7 @@ pub async fn follow(
     raft: Raft,
     metrics: Arc<Metrics>,
     formats: Arc<LogFormats>,
+    access: Arc<PeerAccess>,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut server = raft.server_metrics();
@@ -53,6 +56,10 @@ pub async fn follow(
             .raft
             .members_log_format
             .set(f64::from(formats.members_read_format()));
+        metrics
+            .raft
+            .peers_unconfirmed
+            .set(access.unconfirmed().len() as f64);
         tokio::select! {
             changed = server.changed() => if changed.is_err() { return },
             _ = tick.tick() => {}

@@ -8,11 +8,21 @@
 //!
 //! - On a node with certificates, only a **node certificate** may call
 //!   (warden-tls' `PeerInfo` of the connection, which only its acceptor
-//!   builds): none is `Unauthenticated`, a client certificate is
-//!   `PermissionDenied`, and a node certificate whose id this node has seen
-//!   **removed** from the committed membership is `PermissionDenied`. A node
-//!   id not heard of yet is admitted: a member that was down while a node
-//!   was added and its old leader removed must still follow the new leader.
+//!   builds, after the handshake checked the certificate's cluster name):
+//!   none is `Unauthenticated`, a client certificate is `PermissionDenied`,
+//!   and a node certificate whose id this node has seen **removed** from the
+//!   committed membership is `PermissionDenied`.
+//! - Every call but the bootstrap calls and `ConfirmMember` must come from
+//!   a node its membership names, voter or learner
+//!   ([`crate::raft::member_confirm::KnownMembers`]; any node of the
+//!   cluster while it knows none yet). An id it does not name is admitted
+//!   only once a majority of the voters it knows, itself counted, confirms
+//!   it (`crate::raft::member_confirm`): the call waits for that (at most
+//!   [`crate::raft::member_confirm::CONFIRM_WAIT`], body unread), and is
+//!   refused `PermissionDenied` when the voters do not confirm it. So a
+//!   member that was down while a node was added and its old leader
+//!   removed still follows the new leader, and a node certificate of an id
+//!   that was never a member is refused.
 //! - Raft calls (everything but the bootstrap calls) must carry this node's
 //!   cluster id in `warden-cluster-id`; none yet is `Unavailable`, another
 //!   is `PermissionDenied`.
@@ -58,7 +68,7 @@
 //! (voters and learners) and have not come back, persisted in the data dir's
 //! meta table (key [`KEY_REMOVED_NODE_IDS`], fsync'd) so that a restart
 //! still refuses them. A node learns a removal from openraft's server metrics
-//! ([`follow_removals`]): each time the committed membership changes, every
+//! ([`follow_members`]): each time the committed membership changes, every
 //! id of the previous one that is missing from the new one is added (and
 //! every id of the new one dropped from the set). The committed membership,
 //! not the latest in the log: an uncommitted change can still be truncated,
@@ -85,6 +95,8 @@ use tonic::server::NamedService;
 use tonic::{Code, Status};
 use warden_tls::{Identity, PeerInfo};
 
+use crate::raft::member_confirm::{Confirmations, Decision, KnownMembers, Unconfirmed};
+use crate::raft::network::PeerConnector;
 use crate::raft::snapshot_chunks::ChunkError;
 use crate::store::Db;
 
@@ -132,6 +144,35 @@ pub enum PeerRefusal {
         certificate: u64,
         /// The node id inside the message.
         claimed: u64,
+    },
+    /// A node certificate whose id this node's membership does not name,
+    /// and that a majority of the voters it knows did not confirm.
+    #[error(
+        "node {node_id} is not in this node's membership, and a majority of the {voters} \
+         voters it knows did not confirm it ({yes} of the {needed} needed, this node \
+         counted): refused (a certificate of an id that was never a member, or of another \
+         cluster; a member this node cannot confirm means this node lags: wipe its data dir \
+         and add it back)"
+    )]
+    Unconfirmed {
+        /// The sender.
+        node_id: u64,
+        /// Voters that confirmed it, this node counted when it is one.
+        yes: usize,
+        /// A majority of `voters`.
+        needed: usize,
+        /// Voters this node knows.
+        voters: usize,
+    },
+    /// A node certificate whose id this node's membership does not name,
+    /// still being confirmed.
+    #[error(
+        "node {node_id} is not in this node's membership; asking the voters it knows whether \
+         it is a member (retry)"
+    )]
+    Confirming {
+        /// The sender.
+        node_id: u64,
     },
     /// Insecure mode: the sender is not in the membership this node knows.
     #[error(
@@ -193,9 +234,11 @@ impl PeerRefusal {
             PeerRefusal::Removed { .. } => Some("removed_node"),
             PeerRefusal::ClaimMismatch { .. } => Some("claim_mismatch"),
             PeerRefusal::NotAMember { .. } => Some("not_a_member"),
+            PeerRefusal::Unconfirmed { .. } => Some("unconfirmed_member"),
             PeerRefusal::FromItself { .. } => Some("from_itself"),
             PeerRefusal::ClusterMismatch { .. } => Some("cluster_mismatch"),
             PeerRefusal::Bootstrapping
+            | PeerRefusal::Confirming { .. }
             | PeerRefusal::RaftNotStarted
             | PeerRefusal::BadPayload(_)
             | PeerRefusal::TooLarge(_)
@@ -216,11 +259,13 @@ pub fn peer_status(refusal: PeerRefusal) -> Status {
         | PeerRefusal::Removed { .. }
         | PeerRefusal::ClaimMismatch { .. }
         | PeerRefusal::NotAMember { .. }
+        | PeerRefusal::Unconfirmed { .. }
         | PeerRefusal::ClusterMismatch { .. } => Code::PermissionDenied,
         PeerRefusal::FromItself { .. } | PeerRefusal::Precondition(_) => Code::FailedPrecondition,
-        PeerRefusal::Bootstrapping | PeerRefusal::RaftNotStarted | PeerRefusal::Unavailable(_) => {
-            Code::Unavailable
-        }
+        PeerRefusal::Bootstrapping
+        | PeerRefusal::RaftNotStarted
+        | PeerRefusal::Confirming { .. }
+        | PeerRefusal::Unavailable(_) => Code::Unavailable,
         PeerRefusal::BadPayload(_) => Code::InvalidArgument,
         PeerRefusal::TooLarge(_) => Code::OutOfRange,
         PeerRefusal::Internal(_) => Code::Internal,
@@ -428,8 +473,9 @@ fn remote_of(extensions: &http::Extensions) -> Option<SocketAddr> {
         })
 }
 
-/// What the gate decides with: this node's mode, its cluster id, and the
-/// removed ids.
+/// What the gate decides with: this node's mode, its cluster id, the
+/// removed ids, the membership it knows and the confirmations of ids it
+/// does not know.
 #[derive(Debug)]
 pub struct PeerAccess {
     /// True on a node with certificates.
@@ -438,6 +484,11 @@ pub struct PeerAccess {
     cluster_id: watch::Receiver<Option<String>>,
     /// Ids removed from the committed membership.
     pub removed: RemovedNodes,
+    /// The membership this node's log or snapshot holds ([`follow_members`]).
+    known: std::sync::RwLock<KnownMembers>,
+    /// Confirmations of ids it does not name; None: such ids are refused
+    /// without asking.
+    confirmations: Option<Arc<Confirmations>>,
     /// The rate limit of refusal lines.
     log: RefusalLog,
 }
@@ -449,6 +500,24 @@ fn is_bootstrap(method: &str) -> bool {
         method,
         "BootstrapState" | "BootstrapPrepare" | "BootstrapCommit"
     )
+}
+
+/// Whether a Peer method needs a caller this node's membership names (or
+/// confirmed): every one but the bootstrap calls (a joining node has no
+/// membership to be named in yet) and `ConfirmMember` (it only reads the
+/// answering node's membership, which `cluster status` shows any client).
+fn needs_member(method: &str) -> bool {
+    !is_bootstrap(method) && method != "ConfirmMember"
+}
+
+/// A call the gate admitted: who called, and the id to confirm first when
+/// this node's membership does not name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Admitted {
+    /// Who called.
+    pub caller: PeerCaller,
+    /// Confirm this id before the call goes on.
+    pub confirm: Option<u64>,
 }
 
 /// Which of the gate's instances serves a Peer method (module docs,
@@ -482,7 +551,81 @@ impl PeerAccess {
             secure,
             cluster_id,
             removed,
+            known: std::sync::RwLock::new(KnownMembers::default()),
+            confirmations: None,
             log: RefusalLog::new(REFUSAL_LOG_INTERVAL),
+        }
+    }
+
+    /// The same rules, confirming unknown ids as node `node_id` with the
+    /// voters it knows, dialled through `connector`
+    /// (`crate::raft::member_confirm`). Without this, an unknown id is
+    /// refused without asking.
+    pub fn confirming_with(mut self, node_id: u64, connector: Arc<dyn PeerConnector>) -> Self {
+        self.confirmations = Some(Arc::new(Confirmations::new(node_id, connector)));
+        self
+    }
+
+    /// The membership this node knows now.
+    pub fn known(&self) -> KnownMembers {
+        self.known
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replaces the membership this node knows ([`follow_members`]).
+    pub fn set_known(&self, known: KnownMembers) {
+        *self.known.write().unwrap_or_else(PoisonError::into_inner) = known;
+    }
+
+    /// Whether this node's own membership names `node_id` (voter or
+    /// learner) and it was not removed: the `ConfirmMember` answer. Never
+    /// from a confirmation.
+    pub fn is_member(&self, node_id: u64) -> bool {
+        self.known
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .members
+            .contains(&node_id)
+            && !self.removed.contains(node_id)
+    }
+
+    /// The ids whose last confirmation failed: refused now.
+    pub fn unconfirmed(&self) -> BTreeSet<u64> {
+        self.confirmations
+            .as_ref()
+            .map(|c| c.refused())
+            .unwrap_or_default()
+    }
+
+    /// Confirms `node_id`, which the membership this node knows does not
+    /// name, with its voters (waits at most
+    /// [`crate::raft::member_confirm::CONFIRM_WAIT`]).
+    ///
+    /// # Errors
+    /// [`PeerRefusal::Unconfirmed`], or [`PeerRefusal::Confirming`] when it
+    /// did not finish in time.
+    pub async fn confirm(&self, node_id: u64) -> Result<(), PeerRefusal> {
+        let known = self.known();
+        let voters = known.voters.len();
+        let refused = |yes| PeerRefusal::Unconfirmed {
+            node_id,
+            yes,
+            needed: voters / 2 + 1,
+            voters,
+        };
+        let Some(confirmations) = &self.confirmations else {
+            return Err(refused(0));
+        };
+        let Some(cluster_id) = self.cluster_id.borrow().clone() else {
+            return Err(PeerRefusal::Bootstrapping);
+        };
+        match confirmations.confirm(node_id, &known, &cluster_id).await {
+            Ok(()) => Ok(()),
+            Err(Unconfirmed::Refused(tally)) => Err(refused(tally.yes)),
+            Err(Unconfirmed::TooMany) => Err(refused(0)),
+            Err(Unconfirmed::Pending) => Err(PeerRefusal::Confirming { node_id }),
         }
     }
 
@@ -521,7 +664,7 @@ impl PeerAccess {
         path: &str,
         headers: &http::HeaderMap,
         extensions: &http::Extensions,
-    ) -> Result<PeerCaller, PeerRefusal> {
+    ) -> Result<Admitted, PeerRefusal> {
         let node_id = if self.secure {
             let id = extensions.get::<PeerInfo>().map(PeerInfo::identity);
             match id {
@@ -545,9 +688,27 @@ impl PeerAccess {
         if !is_bootstrap(method) {
             self.check_cluster(headers)?;
         }
-        Ok(PeerCaller {
-            node_id,
-            remote: remote_of(extensions),
+        let confirm = match node_id {
+            Some(id) if needs_member(method) => {
+                match self
+                    .known
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .decide(id)
+                {
+                    Decision::Admit => None,
+                    Decision::Confirm => Some(id),
+                    Decision::NotStarted => return Err(PeerRefusal::RaftNotStarted),
+                }
+            }
+            _ => None,
+        };
+        Ok(Admitted {
+            caller: PeerCaller {
+                node_id,
+                remote: remote_of(extensions),
+            },
+            confirm,
         })
     }
 
@@ -634,34 +795,84 @@ where
                 let response = peer_status(refusal).into_http();
                 Box::pin(std::future::ready(Ok(response)))
             }
-            Ok(caller) => {
-                request.extensions_mut().insert(caller);
+            Ok(admitted) => {
+                let method = admitted.confirm.map(|_| {
+                    path.strip_prefix(PEER_PATH_PREFIX)
+                        .unwrap_or(path)
+                        .to_string()
+                });
+                request.extensions_mut().insert(admitted.caller);
                 let mut inner = match bound {
                     Bound::Bulk => self.bulk.clone(),
                     Bound::Chunk => self.chunk.clone(),
                     Bound::Control => self.control.clone(),
                 };
-                Box::pin(async move { inner.call(request).await })
+                let Some(node_id) = admitted.confirm else {
+                    return Box::pin(async move { inner.call(request).await });
+                };
+                // An id this node's membership does not name: its voters
+                // confirm it first (the body stays unread meanwhile).
+                let access = self.access.clone();
+                let method = method.unwrap_or_default();
+                Box::pin(async move {
+                    match access.confirm(node_id).await {
+                        Ok(()) => inner.call(request).await,
+                        Err(refusal) => {
+                            access.refused(admitted.caller.remote, &method, &refusal);
+                            Ok(peer_status(refusal).into_http())
+                        }
+                    }
+                })
             }
         }
     }
 }
 
-/// Feeds [`RemovedNodes`] from openraft's server metrics until Raft stops:
-/// each change of the committed membership is observed (module docs).
-pub async fn follow_removals(raft: crate::raft::Raft, access: Arc<PeerAccess>) {
+/// Feeds [`PeerAccess`] from openraft's server metrics until Raft stops:
+/// the membership this node knows ([`KnownMembers`]: every voter and
+/// learner of the latest and of the committed membership, the latest's
+/// voters with their peer addresses) on every change, and [`RemovedNodes`]
+/// on each change of the committed membership (module docs). Start it as
+/// soon as Raft runs: until its first read, Raft calls that need a member
+/// are refused `Unavailable`.
+pub async fn follow_members(raft: crate::raft::Raft, access: Arc<PeerAccess>) {
     use openraft::async_runtime::WatchReceiver as _;
     let mut rx = raft.server_metrics();
     let mut seen = None;
     loop {
-        let members = {
+        let (known, members) = {
             let m = rx.borrow_watched();
-            let config = &m.committed_membership_config;
-            let log_id = *config.log_id();
+            let latest = m.membership_config.membership();
+            let committed = &m.committed_membership_config;
+            let known = KnownMembers {
+                observed: true,
+                members: latest
+                    .nodes()
+                    .chain(committed.nodes())
+                    .map(|(id, _)| *id)
+                    .collect(),
+                voters: latest
+                    .voter_ids()
+                    .filter_map(|id| {
+                        latest
+                            .get_node(&id)
+                            .map(|node| (id, node.dial_addr().to_string()))
+                    })
+                    .collect(),
+                config: *m.membership_config.log_id(),
+            };
+            let log_id = *committed.log_id();
             let changed = seen != Some(log_id);
             seen = Some(log_id);
-            changed.then(|| config.nodes().map(|(id, _)| *id).collect::<BTreeSet<u64>>())
+            let members = changed.then(|| {
+                committed
+                    .nodes()
+                    .map(|(id, _)| *id)
+                    .collect::<BTreeSet<u64>>()
+            });
+            (known, members)
         };
+        access.set_known(known);
         // An empty membership is a node that has not joined a cluster yet.
         if let Some(members) = members.filter(|m| !m.is_empty()) {
             let observe = {
@@ -760,6 +971,16 @@ mod tests {
                 PeerRefusal::NotAMember { node_id: 9 },
                 Code::PermissionDenied,
             ),
+            (
+                PeerRefusal::Unconfirmed {
+                    node_id: 9,
+                    yes: 1,
+                    needed: 2,
+                    voters: 3,
+                },
+                Code::PermissionDenied,
+            ),
+            (PeerRefusal::Confirming { node_id: 9 }, Code::Unavailable),
             (
                 PeerRefusal::FromItself { node_id: 3 },
                 Code::FailedPrecondition,

@@ -30,7 +30,7 @@ use warden_tls::{NodeTls, TlsConnection};
 
 use crate::raft::network::{call_timeout_floor, Network, PeerConnector, MAX_PEER_MESSAGE_BYTES};
 use crate::raft::peer_access::{
-    follow_removals, PeerAccess, PeerGate, RemovedNodes, MAX_PEER_CONTROL_MESSAGE_BYTES,
+    follow_members, PeerAccess, PeerGate, RemovedNodes, MAX_PEER_CONTROL_MESSAGE_BYTES,
 };
 use crate::raft::peer_service::{EarlyCampaign, PeerService, PeerState};
 use crate::raft::snapshot_chunks::MAX_SNAPSHOT_CHUNK_MESSAGE_BYTES;
@@ -211,11 +211,14 @@ impl TestNode {
         .await
         .expect("raft");
         let (cluster_id, _) = watch::channel(Some(CLUSTER.to_string()));
-        let access = Arc::new(PeerAccess::new(
-            true,
-            cluster_id.subscribe(),
-            RemovedNodes::open(db.clone()).expect("removed"),
-        ));
+        let access = Arc::new(
+            PeerAccess::new(
+                true,
+                cluster_id.subscribe(),
+                RemovedNodes::open(db.clone()).expect("removed"),
+            )
+            .confirming_with(id, connector.clone()),
+        );
         let state = Arc::new(PeerState {
             node_id: id,
             db,
@@ -262,7 +265,7 @@ impl TestNode {
                 .serve_with_incoming(incoming)
                 .await;
         });
-        let follow = tokio::spawn(follow_removals(raft.clone(), access));
+        let follow = tokio::spawn(follow_members(raft.clone(), access));
         TestNode {
             addr,
             raft,
@@ -401,11 +404,12 @@ async fn run_scoped<F: std::future::Future<Output = ()>>(f: F) {
     crate::types::Rt::scope(17, f).await;
 }
 
-// docs/security.md "The peer service" (and the attack): a follower
+// docs/security.md "The peer service" (and the attack on it): a follower
 // that was down while node 4 was added and the old leader, node 1, removed
 // still follows the new leader, node 4, which its own membership does not
-// name (a valid node certificate of an id not heard of is admitted); once
-// caught up it knows node 1 was removed. Then node 1's certificate forges
+// name (node 2, a voter it knows, confirms node 4, which with itself is a
+// majority of the voters it knows); once caught up it knows node 1 was
+// removed. Then node 1's certificate forges
 // AppendEntries with an entry at a higher term, and heartbeats, to every
 // member: each is refused before its body is read, no log moves, no term
 // moves, and node 4 stays leader. A client certificate calling
@@ -620,6 +624,188 @@ async fn follower_and_removed_body() {
     }
 }
 
+// docs/security.md "The peer service" and "Certificates" (the attack: a
+// node certificate for an id that was never a member sent AppendEntries
+// that the followers accepted and committed). In a cluster of nodes 1-3
+// whose certificates name cluster "blue":
+// - node 9's certificate (same CA, same cluster, never added) is refused
+//   by every member on AppendEntries (with an entry at a higher term, and
+//   heartbeats), AppendStream, PreVote and TakeSnapshot: its id is in no
+//   member's log, and the voters asked do not confirm it; each member
+//   lists it as unconfirmed;
+// - node 4's certificate minted by the same CA for cluster "green" fails
+//   the handshake: no call reaches a gate;
+// - ConfirmMember answers from the answering node's own membership;
+// and no member's log length, term or leader moved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_never_member_and_another_clusters_certificate_are_refused() {
+    run_scoped(never_member_body()).await;
+}
+
+async fn never_member_body() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let set = warden_tls::mint::loopback_set_in(root.path(), Some("blue"), &[1, 2, 3, 9], &[])
+        .expect("mint");
+    let green = root.path().join("green-4");
+    std::fs::create_dir_all(&green).expect("dir");
+    std::fs::copy(set.client_dir.join("ca.crt"), green.join("ca.crt")).expect("ca");
+    warden_tls::mint::create_node(
+        &green,
+        &set.ca_key,
+        4,
+        &warden_tls::mint::LOOPBACK_HOSTS,
+        &warden_tls::mint::CertOptions {
+            cluster: Some("green".into()),
+            ..Default::default()
+        },
+    )
+    .expect("green node 4");
+    let mut nodes = BTreeMap::new();
+    for id in 1..=3u64 {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let dir = root.path().join(format!("data-{id}"));
+        nodes.insert(
+            id,
+            TestNode::start(id, listener, &set.node_dirs[&id], &dir).await,
+        );
+    }
+    let members: BTreeMap<u64, MemberAddr> = nodes
+        .iter()
+        .map(|(id, n)| (*id, MemberAddr::client_only(n.addr.clone())))
+        .collect();
+    nodes[&1]
+        .raft
+        .initialize(members)
+        .await
+        .expect("initialize");
+    let all: Vec<&TestNode> = nodes.values().collect();
+    let leader = wait_leader(&all).await;
+    wait_until("every member applied the leader's log", || {
+        let last = nodes[&leader].metrics().last_log_index;
+        nodes
+            .values()
+            .all(|n| n.metrics().last_applied.map(|l| l.index()) >= last)
+    })
+    .await;
+    let before: BTreeMap<u64, (u64, Option<u64>)> = nodes
+        .iter()
+        .map(|(id, n)| {
+            let m = n.metrics();
+            (*id, (m.current_term, m.last_log_index))
+        })
+        .collect();
+
+    let not_member = "node 9 is not in this node's membership";
+    for (&target, node) in &nodes {
+        let m = node.metrics();
+        let last = m.last_applied;
+        let term = m.current_term + 1;
+        let mut client = peer_client(&set.node_dirs[&9], 9, target, &node.addr);
+        for entry in [true, false, false] {
+            let e = client
+                .append_entries(with_cluster_id(forged_append(9, term, last, entry)))
+                .await
+                .expect_err("a never-member's append");
+            assert_eq!(e.code(), Code::PermissionDenied, "node {target}: {e:?}");
+            assert!(e.message().contains(not_member), "{}", e.message());
+        }
+        let frames = tokio_stream::iter(vec![forged_append(9, term, last, true)]);
+        let e = client
+            .append_stream(with_cluster_id(frames))
+            .await
+            .expect_err("a never-member's stream");
+        assert_eq!(e.code(), Code::PermissionDenied, "node {target}: {e:?}");
+        let vote = openraft::raft::VoteRequest::<TypeConfig>::new(Vote::new(term, 9), last);
+        let e = client
+            .pre_vote(with_cluster_id(Blob {
+                data: postcard::to_allocvec(&vote).expect("encode"),
+            }))
+            .await
+            .expect_err("a never-member's pre-vote");
+        assert_eq!(e.code(), Code::PermissionDenied, "node {target}: {e:?}");
+        let e = client
+            .take_snapshot(with_cluster_id(warden_proto::peer::TakeSnapshotRequest {}))
+            .await
+            .expect_err("a never-member reads the table");
+        assert_eq!(e.code(), Code::PermissionDenied, "node {target}: {e:?}");
+        assert_eq!(
+            node.state.access.unconfirmed(),
+            BTreeSet::from([9]),
+            "node {target}"
+        );
+    }
+
+    // Another cluster's node certificate from the same CA: the handshake
+    // fails, so no call reaches a gate.
+    for (&target, node) in &nodes {
+        let m = node.metrics();
+        let mut client = peer_client(&green, 4, target, &node.addr);
+        let e = client
+            .append_entries(with_cluster_id(forged_append(
+                4,
+                m.current_term + 1,
+                m.last_applied,
+                true,
+            )))
+            .await
+            .expect_err("another cluster's node");
+        assert_eq!(e.code(), Code::Unavailable, "node {target}: {e:?}");
+        // A call nobody else makes: it never reaches the node's gate.
+        let e = client
+            .take_snapshot(with_cluster_id(warden_proto::peer::TakeSnapshotRequest {}))
+            .await
+            .expect_err("another cluster's node reads the table");
+        assert_eq!(e.code(), Code::Unavailable, "node {target}: {e:?}");
+        assert_eq!(
+            node.calls_to("TakeSnapshot"),
+            1,
+            "node {target}: only node 9's call reached the gate"
+        );
+    }
+
+    // ConfirmMember answers from the node's own membership; the asker must
+    // be its certificate's node.
+    let mut as_2 = peer_client(&set.node_dirs[&2], 2, 1, &nodes[&1].addr);
+    for (asked, member) in [(9u64, false), (3, true), (4, false)] {
+        let a = as_2
+            .confirm_member(with_cluster_id(warden_proto::peer::MemberQuery {
+                from_node_id: 2,
+                node_id: asked,
+            }))
+            .await
+            .expect("an answer")
+            .into_inner();
+        assert_eq!((a.node_id, a.member), (1, member), "node {asked}");
+    }
+    let e = as_2
+        .confirm_member(with_cluster_id(warden_proto::peer::MemberQuery {
+            from_node_id: 3,
+            node_id: 9,
+        }))
+        .await
+        .expect_err("a claim of another node");
+    assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
+
+    // Nothing moved.
+    for (id, node) in &nodes {
+        let m = node.metrics();
+        assert_eq!(m.current_leader, Some(leader), "node {id}");
+        assert_eq!(
+            (m.current_term, m.last_log_index),
+            before[id],
+            "node {id}'s term or log moved"
+        );
+    }
+    for node in nodes.into_values() {
+        let _ = node.raft.shutdown().await;
+        for t in node.tasks {
+            t.abort();
+        }
+    }
+}
+
 // docs/security.md "The peer service": the gate decides from the
 // certificate and the headers before the body is read. A caller without a
 // certificate is Unauthenticated, and one whose body never comes is still
@@ -648,6 +834,16 @@ async fn gate_body() {
         .await
         .expect("initialize");
     wait_leader(&[&node]).await;
+    // Node 2's certificate calls below as a member: a learner that never
+    // runs (its address answers nothing).
+    node.raft
+        .add_learner(2, MemberAddr::client_only("127.0.0.1:9"), false)
+        .await
+        .expect("learner 2");
+    wait_until("node 1 knows node 2", || {
+        node.state.access.known().members.contains(&2)
+    })
+    .await;
 
     let anonymous =
         warden_tls::ClientTls::anonymous(&set.client_dir.join("ca.crt")).expect("anonymous");

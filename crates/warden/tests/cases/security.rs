@@ -6,7 +6,9 @@
 //! certificate forges no entry and costs no leader, and a member's cannot
 //! claim another sender; a half-sent oversized peer message is refused
 //! before its body is buffered; a follower down across an add-node and the
-//! leader's removal follows the new leader it never heard of.
+//! leader's removal follows the new leader it never heard of (its voters
+//! confirm it); a never-member's certificate, and another cluster's from
+//! the same CA, forge nothing.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -206,6 +208,7 @@ async fn a_tls_cluster_serves_its_clients_and_refuses_the_rest() {
                 not_before: now - 3 * day,
                 not_after: now - day,
             }),
+            cluster: None,
         },
     )
     .expect("expired root");
@@ -447,6 +450,7 @@ async fn certificates_rotate_on_sighup_one_node_at_a_time() {
             &CertOptions {
                 overwrite: true,
                 validity: None,
+                cluster: None,
             },
         )
         .expect("new node certificate");
@@ -775,6 +779,114 @@ async fn a_removed_nodes_certificate_forges_nothing_and_costs_no_leader() {
     }
 }
 
+/// docs/security.md "The peer service" and "Cluster names", and the public
+/// attack (a valid node certificate for an id that was never a member sent
+/// AppendEntries that both followers accepted and the cluster committed: a
+/// forced release and a token-floor raise; forged heartbeats moved the
+/// term): in a cluster whose certificates name "blue", node 9's
+/// certificate (the same CA and cluster, never added) forges both entries
+/// at a higher term, and heartbeats at rising terms, to each follower:
+/// each is refused naming node 9 as not in the membership and not
+/// confirmed by the voters, and each follower logs it. Node 5's
+/// certificate, minted by the same CA for cluster "green", is refused
+/// before any call. The leader and the term do not move, the held lock is
+/// still held with its token, the audit trail stays empty, and the next
+/// acquire's token is the next one (no floor raised).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_never_members_certificate_and_another_clusters_forge_nothing() {
+    let mut cluster = Cluster::prepare_secure_in(Some("blue"), 3, &[9], &["root"], &[]);
+    for id in 1..=3 {
+        cluster.spawn(id);
+    }
+    let set = cluster.certs.clone().expect("certs");
+    let root = client_tls(&set.client_dir, "root");
+    wait_leader(&cluster, &root, Duration::from_secs(20)).await;
+    let api = client(&cluster, &root).await;
+    let (lease_id, fencing_token) = take(&api, "held", Duration::from_secs(120)).await;
+    // Another cluster's node, from the same CA.
+    let green = cluster.tmp.path().join("green-5");
+    std::fs::create_dir_all(&green).expect("dir");
+    std::fs::copy(set.client_dir.join("ca.crt"), green.join("ca.crt")).expect("ca");
+    mint::create_node(
+        &green,
+        &set.ca_key,
+        5,
+        &mint::LOOPBACK_HOSTS,
+        &CertOptions {
+            cluster: Some("green".into()),
+            ..CertOptions::default()
+        },
+    )
+    .expect("green node 5");
+
+    let before = wait_leader(&cluster, &root, Duration::from_secs(10)).await;
+    let followers: Vec<u64> = (1..=3).filter(|id| *id != before.leader_id).collect();
+    let not_member = "node 9 is not in this node's membership";
+    for &f in &followers {
+        let mut peer = node_peer(&cluster, 9, &cluster.addr(f));
+        let forged = forged_append(
+            9,
+            before.term + 1,
+            last_log_id(&before),
+            forged_commands("held"),
+        );
+        let e = peer
+            .append_entries(stamped(forged, &before.cluster_id))
+            .await
+            .expect_err("forged entries");
+        assert_eq!(e.code(), Code::PermissionDenied, "node {f}: {e:?}");
+        assert!(e.message().contains(not_member), "{}", e.message());
+        for round in 0..5u64 {
+            let heartbeat =
+                forged_append(9, before.term + 2 + round, last_log_id(&before), Vec::new());
+            let e = peer
+                .append_entries(stamped(heartbeat, &before.cluster_id))
+                .await
+                .expect_err("forged heartbeat");
+            assert_eq!(e.code(), Code::PermissionDenied, "node {f}: {e:?}");
+        }
+        let green_tls = ClientTls::load_node(&green, 5).expect("green certificate");
+        let mut stranger = PeerClient::new(green_tls.channel_lazy(&cluster.addr(f)).expect("ch"));
+        let e = stranger
+            .append_entries(stamped(
+                forged_append(
+                    5,
+                    before.term + 1,
+                    last_log_id(&before),
+                    forged_commands("held"),
+                ),
+                &before.cluster_id,
+            ))
+            .await
+            .expect_err("another cluster's node");
+        assert_eq!(e.code(), Code::Unavailable, "node {f}: {e:?}");
+        wait_log_line(&cluster, f, &format!("peer call refused: {not_member}")).await;
+    }
+
+    let after = wait_leader(&cluster, &root, Duration::from_secs(5)).await;
+    assert_eq!(
+        (after.leader_id, after.term),
+        (before.leader_id, before.term),
+        "the forged calls moved the leader or the term"
+    );
+    let st = api.status("held").await.expect("status");
+    assert_eq!(
+        st.holder.map(|h| (h.lease_id, h.fencing_token)),
+        Some((lease_id, fencing_token)),
+        "the held lock was released"
+    );
+    let audit = api.admin().audit_trail().await.expect("audit trail");
+    assert!(audit.records.is_empty(), "{:?}", audit.records);
+    let (_, next) = take(&api, "after", Duration::from_secs(30)).await;
+    assert!(
+        next > fencing_token && next < fencing_token + 1_000,
+        "S2: the next token is {next} after {fencing_token} (a forged floor?)"
+    );
+    for id in 1..=3 {
+        cluster.kill(id);
+    }
+}
+
 /// The resident memory of process `pid` (VmRSS), in bytes.
 fn resident_bytes(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
@@ -915,8 +1027,9 @@ async fn an_oversized_peer_message_is_refused_before_its_body_is_buffered() {
 /// docs/security.md "The peer service": a follower that was down while
 /// node 4 was added and the old leader removed must still follow the new
 /// leader, node 4, whose certificate names an id the follower has never
-/// heard of (admitted: a valid node certificate of an id not known to be
-/// removed). Once caught up it follows node 4, applies a new grant, and
+/// heard of (admitted once the voter it knows that still runs confirms
+/// node 4: with itself, a majority of the three voters it knows; no peer
+/// call is refused). Once caught up it follows node 4, applies a new grant, and
 /// knows the old leader was removed. Also defends the removal right after
 /// the add (docs/operations.md "Changing membership"): the leader the
 /// removal was handed to refused it with openraft's "already undergoing a

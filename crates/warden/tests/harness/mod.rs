@@ -382,10 +382,27 @@ impl Cluster {
         principals: &[&str],
         extra: &[&str],
     ) -> Cluster {
+        Cluster::prepare_secure_in(None, n, more_nodes, principals, extra)
+    }
+
+    /// [`Cluster::prepare_secure`] with certificates naming `cluster`
+    /// (`warden://cluster/NAME`; its CA names it too).
+    pub fn prepare_secure_in(
+        cluster: Option<&str>,
+        n: u64,
+        more_nodes: &[u64],
+        principals: &[&str],
+        extra: &[&str],
+    ) -> Cluster {
         let mut c = Cluster::prepare(n, extra);
         let ids: Vec<u64> = (1..=n).chain(more_nodes.iter().copied()).collect();
-        let set = warden_tls::mint::loopback_set(&c.tmp.path().join("certs"), &ids, principals)
-            .expect("mint test certificates");
+        let set = warden_tls::mint::loopback_set_in(
+            &c.tmp.path().join("certs"),
+            cluster,
+            &ids,
+            principals,
+        )
+        .expect("mint test certificates");
         c.certs = Some(set);
         c
     }

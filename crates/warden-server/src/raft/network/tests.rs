@@ -206,6 +206,12 @@ impl warden_proto::peer::peer_server::Peer for FakePeer {
     ) -> Answer<warden_proto::peer::TakeSnapshotResponse> {
         Err(tonic::Status::unimplemented(""))
     }
+    async fn confirm_member(
+        &self,
+        _: tonic::Request<warden_proto::peer::MemberQuery>,
+    ) -> Answer<warden_proto::peer::MemberAnswer> {
+        Err(tonic::Status::unimplemented(""))
+    }
 }
 
 // Rolling upgrade (L3: a mixed cluster keeps replicating): a peer that

@@ -2,11 +2,14 @@
 //! the cluster id (docs/semantics.md "Membership").
 //!
 //! Every call reaches a handler through [`crate::raft::peer_access::PeerGate`],
-//! which has already checked the caller's certificate and cluster id from
-//! the headers alone. Each handler then checks the sender named inside the
-//! message ([`PeerService::check_sender`]): never this node itself; with
+//! which has already checked the caller's certificate, its cluster id and
+//! (with certificates) that this node's membership names the certificate's
+//! id or a majority of its voters confirmed it, from the headers alone.
+//! Each handler then checks the sender named inside the message
+//! ([`PeerService::check_sender`]): never this node itself; with
 //! certificates, the certificate's node id; without (insecure mode), a member
-//! of the membership this node knows. Every refusal is a
+//! of the membership this node knows. `ConfirmMember` answers whether this
+//! node's own membership names an id (`crate::raft::member_confirm`). Every refusal is a
 //! [`PeerRefusal`], made a status in one place ([`peer_status`]).
 
 use std::pin::Pin;
@@ -20,8 +23,8 @@ use tokio::sync::watch;
 use tonic::{Request, Response, Status, Streaming};
 use warden_proto::peer::peer_server::Peer;
 use warden_proto::peer::{
-    Blob, BootstrapId, BootstrapStateRequest, BootstrapStateResponse, SnapshotChunk,
-    TakeSnapshotRequest, TakeSnapshotResponse,
+    Blob, BootstrapId, BootstrapStateRequest, BootstrapStateResponse, MemberAnswer, MemberQuery,
+    SnapshotChunk, TakeSnapshotRequest, TakeSnapshotResponse,
 };
 
 use crate::raft::cluster_time_wire::TimedAppend;
@@ -471,38 +474,44 @@ impl Peer for PeerService {
         let times: Arc<Mutex<std::collections::VecDeque<Option<(u64, u64)>>>> = Arc::default();
         let times_in = times.clone();
         let heard = self.state.heard.get().cloned();
-        let requests = req.into_inner().scan((), move |_, message| {
-            if message.is_err() {
-                campaign_after_broken_stream(&state);
-            }
-            let rpc = message.and_then(|b| {
-                let TimedAppend {
-                    cluster_time_ms,
-                    rpc,
-                } = decode(&b)?;
-                service.check_sender(
-                    "AppendStream",
-                    caller,
-                    rpc.vote.leader_id.node_id,
-                    Membership::Committed,
-                )?;
-                // Answered in order: the reply to this frame takes it.
-                if let Ok(mut t) = times_in.lock() {
-                    t.push_back(cluster_time_ms.map(|at| (at, rpc.vote.leader_id.term)));
+        // Only a stream that carried a frame from an admitted leader may
+        // start an early campaign when it breaks: a stream opened and cut
+        // by anyone else says nothing about the leader.
+        let requests = req
+            .into_inner()
+            .scan(false, move |admitted_frame, message| {
+                if message.is_err() && *admitted_frame {
+                    campaign_after_broken_stream(&state);
                 }
-                Ok(rpc)
-            });
-            let next = match rpc {
-                Ok(rpc) => Some(rpc),
-                Err(status) => {
-                    if let Ok(mut s) = slot.lock() {
-                        *s = Some(status);
+                let rpc = message.and_then(|b| {
+                    let TimedAppend {
+                        cluster_time_ms,
+                        rpc,
+                    } = decode(&b)?;
+                    service.check_sender(
+                        "AppendStream",
+                        caller,
+                        rpc.vote.leader_id.node_id,
+                        Membership::Committed,
+                    )?;
+                    *admitted_frame = true;
+                    // Answered in order: the reply to this frame takes it.
+                    if let Ok(mut t) = times_in.lock() {
+                        t.push_back(cluster_time_ms.map(|at| (at, rpc.vote.leader_id.term)));
                     }
-                    None
-                }
-            };
-            futures::future::ready(next)
-        });
+                    Ok(rpc)
+                });
+                let next = match rpc {
+                    Ok(rpc) => Some(rpc),
+                    Err(status) => {
+                        if let Ok(mut s) = slot.lock() {
+                            *s = Some(status);
+                        }
+                        None
+                    }
+                };
+                futures::future::ready(next)
+            });
         let contact = self.state.leader_contact.clone();
         // `stream_append` spawns its reading task through openraft's runtime,
         // which derives the task's randomness seed from a task-local that
@@ -745,6 +754,25 @@ impl Peer for PeerService {
             }
         }
         Ok(Response::new(self.bootstrap_state()?))
+    }
+
+    /// Whether this node's own membership names `node_id` (voter or
+    /// learner, not removed): asked by a node that got a Raft call from an
+    /// id it does not know (`crate::raft::member_confirm`). The gate
+    /// checked the asker's certificate and cluster id; the asker must be
+    /// the certificate's node. Answers from this node's log or snapshot
+    /// only, never from a confirmation it made itself.
+    async fn confirm_member(
+        &self,
+        req: Request<MemberQuery>,
+    ) -> Result<Response<MemberAnswer>, Status> {
+        self.check_claim("ConfirmMember", &req, req.get_ref().from_node_id)?;
+        self.check_cluster(&req)?;
+        let node_id = req.get_ref().node_id;
+        Ok(Response::new(MemberAnswer {
+            node_id: self.state.node_id,
+            member: self.state.access.is_member(node_id),
+        }))
     }
 
     /// The whole state machine: a node certificate only (the gate), as every
