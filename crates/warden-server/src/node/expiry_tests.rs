@@ -330,3 +330,48 @@ async fn the_leader_drops_a_record_idle_for_the_timeout_and_keeps_one_that_moved
         "the drop went through a DropClients entry"
     );
 }
+
+// S8, seen from outside (the robustness suite's watch check: a grant the
+// watchers saw whose waiting acquire was answered "wait timeout"): bob's
+// wait is granted at alice's release, and bob's grant ends (his release)
+// before his stream looks. The stream's step is still the grant with its
+// token, never a timed-out wait, though the grant is gone from the table.
+#[tokio::test]
+async fn a_granted_wait_whose_grant_ended_before_its_stream_looked_is_still_granted() {
+    let t = TestNode::start(Setup::default()).await;
+    let (a, queued) = acquire(&t, 1, "r", 30_000, 0).await;
+    assert!(!queued);
+    let (b, queued) = acquire(&t, 2, "r", 30_000, 60_000).await;
+    assert!(queued);
+    let enqueue_index = t
+        .table(|m| m.waiters("r").first().map(|w| w.enqueue_index))
+        .expect("bob waits");
+    let release = |client, n, lease_id| {
+        Command::Release(warden_core::types::Release {
+            header: header(client, n),
+            resource: Some("r".into()),
+            lease_id,
+            fencing_token: None,
+        })
+    };
+    t.node
+        .submit::<super::submit::Released>(&None, release(1, 2, a))
+        .await
+        .expect("alice releases");
+    let token = t
+        .table(|m| m.holder("r").map(|h| (h.lease_id, h.fencing_token)))
+        .filter(|(l, _)| *l == b)
+        .map(|(_, tok)| tok)
+        .expect("bob holds r");
+    t.node
+        .submit::<super::submit::Released>(&None, release(2, 2, b))
+        .await
+        .expect("bob releases");
+    assert!(t.table(|m| m.holder("r").is_none()));
+    match t.node.waiter_step("r", b, enqueue_index) {
+        Some(crate::node::read::WaiterStep::Granted { fencing_token, .. }) => {
+            assert_eq!(fencing_token, token)
+        }
+        other => panic!("bob's wait answered {other:?}, not its grant"),
+    }
+}

@@ -902,6 +902,27 @@ impl Node {
             },
             None => match m.removed_waiters.reason(resource, lease_id, enqueue_index) {
                 Some(WaiterRemovedReason::PermissionRevoked) => WaiterStep::PermissionRevoked,
+                // Granted by a hand-off, and that grant has ended since:
+                // still the grant (S8: a granted wait is never answered as
+                // timed out; the client finds its lease or grant ended).
+                Some(WaiterRemovedReason::Granted) => {
+                    match m.removed_waiters.grant(resource, lease_id, enqueue_index) {
+                        Some(g) => WaiterStep::Granted {
+                            fencing_token: g.fencing_token,
+                            ttl_ms: g.ttl_ms,
+                            grant_index: g.grant_index,
+                            slot: g.slot,
+                            kind: g.kind,
+                            mode: g.mode,
+                            grants: g.grants.clone(),
+                            max_hold_ms: g.max_hold_ms,
+                        },
+                        None => WaiterStep::Gone {
+                            holder: holder.map(|h| h.lease_id),
+                            reason: NotGrantedReason::WaitTimeout,
+                        },
+                    }
+                }
                 removed => WaiterStep::Gone {
                     holder: holder.map(|h| h.lease_id),
                     reason: match removed {

@@ -43,14 +43,38 @@ pub const MAX_REMOVED_WAITERS: usize = 4_096;
 /// The waiters this node saw removed for a reason their queued acquire's
 /// stream answers differently from a timeout (a `WaiterRemoved` effect with
 /// `PermissionRevoked`: PermissionDenied; with `Cancelled`, a `CancelWait`:
-/// `cancelled`). A waiter gone and not here timed out or lost its lease.
-/// Node-local, fed at apply, the last [`MAX_REMOVED_WAITERS`] only (a
-/// follower that finds its waiter gone and not here reports it as timed
-/// out).
+/// `cancelled`; with `Granted`: the grant, even once it has ended, so a
+/// stream that looks late never answers a granted wait as timed out, S8). A
+/// waiter gone and not here timed out or lost its lease. Node-local, fed at
+/// apply, the last [`MAX_REMOVED_WAITERS`] only (a follower that finds its
+/// waiter gone and not here reports it as timed out).
 #[derive(Debug, Default)]
 pub struct RemovedWaiters {
     order: std::collections::VecDeque<(String, u64, u64)>,
     reasons: std::collections::BTreeMap<(String, u64, u64), warden_core::WaiterRemovedReason>,
+    grants: std::collections::BTreeMap<(String, u64, u64), GrantedWaiter>,
+}
+
+/// A hand-off's grant to a waiter, as the table had it at the end of the
+/// entry that made it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantedWaiter {
+    /// The grant's token.
+    pub fencing_token: u64,
+    /// The lease's TTL in milliseconds.
+    pub ttl_ms: u64,
+    /// The entry that made the grant.
+    pub grant_index: u64,
+    /// A semaphore permit's slot.
+    pub slot: Option<u32>,
+    /// The resource's kind.
+    pub kind: Option<warden_core::types::LockKind>,
+    /// The grant's mode.
+    pub mode: warden_core::types::Mode,
+    /// A multi-lock's resources and tokens (empty for one resource).
+    pub grants: Vec<warden_core::types::ResourceToken>,
+    /// The grant's max-hold in milliseconds (0: none).
+    pub max_hold_ms: u64,
 }
 
 impl RemovedWaiters {
@@ -71,9 +95,43 @@ impl RemovedWaiters {
         if self.order.len() > MAX_REMOVED_WAITERS {
             if let Some(old) = self.order.pop_front() {
                 self.reasons.remove(&old);
+                self.grants.remove(&old);
             }
         }
         debug_assert_eq!(self.order.len(), self.reasons.len());
+    }
+
+    /// Records the grant a hand-off made to that waiter (its removal with
+    /// reason `Granted`).
+    pub fn record_grant(
+        &mut self,
+        resource: &str,
+        lease_id: u64,
+        enqueue_index: u64,
+        grant: GrantedWaiter,
+    ) {
+        self.record(
+            resource,
+            lease_id,
+            enqueue_index,
+            warden_core::WaiterRemovedReason::Granted,
+        );
+        let key = (resource.to_owned(), lease_id, enqueue_index);
+        if self.reasons.contains_key(&key) {
+            self.grants.insert(key, grant);
+        }
+    }
+
+    /// The grant a hand-off made to that waiter, if this node saw it and
+    /// still remembers.
+    pub fn grant(
+        &self,
+        resource: &str,
+        lease_id: u64,
+        enqueue_index: u64,
+    ) -> Option<&GrantedWaiter> {
+        self.grants
+            .get(&(resource.to_owned(), lease_id, enqueue_index))
     }
 
     /// Why that waiter was removed, if this node saw it and still remembers.
@@ -239,30 +297,77 @@ impl StateMachineStore {
         let now_ms = m.table.now_ms();
         // One hold of the window's lock per entry.
         let mut hot = (!applied.effects.is_empty()).then(|| self.shared.hot_locks.recorder(now_ms));
+        // Hand-offs to waiters: (resource, lease) → enqueue index, then the
+        // grant that follows each.
+        let mut handed: Vec<(&str, u64, u64)> = Vec::new();
+        let mut granted_waiters = Vec::new();
         for effect in &applied.effects {
             self.shared.metrics.on_effect(effect, now_ms);
             if let Some(hot) = &mut hot {
                 hot.effect(effect);
             }
-            if let warden_core::Effect::WaiterRemoved {
-                resource,
-                lease_id,
-                enqueue_index,
-                reason,
-                ..
-            } = effect
-            {
+            match effect {
+                warden_core::Effect::WaiterRemoved {
+                    resource,
+                    lease_id,
+                    enqueue_index,
+                    reason: warden_core::WaiterRemovedReason::Granted,
+                    ..
+                } => handed.push((resource, *lease_id, *enqueue_index)),
                 // Only the reasons a waiter's stream answers differently
                 // from a timeout are kept.
-                if matches!(
-                    reason,
-                    warden_core::WaiterRemovedReason::PermissionRevoked
-                        | warden_core::WaiterRemovedReason::Cancelled
-                ) {
-                    m.removed_waiters
-                        .record(resource, *lease_id, *enqueue_index, *reason);
+                warden_core::Effect::WaiterRemoved {
+                    resource,
+                    lease_id,
+                    enqueue_index,
+                    reason:
+                        reason @ (warden_core::WaiterRemovedReason::PermissionRevoked
+                        | warden_core::WaiterRemovedReason::Cancelled),
+                    ..
+                } => m
+                    .removed_waiters
+                    .record(resource, *lease_id, *enqueue_index, *reason),
+                warden_core::Effect::Granted {
+                    resource,
+                    lease_id,
+                    fencing_token,
+                    grant_index,
+                    mode,
+                    slot,
+                } => {
+                    let Some(at) = handed
+                        .iter()
+                        .position(|(r, l, _)| r == resource && l == lease_id)
+                    else {
+                        continue;
+                    };
+                    let (_, _, enqueue_index) = handed.swap_remove(at);
+                    let t = &m.table;
+                    let grant = GrantedWaiter {
+                        fencing_token: *fencing_token,
+                        ttl_ms: t.lease(*lease_id).map_or(0, |l| l.ttl_ms),
+                        grant_index: *grant_index,
+                        slot: *slot,
+                        kind: t.resource(resource).map(|r| r.kind),
+                        mode: *mode,
+                        grants: t
+                            .multi_lock(*lease_id, resource)
+                            .filter(|v| v.grant_index == Some(*grant_index))
+                            .map(|v| v.tokens)
+                            .unwrap_or_default(),
+                        max_hold_ms: t
+                            .max_hold(resource, *lease_id)
+                            .filter(|h| h.fencing_token == *fencing_token)
+                            .map_or(0, |h| h.max_hold_ms),
+                    };
+                    granted_waiters.push((resource.clone(), *lease_id, enqueue_index, grant));
                 }
+                _ => {}
             }
+        }
+        for (resource, lease_id, enqueue_index, grant) in granted_waiters {
+            m.removed_waiters
+                .record_grant(&resource, lease_id, enqueue_index, grant);
         }
         drop(hot);
         self.shared.metrics.after_entry(&m.table);
