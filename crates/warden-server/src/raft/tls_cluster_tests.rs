@@ -588,6 +588,16 @@ async fn follower_and_removed_body() {
         .await
         .expect_err("alice's snapshot");
     assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
+    // Nor the membership question peers confirm unknown ids with (a node
+    // certificate's call only: a client must not learn who is a member).
+    let e = as_alice
+        .confirm_member(with_cluster_id(warden_proto::peer::MemberQuery {
+            from_node_id: 2,
+            node_id: 3,
+        }))
+        .await
+        .expect_err("alice's membership question");
+    assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
 
     // Node 4's own certificate cannot speak for node 2 either.
     let mut as_4 = peer_client(&set.node_dirs[&4], 4, 3, &nodes[&3].addr);
