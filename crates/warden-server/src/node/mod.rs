@@ -9,7 +9,8 @@
 //!   gate, propose, typed answer), [`Node::renew`] (through the renew
 //!   batcher, S4), the duty path, and the entry write to the local Raft
 //!   handle.
-//! - `read.rs`: the linearizable read path and the views services read
+//! - `read/`: the linearizable read path and the views services read;
+//!   `read/waiter.rs` a queued acquire's progress
 //!   (each method says what it reads).
 //! - `top.rs`: `top`, the hottest resources under a prefix (the table's
 //!   queues and the hot-locks window, [`crate::hot_locks`]).
