@@ -7,9 +7,9 @@
 //! number of values and their bytes, kept in the owner's
 //! [`crate::auth::Usage`] at every insert, replace and removal, so no
 //! principal's quota reaches the table-wide cap and starves everyone else's
-//! elections. A value goes when its lease ends ([`LockTable::drop_values`])
+//! elections. A value goes when its lease ends (`LockTable::drop_values`)
 //! or when the lease's grant of the resource ends
-//! ([`LockTable::forget_value`]).
+//! (`LockTable::forget_value`).
 
 use std::collections::BTreeMap;
 

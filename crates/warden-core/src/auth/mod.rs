@@ -8,6 +8,11 @@
 //! index (as etcd checks its auth revision): a permission revoked at index
 //! *i* binds every entry after *i*, even one proposed before.
 //!
+//! Submodules: `roles` (the auth table: roles, grants, users, limits and
+//! the quota that binds a principal), `quota` (usage and the quota check),
+//! `checks` (what apply checks of a client command before it runs it, and
+//! what a leader may refuse before the log).
+//!
 //! # Principals and roles
 //!
 //! * A [`Principal`] is 1..=64 bytes of ASCII letters, digits, `.`, `_`, `-`,
@@ -198,6 +203,7 @@
 //! made by any entry checks the waiter's lease owner (an ownerless lease
 //! always passes).
 
+mod checks;
 pub(crate) mod quota;
 mod roles;
 
