@@ -64,6 +64,7 @@
 
 mod certs;
 mod client;
+pub mod deny;
 mod error;
 pub mod failure_log;
 mod identity;
@@ -80,6 +81,10 @@ pub use certs::{
 };
 pub use client::{
     endpoint, ClientTls, ConnectError, TlsConnector, TlsIo, CLIENT_HANDSHAKE_TIMEOUT,
+};
+pub use deny::{
+    normalize_serial, read_deny_file, serial_of, Denied, DenyError, DenyList, SerialError,
+    DENY_FILE, MAX_DENY_FILE_ENTRIES, MAX_SERIAL_HEX_DIGITS,
 };
 pub use error::LoadError;
 pub use failure_log::HandshakeFailure;
