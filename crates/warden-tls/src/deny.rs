@@ -50,7 +50,7 @@ use rustls_pki_types::CertificateDer;
 use x509_parser::certificate::X509Certificate;
 
 use crate::error::LoadError;
-use crate::identity::{validate_principal, IdentityError, PrincipalError};
+use crate::identity::{validate_principal, CertIdentity, IdentityError, PrincipalError};
 
 /// The deny file in a certs dir.
 pub const DENY_FILE: &str = "deny.toml";
@@ -236,6 +236,26 @@ pub(crate) fn serial_of_parsed(cert: &X509Certificate<'_>) -> String {
         "" => "0".to_string(),
         digits => digits.to_string(),
     }
+}
+
+/// The rustls error a certificate verifier fails the handshake with when
+/// `deny` denies `cert` (of `identity`: a client's principal and serial, a
+/// node's serial are checked). The [`Denied`] inside says which entry.
+pub(crate) fn check_cert(
+    deny: &DenyList,
+    identity: &CertIdentity,
+    cert: &CertificateDer<'_>,
+) -> Result<(), rustls::Error> {
+    let other = |e: Arc<dyn std::error::Error + Send + Sync>| {
+        rustls::Error::InvalidCertificate(rustls::CertificateError::Other(rustls::OtherError(e)))
+    };
+    let serial = serial_of(cert).map_err(|e| other(Arc::new(e)))?;
+    let principal = match identity {
+        CertIdentity::Client(p) => Some(p.as_str()),
+        CertIdentity::Node(_) => None,
+    };
+    deny.check(principal, &serial)
+        .map_err(|denied| other(Arc::new(denied)))
 }
 
 /// What is wrong with a deny file (or with entries given to

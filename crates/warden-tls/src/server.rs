@@ -63,10 +63,11 @@ use tokio::sync::mpsc;
 use tokio_stream::Stream;
 
 use crate::certs::{provider, NodeCerts};
+use crate::deny::{check_cert, read_deny_file, DenyList, DenyState};
 use crate::error::LoadError;
 use crate::failure_log::FailureLog;
 use crate::identity::{check_cluster, CertIdentity, Identity, IdentityError};
-use crate::limits::{AcceptOptions, ConnState, StreamGuard};
+use crate::limits::{AcceptOptions, ConnState, Registries, StreamGuard};
 
 /// ALPN for gRPC.
 pub const ALPN_H2: &[u8] = b"h2";
@@ -266,6 +267,8 @@ struct IdentityVerifier {
     webpki: Arc<dyn ClientCertVerifier>,
     /// The cluster this node's own certificate names.
     cluster: Option<String>,
+    /// The deny lists, read at every handshake.
+    deny: Arc<DenyState>,
 }
 
 impl ClientCertVerifier for IdentityVerifier {
@@ -295,9 +298,10 @@ impl ClientCertVerifier for IdentityVerifier {
                 Arc::new(e),
             )))
         };
-        let (_, cluster) = CertIdentity::read(end_entity).map_err(refuse)?;
+        let (identity, cluster) = CertIdentity::read(end_entity).map_err(refuse)?;
         check_cluster(self.cluster.as_deref(), cluster.as_deref())
             .map_err(|e| refuse(IdentityError::OtherCluster(e)))?;
+        check_cert(&self.deny.effective(), &identity, end_entity)?;
         Ok(verified)
     }
 
@@ -333,8 +337,9 @@ enum Alpn {
     Http,
 }
 
-/// Configs built by [`ServerTls::prepare`], not yet installed.
-pub(crate) struct PreparedServer(Arc<Configs>);
+/// Configs built by [`ServerTls::prepare`], not yet installed, with the
+/// deny file's list read with them.
+pub(crate) struct PreparedServer(Arc<Configs>, DenyList);
 
 /// The configs in use.
 struct Configs {
@@ -358,6 +363,11 @@ struct Inner {
     node_id: u64,
     current: RwLock<Arc<Configs>>,
     log: Arc<FailureLog>,
+    /// The deny file's and the replicated list (shared with the node's
+    /// peer side).
+    deny: Arc<DenyState>,
+    /// Every listener's connections, for closing the denied ones.
+    registries: Registries,
 }
 
 impl fmt::Debug for ServerTls {
@@ -380,6 +390,12 @@ pub struct Installed {
     pub not_after: SystemTime,
     /// CA certificates in `ca.crt`.
     pub cas: usize,
+    /// Entries (principals and serials) of the deny file in force
+    /// ([`crate::deny`]; 0 without one).
+    pub denied_in_file: usize,
+    /// Established connections this load or reload closed because its
+    /// deny file denies them (0 from [`ServerTls::installed`]).
+    pub closed_denied: usize,
 }
 
 fn config_error(dir: &Path, e: impl fmt::Display) -> LoadError {
@@ -389,7 +405,7 @@ fn config_error(dir: &Path, e: impl fmt::Display) -> LoadError {
     }
 }
 
-fn build_configs(certs: &NodeCerts) -> Result<Configs, LoadError> {
+fn build_configs(certs: &NodeCerts, deny: &Arc<DenyState>) -> Result<Configs, LoadError> {
     let provider = provider();
     let webpki = WebPkiClientVerifier::builder_with_provider(certs.ca().roots(), provider.clone())
         .allow_unauthenticated()
@@ -398,6 +414,7 @@ fn build_configs(certs: &NodeCerts) -> Result<Configs, LoadError> {
     let verifier: Arc<dyn ClientCertVerifier> = Arc::new(IdentityVerifier {
         webpki,
         cluster: certs.cluster().map(str::to_string),
+        deny: deny.clone(),
     });
     let make = |alpn: &[&[u8]]| -> Result<Arc<ServerConfig>, LoadError> {
         let mut config = ServerConfig::builder_with_provider(provider.clone())
@@ -431,35 +448,43 @@ impl ServerTls {
         ServerTls::from_certs(&NodeCerts::load_for(dir, node_id)?)
     }
 
-    /// Builds the configs from loaded certs; [`ServerTls::reload`] re-reads
+    /// Builds the configs from loaded certs, with the deny file of
+    /// `certs.dir()` ([`read_deny_file`]); [`ServerTls::reload`] re-reads
     /// `certs.dir()` and keeps requiring `certs.node_id()`.
     pub fn from_certs(certs: &NodeCerts) -> Result<ServerTls, LoadError> {
-        let configs = build_configs(certs)?;
+        let deny = Arc::new(DenyState::new(read_deny_file(certs.dir())?));
+        let configs = build_configs(certs, &deny)?;
         Ok(ServerTls {
             inner: Arc::new(Inner {
                 dir: certs.dir().to_path_buf(),
                 node_id: certs.node_id(),
                 current: RwLock::new(Arc::new(configs)),
                 log: Arc::new(FailureLog::default()),
+                deny,
+                registries: Registries::default(),
             }),
         })
     }
 
-    /// Re-reads the certs dir (e.g. on SIGHUP). On success new handshakes
-    /// use the new files; on error nothing changes and the old set stays in
-    /// use (log the error: it names the file).
+    /// Re-reads the certs dir, the deny file included (e.g. on SIGHUP).
+    /// On success new handshakes use the new files, and established
+    /// connections the new deny list denies are closed; on error nothing
+    /// changes and the old set and lists stay in use (log the error: it
+    /// names the file).
     pub fn reload(&self) -> Result<Installed, LoadError> {
         let certs = NodeCerts::load_for(&self.inner.dir, self.inner.node_id)?;
         self.install(&certs)
     }
 
-    /// Installs already loaded certs (they must be this node's).
+    /// Installs already loaded certs (they must be this node's) with the
+    /// deny file of `certs.dir()`, all or nothing as [`ServerTls::reload`].
     pub fn install(&self, certs: &NodeCerts) -> Result<Installed, LoadError> {
         let prepared = self.prepare(certs)?;
         Ok(self.commit(prepared))
     }
 
-    /// Builds the configs for `certs` without installing them.
+    /// Builds the configs for `certs` and reads their deny file without
+    /// installing either.
     pub(crate) fn prepare(&self, certs: &NodeCerts) -> Result<PreparedServer, LoadError> {
         if certs.node_id() != self.inner.node_id {
             return Err(LoadError::WrongNode {
@@ -468,17 +493,24 @@ impl ServerTls {
                 found: certs.node_id(),
             });
         }
-        Ok(PreparedServer(Arc::new(build_configs(certs)?)))
+        let deny = read_deny_file(certs.dir())?;
+        let configs = build_configs(certs, &self.inner.deny)?;
+        Ok(PreparedServer(Arc::new(configs), deny))
     }
 
-    /// Installs prepared configs: the next handshake uses them.
+    /// Installs prepared configs and deny list: the next handshake uses
+    /// them, and connections the new list denies are closed.
     pub(crate) fn commit(&self, prepared: PreparedServer) -> Installed {
-        let configs = prepared.0;
+        let PreparedServer(configs, deny) = prepared;
+        let denied_in_file = deny.principals.len() + deny.serials.len();
+        let closed_denied = self.set_lists(deny, true);
         let installed = Installed {
             node_id: configs.node_id,
             cluster: configs.cluster.clone(),
             not_after: configs.not_after,
             cas: configs.cas,
+            denied_in_file,
+            closed_denied,
         };
         *self
             .inner
@@ -486,6 +518,54 @@ impl ServerTls {
             .write()
             .unwrap_or_else(|e| e.into_inner()) = configs;
         installed
+    }
+
+    /// Sets the replicated deny list (the cluster's revocations; the server
+    /// calls it after applying a change), replacing the previous one. The
+    /// list in force is its union with the deny file's
+    /// ([`ServerTls::denied`]): from the next handshake on it refuses a
+    /// client certificate whose principal or serial it names and a node
+    /// certificate whose serial it names, and before this returns every
+    /// established connection it denies, on every listener of this
+    /// `ServerTls`, is closed (its next read or write fails). Serials must
+    /// be normalized ([`crate::normalize_serial`]; [`DenyList::from_entries`]
+    /// does it). Returns how many connections were closed.
+    pub fn set_denied(&self, list: DenyList) -> usize {
+        self.set_lists(list, false)
+    }
+
+    /// Replaces one list, then closes what the new union denies (the list
+    /// first, so a handshake admitted after the sweep sees it: see
+    /// `accept.rs`). Logs one info line when the union changed.
+    fn set_lists(&self, list: DenyList, file: bool) -> usize {
+        let (effective, changed) = self.inner.deny.set(list, file);
+        if !changed {
+            return 0;
+        }
+        let closed = self.inner.registries.close_denied(&effective);
+        tracing::info!(
+            principals = effective.principals.len(),
+            serials = effective.serials.len(),
+            closed,
+            source = if file { "deny file" } else { "replicated" },
+            "TLS deny list changed; closed the connections it denies"
+        );
+        closed
+    }
+
+    /// The deny list in force: the deny file's and the replicated one.
+    pub fn denied(&self) -> DenyList {
+        (*self.inner.deny.effective()).clone()
+    }
+
+    /// The deny file's list alone (as last loaded).
+    pub fn file_denied(&self) -> DenyList {
+        self.inner.deny.file()
+    }
+
+    /// The deny lists, shared with the node's peer side.
+    pub(crate) fn deny_state(&self) -> &Arc<DenyState> {
+        &self.inner.deny
     }
 
     /// The certs dir.
@@ -501,11 +581,14 @@ impl ServerTls {
     /// What is installed now.
     pub fn installed(&self) -> Installed {
         let c = self.current();
+        let file = self.inner.deny.file();
         Installed {
             node_id: c.node_id,
             cluster: c.cluster.clone(),
             not_after: c.not_after,
             cas: c.cas,
+            denied_in_file: file.principals.len() + file.serials.len(),
+            closed_denied: 0,
         }
     }
 

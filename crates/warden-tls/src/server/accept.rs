@@ -14,8 +14,9 @@ use tokio::task::{AbortHandle, JoinSet};
 use tokio_stream::{Stream, StreamExt};
 
 use super::{Alpn, ConnHandle, PeerInfo, ServerTls, TlsConnection};
+use crate::deny::serial_of;
 use crate::failure_log::HandshakeFailure;
-use crate::identity::{CertIdentity, Identity};
+use crate::identity::{CertIdentity, Identity, IdentityError};
 use crate::limits::{source_of, AcceptBackoff, AcceptOptions, Admit, Pending, Registry};
 
 /// Spawns the accept task: reads `tcp` through [`AcceptBackoff`], runs
@@ -34,9 +35,12 @@ where
     S: Stream<Item = io::Result<TcpStream>> + Send + Unpin + 'static,
 {
     let (tx, rx) = mpsc::channel(64);
+    // Registered before the first handshake, so that a deny list set from
+    // now on reaches every connection this listener admits.
+    let registry = Registry::start(options, tls.inner.log.clone());
+    tls.inner.registries.add(&registry);
     tokio::spawn(async move {
         let log = tls.inner.log.clone();
-        let registry = Registry::start(options, log.clone());
         let mut tcp = AcceptBackoff::with_log(tcp, log.clone());
         let mut handshakes: JoinSet<(IpAddr, u64, Option<TlsConnection>)> = JoinSet::new();
         let mut pending: Pending<(SocketAddr, AbortHandle)> = Pending::default();
@@ -145,9 +149,13 @@ async fn handshake_inner(
         Ok(Ok(stream)) => stream,
         Ok(Err(e)) => {
             let reason = HandshakeFailure::of_io_error(&e);
-            match HandshakeFailure::identity_error(&e) {
-                Some(broken) => tls.inner.log.failed(remote_addr, reason, broken),
-                None => tls.inner.log.failed(remote_addr, reason, &e),
+            match (
+                HandshakeFailure::identity_error(&e),
+                HandshakeFailure::denial(&e),
+            ) {
+                (Some(broken), _) => tls.inner.log.failed(remote_addr, reason, broken),
+                (None, Some(denied)) => tls.inner.log.failed(remote_addr, reason, denied),
+                (None, None) => tls.inner.log.failed(remote_addr, reason, &e),
             }
             return None;
         }
@@ -161,22 +169,19 @@ async fn handshake_inner(
         }
     };
     let (_, conn) = stream.get_ref();
-    let identity = match conn.peer_certificates() {
-        None | Some([]) => Identity::Anonymous,
+    let (identity, serial) = match peer_of(conn.peer_certificates()) {
+        Ok(peer) => peer,
         // The verifier already checked it; a failure here would be a bug,
         // and still refuses the connection.
-        Some([end_entity, ..]) => match CertIdentity::of(end_entity) {
-            Ok(id) => id.into(),
-            Err(e) => {
-                tls.inner
-                    .log
-                    .failed(remote_addr, HandshakeFailure::BadIdentity, &e);
-                return None;
-            }
-        },
+        Err(e) => {
+            tls.inner
+                .log
+                .failed(remote_addr, HandshakeFailure::BadIdentity, &e);
+            return None;
+        }
     };
     let alpn = conn.alpn_protocol().map(<[u8]>::to_vec);
-    let conn = match registry.admit(&identity, remote_addr.ip()) {
+    let conn = match registry.admit(&identity, serial, remote_addr.ip()) {
         Ok(conn) => conn,
         Err(refused) => {
             tls.inner
@@ -185,6 +190,20 @@ async fn handshake_inner(
             return None;
         }
     };
+    // The verifier read the deny list before the handshake ended; one set
+    // since then may have swept the registry before this connection was in
+    // it. The setter stores the list before it sweeps (under the registry's
+    // lock, which `admit` took too), so reading it again now catches that.
+    if conn.denied_by(&tls.inner.deny.effective()) {
+        conn.close();
+        conn.forget();
+        tls.inner.log.failed(
+            remote_addr,
+            HandshakeFailure::Denied,
+            &"denied by a deny list set during the handshake",
+        );
+        return None;
+    }
     Some(TlsConnection {
         stream,
         info: PeerInfo {
@@ -195,4 +214,18 @@ async fn handshake_inner(
             conn: ConnHandle(conn),
         },
     })
+}
+
+/// The identity and the serial of the certificate a peer presented
+/// (anonymous and none without one).
+fn peer_of(
+    certs: Option<&[rustls_pki_types::CertificateDer<'static>]>,
+) -> Result<(Identity, Option<String>), IdentityError> {
+    match certs {
+        None | Some([]) => Ok((Identity::Anonymous, None)),
+        Some([end_entity, ..]) => Ok((
+            CertIdentity::of(end_entity)?.into(),
+            Some(serial_of(end_entity)?),
+        )),
+    }
 }
