@@ -14,18 +14,38 @@
 //! fails the handshake with an alert); when the node's own certificate
 //! names a cluster, the client's must name the same one
 //! ([`crate::check_cluster`]: a certificate of another cluster, or of none,
-//! fails the handshake the same way). Another CA, an expired certificate or
-//! garbage fails the handshake. The gRPC config offers ALPN `h2`; the HTTP
-//! config (admin listener) `h2` and `http/1.1`.
+//! fails the handshake the same way). A certificate on the deny list in
+//! force (see "Deny list" below) fails the handshake the same way too.
+//! Another CA, an expired certificate or garbage fails the handshake. The
+//! gRPC config offers ALPN `h2`; the HTTP config (admin listener) `h2` and
+//! `http/1.1`.
+//!
+//! # Deny list
+//!
+//! A `ServerTls` keeps two [`DenyList`]s ([`crate::deny`]): the deny file's
+//! (`deny.toml` in the certs dir, optional, read at load and as part of
+//! every reload) and a replicated one, the cluster's revocations, which the
+//! server replaces with [`ServerTls::set_denied`] after applying a change.
+//! Their union ([`ServerTls::denied`]) is in force: the verifier reads it
+//! at every handshake (a pointer copy under a read lock, no IO) and refuses
+//! a client certificate whose principal or serial it names and a node
+//! certificate whose serial it names (warn reason `certificate denied
+//! (revoked)`, rate-limited, naming the entry). When the union changes
+//! (`set_denied`, a reload), every established connection it denies, on
+//! every listener of this `ServerTls`, is closed before the call returns:
+//! its next read or write fails and the task reading it is woken. One info
+//! line gives the count, which `set_denied` returns
+//! ([`Installed::closed_denied`] for a reload).
 //!
 //! # Reload
 //!
 //! The current configs sit behind an `RwLock<Arc<_>>` that every handshake
 //! reads once (a pointer copy under a read lock, no IO). [`ServerTls::reload`]
-//! loads and checks the whole certs dir first and swaps only if that
-//! succeeds, so a broken set is refused with its [`LoadError`] and the old
-//! one stays in use; established connections keep the config they
-//! handshook with. Session resumption is off (no tickets, no session
+//! loads and checks the whole certs dir, the deny file included, first and
+//! swaps only if that succeeds, so a broken set (or deny file) is refused
+//! with its [`LoadError`] and the old one stays in use; established
+//! connections keep the config they handshook with (but not a certificate
+//! the new deny list denies). Session resumption is off (no tickets, no session
 //! cache), so every connection's certificate is verified in full against
 //! the config in use: a CA removed from `ca.crt` cannot be kept alive by
 //! resumption.
@@ -37,7 +57,11 @@
 //! deadline, pending handshakes in all and per source, then a cap on
 //! established connections in all and per principal and an idle timeout;
 //! the accept loop pauses on `EMFILE`/`ENFILE` ([`crate::AcceptBackoff`]). So a
-//! slow or malicious client never blocks accepting others. Failed
+//! slow or malicious client never blocks accepting others. Each
+//! established connection is registered with its certificate's serial and
+//! principal in its listener's registry, which the `ServerTls` knows
+//! (weakly) so that a deny list change reaches it; a connection admitted
+//! while a new list was being set is checked against it once more. Failed
 //! handshakes are logged, rate-limited, by [`crate::failure_log`].
 //! Dropping the [`TlsIncoming`] (tonic does on shutdown) or
 //! [`TlsListener`] stops accepting and aborts handshakes in progress;
