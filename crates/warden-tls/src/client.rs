@@ -19,6 +19,11 @@
 //!   ([`crate::check_cluster`]; a server naming none is taken, so clients
 //!   can move to named certificates before the nodes do). Checked right after the handshake, before
 //!   a byte of HTTP/2 is sent.
+//! - For a node's peer side ([`crate::NodeTls`]), that the server's node
+//!   certificate's serial is not on the node's deny list
+//!   ([`crate::NodeTls::set_denied`], the deny file): a stolen node key
+//!   cannot pose as a peer once its certificate is revoked. Other configs
+//!   have an empty list.
 //!
 //! TLS 1.3 only, ALPN `h2`, client auth with the user's (or node's)
 //! certificate.
@@ -52,6 +57,7 @@ use tokio::net::TcpStream;
 use tonic::transport::{Channel, Endpoint, Uri};
 
 use crate::certs::{provider, CaBundle, ClientCerts, NodeCerts};
+use crate::deny::{serial_of, Denied, DenyList, DenyState};
 use crate::error::LoadError;
 use crate::identity::{check_cluster, CertIdentity, ClusterMismatch};
 use crate::server::ALPN_H2;
@@ -119,6 +125,14 @@ pub enum ConnectError {
         /// Both clusters.
         reason: ClusterMismatch,
     },
+    /// The server's node certificate is on the deny list (revoked).
+    #[error("{addr}: refusing the server: {reason}")]
+    Denied {
+        /// `host:port`.
+        addr: String,
+        /// The entry that denies it.
+        reason: Denied,
+    },
     /// A peer connection reached another node than expected.
     #[error("{addr}: expected node {expected}, the server is node {found}")]
     WrongNode {
@@ -169,6 +183,9 @@ pub struct ClientTls {
 struct Inner {
     source: Source,
     current: RwLock<Current>,
+    /// Servers whose certificate serial it denies (a node's peer side
+    /// shares its server's; empty otherwise).
+    deny: Arc<DenyState>,
 }
 
 /// The config in use and the cluster its certificate names.
@@ -278,18 +295,17 @@ impl ClientTls {
         ))
     }
 
-    /// From loaded node certs; reloads from the same dir and node id.
+    /// From loaded node certs; reloads from the same dir and node id. Its
+    /// deny list is empty (a [`crate::NodeTls`]'s peer side has the node's).
     pub fn from_node_certs(certs: &NodeCerts) -> Result<ClientTls, LoadError> {
-        Ok(ClientTls::new(
-            Source::Node {
-                dir: certs.dir().to_path_buf(),
-                node_id: certs.node_id(),
-            },
-            PreparedClient(node_config(certs)?, certs.cluster().map(str::to_string)),
-        ))
+        ClientTls::from_node_certs_denying(certs, Arc::default())
     }
 
     fn new(source: Source, prepared: PreparedClient) -> ClientTls {
+        ClientTls::with_deny(source, prepared, Arc::default())
+    }
+
+    fn with_deny(source: Source, prepared: PreparedClient, deny: Arc<DenyState>) -> ClientTls {
         ClientTls {
             inner: Arc::new(Inner {
                 source,
@@ -297,8 +313,31 @@ impl ClientTls {
                     config: prepared.0,
                     cluster: prepared.1,
                 }),
+                deny,
             }),
         }
+    }
+
+    /// A node's peer side ([`ClientTls::from_node_certs`]) that refuses
+    /// servers by the deny lists `deny` (its server's, shared).
+    pub(crate) fn from_node_certs_denying(
+        certs: &NodeCerts,
+        deny: Arc<DenyState>,
+    ) -> Result<ClientTls, LoadError> {
+        Ok(ClientTls::with_deny(
+            Source::Node {
+                dir: certs.dir().to_path_buf(),
+                node_id: certs.node_id(),
+            },
+            PreparedClient(node_config(certs)?, certs.cluster().map(str::to_string)),
+            deny,
+        ))
+    }
+
+    /// The deny list servers are checked against (by their certificate's
+    /// serial): a node's, through [`crate::NodeTls`]; empty otherwise.
+    pub fn denied(&self) -> DenyList {
+        (*self.inner.deny.effective()).clone()
     }
 
     /// Re-reads the files it was loaded from; on error nothing changes.
@@ -488,6 +527,16 @@ impl TlsConnector {
         };
         match CertIdentity::read(end_entity) {
             Ok((CertIdentity::Node(found), theirs)) => {
+                let serial = serial_of(end_entity).map_err(|e| not_a_node(e.to_string()))?;
+                self.tls
+                    .inner
+                    .deny
+                    .effective()
+                    .check(None, &serial)
+                    .map_err(|reason| ConnectError::Denied {
+                        addr: addr.to_string(),
+                        reason,
+                    })?;
                 // A server naming no cluster is taken (a node not yet given
                 // a named certificate: clients move first); the server's
                 // own check refuses this side if it must.

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::SystemTime;
 
+use crate::deny::DenyError;
 use crate::identity::{IdentityError, PrincipalError};
 
 /// A certs dir that cannot be used. Every variant names the file (or the
@@ -133,6 +134,15 @@ pub enum LoadError {
     /// The user name given to [`crate::ClientCerts::load`] is not a principal.
     #[error("user: {0}")]
     BadUser(PrincipalError),
+    /// The deny file (`deny.toml`, [`crate::deny`]) cannot be used: names
+    /// the file and the entry (`serials[2]: ...`) or the line.
+    #[error("{}: {source}", file.display())]
+    DenyFile {
+        /// The deny file.
+        file: PathBuf,
+        /// What is wrong.
+        source: DenyError,
+    },
     /// rustls refused to build a config from these files.
     #[error("{}: rustls refused the certificates: {reason}", dir.display())]
     Config {

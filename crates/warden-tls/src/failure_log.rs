@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::deny::Denied;
 use crate::identity::IdentityError;
 
 /// At most one line per reason per this interval.
@@ -35,6 +36,9 @@ pub enum HandshakeFailure {
     /// The peer's certificate is for another cluster (or names none where
     /// this node's names one).
     OtherCluster,
+    /// The peer's certificate is on the deny list ([`crate::deny`]): its
+    /// serial, or a client's principal.
+    Denied,
     /// Another certificate problem (encoding, signature, ...).
     BadCertificate,
     /// Not a TLS client hello (plain HTTP, garbage).
@@ -77,6 +81,7 @@ impl HandshakeFailure {
             HandshakeFailure::WrongUsage => "certificate not for this use",
             HandshakeFailure::BadIdentity => "certificate carries no valid identity",
             HandshakeFailure::OtherCluster => "certificate of another cluster",
+            HandshakeFailure::Denied => "certificate denied (revoked)",
             HandshakeFailure::BadCertificate => "bad certificate",
             HandshakeFailure::NotTls => "not TLS",
             HandshakeFailure::Incompatible => "no TLS version or cipher suite in common",
@@ -123,6 +128,18 @@ impl HandshakeFailure {
         }
     }
 
+    /// The deny-list entry a refused certificate matched, when that is why
+    /// an accept failed.
+    pub fn denial(e: &std::io::Error) -> Option<&Denied> {
+        let tls = e.get_ref()?.downcast_ref::<rustls::Error>()?;
+        match tls {
+            rustls::Error::InvalidCertificate(rustls::CertificateError::Other(other)) => {
+                other.0.downcast_ref::<Denied>()
+            }
+            _ => None,
+        }
+    }
+
     /// Classifies a rustls error.
     pub fn of_rustls_error(e: &rustls::Error) -> HandshakeFailure {
         use rustls::CertificateError as C;
@@ -135,6 +152,7 @@ impl HandshakeFailure {
                 C::Other(other) => match other.0.downcast_ref::<IdentityError>() {
                     Some(IdentityError::OtherCluster(_)) => HandshakeFailure::OtherCluster,
                     Some(_) => HandshakeFailure::BadIdentity,
+                    None if other.0.downcast_ref::<Denied>().is_some() => HandshakeFailure::Denied,
                     None => HandshakeFailure::BadCertificate,
                 },
                 _ => HandshakeFailure::BadCertificate,
@@ -308,6 +326,12 @@ mod tests {
                     std::sync::Arc::new(IdentityError::NoCommonName),
                 ))),
                 HandshakeFailure::BadIdentity,
+            ),
+            (
+                rustls::Error::InvalidCertificate(C::Other(rustls::OtherError(
+                    std::sync::Arc::new(Denied::Serial("1a".into())),
+                ))),
+                HandshakeFailure::Denied,
             ),
         ];
         for (e, want) in cases {

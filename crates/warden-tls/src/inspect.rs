@@ -10,6 +10,7 @@ use std::time::SystemTime;
 use x509_parser::extensions::GeneralName;
 
 use crate::certs::{read_certs, x509_time};
+use crate::deny::serial_of_parsed;
 use crate::error::LoadError;
 use crate::identity::{cluster_of_parsed, CertIdentity};
 
@@ -50,7 +51,9 @@ pub struct CertInfo {
     pub subject: String,
     /// The issuer's subject.
     pub issuer: String,
-    /// The serial number (hex).
+    /// The serial number, normalized ([`crate::deny::normalize_serial`]:
+    /// lowercase hex, no separators or leading zeros), as
+    /// `warden cert revoke` and the deny file take it.
     pub serial: String,
     /// Subject alternative names: `DNS:...`, `IP:...`, `URI:...`.
     pub sans: Vec<String>,
@@ -175,7 +178,7 @@ pub fn describe(
         kind,
         subject: cert.subject().to_string(),
         issuer: cert.issuer().to_string(),
-        serial: cert.raw_serial_as_string(),
+        serial: serial_of_parsed(&cert),
         sans,
         cluster: cluster_of_parsed(&cert).ok().flatten(),
         not_before: x509_time(&cert.validity().not_before),

@@ -11,7 +11,10 @@
 //! node whose own certificate names one refuses, at the handshake, every
 //! certificate that names another or none, and a client or peer whose own
 //! certificate names one refuses a server of another
-//! ([`check_cluster`]), so one CA can serve several clusters.
+//! ([`check_cluster`]), so one CA can serve several clusters. A node's
+//! certs dir may also hold `deny.toml` ([`DENY_FILE`]): principals and
+//! certificate serials the node refuses ([`deny`]), with the cluster's
+//! replicated revocations ([`ServerTls::set_denied`]).
 //!
 //! # Modules
 //!
@@ -21,6 +24,10 @@
 //!   [`CertIdentity::of`] / [`CertIdentity::read`], the one reader of an
 //!   identity (and cluster name) from a certificate.
 //! - `error.rs`: [`LoadError`], each variant naming the file.
+//! - `deny.rs`: key revocation: [`DenyList`], the serial form
+//!   ([`normalize_serial`], [`serial_of`]: lowercase hex, no separators or
+//!   leading zeros, at most 40 digits), the optional deny file
+//!   ([`read_deny_file`]), and the lists a [`ServerTls`] enforces.
 //! - `certs.rs`: [`NodeCerts::load`], [`ClientCerts::load`], [`CaBundle`]:
 //!   a certs dir read and checked (PEM, key matches, chain to `ca.crt`,
 //!   validity, usages, identity) before anything uses it.
@@ -28,18 +35,21 @@
 //!   of failed handshakes (one line per reason per second).
 //! - `limits.rs`: [`AcceptOptions`] (handshake deadline, pending
 //!   handshakes in all and per source, connections in all and per
-//!   principal, idle timeout), their checks, and [`AcceptBackoff`] (every
-//!   accept loop's pause on `EMFILE`/`ENFILE`).
+//!   principal, idle timeout), their checks, each listener's registry of
+//!   established connections (closing the idle, and the denied when the
+//!   deny list changes), and [`AcceptBackoff`] (every accept loop's pause
+//!   on `EMFILE`/`ENFILE`).
 //! - `server.rs`: [`ServerTls`] (reloadable TLS 1.3 configs; client
-//!   certificates optional), [`ServerTls::incoming`] (tonic) and
-//!   [`ServerTls::listener`] (axum), [`TlsConnection`], [`PeerInfo`],
-//!   [`peer_identity`].
+//!   certificates optional; the deny lists, [`ServerTls::set_denied`]),
+//!   [`ServerTls::incoming`] (tonic) and [`ServerTls::listener`] (axum),
+//!   [`TlsConnection`], [`PeerInfo`], [`peer_identity`];
+//!   `server/accept.rs`: the accept loop and the handshake task.
 //! - `client.rs`: [`ClientTls`] (reloadable client config) and
 //!   [`TlsConnector`], a `tower::Service<Uri>` for tonic's
 //!   `connect_with_connector_lazy` that checks the server is a node (the
-//!   expected one, for peers).
-//! - `node.rs`: [`NodeTls`], a node's server and peer configs reloaded
-//!   together.
+//!   expected one, for peers; not a denied one, for a node's peers).
+//! - `node.rs`: [`NodeTls`], a node's server and peer configs and deny
+//!   lists reloaded together ([`NodeTls::set_denied`] for both sides).
 //! - `inspect.rs`: [`inspect::list`], what every certificate in a certs dir
 //!   says (`warden cert list`).
 //! - `mint.rs` (feature `mint`): [`mint::create_ca`], [`mint::create_node`],
@@ -64,6 +74,7 @@
 
 mod certs;
 mod client;
+pub mod deny;
 mod error;
 pub mod failure_log;
 mod identity;
@@ -80,6 +91,10 @@ pub use certs::{
 };
 pub use client::{
     endpoint, ClientTls, ConnectError, TlsConnector, TlsIo, CLIENT_HANDSHAKE_TIMEOUT,
+};
+pub use deny::{
+    normalize_serial, read_deny_file, serial_of, Denied, DenyError, DenyList, SerialError,
+    DENY_FILE, MAX_DENY_FILE_ENTRIES, MAX_SERIAL_HEX_DIGITS,
 };
 pub use error::LoadError;
 pub use failure_log::HandshakeFailure;

@@ -21,6 +21,11 @@
 //!   HTTP layer: it holds a [`StreamGuard`] (from
 //!   [`crate::PeerInfo::stream_guard`]) for each request until its response
 //!   ends.
+//! - **Denied.** Each connection keeps its certificate's serial and
+//!   principal; when the deny list in force changes
+//!   ([`crate::ServerTls::set_denied`], a reload), every connection it now
+//!   denies is closed, on every listener of the [`crate::ServerTls`]
+//!   ([`crate::deny`]).
 //! - **Accept errors.** At the open-file limit (`EMFILE`, `ENFILE`) or out
 //!   of buffers, the accept loop waits before it accepts again
 //!   ([`AcceptBackoff`]: 10 ms, doubling to 1 s, back to 10 ms after a
@@ -41,6 +46,7 @@ use futures::task::AtomicWaker;
 use tokio::time::{Instant, Sleep};
 use tokio_stream::Stream;
 
+use crate::deny::DenyList;
 use crate::failure_log::{FailureLog, HandshakeFailure};
 use crate::identity::Identity;
 
@@ -322,6 +328,8 @@ impl Principal {
 pub(crate) struct ConnState {
     id: u64,
     principal: Principal,
+    /// The certificate's serial (normalized); none without a certificate.
+    serial: Option<String>,
     streams: AtomicUsize,
     /// The registry's epoch.
     epoch: Instant,
@@ -357,9 +365,19 @@ impl ConnState {
 
     /// Closes the connection: its IO fails from the next read or write on,
     /// and the task reading it is woken.
-    fn close(&self) {
+    pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
         self.waker.wake();
+    }
+
+    /// Whether `deny` denies its certificate: a client's by principal or
+    /// serial, a node's by serial; never a connection without one.
+    pub(crate) fn denied_by(&self, deny: &DenyList) -> bool {
+        match (&self.principal, &self.serial) {
+            (Principal::Client(p), Some(serial)) => deny.denies(Some(p), serial),
+            (Principal::Node(_), Some(serial)) => deny.denies(None, serial),
+            _ => false,
+        }
     }
 
     /// Whether it was closed; registers `cx` to be woken when it is.
@@ -521,11 +539,13 @@ impl Registry {
         self.lock().all.len()
     }
 
-    /// Admits a connection of `identity` from `remote`, closing the
-    /// oldest idle connection it replaces (see the module docs).
+    /// Admits a connection of `identity` (whose certificate has `serial`)
+    /// from `remote`, closing the oldest idle connection it replaces (see
+    /// the module docs).
     pub(crate) fn admit(
         self: &Arc<Self>,
         identity: &Identity,
+        serial: Option<String>,
         remote: IpAddr,
     ) -> Result<Arc<ConnState>, Refused> {
         let principal = Principal::of(identity, remote);
@@ -550,6 +570,7 @@ impl Registry {
         let conn = Arc::new(ConnState {
             id: conns.next_id,
             principal: principal.clone(),
+            serial,
             streams: AtomicUsize::new(0),
             epoch: self.epoch,
             last_active_ms: AtomicU64::new(self.now_ms()),
@@ -586,6 +607,58 @@ impl Registry {
             }
         }
         due.len()
+    }
+}
+
+impl Registry {
+    /// Closes every connection `deny` denies ([`ConnState::denied_by`]);
+    /// how many.
+    pub(crate) fn close_denied(&self, deny: &DenyList) -> usize {
+        let mut conns = self.lock();
+        let due: Vec<u64> = conns
+            .all
+            .values()
+            .filter(|c| c.denied_by(deny))
+            .map(|c| c.id)
+            .collect();
+        for id in &due {
+            if let Some(c) = conns.remove(*id) {
+                c.close();
+            }
+        }
+        due.len()
+    }
+}
+
+/// The registries of every listener of one [`crate::ServerTls`], held
+/// weakly: a listener that stopped accepting drops its own (its remaining
+/// connections are then out of reach of [`Registries::close_denied`], as
+/// of the idle timeout).
+#[derive(Debug, Default)]
+pub(crate) struct Registries(Mutex<Vec<Weak<Registry>>>);
+
+impl Registries {
+    fn live(&self) -> std::sync::MutexGuard<'_, Vec<Weak<Registry>>> {
+        let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        all.retain(|r| r.strong_count() > 0);
+        all
+    }
+
+    /// Adds a listener's registry (dropping those of stopped listeners).
+    pub(crate) fn add(&self, registry: &Arc<Registry>) {
+        self.live().push(Arc::downgrade(registry));
+    }
+
+    /// Closes every connection `deny` denies on every listener; how many.
+    pub(crate) fn close_denied(&self, deny: &DenyList) -> usize {
+        let registries: Vec<Arc<Registry>> = self.live().iter().filter_map(Weak::upgrade).collect();
+        registries.iter().map(|r| r.close_denied(deny)).sum()
+    }
+
+    /// Listeners whose registry is still alive.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.live().len()
     }
 }
 

@@ -14,18 +14,38 @@
 //! fails the handshake with an alert); when the node's own certificate
 //! names a cluster, the client's must name the same one
 //! ([`crate::check_cluster`]: a certificate of another cluster, or of none,
-//! fails the handshake the same way). Another CA, an expired certificate or
-//! garbage fails the handshake. The gRPC config offers ALPN `h2`; the HTTP
-//! config (admin listener) `h2` and `http/1.1`.
+//! fails the handshake the same way). A certificate on the deny list in
+//! force (see "Deny list" below) fails the handshake the same way too.
+//! Another CA, an expired certificate or garbage fails the handshake. The
+//! gRPC config offers ALPN `h2`; the HTTP config (admin listener) `h2` and
+//! `http/1.1`.
+//!
+//! # Deny list
+//!
+//! A `ServerTls` keeps two [`DenyList`]s ([`crate::deny`]): the deny file's
+//! (`deny.toml` in the certs dir, optional, read at load and as part of
+//! every reload) and a replicated one, the cluster's revocations, which the
+//! server replaces with [`ServerTls::set_denied`] after applying a change.
+//! Their union ([`ServerTls::denied`]) is in force: the verifier reads it
+//! at every handshake (a pointer copy under a read lock, no IO) and refuses
+//! a client certificate whose principal or serial it names and a node
+//! certificate whose serial it names (warn reason `certificate denied
+//! (revoked)`, rate-limited, naming the entry). When the union changes
+//! (`set_denied`, a reload), every established connection it denies, on
+//! every listener of this `ServerTls`, is closed before the call returns:
+//! its next read or write fails and the task reading it is woken. One info
+//! line gives the count, which `set_denied` returns
+//! ([`Installed::closed_denied`] for a reload).
 //!
 //! # Reload
 //!
 //! The current configs sit behind an `RwLock<Arc<_>>` that every handshake
 //! reads once (a pointer copy under a read lock, no IO). [`ServerTls::reload`]
-//! loads and checks the whole certs dir first and swaps only if that
-//! succeeds, so a broken set is refused with its [`LoadError`] and the old
-//! one stays in use; established connections keep the config they
-//! handshook with. Session resumption is off (no tickets, no session
+//! loads and checks the whole certs dir, the deny file included, first and
+//! swaps only if that succeeds, so a broken set (or deny file) is refused
+//! with its [`LoadError`] and the old one stays in use; established
+//! connections keep the config they handshook with (but not a certificate
+//! the new deny list denies). Session resumption is off (no tickets, no session
 //! cache), so every connection's certificate is verified in full against
 //! the config in use: a CA removed from `ca.crt` cannot be kept alive by
 //! resumption.
@@ -36,8 +56,12 @@
 //! listener's limits ([`AcceptOptions`], [`crate::limits`]): a handshake
 //! deadline, pending handshakes in all and per source, then a cap on
 //! established connections in all and per principal and an idle timeout;
-//! the accept loop pauses on `EMFILE`/`ENFILE` ([`AcceptBackoff`]). So a
-//! slow or malicious client never blocks accepting others. Failed
+//! the accept loop pauses on `EMFILE`/`ENFILE` ([`crate::AcceptBackoff`]). So a
+//! slow or malicious client never blocks accepting others. Each
+//! established connection is registered with its certificate's serial and
+//! principal in its listener's registry, which the `ServerTls` knows
+//! (weakly) so that a deny list change reaches it; a connection admitted
+//! while a new list was being set is checked against it once more. Failed
 //! handshakes are logged, rate-limited, by [`crate::failure_log`].
 //! Dropping the [`TlsIncoming`] (tonic does on shutdown) or
 //! [`TlsListener`] stops accepting and aborts handshakes in progress;
@@ -45,12 +69,12 @@
 
 use std::fmt;
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::{Arc, RwLock};
 use std::task::{Context, Poll};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use rustls::client::danger::HandshakeSignatureValid;
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
@@ -60,16 +84,14 @@ use rustls_pki_types::{CertificateDer, UnixTime};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
-use tokio::task::{AbortHandle, JoinSet};
-use tokio_stream::{Stream, StreamExt};
+use tokio_stream::Stream;
 
 use crate::certs::{provider, NodeCerts};
+use crate::deny::{check_cert, read_deny_file, DenyList, DenyState};
 use crate::error::LoadError;
-use crate::failure_log::{FailureLog, HandshakeFailure};
+use crate::failure_log::FailureLog;
 use crate::identity::{check_cluster, CertIdentity, Identity, IdentityError};
-use crate::limits::{
-    source_of, AcceptBackoff, AcceptOptions, Admit, ConnState, Pending, Registry, StreamGuard,
-};
+use crate::limits::{AcceptOptions, ConnState, Registries, StreamGuard};
 
 /// ALPN for gRPC.
 pub const ALPN_H2: &[u8] = b"h2";
@@ -269,6 +291,8 @@ struct IdentityVerifier {
     webpki: Arc<dyn ClientCertVerifier>,
     /// The cluster this node's own certificate names.
     cluster: Option<String>,
+    /// The deny lists, read at every handshake.
+    deny: Arc<DenyState>,
 }
 
 impl ClientCertVerifier for IdentityVerifier {
@@ -298,9 +322,10 @@ impl ClientCertVerifier for IdentityVerifier {
                 Arc::new(e),
             )))
         };
-        let (_, cluster) = CertIdentity::read(end_entity).map_err(refuse)?;
+        let (identity, cluster) = CertIdentity::read(end_entity).map_err(refuse)?;
         check_cluster(self.cluster.as_deref(), cluster.as_deref())
             .map_err(|e| refuse(IdentityError::OtherCluster(e)))?;
+        check_cert(&self.deny.effective(), &identity, end_entity)?;
         Ok(verified)
     }
 
@@ -336,8 +361,9 @@ enum Alpn {
     Http,
 }
 
-/// Configs built by [`ServerTls::prepare`], not yet installed.
-pub(crate) struct PreparedServer(Arc<Configs>);
+/// Configs built by [`ServerTls::prepare`], not yet installed, with the
+/// deny file's list read with them.
+pub(crate) struct PreparedServer(Arc<Configs>, DenyList);
 
 /// The configs in use.
 struct Configs {
@@ -361,6 +387,11 @@ struct Inner {
     node_id: u64,
     current: RwLock<Arc<Configs>>,
     log: Arc<FailureLog>,
+    /// The deny file's and the replicated list (shared with the node's
+    /// peer side).
+    deny: Arc<DenyState>,
+    /// Every listener's connections, for closing the denied ones.
+    registries: Registries,
 }
 
 impl fmt::Debug for ServerTls {
@@ -383,6 +414,12 @@ pub struct Installed {
     pub not_after: SystemTime,
     /// CA certificates in `ca.crt`.
     pub cas: usize,
+    /// Entries (principals and serials) of the deny file in force
+    /// ([`crate::deny`]; 0 without one).
+    pub denied_in_file: usize,
+    /// Established connections this load or reload closed because its
+    /// deny file denies them (0 from [`ServerTls::installed`]).
+    pub closed_denied: usize,
 }
 
 fn config_error(dir: &Path, e: impl fmt::Display) -> LoadError {
@@ -392,7 +429,7 @@ fn config_error(dir: &Path, e: impl fmt::Display) -> LoadError {
     }
 }
 
-fn build_configs(certs: &NodeCerts) -> Result<Configs, LoadError> {
+fn build_configs(certs: &NodeCerts, deny: &Arc<DenyState>) -> Result<Configs, LoadError> {
     let provider = provider();
     let webpki = WebPkiClientVerifier::builder_with_provider(certs.ca().roots(), provider.clone())
         .allow_unauthenticated()
@@ -401,6 +438,7 @@ fn build_configs(certs: &NodeCerts) -> Result<Configs, LoadError> {
     let verifier: Arc<dyn ClientCertVerifier> = Arc::new(IdentityVerifier {
         webpki,
         cluster: certs.cluster().map(str::to_string),
+        deny: deny.clone(),
     });
     let make = |alpn: &[&[u8]]| -> Result<Arc<ServerConfig>, LoadError> {
         let mut config = ServerConfig::builder_with_provider(provider.clone())
@@ -434,35 +472,43 @@ impl ServerTls {
         ServerTls::from_certs(&NodeCerts::load_for(dir, node_id)?)
     }
 
-    /// Builds the configs from loaded certs; [`ServerTls::reload`] re-reads
+    /// Builds the configs from loaded certs, with the deny file of
+    /// `certs.dir()` ([`read_deny_file`]); [`ServerTls::reload`] re-reads
     /// `certs.dir()` and keeps requiring `certs.node_id()`.
     pub fn from_certs(certs: &NodeCerts) -> Result<ServerTls, LoadError> {
-        let configs = build_configs(certs)?;
+        let deny = Arc::new(DenyState::new(read_deny_file(certs.dir())?));
+        let configs = build_configs(certs, &deny)?;
         Ok(ServerTls {
             inner: Arc::new(Inner {
                 dir: certs.dir().to_path_buf(),
                 node_id: certs.node_id(),
                 current: RwLock::new(Arc::new(configs)),
                 log: Arc::new(FailureLog::default()),
+                deny,
+                registries: Registries::default(),
             }),
         })
     }
 
-    /// Re-reads the certs dir (e.g. on SIGHUP). On success new handshakes
-    /// use the new files; on error nothing changes and the old set stays in
-    /// use (log the error: it names the file).
+    /// Re-reads the certs dir, the deny file included (e.g. on SIGHUP).
+    /// On success new handshakes use the new files, and established
+    /// connections the new deny list denies are closed; on error nothing
+    /// changes and the old set and lists stay in use (log the error: it
+    /// names the file).
     pub fn reload(&self) -> Result<Installed, LoadError> {
         let certs = NodeCerts::load_for(&self.inner.dir, self.inner.node_id)?;
         self.install(&certs)
     }
 
-    /// Installs already loaded certs (they must be this node's).
+    /// Installs already loaded certs (they must be this node's) with the
+    /// deny file of `certs.dir()`, all or nothing as [`ServerTls::reload`].
     pub fn install(&self, certs: &NodeCerts) -> Result<Installed, LoadError> {
         let prepared = self.prepare(certs)?;
         Ok(self.commit(prepared))
     }
 
-    /// Builds the configs for `certs` without installing them.
+    /// Builds the configs for `certs` and reads their deny file without
+    /// installing either.
     pub(crate) fn prepare(&self, certs: &NodeCerts) -> Result<PreparedServer, LoadError> {
         if certs.node_id() != self.inner.node_id {
             return Err(LoadError::WrongNode {
@@ -471,17 +517,24 @@ impl ServerTls {
                 found: certs.node_id(),
             });
         }
-        Ok(PreparedServer(Arc::new(build_configs(certs)?)))
+        let deny = read_deny_file(certs.dir())?;
+        let configs = build_configs(certs, &self.inner.deny)?;
+        Ok(PreparedServer(Arc::new(configs), deny))
     }
 
-    /// Installs prepared configs: the next handshake uses them.
+    /// Installs prepared configs and deny list: the next handshake uses
+    /// them, and connections the new list denies are closed.
     pub(crate) fn commit(&self, prepared: PreparedServer) -> Installed {
-        let configs = prepared.0;
+        let PreparedServer(configs, deny) = prepared;
+        let denied_in_file = deny.principals.len() + deny.serials.len();
+        let closed_denied = self.set_lists(deny, true);
         let installed = Installed {
             node_id: configs.node_id,
             cluster: configs.cluster.clone(),
             not_after: configs.not_after,
             cas: configs.cas,
+            denied_in_file,
+            closed_denied,
         };
         *self
             .inner
@@ -489,6 +542,54 @@ impl ServerTls {
             .write()
             .unwrap_or_else(|e| e.into_inner()) = configs;
         installed
+    }
+
+    /// Sets the replicated deny list (the cluster's revocations; the server
+    /// calls it after applying a change), replacing the previous one. The
+    /// list in force is its union with the deny file's
+    /// ([`ServerTls::denied`]): from the next handshake on it refuses a
+    /// client certificate whose principal or serial it names and a node
+    /// certificate whose serial it names, and before this returns every
+    /// established connection it denies, on every listener of this
+    /// `ServerTls`, is closed (its next read or write fails). Serials must
+    /// be normalized ([`crate::normalize_serial`]; [`DenyList::from_entries`]
+    /// does it). Returns how many connections were closed.
+    pub fn set_denied(&self, list: DenyList) -> usize {
+        self.set_lists(list, false)
+    }
+
+    /// Replaces one list, then closes what the new union denies (the list
+    /// first, so a handshake admitted after the sweep sees it: see
+    /// `accept.rs`). Logs one info line when the union changed.
+    fn set_lists(&self, list: DenyList, file: bool) -> usize {
+        let (effective, changed) = self.inner.deny.set(list, file);
+        if !changed {
+            return 0;
+        }
+        let closed = self.inner.registries.close_denied(&effective);
+        tracing::info!(
+            principals = effective.principals.len(),
+            serials = effective.serials.len(),
+            closed,
+            source = if file { "deny file" } else { "replicated" },
+            "TLS deny list changed; closed the connections it denies"
+        );
+        closed
+    }
+
+    /// The deny list in force: the deny file's and the replicated one.
+    pub fn denied(&self) -> DenyList {
+        (*self.inner.deny.effective()).clone()
+    }
+
+    /// The deny file's list alone (as last loaded).
+    pub fn file_denied(&self) -> DenyList {
+        self.inner.deny.file()
+    }
+
+    /// The deny lists, shared with the node's peer side.
+    pub(crate) fn deny_state(&self) -> &Arc<DenyState> {
+        &self.inner.deny
     }
 
     /// The certs dir.
@@ -504,11 +605,14 @@ impl ServerTls {
     /// What is installed now.
     pub fn installed(&self) -> Installed {
         let c = self.current();
+        let file = self.inner.deny.file();
         Installed {
             node_id: c.node_id,
             cluster: c.cluster.clone(),
             not_after: c.not_after,
             cas: c.cas,
+            denied_in_file: file.principals.len() + file.serials.len(),
+            closed_denied: 0,
         }
     }
 
@@ -619,181 +723,5 @@ impl axum::serve::Listener for TlsListener {
     }
 }
 
-/// Spawns the accept task: reads `tcp` through [`AcceptBackoff`], runs
-/// each handshake in its own task within the handshake limits, admits
-/// each completed one to the listener's connection [`Registry`], and sends
-/// it to the returned channel (see [`crate::limits`]). Ends when the
-/// receiver is dropped (aborting handshakes in progress) or when `tcp`
-/// ends and the last handshake finished.
-fn spawn_acceptor<S>(
-    tls: ServerTls,
-    alpn: Alpn,
-    tcp: S,
-    options: AcceptOptions,
-) -> mpsc::Receiver<TlsConnection>
-where
-    S: Stream<Item = io::Result<TcpStream>> + Send + Unpin + 'static,
-{
-    let (tx, rx) = mpsc::channel(64);
-    tokio::spawn(async move {
-        let log = tls.inner.log.clone();
-        let registry = Registry::start(options, log.clone());
-        let mut tcp = AcceptBackoff::with_log(tcp, log.clone());
-        let mut handshakes: JoinSet<(IpAddr, u64, Option<TlsConnection>)> = JoinSet::new();
-        let mut pending: Pending<(SocketAddr, AbortHandle)> = Pending::default();
-        let mut next_id: u64 = 0;
-        let mut tcp_open = true;
-        loop {
-            if !tcp_open && handshakes.is_empty() {
-                break;
-            }
-            tokio::select! {
-                _ = tx.closed() => break,
-                next = tcp.next(), if tcp_open => match next {
-                    Some(Ok(stream)) => {
-                        let Ok(remote) = stream.peer_addr() else {
-                            continue; // already gone
-                        };
-                        let source = source_of(remote.ip());
-                        match pending.admit(source, &options) {
-                            Admit::No => {
-                                log.failed(
-                                    remote,
-                                    HandshakeFailure::TooMany,
-                                    &format_args!("{} in progress", pending.len()),
-                                );
-                                continue;
-                            }
-                            Admit::Evicting((evicted, abort), why) => {
-                                abort.abort();
-                                log.failed(
-                                    evicted,
-                                    why,
-                                    &format_args!(
-                                        "pending handshake closed for a newer connection from {remote}"
-                                    ),
-                                );
-                            }
-                            Admit::Yes => {}
-                        }
-                        next_id += 1;
-                        let id = next_id;
-                        let abort = handshakes.spawn(handshake(
-                            tls.clone(),
-                            alpn,
-                            stream,
-                            options.handshake_timeout,
-                            registry.clone(),
-                            (source, id),
-                        ));
-                        pending.insert(source, id, (remote, abort));
-                    }
-                    // Not a resource error (`AcceptBackoff` waits those
-                    // out): a connection reset before it was accepted.
-                    Some(Err(e)) => {
-                        tracing::debug!(error = %e, "accepting a connection failed");
-                    }
-                    None => tcp_open = false,
-                },
-                Some(done) = handshakes.join_next(), if !handshakes.is_empty() => {
-                    // An aborted handshake was removed when it was evicted.
-                    if let Ok((source, id, conn)) = done {
-                        pending.remove(source, id);
-                        if let Some(conn) = conn {
-                            if tx.send(conn).await.is_err() {
-                                break;
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    });
-    rx
-}
-
-/// One handshake, returning `pending`'s key with its connection: `None`
-/// when it failed (logged), timed out, or the registry refused it.
-async fn handshake(
-    tls: ServerTls,
-    alpn: Alpn,
-    tcp: TcpStream,
-    timeout: Duration,
-    registry: Arc<Registry>,
-    pending: (IpAddr, u64),
-) -> (IpAddr, u64, Option<TlsConnection>) {
-    let conn = handshake_inner(tls, alpn, tcp, timeout, registry).await;
-    (pending.0, pending.1, conn)
-}
-
-async fn handshake_inner(
-    tls: ServerTls,
-    alpn: Alpn,
-    tcp: TcpStream,
-    timeout: Duration,
-    registry: Arc<Registry>,
-) -> Option<TlsConnection> {
-    let (Ok(remote_addr), Ok(local_addr)) = (tcp.peer_addr(), tcp.local_addr()) else {
-        return None; // already gone
-    };
-    let _ = tcp.set_nodelay(true);
-    let config = match alpn {
-        Alpn::Grpc => tls.config(),
-        Alpn::Http => tls.http_config(),
-    };
-    let accept = tokio_rustls::TlsAcceptor::from(config).accept(tcp);
-    let stream = match tokio::time::timeout(timeout, accept).await {
-        Ok(Ok(stream)) => stream,
-        Ok(Err(e)) => {
-            let reason = HandshakeFailure::of_io_error(&e);
-            match HandshakeFailure::identity_error(&e) {
-                Some(broken) => tls.inner.log.failed(remote_addr, reason, broken),
-                None => tls.inner.log.failed(remote_addr, reason, &e),
-            }
-            return None;
-        }
-        Err(_) => {
-            tls.inner.log.failed(
-                remote_addr,
-                HandshakeFailure::Timeout,
-                &format_args!("no handshake within {timeout:?}"),
-            );
-            return None;
-        }
-    };
-    let (_, conn) = stream.get_ref();
-    let identity = match conn.peer_certificates() {
-        None | Some([]) => Identity::Anonymous,
-        // The verifier already checked it; a failure here would be a bug,
-        // and still refuses the connection.
-        Some([end_entity, ..]) => match CertIdentity::of(end_entity) {
-            Ok(id) => id.into(),
-            Err(e) => {
-                tls.inner
-                    .log
-                    .failed(remote_addr, HandshakeFailure::BadIdentity, &e);
-                return None;
-            }
-        },
-    };
-    let alpn = conn.alpn_protocol().map(<[u8]>::to_vec);
-    let conn = match registry.admit(&identity, remote_addr.ip()) {
-        Ok(conn) => conn,
-        Err(refused) => {
-            tls.inner
-                .log
-                .failed(remote_addr, HandshakeFailure::ConnectionLimit, &refused);
-            return None;
-        }
-    };
-    Some(TlsConnection {
-        stream,
-        info: PeerInfo {
-            remote_addr,
-            local_addr,
-            identity,
-            alpn,
-            conn: ConnHandle(conn),
-        },
-    })
-}
+mod accept;
+use accept::spawn_acceptor;

@@ -148,8 +148,8 @@ async fn a_connection_without_a_stream_is_closed_at_the_idle_timeout() {
         idle_timeout: Duration::from_secs(10),
         ..options()
     });
-    let idle = registry.admit(&Identity::Anonymous, v4(1)).unwrap();
-    let busy = registry.admit(&client("alice"), v4(2)).unwrap();
+    let idle = registry.admit(&Identity::Anonymous, None, v4(1)).unwrap();
+    let busy = registry.admit(&client("alice"), None, v4(2)).unwrap();
     let stream = busy.stream();
     let reader = {
         let idle = idle.clone();
@@ -195,36 +195,36 @@ async fn at_a_cap_the_oldest_idle_connection_is_closed_first() {
         max_connections_per_principal: 2,
         ..options()
     });
-    let a = registry.admit(&client("alice"), v4(1)).unwrap();
+    let a = registry.admit(&client("alice"), None, v4(1)).unwrap();
     tokio::time::sleep(Duration::from_millis(5)).await;
-    let b = registry.admit(&client("bob"), v4(1)).unwrap();
+    let b = registry.admit(&client("bob"), None, v4(1)).unwrap();
     tokio::time::sleep(Duration::from_millis(5)).await;
-    let c = registry.admit(&Identity::Anonymous, v4(1)).unwrap();
+    let c = registry.admit(&Identity::Anonymous, None, v4(1)).unwrap();
     let _a_stream = a.stream();
     // Full: b is the oldest idle (a has a stream).
-    let d = registry.admit(&Identity::Anonymous, v4(2)).unwrap();
+    let d = registry.admit(&Identity::Anonymous, None, v4(2)).unwrap();
     assert!(b.is_closed() && !a.is_closed() && !c.is_closed());
     let _c_stream = c.stream();
     let _d_stream = d.stream();
     assert_eq!(
-        registry.admit(&client("bob"), v4(1)).unwrap_err(),
+        registry.admit(&client("bob"), None, v4(1)).unwrap_err(),
         Refused::Total(3)
     );
     drop(_d_stream);
     // alice's second: d, idle, is the oldest idle of all.
-    let e = registry.admit(&client("alice"), v4(1)).unwrap();
+    let e = registry.admit(&client("alice"), None, v4(1)).unwrap();
     assert!(d.is_closed(), "d was the oldest idle");
     // alice at her cap of 2, both with a stream: refused.
     let e_stream = e.stream();
     assert_eq!(
-        registry.admit(&client("alice"), v4(3)).unwrap_err(),
+        registry.admit(&client("alice"), None, v4(3)).unwrap_err(),
         Refused::Principal(2)
     );
     // She replaces only her own idle connections, never c (idle too).
     drop(_c_stream);
     drop(e_stream);
     tokio::time::sleep(Duration::from_millis(5)).await;
-    let _f = registry.admit(&client("alice"), v4(3)).unwrap();
+    let _f = registry.admit(&client("alice"), None, v4(3)).unwrap();
     assert!(e.is_closed() && !c.is_closed() && !a.is_closed());
 }
 
@@ -274,4 +274,50 @@ async fn accept_errors_at_the_file_limit_back_off() {
         paused >= ACCEPT_BACKOFF_MIN && paused < ACCEPT_BACKOFF_MIN * 2,
         "{paused:?}"
     );
+}
+
+// Revocation reaches live connections: closing by deny list closes (and
+// forgets) exactly the connections it denies, on every live listener of
+// one server: a client's by principal or serial, a node's by serial only,
+// never one without a certificate; a stopped listener's registry is
+// dropped from the set.
+#[tokio::test(start_paused = true)]
+async fn close_denied_closes_exactly_the_denied_connections_of_every_listener() {
+    let node = Identity::Node { node_id: 2 };
+    let first = registry(options());
+    let second = registry(options());
+    let registries = Registries::default();
+    registries.add(&first);
+    registries.add(&second);
+    let mallory = first
+        .admit(&client("mallory"), Some("1".into()), v4(1))
+        .unwrap();
+    let alice = first
+        .admit(&client("alice"), Some("2".into()), v4(1))
+        .unwrap();
+    let stolen = second
+        .admit(&client("bob"), Some("3".into()), v4(2))
+        .unwrap();
+    let peer = second.admit(&node, Some("4".into()), v4(3)).unwrap();
+    let anonymous = second.admit(&Identity::Anonymous, None, v4(4)).unwrap();
+    // A node is not matched by a principal, even one spelled like its id.
+    let by_name = DenyList {
+        principals: ["mallory".to_string(), "2".to_string()].into(),
+        serials: Default::default(),
+    };
+    assert_eq!(registries.close_denied(&by_name), 1);
+    assert!(mallory.is_closed() && !alice.is_closed() && !peer.is_closed());
+    assert_eq!(first.len(), 1);
+    let by_serial = DenyList {
+        principals: Default::default(),
+        serials: ["3".to_string(), "4".to_string()].into(),
+    };
+    assert_eq!(registries.close_denied(&by_serial), 2);
+    assert!(stolen.is_closed() && peer.is_closed());
+    assert!(!alice.is_closed() && !anonymous.is_closed());
+    assert_eq!(second.len(), 1);
+    // Nothing left to close: the count is of this call only.
+    assert_eq!(registries.close_denied(&by_serial), 0);
+    drop(second);
+    assert_eq!(registries.len(), 1);
 }
