@@ -2408,8 +2408,10 @@ type UserInfo struct {
 	// The quota that binds it: per field the largest of its roles' quotas,
 	// else the default quota. Absent for `root` (bound only by the cluster
 	// limits).
-	Quota         *Quota      `protobuf:"bytes,3,opt,name=quota,proto3" json:"quota,omitempty"`
-	Usage         *QuotaUsage `protobuf:"bytes,4,opt,name=usage,proto3" json:"usage,omitempty"`
+	Quota *Quota      `protobuf:"bytes,3,opt,name=quota,proto3" json:"quota,omitempty"`
+	Usage *QuotaUsage `protobuf:"bytes,4,opt,name=usage,proto3" json:"usage,omitempty"`
+	// On the replicated deny list.
+	Denied        bool `protobuf:"varint,5,opt,name=denied,proto3" json:"denied,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2470,6 +2472,13 @@ func (x *UserInfo) GetUsage() *QuotaUsage {
 		return x.Usage
 	}
 	return nil
+}
+
+func (x *UserInfo) GetDenied() bool {
+	if x != nil {
+		return x.Denied
+	}
+	return false
 }
 
 type ListUsersResponse struct {
@@ -2658,7 +2667,7 @@ type AuthAuditRecord struct {
 	// Who made it; "" for an anonymous caller of an insecure node.
 	Principal string `protobuf:"bytes,2,opt,name=principal,proto3" json:"principal,omitempty"`
 	// grant_permission, revoke_permission, delete_role, grant_role,
-	// revoke_role, set_role_quota or set_limits.
+	// revoke_role, set_role_quota, set_limits, deny or undeny.
 	Op         string     `protobuf:"bytes,3,opt,name=op,proto3" json:"op,omitempty"`
 	Role       string     `protobuf:"bytes,4,opt,name=role,proto3" json:"role,omitempty"`
 	Prefix     string     `protobuf:"bytes,5,opt,name=prefix,proto3" json:"prefix,omitempty"`
@@ -2669,7 +2678,9 @@ type AuthAuditRecord struct {
 	// set_limits: the limits set.
 	Limits *ClusterLimits `protobuf:"bytes,9,opt,name=limits,proto3" json:"limits,omitempty"`
 	// The proposing server's wall clock (ms since the Unix epoch); display only.
-	AtUnixMs      uint64 `protobuf:"varint,10,opt,name=at_unix_ms,json=atUnixMs,proto3" json:"at_unix_ms,omitempty"`
+	AtUnixMs uint64 `protobuf:"varint,10,opt,name=at_unix_ms,json=atUnixMs,proto3" json:"at_unix_ms,omitempty"`
+	// deny, undeny: the certificate serial (else `user` names the principal).
+	Serial        string `protobuf:"bytes,11,opt,name=serial,proto3" json:"serial,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2774,6 +2785,223 @@ func (x *AuthAuditRecord) GetAtUnixMs() uint64 {
 	return 0
 }
 
+func (x *AuthAuditRecord) GetSerial() string {
+	if x != nil {
+		return x.Serial
+	}
+	return ""
+}
+
+type DenyRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Header *RequestHeader         `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	// What to deny or undeny: exactly one.
+	//
+	// Types that are valid to be assigned to Target:
+	//
+	//	*DenyRequest_User
+	//	*DenyRequest_Serial
+	Target        isDenyRequest_Target `protobuf_oneof:"target"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DenyRequest) Reset() {
+	*x = DenyRequest{}
+	mi := &file_admin_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DenyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DenyRequest) ProtoMessage() {}
+
+func (x *DenyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DenyRequest.ProtoReflect.Descriptor instead.
+func (*DenyRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *DenyRequest) GetHeader() *RequestHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *DenyRequest) GetTarget() isDenyRequest_Target {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
+func (x *DenyRequest) GetUser() string {
+	if x != nil {
+		if x, ok := x.Target.(*DenyRequest_User); ok {
+			return x.User
+		}
+	}
+	return ""
+}
+
+func (x *DenyRequest) GetSerial() string {
+	if x != nil {
+		if x, ok := x.Target.(*DenyRequest_Serial); ok {
+			return x.Serial
+		}
+	}
+	return ""
+}
+
+type isDenyRequest_Target interface {
+	isDenyRequest_Target()
+}
+
+type DenyRequest_User struct {
+	// A principal (a client certificate's name).
+	User string `protobuf:"bytes,2,opt,name=user,proto3,oneof"`
+}
+
+type DenyRequest_Serial struct {
+	// A certificate serial, hex.
+	Serial string `protobuf:"bytes,3,opt,name=serial,proto3,oneof"`
+}
+
+func (*DenyRequest_User) isDenyRequest_Target() {}
+
+func (*DenyRequest_Serial) isDenyRequest_Target() {}
+
+type ListDeniedRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDeniedRequest) Reset() {
+	*x = ListDeniedRequest{}
+	mi := &file_admin_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDeniedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDeniedRequest) ProtoMessage() {}
+
+func (x *ListDeniedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDeniedRequest.ProtoReflect.Descriptor instead.
+func (*ListDeniedRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{44}
+}
+
+type ListDeniedResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The replicated deny list: principals by name, serials in order
+	// (lowercase hex, no leading zeros).
+	Users   []string `protobuf:"bytes,1,rep,name=users,proto3" json:"users,omitempty"`
+	Serials []string `protobuf:"bytes,2,rep,name=serials,proto3" json:"serials,omitempty"`
+	// This node's deny file (`deny.toml` in its certs dir), which binds the
+	// node before it has caught up with the replicated list.
+	FileUsers     []string `protobuf:"bytes,3,rep,name=file_users,json=fileUsers,proto3" json:"file_users,omitempty"`
+	FileSerials   []string `protobuf:"bytes,4,rep,name=file_serials,json=fileSerials,proto3" json:"file_serials,omitempty"`
+	ReadIndex     uint64   `protobuf:"varint,5,opt,name=read_index,json=readIndex,proto3" json:"read_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDeniedResponse) Reset() {
+	*x = ListDeniedResponse{}
+	mi := &file_admin_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDeniedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDeniedResponse) ProtoMessage() {}
+
+func (x *ListDeniedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDeniedResponse.ProtoReflect.Descriptor instead.
+func (*ListDeniedResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *ListDeniedResponse) GetUsers() []string {
+	if x != nil {
+		return x.Users
+	}
+	return nil
+}
+
+func (x *ListDeniedResponse) GetSerials() []string {
+	if x != nil {
+		return x.Serials
+	}
+	return nil
+}
+
+func (x *ListDeniedResponse) GetFileUsers() []string {
+	if x != nil {
+		return x.FileUsers
+	}
+	return nil
+}
+
+func (x *ListDeniedResponse) GetFileSerials() []string {
+	if x != nil {
+		return x.FileSerials
+	}
+	return nil
+}
+
+func (x *ListDeniedResponse) GetReadIndex() uint64 {
+	if x != nil {
+		return x.ReadIndex
+	}
+	return 0
+}
+
 type AuthAuditTrailResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Records       []*AuthAuditRecord     `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
@@ -2784,7 +3012,7 @@ type AuthAuditTrailResponse struct {
 
 func (x *AuthAuditTrailResponse) Reset() {
 	*x = AuthAuditTrailResponse{}
-	mi := &file_admin_proto_msgTypes[43]
+	mi := &file_admin_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2796,7 +3024,7 @@ func (x *AuthAuditTrailResponse) String() string {
 func (*AuthAuditTrailResponse) ProtoMessage() {}
 
 func (x *AuthAuditTrailResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[43]
+	mi := &file_admin_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2809,7 +3037,7 @@ func (x *AuthAuditTrailResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthAuditTrailResponse.ProtoReflect.Descriptor instead.
 func (*AuthAuditTrailResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{43}
+	return file_admin_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *AuthAuditTrailResponse) GetRecords() []*AuthAuditRecord {
@@ -3001,12 +3229,13 @@ const file_admin_proto_rawDesc = "" +
 	"\aclients\x18\x04 \x01(\x04R\aclients\x12\x16\n" +
 	"\x06values\x18\x05 \x01(\x04R\x06values\x12\x1f\n" +
 	"\vvalue_bytes\x18\x06 \x01(\x04R\n" +
-	"valueBytes\"\x93\x01\n" +
+	"valueBytes\"\xab\x01\n" +
 	"\bUserInfo\x12\x1c\n" +
 	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x14\n" +
 	"\x05roles\x18\x02 \x03(\tR\x05roles\x12&\n" +
 	"\x05quota\x18\x03 \x01(\v2\x10.warden.v1.QuotaR\x05quota\x12+\n" +
-	"\x05usage\x18\x04 \x01(\v2\x15.warden.v1.QuotaUsageR\x05usage\"]\n" +
+	"\x05usage\x18\x04 \x01(\v2\x15.warden.v1.QuotaUsageR\x05usage\x12\x16\n" +
+	"\x06denied\x18\x05 \x01(\bR\x06denied\"]\n" +
 	"\x11ListUsersResponse\x12)\n" +
 	"\x05users\x18\x01 \x03(\v2\x13.warden.v1.UserInfoR\x05users\x12\x1d\n" +
 	"\n" +
@@ -3016,7 +3245,7 @@ const file_admin_proto_rawDesc = "" +
 	"\x06limits\x18\x01 \x01(\v2\x18.warden.v1.ClusterLimitsR\x06limits\x12\x1d\n" +
 	"\n" +
 	"read_index\x18\x02 \x01(\x04R\treadIndex\"\x17\n" +
-	"\x15AuthAuditTrailRequest\"\xc4\x02\n" +
+	"\x15AuthAuditTrailRequest\"\xdc\x02\n" +
 	"\x0fAuthAuditRecord\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x1c\n" +
 	"\tprincipal\x18\x02 \x01(\tR\tprincipal\x12\x0e\n" +
@@ -3031,7 +3260,22 @@ const file_admin_proto_rawDesc = "" +
 	"\x06limits\x18\t \x01(\v2\x18.warden.v1.ClusterLimitsR\x06limits\x12\x1c\n" +
 	"\n" +
 	"at_unix_ms\x18\n" +
-	" \x01(\x04R\batUnixMs\"m\n" +
+	" \x01(\x04R\batUnixMs\x12\x16\n" +
+	"\x06serial\x18\v \x01(\tR\x06serial\"y\n" +
+	"\vDenyRequest\x120\n" +
+	"\x06header\x18\x01 \x01(\v2\x18.warden.v1.RequestHeaderR\x06header\x12\x14\n" +
+	"\x04user\x18\x02 \x01(\tH\x00R\x04user\x12\x18\n" +
+	"\x06serial\x18\x03 \x01(\tH\x00R\x06serialB\b\n" +
+	"\x06target\"\x13\n" +
+	"\x11ListDeniedRequest\"\xa5\x01\n" +
+	"\x12ListDeniedResponse\x12\x14\n" +
+	"\x05users\x18\x01 \x03(\tR\x05users\x12\x18\n" +
+	"\aserials\x18\x02 \x03(\tR\aserials\x12\x1d\n" +
+	"\n" +
+	"file_users\x18\x03 \x03(\tR\tfileUsers\x12!\n" +
+	"\ffile_serials\x18\x04 \x03(\tR\vfileSerials\x12\x1d\n" +
+	"\n" +
+	"read_index\x18\x05 \x01(\x04R\treadIndex\"m\n" +
 	"\x16AuthAuditTrailResponse\x124\n" +
 	"\arecords\x18\x01 \x03(\v2\x1a.warden.v1.AuthAuditRecordR\arecords\x12\x1d\n" +
 	"\n" +
@@ -3041,7 +3285,7 @@ const file_admin_proto_rawDesc = "" +
 	"\x16PERMISSION_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fPERMISSION_READ\x10\x01\x12\x13\n" +
 	"\x0fPERMISSION_LOCK\x10\x02\x12\x14\n" +
-	"\x10PERMISSION_ADMIN\x10\x032\xf7\v\n" +
+	"\x10PERMISSION_ADMIN\x10\x032\xc2\r\n" +
 	"\x05Admin\x127\n" +
 	"\x04List\x12\x16.warden.v1.ListRequest\x1a\x17.warden.v1.ListResponse\x12C\n" +
 	"\bTopLocks\x12\x1a.warden.v1.TopLocksRequest\x1a\x1b.warden.v1.TopLocksResponse\x12O\n" +
@@ -3066,7 +3310,11 @@ const file_admin_proto_rawDesc = "" +
 	"\tListRoles\x12\x1b.warden.v1.ListRolesRequest\x1a\x1c.warden.v1.ListRolesResponse\x12F\n" +
 	"\tListUsers\x12\x1b.warden.v1.ListUsersRequest\x1a\x1c.warden.v1.ListUsersResponse\x12F\n" +
 	"\tGetLimits\x12\x1b.warden.v1.GetLimitsRequest\x1a\x1c.warden.v1.GetLimitsResponse\x12U\n" +
-	"\x0eAuthAuditTrail\x12 .warden.v1.AuthAuditTrailRequest\x1a!.warden.v1.AuthAuditTrailResponseb\x06proto3"
+	"\x0eAuthAuditTrail\x12 .warden.v1.AuthAuditTrailRequest\x1a!.warden.v1.AuthAuditTrailResponse\x12=\n" +
+	"\x04Deny\x12\x16.warden.v1.DenyRequest\x1a\x1d.warden.v1.AuthChangeResponse\x12?\n" +
+	"\x06Undeny\x12\x16.warden.v1.DenyRequest\x1a\x1d.warden.v1.AuthChangeResponse\x12I\n" +
+	"\n" +
+	"ListDenied\x12\x1c.warden.v1.ListDeniedRequest\x1a\x1d.warden.v1.ListDeniedResponseb\x06proto3"
 
 var (
 	file_admin_proto_rawDescOnce sync.Once
@@ -3081,7 +3329,7 @@ func file_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_admin_proto_goTypes = []any{
 	(Permission)(0),                 // 0: warden.v1.Permission
 	(*ListRequest)(nil),             // 1: warden.v1.ListRequest
@@ -3127,30 +3375,33 @@ var file_admin_proto_goTypes = []any{
 	(*GetLimitsResponse)(nil),       // 41: warden.v1.GetLimitsResponse
 	(*AuthAuditTrailRequest)(nil),   // 42: warden.v1.AuthAuditTrailRequest
 	(*AuthAuditRecord)(nil),         // 43: warden.v1.AuthAuditRecord
-	(*AuthAuditTrailResponse)(nil),  // 44: warden.v1.AuthAuditTrailResponse
-	(LockMode)(0),                   // 45: warden.v1.LockMode
-	(*RequestHeader)(nil),           // 46: warden.v1.RequestHeader
+	(*DenyRequest)(nil),             // 44: warden.v1.DenyRequest
+	(*ListDeniedRequest)(nil),       // 45: warden.v1.ListDeniedRequest
+	(*ListDeniedResponse)(nil),      // 46: warden.v1.ListDeniedResponse
+	(*AuthAuditTrailResponse)(nil),  // 47: warden.v1.AuthAuditTrailResponse
+	(LockMode)(0),                   // 48: warden.v1.LockMode
+	(*RequestHeader)(nil),           // 49: warden.v1.RequestHeader
 }
 var file_admin_proto_depIdxs = []int32{
-	45, // 0: warden.v1.ListHolder.mode:type_name -> warden.v1.LockMode
+	48, // 0: warden.v1.ListHolder.mode:type_name -> warden.v1.LockMode
 	2,  // 1: warden.v1.ListedLock.holder:type_name -> warden.v1.ListHolder
 	3,  // 2: warden.v1.ListedLock.waiters:type_name -> warden.v1.ListWaiter
 	2,  // 3: warden.v1.ListedLock.holders:type_name -> warden.v1.ListHolder
 	4,  // 4: warden.v1.ListResponse.locks:type_name -> warden.v1.ListedLock
 	7,  // 5: warden.v1.TopLocksResponse.locks:type_name -> warden.v1.HotLock
-	46, // 6: warden.v1.ForceReleaseRequest.header:type_name -> warden.v1.RequestHeader
+	49, // 6: warden.v1.ForceReleaseRequest.header:type_name -> warden.v1.RequestHeader
 	12, // 7: warden.v1.AuditTrailResponse.records:type_name -> warden.v1.AuditRecord
 	20, // 8: warden.v1.SaveSnapshotChunk.head:type_name -> warden.v1.SaveSnapshotHead
 	22, // 9: warden.v1.ClusterLimits.default_quota:type_name -> warden.v1.Quota
-	46, // 10: warden.v1.GrantPermissionRequest.header:type_name -> warden.v1.RequestHeader
+	49, // 10: warden.v1.GrantPermissionRequest.header:type_name -> warden.v1.RequestHeader
 	0,  // 11: warden.v1.GrantPermissionRequest.permission:type_name -> warden.v1.Permission
-	46, // 12: warden.v1.RevokePermissionRequest.header:type_name -> warden.v1.RequestHeader
-	46, // 13: warden.v1.DeleteRoleRequest.header:type_name -> warden.v1.RequestHeader
-	46, // 14: warden.v1.GrantRoleRequest.header:type_name -> warden.v1.RequestHeader
-	46, // 15: warden.v1.RevokeRoleRequest.header:type_name -> warden.v1.RequestHeader
-	46, // 16: warden.v1.SetRoleQuotaRequest.header:type_name -> warden.v1.RequestHeader
+	49, // 12: warden.v1.RevokePermissionRequest.header:type_name -> warden.v1.RequestHeader
+	49, // 13: warden.v1.DeleteRoleRequest.header:type_name -> warden.v1.RequestHeader
+	49, // 14: warden.v1.GrantRoleRequest.header:type_name -> warden.v1.RequestHeader
+	49, // 15: warden.v1.RevokeRoleRequest.header:type_name -> warden.v1.RequestHeader
+	49, // 16: warden.v1.SetRoleQuotaRequest.header:type_name -> warden.v1.RequestHeader
 	22, // 17: warden.v1.SetRoleQuotaRequest.quota:type_name -> warden.v1.Quota
-	46, // 18: warden.v1.SetLimitsRequest.header:type_name -> warden.v1.RequestHeader
+	49, // 18: warden.v1.SetLimitsRequest.header:type_name -> warden.v1.RequestHeader
 	23, // 19: warden.v1.SetLimitsRequest.limits:type_name -> warden.v1.ClusterLimits
 	0,  // 20: warden.v1.RoleGrant.permission:type_name -> warden.v1.Permission
 	33, // 21: warden.v1.RoleInfo.grants:type_name -> warden.v1.RoleGrant
@@ -3163,52 +3414,59 @@ var file_admin_proto_depIdxs = []int32{
 	0,  // 28: warden.v1.AuthAuditRecord.permission:type_name -> warden.v1.Permission
 	22, // 29: warden.v1.AuthAuditRecord.quota:type_name -> warden.v1.Quota
 	23, // 30: warden.v1.AuthAuditRecord.limits:type_name -> warden.v1.ClusterLimits
-	43, // 31: warden.v1.AuthAuditTrailResponse.records:type_name -> warden.v1.AuthAuditRecord
-	1,  // 32: warden.v1.Admin.List:input_type -> warden.v1.ListRequest
-	6,  // 33: warden.v1.Admin.TopLocks:input_type -> warden.v1.TopLocksRequest
-	9,  // 34: warden.v1.Admin.ForceRelease:input_type -> warden.v1.ForceReleaseRequest
-	11, // 35: warden.v1.Admin.AuditTrail:input_type -> warden.v1.AuditTrailRequest
-	14, // 36: warden.v1.Admin.AddNode:input_type -> warden.v1.AddNodeRequest
-	15, // 37: warden.v1.Admin.RemoveNode:input_type -> warden.v1.RemoveNodeRequest
-	16, // 38: warden.v1.Admin.ReplaceNode:input_type -> warden.v1.ReplaceNodeRequest
-	18, // 39: warden.v1.Admin.SaveSnapshot:input_type -> warden.v1.SaveSnapshotRequest
-	18, // 40: warden.v1.Admin.SaveSnapshotStream:input_type -> warden.v1.SaveSnapshotRequest
-	24, // 41: warden.v1.Admin.GrantPermission:input_type -> warden.v1.GrantPermissionRequest
-	25, // 42: warden.v1.Admin.RevokePermission:input_type -> warden.v1.RevokePermissionRequest
-	26, // 43: warden.v1.Admin.DeleteRole:input_type -> warden.v1.DeleteRoleRequest
-	27, // 44: warden.v1.Admin.GrantRole:input_type -> warden.v1.GrantRoleRequest
-	28, // 45: warden.v1.Admin.RevokeRole:input_type -> warden.v1.RevokeRoleRequest
-	29, // 46: warden.v1.Admin.SetRoleQuota:input_type -> warden.v1.SetRoleQuotaRequest
-	30, // 47: warden.v1.Admin.SetLimits:input_type -> warden.v1.SetLimitsRequest
-	32, // 48: warden.v1.Admin.ListRoles:input_type -> warden.v1.ListRolesRequest
-	36, // 49: warden.v1.Admin.ListUsers:input_type -> warden.v1.ListUsersRequest
-	40, // 50: warden.v1.Admin.GetLimits:input_type -> warden.v1.GetLimitsRequest
-	42, // 51: warden.v1.Admin.AuthAuditTrail:input_type -> warden.v1.AuthAuditTrailRequest
-	5,  // 52: warden.v1.Admin.List:output_type -> warden.v1.ListResponse
-	8,  // 53: warden.v1.Admin.TopLocks:output_type -> warden.v1.TopLocksResponse
-	10, // 54: warden.v1.Admin.ForceRelease:output_type -> warden.v1.ForceReleaseResponse
-	13, // 55: warden.v1.Admin.AuditTrail:output_type -> warden.v1.AuditTrailResponse
-	17, // 56: warden.v1.Admin.AddNode:output_type -> warden.v1.MembershipResponse
-	17, // 57: warden.v1.Admin.RemoveNode:output_type -> warden.v1.MembershipResponse
-	17, // 58: warden.v1.Admin.ReplaceNode:output_type -> warden.v1.MembershipResponse
-	19, // 59: warden.v1.Admin.SaveSnapshot:output_type -> warden.v1.SaveSnapshotResponse
-	21, // 60: warden.v1.Admin.SaveSnapshotStream:output_type -> warden.v1.SaveSnapshotChunk
-	31, // 61: warden.v1.Admin.GrantPermission:output_type -> warden.v1.AuthChangeResponse
-	31, // 62: warden.v1.Admin.RevokePermission:output_type -> warden.v1.AuthChangeResponse
-	31, // 63: warden.v1.Admin.DeleteRole:output_type -> warden.v1.AuthChangeResponse
-	31, // 64: warden.v1.Admin.GrantRole:output_type -> warden.v1.AuthChangeResponse
-	31, // 65: warden.v1.Admin.RevokeRole:output_type -> warden.v1.AuthChangeResponse
-	31, // 66: warden.v1.Admin.SetRoleQuota:output_type -> warden.v1.AuthChangeResponse
-	31, // 67: warden.v1.Admin.SetLimits:output_type -> warden.v1.AuthChangeResponse
-	35, // 68: warden.v1.Admin.ListRoles:output_type -> warden.v1.ListRolesResponse
-	39, // 69: warden.v1.Admin.ListUsers:output_type -> warden.v1.ListUsersResponse
-	41, // 70: warden.v1.Admin.GetLimits:output_type -> warden.v1.GetLimitsResponse
-	44, // 71: warden.v1.Admin.AuthAuditTrail:output_type -> warden.v1.AuthAuditTrailResponse
-	52, // [52:72] is the sub-list for method output_type
-	32, // [32:52] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	49, // 31: warden.v1.DenyRequest.header:type_name -> warden.v1.RequestHeader
+	43, // 32: warden.v1.AuthAuditTrailResponse.records:type_name -> warden.v1.AuthAuditRecord
+	1,  // 33: warden.v1.Admin.List:input_type -> warden.v1.ListRequest
+	6,  // 34: warden.v1.Admin.TopLocks:input_type -> warden.v1.TopLocksRequest
+	9,  // 35: warden.v1.Admin.ForceRelease:input_type -> warden.v1.ForceReleaseRequest
+	11, // 36: warden.v1.Admin.AuditTrail:input_type -> warden.v1.AuditTrailRequest
+	14, // 37: warden.v1.Admin.AddNode:input_type -> warden.v1.AddNodeRequest
+	15, // 38: warden.v1.Admin.RemoveNode:input_type -> warden.v1.RemoveNodeRequest
+	16, // 39: warden.v1.Admin.ReplaceNode:input_type -> warden.v1.ReplaceNodeRequest
+	18, // 40: warden.v1.Admin.SaveSnapshot:input_type -> warden.v1.SaveSnapshotRequest
+	18, // 41: warden.v1.Admin.SaveSnapshotStream:input_type -> warden.v1.SaveSnapshotRequest
+	24, // 42: warden.v1.Admin.GrantPermission:input_type -> warden.v1.GrantPermissionRequest
+	25, // 43: warden.v1.Admin.RevokePermission:input_type -> warden.v1.RevokePermissionRequest
+	26, // 44: warden.v1.Admin.DeleteRole:input_type -> warden.v1.DeleteRoleRequest
+	27, // 45: warden.v1.Admin.GrantRole:input_type -> warden.v1.GrantRoleRequest
+	28, // 46: warden.v1.Admin.RevokeRole:input_type -> warden.v1.RevokeRoleRequest
+	29, // 47: warden.v1.Admin.SetRoleQuota:input_type -> warden.v1.SetRoleQuotaRequest
+	30, // 48: warden.v1.Admin.SetLimits:input_type -> warden.v1.SetLimitsRequest
+	32, // 49: warden.v1.Admin.ListRoles:input_type -> warden.v1.ListRolesRequest
+	36, // 50: warden.v1.Admin.ListUsers:input_type -> warden.v1.ListUsersRequest
+	40, // 51: warden.v1.Admin.GetLimits:input_type -> warden.v1.GetLimitsRequest
+	42, // 52: warden.v1.Admin.AuthAuditTrail:input_type -> warden.v1.AuthAuditTrailRequest
+	44, // 53: warden.v1.Admin.Deny:input_type -> warden.v1.DenyRequest
+	44, // 54: warden.v1.Admin.Undeny:input_type -> warden.v1.DenyRequest
+	45, // 55: warden.v1.Admin.ListDenied:input_type -> warden.v1.ListDeniedRequest
+	5,  // 56: warden.v1.Admin.List:output_type -> warden.v1.ListResponse
+	8,  // 57: warden.v1.Admin.TopLocks:output_type -> warden.v1.TopLocksResponse
+	10, // 58: warden.v1.Admin.ForceRelease:output_type -> warden.v1.ForceReleaseResponse
+	13, // 59: warden.v1.Admin.AuditTrail:output_type -> warden.v1.AuditTrailResponse
+	17, // 60: warden.v1.Admin.AddNode:output_type -> warden.v1.MembershipResponse
+	17, // 61: warden.v1.Admin.RemoveNode:output_type -> warden.v1.MembershipResponse
+	17, // 62: warden.v1.Admin.ReplaceNode:output_type -> warden.v1.MembershipResponse
+	19, // 63: warden.v1.Admin.SaveSnapshot:output_type -> warden.v1.SaveSnapshotResponse
+	21, // 64: warden.v1.Admin.SaveSnapshotStream:output_type -> warden.v1.SaveSnapshotChunk
+	31, // 65: warden.v1.Admin.GrantPermission:output_type -> warden.v1.AuthChangeResponse
+	31, // 66: warden.v1.Admin.RevokePermission:output_type -> warden.v1.AuthChangeResponse
+	31, // 67: warden.v1.Admin.DeleteRole:output_type -> warden.v1.AuthChangeResponse
+	31, // 68: warden.v1.Admin.GrantRole:output_type -> warden.v1.AuthChangeResponse
+	31, // 69: warden.v1.Admin.RevokeRole:output_type -> warden.v1.AuthChangeResponse
+	31, // 70: warden.v1.Admin.SetRoleQuota:output_type -> warden.v1.AuthChangeResponse
+	31, // 71: warden.v1.Admin.SetLimits:output_type -> warden.v1.AuthChangeResponse
+	35, // 72: warden.v1.Admin.ListRoles:output_type -> warden.v1.ListRolesResponse
+	39, // 73: warden.v1.Admin.ListUsers:output_type -> warden.v1.ListUsersResponse
+	41, // 74: warden.v1.Admin.GetLimits:output_type -> warden.v1.GetLimitsResponse
+	47, // 75: warden.v1.Admin.AuthAuditTrail:output_type -> warden.v1.AuthAuditTrailResponse
+	31, // 76: warden.v1.Admin.Deny:output_type -> warden.v1.AuthChangeResponse
+	31, // 77: warden.v1.Admin.Undeny:output_type -> warden.v1.AuthChangeResponse
+	46, // 78: warden.v1.Admin.ListDenied:output_type -> warden.v1.ListDeniedResponse
+	56, // [56:79] is the sub-list for method output_type
+	33, // [33:56] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -3219,13 +3477,17 @@ func file_admin_proto_init() {
 	file_warden_proto_init()
 	file_admin_proto_msgTypes[1].OneofWrappers = []any{}
 	file_admin_proto_msgTypes[6].OneofWrappers = []any{}
+	file_admin_proto_msgTypes[43].OneofWrappers = []any{
+		(*DenyRequest_User)(nil),
+		(*DenyRequest_Serial)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   44,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

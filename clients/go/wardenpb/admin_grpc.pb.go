@@ -42,6 +42,9 @@ const (
 	Admin_ListUsers_FullMethodName          = "/warden.v1.Admin/ListUsers"
 	Admin_GetLimits_FullMethodName          = "/warden.v1.Admin/GetLimits"
 	Admin_AuthAuditTrail_FullMethodName     = "/warden.v1.Admin/AuthAuditTrail"
+	Admin_Deny_FullMethodName               = "/warden.v1.Admin/Deny"
+	Admin_Undeny_FullMethodName             = "/warden.v1.Admin/Undeny"
+	Admin_ListDenied_FullMethodName         = "/warden.v1.Admin/ListDenied"
 )
 
 // AdminClient is the client API for Admin service.
@@ -151,6 +154,24 @@ type AdminClient interface {
 	// The replicated trail of auth changes (the last 1,000), oldest first.
 	// Needs admin on "".
 	AuthAuditTrail(ctx context.Context, in *AuthAuditTrailRequest, opts ...grpc.CallOption) (*AuthAuditTrailResponse, error)
+	// Puts a principal (`user`) or a certificate serial on the replicated
+	// deny list (docs/security.md "A key was stolen"): on every node its
+	// handshakes fail and its open connections are closed once the change
+	// applies there; a denied principal's commands are refused and its
+	// queued waits end. Needs admin on "". `root` cannot be denied
+	// (InvalidArgument, field `user`: deny its certificate's serial). A
+	// serial is hex as `warden cert list` prints it (colons, case and
+	// leading zeros are ignored; InvalidArgument, field `serial`, for
+	// anything else or more than 20 bytes). At most 10,000 entries
+	// (ResourceExhausted). Denying again: no change.
+	Deny(ctx context.Context, in *DenyRequest, opts ...grpc.CallOption) (*AuthChangeResponse, error)
+	// Takes an entry off the replicated deny list (NotFound, field `user` or
+	// `serial`, when it is not on it). Needs admin on "". An entry of a
+	// node's deny file stays until the file changes.
+	Undeny(ctx context.Context, in *DenyRequest, opts ...grpc.CallOption) (*AuthChangeResponse, error)
+	// The deny list: the replicated entries, and this node's deny file's.
+	// Needs admin on "".
+	ListDenied(ctx context.Context, in *ListDeniedRequest, opts ...grpc.CallOption) (*ListDeniedResponse, error)
 }
 
 type adminClient struct {
@@ -370,6 +391,36 @@ func (c *adminClient) AuthAuditTrail(ctx context.Context, in *AuthAuditTrailRequ
 	return out, nil
 }
 
+func (c *adminClient) Deny(ctx context.Context, in *DenyRequest, opts ...grpc.CallOption) (*AuthChangeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AuthChangeResponse)
+	err := c.cc.Invoke(ctx, Admin_Deny_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) Undeny(ctx context.Context, in *DenyRequest, opts ...grpc.CallOption) (*AuthChangeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AuthChangeResponse)
+	err := c.cc.Invoke(ctx, Admin_Undeny_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) ListDenied(ctx context.Context, in *ListDeniedRequest, opts ...grpc.CallOption) (*ListDeniedResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListDeniedResponse)
+	err := c.cc.Invoke(ctx, Admin_ListDenied_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -477,6 +528,24 @@ type AdminServer interface {
 	// The replicated trail of auth changes (the last 1,000), oldest first.
 	// Needs admin on "".
 	AuthAuditTrail(context.Context, *AuthAuditTrailRequest) (*AuthAuditTrailResponse, error)
+	// Puts a principal (`user`) or a certificate serial on the replicated
+	// deny list (docs/security.md "A key was stolen"): on every node its
+	// handshakes fail and its open connections are closed once the change
+	// applies there; a denied principal's commands are refused and its
+	// queued waits end. Needs admin on "". `root` cannot be denied
+	// (InvalidArgument, field `user`: deny its certificate's serial). A
+	// serial is hex as `warden cert list` prints it (colons, case and
+	// leading zeros are ignored; InvalidArgument, field `serial`, for
+	// anything else or more than 20 bytes). At most 10,000 entries
+	// (ResourceExhausted). Denying again: no change.
+	Deny(context.Context, *DenyRequest) (*AuthChangeResponse, error)
+	// Takes an entry off the replicated deny list (NotFound, field `user` or
+	// `serial`, when it is not on it). Needs admin on "". An entry of a
+	// node's deny file stays until the file changes.
+	Undeny(context.Context, *DenyRequest) (*AuthChangeResponse, error)
+	// The deny list: the replicated entries, and this node's deny file's.
+	// Needs admin on "".
+	ListDenied(context.Context, *ListDeniedRequest) (*ListDeniedResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -546,6 +615,15 @@ func (UnimplementedAdminServer) GetLimits(context.Context, *GetLimitsRequest) (*
 }
 func (UnimplementedAdminServer) AuthAuditTrail(context.Context, *AuthAuditTrailRequest) (*AuthAuditTrailResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AuthAuditTrail not implemented")
+}
+func (UnimplementedAdminServer) Deny(context.Context, *DenyRequest) (*AuthChangeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Deny not implemented")
+}
+func (UnimplementedAdminServer) Undeny(context.Context, *DenyRequest) (*AuthChangeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Undeny not implemented")
+}
+func (UnimplementedAdminServer) ListDenied(context.Context, *ListDeniedRequest) (*ListDeniedResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListDenied not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -921,6 +999,60 @@ func _Admin_AuthAuditTrail_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_Deny_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DenyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).Deny(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_Deny_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).Deny(ctx, req.(*DenyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_Undeny_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DenyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).Undeny(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_Undeny_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).Undeny(ctx, req.(*DenyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_ListDenied_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListDeniedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).ListDenied(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_ListDenied_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).ListDenied(ctx, req.(*ListDeniedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1003,6 +1135,18 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AuthAuditTrail",
 			Handler:    _Admin_AuthAuditTrail_Handler,
+		},
+		{
+			MethodName: "Deny",
+			Handler:    _Admin_Deny_Handler,
+		},
+		{
+			MethodName: "Undeny",
+			Handler:    _Admin_Undeny_Handler,
+		},
+		{
+			MethodName: "ListDenied",
+			Handler:    _Admin_ListDenied_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

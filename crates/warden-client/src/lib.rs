@@ -165,10 +165,10 @@ mod watch;
 
 pub use admin::{
     Admin, AuditRecord, AuditTrail, AuthAuditRecord, AuthAuditTrail, AuthChange, ClusterLimits,
-    ForceReleased, HotLock, Limits, ListedHolder, ListedLock, ListedWaiter, Listing, Membership,
-    Permission, Quota, QuotaUsage, RoleGrant, RoleInfo, Roles, SavedSnapshot, TopLocks, UserInfo,
-    Users, ADMIN_ATTEMPT_TIMEOUT, MEMBERSHIP_ATTEMPT_TIMEOUT, MEMBERSHIP_DEADLINE,
-    SNAPSHOT_MESSAGE_TIMEOUT,
+    DenyList, DenyTarget, ForceReleased, HotLock, Limits, ListedHolder, ListedLock, ListedWaiter,
+    Listing, Membership, Permission, Quota, QuotaUsage, RoleGrant, RoleInfo, Roles, SavedSnapshot,
+    TopLocks, UserInfo, Users, ADMIN_ATTEMPT_TIMEOUT, MEMBERSHIP_ATTEMPT_TIMEOUT,
+    MEMBERSHIP_DEADLINE, SNAPSHOT_MESSAGE_TIMEOUT,
 };
 pub use client::Client;
 pub use election::{election_key, Election, LeaderInfo, Leadership, Observer, ELECTION_PREFIX};

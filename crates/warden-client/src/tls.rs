@@ -41,7 +41,8 @@ fn file_at_fault(e: &LoadError) -> Option<PathBuf> {
         | LoadError::NoNodeId { file }
         | LoadError::ClientHasNodeUri { file }
         | LoadError::BadIdentity { file, .. }
-        | LoadError::WrongNode { file, .. } => file,
+        | LoadError::WrongNode { file, .. }
+        | LoadError::DenyFile { file, .. } => file,
         LoadError::KeyMismatch { key, .. } => key,
         LoadError::Config { dir, .. } => dir,
         LoadError::BadUser(_) => return None,

@@ -1344,6 +1344,36 @@ impl v1::admin_server::Admin for FakeAdmin {
         Ok(Response::new(v1::AuthChangeResponse {}))
     }
 
+    async fn deny(
+        &self,
+        request: Request<v1::DenyRequest>,
+    ) -> Result<Response<v1::AuthChangeResponse>, Status> {
+        self.arrive("deny", request.get_ref().header.as_ref())?;
+        Ok(Response::new(v1::AuthChangeResponse {}))
+    }
+
+    async fn undeny(
+        &self,
+        request: Request<v1::DenyRequest>,
+    ) -> Result<Response<v1::AuthChangeResponse>, Status> {
+        self.arrive("undeny", request.get_ref().header.as_ref())?;
+        Ok(Response::new(v1::AuthChangeResponse {}))
+    }
+
+    async fn list_denied(
+        &self,
+        _request: Request<v1::ListDeniedRequest>,
+    ) -> Result<Response<v1::ListDeniedResponse>, Status> {
+        self.arrive("list_denied", None)?;
+        Ok(Response::new(v1::ListDeniedResponse {
+            users: vec!["mallory".into()],
+            serials: vec!["1f".into()],
+            file_users: vec![],
+            file_serials: vec!["2a".into()],
+            read_index: 23,
+        }))
+    }
+
     async fn set_role_quota(
         &self,
         request: Request<v1::SetRoleQuotaRequest>,
@@ -1404,6 +1434,7 @@ impl v1::admin_server::Admin for FakeAdmin {
                     values: 4,
                     value_bytes: 5,
                 }),
+                denied: true,
             }],
             read_index: 22,
         }))
@@ -1842,6 +1873,32 @@ async fn auth_calls_carry_a_request_id_and_convert_their_answers() {
     assert_eq!(users.users[0].principal, "carol");
     assert_eq!(users.users[0].quota, None);
     assert_eq!(users.users[0].usage.clients, 3);
+    assert!(users.users[0].denied);
+    admin
+        .deny(warden_client::DenyTarget::User("mallory".into()))
+        .await
+        .unwrap();
+    admin
+        .undeny(warden_client::DenyTarget::Serial("1f".into()))
+        .await
+        .unwrap();
+    let seen = leader.seen.lock().unwrap().clone();
+    assert!(seen.contains(&("deny", client.client_id(), 4)), "{seen:?}");
+    assert!(
+        seen.contains(&("undeny", client.client_id(), 5)),
+        "{seen:?}"
+    );
+    let denied = admin.denied().await.unwrap();
+    assert_eq!(
+        denied,
+        warden_client::DenyList {
+            users: vec!["mallory".into()],
+            serials: vec!["1f".into()],
+            file_users: vec![],
+            file_serials: vec!["2a".into()],
+            read_index: 23,
+        }
+    );
     assert_eq!(
         (
             users.users[0].usage.values,

@@ -72,6 +72,11 @@ pub const MAX_GRANTS_PER_ROLE: usize = 100;
 pub const MAX_USERS: usize = 1_000;
 /// Roles held by one principal.
 pub const MAX_ROLES_PER_USER: usize = 32;
+/// Entries on the replicated deny list (principals and serials together).
+pub const MAX_DENIED: usize = 10_000;
+/// Hex digits of a certificate serial on the deny list (RFC 5280 section
+/// 4.1.2.2: at most 20 bytes).
+pub const MAX_SERIAL_HEX_DIGITS: usize = 40;
 /// Auth changes kept in the replicated auth audit trail (oldest dropped first).
 pub const MAX_AUTH_AUDIT_RECORDS: usize = 1_000;
 

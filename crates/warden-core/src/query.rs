@@ -428,10 +428,11 @@ impl LockTable {
         self.auth.roles()
     }
 
-    /// Every principal that holds a role or owns anything in the table (a
-    /// lease, with its locks, waits and values), and its roles (none for
-    /// one that only owns), by name (`user list`): a principal whose roles
-    /// were revoked still shows while it holds something.
+    /// Every principal that holds a role, owns anything in the table (a
+    /// lease, with its locks, waits and values) or is denied, and its roles
+    /// (none for one that only owns or is denied), by name (`user list`):
+    /// a principal whose roles were revoked still shows while it holds
+    /// something.
     pub fn users(&self) -> Vec<(&str, Vec<String>)> {
         let mut out: BTreeMap<&str, Vec<String>> = self
             .auth
@@ -440,6 +441,9 @@ impl LockTable {
             .collect();
         for owner in self.usage.keys() {
             out.entry(owner.as_str()).or_default();
+        }
+        for denied in self.auth.denied_principals() {
+            out.entry(denied.as_str()).or_default();
         }
         out.into_iter().collect()
     }

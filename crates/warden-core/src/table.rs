@@ -1156,8 +1156,9 @@ impl LockTable {
         })
     }
 
-    /// An auth change (admin, checked before): applied to the auth table and
-    /// kept in the bounded auth audit trail.
+    /// An auth change (admin, checked before): applied to the auth table,
+    /// kept in the bounded auth audit trail, and the waits it no longer
+    /// permits ended ([`crate::auth`], "Auth changes").
     fn auth_change(
         &mut self,
         index: LogIndex,
@@ -1165,6 +1166,7 @@ impl LockTable {
         c: &AuthChange,
         fx: &mut Vec<Effect>,
     ) -> Result<Response, CommandError> {
+        let narrowed = self.auth.narrowed_by(&c.op);
         self.auth.apply(&c.op)?;
         if self.auth_audit.len() >= MAX_AUTH_AUDIT_RECORDS {
             self.auth_audit.pop_front();
@@ -1176,6 +1178,7 @@ impl LockTable {
             at_unix_ms: c.at_unix_ms,
         });
         fx.push(Effect::AuthChanged { index });
+        self.end_unpermitted_waits(index, &narrowed, fx);
         Ok(Response::AuthChanged)
     }
 

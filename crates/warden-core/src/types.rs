@@ -912,6 +912,25 @@ pub enum AuthOp {
     },
     /// Sets the cluster-wide limits and the default per-principal quota.
     SetLimits(ClusterLimits),
+    /// Puts a principal or a certificate serial on the deny list: its
+    /// handshakes fail, its open connections are closed, a denied
+    /// principal's commands are refused and its waits end (see
+    /// [`crate::auth`], "The deny list"). Already denied: no change.
+    Deny(DenyTarget),
+    /// Takes a principal or serial off the deny list (NotFound if absent).
+    Undeny(DenyTarget),
+}
+
+/// What the deny list holds (docs/security.md "A key was stolen").
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DenyTarget {
+    /// Every certificate of this principal (not `root`: deny the serial of
+    /// root's stolen certificate instead).
+    Principal(Principal),
+    /// One certificate, by serial number: lowercase hex without separators
+    /// or leading zeros, 1..=40 digits (RFC 5280 section 4.1.2.2: at most 20
+    /// bytes), as `warden cert list` prints it.
+    Serial(String),
 }
 
 /// One applied auth change, as the replicated auth audit trail keeps it.

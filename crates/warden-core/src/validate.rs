@@ -18,14 +18,14 @@
 use crate::limits::{
     MAX_BATCH_COMMANDS, MAX_CLIENTS_CEILING, MAX_ID, MAX_LEASES_CEILING, MAX_LOCK_DELAY_MS,
     MAX_MAX_HOLD_MS, MAX_MULTI_RESOURCES, MAX_PREFIX_BYTES, MAX_PRINCIPAL_BYTES,
-    MAX_REQUESTED_BY_BYTES, MAX_RESOURCE_BYTES, MAX_SEMAPHORE_LIMIT, MAX_TTL_MS,
-    MAX_WAIT_TIMEOUT_MS, MIN_MAX_HOLD_MS, MIN_TTL_MS, QUOTA_CLIENTS_CEILING, QUOTA_LEASES_CEILING,
-    QUOTA_LOCKS_CEILING, QUOTA_VALUES_CEILING, QUOTA_VALUE_BYTES_CEILING, QUOTA_WAITERS_CEILING,
-    QUOTA_WAITS_PER_RESOURCE_CEILING,
+    MAX_REQUESTED_BY_BYTES, MAX_RESOURCE_BYTES, MAX_SEMAPHORE_LIMIT, MAX_SERIAL_HEX_DIGITS,
+    MAX_TTL_MS, MAX_WAIT_TIMEOUT_MS, MIN_MAX_HOLD_MS, MIN_TTL_MS, QUOTA_CLIENTS_CEILING,
+    QUOTA_LEASES_CEILING, QUOTA_LOCKS_CEILING, QUOTA_VALUES_CEILING, QUOTA_VALUE_BYTES_CEILING,
+    QUOTA_WAITERS_CEILING, QUOTA_WAITS_PER_RESOURCE_CEILING,
 };
 use crate::types::{
-    Acquire, AuthChange, AuthOp, Authorized, ClusterLimits, Command, CommandError, ErrorCode,
-    LeaseSpec, LockKind, Mode, Principal, Quota, RequestHeader,
+    Acquire, AuthChange, AuthOp, Authorized, ClusterLimits, Command, CommandError, DenyTarget,
+    ErrorCode, LeaseSpec, LockKind, Mode, Principal, Quota, RequestHeader,
 };
 
 /// Builds a [`CommandError`] for `field`.
@@ -467,6 +467,45 @@ pub fn auth_change(c: &AuthChange) -> Result<(), CommandError> {
             q.as_ref().map_or(Ok(()), quota)
         }
         AuthOp::SetLimits(l) => limits(l),
+        AuthOp::Deny(t) | AuthOp::Undeny(t) => deny_target(t),
+    }
+}
+
+/// A deny-list entry: a principal other than `root` (field `user`), or a
+/// serial in its canonical form (field `serial`: 1..=40 lowercase hex
+/// digits, no leading zero but in `0`).
+///
+/// # Errors
+/// `InvalidArgument` naming the field and the rule.
+pub fn deny_target(t: &DenyTarget) -> Result<(), CommandError> {
+    match t {
+        DenyTarget::Principal(p) => {
+            name_in(p.as_str(), "user")?;
+            if p.as_str() == crate::auth::ROOT {
+                return Err(invalid(
+                    "user",
+                    "root cannot be denied (it is the only principal nothing can lock out); deny the serial of its stolen certificate instead",
+                ));
+            }
+            Ok(())
+        }
+        DenyTarget::Serial(s) => {
+            let canonical = !s.is_empty()
+                && s.len() <= MAX_SERIAL_HEX_DIGITS
+                && s.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+                && (s == "0" || !s.starts_with('0'));
+            if canonical {
+                Ok(())
+            } else {
+                Err(invalid(
+                    "serial",
+                    format!(
+                        "a certificate serial is 1..={MAX_SERIAL_HEX_DIGITS} lowercase hex digits without separators or leading zeros, got {s:?}"
+                    ),
+                ))
+            }
+        }
     }
 }
 

@@ -748,6 +748,7 @@ where
         formats: formats.clone(),
         connector: injected.peer_connector.clone(),
         renew_tx,
+        tls: tls.clone(),
     });
     node_cell.set(node.clone());
     tracing::info!(
@@ -762,6 +763,7 @@ where
         Duration::from_millis(config.timing.renew_batch_window_ms),
     ));
     let duty_task = tokio::spawn(node::duties::run(Arc::downgrade(&node)));
+    let deny_task = tokio::spawn(node::deny_sync::run(Arc::downgrade(&node)));
     let applied_format_task = tokio::spawn(raft::log_format::follow_applied_format(
         applied_log_format,
         formats.clone(),
@@ -797,6 +799,7 @@ where
     tracing::info!("shutting down");
     node.transfer_leadership().await;
     duty_task.abort();
+    deny_task.abort();
     renew_task.abort();
     membership_task.abort();
     applied_format_task.abort();

@@ -1,7 +1,8 @@
 //! `warden cert create-ca | create-node | create-client | list`: minting and
 //! listing the certificates of a certs dir (`warden_tls::mint`,
 //! `warden_tls::inspect`). Offline: no cluster is contacted. Errors are one
-//! line naming the file, exit 1.
+//! line naming the file, exit 1. `warden cert revoke | unrevoke` contact
+//! the cluster (`crate::deny_cmd`).
 
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
@@ -38,8 +39,15 @@ pub enum CertCommand {
     /// Create DIR/client.NAME.crt and DIR/client.NAME.key for principal
     /// NAME, of cluster --cluster (default: the CA's).
     CreateClient(CreateClientArgs),
-    /// List every certificate in DIR: file, kind, name, SANs, expiry.
+    /// List every certificate in DIR: file, kind, name, SANs, serial,
+    /// expiry.
     List(ListArgs),
+    /// Deny one certificate cluster-wide, by SERIAL or --cert FILE (a
+    /// stolen key): its handshakes fail and its open connections close.
+    /// Needs admin; contacts the cluster.
+    Revoke(crate::deny_cmd::RevokeCertArgs),
+    /// Take a certificate's serial off the deny list. Needs admin.
+    Unrevoke(crate::deny_cmd::RevokeCertArgs),
 }
 
 /// Flags every `warden cert` command takes.
@@ -149,12 +157,14 @@ pub fn parse_node_id(text: &str) -> Result<u64, String> {
 }
 
 /// Runs one `warden cert` command.
-pub fn run(args: CertArgs) -> Report {
+pub async fn run(args: CertArgs) -> Report {
     match args.command {
         CertCommand::CreateCa(a) => create_ca(a),
         CertCommand::CreateNode(a) => create_node(a),
         CertCommand::CreateClient(a) => create_client(a),
         CertCommand::List(a) => list(a),
+        CertCommand::Revoke(a) => crate::deny_cmd::cert(a, true).await,
+        CertCommand::Unrevoke(a) => crate::deny_cmd::cert(a, false).await,
     }
 }
 
@@ -411,7 +421,10 @@ mod tests {
             crate::cli::Cli::try_parse_from(std::iter::once("warden").chain(args.iter().copied()))
                 .unwrap();
         match cli.command {
-            crate::cli::Command::Cert(a) => run(a),
+            crate::cli::Command::Cert(a) => tokio::runtime::Builder::new_current_thread()
+                .build()
+                .expect("runtime")
+                .block_on(run(a)),
             other => panic!("not cert: {other:?}"),
         }
     }

@@ -101,7 +101,7 @@ pub enum Command {
     /// Roles: `role grant | revoke | delete | list | quota` (permissions on
     /// prefixes; needs admin).
     Role(crate::role_cmd::RoleArgs),
-    /// Principals' roles: `user grant-role | revoke-role | list` (needs admin).
+    /// Principals: `user grant-role | revoke-role | list | deny | undeny | denied` (needs admin).
     User(crate::role_cmd::UserArgs),
     /// Sessions: `lease grant | keep-alive | revoke | ttl`.
     Lease(crate::lease_cmd::LeaseArgs),

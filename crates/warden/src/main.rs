@@ -27,6 +27,7 @@ mod cli;
 mod cluster_cmd;
 mod commands;
 mod demo;
+mod deny_cmd;
 mod dev;
 mod dev_certs;
 mod elect_cmd;
@@ -232,7 +233,7 @@ async fn run(command: Command) -> u8 {
             snapshot_cmd::SnapshotCommand::Inspect(args) => print(snapshot_cmd::inspect(&args)),
         },
         Command::Lease(args) => print(lease_cmd::run(args).await),
-        Command::Cert(args) => print(cert_cmd::run(args)),
+        Command::Cert(args) => print(cert_cmd::run(args).await),
         Command::Version(args) => print(version_cmd::version(&args)),
         Command::Completion(args) => print(version_cmd::completion(&args)),
         Command::Watch(args) => print(watch_cmd::run(args).await),

@@ -16,7 +16,8 @@ use std::time::{Duration, UNIX_EPOCH};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{json, Value};
 use warden_client::{
-    AuthAuditRecord, AuthChange, ClientError, ClusterLimits, Permission, Quota, RoleInfo, UserInfo,
+    AuthAuditRecord, AuthChange, ClientError, ClusterLimits, DenyTarget, Permission, Quota,
+    RoleInfo, UserInfo,
 };
 
 use crate::admin_cmd::admin;
@@ -163,8 +164,17 @@ pub enum UserCommand {
     GrantRole(UserRoleArgs),
     /// Take ROLE from PRINCIPAL.
     RevokeRole(UserRoleArgs),
-    /// Every principal that holds a role: roles, quota, usage.
+    /// Every principal that holds a role, owns something or is denied:
+    /// roles, quota, usage.
     List(ListArgs),
+    /// Deny every certificate of PRINCIPAL: handshakes fail, open
+    /// connections close, its commands are refused, its waits end.
+    Deny(crate::deny_cmd::DenyUserArgs),
+    /// Take PRINCIPAL off the deny list.
+    Undeny(crate::deny_cmd::DenyUserArgs),
+    /// The deny list: denied principals and serials, and the serving
+    /// node's deny file.
+    Denied(crate::deny_cmd::DeniedArgs),
 }
 
 /// `warden user grant-role | revoke-role`.
@@ -373,6 +383,7 @@ pub fn users_json(users: &[UserInfo]) -> Value {
                     "user": u.principal,
                     "roles": u.roles,
                     "quota": u.quota.as_ref().map(quota_json),
+                    "denied": u.denied,
                     "usage": {
                         "leases": u.usage.leases,
                         "locks": u.usage.locks,
@@ -398,8 +409,9 @@ fn users_text(users: &[UserInfo]) -> String {
                 format!("quota {}", quota_text(q))
             });
             format!(
-                "{}: roles {}; {quota}; holds {} leases, {} locks, {} waiters, {} clients",
+                "{}{}: roles {}; {quota}; holds {} leases, {} locks, {} waiters, {} clients",
                 u.principal,
+                if u.denied { " (denied)" } else { "" },
                 u.roles.join(", "),
                 u.usage.leases,
                 u.usage.locks,
@@ -435,6 +447,10 @@ pub fn auth_record_json(r: &AuthAuditRecord) -> Value {
             json!({"role": role, "quota": quota.as_ref().map(quota_json)})
         }
         AuthChange::SetLimits(l) => json!({"limits": limits_json(l)}),
+        AuthChange::Deny(t) | AuthChange::Undeny(t) => match t {
+            DenyTarget::User(u) => json!({"user": u}),
+            DenyTarget::Serial(s) => json!({"serial": s}),
+        },
         AuthChange::Other(_) => json!({}),
     };
     if let (Some(v), Value::Object(fields)) = (v.as_object_mut(), fields) {
@@ -465,6 +481,8 @@ fn auth_record_text(r: &AuthAuditRecord) -> String {
         } => format!("set role {role}'s quota to {}", quota_text(q)),
         AuthChange::SetRoleQuota { role, quota: None } => format!("cleared role {role}'s quota"),
         AuthChange::SetLimits(l) => format!("set the limits: {}", limits_text(l)),
+        AuthChange::Deny(t) => format!("denied {}", deny_target_text(t)),
+        AuthChange::Undeny(t) => format!("undenied {}", deny_target_text(t)),
         AuthChange::Other(op) => format!("{op} (unknown to this version)"),
     };
     format!(
@@ -473,6 +491,13 @@ fn auth_record_text(r: &AuthAuditRecord) -> String {
         r.principal.as_deref().unwrap_or("anonymous"),
         humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(r.at_unix_ms))
     )
+}
+
+fn deny_target_text(t: &DenyTarget) -> String {
+    match t {
+        DenyTarget::User(u) => format!("principal {u}"),
+        DenyTarget::Serial(s) => format!("certificate serial {s}"),
+    }
 }
 
 /// `warden audit --auth`.
@@ -673,6 +698,9 @@ pub async fn user(args: UserArgs) -> Report {
         UserCommand::GrantRole(a) => user_role(a, true).await,
         UserCommand::RevokeRole(a) => user_role(a, false).await,
         UserCommand::List(a) => user_list(a).await,
+        UserCommand::Deny(a) => crate::deny_cmd::user(a, true).await,
+        UserCommand::Undeny(a) => crate::deny_cmd::user(a, false).await,
+        UserCommand::Denied(a) => crate::deny_cmd::list(a).await,
     }
 }
 
@@ -936,10 +964,11 @@ mod tests {
                 values: 1,
                 value_bytes: 4,
             },
+            denied: true,
         }];
         assert_eq!(
             users_json(&users),
-            json!([{"user": "carol", "roles": ["payments"], "quota": null,
+            json!([{"user": "carol", "roles": ["payments"], "quota": null, "denied": true,
                     "usage": {"leases": 1, "locks": 1, "waiters": 0, "clients": 2,
                               "values": 1, "value_bytes": 4}}])
         );

@@ -24,6 +24,8 @@ mod conformance;
 mod crash_loop;
 #[path = "cases/data_dir.rs"]
 mod data_dir;
+#[path = "cases/deny.rs"]
+mod deny;
 #[path = "cases/dev.rs"]
 mod dev;
 #[path = "cases/exec.rs"]

@@ -11,7 +11,8 @@ use crate::effect::Effect;
 use crate::outcome::{fingerprint, Check};
 use crate::table::{exhausted, unknown_lease, Caller, LockTable};
 use crate::types::{
-    Authorized, Command, CommandError, LeaseId, LeaseSpec, LogIndex, Permission, Principal,
+    Authorized, Command, CommandError, ErrorCode, LeaseId, LeaseSpec, LogIndex, Permission,
+    Principal,
 };
 use crate::validate;
 
@@ -88,6 +89,13 @@ impl LockTable {
             return Ok(());
         }
         let p = caller.principal;
+        if let Some(name) = p.filter(|n| self.auth.is_denied(n.as_str())) {
+            return Err(validate::error(
+                ErrorCode::PermissionDenied,
+                None,
+                format!("principal {name} is denied (on the deny list: warden user deny)"),
+            ));
+        }
         match cmd {
             Command::Acquire(a) if a.is_multi() => {
                 // `lock` on every resource; the first refused is named.

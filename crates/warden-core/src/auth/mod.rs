@@ -11,7 +11,8 @@
 //! Submodules: `roles` (the auth table: roles, grants, users, limits and
 //! the quota that binds a principal), `quota` (usage and the quota check),
 //! `checks` (what apply checks of a client command before it runs it, and
-//! what a leader may refuse before the log).
+//! what a leader may refuse before the log), `narrowed` (ending the waits
+//! an auth change no longer permits).
 //!
 //! # Principals and roles
 //!
@@ -166,7 +167,29 @@
 //! * `SetRoleQuota { role, quota }`: `Some` sets it (creating the role),
 //!   `None` clears it (NotFound for an unknown role);
 //! * `SetLimits(limits)`: `max_leases`, `max_clients` and the default quota,
-//!   all at once.
+//!   all at once;
+//! * `Deny(target)` / `Undeny(target)`: puts a principal or a certificate
+//!   serial on the deny list (below) or takes it off (NotFound if absent).
+//!
+//! A change that may take permission away (`GrantPermission` replacing
+//! `lock` with `read`, `RevokePermission`, `DeleteRole`, `RevokeRole`,
+//! denying a principal) also ends, in the same entry, every
+//! queued wait of the principals it narrows that they may no longer make
+//! (reason `PermissionRevoked`), and grants whoever is due behind them.
+//! Grants already held stay until released, expired or revoked by an
+//! admin.
+//!
+//! # The deny list
+//!
+//! Principals and certificate serials (at most
+//! [`MAX_DENIED`](crate::limits::MAX_DENIED) together), the answer to a
+//! stolen key (docs/security.md). The table refuses every wrapped command
+//! of a denied principal (PermissionDenied) and it passes no permission
+//! check, so its waiters are never granted. The servers enforce the rest
+//! outside the table: a handshake with a denied principal's or serial's
+//! certificate fails, and open connections are closed. `root` cannot be
+//! denied (deny its certificate's serial); a serial is lowercase hex
+//! without separators or leading zeros.
 //!
 //! Each applied change (no-ops included) is kept in the replicated auth audit
 //! trail ([`AuthAuditRecord`](crate::types::AuthAuditRecord): index,
@@ -190,9 +213,10 @@
 //!   `max_leases`, `client_id` for `max_clients` and the legacy bound;
 //! * InvalidArgument, field `principal`, `command` (a wrapped command that is
 //!   not a client command, a bare auth change), `role`, `user`, `prefix`,
-//!   `quota.*`, `max_leases`, `max_clients`, `default_quota.*`;
-//! * NotFound, field `role` or `prefix`, for an auth change naming what is
-//!   not there.
+//!   `quota.*`, `max_leases`, `max_clients`, `default_quota.*`, `serial`;
+//! * PermissionDenied, no field, for any command of a denied principal;
+//! * NotFound, field `role`, `prefix`, `user` or `serial`, for an auth
+//!   change naming what is not there.
 //!
 //! # Unwrapped commands
 //!
@@ -204,6 +228,7 @@
 //! always passes).
 
 mod checks;
+mod narrowed;
 pub(crate) mod quota;
 mod roles;
 

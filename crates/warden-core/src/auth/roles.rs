@@ -1,14 +1,16 @@
 //! The replicated auth table: roles (grants and quotas), the roles each
-//! principal holds, and the cluster-wide limits. Saved in snapshots
-//! (version 4); see the [module docs](super) for the rules.
+//! principal holds, the cluster-wide limits and the deny list. Saved in
+//! snapshots; see the [module docs](super) for the rules.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
 use super::{grant_serves, Target, ROOT};
-use crate::limits::{MAX_GRANTS_PER_ROLE, MAX_ROLES, MAX_ROLES_PER_USER, MAX_USERS};
-use crate::types::{AuthOp, ClusterLimits, CommandError, ErrorCode, Permission, Principal, Quota};
+use crate::limits::{MAX_DENIED, MAX_GRANTS_PER_ROLE, MAX_ROLES, MAX_ROLES_PER_USER, MAX_USERS};
+use crate::types::{
+    AuthOp, ClusterLimits, CommandError, DenyTarget, ErrorCode, Permission, Principal, Quota,
+};
 use crate::validate::{self, error};
 
 /// One role: its grants by prefix and its optional quota.
@@ -38,6 +40,10 @@ pub struct AuthTable {
     roles: BTreeMap<String, Role>,
     users: BTreeMap<Principal, BTreeSet<String>>,
     limits: ClusterLimits,
+    /// Denied principals (with `denied_serials`, at most [`MAX_DENIED`]).
+    denied_principals: BTreeSet<Principal>,
+    /// Denied certificate serials.
+    denied_serials: BTreeSet<String>,
 }
 
 fn not_found(field: &str, message: String) -> CommandError {
@@ -63,6 +69,9 @@ impl AuthTable {
         };
         if name == ROOT {
             return true;
+        }
+        if self.is_denied(name) {
+            return false;
         }
         let Some(roles) = self.users.get(name) else {
             return false;
@@ -122,6 +131,45 @@ impl AuthTable {
             waits_per_resource: a.waits_per_resource.max(b.waits_per_resource),
         });
         Some(best.unwrap_or(self.limits.default_quota))
+    }
+
+    /// True when `principal` is on the deny list.
+    pub fn is_denied(&self, principal: &str) -> bool {
+        self.denied_principals.contains(principal)
+    }
+
+    /// The denied principals, by name.
+    pub fn denied_principals(&self) -> impl Iterator<Item = &Principal> + '_ {
+        self.denied_principals.iter()
+    }
+
+    /// The denied certificate serials, in order.
+    pub fn denied_serials(&self) -> impl Iterator<Item = &str> + '_ {
+        self.denied_serials.iter().map(String::as_str)
+    }
+
+    fn denied_len(&self) -> usize {
+        self.denied_principals.len() + self.denied_serials.len()
+    }
+
+    /// The principals whose permissions `op` may take away: who holds the
+    /// role it changes (a grant may replace `lock` with `read`), or the
+    /// user it names. Read before `op` applies.
+    pub(crate) fn narrowed_by(&self, op: &AuthOp) -> Vec<Principal> {
+        match op {
+            AuthOp::GrantPermission { role, .. }
+            | AuthOp::RevokePermission { role, .. }
+            | AuthOp::DeleteRole { role } => self
+                .users
+                .iter()
+                .filter(|(_, roles)| roles.contains(role))
+                .map(|(p, _)| p.clone())
+                .collect(),
+            AuthOp::RevokeRole { user, .. } | AuthOp::Deny(DenyTarget::Principal(user)) => {
+                vec![user.clone()]
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// The cluster-wide limits and the default quota.
@@ -249,6 +297,31 @@ impl AuthTable {
                 None => self.existing(role)?.quota = None,
             },
             AuthOp::SetLimits(l) => self.limits = *l,
+            AuthOp::Deny(t) => {
+                let present = match t {
+                    DenyTarget::Principal(p) => self.denied_principals.contains(p),
+                    DenyTarget::Serial(s) => self.denied_serials.contains(s),
+                };
+                if !present && self.denied_len() >= MAX_DENIED {
+                    return Err(exhausted(
+                        deny_field(t),
+                        format!("the deny list holds at most {MAX_DENIED} entries (MAX_DENIED)"),
+                    ));
+                }
+                match t {
+                    DenyTarget::Principal(p) => self.denied_principals.insert(p.clone()),
+                    DenyTarget::Serial(s) => self.denied_serials.insert(s.clone()),
+                };
+            }
+            AuthOp::Undeny(t) => {
+                let removed = match t {
+                    DenyTarget::Principal(p) => self.denied_principals.remove(p),
+                    DenyTarget::Serial(s) => self.denied_serials.remove(s),
+                };
+                if !removed {
+                    return Err(not_found(deny_field(t), format!("{t} is not denied")));
+                }
+            }
         }
         Ok(())
     }
@@ -293,6 +366,18 @@ impl AuthTable {
                 validate::quota(q).map_err(msg)?;
             }
         }
+        if self.denied_len() > MAX_DENIED {
+            return Err(format!("deny list: {} entries", self.denied_len()));
+        }
+        let principals = self
+            .denied_principals
+            .iter()
+            .cloned()
+            .map(DenyTarget::Principal);
+        let serials = self.denied_serials.iter().cloned().map(DenyTarget::Serial);
+        for t in principals.chain(serials) {
+            validate::deny_target(&t).map_err(msg)?;
+        }
         for (user, roles) in &self.users {
             validate::principal(user.as_str()).map_err(msg)?;
             if roles.is_empty() || roles.len() > MAX_ROLES_PER_USER {
@@ -303,5 +388,22 @@ impl AuthTable {
             }
         }
         Ok(())
+    }
+}
+
+/// The field a deny-list entry is named by in errors.
+fn deny_field(t: &DenyTarget) -> &'static str {
+    match t {
+        DenyTarget::Principal(_) => "user",
+        DenyTarget::Serial(_) => "serial",
+    }
+}
+
+impl std::fmt::Display for DenyTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DenyTarget::Principal(p) => write!(f, "principal {p}"),
+            DenyTarget::Serial(s) => write!(f, "serial {s}"),
+        }
     }
 }

@@ -288,12 +288,12 @@ fn a_revoked_lock_stops_new_acquires_but_not_what_is_held() {
     assert_eq!(log.t.usage("alice").leases, 0);
 }
 
-// S8 with identities: a revoke while alice waits does not sweep her wait,
-// but at the holder's release she is removed (the effect says why, and her
-// acquire-made lease dies with nothing left) and carol behind her is granted
-// in the same entry, so a revoked waiter never blocks the queue.
+// S8 with identities: a revoke while alice waits removes her wait in the
+// revoke's own entry (the effect says why, and her acquire-made lease dies
+// with nothing left), so a revoked waiter never blocks the queue; at the
+// holder's release carol, behind her, is granted.
 #[test]
-fn a_revoked_waiter_is_removed_at_the_hand_off_and_the_next_is_granted() {
+fn a_revoked_waiter_is_removed_at_the_revoke_and_the_next_is_granted_at_the_hand_off() {
     let mut log = with_jobs_role(&["alice", "carol", "dave"]);
     let (d, t1) = granted(&log.apply(as_(
         "dave",
@@ -312,11 +312,36 @@ fn a_revoked_waiter_is_removed_at_the_hand_off_and_the_next_is_granted() {
     let waiting: Vec<_> = log.t.waiters("jobs/x").iter().map(|w| w.lease_id).collect();
     let (a, c) = (waiting[0], waiting[1]);
     assert_eq!(log.t.usage("alice").waiters, 1);
-    log.root(AuthOp::RevokeRole {
-        user: who("alice"),
-        role: "jobs".into(),
-    });
-    assert_eq!(log.t.waiters("jobs/x").len(), 2, "a revoke sweeps nothing");
+    let request = log.index + 1;
+    let out = log.apply(as_(
+        "root",
+        change(
+            hdr(999_999, request),
+            AuthOp::RevokeRole {
+                user: who("alice"),
+                role: "jobs".into(),
+            },
+        ),
+    ));
+    assert_eq!(
+        out.effects,
+        vec![
+            Effect::AuthChanged { index: log.index },
+            Effect::WaiterRemoved {
+                resource: "jobs/x".into(),
+                lease_id: a,
+                enqueue_index: a_enq,
+                reason: WaiterRemovedReason::PermissionRevoked,
+                enqueued_at_ms: 0,
+            },
+            Effect::LeaseEnded {
+                lease_id: a,
+                reason: LeaseEndReason::Released
+            },
+        ]
+    );
+    let waiting: Vec<_> = log.t.waiters("jobs/x").iter().map(|w| w.lease_id).collect();
+    assert_eq!(waiting, vec![c], "carol, still behind dave");
     let out = log.apply(as_("dave", release(hdr(4, 2), Some("jobs/x"), d, Some(t1))));
     let index = log.index;
     assert_eq!(
@@ -328,17 +353,6 @@ fn a_revoked_waiter_is_removed_at_the_hand_off_and_the_next_is_granted() {
                 fencing_token: t1,
                 reason: FreeReason::Released,
                 granted_at_ms: 0,
-            },
-            Effect::WaiterRemoved {
-                resource: "jobs/x".into(),
-                lease_id: a,
-                enqueue_index: a_enq,
-                reason: WaiterRemovedReason::PermissionRevoked,
-                enqueued_at_ms: 0,
-            },
-            Effect::LeaseEnded {
-                lease_id: a,
-                reason: LeaseEndReason::Released
             },
             Effect::WaiterRemoved {
                 resource: "jobs/x".into(),
@@ -376,8 +390,8 @@ fn a_revoked_waiter_is_removed_at_the_hand_off_and_the_next_is_granted() {
 }
 
 // S8 at every hand-off (expiry, revoke, forced release, lock-delay end): the
-// revoked waiter ahead is removed and the permitted one behind it is granted
-// in that same entry.
+// revoked waiter ahead was removed at its revoke, and the permitted one
+// behind it is granted at the hand-off.
 #[test]
 fn revoked_waiters_are_skipped_at_every_kind_of_hand_off() {
     for kind in ["expire", "revoke", "force", "lock-delay"] {
@@ -401,6 +415,7 @@ fn revoked_waiters_are_skipped_at_every_kind_of_hand_off() {
             user: who("alice"),
             role: "jobs".into(),
         });
+        assert!(log.t.lease(a).is_none(), "{kind}: ended at the revoke");
         let mut out = match kind {
             "expire" | "lock-delay" => log.expire(d),
             "revoke" => log.apply(as_("dave", revoke(hdr(4, 2), d))),
@@ -408,7 +423,7 @@ fn revoked_waiters_are_skipped_at_every_kind_of_hand_off() {
         };
         if kind == "lock-delay" {
             assert!(log.t.holder("jobs/x").is_none(), "in lock-delay");
-            assert_eq!(log.t.waiters("jobs/x").len(), 2);
+            assert_eq!(log.t.waiters("jobs/x").len(), 1);
             // The delay counts from the lease's end (10 s): over at 11 s.
             assert_eq!(
                 log.t.lock_delay("jobs/x").map(|d| d.ends_at_ms),
@@ -416,14 +431,6 @@ fn revoked_waiters_are_skipped_at_every_kind_of_hand_off() {
             );
             out = log.tick_at(11_000);
         }
-        assert!(
-            out.effects.iter().any(|e| matches!(
-                e,
-                Effect::WaiterRemoved { lease_id, reason: WaiterRemovedReason::PermissionRevoked, .. } if *lease_id == a
-            )),
-            "{kind}: {:?}",
-            out.effects
-        );
         assert!(
             out.effects.iter().any(|e| matches!(
                 e,
@@ -436,7 +443,6 @@ fn revoked_waiters_are_skipped_at_every_kind_of_hand_off() {
             Some(c),
             "{kind}"
         );
-        assert!(log.t.lease(a).is_none(), "{kind}");
     }
 }
 

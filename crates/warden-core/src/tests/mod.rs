@@ -5,6 +5,7 @@ mod auth;
 mod auth_changes;
 mod batch;
 mod cancel;
+mod deny;
 mod election;
 mod kinds;
 mod max_hold;

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use warden_core::limits::ELECTION_PREFIX;
 use warden_core::types::{
-    Acquire, AcquireOutcome, AcquireReply, AuthOp, ClusterLimits, Command, ErrorCode, LeaseGrant,
-    LeaseSpec, Permission, Quota, Release, Revoke,
+    Acquire, AcquireOutcome, AcquireReply, AuthOp, ClusterLimits, Command, DenyTarget, ErrorCode,
+    LeaseGrant, LeaseSpec, Permission, Principal, Quota, Release, Revoke,
 };
 
 use super::submit::{LeaseGranted, Released, Revoked};
@@ -277,6 +277,42 @@ async fn a_revoke_binds_later_commands_but_recorded_outcomes_stand() {
     });
     let released: Released = t.node.submit(&alice, release).await.expect("release");
     assert_eq!((released.lease_id, released.fencing_token), (lease, token));
+}
+
+// A stolen key (docs/security.md "A key was stolen"): once alice is denied,
+// her keep-alives renew nothing (answered "not live", as for a lease that
+// does not exist), even on a connection not closed yet, and her writes are
+// refused; undenied, her lease (still live) renews again.
+#[tokio::test]
+async fn a_denied_principal_renews_nothing_and_is_refused() {
+    let t = TestNode::start(Setup::default()).await;
+    t.grant("alice", "jobs/", Permission::Lock).await;
+    let alice = named("alice");
+    let first: AcquireReply = t
+        .node
+        .submit(&alice, acquire(5, 1, "jobs/a", new_lease()))
+        .await
+        .expect("acquire");
+    let (lease, _) = granted(&first);
+    let target = || DenyTarget::Principal(Principal::new("alice").expect("name"));
+    t.auth(&named("root"), AuthOp::Deny(target()))
+        .await
+        .expect("deny");
+    assert_eq!(t.node.renew(&alice, lease).await.expect("renew"), None);
+    let refused = t
+        .node
+        .submit::<AcquireReply>(&alice, acquire(5, 2, "jobs/b", new_lease()))
+        .await;
+    let (code, _, message) = refusal(refused);
+    assert_eq!(code, ErrorCode::PermissionDenied);
+    assert!(message.contains("principal alice is denied"), "{message}");
+    t.auth(&named("root"), AuthOp::Undeny(target()))
+        .await
+        .expect("undeny");
+    assert_eq!(
+        t.node.renew(&alice, lease).await.expect("renew"),
+        Some(30_000)
+    );
 }
 
 // Reads check permission (never a silently filtered answer): alice, with

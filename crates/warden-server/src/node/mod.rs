@@ -10,8 +10,8 @@
 //!   batcher, S4), the duty path, and the entry write to the local Raft
 //!   handle.
 //! - `read/`: the linearizable read path and the views services read;
-//!   `read/waiter.rs` a queued acquire's progress
-//!   (each method says what it reads).
+//!   `read/waiter.rs` a queued acquire's progress, `read/auth.rs` the auth
+//!   table's reads (each method says what it reads).
 //! - `top.rs`: `top`, the hottest resources under a prefix (the table's
 //!   queues and the hot-locks window, [`crate::hot_locks`]).
 //! - `cluster.rs`: the leader's view of the members (`cluster status`) and
@@ -24,6 +24,8 @@
 //! - `idle_clients.rs`: the walk that finds idle outcome records (S7) a
 //!   slice at a time, for `DropClients`.
 //! - `membership.rs`: add, remove and replace members.
+//! - `deny_sync.rs`: hands the applied deny list to this node's TLS, which
+//!   refuses denied certificates and closes their connections.
 //! - `test_node.rs`, `auth_tests.rs` (tests only): a one-node cluster in
 //!   this process, and the write, read and renew paths' permission tests
 //!   on it with injected principals.
@@ -31,6 +33,7 @@
 #[cfg(test)]
 mod auth_tests;
 pub mod cluster;
+pub mod deny_sync;
 pub mod duties;
 pub mod error;
 #[cfg(test)]
@@ -112,6 +115,9 @@ pub struct Node {
     formats: Arc<LogFormats>,
     /// Opens channels to peers (a new member gets the cluster id through it).
     connector: Arc<dyn PeerConnector>,
+    /// Its TLS (None: insecure or simulated identities): the deny list is
+    /// enforced there ([`deny_sync`]).
+    tls: Option<warden_tls::NodeTls>,
 }
 
 /// What a node is made of (see [`Node::new`]).
@@ -132,6 +138,8 @@ pub struct NodeParts {
     pub connector: Arc<dyn PeerConnector>,
     /// The renew batcher's queue (its receiver goes to [`renew::run`]).
     pub renew_tx: mpsc::Sender<RenewJob>,
+    /// Its TLS, if it has certificates.
+    pub tls: Option<warden_tls::NodeTls>,
 }
 
 /// The production sink of the [`Proposer`]: this node's Raft handle.
@@ -183,7 +191,21 @@ impl Node {
             ),
             formats: parts.formats,
             connector: parts.connector,
+            tls: parts.tls,
         })
+    }
+
+    /// This node's TLS, if it has certificates.
+    pub fn tls(&self) -> Option<&warden_tls::NodeTls> {
+        self.tls.as_ref()
+    }
+
+    /// The deny list of this node's deny file (empty without certificates).
+    pub fn deny_file(&self) -> warden_tls::DenyList {
+        self.tls
+            .as_ref()
+            .map(|t| t.server().file_denied())
+            .unwrap_or_default()
     }
 
     /// This node's metrics.

@@ -127,6 +127,15 @@ fn keep_owned(node: &Node, jobs: Vec<RenewJob>) -> Vec<RenewJob> {
     let mut kept = Vec::with_capacity(jobs.len());
     for job in jobs {
         let mut owns = ownership(m.table.lease_owner(job.lease_id), &job.principal);
+        // A denied principal renews nothing, even on a connection that has
+        // not been closed yet (docs/security.md "A key was stolen").
+        let denied = job
+            .principal
+            .as_ref()
+            .is_some_and(|p| m.table.auth().is_denied(p.as_str()));
+        if denied {
+            owns = Ownership::Foreign;
+        }
         if node.shared.bugs.skip_lease_owner_check && owns == Ownership::Foreign {
             owns = Ownership::Owned;
         }

@@ -175,6 +175,7 @@ impl TestNode {
             formats,
             connector: Arc::new(TcpConnector),
             renew_tx,
+            tls: None,
         });
         let tasks = vec![
             tokio::spawn(renew::run(

@@ -497,6 +497,44 @@ impl Admin for AdminService {
         }))
     }
 
+    async fn deny(
+        &self,
+        req: Request<pb::DenyRequest>,
+    ) -> Result<Response<pb::AuthChangeResponse>, Status> {
+        let node = self.node.get()?;
+        let principal = principal(&req)?;
+        let r = req.into_inner();
+        let op = AuthOp::Deny(convert::deny_target(r.target)?);
+        auth_change(&node, &principal, r.header, op).await
+    }
+
+    async fn undeny(
+        &self,
+        req: Request<pb::DenyRequest>,
+    ) -> Result<Response<pb::AuthChangeResponse>, Status> {
+        let node = self.node.get()?;
+        let principal = principal(&req)?;
+        let r = req.into_inner();
+        let op = AuthOp::Undeny(convert::deny_target(r.target)?);
+        auth_change(&node, &principal, r.header, op).await
+    }
+
+    async fn list_denied(
+        &self,
+        req: Request<pb::ListDeniedRequest>,
+    ) -> Result<Response<pb::ListDeniedResponse>, Status> {
+        let node = self.node.get()?;
+        let principal = principal(&req)?;
+        let (read_index, d) = node.denied(&principal).await?;
+        Ok(Response::new(pb::ListDeniedResponse {
+            users: d.users,
+            serials: d.serials,
+            file_users: d.file_users,
+            file_serials: d.file_serials,
+            read_index,
+        }))
+    }
+
     async fn auth_audit_trail(
         &self,
         req: Request<pb::AuthAuditTrailRequest>,

@@ -4,8 +4,9 @@
 //! `warden_core::validate` in [`crate::node::Node::submit`].
 
 use warden_core::types::{
-    Acquire, AcquireOutcome, AuthAuditRecord, AuthOp, ClusterLimits, Command, LeaseSpec, LockKind,
-    Mode, NotGrantedReason, Permission, Principal, Quota, Release, RequestHeader,
+    Acquire, AcquireOutcome, AuthAuditRecord, AuthOp, ClusterLimits, Command, DenyTarget,
+    LeaseSpec, LockKind, Mode, NotGrantedReason, Permission, Principal, Quota, Release,
+    RequestHeader,
 };
 use warden_core::Usage;
 use warden_proto::v1 as pb;
@@ -485,6 +486,7 @@ pub fn user_pb(u: UserInfo) -> pb::UserInfo {
         roles: u.roles,
         quota: u.quota.as_ref().map(quota_pb),
         usage: Some(usage_pb(&u.usage)),
+        denied: u.denied,
     }
 }
 
@@ -540,8 +542,36 @@ pub fn audit_pb(a: &AuthAuditRecord) -> pb::AuthAuditRecord {
             r.op = "set_limits".into();
             r.limits = Some(limits_pb(l));
         }
+        AuthOp::Deny(t) | AuthOp::Undeny(t) => {
+            let deny = matches!(a.op, AuthOp::Deny(_));
+            r.op = if deny { "deny" } else { "undeny" }.into();
+            match t {
+                DenyTarget::Principal(p) => r.user = p.as_str().to_owned(),
+                DenyTarget::Serial(s) => r.serial = s.clone(),
+            }
+        }
     }
     r
+}
+
+/// A deny-list entry from the wire: a principal (field `user`) or a serial
+/// in any hex form `warden cert list` or openssl prints (field `serial`),
+/// made canonical here.
+///
+/// # Errors
+/// InvalidArgument naming the field: no target, a bad principal, a bad
+/// serial.
+pub fn deny_target(target: Option<pb::deny_request::Target>) -> Result<DenyTarget, SubmitError> {
+    match target {
+        Some(pb::deny_request::Target::User(u)) => Ok(DenyTarget::Principal(user(&u)?)),
+        Some(pb::deny_request::Target::Serial(s)) => warden_tls::normalize_serial(&s)
+            .map(DenyTarget::Serial)
+            .map_err(|e| SubmitError::invalid("serial", e.to_string())),
+        None => Err(SubmitError::invalid(
+            "target",
+            "name a principal (user) or a certificate serial (serial)",
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -214,10 +214,10 @@ async fn a_principal_locks_its_prefix_only_and_nobody_touches_its_lease() {
 }
 
 /// A revoked waiter never blocks the queue: alice and carol wait behind
-/// root's grant of `q/1`; alice's `lock` is revoked; when root releases,
-/// alice is not granted and her stream ends with PermissionDenied (not a
-/// timeout), and carol is granted in the same entry as the release (the
-/// watch shows both at one log index), with a larger token (S2).
+/// root's grant of `q/1`; alice's `lock` is revoked, which ends her wait
+/// (her stream ends with PermissionDenied, not a timeout); when root
+/// releases, carol is granted in the same entry as the release (the watch
+/// shows both at one log index), with a larger token (S2).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_whose_lock_is_revoked_is_refused_and_the_next_is_granted() {
     let cluster = Cluster::start(3, &[]).await;

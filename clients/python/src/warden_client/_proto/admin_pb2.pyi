@@ -1134,7 +1134,10 @@ class UserInfo(_message.Message):
     ROLES_FIELD_NUMBER: _builtins.int
     QUOTA_FIELD_NUMBER: _builtins.int
     USAGE_FIELD_NUMBER: _builtins.int
+    DENIED_FIELD_NUMBER: _builtins.int
     principal: _builtins.str
+    denied: _builtins.bool
+    """On the replicated deny list."""
     @_builtins.property
     def roles(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """By name."""
@@ -1155,10 +1158,11 @@ class UserInfo(_message.Message):
         roles: _abc.Iterable[_builtins.str] | None = ...,
         quota: Global___Quota | None = ...,
         usage: Global___QuotaUsage | None = ...,
+        denied: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["quota", b"quota", "usage", b"usage"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["principal", b"principal", "quota", b"quota", "roles", b"roles", "usage", b"usage"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["denied", b"denied", "principal", b"principal", "quota", b"quota", "roles", b"roles", "usage", b"usage"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1260,13 +1264,14 @@ class AuthAuditRecord(_message.Message):
     QUOTA_FIELD_NUMBER: _builtins.int
     LIMITS_FIELD_NUMBER: _builtins.int
     AT_UNIX_MS_FIELD_NUMBER: _builtins.int
+    SERIAL_FIELD_NUMBER: _builtins.int
     index: _builtins.int
     """Log index of the entry that applied it."""
     principal: _builtins.str
     """Who made it; "" for an anonymous caller of an insecure node."""
     op: _builtins.str
     """grant_permission, revoke_permission, delete_role, grant_role,
-    revoke_role, set_role_quota or set_limits.
+    revoke_role, set_role_quota, set_limits, deny or undeny.
     """
     role: _builtins.str
     prefix: _builtins.str
@@ -1274,6 +1279,8 @@ class AuthAuditRecord(_message.Message):
     user: _builtins.str
     at_unix_ms: _builtins.int
     """The proposing server's wall clock (ms since the Unix epoch); display only."""
+    serial: _builtins.str
+    """deny, undeny: the certificate serial (else `user` names the principal)."""
     @_builtins.property
     def quota(self) -> Global___Quota:
         """set_role_quota: the quota set (absent: cleared)."""
@@ -1295,14 +1302,103 @@ class AuthAuditRecord(_message.Message):
         quota: Global___Quota | None = ...,
         limits: Global___ClusterLimits | None = ...,
         at_unix_ms: _builtins.int = ...,
+        serial: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["limits", b"limits", "quota", b"quota"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["at_unix_ms", b"at_unix_ms", "index", b"index", "limits", b"limits", "op", b"op", "permission", b"permission", "prefix", b"prefix", "principal", b"principal", "quota", b"quota", "role", b"role", "user", b"user"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["at_unix_ms", b"at_unix_ms", "index", b"index", "limits", b"limits", "op", b"op", "permission", b"permission", "prefix", b"prefix", "principal", b"principal", "quota", b"quota", "role", b"role", "serial", b"serial", "user", b"user"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___AuthAuditRecord: _TypeAlias = AuthAuditRecord  # noqa: Y015
+
+@_typing.final
+class DenyRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HEADER_FIELD_NUMBER: _builtins.int
+    USER_FIELD_NUMBER: _builtins.int
+    SERIAL_FIELD_NUMBER: _builtins.int
+    user: _builtins.str
+    """A principal (a client certificate's name)."""
+    serial: _builtins.str
+    """A certificate serial, hex."""
+    @_builtins.property
+    def header(self) -> _warden_pb2.RequestHeader: ...
+    def __init__(
+        self,
+        *,
+        header: _warden_pb2.RequestHeader | None = ...,
+        user: _builtins.str = ...,
+        serial: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["header", b"header", "serial", b"serial", "target", b"target", "user", b"user"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["header", b"header", "serial", b"serial", "target", b"target", "user", b"user"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_target: _TypeAlias = _typing.Literal["user", "serial"]  # noqa: Y015
+    _WhichOneofArgType_target: _TypeAlias = _typing.Literal["target", b"target"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_target) -> _WhichOneofReturnType_target | None: ...
+
+Global___DenyRequest: _TypeAlias = DenyRequest  # noqa: Y015
+
+@_typing.final
+class ListDeniedRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListDeniedRequest: _TypeAlias = ListDeniedRequest  # noqa: Y015
+
+@_typing.final
+class ListDeniedResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    USERS_FIELD_NUMBER: _builtins.int
+    SERIALS_FIELD_NUMBER: _builtins.int
+    FILE_USERS_FIELD_NUMBER: _builtins.int
+    FILE_SERIALS_FIELD_NUMBER: _builtins.int
+    READ_INDEX_FIELD_NUMBER: _builtins.int
+    read_index: _builtins.int
+    @_builtins.property
+    def users(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The replicated deny list: principals by name, serials in order
+        (lowercase hex, no leading zeros).
+        """
+
+    @_builtins.property
+    def serials(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def file_users(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """This node's deny file (`deny.toml` in its certs dir), which binds the
+        node before it has caught up with the replicated list.
+        """
+
+    @_builtins.property
+    def file_serials(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        users: _abc.Iterable[_builtins.str] | None = ...,
+        serials: _abc.Iterable[_builtins.str] | None = ...,
+        file_users: _abc.Iterable[_builtins.str] | None = ...,
+        file_serials: _abc.Iterable[_builtins.str] | None = ...,
+        read_index: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["file_serials", b"file_serials", "file_users", b"file_users", "read_index", b"read_index", "serials", b"serials", "users", b"users"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListDeniedResponse: _TypeAlias = ListDeniedResponse  # noqa: Y015
 
 @_typing.final
 class AuthAuditTrailResponse(_message.Message):

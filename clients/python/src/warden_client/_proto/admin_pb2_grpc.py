@@ -147,6 +147,21 @@ class AdminStub:
                 request_serializer=admin__pb2.AuthAuditTrailRequest.SerializeToString,
                 response_deserializer=admin__pb2.AuthAuditTrailResponse.FromString,
                 _registered_method=True)
+        self.Deny = channel.unary_unary(
+                '/warden.v1.Admin/Deny',
+                request_serializer=admin__pb2.DenyRequest.SerializeToString,
+                response_deserializer=admin__pb2.AuthChangeResponse.FromString,
+                _registered_method=True)
+        self.Undeny = channel.unary_unary(
+                '/warden.v1.Admin/Undeny',
+                request_serializer=admin__pb2.DenyRequest.SerializeToString,
+                response_deserializer=admin__pb2.AuthChangeResponse.FromString,
+                _registered_method=True)
+        self.ListDenied = channel.unary_unary(
+                '/warden.v1.Admin/ListDenied',
+                request_serializer=admin__pb2.ListDeniedRequest.SerializeToString,
+                response_deserializer=admin__pb2.ListDeniedResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServicer:
@@ -354,6 +369,39 @@ class AdminServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Deny(self, request, context):
+        """Puts a principal (`user`) or a certificate serial on the replicated
+        deny list (docs/security.md "A key was stolen"): on every node its
+        handshakes fail and its open connections are closed once the change
+        applies there; a denied principal's commands are refused and its
+        queued waits end. Needs admin on "". `root` cannot be denied
+        (InvalidArgument, field `user`: deny its certificate's serial). A
+        serial is hex as `warden cert list` prints it (colons, case and
+        leading zeros are ignored; InvalidArgument, field `serial`, for
+        anything else or more than 20 bytes). At most 10,000 entries
+        (ResourceExhausted). Denying again: no change.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Undeny(self, request, context):
+        """Takes an entry off the replicated deny list (NotFound, field `user` or
+        `serial`, when it is not on it). Needs admin on "". An entry of a
+        node's deny file stays until the file changes.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListDenied(self, request, context):
+        """The deny list: the replicated entries, and this node's deny file's.
+        Needs admin on "".
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -456,6 +504,21 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.AuthAuditTrail,
                     request_deserializer=admin__pb2.AuthAuditTrailRequest.FromString,
                     response_serializer=admin__pb2.AuthAuditTrailResponse.SerializeToString,
+            ),
+            'Deny': grpc.unary_unary_rpc_method_handler(
+                    servicer.Deny,
+                    request_deserializer=admin__pb2.DenyRequest.FromString,
+                    response_serializer=admin__pb2.AuthChangeResponse.SerializeToString,
+            ),
+            'Undeny': grpc.unary_unary_rpc_method_handler(
+                    servicer.Undeny,
+                    request_deserializer=admin__pb2.DenyRequest.FromString,
+                    response_serializer=admin__pb2.AuthChangeResponse.SerializeToString,
+            ),
+            'ListDenied': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListDenied,
+                    request_deserializer=admin__pb2.ListDeniedRequest.FromString,
+                    response_serializer=admin__pb2.ListDeniedResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1010,6 +1073,87 @@ class Admin:
             '/warden.v1.Admin/AuthAuditTrail',
             admin__pb2.AuthAuditTrailRequest.SerializeToString,
             admin__pb2.AuthAuditTrailResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Deny(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/warden.v1.Admin/Deny',
+            admin__pb2.DenyRequest.SerializeToString,
+            admin__pb2.AuthChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Undeny(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/warden.v1.Admin/Undeny',
+            admin__pb2.DenyRequest.SerializeToString,
+            admin__pb2.AuthChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListDenied(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/warden.v1.Admin/ListDenied',
+            admin__pb2.ListDeniedRequest.SerializeToString,
+            admin__pb2.ListDeniedResponse.FromString,
             options,
             channel_credentials,
             insecure,

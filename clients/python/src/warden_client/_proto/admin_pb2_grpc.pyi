@@ -149,6 +149,27 @@ class AdminStub:
     """The replicated trail of auth changes (the last 1,000), oldest first.
     Needs admin on "".
     """
+    Deny: _grpc.UnaryUnaryMultiCallable[_admin_pb2.DenyRequest, _admin_pb2.AuthChangeResponse]
+    """Puts a principal (`user`) or a certificate serial on the replicated
+    deny list (docs/security.md "A key was stolen"): on every node its
+    handshakes fail and its open connections are closed once the change
+    applies there; a denied principal's commands are refused and its
+    queued waits end. Needs admin on "". `root` cannot be denied
+    (InvalidArgument, field `user`: deny its certificate's serial). A
+    serial is hex as `warden cert list` prints it (colons, case and
+    leading zeros are ignored; InvalidArgument, field `serial`, for
+    anything else or more than 20 bytes). At most 10,000 entries
+    (ResourceExhausted). Denying again: no change.
+    """
+    Undeny: _grpc.UnaryUnaryMultiCallable[_admin_pb2.DenyRequest, _admin_pb2.AuthChangeResponse]
+    """Takes an entry off the replicated deny list (NotFound, field `user` or
+    `serial`, when it is not on it). Needs admin on "". An entry of a
+    node's deny file stays until the file changes.
+    """
+    ListDenied: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListDeniedRequest, _admin_pb2.ListDeniedResponse]
+    """The deny list: the replicated entries, and this node's deny file's.
+    Needs admin on "".
+    """
 
 @_typing.type_check_only
 class AdminAsyncStub(AdminStub):
@@ -267,6 +288,27 @@ class AdminAsyncStub(AdminStub):
     """The cluster-wide limits and the default quota. Needs admin on ""."""
     AuthAuditTrail: _aio.UnaryUnaryMultiCallable[_admin_pb2.AuthAuditTrailRequest, _admin_pb2.AuthAuditTrailResponse]  # type: ignore[assignment]
     """The replicated trail of auth changes (the last 1,000), oldest first.
+    Needs admin on "".
+    """
+    Deny: _aio.UnaryUnaryMultiCallable[_admin_pb2.DenyRequest, _admin_pb2.AuthChangeResponse]  # type: ignore[assignment]
+    """Puts a principal (`user`) or a certificate serial on the replicated
+    deny list (docs/security.md "A key was stolen"): on every node its
+    handshakes fail and its open connections are closed once the change
+    applies there; a denied principal's commands are refused and its
+    queued waits end. Needs admin on "". `root` cannot be denied
+    (InvalidArgument, field `user`: deny its certificate's serial). A
+    serial is hex as `warden cert list` prints it (colons, case and
+    leading zeros are ignored; InvalidArgument, field `serial`, for
+    anything else or more than 20 bytes). At most 10,000 entries
+    (ResourceExhausted). Denying again: no change.
+    """
+    Undeny: _aio.UnaryUnaryMultiCallable[_admin_pb2.DenyRequest, _admin_pb2.AuthChangeResponse]  # type: ignore[assignment]
+    """Takes an entry off the replicated deny list (NotFound, field `user` or
+    `serial`, when it is not on it). Needs admin on "". An entry of a
+    node's deny file stays until the file changes.
+    """
+    ListDenied: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListDeniedRequest, _admin_pb2.ListDeniedResponse]  # type: ignore[assignment]
+    """The deny list: the replicated entries, and this node's deny file's.
     Needs admin on "".
     """
 
@@ -504,6 +546,45 @@ class AdminServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.AuthAuditTrailResponse, _abc.Awaitable[_admin_pb2.AuthAuditTrailResponse]]:
         """The replicated trail of auth changes (the last 1,000), oldest first.
+        Needs admin on "".
+        """
+
+    @_abc_1.abstractmethod
+    def Deny(
+        self,
+        request: _admin_pb2.DenyRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.AuthChangeResponse, _abc.Awaitable[_admin_pb2.AuthChangeResponse]]:
+        """Puts a principal (`user`) or a certificate serial on the replicated
+        deny list (docs/security.md "A key was stolen"): on every node its
+        handshakes fail and its open connections are closed once the change
+        applies there; a denied principal's commands are refused and its
+        queued waits end. Needs admin on "". `root` cannot be denied
+        (InvalidArgument, field `user`: deny its certificate's serial). A
+        serial is hex as `warden cert list` prints it (colons, case and
+        leading zeros are ignored; InvalidArgument, field `serial`, for
+        anything else or more than 20 bytes). At most 10,000 entries
+        (ResourceExhausted). Denying again: no change.
+        """
+
+    @_abc_1.abstractmethod
+    def Undeny(
+        self,
+        request: _admin_pb2.DenyRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.AuthChangeResponse, _abc.Awaitable[_admin_pb2.AuthChangeResponse]]:
+        """Takes an entry off the replicated deny list (NotFound, field `user` or
+        `serial`, when it is not on it). Needs admin on "". An entry of a
+        node's deny file stays until the file changes.
+        """
+
+    @_abc_1.abstractmethod
+    def ListDenied(
+        self,
+        request: _admin_pb2.ListDeniedRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.ListDeniedResponse, _abc.Awaitable[_admin_pb2.ListDeniedResponse]]:
+        """The deny list: the replicated entries, and this node's deny file's.
         Needs admin on "".
         """
 

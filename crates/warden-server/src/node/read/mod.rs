@@ -43,10 +43,10 @@ use tokio::sync::watch;
 use warden_core::auth::Target;
 use warden_core::resource::Waiter;
 use warden_core::types::{
-    AuditRecord, AuthAuditRecord, ClusterLimits, CommandError, ErrorCode, FencingToken, LeaseId,
-    LockKind, LogIndex, Mode, Permission, Quota,
+    AuditRecord, CommandError, ErrorCode, FencingToken, LeaseId, LockKind, LogIndex, Mode,
+    Permission,
 };
-use warden_core::{validate, LockTable, TokenState, Usage};
+use warden_core::{validate, LockTable, TokenState};
 
 use super::error::command_error;
 use super::renew::{ownership, Ownership};
@@ -55,7 +55,10 @@ use crate::events::EventLog;
 use crate::store::Machine;
 use crate::types::leader_of;
 
+mod auth;
 mod waiter;
+
+pub use auth::{DenyListInfo, RoleInfo, UserInfo};
 pub use waiter::{QueueBehind, WaiterStep};
 
 /// A resource's holder, as `status` shows it.
@@ -240,31 +243,6 @@ fn ttl_left_ms(table: &LockTable, lease_id: LeaseId, now_ms: u64) -> u64 {
 /// run out and its lease has not ended.
 pub(super) fn waiter_live_at(table: &LockTable, w: &Waiter, now_ms: u64) -> bool {
     now_ms < w.deadline_ms && table.lease_live_at(w.lease_id, now_ms)
-}
-
-/// One role, as `role list` shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RoleInfo {
-    /// Its name.
-    pub name: String,
-    /// Its grants: (prefix, permission), by prefix.
-    pub grants: Vec<(String, Permission)>,
-    /// Its quota, if it sets one.
-    pub quota: Option<Quota>,
-}
-
-/// One principal with roles, as `user list` shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UserInfo {
-    /// The principal.
-    pub principal: String,
-    /// Its roles, by name.
-    pub roles: Vec<String>,
-    /// The quota that binds it (the largest of its roles', else the default;
-    /// None for `root`, bound only by the cluster-wide limits).
-    pub quota: Option<Quota>,
-    /// What it holds now.
-    pub usage: Usage,
 }
 
 impl Node {
@@ -585,80 +563,6 @@ impl Node {
         Ok((read_index, m.table.audit_trail().cloned().collect()))
     }
 
-    /// `auth audit`: the auth changes the table keeps (the last 1,000),
-    /// oldest first, linearizable; with the read index. Needs `admin` on
-    /// `""`.
-    pub async fn auth_audit_trail(
-        &self,
-        principal: &Principal,
-    ) -> Result<(LogIndex, Vec<AuthAuditRecord>), ReadError> {
-        let read_index = self.linearizable_read().await?;
-        let m = self.machine()?;
-        admin(&m, principal)?;
-        Ok((read_index, m.table.auth_audit_trail().cloned().collect()))
-    }
-
-    /// `role list`: every role with its grants and quota, by name,
-    /// linearizable. Needs `admin` on `""`.
-    pub async fn roles(
-        &self,
-        principal: &Principal,
-    ) -> Result<(LogIndex, Vec<RoleInfo>), ReadError> {
-        let read_index = self.linearizable_read().await?;
-        let m = self.machine()?;
-        admin(&m, principal)?;
-        let roles = m
-            .table
-            .roles()
-            .map(|r| RoleInfo {
-                name: r.name.to_owned(),
-                grants: r
-                    .grants
-                    .iter()
-                    .map(|(p, perm)| (p.clone(), *perm))
-                    .collect(),
-                quota: r.quota,
-            })
-            .collect();
-        Ok((read_index, roles))
-    }
-
-    /// `user list`: every principal that holds a role or owns anything in
-    /// the table, with its roles, the quota that binds it and its usage, by
-    /// name, linearizable. Needs `admin` on `""`.
-    pub async fn users(
-        &self,
-        principal: &Principal,
-    ) -> Result<(LogIndex, Vec<UserInfo>), ReadError> {
-        let read_index = self.linearizable_read().await?;
-        let m = self.machine()?;
-        admin(&m, principal)?;
-        let users = m
-            .table
-            .users()
-            .into_iter()
-            .map(|(name, roles)| UserInfo {
-                principal: name.to_owned(),
-                roles,
-                quota: m.table.effective_quota(Some(name)),
-                usage: m.table.usage(name),
-            })
-            .collect();
-        Ok((read_index, users))
-    }
-
-    /// `cluster limits`: the cluster-wide limits and the default quota,
-    /// linearizable. Needs `admin` on `""`.
-    pub async fn limits(
-        &self,
-        principal: &Principal,
-    ) -> Result<(LogIndex, ClusterLimits), ReadError> {
-        let read_index = self.linearizable_read().await?;
-        let m = self.machine()?;
-        admin(&m, principal)?;
-        Ok((read_index, *m.table.limits()))
-    }
-
     /// Checks `permission` on `target` for `principal` against the table as
     /// this node has applied it now (no read-index: for streams that follow
     /// the applied table, like `watch`, and for calls that are not reads of
@@ -816,7 +720,7 @@ pub(super) fn allowed(
 }
 
 /// `admin` on `""` for `principal` in `m`'s table.
-fn admin(m: &Machine, principal: &Principal) -> Result<(), ReadError> {
+pub(super) fn admin(m: &Machine, principal: &Principal) -> Result<(), ReadError> {
     m.table
         .auth()
         .check(
