@@ -38,7 +38,7 @@ import type { ClusterStatusResponse__Output } from "./generated/warden/v1/Cluste
 import type { Holder__Output } from "./generated/warden/v1/Holder.js";
 import type { LeaseKeepAliveResponse__Output } from "./generated/warden/v1/LeaseKeepAliveResponse.js";
 import type { RequestHeader } from "./generated/warden/v1/RequestHeader.js";
-import { DEFAULT_LIMITS, checkId, checkResource, wholeNumber, type Limits } from "./limits.js";
+import { DEFAULT_LIMITS, checkId, checkReadName, checkResource, wholeNumber, type Limits } from "./limits.js";
 import { nodeStubs, type NodeStubs } from "./proto.js";
 import { RequestIds, type InFlight } from "./requests.js";
 import { CallPlan, leaderHint, parseEndpoints } from "./routing.js";
@@ -133,6 +133,8 @@ export class Client implements AsyncDisposable {
       "grpc.max_reconnect_backoff_ms": 1000,
       // Retries are this client's (with request ids), never the channel's.
       "grpc.enable_retries": 0,
+      // Connections are this client's own, not shared with other clients in the process.
+      "grpc.use_local_subchannel_pool": 1,
       ...(options.tls ? tlsChannelOptions(options.tls) : {}),
     };
     this.clientId = randomInt(1, 2 ** 48);
@@ -314,6 +316,7 @@ export class Client implements AsyncDisposable {
   }
 
   private adopt(reply: ClusterStatusResponse__Output): void {
+    this.paramsKnown ??= Promise.resolve();
     if (reply.maxRequestsInFlight) {
       const own = this.options.maxRequestsInFlight;
       this.requestIds.setWindow(own ? Math.min(own, reply.maxRequestsInFlight) : reply.maxRequestsInFlight);
@@ -364,7 +367,7 @@ export class Client implements AsyncDisposable {
 
   /** Who holds `resource` and how many wait (linearizable read). */
   async status(resource: string): Promise<ResourceStatus> {
-    checkResource(resource);
+    checkReadName(resource);
     const r = await this.unary<import("./generated/warden/v1/StatusResponse.js").StatusResponse__Output>(
       "status",
       (n, cb) => n.lock.Status({ resource }, cb),

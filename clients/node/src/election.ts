@@ -9,6 +9,7 @@
  * FIFO queue (S8: first come, first elected); its grant is its term and the
  * grant's token the term's token.
  */
+import { checkResource } from "./limits.js";
 import type { Lock } from "./lock.js";
 import type { Session } from "./session.js";
 import type { LeaderInfo, ReleaseResult } from "./types.js";
@@ -27,11 +28,12 @@ export class Election {
    * lost first.
    */
   async campaign(value: string, options: { signal?: AbortSignal } = {}): Promise<Leadership> {
+    checkResource(this.name, "election name");
     this.session.check();
     const client = this.session.client;
     const key = await client.electionKey(this.name);
     await client.proclaim(key, this.session.leaseId, 0, value);
-    const lock = await this.session.take(key, { ...(options.signal ? { signal: options.signal } : {}) }, "unspecified", 0, false);
+    const lock = await this.session.take(key, options.signal ? { signal: options.signal } : {}, "unspecified", 0, false, true);
     return new Leadership(this.name, key, lock);
   }
 

@@ -86,6 +86,16 @@ export function checkResource(resource: unknown, name = "resource"): string {
   return resource;
 }
 
+/** A name to read (status, watch): 1..=512 bytes; election keys start with a control character on purpose. */
+export function checkReadName(resource: unknown, name = "resource"): string {
+  if (typeof resource !== "string") throw new TypeError(`${name} must be a string; got ${typeof resource}`);
+  const bytes = Buffer.byteLength(resource, "utf8");
+  if (bytes < 1 || bytes > MAX_RESOURCE_BYTES + 64) {
+    throw new RangeError(`${name} must be 1..=${MAX_RESOURCE_BYTES} bytes of UTF-8; got ${bytes}`);
+  }
+  return resource;
+}
+
 export function checkResources(resources: unknown): string[] {
   if (!Array.isArray(resources)) throw new TypeError("resources must be an array of names");
   if (resources.length < 1 || resources.length > MAX_MULTI_LOCK) {

@@ -9,6 +9,7 @@
  * "Words", so they are exact), enums as their names, defaults for absent
  * fields, and a virtual field naming each set oneof.
  */
+import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
@@ -25,8 +26,10 @@ import type { AdminClient } from "./generated/warden/v1/Admin.js";
 
 export type { LockClient, LeaseClient, WatchClient, AdminClient };
 
-/** The folder holding `warden/*.proto` and `rpc/details.proto`. */
-export const PROTO_DIR = fileURLToPath(new URL("../proto/", import.meta.url));
+/** The folder holding `warden/*.proto` and `rpc/details.proto`: beside `dist/` (or, for the tests, `build/src/`). */
+export const PROTO_DIR = ["../proto/", "../../proto/"]
+  .map((p) => fileURLToPath(new URL(p, import.meta.url)))
+  .find((dir) => existsSync(`${dir}rpc/details.proto`)) ?? fileURLToPath(new URL("../proto/", import.meta.url));
 
 export const LOADER_OPTIONS: protoLoader.Options = {
   keepCase: false,

@@ -319,8 +319,16 @@ export class Session implements AsyncDisposable {
   }
 
   /** @internal The lock behind lock/tryLock/readLock/writeLock/semaphore. */
-  async take(resource: string, options: LockOptions, mode: LockMode, limit: number, tryOnce: boolean): Promise<Lock> {
-    checkResource(resource);
+  async take(
+    resource: string,
+    options: LockOptions,
+    mode: LockMode,
+    limit: number,
+    tryOnce: boolean,
+    electionKey = false,
+  ): Promise<Lock> {
+    // An election's key starts with a control character on purpose; its name was checked.
+    if (!electionKey) checkResource(resource);
     const limits = this.client.limits;
     if (options.lockDelayMs !== undefined) checkLockDelay(options.lockDelayMs, limits);
     for (;;) {

@@ -13,7 +13,7 @@
 import type { Client } from "./client.js";
 import { errorFromStatus, isRetryable, isServiceError, statusOf } from "./errors.js";
 import type { WatchEvent__Output } from "./generated/warden/v1/WatchEvent.js";
-import { checkResource, wholeNumber } from "./limits.js";
+import { checkReadName, wholeNumber } from "./limits.js";
 import { AttemptFailed, StreamReader } from "./rpc.js";
 import type { LeaderInfo, WatchEvent } from "./types.js";
 
@@ -46,7 +46,7 @@ export class Watcher implements AsyncIterableIterator<WatchEvent>, AsyncDisposab
     if ((options.resource === undefined) === (options.prefix === undefined)) {
       throw new TypeError("watch: set exactly one of resource and prefix");
     }
-    const target = options.resource !== undefined ? { resource: checkResource(options.resource) } : { prefix: String(options.prefix) };
+    const target = options.resource !== undefined ? { resource: checkReadName(options.resource) } : { prefix: String(options.prefix) };
     const watcher = new Watcher(client, target, wholeNumber("startIndex", options.startIndex ?? 0));
     await watcher.connect();
     return watcher;
