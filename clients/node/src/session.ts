@@ -359,11 +359,19 @@ export class Session implements AsyncDisposable {
     // The session's loss abandons the wait at once (the lease's end removes it anyway).
     const combined = anySignal([r.signal, this.lost]);
     try {
-      return await acquire(
-        this.client,
-        { ...r, leaseId: this.leaseId, signal: combined.signal },
-        { renewWhileWaiting: false },
-      );
+      const request = {
+        resource: r.resource,
+        leaseId: this.leaseId,
+        waitMs: r.waitMs,
+        lockDelayMs: r.lockDelayMs ?? 0,
+        mode: r.mode ?? "unspecified",
+        limit: r.limit ?? 0,
+        resources: r.resources ?? [],
+        maxHoldMs: r.maxHoldMs ?? 0,
+        signal: combined.signal,
+        ...(r.onQueued ? { onQueued: r.onQueued } : {}),
+      } as const;
+      return await acquire(this.client, request, { renewWhileWaiting: false });
     } finally {
       combined.dispose();
     }
