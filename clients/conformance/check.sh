@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fails when a scenario id of scenarios.md has no test in one of the four
+# Fails when a scenario id of scenarios.md has no test in one of the five
 # clients: each test carries the marker `conformance: CNN-short-name`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -10,10 +10,11 @@ declare -A where=(
   [go]=clients/go
   [python]=clients/python/tests
   [java]=clients/java/src/test
+  [node]=clients/node/test
 )
 missing=0
 for id in $ids; do
-  for client in rust go python java; do
+  for client in rust go python java node; do
     dir=${where[$client]}
     if [ ! -d "$dir" ] || ! grep -rqF "conformance: $id" "$dir"; then
       echo "missing: $client has no test marked 'conformance: $id' (in $dir)"

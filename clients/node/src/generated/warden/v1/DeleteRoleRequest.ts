@@ -1,0 +1,13 @@
+// Generated from crates/warden-proto/proto by scripts/gen.mjs; do not edit.
+
+import type { RequestHeader as _warden_v1_RequestHeader, RequestHeader__Output as _warden_v1_RequestHeader__Output } from '../../warden/v1/RequestHeader.js';
+
+export interface DeleteRoleRequest {
+  'header'?: (_warden_v1_RequestHeader | null);
+  'role'?: (string);
+}
+
+export interface DeleteRoleRequest__Output {
+  'header': (_warden_v1_RequestHeader__Output | null);
+  'role': (string);
+}

@@ -1,0 +1,18 @@
+// Generated from crates/warden-proto/proto by scripts/gen.mjs; do not edit.
+
+import type { RequestHeader as _warden_v1_RequestHeader, RequestHeader__Output as _warden_v1_RequestHeader__Output } from '../../warden/v1/RequestHeader.js';
+import type { Long } from '@grpc/proto-loader';
+
+export interface ReleaseRequest {
+  'header'?: (_warden_v1_RequestHeader | null);
+  'resource'?: (string);
+  'leaseId'?: (number | string | Long);
+  'fencingToken'?: (number | string | Long);
+}
+
+export interface ReleaseRequest__Output {
+  'header': (_warden_v1_RequestHeader__Output | null);
+  'resource': (string);
+  'leaseId': (number);
+  'fencingToken': (number);
+}

@@ -1,0 +1,110 @@
+/**
+ * The client against fake nodes (grpc-js servers on 127.0.0.1:0 serving
+ * Warden's Lock service from the same protos): leader hints are followed,
+ * a retry reuses its request id and watermark (S7), a final refusal is not
+ * retried, and an abandoned acquire is taken back with CancelWait before
+ * its promise settles.
+ */
+import assert from "node:assert/strict";
+import { after, test } from "node:test";
+import * as grpc from "@grpc/grpc-js";
+
+import { Client, InvalidArgumentError } from "../src/index.js";
+import { services } from "../src/proto.js";
+import { wardenStatus } from "./status_helper.js";
+
+type Handler = (call: any, callback?: any) => void;
+
+async function fakeNode(handlers: Record<string, Handler>): Promise<{ addr: string; server: grpc.Server }> {
+  const server = new grpc.Server();
+  const unimplemented: Handler = (_c, cb) => cb({ code: grpc.status.UNIMPLEMENTED, details: "fake" });
+  const impl: Record<string, Handler> = {};
+  for (const name of Object.keys(services().Lock.service)) impl[name] = handlers[name] ?? unimplemented;
+  server.addService(services().Lock.service, impl as grpc.UntypedServiceImplementation);
+  const port = await new Promise<number>((res, rej) =>
+    server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (e, p) => (e ? rej(e) : res(p))),
+  );
+  return { addr: `127.0.0.1:${port}`, server };
+}
+
+const servers: grpc.Server[] = [];
+after(() => servers.forEach((s) => s.forceShutdown()));
+
+function notLeader(leader: string) {
+  return wardenStatus(grpc.status.UNAVAILABLE, "not the leader", "NOT_LEADER", [], { "warden-leader": leader });
+}
+
+test("a follower's hint is followed, a timed-out attempt is retried with the same request id and watermark, the next request takes the next id", async () => {
+  const seen: { requestId: number; ackedRequestId: number; clientId: number }[] = [];
+  let releases = 0;
+  const leader = await fakeNode({
+    ClusterStatus: (_c, cb) => cb(null, { leaderId: 1, maxRequestsInFlight: 64 }),
+    Release: (call, cb) => {
+      releases += 1;
+      seen.push(call.request.header);
+      if (releases === 1) return; // no answer: the attempt times out
+      cb(null, { resource: call.request.resource, leaseId: call.request.leaseId, released: true });
+    },
+  });
+  const follower = await fakeNode({
+    ClusterStatus: (_c, cb) => cb(notLeader(leader.addr)),
+    Release: (_c, cb) => cb(notLeader(leader.addr)),
+  });
+  servers.push(leader.server, follower.server);
+  await using client = new Client([follower.addr, leader.addr], { attemptTimeoutMs: 200, deadlineMs: 3000 });
+  const first = await client.release(7, "r", 3);
+  assert.deepEqual(first, { resource: "r", leaseId: 7, released: true });
+  assert.equal(client.cachedLeader, leader.addr);
+  assert.equal(seen.length, 2, "one timed-out attempt, one answered");
+  assert.deepEqual(seen[0], seen[1], "the retry is byte-for-byte the same request");
+  assert.deepEqual(seen[0], { clientId: client.clientId, requestId: 1, ackedRequestId: 0 });
+  await client.release(7, "r", 3);
+  assert.deepEqual(seen[2], { clientId: client.clientId, requestId: 2, ackedRequestId: 1 });
+});
+
+test("a server's refusal is final: one attempt, a typed error with the field from BadRequest", async () => {
+  let attempts = 0;
+  const node = await fakeNode({
+    ClusterStatus: (_c, cb) => cb(null, { leaderId: 1 }),
+    Release: (_c, cb) => {
+      attempts += 1;
+      cb(wardenStatus(grpc.status.INVALID_ARGUMENT, "resource: must be 1..=512 bytes", "INVALID_ARGUMENT", ["resource"]));
+    },
+  });
+  servers.push(node.server);
+  await using client = new Client(node.addr, { attemptTimeoutMs: 200 });
+  await assert.rejects(client.release(1, "x"), (e: unknown) => e instanceof InvalidArgumentError && e.field === "resource");
+  assert.equal(attempts, 1);
+});
+
+test("an abandoned acquire sends CancelWait naming its request id, and rejects only once the cancel is answered", async () => {
+  let acquireHeader: { requestId: number } | undefined;
+  let cancel: { header: { requestId: number; ackedRequestId: number }; acquireRequestId: number; resource: string } | undefined;
+  let cancelAnsweredAt = 0;
+  const node = await fakeNode({
+    ClusterStatus: (_c, cb) => cb(null, { leaderId: 1 }),
+    Acquire: (call) => {
+      acquireHeader = call.request.header;
+      call.write({ queued: { position: 1, leaseId: 9, behind: "holder" } }); // then waits
+    },
+    CancelWait: (call, cb) => {
+      cancel = call.request;
+      setTimeout(() => {
+        cancelAnsweredAt = performance.now();
+        cb(null, { resource: call.request.resource, leaseId: 9, outcome: "removed" });
+      }, 100);
+    },
+  });
+  servers.push(node.server);
+  await using client = new Client(node.addr, { attemptTimeoutMs: 200 });
+  const controller = new AbortController();
+  const acquiring = client.acquire({ resource: "r", leaseId: 9, waitMs: 30_000, signal: controller.signal, onQueued: () => controller.abort() });
+  await assert.rejects(acquiring, (e: unknown) => e === controller.signal.reason);
+  const rejectedAt = performance.now();
+  assert.ok(cancel && acquireHeader);
+  assert.equal(cancel.acquireRequestId, acquireHeader.requestId);
+  assert.equal(cancel.resource, "r");
+  assert.ok(cancel.header.requestId > acquireHeader.requestId);
+  assert.ok(cancel.header.ackedRequestId < acquireHeader.requestId, "the server still knows the acquire");
+  assert.ok(cancelAnsweredAt > 0 && rejectedAt >= cancelAnsweredAt, "rejected after the cancel was answered");
+});
