@@ -21,6 +21,7 @@ import type { ClusterLimits as _warden_v1_ClusterLimits, ClusterLimits__Output a
 import type { ClusterStatusRequest as _warden_v1_ClusterStatusRequest, ClusterStatusRequest__Output as _warden_v1_ClusterStatusRequest__Output } from './warden/v1/ClusterStatusRequest.js';
 import type { ClusterStatusResponse as _warden_v1_ClusterStatusResponse, ClusterStatusResponse__Output as _warden_v1_ClusterStatusResponse__Output } from './warden/v1/ClusterStatusResponse.js';
 import type { DeleteRoleRequest as _warden_v1_DeleteRoleRequest, DeleteRoleRequest__Output as _warden_v1_DeleteRoleRequest__Output } from './warden/v1/DeleteRoleRequest.js';
+import type { DenyRequest as _warden_v1_DenyRequest, DenyRequest__Output as _warden_v1_DenyRequest__Output } from './warden/v1/DenyRequest.js';
 import type { ForceReleaseRequest as _warden_v1_ForceReleaseRequest, ForceReleaseRequest__Output as _warden_v1_ForceReleaseRequest__Output } from './warden/v1/ForceReleaseRequest.js';
 import type { ForceReleaseResponse as _warden_v1_ForceReleaseResponse, ForceReleaseResponse__Output as _warden_v1_ForceReleaseResponse__Output } from './warden/v1/ForceReleaseResponse.js';
 import type { GetLimitsRequest as _warden_v1_GetLimitsRequest, GetLimitsRequest__Output as _warden_v1_GetLimitsRequest__Output } from './warden/v1/GetLimitsRequest.js';
@@ -32,6 +33,8 @@ import type { Holder as _warden_v1_Holder, Holder__Output as _warden_v1_Holder__
 import type { HotLock as _warden_v1_HotLock, HotLock__Output as _warden_v1_HotLock__Output } from './warden/v1/HotLock.js';
 import type { LeaseRevokeRequest as _warden_v1_LeaseRevokeRequest, LeaseRevokeRequest__Output as _warden_v1_LeaseRevokeRequest__Output } from './warden/v1/LeaseRevokeRequest.js';
 import type { LeaseRevokeResponse as _warden_v1_LeaseRevokeResponse, LeaseRevokeResponse__Output as _warden_v1_LeaseRevokeResponse__Output } from './warden/v1/LeaseRevokeResponse.js';
+import type { ListDeniedRequest as _warden_v1_ListDeniedRequest, ListDeniedRequest__Output as _warden_v1_ListDeniedRequest__Output } from './warden/v1/ListDeniedRequest.js';
+import type { ListDeniedResponse as _warden_v1_ListDeniedResponse, ListDeniedResponse__Output as _warden_v1_ListDeniedResponse__Output } from './warden/v1/ListDeniedResponse.js';
 import type { ListHolder as _warden_v1_ListHolder, ListHolder__Output as _warden_v1_ListHolder__Output } from './warden/v1/ListHolder.js';
 import type { ListRequest as _warden_v1_ListRequest, ListRequest__Output as _warden_v1_ListRequest__Output } from './warden/v1/ListRequest.js';
 import type { ListResponse as _warden_v1_ListResponse, ListResponse__Output as _warden_v1_ListResponse__Output } from './warden/v1/ListResponse.js';
@@ -104,6 +107,7 @@ export interface ProtoGrpcType {
       ClusterStatusRequest: MessageTypeDefinition<_warden_v1_ClusterStatusRequest, _warden_v1_ClusterStatusRequest__Output>
       ClusterStatusResponse: MessageTypeDefinition<_warden_v1_ClusterStatusResponse, _warden_v1_ClusterStatusResponse__Output>
       DeleteRoleRequest: MessageTypeDefinition<_warden_v1_DeleteRoleRequest, _warden_v1_DeleteRoleRequest__Output>
+      DenyRequest: MessageTypeDefinition<_warden_v1_DenyRequest, _warden_v1_DenyRequest__Output>
       ForceReleaseRequest: MessageTypeDefinition<_warden_v1_ForceReleaseRequest, _warden_v1_ForceReleaseRequest__Output>
       ForceReleaseResponse: MessageTypeDefinition<_warden_v1_ForceReleaseResponse, _warden_v1_ForceReleaseResponse__Output>
       GetLimitsRequest: MessageTypeDefinition<_warden_v1_GetLimitsRequest, _warden_v1_GetLimitsRequest__Output>
@@ -115,6 +119,8 @@ export interface ProtoGrpcType {
       HotLock: MessageTypeDefinition<_warden_v1_HotLock, _warden_v1_HotLock__Output>
       LeaseRevokeRequest: MessageTypeDefinition<_warden_v1_LeaseRevokeRequest, _warden_v1_LeaseRevokeRequest__Output>
       LeaseRevokeResponse: MessageTypeDefinition<_warden_v1_LeaseRevokeResponse, _warden_v1_LeaseRevokeResponse__Output>
+      ListDeniedRequest: MessageTypeDefinition<_warden_v1_ListDeniedRequest, _warden_v1_ListDeniedRequest__Output>
+      ListDeniedResponse: MessageTypeDefinition<_warden_v1_ListDeniedResponse, _warden_v1_ListDeniedResponse__Output>
       ListHolder: MessageTypeDefinition<_warden_v1_ListHolder, _warden_v1_ListHolder__Output>
       ListRequest: MessageTypeDefinition<_warden_v1_ListRequest, _warden_v1_ListRequest__Output>
       ListResponse: MessageTypeDefinition<_warden_v1_ListResponse, _warden_v1_ListResponse__Output>

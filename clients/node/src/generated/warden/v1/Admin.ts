@@ -9,12 +9,15 @@ import type { AuthAuditTrailRequest as _warden_v1_AuthAuditTrailRequest, AuthAud
 import type { AuthAuditTrailResponse as _warden_v1_AuthAuditTrailResponse, AuthAuditTrailResponse__Output as _warden_v1_AuthAuditTrailResponse__Output } from '../../warden/v1/AuthAuditTrailResponse.js';
 import type { AuthChangeResponse as _warden_v1_AuthChangeResponse, AuthChangeResponse__Output as _warden_v1_AuthChangeResponse__Output } from '../../warden/v1/AuthChangeResponse.js';
 import type { DeleteRoleRequest as _warden_v1_DeleteRoleRequest, DeleteRoleRequest__Output as _warden_v1_DeleteRoleRequest__Output } from '../../warden/v1/DeleteRoleRequest.js';
+import type { DenyRequest as _warden_v1_DenyRequest, DenyRequest__Output as _warden_v1_DenyRequest__Output } from '../../warden/v1/DenyRequest.js';
 import type { ForceReleaseRequest as _warden_v1_ForceReleaseRequest, ForceReleaseRequest__Output as _warden_v1_ForceReleaseRequest__Output } from '../../warden/v1/ForceReleaseRequest.js';
 import type { ForceReleaseResponse as _warden_v1_ForceReleaseResponse, ForceReleaseResponse__Output as _warden_v1_ForceReleaseResponse__Output } from '../../warden/v1/ForceReleaseResponse.js';
 import type { GetLimitsRequest as _warden_v1_GetLimitsRequest, GetLimitsRequest__Output as _warden_v1_GetLimitsRequest__Output } from '../../warden/v1/GetLimitsRequest.js';
 import type { GetLimitsResponse as _warden_v1_GetLimitsResponse, GetLimitsResponse__Output as _warden_v1_GetLimitsResponse__Output } from '../../warden/v1/GetLimitsResponse.js';
 import type { GrantPermissionRequest as _warden_v1_GrantPermissionRequest, GrantPermissionRequest__Output as _warden_v1_GrantPermissionRequest__Output } from '../../warden/v1/GrantPermissionRequest.js';
 import type { GrantRoleRequest as _warden_v1_GrantRoleRequest, GrantRoleRequest__Output as _warden_v1_GrantRoleRequest__Output } from '../../warden/v1/GrantRoleRequest.js';
+import type { ListDeniedRequest as _warden_v1_ListDeniedRequest, ListDeniedRequest__Output as _warden_v1_ListDeniedRequest__Output } from '../../warden/v1/ListDeniedRequest.js';
+import type { ListDeniedResponse as _warden_v1_ListDeniedResponse, ListDeniedResponse__Output as _warden_v1_ListDeniedResponse__Output } from '../../warden/v1/ListDeniedResponse.js';
 import type { ListRequest as _warden_v1_ListRequest, ListRequest__Output as _warden_v1_ListRequest__Output } from '../../warden/v1/ListRequest.js';
 import type { ListResponse as _warden_v1_ListResponse, ListResponse__Output as _warden_v1_ListResponse__Output } from '../../warden/v1/ListResponse.js';
 import type { ListRolesRequest as _warden_v1_ListRolesRequest, ListRolesRequest__Output as _warden_v1_ListRolesRequest__Output } from '../../warden/v1/ListRolesRequest.js';
@@ -71,6 +74,15 @@ export interface AdminClient extends grpc.Client {
   deleteRole(argument: _warden_v1_DeleteRoleRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_warden_v1_AuthChangeResponse__Output>): grpc.ClientUnaryCall;
   deleteRole(argument: _warden_v1_DeleteRoleRequest, callback: grpc.requestCallback<_warden_v1_AuthChangeResponse__Output>): grpc.ClientUnaryCall;
   
+  Deny(argument: _warden_v1_DenyRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_warden_v1_AuthChangeResponse__Output>): grpc.ClientUnaryCall;
+  Deny(argument: _warden_v1_DenyRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_warden_v1_AuthChangeResponse__Output>): grpc.ClientUnaryCall;
+  Deny(argument: _warden_v1_DenyRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_warden_v1_AuthChangeResponse__Output>): grpc.ClientUnaryCall;
+  Deny(argument: _warden_v1_DenyRequest, callback: grpc.requestCallback<_warden_v1_AuthChangeResponse__Output>): grpc.ClientUnaryCall;
+  deny(argument: _warden_v1_DenyRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_warden_v1_AuthChangeResponse__Output>): grpc.ClientUnaryCall;
+  deny(argument: _warden_v1_DenyRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_warden_v1_AuthChangeResponse__Output>): grpc.ClientUnaryCall;
+  deny(argument: _warden_v1_DenyRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_warden_v1_AuthChangeResponse__Output>): grpc.ClientUnaryCall;
+  deny(argument: _warden_v1_DenyRequest, callback: grpc.requestCallback<_warden_v1_AuthChangeResponse__Output>): grpc.ClientUnaryCall;
+  
   ForceRelease(argument: _warden_v1_ForceReleaseRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_warden_v1_ForceReleaseResponse__Output>): grpc.ClientUnaryCall;
   ForceRelease(argument: _warden_v1_ForceReleaseRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_warden_v1_ForceReleaseResponse__Output>): grpc.ClientUnaryCall;
   ForceRelease(argument: _warden_v1_ForceReleaseRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_warden_v1_ForceReleaseResponse__Output>): grpc.ClientUnaryCall;
@@ -115,6 +127,15 @@ export interface AdminClient extends grpc.Client {
   list(argument: _warden_v1_ListRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_warden_v1_ListResponse__Output>): grpc.ClientUnaryCall;
   list(argument: _warden_v1_ListRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_warden_v1_ListResponse__Output>): grpc.ClientUnaryCall;
   list(argument: _warden_v1_ListRequest, callback: grpc.requestCallback<_warden_v1_ListResponse__Output>): grpc.ClientUnaryCall;
+  
+  ListDenied(argument: _warden_v1_ListDeniedRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_warden_v1_ListDeniedResponse__Output>): grpc.ClientUnaryCall;
+  ListDenied(argument: _warden_v1_ListDeniedRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_warden_v1_ListDeniedResponse__Output>): grpc.ClientUnaryCall;
+  ListDenied(argument: _warden_v1_ListDeniedRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_warden_v1_ListDeniedResponse__Output>): grpc.ClientUnaryCall;
+  ListDenied(argument: _warden_v1_ListDeniedRequest, callback: grpc.requestCallback<_warden_v1_ListDeniedResponse__Output>): grpc.ClientUnaryCall;
+  listDenied(argument: _warden_v1_ListDeniedRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_warden_v1_ListDeniedResponse__Output>): grpc.ClientUnaryCall;
+  listDenied(argument: _warden_v1_ListDeniedRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_warden_v1_ListDeniedResponse__Output>): grpc.ClientUnaryCall;
+  listDenied(argument: _warden_v1_ListDeniedRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_warden_v1_ListDeniedResponse__Output>): grpc.ClientUnaryCall;
+  listDenied(argument: _warden_v1_ListDeniedRequest, callback: grpc.requestCallback<_warden_v1_ListDeniedResponse__Output>): grpc.ClientUnaryCall;
   
   ListRoles(argument: _warden_v1_ListRolesRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_warden_v1_ListRolesResponse__Output>): grpc.ClientUnaryCall;
   ListRoles(argument: _warden_v1_ListRolesRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_warden_v1_ListRolesResponse__Output>): grpc.ClientUnaryCall;
@@ -211,6 +232,15 @@ export interface AdminClient extends grpc.Client {
   topLocks(argument: _warden_v1_TopLocksRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_warden_v1_TopLocksResponse__Output>): grpc.ClientUnaryCall;
   topLocks(argument: _warden_v1_TopLocksRequest, callback: grpc.requestCallback<_warden_v1_TopLocksResponse__Output>): grpc.ClientUnaryCall;
   
+  Undeny(argument: _warden_v1_DenyRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_warden_v1_AuthChangeResponse__Output>): grpc.ClientUnaryCall;
+  Undeny(argument: _warden_v1_DenyRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_warden_v1_AuthChangeResponse__Output>): grpc.ClientUnaryCall;
+  Undeny(argument: _warden_v1_DenyRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_warden_v1_AuthChangeResponse__Output>): grpc.ClientUnaryCall;
+  Undeny(argument: _warden_v1_DenyRequest, callback: grpc.requestCallback<_warden_v1_AuthChangeResponse__Output>): grpc.ClientUnaryCall;
+  undeny(argument: _warden_v1_DenyRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_warden_v1_AuthChangeResponse__Output>): grpc.ClientUnaryCall;
+  undeny(argument: _warden_v1_DenyRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_warden_v1_AuthChangeResponse__Output>): grpc.ClientUnaryCall;
+  undeny(argument: _warden_v1_DenyRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_warden_v1_AuthChangeResponse__Output>): grpc.ClientUnaryCall;
+  undeny(argument: _warden_v1_DenyRequest, callback: grpc.requestCallback<_warden_v1_AuthChangeResponse__Output>): grpc.ClientUnaryCall;
+  
 }
 
 export interface AdminHandlers extends grpc.UntypedServiceImplementation {
@@ -222,6 +252,8 @@ export interface AdminHandlers extends grpc.UntypedServiceImplementation {
   
   DeleteRole: grpc.handleUnaryCall<_warden_v1_DeleteRoleRequest__Output, _warden_v1_AuthChangeResponse>;
   
+  Deny: grpc.handleUnaryCall<_warden_v1_DenyRequest__Output, _warden_v1_AuthChangeResponse>;
+  
   ForceRelease: grpc.handleUnaryCall<_warden_v1_ForceReleaseRequest__Output, _warden_v1_ForceReleaseResponse>;
   
   GetLimits: grpc.handleUnaryCall<_warden_v1_GetLimitsRequest__Output, _warden_v1_GetLimitsResponse>;
@@ -231,6 +263,8 @@ export interface AdminHandlers extends grpc.UntypedServiceImplementation {
   GrantRole: grpc.handleUnaryCall<_warden_v1_GrantRoleRequest__Output, _warden_v1_AuthChangeResponse>;
   
   List: grpc.handleUnaryCall<_warden_v1_ListRequest__Output, _warden_v1_ListResponse>;
+  
+  ListDenied: grpc.handleUnaryCall<_warden_v1_ListDeniedRequest__Output, _warden_v1_ListDeniedResponse>;
   
   ListRoles: grpc.handleUnaryCall<_warden_v1_ListRolesRequest__Output, _warden_v1_ListRolesResponse>;
   
@@ -254,6 +288,8 @@ export interface AdminHandlers extends grpc.UntypedServiceImplementation {
   
   TopLocks: grpc.handleUnaryCall<_warden_v1_TopLocksRequest__Output, _warden_v1_TopLocksResponse>;
   
+  Undeny: grpc.handleUnaryCall<_warden_v1_DenyRequest__Output, _warden_v1_AuthChangeResponse>;
+  
 }
 
 export interface AdminDefinition extends grpc.ServiceDefinition {
@@ -261,11 +297,13 @@ export interface AdminDefinition extends grpc.ServiceDefinition {
   AuditTrail: MethodDefinition<_warden_v1_AuditTrailRequest, _warden_v1_AuditTrailResponse, _warden_v1_AuditTrailRequest__Output, _warden_v1_AuditTrailResponse__Output>
   AuthAuditTrail: MethodDefinition<_warden_v1_AuthAuditTrailRequest, _warden_v1_AuthAuditTrailResponse, _warden_v1_AuthAuditTrailRequest__Output, _warden_v1_AuthAuditTrailResponse__Output>
   DeleteRole: MethodDefinition<_warden_v1_DeleteRoleRequest, _warden_v1_AuthChangeResponse, _warden_v1_DeleteRoleRequest__Output, _warden_v1_AuthChangeResponse__Output>
+  Deny: MethodDefinition<_warden_v1_DenyRequest, _warden_v1_AuthChangeResponse, _warden_v1_DenyRequest__Output, _warden_v1_AuthChangeResponse__Output>
   ForceRelease: MethodDefinition<_warden_v1_ForceReleaseRequest, _warden_v1_ForceReleaseResponse, _warden_v1_ForceReleaseRequest__Output, _warden_v1_ForceReleaseResponse__Output>
   GetLimits: MethodDefinition<_warden_v1_GetLimitsRequest, _warden_v1_GetLimitsResponse, _warden_v1_GetLimitsRequest__Output, _warden_v1_GetLimitsResponse__Output>
   GrantPermission: MethodDefinition<_warden_v1_GrantPermissionRequest, _warden_v1_AuthChangeResponse, _warden_v1_GrantPermissionRequest__Output, _warden_v1_AuthChangeResponse__Output>
   GrantRole: MethodDefinition<_warden_v1_GrantRoleRequest, _warden_v1_AuthChangeResponse, _warden_v1_GrantRoleRequest__Output, _warden_v1_AuthChangeResponse__Output>
   List: MethodDefinition<_warden_v1_ListRequest, _warden_v1_ListResponse, _warden_v1_ListRequest__Output, _warden_v1_ListResponse__Output>
+  ListDenied: MethodDefinition<_warden_v1_ListDeniedRequest, _warden_v1_ListDeniedResponse, _warden_v1_ListDeniedRequest__Output, _warden_v1_ListDeniedResponse__Output>
   ListRoles: MethodDefinition<_warden_v1_ListRolesRequest, _warden_v1_ListRolesResponse, _warden_v1_ListRolesRequest__Output, _warden_v1_ListRolesResponse__Output>
   ListUsers: MethodDefinition<_warden_v1_ListUsersRequest, _warden_v1_ListUsersResponse, _warden_v1_ListUsersRequest__Output, _warden_v1_ListUsersResponse__Output>
   RemoveNode: MethodDefinition<_warden_v1_RemoveNodeRequest, _warden_v1_MembershipResponse, _warden_v1_RemoveNodeRequest__Output, _warden_v1_MembershipResponse__Output>
@@ -277,4 +315,5 @@ export interface AdminDefinition extends grpc.ServiceDefinition {
   SetLimits: MethodDefinition<_warden_v1_SetLimitsRequest, _warden_v1_AuthChangeResponse, _warden_v1_SetLimitsRequest__Output, _warden_v1_AuthChangeResponse__Output>
   SetRoleQuota: MethodDefinition<_warden_v1_SetRoleQuotaRequest, _warden_v1_AuthChangeResponse, _warden_v1_SetRoleQuotaRequest__Output, _warden_v1_AuthChangeResponse__Output>
   TopLocks: MethodDefinition<_warden_v1_TopLocksRequest, _warden_v1_TopLocksResponse, _warden_v1_TopLocksRequest__Output, _warden_v1_TopLocksResponse__Output>
+  Undeny: MethodDefinition<_warden_v1_DenyRequest, _warden_v1_AuthChangeResponse, _warden_v1_DenyRequest__Output, _warden_v1_AuthChangeResponse__Output>
 }

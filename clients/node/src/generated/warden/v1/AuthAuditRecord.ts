@@ -16,6 +16,7 @@ export interface AuthAuditRecord {
   'quota'?: (_warden_v1_Quota | null);
   'limits'?: (_warden_v1_ClusterLimits | null);
   'atUnixMs'?: (number | string | Long);
+  'serial'?: (string);
 }
 
 export interface AuthAuditRecord__Output {
@@ -29,4 +30,5 @@ export interface AuthAuditRecord__Output {
   'quota': (_warden_v1_Quota__Output | null);
   'limits': (_warden_v1_ClusterLimits__Output | null);
   'atUnixMs': (number);
+  'serial': (string);
 }

@@ -8,6 +8,7 @@ export interface UserInfo {
   'roles'?: (string)[];
   'quota'?: (_warden_v1_Quota | null);
   'usage'?: (_warden_v1_QuotaUsage | null);
+  'denied'?: (boolean);
 }
 
 export interface UserInfo__Output {
@@ -15,4 +16,5 @@ export interface UserInfo__Output {
   'roles': (string)[];
   'quota': (_warden_v1_Quota__Output | null);
   'usage': (_warden_v1_QuotaUsage__Output | null);
+  'denied': (boolean);
 }
