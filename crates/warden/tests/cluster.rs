@@ -32,6 +32,8 @@ mod dev;
 mod exec;
 #[path = "cases/fenced_store.rs"]
 mod fenced_store;
+#[path = "cases/floods.rs"]
+mod floods;
 #[path = "cases/kinds.rs"]
 mod kinds;
 #[path = "cases/lease.rs"]
