@@ -99,6 +99,10 @@ pub struct ConnLimits {
     /// connection; also how long an HTTP/1.1 connection may wait between
     /// requests ([`ADMIN_HEADER_READ_TIMEOUT`]).
     pub admin_header_read_timeout: std::time::Duration,
+    /// `--refused-requests-per-sec`: writes the table refuses that one
+    /// principal may make per second (twice as many at once) before the
+    /// node refuses its writes outright (`crate::node::refusals`).
+    pub refused_requests_per_sec: u32,
 }
 
 impl Default for ConnLimits {
@@ -106,9 +110,15 @@ impl Default for ConnLimits {
         ConnLimits {
             accept: warden_tls::AcceptOptions::default(),
             admin_header_read_timeout: ADMIN_HEADER_READ_TIMEOUT,
+            refused_requests_per_sec: REFUSED_REQUESTS_PER_SEC,
         }
     }
 }
+
+/// Default [`ConnLimits::refused_requests_per_sec`]: 100.
+pub const REFUSED_REQUESTS_PER_SEC: u32 = 100;
+/// Bounds of [`ConnLimits::refused_requests_per_sec`]: 1 ..= 1,000,000.
+pub const REFUSED_REQUESTS_PER_SEC_RANGE: (u32, u32) = (1, 1_000_000);
 
 /// Default [`ConnLimits::admin_header_read_timeout`]: 10 s (hyper's own
 /// default is 30 s, and only with a timer, which axum's `serve` does not
@@ -133,6 +143,15 @@ impl ConnLimits {
                 value,
                 min,
                 max,
+            });
+        }
+        let (min, max) = REFUSED_REQUESTS_PER_SEC_RANGE;
+        if !(min..=max).contains(&self.refused_requests_per_sec) {
+            return Err(warden_tls::LimitError::Count {
+                field: "refused-requests-per-sec",
+                value: self.refused_requests_per_sec as usize,
+                min: min as usize,
+                max: max as usize,
             });
         }
         Ok(())

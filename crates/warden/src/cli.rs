@@ -391,6 +391,12 @@ pub struct ServerArgs {
     /// (100ms..=5m) [default: 10s].
     #[arg(long, env = "WARDEN_SERVER_ADMIN_HEADER_READ_TIMEOUT", value_name = "DURATION", value_parser = parse_duration)]
     pub admin_header_read_timeout: Option<Duration>,
+    /// Writes the table refuses that one principal may make per second
+    /// (twice as many at once); past that the node refuses its writes
+    /// outright with ResourceExhausted until it slows down (1..=1000000)
+    /// [default: 100].
+    #[arg(long, env = "WARDEN_SERVER_REFUSED_REQUESTS_PER_SEC", value_name = "N")]
+    pub refused_requests_per_sec: Option<u32>,
     /// How log lines are written to stderr: `text` (one human-readable
     /// line each) or `json` (one JSON object a line: `timestamp`, `level`,
     /// `fields.message`, `target`, and the request's span: `method`,

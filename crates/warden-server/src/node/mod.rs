@@ -24,6 +24,7 @@
 //! - `idle_clients.rs`: the walk that finds idle outcome records (S7) a
 //!   slice at a time, for `DropClients`.
 //! - `membership.rs`: add, remove and replace members.
+//! - `refusals.rs`: the refused-request rate limit, per principal.
 //! - `deny_sync.rs`: hands the applied deny list to this node's TLS, which
 //!   refuses denied certificates and closes their connections.
 //! - `test_node.rs`, `auth_tests.rs` (tests only): a one-node cluster in
@@ -42,6 +43,7 @@ pub mod idle_clients;
 pub mod membership;
 pub mod proposer;
 pub mod read;
+pub mod refusals;
 pub mod renew;
 mod stamp;
 pub mod submit;
@@ -118,6 +120,8 @@ pub struct Node {
     /// Its TLS (None: insecure or simulated identities): the deny list is
     /// enforced there ([`deny_sync`]).
     tls: Option<warden_tls::NodeTls>,
+    /// The refused-request rate limit, per principal ([`refusals`]).
+    refusals: refusals::RefusalBudget,
 }
 
 /// What a node is made of (see [`Node::new`]).
@@ -176,6 +180,7 @@ impl Node {
 
     /// Assembles a node around its Raft handle and state machine.
     pub fn new(parts: NodeParts) -> Arc<Node> {
+        let parts_refusals = parts.config.conn_limits.refused_requests_per_sec;
         Arc::new_cyclic(|me| Node {
             id: parts.id,
             config: parts.config,
@@ -192,6 +197,7 @@ impl Node {
             formats: parts.formats,
             connector: parts.connector,
             tls: parts.tls,
+            refusals: refusals::RefusalBudget::new(parts_refusals),
         })
     }
 

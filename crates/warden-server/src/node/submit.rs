@@ -257,17 +257,24 @@ impl Node {
         // The inner command's fields, and that it is a client command (a
         // leader duty or an already wrapped command is refused).
         validate::authorized(&wrapped)?;
+        // A principal that floods refused requests is refused at once
+        // (`refusals`, docs/security.md "Refused before the log").
+        self.refusals.admit(principal)?;
         self.await_promoted().await?;
         // Refused before the log (docs/security.md): what this table already
         // refuses never becomes an entry; apply still decides the rest.
         if let Some(e) = self.refusal_before_log(&wrapped) {
+            self.refusals.spend(principal);
             return Err(SubmitError::Refused(e));
         }
         let cmd = Command::Authorized(wrapped);
         self.may_propose(&cmd)?;
         let (response, _) = self.proposer.propose(cmd).await?;
         match response {
-            Response::Error(e) => Err(SubmitError::Refused(e)),
+            Response::Error(e) => {
+                self.refusals.spend(principal);
+                Err(SubmitError::Refused(e))
+            }
             r => R::from_response(r)
                 .map_err(|other| SubmitError::fatal(format!("unexpected reply {other:?}"))),
         }

@@ -52,6 +52,7 @@ pub struct FileConfig {
     max_connections_per_principal: Option<usize>,
     connection_idle_timeout: Option<String>,
     admin_header_read_timeout: Option<String>,
+    refused_requests_per_sec: Option<u32>,
 }
 
 /// `peers = "1=a:7001,2=b:7001"` or a `[peers]` table `1 = "a:7001"`.
@@ -427,6 +428,10 @@ fn conn_limits(
             file.admin_header_read_timeout.as_deref(),
             defaults.admin_header_read_timeout,
         )?,
+        refused_requests_per_sec: args
+            .refused_requests_per_sec
+            .or(file.refused_requests_per_sec)
+            .unwrap_or(defaults.refused_requests_per_sec),
     };
     limits.validate().map_err(|e| format!("--{e}"))?;
     Ok(limits)

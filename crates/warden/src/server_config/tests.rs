@@ -590,7 +590,8 @@ fn connection_limits_from_flags_and_file_with_their_bounds() {
     let file = parse_config_file(
         "handshake-timeout = \"2s\"\nmax-handshakes = 256\nmax-handshakes-per-source = 8\n\
          max-connections = 1000\nmax-connections-per-principal = 10\n\
-         connection-idle-timeout = \"1m\"\nadmin-header-read-timeout = \"3s\"",
+         connection-idle-timeout = \"1m\"\nadmin-header-read-timeout = \"3s\"\n\
+         refused-requests-per-sec = 50",
     )
     .unwrap();
     let args = ServerArgs {
@@ -605,6 +606,14 @@ fn connection_limits_from_flags_and_file_with_their_bounds() {
     assert_eq!(limits.accept.max_connections_per_principal, 20);
     assert_eq!(limits.accept.idle_timeout, Duration::from_secs(60));
     assert_eq!(limits.admin_header_read_timeout, Duration::from_secs(3));
+    assert_eq!(limits.refused_requests_per_sec, 50);
+    assert_eq!(
+        resolve(&base_args(), FileConfig::default())
+            .unwrap()
+            .conn_limits
+            .refused_requests_per_sec,
+        100
+    );
     let refused = |change: fn(&mut ServerArgs)| {
         let mut args = base_args();
         change(&mut args);
@@ -629,6 +638,10 @@ fn connection_limits_from_flags_and_file_with_their_bounds() {
     assert_eq!(
         refused(|a| a.admin_header_read_timeout = Some(Duration::ZERO)),
         "--admin-header-read-timeout: 0s is outside 100ms..=5m"
+    );
+    assert_eq!(
+        refused(|a| a.refused_requests_per_sec = Some(0)),
+        "--refused-requests-per-sec: 0 is outside 1..=1000000"
     );
     let e = resolve(
         &base_args(),

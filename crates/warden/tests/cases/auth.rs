@@ -326,7 +326,9 @@ async fn a_granted_acquire_retried_after_a_revoke_gets_its_grant_back() {
 /// answers with that grant (S7: it does not run twice).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mallorys_quotas_stop_her_while_alice_is_served() {
-    let cluster = Cluster::start(3, &[]).await;
+    // The refused-request rate limit off (in effect): this floods refusals
+    // on purpose, to reach the quotas behind it.
+    let cluster = Cluster::start(3, &["--refused-requests-per-sec", "1000000"]).await;
     grant(&cluster, "alice", "a/", "lock");
     grant(&cluster, "mallory", "m/", "lock");
     let (code, j, err) = cluster.cli(&["role", "quota", "mallory", "--leases", "20"]);

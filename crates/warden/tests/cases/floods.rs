@@ -14,7 +14,13 @@ use crate::harness::{cluster_status_at, Cluster, Final};
 fn grant(cluster: &Cluster, user: &str, prefixes: &[&str], permission: &str) {
     for prefix in prefixes {
         let (code, _, err) = cluster.cli(&[
-            "role", "grant", user, "--prefix", prefix, "--permission", permission,
+            "role",
+            "grant",
+            user,
+            "--prefix",
+            prefix,
+            "--permission",
+            permission,
         ]);
         assert_eq!(code, 0, "{err}");
     }
@@ -69,7 +75,10 @@ async fn a_value_flood_stops_at_its_quota_and_others_still_proclaim() {
         }
         assert!(published <= 1_000, "mallory went past her quotas");
     };
-    assert!(exhausted(&refusal, "quota value_bytes of principal mallory"), "{refusal:?}");
+    assert!(
+        exhausted(&refusal, "quota value_bytes of principal mallory"),
+        "{refusal:?}"
+    );
     assert_eq!(published, (1 << 20) / 4_000, "1 MiB of 4,000-byte values");
     let alice = cluster.client_as("alice").await;
     let hers = alice
@@ -82,7 +91,10 @@ async fn a_value_flood_stops_at_its_quota_and_others_still_proclaim() {
         .await
         .expect("alice still proclaims");
     let grown = resident_bytes(pid).saturating_sub(before);
-    println!("leader RSS grew by {} KiB over {published} values", grown / 1024);
+    println!(
+        "leader RSS grew by {} KiB over {published} values",
+        grown / 1024
+    );
     assert!(
         grown < 64 << 20,
         "the leader grew by {grown} bytes: bounded by her quota, not the table's cap"
@@ -103,7 +115,10 @@ async fn a_queue_flood_stops_at_its_quota_and_others_still_queue() {
     let (code, _, err) = cluster.cli(&["role", "quota", "mallory", "--waits-per-resource", "5"]);
     assert_eq!(code, 0, "{err}");
     let alice = cluster.api_as("alice");
-    let held = alice.acquire(1, 1, "q/1", 60_000).await.expect("alice holds q/1");
+    let held = alice
+        .acquire(1, 1, "q/1", 60_000)
+        .await
+        .expect("alice holds q/1");
     assert!(matches!(held, Final::Granted { .. }), "{held:?}");
     let root = cluster.api();
     let waiters_are = |n: u64| {
@@ -115,7 +130,10 @@ async fn a_queue_flood_stops_at_its_quota_and_others_still_queue() {
                 if w == n {
                     return;
                 }
-                assert!(Instant::now() < deadline, "q/1 never had {n} waiters (has {w})");
+                assert!(
+                    Instant::now() < deadline,
+                    "q/1 never had {n} waiters (has {w})"
+                );
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         }
@@ -124,7 +142,9 @@ async fn a_queue_flood_stops_at_its_quota_and_others_still_queue() {
     for i in 0..5u64 {
         let mallory = cluster.api_as("mallory");
         waits.push(tokio::spawn(async move {
-            mallory.acquire_waiting(100 + i, 1, "q/1", 60_000, 30_000).await
+            mallory
+                .acquire_waiting(100 + i, 1, "q/1", 60_000, 30_000)
+                .await
         }));
         waiters_are(i + 1).await;
     }
@@ -151,32 +171,47 @@ async fn a_queue_flood_stops_at_its_quota_and_others_still_queue() {
 
 /// The refused-write flood (a principal with no roles once added an entry
 /// per refused acquire: 17 MB per node in 20 s, and everyone's commits
-/// slowed): 500 acquires from mallory, who holds no role, are each refused
-/// PermissionDenied, and the leader's log grows by at most the one entry
-/// of her client id's first request plus the leader's own ticks.
+/// slowed): 500 acquires from mallory, who holds no role, on a cluster
+/// whose refused-request rate limit is 10 a second (20 at once). Each is
+/// refused, PermissionDenied while her bucket lasts and then
+/// ResourceExhausted naming the rate limit, without any check; the
+/// leader's log grows by at most the one entry of her client id's first
+/// request plus the leader's own ticks; alice is served throughout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn refused_writes_do_not_reach_the_log() {
-    let cluster = Cluster::start(3, &[]).await;
+async fn refused_writes_do_not_reach_the_log_and_are_rate_limited() {
+    let cluster = Cluster::start(3, &["--refused-requests-per-sec", "10"]).await;
+    grant(&cluster, "alice", &["a/"], "lock");
     let leader = cluster.wait_leader(Duration::from_secs(10)).await;
     let addr = cluster.nodes[&leader].addr.clone();
-    let before = cluster_status_at(&addr).await.expect("status").last_log_index;
+    let before = cluster_status_at(&addr)
+        .await
+        .expect("status")
+        .last_log_index;
     let started = Instant::now();
     let mallory = cluster.api_as("mallory");
+    let (mut denied, mut limited) = (0u64, 0u64);
     for request in 1..=500u64 {
         let e = mallory
             .acquire(7, request, &format!("x/{request}"), 10_000)
             .await
             .expect_err("refused");
-        assert!(
-            matches!(&e, ClientError::PermissionDenied { .. }),
-            "{request}: {e:?}"
-        );
+        match &e {
+            ClientError::PermissionDenied { .. } => denied += 1,
+            e if exhausted(e, "refused-request rate limit") => limited += 1,
+            e => panic!("{request}: {e:?}"),
+        }
     }
-    let after = cluster_status_at(&addr).await.expect("status").last_log_index;
-    let ticks = started.elapsed().as_secs() + 2;
+    let elapsed = started.elapsed();
+    let after = cluster_status_at(&addr)
+        .await
+        .expect("status")
+        .last_log_index;
+    let alice = cluster.api_as("alice");
+    let served = alice.acquire(1, 1, "a/1", 10_000).await.expect("alice");
+    assert!(matches!(served, Final::Granted { .. }), "{served:?}");
+    let ticks = elapsed.as_secs() + 2;
     println!(
-        "500 refused acquires in {:?}: the log grew by {} entries",
-        started.elapsed(),
+        "500 refused acquires in {elapsed:?}: {denied} refused by the table, {limited} by the rate limit; the log grew by {} entries",
         after - before
     );
     assert!(
@@ -184,4 +219,11 @@ async fn refused_writes_do_not_reach_the_log() {
         "the log grew by {} entries for 500 refused acquires",
         after - before
     );
+    // Her bucket: 20 at once, then 10 a second.
+    let allowed = 20 + 10 * (elapsed.as_secs() + 1);
+    assert!(
+        denied >= 20 && denied <= allowed,
+        "{denied} refused by the table in {elapsed:?}"
+    );
+    assert_eq!(denied + limited, 500);
 }
