@@ -91,6 +91,7 @@ fn named_scenarios_pass() {
         Scenario::LostReplyNewLeader,
         Scenario::RetriedRelease,
         Scenario::ForeignLease,
+        Scenario::Flood,
     ] {
         let found = outcome(1, s, None);
         assert!(found.is_empty(), "{s:?}: {found:?}");

@@ -15,6 +15,7 @@
 //! | `slow_links.rs` | `slow-links` (L3, L1) |
 //! | `regions.rs` | `regions`: 5 nodes in 3 regions, `wan` timing (L3, L1, REGIONS) |
 //! | `owners.rs` | principals: `foreign-lease` (OWNERS) |
+//! | `flood.rs` | principals: `flood`, one principal floods every consumable while others work (QUOTAS) |
 //! | `client.rs` | what the scripted clients share (own clocks, finding the leader, cutting a node off, a waiter) |
 //! | `shape.rs` | what a scenario is: [`Scenario`], its row, the [`Setup`] its clients get |
 
@@ -24,6 +25,7 @@ use shape::Def;
 pub use shape::{ClusterShape, Scenario, Setup};
 
 mod client;
+mod flood;
 mod handoff;
 mod kinds;
 mod leases;
@@ -35,7 +37,7 @@ mod shape;
 mod slow_links;
 
 /// Every scenario, in the order of [`Scenario`]'s variants.
-const TABLE: [Def; 14] = [
+const TABLE: [Def; 15] = [
     random::RANDOM,
     leases::REPEATED_ELECTIONS,
     handoff::DUE_WAITER,
@@ -50,6 +52,7 @@ const TABLE: [Def; 14] = [
     owners::FOREIGN_LEASE,
     kinds::KINDS,
     regions::REGIONS,
+    flood::FLOOD,
 ];
 
 // Row i of the table is the scenario whose discriminant is i.
@@ -134,6 +137,7 @@ mod tests {
         assert_eq!(Scenario::NAMES[11], "foreign-lease");
         assert_eq!(Scenario::NAMES[12], "kinds");
         assert_eq!(Scenario::NAMES[13], "regions");
+        assert_eq!(Scenario::NAMES[14], "flood");
         let err = Scenario::parse("no-such").unwrap_err();
         assert!(err.starts_with("--scenario: unknown \"no-such\"; known: random, "));
     }

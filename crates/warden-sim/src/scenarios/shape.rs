@@ -49,6 +49,9 @@ pub enum Scenario {
     /// Five nodes in three regions with the `wan` timing preset, the leader
     /// crashed once (L1, L3; docs/operations.md "Latency between nodes").
     Regions,
+    /// One principal floods every consumable (leases, values, a queue,
+    /// client ids) while others acquire, renew, proclaim and queue (QUOTAS).
+    Flood,
 }
 
 /// What a scenario's clients are given.
