@@ -2081,6 +2081,12 @@ type ClusterStatusResponse struct {
 	// answered it yet as what it heard of it (docs/operations.md, "Rolling
 	// restart").
 	MembersLogFormat uint32 `protobuf:"varint,12,opt,name=members_log_format,json=membersLogFormat,proto3" json:"members_log_format,omitempty"`
+	// Node ids of this cluster's certificates that the answering node's
+	// membership does not name and that a majority of the voters it knows did
+	// not confirm in the last minute: their Raft calls are refused
+	// (docs/security.md "The peer service"). A member listed here on its own
+	// answer cannot follow its cluster: wipe it and add it back.
+	UnconfirmedPeers []uint64 `protobuf:"varint,13,rep,packed,name=unconfirmed_peers,json=unconfirmedPeers,proto3" json:"unconfirmed_peers,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -2197,6 +2203,13 @@ func (x *ClusterStatusResponse) GetMembersLogFormat() uint32 {
 		return x.MembersLogFormat
 	}
 	return 0
+}
+
+func (x *ClusterStatusResponse) GetUnconfirmedPeers() []uint64 {
+	if x != nil {
+		return x.UnconfirmedPeers
+	}
+	return nil
 }
 
 type ValidateRequest struct {
@@ -2709,7 +2722,7 @@ const file_warden_proto_rawDesc = "" +
 	"\n" +
 	"bound_g_ms\x18\f \x01(\x04R\bboundGMs\x12\x16\n" +
 	"\x06preset\x18\r \x01(\tR\x06preset\x121\n" +
-	"\x15call_timeout_floor_ms\x18\x0e \x01(\x04R\x12callTimeoutFloorMs\"\xc9\x03\n" +
+	"\x15call_timeout_floor_ms\x18\x0e \x01(\x04R\x12callTimeoutFloorMs\"\xf6\x03\n" +
 	"\x15ClusterStatusResponse\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12\x1b\n" +
@@ -2724,7 +2737,8 @@ const file_warden_proto_rawDesc = "" +
 	"\x0felection_prefix\x18\n" +
 	" \x01(\tR\x0eelectionPrefix\x123\n" +
 	"\x16max_requests_in_flight\x18\v \x01(\x04R\x13maxRequestsInFlight\x12,\n" +
-	"\x12members_log_format\x18\f \x01(\rR\x10membersLogFormat\"R\n" +
+	"\x12members_log_format\x18\f \x01(\rR\x10membersLogFormat\x12+\n" +
+	"\x11unconfirmed_peers\x18\r \x03(\x04R\x10unconfirmedPeers\"R\n" +
 	"\x0fValidateRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12#\n" +
 	"\rfencing_token\x18\x02 \x01(\x04R\ffencingToken\"\xc2\x01\n" +

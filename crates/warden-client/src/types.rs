@@ -658,6 +658,11 @@ pub struct ClusterStatus {
     /// knows it (0 while one is unknown): the formats its leader-side gates
     /// count on (docs/operations.md, "Rolling restart").
     pub members_log_format: u32,
+    /// Node ids whose Raft calls the answering node refuses as unconfirmed
+    /// members (its membership does not name them and a majority of the
+    /// voters it knows did not confirm them); empty from a server that does
+    /// not say.
+    pub unconfirmed_peers: Vec<u64>,
 }
 
 impl From<v1::Granted> for AcquireResult {
@@ -787,6 +792,7 @@ impl From<v1::ClusterStatusResponse> for ClusterStatus {
             election_prefix: c.election_prefix,
             max_requests_in_flight: c.max_requests_in_flight,
             members_log_format: c.members_log_format,
+            unconfirmed_peers: c.unconfirmed_peers,
         }
     }
 }

@@ -749,6 +749,7 @@ where
         connector: injected.peer_connector.clone(),
         renew_tx,
         tls: tls.clone(),
+        peer_access: Some(access.clone()),
     });
     node_cell.set(node.clone());
     tracing::info!(

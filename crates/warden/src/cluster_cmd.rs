@@ -207,6 +207,7 @@ pub fn status_report(r: &ClusterStatus, format: OutputFormat) -> Report {
             v["election_prefix"] = json!(r.election_prefix);
             v["max_requests_in_flight"] = json!(r.max_requests_in_flight);
             v["members_log_format"] = json!(r.members_log_format);
+            v["unconfirmed_peers"] = json!(r.unconfirmed_peers);
             if let Some(members) = v["members"].as_array_mut() {
                 for (j, m) in members.iter_mut().zip(&r.members) {
                     j["term"] = json!(m.term);
@@ -230,6 +231,13 @@ pub fn status_report(r: &ClusterStatus, format: OutputFormat) -> Report {
                 out.push_str(
                     "insecure: this node serves plaintext without authentication (--insecure)\n",
                 );
+            }
+            if !r.unconfirmed_peers.is_empty() {
+                let ids: Vec<String> = r.unconfirmed_peers.iter().map(u64::to_string).collect();
+                out.push_str(&format!(
+                    "unconfirmed peers: node {} (not in this node's membership, not confirmed by a majority of the voters it knows: their Raft calls are refused; a member listed by itself cannot follow: wipe it and add it back)\n",
+                    ids.join(", node ")
+                ));
             }
             let rest: Vec<&str> = lines.skip(1 + r.members.len()).collect();
             let w = r
@@ -356,6 +364,7 @@ mod tests {
             election_prefix: "\u{1}election/".into(),
             max_requests_in_flight: 64,
             members_log_format: 1,
+            unconfirmed_peers: vec![],
         }
     }
 
@@ -398,6 +407,36 @@ mod tests {
         assert!(row.ends_with("never"), "{row}");
         assert!(text.contains("timing: not reported"), "{text}");
         assert!(!text.contains("insecure"), "{text}");
+        assert!(!text.contains("unconfirmed"), "{text}");
+    }
+
+    // docs/security.md "The peer service": `cluster status` names the peer
+    // ids the answering node refuses as unconfirmed, in text and JSON.
+    #[test]
+    fn status_shows_unconfirmed_peers() {
+        let r = ClusterStatus {
+            unconfirmed_peers: vec![7, 9],
+            ..sample()
+        };
+        let text = status_report(&r, OutputFormat::Text)
+            .stdout
+            .expect("stdout");
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("unconfirmed peers:"))
+            .expect("the unconfirmed line");
+        assert!(
+            line.starts_with("unconfirmed peers: node 7, node 9 (not in this node's membership"),
+            "{line}"
+        );
+        let v: Value = serde_json::from_str(
+            status_report(&r, OutputFormat::Json)
+                .stdout
+                .as_deref()
+                .expect("stdout"),
+        )
+        .expect("json");
+        assert_eq!(v["unconfirmed_peers"], json!([7, 9]));
     }
 
     // docs/security.md "Insecure mode": `cluster status` says so when the

@@ -122,6 +122,9 @@ pub struct Node {
     tls: Option<warden_tls::NodeTls>,
     /// The refused-request rate limit, per principal ([`refusals`]).
     refusals: refusals::RefusalBudget,
+    /// The peer gate's state (None in tests without a peer service): the
+    /// peer ids it refuses as unconfirmed.
+    peer_access: Option<Arc<crate::raft::peer_access::PeerAccess>>,
 }
 
 /// What a node is made of (see [`Node::new`]).
@@ -144,6 +147,8 @@ pub struct NodeParts {
     pub renew_tx: mpsc::Sender<RenewJob>,
     /// Its TLS, if it has certificates.
     pub tls: Option<warden_tls::NodeTls>,
+    /// The peer gate's state, if it serves peers.
+    pub peer_access: Option<Arc<crate::raft::peer_access::PeerAccess>>,
 }
 
 /// The production sink of the [`Proposer`]: this node's Raft handle.
@@ -198,7 +203,17 @@ impl Node {
             connector: parts.connector,
             tls: parts.tls,
             refusals: refusals::RefusalBudget::new(parts_refusals),
+            peer_access: parts.peer_access,
         })
+    }
+
+    /// Peer ids whose Raft calls this node refuses as unconfirmed members
+    /// (`raft::member_confirm`), by id.
+    pub fn unconfirmed_peers(&self) -> Vec<u64> {
+        self.peer_access
+            .as_ref()
+            .map(|a| a.unconfirmed().into_iter().collect())
+            .unwrap_or_default()
     }
 
     /// This node's TLS, if it has certificates.

@@ -176,6 +176,7 @@ impl TestNode {
             connector: Arc::new(TcpConnector),
             renew_tx,
             tls: None,
+            peer_access: None,
         });
         let tasks = vec![
             tokio::spawn(renew::run(

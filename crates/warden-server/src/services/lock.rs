@@ -293,6 +293,7 @@ impl Lock for LockService {
             election_prefix: warden_core::limits::ELECTION_PREFIX.to_string(),
             max_requests_in_flight: warden_core::limits::MAX_OUTCOMES_PER_CLIENT as u64,
             members_log_format: node.members_log_format(),
+            unconfirmed_peers: node.unconfirmed_peers(),
             timing: Some(pb::Timing {
                 heartbeat_ms: timing.heartbeat_ms,
                 election_timeout_min_ms: timing.election_timeout_min_ms,

@@ -331,6 +331,7 @@ fn sample_cluster() -> ClusterStatus {
         election_prefix: "\u{1}election/".into(),
         max_requests_in_flight: 64,
         members_log_format: 1,
+        unconfirmed_peers: vec![],
     }
 }
 

@@ -821,6 +821,21 @@ async fn a_never_members_certificate_and_another_clusters_forge_nothing() {
 
     let before = wait_leader(&cluster, &root, Duration::from_secs(10)).await;
     let followers: Vec<u64> = (1..=3).filter(|id| *id != before.leader_id).collect();
+    // Each follower's Raft runs (on a loaded machine one can still be
+    // starting, and would answer "raft not started yet"): it names the leader.
+    for &f in &followers {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            match status_at(&root, &cluster.addr(f)).await {
+                Err(e) if e.message().contains("not the leader; the leader is node") => break,
+                other => assert!(
+                    Instant::now() < deadline,
+                    "node {f} never followed: {other:?}"
+                ),
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
     let not_member = "node 9 is not in this node's membership";
     for &f in &followers {
         let mut peer = node_peer(&cluster, 9, &cluster.addr(f));
@@ -862,6 +877,19 @@ async fn a_never_members_certificate_and_another_clusters_forge_nothing() {
         assert_eq!(e.code(), Code::Unavailable, "node {f}: {e:?}");
         wait_log_line(&cluster, f, &format!("peer call refused: {not_member}")).await;
     }
+    // The leader refuses node 9 the same way, and its `cluster status`
+    // names the refused id.
+    let mut at_leader = node_peer(&cluster, 9, &cluster.addr(before.leader_id));
+    let heartbeat = forged_append(9, before.term + 9, last_log_id(&before), Vec::new());
+    let e = at_leader
+        .append_entries(stamped(heartbeat, &before.cluster_id))
+        .await
+        .expect_err("forged heartbeat to the leader");
+    assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
+    let st = status_at(&root, &cluster.addr(before.leader_id))
+        .await
+        .expect("the leader's status");
+    assert_eq!(st.unconfirmed_peers, vec![9]);
 
     let after = wait_leader(&cluster, &root, Duration::from_secs(5)).await;
     assert_eq!(

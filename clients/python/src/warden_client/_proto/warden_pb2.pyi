@@ -1000,6 +1000,7 @@ class ClusterStatusResponse(_message.Message):
     ELECTION_PREFIX_FIELD_NUMBER: _builtins.int
     MAX_REQUESTS_IN_FLIGHT_FIELD_NUMBER: _builtins.int
     MEMBERS_LOG_FORMAT_FIELD_NUMBER: _builtins.int
+    UNCONFIRMED_PEERS_FIELD_NUMBER: _builtins.int
     cluster_id: _builtins.str
     leader_id: _builtins.int
     term: _builtins.int
@@ -1033,6 +1034,15 @@ class ClusterStatusResponse(_message.Message):
     def members(self) -> _containers.RepeatedCompositeFieldContainer[Global___Member]: ...
     @_builtins.property
     def timing(self) -> Global___Timing: ...
+    @_builtins.property
+    def unconfirmed_peers(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """Node ids of this cluster's certificates that the answering node's
+        membership does not name and that a majority of the voters it knows did
+        not confirm in the last minute: their Raft calls are refused
+        (docs/security.md "The peer service"). A member listed here on its own
+        answer cannot follow its cluster: wipe it and add it back.
+        """
+
     def __init__(
         self,
         *,
@@ -1048,10 +1058,11 @@ class ClusterStatusResponse(_message.Message):
         election_prefix: _builtins.str = ...,
         max_requests_in_flight: _builtins.int = ...,
         members_log_format: _builtins.int = ...,
+        unconfirmed_peers: _abc.Iterable[_builtins.int] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["timing", b"timing"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster_id", b"cluster_id", "commit_index", b"commit_index", "election_prefix", b"election_prefix", "insecure", b"insecure", "last_log_index", b"last_log_index", "leader_id", b"leader_id", "max_requests_in_flight", b"max_requests_in_flight", "members", b"members", "members_log_format", b"members_log_format", "node_id", b"node_id", "term", b"term", "timing", b"timing"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster_id", b"cluster_id", "commit_index", b"commit_index", "election_prefix", b"election_prefix", "insecure", b"insecure", "last_log_index", b"last_log_index", "leader_id", b"leader_id", "max_requests_in_flight", b"max_requests_in_flight", "members", b"members", "members_log_format", b"members_log_format", "node_id", b"node_id", "term", b"term", "timing", b"timing", "unconfirmed_peers", b"unconfirmed_peers"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -17,6 +17,7 @@ export interface ClusterStatusResponse {
   'electionPrefix'?: (string);
   'maxRequestsInFlight'?: (number | string | Long);
   'membersLogFormat'?: (number);
+  'unconfirmedPeers'?: (number | string | Long)[];
 }
 
 export interface ClusterStatusResponse__Output {
@@ -32,4 +33,5 @@ export interface ClusterStatusResponse__Output {
   'electionPrefix': (string);
   'maxRequestsInFlight': (number);
   'membersLogFormat': (number);
+  'unconfirmedPeers': (number)[];
 }
