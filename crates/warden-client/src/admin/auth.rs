@@ -253,16 +253,7 @@ impl Admin {
     /// `ResourceExhausted` (10,000 entries); `NoQuorum` / `Unavailable`;
     /// `RequestExpired`.
     pub async fn deny(&self, target: DenyTarget) -> Result<(), ClientError> {
-        let target = target.into_pb();
-        self.change(
-            "deny",
-            |header| v1::DenyRequest {
-                header: Some(header),
-                target: Some(target),
-            },
-            |mut admin, r| async move { admin.deny(r).await },
-        )
-        .await
+        self.deny_change(target, true).await
     }
 
     /// Takes `target` off the replicated deny list. Needs `admin` on `""`.
@@ -274,14 +265,25 @@ impl Admin {
     /// not denied; `InvalidArgument`; `NoQuorum` / `Unavailable`;
     /// `RequestExpired`.
     pub async fn undeny(&self, target: DenyTarget) -> Result<(), ClientError> {
+        self.deny_change(target, false).await
+    }
+
+    /// [`Admin::deny`] (`deny` true) or [`Admin::undeny`].
+    async fn deny_change(&self, target: DenyTarget, deny: bool) -> Result<(), ClientError> {
         let target = target.into_pb();
         self.change(
-            "undeny",
+            if deny { "deny" } else { "undeny" },
             |header| v1::DenyRequest {
                 header: Some(header),
                 target: Some(target),
             },
-            |mut admin, r| async move { admin.undeny(r).await },
+            move |mut admin, r| async move {
+                if deny {
+                    admin.deny(r).await
+                } else {
+                    admin.undeny(r).await
+                }
+            },
         )
         .await
     }

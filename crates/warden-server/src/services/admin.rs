@@ -501,22 +501,14 @@ impl Admin for AdminService {
         &self,
         req: Request<pb::DenyRequest>,
     ) -> Result<Response<pb::AuthChangeResponse>, Status> {
-        let node = self.node.get()?;
-        let principal = principal(&req)?;
-        let r = req.into_inner();
-        let op = AuthOp::Deny(convert::deny_target(r.target)?);
-        auth_change(&node, &principal, r.header, op).await
+        self.deny_change(req, AuthOp::Deny).await
     }
 
     async fn undeny(
         &self,
         req: Request<pb::DenyRequest>,
     ) -> Result<Response<pb::AuthChangeResponse>, Status> {
-        let node = self.node.get()?;
-        let principal = principal(&req)?;
-        let r = req.into_inner();
-        let op = AuthOp::Undeny(convert::deny_target(r.target)?);
-        auth_change(&node, &principal, r.header, op).await
+        self.deny_change(req, AuthOp::Undeny).await
     }
 
     async fn list_denied(
@@ -546,6 +538,21 @@ impl Admin for AdminService {
             records: records.iter().map(convert::audit_pb).collect(),
             read_index,
         }))
+    }
+}
+
+impl AdminService {
+    /// `Deny` or `Undeny` (`op`) of the request's target.
+    async fn deny_change(
+        &self,
+        req: Request<pb::DenyRequest>,
+        op: fn(warden_core::types::DenyTarget) -> AuthOp,
+    ) -> Result<Response<pb::AuthChangeResponse>, Status> {
+        let node = self.node.get()?;
+        let principal = principal(&req)?;
+        let r = req.into_inner();
+        let op = op(convert::deny_target(r.target)?);
+        auth_change(&node, &principal, r.header, op).await
     }
 }
 

@@ -227,3 +227,75 @@ async fn refused_writes_do_not_reach_the_log_and_are_rate_limited() {
     );
     assert_eq!(denied + limited, 500);
 }
+
+/// Raises this process's open-file soft limit to `want` (or the hard
+/// limit, if lower); returns the soft limit in force.
+fn raise_open_files(want: u64) -> u64 {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).expect("getrlimit");
+    let target = want.min(hard);
+    if soft < target && setrlimit(Resource::RLIMIT_NOFILE, target, hard).is_ok() {
+        return target;
+    }
+    soft
+}
+
+/// The silent-socket flood on a real node (about 1,100 silent TCP
+/// connections per port once held every one of the 1,024 handshake slots,
+/// and new client connections to the leader failed 8 times in 10): 1,100
+/// connections to the leader's client port that never send a byte, kept
+/// coming as the node closes them, while a CLI call as alice (a new TLS
+/// connection each time, from the same address) is answered within a
+/// second, five times in a row (docs/security.md "Connection limits").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_sockets_never_keep_a_client_out_of_a_node() {
+    const SILENT: usize = 1_100;
+    let limit = raise_open_files(4_096);
+    if limit < SILENT as u64 + 256 {
+        println!("SKIPPED: the open-file limit is {limit}; this test holds {SILENT} sockets");
+        return;
+    }
+    let cluster = Cluster::start(3, &[]).await;
+    grant(&cluster, "alice", &["a/"], "lock");
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await;
+    let addr: std::net::SocketAddr = cluster.nodes[&leader].addr.parse().expect("addr");
+    let mut held = std::collections::VecDeque::new();
+    while held.len() < SILENT {
+        if let Ok(s) = tokio::net::TcpStream::connect(addr).await {
+            held.push_back(s);
+        }
+    }
+    let flood = tokio::spawn(async move {
+        let mut pace = tokio::time::interval(Duration::from_millis(2));
+        loop {
+            pace.tick().await;
+            if let Ok(s) = tokio::net::TcpStream::connect(addr).await {
+                held.push_back(s);
+                held.pop_front();
+            }
+        }
+    });
+    let endpoint = cluster.nodes[&leader].addr.clone();
+    let alice =
+        warden_tls::ClientTls::load_client(&crate::harness::certs::certs().client_dir, "alice")
+            .expect("alice's certificate");
+    for attempt in 0..5 {
+        // A new channel: a new TCP connection and TLS handshake each time.
+        let channel = alice.channel_lazy(&endpoint).expect("channel");
+        let mut lock = warden_proto::v1::lock_client::LockClient::new(channel);
+        let started = Instant::now();
+        let answer = tokio::time::timeout(
+            Duration::from_secs(1),
+            lock.cluster_status(warden_proto::v1::ClusterStatusRequest {}),
+        )
+        .await;
+        println!("attempt {attempt}: answered in {:?}", started.elapsed());
+        let answer = answer
+            .unwrap_or_else(|_| {
+                panic!("attempt {attempt}: no answer within 1 s behind {SILENT} silent sockets")
+            })
+            .unwrap_or_else(|e| panic!("attempt {attempt}: {e}"));
+        assert_eq!(answer.into_inner().node_id, leader);
+    }
+    flood.abort();
+}
