@@ -1470,8 +1470,11 @@ type Quota struct {
 	ValueBytes uint64 `protobuf:"varint,6,opt,name=value_bytes,json=valueBytes,proto3" json:"value_bytes,omitempty"`
 	// Queued waits of its leases on any one resource (0..=10,000).
 	WaitsPerResource uint64 `protobuf:"varint,7,opt,name=waits_per_resource,json=waitsPerResource,proto3" json:"waits_per_resource,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Watch streams open at once on each node (0..=100,000); each node
+	// counts its own.
+	Watches       uint64 `protobuf:"varint,8,opt,name=watches,proto3" json:"watches,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Quota) Reset() {
@@ -1549,6 +1552,13 @@ func (x *Quota) GetValueBytes() uint64 {
 func (x *Quota) GetWaitsPerResource() uint64 {
 	if x != nil {
 		return x.WaitsPerResource
+	}
+	return 0
+}
+
+func (x *Quota) GetWatches() uint64 {
+	if x != nil {
+		return x.Watches
 	}
 	return 0
 }
@@ -3160,7 +3170,7 @@ const file_admin_proto_rawDesc = "" +
 	"\x11SaveSnapshotChunk\x12/\n" +
 	"\x04head\x18\x01 \x01(\v2\x1b.warden.v1.SaveSnapshotHeadR\x04head\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\x12\x12\n" +
-	"\x04done\x18\x03 \x01(\bR\x04done\"\xd0\x01\n" +
+	"\x04done\x18\x03 \x01(\bR\x04done\"\xea\x01\n" +
 	"\x05Quota\x12\x16\n" +
 	"\x06leases\x18\x01 \x01(\x04R\x06leases\x12\x14\n" +
 	"\x05locks\x18\x02 \x01(\x04R\x05locks\x12\x18\n" +
@@ -3169,7 +3179,8 @@ const file_admin_proto_rawDesc = "" +
 	"\x06values\x18\x05 \x01(\x04R\x06values\x12\x1f\n" +
 	"\vvalue_bytes\x18\x06 \x01(\x04R\n" +
 	"valueBytes\x12,\n" +
-	"\x12waits_per_resource\x18\a \x01(\x04R\x10waitsPerResource\"\x86\x01\n" +
+	"\x12waits_per_resource\x18\a \x01(\x04R\x10waitsPerResource\x12\x18\n" +
+	"\awatches\x18\b \x01(\x04R\awatches\"\x86\x01\n" +
 	"\rClusterLimits\x12\x1d\n" +
 	"\n" +
 	"max_leases\x18\x01 \x01(\x04R\tmaxLeases\x12\x1f\n" +

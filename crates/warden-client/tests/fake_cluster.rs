@@ -1410,6 +1410,7 @@ impl v1::admin_server::Admin for FakeAdmin {
                     values: 9,
                     value_bytes: 10,
                     waits_per_resource: 11,
+                    watches: 12,
                 }),
             }],
             read_index: 21,
@@ -1457,6 +1458,7 @@ impl v1::admin_server::Admin for FakeAdmin {
                     values: 5,
                     value_bytes: 6,
                     waits_per_resource: 7,
+                    watches: 8,
                 }),
             }),
             read_index: 23,
@@ -1865,6 +1867,7 @@ async fn auth_calls_carry_a_request_id_and_convert_their_answers() {
                 values: 9,
                 value_bytes: 10,
                 waits_per_resource: 11,
+                watches: 12,
             }),
         }]
     );

@@ -127,6 +127,11 @@ pub const QUOTA_VALUE_BYTES_CEILING: u64 = (MAX_VALUES * MAX_VALUE_BYTES) as u64
 /// Highest quota of waits on one resource (also
 /// [`MAX_WAITERS_PER_RESOURCE`]).
 pub const QUOTA_WAITS_PER_RESOURCE_CEILING: u64 = MAX_WAITERS_PER_RESOURCE as u64;
+/// Default per-principal quota: watch streams open at once on one node (a
+/// principal's share of a node's 16,384 connections' worth of streams).
+pub const DEFAULT_QUOTA_WATCHES: u64 = 1_000;
+/// Highest quota of watch streams open at once on one node.
+pub const QUOTA_WATCHES_CEILING: u64 = 100_000;
 /// A grant prefix that starts with this names elections: `election:sched`
 /// matches the elections whose name starts with `sched` (see [`crate::auth`]).
 pub const ELECTION_GRANT_PREFIX: &str = "election:";

@@ -787,6 +787,10 @@ pub struct Quota {
     /// ([`crate::limits::QUOTA_WAITS_PER_RESOURCE_CEILING`]), so that no
     /// principal fills a queue that others share.
     pub waits_per_resource: u64,
+    /// Watch streams open at once on each node
+    /// ([`crate::limits::QUOTA_WATCHES_CEILING`]); counted by each node
+    /// for its own streams, not in the table.
+    pub watches: u64,
 }
 
 impl Default for Quota {
@@ -797,6 +801,7 @@ impl Default for Quota {
         use crate::limits::{
             DEFAULT_QUOTA_CLIENTS, DEFAULT_QUOTA_LEASES, DEFAULT_QUOTA_LOCKS, DEFAULT_QUOTA_VALUES,
             DEFAULT_QUOTA_VALUE_BYTES, DEFAULT_QUOTA_WAITERS, DEFAULT_QUOTA_WAITS_PER_RESOURCE,
+            DEFAULT_QUOTA_WATCHES,
         };
         Quota {
             leases: DEFAULT_QUOTA_LEASES,
@@ -806,6 +811,7 @@ impl Default for Quota {
             values: DEFAULT_QUOTA_VALUES,
             value_bytes: DEFAULT_QUOTA_VALUE_BYTES,
             waits_per_resource: DEFAULT_QUOTA_WAITS_PER_RESOURCE,
+            watches: DEFAULT_QUOTA_WATCHES,
         }
     }
 }

@@ -21,7 +21,7 @@ use crate::limits::{
     MAX_REQUESTED_BY_BYTES, MAX_RESOURCE_BYTES, MAX_SEMAPHORE_LIMIT, MAX_SERIAL_HEX_DIGITS,
     MAX_TTL_MS, MAX_WAIT_TIMEOUT_MS, MIN_MAX_HOLD_MS, MIN_TTL_MS, QUOTA_CLIENTS_CEILING,
     QUOTA_LEASES_CEILING, QUOTA_LOCKS_CEILING, QUOTA_VALUES_CEILING, QUOTA_VALUE_BYTES_CEILING,
-    QUOTA_WAITERS_CEILING, QUOTA_WAITS_PER_RESOURCE_CEILING,
+    QUOTA_WAITERS_CEILING, QUOTA_WAITS_PER_RESOURCE_CEILING, QUOTA_WATCHES_CEILING,
 };
 use crate::types::{
     Acquire, AuthChange, AuthOp, Authorized, ClusterLimits, Command, CommandError, DenyTarget,
@@ -428,6 +428,12 @@ fn quota_in(q: &Quota, name: &str) -> Result<(), CommandError> {
         q.waits_per_resource,
         0,
         QUOTA_WAITS_PER_RESOURCE_CEILING,
+    )?;
+    at_most(
+        &format!("{name}.watches"),
+        q.watches,
+        0,
+        QUOTA_WATCHES_CEILING,
     )
 }
 

@@ -141,9 +141,12 @@ pub struct RoleQuotaArgs {
     /// Queued waits on any one resource (0..=10000).
     #[arg(long, value_name = "N")]
     pub waits_per_resource: Option<u64>,
+    /// Watch streams open at once on each node (0..=100000).
+    #[arg(long, value_name = "N")]
+    pub watches: Option<u64>,
     /// Clear the role's quota (its principals fall back to their other
     /// roles' quotas, or the default quota).
-    #[arg(long, conflicts_with_all = ["leases", "locks", "waiters", "clients", "values", "value_bytes", "waits_per_resource"])]
+    #[arg(long, conflicts_with_all = ["leases", "locks", "waiters", "clients", "values", "value_bytes", "waits_per_resource", "watches"])]
     pub clear: bool,
     #[command(flatten)]
     pub client: ClientArgs,
@@ -219,6 +222,9 @@ pub struct LimitsArgs {
     /// Default quota: waits per principal on any one resource.
     #[arg(long, value_name = "N")]
     pub default_waits_per_resource: Option<u64>,
+    /// Default quota: watch streams per principal open at once on each node.
+    #[arg(long, value_name = "N")]
+    pub default_watches: Option<u64>,
     #[command(flatten)]
     pub client: ClientArgs,
 }
@@ -235,6 +241,7 @@ impl LimitsArgs {
             self.default_values,
             self.default_value_bytes,
             self.default_waits_per_resource,
+            self.default_watches,
         ]
         .iter()
         .any(Option::is_some)
@@ -256,6 +263,7 @@ impl LimitsArgs {
                 waits_per_resource: self
                     .default_waits_per_resource
                     .unwrap_or(q.waits_per_resource),
+                watches: self.default_watches.unwrap_or(q.watches),
             },
         }
     }
@@ -296,13 +304,21 @@ pub fn quota_json(q: &Quota) -> Value {
         "values": q.values,
         "value_bytes": q.value_bytes,
         "waits_per_resource": q.waits_per_resource,
+        "watches": q.watches,
     })
 }
 
 fn quota_text(q: &Quota) -> String {
     format!(
-        "{} leases, {} locks, {} waiters, {} clients, {} values ({} bytes), {} waits per resource",
-        q.leases, q.locks, q.waiters, q.clients, q.values, q.value_bytes, q.waits_per_resource
+        "{} leases, {} locks, {} waiters, {} clients, {} values ({} bytes), {} waits per resource, {} watches per node",
+        q.leases,
+        q.locks,
+        q.waiters,
+        q.clients,
+        q.values,
+        q.value_bytes,
+        q.waits_per_resource,
+        q.watches
     )
 }
 
@@ -657,6 +673,7 @@ async fn role_quota(a: RoleQuotaArgs) -> Report {
             values: a.values.unwrap_or(base.values),
             value_bytes: a.value_bytes.unwrap_or(base.value_bytes),
             waits_per_resource: a.waits_per_resource.unwrap_or(base.waits_per_resource),
+            watches: a.watches.unwrap_or(base.watches),
         })
     };
     if let Some(q) = &quota {
@@ -668,6 +685,7 @@ async fn role_quota(a: RoleQuotaArgs) -> Report {
             values: q.values,
             value_bytes: q.value_bytes,
             waits_per_resource: q.waits_per_resource,
+            watches: q.watches,
         };
         if let Err(e) = warden_core::validate::quota(&core) {
             let flag = e
@@ -766,6 +784,7 @@ pub async fn limits(a: LimitsArgs) -> Report {
                 values: new.default_quota.values,
                 value_bytes: new.default_quota.value_bytes,
                 waits_per_resource: new.default_quota.waits_per_resource,
+                watches: new.default_quota.watches,
             },
         };
         if let Err(e) = warden_core::validate::limits(&core) {
@@ -932,6 +951,7 @@ mod tests {
             values: 5,
             value_bytes: 6,
             waits_per_resource: 7,
+            watches: 8,
         };
         let roles = vec![RoleInfo {
             name: "payments".into(),
@@ -946,11 +966,12 @@ mod tests {
             json!([{"role": "payments",
                     "grants": [{"prefix": "payments/", "permission": "lock"}],
                     "quota": {"leases": 1, "locks": 2, "waiters": 3, "clients": 4,
-                              "values": 5, "value_bytes": 6, "waits_per_resource": 7}}])
+                              "values": 5, "value_bytes": 6, "waits_per_resource": 7,
+                              "watches": 8}}])
         );
         assert_eq!(
             roles_text(&roles),
-            "payments: lock on \"payments/\"; quota 1 leases, 2 locks, 3 waiters, 4 clients, 5 values (6 bytes), 7 waits per resource"
+            "payments: lock on \"payments/\"; quota 1 leases, 2 locks, 3 waiters, 4 clients, 5 values (6 bytes), 7 waits per resource, 8 watches per node"
         );
         let users = vec![UserInfo {
             principal: "carol".into(),

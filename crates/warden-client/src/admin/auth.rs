@@ -396,12 +396,14 @@ pub struct Quota {
     pub value_bytes: u64,
     /// Queued waits of its leases on any one resource (at most 10,000).
     pub waits_per_resource: u64,
+    /// Watch streams open at once on each node (at most 100,000).
+    pub watches: u64,
 }
 
 impl Default for Quota {
     /// The server's default quota: 10,000 leases, 100,000 locks, 10,000
     /// waiters, 4,096 clients, 1,000 values of 1 MiB in all, 1,000 waits on
-    /// one resource.
+    /// one resource, 1,000 watch streams on each node.
     fn default() -> Self {
         Quota {
             leases: 10_000,
@@ -411,6 +413,7 @@ impl Default for Quota {
             values: 1_000,
             value_bytes: 1 << 20,
             waits_per_resource: 1_000,
+            watches: 1_000,
         }
     }
 }
@@ -425,6 +428,7 @@ impl Quota {
             values: self.values,
             value_bytes: self.value_bytes,
             waits_per_resource: self.waits_per_resource,
+            watches: self.watches,
         }
     }
 
@@ -437,6 +441,7 @@ impl Quota {
             values: q.values,
             value_bytes: q.value_bytes,
             waits_per_resource: q.waits_per_resource,
+            watches: q.watches,
         }
     }
 }

@@ -129,6 +129,7 @@ impl AuthTable {
             values: a.values.max(b.values),
             value_bytes: a.value_bytes.max(b.value_bytes),
             waits_per_resource: a.waits_per_resource.max(b.waits_per_resource),
+            watches: a.watches.max(b.watches),
         });
         Some(best.unwrap_or(self.limits.default_quota))
     }

@@ -25,6 +25,8 @@
 //!   slice at a time, for `DropClients`.
 //! - `membership.rs`: add, remove and replace members.
 //! - `refusals.rs`: the refused-request rate limit, per principal.
+//! - `watch_quota.rs`: the `watches` quota (open watch streams of a
+//!   principal on this node).
 //! - `deny_sync.rs`: hands the applied deny list to this node's TLS, which
 //!   refuses denied certificates and closes their connections.
 //! - `test_node.rs`, `auth_tests.rs` (tests only): a one-node cluster in
@@ -50,6 +52,7 @@ pub mod submit;
 #[cfg(test)]
 pub(crate) mod test_node;
 pub mod top;
+pub mod watch_quota;
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -125,6 +128,8 @@ pub struct Node {
     /// The peer gate's state (None in tests without a peer service): the
     /// peer ids it refuses as unconfirmed.
     peer_access: Option<Arc<crate::raft::peer_access::PeerAccess>>,
+    /// Open watch streams by principal (the `watches` quota, [`watch_quota`]).
+    watch_counts: Arc<watch_quota::WatchCounts>,
 }
 
 /// What a node is made of (see [`Node::new`]).
@@ -204,6 +209,7 @@ impl Node {
             tls: parts.tls,
             refusals: refusals::RefusalBudget::new(parts_refusals),
             peer_access: parts.peer_access,
+            watch_counts: Arc::default(),
         })
     }
 

@@ -603,6 +603,7 @@ mod tests {
             values: 1,
             value_bytes: 1,
             waits_per_resource: 1,
+            watches: 1,
         });
         let limits = Some(pb::ClusterLimits {
             max_leases: 10,

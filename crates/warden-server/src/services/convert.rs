@@ -406,6 +406,7 @@ pub fn quota(q: pb::Quota) -> Quota {
         values: q.values,
         value_bytes: q.value_bytes,
         waits_per_resource: q.waits_per_resource,
+        watches: q.watches,
     }
 }
 
@@ -419,6 +420,7 @@ pub fn quota_pb(q: &Quota) -> pb::Quota {
         values: q.values,
         value_bytes: q.value_bytes,
         waits_per_resource: q.waits_per_resource,
+        watches: q.watches,
     }
 }
 

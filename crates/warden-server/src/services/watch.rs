@@ -174,6 +174,8 @@ impl watch_server::Watch for WatchService {
         let r = req.into_inner();
         let filter = filter(r.target)?;
         readable_up_to(&node, &principal, &filter)?;
+        // Held by the stream's task: the place is given back when it ends.
+        let slot = node.open_watch(&principal)?;
         let cursor = node
             .events()
             .start(r.start_index)
@@ -182,7 +184,10 @@ impl watch_server::Watch for WatchService {
         // client could have resumed from: refused, not left waiting.
         node.check_watch_start(r.start_index).await?;
         let (tx, rx) = mpsc::channel(STREAM_BUFFER);
-        tokio::spawn(follow(node, tx, cursor, filter, principal));
+        tokio::spawn(async move {
+            follow(node, tx, cursor, filter, principal).await;
+            drop(slot);
+        });
         let mut response: Response<Self::WatchStream> =
             Response::new(Box::pin(ReceiverStream::new(rx)));
         if let Ok(v) = cursor.to_string().parse() {

@@ -38,6 +38,7 @@ const FLOOD_QUOTA: Quota = Quota {
     values: 10,
     value_bytes: 4_096,
     waits_per_resource: 5,
+    watches: 10,
 };
 
 /// The role `ops` (acting as root) gives mallory, with [`FLOOD_QUOTA`].

@@ -702,6 +702,7 @@ class Quota(_message.Message):
     VALUES_FIELD_NUMBER: _builtins.int
     VALUE_BYTES_FIELD_NUMBER: _builtins.int
     WAITS_PER_RESOURCE_FIELD_NUMBER: _builtins.int
+    WATCHES_FIELD_NUMBER: _builtins.int
     leases: _builtins.int
     """Live leases it owns (0..=1,000,000)."""
     locks: _builtins.int
@@ -716,6 +717,10 @@ class Quota(_message.Message):
     """Bytes of those values (0..=409,600,000)."""
     waits_per_resource: _builtins.int
     """Queued waits of its leases on any one resource (0..=10,000)."""
+    watches: _builtins.int
+    """Watch streams open at once on each node (0..=100,000); each node
+    counts its own.
+    """
     def __init__(
         self,
         *,
@@ -726,10 +731,11 @@ class Quota(_message.Message):
         values: _builtins.int = ...,
         value_bytes: _builtins.int = ...,
         waits_per_resource: _builtins.int = ...,
+        watches: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["clients", b"clients", "leases", b"leases", "locks", b"locks", "value_bytes", b"value_bytes", "values", b"values", "waiters", b"waiters", "waits_per_resource", b"waits_per_resource"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["clients", b"clients", "leases", b"leases", "locks", b"locks", "value_bytes", b"value_bytes", "values", b"values", "waiters", b"waiters", "waits_per_resource", b"waits_per_resource", "watches", b"watches"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

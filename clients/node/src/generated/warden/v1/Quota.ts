@@ -10,6 +10,7 @@ export interface Quota {
   'values'?: (number | string | Long);
   'valueBytes'?: (number | string | Long);
   'waitsPerResource'?: (number | string | Long);
+  'watches'?: (number | string | Long);
 }
 
 export interface Quota__Output {
@@ -20,4 +21,5 @@ export interface Quota__Output {
   'values': (number);
   'valueBytes': (number);
   'waitsPerResource': (number);
+  'watches': (number);
 }
