@@ -513,6 +513,11 @@ impl OutcomeTable {
         self.len() == 0
     }
 
+    /// The principals that have records, by name.
+    pub fn principals(&self) -> impl Iterator<Item = &Principal> + '_ {
+        self.named.keys()
+    }
+
     /// Number of records keyed by `principal`.
     pub fn count_of(&self, principal: &str) -> usize {
         self.named.get(principal).map_or(0, BTreeMap::len)

@@ -429,7 +429,8 @@ impl LockTable {
     }
 
     /// Every principal that holds a role, owns anything in the table (a
-    /// lease, with its locks, waits and values) or is denied, and its roles
+    /// lease, with its locks, waits and values; client records) or is
+    /// denied, and its roles
     /// (none for one that only owns or is denied), by name (`user list`):
     /// a principal whose roles were revoked still shows while it holds
     /// something.
@@ -444,6 +445,9 @@ impl LockTable {
         }
         for denied in self.auth.denied_principals() {
             out.entry(denied.as_str()).or_default();
+        }
+        for recorded in self.outcomes.principals() {
+            out.entry(recorded.as_str()).or_default();
         }
         out.into_iter().collect()
     }

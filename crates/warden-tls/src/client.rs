@@ -186,6 +186,8 @@ struct Inner {
     /// Servers whose certificate serial it denies (a node's peer side
     /// shares its server's; empty otherwise).
     deny: Arc<DenyState>,
+    /// Its open connections, closed when their server becomes denied.
+    outbound: crate::outbound::Outbound,
 }
 
 /// The config in use and the cluster its certificate names.
@@ -314,6 +316,7 @@ impl ClientTls {
                     cluster: prepared.1,
                 }),
                 deny,
+                outbound: crate::outbound::Outbound::default(),
             }),
         }
     }
@@ -338,6 +341,15 @@ impl ClientTls {
     /// serial): a node's, through [`crate::NodeTls`]; empty otherwise.
     pub fn denied(&self) -> DenyList {
         (*self.inner.deny.effective()).clone()
+    }
+
+    /// Closes every open connection of this config whose server's
+    /// certificate serial the deny list in force now holds; how many
+    /// ([`crate::outbound`]).
+    pub fn close_denied(&self) -> usize {
+        self.inner
+            .outbound
+            .close_denied(&self.inner.deny.effective())
     }
 
     /// Re-reads the files it was loaded from; on error nothing changes.
@@ -451,8 +463,9 @@ pub struct TlsConnector {
     handshake_timeout: Duration,
 }
 
-/// A connection made by [`TlsConnector`], in hyper's IO traits.
-pub type TlsIo = TokioIo<tokio_rustls::client::TlsStream<TcpStream>>;
+/// A connection made by [`TlsConnector`], in hyper's IO traits (closed
+/// when its server's certificate becomes denied, [`crate::outbound`]).
+pub type TlsIo = TokioIo<crate::outbound::OutboundStream>;
 
 impl TlsConnector {
     /// The longest a handshake may take (after TCP connected).
@@ -506,18 +519,19 @@ impl TlsConnector {
                     })
                 }
             };
-        self.check_server(&addr, &stream, current.cluster.as_deref())?;
-        Ok(TokioIo::new(stream))
+        let serial = self.check_server(&addr, &stream, current.cluster.as_deref())?;
+        Ok(TokioIo::new(self.tls.inner.outbound.track(stream, serial)))
     }
 
     /// The server must be a node (and the expected one, for a peer) of
-    /// cluster `cluster` when that is given.
+    /// cluster `cluster` when that is given, whose serial is not denied;
+    /// its certificate's serial.
     fn check_server(
         &self,
         addr: &str,
         stream: &tokio_rustls::client::TlsStream<TcpStream>,
         cluster: Option<&str>,
-    ) -> Result<(), ConnectError> {
+    ) -> Result<String, ConnectError> {
         let not_a_node = |reason: String| ConnectError::NotANode {
             addr: addr.to_string(),
             reason,
@@ -554,7 +568,7 @@ impl TlsConnector {
                         expected,
                         found,
                     }),
-                    _ => Ok(()),
+                    _ => Ok(serial),
                 }
             }
             Ok((CertIdentity::Client(principal), _)) => {

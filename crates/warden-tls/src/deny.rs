@@ -59,6 +59,8 @@ pub const DENY_FILE: &str = "deny.toml";
 pub const MAX_SERIAL_HEX_DIGITS: usize = 40;
 /// The most entries of a deny file, principals and serials together.
 pub const MAX_DENY_FILE_ENTRIES: usize = 10_000;
+/// The principal no deny list names (warden-core's `auth::ROOT`).
+const ROOT_PRINCIPAL: &str = "root";
 /// The largest deny file, in bytes: 4 MiB (10,000 of the longest entries,
 /// written with separators, take under 1 MiB).
 pub const MAX_DENY_FILE_BYTES: u64 = 4 << 20;
@@ -292,6 +294,13 @@ pub enum DenyError {
         /// Why.
         source: PrincipalError,
     },
+    /// `root`, which no deny list names (it is the one principal nothing
+    /// locks out; deny its stolen certificate's serial instead).
+    #[error("principals[{index}]: \"root\" cannot be denied; put the serial of its stolen certificate in `serials`")]
+    Root {
+        /// Its index in `principals`, from 0.
+        index: usize,
+    },
     /// A serial that is not one.
     #[error("serials[{index}]: {source}")]
     Serial {
@@ -328,6 +337,9 @@ pub fn parse_deny_file(text: &str) -> Result<DenyList, DenyError> {
     let count = file.principals.len() + file.serials.len();
     if count > MAX_DENY_FILE_ENTRIES {
         return Err(DenyError::TooMany { count });
+    }
+    if let Some(index) = file.principals.iter().position(|p| p == ROOT_PRINCIPAL) {
+        return Err(DenyError::Root { index });
     }
     DenyList::from_entries(&file.principals, &file.serials)
 }

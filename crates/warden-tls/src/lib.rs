@@ -48,6 +48,9 @@
 //!   [`TlsConnector`], a `tower::Service<Uri>` for tonic's
 //!   `connect_with_connector_lazy` that checks the server is a node (the
 //!   expected one, for peers; not a denied one, for a node's peers).
+//! - `outbound.rs`: [`outbound::OutboundStream`], the connections a
+//!   [`TlsConnector`] makes, each keeping its server's serial, closed when
+//!   that serial becomes denied ([`ClientTls::close_denied`]).
 //! - `node.rs`: [`NodeTls`], a node's server and peer configs and deny
 //!   lists reloaded together ([`NodeTls::set_denied`] for both sides).
 //! - `inspect.rs`: [`inspect::list`], what every certificate in a certs dir
@@ -83,6 +86,7 @@ pub mod limits;
 #[cfg(feature = "mint")]
 pub mod mint;
 mod node;
+pub mod outbound;
 mod server;
 
 pub use certs::{

@@ -40,16 +40,19 @@ impl NodeTls {
         let server = self.server.prepare(&certs)?;
         let peers = self.peers.prepare_node(&certs)?;
         self.peers.commit(peers);
-        Ok(self.server.commit(server))
+        let mut installed = self.server.commit(server);
+        installed.closed_denied += self.peers.close_denied();
+        Ok(installed)
     }
 
     /// Sets the replicated deny list on both sides
     /// ([`ServerTls::set_denied`]: the server closes the connections it
     /// denies and refuses their handshakes; new peer connections refuse a
-    /// server whose node certificate's serial it denies). Returns how many
-    /// connections were closed.
+    /// server whose node certificate's serial it denies, and open peer
+    /// connections to one are closed). Returns how many connections were
+    /// closed, inbound and outbound.
     pub fn set_denied(&self, list: DenyList) -> usize {
-        self.server.set_denied(list)
+        self.server.set_denied(list) + self.peers.close_denied()
     }
 
     /// The deny list in force on both sides (deny file and replicated).

@@ -336,3 +336,31 @@ async fn a_peer_connector_refuses_a_server_whose_node_serial_is_denied() {
         Err(ConnectError::Denied { .. })
     ));
 }
+
+// A revoked node that a peer already talks to is cut off too: node 1's
+// channel to node 2, open and answering, is closed when node 2's serial is
+// denied (counted in set_denied's answer), and its next call fails
+// (found by attack: a leader kept replicating to, and counting the quorum
+// with, a follower whose certificate was revoked).
+#[tokio::test]
+async fn an_open_peer_connection_to_a_denied_node_is_closed() {
+    let root = tempfile::tempdir().unwrap();
+    let set = mint::loopback_set(root.path(), &[1, 2], &[]).unwrap();
+    let one = NodeTls::load(&set.node_dirs[&1], 1).unwrap();
+    let two = NodeTls::load(&set.node_dirs[&2], 2).unwrap();
+    let server_two = TestServer::start(two.server()).await;
+    let two_serial = serial_of_file(&set.node_dirs[&2].join("node.crt"));
+    let channel = endpoint(&server_two.addr_text())
+        .unwrap()
+        .connect_with_connector_lazy(one.peer_connector(2));
+    assert_eq!(
+        identity_of(&who_am_i(channel.clone()).await.unwrap()),
+        "node 1"
+    );
+    assert_eq!(
+        one.set_denied(deny(&[], &[&two_serial])),
+        1,
+        "the open peer connection"
+    );
+    assert!(who_am_i(channel).await.is_err(), "its next call fails");
+}

@@ -362,13 +362,15 @@ fn list(a: ListArgs) -> Report {
     }
 }
 
-/// FILE KIND NAME SANS EXPIRES, one row per certificate.
+/// FILE KIND NAME SANS SERIAL EXPIRES, one row per certificate (SERIAL
+/// as `warden cert revoke` takes it).
 fn table(certs: &[CertInfo]) -> String {
     let mut rows = vec![[
         "FILE".to_string(),
         "KIND".to_string(),
         "NAME".to_string(),
         "SANS".to_string(),
+        "SERIAL".to_string(),
         "EXPIRES".to_string(),
     ]];
     for c in certs {
@@ -382,6 +384,7 @@ fn table(certs: &[CertInfo]) -> String {
             } else {
                 c.sans.join(",")
             },
+            c.serial.clone(),
             format!(
                 "{}{}",
                 time(c.not_after),
@@ -392,14 +395,14 @@ fn table(certs: &[CertInfo]) -> String {
     if certs.is_empty() {
         return "no certificates".to_string();
     }
-    let widths: Vec<usize> = (0..5)
+    let widths: Vec<usize> = (0..6)
         .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
         .collect();
     rows.iter()
         .map(|r| {
             let mut line = String::new();
             for (i, cell) in r.iter().enumerate() {
-                if i == 4 {
+                if i == 5 {
                     line.push_str(cell);
                 } else {
                     line.push_str(&format!("{cell:<w$}  ", w = widths[i]));
@@ -495,7 +498,9 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 4, "{text}");
         assert!(
-            lines[0].starts_with("FILE") && lines[0].contains("EXPIRES"),
+            lines[0].starts_with("FILE")
+                && lines[0].contains("SERIAL")
+                && lines[0].contains("EXPIRES"),
             "{text}"
         );
         assert!(

@@ -66,6 +66,11 @@ pub async fn user(a: DenyUserArgs, deny: bool) -> Report {
     if let Err(e) = warden_core::validate::principal(&a.principal) {
         return output::error(&format!("PRINCIPAL: {}", e.message));
     }
+    if let Err(e) = warden_tls::validate_principal(&a.principal) {
+        return output::error(&format!(
+            "PRINCIPAL: {e}; a node's certificate is denied by its serial (warden cert revoke --cert node.crt)"
+        ));
+    }
     if deny && a.principal == warden_core::auth::ROOT {
         return output::error(
             "PRINCIPAL: root cannot be denied; revoke the serial of its stolen certificate (warden cert revoke --cert FILE) and issue a new one",

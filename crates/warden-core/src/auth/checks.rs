@@ -28,7 +28,8 @@ impl LockTable {
     /// - A request from a client id that has a record, not a retry of a
     ///   recorded request (S7: a recorded outcome stands, even after a
     ///   revoke), that its principal may not make on this table
-    ///   (permission, lease ownership). A new client's first request goes to
+    ///   (permission, lease ownership), or that names a lease the table
+    ///   does not hold. A new client's first request goes to
     ///   the log whatever it is: its record is what lets the client's next
     ///   request acknowledge it (else that request would be refused as
     ///   expired).
@@ -50,7 +51,30 @@ impl LockTable {
                 return None;
             }
         }
-        self.authorize(caller, &w.command).err()
+        self.authorize(caller, &w.command)
+            .and_then(|()| self.lease_exists(&w.command))
+            .err()
+    }
+
+    /// A command that names an existing lease the table does not hold is
+    /// refused NotFound, as apply would (lease ids are never reused, and a
+    /// promoted leader's table holds every lease a client was told of).
+    /// A lease that has ended but is still in the table goes to the log.
+    fn lease_exists(&self, cmd: &Command) -> Result<(), CommandError> {
+        let named = match cmd {
+            Command::Release(r) => Some(r.lease_id),
+            Command::Revoke(r) => Some(r.lease_id),
+            Command::Proclaim(p) => Some(p.lease_id),
+            Command::Acquire(a) => match a.lease {
+                LeaseSpec::Existing { lease_id } => Some(lease_id),
+                LeaseSpec::New { .. } => None,
+            },
+            _ => None,
+        };
+        match named {
+            Some(id) if !self.leases.contains_key(&id) => Err(unknown_lease(id)),
+            _ => Ok(()),
+        }
     }
 
     /// S7 bounds: room for the record of a new client id (see

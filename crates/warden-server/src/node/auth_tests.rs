@@ -702,4 +702,29 @@ async fn refused_writes_never_reach_the_log() {
         .expect("alice is served");
     granted(&reply);
     assert_eq!(t.entries().len(), before + 2);
+    // Releases and revokes of leases the table does not hold, by a
+    // principal with no roles, are refused NotFound before the log too
+    // (found by attack: each such refusal was an entry).
+    let before = t.entries().len();
+    for n in 100..150u64 {
+        let release = Command::Release(Release {
+            header: header(66, n),
+            resource: Some("ledger".into()),
+            lease_id: 1_000 + n,
+            fencing_token: Some(1),
+        });
+        let (code, field, _) = refusal(t.node.submit::<Released>(&mallory, release).await);
+        assert_eq!(
+            (code, field.as_deref()),
+            (ErrorCode::NotFound, Some("lease_id"))
+        );
+        let revoke = Command::Revoke(Revoke {
+            header: header(66, n + 100),
+            lease_id: 5_000 + n,
+            at_unix_ms: 0,
+        });
+        let (code, _, _) = refusal(t.node.submit::<Revoked>(&mallory, revoke).await);
+        assert_eq!(code, ErrorCode::NotFound);
+    }
+    assert_eq!(t.entries().len(), before, "refusals reached the log");
 }

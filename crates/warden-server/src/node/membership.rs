@@ -390,16 +390,26 @@ async fn add_learner(
     }
 }
 
+/// Proposes the change and waits for it; the membership it made, from
+/// the committed change itself (this node's metrics may not show it yet),
+/// else from the metrics.
 async fn change(
     node: &Node,
     members: ChangeMembers<u64, MemberAddr>,
-) -> Result<(), MembershipError> {
+) -> Result<Membership, MembershipError> {
     match tokio::time::timeout(CHANGE_TIMEOUT, node.raft.change_membership(members, false)).await {
         Err(_) => Err(MembershipError::NotCommitted {
             secs: CHANGE_TIMEOUT.as_secs(),
         }),
         Ok(Err(e)) => Err(node.write_error(e).into()),
-        Ok(Ok(_)) => Ok(()),
+        Ok(Ok(r)) => Ok(match r.membership {
+            Some(m) => Membership {
+                voters: m.voter_ids().collect(),
+                learners: m.learner_ids().collect(),
+                log_index: r.log_id.index(),
+            },
+            None => response(node),
+        }),
     }
 }
 
@@ -428,9 +438,9 @@ async fn add_node(
     })
     .await?;
     add_learner(node, &v, id, &member).await?;
-    change(node, ChangeMembers::AddVoterIds(BTreeSet::from([id]))).await?;
+    let m = change(node, ChangeMembers::AddVoterIds(BTreeSet::from([id]))).await?;
     tracing::info!(node_id = id, addr, ?peer_addr, "membership: added a voter");
-    Ok(response(node))
+    Ok(m)
 }
 
 /// Removes member `id` (`Admin/RemoveNode`).
@@ -444,8 +454,7 @@ async fn remove_node(node: &Node, id: u64) -> Result<Membership, MembershipError
     })?;
     let v = precondition(node).await?;
     if v.learners.contains(&id) {
-        change(node, ChangeMembers::RemoveNodes(BTreeSet::from([id]))).await?;
-        return Ok(response(node));
+        return change(node, ChangeMembers::RemoveNodes(BTreeSet::from([id]))).await;
     }
     if !v.voters.contains(&id) {
         return Err(refused(
@@ -465,9 +474,9 @@ async fn remove_node(node: &Node, id: u64) -> Result<Membership, MembershipError
     if id == v.leader {
         return Err(step_down(node, id).await);
     }
-    change(node, ChangeMembers::RemoveVoters(BTreeSet::from([id]))).await?;
+    let m = change(node, ChangeMembers::RemoveVoters(BTreeSet::from([id]))).await?;
     tracing::info!(node_id = id, "membership: removed a voter");
-    Ok(response(node))
+    Ok(m)
 }
 
 /// Replaces voter `old` by a new node `new` at `addr` (and `peer_addr`)
@@ -518,9 +527,9 @@ async fn replace_node(
         return Err(step_down(node, old).await);
     }
     add_learner(node, &v, new, &member).await?;
-    change(node, ChangeMembers::ReplaceAllVoters(new_voters_of(&v))).await?;
+    let m = change(node, ChangeMembers::ReplaceAllVoters(new_voters_of(&v))).await?;
     tracing::info!(old, new, addr, ?peer_addr, "membership: replaced a voter");
-    Ok(response(node))
+    Ok(m)
 }
 
 impl Node {

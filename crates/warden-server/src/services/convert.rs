@@ -565,7 +565,17 @@ pub fn audit_pb(a: &AuthAuditRecord) -> pb::AuthAuditRecord {
 /// serial.
 pub fn deny_target(target: Option<pb::deny_request::Target>) -> Result<DenyTarget, SubmitError> {
     match target {
-        Some(pb::deny_request::Target::User(u)) => Ok(DenyTarget::Principal(user(&u)?)),
+        Some(pb::deny_request::Target::User(u)) => {
+            // A node's certificate names no principal: a node-like name
+            // would deny nothing at the handshake (found by attack).
+            if let Err(e) = warden_tls::validate_principal(&u) {
+                return Err(SubmitError::invalid(
+                    "user",
+                    format!("{e}; a node's certificate is denied by its serial (warden cert revoke --cert node.crt)"),
+                ));
+            }
+            Ok(DenyTarget::Principal(user(&u)?))
+        }
         Some(pb::deny_request::Target::Serial(s)) => warden_tls::normalize_serial(&s)
             .map(DenyTarget::Serial)
             .map_err(|e| SubmitError::invalid("serial", e.to_string())),
@@ -579,6 +589,34 @@ pub fn deny_target(target: Option<pb::deny_request::Target>) -> Result<DenyTarge
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // docs/security.md "A key was stolen": a serial is made canonical at
+    // the edge, whatever way it was written; a node-like principal, `root`
+    // and a missing target are refused naming the field (a node's
+    // certificate is denied by its serial: found by attack, `node.2` was
+    // accepted and denied nothing at the handshake).
+    #[test]
+    fn deny_targets_are_checked_at_the_edge() {
+        use pb::deny_request::Target;
+        assert_eq!(
+            deny_target(Some(Target::Serial("0x00:AB".into()))).expect("serial"),
+            DenyTarget::Serial("ab".into())
+        );
+        let field = |t: Option<Target>| match deny_target(t) {
+            Err(SubmitError::Refused(e)) => (e.code, e.field),
+            other => panic!("{other:?}"),
+        };
+        let invalid = warden_core::types::ErrorCode::InvalidArgument;
+        assert_eq!(
+            field(Some(Target::User("node.2".into()))),
+            (invalid, Some("user".into()))
+        );
+        assert_eq!(
+            field(Some(Target::Serial("xyz".into()))),
+            (invalid, Some("serial".into()))
+        );
+        assert_eq!(field(None), (invalid, Some("target".into())));
+    }
 
     fn header() -> Option<pb::RequestHeader> {
         Some(pb::RequestHeader {

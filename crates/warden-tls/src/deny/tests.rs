@@ -135,6 +135,16 @@ fn deny_file_parsing() {
     assert!(matches!(e, DenyError::Principal { index: 1, .. }), "{e:?}");
     assert!(e.to_string().starts_with("principals[1]: "), "{e}");
 
+    // root is never denied by name (found by attack: a deny file naming
+    // it locked root out of a node).
+    let e = parse_deny_file("principals = [\"ok\", \"root\"]").unwrap_err();
+    assert_eq!(e, DenyError::Root { index: 1 });
+    assert!(
+        e.to_string()
+            .starts_with("principals[1]: \"root\" cannot be denied"),
+        "{e}"
+    );
+
     let e = parse_deny_file("principals = []\nserial = [\"1\"]\n").unwrap_err();
     match &e {
         DenyError::Toml { line, message, .. } => {
