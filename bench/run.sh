@@ -38,6 +38,14 @@
 # (clientv3/concurrency) beside Warden's Go client: bench/go's `gobench`, on fresh clusters,
 # writing bench/results/latest-go.json (BENCH_GO_OUT=path picks another file) and printing a
 # markdown table; of loadgen's arguments only --quick goes to it. BENCH_SKIP_GO=1 leaves it out.
+# The same gobench run measures Warden through its Node client (clients/node) on each warden-go
+# cluster, right after (or, in even rounds, right before) the Go client, before the cluster stops:
+# bench/node's driver (nodebench.mjs, run by gobench --node-driver; uncontended and 64-client
+# parallel, the Go driver's definitions and sizes), rows of backend warden-node in the same
+# latest-go.json, and latest-go.md sets them beside warden-go's with the ratios Node ÷ Go (goals:
+# 64-client rate at least 0.7x, uncontended p50 at most 1.5x). It needs Node.js 20 or newer with
+# npm (clients/node is built with `npm ci && npm run build`, bench/node installed with `npm ci`,
+# both from their lockfiles). BENCH_SKIP_NODE=1 leaves the Node rows out (BENCH_SKIP_GO=1 does too).
 # Every Warden node gobench starts serves --admin-listen (a free port); its backends
 # warden-go-scraped (every node's /metrics read each second) and warden-go-before (the build
 # given by --warden-bin-before) measure what metrics cost, and are not part of this script's
@@ -71,6 +79,14 @@ command -v java >/dev/null || need+=(default-jre-headless)
 if [ -z "$scale" ] && [ -z "${BENCH_SKIP_GO:-}" ] && ! command -v go >/dev/null; then
     echo "bench/run.sh: the Go driver needs Go 1.26 or newer (or set BENCH_SKIP_GO=1)" >&2
     exit 1
+fi
+with_node=""
+if [ -z "$scale" ] && [ -z "${BENCH_SKIP_GO:-}" ] && [ -z "${BENCH_SKIP_NODE:-}" ]; then
+    if ! command -v npm >/dev/null || ! node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' 2>/dev/null; then
+        echo "bench/run.sh: the Node driver needs Node.js 20 or newer with npm (or set BENCH_SKIP_NODE=1)" >&2
+        exit 1
+    fi
+    with_node=1
 fi
 command -v protoc >/dev/null || need+=(protobuf-compiler)
 # etcd-client's protos import google/protobuf/*.proto, which protoc finds in libprotobuf-dev
@@ -143,8 +159,14 @@ if [ -z "${BENCH_SKIP_GO:-}" ]; then
     echo "building and running the Go driver (bench/go: etcd-go-concurrency, warden-go, warden-go-insecure)"
     gobin="$(mktemp -d /tmp/warden-gobench.XXXXXX)"
     (cd "$here/go" && go build -o "$gobin/gobench" ./cmd/gobench)
+    if [ -n "$with_node" ]; then
+        echo "building the Node client and the Node driver (clients/node, bench/node: warden-node)"
+        (cd "$root/clients/node" && npm ci --no-audit --no-fund && npm run --silent build)
+        (cd "$here/node" && npm ci --no-audit --no-fund)
+        go_args+=(--node-driver "$here/node/nodebench.mjs")
+    fi
     BENCH_PIDFILE="$pidfile" WARDEN_COMMIT="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)" \
-        "$gobin/gobench" "${go_args[@]}" \
+        "$gobin/gobench" ${go_args[@]+"${go_args[@]}"} \
         --warden-bin "$root/target/release/warden" \
         --out "$go_out" \
         --load-note "${BENCH_LOAD_NOTE:-}" | tee "${go_out%.json}.md"

@@ -19,17 +19,27 @@
 //   - warden-go-before: exactly warden-go, its cluster started from the
 //     build given by --warden-bin-before (e.g. one from before a change),
 //     never scraped.
+//   - warden-node (with --node-driver): Warden through its Node client
+//     (clients/node), measured by bench/node's driver on warden-go's own
+//     cluster, beside the Go client: for the uncontended and parallel
+//     workloads, right after (odd rounds) or right before (even rounds) the
+//     warden-go row of the same workload, before the cluster stops. It is
+//     not a backend of its own: it runs wherever warden-go does.
 //
 // The table printed at the end gives each row, the medians over the rounds
 // with their min–max, Warden ÷ etcd, and when those backends ran, the
 // ratios warden-go-scraped ÷ warden-go (what being scraped costs) and
 // warden-go ÷ warden-go-before (what the change between the builds costs),
-// with the leader's CPU per cycle; a ratio is the median of the
+// with the leader's CPU per cycle, and warden-node ÷ warden-go (the Node
+// client against the Go client, with each client's own CPU per cycle); a ratio is the median of the
 // round-by-round ratios (internal/report), the ratio of the medians beside
 // it.
 //
 //	go run ./cmd/gobench --warden-bin ../../target/release/warden            # full sizes
 //	go run ./cmd/gobench --quick                                             # smoke run, under 2 minutes
+//	go run ./cmd/gobench --smoke --warden-bin ../../target/debug/warden      # tiny sizes: checks the drivers, measures nothing
+//	go run ./cmd/gobench --backends warden-go --workloads uncontended,parallel \
+//	    --node-driver ../node/nodebench.mjs --rounds 3                      # Node client beside Go client
 //	go run ./cmd/gobench --etcd-endpoints A,B,C --warden-endpoints D,E,F --warden-certs-dir DIR
 //	go run ./cmd/gobench --backends warden-go-before,warden-go,warden-go-scraped \
 //	    --warden-bin-before /path/to/old/warden --workloads uncontended,parallel --rounds 5
@@ -41,7 +51,9 @@
 // With --rounds N it runs the backends N times, in the order given and then
 // reversed, alternately (A B C, C B A, A B C, ...), so a drift of the
 // machine over the run falls on every backend alike; each row carries its
-// round. It writes --out (JSON rows in the shape of loadgen's latest.json)
+// round. Every workload's client (gobench's own goroutines, or the Node
+// driver's process) has its CPU time per cycle in the row
+// (client_cpu_ms_per_op: user+system, connects and warm-up included). It writes --out (JSON rows in the shape of loadgen's latest.json)
 // after every row, and a markdown table to stdout at the end;
 // $WARDEN_COMMIT and $WARDEN_COMMIT_BEFORE (the commits of --warden-bin and
 // --warden-bin-before, when the caller says) go into machine, with each
@@ -49,10 +61,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -64,6 +78,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -83,10 +98,18 @@ var (
 	// defaultBackends are bench/run.sh's: etcd beside Warden both ways.
 	defaultBackends = allBackends[:3]
 	allWorkloads    = []string{"uncontended", "parallel", "contended"}
+	// nodeWorkloads are the workloads bench/node's driver runs.
+	nodeWorkloads = []string{"uncontended", "parallel"}
 )
+
+// nodeBackend is the rows of the Node driver, run on warden-go's cluster.
+const nodeBackend = "warden-node"
 
 type flags struct {
 	quick           bool
+	smoke           bool
+	nodeDriver      string
+	nodeBin         string
 	out             string
 	wardenBin       string
 	wardenBinBefore string
@@ -117,6 +140,9 @@ func parseFlags() (flags, error) {
 	var f flags
 	var backends, workloads, etcdEps, wardenEps string
 	flag.BoolVar(&f.quick, "quick", false, "smoke run: loadgen's --quick sizes (under 2 minutes)")
+	flag.BoolVar(&f.smoke, "smoke", false, "tiny sizes (20 uncontended cycles, 4 clients for 1 s, 2 on one resource for 1 s): checks the drivers end to end, e.g. on a debug build; measures nothing")
+	flag.StringVar(&f.nodeDriver, "node-driver", "", "bench/node's nodebench.mjs: also measure Warden through the Node client on warden-go's cluster (backend warden-node; uncontended and parallel)")
+	flag.StringVar(&f.nodeBin, "node-bin", "node", "the node binary that runs --node-driver")
 	flag.StringVar(&f.out, "out", "../results/latest-go.json", "results file (JSON); written after every row")
 	flag.StringVar(&f.wardenBin, "warden-bin", "../../target/release/warden", "the warden binary (starts the Warden clusters and mints their certificates)")
 	flag.StringVar(&f.wardenBinBefore, "warden-bin-before", "", "the warden binary backend warden-go-before runs (e.g. a build from before a change; its /metrics is never read)")
@@ -146,6 +172,12 @@ func parseFlags() (flags, error) {
 		if !slices.Contains(allWorkloads, w) {
 			return f, fmt.Errorf("--workloads: unknown workload %q (known: %s)", w, strings.Join(allWorkloads, ", "))
 		}
+	}
+	if f.quick && f.smoke {
+		return f, errors.New("--quick and --smoke: pick one")
+	}
+	if f.nodeDriver != "" && !slices.Contains(f.backends, "warden-go") {
+		return f, errors.New("--node-driver runs on warden-go's cluster: --backends must include warden-go")
 	}
 	if f.rounds < 1 {
 		return f, fmt.Errorf("--rounds: %d; at least 1", f.rounds)
@@ -215,6 +247,13 @@ func machine(f flags, p workload.Params) map[string]any {
 	if f.quick {
 		mode = "quick"
 	}
+	if f.smoke {
+		mode = "smoke"
+	}
+	nodeVersion := ""
+	if f.nodeDriver != "" {
+		nodeVersion = commandLine(f.nodeBin, "--version")
+	}
 	return map[string]any{
 		"driver":        "bench/go gobench",
 		"date_utc":      time.Now().UTC().Format(time.RFC3339),
@@ -231,7 +270,10 @@ func machine(f flags, p workload.Params) map[string]any {
 			"etcd_client_v3": moduleVersion("go.etcd.io/etcd/client/v3"),
 			"warden":         commandLine(f.wardenBin, "--version"),
 			"warden_before":  commandLine(f.wardenBinBefore, "--version"),
+			"node":           nodeVersion,
 		},
+		// bench/node's driver, when --node-driver was given ("" otherwise).
+		"node_driver":       f.nodeDriver,
 		"warden_bin":        f.wardenBin,
 		"warden_bin_before": f.wardenBinBefore,
 		// The binaries themselves, so a row can be matched to a build
@@ -368,6 +410,16 @@ func run(ctx context.Context, f flags) error {
 	if f.quick {
 		p = workload.Quick()
 	}
+	if f.smoke {
+		p = workload.Smoke()
+	}
+	if f.nodeDriver != "" {
+		abs, err := checkNodeDriver(f.nodeDriver)
+		if err != nil {
+			return err
+		}
+		f.nodeDriver = abs
+	}
 	if len(f.wardenEndpoints) == 0 && slices.ContainsFunc(f.backends, func(b string) bool { return strings.HasPrefix(b, "warden") }) {
 		abs, err := filepath.Abs(f.wardenBin)
 		if err != nil {
@@ -430,18 +482,38 @@ func run(ctx context.Context, f flags) error {
 				continue
 			}
 			for _, w := range f.workloads {
-				if ctx.Err() != nil {
-					break
+				// The Node driver on the same cluster, beside the Go client:
+				// after it in odd rounds, before it in even ones.
+				drivers := []string{"go"}
+				if f.nodeDriver != "" && b == "warden-go" && slices.Contains(nodeWorkloads, w) {
+					drivers = append(drivers, "node")
+					if round%2 == 0 {
+						slices.Reverse(drivers)
+					}
 				}
-				row := measure(ctx, pr, w, p)
-				row.Extra["round"] = round
-				if msg, ok := row.Extra["scrape_failed"]; ok {
-					scrapeFailed = append(scrapeFailed, fmt.Sprintf("%s round %d: %v", w, round, msg))
-				}
-				res.Runs = append(res.Runs, row)
-				if err := report.WriteJSON(f.out, res); err != nil {
-					pr.stop()
-					return err
+				for _, d := range drivers {
+					if ctx.Err() != nil {
+						break
+					}
+					var row workload.Row
+					if d == "node" {
+						row = measure(ctx, pr, w, nodeBackend, func(ctx context.Context) (workload.Row, error) {
+							return runNode(ctx, f, pr, w, p)
+						})
+					} else {
+						row = measure(ctx, pr, w, pr.target.Backend, func(ctx context.Context) (workload.Row, error) {
+							return runGo(ctx, pr, w, p)
+						})
+					}
+					row.Extra["round"] = round
+					if msg, ok := row.Extra["scrape_failed"]; ok {
+						scrapeFailed = append(scrapeFailed, fmt.Sprintf("%s round %d: %v", w, round, msg))
+					}
+					res.Runs = append(res.Runs, row)
+					if err := report.WriteJSON(f.out, res); err != nil {
+						pr.stop()
+						return err
+					}
 				}
 			}
 			pr.stop()
@@ -474,8 +546,9 @@ func (pr prepared) stop() {
 // the nodes' scrapes spread over the interval, by this process, on the
 // cores the load and the servers share), and the scrapes' stats in the row,
 // which fails when too many scrapes did (scrape.Stats.Check).
-func measure(ctx context.Context, pr prepared, w string, p workload.Params) workload.Row {
+func measure(ctx context.Context, pr prepared, w, backend string, run func(context.Context) (workload.Row, error)) workload.Row {
 	t0 := time.Now()
+	ownCPU0 := ownCPU()
 	var pids []int
 	var before []uint64
 	if pr.cluster != nil {
@@ -489,25 +562,15 @@ func measure(ctx context.Context, pr prepared, w string, p workload.Params) work
 	if pr.scrape != nil {
 		var err error
 		if scraper, err = scrape.Start(*pr.scrape); err != nil {
-			row := failedRow(w, pr.target.Backend, pr.config, err)
+			row := failedRow(w, backend, pr.config, err)
 			row.Extra["scrape_failed"] = err.Error()
 			return row
 		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, 300*time.Second)
 	defer cancel()
-	var (
-		row workload.Row
-		err error
-	)
-	switch w {
-	case "uncontended":
-		row, err = workload.Uncontended(wctx, pr.target, pr.config, p)
-	case "parallel":
-		row, err = workload.Parallel(wctx, pr.target, pr.config, p)
-	case "contended":
-		row, err = workload.Contended(wctx, pr.target, pr.config, p)
-	}
+	row, err := run(wctx)
+	ownCPUms := ownCPU() - ownCPU0
 	var scrapes *scrape.Stats
 	var scrapeErr error
 	if scraper != nil {
@@ -517,14 +580,18 @@ func measure(ctx context.Context, pr prepared, w string, p workload.Params) work
 			err = scrapeErr
 		}
 	}
+	nOps := row.Count
+	if v, ok := row.Extra["ops_total"].(int); ok {
+		nOps = v
+	}
+	if err == nil && backend != nodeBackend && nOps > 0 {
+		// The Go client's CPU is this process's (the Node driver reports its own).
+		row.Extra["client_cpu_ms_per_op"] = float64(int(ownCPUms/float64(nOps)*1000+0.5)) / 1000
+	}
 	if err != nil {
-		row = failedRow(w, pr.target.Backend, pr.config, err)
+		row = failedRow(w, backend, pr.config, err)
 	} else if pids != nil {
-		ops := row.Count
-		if v, ok := row.Extra["ops_total"].(int); ok {
-			ops = v
-		}
-		if ops > 0 {
+		if ops := nOps; ops > 0 {
 			perOp := make([]float64, len(pids))
 			for i, pid := range pids {
 				ms := float64(cluster.CPUTicks(pid)-before[i]) * 10
@@ -535,6 +602,9 @@ func measure(ctx context.Context, pr prepared, w string, p workload.Params) work
 	}
 	row.Extra["loadavg_after"] = loadavg()
 	status := fmt.Sprintf("count %d, errors %d", row.Count, row.Errors)
+	if v, ok := row.Extra["client_cpu_ms_per_op"].(float64); ok {
+		status += fmt.Sprintf(", client CPU %.3f ms/cycle", v)
+	}
 	if scrapes != nil {
 		row.Extra["scrapes"], row.Extra["scrape_failures"], row.Extra["scrape_bytes"] = scrapes.Scrapes, scrapes.Failures, scrapes.Bytes
 		row.Extra["scrape_p50_ms"], row.Extra["scrape_max_ms"] = scrapes.P50ms, scrapes.MaxMs
@@ -553,7 +623,89 @@ func measure(ctx context.Context, pr prepared, w string, p workload.Params) work
 	if row.OpsPerS != nil {
 		ops = fmt.Sprintf("%.1f", *row.OpsPerS)
 	}
-	fmt.Fprintf(os.Stderr, "   %-12s p50 %8s ms  p99 %8s ms  ops/s %9s  %s (%.1f s, load %s)\n",
-		w, fmtMS(row.P50ms), fmtMS(row.P99ms), ops, status, time.Since(t0).Seconds(), loadavg())
+	fmt.Fprintf(os.Stderr, "   %-12s %-12s p50 %8s ms  p99 %8s ms  ops/s %9s  %s (%.1f s, load %s)\n",
+		w, backend, fmtMS(row.P50ms), fmtMS(row.P99ms), ops, status, time.Since(t0).Seconds(), loadavg())
 	return row
+}
+
+// runGo runs workload w through the Go client (internal/workload).
+func runGo(ctx context.Context, pr prepared, w string, p workload.Params) (workload.Row, error) {
+	switch w {
+	case "uncontended":
+		return workload.Uncontended(ctx, pr.target, pr.config, p)
+	case "parallel":
+		return workload.Parallel(ctx, pr.target, pr.config, p)
+	case "contended":
+		return workload.Contended(ctx, pr.target, pr.config, p)
+	}
+	return workload.Row{}, fmt.Errorf("unknown workload %q", w)
+}
+
+// ownCPU is this process's user+system CPU time so far, in ms.
+func ownCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e6
+}
+
+// checkNodeDriver makes the driver's path absolute and checks that what it
+// imports is in place: bench/node's link to the client (npm ci there) and
+// the client's build (npm ci && npm run build in clients/node).
+func checkNodeDriver(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return "", fmt.Errorf("--node-driver: %w", err)
+	}
+	dist := filepath.Join(filepath.Dir(abs), "node_modules", "@warden-locks", "client", "dist", "index.js")
+	if _, err := os.Stat(dist); err != nil {
+		return "", fmt.Errorf("--node-driver: the Node client is not in place (%w): run `npm ci && npm run build` in clients/node, then `npm ci` in bench/node", err)
+	}
+	return abs, nil
+}
+
+// runNode runs workload w through the Node client: bench/node's driver, as
+// a child process, on pr's cluster (its endpoints and, on TLS, root's certs
+// dir), with p's sizes. Its one row comes back as a line of JSON on its
+// stdout; its stderr is shown only when it fails.
+func runNode(ctx context.Context, f flags, pr prepared, w string, p workload.Params) (workload.Row, error) {
+	args := []string{f.nodeDriver,
+		"--endpoints", strings.Join(pr.target.Endpoints, ","),
+		"--workloads", w,
+		"--backend", nodeBackend,
+		"--config", pr.config,
+		"--warmup", strconv.Itoa(p.Warmup),
+		"--iterations", strconv.Itoa(p.Iterations),
+		"--clients", strconv.Itoa(p.ParallelClients),
+		"--seconds", strconv.Itoa(p.ParallelSeconds),
+	}
+	if pr.target.CertsDir != "" {
+		args = append(args, "--certs-dir", pr.target.CertsDir)
+	}
+	cmd := exec.CommandContext(ctx, f.nodeBin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// The driver dies with this process, however it ends.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return workload.Row{}, fmt.Errorf("node driver: %w", err)
+	}
+	cluster.RecordPid(cmd.Process.Pid)
+	waitErr := cmd.Wait()
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	var row workload.Row
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &row); err != nil || row.Workload != w {
+		return workload.Row{}, fmt.Errorf("node driver: no row for %s (%v, exit: %v); stderr: %s", w, err, waitErr, strings.TrimSpace(stderr.String()))
+	}
+	if msg, ok := row.Extra["failed"]; ok {
+		return workload.Row{}, fmt.Errorf("node driver: %v; stderr: %s", msg, strings.TrimSpace(stderr.String()))
+	}
+	if waitErr != nil {
+		return workload.Row{}, fmt.Errorf("node driver: %w; stderr: %s", waitErr, strings.TrimSpace(stderr.String()))
+	}
+	return row, nil
 }

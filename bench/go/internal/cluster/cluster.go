@@ -127,6 +127,10 @@ func freePorts(n int) ([]string, error) {
 	return addrs, nil
 }
 
+// RecordPid appends pid to $BENCH_PIDFILE (when set), for a process that
+// is not a node (bench/node's driver).
+func RecordPid(pid int) { recordPid(pid) }
+
 func recordPid(pid int) {
 	path := os.Getenv("BENCH_PIDFILE")
 	if path == "" {

@@ -5,7 +5,10 @@
 // Warden's ratio to etcd for each workload; when the backends ran, what
 // metrics cost (warden-go-scraped ÷ warden-go, and warden-go ÷
 // warden-go-before) with the scrapes themselves; and a footer with the load,
-// the commits and the binaries' sha256.
+// the commits and the binaries' sha256; and when bench/node's driver ran
+// on warden-go's clusters, the Node client beside the Go client
+// (warden-node ÷ warden-go, with each client's CPU per cycle and the
+// goals: 64-client rate at least 0.7x, uncontended p50 at most 1.5x).
 //
 // Ratios between two backends: the rounds run the backends interleaved (A B
 // C, C B A, ...), so a round's two rows are a pair measured minutes apart,
@@ -102,6 +105,24 @@ var measures = []measure{
 // server_cpu_ms_per_op_by_node, warm-up included): the leader's, which
 // does the most work of the three.
 var leaderCPU = measure{"leader CPU ms per cycle", 3, func(r workload.Row) *float64 { return maxOf(r.Extra["server_cpu_ms_per_op_by_node"]) }}
+
+// clientCPU is the client's own CPU time per cycle (the row's
+// client_cpu_ms_per_op: gobench's process for the Go client, the driver's
+// for the Node client; connects and warm-up included).
+var clientCPU = measure{"client CPU ms per cycle", 3, func(r workload.Row) *float64 { return number(r.Extra["client_cpu_ms_per_op"]) }}
+
+// number is v as a float (gobench records float64, a row read back from
+// JSON may hold an int); nil for anything else.
+func number(v any) *float64 {
+	switch x := v.(type) {
+	case float64:
+		return &x
+	case int:
+		f := float64(x)
+		return &f
+	}
+	return nil
+}
 
 // maxOf is the largest of a list of numbers ([]float64 as gobench records
 // it, []any as JSON decodes it); nil for anything else or an empty list.
@@ -282,6 +303,7 @@ func Markdown(r Results) string {
 		fmt.Fprintf(&b, "| workload | backend | p50 | p99 | ops/s |\n|---|---|---:|---:|---:|\n%s", etcdRatios.String())
 	}
 	b.WriteString(metricsCost(r, rounds))
+	b.WriteString(NodeVsGo(r, rounds))
 	b.WriteString(footer(r.Machine))
 	return b.String()
 }
@@ -383,4 +405,63 @@ func metricsCost(r Results, rounds int) string {
 		fmt.Fprintf(&b, "| workload | round | scrapes | failed | bytes per scrape | scrape p50 ms | scrape max ms |\n|---|---:|---:|---:|---:|---:|---:|\n%s", s.String())
 	}
 	return b.String()
+}
+
+// The Node client's goals against the Go client on the same cluster.
+const (
+	// NodeRateGoal: the Node client's 64-client cycles/s at least this
+	// times the Go client's.
+	NodeRateGoal = 0.7
+	// NodeP50Goal: its uncontended p50 at most this times the Go client's.
+	NodeP50Goal = 1.5
+)
+
+// NodeVsGo is, when bench/node's driver ran (rows of warden-node beside
+// warden-go's, on the same clusters), each workload's figures side by side
+// (medians over the rounds, min–max) with warden-node ÷ warden-go (the
+// median of the round-by-round ratios with their min–max, and the ratio of
+// the medians), then the two goals, judged on the paired median.
+func NodeVsGo(r Results, rounds int) string {
+	var b strings.Builder
+	var verdicts []string
+	for _, w := range []string{"uncontended", "parallel"} {
+		gr, nr := rows(r, w, "warden-go"), rows(r, w, "warden-node")
+		if len(gr) == 0 || len(nr) == 0 {
+			continue
+		}
+		if b.Len() == 0 {
+			what := "the one run"
+			if rounds > 1 {
+				what = fmt.Sprintf("medians over %d rounds (min–max); the ratios are paired by round (the two clients on one cluster, one right after the other): the median of the round-by-round ratios (their min–max), and beside it the ratio of the medians", rounds)
+			}
+			fmt.Fprintf(&b, "\nThe Node client beside the Go client (warden-node ÷ warden-go, on the same clusters): %s. Latency and CPU: above 1x is the Node client slower or costlier; ops/s: below 1x is it slower\n\n", what)
+			fmt.Fprintf(&b, "| workload | figure | warden-go | warden-node | node ÷ go | (of medians) |\n|---|---|---:|---:|---:|---:|\n")
+		}
+		for _, m := range append(slices.Clone(measures), clientCPU, leaderCPU) {
+			rt := pairedRatios(nr, gr, m)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", w, m.name,
+				spread(values(gr, m), m.digits), spread(values(nr, m), m.digits), rt.paired(), rt.OfMedians)
+		}
+		switch w {
+		case "uncontended":
+			verdicts = append(verdicts, verdict("uncontended p50", pairedRatios(nr, gr, measures[0]), "at most", NodeP50Goal, func(v float64) bool { return v <= NodeP50Goal }))
+		case "parallel":
+			verdicts = append(verdicts, verdict("64-client cycles/s", pairedRatios(nr, gr, measures[2]), "at least", NodeRateGoal, func(v float64) bool { return v >= NodeRateGoal }))
+		}
+	}
+	if len(verdicts) > 0 {
+		fmt.Fprintf(&b, "\nGoals (on the median of the paired ratios):\n\n%s", strings.Join(verdicts, ""))
+	}
+	return b.String()
+}
+
+func verdict(what string, rt ratios, bound string, goal float64, ok func(float64) bool) string {
+	state := "not measured"
+	if rt.Paired != nil {
+		state = "not met"
+		if ok(*rt.Paired) {
+			state = "met"
+		}
+	}
+	return fmt.Sprintf("- %s, Node ÷ Go: %s (goal: %s %.1fx): %s\n", what, rt.paired(), bound, goal, state)
 }

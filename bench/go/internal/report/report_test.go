@@ -153,3 +153,37 @@ func TestMedian(t *testing.T) {
 		t.Errorf("Median() is not nil")
 	}
 }
+
+// The Node client is set beside the Go client of the same round, with each
+// client's CPU, and the goals are judged on the paired median.
+func TestNodeVsGo(t *testing.T) {
+	cpu := func(r workload.Row, v any) workload.Row { r.Extra["client_cpu_ms_per_op"] = v; return r }
+	r := Results{Machine: map[string]any{}, Runs: []workload.Row{
+		cpu(row("uncontended", "warden-go", 1, 2, 400), 0.5),
+		cpu(row("uncontended", "warden-node", 1, 2.8, 300), 1),
+		cpu(row("parallel", "warden-go", 1, 20, 2000), 0.25),
+		cpu(row("parallel", "warden-node", 1, 40, 1000), 0.5),
+		cpu(row("uncontended", "warden-node", 2, 3.2, 300), 1.5),
+		cpu(row("uncontended", "warden-go", 2, 2, 400), 0.5),
+		cpu(row("parallel", "warden-node", 2, 40, 1600), 0.5),
+		cpu(row("parallel", "warden-go", 2, 20, 2000), 0.25),
+	}}
+	md := Markdown(r)
+	for _, want := range []string{
+		// p50 ratios 1.4 and 1.6: median 1.5, at the goal.
+		"| uncontended | p50 ms | 2.00 (2.00–2.00) | 3.00 (2.80–3.20) | 1.50x (1.40–1.60x) | 1.50x |",
+		"| uncontended | client CPU ms per cycle | 0.500 (0.500–0.500) | 1.250 (1.000–1.500) | 2.50x (2.00–3.00x) | 2.50x |",
+		// rates 0.5 and 0.8: median 0.65, below the goal.
+		"| parallel | ops/s | 2000.0 (2000.0–2000.0) | 1300.0 (1000.0–1600.0) | 0.65x (0.50–0.80x) | 0.65x |",
+		"- uncontended p50, Node ÷ Go: 1.50x (1.40–1.60x) (goal: at most 1.5x): met",
+		"- 64-client cycles/s, Node ÷ Go: 0.65x (0.50–0.80x) (goal: at least 0.7x): not met",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("missing\n%s\nin:\n%s", want, md)
+		}
+	}
+	// Without Node rows there is no such table.
+	if md := Markdown(Results{Machine: map[string]any{}, Runs: r.Runs[:1]}); strings.Contains(md, "warden-node ÷ warden-go") {
+		t.Errorf("a Node table without Node rows:\n%s", md)
+	}
+}

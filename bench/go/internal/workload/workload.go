@@ -48,6 +48,12 @@ func Quick() Params {
 	return Params{Warmup: 30, Iterations: 200, ParallelClients: 64, ParallelSeconds: 3, ContendedClients: 16, ContendedSeconds: 2}
 }
 
+// Smoke are tiny sizes that check the drivers end to end (gobench --smoke),
+// e.g. against a debug build: they measure nothing.
+func Smoke() Params {
+	return Params{Warmup: 3, Iterations: 20, ParallelClients: 4, ParallelSeconds: 1, ContendedClients: 2, ContendedSeconds: 1}
+}
+
 // Row is one row of the results, in the shape of latest.json's `runs`.
 type Row struct {
 	Workload string   `json:"workload"`
@@ -319,4 +325,31 @@ func (r Row) MarshalJSON() ([]byte, error) {
 		}
 	}
 	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads a row as MarshalJSON writes it (and as bench/node's
+// driver prints its rows): the named fields, and every other one into
+// Extra, a whole number as an int (as the drivers record counts).
+func (r *Row) UnmarshalJSON(b []byte) error {
+	type plain Row
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	for _, named := range []string{"workload", "backend", "config", "safe", "p50_ms", "p99_ms", "p999_ms", "ops_per_s", "count", "errors"} {
+		delete(m, named)
+	}
+	p.Extra = map[string]any{}
+	for k, v := range m {
+		if f, ok := v.(float64); ok && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+			v = int(f)
+		}
+		p.Extra[k] = v
+	}
+	*r = Row(p)
+	return nil
 }

@@ -49,3 +49,27 @@ func TestRowFlattensExtra(t *testing.T) {
 		t.Errorf("Extra written as a field: %s", b)
 	}
 }
+
+// A row read back (bench/node's rows reach gobench this way) has its named
+// fields and the rest in Extra, counts as ints.
+func TestRowRoundTrips(t *testing.T) {
+	in := `{"workload":"parallel","backend":"warden-node","config":"c","safe":true,"p50_ms":1.5,"p99_ms":null,"p999_ms":3,"ops_per_s":100.5,"count":7,"errors":1,"ops_total":9,"client_cpu_ms_per_op":0.25,"client":"x"}`
+	var r Row
+	if err := json.Unmarshal([]byte(in), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Workload != "parallel" || r.Backend != "warden-node" || *r.P50ms != 1.5 || r.P99ms != nil || r.Count != 7 || r.Errors != 1 {
+		t.Errorf("named fields: %+v", r)
+	}
+	if r.Extra["ops_total"] != 9 || r.Extra["client_cpu_ms_per_op"] != 0.25 || r.Extra["client"] != "x" || len(r.Extra) != 3 {
+		t.Errorf("Extra = %#v", r.Extra)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Row
+	if err := json.Unmarshal(b, &back); err != nil || back.Extra["ops_total"] != 9 || *back.OpsPerS != 100.5 {
+		t.Errorf("round trip: %s (%v)", b, err)
+	}
+}
