@@ -54,6 +54,7 @@ const FOLDERS: &[(&str, &[(&str, u32)])] = &[
             ("slow_links", 2),
             ("regions", 2),
             ("owners", 2),
+            ("flood", 2),
             ("kinds", 3),
             ("mod", 4),
         ],
