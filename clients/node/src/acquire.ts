@@ -91,9 +91,11 @@ export async function acquire(client: Client, r: AcquireRequest, control: Acquir
   const leaseKnown = new Promise<number>((resolve) => (waitingLease = resolve));
   const stopRenewing = new AbortController();
 
-  const attempt = async (_address: string, node: import("./proto.js").NodeStubs, signal: AbortSignal) => {
+  // Its own Acquire stream: queued reports, then the final answer.
+  const streamAttempt = async (node: import("./proto.js").NodeStubs, signal: AbortSignal) => {
     const reader = new StreamReader<AcquireResponse__Output>(node.lock.Acquire(request));
     sent = true;
+    let answered = false;
     try {
       let budget = client.attemptTimeoutMs;
       for (;;) {
@@ -107,14 +109,39 @@ export async function acquire(client: Client, r: AcquireRequest, control: Acquir
           budget = Math.max(waitDeadline - performance.now(), 0) + client.attemptTimeoutMs;
           continue;
         }
+        answered = true;
         const answer = answerOf(message);
         if (answer === undefined) throw new TransportError("acquire answer without an event");
         return answer;
       }
     } finally {
-      reader.cancel();
+      // After its final answer the server ends the stream itself: cancelling
+      // it then would only cost a CANCELLED status (an Error with a stack).
+      if (!answered) reader.cancel();
     }
   };
+  // A try-acquire (no wait) is one call on the node's Calls stream (or, if
+  // it cannot go there, its own stream as above).
+  const attempt =
+    waitMs > 0
+      ? (_address: string, node: import("./proto.js").NodeStubs, signal: AbortSignal) => streamAttempt(node, signal)
+      : (address: string, node: import("./proto.js").NodeStubs, signal: AbortSignal) =>
+          client.streamedAttempt(
+            address,
+            node,
+            { acquire: request },
+            signal,
+            (reply) => {
+              if (reply.answer !== "acquire" || !reply.acquire) {
+                throw new TransportError(`acquire answered with a ${reply.answer ?? "empty"} answer`);
+              }
+              const answer = answerOf(reply.acquire);
+              if (answer === undefined) throw new TransportError("acquire answer without an event");
+              return answer;
+            },
+            () => streamAttempt(node, signal),
+            () => (sent = true),
+          );
 
   const ttlMs = request.ttlMs as number;
   if (control.renewWhileWaiting && ttlMs > 0 && waitMs > 0) {

@@ -145,3 +145,28 @@ test("fencing headers: written for each kind of grant, read back with the header
   assert.throws(() => readFencingHeaders({ "warden-resource": "r", "warden-fencing-token": "9007199254740992" }), named("warden-fencing-token"));
   assert.throws(() => readFencingHeaders({ "warden-resource": "r", "warden-fencing-token": "1", "warden-slot": "1", "warden-lock-mode": "shared" }), named("warden-lock-mode"));
 });
+
+test("Calls: a call's size bound is never below its encoding, and one over the smallest request limit goes unary", async () => {
+  const protobuf = (await import("protobufjs")).default;
+  const { PROTO_DIR } = await import("../src/proto.js");
+  const { callSizeBound, fitsAnyNode, SMALLEST_MAX_REQUEST_BYTES } = await import("../src/calls.js");
+  const root = new protobuf.Root();
+  root.resolvePath = (_origin, target) => (target.startsWith(PROTO_DIR) ? target : `${PROTO_DIR}warden/${target}`);
+  const CallRequest = root.loadSync(`${PROTO_DIR}warden/warden.proto`, { keepCase: false }).lookupType("warden.v1.CallRequest");
+  const big = 2 ** 53 - 1;
+  const header = { clientId: big, requestId: big, ackedRequestId: big };
+  const cases = [
+    { release: { header, resource: "r", leaseId: big, fencingToken: big } },
+    { release: { header, resource: "é".repeat(256), leaseId: big, fencingToken: big } },
+    { acquire: { header, resource: "x".repeat(512), ttlMs: big, leaseId: big, waitTimeoutMs: big, lockDelayMs: big, mode: 2, limit: big, resources: [], maxHoldMs: big } },
+    { acquire: { header, resource: "", ttlMs: 1, leaseId: 0, waitTimeoutMs: 0, lockDelayMs: 0, mode: 0, limit: 0, resources: ["a".repeat(300), "b".repeat(300)], maxHoldMs: 0 } },
+  ];
+  for (const c of cases) {
+    const encoded = CallRequest.encode(CallRequest.fromObject({ callId: big, ...c })).finish().length;
+    assert.ok(callSizeBound(c as never) >= encoded, `bound ${callSizeBound(c as never)} < encoded ${encoded}`);
+  }
+  assert.ok(fitsAnyNode(cases[0] as never));
+  assert.ok(fitsAnyNode(cases[2] as never), "the largest single resource fits");
+  const tooBig = { acquire: { ...cases[3]!.acquire, resources: ["a".repeat(400), "b".repeat(400), "c".repeat(400)] } };
+  assert.ok(!fitsAnyNode(tooBig as never) && callSizeBound(tooBig as never) > SMALLEST_MAX_REQUEST_BYTES);
+});
