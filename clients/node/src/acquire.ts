@@ -91,6 +91,14 @@ export async function acquire(client: Client, r: AcquireRequest, control: Acquir
   const leaseKnown = new Promise<number>((resolve) => (waitingLease = resolve));
   const stopRenewing = new AbortController();
 
+  const onQueued = (message: AcquireResponse__Output): number => {
+    const q = message.queued!;
+    waitingLease?.(q.leaseId);
+    r.onQueued?.({ position: q.position, leaseId: q.leaseId, behind: q.behind });
+    // The answer may take the rest of the wait, then one attempt timeout
+    // (a timeout is reported once the waiter's removal committed).
+    return Math.max(waitDeadline - performance.now(), 0) + client.attemptTimeoutMs;
+  };
   // Its own Acquire stream: queued reports, then the final answer.
   const streamAttempt = async (node: import("./proto.js").NodeStubs, signal: AbortSignal) => {
     const reader = new StreamReader<AcquireResponse__Output>(node.lock.Acquire(request));
@@ -101,12 +109,7 @@ export async function acquire(client: Client, r: AcquireRequest, control: Acquir
       for (;;) {
         const message = await reader.next(budget, signal);
         if (message.event === "queued" && message.queued) {
-          const q = message.queued;
-          waitingLease?.(q.leaseId);
-          r.onQueued?.({ position: q.position, leaseId: q.leaseId, behind: q.behind });
-          // The answer may take the rest of the wait, then one attempt timeout
-          // (a timeout is reported once the waiter's removal committed).
-          budget = Math.max(waitDeadline - performance.now(), 0) + client.attemptTimeoutMs;
+          budget = onQueued(message);
           continue;
         }
         answered = true;
@@ -120,28 +123,26 @@ export async function acquire(client: Client, r: AcquireRequest, control: Acquir
       if (!answered) reader.cancel();
     }
   };
-  // A try-acquire (no wait) is one call on the node's Calls stream (or, if
-  // it cannot go there, its own stream as above).
-  const attempt =
-    waitMs > 0
-      ? (_address: string, node: import("./proto.js").NodeStubs, signal: AbortSignal) => streamAttempt(node, signal)
-      : (address: string, node: import("./proto.js").NodeStubs, signal: AbortSignal) =>
-          client.streamedAttempt(
-            address,
-            node,
-            { acquire: request },
-            signal,
-            (reply) => {
-              if (reply.answer !== "acquire" || !reply.acquire) {
-                throw new TransportError(`acquire answered with a ${reply.answer ?? "empty"} answer`);
-              }
-              const answer = answerOf(reply.acquire);
-              if (answer === undefined) throw new TransportError("acquire answer without an event");
-              return answer;
-            },
-            () => streamAttempt(node, signal),
-            () => (sent = true),
-          );
+  // One call on the node's Calls stream (or, if it cannot go there, its own
+  // stream as above): the same queued reports and final answer.
+  const attempt = (address: string, node: import("./proto.js").NodeStubs, signal: AbortSignal) =>
+    client.streamedAttempt(
+      address,
+      node,
+      { acquire: request },
+      signal,
+      (reply) => {
+        if (reply.answer !== "acquire" || !reply.acquire) {
+          throw new TransportError(`acquire answered with a ${reply.answer ?? "empty"} answer`);
+        }
+        const answer = answerOf(reply.acquire);
+        if (answer === undefined) throw new TransportError("acquire answer without an event");
+        return answer;
+      },
+      () => streamAttempt(node, signal),
+      () => (sent = true),
+      (report) => onQueued(report.acquire!),
+    );
 
   const ttlMs = request.ttlMs as number;
   if (control.renewWhileWaiting && ttlMs > 0 && waitMs > 0) {

@@ -1,5 +1,5 @@
 /**
- * One `Calls` stream per node: this client's try-acquires and releases to
+ * One `Calls` stream per node: this client's acquires and releases to
  * that node share one long-lived HTTP/2 stream instead of each opening a
  * call of its own (a grpc-js call, its headers and its status cost the
  * client far more CPU than the message; docs/performance.md). Each call has
@@ -31,7 +31,7 @@ import type { CallError__Output } from "./generated/warden/v1/CallError.js";
 import type { CallResponse__Output } from "./generated/warden/v1/CallResponse.js";
 import type { ReleaseRequest } from "./generated/warden/v1/ReleaseRequest.js";
 import type { NodeStubs } from "./proto.js";
-import { AttemptFailed } from "./rpc.js";
+import { AttemptFailed, MAX_TIMER_MS } from "./rpc.js";
 
 /** How long an address that answered `Unimplemented` to `Calls` gets unary calls. */
 export const RECHECK_CALLS_MS = 60_000;
@@ -100,6 +100,8 @@ export function fitsAnyNode(call: { acquire?: AcquireRequest; release?: ReleaseR
 }
 
 interface Pending {
+  /** A `queued` report (an acquire that waits). */
+  report(a: CallAnswer): void;
   answer(a: CallAnswer): void;
   fail(e: Error): void;
 }
@@ -149,8 +151,8 @@ export class CallStream {
   private route(m: CallResponse__Output): void {
     const p = this.pending.get(m.callId);
     if (p === undefined) return; // a call its attempt gave up on
-    // A `queued` report is not a final answer (only waits are queued).
-    if (m.answer === "acquire" && m.acquire?.event === "queued") return;
+    // A `queued` report is not a final answer.
+    if (m.answer === "acquire" && m.acquire?.event === "queued") return p.report(m);
     this.pending.delete(m.callId);
     if (m.answer === "error" && m.error) p.fail(callErrorStatus(m.error));
     else if (m.answer === undefined) p.fail(new AttemptFailed(`call ${m.callId}: an answer this client cannot read`));
@@ -171,10 +173,18 @@ export class CallStream {
   /**
    * Sends one call and resolves with its final answer; rejects with its
    * `error` answer as a ServiceError, with the stream's error if the stream
-   * ends first, with AttemptFailed after `timeoutMs`, or with the reason of
-   * `signal`. Giving up forgets the call (the server still runs it).
+   * ends first, with AttemptFailed after `timeoutMs` without an answer, or
+   * with the reason of `signal`. A waiting acquire's `queued` reports go to
+   * `onReport`, which returns how long (ms from then) the next answer may
+   * take. Giving up forgets the call (the server still runs it; a queued
+   * waiter stays queued until CancelWait, S8).
    */
-  request(body: { acquire?: AcquireRequest; release?: ReleaseRequest }, timeoutMs: number, signal: AbortSignal): Promise<CallAnswer> {
+  request(
+    body: { acquire?: AcquireRequest; release?: ReleaseRequest },
+    timeoutMs: number,
+    signal: AbortSignal,
+    onReport?: (report: CallAnswer) => number,
+  ): Promise<CallAnswer> {
     if (this.endedWith !== undefined) return Promise.reject(this.endedWith);
     if (signal.aborted) return Promise.reject(signal.reason);
     if (this.idleTimer) {
@@ -191,11 +201,13 @@ export class CallStream {
       const forget = () => {
         if (this.pending.delete(id)) this.idleCheck();
       };
-      const timer = setTimeout(() => {
-        settle();
-        forget();
-        reject(new AttemptFailed(`no answer within ${Math.round(timeoutMs)} ms`));
-      }, Math.max(0, timeoutMs));
+      const expire = (ms: number) =>
+        setTimeout(() => {
+          settle();
+          forget();
+          reject(new AttemptFailed(`no answer within ${Math.round(ms)} ms`));
+        }, Math.min(Math.max(0, ms), MAX_TIMER_MS));
+      let timer = expire(timeoutMs);
       const onAbort = () => {
         settle();
         forget();
@@ -203,6 +215,19 @@ export class CallStream {
       };
       signal.addEventListener("abort", onAbort, { once: true });
       this.pending.set(id, {
+        report: (a) => {
+          if (onReport === undefined) return;
+          let next: number;
+          try {
+            next = onReport(a);
+          } catch (e) {
+            settle();
+            forget();
+            return reject(e);
+          }
+          clearTimeout(timer);
+          timer = expire(next);
+        },
         answer: (a) => {
           settle();
           resolve(a);

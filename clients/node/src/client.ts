@@ -109,7 +109,7 @@ export class Client implements AsyncDisposable {
   private readonly credentials: ChannelCredentials;
   private readonly channelOptions: ChannelOptions;
   private readonly nodes = new Map<string, NodeStubs>();
-  /** Each node's `Calls` stream (try-acquires and releases). */
+  /** Each node's `Calls` stream (acquires and releases). */
   private readonly callStreams = new CallStreams();
   private leaderAddress: string | undefined;
   private renewSequence = 0;
@@ -307,7 +307,7 @@ export class Client implements AsyncDisposable {
   }
 
   /**
-   * @internal One attempt of a try-acquire or a release at `address`: a call
+   * @internal One attempt of an acquire or a release at `address`: a call
    * on the node's `Calls` stream, or `unary` (the same request as its own
    * call) when the node does not serve `Calls` or the request could be over
    * a node's size limit. Either fails as the unary call would, so the retry
@@ -321,12 +321,13 @@ export class Client implements AsyncDisposable {
     fromAnswer: (answer: CallAnswer) => T,
     unary: () => Promise<T>,
     onSent?: () => void,
+    onReport?: (report: CallAnswer) => number,
   ): Promise<T> {
     const stream = fitsAnyNode(body) ? this.callStreams.get(address, node) : undefined;
     if (stream === undefined) return unary();
     let answer: CallAnswer;
     try {
-      const answering = stream.request(body, this.attemptTimeoutMs, signal);
+      const answering = stream.request(body, this.attemptTimeoutMs, signal, onReport);
       onSent?.();
       answer = await answering;
     } catch (e) {

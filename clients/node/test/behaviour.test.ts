@@ -183,3 +183,41 @@ test("try-acquires and releases go over one Calls stream: a follower's hint is f
   assert.equal(streams, 1, "one stream carried every call to the leader");
   assert.equal(unary, 0);
 });
+
+test("a waiting acquire on the Calls stream: queued reports reach onQueued, the grant after them is the answer, and an abandoned one is taken back with CancelWait naming its request id", async () => {
+  let acquires: { header: { requestId: number }; resource: string }[] = [];
+  let cancel: { acquireRequestId: number; resource: string } | undefined;
+  const node = await fakeNode({
+    ClusterStatus: (_c, cb) => cb(null, { leaderId: 1 }),
+    Acquire: () => assert.fail("the Acquire stream was used"),
+    Calls: (call) => {
+      call.on("data", (m: any) => {
+        acquires.push(m.acquire);
+        call.write({ callId: m.callId, acquire: { queued: { position: 1, leaseId: 9, behind: "holder" } } });
+        if (m.acquire.resource === "granted") {
+          const g = { resource: "granted", leaseId: 9, fencingToken: 5, ttlMs: 1000, logIndex: 3, mode: "LOCK_MODE_EXCLUSIVE", grants: [], maxHoldMs: 0 };
+          setTimeout(() => call.write({ callId: m.callId, acquire: { granted: g } }), 300); // past one attempt timeout
+        }
+      });
+      call.on("end", () => call.end());
+    },
+    CancelWait: (call, cb) => {
+      cancel = call.request;
+      cb(null, { resource: call.request.resource, leaseId: 9, outcome: "removed" });
+    },
+  });
+  servers.push(node.server);
+  await using client = new Client(node.addr, { attemptTimeoutMs: 200 });
+  const positions: number[] = [];
+  const granted = await client.acquire({ resource: "granted", leaseId: 9, waitMs: 5_000, onQueued: (q) => positions.push(q.position) });
+  assert.equal(granted.granted, true);
+  assert.deepEqual(positions, [1]);
+  assert.equal(acquires.length, 1, "one attempt: the queued report extended its budget to the wait");
+  acquires = [];
+  const controller = new AbortController();
+  const waiting = client.acquire({ resource: "r", leaseId: 9, waitMs: 30_000, signal: controller.signal, onQueued: () => controller.abort() });
+  await assert.rejects(waiting, (e: unknown) => e === controller.signal.reason);
+  assert.ok(cancel);
+  assert.equal(cancel.acquireRequestId, acquires[0]!.header.requestId);
+  assert.equal(cancel.resource, "r");
+});
