@@ -92,6 +92,35 @@ test("validity: TTL × (1 − 2ρ) − 50 ms in whole microseconds, never negati
   assert.ok(noUptime.now() > 0);
 });
 
+test("boot clock: /proc/uptime is kept open; any other file is read afresh, so a removed one is a ClockError and a replaced one is read anew", async () => {
+  const { mkdtempSync, writeFileSync, rmSync, renameSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const { ClockError } = await import("../src/errors.js");
+  const proc = new BootClock();
+  if (proc.countsSuspend) assert.equal(proc.keptOpen, true, "procfs's uptime goes through a descriptor kept open");
+  const dir = mkdtempSync(join(tmpdir(), "warden-clock-"));
+  try {
+    const path = join(dir, "uptime");
+    // Uptimes on the monotonic clock's scale (hrtime counts from boot on Linux, less suspend).
+    const monoS = () => Number(process.hrtime.bigint()) / 1e9;
+    writeFileSync(path, `${monoS().toFixed(2)} 50.00\n`);
+    const clock = new BootClock(path);
+    assert.equal(clock.countsSuspend, true);
+    assert.equal(clock.keptOpen, false);
+    const first = clock.now();
+    // Replaced by another file whose uptime is an hour later: that suspended time is counted.
+    writeFileSync(join(dir, "next"), `${(monoS() + 3600).toFixed(2)} 50.00\n`);
+    renameSync(join(dir, "next"), path);
+    const after = clock.now();
+    assert.ok(after - first >= 3_599_000, `the replaced file was read anew (${after - first} ms later)`);
+    rmSync(path);
+    assert.throws(() => clock.now(), ClockError, "a removed file is a ClockError, not a stale reading");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("argument checks: RangeError/TypeError naming the argument and the limit, never clamped", () => {
   assert.throws(() => checkTtl(999, DEFAULT_LIMITS), /^RangeError: ttlMs must be within 1000..=3600000; got 999$/);
   assert.throws(() => checkTtl(1.5, DEFAULT_LIMITS), TypeError);
