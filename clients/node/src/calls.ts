@@ -24,7 +24,7 @@
  */
 import { Metadata, status as Code, type ClientDuplexStream, type ServiceError } from "@grpc/grpc-js";
 
-import { LEADER_METADATA } from "./errors.js";
+import { LEADER_METADATA, TransportError } from "./errors.js";
 import type { AcquireRequest } from "./generated/warden/v1/AcquireRequest.js";
 import type { CallRequest } from "./generated/warden/v1/CallRequest.js";
 import type { CallError__Output } from "./generated/warden/v1/CallError.js";
@@ -112,6 +112,8 @@ export class CallStream {
   private lastId = 0;
   private endedWith: Error | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
+  /** When the last call in flight was answered (performance.now()). */
+  private idleSince = 0;
   private readonly call: ClientDuplexStream<CallRequest, CallResponse__Output>;
 
   constructor(
@@ -155,19 +157,28 @@ export class CallStream {
     if (m.answer === "acquire" && m.acquire?.event === "queued") return p.report(m);
     this.pending.delete(m.callId);
     if (m.answer === "error" && m.error) p.fail(callErrorStatus(m.error));
-    else if (m.answer === undefined) p.fail(new AttemptFailed(`call ${m.callId}: an answer this client cannot read`));
+    // Not retried: the same server would send the same answer again.
+    else if (m.answer === undefined) p.fail(new TransportError(`call ${m.callId}: the server sent an answer this client version cannot read`));
     else p.answer(m);
     this.idleCheck();
   }
 
+  /** After a call left: with none in flight, the stream closes once idle for IDLE_END_MS (one timer, not one per call). */
   private idleCheck(): void {
-    if (this.pending.size === 0 && this.idleTimer === undefined && this.endedWith === undefined) {
-      this.idleTimer = setTimeout(() => {
-        this.idleTimer = undefined;
-        if (this.pending.size === 0) this.close();
-      }, IDLE_END_MS);
-      this.idleTimer.unref();
-    }
+    if (this.pending.size > 0 || this.endedWith !== undefined) return;
+    this.idleSince = performance.now();
+    if (this.idleTimer === undefined) this.armIdle(IDLE_END_MS);
+  }
+
+  private armIdle(ms: number): void {
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = undefined;
+      if (this.pending.size > 0 || this.endedWith !== undefined) return; // re-armed when it is idle again
+      const idle = performance.now() - this.idleSince;
+      if (idle >= IDLE_END_MS) this.close();
+      else this.armIdle(IDLE_END_MS - idle);
+    }, ms);
+    this.idleTimer.unref();
   }
 
   /**
@@ -187,10 +198,6 @@ export class CallStream {
   ): Promise<CallAnswer> {
     if (this.endedWith !== undefined) return Promise.reject(this.endedWith);
     if (signal.aborted) return Promise.reject(signal.reason);
-    if (this.idleTimer) {
-      clearTimeout(this.idleTimer);
-      this.idleTimer = undefined;
-    }
     this.lastId += 1;
     const id = this.lastId;
     return new Promise<CallAnswer>((resolve, reject) => {

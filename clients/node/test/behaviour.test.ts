@@ -221,3 +221,28 @@ test("a waiting acquire on the Calls stream: queued reports reach onQueued, the 
   assert.equal(cancel.acquireRequestId, acquires[0]!.header.requestId);
   assert.equal(cancel.resource, "r");
 });
+
+test("an idle Calls stream is half-closed after a second, and the next call opens a new one", async () => {
+  let streams = 0;
+  let ended = 0;
+  const node = await fakeNode({
+    ClusterStatus: (_c, cb) => cb(null, { leaderId: 1 }),
+    Calls: (call) => {
+      streams += 1;
+      call.on("data", (m: any) => call.write({ callId: m.callId, release: { resource: m.release.resource, leaseId: 1, released: true } }));
+      call.on("end", () => {
+        ended += 1;
+        call.end();
+      });
+    },
+  });
+  servers.push(node.server);
+  await using client = new Client(node.addr, { attemptTimeoutMs: 200 });
+  await client.release(1, "a");
+  await client.release(1, "b");
+  assert.equal(streams, 1);
+  await new Promise((r) => setTimeout(r, 1_400));
+  assert.equal(ended, 1, "closed once idle");
+  await client.release(1, "c");
+  assert.equal(streams, 2);
+});
