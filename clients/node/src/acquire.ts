@@ -89,7 +89,9 @@ export async function acquire(client: Client, r: AcquireRequest, control: Acquir
   let sent = false;
   let waitingLease: ((leaseId: number) => void) | undefined;
   const leaseKnown = new Promise<number>((resolve) => (waitingLease = resolve));
-  const stopRenewing = new AbortController();
+  // Only an acquire that renews its new lease while it waits needs a stop
+  // (aborting a controller builds a DOMException with a stack, every time).
+  let stopRenewing: AbortController | undefined;
 
   const onQueued = (message: AcquireResponse__Output): number => {
     const q = message.queued!;
@@ -146,6 +148,7 @@ export async function acquire(client: Client, r: AcquireRequest, control: Acquir
 
   const ttlMs = request.ttlMs as number;
   if (control.renewWhileWaiting && ttlMs > 0 && waitMs > 0) {
+    stopRenewing = new AbortController();
     client.spawn(renewWaitingLease(client, leaseKnown, ttlMs, stopRenewing.signal));
   }
   let handedOver = false;
@@ -161,7 +164,7 @@ export async function acquire(client: Client, r: AcquireRequest, control: Acquir
     }
     throw e;
   } finally {
-    stopRenewing.abort();
+    stopRenewing?.abort();
     if (!handedOver) inFlight.finish();
   }
 }

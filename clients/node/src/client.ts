@@ -213,9 +213,9 @@ export class Client implements AsyncDisposable {
     const started = performance.now();
     const deadline = started + budgetMs;
     const plan = new CallPlan(this.endpoints, this.leaderAddress, this.backoffCapMs);
-    const expiry = new AbortController();
-    const timer = setTimeout(() => expiry.abort(new DeadlineReached()), Math.min(budgetMs, 2 ** 31 - 1));
-    const combined = anySignal([expiry.signal, options.signal]);
+    // One signal for the attempts: the deadline's or the caller's.
+    const combined = anySignal([options.signal]);
+    const timer = setTimeout(() => combined.abort(new DeadlineReached()), Math.min(budgetMs, 2 ** 31 - 1));
     let target = plan.first;
     let answeredAny = false;
     let lastError = "the deadline passed before the first attempt";
