@@ -34,7 +34,7 @@ import type { NodeStubs } from "./proto.js";
 import { AttemptFailed, MAX_TIMER_MS } from "./rpc.js";
 
 /** How long an address that answered `Unimplemented` to `Calls` gets unary calls. */
-export const RECHECK_CALLS_MS = 60_000;
+export const RECHECK_CALLS_MS = 30_000;
 /** A stream with no call in flight this long is half-closed. */
 export const IDLE_END_MS = 1_000;
 /** The smallest request-size limit a node can have (`--max-request-bytes`). */
