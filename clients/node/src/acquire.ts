@@ -89,35 +89,66 @@ export async function acquire(client: Client, r: AcquireRequest, control: Acquir
   let sent = false;
   let waitingLease: ((leaseId: number) => void) | undefined;
   const leaseKnown = new Promise<number>((resolve) => (waitingLease = resolve));
-  const stopRenewing = new AbortController();
+  // Only an acquire that renews its new lease while it waits needs a stop
+  // (aborting a controller builds a DOMException with a stack, every time).
+  let stopRenewing: AbortController | undefined;
 
-  const attempt = async (_address: string, node: import("./proto.js").NodeStubs, signal: AbortSignal) => {
+  const onQueued = (message: AcquireResponse__Output): number => {
+    const q = message.queued!;
+    waitingLease?.(q.leaseId);
+    r.onQueued?.({ position: q.position, leaseId: q.leaseId, behind: q.behind });
+    // The answer may take the rest of the wait, then one attempt timeout
+    // (a timeout is reported once the waiter's removal committed).
+    return Math.max(waitDeadline - performance.now(), 0) + client.attemptTimeoutMs;
+  };
+  // Its own Acquire stream: queued reports, then the final answer.
+  const streamAttempt = async (node: import("./proto.js").NodeStubs, signal: AbortSignal) => {
     const reader = new StreamReader<AcquireResponse__Output>(node.lock.Acquire(request));
     sent = true;
+    let answered = false;
     try {
       let budget = client.attemptTimeoutMs;
       for (;;) {
         const message = await reader.next(budget, signal);
         if (message.event === "queued" && message.queued) {
-          const q = message.queued;
-          waitingLease?.(q.leaseId);
-          r.onQueued?.({ position: q.position, leaseId: q.leaseId, behind: q.behind });
-          // The answer may take the rest of the wait, then one attempt timeout
-          // (a timeout is reported once the waiter's removal committed).
-          budget = Math.max(waitDeadline - performance.now(), 0) + client.attemptTimeoutMs;
+          budget = onQueued(message);
           continue;
         }
+        answered = true;
         const answer = answerOf(message);
         if (answer === undefined) throw new TransportError("acquire answer without an event");
         return answer;
       }
     } finally {
-      reader.cancel();
+      // After its final answer the server ends the stream itself: cancelling
+      // it then would only cost a CANCELLED status (an Error with a stack).
+      if (!answered) reader.cancel();
     }
   };
+  // One call on the node's Calls stream (or, if it cannot go there, its own
+  // stream as above): the same queued reports and final answer.
+  const attempt = (address: string, node: import("./proto.js").NodeStubs, signal: AbortSignal) =>
+    client.streamedAttempt(
+      address,
+      node,
+      { acquire: request },
+      signal,
+      (reply) => {
+        if (reply.answer !== "acquire" || !reply.acquire) {
+          throw new TransportError(`acquire answered with a ${reply.answer ?? "empty"} answer`);
+        }
+        const answer = answerOf(reply.acquire);
+        if (answer === undefined) throw new TransportError("acquire answer without an event");
+        return answer;
+      },
+      () => streamAttempt(node, signal),
+      () => (sent = true),
+      (report) => onQueued(report.acquire!),
+    );
 
   const ttlMs = request.ttlMs as number;
   if (control.renewWhileWaiting && ttlMs > 0 && waitMs > 0) {
+    stopRenewing = new AbortController();
     client.spawn(renewWaitingLease(client, leaseKnown, ttlMs, stopRenewing.signal));
   }
   let handedOver = false;
@@ -133,7 +164,7 @@ export async function acquire(client: Client, r: AcquireRequest, control: Acquir
     }
     throw e;
   } finally {
-    stopRenewing.abort();
+    stopRenewing?.abort();
     if (!handedOver) inFlight.finish();
   }
 }

@@ -20,6 +20,7 @@ import { randomInt } from "node:crypto";
 import { credentials as grpcCredentials, type ChannelCredentials, type ChannelOptions } from "@grpc/grpc-js";
 
 import { acquire as acquireWire } from "./acquire.js";
+import { CallStreams, CallsUnsupported, fitsAnyNode, type CallAnswer } from "./calls.js";
 import {
   Code,
   LeaseNotFoundError,
@@ -37,6 +38,8 @@ import {
 import type { ClusterStatusResponse__Output } from "./generated/warden/v1/ClusterStatusResponse.js";
 import type { Holder__Output } from "./generated/warden/v1/Holder.js";
 import type { LeaseKeepAliveResponse__Output } from "./generated/warden/v1/LeaseKeepAliveResponse.js";
+import type { AcquireRequest as WireAcquireRequest } from "./generated/warden/v1/AcquireRequest.js";
+import type { ReleaseRequest as WireReleaseRequest } from "./generated/warden/v1/ReleaseRequest.js";
 import type { RequestHeader } from "./generated/warden/v1/RequestHeader.js";
 import { DEFAULT_LIMITS, checkId, checkReadName, checkResource, wholeNumber, type Limits } from "./limits.js";
 import { nodeStubs, type NodeStubs } from "./proto.js";
@@ -106,6 +109,8 @@ export class Client implements AsyncDisposable {
   private readonly credentials: ChannelCredentials;
   private readonly channelOptions: ChannelOptions;
   private readonly nodes = new Map<string, NodeStubs>();
+  /** Each node's `Calls` stream (acquires and releases). */
+  private readonly callStreams = new CallStreams();
   private leaderAddress: string | undefined;
   private renewSequence = 0;
   private paramsKnown: Promise<void> | undefined;
@@ -154,6 +159,7 @@ export class Client implements AsyncDisposable {
     if (this.background.size > 0) {
       await Promise.race([Promise.allSettled([...this.background]), sleep(this.deadlineMs)]);
     }
+    this.callStreams.closeAll();
     for (const node of this.nodes.values()) node.close();
     this.nodes.clear();
   }
@@ -207,9 +213,9 @@ export class Client implements AsyncDisposable {
     const started = performance.now();
     const deadline = started + budgetMs;
     const plan = new CallPlan(this.endpoints, this.leaderAddress, this.backoffCapMs);
-    const expiry = new AbortController();
-    const timer = setTimeout(() => expiry.abort(new DeadlineReached()), Math.min(budgetMs, 2 ** 31 - 1));
-    const combined = anySignal([expiry.signal, options.signal]);
+    // One signal for the attempts: the deadline's or the caller's.
+    const combined = anySignal([options.signal]);
+    const timer = setTimeout(() => combined.abort(new DeadlineReached()), Math.min(budgetMs, 2 ** 31 - 1));
     let target = plan.first;
     let answeredAny = false;
     let lastError = "the deadline passed before the first attempt";
@@ -298,6 +304,37 @@ export class Client implements AsyncDisposable {
       (_address, node, signal) => unaryAttempt<Res>((cb) => invoke(node, cb), this.attemptTimeoutMs, signal),
       options,
     );
+  }
+
+  /**
+   * @internal One attempt of an acquire or a release at `address`: a call
+   * on the node's `Calls` stream, or `unary` (the same request as its own
+   * call) when the node does not serve `Calls` or the request could be over
+   * a node's size limit. Either fails as the unary call would, so the retry
+   * loop treats both alike.
+   */
+  async streamedAttempt<T>(
+    address: string,
+    node: NodeStubs,
+    body: { acquire: WireAcquireRequest } | { release: WireReleaseRequest },
+    signal: AbortSignal,
+    fromAnswer: (answer: CallAnswer) => T,
+    unary: () => Promise<T>,
+    onSent?: () => void,
+    onReport?: (report: CallAnswer) => number,
+  ): Promise<T> {
+    const stream = fitsAnyNode(body) ? this.callStreams.get(address, node) : undefined;
+    if (stream === undefined) return unary();
+    let answer: CallAnswer;
+    try {
+      const answering = stream.request(body, this.attemptTimeoutMs, signal, onReport);
+      onSent?.();
+      answer = await answering;
+    } catch (e) {
+      if (e instanceof CallsUnsupported) return unary();
+      throw e;
+    }
+    return fromAnswer(answer);
   }
 
   // --- what the server publishes ------------------------------------------------
@@ -527,9 +564,21 @@ export class Client implements AsyncDisposable {
         leaseId,
         fencingToken: fencingToken ?? 0,
       };
-      const r = await this.unary<import("./generated/warden/v1/ReleaseResponse.js").ReleaseResponse__Output>(
-        "release",
-        (n, cb) => n.lock.Release(request, cb),
+      type Reply = import("./generated/warden/v1/ReleaseResponse.js").ReleaseResponse__Output;
+      const r = await this.call("release", this.deadlineMs, (address, node, signal) =>
+        this.streamedAttempt<Reply>(
+          address,
+          node,
+          { release: request },
+          signal,
+          (answer) => {
+            if (answer.answer !== "release" || !answer.release) {
+              throw new TransportError(`release answered with a ${answer.answer ?? "empty"} answer`);
+            }
+            return answer.release;
+          },
+          () => unaryAttempt<Reply>((cb) => node.lock.Release(request, cb), this.attemptTimeoutMs, signal),
+        ),
       );
       return { resource: r.resource, leaseId: r.leaseId, released: r.released };
     } finally {

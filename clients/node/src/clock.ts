@@ -14,8 +14,15 @@
  * little early: the safe side) and never behind it. Where `/proc/uptime`
  * cannot be read (not Linux) it is the monotonic clock alone, and
  * `countsSuspend` says so.
+ *
+ * A file on procfs (the default `/proc/uptime`) is kept open and read with
+ * one `pread` at offset 0 per reading (procfs writes it afresh for each
+ * read; about 2.5 µs against 15 µs for opening it each time). Any other path
+ * is opened afresh for each reading, so a file that was replaced is read
+ * anew and one that was removed is a ClockError, never a stale reading
+ * through a descriptor kept open.
  */
-import { readFileSync } from "node:fs";
+import { closeSync, openSync, readFileSync, readSync, statfsSync } from "node:fs";
 
 import { ClockError } from "./errors.js";
 
@@ -51,15 +58,30 @@ export class BootClock implements Clock {
   readonly countsSuspend: boolean;
   readonly name: string;
   private suspendedMs = 0;
+  /** The descriptor of a procfs uptime file, kept open (never for other files). */
+  private procFd: number | undefined;
+  private readonly buffer = Buffer.alloc(128);
 
   constructor(private readonly uptimePath = "/proc/uptime") {
+    this.procFd = openIfProcfs(uptimePath);
     this.countsSuspend = this.readUptimeMs() !== undefined;
     this.name = this.countsSuspend ? "boot time (monotonic + /proc/uptime)" : "monotonic (hrtime)";
   }
 
+  /** True when readings go through a descriptor kept open (the file is on procfs). */
+  get keptOpen(): boolean {
+    return this.procFd !== undefined;
+  }
+
   private readUptimeMs(): number | undefined {
     try {
-      const text = readFileSync(this.uptimePath, "latin1");
+      let text: string;
+      if (this.procFd !== undefined) {
+        const n = readSync(this.procFd, this.buffer, 0, this.buffer.length, 0);
+        text = this.buffer.toString("latin1", 0, n);
+      } else {
+        text = readFileSync(this.uptimePath, "latin1");
+      }
       const seconds = Number.parseFloat(text);
       return Number.isFinite(seconds) ? seconds * 1000 : undefined;
     } catch {
@@ -83,6 +105,25 @@ export class BootClock implements Clock {
     }
     return mono + this.suspendedMs;
   }
+}
+
+/** PROC_SUPER_MAGIC: the `f_type` of a procfs file system. */
+const PROC_SUPER_MAGIC = 0x9fa0;
+
+/** An open descriptor of `path` if it is a file on procfs, else undefined. */
+function openIfProcfs(path: string): number | undefined {
+  let fd: number | undefined;
+  try {
+    // Asked before and after the open (Node has no fstatfs): only a path that
+    // names a procfs file on both sides of the open is kept open.
+    if (statfsSync(path).type !== PROC_SUPER_MAGIC) return undefined;
+    fd = openSync(path, "r");
+    if (statfsSync(path).type === PROC_SUPER_MAGIC) return fd;
+  } catch {
+    // Not there, or no statfs: read afresh each time.
+  }
+  if (fd !== undefined) closeSync(fd);
+  return undefined;
 }
 
 /** The default session clock. */

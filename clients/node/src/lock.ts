@@ -33,8 +33,11 @@ export const LOST_TIMER_SLACK_MS = 50;
  * is not seen here (the fence refuses the next write).
  */
 export class Lock implements AsyncDisposable {
-  private readonly controller = new AbortController();
-  private readonly detach: () => void;
+  /** Made when {@link signal} is first read (most locks are never asked for it). */
+  private controller: AbortController | undefined;
+  /** Why the lock can no longer be trusted, once it cannot (made on first use). */
+  private abortReason: (() => unknown) | undefined;
+  private detach: (() => void) | undefined;
   private maxHoldTimer: NodeJS.Timeout | undefined;
   released = false;
 
@@ -48,12 +51,20 @@ export class Lock implements AsyncDisposable {
     /** With a max-hold: the acquire's send + validity of the max-hold (session clock, ms). */
     readonly maxHoldUntil: number | undefined,
   ) {
-    const lost = session.lost;
-    const onLost = () => this.controller.abort(lost.reason);
-    if (lost.aborted) onLost();
-    else lost.addEventListener("abort", onLost, { once: true });
-    this.detach = () => lost.removeEventListener("abort", onLost);
     if (maxHoldUntil !== undefined) this.armMaxHold();
+  }
+
+  /** Whether the lock's trust has ended (first cause wins: its signal's reason). */
+  private get aborted(): boolean {
+    return this.abortReason !== undefined || this.session.lost.aborted || (this.controller?.signal.aborted ?? false);
+  }
+
+  /** Ends the lock's trust with `reason()` (called at most once, when first needed), unless already ended. */
+  private abortWith(reason: () => unknown): void {
+    if (this.aborted) return;
+    let made: { value: unknown } | undefined;
+    this.abortReason = () => (made ??= { value: reason() }).value;
+    this.controller?.abort(this.abortReason());
   }
 
   /** The lease holding the lock (the session's). */
@@ -63,6 +74,18 @@ export class Lock implements AsyncDisposable {
 
   /** Aborts (reason: SessionLostError) once the lock can no longer be trusted. */
   get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      const controller = new AbortController();
+      this.controller = controller;
+      const lost = this.session.lost;
+      if (this.abortReason !== undefined) controller.abort(this.abortReason());
+      else if (lost.aborted) controller.abort(lost.reason);
+      else {
+        const onLost = () => controller.abort(lost.reason);
+        lost.addEventListener("abort", onLost, { once: true });
+        this.detach = () => lost.removeEventListener("abort", onLost);
+      }
+    }
     return this.controller.signal;
   }
 
@@ -75,7 +98,7 @@ export class Lock implements AsyncDisposable {
   private armMaxHold(): void {
     const at = this.maxHoldUntil as number;
     const tick = () => {
-      if (this.controller.signal.aborted) return;
+      if (this.aborted) return;
       let left: number;
       try {
         left = at - this.session.clock.now() - LOST_TIMER_SLACK_MS;
@@ -83,7 +106,7 @@ export class Lock implements AsyncDisposable {
         left = 0;
       }
       if (left <= 0) {
-        this.controller.abort(new SessionLostError("max_hold", this.leaseId, at));
+        this.abortWith(() => new SessionLostError("max_hold", this.leaseId, at));
         return;
       }
       // Re-read the session clock at least every second (Node's timers stop while suspended).
@@ -103,7 +126,7 @@ export class Lock implements AsyncDisposable {
     this.session.check();
     if (this.maxHoldUntil !== undefined && this.session.clock.now() >= this.maxHoldUntil) {
       const error = new SessionLostError("max_hold", this.leaseId, this.maxHoldUntil);
-      this.controller.abort(error);
+      this.abortWith(() => error);
       throw error;
     }
   }
@@ -111,9 +134,10 @@ export class Lock implements AsyncDisposable {
   private settle(): void {
     this.released = true;
     clearTimeout(this.maxHoldTimer);
-    this.detach();
-    if (!this.controller.signal.aborted) {
-      this.controller.abort(new SessionLostError("released", this.leaseId, undefined, "lock released"));
+    this.detach?.();
+    // Not after the session was lost: the signal's reason is then the loss.
+    if (!this.session.lost.aborted) {
+      this.abortWith(() => new SessionLostError("released", this.leaseId, undefined, "lock released"));
     }
   }
 

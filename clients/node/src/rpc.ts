@@ -36,8 +36,15 @@ export function sleep(ms: number, signal?: AbortSignal, unref = false): Promise<
   });
 }
 
-/** A signal that aborts when any of `signals` does (with its reason); `dispose` detaches it. */
-export function anySignal(signals: readonly (AbortSignal | undefined)[]): { signal: AbortSignal; dispose(): void } {
+/**
+ * A signal that aborts when any of `signals` does (with its reason), or when
+ * `abort` is called; `dispose` detaches it.
+ */
+export function anySignal(signals: readonly (AbortSignal | undefined)[]): {
+  signal: AbortSignal;
+  abort(reason: unknown): void;
+  dispose(): void;
+} {
   const controller = new AbortController();
   const present = signals.filter((s): s is AbortSignal => s !== undefined);
   const handlers: [AbortSignal, () => void][] = [];
@@ -48,7 +55,7 @@ export function anySignal(signals: readonly (AbortSignal | undefined)[]): { sign
   for (const s of present) {
     if (s.aborted) {
       controller.abort(s.reason);
-      return { signal: controller.signal, dispose };
+      return { signal: controller.signal, abort: (r) => controller.abort(r), dispose };
     }
   }
   for (const s of present) {
@@ -59,7 +66,7 @@ export function anySignal(signals: readonly (AbortSignal | undefined)[]): { sign
     handlers.push([s, h]);
     s.addEventListener("abort", h, { once: true });
   }
-  return { signal: controller.signal, dispose };
+  return { signal: controller.signal, abort: (r) => controller.abort(r), dispose };
 }
 
 type UnaryInvoker<Res> = (callback: (err: ServiceError | null, res?: Res) => void) => ClientUnaryCall;

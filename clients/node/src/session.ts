@@ -357,7 +357,7 @@ export class Session implements AsyncDisposable {
   ): Promise<Granted | NotGranted> {
     this.check();
     // The session's loss abandons the wait at once (the lease's end removes it anyway).
-    const combined = anySignal([r.signal, this.lost]);
+    const combined = r.signal ? anySignal([r.signal, this.lost]) : { signal: this.lost, dispose: () => undefined };
     try {
       const request = {
         resource: r.resource,

@@ -92,6 +92,35 @@ test("validity: TTL × (1 − 2ρ) − 50 ms in whole microseconds, never negati
   assert.ok(noUptime.now() > 0);
 });
 
+test("boot clock: /proc/uptime is kept open; any other file is read afresh, so a removed one is a ClockError and a replaced one is read anew", async () => {
+  const { mkdtempSync, writeFileSync, rmSync, renameSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const { ClockError } = await import("../src/errors.js");
+  const proc = new BootClock();
+  if (proc.countsSuspend) assert.equal(proc.keptOpen, true, "procfs's uptime goes through a descriptor kept open");
+  const dir = mkdtempSync(join(tmpdir(), "warden-clock-"));
+  try {
+    const path = join(dir, "uptime");
+    // Uptimes on the monotonic clock's scale (hrtime counts from boot on Linux, less suspend).
+    const monoS = () => Number(process.hrtime.bigint()) / 1e9;
+    writeFileSync(path, `${monoS().toFixed(2)} 50.00\n`);
+    const clock = new BootClock(path);
+    assert.equal(clock.countsSuspend, true);
+    assert.equal(clock.keptOpen, false);
+    const first = clock.now();
+    // Replaced by another file whose uptime is an hour later: that suspended time is counted.
+    writeFileSync(join(dir, "next"), `${(monoS() + 3600).toFixed(2)} 50.00\n`);
+    renameSync(join(dir, "next"), path);
+    const after = clock.now();
+    assert.ok(after - first >= 3_599_000, `the replaced file was read anew (${after - first} ms later)`);
+    rmSync(path);
+    assert.throws(() => clock.now(), ClockError, "a removed file is a ClockError, not a stale reading");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("argument checks: RangeError/TypeError naming the argument and the limit, never clamped", () => {
   assert.throws(() => checkTtl(999, DEFAULT_LIMITS), /^RangeError: ttlMs must be within 1000..=3600000; got 999$/);
   assert.throws(() => checkTtl(1.5, DEFAULT_LIMITS), TypeError);
@@ -144,4 +173,29 @@ test("fencing headers: written for each kind of grant, read back with the header
   assert.throws(() => readFencingHeaders({ "warden-resource": "r", "warden-fencing-token": "0" }), named("warden-fencing-token"));
   assert.throws(() => readFencingHeaders({ "warden-resource": "r", "warden-fencing-token": "9007199254740992" }), named("warden-fencing-token"));
   assert.throws(() => readFencingHeaders({ "warden-resource": "r", "warden-fencing-token": "1", "warden-slot": "1", "warden-lock-mode": "shared" }), named("warden-lock-mode"));
+});
+
+test("Calls: a call's size bound is never below its encoding, and one over the smallest request limit goes unary", async () => {
+  const protobuf = (await import("protobufjs")).default;
+  const { PROTO_DIR } = await import("../src/proto.js");
+  const { callSizeBound, fitsAnyNode, SMALLEST_MAX_REQUEST_BYTES } = await import("../src/calls.js");
+  const root = new protobuf.Root();
+  root.resolvePath = (_origin, target) => (target.startsWith(PROTO_DIR) ? target : `${PROTO_DIR}warden/${target}`);
+  const CallRequest = root.loadSync(`${PROTO_DIR}warden/warden.proto`, { keepCase: false }).lookupType("warden.v1.CallRequest");
+  const big = 2 ** 53 - 1;
+  const header = { clientId: big, requestId: big, ackedRequestId: big };
+  const cases = [
+    { release: { header, resource: "r", leaseId: big, fencingToken: big } },
+    { release: { header, resource: "é".repeat(256), leaseId: big, fencingToken: big } },
+    { acquire: { header, resource: "x".repeat(512), ttlMs: big, leaseId: big, waitTimeoutMs: big, lockDelayMs: big, mode: 2, limit: big, resources: [], maxHoldMs: big } },
+    { acquire: { header, resource: "", ttlMs: 1, leaseId: 0, waitTimeoutMs: 0, lockDelayMs: 0, mode: 0, limit: 0, resources: ["a".repeat(300), "b".repeat(300)], maxHoldMs: 0 } },
+  ];
+  for (const c of cases) {
+    const encoded = CallRequest.encode(CallRequest.fromObject({ callId: big, ...c })).finish().length;
+    assert.ok(callSizeBound(c as never) >= encoded, `bound ${callSizeBound(c as never)} < encoded ${encoded}`);
+  }
+  assert.ok(fitsAnyNode(cases[0] as never));
+  assert.ok(fitsAnyNode(cases[2] as never), "the largest single resource fits");
+  const tooBig = { acquire: { ...cases[3]!.acquire, resources: ["a".repeat(400), "b".repeat(400), "c".repeat(400)] } };
+  assert.ok(!fitsAnyNode(tooBig as never) && callSizeBound(tooBig as never) > SMALLEST_MAX_REQUEST_BYTES);
 });
