@@ -241,6 +241,13 @@ def test_ctrl_c_on_a_waiting_sync_lock_sends_cancel_wait() -> None:
     assert ready.wait(10.0)
     node = holder["node"]
     assert isinstance(node, FakeNode)
+    # This test once hung with the main thread still waiting in lock() (the
+    # interrupt never reached it): past 60 s, dump every thread's stack and
+    # end the run, so a hang fails fast and says where, instead of holding
+    # the suite until CI's own limit.
+    import faulthandler
+
+    faulthandler.dump_traceback_later(60.0, exit=True)
     try:
         with Client([node.addr]) as client, client.session(ttl_s=5.0) as session:
 
@@ -253,6 +260,7 @@ def test_ctrl_c_on_a_waiting_sync_lock_sends_cancel_wait() -> None:
             assert session.lost is None
             session.check()
     finally:
+        faulthandler.cancel_dump_traceback_later()
         assert stop is not None
         stop.get_loop().call_soon_threadsafe(stop.set_result, None)
         server.join(10.0)
