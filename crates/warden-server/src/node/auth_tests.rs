@@ -391,7 +391,7 @@ async fn reads_need_read_permission() {
     assert_eq!(t.node.list(&None, "").await.expect("list").1.len(), 1);
 }
 
-// The admin reads need admin on "" (the audit trails, roles, users,
+// The admin reads need admin on "" (the audit trails, roles, users, the deny list,
 // limits, snapshot save): bob, who may lock everything, is refused each,
 // naming the permission and the prefix; root reads them, and the role and
 // user lists show what was granted, with each principal's quota and usage.
@@ -407,6 +407,7 @@ async fn admin_reads_need_admin() {
     assert_eq!(read_refusal(t.node.users(&bob).await).2, denied);
     assert_eq!(read_refusal(t.node.limits(&bob).await).2, denied);
     assert_eq!(read_refusal(t.node.snapshot_cut(&bob).await).2, denied);
+    assert_eq!(read_refusal(t.node.denied(&bob).await).2, denied);
 
     let root = named("root");
     let LeaseGranted { .. } = t
@@ -482,6 +483,9 @@ async fn auth_changes_need_admin_and_a_refused_one_changes_nothing() {
         AuthOp::DeleteRole {
             role: "payments".into(),
         },
+        AuthOp::Deny(DenyTarget::Principal(user("mallory"))),
+        AuthOp::Undeny(DenyTarget::Principal(user("mallory"))),
+        AuthOp::Deny(DenyTarget::Serial("1f".into())),
     ];
     let auth_before = t.table(|m| m.auth().clone());
     let trail_before = t.table(|m| m.auth_audit_trail().count());
