@@ -4,7 +4,7 @@
 //!
 //! # Files (imports run down this list)
 //!
-//! - `lock.rs`, `lease.rs`, `watch.rs`, `admin.rs`: the public services.
+//! - `lock.rs`, `lease.rs`, `watch.rs`, `admin/` (its tests in `admin/tests.rs`): the public services.
 //! - `health.rs`: `/healthz` and `/readyz` over HTTP, and the admin
 //!   listener that also serves the dashboard.
 //! - `dashboard/`: the read-only `/ui` page and its JSON (`/ui/api/*`),
