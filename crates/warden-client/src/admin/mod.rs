@@ -31,11 +31,13 @@ use crate::snapshot_stream::{
 use crate::ClientError;
 
 mod auth;
+mod deny;
 
 pub use auth::{
-    AuthAuditRecord, AuthAuditTrail, AuthChange, ClusterLimits, DenyList, DenyTarget, Limits,
-    Permission, Quota, QuotaUsage, RoleGrant, RoleInfo, Roles, UserInfo, Users,
+    AuthAuditRecord, AuthAuditTrail, AuthChange, ClusterLimits, Limits, Permission, Quota,
+    QuotaUsage, RoleGrant, RoleInfo, Roles, UserInfo, Users,
 };
+pub use deny::{DenyList, DenyTarget};
 
 /// Longest wait for one attempt of a read or a forced release: 4 s (a
 /// whole-table read or a snapshot may take longer than a lock call's
