@@ -28,17 +28,6 @@ fn grant(cluster: &Cluster, user: &str, prefixes: &[&str], permission: &str) {
     assert_eq!(code, 0, "{err}");
 }
 
-/// The resident memory of process `pid` (VmRSS), in bytes.
-fn resident_bytes(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS");
-    kib * 1024
-}
-
 fn exhausted(e: &ClientError, needle: &str) -> bool {
     matches!(e, ClientError::ResourceExhausted { message } if message.contains(needle))
 }
@@ -58,7 +47,7 @@ async fn a_value_flood_stops_at_its_quota_and_others_still_proclaim() {
     grant(&cluster, "alice", &["election:a-"], "lock");
     let leader = cluster.wait_leader(Duration::from_secs(10)).await;
     let pid = cluster.nodes[&leader].child.as_ref().expect("running").id();
-    let before = resident_bytes(pid);
+    let before = crate::harness::resident_bytes(pid);
     let mallory = cluster.client_as("mallory").await;
     let lease = mallory
         .lease_grant(Duration::from_secs(120))
@@ -90,7 +79,7 @@ async fn a_value_flood_stops_at_its_quota_and_others_still_proclaim() {
         .proclaim(warden_client::election_key("a-1"), hers, 0, value.clone())
         .await
         .expect("alice still proclaims");
-    let grown = resident_bytes(pid).saturating_sub(before);
+    let grown = crate::harness::resident_bytes(pid).saturating_sub(before);
     println!(
         "leader RSS grew by {} KiB over {published} values",
         grown / 1024

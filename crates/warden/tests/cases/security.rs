@@ -915,17 +915,6 @@ async fn a_never_members_certificate_and_another_clusters_forge_nothing() {
     }
 }
 
-/// The resident memory of process `pid` (VmRSS), in bytes.
-fn resident_bytes(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS");
-    kib * 1024
-}
-
 /// A request body fed from a channel: what a test sends, as it sends it.
 struct ChannelBody(tokio::sync::mpsc::Receiver<tonic::codegen::Bytes>);
 
@@ -1007,7 +996,7 @@ async fn an_oversized_peer_message_is_refused_before_its_body_is_buffered() {
     let certs = harness::certs();
     let anonymous = ClientTls::anonymous(&certs.client_dir.join("ca.crt")).expect("anonymous");
     let alice = client_tls(certs.client_dir_with("alice"), "alice");
-    let baseline = resident_bytes(pid);
+    let baseline = crate::harness::resident_bytes(pid);
     let mut open_calls = Vec::new();
     for (tls, code) in [
         (&anonymous, Code::Unauthenticated),
@@ -1022,11 +1011,11 @@ async fn an_oversized_peer_message_is_refused_before_its_body_is_buffered() {
         }
     }
     // The peak over the next second, with every call still open.
-    let mut peak = resident_bytes(pid);
+    let mut peak = crate::harness::resident_bytes(pid);
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     for _ in 0..10 {
         tick.tick().await;
-        peak = peak.max(resident_bytes(pid));
+        peak = peak.max(crate::harness::resident_bytes(pid));
     }
     let grown = peak.saturating_sub(baseline);
     eprintln!(

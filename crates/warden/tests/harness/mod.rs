@@ -47,6 +47,17 @@ use warden_proto::peer::TakeSnapshotRequest;
 use warden_proto::v1 as pb;
 use warden_proto::v1::lock_client::LockClient;
 
+/// The resident memory of process `pid` (VmRSS), in bytes.
+pub fn resident_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS");
+    kib * 1024
+}
+
 /// The `warden` binary under test.
 pub fn warden_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_warden"))
